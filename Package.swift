@@ -1,0 +1,77 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+/// One settings list for every Swift target: Swift 6 mode with strict concurrency.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "Entitled",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "entitled", targets: ["entitled"]),
+        .library(name: "AppStore", targets: ["AppStore"]),
+        .library(name: "Entitlements", targets: ["Entitlements"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+    ],
+    targets: [
+        // System libraries: each is imported (`internal import`) by exactly one wrapper module.
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+        .systemLibrary(
+            name: "CPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]),
+
+        // Wraps COpenSSL: digests, HMAC, ECDSA P-256, X.509, OCSP, certificate minting.
+        .target(name: "EntitledCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        // Apple's wire formats and the JWS / X.509 verifier.
+        .target(name: "AppStore", dependencies: ["EntitledCrypto"], swiftSettings: swiftSettings),
+        // A test certificate authority and JWS signer for tests, benchmarks and the simulator.
+        .target(
+            name: "AppStoreTesting", dependencies: ["AppStore", "EntitledCrypto"],
+            swiftSettings: swiftSettings),
+        // The pure domain core: facts + policy + now -> customer state. No I/O, no clock, no C.
+        .target(name: "Entitlements", swiftSettings: swiftSettings),
+        // The ledger and projections on SQLite and PostgreSQL.
+        .target(
+            name: "Storage", dependencies: ["Entitlements", "CSQLite", "CPostgres"],
+            swiftSettings: swiftSettings),
+        // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
+        // The configuration file: value types, loading, validation.
+        .target(name: "EntitledConfig", swiftSettings: swiftSettings),
+        // Wiring: routes, auth, ingest.
+        .target(
+            name: "EntitledServer",
+            dependencies: ["AppStore", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
+            swiftSettings: swiftSettings),
+        // The command-line tool.
+        .executableTarget(
+            name: "entitled",
+            dependencies: [
+                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting",
+                "Entitlements", "Storage",
+            ],
+            swiftSettings: swiftSettings),
+
+        .testTarget(
+            name: "AppStoreTests", dependencies: ["AppStore", "AppStoreTesting", "EntitledCrypto"],
+            swiftSettings: swiftSettings),
+        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements"], swiftSettings: swiftSettings),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EntitledTests",
+            dependencies: ["EntitledServer", "EntitledConfig", "HTTPServer", "AppStore"],
+            swiftSettings: swiftSettings),
+    ]
+)

@@ -1,0 +1,9 @@
+#ifndef CSQLITE_SHIM_H
+#define CSQLITE_SHIM_H
+
+#include <sqlite3.h>
+
+// SQLITE_TRANSIENT is a function-like cast macro; Swift cannot import it.
+static inline sqlite3_destructor_type CSQLite_transient(void) { return SQLITE_TRANSIENT; }
+
+#endif

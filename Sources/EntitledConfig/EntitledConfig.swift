@@ -1,0 +1,1 @@
+// EntitledConfig module.

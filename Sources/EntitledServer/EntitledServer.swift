@@ -1,0 +1,1 @@
+// EntitledServer module.
