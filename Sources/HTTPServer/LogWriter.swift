@@ -1,0 +1,127 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A buffered, thread-safe writer of log lines to a file descriptor (stdout by default).
+///
+/// Lines are appended to a buffer under a lock and written with one `write(2)` when the buffer
+/// passes 32 KiB or when `flush()` runs (the server flushes on a timer and at shutdown), so a
+/// busy server does not pay a syscall per request.
+public final class LogWriter: Sendable {
+    private let fd: Int32
+    private let buffer = Mutex<[UInt8]>([])
+    private let threshold: Int
+
+    /// A writer to standard output.
+    public static let standardOutput = LogWriter(fileDescriptor: 1)
+    /// A writer to standard error.
+    public static let standardError = LogWriter(fileDescriptor: 2, threshold: 0)
+
+    public init(fileDescriptor: Int32, threshold: Int = 32 * 1024) {
+        self.fd = fileDescriptor
+        self.threshold = threshold
+    }
+
+    /// Appends one line (a newline is added).
+    public func write(line: String) {
+        buffer.withLock { buffer in
+            buffer.append(contentsOf: line.utf8)
+            buffer.append(0x0A)
+            if buffer.count >= threshold { Self.drain(&buffer, to: fd) }
+        }
+    }
+
+    /// Writes whatever is buffered.
+    public func flush() {
+        buffer.withLock { Self.drain(&$0, to: fd) }
+    }
+
+    private static func drain(_ buffer: inout [UInt8], to fd: Int32) {
+        guard !buffer.isEmpty else { return }
+        buffer.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    break  // a closed stdout must not take the server down; the lines are dropped
+                }
+                offset += n
+            }
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+/// Builds JSON objects for log lines without an encoder (the access log is on the hot path).
+public struct JSONLine {
+    private var text = "{"
+    private var first = true
+
+    public init() {}
+
+    public mutating func add(_ key: String, _ value: String) {
+        separator(key)
+        JSONLine.appendQuoted(value, to: &text)
+    }
+
+    public mutating func add(_ key: String, _ value: Int) {
+        separator(key)
+        text += String(value)
+    }
+
+    public mutating func add(_ key: String, _ value: Double) {
+        separator(key)
+        text += String(format: "%.3f", value)
+    }
+
+    public mutating func add(_ key: String, _ value: Bool) {
+        separator(key)
+        text += value ? "true" : "false"
+    }
+
+    public func finish() -> String { text + "}" }
+
+    private mutating func separator(_ key: String) {
+        if !first { text += "," }
+        first = false
+        JSONLine.appendQuoted(key, to: &text)
+        text += ":"
+    }
+
+    /// Appends `value` as a JSON string literal, escaping quotes, backslashes and control characters.
+    public static func appendQuoted(_ value: String, to text: inout String) {
+        text += "\""
+        var needsEscape = false
+        for byte in value.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+            needsEscape = true
+            break
+        }
+        if !needsEscape {
+            text += value
+        } else {
+            for scalar in value.unicodeScalars {
+                switch scalar {
+                case "\"": text += "\\\""
+                case "\\": text += "\\\\"
+                case "\n": text += "\\n"
+                case "\r": text += "\\r"
+                case "\t": text += "\\t"
+                default:
+                    if scalar.value < 0x20 {
+                        let hex = String(scalar.value, radix: 16)
+                        text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                    } else {
+                        text.unicodeScalars.append(scalar)
+                    }
+                }
+            }
+        }
+        text += "\""
+    }
+}

@@ -1,0 +1,95 @@
+/// How a route's handler runs.
+public enum Handler: Sendable {
+    /// Runs on the poll thread that received the request: only for fast, non-blocking work
+    /// (health checks, cached reads). Avoids the suspend/resume round trip.
+    case inline(@Sendable (Request) throws -> Response)
+    /// Runs on Swift's cooperative pool; the connection is suspended meanwhile, so the poll
+    /// threads keep serving other connections however long it takes.
+    case async(@Sendable (Request) async throws -> Response)
+}
+
+/// Maps (method, path) to a handler. Patterns are literal segments and `{name}` parameters,
+/// e.g. `/v1/customers/{appUserId}/history`. Built before the server starts, then read-only.
+public struct Router: Sendable {
+    struct Route: Sendable {
+        var method: HTTPMethod
+        var pattern: String
+        var segments: [Segment]
+        var handler: Handler
+    }
+
+    enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    /// The outcome of matching a request.
+    public enum Match: Sendable {
+        case found(Handler, parameters: [String: String])
+        case methodNotAllowed(allow: [HTTPMethod])
+        case notFound
+    }
+
+    private var routes: [Route] = []
+
+    public init() {}
+
+    /// Every registered (method, pattern), in registration order (used to check the OpenAPI spec).
+    public var registeredRoutes: [(method: HTTPMethod, pattern: String)] {
+        routes.map { ($0.method, $0.pattern) }
+    }
+
+    /// Registers a handler. A second registration of the same method and pattern is a programming error.
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: Handler) {
+        let segments = Self.split(pattern).map { part -> Segment in
+            if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
+            return .literal(String(part))
+        }
+        precondition(
+            !routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+    }
+
+    public mutating func get(_ pattern: String, _ handler: @escaping @Sendable (Request) async throws -> Response) {
+        add(.get, pattern, .async(handler))
+    }
+
+    public mutating func post(_ pattern: String, _ handler: @escaping @Sendable (Request) async throws -> Response) {
+        add(.post, pattern, .async(handler))
+    }
+
+    /// Finds the handler for a request. `HEAD` falls back to `GET` (libmicrohttpd drops the body).
+    public func match(_ method: HTTPMethod, _ path: String) -> Match {
+        let parts = Self.split(path)
+        var allowed: [HTTPMethod] = []
+        var getFallback: (Handler, [String: String])?
+        for route in routes {
+            guard let parameters = Self.bind(route.segments, parts) else { continue }
+            if route.method == method { return .found(route.handler, parameters: parameters) }
+            if method == .head && route.method == .get { getFallback = (route.handler, parameters) }
+            if !allowed.contains(route.method) { allowed.append(route.method) }
+        }
+        if let (handler, parameters) = getFallback { return .found(handler, parameters: parameters) }
+        if allowed.isEmpty { return .notFound }
+        if allowed.contains(.get) && !allowed.contains(.head) { allowed.append(.head) }
+        return .methodNotAllowed(allow: allowed)
+    }
+
+    private static func split(_ path: String) -> [Substring] {
+        path.split(separator: "/", omittingEmptySubsequences: true)
+    }
+
+    private static func bind(_ segments: [Segment], _ parts: [Substring]) -> [String: String]? {
+        guard segments.count == parts.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (segment, part) in zip(segments, parts) {
+            switch segment {
+            case .literal(let literal):
+                if literal != part { return nil }
+            case .parameter(let name):
+                parameters[name] = String(part)
+            }
+        }
+        return parameters
+    }
+}
