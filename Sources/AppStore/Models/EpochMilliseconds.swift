@@ -1,3 +1,5 @@
+import Foundation
+
 /// A date field in epoch milliseconds, as Apple's signed payloads carry them.
 ///
 /// StoreKit in Xcode writes fractional milliseconds (`1697679936049.7297`); those are floored to whole
@@ -30,20 +32,21 @@ public struct EpochMilliseconds: Hashable, Sendable, Codable {
     }
 
     /// Reads a whole or fractional JSON number as whole epoch milliseconds (floored).
+    ///
+    /// Decoded through `Decimal`, which keeps the exact digits: Foundation's Double (and Int64) parsing can
+    /// round `1697679936049.9999` up to a whole `…050` before any flooring could happen.
     static func decodeMilliseconds(from container: any SingleValueDecodingContainer) throws -> Int64 {
-        do {
+        guard var exact = try? container.decode(Decimal.self) else {
+            // Not a number: let the Int64 decode report the mismatch in its own words.
             return try container.decode(Int64.self)
-        } catch let integerError {
-            // Only a number that is not a whole Int64 gets a second chance; other types keep the first error.
-            guard let double = try? container.decode(Double.self) else { throw integerError }
-            let floored = double.rounded(.down)
-            // 2^63 is exactly representable as a Double, so `<` keeps the conversion in range.
-            guard floored.isFinite, floored >= -9.223372036854775808e18, floored < 9.223372036854775808e18 else {
-                throw DecodingError.dataCorruptedError(
-                    in: container, debugDescription: "Date \(double) is out of range for epoch milliseconds")
-            }
-            return Int64(floored)
         }
+        var floored = Decimal()
+        NSDecimalRound(&floored, &exact, 0, .down)
+        guard let milliseconds = Int64(floored.description) else {
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "Date \(exact) is out of range for epoch milliseconds")
+        }
+        return milliseconds
     }
 }
 
