@@ -105,7 +105,10 @@ struct AppleNotificationFixtureTests {
     }
 
     @Test(arguments: [
-        ("signedExternalPurchaseTokenNotification", "b2158121-7af9-49d4-9561-1f588205523e", AppStoreEnvironment.production),
+        (
+            "signedExternalPurchaseTokenNotification", "b2158121-7af9-49d4-9561-1f588205523e",
+            AppStoreEnvironment.production
+        ),
         ("signedExternalPurchaseTokenSandboxNotification", "SANDBOX_b2158121-7af9-49d4-9561-1f588205523e", .sandbox),
     ])
     func externalPurchaseTokenNotification(file: String, externalPurchaseId: String, environment: AppStoreEnvironment)
@@ -440,17 +443,20 @@ struct AppleAPIFixtureTests {
                     ]),
                 NotificationHistoryResponseItem(
                     signedPayload: "signed_payload_two",
-                    sendAttempts: [SendAttemptItem(attemptDate: 1_698_148_800_000, sendAttemptResult: .circularRedirect)]
-                ),
+                    sendAttempts: [
+                        SendAttemptItem(attemptDate: 1_698_148_800_000, sendAttemptResult: .circularRedirect)
+                    ]),
             ])
     }
 
     @Test func testNotificationBodies() throws {
-        let status = try AppleFixtures.decodeModel(CheckTestNotificationResponse.self, "getTestNotificationStatusResponse")
+        let status = try AppleFixtures.decodeModel(
+            CheckTestNotificationResponse.self, "getTestNotificationStatusResponse")
         #expect(status.signedPayload == "signed_payload")
         #expect(status.sendAttempts?.map(\.sendAttemptResult) == [.noResponse, .success])
         #expect(status.sendAttempts?.map(\.attemptDate) == [1_698_148_900_000, 1_698_148_950_000])
-        let request = try AppleFixtures.decodeModel(SendTestNotificationResponse.self, "requestTestNotificationResponse")
+        let request = try AppleFixtures.decodeModel(
+            SendTestNotificationResponse.self, "requestTestNotificationResponse")
         #expect(request.testNotificationToken == "ce3af791-365e-4c60-841b-1674b43c1609")
     }
 
@@ -501,7 +507,8 @@ struct AppleAPIFixtureTests {
     }
 
     @Test func renewalDateExtensions() throws {
-        let single = try AppleFixtures.decodeModel(ExtendRenewalDateResponse.self, "extendSubscriptionRenewalDateResponse")
+        let single = try AppleFixtures.decodeModel(
+            ExtendRenewalDateResponse.self, "extendSubscriptionRenewalDateResponse")
         #expect(
             single
                 == ExtendRenewalDateResponse(

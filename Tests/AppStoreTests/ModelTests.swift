@@ -144,14 +144,20 @@ struct StrictTypeTests {
         .of(JWSTransactionDecodedPayload.self, #"{"offerType":"1"}"#, "offerType"),
         .of(JWSTransactionDecodedPayload.self, #"{"environment":5}"#, "environment"),
         .of(JWSTransactionDecodedPayload.self, #"{"transactionId":23456}"#, "transactionId"),
-        .of(JWSTransactionDecodedPayload.self, #"{"commitmentInfo":{"commitmentPrice":"1"}}"#, "commitmentInfo.commitmentPrice"),
+        .of(
+            JWSTransactionDecodedPayload.self, #"{"commitmentInfo":{"commitmentPrice":"1"}}"#,
+            "commitmentInfo.commitmentPrice"),
         .of(JWSRenewalInfoDecodedPayload.self, #"{"eligibleWinBackOfferIds":"a"}"#, "eligibleWinBackOfferIds"),
         .of(JWSRenewalInfoDecodedPayload.self, #"{"autoRenewStatus":true}"#, "autoRenewStatus"),
         .of(AppTransaction.self, #"{"appAppleId":"blue"}"#, "appAppleId"),
         .of(ResponseBodyV2DecodedPayload.self, #"{"data":{"appAppleId":"blue"}}"#, "data.appAppleId"),
-        .of(ResponseBodyV2DecodedPayload.self, #"{"summary":{"storefrontCountryCodes":[1]}}"#, "summary.storefrontCountryCodes[0]"),
+        .of(
+            ResponseBodyV2DecodedPayload.self, #"{"summary":{"storefrontCountryCodes":[1]}}"#,
+            "summary.storefrontCountryCodes[0]"),
         .of(HistoryResponse.self, #"{"hasMore":1}"#, "hasMore"),
-        .of(StatusResponse.self, #"{"data":[{"lastTransactions":[{"status":"1"}]}]}"#, "data[0].lastTransactions[0].status"),
+        .of(
+            StatusResponse.self, #"{"data":[{"lastTransactions":[{"status":"1"}]}]}"#,
+            "data[0].lastTransactions[0].status"),
         .of(APIErrorResponse.self, #"{"errorCode":"4040010"}"#, "errorCode"),
         .of(UnifiedReceipt.self, #"{"status":"0"}"#, "status"),
         .of(ResponseBodyV1.self, #"{"expiration_intent":true}"#, "expiration_intent"),
@@ -283,7 +289,8 @@ struct SignedModelTests {
             version: "2.0", signedDate: 2),
         ResponseBodyV2DecodedPayload(
             notificationType: .rescindConsent, notificationUUID: "u4",
-            appData: AppData(appAppleId: 7, bundleId: "com.example", environment: .xcode, signedAppTransactionInfo: "a"),
+            appData: AppData(
+                appAppleId: 7, bundleId: "com.example", environment: .xcode, signedAppTransactionInfo: "a"),
             version: "2.0", signedDate: 3),
     ])
     func notificationRoundTrips(payload: ResponseBodyV2DecodedPayload) throws {
@@ -338,7 +345,8 @@ struct APIRequestTests {
     @Test func requestsEncodeWithApplesKeys() throws {
         #expect(
             try encodedString(
-                ExtendRenewalDateRequest(extendByDays: 30, extendReasonCode: .customerSatisfaction, requestIdentifier: "r"))
+                ExtendRenewalDateRequest(
+                    extendByDays: 30, extendReasonCode: .customerSatisfaction, requestIdentifier: "r"))
                 == #"{"extendByDays":30,"extendReasonCode":1,"requestIdentifier":"r"}"#)
         #expect(
             try encodedString(
@@ -357,8 +365,8 @@ struct APIRequestTests {
         let consumption = ConsumptionRequest(
             customerConsented: true, consumptionStatus: .partiallyConsumed, platform: .apple,
             sampleContentProvided: false, deliveryStatus: .deliveredAndWorkingProperly, appAccountToken: "",
-            accountTenure: .greaterThanThreeHundredSixtyFiveDays, playTime: .oneToSixHours,
-            lifetimeDollarsRefunded: .zeroDollars, lifetimeDollarsPurchased: .twoThousandDollarsOrGreater,
+            accountTenure: .over365Days, playTime: .hours1To6,
+            lifetimeDollarsRefunded: .usd0, lifetimeDollarsPurchased: .usd2000OrMore,
             userStatus: .active, refundPreference: .preferDecline)
         #expect(try roundTrip(consumption) == consumption)
         #expect(try encodedString(consumption).contains(#""refundPreference":2"#))

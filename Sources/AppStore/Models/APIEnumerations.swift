@@ -157,18 +157,16 @@ public struct AccountTenure: AppStoreEnumeration {
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
     public static let undeclared = AccountTenure(rawValue: 0)
-    public static let zeroToThreeDays = AccountTenure(rawValue: 1)
-    public static let threeDaysToTenDays = AccountTenure(rawValue: 2)
-    public static let tenDaysToThirtyDays = AccountTenure(rawValue: 3)
-    public static let thirtyDaysToNinetyDays = AccountTenure(rawValue: 4)
-    public static let ninetyDaysToOneHundredEightyDays = AccountTenure(rawValue: 5)
-    public static let oneHundredEightyDaysToThreeHundredSixtyFiveDays = AccountTenure(rawValue: 6)
-    public static let greaterThanThreeHundredSixtyFiveDays = AccountTenure(rawValue: 7)
+    public static let days0To3 = AccountTenure(rawValue: 1)
+    public static let days3To10 = AccountTenure(rawValue: 2)
+    public static let days10To30 = AccountTenure(rawValue: 3)
+    public static let days30To90 = AccountTenure(rawValue: 4)
+    public static let days90To180 = AccountTenure(rawValue: 5)
+    public static let days180To365 = AccountTenure(rawValue: 6)
+    public static let over365Days = AccountTenure(rawValue: 7)
 
     public static let known: [AccountTenure] = [
-        .undeclared, .zeroToThreeDays, .threeDaysToTenDays, .tenDaysToThirtyDays, .thirtyDaysToNinetyDays,
-        .ninetyDaysToOneHundredEightyDays, .oneHundredEightyDaysToThreeHundredSixtyFiveDays,
-        .greaterThanThreeHundredSixtyFiveDays,
+        .undeclared, .days0To3, .days3To10, .days10To30, .days30To90, .days90To180, .days180To365, .over365Days,
     ]
 }
 
@@ -178,17 +176,16 @@ public struct PlayTime: AppStoreEnumeration {
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
     public static let undeclared = PlayTime(rawValue: 0)
-    public static let zeroToFiveMinutes = PlayTime(rawValue: 1)
-    public static let fiveToSixtyMinutes = PlayTime(rawValue: 2)
-    public static let oneToSixHours = PlayTime(rawValue: 3)
-    public static let sixHoursToTwentyFourHours = PlayTime(rawValue: 4)
-    public static let oneDayToFourDays = PlayTime(rawValue: 5)
-    public static let fourDaysToSixteenDays = PlayTime(rawValue: 6)
-    public static let overSixteenDays = PlayTime(rawValue: 7)
+    public static let minutes0To5 = PlayTime(rawValue: 1)
+    public static let minutes5To60 = PlayTime(rawValue: 2)
+    public static let hours1To6 = PlayTime(rawValue: 3)
+    public static let hours6To24 = PlayTime(rawValue: 4)
+    public static let days1To4 = PlayTime(rawValue: 5)
+    public static let days4To16 = PlayTime(rawValue: 6)
+    public static let over16Days = PlayTime(rawValue: 7)
 
     public static let known: [PlayTime] = [
-        .undeclared, .zeroToFiveMinutes, .fiveToSixtyMinutes, .oneToSixHours, .sixHoursToTwentyFourHours,
-        .oneDayToFourDays, .fourDaysToSixteenDays, .overSixteenDays,
+        .undeclared, .minutes0To5, .minutes5To60, .hours1To6, .hours6To24, .days1To4, .days4To16, .over16Days,
     ]
 }
 
@@ -198,21 +195,17 @@ public struct LifetimeDollarsPurchased: AppStoreEnumeration {
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
     public static let undeclared = LifetimeDollarsPurchased(rawValue: 0)
-    public static let zeroDollars = LifetimeDollarsPurchased(rawValue: 1)
-    public static let oneCentToFortyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 2)
-    public static let fiftyDollarsToNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 3)
-    public static let oneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 4)
-    public static let fiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 5)
-    public static let oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsPurchased(rawValue: 6)
-    public static let twoThousandDollarsOrGreater = LifetimeDollarsPurchased(rawValue: 7)
+    public static let usd0 = LifetimeDollarsPurchased(rawValue: 1)
+    public static let usd0_01To49_99 = LifetimeDollarsPurchased(rawValue: 2)
+    public static let usd50To99_99 = LifetimeDollarsPurchased(rawValue: 3)
+    public static let usd100To499_99 = LifetimeDollarsPurchased(rawValue: 4)
+    public static let usd500To999_99 = LifetimeDollarsPurchased(rawValue: 5)
+    public static let usd1000To1999_99 = LifetimeDollarsPurchased(rawValue: 6)
+    public static let usd2000OrMore = LifetimeDollarsPurchased(rawValue: 7)
 
     public static let known: [LifetimeDollarsPurchased] = [
-        .undeclared, .zeroDollars, .oneCentToFortyNineDollarsAndNinetyNineCents,
-        .fiftyDollarsToNinetyNineDollarsAndNinetyNineCents,
-        .oneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents,
-        .fiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents,
-        .oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents,
-        .twoThousandDollarsOrGreater,
+        .undeclared, .usd0, .usd0_01To49_99, .usd50To99_99, .usd100To499_99, .usd500To999_99, .usd1000To1999_99,
+        .usd2000OrMore,
     ]
 }
 
@@ -222,21 +215,17 @@ public struct LifetimeDollarsRefunded: AppStoreEnumeration {
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
     public static let undeclared = LifetimeDollarsRefunded(rawValue: 0)
-    public static let zeroDollars = LifetimeDollarsRefunded(rawValue: 1)
-    public static let oneCentToFortyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 2)
-    public static let fiftyDollarsToNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 3)
-    public static let oneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 4)
-    public static let fiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 5)
-    public static let oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents = LifetimeDollarsRefunded(rawValue: 6)
-    public static let twoThousandDollarsOrGreater = LifetimeDollarsRefunded(rawValue: 7)
+    public static let usd0 = LifetimeDollarsRefunded(rawValue: 1)
+    public static let usd0_01To49_99 = LifetimeDollarsRefunded(rawValue: 2)
+    public static let usd50To99_99 = LifetimeDollarsRefunded(rawValue: 3)
+    public static let usd100To499_99 = LifetimeDollarsRefunded(rawValue: 4)
+    public static let usd500To999_99 = LifetimeDollarsRefunded(rawValue: 5)
+    public static let usd1000To1999_99 = LifetimeDollarsRefunded(rawValue: 6)
+    public static let usd2000OrMore = LifetimeDollarsRefunded(rawValue: 7)
 
     public static let known: [LifetimeDollarsRefunded] = [
-        .undeclared, .zeroDollars, .oneCentToFortyNineDollarsAndNinetyNineCents,
-        .fiftyDollarsToNinetyNineDollarsAndNinetyNineCents,
-        .oneHundredDollarsToFourHundredNinetyNineDollarsAndNinetyNineCents,
-        .fiveHundredDollarsToNineHundredNinetyNineDollarsAndNinetyNineCents,
-        .oneThousandDollarsToOneThousandNineHundredNinetyNineDollarsAndNinetyNineCents,
-        .twoThousandDollarsOrGreater,
+        .undeclared, .usd0, .usd0_01To49_99, .usd50To99_99, .usd100To499_99, .usd500To999_99, .usd1000To1999_99,
+        .usd2000OrMore,
     ]
 }
 

@@ -55,11 +55,11 @@ public struct AppStoreDecodingError: Error, Sendable, Hashable, CustomStringConv
         case .typeMismatch(let expected, let context):
             self.init(
                 typeName: typeName, fieldPath: Self.path(context.codingPath),
-                message: "expected \(Self.jsonKind(expected)): \(context.debugDescription)")
+                message: "expected \(expected): \(context.debugDescription)")
         case .valueNotFound(let expected, let context):
             self.init(
                 typeName: typeName, fieldPath: Self.path(context.codingPath),
-                message: "missing \(Self.jsonKind(expected)) value: \(context.debugDescription)")
+                message: "missing \(expected) value: \(context.debugDescription)")
         case .keyNotFound(let key, let context):
             self.init(
                 typeName: typeName, fieldPath: Self.path(context.codingPath + [key]),
@@ -87,9 +87,5 @@ public struct AppStoreDecodingError: Error, Sendable, Hashable, CustomStringConv
             }
         }
         return result
-    }
-
-    private static func jsonKind(_ type: Any.Type) -> String {
-        String(describing: type)
     }
 }
