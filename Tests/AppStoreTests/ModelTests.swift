@@ -202,7 +202,7 @@ struct StrictTypeTests {
                 ResponseBodyV2DecodedPayload.self, from: json(#"{"data":{"appAppleId":"blue"}}"#))
             Issue.record("decoded a string appAppleId")
         } catch {
-            #expect(error.description.hasPrefix("ResponseBodyV2DecodedPayload.data.appAppleId: expected Int64"))
+            #expect(error.description.hasPrefix("ResponseBodyV2DecodedPayload.data.appAppleId: Expected to decode Int64"))
         }
     }
 }

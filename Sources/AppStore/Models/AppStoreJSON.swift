@@ -52,14 +52,10 @@ public struct AppStoreDecodingError: Error, Sendable, Hashable, CustomStringConv
 
     init(typeName: String, decodingError: DecodingError) {
         switch decodingError {
-        case .typeMismatch(let expected, let context):
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            // Foundation's text already names the expected and the found type.
             self.init(
-                typeName: typeName, fieldPath: Self.path(context.codingPath),
-                message: "expected \(expected): \(context.debugDescription)")
-        case .valueNotFound(let expected, let context):
-            self.init(
-                typeName: typeName, fieldPath: Self.path(context.codingPath),
-                message: "missing \(expected) value: \(context.debugDescription)")
+                typeName: typeName, fieldPath: Self.path(context.codingPath), message: context.debugDescription)
         case .keyNotFound(let key, let context):
             self.init(
                 typeName: typeName, fieldPath: Self.path(context.codingPath + [key]),
