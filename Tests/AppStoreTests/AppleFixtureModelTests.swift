@@ -153,6 +153,19 @@ struct AppleNotificationFixtureTests {
         #expect(appData.signedAppTransactionInfo == "signed-app-transaction-info")
     }
 
+    @Test func retentionMessagingRealtimeRequest() throws {
+        let request = try AppleFixtures.decodeModel(DecodedRealtimeRequestBody.self, "decodedRealtimeRequest")
+        #expect(request.originalTransactionId == "99371282")
+        #expect(request.appAppleId == 531_412)
+        #expect(request.productId == "com.example.product")
+        #expect(request.userLocale == "en-US")
+        #expect(request.requestIdentifier == "3db5c98d-8acf-4e29-831e-8e1f82f9f6e9")
+        #expect(request.environment == .localTesting)
+        #expect(request.signedDate == 1_698_148_900_000)
+        #expect(request.verificationAppAppleId == 531_412)
+        #expect(request.verificationBundleId == nil)
+    }
+
     @Test func mockSignedPayloads() throws {
         let test = try AppStoreJSON.decode(
             ResponseBodyV2DecodedPayload.self, from: AppleFixtures.jwsPayload("mock_signed_data/testNotification"))
