@@ -21,7 +21,7 @@ public enum AppStoreJSON {
     /// names the offending field, so callers can report it (the verifier wraps it as a malformed payload).
     public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(AppStoreDecodingError) -> T {
         do {
-            return try decoder().decode(type, from: data)
+            return try sharedDecoder.decode(type, from: data)
         } catch let error as DecodingError {
             throw AppStoreDecodingError(typeName: String(describing: type), decodingError: error)
         } catch {
@@ -31,8 +31,13 @@ public enum AppStoreJSON {
 
     /// Encodes a model with ``encoder()``.
     public static func encode<T: Encodable>(_ value: T) throws -> Data {
-        try encoder().encode(value)
+        try sharedEncoder.encode(value)
     }
+
+    // Decoding runs for every notification and API page; one configured instance avoids rebuilding it each time.
+    // Both are never mutated after creation, so sharing them across threads is safe.
+    private static let sharedDecoder = decoder()
+    private static let sharedEncoder = encoder()
 }
 
 /// A payload that is not valid JSON or does not have the shape of the expected model.
