@@ -34,7 +34,6 @@ static inline struct MHD_Daemon *CMicroHTTPD_start(
         { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) o->connectionMemoryLimit, NULL },
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, (intptr_t) o->listenBacklog, NULL },
         { MHD_OPTION_STRICT_FOR_CLIENT, (intptr_t) o->strictForClient, NULL },
-        { MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) completed, completedContext },
         { o->bindAddress ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *) o->bindAddress },
         { MHD_OPTION_END, 0, NULL },

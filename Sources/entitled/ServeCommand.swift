@@ -1,7 +1,120 @@
-/// `entitled serve`: runs the HTTP server.
+import Dispatch
+import EntitledConfig
+import EntitledServer
+import Foundation
+import HTTPServer
+
+/// `entitled serve`: runs the HTTP server until SIGTERM or SIGINT.
 enum ServeCommand: Command {
     static let name = "serve"
     static let summary = "run the server"
-    static let help = "Usage: entitled serve [--config FILE] [--listen HOST:PORT] [--database URL]"
-    static func run(_ arguments: inout Arguments) async throws -> Int32 { 0 }
+    static let help = """
+        Usage: entitled serve [--config FILE] [--listen HOST:PORT] [--database URL]
+
+        Runs the Entitled HTTP server until SIGTERM or SIGINT, then stops accepting connections,
+        finishes in-flight requests (bounded by http.shutdownGraceSeconds), closes storage and exits 0.
+
+        Options:
+          --config FILE       JSON configuration (env ENTITLED_CONFIG); without one, built-in defaults
+          --listen HOST:PORT  address to listen on (env ENTITLED_LISTEN; default 127.0.0.1:8080)
+          --database URL      sqlite:PATH or postgres://… (env ENTITLED_DATABASE;
+                              default sqlite:./data/entitled.sqlite, created on first start)
+
+        Endpoints: GET /healthz (process alive), GET /readyz (storage reachable).
+        See docs/configuration.md for the file format.
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        let configuration = try loadConfiguration(&arguments)
+        try arguments.finish()
+
+        let storage = try await StorageHandle.open(url: configuration.database)
+        let application = Application(configuration: configuration, readiness: storage)
+        let server = HTTPServer(configuration: application.serverConfiguration(), router: application.router)
+        do {
+            try server.start()
+        } catch {
+            await storage.close()
+            throw RuntimeError(error.description)
+        }
+        log(event: "listening", ["address": "\(configuration.listen.host):\(server.port)", "database": redacted(configuration.database)])
+
+        let signal = await Signals.waitForTermination()
+        log(event: "shutting down", ["signal": signal])
+        await server.shutdown()
+        await storage.close()
+        log(event: "stopped", [:])
+        return ExitStatus.ok
+    }
+
+    /// Reads `--config`, `--listen` and `--database` (and their environment variables).
+    static func loadConfiguration(_ arguments: inout Arguments) throws -> Configuration {
+        let environment = ProcessInfo.processInfo.environment
+        let path = try arguments.option("--config") ?? environment["ENTITLED_CONFIG"]
+        let listen = try arguments.option("--listen")
+        let database = try arguments.option("--database")
+        do {
+            return try ConfigurationLoader(environment: environment).load(path: path, listen: listen, database: database)
+        } catch {
+            throw UsageError("configuration: \(error.description)")
+        }
+    }
+
+    /// A database URL without its password, for logs.
+    static func redacted(_ url: String) -> String {
+        guard let at = url.firstIndex(of: "@"), let scheme = url.range(of: "://") else { return url }
+        let credentials = url[scheme.upperBound..<at]
+        guard let colon = credentials.firstIndex(of: ":") else { return url }
+        return String(url[..<colon]) + ":***" + String(url[at...])
+    }
+
+    static func log(event: String, _ fields: [String: String]) {
+        var line = JSONLine()
+        line.add("time", ISO8601.format(Date()))
+        line.add("type", "server")
+        line.add("event", event)
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) { line.add(key, value) }
+        LogWriter.standardOutput.write(line: line.finish())
+        LogWriter.standardOutput.flush()
+    }
+}
+
+/// Waits for SIGTERM or SIGINT.
+enum Signals {
+    /// Returns the name of the first termination signal received.
+    static func waitForTermination() async -> String {
+        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            let once = OnceBox(continuation)
+            for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+                source.setEventHandler { once.resume(name) }
+                source.resume()
+                once.retain(source)
+            }
+        }
+    }
+
+    /// Resumes a continuation once and keeps the signal sources alive.
+    private final class OnceBox: @unchecked Sendable {
+        private let lock = NSLock()
+        private var continuation: CheckedContinuation<String, Never>?
+        private var sources: [any DispatchSourceSignal] = []
+
+        init(_ continuation: CheckedContinuation<String, Never>) { self.continuation = continuation }
+
+        func retain(_ source: any DispatchSourceSignal) {
+            lock.lock()
+            sources.append(source)
+            lock.unlock()
+        }
+
+        func resume(_ name: String) {
+            lock.lock()
+            let pending = continuation
+            continuation = nil
+            lock.unlock()
+            pending?.resume(returning: name)
+        }
+    }
 }

@@ -1,0 +1,168 @@
+import Foundation
+
+/// The whole configuration of an `entitled` server (the JSON file documented in docs/configuration.md).
+public struct Configuration: Sendable, Equatable {
+    /// Where the HTTP server listens.
+    public var listen: ListenAddress = .default
+    /// `sqlite:PATH` (embedded default) or `postgres://…` / `postgresql://…`.
+    public var database: String = Configuration.defaultDatabase
+    /// Keys for the customer and admin API.
+    public var apiKeys: [APIKey] = []
+    /// The apps whose purchases this server tracks.
+    public var apps: [App] = []
+    /// HTTP limits.
+    public var http: HTTPSettings = HTTPSettings()
+
+    public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
+
+    public init() {}
+
+    /// The app with this bundle identifier.
+    public func app(bundleId: String) -> App? { apps.first { $0.bundleId == bundleId } }
+}
+
+/// `HOST:PORT`, with IPv6 hosts in brackets (`[::1]:8080`).
+public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public static let `default` = ListenAddress(host: "127.0.0.1", port: 8080)
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST:PORT`; nil when malformed or the port is out of range.
+    public init?(parsing text: String) {
+        let host: Substring
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { return nil }
+            portText = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+            if host.contains(":") { return nil }
+        }
+        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else { return nil }
+        self.host = String(host)
+        self.port = port
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// An API key: a bearer secret with scopes.
+public struct APIKey: Sendable, Equatable {
+    public enum Scope: String, Sendable, CaseIterable {
+        case read, write, admin
+    }
+
+    public var name: String
+    /// The resolved secret (never logged).
+    public var secret: String
+    public var scopes: Set<Scope>
+
+    public init(name: String, secret: String, scopes: Set<Scope>) {
+        self.name = name
+        self.secret = secret
+        self.scopes = scopes
+    }
+}
+
+/// One app: its identity at Apple, trust roots, secrets and catalog.
+public struct App: Sendable, Equatable {
+    /// What happens when a purchase already linked to one customer is posted by another.
+    public enum RestoreBehavior: String, Sendable {
+        /// The purchase moves to the customer who posted it (Apple's default guidance).
+        case transfer
+        /// The first customer keeps it.
+        case keep
+    }
+
+    public var bundleId: String
+    /// Required when Production is among the environments.
+    public var appAppleId: Int64?
+    /// Accepted environments: `Production`, `Sandbox`, `Xcode`, `LocalTesting`.
+    public var environments: [String]
+    /// DER or PEM files of trusted roots; empty means the bundled Apple Root CA - G3.
+    public var appleRootCertificates: [String]
+    /// The V1 shared secret (`password` of V1 notifications), if the app uses V1.
+    public var sharedSecret: String?
+    /// Grace days assumed when Apple gives no `gracePeriodExpiresDate` (V1, verifyReceipt).
+    public var gracePeriodDays: Int
+    public var restoreBehavior: RestoreBehavior
+    public var products: [Product]
+
+    public init(
+        bundleId: String, appAppleId: Int64? = nil, environments: [String] = ["Production", "Sandbox"],
+        appleRootCertificates: [String] = [], sharedSecret: String? = nil, gracePeriodDays: Int = 16,
+        restoreBehavior: RestoreBehavior = .transfer, products: [Product] = []
+    ) {
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environments = environments
+        self.appleRootCertificates = appleRootCertificates
+        self.sharedSecret = sharedSecret
+        self.gracePeriodDays = gracePeriodDays
+        self.restoreBehavior = restoreBehavior
+        self.products = products
+    }
+}
+
+/// A product in an app's catalog.
+public struct Product: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case autoRenewable, nonConsumable, consumable, nonRenewing
+    }
+
+    public var productId: String
+    public var type: Kind
+    public var subscriptionGroup: String?
+    /// Service level within the group: 1 is the highest, as in App Store Connect.
+    public var level: Int?
+    /// ISO 8601 duration (`P1M`); required for non-renewing subscriptions.
+    public var duration: String?
+    public var entitlements: [String]
+    /// ISO 3166-1 alpha-3 storefronts where it is sold; nil means everywhere.
+    public var storefronts: [String]?
+
+    public init(
+        productId: String, type: Kind, subscriptionGroup: String? = nil, level: Int? = nil, duration: String? = nil,
+        entitlements: [String] = [], storefronts: [String]? = nil
+    ) {
+        self.productId = productId
+        self.type = type
+        self.subscriptionGroup = subscriptionGroup
+        self.level = level
+        self.duration = duration
+        self.entitlements = entitlements
+        self.storefronts = storefronts
+    }
+
+    /// Whether the product is sold in `storefront` (ISO 3166-1 alpha-3, case-insensitive).
+    public func isSold(in storefront: String) -> Bool {
+        guard let storefronts else { return true }
+        return storefronts.contains { $0.caseInsensitiveCompare(storefront) == .orderedSame }
+    }
+}
+
+/// HTTP server limits.
+public struct HTTPSettings: Sendable, Equatable {
+    public var maxBodyBytes: Int = 1 << 20
+    public var maxHeaderBytes: Int = 16 * 1024
+    public var maxURLBytes: Int = 8 * 1024
+    public var connectionLimit: Int = 4096
+    public var idleTimeoutSeconds: Int = 30
+    /// 0 means one poll thread per core.
+    public var threads: Int = 0
+    public var accessLog: Bool = true
+    public var shutdownGraceSeconds: Int = 10
+
+    public init() {}
+}

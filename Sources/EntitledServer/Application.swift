@@ -1,0 +1,73 @@
+import EntitledConfig
+import Foundation
+import HTTPServer
+
+/// Where the server reads "now". Production uses the system clock; tests and `entitled dev`
+/// inject a virtual one, so nothing below the composition root reads the wall clock.
+public protocol ServerClock: Sendable {
+    /// Milliseconds since the Unix epoch.
+    func nowMilliseconds() -> Int64
+}
+
+/// The real clock.
+public struct SystemClock: ServerClock {
+    public init() {}
+    public func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
+}
+
+/// What `/readyz` asks: can the server do its job right now (storage reachable)?
+public protocol ReadinessProbe: Sendable {
+    /// Throws when not ready; the error's description is logged, not returned to the client.
+    func checkReady() async throws
+}
+
+/// Everything the HTTP layer needs, assembled once at start-up (shared by `entitled serve` and tests).
+public struct Application: Sendable {
+    public let configuration: Configuration
+    public let router: Router
+
+    /// Builds the routes for `configuration`.
+    public init(configuration: Configuration, readiness: any ReadinessProbe, clock: any ServerClock = SystemClock()) {
+        self.configuration = configuration
+        var router = Router()
+        Health.register(on: &router, readiness: readiness)
+        self.router = router
+    }
+
+    /// The HTTP server settings derived from configuration.
+    public func serverConfiguration(accessLog: LogWriter? = .standardOutput) -> HTTPServer.Configuration {
+        var server = HTTPServer.Configuration()
+        let http = configuration.http
+        server.host = configuration.listen.host
+        server.port = configuration.listen.port
+        server.maxBodyBytes = http.maxBodyBytes
+        server.maxHeaderBytes = http.maxHeaderBytes
+        server.maxURLBytes = http.maxURLBytes
+        server.connectionLimit = http.connectionLimit
+        server.idleTimeoutSeconds = http.idleTimeoutSeconds
+        if http.threads > 0 { server.threads = http.threads }
+        server.shutdownGracePeriod = .seconds(http.shutdownGraceSeconds)
+        server.accessLog = http.accessLog ? accessLog : nil
+        return server
+    }
+}
+
+/// `/healthz` (the process answers) and `/readyz` (it can serve: storage reachable).
+enum Health {
+    static let okBody = Array(#"{"status":"ok"}"#.utf8)
+    static let readyBody = Array(#"{"status":"ready"}"#.utf8)
+
+    static func register(on router: inout Router, readiness: any ReadinessProbe) {
+        // Inline: answered on the poll thread with a constant body, the cheapest path there is.
+        router.add(.get, "/healthz", .inline { _ in .json(bytes: okBody) })
+        router.get("/readyz") { _ in
+            do {
+                try await readiness.checkReady()
+                return .json(bytes: readyBody)
+            } catch {
+                throw HTTPError(
+                    status: 503, code: "NOT_READY", detail: "storage is not reachable", headers: ["Retry-After": "5"])
+            }
+        }
+    }
+}

@@ -1,1 +1,0 @@
-// EntitledServer module.

@@ -1,0 +1,143 @@
+import Foundation
+import Testing
+
+/// Runs the built `entitled` binary (next to the test bundle in .build/<config>/).
+struct CLI {
+    struct Result: Sendable {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("entitled")
+    }
+
+    static func run(_ arguments: [String], environment: [String: String] = [:], stdin: String? = nil) async throws
+        -> Result
+    {
+        try await blocking { try runBlocking(arguments, environment: environment, stdin: stdin) }
+    }
+
+    private static func runBlocking(_ arguments: [String], environment: [String: String], stdin: String?) throws
+        -> Result
+    {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for key in ["ENTITLED_CONFIG", "ENTITLED_LISTEN", "ENTITLED_DATABASE"] { env.removeValue(forKey: key) }
+        env.merge(environment) { $1 }
+        process.environment = env
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        // Drain stderr on its own thread so a chatty child cannot fill one pipe and stall.
+        let errData = LockedData()
+        let drained = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            errData.set(err.fileHandleForReading.readDataToEndOfFile())
+            drained.signal()
+        }
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        drained.wait()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
+            stderr: String(decoding: errData.get(), as: UTF8.self))
+    }
+}
+
+/// Data handed from one thread to another.
+final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func set(_ value: Data) { lock.lock(); data = value; lock.unlock() }
+    func get() -> Data { lock.lock(); defer { lock.unlock() }; return data }
+}
+
+/// Runs blocking work (processes, pipes, sockets) on its own thread, never on Swift's small
+/// cooperative pool, which the code under test needs.
+func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+@Suite struct CLITests {
+    @Test func helpListsCommandsAndExitCodes() async throws {
+        let result = try await CLI.run(["--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("serve"))
+        #expect(result.stdout.contains("bench"))
+        #expect(result.stdout.contains("Exit status: 0 success, 1 runtime failure, 2 bad input or usage."))
+    }
+
+    @Test func versionPrintsTheVersion() async throws {
+        let result = try await CLI.run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("entitled "))
+    }
+
+    @Test(arguments: ["serve", "bench"])
+    func commandHelp(command: String) async throws {
+        let result = try await CLI.run([command, "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("Usage: entitled \(command)"))
+    }
+
+    @Test func benchTargetHelp() async throws {
+        let result = try await CLI.run(["bench", "http", "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("Usage: entitled bench http"))
+    }
+
+    /// Bad usage exits 2 and names what was wrong.
+    @Test(arguments: [
+        (["frobnicate"], "frobnicate"),
+        ([], "Usage"),
+        (["serve", "--bogus"], "--bogus"),
+        (["serve", "--listen"], "--listen"),
+        (["serve", "--listen", "nowhere"], "--listen"),
+        (["serve", "--database", "mysql://x"], "--database"),
+        (["serve", "--config", "/nonexistent/entitled.json"], "/nonexistent/entitled.json"),
+        (["bench", "nothing"], "nothing"),
+    ])
+    func usageErrorsExitTwo(arguments: [String], mention: String) async throws {
+        let result = try await CLI.run(arguments)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(mention))
+    }
+
+    @Test func configErrorNamesTheKey() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-\(UUID()).json")
+        try Data(#"{"apps": [{"bundleId": "a", "environments": ["Sandbox"], "colour": "red"}]}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let result = try await CLI.run(["serve", "--config", file.path])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("apps[0].colour"))
+    }
+
+    @Test func environmentVariableConfigIsRead() async throws {
+        let result = try await CLI.run(["serve"], environment: ["ENTITLED_LISTEN": "not-an-address"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("ENTITLED_LISTEN"))
+    }
+
+    @Test func runtimeFailureExitsOne() async throws {
+        // A port that is already taken makes the server fail at start, a runtime failure.
+        let blocker = try await ServeProcess.start()
+        defer { blocker.terminate() }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try await CLI.run([
+            "serve", "--listen", "127.0.0.1:\(blocker.port)", "--database", "sqlite:\(folder.path)/db.sqlite",
+        ])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot listen"))
+    }
+}
