@@ -109,7 +109,9 @@ struct Derivation {
             while end < sorted.count && txns[sorted[end]].originalTransactionId == otid { end += 1 }
             let chain = sorted[start..<end]
             let (grant, group) = subscriptionGrant(chain: chain, originalTransactionId: otid)
-            grants.append((policy.products[grant.productId]?.entitlements ?? [], grant))
+            let granted = policy.products[grant.productId]?.entitlements ?? []
+            grants.append((granted, grant))
+            appendEarlierProducts(chain: chain, current: grant, currentEntitlements: granted)
             chainGrants.append((group, grant, canon.renewals[otid]))
             start = end
         }
@@ -254,6 +256,38 @@ struct Derivation {
             priceIncrease: priceIncrease, environment: current.environment,
             subscriptionGroup: current.group)
         return (grant, current.group ?? current.productId)
+    }
+
+    /// Entitlements of products the subscription had before (an upgrade or downgrade ended them) and
+    /// the current product does not give: shown as `expired` at the end of their last period, so they
+    /// don't vanish from the state.
+    private mutating func appendEarlierProducts(chain: ArraySlice<Int>, current: Grant, currentEntitlements: [String]) {
+        let txns = canon.transactions
+        var lastByProduct: [String: Int] = [:]
+        for index in chain where txns[index].productId != current.productId {
+            let t = txns[index]
+            if let existing = lastByProduct[t.productId] {
+                let e = txns[existing]
+                if (t.purchase, t.transactionId) < (e.purchase, e.transactionId) { continue }
+            }
+            lastByProduct[t.productId] = index
+        }
+        for productId in lastByProduct.keys.sorted() {
+            let t = txns[lastByProduct[productId]!]
+            let extra = (policy.products[productId]?.entitlements ?? []).filter { !currentEntitlements.contains($0) }
+            guard !extra.isEmpty else { continue }
+            var end = t.expires
+            if let upgradedAt = t.upgradedAt { end = min(end ?? upgradedAt, upgradedAt) }
+            // Never later than the current period's start: the current product replaced it.
+            end = min(end ?? current.purchaseDate, current.purchaseDate)
+            let grant = Grant(
+                status: t.revokedAs ?? .expired, productId: t.productId, productType: .autoRenewable,
+                transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
+                ownership: t.ownership, purchaseDate: t.purchase, originalPurchaseDate: t.originalPurchase,
+                expiresAt: end, willRenew: false, periodType: t.period, environment: t.environment,
+                subscriptionGroup: t.group)
+            grants.append((extra, grant))
+        }
     }
 
     /// Upgrade, downgrade or crossgrade by the policy's levels (1 = highest).
