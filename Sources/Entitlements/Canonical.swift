@@ -109,6 +109,10 @@ struct Txn {
     var price: Int64?
     var currency: String?
     var isV1: Bool
+    /// Dense id of `originalTransactionId` (``Canon/chains``).
+    var chain = 0
+    /// Dense id of `group` (``Canon/groups``), when there is a group.
+    var groupId = -1
 }
 
 /// The newest renewal info of one subscription.
@@ -184,216 +188,173 @@ struct Evidence {
     }
 }
 
+/// Small string → dense integer ids. Customers have few subscriptions, groups and products, so a
+/// linear scan of short small strings beats hashing; a dictionary takes over past 16 entries.
+struct Interner {
+    private(set) var values: [String] = []
+    private var index: [String: Int] = [:]
+
+    var count: Int { values.count }
+
+    mutating func id(_ value: String) -> Int {
+        if values.count <= 16 {
+            for i in values.indices where values[i] == value { return i }
+            values.append(value)
+            if values.count > 16 {
+                for i in values.indices { index[values[i]] = i }
+            }
+            return values.count - 1
+        }
+        if let id = index[value] { return id }
+        values.append(value)
+        index[value] = values.count - 1
+        return values.count - 1
+    }
+
+    func lookup(_ value: String) -> Int? {
+        if values.count <= 16 { return values.firstIndex(of: value) }
+        return index[value]
+    }
+}
+
 /// The facts of one environment, reduced to one version of everything.
+///
+/// Works on indices into the caller's array, so large fact payloads are read in place, not copied.
 struct Canon {
     /// Winning transaction versions, sorted by transactionId.
     var transactions: [Txn] = []
-    /// Newest renewal info per originalTransactionId.
-    var renewals: [String: Renewal] = [:]
-    var evidence: [String: Evidence] = [:]
+    /// Subscriptions (originalTransactionIds) by dense id; `Txn.chain` points here.
+    var chains = Interner()
+    /// Newest renewal info per chain id.
+    var renewals: [Renewal?] = []
+    /// Evidence per chain id.
+    var evidence: [Evidence] = []
+    /// Group keys by dense id; `Txn.groupId` points here.
+    var groups = Interner()
     var appTransaction: AppTransactionFact?
 
-    init(facts: [Fact], policy: Policy, environment: Environment) {
-        var v2: [TransactionFact] = []
-        var v1: [ReceiptEntryFact] = []
-        var renewalV2: [RenewalInfoFact] = []
-        var renewalV1: [PendingRenewalFact] = []
-        var signals: [String: (date: Int64, signal: RevocationSignal)] = [:]
-
-        for fact in facts {
-            switch fact {
-            case .transaction(let t):
-                if t.environment == environment { v2.append(t) }
-            case .receiptEntry(let e):
-                if e.environment == environment { v1.append(e) }
-            case .renewalInfo(let r):
-                guard r.environment == environment else { continue }
-                renewalV2.append(r)
-                evidence[r.originalTransactionId, default: Evidence()].note(
-                    autoRenew: r.autoRenewStatus, inRetry: r.isInBillingRetryPeriod, at: r.signedDate)
-            case .pendingRenewal(let r):
-                guard r.environment == environment else { continue }
-                renewalV1.append(r)
-                evidence[r.originalTransactionId, default: Evidence()].note(
-                    autoRenew: r.autoRenewStatus, inRetry: r.isInBillingRetryPeriod, at: r.receiptDate)
-            case .notification(let n):
-                guard n.environment == environment else { continue }
-                Canon.apply(n, evidence: &evidence, signals: &signals)
-            case .v1Notification(let n):
-                guard n.environment == environment else { continue }
-                Canon.apply(n, evidence: &evidence, signals: &signals)
-            case .appTransaction(let a):
-                guard a.environment == environment else { continue }
-                if let current = appTransaction {
-                    if a.signedDate > current.signedDate
-                        || (a.signedDate == current.signedDate && contentAfter(a.orderKey, current.orderKey))
-                    {
-                        appTransaction = a
-                    }
-                } else {
-                    appTransaction = a
-                }
-            }
-        }
-
-        transactions = Canon.winningTransactions(v2: v2, v1: v1, signals: signals, policy: policy)
-        renewals = Canon.winningRenewals(v2: renewalV2, v1: renewalV1)
-    }
-
-    // MARK: Transactions
-
-    /// A reference to one transaction version: V2 (`index` into v2) or V1.
-    private struct Ref {
-        var isV1: Bool
+    /// A candidate version: the fact's index and its (signed or receipt) date.
+    private struct Candidate {
         var index: Int
         var signed: Int64
+        var isV1: Bool
     }
 
-    private static func winningTransactions(
-        v2: [TransactionFact], v1: [ReceiptEntryFact],
-        signals: [String: (date: Int64, signal: RevocationSignal)], policy: Policy
-    ) -> [Txn] {
-        var best: [String: Ref] = [:]
-        best.reserveCapacity(v2.count + v1.count)
+    init(facts: [Fact], policy: Policy, environment: Environment) {
+        var bestTransaction: [String: Candidate] = [:]
+        bestTransaction.reserveCapacity(facts.count / 2)
+        var bestRenewal: [Candidate?] = []
+        var signals: [String: (date: Int64, signal: RevocationSignal)] = [:]
+        var appIndex: Int?
 
-        func isNewer(_ a: Ref, than b: Ref) -> Bool {
-            if a.signed != b.signed { return a.signed > b.signed }
-            // A signed V2 version beats an unsigned V1 entry of the same date.
-            if a.isV1 != b.isV1 { return !a.isV1 }
-            if a.isV1 { return contentAfter(v1[a.index].orderKey, v1[b.index].orderKey) }
-            return contentAfter(v2[a.index].orderKey, v2[b.index].orderKey)
+        /// The chain id of an originalTransactionId, growing the per-chain arrays.
+        func chain(_ otid: String) -> Int {
+            let id = chains.id(otid)
+            if id == evidence.count {
+                evidence.append(Evidence())
+                bestRenewal.append(nil)
+            }
+            return id
         }
 
-        for (index, fact) in v2.enumerated() {
-            let ref = Ref(isV1: false, index: index, signed: fact.signedDate)
-            if let existing = best[fact.transactionId] {
-                if isNewer(ref, than: existing) { best[fact.transactionId] = ref }
-            } else {
-                best[fact.transactionId] = ref
+        for i in facts.indices {
+            switch facts[i] {
+            case .transaction(let t):
+                guard t.environment == environment else { continue }
+                Canon.offer(Candidate(index: i, signed: t.signedDate, isV1: false), for: t.transactionId,
+                            into: &bestTransaction, facts: facts)
+            case .receiptEntry(let e):
+                guard e.environment == environment else { continue }
+                Canon.offer(Candidate(index: i, signed: e.receiptDate, isV1: true), for: e.transactionId,
+                            into: &bestTransaction, facts: facts)
+            case .renewalInfo(let r):
+                guard r.environment == environment else { continue }
+                let c = chain(r.originalTransactionId)
+                evidence[c].note(autoRenew: r.autoRenewStatus, inRetry: r.isInBillingRetryPeriod, at: r.signedDate)
+                let candidate = Candidate(index: i, signed: r.signedDate, isV1: false)
+                if let existing = bestRenewal[c], !Canon.isNewer(candidate, than: existing, in: facts) { continue }
+                bestRenewal[c] = candidate
+            case .pendingRenewal(let r):
+                guard r.environment == environment else { continue }
+                let c = chain(r.originalTransactionId)
+                evidence[c].note(autoRenew: r.autoRenewStatus, inRetry: r.isInBillingRetryPeriod, at: r.receiptDate)
+                let candidate = Candidate(index: i, signed: r.receiptDate, isV1: true)
+                if let existing = bestRenewal[c], !Canon.isNewer(candidate, than: existing, in: facts) { continue }
+                bestRenewal[c] = candidate
+            case .notification(let n):
+                guard n.environment == environment else { continue }
+                Canon.noteSignal(of: n, into: &signals)
+                if let otid = n.originalTransactionId { evidence[chain(otid)].apply(n) }
+            case .v1Notification(let n):
+                guard n.environment == environment else { continue }
+                if n.type == .revoke {
+                    // V1 CANCEL and REFUND are also sent for upgrades; their receipt entries carry
+                    // `cancellation_date` and `is_upgraded`, so only REVOKE is a signal of its own.
+                    Canon.noteSignal(.revoked, transactionId: n.transactionId, at: n.date, into: &signals)
+                }
+                if let otid = n.originalTransactionId { evidence[chain(otid)].apply(n) }
+            case .appTransaction(let a):
+                guard a.environment == environment else { continue }
+                let candidate = Candidate(index: i, signed: a.signedDate, isV1: false)
+                if let existing = appIndex {
+                    let current = Candidate(index: existing, signed: facts[existing].appSignedDate, isV1: false)
+                    if !Canon.isNewer(candidate, than: current, in: facts) { continue }
+                }
+                appIndex = i
             }
         }
-        for (index, entry) in v1.enumerated() {
-            let ref = Ref(isV1: true, index: index, signed: entry.receiptDate)
-            if let existing = best[entry.transactionId] {
-                if isNewer(ref, than: existing) { best[entry.transactionId] = ref }
-            } else {
-                best[entry.transactionId] = ref
-            }
-        }
 
+        if let appIndex, case .appTransaction(let a) = facts[appIndex] { appTransaction = a }
+        var products = ProductCache(policy: policy)
         var result: [Txn] = []
-        result.reserveCapacity(best.count)
-        for ref in best.values {
-            var txn = ref.isV1 ? Txn(v1[ref.index], policy: policy) : Txn(v2[ref.index], policy: policy)
-            if let signal = signals[txn.transactionId], signal.date > txn.signed {
-                txn.apply(signal.signal)
+        result.reserveCapacity(bestTransaction.count)
+        for candidate in bestTransaction.values {
+            var txn: Txn
+            switch facts[candidate.index] {
+            case .transaction(let t): txn = Txn(t, product: products.policy(for: t.productId))
+            case .receiptEntry(let e): txn = Txn(e, product: products.policy(for: e.productId))
+            default: continue
             }
+            if let signal = signals[txn.transactionId], signal.date > txn.signed { txn.apply(signal.signal) }
+            txn.chain = chain(txn.originalTransactionId)
+            if let group = txn.group { txn.groupId = groups.id(group) }
             result.append(txn)
         }
         result.sort { $0.transactionId < $1.transactionId }
-        return result
+        transactions = result
+        // After the transactions: they may have added chains.
+        renewals = bestRenewal.map { candidate in
+            guard let candidate else { return nil }
+            switch facts[candidate.index] {
+            case .renewalInfo(let r): return Renewal(r)
+            case .pendingRenewal(let r): return Renewal(r)
+            default: return nil
+            }
+        }
     }
 
-    private static func winningRenewals(v2: [RenewalInfoFact], v1: [PendingRenewalFact]) -> [String: Renewal] {
-        var best: [String: Ref] = [:]
-        func isNewer(_ a: Ref, than b: Ref) -> Bool {
-            if a.signed != b.signed { return a.signed > b.signed }
-            if a.isV1 != b.isV1 { return !a.isV1 }
-            if a.isV1 { return contentAfter(v1[a.index].orderKey, v1[b.index].orderKey) }
-            return contentAfter(v2[a.index].orderKey, v2[b.index].orderKey)
-        }
-        for (index, fact) in v2.enumerated() {
-            let ref = Ref(isV1: false, index: index, signed: fact.signedDate)
-            if let existing = best[fact.originalTransactionId], !isNewer(ref, than: existing) { continue }
-            best[fact.originalTransactionId] = ref
-        }
-        for (index, fact) in v1.enumerated() {
-            let ref = Ref(isV1: true, index: index, signed: fact.receiptDate)
-            if let existing = best[fact.originalTransactionId], !isNewer(ref, than: existing) { continue }
-            best[fact.originalTransactionId] = ref
-        }
-        var result: [String: Renewal] = [:]
-        result.reserveCapacity(best.count)
-        for (otid, ref) in best {
-            result[otid] = ref.isV1 ? Renewal(v1[ref.index]) : Renewal(v2[ref.index])
-        }
-        return result
-    }
-
-    // MARK: Notifications
-
-    private static func apply(
-        _ n: NotificationFact, evidence: inout [String: Evidence],
-        signals: inout [String: (date: Int64, signal: RevocationSignal)]
+    private static func offer(
+        _ candidate: Candidate, for id: String, into best: inout [String: Candidate], facts: [Fact]
     ) {
-        let date = n.signedDate
+        if let existing = best[id], !isNewer(candidate, than: existing, in: facts) { return }
+        best[id] = candidate
+    }
+
+    /// Newer date wins; on a tie a signed V2 version beats a V1 entry, then the content order decides.
+    private static func isNewer(_ a: Candidate, than b: Candidate, in facts: [Fact]) -> Bool {
+        if a.signed != b.signed { return a.signed > b.signed }
+        if a.isV1 != b.isV1 { return !a.isV1 }
+        if a.index == b.index { return false }
+        return contentAfter(facts[a.index].orderKey, facts[b.index].orderKey)
+    }
+
+    private static func noteSignal(of n: NotificationFact, into signals: inout [String: (date: Int64, signal: RevocationSignal)]) {
         switch n.type {
-        case .refund: noteSignal(.refunded, transactionId: n.transactionId, at: date, into: &signals)
-        case .revoke: noteSignal(.revoked, transactionId: n.transactionId, at: date, into: &signals)
-        case .refundReversed: noteSignal(.reinstated, transactionId: n.transactionId, at: date, into: &signals)
+        case .refund: noteSignal(.refunded, transactionId: n.transactionId, at: n.signedDate, into: &signals)
+        case .revoke: noteSignal(.revoked, transactionId: n.transactionId, at: n.signedDate, into: &signals)
+        case .refundReversed: noteSignal(.reinstated, transactionId: n.transactionId, at: n.signedDate, into: &signals)
         default: break
         }
-        guard let otid = n.originalTransactionId else { return }
-        switch n.type {
-        case .didFailToRenew:
-            evidence[otid, default: Evidence()].billingIssue.append(date)
-        case .didRenew:
-            evidence[otid, default: Evidence()].billingOK = max(evidence[otid]?.billingOK ?? .min, date)
-        case .subscribed:
-            var e = evidence[otid] ?? Evidence()
-            e.billingOK = max(e.billingOK, date)
-            e.renewOn = max(e.renewOn, date)
-            evidence[otid] = e
-        case .didChangeRenewalStatus:
-            if n.subtype == .autoRenewEnabled {
-                evidence[otid, default: Evidence()].renewOn = max(evidence[otid]?.renewOn ?? .min, date)
-            } else if n.subtype == .autoRenewDisabled {
-                evidence[otid, default: Evidence()].renewOff.append(date)
-            }
-        case .expired:
-            evidence[otid, default: Evidence()].expiredNotice = max(evidence[otid]?.expiredNotice ?? .min, date)
-        case .gracePeriodExpired:
-            evidence[otid, default: Evidence()].graceExpiredNotice = max(
-                evidence[otid]?.graceExpiredNotice ?? .min, date)
-        case .priceIncrease:
-            if n.subtype == .pending {
-                evidence[otid, default: Evidence()].notePriceIncrease(.pending, at: date)
-            } else if n.subtype == .accepted {
-                evidence[otid, default: Evidence()].notePriceIncrease(.accepted, at: date)
-            }
-        default:
-            break
-        }
-    }
-
-    private static func apply(
-        _ n: V1NotificationFact, evidence: inout [String: Evidence],
-        signals: inout [String: (date: Int64, signal: RevocationSignal)]
-    ) {
-        let date = n.date
-        // V1 CANCEL and REFUND are also sent for upgrades; their receipt entries carry
-        // `cancellation_date` and `is_upgraded`, so only REVOKE is a signal of its own.
-        if n.type == .revoke { noteSignal(.revoked, transactionId: n.transactionId, at: date, into: &signals) }
-        guard let otid = n.originalTransactionId else { return }
-        var e = evidence[otid] ?? Evidence()
-        switch n.type {
-        case .didFailToRenew:
-            e.billingIssue.append(date)
-        case .didRenew, .didRecover, .renewal:
-            e.billingOK = max(e.billingOK, date)
-        case .initialBuy, .interactiveRenewal:
-            e.billingOK = max(e.billingOK, date)
-            e.renewOn = max(e.renewOn, date)
-        case .didChangeRenewalStatus:
-            if let on = n.autoRenewStatus {
-                if on { e.renewOn = max(e.renewOn, date) } else { e.renewOff.append(date) }
-            }
-        case .priceIncreaseConsent:
-            e.notePriceIncrease(.pending, at: date)
-        default:
-            return
-        }
-        evidence[otid] = e
     }
 
     private static func noteSignal(
@@ -410,6 +371,96 @@ struct Canon {
     }
 }
 
+/// Product policies by productId, looked up once per distinct product.
+struct ProductCache {
+    let policy: Policy
+    private var ids = Interner()
+    private var cached: [ProductPolicy?] = []
+
+    init(policy: Policy) { self.policy = policy }
+
+    mutating func policy(for productId: String) -> ProductPolicy? {
+        let id = ids.id(productId)
+        if id == cached.count { cached.append(policy.products[productId]) }
+        return cached[id]
+    }
+}
+
+extension Fact {
+    /// The whole fact's content order (tie-breaks between versions of one kind).
+    var orderKey: [OrderKey] {
+        switch self {
+        case .transaction(let f): f.orderKey
+        case .receiptEntry(let f): f.orderKey
+        case .renewalInfo(let f): f.orderKey
+        case .pendingRenewal(let f): f.orderKey
+        case .appTransaction(let f): f.orderKey
+        case .notification, .v1Notification: []
+        }
+    }
+
+    var appSignedDate: Int64 {
+        if case .appTransaction(let a) = self { return a.signedDate }
+        return .min
+    }
+}
+
+extension Evidence {
+    /// What a V2 notification says about its subscription.
+    mutating func apply(_ n: NotificationFact) {
+        let date = n.signedDate
+        switch n.type {
+        case .didFailToRenew:
+            billingIssue.append(date)
+        case .didRenew:
+            billingOK = max(billingOK, date)
+        case .subscribed:
+            billingOK = max(billingOK, date)
+            renewOn = max(renewOn, date)
+        case .didChangeRenewalStatus:
+            if n.subtype == .autoRenewEnabled {
+                renewOn = max(renewOn, date)
+            } else if n.subtype == .autoRenewDisabled {
+                renewOff.append(date)
+            }
+        case .expired:
+            expiredNotice = max(expiredNotice, date)
+        case .gracePeriodExpired:
+            graceExpiredNotice = max(graceExpiredNotice, date)
+        case .priceIncrease:
+            if n.subtype == .pending {
+                notePriceIncrease(.pending, at: date)
+            } else if n.subtype == .accepted {
+                notePriceIncrease(.accepted, at: date)
+            }
+        default:
+            break
+        }
+    }
+
+    /// What a V1 notification says about its subscription.
+    mutating func apply(_ n: V1NotificationFact) {
+        let date = n.date
+        switch n.type {
+        case .didFailToRenew:
+            billingIssue.append(date)
+        case .didRenew, .didRecover, .renewal:
+            billingOK = max(billingOK, date)
+        case .initialBuy, .interactiveRenewal:
+            billingOK = max(billingOK, date)
+            renewOn = max(renewOn, date)
+        case .didChangeRenewalStatus:
+            if let on = n.autoRenewStatus {
+                if on { renewOn = max(renewOn, date) } else { renewOff.append(date) }
+            }
+        case .priceIncreaseConsent:
+            notePriceIncrease(.pending, at: date)
+        default:
+            break
+        }
+    }
+}
+
 extension Evidence {
     mutating func note(autoRenew: Bool, inRetry: Bool?, at date: Int64) {
         if autoRenew { renewOn = max(renewOn, date) } else { renewOff.append(date) }
@@ -422,8 +473,7 @@ extension Evidence {
 }
 
 extension Txn {
-    init(_ t: TransactionFact, policy: Policy) {
-        let product = policy.products[t.productId]
+    init(_ t: TransactionFact, product: ProductPolicy?) {
         transactionId = t.transactionId
         originalTransactionId = t.originalTransactionId
         productId = t.productId
@@ -457,8 +507,7 @@ extension Txn {
         isV1 = false
     }
 
-    init(_ e: ReceiptEntryFact, policy: Policy) {
-        let product = policy.products[e.productId]
+    init(_ e: ReceiptEntryFact, product: ProductPolicy?) {
         let resolvedType = product?.type ?? (e.expiresDate != nil ? .autoRenewable : .nonConsumable)
         transactionId = e.transactionId
         originalTransactionId = e.originalTransactionId

@@ -91,69 +91,68 @@ struct Derivation {
 
     // MARK: Auto-renewable subscriptions
 
-    private mutating func subscriptionGroups(_ indices: [Int]) -> (states: [SubscriptionGroupState], rates: [String: Double]) {
+    private mutating func subscriptionGroups(_ indices: [Int]) -> (states: [SubscriptionGroupState], rates: [Double]) {
         let txns = canon.transactions
-        // Chains (one per originalTransactionId) and groups, by sorting indices once.
+        // Chains (one per originalTransactionId): sort indices once by chain id (indices are in
+        // transactionId order, which the index tie-break keeps).
         let sorted = indices.sorted {
-            let a = txns[$0], b = txns[$1]
-            if a.originalTransactionId != b.originalTransactionId {
-                return a.originalTransactionId < b.originalTransactionId
-            }
-            return a.transactionId < b.transactionId
+            let a = txns[$0].chain, b = txns[$1].chain
+            return a != b ? a < b : $0 < $1
         }
-        var chainGrants: [(group: String, grant: Grant, renewal: Renewal?)] = []
+        var chainGrants: [(groupId: Int, grant: Grant, renewal: Renewal?)] = []
         var start = 0
         while start < sorted.count {
             var end = start + 1
-            let otid = txns[sorted[start]].originalTransactionId
-            while end < sorted.count && txns[sorted[end]].originalTransactionId == otid { end += 1 }
+            let chainId = txns[sorted[start]].chain
+            while end < sorted.count && txns[sorted[end]].chain == chainId { end += 1 }
             let chain = sorted[start..<end]
-            let (grant, group) = subscriptionGrant(chain: chain, originalTransactionId: otid)
+            let (grant, groupId) = subscriptionGrant(chain: chain, chainId: chainId)
             let granted = policy.products[grant.productId]?.entitlements ?? []
             grants.append((granted, grant))
             appendEarlierProducts(chain: chain, current: grant, currentEntitlements: granted)
-            chainGrants.append((group, grant, canon.renewals[otid]))
+            chainGrants.append((groupId, grant, canon.renewals[chainId]))
             start = end
         }
 
         // Group keys: from history and from the policy's auto-renewable products.
-        var groupIds = Set(chainGrants.map(\.group))
+        var names: [String] = chainGrants.map { canon.groups.values[$0.groupId] }
         for (_, product) in policy.products where product.type == .autoRenewable {
-            if let group = product.subscriptionGroup { groupIds.insert(group) }
+            if let group = product.subscriptionGroup { names.append(group) }
         }
-        // Per group: its transactions in purchase order (for offers and paid days).
-        var groupTxns: [String: [Int]] = [:]
-        for index in indices { groupTxns[txns[index].group ?? txns[index].productId, default: []].append(index) }
+        names.sort()
+        // Per group: its transactions (for offers and paid days).
+        var groupTxns = [[Int]](repeating: [], count: canon.groups.count)
+        for index in indices where txns[index].groupId >= 0 { groupTxns[txns[index].groupId].append(index) }
 
         var states: [SubscriptionGroupState] = []
-        var rates: [String: Double] = [:]
-        for id in groupIds.sorted() {
+        var rates = [Double](repeating: -1, count: txns.count)
+        var previous: String?
+        for name in names where name != previous {
+            previous = name
+            let groupId = canon.groups.lookup(name) ?? -1
             var current: Grant?
             var newestRenewal: Renewal?
-            for entry in chainGrants where entry.group == id {
-                if let c = current, !isCurrentSubscription(entry.grant, over: c) {
-                } else {
-                    current = entry.grant
-                }
+            for entry in chainGrants where entry.groupId == groupId {
+                if current == nil || isCurrentSubscription(entry.grant, over: current!) { current = entry.grant }
                 if let r = entry.renewal {
                     if let n = newestRenewal,
                         n.signed > r.signed || (n.signed == r.signed && n.originalTransactionId > r.originalTransactionId)
                     {
-                    } else {
-                        newestRenewal = r
+                        continue
                     }
+                    newestRenewal = r
                 }
             }
-            let members = (groupTxns[id] ?? []).sorted {
-                let a = txns[$0], b = txns[$1]
-                return a.purchase != b.purchase ? a.purchase < b.purchase : a.transactionId < b.transactionId
+            let members = (groupId >= 0 ? groupTxns[groupId] : []).sorted {
+                let a = txns[$0].purchase, b = txns[$1].purchase
+                return a != b ? a < b : $0 < $1
             }
             let paid = paidService(members, rates: &rates)
             let customerClass: CustomerClass =
                 current == nil ? .new : (current!.active ? .active : .inactive)
             states.append(
                 SubscriptionGroupState(
-                    id: id, customerClass: customerClass, current: current,
+                    id: name, customerClass: customerClass, current: current,
                     pendingChange: change(from: current?.productId, to: current?.renewsTo),
                     introOfferEligible: !members.contains { txns[$0].introLike },
                     promotionalOfferEligible: !members.isEmpty,
@@ -165,27 +164,26 @@ struct Derivation {
     }
 
     /// The grant of one subscription (all transactions sharing an originalTransactionId).
-    private func subscriptionGrant(chain: ArraySlice<Int>, originalTransactionId otid: String) -> (Grant, String) {
+    private func subscriptionGrant(chain: ArraySlice<Int>, chainId: Int) -> (Grant, Int) {
         let txns = canon.transactions
         // Current: the latest non-upgraded transaction; only if all were upgraded, the latest of those.
         var currentIndex = chain.first!
         for index in chain.dropFirst() {
-            let t = txns[index]
-            let c = txns[currentIndex]
             let better: Bool
-            if t.upgraded != c.upgraded {
-                better = !t.upgraded
-            } else if t.purchase != c.purchase {
-                better = t.purchase > c.purchase
+            if txns[index].upgraded != txns[currentIndex].upgraded {
+                better = !txns[index].upgraded
+            } else if txns[index].purchase != txns[currentIndex].purchase {
+                better = txns[index].purchase > txns[currentIndex].purchase
             } else {
                 // Chain indices are in transactionId order, so a full tie keeps the smaller id.
-                better = (t.expires ?? .max) > (c.expires ?? .max)
+                better = (txns[index].expires ?? .max) > (txns[currentIndex].expires ?? .max)
             }
             if better { currentIndex = index }
         }
         let current = txns[currentIndex]
-        let renewal = canon.renewals[otid]
-        let evidence = canon.evidence[otid] ?? Evidence()
+        let renewal = canon.renewals[chainId]
+        let evidence = canon.evidence[chainId]
+        let otid = current.originalTransactionId
 
         var status: EntitlementStatus
         var expiresAt = current.expires
@@ -255,7 +253,7 @@ struct Derivation {
             billingIssueDetectedAt: issueAt, unsubscribeDetectedAt: autoRenew == false ? evidence.unsubscribedAt : nil,
             priceIncrease: priceIncrease, environment: current.environment,
             subscriptionGroup: current.group)
-        return (grant, current.group ?? current.productId)
+        return (grant, current.groupId)
     }
 
     /// Entitlements of products the subscription had before (an upgrade or downgrade ended them) and
@@ -304,20 +302,22 @@ struct Derivation {
     ///
     /// `members` is in purchase order. Paid periods are purchased, not free-trial, not refunded or
     /// revoked; an upgraded period ends at the upgrade. A gap over 60 days resets the count.
-    private func paidService(_ members: [Int], rates: inout [String: Double]) -> Int64 {
+    private func paidService(_ members: [Int], rates: inout [Double]) -> Int64 {
         let txns = canon.transactions
         let lapse = paidServiceLapseDays * Time.day
         let year = paidServiceYearDays * Time.day
         var accumulated: Int64 = 0
         var lastEnd: Int64?
         for index in members {
-            let t = txns[index]
-            if let end = lastEnd, t.purchase - end > lapse { accumulated = 0 }
-            rates[t.transactionId] = policy.smallBusiness || accumulated >= year ? 0.85 : 0.70
-            guard t.ownership == .purchased, !t.freeTrial, t.revokedAs == nil else { continue }
-            var end = min(t.expires ?? t.purchase, now)
-            if let upgradedAt = t.upgradedAt { end = min(end, upgradedAt) }
-            let start = max(t.purchase, lastEnd ?? t.purchase)
+            let purchase = txns[index].purchase
+            if let end = lastEnd, purchase - end > lapse { accumulated = 0 }
+            rates[index] = policy.smallBusiness || accumulated >= year ? 0.85 : 0.70
+            guard txns[index].ownership == .purchased, !txns[index].freeTrial, txns[index].revokedAs == nil else {
+                continue
+            }
+            var end = min(txns[index].expires ?? purchase, now)
+            if let upgradedAt = txns[index].upgradedAt { end = min(end, upgradedAt) }
+            let start = max(purchase, lastEnd ?? purchase)
             if end > start { accumulated += end - start }
             lastEnd = max(lastEnd ?? end, end)
         }
@@ -419,13 +419,17 @@ struct Derivation {
         }
     }
 
-    private func proceeds(rates: [String: Double]) -> [ProceedsEstimate] {
-        canon.transactions.compactMap { t in
-            guard t.ownership == .purchased else { return nil }
-            let rate = rates[t.transactionId] ?? (policy.smallBusiness ? 0.85 : 0.70)
-            return ProceedsEstimate(
-                transactionId: t.transactionId, productId: t.productId, rate: rate, refunded: t.revokedAs != nil,
-                price: t.price, currency: t.currency)
+    private func proceeds(rates: [Double]) -> [ProceedsEstimate] {
+        let txns = canon.transactions
+        var result: [ProceedsEstimate] = []
+        result.reserveCapacity(txns.count)
+        for index in txns.indices where txns[index].ownership == .purchased {
+            let rate = index < rates.count && rates[index] > 0 ? rates[index] : (policy.smallBusiness ? 0.85 : 0.70)
+            result.append(
+                ProceedsEstimate(
+                    transactionId: txns[index].transactionId, productId: txns[index].productId, rate: rate,
+                    refunded: txns[index].revokedAs != nil, price: txns[index].price, currency: txns[index].currency))
         }
+        return result
     }
 }
