@@ -241,8 +241,9 @@ struct Canon {
     }
 
     init(facts: [Fact], policy: Policy, environment: Environment) {
-        var bestTransaction: [String: Candidate] = [:]
-        bestTransaction.reserveCapacity(facts.count / 2)
+        // Every transaction version as (id, candidate); sorted once, the newest of each id wins.
+        var versions: [(id: String, candidate: Candidate)] = []
+        versions.reserveCapacity(facts.count / 2)
         var bestRenewal: [Candidate?] = []
         var signals: [String: (date: Int64, signal: RevocationSignal)] = [:]
         var appIndex: Int?
@@ -261,12 +262,10 @@ struct Canon {
             switch facts[i] {
             case .transaction(let t):
                 guard t.environment == environment else { continue }
-                Canon.offer(Candidate(index: i, signed: t.signedDate, isV1: false), for: t.transactionId,
-                            into: &bestTransaction, facts: facts)
+                versions.append((t.transactionId, Candidate(index: i, signed: t.signedDate, isV1: false)))
             case .receiptEntry(let e):
                 guard e.environment == environment else { continue }
-                Canon.offer(Candidate(index: i, signed: e.receiptDate, isV1: true), for: e.transactionId,
-                            into: &bestTransaction, facts: facts)
+                versions.append((e.transactionId, Candidate(index: i, signed: e.receiptDate, isV1: true)))
             case .renewalInfo(let r):
                 guard r.environment == environment else { continue }
                 let c = chain(r.originalTransactionId)
@@ -306,21 +305,27 @@ struct Canon {
 
         if let appIndex, case .appTransaction(let a) = facts[appIndex] { appTransaction = a }
         var products = ProductCache(policy: policy)
+        // Sort the small (id, candidate) pairs, not the large transactions; newest version first per id.
+        versions.sort { a, b in
+            if a.id != b.id { return a.id < b.id }
+            return Canon.isNewer(a.candidate, than: b.candidate, in: facts)
+        }
         var result: [Txn] = []
-        result.reserveCapacity(bestTransaction.count)
-        for candidate in bestTransaction.values {
+        result.reserveCapacity(versions.count)
+        for position in versions.indices {
+            if position > 0 && versions[position - 1].id == versions[position].id { continue }
+            let candidate = versions[position].candidate
             var txn: Txn
             switch facts[candidate.index] {
-            case .transaction(let t): txn = Txn(t, product: products.policy(for: t.productId))
-            case .receiptEntry(let e): txn = Txn(e, product: products.policy(for: e.productId))
+            case .transaction(let t): txn = Txn(t, product: products.info(for: t.productId))
+            case .receiptEntry(let e): txn = Txn(e, product: products.info(for: e.productId))
             default: continue
             }
             if let signal = signals[txn.transactionId], signal.date > txn.signed { txn.apply(signal.signal) }
             txn.chain = chain(txn.originalTransactionId)
             if let group = txn.group { txn.groupId = groups.id(group) }
-            result.append(txn)
+            result.append(consume txn)
         }
-        result.sort { $0.transactionId < $1.transactionId }
         transactions = result
         // After the transactions: they may have added chains.
         renewals = bestRenewal.map { candidate in
@@ -331,13 +336,6 @@ struct Canon {
             default: return nil
             }
         }
-    }
-
-    private static func offer(
-        _ candidate: Candidate, for id: String, into best: inout [String: Candidate], facts: [Fact]
-    ) {
-        if let existing = best[id], !isNewer(candidate, than: existing, in: facts) { return }
-        best[id] = candidate
     }
 
     /// Newer date wins; on a tie a signed V2 version beats a V1 entry, then the content order decides.
@@ -371,17 +369,26 @@ struct Canon {
     }
 }
 
+/// What a transaction needs from its product's policy.
+struct ProductInfo {
+    var type: ProductType?
+    var group: String?
+}
+
 /// Product policies by productId, looked up once per distinct product.
 struct ProductCache {
     let policy: Policy
     private var ids = Interner()
-    private var cached: [ProductPolicy?] = []
+    private var cached: [ProductInfo] = []
 
     init(policy: Policy) { self.policy = policy }
 
-    mutating func policy(for productId: String) -> ProductPolicy? {
+    mutating func info(for productId: String) -> ProductInfo {
         let id = ids.id(productId)
-        if id == cached.count { cached.append(policy.products[productId]) }
+        if id == cached.count {
+            let product = policy.products[productId]
+            cached.append(ProductInfo(type: product?.type, group: product?.subscriptionGroup))
+        }
         return cached[id]
     }
 }
@@ -473,7 +480,7 @@ extension Evidence {
 }
 
 extension Txn {
-    init(_ t: TransactionFact, product: ProductPolicy?) {
+    init(_ t: borrowing TransactionFact, product: ProductInfo) {
         transactionId = t.transactionId
         originalTransactionId = t.originalTransactionId
         productId = t.productId
@@ -507,8 +514,8 @@ extension Txn {
         isV1 = false
     }
 
-    init(_ e: ReceiptEntryFact, product: ProductPolicy?) {
-        let resolvedType = product?.type ?? (e.expiresDate != nil ? .autoRenewable : .nonConsumable)
+    init(_ e: borrowing ReceiptEntryFact, product: ProductInfo) {
+        let resolvedType = product.type ?? (e.expiresDate != nil ? .autoRenewable : .nonConsumable)
         transactionId = e.transactionId
         originalTransactionId = e.originalTransactionId
         productId = e.productId
@@ -546,10 +553,10 @@ extension Txn {
         isV1 = true
     }
 
-    static func groupKey(type: ProductType, product: ProductPolicy?, appleGroup: String?, productId: String) -> String? {
+    static func groupKey(type: ProductType, product: ProductInfo, appleGroup: String?, productId: String) -> String? {
         switch type {
-        case .autoRenewable: return product?.subscriptionGroup ?? appleGroup ?? productId
-        case .nonRenewing: return product?.subscriptionGroup ?? productId
+        case .autoRenewable: return product.group ?? appleGroup ?? productId
+        case .nonRenewing: return product.group ?? productId
         case .nonConsumable, .consumable: return nil
         }
     }

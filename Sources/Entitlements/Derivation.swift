@@ -43,8 +43,8 @@ struct Derivation {
         var nonConsumableIndices: [Int] = []
         var nonRenewingIndices: [Int] = []
         var consumableIndices: [Int] = []
-        for (index, txn) in txns.enumerated() {
-            switch txn.type {
+        for index in txns.indices {
+            switch txns[index].type {
             case .autoRenewable: subscriptionIndices.append(index)
             case .nonConsumable: nonConsumableIndices.append(index)
             case .nonRenewing: nonRenewingIndices.append(index)

@@ -3,7 +3,7 @@
 // All instants are epoch milliseconds (UTC).
 
 /// One verified fact about one customer, in one environment.
-public enum Fact: Hashable, Sendable, Codable {
+public indirect enum Fact: Hashable, Sendable, Codable {
     /// A signed transaction (`JWSTransactionDecodedPayload`), from a notification, the app or the Server API.
     case transaction(TransactionFact)
     /// Signed renewal info (`JWSRenewalInfoDecodedPayload`).

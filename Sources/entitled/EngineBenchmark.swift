@@ -10,7 +10,7 @@ enum EngineBenchmark: Command {
         Times evaluate(facts:policy:now:) for one customer with 10, 100 and 1,000 facts: a monthly
         subscription renewing period after period, each period bringing its transaction, renewal info
         and DID_RENEW notification, in shuffled arrival order with a few duplicates. Prints
-        microseconds per evaluation, the per-fact cost, and whether the cost grows at most linearly
+        microseconds per evaluation (the fastest batch, and the mean), the per-fact cost, and whether the cost grows at most linearly
         and stays well under a millisecond at 1,000 facts (exit status 1 if not).
 
         Options:
@@ -25,7 +25,8 @@ enum EngineBenchmark: Command {
         print("entitled bench engine: evaluate(facts:policy:now:), one customer, \(seconds) s per size")
         print("facts".padding(toLength: 8, withPad: " ", startingAt: 0)
             + "iterations".padding(toLength: 13, withPad: " ", startingAt: 0)
-            + "µs/eval".padding(toLength: 11, withPad: " ", startingAt: 0) + "ns/fact")
+            + "µs/eval".padding(toLength: 11, withPad: " ", startingAt: 0)
+            + "(mean)".padding(toLength: 12, withPad: " ", startingAt: 0) + "ns/fact")
         var perEval: [Int: Double] = [:]
         var sink = 0
         for size in sizes {
@@ -40,23 +41,27 @@ enum EngineBenchmark: Command {
             let budget = Duration.milliseconds(Int64(seconds * 1_000))
             let start = clock.now
             var elapsed = Duration.zero
-            // Batches keep clock reads out of the measured loop's cost.
+            // Batches of about 20,000 facts keep clock reads out of the measured cost; the fastest
+            // batch is reported beside the mean, because other processes share the cores.
             let batch = max(1, 20_000 / size)
+            var fastest = Double.infinity
             while elapsed < budget {
+                let batchStart = clock.now
                 for _ in 0..<batch {
                     let state = evaluate(facts: facts, policy: benchPolicy, now: now)
                     sink &+= state.entitlements.count &+ state.proceeds.count
                 }
+                fastest = min(fastest, micros(clock.now - batchStart) / Double(batch))
                 iterations += batch
                 elapsed = clock.now - start
             }
-            let micros = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
-            let each = micros / Double(iterations)
-            perEval[size] = each
+            let mean = micros(elapsed) / Double(iterations)
+            perEval[size] = fastest
             print(String(size).padding(toLength: 8, withPad: " ", startingAt: 0)
                 + String(iterations).padding(toLength: 13, withPad: " ", startingAt: 0)
-                + format(each, 2).padding(toLength: 11, withPad: " ", startingAt: 0)
-                + format(each * 1_000 / Double(size), 1))
+                + format(fastest, 2).padding(toLength: 11, withPad: " ", startingAt: 0)
+                + format(mean, 2).padding(toLength: 12, withPad: " ", startingAt: 0)
+                + format(fastest * 1_000 / Double(size), 1))
         }
         guard let small = perEval[10], let medium = perEval[100], let large = perEval[1_000] else { return ExitStatus.failure }
         let growth = (large / 1_000) / (small / 10)
@@ -138,6 +143,10 @@ enum EngineBenchmark: Command {
             return nil
         }.max() ?? start
         return (facts, newest + Time.day)
+    }
+
+    private static func micros(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1e6 + Double(duration.components.attoseconds) / 1e12
     }
 
     private static func format(_ value: Double, _ digits: Int) -> String {
