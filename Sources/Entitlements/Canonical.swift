@@ -269,14 +269,18 @@ struct Canon {
             case .renewalInfo(let r):
                 guard r.environment == environment else { continue }
                 let c = chain(r.originalTransactionId)
-                evidence[c].note(autoRenew: r.autoRenewStatus, inRetry: r.isInBillingRetryPeriod, at: r.signedDate)
+                evidence[c].note(
+                    autoRenew: r.autoRenewStatus,
+                    inRetry: r.isInBillingRetryPeriod ?? (r.gracePeriodExpiresDate != nil ? true : nil), at: r.signedDate)
                 let candidate = Candidate(index: i, signed: r.signedDate, isV1: false)
                 if let existing = bestRenewal[c], !Canon.isNewer(candidate, than: existing, in: facts) { continue }
                 bestRenewal[c] = candidate
             case .pendingRenewal(let r):
                 guard r.environment == environment else { continue }
                 let c = chain(r.originalTransactionId)
-                evidence[c].note(autoRenew: r.autoRenewStatus, inRetry: r.isInBillingRetryPeriod, at: r.receiptDate)
+                evidence[c].note(
+                    autoRenew: r.autoRenewStatus,
+                    inRetry: r.isInBillingRetryPeriod ?? (r.gracePeriodExpiresDate != nil ? true : nil), at: r.receiptDate)
                 let candidate = Candidate(index: i, signed: r.receiptDate, isV1: true)
                 if let existing = bestRenewal[c], !Canon.isNewer(candidate, than: existing, in: facts) { continue }
                 bestRenewal[c] = candidate

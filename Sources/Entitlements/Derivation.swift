@@ -2,14 +2,14 @@
 // randomized order of Swift dictionaries never reaches the output.
 
 /// Whether grant `a` shows instead of `b` for an entitlement: best status, then latest expiry
-/// (none = never), then latest purchase, then purchased over family-shared, then transactionId.
+/// (none = never), then purchased over family-shared, then latest purchase, then transactionId.
 func isBetterGrant(_ a: Grant, than b: Grant) -> Bool {
     if a.status.rank != b.status.rank { return a.status.rank < b.status.rank }
     let ea = a.expiresAt ?? .max
     let eb = b.expiresAt ?? .max
     if ea != eb { return ea > eb }
-    if a.purchaseDate != b.purchaseDate { return a.purchaseDate > b.purchaseDate }
     if a.ownership != b.ownership { return a.ownership == .purchased }
+    if a.purchaseDate != b.purchaseDate { return a.purchaseDate > b.purchaseDate }
     if a.transactionId != b.transactionId { return a.transactionId < b.transactionId }
     return a.productId < b.productId
 }
@@ -197,14 +197,9 @@ struct Derivation {
         } else if let expires = current.expires, now >= expires {
             // Renewal info signed before this period began describes an earlier period.
             let relevant = renewal.flatMap { $0.signed >= current.purchase ? $0 : nil }
-            var inRetry: Bool
-            if let explicit = relevant?.inRetry {
-                inRetry = explicit
-            } else if relevant?.graceExpires != nil {
-                inRetry = true
-            } else {
-                inRetry = evidence.issueSince(current.purchase) != nil
-            }
+            // In retry when the newest billing evidence since this period began is a failure
+            // (renewal info in billing retry, DID_FAIL_TO_RENEW) rather than a success.
+            var inRetry = evidence.issueSince(current.purchase) != nil
             // An EXPIRED notification for this period, after the last failure, ends the retry.
             if evidence.expiredNotice >= expires && evidence.expiredNotice > evidence.newestIssue { inRetry = false }
             if inRetry {

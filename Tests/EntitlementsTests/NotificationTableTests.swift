@@ -191,6 +191,10 @@ let v2Cases: [NotificationCase] = [
             .status("pro", .billingRetry), .active("pro", false), .grace("pro", nil), .billingIssue("pro", e1),
         ]),
     NotificationCase(
+        type: "DID_FAIL_TO_RENEW", subtype: nil, label: "newer than the last renewal info", base: bought,
+        added: [note(.didFailToRenew, at: e1, txn: "t1")],
+        now: e1 + day, checks: [.status("pro", .billingRetry), .billingIssue("pro", e1)]),
+    NotificationCase(
         type: "GRACE_PERIOD_EXPIRED", subtype: nil, label: "ends grace even before its date",
         base: bought + [renewal(retry: true, grace: e1 + 16 * day, signed: e1)],
         added: [note(.gracePeriodExpired, at: e1 + 6 * day, txn: "t1")],

@@ -121,6 +121,30 @@ struct SemanticsTests {
         #expect(String(decoding: try JSONEncoder().encode(NotificationType.didRenew), as: UTF8.self) == "\"DID_RENEW\"")
     }
 
+    @Test func anEarlierPeriodsBillingIssueDoesNotCarryOver() {
+        // Failure with grace at e1, recovered at r (its renewal info lost), then that period ends.
+        let e1 = months(1)
+        let r = e1 + 3 * day
+        let facts = [
+            tx("t1", purchase: T0, expires: e1), renewal(signed: T0),
+            renewal(retry: true, grace: e1 + 16 * day, signed: e1), note(.didFailToRenew, .gracePeriod, at: e1),
+            tx("t2", purchase: r, expires: r + 5 * day),
+        ]
+        let s = state(facts, at: r + 6 * day)
+        #expect(s.entitlement("pro")?.status == .expired)
+        #expect(s.entitlement("pro")?.gracePeriodExpiresAt == nil)
+    }
+
+    @Test func purchasedBeatsFamilySharedForTheSameNonConsumable() {
+        let facts = [
+            tx("n1", otid: "n1", product: "lifetime", purchase: T0, type: .nonConsumable),
+            tx("n2", otid: "n2", product: "lifetime", purchase: T0 + day, type: .nonConsumable, ownership: .familyShared),
+        ]
+        let s = state(facts, at: T0 + 2 * day)
+        #expect(s.nonConsumable("lifetime")?.grant.ownership == .purchased)
+        #expect(s.entitlement("pro")?.transactionId == "n1")
+    }
+
     @Test func unknownProductsCountAsHistoryButGrantNothing() {
         let s = state([tx("x1", otid: "x1", product: "mystery", purchase: T0, type: .nonConsumable)], at: T0 + hour)
         #expect(s.entitlements.isEmpty)
