@@ -24,13 +24,17 @@ public struct CustomerState: Hashable, Sendable, Codable {
     public var proceeds: [ProceedsEstimate]
     /// Carried from the policy for the storage layer.
     public var restoreBehavior: RestoreBehavior
+    /// The earliest instant after `evaluatedAt` at which a grant's status changes with no new fact
+    /// (an expiry, a grace period's end, the end of billing retry); nil when none is scheduled.
+    /// A stored projection is stale from then on. (Day counts such as `paidServiceDays` move daily.)
+    public var nextStatusChangeAt: Int64?
 
     public init(
         environment: Environment, evaluatedAt: Int64, customerClass: CustomerClass,
         entitlements: [EntitlementState], subscriptionGroups: [SubscriptionGroupState],
         nonConsumables: [NonConsumableState], nonRenewingSubscriptions: [NonRenewingState],
         consumables: [ConsumableBalance], preorder: PreorderState, proceeds: [ProceedsEstimate],
-        restoreBehavior: RestoreBehavior
+        restoreBehavior: RestoreBehavior, nextStatusChangeAt: Int64?
     ) {
         self.environment = environment
         self.evaluatedAt = evaluatedAt
@@ -43,6 +47,7 @@ public struct CustomerState: Hashable, Sendable, Codable {
         self.preorder = preorder
         self.proceeds = proceeds
         self.restoreBehavior = restoreBehavior
+        self.nextStatusChangeAt = nextStatusChangeAt
     }
 
     /// The state of one entitlement, nil when nothing ever granted it.

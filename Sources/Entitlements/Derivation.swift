@@ -86,7 +86,23 @@ struct Derivation {
             entitlements: entitlements, subscriptionGroups: groups.states,
             nonConsumables: nonConsumables, nonRenewingSubscriptions: nonRenewing,
             consumables: consumables, preorder: preorder, proceeds: proceeds(rates: groups.rates),
-            restoreBehavior: policy.restoreBehavior)
+            restoreBehavior: policy.restoreBehavior, nextStatusChangeAt: nextStatusChange())
+    }
+
+    /// The earliest future instant at which a grant's status changes by time alone.
+    private func nextStatusChange() -> Int64? {
+        var next: Int64?
+        for (_, grant) in grants {
+            let boundary: Int64?
+            switch grant.status {
+            case .active: boundary = grant.expiresAt
+            case .gracePeriod: boundary = grant.gracePeriodExpiresAt
+            case .billingRetry: boundary = grant.expiresAt.map { $0 + billingRetryDays * Time.day }
+            case .expired, .revoked, .refunded: boundary = nil
+            }
+            if let boundary, boundary > now { next = min(next ?? boundary, boundary) }
+        }
+        return next
     }
 
     // MARK: Auto-renewable subscriptions

@@ -37,6 +37,29 @@ struct LifecycleTests {
         }
     }
 
+    /// Between `now` and `nextStatusChangeAt` time alone changes no grant's status.
+    @Test(arguments: Lifecycles.all)
+    func nothingChangesBeforeTheNextStatusChange(_ lifecycle: Lifecycle) {
+        var facts: [Fact] = []
+        for step in lifecycle.steps {
+            facts += step.facts
+            let s = state(facts, at: step.now)
+            let later = state(facts, at: (s.nextStatusChangeAt ?? step.now + 3_650 * day) - 1)
+            #expect(statuses(later) == statuses(s), "\(lifecycle.name) / \(step.label)")
+            if let next = s.nextStatusChangeAt {
+                #expect(
+                    statuses(state(facts, at: next)) != statuses(s),
+                    "\(lifecycle.name) / \(step.label): nothing changed at \(next)")
+            }
+        }
+    }
+
+    /// Every grant's status: entitlements, each group's current subscription, non-renewing runs.
+    private func statuses(_ s: CustomerState) -> [EntitlementStatus?] {
+        s.entitlements.map(\.status) + s.subscriptionGroups.map(\.current?.status)
+            + s.nonRenewingSubscriptions.map(\.grant.status)
+    }
+
     @Test func billingRetryEndsAfterSixtyDaysWithoutAnEvent() {
         let e1 = months(1)
         let facts = [

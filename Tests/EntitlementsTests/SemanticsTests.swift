@@ -145,6 +145,21 @@ struct SemanticsTests {
         #expect(s.entitlement("pro")?.transactionId == "n1")
     }
 
+    @Test func nextStatusChangeIsWhenTimeAloneChangesTheAnswer() {
+        let e1 = months(1)
+        let grace = e1 + 16 * day
+        var facts = [tx("t1", purchase: T0, expires: e1), renewal(signed: T0)]
+        #expect(state(facts, at: T0 + day).nextStatusChangeAt == e1)
+        facts.append(renewal(retry: true, grace: grace, signed: e1))
+        #expect(state(facts, at: e1 + day).nextStatusChangeAt == grace)
+        #expect(state(facts, at: grace + day).nextStatusChangeAt == e1 + 60 * day)
+        #expect(state(facts, at: e1 + 61 * day).nextStatusChangeAt == nil)
+        // The answer just before and at the boundary differs; between boundaries it does not.
+        let s = state(facts, at: e1 + day)
+        #expect(state(facts, at: grace - 1).entitlements == s.entitlements)
+        #expect(state(facts, at: grace).entitlements != s.entitlements)
+    }
+
     @Test func unknownProductsCountAsHistoryButGrantNothing() {
         let s = state([tx("x1", otid: "x1", product: "mystery", purchase: T0, type: .nonConsumable)], at: T0 + hour)
         #expect(s.entitlements.isEmpty)
