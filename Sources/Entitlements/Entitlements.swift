@@ -11,10 +11,13 @@
 //   every field) wins; likewise the newest renewal info per `originalTransactionId`. Notifications only
 //   add dated evidence, combined by minimum and maximum. Duplicates and arrival order change nothing.
 // - **Status from facts and `now`.** A subscription is `active` until its current transaction's
-//   `expiresDate`; then, if Apple is retrying billing (renewal info `isInBillingRetryPeriod`, or a
-//   `DID_FAIL_TO_RENEW` after the last success), `gracePeriod` until `gracePeriodExpiresDate` (V1 data
-//   without it: `Policy.fallbackGraceDays`), then `billingRetry` (no access) until 60 days after expiry,
-//   then `expired`. `EXPIRED` after the last failure ends the retry; `GRACE_PERIOD_EXPIRED` ends grace.
+//   `expiresDate`. Then, if Apple is retrying billing (the newest billing evidence since the period
+//   began is a failure: renewal info in `isInBillingRetryPeriod`, `DID_FAIL_TO_RENEW`; not a success:
+//   renewal info out of retry, `DID_RENEW`, `SUBSCRIBED`), it is in `gracePeriod` until
+//   `gracePeriodExpiresDate` (V1 data without it: `Policy.fallbackGraceDays`; V2 without it: no grace),
+//   then `billingRetry` (no access) until 60 days after expiry, then `expired`. `EXPIRED` after the
+//   last failure ends the retry; `GRACE_PERIOD_EXPIRED` ends grace. `nextStatusChangeAt` is the next
+//   such boundary.
 // - **Revocation.** A `revocationDate` (V1 `cancellation_date`) makes the transaction `refunded`, or
 //   `revoked` when Family Sharing access was withdrawn (`FAMILY_REVOKE`, family-shared ownership).
 //   `REFUND`, `REVOKE` and `REFUND_REVERSED` notifications newer than the winning transaction version
@@ -26,8 +29,8 @@
 //   status wins, then the latest purchase.
 // - **Entitlements.** Each grant (subscription, non-consumable, run of non-renewing purchases) gives its
 //   product's entitlements; an entitlement shows its best grant: active > gracePeriod > billingRetry >
-//   expired > revoked > refunded, then the latest expiry. A revoked family share leaves access another
-//   purchase grants.
+//   expired > revoked > refunded, then the latest expiry, then purchased over family-shared. A revoked
+//   family share leaves access another purchase grants.
 // - **Non-subscriptions.** Non-consumables are owned unless revoked. Non-renewing purchases of one group
 //   (or product) stack: each runs for the policy's duration from the later of its purchase and the
 //   previous end. Consumables credit each transaction's quantity once and debit refunds.

@@ -160,6 +160,30 @@ struct SemanticsTests {
         #expect(state(facts, at: grace).entitlements != s.entitlements)
     }
 
+    @Test func manySubscriptionsAndProductsStayOrderIndependent() {
+        // More than 16 distinct ids takes the interners from linear scans to dictionaries.
+        var facts: [Fact] = []
+        for k in 0..<40 {
+            facts.append(tx("c\(k)", otid: "c\(k)", product: "coins.\(k % 20)", purchase: T0 + Int64(k) * hour,
+                            type: .consumable, quantity: k))
+            facts.append(tx("s\(k)", otid: "s\(k)", product: k % 2 == 0 ? "monthly" : "magazine",
+                            purchase: T0 + Int64(k) * day, expires: months(1, after: T0 + Int64(k) * day)))
+            facts.append(renewal(otid: "s\(k)", product: k % 2 == 0 ? "monthly" : "magazine", autoRenew: k % 3 == 0,
+                                 signed: T0 + Int64(k) * day))
+            facts.append(note(.didRenew, at: T0 + Int64(k) * day, otid: "s\(k)", txn: "s\(k)"))
+        }
+        let now = T0 + 45 * day
+        let expected = state(facts, at: now)
+        #expect(expected.consumables.count == 20)
+        #expect(expected.group("premium")?.current?.originalTransactionId == "s38")
+        var rng = SplitMix64(seed: 7)
+        for _ in 0..<50 {
+            var shuffled = facts + facts.prefix(Int.random(in: 0...facts.count, using: &rng))
+            shuffled.shuffle(using: &rng)
+            #expect(state(shuffled, at: now) == expected)
+        }
+    }
+
     @Test func unknownProductsCountAsHistoryButGrantNothing() {
         let s = state([tx("x1", otid: "x1", product: "mystery", purchase: T0, type: .nonConsumable)], at: T0 + hour)
         #expect(s.entitlements.isEmpty)
