@@ -19,6 +19,57 @@ public indirect enum Fact: Hashable, Sendable, Codable {
     /// A V1 notification's metadata (its `unified_receipt` is mapped to receipt facts beside it).
     case v1Notification(V1NotificationFact)
 
+    /// Encoded as `{"kind": "transaction", "fact": {…}}` (kinds: `transaction`, `renewalInfo`,
+    /// `notification`, `appTransaction`, `receiptEntry`, `pendingRenewal`, `v1Notification`).
+    private enum CodingKeys: String, CodingKey {
+        case kind
+        case fact
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let kind = try container.decode(String.self, forKey: .kind)
+        switch kind {
+        case "transaction": self = .transaction(try container.decode(TransactionFact.self, forKey: .fact))
+        case "renewalInfo": self = .renewalInfo(try container.decode(RenewalInfoFact.self, forKey: .fact))
+        case "notification": self = .notification(try container.decode(NotificationFact.self, forKey: .fact))
+        case "appTransaction": self = .appTransaction(try container.decode(AppTransactionFact.self, forKey: .fact))
+        case "receiptEntry": self = .receiptEntry(try container.decode(ReceiptEntryFact.self, forKey: .fact))
+        case "pendingRenewal": self = .pendingRenewal(try container.decode(PendingRenewalFact.self, forKey: .fact))
+        case "v1Notification": self = .v1Notification(try container.decode(V1NotificationFact.self, forKey: .fact))
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .kind, in: container, debugDescription: "unknown fact kind '\(kind)'")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .transaction(let fact):
+            try container.encode("transaction", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .renewalInfo(let fact):
+            try container.encode("renewalInfo", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .notification(let fact):
+            try container.encode("notification", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .appTransaction(let fact):
+            try container.encode("appTransaction", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .receiptEntry(let fact):
+            try container.encode("receiptEntry", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .pendingRenewal(let fact):
+            try container.encode("pendingRenewal", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .v1Notification(let fact):
+            try container.encode("v1Notification", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        }
+    }
+
     /// The environment the fact belongs to.
     public var environment: Environment {
         switch self {

@@ -119,6 +119,12 @@ struct SemanticsTests {
         #expect(try JSONDecoder().decode(Policy.self, from: policyData) == policy)
         #expect(String(decoding: try JSONEncoder().encode(ISODuration(months: 1)), as: UTF8.self) == "\"P1M\"")
         #expect(String(decoding: try JSONEncoder().encode(NotificationType.didRenew), as: UTF8.self) == "\"DID_RENEW\"")
+        let encoded = String(decoding: try JSONEncoder().encode(note(.test, at: 5, otid: nil)), as: UTF8.self)
+        #expect(encoded.contains("\"kind\":\"notification\""))
+        #expect(encoded.contains("\"type\":\"TEST\""))
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode(Fact.self, from: Data(#"{"kind":"mystery","fact":{}}"#.utf8))
+        }
     }
 
     @Test func anEarlierPeriodsBillingIssueDoesNotCarryOver() {
