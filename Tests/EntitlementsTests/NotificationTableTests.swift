@@ -127,6 +127,15 @@ let v2Cases: [NotificationCase] = [
         now: e1 + hour,
         checks: [.status("pro", .active), .transaction("pro", "t2"), .expires("pro", e2)]),
     NotificationCase(
+        type: "DID_RENEW", subtype: nil, label: "recovered inside the grace period",
+        base: bought + [renewal(retry: true, grace: e1 + 16 * day, signed: e1), note(.didFailToRenew, .gracePeriod, at: e1)],
+        added: [
+            tx("t2", purchase: e1 + 5 * day, expires: e2), renewal(signed: e1 + 5 * day),
+            note(.didRenew, at: e1 + 5 * day, txn: "t2"),
+        ],
+        now: e1 + 5 * day + hour,
+        checks: [.status("pro", .active), .expires("pro", e2), .grace("pro", nil), .billingIssue("pro", nil)]),
+    NotificationCase(
         type: "DID_RENEW", subtype: "BILLING_RECOVERY", label: "expired subscription recovered", base: failed,
         added: [
             tx("t2", purchase: e1 + 10 * day, expires: months(1, after: e1 + 10 * day)),
