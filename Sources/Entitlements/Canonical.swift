@@ -1,0 +1,604 @@
+// Canonicalization: turn an unordered bag of facts (with duplicates and stale versions) into one
+// version per transaction and per renewal, plus order-free evidence (minima and maxima of dates).
+// Every choice here is a maximum under a total order, so the result does not depend on input order.
+
+/// A total order over field values, used only to break ties between different facts that share
+/// an id and a signed date (rare: a mapper bug or a re-signed payload with equal timestamps).
+enum OrderKey: Comparable {
+    case absent
+    case int(Int64)
+    case text(String)
+}
+
+@inline(__always) func key(_ value: String?) -> OrderKey { value.map { .text($0) } ?? .absent }
+@inline(__always) func key(_ value: Int64?) -> OrderKey { value.map { .int($0) } ?? .absent }
+@inline(__always) func key(_ value: Int?) -> OrderKey { value.map { .int(Int64($0)) } ?? .absent }
+@inline(__always) func key(_ value: Bool) -> OrderKey { .int(value ? 1 : 0) }
+@inline(__always) func key<T: RawRepresentable>(_ value: T?) -> OrderKey where T.RawValue == String {
+    key(value?.rawValue)
+}
+@inline(__always) func key(_ value: OfferType?) -> OrderKey { key(value?.rawValue) }
+
+/// Whether `a` sorts after `b` in the content order (the "newer" one on a signedDate tie).
+func contentAfter(_ a: [OrderKey], _ b: [OrderKey]) -> Bool {
+    b.lexicographicallyPrecedes(a)
+}
+
+extension TransactionFact {
+    var orderKey: [OrderKey] {
+        [
+            key(transactionId), key(originalTransactionId), key(webOrderLineItemId), key(productId),
+            key(subscriptionGroupId), key(purchaseDate), key(originalPurchaseDate), key(expiresDate),
+            key(quantity), key(productType), key(appAccountToken), key(ownership), key(signedDate),
+            key(revocationDate), key(revocationReason), key(revocationType), key(isUpgraded), key(offerType),
+            key(offerDiscountType), key(offerIdentifier), key(environment), key(storefront),
+            key(transactionReason), key(price), key(currency),
+        ]
+    }
+}
+
+extension ReceiptEntryFact {
+    var orderKey: [OrderKey] {
+        [
+            key(transactionId), key(originalTransactionId), key(webOrderLineItemId), key(productId),
+            key(subscriptionGroupId), key(purchaseDate), key(originalPurchaseDate), key(expiresDate),
+            key(cancellationDate), key(cancellationReason), key(isTrialPeriod), key(isInIntroOfferPeriod),
+            key(isUpgraded), key(ownership), key(promotionalOfferId), key(offerCodeRefName), key(quantity),
+            key(appAccountToken), key(receiptDate), key(environment),
+        ]
+    }
+}
+
+extension RenewalInfoFact {
+    var orderKey: [OrderKey] {
+        [
+            key(originalTransactionId), key(productId), key(autoRenewProductId), key(autoRenewStatus),
+            key(expirationIntent), key(isInBillingRetryPeriod.map { $0 ? 1 : 0 } as Int?),
+            key(gracePeriodExpiresDate), key(priceIncreaseStatus), key(offerType), key(offerIdentifier),
+            key(offerDiscountType), key(signedDate), key(renewalDate), key(recentSubscriptionStartDate),
+            .int(Int64(eligibleWinBackOfferIds.count)), key(eligibleWinBackOfferIds.joined(separator: "\u{1F}")),
+            key(environment),
+        ]
+    }
+}
+
+extension PendingRenewalFact {
+    var orderKey: [OrderKey] {
+        [
+            key(originalTransactionId), key(productId), key(autoRenewProductId), key(autoRenewStatus),
+            key(expirationIntent), key(isInBillingRetryPeriod.map { $0 ? 1 : 0 } as Int?),
+            key(gracePeriodExpiresDate), key(priceConsentStatus), key(priceIncreaseStatus),
+            key(promotionalOfferId), key(offerCodeRefName), key(receiptDate), key(environment),
+        ]
+    }
+}
+
+extension AppTransactionFact {
+    var orderKey: [OrderKey] {
+        [
+            key(appTransactionId), key(originalPurchaseDate), key(preorderDate), key(originalApplicationVersion),
+            key(signedDate), key(environment),
+        ]
+    }
+}
+
+/// The winning version of one transaction, in the engine's terms.
+struct Txn {
+    var transactionId: String
+    var originalTransactionId: String
+    var productId: String
+    var type: ProductType
+    /// Group key for auto-renewables and non-renewing stacks.
+    var group: String?
+    var purchase: Int64
+    var originalPurchase: Int64?
+    var expires: Int64?
+    var quantity: Int
+    var ownership: Ownership
+    var signed: Int64
+    /// `refunded` or `revoked` when access was taken back (never for an upgraded transaction).
+    var revokedAs: EntitlementStatus?
+    var upgraded: Bool
+    /// When an upgrade ended this transaction (its `revocationDate` / `cancellation_date`).
+    var upgradedAt: Int64?
+    var period: PeriodType
+    var freeTrial: Bool
+    /// Counts against introductory-offer eligibility.
+    var introLike: Bool
+    var environment: Environment
+    var price: Int64?
+    var currency: String?
+    var isV1: Bool
+    /// Dense id of `originalTransactionId` (``Canon/chains``).
+    var chain = 0
+    /// Dense id of `group` (``Canon/groups``), when there is a group.
+    var groupId = -1
+}
+
+/// The newest renewal info of one subscription.
+struct Renewal {
+    var originalTransactionId: String
+    var productId: String
+    var autoRenewProductId: String?
+    var inRetry: Bool?
+    var graceExpires: Int64?
+    var priceIncrease: PriceIncrease?
+    var signed: Int64
+    var winBack: [String]
+    var isV1: Bool
+}
+
+/// A notification's verdict on one transaction's revocation.
+enum RevocationSignal: Int {
+    case reinstated = 0
+    case refunded = 1
+    case revoked = 2
+}
+
+/// Dated evidence about one subscription (per `originalTransactionId`), from every renewal-info
+/// version and notification. Only maxima and minima are used, so order and duplicates don't matter.
+struct Evidence {
+    /// Newest "auto-renew on" (renewal versions, AUTO_RENEW_ENABLED, SUBSCRIBED, …).
+    var renewOn: Int64 = .min
+    /// Every "auto-renew off" date.
+    var renewOff: [Int64] = []
+    /// Newest "billing fine" (renewal versions not in retry, DID_RENEW, DID_RECOVER, …).
+    var billingOK: Int64 = .min
+    /// Every "billing failed" date (renewal versions in retry, DID_FAIL_TO_RENEW).
+    var billingIssue: [Int64] = []
+    /// Newest EXPIRED notification.
+    var expiredNotice: Int64 = .min
+    /// Newest GRACE_PERIOD_EXPIRED notification.
+    var graceExpiredNotice: Int64 = .min
+    /// Newest PRICE_INCREASE notification (V1 PRICE_INCREASE_CONSENT counts as pending).
+    var priceIncreaseDate: Int64 = .min
+    var priceIncrease: PriceIncrease?
+
+    var renewOffMax: Int64 { renewOff.max() ?? .min }
+
+    /// Auto-renew per the newest evidence; off wins a tie. nil without evidence.
+    var autoRenew: Bool? {
+        let off = renewOffMax
+        if off == .min && renewOn == .min { return nil }
+        return renewOn > off
+    }
+
+    /// The first "off" after the last "on".
+    var unsubscribedAt: Int64? {
+        var first: Int64?
+        for date in renewOff where date > renewOn { first = min(first ?? date, date) }
+        return first
+    }
+
+    /// The first billing failure after the last success and not before `floor`.
+    func issueSince(_ floor: Int64) -> Int64? {
+        var first: Int64?
+        for date in billingIssue where date > billingOK && date >= floor { first = min(first ?? date, date) }
+        return first
+    }
+
+    var newestIssue: Int64 { billingIssue.max() ?? .min }
+
+    mutating func notePriceIncrease(_ value: PriceIncrease, at date: Int64) {
+        // Newest wins; on a tie `accepted` wins (consent is not withdrawn).
+        if date > priceIncreaseDate || (date == priceIncreaseDate && value == .accepted) {
+            priceIncreaseDate = date
+            priceIncrease = value
+        }
+    }
+}
+
+/// Small string → dense integer ids. Customers have few subscriptions, groups and products, so a
+/// linear scan of short small strings beats hashing; a dictionary takes over past 16 entries.
+struct Interner {
+    private(set) var values: [String] = []
+    private var index: [String: Int] = [:]
+
+    var count: Int { values.count }
+
+    mutating func id(_ value: String) -> Int {
+        if values.count <= 16 {
+            for i in values.indices where values[i] == value { return i }
+            values.append(value)
+            if values.count > 16 {
+                for i in values.indices { index[values[i]] = i }
+            }
+            return values.count - 1
+        }
+        if let id = index[value] { return id }
+        values.append(value)
+        index[value] = values.count - 1
+        return values.count - 1
+    }
+
+    func lookup(_ value: String) -> Int? {
+        if values.count <= 16 { return values.firstIndex(of: value) }
+        return index[value]
+    }
+}
+
+/// The facts of one environment, reduced to one version of everything.
+///
+/// Works on indices into the caller's array, so large fact payloads are read in place, not copied.
+struct Canon {
+    /// Winning transaction versions, sorted by transactionId.
+    var transactions: [Txn] = []
+    /// Subscriptions (originalTransactionIds) by dense id; `Txn.chain` points here.
+    var chains = Interner()
+    /// Newest renewal info per chain id.
+    var renewals: [Renewal?] = []
+    /// Evidence per chain id.
+    var evidence: [Evidence] = []
+    /// Group keys by dense id; `Txn.groupId` points here.
+    var groups = Interner()
+    var appTransaction: AppTransactionFact?
+
+    /// A candidate version: the fact's index and its (signed or receipt) date.
+    private struct Candidate {
+        var index: Int
+        var signed: Int64
+        var isV1: Bool
+    }
+
+    init(facts: [Fact], policy: Policy, environment: Environment) {
+        // Every transaction version as (id, candidate); sorted once, the newest of each id wins.
+        var versions: [(id: String, candidate: Candidate)] = []
+        versions.reserveCapacity(facts.count / 2)
+        var bestRenewal: [Candidate?] = []
+        var signals: [String: (date: Int64, signal: RevocationSignal)] = [:]
+        var appIndex: Int?
+
+        /// The chain id of an originalTransactionId, growing the per-chain arrays.
+        func chain(_ otid: String) -> Int {
+            let id = chains.id(otid)
+            if id == evidence.count {
+                evidence.append(Evidence())
+                bestRenewal.append(nil)
+            }
+            return id
+        }
+
+        for i in facts.indices {
+            switch facts[i] {
+            case .transaction(let t):
+                guard t.environment == environment else { continue }
+                versions.append((t.transactionId, Candidate(index: i, signed: t.signedDate, isV1: false)))
+            case .receiptEntry(let e):
+                guard e.environment == environment else { continue }
+                versions.append((e.transactionId, Candidate(index: i, signed: e.receiptDate, isV1: true)))
+            case .renewalInfo(let r):
+                guard r.environment == environment else { continue }
+                let c = chain(r.originalTransactionId)
+                evidence[c].note(
+                    autoRenew: r.autoRenewStatus,
+                    inRetry: r.isInBillingRetryPeriod ?? (r.gracePeriodExpiresDate != nil ? true : nil), at: r.signedDate)
+                let candidate = Candidate(index: i, signed: r.signedDate, isV1: false)
+                if let existing = bestRenewal[c], !Canon.isNewer(candidate, than: existing, in: facts) { continue }
+                bestRenewal[c] = candidate
+            case .pendingRenewal(let r):
+                guard r.environment == environment else { continue }
+                let c = chain(r.originalTransactionId)
+                evidence[c].note(
+                    autoRenew: r.autoRenewStatus,
+                    inRetry: r.isInBillingRetryPeriod ?? (r.gracePeriodExpiresDate != nil ? true : nil), at: r.receiptDate)
+                let candidate = Candidate(index: i, signed: r.receiptDate, isV1: true)
+                if let existing = bestRenewal[c], !Canon.isNewer(candidate, than: existing, in: facts) { continue }
+                bestRenewal[c] = candidate
+            case .notification(let n):
+                guard n.environment == environment else { continue }
+                Canon.noteSignal(of: n, into: &signals)
+                if let otid = n.originalTransactionId { evidence[chain(otid)].apply(n) }
+            case .v1Notification(let n):
+                guard n.environment == environment else { continue }
+                if n.type == .revoke {
+                    // V1 CANCEL and REFUND are also sent for upgrades; their receipt entries carry
+                    // `cancellation_date` and `is_upgraded`, so only REVOKE is a signal of its own.
+                    Canon.noteSignal(.revoked, transactionId: n.transactionId, at: n.date, into: &signals)
+                }
+                if let otid = n.originalTransactionId { evidence[chain(otid)].apply(n) }
+            case .appTransaction(let a):
+                guard a.environment == environment else { continue }
+                let candidate = Candidate(index: i, signed: a.signedDate, isV1: false)
+                if let existing = appIndex {
+                    let current = Candidate(index: existing, signed: facts[existing].appSignedDate, isV1: false)
+                    if !Canon.isNewer(candidate, than: current, in: facts) { continue }
+                }
+                appIndex = i
+            }
+        }
+
+        if let appIndex, case .appTransaction(let a) = facts[appIndex] { appTransaction = a }
+        var products = ProductCache(policy: policy)
+        // Sort the small (id, candidate) pairs, not the large transactions; newest version first per id.
+        versions.sort { a, b in
+            if a.id != b.id { return a.id < b.id }
+            return Canon.isNewer(a.candidate, than: b.candidate, in: facts)
+        }
+        var result: [Txn] = []
+        result.reserveCapacity(versions.count)
+        for position in versions.indices {
+            if position > 0 && versions[position - 1].id == versions[position].id { continue }
+            let candidate = versions[position].candidate
+            var txn: Txn
+            switch facts[candidate.index] {
+            case .transaction(let t): txn = Txn(t, product: products.info(for: t.productId))
+            case .receiptEntry(let e): txn = Txn(e, product: products.info(for: e.productId))
+            default: continue
+            }
+            if let signal = signals[txn.transactionId], signal.date > txn.signed { txn.apply(signal.signal) }
+            txn.chain = chain(txn.originalTransactionId)
+            if let group = txn.group { txn.groupId = groups.id(group) }
+            result.append(consume txn)
+        }
+        transactions = result
+        // After the transactions: they may have added chains.
+        renewals = bestRenewal.map { candidate in
+            guard let candidate else { return nil }
+            switch facts[candidate.index] {
+            case .renewalInfo(let r): return Renewal(r)
+            case .pendingRenewal(let r): return Renewal(r)
+            default: return nil
+            }
+        }
+    }
+
+    /// Newer date wins; on a tie a signed V2 version beats a V1 entry, then the content order decides.
+    private static func isNewer(_ a: Candidate, than b: Candidate, in facts: [Fact]) -> Bool {
+        if a.signed != b.signed { return a.signed > b.signed }
+        if a.isV1 != b.isV1 { return !a.isV1 }
+        if a.index == b.index { return false }
+        return contentAfter(facts[a.index].orderKey, facts[b.index].orderKey)
+    }
+
+    private static func noteSignal(of n: NotificationFact, into signals: inout [String: (date: Int64, signal: RevocationSignal)]) {
+        switch n.type {
+        case .refund: noteSignal(.refunded, transactionId: n.transactionId, at: n.signedDate, into: &signals)
+        case .revoke: noteSignal(.revoked, transactionId: n.transactionId, at: n.signedDate, into: &signals)
+        case .refundReversed: noteSignal(.reinstated, transactionId: n.transactionId, at: n.signedDate, into: &signals)
+        default: break
+        }
+    }
+
+    private static func noteSignal(
+        _ signal: RevocationSignal, transactionId: String?, at date: Int64,
+        into signals: inout [String: (date: Int64, signal: RevocationSignal)]
+    ) {
+        guard let id = transactionId else { return }
+        if let existing = signals[id] {
+            // Newest wins; a tie goes to the higher raw value, so the choice is order-free.
+            guard date > existing.date || (date == existing.date && signal.rawValue > existing.signal.rawValue)
+            else { return }
+        }
+        signals[id] = (date, signal)
+    }
+}
+
+/// What a transaction needs from its product's policy.
+struct ProductInfo {
+    var type: ProductType?
+    var group: String?
+}
+
+/// Product policies by productId, looked up once per distinct product.
+struct ProductCache {
+    let policy: Policy
+    private var ids = Interner()
+    private var cached: [ProductInfo] = []
+
+    init(policy: Policy) { self.policy = policy }
+
+    mutating func info(for productId: String) -> ProductInfo {
+        let id = ids.id(productId)
+        if id == cached.count {
+            let product = policy.products[productId]
+            cached.append(ProductInfo(type: product?.type, group: product?.subscriptionGroup))
+        }
+        return cached[id]
+    }
+}
+
+extension Fact {
+    /// The whole fact's content order (tie-breaks between versions of one kind).
+    var orderKey: [OrderKey] {
+        switch self {
+        case .transaction(let f): f.orderKey
+        case .receiptEntry(let f): f.orderKey
+        case .renewalInfo(let f): f.orderKey
+        case .pendingRenewal(let f): f.orderKey
+        case .appTransaction(let f): f.orderKey
+        case .notification, .v1Notification: []
+        }
+    }
+
+    var appSignedDate: Int64 {
+        if case .appTransaction(let a) = self { return a.signedDate }
+        return .min
+    }
+}
+
+extension Evidence {
+    /// What a V2 notification says about its subscription.
+    mutating func apply(_ n: NotificationFact) {
+        let date = n.signedDate
+        switch n.type {
+        case .didFailToRenew:
+            billingIssue.append(date)
+        case .didRenew:
+            billingOK = max(billingOK, date)
+        case .subscribed:
+            billingOK = max(billingOK, date)
+            renewOn = max(renewOn, date)
+        case .didChangeRenewalStatus:
+            if n.subtype == .autoRenewEnabled {
+                renewOn = max(renewOn, date)
+            } else if n.subtype == .autoRenewDisabled {
+                renewOff.append(date)
+            }
+        case .expired:
+            expiredNotice = max(expiredNotice, date)
+        case .gracePeriodExpired:
+            graceExpiredNotice = max(graceExpiredNotice, date)
+        case .priceIncrease:
+            if n.subtype == .pending {
+                notePriceIncrease(.pending, at: date)
+            } else if n.subtype == .accepted {
+                notePriceIncrease(.accepted, at: date)
+            }
+        default:
+            break
+        }
+    }
+
+    /// What a V1 notification says about its subscription.
+    mutating func apply(_ n: V1NotificationFact) {
+        let date = n.date
+        switch n.type {
+        case .didFailToRenew:
+            billingIssue.append(date)
+        case .didRenew, .didRecover, .renewal:
+            billingOK = max(billingOK, date)
+        case .initialBuy, .interactiveRenewal:
+            billingOK = max(billingOK, date)
+            renewOn = max(renewOn, date)
+        case .didChangeRenewalStatus:
+            if let on = n.autoRenewStatus {
+                if on { renewOn = max(renewOn, date) } else { renewOff.append(date) }
+            }
+        case .priceIncreaseConsent:
+            notePriceIncrease(.pending, at: date)
+        default:
+            break
+        }
+    }
+}
+
+extension Evidence {
+    mutating func note(autoRenew: Bool, inRetry: Bool?, at date: Int64) {
+        if autoRenew { renewOn = max(renewOn, date) } else { renewOff.append(date) }
+        switch inRetry {
+        case true?: billingIssue.append(date)
+        case false?: billingOK = max(billingOK, date)
+        case nil: break
+        }
+    }
+}
+
+extension Txn {
+    init(_ t: borrowing TransactionFact, product: ProductInfo) {
+        transactionId = t.transactionId
+        originalTransactionId = t.originalTransactionId
+        productId = t.productId
+        type = t.productType
+        group = Txn.groupKey(type: t.productType, product: product, appleGroup: t.subscriptionGroupId, productId: t.productId)
+        purchase = t.purchaseDate
+        originalPurchase = t.originalPurchaseDate
+        expires = t.expiresDate
+        quantity = t.quantity
+        ownership = t.ownership
+        signed = t.signedDate
+        upgraded = t.isUpgraded
+        upgradedAt = t.isUpgraded ? t.revocationDate : nil
+        if t.revocationDate != nil && !t.isUpgraded {
+            revokedAs = (t.revocationType == .familyRevoke || t.ownership == .familyShared) ? .revoked : .refunded
+        } else {
+            revokedAs = nil
+        }
+        freeTrial = t.offerDiscountType == .freeTrial
+        introLike = t.offerType == .introductory
+        switch t.offerType {
+        case .introductory?: period = freeTrial ? .trial : .intro
+        case .promotional?: period = .promotional
+        case .offerCode?: period = .offerCode
+        case .winBack?: period = .winBack
+        case nil: period = .normal
+        }
+        environment = t.environment
+        price = t.price
+        currency = t.currency
+        isV1 = false
+    }
+
+    init(_ e: borrowing ReceiptEntryFact, product: ProductInfo) {
+        let resolvedType = product.type ?? (e.expiresDate != nil ? .autoRenewable : .nonConsumable)
+        transactionId = e.transactionId
+        originalTransactionId = e.originalTransactionId
+        productId = e.productId
+        type = resolvedType
+        group = Txn.groupKey(type: resolvedType, product: product, appleGroup: e.subscriptionGroupId, productId: e.productId)
+        purchase = e.purchaseDate
+        originalPurchase = e.originalPurchaseDate
+        expires = e.expiresDate
+        quantity = e.quantity
+        ownership = e.ownership
+        signed = e.receiptDate
+        upgraded = e.isUpgraded
+        upgradedAt = e.isUpgraded ? e.cancellationDate : nil
+        if e.cancellationDate != nil && !e.isUpgraded {
+            revokedAs = e.ownership == .familyShared ? .revoked : .refunded
+        } else {
+            revokedAs = nil
+        }
+        freeTrial = e.isTrialPeriod
+        introLike = e.isTrialPeriod || e.isInIntroOfferPeriod
+        if e.isTrialPeriod {
+            period = .trial
+        } else if e.isInIntroOfferPeriod {
+            period = .intro
+        } else if e.promotionalOfferId != nil {
+            period = .promotional
+        } else if e.offerCodeRefName != nil {
+            period = .offerCode
+        } else {
+            period = .normal
+        }
+        environment = e.environment
+        price = nil
+        currency = nil
+        isV1 = true
+    }
+
+    static func groupKey(type: ProductType, product: ProductInfo, appleGroup: String?, productId: String) -> String? {
+        switch type {
+        case .autoRenewable: return product.group ?? appleGroup ?? productId
+        case .nonRenewing: return product.group ?? productId
+        case .nonConsumable, .consumable: return nil
+        }
+    }
+
+    mutating func apply(_ signal: RevocationSignal) {
+        switch signal {
+        case .reinstated:
+            revokedAs = nil
+        case .refunded, .revoked:
+            guard !upgraded else { return }
+            revokedAs = (signal == .revoked || ownership == .familyShared) ? .revoked : .refunded
+        }
+    }
+}
+
+extension Renewal {
+    init(_ r: RenewalInfoFact) {
+        originalTransactionId = r.originalTransactionId
+        productId = r.productId
+        autoRenewProductId = r.autoRenewProductId
+        inRetry = r.isInBillingRetryPeriod
+        graceExpires = r.gracePeriodExpiresDate
+        priceIncrease = r.priceIncreaseStatus.map { $0 == 1 ? .accepted : .pending }
+        signed = r.signedDate
+        winBack = r.eligibleWinBackOfferIds
+        isV1 = false
+    }
+
+    init(_ r: PendingRenewalFact) {
+        originalTransactionId = r.originalTransactionId
+        productId = r.productId
+        autoRenewProductId = r.autoRenewProductId
+        inRetry = r.isInBillingRetryPeriod
+        graceExpires = r.gracePeriodExpiresDate
+        let status = r.priceIncreaseStatus ?? r.priceConsentStatus
+        priceIncrease = status.map { $0 == 1 ? .accepted : .pending }
+        signed = r.receiptDate
+        winBack = []
+        isV1 = true
+    }
+}

@@ -1,0 +1,446 @@
+// Derivation: canonical facts + policy + now → CustomerState. Iterates sorted arrays only, so the
+// randomized order of Swift dictionaries never reaches the output.
+
+/// Whether grant `a` shows instead of `b` for an entitlement: best status, then latest expiry
+/// (none = never), then purchased over family-shared, then latest purchase, then transactionId.
+func isBetterGrant(_ a: Grant, than b: Grant) -> Bool {
+    if a.status.rank != b.status.rank { return a.status.rank < b.status.rank }
+    let ea = a.expiresAt ?? .max
+    let eb = b.expiresAt ?? .max
+    if ea != eb { return ea > eb }
+    if a.ownership != b.ownership { return a.ownership == .purchased }
+    if a.purchaseDate != b.purchaseDate { return a.purchaseDate > b.purchaseDate }
+    if a.transactionId != b.transactionId { return a.transactionId < b.transactionId }
+    return a.productId < b.productId
+}
+
+/// Whether subscription `a` is a group's current one instead of `b`: best status, then latest purchase.
+func isCurrentSubscription(_ a: Grant, over b: Grant) -> Bool {
+    if a.status.rank != b.status.rank { return a.status.rank < b.status.rank }
+    if a.purchaseDate != b.purchaseDate { return a.purchaseDate > b.purchaseDate }
+    return isBetterGrant(a, than: b)
+}
+
+struct Derivation {
+    let canon: Canon
+    let policy: Policy
+    let now: Int64
+    let environment: Environment
+
+    /// Grants with the entitlements they give.
+    private var grants: [(entitlements: [String], grant: Grant)] = []
+
+    init(canon: Canon, policy: Policy, now: Int64, environment: Environment) {
+        self.canon = canon
+        self.policy = policy
+        self.now = now
+        self.environment = environment
+    }
+
+    mutating func run() -> CustomerState {
+        let txns = canon.transactions
+        var subscriptionIndices: [Int] = []
+        var nonConsumableIndices: [Int] = []
+        var nonRenewingIndices: [Int] = []
+        var consumableIndices: [Int] = []
+        for index in txns.indices {
+            switch txns[index].type {
+            case .autoRenewable: subscriptionIndices.append(index)
+            case .nonConsumable: nonConsumableIndices.append(index)
+            case .nonRenewing: nonRenewingIndices.append(index)
+            case .consumable: consumableIndices.append(index)
+            }
+        }
+
+        let groups = subscriptionGroups(subscriptionIndices)
+        let nonConsumables = nonConsumableStates(nonConsumableIndices)
+        let nonRenewing = nonRenewingStates(nonRenewingIndices)
+        let consumables = consumableBalances(consumableIndices)
+
+        // Entitlements: the best grant for each id.
+        var best: [String: Grant] = [:]
+        for (entitlements, grant) in grants {
+            for id in entitlements {
+                if let existing = best[id], !isBetterGrant(grant, than: existing) { continue }
+                best[id] = grant
+            }
+        }
+        let entitlements = best.keys.sorted().map { EntitlementState(id: $0, grant: best[$0]!) }
+
+        let customerClass: CustomerClass
+        if txns.isEmpty {
+            customerClass = .new
+        } else if grants.contains(where: { $0.grant.active }) {
+            customerClass = .active
+        } else {
+            customerClass = .inactive
+        }
+
+        let preorder = PreorderState(
+            isPreordered: canon.appTransaction?.preorderDate != nil,
+            preorderDate: canon.appTransaction?.preorderDate,
+            appOriginalPurchaseDate: canon.appTransaction?.originalPurchaseDate)
+
+        return CustomerState(
+            environment: environment, evaluatedAt: now, customerClass: customerClass,
+            entitlements: entitlements, subscriptionGroups: groups.states,
+            nonConsumables: nonConsumables, nonRenewingSubscriptions: nonRenewing,
+            consumables: consumables, preorder: preorder, proceeds: proceeds(rates: groups.rates),
+            restoreBehavior: policy.restoreBehavior, nextStatusChangeAt: nextStatusChange())
+    }
+
+    /// The earliest future instant at which a grant's status changes by time alone.
+    private func nextStatusChange() -> Int64? {
+        var next: Int64?
+        for (_, grant) in grants {
+            let boundary: Int64?
+            switch grant.status {
+            case .active: boundary = grant.expiresAt
+            case .gracePeriod: boundary = grant.gracePeriodExpiresAt
+            case .billingRetry: boundary = grant.expiresAt.map { $0 + billingRetryDays * Time.day }
+            case .expired, .revoked, .refunded: boundary = nil
+            }
+            if let boundary, boundary > now { next = min(next ?? boundary, boundary) }
+        }
+        return next
+    }
+
+    // MARK: Auto-renewable subscriptions
+
+    private mutating func subscriptionGroups(_ indices: [Int]) -> (states: [SubscriptionGroupState], rates: [Double]) {
+        let txns = canon.transactions
+        // Chains (one per originalTransactionId): sort indices once by chain id (indices are in
+        // transactionId order, which the index tie-break keeps).
+        let sorted = indices.sorted {
+            let a = txns[$0].chain, b = txns[$1].chain
+            return a != b ? a < b : $0 < $1
+        }
+        var chainGrants: [(groupId: Int, grant: Grant, renewal: Renewal?)] = []
+        var start = 0
+        while start < sorted.count {
+            var end = start + 1
+            let chainId = txns[sorted[start]].chain
+            while end < sorted.count && txns[sorted[end]].chain == chainId { end += 1 }
+            let chain = sorted[start..<end]
+            let (grant, groupId) = subscriptionGrant(chain: chain, chainId: chainId)
+            let granted = policy.products[grant.productId]?.entitlements ?? []
+            grants.append((granted, grant))
+            appendEarlierProducts(chain: chain, current: grant, currentEntitlements: granted)
+            chainGrants.append((groupId, grant, canon.renewals[chainId]))
+            start = end
+        }
+
+        // Group keys: from history and from the policy's auto-renewable products.
+        var names: [String] = chainGrants.map { canon.groups.values[$0.groupId] }
+        for (_, product) in policy.products where product.type == .autoRenewable {
+            if let group = product.subscriptionGroup { names.append(group) }
+        }
+        names.sort()
+        // Per group: its transactions (for offers and paid days).
+        var groupTxns = [[Int]](repeating: [], count: canon.groups.count)
+        for index in indices where txns[index].groupId >= 0 { groupTxns[txns[index].groupId].append(index) }
+
+        var states: [SubscriptionGroupState] = []
+        var rates = [Double](repeating: -1, count: txns.count)
+        var previous: String?
+        for name in names where name != previous {
+            previous = name
+            let groupId = canon.groups.lookup(name) ?? -1
+            var current: Grant?
+            var newestRenewal: Renewal?
+            for entry in chainGrants where entry.groupId == groupId {
+                if current == nil || isCurrentSubscription(entry.grant, over: current!) { current = entry.grant }
+                if let r = entry.renewal {
+                    if let n = newestRenewal,
+                        n.signed > r.signed || (n.signed == r.signed && n.originalTransactionId > r.originalTransactionId)
+                    {
+                        continue
+                    }
+                    newestRenewal = r
+                }
+            }
+            let members = (groupId >= 0 ? groupTxns[groupId] : []).sorted {
+                let a = txns[$0].purchase, b = txns[$1].purchase
+                return a != b ? a < b : $0 < $1
+            }
+            let paid = paidService(members, rates: &rates)
+            let customerClass: CustomerClass =
+                current == nil ? .new : (current!.active ? .active : .inactive)
+            states.append(
+                SubscriptionGroupState(
+                    id: name, customerClass: customerClass, current: current,
+                    pendingChange: change(from: current?.productId, to: current?.renewsTo),
+                    introOfferEligible: !members.contains { txns[$0].introLike },
+                    promotionalOfferEligible: !members.isEmpty,
+                    winBackOfferIds: newestRenewal?.winBack ?? [],
+                    paidServiceDays: Int(paid / Time.day),
+                    proceedsRate: policy.smallBusiness || paid >= paidServiceYearDays * Time.day ? 0.85 : 0.70))
+        }
+        return (states, rates)
+    }
+
+    /// The grant of one subscription (all transactions sharing an originalTransactionId).
+    private func subscriptionGrant(chain: ArraySlice<Int>, chainId: Int) -> (Grant, Int) {
+        let txns = canon.transactions
+        // Current: the latest non-upgraded transaction; only if all were upgraded, the latest of those.
+        var currentIndex = chain.first!
+        for index in chain.dropFirst() {
+            let better: Bool
+            if txns[index].upgraded != txns[currentIndex].upgraded {
+                better = !txns[index].upgraded
+            } else if txns[index].purchase != txns[currentIndex].purchase {
+                better = txns[index].purchase > txns[currentIndex].purchase
+            } else {
+                // Chain indices are in transactionId order, so a full tie keeps the smaller id.
+                better = (txns[index].expires ?? .max) > (txns[currentIndex].expires ?? .max)
+            }
+            if better { currentIndex = index }
+        }
+        let current = txns[currentIndex]
+        let renewal = canon.renewals[chainId]
+        let evidence = canon.evidence[chainId]
+        let otid = current.originalTransactionId
+
+        var status: EntitlementStatus
+        var expiresAt = current.expires
+        var graceEnd: Int64?
+        var issueAt: Int64?
+        if let revoked = current.revokedAs {
+            status = revoked
+        } else if current.upgraded {
+            status = .expired
+            if let upgradedAt = current.upgradedAt { expiresAt = min(expiresAt ?? upgradedAt, upgradedAt) }
+        } else if let expires = current.expires, now >= expires {
+            // Renewal info signed before this period began describes an earlier period.
+            let relevant = renewal.flatMap { $0.signed >= current.purchase ? $0 : nil }
+            // In retry when the newest billing evidence since this period began is a failure
+            // (renewal info in billing retry, DID_FAIL_TO_RENEW) rather than a success.
+            var inRetry = evidence.issueSince(current.purchase) != nil
+            // An EXPIRED notification for this period, after the last failure, ends the retry.
+            if evidence.expiredNotice >= expires && evidence.expiredNotice > evidence.newestIssue { inRetry = false }
+            if inRetry {
+                graceEnd = relevant?.graceExpires
+                let isV1 = relevant?.isV1 ?? current.isV1
+                if graceEnd == nil && isV1 && policy.fallbackGraceDays > 0 {
+                    graceEnd = expires + Int64(policy.fallbackGraceDays) * Time.day
+                }
+                let graceOver = evidence.graceExpiredNotice >= expires
+                if let grace = graceEnd, now < grace, !graceOver {
+                    status = .gracePeriod
+                } else if now < expires + billingRetryDays * Time.day {
+                    status = .billingRetry
+                } else {
+                    status = .expired
+                }
+                if status != .expired {
+                    issueAt = evidence.issueSince(current.purchase) ?? expires
+                }
+            } else {
+                status = .expired
+            }
+        } else {
+            status = .active
+        }
+
+        let autoRenew = evidence.autoRenew
+        let willRenew: Bool? =
+            switch status {
+            case .active, .gracePeriod, .billingRetry: autoRenew
+            case .expired, .refunded, .revoked: false
+            }
+        var renewsTo: String?
+        if willRenew == true, let target = renewal?.autoRenewProductId, target != current.productId {
+            renewsTo = target
+        }
+        // Price increase: the newer of the renewal info and the PRICE_INCREASE notifications.
+        var priceIncrease = renewal?.priceIncrease
+        if evidence.priceIncreaseDate > (renewal?.signed ?? .min) { priceIncrease = evidence.priceIncrease }
+
+        let grant = Grant(
+            status: status, productId: current.productId, productType: .autoRenewable,
+            transactionId: current.transactionId, originalTransactionId: otid, ownership: current.ownership,
+            purchaseDate: current.purchase, originalPurchaseDate: current.originalPurchase, expiresAt: expiresAt,
+            gracePeriodExpiresAt: graceEnd, willRenew: willRenew, renewsTo: renewsTo, periodType: current.period,
+            billingIssueDetectedAt: issueAt, unsubscribeDetectedAt: autoRenew == false ? evidence.unsubscribedAt : nil,
+            priceIncrease: priceIncrease, environment: current.environment,
+            subscriptionGroup: current.group)
+        return (grant, current.groupId)
+    }
+
+    /// Entitlements of products the subscription had before (an upgrade or downgrade ended them) and
+    /// the current product does not give: shown as `expired` at the end of their last period, so they
+    /// don't vanish from the state.
+    private mutating func appendEarlierProducts(chain: ArraySlice<Int>, current: Grant, currentEntitlements: [String]) {
+        let txns = canon.transactions
+        var lastByProduct: [String: Int] = [:]
+        for index in chain where txns[index].productId != current.productId {
+            let t = txns[index]
+            if let existing = lastByProduct[t.productId] {
+                let e = txns[existing]
+                if (t.purchase, t.transactionId) < (e.purchase, e.transactionId) { continue }
+            }
+            lastByProduct[t.productId] = index
+        }
+        for productId in lastByProduct.keys.sorted() {
+            let t = txns[lastByProduct[productId]!]
+            let extra = (policy.products[productId]?.entitlements ?? []).filter { !currentEntitlements.contains($0) }
+            guard !extra.isEmpty else { continue }
+            var end = t.expires
+            if let upgradedAt = t.upgradedAt { end = min(end ?? upgradedAt, upgradedAt) }
+            // Never later than the current period's start: the current product replaced it.
+            end = min(end ?? current.purchaseDate, current.purchaseDate)
+            let grant = Grant(
+                status: t.revokedAs ?? .expired, productId: t.productId, productType: .autoRenewable,
+                transactionId: t.transactionId, originalTransactionId: t.originalTransactionId,
+                ownership: t.ownership, purchaseDate: t.purchase, originalPurchaseDate: t.originalPurchase,
+                expiresAt: end, willRenew: false, periodType: t.period, environment: t.environment,
+                subscriptionGroup: t.group)
+            grants.append((extra, grant))
+        }
+    }
+
+    /// Upgrade, downgrade or crossgrade by the policy's levels (1 = highest).
+    private func change(from: String?, to: String?) -> ProductChange? {
+        guard let from, let to, from != to,
+            let a = policy.products[from]?.level, let b = policy.products[to]?.level
+        else { return nil }
+        if b < a { return .upgrade }
+        if b > a { return .downgrade }
+        return .crossgrade
+    }
+
+    /// Paid milliseconds of service in one group at `now`, recording each transaction's proceeds rate.
+    ///
+    /// `members` is in purchase order. Paid periods are purchased, not free-trial, not refunded or
+    /// revoked; an upgraded period ends at the upgrade. A gap over 60 days resets the count.
+    private func paidService(_ members: [Int], rates: inout [Double]) -> Int64 {
+        let txns = canon.transactions
+        let lapse = paidServiceLapseDays * Time.day
+        let year = paidServiceYearDays * Time.day
+        var accumulated: Int64 = 0
+        var lastEnd: Int64?
+        for index in members {
+            let purchase = txns[index].purchase
+            if let end = lastEnd, purchase - end > lapse { accumulated = 0 }
+            rates[index] = policy.smallBusiness || accumulated >= year ? 0.85 : 0.70
+            guard txns[index].ownership == .purchased, !txns[index].freeTrial, txns[index].revokedAs == nil else {
+                continue
+            }
+            var end = min(txns[index].expires ?? purchase, now)
+            if let upgradedAt = txns[index].upgradedAt { end = min(end, upgradedAt) }
+            let start = max(purchase, lastEnd ?? purchase)
+            if end > start { accumulated += end - start }
+            lastEnd = max(lastEnd ?? end, end)
+        }
+        if let end = lastEnd, now - end > lapse { return 0 }
+        return accumulated
+    }
+
+    // MARK: Other products
+
+    private func revocableGrant(_ t: Txn, status: EntitlementStatus, expiresAt: Int64?) -> Grant {
+        Grant(
+            status: status, productId: t.productId, productType: t.type, transactionId: t.transactionId,
+            originalTransactionId: t.originalTransactionId, ownership: t.ownership, purchaseDate: t.purchase,
+            originalPurchaseDate: t.originalPurchase, expiresAt: expiresAt, periodType: t.period,
+            environment: t.environment, subscriptionGroup: nil)
+    }
+
+    private mutating func nonConsumableStates(_ indices: [Int]) -> [NonConsumableState] {
+        let txns = canon.transactions
+        var best: [String: Grant] = [:]
+        for index in indices {
+            let t = txns[index]
+            let grant = revocableGrant(t, status: t.revokedAs ?? .active, expiresAt: nil)
+            grants.append((policy.products[t.productId]?.entitlements ?? [], grant))
+            if let existing = best[t.productId], !isBetterGrant(grant, than: existing) { continue }
+            best[t.productId] = grant
+        }
+        return best.keys.sorted().map { NonConsumableState(productId: $0, owned: best[$0]!.active, grant: best[$0]!) }
+    }
+
+    private mutating func nonRenewingStates(_ indices: [Int]) -> [NonRenewingState] {
+        let txns = canon.transactions
+        var byStack: [String: [Int]] = [:]
+        for index in indices { byStack[txns[index].group ?? txns[index].productId, default: []].append(index) }
+        var states: [NonRenewingState] = []
+        for id in byStack.keys.sorted() {
+            let members = byStack[id]!.sorted {
+                let a = txns[$0], b = txns[$1]
+                return a.purchase != b.purchase ? a.purchase < b.purchase : a.transactionId < b.transactionId
+            }
+            var runEnd: Int64?
+            var counted: [String] = []
+            var entitlements: [String] = []
+            var last: Txn?
+            var best: Grant?
+            for index in members {
+                let t = txns[index]
+                if let revoked = t.revokedAs {
+                    let grant = revocableGrant(t, status: revoked, expiresAt: nil)
+                    grants.append((policy.products[t.productId]?.entitlements ?? [], grant))
+                    if best == nil || isBetterGrant(grant, than: best!) { best = grant }
+                    continue
+                }
+                // Stacking: a purchase starts when the previous run ends, if that is later.
+                let start = max(t.purchase, runEnd ?? t.purchase)
+                let end = policy.products[t.productId]?.duration?.added(to: start) ?? t.expires ?? start
+                runEnd = max(runEnd ?? end, end)
+                counted.append(t.transactionId)
+                for e in policy.products[t.productId]?.entitlements ?? [] where !entitlements.contains(e) {
+                    entitlements.append(e)
+                }
+                last = t
+            }
+            if let t = last, let end = runEnd {
+                let grant = revocableGrant(t, status: now < end ? .active : .expired, expiresAt: end)
+                grants.append((entitlements.sorted(), grant))
+                if best == nil || isBetterGrant(grant, than: best!) { best = grant }
+            }
+            states.append(
+                NonRenewingState(
+                    id: id, active: best!.active, expiresAt: last == nil ? nil : runEnd, transactionIds: counted,
+                    grant: best!))
+        }
+        return states
+    }
+
+    private func consumableBalances(_ indices: [Int]) -> [ConsumableBalance] {
+        let txns = canon.transactions
+        var byProduct: [String: [Int]] = [:]
+        for index in indices { byProduct[txns[index].productId, default: []].append(index) }
+        return byProduct.keys.sorted().map { productId in
+            var credited = 0
+            var debited = 0
+            var ids: [String] = []
+            var refunded: [String] = []
+            // Indices follow canon order (sorted by transactionId), so the id lists are sorted.
+            for index in byProduct[productId]! {
+                let t = txns[index]
+                credited += t.quantity
+                ids.append(t.transactionId)
+                if t.revokedAs != nil {
+                    debited += t.quantity
+                    refunded.append(t.transactionId)
+                }
+            }
+            return ConsumableBalance(
+                productId: productId, credited: credited, debited: debited, transactionIds: ids,
+                refundedTransactionIds: refunded)
+        }
+    }
+
+    private func proceeds(rates: [Double]) -> [ProceedsEstimate] {
+        let txns = canon.transactions
+        var result: [ProceedsEstimate] = []
+        result.reserveCapacity(txns.count)
+        for index in txns.indices where txns[index].ownership == .purchased {
+            let rate = index < rates.count && rates[index] > 0 ? rates[index] : (policy.smallBusiness ? 0.85 : 0.70)
+            result.append(
+                ProceedsEstimate(
+                    transactionId: txns[index].transactionId, productId: txns[index].productId, rate: rate,
+                    refunded: txns[index].revokedAs != nil, price: txns[index].price, currency: txns[index].currency))
+        }
+        return result
+    }
+}

@@ -1,0 +1,58 @@
+/// What the configuration says about products: the app's side of the rules.
+public struct Policy: Hashable, Sendable, Codable {
+    /// Products by `productId`. Facts about unknown products still count (history, groups,
+    /// balances) but grant no entitlement.
+    public var products: [String: ProductPolicy]
+    /// Grace days after expiry while in billing retry, used only when Apple gives no
+    /// `gracePeriodExpiresDate` in V1 data (V1 notifications, verifyReceipt). 0 = none.
+    /// V2 renewal info without the field means the app has no grace period, and is not overridden.
+    public var fallbackGraceDays: Int
+    /// What a restore does with a purchase already linked to another account; carried for the storage layer.
+    public var restoreBehavior: RestoreBehavior
+    /// Small Business Program member: every proceeds estimate is 85%.
+    public var smallBusiness: Bool
+
+    public init(
+        products: [String: ProductPolicy] = [:], fallbackGraceDays: Int = 0,
+        restoreBehavior: RestoreBehavior = .transfer, smallBusiness: Bool = false
+    ) {
+        self.products = products
+        self.fallbackGraceDays = fallbackGraceDays
+        self.restoreBehavior = restoreBehavior
+        self.smallBusiness = smallBusiness
+    }
+}
+
+/// How restoring purchases on another app account behaves (applied by storage, not the engine).
+public enum RestoreBehavior: String, Hashable, Sendable, Codable, CaseIterable {
+    /// Move the purchases to the account that restored them.
+    case transfer
+    /// Leave them with the account they are linked to.
+    case keep
+}
+
+/// One product's configuration.
+public struct ProductPolicy: Hashable, Sendable, Codable {
+    /// The kind of product; V1 receipt entries, which carry no type, take it from here.
+    public var type: ProductType
+    /// Entitlement ids this product grants while it is active.
+    public var entitlements: [String]
+    /// The subscription group's name, used as the group key (else Apple's `subscriptionGroupIdentifier`).
+    /// For non-renewing products, purchases in the same group stack into one run.
+    public var subscriptionGroup: String?
+    /// Apple's service level within the group: 1 is the highest. Decides upgrade / downgrade / crossgrade.
+    public var level: Int?
+    /// Length of a non-renewing subscription (`P1M`, `P1Y`, …).
+    public var duration: ISODuration?
+
+    public init(
+        type: ProductType, entitlements: [String] = [], subscriptionGroup: String? = nil, level: Int? = nil,
+        duration: ISODuration? = nil
+    ) {
+        self.type = type
+        self.entitlements = entitlements
+        self.subscriptionGroup = subscriptionGroup
+        self.level = level
+        self.duration = duration
+    }
+}
