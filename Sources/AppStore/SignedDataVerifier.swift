@@ -246,6 +246,20 @@ public final class SignedDataVerifier: Sendable {
         return (VerifiedPayload(value: payload, payloadJSON: jws.payload, signatureChecked: true), entry.chain)
     }
 
+    /// Verifies an `x5c`-style chain (DER, leaf first, exactly three; the third is ignored in favour
+    /// of the configured roots) at `time`, as token verification does, without OCSP.
+    ///
+    /// - Parameter time: seconds since 1970.
+    /// - Returns: the leaf's public key.
+    /// - Throws: `INVALID_CHAIN_LENGTH`, `INVALID_CERTIFICATE`, `MISSING_APPLE_OID`, `CHAIN_UNTRUSTED`, `CERTIFICATE_EXPIRED`.
+    public func verifyCertificateChain(_ certificates: [[UInt8]], at time: Int64) throws(VerificationError) -> P256PublicKey {
+        guard certificates.count == 3 else {
+            throw VerificationError(.invalidChainLength, "\(certificates.count) certificates, expected 3")
+        }
+        let now = clock.nowMilliseconds()
+        return try verifiedChain(leafDER: certificates[0], intermediateDER: certificates[1], at: time, now: now).leafKey
+    }
+
     private let decoder = JSONDecoder()
 
     private func decode<P: Decodable>(_ type: P.Type, _ bytes: [UInt8]) -> Result<P, VerificationError> {
