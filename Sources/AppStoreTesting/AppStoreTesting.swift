@@ -19,16 +19,20 @@ public struct TestCertificateAuthority: Sendable {
         public var leafHasAppleOID: Bool
         /// Whether the intermediate carries Apple's intermediate marker OID.
         public var intermediateHasAppleOID: Bool
-        /// An OCSP responder URL put in the leaf's and intermediate's AIA extension.
+        /// An OCSP responder URL put in the leaf's AIA extension (the responder answers for the intermediate's certificates).
         public var ocspResponderURL: String?
+        /// The OCSP responder URL in the intermediate's AIA extension (answering for the root's); defaults to ``ocspResponderURL``.
+        public var intermediateOCSPResponderURL: String?
         /// A distinguishing word in the subject names.
         public var name: String
 
         public init(
             caValidity: ClosedRange<Int64> = 1_577_836_800...2_208_988_800,
             leafValidity: ClosedRange<Int64> = 1_609_459_200...2_177_452_800, leafHasAppleOID: Bool = true,
-            intermediateHasAppleOID: Bool = true, ocspResponderURL: String? = nil, name: String = "Test"
+            intermediateHasAppleOID: Bool = true, ocspResponderURL: String? = nil,
+            intermediateOCSPResponderURL: String? = nil, name: String = "Test"
         ) {
+            self.intermediateOCSPResponderURL = intermediateOCSPResponderURL ?? ocspResponderURL
             self.caValidity = caValidity
             self.leafValidity = leafValidity
             self.leafHasAppleOID = leafHasAppleOID
@@ -61,7 +65,7 @@ public struct TestCertificateAuthority: Sendable {
                 notBefore: options.caValidity.lowerBound, notAfter: options.caValidity.upperBound,
                 isCertificateAuthority: true,
                 markerExtensionOIDs: options.intermediateHasAppleOID ? [SignedDataVerifier.intermediateMarkerOID] : [],
-                ocspResponderURL: options.ocspResponderURL),
+                ocspResponderURL: options.intermediateOCSPResponderURL),
             subjectKey: try intermediateKey.publicKey, issuer: root, issuerKey: rootKey)
         leafKey = try P256PrivateKey()
         leaf = try X509Certificate.mint(
