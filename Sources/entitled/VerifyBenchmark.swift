@@ -1,0 +1,208 @@
+import AppStore
+import AppStoreTesting
+import EntitledCrypto
+import Foundation
+
+/// `entitled bench verify`: signed-data verification throughput against the raw cost of ES256.
+///
+/// (a) raw OpenSSL ES256 verifications per second on one core; (b) V2 notifications fully verified
+/// (the notification plus its nested transaction and renewal info: three ES256 checks) and decoded
+/// per second on one core with a warm chain cache; (c) the same on all cores. The ratio
+/// (b) ÷ ((a) ÷ 3) says how much of the time goes to the signature checks themselves (1.0 = all).
+enum VerifyBenchmark: Command {
+    static let name = "verify"
+    static let summary = "signed-data verification throughput vs raw ES256"
+    static let help = """
+        Usage: entitled bench verify [--count N]
+
+        Signs N V2 notifications (each with a signed transaction and renewal info) with a fresh test CA,
+        then measures: (a) raw ES256 verifications/s on one core, (b) notifications verified and decoded/s
+        on one core with a warm chain cache, (c) the same on all cores, and (b) ÷ ((a) ÷ 3).
+
+        Options:
+          --count N   notifications to generate (default 2000)
+        Build with -c release for meaningful figures.
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        let count = try arguments.option("--count", as: "a positive integer") { Int($0).flatMap { $0 > 0 ? $0 : nil } } ?? 2000
+        try arguments.finish()
+
+        let ca = try TestCertificateAuthority()
+        let signer = ca.signer
+        let signedDate: Int64 = 1_761_962_975_000
+        var notifications: [String] = []
+        notifications.reserveCapacity(count)
+        for index in 0..<count {
+            notifications.append(try makeNotification(index: index, signer: signer, signedDate: signedDate))
+        }
+        let verifier = try SignedDataVerifier(
+            configuration: .init(
+                trustedRoots: [ca.rootDER], bundleId: "com.example.bench", appAppleId: 1234, environments: [.sandbox]),
+            clock: FixedVerificationClock(milliseconds: signedDate))
+
+        // (a) Raw ES256: the same primitive the verifier uses, on pre-decoded inputs.
+        var rawInputs: [(message: [UInt8], signature: [UInt8])] = []
+        for notification in notifications {
+            for token in try tokens(in: notification) {
+                let jws = try CompactJWS.parse(token)
+                rawInputs.append((jws.signingInput, jws.signature))
+            }
+        }
+        let key = try ca.leaf.p256PublicKey()
+        let rawStart = ContinuousClock.now
+        var rawValid = 0
+        for input in rawInputs where key.isValidES256Signature(raw: input.signature, for: input.message) { rawValid += 1 }
+        let rawSeconds = seconds(since: rawStart)
+        guard rawValid == rawInputs.count else { throw RuntimeError("raw ES256 check failed (\(rawValid)/\(rawInputs.count))") }
+        let rawPerSecond = Double(rawInputs.count) / rawSeconds
+
+        // Warm the chain cache, then (b) one core.
+        _ = try await verifyFully(notifications[0], verifier: verifier)
+        let oneStart = ContinuousClock.now
+        for notification in notifications { _ = try await verifyFully(notification, verifier: verifier) }
+        let oneSeconds = seconds(since: oneStart)
+        let onePerSecond = Double(count) / oneSeconds
+
+        // (c) All cores: one task per core over a contiguous share of the notifications.
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let shared = notifications
+        let allStart = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for core in 0..<cores {
+                let share = stride(from: core, to: shared.count, by: cores).map { shared[$0] }
+                group.addTask {
+                    for notification in share { _ = try await verifyFully(notification, verifier: verifier) }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let allSeconds = seconds(since: allStart)
+        let allPerSecond = Double(count) / allSeconds
+
+        let ratio = onePerSecond / (rawPerSecond / 3)
+        print("notifications: \(count) (3 ES256 signatures each), cores: \(cores)")
+        print(String(format: "(a) raw ES256 verify, 1 core:            %10.0f verifications/s", rawPerSecond))
+        print(String(format: "(b) notifications verified, 1 core:      %10.0f notifications/s", onePerSecond))
+        print(String(format: "(c) notifications verified, %2d cores:    %10.0f notifications/s", cores, allPerSecond))
+        print(String(format: "ratio (b) / ((a) / 3):                   %10.3f (target >= 0.8)", ratio))
+        print("X.509 chain validations during the run: \(verifier.x509ValidationCount)")
+        return ExitStatus.ok
+    }
+
+    private static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// The notification and its two nested tokens.
+    private static func tokens(in notification: String) throws -> [String] {
+        let jws = try CompactJWS.parse(notification)
+        let payload = try JSONDecoder().decode(BenchNotification.self, from: Data(jws.payload))
+        return [notification, payload.data.signedTransactionInfo, payload.data.signedRenewalInfo]
+    }
+
+    /// What the server does per notification: verify and decode it, then each nested signed field.
+    private static func verifyFully(_ token: String, verifier: SignedDataVerifier) async throws -> Int {
+        let notification = try await verifier.verify(token, as: BenchNotification.self)
+        let transaction = try await verifier.verify(notification.data.signedTransactionInfo, as: BenchTransaction.self)
+        let renewal = try await verifier.verify(notification.data.signedRenewalInfo, as: BenchRenewal.self)
+        return transaction.quantity + renewal.autoRenewStatus
+    }
+
+    private static func makeNotification(index: Int, signer: JWSSigner, signedDate: Int64) throws -> String {
+        let transaction = BenchTransaction(
+            transactionId: "\(2_000_000_000 + index)", originalTransactionId: "2000000000",
+            webOrderLineItemId: "\(3_000_000_000 + index)", bundleId: "com.example.bench", productId: "pro.monthly",
+            subscriptionGroupIdentifier: "21000000", purchaseDate: signedDate - 1000, originalPurchaseDate: signedDate - 86_400_000,
+            expiresDate: signedDate + 30 * 86_400_000, quantity: 1, type: "Auto-Renewable Subscription",
+            inAppOwnershipType: "PURCHASED", signedDate: signedDate, environment: "Sandbox", transactionReason: "RENEWAL",
+            storefront: "USA", storefrontId: "143441", price: 9990, currency: "USD", appTransactionId: "704000000000000000")
+        let renewal = BenchRenewal(
+            originalTransactionId: "2000000000", autoRenewProductId: "pro.monthly", productId: "pro.monthly",
+            autoRenewStatus: 1, signedDate: signedDate, environment: "Sandbox", recentSubscriptionStartDate: signedDate - 86_400_000,
+            renewalDate: signedDate + 30 * 86_400_000, renewalPrice: 9990, currency: "USD", appTransactionId: "704000000000000000")
+        let notification = BenchNotification(
+            notificationType: "DID_RENEW", subtype: nil, notificationUUID: UUID().uuidString.lowercased(), version: "2.0",
+            signedDate: signedDate,
+            data: .init(
+                appAppleId: 1234, bundleId: "com.example.bench", bundleVersion: "1.0", environment: "Sandbox",
+                signedTransactionInfo: try signer.sign(transaction), signedRenewalInfo: try signer.sign(renewal), status: 1))
+        return try signer.sign(notification)
+    }
+}
+
+// Benchmark-only payload shapes, close to the real ones in size and field count.
+
+private struct BenchNotification: Codable, VerifiablePayload, DeclaresAppIdentifierChecks {
+    struct AppData: Codable {
+        var appAppleId: Int64
+        var bundleId: String
+        var bundleVersion: String
+        var environment: String
+        var signedTransactionInfo: String
+        var signedRenewalInfo: String
+        var status: Int
+    }
+    var notificationType: String
+    var subtype: String?
+    var notificationUUID: String
+    var version: String
+    var signedDate: Int64
+    var data: AppData
+
+    static var appIdentifierChecks: AppIdentifierChecks { [.bundleId, .appAppleId] }
+    var verificationSignedDate: Int64? { signedDate }
+    var verificationEnvironment: AppStoreEnvironment? { AppStoreEnvironment(rawValue: data.environment) }
+    var verificationBundleId: String? { data.bundleId }
+    var verificationAppAppleId: Int64? { data.appAppleId }
+}
+
+private struct BenchTransaction: Codable, VerifiablePayload, DeclaresAppIdentifierChecks {
+    var transactionId: String
+    var originalTransactionId: String
+    var webOrderLineItemId: String
+    var bundleId: String
+    var productId: String
+    var subscriptionGroupIdentifier: String
+    var purchaseDate: Int64
+    var originalPurchaseDate: Int64
+    var expiresDate: Int64
+    var quantity: Int
+    var type: String
+    var inAppOwnershipType: String
+    var signedDate: Int64
+    var environment: String
+    var transactionReason: String
+    var storefront: String
+    var storefrontId: String
+    var price: Int64
+    var currency: String
+    var appTransactionId: String
+
+    static var appIdentifierChecks: AppIdentifierChecks { [.bundleId] }
+    var verificationSignedDate: Int64? { signedDate }
+    var verificationEnvironment: AppStoreEnvironment? { AppStoreEnvironment(rawValue: environment) }
+    var verificationBundleId: String? { bundleId }
+    var verificationAppAppleId: Int64? { nil }
+}
+
+private struct BenchRenewal: Codable, VerifiablePayload, DeclaresAppIdentifierChecks {
+    var originalTransactionId: String
+    var autoRenewProductId: String
+    var productId: String
+    var autoRenewStatus: Int
+    var signedDate: Int64
+    var environment: String
+    var recentSubscriptionStartDate: Int64
+    var renewalDate: Int64
+    var renewalPrice: Int64
+    var currency: String
+    var appTransactionId: String
+
+    static var appIdentifierChecks: AppIdentifierChecks { [] }
+    var verificationSignedDate: Int64? { signedDate }
+    var verificationEnvironment: AppStoreEnvironment? { AppStoreEnvironment(rawValue: environment) }
+    var verificationBundleId: String? { nil }
+    var verificationAppAppleId: Int64? { nil }
+}
