@@ -1,4 +1,6 @@
 import EntitledCrypto
+import Foundation
+import Synchronization
 
 /// Size and nesting limits applied before any JSON is decoded.
 public struct JWSLimits: Sendable, Equatable {
@@ -14,13 +16,88 @@ public struct JWSLimits: Sendable, Equatable {
     }
 }
 
+/// What a JWS header says, decoded once: the JSON, plus the `x5c` entries as DER and the chain-cache
+/// digest of leaf ‖ intermediate. A pure function of the header segment's bytes, which is what
+/// lets ``HeaderMemo`` reuse it.
+final class DecodedHeader: Sendable {
+    let json: JSONValue
+    /// `x5c` entries as DER (nil entries failed to decode); nil when `x5c` is not an array of strings.
+    let certificateDER: [[UInt8]?]?
+    /// SHA-256 of leaf DER ‖ intermediate DER, when there are at least two decodable entries.
+    let chainDigest: [UInt8]?
+
+    init(json: JSONValue) {
+        self.json = json
+        if case .array(let entries) = json["x5c"] {
+            var decoded: [[UInt8]?]? = []
+            for entry in entries {
+                guard case .string(let text) = entry else {
+                    decoded = nil
+                    break
+                }
+                decoded?.append(Base64.decode(text).flatMap { $0.isEmpty ? nil : $0 })
+            }
+            certificateDER = decoded
+        } else {
+            certificateDER = nil
+        }
+        if let der = certificateDER, der.count >= 2, let leaf = der[0], let intermediate = der[1] {
+            chainDigest = SHA256.hash(concatenating: [leaf, intermediate])
+        } else {
+            chainDigest = nil
+        }
+    }
+}
+
+/// Remembers the last few decoded headers by their exact base64url bytes.
+///
+/// Apple signs every payload of a period with the same leaf, so a notification and its nested
+/// transaction and renewal info, and the notifications after it, carry byte-identical headers.
+/// Recognizing the bytes (one `memcmp`) skips the header's base64 and JSON decoding and the `x5c`
+/// decoding and hashing on the warm path. Bytes that differ in any way are decoded afresh.
+final class HeaderMemo: Sendable {
+    private let entries = Mutex<[(segment: [UInt8], header: DecodedHeader)]>([])
+    private let capacity: Int
+    private let next = Mutex(0)
+
+    init(capacity: Int = 8) { self.capacity = capacity }
+
+    func header(for segment: UnsafeRawBufferPointer) -> DecodedHeader? {
+        entries.withLock { entries in
+            for entry in entries where entry.segment.count == segment.count {
+                let same = entry.segment.withUnsafeBytes { memcmp($0.baseAddress!, segment.baseAddress!, segment.count) == 0 }
+                if same { return entry.header }
+            }
+            return nil
+        }
+    }
+
+    func remember(_ header: DecodedHeader, for segment: UnsafeRawBufferPointer) {
+        // Headers are small (a few KB); an oversized one is not worth keeping.
+        guard segment.count <= 16 * 1024 else { return }
+        let copy = Array(segment)
+        entries.withLock { entries in
+            if entries.count < capacity {
+                entries.append((copy, header))
+            } else {
+                let slot = next.withLock { slot in
+                    defer { slot = (slot + 1) % capacity }
+                    return slot
+                }
+                entries[slot] = (copy, header)
+            }
+        }
+    }
+}
+
 /// A compact JWS split and decoded, but not verified.
 ///
 /// Parsing checks only the shape: three base64url segments, a JSON object header, a payload within
 /// the nesting limit. Nothing here is trusted yet.
 public struct CompactJWS: Sendable {
+    let decodedHeader: DecodedHeader
     /// The decoded header JSON.
-    public var header: JSONValue
+    public var header: JSONValue { decodedHeader.json }
     /// The decoded payload bytes (JSON).
     public var payload: [UInt8]
     /// The decoded signature bytes (64 for ES256).
@@ -49,11 +126,15 @@ public struct CompactJWS: Sendable {
     /// - Throws: `INVALID_JWT_FORMAT` for shape errors and oversize input, `MALFORMED_PAYLOAD` when the
     ///   payload nests deeper than the limit.
     public static func parse(_ token: String, limits: JWSLimits = JWSLimits()) throws(VerificationError) -> CompactJWS {
+        try parse(token, limits: limits, memo: nil)
+    }
+
+    static func parse(_ token: String, limits: JWSLimits, memo: HeaderMemo?) throws(VerificationError) -> CompactJWS {
         var token = token
         // withUTF8 only rethrows untyped errors, so carry the typed one out in a Result.
         let result = token.withUTF8 { bytes -> Result<CompactJWS, VerificationError> in
             do throws(VerificationError) {
-                return .success(try parse(utf8: UnsafeRawBufferPointer(bytes), limits: limits))
+                return .success(try parse(utf8: UnsafeRawBufferPointer(bytes), limits: limits, memo: memo))
             } catch {
                 return .failure(error)
             }
@@ -65,6 +146,12 @@ public struct CompactJWS: Sendable {
     public static func parse(utf8 bytes: UnsafeRawBufferPointer, limits: JWSLimits = JWSLimits()) throws(VerificationError)
         -> CompactJWS
     {
+        try parse(utf8: bytes, limits: limits, memo: nil)
+    }
+
+    static func parse(utf8 bytes: UnsafeRawBufferPointer, limits: JWSLimits, memo: HeaderMemo?) throws(VerificationError)
+        -> CompactJWS
+    {
         guard bytes.count <= limits.maxTokenBytes else {
             throw VerificationError(.invalidJWTFormat, "token is \(bytes.count) bytes, over the \(limits.maxTokenBytes) limit")
         }
@@ -73,33 +160,48 @@ public struct CompactJWS: Sendable {
         var end = bytes.count
         while start < end, isSpace(bytes[start]) { start += 1 }
         while end > start, isSpace(bytes[end - 1]) { end -= 1 }
-        var dots: [Int] = []
-        for index in start..<end where bytes[index] == UInt8(ascii: ".") {
-            dots.append(index)
-            if dots.count > 2 { break }
+        guard let base = bytes.baseAddress, start < end else {
+            throw VerificationError(.invalidJWTFormat, "not three dot-separated segments")
         }
-        guard dots.count == 2 else { throw VerificationError(.invalidJWTFormat, "not three dot-separated segments") }
-        let headerRange = start..<dots[0]
-        let payloadRange = (dots[0] + 1)..<dots[1]
-        let signatureRange = (dots[1] + 1)..<end
-        guard !headerRange.isEmpty, !payloadRange.isEmpty else {
+        // memchr rather than a byte loop: tokens are kilobytes and this runs for every one.
+        func dot(after index: Int) -> Int? {
+            guard index < end, let found = memchr(base + index, Int32(UInt8(ascii: ".")), end - index) else { return nil }
+            return UnsafeRawPointer(found) - base
+        }
+        guard let first = dot(after: start), let second = dot(after: first + 1), dot(after: second + 1) == nil else {
+            throw VerificationError(.invalidJWTFormat, "not three dot-separated segments")
+        }
+        let headerSegment = UnsafeRawBufferPointer(rebasing: bytes[start..<first])
+        let payloadSegment = UnsafeRawBufferPointer(rebasing: bytes[(first + 1)..<second])
+        let signatureSegment = UnsafeRawBufferPointer(rebasing: bytes[(second + 1)..<end])
+        guard !headerSegment.isEmpty, !payloadSegment.isEmpty else {
             throw VerificationError(.invalidJWTFormat, "empty header or payload segment")
         }
-        guard let headerBytes = Base64.decode(utf8: UnsafeRawBufferPointer(rebasing: bytes[headerRange]), url: true),
-            let payload = Base64.decode(utf8: UnsafeRawBufferPointer(rebasing: bytes[payloadRange]), url: true),
-            let signature = Base64.decode(utf8: UnsafeRawBufferPointer(rebasing: bytes[signatureRange]), url: true)
+
+        let decodedHeader: DecodedHeader
+        if let known = memo?.header(for: headerSegment) {
+            decodedHeader = known
+        } else {
+            guard let headerBytes = Base64.decode(utf8: headerSegment, url: true) else {
+                throw VerificationError(.invalidJWTFormat, "header is not base64url")
+            }
+            guard let json = JSONReader.parse(headerBytes, depthLimit: min(limits.maxJSONDepth, 8)), case .object = json else {
+                throw VerificationError(.invalidJWTFormat, "header is not a JSON object")
+            }
+            decodedHeader = DecodedHeader(json: json)
+            memo?.remember(decodedHeader, for: headerSegment)
+        }
+        guard let payload = Base64.decode(utf8: payloadSegment, url: true),
+            let signature = Base64.decode(utf8: signatureSegment, url: true)
         else { throw VerificationError(.invalidJWTFormat, "a segment is not base64url") }
-        guard let header = JSONReader.parse(headerBytes, depthLimit: min(limits.maxJSONDepth, 8)),
-            case .object = header
-        else { throw VerificationError(.invalidJWTFormat, "header is not a JSON object") }
         guard JSONScan.nestingDepth(of: payload, limit: limits.maxJSONDepth) != nil else {
             throw VerificationError(.malformedPayload, "payload nests deeper than \(limits.maxJSONDepth)")
         }
-        guard let first = payload.first(where: { !isSpace($0) }), first == UInt8(ascii: "{") else {
+        guard let firstByte = payload.first(where: { !isSpace($0) }), firstByte == UInt8(ascii: "{") else {
             throw VerificationError(.malformedPayload, "payload is not a JSON object")
         }
-        let signingInput = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<dots[1]]))
-        return CompactJWS(header: header, payload: payload, signature: signature, signingInput: signingInput)
+        let signingInput = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<second]))
+        return CompactJWS(decodedHeader: decodedHeader, payload: payload, signature: signature, signingInput: signingInput)
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool {

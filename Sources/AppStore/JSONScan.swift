@@ -11,21 +11,20 @@ public enum JSONScan {
     public static func nestingDepth(of bytes: UnsafeRawBufferPointer, limit: Int) -> Int? {
         var depth = 0
         var deepest = 0
-        var inString = false
-        var escaped = false
-        for byte in bytes {
-            if inString {
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-                continue
-            }
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let byte = bytes[index]
+            index += 1
             switch byte {
-            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "\""):
+                // Skip the string in a tight loop: payloads are mostly long strings (nested JWS).
+                while index < count {
+                    let inner = bytes[index]
+                    if inner == UInt8(ascii: "\"") { break }
+                    index += inner == UInt8(ascii: "\\") ? 2 : 1
+                }
+                index += 1
             case UInt8(ascii: "["), UInt8(ascii: "{"):
                 depth += 1
                 if depth > limit { return nil }

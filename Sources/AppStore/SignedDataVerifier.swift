@@ -124,6 +124,7 @@ public final class SignedDataVerifier: Sendable {
     private let rootFingerprints: [[UInt8]]
     private let trustStore: X509TrustStore
     private let validations = Atomic<Int>(0)
+    private let headerMemo = HeaderMemo()
 
     /// - Parameters:
     ///   - configuration: roots, app identity, environments, mode.
@@ -187,7 +188,7 @@ public final class SignedDataVerifier: Sendable {
     func checkWithoutRevocation<P: VerifiablePayload>(_ token: String, as type: P.Type) throws(VerificationError)
         -> (result: VerifiedPayload<P>, chain: [X509Certificate]?)
     {
-        let jws = try CompactJWS.parse(token, limits: configuration.limits)
+        let jws = try CompactJWS.parse(token, limits: configuration.limits, memo: headerMemo)
         let decoded = decode(P.self, jws.payload)
 
         if case .success(let payload) = decoded, let environment = payload.verificationEnvironment, environment.isLocal,
@@ -201,15 +202,15 @@ public final class SignedDataVerifier: Sendable {
 
         guard let algorithm = jws.algorithm else { throw VerificationError(.invalidAlgorithm, "header has no alg") }
         guard algorithm == "ES256" else { throw VerificationError(.invalidAlgorithm, "alg \(algorithm.prefix(20)) is not ES256") }
-        guard let x5c = jws.certificateChain else {
+        guard let x5c = jws.decodedHeader.certificateDER else {
             throw VerificationError(.invalidJWTFormat, "header has no x5c array of strings")
         }
         guard x5c.count == 3 else {
             throw VerificationError(.invalidChainLength, "x5c holds \(x5c.count) certificates, expected 3")
         }
-        guard let leafDER = Base64.decode(x5c[0]), let intermediateDER = Base64.decode(x5c[1]),
-            !leafDER.isEmpty, !intermediateDER.isEmpty
-        else { throw VerificationError(.invalidCertificate, "x5c entry is not base64") }
+        guard let leafDER = x5c[0], let intermediateDER = x5c[1], let chainDigest = jws.decodedHeader.chainDigest else {
+            throw VerificationError(.invalidCertificate, "x5c entry is not base64")
+        }
         guard jws.signature.count == 64 else {
             throw VerificationError(.invalidSignature, "ES256 signature is \(jws.signature.count) bytes, expected 64")
         }
@@ -237,7 +238,8 @@ public final class SignedDataVerifier: Sendable {
         let validationMilliseconds =
             configuration.mode == .offline ? (payload.verificationSignedDate ?? now) : now
         let validationTime = Self.floorDivide(validationMilliseconds, 1000)
-        let entry = try verifiedChain(leafDER: leafDER, intermediateDER: intermediateDER, at: validationTime, now: now)
+        let entry = try verifiedChain(
+            leafDER: leafDER, intermediateDER: intermediateDER, digest: chainDigest, at: validationTime, now: now)
 
         guard entry.leafKey.isValidES256Signature(raw: jws.signature, for: jws.signingInput) else {
             throw VerificationError(.invalidSignature, "signature does not verify")
@@ -257,7 +259,10 @@ public final class SignedDataVerifier: Sendable {
             throw VerificationError(.invalidChainLength, "\(certificates.count) certificates, expected 3")
         }
         let now = clock.nowMilliseconds()
-        return try verifiedChain(leafDER: certificates[0], intermediateDER: certificates[1], at: time, now: now).leafKey
+        let digest = SHA256.hash(concatenating: [certificates[0], certificates[1]])
+        return try verifiedChain(
+            leafDER: certificates[0], intermediateDER: certificates[1], digest: digest, at: time, now: now
+        ).leafKey
     }
 
     private let decoder = JSONDecoder()
@@ -289,10 +294,9 @@ public final class SignedDataVerifier: Sendable {
     }
 
     /// The chain for leaf + intermediate, valid at `time` (seconds): from the cache, or verified now.
-    private func verifiedChain(leafDER: [UInt8], intermediateDER: [UInt8], at time: Int64, now: Int64)
+    private func verifiedChain(leafDER: [UInt8], intermediateDER: [UInt8], digest: [UInt8], at time: Int64, now: Int64)
         throws(VerificationError) -> VerifiedChainCache.Entry
     {
-        let digest = SHA256.hash(concatenating: [leafDER, intermediateDER])
         for fingerprint in rootFingerprints {
             guard let entry = chainCache.lookup(.init(chainDigest: digest, rootFingerprint: fingerprint), now: now) else {
                 continue

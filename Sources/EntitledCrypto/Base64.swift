@@ -48,33 +48,53 @@ public enum Base64 {
         if padding > 0, (count + padding) % 4 != 0 { return nil }
         if count % 4 == 1 { return nil }
         let table = url ? urlTable : standardTable
-        var output = [UInt8]()
-        output.reserveCapacity(count / 4 * 3 + 2)
-        return table.withUnsafeBufferPointer { table -> [UInt8]? in
-            var index = 0
-            while index + 4 <= count {
-                let a = table[Int(input[index])], b = table[Int(input[index + 1])]
-                let c = table[Int(input[index + 2])], d = table[Int(input[index + 3])]
-                if (a | b | c | d) & 0xC0 != 0 { return nil }
-                output.append(a << 2 | b >> 4)
-                output.append(b << 4 | c >> 2)
-                output.append(c << 6 | d)
-                index += 4
+        let fullGroups = count / 4
+        let rest = count - fullGroups * 4
+        let outputCount = fullGroups * 3 + (rest == 0 ? 0 : rest - 1)
+        var valid = true
+        // Writes straight into uninitialized storage: this runs over every certificate and payload
+        // on the verifier's hot path, where per-byte appends were measurable.
+        let output = [UInt8](unsafeUninitializedCapacity: outputCount) { buffer, initialized in
+            table.withUnsafeBufferPointer { table in
+                var source = 0
+                var target = 0
+                for _ in 0..<fullGroups {
+                    let a = table[Int(input[source])], b = table[Int(input[source + 1])]
+                    let c = table[Int(input[source + 2])], d = table[Int(input[source + 3])]
+                    if (a | b | c | d) & 0xC0 != 0 {
+                        valid = false
+                        return
+                    }
+                    buffer[target] = a << 2 | b >> 4
+                    buffer[target + 1] = b << 4 | c >> 2
+                    buffer[target + 2] = c << 6 | d
+                    source += 4
+                    target += 3
+                }
+                if rest == 2 {
+                    let a = table[Int(input[source])], b = table[Int(input[source + 1])]
+                    // Unused trailing bits must be zero, so that each byte string has exactly one encoding.
+                    if (a | b) & 0xC0 != 0 || b & 0x0F != 0 {
+                        valid = false
+                        return
+                    }
+                    buffer[target] = a << 2 | b >> 4
+                } else if rest == 3 {
+                    let a = table[Int(input[source])], b = table[Int(input[source + 1])]
+                    let c = table[Int(input[source + 2])]
+                    if (a | b | c) & 0xC0 != 0 || c & 0x03 != 0 {
+                        valid = false
+                        return
+                    }
+                    buffer[target] = a << 2 | b >> 4
+                    buffer[target + 1] = b << 4 | c >> 2
+                }
             }
-            let rest = count - index
-            if rest == 2 {
-                let a = table[Int(input[index])], b = table[Int(input[index + 1])]
-                // Unused trailing bits must be zero, so that each byte string has exactly one encoding.
-                if (a | b) & 0xC0 != 0 || b & 0x0F != 0 { return nil }
-                output.append(a << 2 | b >> 4)
-            } else if rest == 3 {
-                let a = table[Int(input[index])], b = table[Int(input[index + 1])], c = table[Int(input[index + 2])]
-                if (a | b | c) & 0xC0 != 0 || c & 0x03 != 0 { return nil }
-                output.append(a << 2 | b >> 4)
-                output.append(b << 4 | c >> 2)
-            }
-            return output
+            // Bytes are only read back when every group was valid, so claiming them all is safe;
+            // on failure the partially written array is discarded.
+            initialized = valid ? outputCount : 0
         }
+        return valid ? output : nil
     }
 
     private static func encode(_ bytes: [UInt8], alphabet: [UInt8], pad: Bool) -> String {

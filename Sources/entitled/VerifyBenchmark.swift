@@ -13,7 +13,7 @@ enum VerifyBenchmark: Command {
     static let name = "verify"
     static let summary = "signed-data verification throughput vs raw ES256"
     static let help = """
-        Usage: entitled bench verify [--count N]
+        Usage: entitled bench verify [--count N] [--rounds R]
 
         Signs N V2 notifications (each with a signed transaction and renewal info) with a fresh test CA,
         then measures: (a) raw ES256 verifications/s on one core, (b) notifications verified and decoded/s
@@ -21,11 +21,15 @@ enum VerifyBenchmark: Command {
 
         Options:
           --count N   notifications to generate (default 2000)
+          --rounds R  measurement rounds; each figure is the best round (default 3)
+          --breakdown also print the cost of each verification step (µs per notification)
         Build with -c release for meaningful figures.
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         let count = try arguments.option("--count", as: "a positive integer") { Int($0).flatMap { $0 > 0 ? $0 : nil } } ?? 2000
+        let breakdown = arguments.flag("--breakdown")
+        let rounds = try arguments.option("--rounds", as: "a positive integer") { Int($0).flatMap { $0 > 0 ? $0 : nil } } ?? 3
         try arguments.finish()
 
         let ca = try TestCertificateAuthority()
@@ -50,44 +54,83 @@ enum VerifyBenchmark: Command {
             }
         }
         let key = try ca.leaf.p256PublicKey()
-        let rawStart = ContinuousClock.now
-        var rawValid = 0
-        for input in rawInputs where key.isValidES256Signature(raw: input.signature, for: input.message) { rawValid += 1 }
-        let rawSeconds = seconds(since: rawStart)
-        guard rawValid == rawInputs.count else { throw RuntimeError("raw ES256 check failed (\(rawValid)/\(rawInputs.count))") }
-        let rawPerSecond = Double(rawInputs.count) / rawSeconds
-
-        // Warm the chain cache, then (b) one core.
+        // Warm the chain cache once; every later verification is a cache hit.
         _ = try await verifyFully(notifications[0], verifier: verifier)
-        let oneStart = ContinuousClock.now
-        for notification in notifications { _ = try await verifyFully(notification, verifier: verifier) }
-        let oneSeconds = seconds(since: oneStart)
-        let onePerSecond = Double(count) / oneSeconds
-
-        // (c) All cores: one task per core over a contiguous share of the notifications.
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        let shared = notifications
-        let allStart = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for core in 0..<cores {
-                let share = stride(from: core, to: shared.count, by: cores).map { shared[$0] }
-                group.addTask {
-                    for notification in share { _ = try await verifyFully(notification, verifier: verifier) }
+
+        // The machine is shared, so each figure is the best of a few alternating rounds: the best
+        // round is the one least disturbed by other work, and alternating keeps (a) and (b) comparable.
+        var rawPerSecond = 0.0
+        var onePerSecond = 0.0
+        var allPerSecond = 0.0
+        for _ in 0..<rounds {
+            // (a) Raw ES256: the same primitive the verifier uses, on pre-decoded inputs.
+            let rawStart = ContinuousClock.now
+            var rawValid = 0
+            for input in rawInputs where key.isValidES256Signature(raw: input.signature, for: input.message) { rawValid += 1 }
+            let rawSeconds = seconds(since: rawStart)
+            guard rawValid == rawInputs.count else { throw RuntimeError("raw ES256 check failed (\(rawValid)/\(rawInputs.count))") }
+            rawPerSecond = max(rawPerSecond, Double(rawInputs.count) / rawSeconds)
+
+            // (b) One core.
+            let oneStart = ContinuousClock.now
+            for notification in notifications { _ = try await verifyFully(notification, verifier: verifier) }
+            onePerSecond = max(onePerSecond, Double(count) / seconds(since: oneStart))
+
+            // (c) All cores: one task per core over an interleaved share of the notifications.
+            let shared = notifications
+            let allStart = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for core in 0..<cores {
+                    let share = stride(from: core, to: shared.count, by: cores).map { shared[$0] }
+                    group.addTask {
+                        for notification in share { _ = try await verifyFully(notification, verifier: verifier) }
+                    }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+            allPerSecond = max(allPerSecond, Double(count) / seconds(since: allStart))
         }
-        let allSeconds = seconds(since: allStart)
-        let allPerSecond = Double(count) / allSeconds
 
         let ratio = onePerSecond / (rawPerSecond / 3)
-        print("notifications: \(count) (3 ES256 signatures each), cores: \(cores)")
+        print("notifications: \(count) (3 ES256 signatures each), cores: \(cores), best of \(rounds) rounds")
         print(String(format: "(a) raw ES256 verify, 1 core:            %10.0f verifications/s", rawPerSecond))
         print(String(format: "(b) notifications verified, 1 core:      %10.0f notifications/s", onePerSecond))
         print(String(format: "(c) notifications verified, %2d cores:    %10.0f notifications/s", cores, allPerSecond))
         print(String(format: "ratio (b) / ((a) / 3):                   %10.3f (target >= 0.8)", ratio))
         print("X.509 chain validations during the run: \(verifier.x509ValidationCount)")
+        if breakdown { try printBreakdown(notifications) }
         return ExitStatus.ok
+    }
+
+    /// Microseconds per notification for the steps of a warm verification, each timed alone.
+    private static func printBreakdown(_ notifications: [String]) throws {
+        let tokens = try notifications.map { try Self.tokens(in: $0) }
+        func time(_ label: String, _ body: ([String]) throws -> Void) rethrows {
+            let start = ContinuousClock.now
+            for triple in tokens { try body(triple) }
+            print(String(format: "  %-34@ %8.1f µs/notification", label as NSString, seconds(since: start) * 1e6 / Double(tokens.count)))
+        }
+        print("breakdown (3 tokens per notification):")
+        try time("parse (split, base64url, header)") { for token in $0 { _ = try CompactJWS.parse(token) } }
+        let parsed = try tokens.map { try $0.map { try CompactJWS.parse($0) } }
+        var index = 0
+        time("x5c base64 + SHA-256 key") { _ in
+            for jws in parsed[index] {
+                let chain = jws.certificateChain!
+                _ = SHA256.hash(concatenating: [Base64.decode(chain[0])!, Base64.decode(chain[1])!])
+            }
+            index += 1
+        }
+        index = 0
+        try time("JSONDecoder (3 payloads)") { _ in
+            let decoder = JSONDecoder()
+            let triple = parsed[index]
+            _ = try decoder.decode(BenchNotification.self, from: Data(triple[0].payload))
+            _ = try decoder.decode(BenchTransaction.self, from: Data(triple[1].payload))
+            _ = try decoder.decode(BenchRenewal.self, from: Data(triple[2].payload))
+            index += 1
+        }
     }
 
     private static func seconds(since start: ContinuousClock.Instant) -> Double {
