@@ -1,3 +1,5 @@
+import Foundation
+
 /// Cheap structural checks and a tiny JSON reader for the JWS header.
 ///
 /// The payload goes to `JSONDecoder`, but only after ``JSONScan/nestingDepth(of:limit:)`` has bounded
@@ -18,13 +20,23 @@ public enum JSONScan {
             index += 1
             switch byte {
             case UInt8(ascii: "\""):
-                // Skip the string in a tight loop: payloads are mostly long strings (nested JWS).
-                while index < count {
-                    let inner = bytes[index]
-                    if inner == UInt8(ascii: "\"") { break }
-                    index += inner == UInt8(ascii: "\\") ? 2 : 1
+                // Jump from quote to quote with memchr: payloads are mostly long strings (nested JWS).
+                // A quote ends the string unless an odd run of backslashes precedes it.
+                let stringStart = index
+                while true {
+                    guard index < count, let found = memchr(bytes.baseAddress! + index, Int32(UInt8(ascii: "\"")), count - index)
+                    else {
+                        index = count
+                        break
+                    }
+                    let quote = UnsafeRawPointer(found) - bytes.baseAddress!
+                    var backslashes = 0
+                    while quote - backslashes - 1 >= stringStart, bytes[quote - backslashes - 1] == UInt8(ascii: "\\") {
+                        backslashes += 1
+                    }
+                    index = quote + 1
+                    if backslashes % 2 == 0 { break }
                 }
-                index += 1
             case UInt8(ascii: "["), UInt8(ascii: "{"):
                 depth += 1
                 if depth > limit { return nil }

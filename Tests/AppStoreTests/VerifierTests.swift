@@ -551,5 +551,10 @@ struct VerifierTests {
         #expect(JSONReader.parse(Array(#"{"a":1} x"#.utf8)) == nil)
         #expect(JSONScan.nestingDepth(of: Array(#"{"a":"[[[[","b":[{}]}"#.utf8), limit: 3) == 3)
         #expect(JSONScan.nestingDepth(of: Array(#"[[[["#.utf8), limit: 3) == nil)
+        // Escaped quotes do not end strings; escaped backslashes before a quote do not escape it.
+        #expect(JSONScan.nestingDepth(of: Array(#"{"a":"x\"[[[[[","b":"\\"}"#.utf8), limit: 3) == 1)
+        #expect(JSONScan.nestingDepth(of: Array(#"{"a":"\\\"[[[["}"#.utf8), limit: 3) == 1)
+        #expect(JSONScan.nestingDepth(of: Array(#"{"a":"\\",[[[[1]]]]}"#.utf8), limit: 3) == nil)
+        #expect(JSONScan.nestingDepth(of: Array(#"{"a":"unterminated [[[["#.utf8), limit: 3) == 1)
     }
 }
