@@ -140,6 +140,37 @@ struct AppleFixtureVerificationTests {
             == .invalidChainLength)
     }
 
+    // MARK: models turned into LocalTesting JWS, as Apple's tests do (alg ES256, no x5c, random key)
+
+    @Test(arguments: [
+        ("signedNotification.json", 41234 as Int64?), ("signedConsumptionRequestNotification.json", 41234),
+        ("signedRescindConsentNotification.json", 41234),
+    ])
+    func localTestingNotificationsDecodeWithoutSignature(name: String, appAppleId: Int64?) async throws {
+        struct RescindAware: Decodable, VerifiablePayload, DeclaresAppIdentifierChecks {
+            struct App: Decodable { var environment: String?; var bundleId: String?; var appAppleId: Int64? }
+            var notificationType: String
+            var signedDate: Int64?
+            var data: App?
+            var appData: App?
+            static var appIdentifierChecks: AppIdentifierChecks { [.bundleId, .appAppleId] }
+            var verificationSignedDate: Int64? { signedDate }
+            var verificationEnvironment: AppStoreEnvironment? { (data ?? appData)?.environment.map(AppStoreEnvironment.init(rawValue:)) }
+            var verificationBundleId: String? { (data ?? appData)?.bundleId }
+            var verificationAppAppleId: Int64? { (data ?? appData)?.appAppleId }
+        }
+        let json = Array(try Data(contentsOf: Self.resources.appendingPathComponent("models/\(name)")))
+        let token = try JWSSigner(key: try P256PrivateKey(), certificateChain: nil).sign(payloadJSON: json)
+        let local = try SignedDataVerifier(
+            configuration: .init(trustedRoots: [try Self.testRoot], bundleId: "com.example", appAppleId: appAppleId, environment: .localTesting),
+            clock: FixedVerificationClock(seconds: Self.effectiveDate))
+        let verified = try await local.verifyPayload(token, as: RescindAware.self)
+        #expect(!verified.signatureChecked)
+        #expect(verified.payloadJSON == json)
+        // The same token is refused by a Sandbox verifier: no x5c.
+        #expect(await code { try await Self.verifier().verify(token, as: RescindAware.self) } == .invalidJWTFormat)
+    }
+
     // MARK: extracted certificate constants (chain B)
 
     @Test func validChainReturnsTheLeafKey() throws {
