@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 
 seconds="${1:-20}"
 scratch=.build/fuzz    # separate from .build so the normal build is not rebuilt with fuzzer flags
-flags=(-Xswiftc -sanitize=fuzzer -Xswiftc -parse-as-library -Xswiftc -DFUZZING)
-if [[ "${FUZZ_ASAN:-0}" == 1 ]]; then flags+=(-Xswiftc -sanitize=address); fi
+# One -sanitize= list: a second -sanitize= flag replaces the first instead of adding to it.
+sanitizers=fuzzer
+if [[ "${FUZZ_ASAN:-0}" == 1 ]]; then sanitizers=fuzzer,address; fi
+flags=(-Xswiftc "-sanitize=$sanitizers" -Xswiftc -parse-as-library -Xswiftc -DFUZZING)
 
 swift build -c debug --scratch-path "$scratch" --product FuzzJWS "${flags[@]}"
 

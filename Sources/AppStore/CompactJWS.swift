@@ -10,6 +10,7 @@ public struct JWSLimits: Sendable, Equatable {
     /// The deepest JSON nesting accepted in the header or payload.
     public var maxJSONDepth: Int
 
+    /// Defaults: 64 KiB per token, nesting depth 32.
     public init(maxTokenBytes: Int = 64 * 1024, maxJSONDepth: Int = 32) {
         self.maxTokenBytes = maxTokenBytes
         self.maxJSONDepth = maxJSONDepth

@@ -32,6 +32,7 @@ public struct URLSessionOCSPTransport: OCSPTransport {
     /// Seconds to wait for the responder.
     public var timeout: Double
 
+    /// - Parameter timeout: seconds to wait for the responder (default 10).
     public init(timeout: Double = 10) { self.timeout = timeout }
 
     public func post(_ request: [UInt8], to url: String) async throws -> [UInt8] {

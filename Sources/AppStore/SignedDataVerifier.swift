@@ -85,6 +85,7 @@ public final class SignedDataVerifier: Sendable {
         /// Size and nesting limits.
         public var limits: JWSLimits
 
+        /// A configuration accepting any of `environments`.
         public init(
             trustedRoots: [[UInt8]] = AppleRootCertificates.defaultRoots, bundleId: String?, appAppleId: Int64? = nil,
             environments: Set<AppStoreEnvironment>, mode: Mode = .offline, limits: JWSLimits = JWSLimits()

@@ -12,6 +12,7 @@ public protocol VerificationClock: Sendable {
 
 /// The wall clock. Use it only where the application is composed.
 public struct SystemVerificationClock: VerificationClock {
+    /// The wall clock.
     public init() {}
     public func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
 }
@@ -20,7 +21,9 @@ public struct SystemVerificationClock: VerificationClock {
 public struct FixedVerificationClock: VerificationClock {
     /// The instant, in milliseconds since 1970.
     public var milliseconds: Int64
+    /// Always `milliseconds` since 1970.
     public init(milliseconds: Int64) { self.milliseconds = milliseconds }
+    /// Always `seconds` since 1970.
     public init(seconds: Int64) { self.milliseconds = seconds * 1000 }
     public func nowMilliseconds() -> Int64 { milliseconds }
 }

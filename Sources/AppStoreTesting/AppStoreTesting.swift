@@ -26,6 +26,7 @@ public struct TestCertificateAuthority: Sendable {
         /// A distinguishing word in the subject names.
         public var name: String
 
+        /// Defaults give a valid chain with both Apple OIDs and no OCSP responder.
         public init(
             caValidity: ClosedRange<Int64> = 1_577_836_800...2_208_988_800,
             leafValidity: ClosedRange<Int64> = 1_609_459_200...2_177_452_800, leafHasAppleOID: Bool = true,
@@ -42,11 +43,17 @@ public struct TestCertificateAuthority: Sendable {
         }
     }
 
+    /// The root's key and self-signed certificate.
     public let rootKey: P256PrivateKey
+    /// The root certificate (configure its DER as the trusted root).
     public let root: X509Certificate
+    /// The intermediate's key (it signs the leaf).
     public let intermediateKey: P256PrivateKey
+    /// The intermediate certificate, issued by the root.
     public let intermediate: X509Certificate
+    /// The leaf's key (it signs payloads).
     public let leafKey: P256PrivateKey
+    /// The leaf certificate, issued by the intermediate.
     public let leaf: X509Certificate
 
     /// Builds a fresh chain.
@@ -100,6 +107,7 @@ public struct JWSSigner: Sendable {
     /// Extra header members, as raw JSON values keyed by name (e.g. `"kid": "\"Apple_Xcode_Key\""`).
     public var extraHeaderMembers: [(String, String)]
 
+    /// A signer using `key`, writing `certificateChain` as `x5c`.
     public init(
         key: P256PrivateKey, certificateChain: [[UInt8]]?, algorithm: String = "ES256",
         extraHeaderMembers: [(String, String)] = []

@@ -22,6 +22,7 @@ public struct CertificateTemplate: Sendable {
     /// When set, an Authority Information Access extension naming this OCSP responder.
     public var ocspResponderURL: String?
 
+    /// A template; only the name and validity are required.
     public init(
         commonName: String, organization: String? = nil, country: String? = nil, serialNumber: UInt64? = nil,
         notBefore: Int64, notAfter: Int64, isCertificateAuthority: Bool? = nil, markerExtensionOIDs: [String] = [],

@@ -28,6 +28,7 @@ public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Where the error was raised.
     public var line: Int
 
+    /// An error with `code`, explained by `message`, recording where it was raised.
     public init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.message = message

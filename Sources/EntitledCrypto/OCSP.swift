@@ -11,6 +11,7 @@ public struct OCSPStatus: Sendable, Equatable {
         case unknown
     }
 
+    /// The verdict.
     public var state: State
     /// When the responder asserted the status (seconds since 1970).
     public var thisUpdate: Int64
