@@ -50,7 +50,7 @@ final class OpenSSLOCSPResponder {
         }.joined(separator: "\n") + "\n"
         try index.write(to: directory.appendingPathComponent("index.txt"), atomically: true, encoding: .utf8)
         let log = directory.appendingPathComponent("out.txt")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.currentDirectoryURL = directory
         process.arguments = [
