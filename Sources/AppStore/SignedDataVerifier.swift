@@ -216,26 +216,24 @@ public final class SignedDataVerifier: Sendable {
             throw VerificationError(.invalidSignature, "ES256 signature is \(jws.signature.count) bytes, expected 64")
         }
 
+        let now = clock.nowMilliseconds()
         let payload: P
         switch decoded {
         case .success(let value):
             payload = value
         case .failure(let error):
-            // Report a forged or damaged token as such rather than as a payload problem: the
-            // payload counts as malformed only if its signer really signed it.
-            let leafKey: P256PublicKey
-            do {
-                leafKey = try X509Certificate(der: leafDER).p256PublicKey()
-            } catch {
-                throw VerificationError(.invalidCertificate, "leaf: \(error.message)")
-            }
-            guard leafKey.isValidES256Signature(raw: jws.signature, for: jws.signingInput) else {
+            // Report a forged or damaged token as such rather than as a payload problem: the payload
+            // counts as malformed only if a trusted chain really signed it. Without a readable
+            // signedDate the chain is checked at the clock's time, as Apple does.
+            let entry = try verifiedChain(
+                leafDER: leafDER, intermediateDER: intermediateDER, digest: chainDigest,
+                at: Self.floorDivide(now, 1000), now: now)
+            guard entry.leafKey.isValidES256Signature(raw: jws.signature, for: jws.signingInput) else {
                 throw VerificationError(.invalidSignature, "signature does not verify")
             }
             throw error
         }
 
-        let now = clock.nowMilliseconds()
         let validationMilliseconds =
             configuration.mode == .offline ? (payload.verificationSignedDate ?? now) : now
         let validationTime = Self.floorDivide(validationMilliseconds, 1000)

@@ -202,6 +202,10 @@ struct VerifierTests {
         let parts = signed.split(separator: ".")
         let forged = parts[0] + "." + parts[1] + "." + Base64.urlEncode(try P256PrivateKey().es256Signature(for: [1]))
         #expect(await code { try await verifier.verify(String(forged), as: FlatPayload.self) } == .invalidSignature)
+        // Signed by an untrusted chain: the chain is what is wrong.
+        let attacker = try TestCertificateAuthority(options: .init(name: "Attacker"))
+        let untrusted = try attacker.signer.sign(payloadJSON: Array(#"{"signedDate":"x"}"#.utf8))
+        #expect(await code { try await verifier.verify(untrusted, as: FlatPayload.self) } == .chainUntrusted)
     }
 
     // MARK: tampering
