@@ -185,6 +185,18 @@ public final class SignedDataVerifier: Sendable {
         return checked.result
     }
 
+    /// Verifies `jws` without suspending, for configurations that do not check revocation
+    /// (`.offline`, `.clockTime`): for callers on threads outside Swift concurrency.
+    ///
+    /// - Precondition: the mode is not `.online`; OCSP needs the network, so use ``verify(_:as:)``.
+    /// - Throws: ``VerificationError`` with the first check that failed.
+    public func verifySynchronously<P: VerifiablePayload>(_ jws: String, as type: P.Type = P.self) throws(VerificationError)
+        -> VerifiedPayload<P>
+    {
+        precondition(revocationChecker == nil, "online verification checks OCSP; use the async verify(_:as:)")
+        return try checkWithoutRevocation(jws, as: type).result
+    }
+
     /// Everything but OCSP, synchronously: parse, chain (or cache), signature, app checks.
     func checkWithoutRevocation<P: VerifiablePayload>(_ token: String, as type: P.Type) throws(VerificationError)
         -> (result: VerifiedPayload<P>, chain: [X509Certificate]?)

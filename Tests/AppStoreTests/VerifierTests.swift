@@ -50,6 +50,14 @@ struct VerifierTests {
         #expect(String(decoding: verified.payloadJSON, as: UTF8.self).contains("\"transactionId\":\"1000\""))
     }
 
+    @Test func synchronousVerificationMatchesAsync() throws {
+        let verifier = try makeVerifier(ca: ca)
+        #expect(try verifier.verifySynchronously(try token(), as: FlatPayload.self).value.transactionId == "1000")
+        #expect(throws: VerificationError(.invalidEnvironment)) {
+            try verifier.verifySynchronously(try token(samplePayload(environment: "Production")), as: FlatPayload.self)
+        }
+    }
+
     // MARK: every error code from a crafted input
 
     @Test func everyErrorCodeHasACraftedInput() async throws {
