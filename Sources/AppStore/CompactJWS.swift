@@ -57,15 +57,19 @@ final class DecodedHeader: Sendable {
 /// Recognizing the bytes (one `memcmp`) skips the header's base64 and JSON decoding and the `x5c`
 /// decoding and hashing on the warm path. Bytes that differ in any way are decoded afresh.
 final class HeaderMemo: Sendable {
-    private let entries = Mutex<[(segment: [UInt8], header: DecodedHeader)]>([])
+    private struct State {
+        var entries: [(segment: [UInt8], header: DecodedHeader)] = []
+        /// The slot the next new header replaces once full (round robin).
+        var next = 0
+    }
+    private let state = Mutex(State())
     private let capacity: Int
-    private let next = Mutex(0)
 
     init(capacity: Int = 8) { self.capacity = capacity }
 
     func header(for segment: UnsafeRawBufferPointer) -> DecodedHeader? {
-        entries.withLock { entries in
-            for entry in entries where entry.segment.count == segment.count {
+        state.withLock { state in
+            for entry in state.entries where entry.segment.count == segment.count {
                 let same = entry.segment.withUnsafeBytes { memcmp($0.baseAddress!, segment.baseAddress!, segment.count) == 0 }
                 if same { return entry.header }
             }
@@ -77,15 +81,12 @@ final class HeaderMemo: Sendable {
         // Headers are small (a few KB); an oversized one is not worth keeping.
         guard segment.count <= 16 * 1024 else { return }
         let copy = Array(segment)
-        entries.withLock { entries in
-            if entries.count < capacity {
-                entries.append((copy, header))
+        state.withLock { state in
+            if state.entries.count < capacity {
+                state.entries.append((copy, header))
             } else {
-                let slot = next.withLock { slot in
-                    defer { slot = (slot + 1) % capacity }
-                    return slot
-                }
-                entries[slot] = (copy, header)
+                state.entries[state.next] = (copy, header)
+                state.next = (state.next + 1) % capacity
             }
         }
     }
