@@ -8,8 +8,8 @@ import Testing
 /// inputs must give the same verdicts as Apple's libraries.
 @Suite("Apple fixtures")
 struct AppleFixtureVerificationTests {
-    static let resources = Fixtures.appleFixtures.appendingPathComponent("app-store-server-library-python/tests/resources")
-    static let constants = Fixtures.appleFixtures.appendingPathComponent("extracted-cert-constants")
+    static let resources = AppleFixturePaths.root.appendingPathComponent("app-store-server-library-python/tests/resources")
+    static let constants = AppleFixturePaths.root.appendingPathComponent("extracted-cert-constants")
     /// EFFECTIVE_DATE in Apple's chain tests (2025-11-01).
     static let effectiveDate: Int64 = 1_761_962_975
 
@@ -53,24 +53,24 @@ struct AppleFixtureVerificationTests {
 
     @Test func testNotificationAgainstProduction() async throws {
         let token = try Self.text("mock_signed_data/testNotification")
-        #expect(await code { try await Self.verifier(environment: .production).verify(token, as: NotificationLikePayload.self) }
+        #expect(await verificationCode { try await Self.verifier(environment: .production).verify(token, as: NotificationLikePayload.self) }
             == .invalidEnvironment)
         // The app id is checked before the environment.
-        #expect(await code {
+        #expect(await verificationCode {
             try await Self.verifier(environment: .production, appAppleId: 1235).verify(token, as: NotificationLikePayload.self)
         } == .invalidAppIdentifier)
     }
 
     @Test func testNotificationDecodedAsTransactionHasNoBundle() async throws {
         let token = try Self.text("mock_signed_data/testNotification")
-        #expect(await code { try await Self.verifier(appAppleId: 1235).verify(token, as: FlatPayload.self) } == .invalidAppIdentifier)
+        #expect(await verificationCode { try await Self.verifier(appAppleId: 1235).verify(token, as: FlatPayload.self) } == .invalidAppIdentifier)
     }
 
     @Test func transactionInfoVerifies() async throws {
         let token = try Self.text("mock_signed_data/transactionInfo")
         let transaction = try await Self.verifier().verify(token, as: FlatPayload.self)
         #expect(transaction.environment == "Sandbox")
-        #expect(await code { try await Self.verifier(bundleId: "com.example.x").verify(token, as: FlatPayload.self) }
+        #expect(await verificationCode { try await Self.verifier(bundleId: "com.example.x").verify(token, as: FlatPayload.self) }
             == .invalidAppIdentifier)
     }
 
@@ -82,18 +82,18 @@ struct AppleFixtureVerificationTests {
     @Test(arguments: ["com.examplex", "com.example"])
     func wrongBundleId(configured: String) async throws {
         let token = try Self.text("mock_signed_data/wrongBundleId")
-        #expect(await code { try await Self.verifier(bundleId: configured).verify(token, as: NotificationLikePayload.self) }
+        #expect(await verificationCode { try await Self.verifier(bundleId: configured).verify(token, as: NotificationLikePayload.self) }
             == .invalidAppIdentifier)
     }
 
     @Test func missingX5CHeaderClaim() async throws {
         let token = try Self.text("mock_signed_data/missingX5CHeaderClaim")
-        #expect(await code { try await Self.verifier().verify(token, as: NotificationLikePayload.self) } == .invalidJWTFormat)
+        #expect(await verificationCode { try await Self.verifier().verify(token, as: NotificationLikePayload.self) } == .invalidJWTFormat)
     }
 
     @Test(arguments: ["a.b.c.d", "a.b.c"])
     func garbageTokens(token: String) async throws {
-        #expect(await code { try await Self.verifier().verify(token, as: NotificationLikePayload.self) } == .invalidJWTFormat)
+        #expect(await verificationCode { try await Self.verifier().verify(token, as: NotificationLikePayload.self) } == .invalidJWTFormat)
     }
 
     @Test func chainAAndChainBShareTheCacheOnlyByLeafAndIntermediate() async throws {
@@ -136,7 +136,7 @@ struct AppleFixtureVerificationTests {
 
     @Test func xcodeAppTransactionFailsForProduction() async throws {
         let verifier = try Self.verifier(environment: .production, bundleId: "com.example.naturelab.backyardbirds.example")
-        #expect(await code { try await verifier.verify(try Self.text("xcode/xcode-signed-app-transaction"), as: XcodePayload.self) }
+        #expect(await verificationCode { try await verifier.verify(try Self.text("xcode/xcode-signed-app-transaction"), as: XcodePayload.self) }
             == .invalidChainLength)
     }
 
@@ -168,7 +168,7 @@ struct AppleFixtureVerificationTests {
         #expect(!verified.signatureChecked)
         #expect(verified.payloadJSON == json)
         // The same token is refused by a Sandbox verifier: no x5c.
-        #expect(await code { try await Self.verifier().verify(token, as: RescindAware.self) } == .invalidJWTFormat)
+        #expect(await verificationCode { try await Self.verifier().verify(token, as: RescindAware.self) } == .invalidJWTFormat)
     }
 
     // MARK: extracted certificate constants (chain B)

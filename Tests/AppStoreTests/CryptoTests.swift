@@ -93,7 +93,7 @@ struct CryptoTests {
     }
 
     @Test func readsApplesTestSigningKey() throws {
-        let url = Fixtures.appleFixtures.appendingPathComponent(
+        let url = AppleFixturePaths.root.appendingPathComponent(
             "app-store-server-library-python/tests/resources/certs/testSigningKey.p8")
         let pem = try String(contentsOf: url, encoding: .utf8)
         let key = try P256PrivateKey(pem: pem)

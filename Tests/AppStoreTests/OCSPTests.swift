@@ -129,7 +129,7 @@ struct LiveOCSPSetup {
 struct OCSPTests {
     /// Online mode checks validity at now; responses carry the real time, so the test uses the wall clock.
     func onlineVerifier(_ ca: TestCertificateAuthority, checker: OCSPRevocationChecker) throws -> SignedDataVerifier {
-        try makeVerifier(ca: ca, mode: .online, clock: SystemVerificationClock(), revocationChecker: checker)
+        try makeTestVerifier(ca: ca, mode: .online, clock: SystemVerificationClock(), revocationChecker: checker)
     }
 
     @Test func goodCertificatesVerifyAndAnswersAreCached() async throws {
@@ -137,20 +137,20 @@ struct OCSPTests {
         defer { setup.stop() }
         let checker = OCSPRevocationChecker()
         let verifier = try onlineVerifier(setup.ca, checker: checker)
-        let token = try setup.ca.signer.sign(samplePayload(signedDate: nil))
-        let first = await code { try await verifier.verify(token, as: FlatPayload.self) }
+        let token = try setup.ca.signer.sign(sampleTransactionPayload(signedDate: nil))
+        let first = await verificationCode { try await verifier.verify(token, as: FlatPayload.self) }
         #expect(first == nil)
         #expect(checker.requestCount == 2)
         // Second call: chain cache and OCSP cache both hit; no request, no X.509 work.
-        #expect(await code { try await verifier.verify(token, as: FlatPayload.self) } == nil)
+        #expect(await verificationCode { try await verifier.verify(token, as: FlatPayload.self) } == nil)
         #expect(checker.requestCount == 2)
         #expect(verifier.x509ValidationCount == 1)
         // With the responders gone, cached answers still serve…
         setup.stop()
-        #expect(await code { try await verifier.verify(token, as: FlatPayload.self) } == nil)
+        #expect(await verificationCode { try await verifier.verify(token, as: FlatPayload.self) } == nil)
         // …but a fresh checker cannot get an answer: retryable.
         let fresh = try onlineVerifier(setup.ca, checker: OCSPRevocationChecker())
-        let error = await code { try await fresh.verify(token, as: FlatPayload.self) }
+        let error = await verificationCode { try await fresh.verify(token, as: FlatPayload.self) }
         #expect(error == .retryableVerificationFailure)
     }
 
@@ -159,10 +159,10 @@ struct OCSPTests {
         defer { setup.stop() }
         let checker = OCSPRevocationChecker()
         let verifier = try onlineVerifier(setup.ca, checker: checker)
-        let token = try setup.ca.signer.sign(samplePayload(signedDate: nil))
-        #expect(await code { try await verifier.verify(token, as: FlatPayload.self) } == .certificateRevoked)
+        let token = try setup.ca.signer.sign(sampleTransactionPayload(signedDate: nil))
+        #expect(await verificationCode { try await verifier.verify(token, as: FlatPayload.self) } == .certificateRevoked)
         // Revocation is cached too.
-        #expect(await code { try await verifier.verify(token, as: FlatPayload.self) } == .certificateRevoked)
+        #expect(await verificationCode { try await verifier.verify(token, as: FlatPayload.self) } == .certificateRevoked)
         #expect(checker.requestCount == 1)
     }
 
@@ -170,8 +170,8 @@ struct OCSPTests {
         let setup = try LiveOCSPSetup(intermediateRevoked: true)
         defer { setup.stop() }
         let verifier = try onlineVerifier(setup.ca, checker: OCSPRevocationChecker())
-        let token = try setup.ca.signer.sign(samplePayload(signedDate: nil))
-        #expect(await code { try await verifier.verify(token, as: FlatPayload.self) } == .certificateRevoked)
+        let token = try setup.ca.signer.sign(sampleTransactionPayload(signedDate: nil))
+        #expect(await verificationCode { try await verifier.verify(token, as: FlatPayload.self) } == .certificateRevoked)
     }
 
     @Test func responderDownIsRetryable() async throws {
@@ -180,7 +180,7 @@ struct OCSPTests {
         let verifier = try onlineVerifier(ca, checker: OCSPRevocationChecker())
         let error: VerificationError
         do {
-            _ = try await verifier.verify(try ca.signer.sign(samplePayload(signedDate: nil)), as: FlatPayload.self)
+            _ = try await verifier.verify(try ca.signer.sign(sampleTransactionPayload(signedDate: nil)), as: FlatPayload.self)
             Issue.record("verified without a responder")
             return
         } catch let caught as VerificationError {
@@ -195,7 +195,7 @@ struct OCSPTests {
         defer { setup.stop() }
         let checker = OCSPRevocationChecker(timeToLive: 1)  // 1 ms: every call asks again
         let verifier = try onlineVerifier(setup.ca, checker: checker)
-        let token = try setup.ca.signer.sign(samplePayload(signedDate: nil))
+        let token = try setup.ca.signer.sign(sampleTransactionPayload(signedDate: nil))
         _ = try await verifier.verify(token, as: FlatPayload.self)
         try await Task.sleep(for: .milliseconds(5))
         _ = try await verifier.verify(token, as: FlatPayload.self)
@@ -212,7 +212,7 @@ struct OCSPTests {
         let ca = try TestCertificateAuthority(options: .init(ocspResponderURL: "http://127.0.0.1:9/"))
         for body in [[UInt8](), [0x30, 0x03, 0x0A, 0x01, 0x01] /* malformedRequest */, Array("<html>".utf8)] {
             let verifier = try onlineVerifier(ca, checker: OCSPRevocationChecker(transport: CannedTransport(body: body)))
-            #expect(await code { try await verifier.verify(try ca.signer.sign(samplePayload(signedDate: nil)), as: FlatPayload.self) }
+            #expect(await verificationCode { try await verifier.verify(try ca.signer.sign(sampleTransactionPayload(signedDate: nil)), as: FlatPayload.self) }
                 == .retryableVerificationFailure)
         }
     }

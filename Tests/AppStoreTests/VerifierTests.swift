@@ -7,7 +7,7 @@ import Testing
 
 /// Runs `body` and returns the verification error code it threw (nil if it succeeded).
 /// Setup failures (minting, signing) are not verification errors and show up as `SETUP_FAILED`.
-func code<T>(_ body: () async throws -> T) async -> VerificationError.Code? {
+func verificationCode<T>(_ body: () async throws -> T) async -> VerificationError.Code? {
     do {
         _ = try await body()
         return nil
@@ -39,10 +39,10 @@ let sharedCA: TestCertificateAuthority = try! TestCertificateAuthority()
 struct VerifierTests {
     let ca = sharedCA
 
-    func token(_ payload: some Encodable = samplePayload()) throws -> String { try ca.signer.sign(payload) }
+    func token(_ payload: some Encodable = sampleTransactionPayload()) throws -> String { try ca.signer.sign(payload) }
 
     @Test func validTokenVerifies() async throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let verified = try await verifier.verifyPayload(try token(), as: FlatPayload.self)
         #expect(verified.value.bundleId == "com.example")
         #expect(verified.value.transactionId == "1000")
@@ -51,10 +51,10 @@ struct VerifierTests {
     }
 
     @Test func synchronousVerificationMatchesAsync() throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         #expect(try verifier.verifySynchronously(try token(), as: FlatPayload.self).value.transactionId == "1000")
         #expect(throws: VerificationError(.invalidEnvironment)) {
-            try verifier.verifySynchronously(try token(samplePayload(environment: "Production")), as: FlatPayload.self)
+            try verifier.verifySynchronously(try token(sampleTransactionPayload(environment: "Production")), as: FlatPayload.self)
         }
     }
 
@@ -66,58 +66,58 @@ struct VerifierTests {
             #expect(got == expected, comment)
             if got == expected { seen.insert(expected) }
         }
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let good = try token()
         let parts = good.split(separator: ".").map(String.init)
 
-        record(.invalidJWTFormat, await code { try await verifier.verify("a.b.c.d", as: FlatPayload.self) }, "four parts")
-        record(.invalidAlgorithm, await code {
+        record(.invalidJWTFormat, await verificationCode { try await verifier.verify("a.b.c.d", as: FlatPayload.self) }, "four parts")
+        record(.invalidAlgorithm, await verificationCode {
             var signer = ca.signer
             signer.algorithm = "none"
-            return try await verifier.verify(try! signer.sign(samplePayload()), as: FlatPayload.self)
+            return try await verifier.verify(try! signer.sign(sampleTransactionPayload()), as: FlatPayload.self)
         }, "alg none")
-        record(.invalidChainLength, await code {
+        record(.invalidChainLength, await verificationCode {
             var signer = ca.signer
             signer.certificateChain = [ca.leaf.derBytes, ca.intermediate.derBytes]
-            return try await verifier.verify(try! signer.sign(samplePayload()), as: FlatPayload.self)
+            return try await verifier.verify(try! signer.sign(sampleTransactionPayload()), as: FlatPayload.self)
         }, "two certificates")
-        record(.invalidCertificate, await code {
+        record(.invalidCertificate, await verificationCode {
             var signer = ca.signer
             signer.certificateChain = [Array("abc".utf8), ca.intermediate.derBytes, ca.root.derBytes]
-            return try await verifier.verify(try! signer.sign(samplePayload()), as: FlatPayload.self)
+            return try await verifier.verify(try! signer.sign(sampleTransactionPayload()), as: FlatPayload.self)
         }, "leaf is abc")
-        record(.chainUntrusted, await code {
+        record(.chainUntrusted, await verificationCode {
             let other = try! TestCertificateAuthority(options: .init(name: "Other"))
             return try await makeVerifierOrCrash(roots: [other.rootDER]).verify(good, as: FlatPayload.self)
         }, "other root")
-        record(.certificateExpired, await code {
-            try await verifier.verify(try! token(samplePayload(signedDate: 2_280_946_846_000)), as: FlatPayload.self)
+        record(.certificateExpired, await verificationCode {
+            try await verifier.verify(try! token(sampleTransactionPayload(signedDate: 2_280_946_846_000)), as: FlatPayload.self)
         }, "signedDate after expiry")
-        record(.missingAppleOID, await code {
+        record(.missingAppleOID, await verificationCode {
             let noOID = try! TestCertificateAuthority(options: .init(leafHasAppleOID: false))
-            return try await makeVerifierOrCrash(roots: [noOID.rootDER]).verify(try! noOID.signer.sign(samplePayload()), as: FlatPayload.self)
+            return try await makeVerifierOrCrash(roots: [noOID.rootDER]).verify(try! noOID.signer.sign(sampleTransactionPayload()), as: FlatPayload.self)
         }, "leaf without OID")
-        record(.certificateRevoked, await code {
-            let verifier = try makeVerifier(
+        record(.certificateRevoked, await verificationCode {
+            let verifier = try makeTestVerifier(
                 ca: ca, mode: .online, revocationChecker: FakeRevocationChecker(answer: VerificationError(.certificateRevoked)))
             return try await verifier.verify(good, as: FlatPayload.self)
         }, "revoked")
-        record(.invalidSignature, await code {
+        record(.invalidSignature, await verificationCode {
             var signature = Array(Base64.urlDecode(parts[2])!)
             signature[5] ^= 0x40
             return try await verifier.verify(parts[0] + "." + parts[1] + "." + Base64.urlEncode(signature), as: FlatPayload.self)
         }, "flipped signature bit")
-        record(.invalidAppIdentifier, await code {
-            try await verifier.verify(try! token(samplePayload(bundleId: "com.example.other")), as: FlatPayload.self)
+        record(.invalidAppIdentifier, await verificationCode {
+            try await verifier.verify(try! token(sampleTransactionPayload(bundleId: "com.example.other")), as: FlatPayload.self)
         }, "other bundle")
-        record(.invalidEnvironment, await code {
-            try await verifier.verify(try! token(samplePayload(environment: "Production")), as: FlatPayload.self)
+        record(.invalidEnvironment, await verificationCode {
+            try await verifier.verify(try! token(sampleTransactionPayload(environment: "Production")), as: FlatPayload.self)
         }, "production payload, sandbox app")
-        record(.malformedPayload, await code {
+        record(.malformedPayload, await verificationCode {
             try await verifier.verify(try! ca.signer.sign(payloadJSON: Array(#"{"signedDate":"yesterday"}"#.utf8)), as: FlatPayload.self)
         }, "wrong type")
-        record(.retryableVerificationFailure, await code {
-            let verifier = try makeVerifier(
+        record(.retryableVerificationFailure, await verificationCode {
+            let verifier = try makeTestVerifier(
                 ca: ca, mode: .online,
                 revocationChecker: FakeRevocationChecker(answer: VerificationError(.retryableVerificationFailure)))
             return try await verifier.verify(good, as: FlatPayload.self)
@@ -137,34 +137,34 @@ struct VerifierTests {
 
     @Test(arguments: ["", ".", "..", "a.b.c", "a.b.c.d", "abc", "e30.e30", "e30.e30.e30.e30", "e30..", ".e30.", "!!!.e30.AA"])
     func malformedTokensAreFormatErrors(input: String) async throws {
-        let verifier = try makeVerifier(ca: ca)
-        #expect(await code { try await verifier.verify(input, as: FlatPayload.self) } == .invalidJWTFormat)
+        let verifier = try makeTestVerifier(ca: ca)
+        #expect(await verificationCode { try await verifier.verify(input, as: FlatPayload.self) } == .invalidJWTFormat)
     }
 
     @Test func headerMustBeAnObjectWithX5C() async throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let payload = Base64.urlEncode(Array(#"{"environment":"Sandbox"}"#.utf8))
         for header in [#"[1]"#, #""x""#, #"{"alg":"ES256","#, #"{"alg":"ES256","alg":"none"}"#] {
             let token = Base64.urlEncode(Array(header.utf8)) + "." + payload + "." + Base64.urlEncode([UInt8](repeating: 1, count: 64))
-            #expect(await code { try await verifier.verify(token, as: FlatPayload.self) } == .invalidJWTFormat, "\(header)")
+            #expect(await verificationCode { try await verifier.verify(token, as: FlatPayload.self) } == .invalidJWTFormat, "\(header)")
         }
         var signer = ca.signer
         signer.certificateChain = nil
         signer.extraHeaderMembers = [("x5cwrong", "[]")]
-        #expect(await code { try await verifier.verify(try signer.sign(samplePayload()), as: FlatPayload.self) } == .invalidJWTFormat)
+        #expect(await verificationCode { try await verifier.verify(try signer.sign(sampleTransactionPayload()), as: FlatPayload.self) } == .invalidJWTFormat)
         signer.extraHeaderMembers = []
         signer.certificateChain = [ca.leaf.derBytes]
         // x5c of the wrong type
         let bad = Base64.urlEncode(Array(#"{"alg":"ES256","x5c":"abc"}"#.utf8)) + "." + payload + ".AA"
-        #expect(await code { try await verifier.verify(bad, as: FlatPayload.self) } == .invalidJWTFormat)
+        #expect(await verificationCode { try await verifier.verify(bad, as: FlatPayload.self) } == .invalidJWTFormat)
     }
 
     @Test(arguments: ["none", "HS256", "RS256", "ES384", "PS256", "es256", ""])
     func onlyES256IsAccepted(alg: String) async throws {
         var signer = ca.signer
         signer.algorithm = alg
-        let verifier = try makeVerifier(ca: ca)
-        #expect(await code { try await verifier.verify(try signer.sign(samplePayload()), as: FlatPayload.self) } == .invalidAlgorithm)
+        let verifier = try makeTestVerifier(ca: ca)
+        #expect(await verificationCode { try await verifier.verify(try signer.sign(sampleTransactionPayload()), as: FlatPayload.self) } == .invalidAlgorithm)
     }
 
     @Test func missingAlgIsRejected() async throws {
@@ -172,65 +172,65 @@ struct VerifierTests {
         let header = Base64.urlEncode(Array("{\"x5c\":[\(chain)]}".utf8))
         let payload = Base64.urlEncode(Array(#"{"environment":"Sandbox","bundleId":"com.example"}"#.utf8))
         let signature = try ca.leafKey.es256Signature(for: Array((header + "." + payload).utf8))
-        let verifier = try makeVerifier(ca: ca)
-        #expect(await code { try await verifier.verify(header + "." + payload + "." + Base64.urlEncode(signature), as: FlatPayload.self) }
+        let verifier = try makeTestVerifier(ca: ca)
+        #expect(await verificationCode { try await verifier.verify(header + "." + payload + "." + Base64.urlEncode(signature), as: FlatPayload.self) }
             == .invalidAlgorithm)
     }
 
     @Test func oneMegabyteOfGarbageFailsFast() async throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let garbage = String(repeating: "AAAA.", count: 200_000)
         let clock = ContinuousClock()
         let start = clock.now
-        #expect(await code { try await verifier.verify(garbage, as: FlatPayload.self) } == .invalidJWTFormat)
+        #expect(await verificationCode { try await verifier.verify(garbage, as: FlatPayload.self) } == .invalidJWTFormat)
         let brackets = String(repeating: "[", count: 1 << 20)
-        #expect(await code { try await verifier.verify(brackets, as: FlatPayload.self) } == .invalidJWTFormat)
+        #expect(await verificationCode { try await verifier.verify(brackets, as: FlatPayload.self) } == .invalidJWTFormat)
         #expect(clock.now - start < .seconds(1))
     }
 
     @Test func deeplyNestedPayloadIsMalformed() async throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let nested = String(repeating: "{\"a\":", count: 40) + "1" + String(repeating: "}", count: 40)
         let token = try ca.signer.sign(payloadJSON: Array(nested.utf8))
-        #expect(await code { try await verifier.verify(token, as: FlatPayload.self) } == .malformedPayload)
+        #expect(await verificationCode { try await verifier.verify(token, as: FlatPayload.self) } == .malformedPayload)
         let arrays = "{\"a\":" + String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000) + "}"
-        #expect(await code { try await verifier.verify(try ca.signer.sign(payloadJSON: Array(arrays.utf8)), as: FlatPayload.self) }
+        #expect(await verificationCode { try await verifier.verify(try ca.signer.sign(payloadJSON: Array(arrays.utf8)), as: FlatPayload.self) }
             == .malformedPayload)
         // Within the limit it is fine (and extra keys are ignored).
         let shallow = "{\"environment\":\"Sandbox\",\"bundleId\":\"com.example\",\"x\":" + String(repeating: "[", count: 20)
             + String(repeating: "]", count: 20) + "}"
-        #expect(await code { try await verifier.verify(try ca.signer.sign(payloadJSON: Array(shallow.utf8)), as: FlatPayload.self) } == nil)
+        #expect(await verificationCode { try await verifier.verify(try ca.signer.sign(payloadJSON: Array(shallow.utf8)), as: FlatPayload.self) } == nil)
     }
 
     @Test func payloadThatIsNotJSONIsMalformedOnlyIfSigned() async throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let signed = try ca.signer.sign(payloadJSON: Array("{not json".utf8))
-        #expect(await code { try await verifier.verify(signed, as: FlatPayload.self) } == .malformedPayload)
+        #expect(await verificationCode { try await verifier.verify(signed, as: FlatPayload.self) } == .malformedPayload)
         // The same garbage with a forged signature is reported as a signature failure.
         let parts = signed.split(separator: ".")
         let forged = parts[0] + "." + parts[1] + "." + Base64.urlEncode(try P256PrivateKey().es256Signature(for: [1]))
-        #expect(await code { try await verifier.verify(String(forged), as: FlatPayload.self) } == .invalidSignature)
+        #expect(await verificationCode { try await verifier.verify(String(forged), as: FlatPayload.self) } == .invalidSignature)
         // Signed by an untrusted chain: the chain is what is wrong.
         let attacker = try TestCertificateAuthority(options: .init(name: "Attacker"))
         let untrusted = try attacker.signer.sign(payloadJSON: Array(#"{"signedDate":"x"}"#.utf8))
-        #expect(await code { try await verifier.verify(untrusted, as: FlatPayload.self) } == .chainUntrusted)
+        #expect(await verificationCode { try await verifier.verify(untrusted, as: FlatPayload.self) } == .chainUntrusted)
     }
 
     // MARK: tampering
 
     @Test func truncatedTokensNeverVerify() async throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let good = try token()
         let utf8 = Array(good.utf8)
         for length in stride(from: 0, to: utf8.count, by: 7) {
             let truncated = String(decoding: utf8.prefix(length), as: UTF8.self)
-            #expect(await code { try await verifier.verify(truncated, as: FlatPayload.self) } != nil, "length \(length)")
+            #expect(await verificationCode { try await verifier.verify(truncated, as: FlatPayload.self) } != nil, "length \(length)")
         }
-        #expect(await code { try await verifier.verify(String(good.dropLast()), as: FlatPayload.self) } != nil)
+        #expect(await verificationCode { try await verifier.verify(String(good.dropLast()), as: FlatPayload.self) } != nil)
     }
 
     @Test func bitFlippedTokensNeverVerify() async throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let good = try token()
         let utf8 = Array(good.utf8)
         var codes: [VerificationError.Code: Int] = [:]
@@ -238,7 +238,7 @@ struct VerifierTests {
             for bit in [0, 3, 5] {
                 var flipped = utf8
                 flipped[index] ^= UInt8(1 << bit)
-                let result = await code { try await verifier.verify(String(decoding: flipped, as: UTF8.self), as: FlatPayload.self) }
+                let result = await verificationCode { try await verifier.verify(String(decoding: flipped, as: UTF8.self), as: FlatPayload.self) }
                 #expect(result != nil, "byte \(index) bit \(bit)")
                 if let result { codes[result, default: 0] += 1 }
             }
@@ -247,35 +247,35 @@ struct VerifierTests {
     }
 
     @Test func reencodedTokensNeverVerify() async throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let good = try token()
         let parts = good.split(separator: ".").map(String.init)
         // Standard base64 with padding instead of base64url: different bytes signed, or not base64url at all.
         let header = Base64.urlDecode(parts[0])!
         let payload = Base64.urlDecode(parts[1])!
         let standard = Base64.encode(header) + "." + Base64.encode(payload) + "." + parts[2]
-        #expect(await code { try await verifier.verify(standard, as: FlatPayload.self) } != nil)
+        #expect(await verificationCode { try await verifier.verify(standard, as: FlatPayload.self) } != nil)
         // The same JSON re-serialized with whitespace: equal meaning, different signed bytes.
         let spaced = String(decoding: payload, as: UTF8.self).replacingOccurrences(of: ",", with: ", ")
         let respaced = parts[0] + "." + Base64.urlEncode(Array(spaced.utf8)) + "." + parts[2]
-        #expect(await code { try await verifier.verify(respaced, as: FlatPayload.self) } == .invalidSignature)
+        #expect(await verificationCode { try await verifier.verify(respaced, as: FlatPayload.self) } == .invalidSignature)
         // A payload lifted from another token under this header.
-        let other = try token(samplePayload(bundleId: "com.example")).split(separator: ".")
+        let other = try token(sampleTransactionPayload(bundleId: "com.example")).split(separator: ".")
         let spliced = parts[0] + "." + other[1] + "." + parts[2]
         if other[1] != parts[1] {
-            #expect(await code { try await verifier.verify(spliced, as: FlatPayload.self) } == .invalidSignature)
+            #expect(await verificationCode { try await verifier.verify(spliced, as: FlatPayload.self) } == .invalidSignature)
         }
         // Signature with the DER encoding instead of raw r||s.
         let der = ECDSASignature.derFromRaw(Base64.urlDecode(parts[2])!)!
-        #expect(await code { try await verifier.verify(parts[0] + "." + parts[1] + "." + Base64.urlEncode(der), as: FlatPayload.self) }
+        #expect(await verificationCode { try await verifier.verify(parts[0] + "." + parts[1] + "." + Base64.urlEncode(der), as: FlatPayload.self) }
             == .invalidSignature)
     }
 
     @Test func signatureByAnotherKeyFails() async throws {
         var signer = ca.signer
         signer.key = try P256PrivateKey()
-        let verifier = try makeVerifier(ca: ca)
-        #expect(await code { try await verifier.verify(try signer.sign(samplePayload()), as: FlatPayload.self) } == .invalidSignature)
+        let verifier = try makeTestVerifier(ca: ca)
+        #expect(await verificationCode { try await verifier.verify(try signer.sign(sampleTransactionPayload()), as: FlatPayload.self) } == .invalidSignature)
     }
 
     // MARK: chains
@@ -285,28 +285,28 @@ struct VerifierTests {
         var signer = ca.signer
         let all = [ca.leaf.derBytes, ca.intermediate.derBytes, ca.root.derBytes, ca.root.derBytes, ca.root.derBytes]
         signer.certificateChain = Array(all.prefix(count))
-        let verifier = try makeVerifier(ca: ca)
-        #expect(await code { try await verifier.verify(try signer.sign(samplePayload()), as: FlatPayload.self) } == .invalidChainLength)
+        let verifier = try makeTestVerifier(ca: ca)
+        #expect(await verificationCode { try await verifier.verify(try signer.sign(sampleTransactionPayload()), as: FlatPayload.self) } == .invalidChainLength)
     }
 
     @Test func x5cRootIsNeverTrustedByItself() async throws {
         let attacker = try TestCertificateAuthority(options: .init(name: "Attacker"))
         // The attacker's full chain, carrying its own root in x5c[2]: the verifier trusts only ca.root.
-        let verifier = try makeVerifier(ca: ca)
-        #expect(await code { try await verifier.verify(try attacker.signer.sign(samplePayload()), as: FlatPayload.self) }
+        let verifier = try makeTestVerifier(ca: ca)
+        #expect(await verificationCode { try await verifier.verify(try attacker.signer.sign(sampleTransactionPayload()), as: FlatPayload.self) }
             == .chainUntrusted)
         // And x5c[2] need not be the configured root's bytes: anything there is ignored.
         var signer = ca.signer
         signer.certificateChain = [ca.leaf.derBytes, ca.intermediate.derBytes, attacker.root.derBytes]
-        #expect(await code { try await verifier.verify(try signer.sign(samplePayload()), as: FlatPayload.self) } == nil)
+        #expect(await verificationCode { try await verifier.verify(try signer.sign(sampleTransactionPayload()), as: FlatPayload.self) } == nil)
     }
 
     @Test func intermediateFromAnotherCAIsUntrusted() async throws {
         let other = try TestCertificateAuthority(options: .init(name: "Other"))
         var signer = ca.signer
         signer.certificateChain = [ca.leaf.derBytes, other.intermediate.derBytes, ca.root.derBytes]
-        let verifier = try makeVerifier(ca: ca)
-        #expect(await code { try await verifier.verify(try signer.sign(samplePayload()), as: FlatPayload.self) } == .chainUntrusted)
+        let verifier = try makeTestVerifier(ca: ca)
+        #expect(await verificationCode { try await verifier.verify(try signer.sign(sampleTransactionPayload()), as: FlatPayload.self) } == .chainUntrusted)
     }
 
     @Test func leafIssuedDirectlyByRootIsUntrusted() async throws {
@@ -317,46 +317,46 @@ struct VerifierTests {
                 markerExtensionOIDs: [SignedDataVerifier.leafMarkerOID]),
             subjectKey: try leafKey.publicKey, issuer: ca.root, issuerKey: ca.rootKey)
         let signer = JWSSigner(key: leafKey, certificateChain: [leaf.derBytes, ca.intermediate.derBytes, ca.root.derBytes])
-        let verifier = try makeVerifier(ca: ca)
-        #expect(await code { try await verifier.verify(try signer.sign(samplePayload()), as: FlatPayload.self) } == .chainUntrusted)
+        let verifier = try makeTestVerifier(ca: ca)
+        #expect(await verificationCode { try await verifier.verify(try signer.sign(sampleTransactionPayload()), as: FlatPayload.self) } == .chainUntrusted)
     }
 
     @Test func missingOIDs() async throws {
         for options in [TestCertificateAuthority.Options(leafHasAppleOID: false), .init(intermediateHasAppleOID: false)] {
             let broken = try TestCertificateAuthority(options: options)
-            let verifier = try makeVerifier(ca: broken)
-            #expect(await code { try await verifier.verify(try broken.signer.sign(samplePayload()), as: FlatPayload.self) }
+            let verifier = try makeTestVerifier(ca: broken)
+            #expect(await verificationCode { try await verifier.verify(try broken.signer.sign(sampleTransactionPayload()), as: FlatPayload.self) }
                 == .missingAppleOID)
         }
     }
 
     @Test func validityIsCheckedAtSignedDateOffline() async throws {
         // Leaf valid 2021…2039. The clock says 2025 throughout; only signedDate matters offline.
-        let verifier = try makeVerifier(ca: ca)
-        #expect(await code { try await verifier.verify(try token(samplePayload(signedDate: 1_500_000_000_000)), as: FlatPayload.self) }
+        let verifier = try makeTestVerifier(ca: ca)
+        #expect(await verificationCode { try await verifier.verify(try token(sampleTransactionPayload(signedDate: 1_500_000_000_000)), as: FlatPayload.self) }
             == .certificateExpired)
-        #expect(await code { try await verifier.verify(try token(samplePayload(signedDate: 2_200_000_000_000)), as: FlatPayload.self) }
+        #expect(await verificationCode { try await verifier.verify(try token(sampleTransactionPayload(signedDate: 2_200_000_000_000)), as: FlatPayload.self) }
             == .certificateExpired)
-        #expect(await code { try await verifier.verify(try token(samplePayload(signedDate: 1_700_000_000_000)), as: FlatPayload.self) }
+        #expect(await verificationCode { try await verifier.verify(try token(sampleTransactionPayload(signedDate: 1_700_000_000_000)), as: FlatPayload.self) }
             == nil)
         // Without signedDate, the clock's time is used.
-        #expect(await code { try await verifier.verify(try token(samplePayload(signedDate: nil)), as: FlatPayload.self) } == nil)
-        let late = try makeVerifier(ca: ca, clock: FixedVerificationClock(seconds: 2_280_946_846))
-        #expect(await code { try await late.verify(try token(samplePayload(signedDate: nil)), as: FlatPayload.self) }
+        #expect(await verificationCode { try await verifier.verify(try token(sampleTransactionPayload(signedDate: nil)), as: FlatPayload.self) } == nil)
+        let late = try makeTestVerifier(ca: ca, clock: FixedVerificationClock(seconds: 2_280_946_846))
+        #expect(await verificationCode { try await late.verify(try token(sampleTransactionPayload(signedDate: nil)), as: FlatPayload.self) }
             == .certificateExpired)
     }
 
     @Test func expiredLeafAtSignedDate() async throws {
         let expired = try TestCertificateAuthority(options: .init(leafValidity: 1_600_000_000...1_700_000_000))
-        let verifier = try makeVerifier(ca: expired)
-        #expect(await code { try await verifier.verify(try expired.signer.sign(samplePayload()), as: FlatPayload.self) }
+        let verifier = try makeTestVerifier(ca: expired)
+        #expect(await verificationCode { try await verifier.verify(try expired.signer.sign(sampleTransactionPayload()), as: FlatPayload.self) }
             == .certificateExpired)
         // Signed while the leaf was valid: fine offline…
-        let old = try expired.signer.sign(samplePayload(signedDate: 1_650_000_000_000))
-        #expect(await code { try await verifier.verify(old, as: FlatPayload.self) } == nil)
+        let old = try expired.signer.sign(sampleTransactionPayload(signedDate: 1_650_000_000_000))
+        #expect(await verificationCode { try await verifier.verify(old, as: FlatPayload.self) } == nil)
         // …but not when validity is checked at the clock's time.
-        let atNow = try makeVerifier(ca: expired, mode: .clockTime)
-        #expect(await code { try await atNow.verify(old, as: FlatPayload.self) } == .certificateExpired)
+        let atNow = try makeTestVerifier(ca: expired, mode: .clockTime)
+        #expect(await verificationCode { try await atNow.verify(old, as: FlatPayload.self) } == .certificateExpired)
     }
 
     @Test func malformedConfiguredRootIsInvalidCertificate() throws {
@@ -370,108 +370,108 @@ struct VerifierTests {
     // MARK: app checks
 
     @Test func appIdentifierChecks() async throws {
-        let production = try makeVerifier(ca: ca, appAppleId: 1234, environments: [.production])
+        let production = try makeTestVerifier(ca: ca, appAppleId: 1234, environments: [.production])
         let notification = NotificationLikePayload(
             notificationType: "TEST", signedDate: testNowMilliseconds,
             data: .init(environment: "Production", bundleId: "com.example", appAppleId: 1234))
-        #expect(await code { try await production.verify(try token(notification), as: NotificationLikePayload.self) } == nil)
+        #expect(await verificationCode { try await production.verify(try token(notification), as: NotificationLikePayload.self) } == nil)
         var wrongApp = notification
         wrongApp.data?.appAppleId = 1235
-        #expect(await code { try await production.verify(try token(wrongApp), as: NotificationLikePayload.self) }
+        #expect(await verificationCode { try await production.verify(try token(wrongApp), as: NotificationLikePayload.self) }
             == .invalidAppIdentifier)
         var noApp = notification
         noApp.data?.appAppleId = nil
-        #expect(await code { try await production.verify(try token(noApp), as: NotificationLikePayload.self) }
+        #expect(await verificationCode { try await production.verify(try token(noApp), as: NotificationLikePayload.self) }
             == .invalidAppIdentifier)
         // appAppleId is compared before the environment.
         var sandboxWrongApp = wrongApp
         sandboxWrongApp.data?.environment = "Sandbox"
-        #expect(await code { try await production.verify(try token(sandboxWrongApp), as: NotificationLikePayload.self) }
+        #expect(await verificationCode { try await production.verify(try token(sandboxWrongApp), as: NotificationLikePayload.self) }
             == .invalidAppIdentifier)
         sandboxWrongApp.data?.appAppleId = 1234
-        #expect(await code { try await production.verify(try token(sandboxWrongApp), as: NotificationLikePayload.self) }
+        #expect(await verificationCode { try await production.verify(try token(sandboxWrongApp), as: NotificationLikePayload.self) }
             == .invalidEnvironment)
         // Sandbox configuration: appAppleId is not compared.
-        let sandbox = try makeVerifier(ca: ca, appAppleId: 1234, environments: [.sandbox])
+        let sandbox = try makeTestVerifier(ca: ca, appAppleId: 1234, environments: [.sandbox])
         var sandboxOther = notification
         sandboxOther.data = .init(environment: "Sandbox", bundleId: "com.example", appAppleId: 999)
-        #expect(await code { try await sandbox.verify(try token(sandboxOther), as: NotificationLikePayload.self) } == nil)
+        #expect(await verificationCode { try await sandbox.verify(try token(sandboxOther), as: NotificationLikePayload.self) } == nil)
         // A transaction-shaped type without a bundleId is a mismatch; renewal info has none to compare.
-        #expect(await code { try await sandbox.verify(try token(samplePayload(bundleId: nil)), as: FlatPayload.self) }
+        #expect(await verificationCode { try await sandbox.verify(try token(sampleTransactionPayload(bundleId: nil)), as: FlatPayload.self) }
             == .invalidAppIdentifier)
         let renewal = RenewalLikePayload(signedDate: testNowMilliseconds, environment: "Sandbox")
-        #expect(await code { try await sandbox.verify(try token(renewal), as: RenewalLikePayload.self) } == nil)
+        #expect(await verificationCode { try await sandbox.verify(try token(renewal), as: RenewalLikePayload.self) } == nil)
         // No configured bundle: not checked.
-        let anyBundle = try makeVerifier(ca: ca, bundleId: nil)
-        #expect(await code { try await anyBundle.verify(try token(samplePayload(bundleId: "x.y")), as: FlatPayload.self) } == nil)
+        let anyBundle = try makeTestVerifier(ca: ca, bundleId: nil)
+        #expect(await verificationCode { try await anyBundle.verify(try token(sampleTransactionPayload(bundleId: "x.y")), as: FlatPayload.self) } == nil)
     }
 
     @Test func environments() async throws {
-        let both = try makeVerifier(ca: ca, environments: [.production, .sandbox])
-        #expect(await code { try await both.verify(try token(samplePayload(environment: "Production")), as: FlatPayload.self) } == nil)
-        #expect(await code { try await both.verify(try token(samplePayload(environment: "Sandbox")), as: FlatPayload.self) } == nil)
-        #expect(await code { try await both.verify(try token(samplePayload(environment: "Staging")), as: FlatPayload.self) }
+        let both = try makeTestVerifier(ca: ca, environments: [.production, .sandbox])
+        #expect(await verificationCode { try await both.verify(try token(sampleTransactionPayload(environment: "Production")), as: FlatPayload.self) } == nil)
+        #expect(await verificationCode { try await both.verify(try token(sampleTransactionPayload(environment: "Sandbox")), as: FlatPayload.self) } == nil)
+        #expect(await verificationCode { try await both.verify(try token(sampleTransactionPayload(environment: "Staging")), as: FlatPayload.self) }
             == .invalidEnvironment)
         // A correctly signed payload that claims Xcode is still verified in full, then refused.
-        #expect(await code { try await both.verify(try token(samplePayload(environment: "Xcode")), as: FlatPayload.self) }
+        #expect(await verificationCode { try await both.verify(try token(sampleTransactionPayload(environment: "Xcode")), as: FlatPayload.self) }
             == .invalidEnvironment)
     }
 
     @Test func localEnvironmentsSkipSignatureOnlyWhenConfigured() async throws {
         let xcodeKey = try P256PrivateKey()
         let xcodeSigner = JWSSigner(key: xcodeKey, certificateChain: nil, extraHeaderMembers: [("kid", "\"Apple_Xcode_Key\"")])
-        let xcodeToken = try xcodeSigner.sign(samplePayload(environment: "Xcode"))
-        let localToken = try JWSSigner(key: xcodeKey, certificateChain: nil).sign(samplePayload(environment: "LocalTesting"))
+        let xcodeToken = try xcodeSigner.sign(sampleTransactionPayload(environment: "Xcode"))
+        let localToken = try JWSSigner(key: xcodeKey, certificateChain: nil).sign(sampleTransactionPayload(environment: "LocalTesting"))
 
-        let xcode = try makeVerifier(ca: ca, environments: [.xcode])
+        let xcode = try makeTestVerifier(ca: ca, environments: [.xcode])
         let verified = try await xcode.verifyPayload(xcodeToken, as: FlatPayload.self)
         #expect(!verified.signatureChecked)
-        #expect(await code { try await xcode.verify(localToken, as: FlatPayload.self) } == .invalidJWTFormat)
-        let local = try makeVerifier(ca: ca, environments: [.localTesting])
-        #expect(await code { try await local.verify(localToken, as: FlatPayload.self) } == nil)
+        #expect(await verificationCode { try await xcode.verify(localToken, as: FlatPayload.self) } == .invalidJWTFormat)
+        let local = try makeTestVerifier(ca: ca, environments: [.localTesting])
+        #expect(await verificationCode { try await local.verify(localToken, as: FlatPayload.self) } == nil)
         // The app checks still apply.
-        #expect(await code { try await xcode.verify(try xcodeSigner.sign(samplePayload(environment: "Xcode", bundleId: "b")), as: FlatPayload.self) }
+        #expect(await verificationCode { try await xcode.verify(try xcodeSigner.sign(sampleTransactionPayload(environment: "Xcode", bundleId: "b")), as: FlatPayload.self) }
             == .invalidAppIdentifier)
         // Never for Production or Sandbox configurations.
         for environments: Set<AppStoreEnvironment> in [[.production], [.sandbox], [.production, .sandbox]] {
-            let verifier = try makeVerifier(ca: ca, environments: environments)
-            #expect(await code { try await verifier.verify(xcodeToken, as: FlatPayload.self) } == .invalidJWTFormat)
+            let verifier = try makeTestVerifier(ca: ca, environments: environments)
+            #expect(await verificationCode { try await verifier.verify(xcodeToken, as: FlatPayload.self) } == .invalidJWTFormat)
             var oneCert = xcodeSigner
             oneCert.certificateChain = [ca.leaf.derBytes]
-            #expect(await code { try await verifier.verify(try oneCert.sign(samplePayload(environment: "Xcode")), as: FlatPayload.self) }
+            #expect(await verificationCode { try await verifier.verify(try oneCert.sign(sampleTransactionPayload(environment: "Xcode")), as: FlatPayload.self) }
                 == .invalidChainLength)
         }
         // Claiming Xcode while the configuration lists Xcode and Sandbox does not skip checks for Sandbox payloads.
-        let mixed = try makeVerifier(ca: ca, environments: [.xcode, .sandbox])
-        #expect(await code { try await mixed.verify(try xcodeSigner.sign(samplePayload(environment: "Sandbox")), as: FlatPayload.self) }
+        let mixed = try makeTestVerifier(ca: ca, environments: [.xcode, .sandbox])
+        #expect(await verificationCode { try await mixed.verify(try xcodeSigner.sign(sampleTransactionPayload(environment: "Sandbox")), as: FlatPayload.self) }
             == .invalidJWTFormat)
     }
 
     // MARK: chain cache
 
     @Test func warmVerificationDoesNoX509Work() async throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         for index in 0..<20 {
-            var payload = samplePayload()
+            var payload = sampleTransactionPayload()
             payload.transactionId = "\(index)"
-            #expect(await code { try await verifier.verify(try token(payload), as: FlatPayload.self) } == nil)
+            #expect(await verificationCode { try await verifier.verify(try token(payload), as: FlatPayload.self) } == nil)
         }
         #expect(verifier.x509ValidationCount == 1)
         #expect(verifier.chainCache.statistics.hits == 19)
         // Failures after the chain step still use the cache.
-        #expect(await code { try await verifier.verify(try token(samplePayload(bundleId: "zzz")), as: FlatPayload.self) }
+        #expect(await verificationCode { try await verifier.verify(try token(sampleTransactionPayload(bundleId: "zzz")), as: FlatPayload.self) }
             == .invalidAppIdentifier)
         #expect(verifier.x509ValidationCount == 1)
     }
 
     @Test func cachedChainStillChecksTheTime() async throws {
-        let verifier = try makeVerifier(ca: ca)
-        #expect(await code { try await verifier.verify(try token(), as: FlatPayload.self) } == nil)
+        let verifier = try makeTestVerifier(ca: ca)
+        #expect(await verificationCode { try await verifier.verify(try token(), as: FlatPayload.self) } == nil)
         #expect(verifier.x509ValidationCount == 1)
         // Cached, but this payload's signedDate is after the leaf expired.
-        #expect(await code { try await verifier.verify(try token(samplePayload(signedDate: 2_200_000_000_000)), as: FlatPayload.self) }
+        #expect(await verificationCode { try await verifier.verify(try token(sampleTransactionPayload(signedDate: 2_200_000_000_000)), as: FlatPayload.self) }
             == .certificateExpired)
-        #expect(await code { try await verifier.verify(try token(samplePayload(signedDate: 1_000_000_000_000)), as: FlatPayload.self) }
+        #expect(await verificationCode { try await verifier.verify(try token(sampleTransactionPayload(signedDate: 1_000_000_000_000)), as: FlatPayload.self) }
             == .certificateExpired)
         #expect(verifier.x509ValidationCount == 1)
     }
@@ -479,7 +479,7 @@ struct VerifierTests {
     @Test func cacheEntriesExpire() async throws {
         let clock = ManualVerificationClock(milliseconds: testNowMilliseconds)
         let cache = VerifiedChainCache(timeToLive: 15 * 60 * 1000, capacity: 4)
-        let verifier = try makeVerifier(ca: ca, clock: clock, cache: cache)
+        let verifier = try makeTestVerifier(ca: ca, clock: clock, cache: cache)
         _ = try await verifier.verify(try token(), as: FlatPayload.self)
         clock.advance(milliseconds: 1000)
         _ = try await verifier.verify(try token(), as: FlatPayload.self)
@@ -491,25 +491,25 @@ struct VerifierTests {
 
     @Test func cacheIsKeyedByRootAndBounded() async throws {
         let cache = VerifiedChainCache(capacity: 3)
-        let verifier = try makeVerifier(ca: ca, cache: cache)
+        let verifier = try makeTestVerifier(ca: ca, cache: cache)
         _ = try await verifier.verify(try token(), as: FlatPayload.self)
         // Another verifier sharing the cache but trusting another root gets no hit from it.
         let other = try TestCertificateAuthority(options: .init(name: "Other"))
-        let otherVerifier = try makeVerifier(ca: other, roots: [other.rootDER], cache: cache)
-        #expect(await code { try await otherVerifier.verify(try token(), as: FlatPayload.self) } == .chainUntrusted)
+        let otherVerifier = try makeTestVerifier(ca: other, roots: [other.rootDER], cache: cache)
+        #expect(await verificationCode { try await otherVerifier.verify(try token(), as: FlatPayload.self) } == .chainUntrusted)
         #expect(otherVerifier.x509ValidationCount == 1)
         for _ in 0..<5 {
             let fresh = try TestCertificateAuthority()
-            let freshVerifier = try makeVerifier(ca: fresh, cache: cache)
-            _ = try await freshVerifier.verify(try fresh.signer.sign(samplePayload()), as: FlatPayload.self)
+            let freshVerifier = try makeTestVerifier(ca: fresh, cache: cache)
+            _ = try await freshVerifier.verify(try fresh.signer.sign(sampleTransactionPayload()), as: FlatPayload.self)
         }
         #expect(cache.count <= 3)
     }
 
     @Test func concurrentVerificationsAgree() async throws {
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let tokens = try (0..<64).map { index in
-            var payload = samplePayload()
+            var payload = sampleTransactionPayload()
             payload.transactionId = "\(index)"
             return try token(payload)
         }
@@ -537,7 +537,7 @@ struct VerifierTests {
         }
         let inner = try token()
         let outer = try token(Outer(signedDate: testNowMilliseconds, data: .init(environment: "Sandbox", bundleId: "com.example", signedTransactionInfo: inner)))
-        let verifier = try makeVerifier(ca: ca)
+        let verifier = try makeTestVerifier(ca: ca)
         let notification = try await verifier.verify(outer, as: Outer.self)
         let transaction = try await verifier.verify(notification.data.signedTransactionInfo, as: FlatPayload.self)
         #expect(transaction.transactionId == "1000")
@@ -545,7 +545,7 @@ struct VerifierTests {
     }
 
     @Test func embeddedAppleRootMatchesTheFile() throws {
-        let file = try Data(contentsOf: packageRoot().appendingPathComponent("certs/AppleRootCA-G3.cer"))
+        let file = try Data(contentsOf: appStorePackageRoot().appendingPathComponent("certs/AppleRootCA-G3.cer"))
         #expect(AppleRootCertificates.appleRootCAG3DER == Array(file))
         #expect(SHA256.fingerprint(AppleRootCertificates.appleRootCAG3DER)
             == "63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79")

@@ -7,7 +7,7 @@ import Testing
 /// `swift test`; the suite is skipped when it is not).
 /// The debug `entitled` binary, if built.
 let entitledBinary: URL? = {
-    let url = packageRoot().appendingPathComponent(".build/debug/entitled")
+    let url = appStorePackageRoot().appendingPathComponent(".build/debug/entitled")
     return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
 }()
 

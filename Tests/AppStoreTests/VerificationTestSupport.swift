@@ -52,7 +52,7 @@ struct NotificationLikePayload: Codable, VerifiablePayload, DeclaresAppIdentifie
 /// 2025-11-01, inside the default test CA's validity.
 let testNowMilliseconds: Int64 = 1_761_962_975_000
 
-func makeVerifier(
+func makeTestVerifier(
     ca: TestCertificateAuthority, roots: [[UInt8]]? = nil, bundleId: String? = "com.example", appAppleId: Int64? = nil,
     environments: Set<AppStoreEnvironment> = [.sandbox], mode: SignedDataVerifier.Mode = .offline,
     clock: any VerificationClock = FixedVerificationClock(milliseconds: testNowMilliseconds),
@@ -65,14 +65,14 @@ func makeVerifier(
         clock: clock, revocationChecker: revocationChecker, chainCache: cache)
 }
 
-func samplePayload(environment: String = "Sandbox", bundleId: String? = "com.example", signedDate: Int64? = testNowMilliseconds)
+func sampleTransactionPayload(environment: String = "Sandbox", bundleId: String? = "com.example", signedDate: Int64? = testNowMilliseconds)
     -> FlatPayload
 {
     FlatPayload(signedDate: signedDate, environment: environment, bundleId: bundleId, appAppleId: nil, transactionId: "1000")
 }
 
 /// The package root, found by walking up from this file to `Package.swift`.
-func packageRoot(file: String = #filePath) -> URL {
+func appStorePackageRoot(file: String = #filePath) -> URL {
     var url = URL(fileURLWithPath: file).deletingLastPathComponent()
     while url.path != "/" {
         if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
@@ -82,6 +82,6 @@ func packageRoot(file: String = #filePath) -> URL {
 }
 
 /// Where Apple's test data lives (outside the package, next to it).
-enum Fixtures {
-    static let appleFixtures = packageRoot().appendingPathComponent("../shared/apple-fixtures").standardized
+enum AppleFixturePaths {
+    static let root = appStorePackageRoot().appendingPathComponent("../shared/apple-fixtures").standardized
 }
