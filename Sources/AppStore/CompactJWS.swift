@@ -21,13 +21,13 @@ public struct JWSLimits: Sendable, Equatable {
 /// digest of leaf ‖ intermediate. A pure function of the header segment's bytes, which is what
 /// lets ``HeaderMemo`` reuse it.
 final class DecodedHeader: Sendable {
-    let json: JSONValue
+    let json: StrictJSONValue
     /// `x5c` entries as DER (nil entries failed to decode); nil when `x5c` is not an array of strings.
     let certificateDER: [[UInt8]?]?
     /// SHA-256 of leaf DER ‖ intermediate DER, when there are at least two decodable entries.
     let chainDigest: [UInt8]?
 
-    init(json: JSONValue) {
+    init(json: StrictJSONValue) {
         self.json = json
         if case .array(let entries) = json["x5c"] {
             var decoded: [[UInt8]?]? = []
@@ -99,7 +99,7 @@ final class HeaderMemo: Sendable {
 public struct CompactJWS: Sendable {
     let decodedHeader: DecodedHeader
     /// The decoded header JSON.
-    public var header: JSONValue { decodedHeader.json }
+    public var header: StrictJSONValue { decodedHeader.json }
     /// The decoded payload bytes (JSON).
     public var payload: [UInt8]
     /// The decoded signature bytes (64 for ES256).
@@ -187,7 +187,7 @@ public struct CompactJWS: Sendable {
             guard let headerBytes = Base64.decode(utf8: headerSegment, url: true) else {
                 throw VerificationError(.invalidJWTFormat, "header is not base64url")
             }
-            guard let json = JSONReader.parse(headerBytes, depthLimit: min(limits.maxJSONDepth, 8)), case .object = json else {
+            guard let json = StrictJSONReader.parse(headerBytes, depthLimit: min(limits.maxJSONDepth, 8)), case .object = json else {
                 throw VerificationError(.invalidJWTFormat, "header is not a JSON object")
             }
             decodedHeader = DecodedHeader(json: json)
@@ -196,7 +196,7 @@ public struct CompactJWS: Sendable {
         guard let payload = Base64.decode(utf8: payloadSegment, url: true),
             let signature = Base64.decode(utf8: signatureSegment, url: true)
         else { throw VerificationError(.invalidJWTFormat, "a segment is not base64url") }
-        guard JSONScan.nestingDepth(of: payload, limit: limits.maxJSONDepth) != nil else {
+        guard JSONNestingScan.nestingDepth(of: payload, limit: limits.maxJSONDepth) != nil else {
             throw VerificationError(.malformedPayload, "payload nests deeper than \(limits.maxJSONDepth)")
         }
         guard let firstByte = payload.first(where: { !isSpace($0) }), firstByte == UInt8(ascii: "{") else {

@@ -6,8 +6,8 @@ import Foundation
 /// splitting and base64url, the header reader, the nesting scan, `JSONDecoder` on the payload, and
 /// DER parsing of whatever `x5c` holds. Any input must end in a value or a typed error, never a crash.
 func fuzzOne(_ bytes: UnsafeRawBufferPointer) {
-    _ = JSONScan.nestingDepth(of: bytes, limit: 32)
-    _ = JSONReader.parse(bytes, depthLimit: 16)
+    _ = JSONNestingScan.nestingDepth(of: bytes, limit: 32)
+    _ = StrictJSONReader.parse(bytes, depthLimit: 16)
     _ = Base64.decode(utf8: bytes, url: true)
     _ = Base64.decode(utf8: bytes, url: false)
     guard let jws = try? CompactJWS.parse(utf8: bytes) else { return }

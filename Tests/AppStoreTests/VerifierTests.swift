@@ -555,18 +555,18 @@ struct VerifierTests {
     }
 
     @Test func jsonReaderHandlesEscapes() {
-        let value = JSONReader.parse(Array(#"{"a":"x\/y\u00e9\ud83d\ude00","b":[1,-2.5e3,true,null]}"#.utf8))
+        let value = StrictJSONReader.parse(Array(#"{"a":"x\/y\u00e9\ud83d\ude00","b":[1,-2.5e3,true,null]}"#.utf8))
         #expect(value?["a"] == .string("x/yé😀"))
         #expect(value?["b"] == .array([.number("1"), .number("-2.5e3"), .bool(true), .null]))
-        #expect(JSONReader.parse(Array(#"{"a":"\ud83d"}"#.utf8)) == nil)
-        #expect(JSONReader.parse(Array(#"{"a":01}"#.utf8)) == nil)
-        #expect(JSONReader.parse(Array(#"{"a":1} x"#.utf8)) == nil)
-        #expect(JSONScan.nestingDepth(of: Array(#"{"a":"[[[[","b":[{}]}"#.utf8), limit: 3) == 3)
-        #expect(JSONScan.nestingDepth(of: Array(#"[[[["#.utf8), limit: 3) == nil)
+        #expect(StrictJSONReader.parse(Array(#"{"a":"\ud83d"}"#.utf8)) == nil)
+        #expect(StrictJSONReader.parse(Array(#"{"a":01}"#.utf8)) == nil)
+        #expect(StrictJSONReader.parse(Array(#"{"a":1} x"#.utf8)) == nil)
+        #expect(JSONNestingScan.nestingDepth(of: Array(#"{"a":"[[[[","b":[{}]}"#.utf8), limit: 3) == 3)
+        #expect(JSONNestingScan.nestingDepth(of: Array(#"[[[["#.utf8), limit: 3) == nil)
         // Escaped quotes do not end strings; escaped backslashes before a quote do not escape it.
-        #expect(JSONScan.nestingDepth(of: Array(#"{"a":"x\"[[[[[","b":"\\"}"#.utf8), limit: 3) == 1)
-        #expect(JSONScan.nestingDepth(of: Array(#"{"a":"\\\"[[[["}"#.utf8), limit: 3) == 1)
-        #expect(JSONScan.nestingDepth(of: Array(#"{"a":"\\",[[[[1]]]]}"#.utf8), limit: 3) == nil)
-        #expect(JSONScan.nestingDepth(of: Array(#"{"a":"unterminated [[[["#.utf8), limit: 3) == 1)
+        #expect(JSONNestingScan.nestingDepth(of: Array(#"{"a":"x\"[[[[[","b":"\\"}"#.utf8), limit: 3) == 1)
+        #expect(JSONNestingScan.nestingDepth(of: Array(#"{"a":"\\\"[[[["}"#.utf8), limit: 3) == 1)
+        #expect(JSONNestingScan.nestingDepth(of: Array(#"{"a":"\\",[[[[1]]]]}"#.utf8), limit: 3) == nil)
+        #expect(JSONNestingScan.nestingDepth(of: Array(#"{"a":"unterminated [[[["#.utf8), limit: 3) == 1)
     }
 }

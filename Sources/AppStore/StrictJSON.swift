@@ -2,11 +2,11 @@ import Foundation
 
 /// Cheap structural checks and a tiny JSON reader for the JWS header.
 ///
-/// The payload goes to `JSONDecoder`, but only after ``JSONScan/nestingDepth(of:limit:)`` has bounded
+/// The payload goes to `JSONDecoder`, but only after ``JSONNestingScan/nestingDepth(of:limit:)`` has bounded
 /// its nesting, so hostile input (1 MB of `[`) fails fast with a typed error instead of deep recursion.
 /// The header is read here rather than with Foundation because it is on the hot path and only a few
 /// fields matter.
-public enum JSONScan {
+public enum JSONNestingScan {
     /// The maximum nesting depth of `bytes`, or nil as soon as it exceeds `limit`.
     ///
     /// Counts `[` and `{` outside strings; does not otherwise validate the JSON.
@@ -55,18 +55,18 @@ public enum JSONScan {
     }
 }
 
-/// A JSON value, as read by ``JSONReader``.
-public enum JSONValue: Sendable, Equatable {
+/// A JSON value, as read by ``StrictJSONReader``.
+public enum StrictJSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     /// Numbers keep their source text; the header never needs arithmetic.
     case number(String)
     case string(String)
-    case array([JSONValue])
+    case array([StrictJSONValue])
     /// Members in source order; a duplicate key is rejected by the reader.
-    case object([(String, JSONValue)])
+    case object([(String, StrictJSONValue)])
 
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    public static func == (lhs: StrictJSONValue, rhs: StrictJSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): true
         case (.bool(let a), .bool(let b)): a == b
@@ -79,28 +79,28 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// The member named `key` of an object.
-    public subscript(key: String) -> JSONValue? {
+    public subscript(key: String) -> StrictJSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.0 == key }?.1
     }
 }
 
 /// A strict RFC 8259 reader with a depth limit, for small documents such as JWS headers.
-public struct JSONReader {
+public struct StrictJSONReader {
     private let bytes: UnsafeRawBufferPointer
     private var position = 0
     private let depthLimit: Int
 
     /// Parses one JSON document; nil when the input is not exactly one valid value within `depthLimit`.
-    public static func parse(_ bytes: UnsafeRawBufferPointer, depthLimit: Int = 16) -> JSONValue? {
-        var reader = JSONReader(bytes: bytes, depthLimit: depthLimit)
+    public static func parse(_ bytes: UnsafeRawBufferPointer, depthLimit: Int = 16) -> StrictJSONValue? {
+        var reader = StrictJSONReader(bytes: bytes, depthLimit: depthLimit)
         guard let value = reader.value(depth: 0) else { return nil }
         reader.skipWhitespace()
         return reader.position == bytes.count ? value : nil
     }
 
     /// The array form of ``parse(_:depthLimit:)``.
-    public static func parse(_ bytes: [UInt8], depthLimit: Int = 16) -> JSONValue? {
+    public static func parse(_ bytes: [UInt8], depthLimit: Int = 16) -> StrictJSONValue? {
         bytes.withUnsafeBytes { parse($0, depthLimit: depthLimit) }
     }
 
@@ -123,14 +123,14 @@ public struct JSONReader {
         return true
     }
 
-    private mutating func value(depth: Int) -> JSONValue? {
+    private mutating func value(depth: Int) -> StrictJSONValue? {
         skipWhitespace()
         guard let byte = current else { return nil }
         switch byte {
         case UInt8(ascii: "{"):
             guard depth < depthLimit else { return nil }
             position += 1
-            var members: [(String, JSONValue)] = []
+            var members: [(String, StrictJSONValue)] = []
             skipWhitespace()
             if current == UInt8(ascii: "}") {
                 position += 1
@@ -158,7 +158,7 @@ public struct JSONReader {
         case UInt8(ascii: "["):
             guard depth < depthLimit else { return nil }
             position += 1
-            var elements: [JSONValue] = []
+            var elements: [StrictJSONValue] = []
             skipWhitespace()
             if current == UInt8(ascii: "]") {
                 position += 1
@@ -177,7 +177,7 @@ public struct JSONReader {
                 return .array(elements)
             }
         case UInt8(ascii: "\""):
-            return string().map(JSONValue.string)
+            return string().map(StrictJSONValue.string)
         case UInt8(ascii: "t"): return literal("true") ? .bool(true) : nil
         case UInt8(ascii: "f"): return literal("false") ? .bool(false) : nil
         case UInt8(ascii: "n"): return literal("null") ? .null : nil
@@ -185,7 +185,7 @@ public struct JSONReader {
         }
     }
 
-    private mutating func number() -> JSONValue? {
+    private mutating func number() -> StrictJSONValue? {
         let start = position
         if current == UInt8(ascii: "-") { position += 1 }
         guard let first = current, first >= 0x30, first <= 0x39 else { return nil }
