@@ -202,6 +202,26 @@ struct OCSPTests {
         #expect(checker.requestCount == 4)
     }
 
+    @Test func cachesFollowTheInjectedClock() async throws {
+        let setup = try LiveOCSPSetup()
+        defer { setup.stop() }
+        // Starts at the real time (the responder stamps real thisUpdate/nextUpdate), then moves by hand.
+        let clock = ManualVerificationClock(milliseconds: SystemVerificationClock().nowMilliseconds())
+        let checker = OCSPRevocationChecker()
+        let verifier = try makeTestVerifier(ca: setup.ca, mode: .online, clock: clock, revocationChecker: checker)
+        let token = try setup.ca.signer.sign(sampleTransactionPayload(signedDate: nil))
+        _ = try await verifier.verify(token, as: FlatPayload.self)
+        clock.advance(milliseconds: 1000)
+        _ = try await verifier.verify(token, as: FlatPayload.self)
+        #expect(checker.requestCount == 2)
+        #expect(verifier.x509ValidationCount == 1)
+        // 15 minutes later both caches have expired: the chain is validated and OCSP asked again.
+        clock.advance(milliseconds: 15 * 60 * 1000)
+        _ = try await verifier.verify(token, as: FlatPayload.self)
+        #expect(checker.requestCount == 4)
+        #expect(verifier.x509ValidationCount == 2)
+    }
+
     /// Transport that returns fixed bytes, to check response handling without a network.
     struct CannedTransport: OCSPTransport {
         var body: [UInt8]
