@@ -308,10 +308,7 @@ public final class SignedDataVerifier: Sendable {
     private func verifiedChain(leafDER: [UInt8], intermediateDER: [UInt8], digest: [UInt8], at time: Int64, now: Int64)
         throws(VerificationError) -> VerifiedChainCache.Entry
     {
-        for fingerprint in rootFingerprints {
-            guard let entry = chainCache.lookup(.init(chainDigest: digest, rootFingerprint: fingerprint), now: now) else {
-                continue
-            }
+        if let entry = chainCache.lookup(chainDigest: digest, rootFingerprints: rootFingerprints, now: now) {
             guard entry.validFrom <= time, time <= entry.validUntil else {
                 throw VerificationError(
                     .certificateExpired, "certificate chain is not valid at \(time) (valid \(entry.validFrom)…\(entry.validUntil))")

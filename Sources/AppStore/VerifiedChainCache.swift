@@ -62,19 +62,21 @@ public final class VerifiedChainCache: Sendable {
     /// Drops every entry.
     public func removeAll() { state.withLock { $0.entries.removeAll() } }
 
-    func lookup(_ key: Key, now: Int64) -> Entry? {
+    /// The live entry for this chain under any of `rootFingerprints`; counts one hit or one miss.
+    func lookup(chainDigest: [UInt8], rootFingerprints: [[UInt8]], now: Int64) -> Entry? {
         state.withLock { state in
-            guard let entry = state.entries[key] else {
-                state.misses += 1
-                return nil
+            for root in rootFingerprints {
+                let key = Key(chainDigest: chainDigest, rootFingerprint: root)
+                guard let entry = state.entries[key] else { continue }
+                guard now - entry.storedAt < timeToLive, now >= entry.storedAt else {
+                    state.entries[key] = nil
+                    continue
+                }
+                state.hits += 1
+                return entry
             }
-            guard now - entry.storedAt < timeToLive, now >= entry.storedAt else {
-                state.entries[key] = nil
-                state.misses += 1
-                return nil
-            }
-            state.hits += 1
-            return entry
+            state.misses += 1
+            return nil
         }
     }
 
