@@ -16,7 +16,7 @@ enum VerifyCommand: Command {
         Reads one payload per line (a compact JWS, or a JSON body {"signedPayload": "…"}) from FILE or
         standard input and writes one line of JSON per input line: the verified payload, with
         signedTransactionInfo, signedRenewalInfo and signedAppTransactionInfo replaced by their own
-        verified payloads, or {"error": "<CODE>", "message": "…"}.
+        verified payloads, or {"error": "<CODE>", "message": "…"}. Blank lines are skipped.
 
         Options:
           --root CERT         a trusted root certificate (DER or PEM file); repeatable.
