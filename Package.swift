@@ -63,6 +63,9 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // libFuzzer target for the JWS/JSON parsing path (scripts/fuzz.sh); a plain corpus runner otherwise.
+        .executableTarget(name: "FuzzJWS", dependencies: ["AppStore", "EntitledCrypto"], swiftSettings: swiftSettings),
+
         .testTarget(
             name: "AppStoreTests", dependencies: ["AppStore", "AppStoreTesting", "EntitledCrypto"],
             swiftSettings: swiftSettings),

@@ -10,6 +10,7 @@ enum BenchCommand: Command {
         [
         HTTPBenchmark.self,
         EngineBenchmark.self,
+        VerifyBenchmark.self,
         ]
     }
 

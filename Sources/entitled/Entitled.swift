@@ -9,6 +9,7 @@ enum Entitled {
     static var commands: [any Command.Type] {
         [
         ServeCommand.self,
+        VerifyCommand.self,
         BenchCommand.self,
         ]
     }

@@ -1,0 +1,125 @@
+import AppStoreTesting
+import EntitledCrypto
+import Foundation
+import Testing
+
+/// The `entitled verify` contract, run against the built binary (present after `swift build` or
+/// `swift test`; the suite is skipped when it is not).
+/// The debug `entitled` binary, if built.
+let entitledBinary: URL? = {
+    let url = appStorePackageRoot().appendingPathComponent(".build/debug/entitled")
+    return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
+}()
+
+@Suite("entitled verify", .enabled(if: entitledBinary != nil))
+struct VerifyCLITests {
+    struct Run {
+        var status: Int32
+        var lines: [[String: Any]]
+    }
+
+    func run(_ arguments: [String], input: String) throws -> Run {
+        let process = Process()
+        process.executableURL = entitledBinary!
+        process.arguments = ["verify"] + arguments
+        let stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let output = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let lines = output.split(separator: UInt8(ascii: "\n")).map {
+            (try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any]) ?? ["unparsed": String(decoding: $0, as: UTF8.self)]
+        }
+        return Run(status: process.terminationStatus, lines: lines)
+    }
+
+    struct Transaction: Encodable {
+        var transactionId = "77"
+        var bundleId = "com.example"
+        var environment = "Sandbox"
+        var signedDate: Int64 = testNowMilliseconds
+    }
+    struct Renewal: Encodable {
+        var autoRenewStatus = 1
+        var environment = "Sandbox"
+        var signedDate: Int64 = testNowMilliseconds
+    }
+    struct AppData: Encodable {
+        var environment = "Sandbox"
+        var bundleId = "com.example"
+        var appAppleId: Int64 = 1234
+        var signedTransactionInfo: String
+        var signedRenewalInfo: String
+    }
+    struct Notification: Encodable {
+        var notificationType = "DID_RENEW"
+        var signedDate: Int64 = testNowMilliseconds
+        var data: AppData
+    }
+
+    func rootFile(_ ca: TestCertificateAuthority) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("root-\(UUID().uuidString).pem").path
+        try ca.root.pem.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func notificationWithNestedFieldsAndAFailure() throws {
+        let ca = sharedCA
+        let signer = ca.signer
+        let good = try signer.sign(
+            Notification(data: AppData(signedTransactionInfo: try signer.sign(Transaction()), signedRenewalInfo: try signer.sign(Renewal()))))
+        let badNested = try signer.sign(
+            Notification(
+                data: AppData(
+                    signedTransactionInfo: try signer.sign(Transaction(bundleId: "com.other")), signedRenewalInfo: try signer.sign(Renewal()))))
+        let root = try rootFile(ca)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+
+        let result = try run(["--root", root, "--bundle-id", "com.example"], input: good + "\n{\"signedPayload\": \"\(badNested)\"}\n\nnot-a-jws\n")
+        #expect(result.status == 2)
+        try #require(result.lines.count == 3)
+        let data = try #require(result.lines[0]["data"] as? [String: Any])
+        #expect((data["signedTransactionInfo"] as? [String: Any])?["transactionId"] as? String == "77")
+        #expect((data["signedRenewalInfo"] as? [String: Any])?["autoRenewStatus"] as? Int == 1)
+        #expect(result.lines[1]["error"] as? String == "INVALID_APP_IDENTIFIER")
+        #expect(result.lines[2]["error"] as? String == "INVALID_JWT_FORMAT")
+        #expect(result.lines[2]["message"] is String)
+
+        let allGood = try run(["--root", root], input: good + "\n")
+        #expect(allGood.status == 0)
+        #expect(allGood.lines.first?["notificationType"] as? String == "DID_RENEW")
+    }
+
+    @Test func environmentAndTimeOptions() throws {
+        let ca = sharedCA
+        let token = try ca.signer.sign(Transaction())
+        let root = try rootFile(ca)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        #expect(try run(["--root", root, "--environment", "Production"], input: token).lines.first?["error"] as? String
+            == "INVALID_ENVIRONMENT")
+        #expect(try run(["--root", root, "--at", "2280946846"], input: token).lines.first?["error"] as? String == "CERTIFICATE_EXPIRED")
+        #expect(try run(["--root", root, "--kind", "renewal"], input: token).status == 0)
+        // The bundled Apple root does not trust the test CA.
+        #expect(try run([], input: token).lines.first?["error"] as? String == "CHAIN_UNTRUSTED")
+    }
+
+    @Test func localTestingOnlyWhenNamed() throws {
+        let token = try JWSSigner(key: try P256PrivateKey(), certificateChain: nil)
+            .sign(Transaction(environment: "LocalTesting"))
+        #expect(try run([], input: token).lines.first?["error"] as? String == "INVALID_JWT_FORMAT")
+        let named = try run(["--environment", "LocalTesting"], input: token)
+        #expect(named.status == 0)
+        #expect(named.lines.first?["transactionId"] as? String == "77")
+    }
+
+    @Test func usageErrors() throws {
+        #expect(try run(["--kind", "bogus"], input: "").status == 2)
+        #expect(try run(["--environment", "Staging"], input: "").status == 2)
+        #expect(try run(["--root", "/nonexistent"], input: "").status == 2)
+    }
+}
