@@ -59,9 +59,11 @@ public struct API: Sendable {
     func notificationV2(_ request: Request) async throws -> Response {
         let now = clock.nowMilliseconds()
         try checkAppleBody(request)
-        let envelope = try decodeBody(ResponseBodyV2.self, request)
         var bundleId: String?
         do {
+            guard let envelope = try? JSONDecoder().decode(ResponseBodyV2.self, from: Data(request.body)) else {
+                throw VerificationError(code: "INVALID_JSON", detail: "the body is not {\"signedPayload\": \"…\"}")
+            }
             guard let signedPayload = envelope.signedPayload, !signedPayload.isEmpty else {
                 throw VerificationError.malformed("signedPayload is missing")
             }

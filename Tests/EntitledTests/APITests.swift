@@ -240,7 +240,9 @@ extension Loopback.Reply {
             let notJSON = try await api.send("POST", "/v1/apple/notifications", json: "{")
             #expect(notJSON.status == 400)
             #expect(notJSON.code == "INVALID_JSON")
-            #expect(api.ledger.rejected.map(\.code) == ["UNKNOWN_BUNDLE_ID", "WRONG_ENVIRONMENT", "MALFORMED_PAYLOAD", "MALFORMED_PAYLOAD"])
+            #expect(
+                api.ledger.rejected.map(\.code)
+                    == ["UNKNOWN_BUNDLE_ID", "WRONG_ENVIRONMENT", "MALFORMED_PAYLOAD", "MALFORMED_PAYLOAD", "INVALID_JSON"])
             #expect(api.ledger.factCount == 0)
         }
     }

@@ -89,6 +89,41 @@ import Testing
                         originalApplicationVersion: "1.1.2", signedDate: 1_698_148_900_000, environment: .localTesting)))
     }
 
+    /// Every V2 notification fixture of Apple's library: the notification fact's type, subtype and
+    /// environment, and how many facts it yields with the fixture transaction and renewal info attached
+    /// where the payload carries `data`.
+    @Test(arguments: [
+        ("signedNotification.json", "SUBSCRIBED", "INITIAL_BUY", "LocalTesting", 3),
+        ("signedConsumptionRequestNotification.json", "CONSUMPTION_REQUEST", nil, "LocalTesting", 3),
+        ("signedSummaryNotification.json", "RENEWAL_EXTENSION", "SUMMARY", "LocalTesting", 1),
+        ("signedExternalPurchaseTokenNotification.json", "EXTERNAL_PURCHASE_TOKEN", "UNREPORTED", "Production", 1),
+        ("signedExternalPurchaseTokenSandboxNotification.json", "EXTERNAL_PURCHASE_TOKEN", "UNREPORTED", "Sandbox", 1),
+        ("signedRescindConsentNotification.json", "RESCIND_CONSENT", nil, "LocalTesting", 2),
+    ] as [(String, String, String?, String, Int)])
+    func everyNotificationFixture(file: String, type: String, subtype: String?, environment: String, count: Int) throws {
+        let payload = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, file)
+        var verified = VerifiedNotification(payload: payload)
+        if payload.data != nil {
+            verified.transaction = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
+            verified.renewalInfo = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
+        }
+        if payload.appData != nil {
+            verified.appTransaction = try AppleFixtures.load(AppTransaction.self, "appTransaction.json")
+        }
+        let facts = try FactMapper(app: app).facts(from: verified)
+        #expect(facts.count == count)
+        guard case .notification(let notification) = facts.first else {
+            Issue.record("no notification fact")
+            return
+        }
+        #expect(notification.type.rawValue == type)
+        #expect(notification.subtype?.rawValue == subtype)
+        #expect(notification.environment.rawValue == environment)
+        #expect(notification.notificationUUID == "002e14d5-51f5-4503-b5a8-c3a1af68eb20")
+        #expect(notification.signedDate == 1_698_148_900_000)
+        #expect(facts.allSatisfy { $0.environment.rawValue == environment || payload.data != nil })
+    }
+
     @Test(arguments: [
         (AppStore.ProductType.autoRenewableSubscription, "x", Int64?.none, Entitlements.ProductType.autoRenewable),
         (.nonConsumable, "x", nil, .nonConsumable),

@@ -1,3 +1,4 @@
+import AppStore
 import EntitledConfig
 import EntitledServer
 import Foundation
@@ -69,8 +70,6 @@ private struct Unused: NotificationVerifying, LedgerStoring {
     func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? { nil }
     func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? { nil }
 }
-
-import AppStore
 
 @Suite struct OpenAPITests {
     @Test func routerAndSpecListTheSameOperations() throws {
