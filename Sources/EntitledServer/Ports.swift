@@ -107,9 +107,12 @@ public enum LedgerSource: Sendable, Equatable {
 }
 
 /// Link purchases to a customer (the app posted them for that customer).
+///
+/// Facts of the batch without an `originalTransactionId` (a posted app transaction) belong to
+/// `appUserId` directly. The customer is created if it does not exist yet.
 public struct CustomerLink: Sendable, Equatable {
     public var appUserId: String
-    /// The subscriptions / purchases to link.
+    /// The subscriptions / purchases to link (empty for an app transaction).
     public var originalTransactionIds: [String]
     /// What to do when one is already linked to another customer.
     public var restoreBehavior: RestoreBehavior
@@ -131,7 +134,7 @@ public struct LedgerBatch: Sendable, Equatable {
     public var source: LedgerSource
     public var bundleId: String?
     public var environment: Environment
-    /// The request body exactly as received.
+    /// The request body exactly as received; for V1, re-encoded without its `password`.
     public var rawBody: [UInt8]
     public var facts: [Fact]
     public var link: CustomerLink?

@@ -294,6 +294,10 @@ extension Loopback.Reply {
             let quoted = try await api.send(
                 "POST", "/v1/apple/notifications", json: #"{"signedPayload":"\#(String(repeating: "[", count: 40))"}"#)
             #expect(quoted.code == "MALFORMED_PAYLOAD")
+            let escaped = try await api.send(
+                "POST", "/v1/apple/notifications",
+                json: #"{"signedPayload":"\\\"\#(String(repeating: "[", count: 40))"}"#)
+            #expect(escaped.code == "MALFORMED_PAYLOAD")
         }
     }
 

@@ -84,6 +84,29 @@ private struct Unused: NotificationVerifying, LedgerStoring {
         #expect(routes.count == 9)
     }
 
+    /// Every `$ref: "#/components/<section>/<Name>"` names an entry that exists in that section.
+    @Test func everyReferenceResolves() throws {
+        let text = try String(contentsOf: OpenAPISpec.url, encoding: .utf8)
+        var defined = Set<String>()
+        var section: String?
+        var inComponents = false
+        for line in text.split(separator: "\n") {
+            let indent = line.prefix { $0 == " " }.count
+            let content = line.trimmingCharacters(in: .whitespaces)
+            if indent == 0 { inComponents = content == "components:" }
+            guard inComponents, content.hasSuffix(":") else { continue }
+            if indent == 2 { section = String(content.dropLast()) }
+            if indent == 4, let section { defined.insert("#/components/\(section)/\(content.dropLast())") }
+        }
+        var references = Set<String>()
+        for line in text.split(separator: "\n") where line.contains("$ref:") {
+            let value = line.split(separator: "$ref:", maxSplits: 1)[1].trimmingCharacters(in: CharacterSet(charactersIn: " \"'"))
+            references.insert(value)
+        }
+        #expect(!references.isEmpty)
+        #expect(references.subtracting(defined).isEmpty, "unresolved: \(references.subtracting(defined).sorted())")
+    }
+
     @Test func parserReadsPathsAndMethodsByIndentation() {
         let yaml = """
             openapi: 3.1.0
