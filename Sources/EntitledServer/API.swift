@@ -26,6 +26,9 @@ public struct API: Sendable {
     let budget: RejectionBudget
     /// The merged policy customer answers are evaluated with.
     let customerPolicy: Policy
+    /// Per bundleId: the app's mapper and policy, built once.
+    let mappers: [String: FactMapper]
+    let policies: [String: Policy]
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: any LedgerStoring,
@@ -39,7 +42,18 @@ public struct API: Sendable {
             apiKeys: configuration.apiKeys, customerTokens: configuration.customerTokens, hmac: hmac, clock: clock)
         self.budget = budget ?? RejectionBudget(clock: clock)
         self.customerPolicy = FactMapper.policy(for: configuration)
+        var mappers: [String: FactMapper] = [:]
+        var policies: [String: Policy] = [:]
+        for app in configuration.apps {
+            mappers[app.bundleId] = FactMapper(app: app)
+            policies[app.bundleId] = FactMapper.policy(for: app)
+        }
+        self.mappers = mappers
+        self.policies = policies
     }
+
+    func mapper(_ app: App) -> FactMapper { mappers[app.bundleId] ?? FactMapper(app: app) }
+    func policy(_ app: App) -> Policy { policies[app.bundleId] ?? FactMapper.policy(for: app) }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
     public func register(on router: inout Router) {
@@ -76,7 +90,7 @@ public struct API: Sendable {
             try checkEnvironment(verified.payload.verificationEnvironment, app: app)
             let facts: [Fact]
             do {
-                facts = try FactMapper(app: app).facts(from: verified)
+                facts = try mapper(app).facts(from: verified)
             } catch {
                 throw VerificationError.malformed(error.description)
             }
@@ -86,7 +100,7 @@ public struct API: Sendable {
                     notificationUUID: payload.notificationUUID ?? "", type: payload.notificationType?.rawValue ?? "",
                     subtype: payload.subtype?.rawValue),
                 bundleId: app.bundleId, environment: FactMapper.environment(payload.verificationEnvironment),
-                rawBody: request.body, facts: facts, policy: FactMapper.policy(for: app), receivedAt: now)
+                rawBody: request.body, facts: facts, policy: policy(app), receivedAt: now)
             let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
             return try .json(IngestBody(status: outcome.status.rawValue))
         } catch let error as VerificationError {
@@ -115,7 +129,7 @@ public struct API: Sendable {
         let raw = redacted(body)
         let facts: [Fact]
         do {
-            facts = try FactMapper(app: app).facts(fromV1: body)
+            facts = try mapper(app).facts(fromV1: body)
         } catch {
             throw await reject(
                 .malformed(error.description), request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
@@ -130,7 +144,7 @@ public struct API: Sendable {
         let batch = LedgerBatch(
             source: .notificationV1(key: SwiftSHA256.hex(SwiftSHA256.hash(raw)), type: body.notificationType?.rawValue ?? ""),
             bundleId: app.bundleId, environment: environment, rawBody: raw, facts: facts,
-            policy: FactMapper.policy(for: app), receivedAt: now)
+            policy: policy(app), receivedAt: now)
         let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
         return try .json(IngestBody(status: outcome.status.rawValue))
     }
@@ -172,7 +186,6 @@ public struct API: Sendable {
         try authorize(request, scope: .write, appUserId: appUserId)
         let now = clock.nowMilliseconds()
         guard request.body.count <= Self.maxNotificationBytes else { throw HTTPError.payloadTooLarge(limit: Self.maxNotificationBytes) }
-        try Self.checkDepth(request.body)
         let posted = try decodeBody(PostedTransaction.self, request)
         guard budget.allows(request.remoteAddress) else { throw RejectionBudget.exhausted }
         var bundleId: String?
@@ -191,7 +204,7 @@ public struct API: Sendable {
                 let transaction = try await verifier.verifyTransaction(signedTransaction: jws, app: app)
                 try checkEnvironment(transaction.environment, app: app)
                 let fact: TransactionFact
-                do { fact = try FactMapper(app: app).transaction(transaction) } catch {
+                do { fact = try mapper(app).transaction(transaction) } catch {
                     throw VerificationError.malformed(error.description)
                 }
                 facts = [.transaction(fact)]
@@ -208,7 +221,7 @@ public struct API: Sendable {
                 let appTransaction = try await verifier.verifyAppTransaction(signedAppTransaction: jws, app: app)
                 try checkEnvironment(appTransaction.receiptType, app: app)
                 let fact: AppTransactionFact
-                do { fact = try FactMapper(app: app).appTransaction(appTransaction) } catch {
+                do { fact = try mapper(app).appTransaction(appTransaction) } catch {
                     throw VerificationError.malformed(error.description)
                 }
                 facts = [.appTransaction(fact)]
@@ -220,7 +233,7 @@ public struct API: Sendable {
             }
             let batch = LedgerBatch(
                 source: .client(appUserId: appUserId), bundleId: app.bundleId, environment: environment,
-                rawBody: request.body, facts: facts, link: link, policy: FactMapper.policy(for: app), receivedAt: now)
+                rawBody: request.body, facts: facts, link: link, policy: policy(app), receivedAt: now)
             _ = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
             let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
             let snapshot = try await store { () async throws(LedgerError) in
@@ -300,7 +313,7 @@ public struct API: Sendable {
         }
         let environment =
             request.query["environment"] != nil ? try Self.environment(request) : (record.facts.first?.environment ?? .production)
-        let policy = record.bundleId.flatMap { configuration.app(bundleId: $0) }.map(FactMapper.policy(for:)) ?? customerPolicy
+        let policy = record.bundleId.flatMap { policies[$0] } ?? customerPolicy
         let state = evaluate(facts: record.facts, policy: policy, now: now, environment: environment)
         let grant =
             state.subscriptionGroups.compactMap(\.current).first { $0.originalTransactionId == originalTransactionId }
