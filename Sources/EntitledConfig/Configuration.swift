@@ -12,6 +12,10 @@ public struct Configuration: Sendable, Equatable {
     public var apps: [App] = []
     /// HTTP limits.
     public var http: HTTPSettings = HTTPSettings()
+    /// Upper bound of `Cache-Control: max-age` on customer answers, in seconds.
+    public var cacheTTLSeconds: Int = 3600
+    /// Per-customer tokens (JWT HS256) for apps that call the API directly; nil disables them.
+    public var customerTokens: CustomerTokenSettings?
 
     public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
 
@@ -55,6 +59,14 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// Per-customer bearer tokens: JWTs signed with HS256 under `secret`, `sub` = appUserId, `exp` required.
+public struct CustomerTokenSettings: Sendable, Equatable {
+    /// The resolved HMAC secret (never logged); at least 32 characters.
+    public var secret: String
+
+    public init(secret: String) { self.secret = secret }
 }
 
 /// An API key: a bearer secret with scopes.

@@ -85,6 +85,23 @@ public struct ConfigurationLoader: Sendable {
         if let node = reader.take("http") {
             configuration.http = try http(node)
         }
+        if let node = reader.take("cacheTTLSeconds") {
+            let seconds = try node.int()
+            guard (0...86400).contains(seconds) else {
+                throw ConfigurationError(path: node.path, message: "must be between 0 and 86400")
+            }
+            configuration.cacheTTLSeconds = seconds
+        }
+        if let node = reader.take("customerTokens") {
+            var object = try node.object()
+            let secretNode = try object.require("secret")
+            let secret = try resolveSecret(try secretNode.string(), path: secretNode.path)
+            guard secret.utf8.count >= 32 else {
+                throw ConfigurationError(path: secretNode.path, message: "a customer token secret needs at least 32 characters")
+            }
+            try object.finish()
+            configuration.customerTokens = CustomerTokenSettings(secret: secret)
+        }
         try reader.finish()
         return configuration
     }

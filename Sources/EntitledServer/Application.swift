@@ -26,11 +26,29 @@ public struct Application: Sendable {
     public let configuration: Configuration
     public let router: Router
 
-    /// Builds the routes for `configuration`.
+    /// Builds only `/healthz` and `/readyz` (what `entitled serve` runs until the verifier and
+    /// storage are wired in).
     public init(configuration: Configuration, readiness: any ReadinessProbe, clock: any ServerClock = SystemClock()) {
         self.configuration = configuration
         var router = Router()
         Health.register(on: &router, readiness: readiness)
+        self.router = router
+    }
+
+    /// Builds every route of the API: health, readiness (the ledger's), Apple's notifications, customers,
+    /// catalog and admin, written against `verifier` and `ledger`.
+    public init(
+        configuration: Configuration, verifier: any NotificationVerifying, ledger: any LedgerStoring,
+        clock: any ServerClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
+        hmac: any HMACSHA256Computing = SwiftSHA256()
+    ) {
+        self.configuration = configuration
+        var router = Router()
+        Health.register(on: &router, readiness: ledger)
+        API(
+            configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, budget: rejectionBudget,
+            hmac: hmac
+        ).register(on: &router)
         self.router = router
     }
 

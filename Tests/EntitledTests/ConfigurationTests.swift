@@ -108,3 +108,31 @@ import Testing
     @Test(arguments: ["8080", ":8080", "host:", "host:99999", "::1:80", "[::1]80"])
     func rejectsListenAddresses(text: String) { #expect(ListenAddress(parsing: text) == nil) }
 }
+
+@Suite struct APIConfigurationTests {
+    @Test func cacheTTLAndCustomerTokens() throws {
+        let loader = ConfigurationLoader(environment: ["TOKEN_SECRET": String(repeating: "s", count: 32)])
+        let configuration = try loader.parse(
+            Data(#"{"cacheTTLSeconds": 120, "customerTokens": {"secret": "env:TOKEN_SECRET"}}"#.utf8))
+        #expect(configuration.cacheTTLSeconds == 120)
+        #expect(configuration.customerTokens == CustomerTokenSettings(secret: String(repeating: "s", count: 32)))
+        #expect(try loader.parse(Data("{}".utf8)).cacheTTLSeconds == 3600)
+        #expect(try loader.parse(Data("{}".utf8)).customerTokens == nil)
+    }
+
+    @Test(arguments: [
+        (#"{"cacheTTLSeconds": -1}"#, "cacheTTLSeconds"),
+        (#"{"cacheTTLSeconds": 90000}"#, "cacheTTLSeconds"),
+        (#"{"customerTokens": {"secret": "short"}}"#, "customerTokens.secret"),
+        (#"{"customerTokens": {"secret": "env:MISSING"}}"#, "customerTokens.secret"),
+        (#"{"customerTokens": {"secret": "ssssssssssssssssssssssssssssssss", "alg": "none"}}"#, "customerTokens.alg"),
+    ])
+    func invalidValuesNameTheirKey(json: String, path: String) {
+        do {
+            _ = try ConfigurationLoader(environment: [:]).parse(Data(json.utf8))
+            Issue.record("accepted \(json)")
+        } catch {
+            #expect(error.path == path)
+        }
+    }
+}

@@ -1,0 +1,456 @@
+import AppStore
+import EntitledConfig
+import Entitlements
+import Foundation
+import HTTPServer
+
+/// The HTTP API of issue 6: handlers that parse, verify, store and answer — nothing more.
+///
+/// Every decision about entitlements is the engine's; every durable effect is the ledger's; every
+/// signature check is the verifier's. Apple's endpoints need no key (the signature or shared secret
+/// is the proof); customer endpoints need `read` (GET) or `write` (POST), admin ones `admin`.
+public struct API: Sendable {
+    /// Apple's notification bodies are at most this large (413 beyond).
+    public static let maxNotificationBytes = 256 * 1024
+    /// Deepest JSON nesting accepted in request bodies (400 `JSON_TOO_DEEP` beyond).
+    public static let maxJSONDepth = 32
+    /// History page size when `limit` is absent, and its maximum.
+    public static let defaultHistoryLimit = 50
+    public static let maxHistoryLimit = 200
+
+    let configuration: Configuration
+    let verifier: any NotificationVerifying
+    let ledger: any LedgerStoring
+    let clock: any ServerClock
+    let authenticator: Authenticator
+    let budget: RejectionBudget
+    /// The merged policy customer answers are evaluated with.
+    let customerPolicy: Policy
+    /// Per bundleId: the app's mapper and policy, built once.
+    let mappers: [String: FactMapper]
+    let policies: [String: Policy]
+
+    public init(
+        configuration: Configuration, verifier: any NotificationVerifying, ledger: any LedgerStoring,
+        clock: any ServerClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = SwiftSHA256()
+    ) {
+        self.configuration = configuration
+        self.verifier = verifier
+        self.ledger = ledger
+        self.clock = clock
+        self.authenticator = Authenticator(
+            apiKeys: configuration.apiKeys, customerTokens: configuration.customerTokens, hmac: hmac, clock: clock)
+        self.budget = budget ?? RejectionBudget(clock: clock)
+        self.customerPolicy = FactMapper.policy(for: configuration)
+        var mappers: [String: FactMapper] = [:]
+        var policies: [String: Policy] = [:]
+        for app in configuration.apps {
+            mappers[app.bundleId] = FactMapper(app: app)
+            policies[app.bundleId] = FactMapper.policy(for: app)
+        }
+        self.mappers = mappers
+        self.policies = policies
+    }
+
+    func mapper(_ app: App) -> FactMapper { mappers[app.bundleId] ?? FactMapper(app: app) }
+    func policy(_ app: App) -> Policy { policies[app.bundleId] ?? FactMapper.policy(for: app) }
+
+    /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
+    public func register(on router: inout Router) {
+        let api = self
+        router.post("/v1/apple/notifications") { try await api.notificationV2($0) }
+        router.post("/v1/apple/notifications/v1") { try await api.notificationV1($0) }
+        router.get("/v1/customers/{appUserId}") { try await api.getCustomer($0) }
+        router.post("/v1/customers/{appUserId}/transactions") { try await api.postTransaction($0) }
+        router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
+        router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
+        router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
+    }
+
+    // MARK: - Apple
+
+    /// `POST /v1/apple/notifications`: V2 `{"signedPayload": "…"}`.
+    func notificationV2(_ request: Request) async throws -> Response {
+        let now = clock.nowMilliseconds()
+        try checkAppleBody(request)
+        var bundleId: String?
+        do {
+            guard let envelope = try? JSONDecoder().decode(ResponseBodyV2.self, from: Data(request.body)) else {
+                throw VerificationError(code: "INVALID_JSON", detail: "the body is not {\"signedPayload\": \"…\"}")
+            }
+            guard let signedPayload = envelope.signedPayload, !signedPayload.isEmpty else {
+                throw VerificationError.malformed("signedPayload is missing")
+            }
+            guard let peeked = JWSPeek.payload(ResponseBodyV2DecodedPayload.self, signedPayload) else {
+                throw VerificationError.malformed("signedPayload is not a JWS")
+            }
+            bundleId = peeked.verificationBundleId
+            let app = try self.app(bundleId)
+            let verified = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
+            try checkEnvironment(verified.payload.verificationEnvironment, app: app)
+            let facts: [Fact]
+            do {
+                facts = try mapper(app).facts(from: verified)
+            } catch {
+                throw VerificationError.malformed(error.description)
+            }
+            let payload = verified.payload
+            let batch = LedgerBatch(
+                source: .notificationV2(
+                    notificationUUID: payload.notificationUUID ?? "", type: payload.notificationType?.rawValue ?? "",
+                    subtype: payload.subtype?.rawValue),
+                bundleId: app.bundleId, environment: FactMapper.environment(payload.verificationEnvironment),
+                rawBody: request.body, facts: facts, policy: policy(app), receivedAt: now)
+            let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
+            return try .json(IngestBody(status: outcome.status.rawValue))
+        } catch let error as VerificationError {
+            throw await reject(error, request: request, bundleId: bundleId, now: now)
+        }
+    }
+
+    /// `POST /v1/apple/notifications/v1`: the legacy JSON body; `password` must equal the app's shared secret.
+    func notificationV1(_ request: Request) async throws -> Response {
+        let now = clock.nowMilliseconds()
+        try checkAppleBody(request)
+        let body: ResponseBodyV1
+        do {
+            body = try AppStoreJSON.decode(ResponseBodyV1.self, from: Data(request.body))
+        } catch {
+            throw HTTPError.badRequest("the body is not a V1 notification: \(error.description)", code: "INVALID_JSON")
+        }
+        let app = body.bid.flatMap { configuration.app(bundleId: $0) }
+        // Compare even when the app or its secret is unknown, so timing does not tell which it was.
+        let expected = app?.sharedSecret ?? "\u{0}no shared secret configured"
+        let matches = constantTimeSecretEquals(body.password ?? "", expected)
+        guard let app, app.sharedSecret != nil, matches else {
+            let error = VerificationError(code: "INVALID_SHARED_SECRET", detail: "password does not match the app's shared secret")
+            throw await reject(error, request: request, bundleId: body.bid, now: now, redactedBody: redacted(body))
+        }
+        let raw = redacted(body)
+        let facts: [Fact]
+        do {
+            facts = try mapper(app).facts(fromV1: body)
+        } catch {
+            throw await reject(
+                .malformed(error.description), request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
+        }
+        let environment = FactMapper.environment(
+            body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
+        do {
+            try checkEnvironment(AppStoreEnvironment(rawValue: environment.rawValue), app: app)
+        } catch {
+            throw await reject(error, request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
+        }
+        let batch = LedgerBatch(
+            source: .notificationV1(key: SwiftSHA256.hex(SwiftSHA256.hash(raw)), type: body.notificationType?.rawValue ?? ""),
+            bundleId: app.bundleId, environment: environment, rawBody: raw, facts: facts,
+            policy: policy(app), receivedAt: now)
+        let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
+        return try .json(IngestBody(status: outcome.status.rawValue))
+    }
+
+    /// The V1 body without its password, for the ledger (secrets are never stored or logged).
+    func redacted(_ body: ResponseBodyV1) -> [UInt8] {
+        var copy = body
+        copy.password = nil
+        return (try? AppStoreJSON.encode(copy)).map(Array.init) ?? []
+    }
+
+    // MARK: - Customers
+
+    /// `GET /v1/customers/{appUserId}[?environment=Sandbox]`.
+    func getCustomer(_ request: Request) async throws -> Response {
+        let appUserId = try Self.appUserId(request)
+        try authorize(request, scope: .read, appUserId: appUserId)
+        let now = clock.nowMilliseconds()
+        let environment = try Self.environment(request)
+        let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
+        let snapshot = try await store { () async throws(LedgerError) in
+            try await ledger.customer(appUserId: appUserId, context: context)
+        }
+        var response = try Response.json(CustomerBody(customer: snapshot.customer, state: snapshot.state, now: now))
+        let maxAge = CustomerBody.maxAge(state: snapshot.state, now: now, ttl: configuration.cacheTTLSeconds)
+        response.headers.set("Cache-Control", "private, max-age=\(maxAge)")
+        return response
+    }
+
+    /// The body of `POST /v1/customers/{appUserId}/transactions`: exactly one of the two.
+    struct PostedTransaction: Decodable {
+        var signedTransaction: String?
+        var signedAppTransaction: String?
+    }
+
+    /// `POST /v1/customers/{appUserId}/transactions`: verify, link, apply, answer the new state.
+    func postTransaction(_ request: Request) async throws -> Response {
+        let appUserId = try Self.appUserId(request)
+        try authorize(request, scope: .write, appUserId: appUserId)
+        let now = clock.nowMilliseconds()
+        guard request.body.count <= Self.maxNotificationBytes else { throw HTTPError.payloadTooLarge(limit: Self.maxNotificationBytes) }
+        let posted = try decodeBody(PostedTransaction.self, request)
+        guard budget.allows(request.remoteAddress) else { throw RejectionBudget.exhausted }
+        var bundleId: String?
+        do {
+            let facts: [Fact]
+            let app: App
+            var link: CustomerLink?
+            let environment: Environment
+            switch (posted.signedTransaction, posted.signedAppTransaction) {
+            case (let jws?, nil):
+                guard let peeked = JWSPeek.payload(JWSTransactionDecodedPayload.self, jws) else {
+                    throw VerificationError.malformed("signedTransaction is not a JWS")
+                }
+                bundleId = peeked.bundleId
+                app = try self.app(bundleId)
+                let transaction = try await verifier.verifyTransaction(signedTransaction: jws, app: app)
+                try checkEnvironment(transaction.environment, app: app)
+                let fact: TransactionFact
+                do { fact = try mapper(app).transaction(transaction) } catch {
+                    throw VerificationError.malformed(error.description)
+                }
+                facts = [.transaction(fact)]
+                environment = fact.environment
+                link = CustomerLink(
+                    appUserId: appUserId, originalTransactionIds: [fact.originalTransactionId],
+                    restoreBehavior: app.restoreBehavior == .keep ? .keep : .transfer)
+            case (nil, let jws?):
+                guard let peeked = JWSPeek.payload(AppTransaction.self, jws) else {
+                    throw VerificationError.malformed("signedAppTransaction is not a JWS")
+                }
+                bundleId = peeked.bundleId
+                app = try self.app(bundleId)
+                let appTransaction = try await verifier.verifyAppTransaction(signedAppTransaction: jws, app: app)
+                try checkEnvironment(appTransaction.receiptType, app: app)
+                let fact: AppTransactionFact
+                do { fact = try mapper(app).appTransaction(appTransaction) } catch {
+                    throw VerificationError.malformed(error.description)
+                }
+                facts = [.appTransaction(fact)]
+                environment = fact.environment
+                link = CustomerLink(appUserId: appUserId, originalTransactionIds: [], restoreBehavior: .keep)
+            default:
+                throw HTTPError.badRequest(
+                    "send exactly one of signedTransaction and signedAppTransaction", code: "INVALID_REQUEST")
+            }
+            let batch = LedgerBatch(
+                source: .client(appUserId: appUserId), bundleId: app.bundleId, environment: environment,
+                rawBody: request.body, facts: facts, link: link, policy: policy(app), receivedAt: now)
+            _ = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
+            let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
+            let snapshot = try await store { () async throws(LedgerError) in
+                try await ledger.customer(appUserId: appUserId, context: context)
+            }
+            var response = try Response.json(CustomerBody(customer: snapshot.customer, state: snapshot.state, now: now))
+            response.headers.set("Cache-Control", "no-store")
+            return response
+        } catch let error as VerificationError {
+            throw await reject(error, request: request, bundleId: bundleId, now: now)
+        }
+    }
+
+    /// `GET /v1/customers/{appUserId}/history?cursor=…&limit=…`.
+    func history(_ request: Request) async throws -> Response {
+        let appUserId = try Self.appUserId(request)
+        try authorize(request, scope: .read, appUserId: appUserId)
+        var limit = Self.defaultHistoryLimit
+        if let text = request.query["limit"] {
+            guard let value = Int(text), (1...Self.maxHistoryLimit).contains(value) else {
+                throw HTTPError.badRequest("limit must be 1…\(Self.maxHistoryLimit)", code: "INVALID_LIMIT")
+            }
+            limit = value
+        }
+        var storageCursor: String?
+        if let cursor = request.query["cursor"], !cursor.isEmpty {
+            guard let unwrapped = HistoryCursor.unwrap(cursor) else {
+                throw HTTPError.badRequest("the cursor is not one this server gave out", code: "INVALID_CURSOR")
+            }
+            storageCursor = unwrapped
+        }
+        let page: LedgerHistoryPage?
+        do {
+            page = try await ledger.history(appUserId: appUserId, cursor: storageCursor, limit: limit)
+        } catch where error.kind == .invalidRequest {
+            throw HTTPError.badRequest("the cursor is not one this server gave out", code: "INVALID_CURSOR")
+        } catch {
+            throw Self.unavailable
+        }
+        guard let page else { throw HTTPError(status: 404, code: "CUSTOMER_NOT_FOUND", detail: "no such customer") }
+        return try .json(
+            HistoryPageBody(
+                appUserId: appUserId, items: page.entries.map(HistoryItemBody.init),
+                nextCursor: page.nextCursor.map(HistoryCursor.wrap)))
+    }
+
+    // MARK: - Catalog and admin
+
+    /// `GET /v1/apps/{bundleId}/products[?storefront=USA]`.
+    func products(_ request: Request) async throws -> Response {
+        let principal = try authenticate(request)
+        if case .apiKey = principal { try authenticator.authorize(principal, scope: .read, appUserId: nil) }
+        let bundleId = try request.parameter("bundleId")
+        guard let app = configuration.app(bundleId: bundleId) else {
+            throw HTTPError(status: 404, code: "APP_NOT_FOUND", detail: "no app with this bundleId")
+        }
+        let storefront = request.query["storefront"]
+        if let storefront {
+            guard storefront.count == 3, storefront.allSatisfy({ $0.isASCII && $0.isLetter }) else {
+                throw HTTPError.badRequest("storefront must be an ISO 3166-1 alpha-3 code", code: "INVALID_STOREFRONT")
+            }
+        }
+        return try .json(CatalogBody(app: app, storefront: storefront))
+    }
+
+    /// `GET /v1/subscriptions/{originalTransactionId}[?environment=…]` (admin).
+    func subscription(_ request: Request) async throws -> Response {
+        let principal = try authenticate(request)
+        try authenticator.authorize(principal, scope: .admin, appUserId: nil)
+        let originalTransactionId = try request.parameter("originalTransactionId")
+        let now = clock.nowMilliseconds()
+        let record = try await store { () async throws(LedgerError) in
+            try await ledger.subscription(originalTransactionId: originalTransactionId)
+        }
+        guard let record else {
+            throw HTTPError(status: 404, code: "SUBSCRIPTION_NOT_FOUND", detail: "nothing is known about this subscription")
+        }
+        let environment =
+            request.query["environment"] != nil ? try Self.environment(request) : (record.facts.first?.environment ?? .production)
+        let policy = record.bundleId.flatMap { policies[$0] } ?? customerPolicy
+        let state = evaluate(facts: record.facts, policy: policy, now: now, environment: environment)
+        let grant =
+            state.subscriptionGroups.compactMap(\.current).first { $0.originalTransactionId == originalTransactionId }
+            ?? state.nonConsumables.map(\.grant).first { $0.originalTransactionId == originalTransactionId }
+            ?? state.nonRenewingSubscriptions.map(\.grant).first { $0.originalTransactionId == originalTransactionId }
+        return try .json(
+            SubscriptionAdminBody(
+                originalTransactionId: originalTransactionId, bundleId: record.bundleId, environment: environment.rawValue,
+                customer: record.customer, grant: grant, notifications: record.notifications.map(HistoryItemBody.init),
+                serverTime: now))
+    }
+
+    // MARK: - Helpers
+
+    static let unavailable = HTTPError(
+        status: 503, code: "STORAGE_UNAVAILABLE", detail: "storage is unavailable; retry later", headers: ["Retry-After": "10"])
+
+    /// Runs a ledger call, turning its failure into 503 `STORAGE_UNAVAILABLE`.
+    func store<T>(_ body: () async throws(LedgerError) -> T) async throws(HTTPError) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw error.kind == .invalidRequest ? HTTPError.badRequest("invalid request", code: "INVALID_REQUEST") : Self.unavailable
+        }
+    }
+
+    /// Size, budget and nesting checks shared by Apple's endpoints.
+    func checkAppleBody(_ request: Request) throws {
+        guard request.body.count <= Self.maxNotificationBytes else {
+            throw HTTPError.payloadTooLarge(limit: Self.maxNotificationBytes)
+        }
+        guard budget.allows(request.remoteAddress) else { throw RejectionBudget.exhausted }
+        try Self.checkDepth(request.body)
+    }
+
+    func decodeBody<T: Decodable>(_ type: T.Type, _ request: Request) throws -> T {
+        try Self.checkDepth(request.body)
+        return try request.decodeJSON(type)
+    }
+
+    func app(_ bundleId: String?) throws(VerificationError) -> App {
+        guard let bundleId, let app = configuration.app(bundleId: bundleId) else {
+            throw VerificationError(code: "UNKNOWN_BUNDLE_ID", detail: "the payload's bundleId is not a configured app")
+        }
+        return app
+    }
+
+    func checkEnvironment(_ environment: AppStoreEnvironment?, app: App) throws(VerificationError) {
+        let name = environment?.rawValue ?? "Production"
+        guard app.environments.contains(name) else {
+            throw VerificationError(code: "WRONG_ENVIRONMENT", detail: "environment \(name) is not accepted for this app")
+        }
+    }
+
+    /// Records the rejection (best effort), charges the sender's budget, and returns the answer:
+    /// 503 for retryable failures (nothing recorded, nothing charged), else 4xx with the code.
+    func reject(
+        _ error: VerificationError, request: Request, bundleId: String?, now: Int64, redactedBody: [UInt8]? = nil
+    ) async -> HTTPError {
+        if error.isRetryable {
+            return HTTPError(
+                status: 503, code: "RETRYABLE_VERIFICATION_FAILURE", detail: "verification could not complete; retry later",
+                headers: ["Retry-After": "30"])
+        }
+        budget.charge(request.remoteAddress)
+        let delivery = RejectedDelivery(
+            endpoint: request.path, bundleId: bundleId, code: error.code, rawBody: redactedBody ?? request.body,
+            remoteAddress: request.remoteAddress, receivedAt: now)
+        try? await ledger.recordRejected(delivery)
+        let status = error.code == "INVALID_SHARED_SECRET" ? 401 : 400
+        return HTTPError(status: status, code: error.code, detail: error.detail.isEmpty ? "verification failed" : error.detail)
+    }
+
+    func authenticate(_ request: Request) throws -> Principal {
+        guard budget.allows(request.remoteAddress) else { throw RejectionBudget.exhausted }
+        do {
+            return try authenticator.authenticate(request)
+        } catch {
+            budget.charge(request.remoteAddress)
+            throw error
+        }
+    }
+
+    func authorize(_ request: Request, scope: APIKey.Scope, appUserId: String) throws {
+        let principal = try authenticate(request)
+        try authenticator.authorize(principal, scope: scope, appUserId: appUserId)
+    }
+
+    /// 1–128 characters, none of them control characters.
+    static func appUserId(_ request: Request) throws -> String {
+        let id = try request.parameter("appUserId")
+        guard !id.isEmpty, id.count <= 128, !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw HTTPError.badRequest("appUserId must be 1–128 printable characters", code: "INVALID_APP_USER_ID")
+        }
+        return id
+    }
+
+    static func environment(_ request: Request) throws -> Environment {
+        guard let text = request.query["environment"] else { return .production }
+        guard ["Production", "Sandbox", "Xcode", "LocalTesting"].contains(text) else {
+            throw HTTPError.badRequest(
+                "environment must be Production, Sandbox, Xcode or LocalTesting", code: "INVALID_ENVIRONMENT")
+        }
+        return Environment(rawValue: text)
+    }
+
+    /// Rejects JSON nested deeper than ``maxJSONDepth`` before any decoder sees it.
+    static func checkDepth(_ body: [UInt8]) throws {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for byte in body {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > maxJSONDepth {
+                    throw HTTPError.badRequest("JSON nested deeper than \(maxJSONDepth) levels", code: "JSON_TOO_DEEP")
+                }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+    }
+}
+
+/// Reads a JWS payload *without* verifying it — only to pick the configured app whose trust
+/// settings the verifier then checks it against. Nothing read here is trusted.
+enum JWSPeek {
+    static func payload<T: Decodable>(_ type: T.Type, _ jws: String) -> T? {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]) else { return nil }
+        return try? AppStoreJSON.decode(type, from: Data(bytes))
+    }
+}

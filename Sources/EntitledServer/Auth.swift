@@ -1,0 +1,223 @@
+import EntitledConfig
+import Foundation
+import HTTPServer
+import Synchronization
+
+/// Who is calling the customer or admin API.
+public enum Principal: Sendable, Equatable {
+    /// A configured API key.
+    case apiKey(name: String, scopes: Set<APIKey.Scope>)
+    /// A per-customer token: may read and post only `appUserId`.
+    case customer(appUserId: String)
+}
+
+/// The API's auth failures, as problem+json.
+public struct AuthError: HTTPResponseError, Equatable {
+    public var status: Int
+    public var code: String
+    public var detail: String?
+
+    public var headers: HTTPHeaders {
+        status == 401 ? ["WWW-Authenticate": #"Bearer realm="entitled""#] : [:]
+    }
+
+    /// 401: no credentials, or unknown / invalid ones.
+    public static func unauthorized(_ detail: String) -> AuthError {
+        AuthError(status: 401, code: "UNAUTHORIZED", detail: detail)
+    }
+
+    /// 403: valid credentials without the needed scope or customer.
+    public static func forbidden(_ detail: String) -> AuthError {
+        AuthError(status: 403, code: "FORBIDDEN", detail: detail)
+    }
+}
+
+/// Checks `Authorization: Bearer …` against the configured API keys and customer tokens.
+///
+/// API keys are compared as SHA-256 digests in constant time against *every* key, without an early
+/// exit, so neither the position of a mismatch nor which key matched shows in the timing.
+public struct Authenticator: Sendable {
+    struct Key: Sendable {
+        var name: String
+        var digest: [UInt8]
+        var scopes: Set<APIKey.Scope>
+    }
+
+    let keys: [Key]
+    let tokens: CustomerTokenVerifier?
+    let clock: any ServerClock
+
+    public init(
+        apiKeys: [APIKey], customerTokens: CustomerTokenSettings?, hmac: any HMACSHA256Computing = SwiftSHA256(),
+        clock: any ServerClock
+    ) {
+        keys = apiKeys.map { Key(name: $0.name, digest: SwiftSHA256.hash(Array($0.secret.utf8)), scopes: $0.scopes) }
+        tokens = customerTokens.map { CustomerTokenVerifier(secret: Array($0.secret.utf8), hmac: hmac) }
+        self.clock = clock
+    }
+
+    /// The principal behind the request's bearer credentials.
+    public func authenticate(_ request: Request) throws(AuthError) -> Principal {
+        guard let header = request.headers["Authorization"] else { throw .unauthorized("missing bearer credentials") }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw .unauthorized("expected 'Authorization: Bearer <secret>'")
+        }
+        let credential = String(parts[1]).trimmingCharacters(in: .whitespaces)
+        if let principal = matchKey(credential) { return principal }
+        if let tokens, credential.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
+            do {
+                let appUserId = try tokens.verify(credential, now: clock.nowMilliseconds())
+                return .customer(appUserId: appUserId)
+            } catch {
+                throw .unauthorized("invalid customer token")
+            }
+        }
+        throw .unauthorized("unknown API key")
+    }
+
+    /// Compares against every key; no early exit.
+    func matchKey(_ credential: String) -> Principal? {
+        let digest = SwiftSHA256.hash(Array(credential.utf8))
+        var found: Int = -1
+        for (index, key) in keys.enumerated() {
+            let equal = constantTimeEquals(digest, key.digest)
+            // Branch-free select: keeps the first match without stopping the loop.
+            let take = equal && found < 0
+            found = take ? index : found
+        }
+        guard found >= 0 else { return nil }
+        return .apiKey(name: keys[found].name, scopes: keys[found].scopes)
+    }
+
+    /// Requires `scope` (API key) or, for a customer token, that the request is about its own customer
+    /// and the scope is `read` or `write`.
+    public func authorize(_ principal: Principal, scope: APIKey.Scope, appUserId: String?) throws(AuthError) {
+        switch principal {
+        case .apiKey(_, let scopes):
+            guard scopes.contains(scope) else { throw .forbidden("the API key lacks the '\(scope.rawValue)' scope") }
+        case .customer(let subject):
+            guard scope != .admin, let appUserId, appUserId == subject else {
+                throw .forbidden("a customer token may only access its own customer")
+            }
+        }
+    }
+}
+
+/// Verifies HS256 JWTs: `{"alg":"HS256"}` header, `sub` (the appUserId), `exp` (seconds) required.
+public struct CustomerTokenVerifier: Sendable {
+    public enum Failure: Error, Equatable {
+        case malformed, algorithm, signature, expired, missingClaim
+    }
+
+    let secret: [UInt8]
+    let hmac: any HMACSHA256Computing
+
+    public init(secret: [UInt8], hmac: any HMACSHA256Computing) {
+        self.secret = secret
+        self.hmac = hmac
+    }
+
+    /// The token's `sub` when the signature is valid and `exp` is after `now` (epoch ms).
+    public func verify(_ token: String, now: Int64) throws(Failure) -> String {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2])
+        else { throw .malformed }
+        guard let header = try? JSONSerialization.jsonObject(with: Data(headerBytes)) as? [String: Any],
+            let payload = try? JSONSerialization.jsonObject(with: Data(payloadBytes)) as? [String: Any]
+        else { throw .malformed }
+        guard header["alg"] as? String == "HS256" else { throw .algorithm }
+        let expected = hmac.hmacSHA256(key: secret, message: Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8))
+        guard constantTimeEquals(expected, signature) else { throw .signature }
+        guard let subject = payload["sub"] as? String, !subject.isEmpty, let exp = payload["exp"] as? NSNumber else {
+            throw .missingClaim
+        }
+        guard exp.doubleValue * 1000 > Double(now) else { throw .expired }
+        return subject
+    }
+
+    /// Signs a token (for tests, tooling and backends that mint tokens for their apps).
+    public func sign(subject: String, expiresAt seconds: Int64) -> String {
+        let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+        let claims = ["sub": subject, "exp": seconds] as [String: Any]
+        let payloadData = (try? JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])) ?? Data()
+        let payload = Base64URL.encode(Array(payloadData))
+        let mac = hmac.hmacSHA256(key: secret, message: Array("\(header).\(payload)".utf8))
+        return "\(header).\(payload).\(Base64URL.encode(mac))"
+    }
+}
+
+/// base64url without padding (RFC 4648 §5), as JWS uses it.
+public enum Base64URL {
+    public static func encode(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    public static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        guard !base64.contains("=") else { return nil }
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64).map(Array.init)
+    }
+}
+
+/// A per-IP token bucket for rejected verifications (bad keys, bad tokens, forged notifications),
+/// so junk cannot make the server burn CPU on signature checks. Time comes from the injected clock.
+public final class RejectionBudget: Sendable {
+    struct Bucket {
+        var tokens: Double
+        var updatedAt: Int64
+    }
+
+    /// Rejections a fresh address may cause at once.
+    public let capacity: Double
+    /// Tokens regained per second.
+    public let refillPerSecond: Double
+    /// Addresses tracked at most; beyond it, the fullest buckets are forgotten.
+    public let maxAddresses: Int
+    private let clock: any ServerClock
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    public init(capacity: Double = 20, refillPerSecond: Double = 1, maxAddresses: Int = 10_000, clock: any ServerClock) {
+        self.capacity = capacity
+        self.refillPerSecond = refillPerSecond
+        self.maxAddresses = maxAddresses
+        self.clock = clock
+    }
+
+    /// Whether `address` may still be verified (it has budget left); costs nothing.
+    public func allows(_ address: String) -> Bool {
+        let now = clock.nowMilliseconds()
+        return buckets.withLock { buckets in
+            guard let bucket = buckets[address] else { return true }
+            return refilled(bucket, now: now).tokens >= 1
+        }
+    }
+
+    /// Spends one token of `address` for a rejection.
+    public func charge(_ address: String) {
+        let now = clock.nowMilliseconds()
+        buckets.withLock { buckets in
+            var bucket = buckets[address].map { refilled($0, now: now) } ?? Bucket(tokens: capacity, updatedAt: now)
+            bucket.tokens = max(0, bucket.tokens - 1)
+            buckets[address] = bucket
+            if buckets.count > maxAddresses {
+                let full = buckets.filter { refilled($0.value, now: now).tokens >= capacity - 1 }.map(\.key)
+                for key in full { buckets.removeValue(forKey: key) }
+                if buckets.count > maxAddresses { buckets.removeAll(keepingCapacity: true) }
+            }
+        }
+    }
+
+    private func refilled(_ bucket: Bucket, now: Int64) -> Bucket {
+        let elapsed = Double(max(0, now - bucket.updatedAt)) / 1000
+        return Bucket(tokens: min(capacity, bucket.tokens + elapsed * refillPerSecond), updatedAt: now)
+    }
+
+    /// The 429 answer for an address out of budget.
+    public static let exhausted = HTTPError(
+        status: 429, code: "TOO_MANY_REJECTIONS", detail: "too many rejected requests from this address",
+        headers: ["Retry-After": "5"])
+}

@@ -1,0 +1,303 @@
+import AppStore
+import EntitledConfig
+import Entitlements
+
+/// Maps verified App Store wire models to the engine's facts, and configuration to its policy.
+///
+/// A copy, field for field; the only decisions are the product type (the transaction's `type`, else
+/// the catalog, else `expiresDate` → auto-renewable, none → non-consumable) and V1's unsigned dates
+/// (see ``facts(fromV1:catalog:)``).
+public struct FactMapper: Sendable {
+    /// Product types of the configured catalog, by productId.
+    public var catalog: [String: Entitlements.ProductType]
+
+    public init(catalog: [String: Entitlements.ProductType] = [:]) {
+        self.catalog = catalog
+    }
+
+    /// A mapper using `app`'s catalog.
+    public init(app: App) {
+        var catalog: [String: Entitlements.ProductType] = [:]
+        for product in app.products { catalog[product.productId] = Self.productType(product.type) }
+        self.catalog = catalog
+    }
+
+    /// A required field is missing or unusable.
+    public struct MappingError: Error, Equatable, CustomStringConvertible {
+        public var model: String
+        public var field: String
+        public var description: String { "\(model).\(field) is missing or invalid" }
+    }
+
+    // MARK: - Policy
+
+    /// The engine's policy for `app`: products → entitlements, groups, levels, durations; fallback
+    /// grace days; restore behaviour.
+    public static func policy(for app: App) -> Policy {
+        var products: [String: ProductPolicy] = [:]
+        for product in app.products {
+            products[product.productId] = ProductPolicy(
+                type: productType(product.type), entitlements: product.entitlements,
+                subscriptionGroup: product.subscriptionGroup, level: product.level,
+                duration: product.duration.flatMap { Entitlements.ISODuration(parsing: $0) })
+        }
+        return Policy(
+            products: products, fallbackGraceDays: app.gracePeriodDays,
+            restoreBehavior: app.restoreBehavior == .keep ? .keep : .transfer)
+    }
+
+    /// One policy over every configured app, for customer answers (customers are not per app).
+    /// Catalogs merge (the first app wins a duplicate productId); grace days and restore behaviour
+    /// come from the first app.
+    public static func policy(for configuration: Configuration) -> Policy {
+        guard let first = configuration.apps.first else { return Policy() }
+        var merged = policy(for: first)
+        for app in configuration.apps.dropFirst() {
+            for (id, product) in policy(for: app).products where merged.products[id] == nil {
+                merged.products[id] = product
+            }
+        }
+        return merged
+    }
+
+    static func productType(_ kind: Product.Kind) -> Entitlements.ProductType {
+        switch kind {
+        case .autoRenewable: .autoRenewable
+        case .nonConsumable: .nonConsumable
+        case .consumable: .consumable
+        case .nonRenewing: .nonRenewing
+        }
+    }
+
+    // MARK: - V2
+
+    /// A verified V2 notification → its notification fact, plus transaction, renewal-info and
+    /// app-transaction facts for the signed data it carried.
+    public func facts(from notification: VerifiedNotification) throws(MappingError) -> [Fact] {
+        let payload = notification.payload
+        guard let type = payload.notificationType?.rawValue else {
+            throw MappingError(model: "ResponseBodyV2DecodedPayload", field: "notificationType")
+        }
+        guard let uuid = payload.notificationUUID, !uuid.isEmpty else {
+            throw MappingError(model: "ResponseBodyV2DecodedPayload", field: "notificationUUID")
+        }
+        guard let signedDate = payload.signedDate else {
+            throw MappingError(model: "ResponseBodyV2DecodedPayload", field: "signedDate")
+        }
+        let environment = Self.environment(payload.verificationEnvironment)
+        var facts: [Fact] = []
+        var transactionFact: TransactionFact?
+        if let transaction = notification.transaction {
+            let fact = try self.transaction(transaction)
+            transactionFact = fact
+            facts.append(.transaction(fact))
+        }
+        if let renewal = notification.renewalInfo {
+            facts.append(.renewalInfo(try renewalInfo(renewal, fallbackProductId: transactionFact?.productId)))
+        }
+        if let app = notification.appTransaction {
+            facts.append(.appTransaction(try appTransaction(app)))
+        }
+        let notificationFact = NotificationFact(
+            type: NotificationType(rawValue: type), subtype: payload.subtype.map { NotificationSubtype(rawValue: $0.rawValue) },
+            notificationUUID: uuid, signedDate: signedDate, environment: environment,
+            originalTransactionId: transactionFact?.originalTransactionId, transactionId: transactionFact?.transactionId,
+            productId: transactionFact?.productId)
+        facts.insert(.notification(notificationFact), at: 0)
+        return facts
+    }
+
+    /// A signed transaction → a transaction fact.
+    public func transaction(_ t: JWSTransactionDecodedPayload) throws(MappingError) -> TransactionFact {
+        func need<T>(_ value: T?, _ field: String) throws(MappingError) -> T {
+            guard let value else { throw MappingError(model: "JWSTransactionDecodedPayload", field: field) }
+            return value
+        }
+        let productId = try need(t.productId, "productId")
+        let expires = t.expiresDate
+        return TransactionFact(
+            transactionId: try need(t.transactionId, "transactionId"),
+            originalTransactionId: try need(t.originalTransactionId, "originalTransactionId"),
+            webOrderLineItemId: t.webOrderLineItemId, productId: productId,
+            subscriptionGroupId: t.subscriptionGroupIdentifier, purchaseDate: try need(t.purchaseDate, "purchaseDate"),
+            originalPurchaseDate: t.originalPurchaseDate, expiresDate: expires, quantity: Int(t.quantity ?? 1),
+            productType: productType(wire: t.type, productId: productId, expiresDate: expires),
+            appAccountToken: t.appAccountToken.map { $0.lowercased() }, ownership: ownership(t.inAppOwnershipType),
+            signedDate: try need(t.signedDate, "signedDate"), revocationDate: t.revocationDate,
+            revocationReason: t.revocationReason.map { Int($0.rawValue) },
+            revocationType: t.revocationType.map { Entitlements.RevocationType(rawValue: $0.rawValue) },
+            isUpgraded: t.isUpgraded ?? false, offerType: t.offerType.flatMap { Entitlements.OfferType(rawValue: Int($0.rawValue)) },
+            offerDiscountType: t.offerDiscountType.map { Entitlements.OfferDiscountType(rawValue: $0.rawValue) },
+            offerIdentifier: t.offerIdentifier, environment: Self.environment(t.environment), storefront: t.storefront,
+            transactionReason: t.transactionReason.map { Entitlements.TransactionReason(rawValue: $0.rawValue) },
+            price: t.price, currency: t.currency)
+    }
+
+    /// Signed renewal info → a renewal-info fact. `productId` falls back to the notification's transaction.
+    public func renewalInfo(_ r: JWSRenewalInfoDecodedPayload, fallbackProductId: String? = nil) throws(MappingError)
+        -> RenewalInfoFact
+    {
+        guard let originalTransactionId = r.originalTransactionId else {
+            throw MappingError(model: "JWSRenewalInfoDecodedPayload", field: "originalTransactionId")
+        }
+        guard let productId = r.productId ?? fallbackProductId ?? r.autoRenewProductId else {
+            throw MappingError(model: "JWSRenewalInfoDecodedPayload", field: "productId")
+        }
+        guard let signedDate = r.signedDate else {
+            throw MappingError(model: "JWSRenewalInfoDecodedPayload", field: "signedDate")
+        }
+        return RenewalInfoFact(
+            originalTransactionId: originalTransactionId, productId: productId, autoRenewProductId: r.autoRenewProductId,
+            autoRenewStatus: r.autoRenewStatus == .on, expirationIntent: r.expirationIntent.map { Int($0.rawValue) },
+            isInBillingRetryPeriod: r.isInBillingRetryPeriod, gracePeriodExpiresDate: r.gracePeriodExpiresDate,
+            priceIncreaseStatus: r.priceIncreaseStatus.map { Int($0.rawValue) },
+            offerType: r.offerType.flatMap { Entitlements.OfferType(rawValue: Int($0.rawValue)) },
+            offerIdentifier: r.offerIdentifier,
+            offerDiscountType: r.offerDiscountType.map { Entitlements.OfferDiscountType(rawValue: $0.rawValue) },
+            signedDate: signedDate, renewalDate: r.renewalDate, recentSubscriptionStartDate: r.recentSubscriptionStartDate,
+            eligibleWinBackOfferIds: r.eligibleWinBackOfferIds ?? [], environment: Self.environment(r.environment))
+    }
+
+    /// A signed app transaction → an app-transaction fact (`receiptCreationDate` plays `signedDate`).
+    public func appTransaction(_ a: AppTransaction) throws(MappingError) -> AppTransactionFact {
+        guard let originalPurchaseDate = a.originalPurchaseDate else {
+            throw MappingError(model: "AppTransaction", field: "originalPurchaseDate")
+        }
+        guard let signedDate = a.receiptCreationDate else {
+            throw MappingError(model: "AppTransaction", field: "receiptCreationDate")
+        }
+        return AppTransactionFact(
+            appTransactionId: a.appTransactionId, originalPurchaseDate: originalPurchaseDate, preorderDate: a.preorderDate,
+            originalApplicationVersion: a.originalApplicationVersion, signedDate: signedDate,
+            environment: Self.environment(a.receiptType))
+    }
+
+    // MARK: - V1
+
+    /// A V1 notification → its V1 notification fact, receipt entries and pending renewals.
+    ///
+    /// V1 data is unsigned and undated as a whole: the receipt date (which decides between versions)
+    /// is the newest date the body carries (`auto_renew_status_change_date_ms`, purchase and
+    /// cancellation dates), so a repeated delivery maps to the same facts.
+    public func facts(fromV1 body: ResponseBodyV1) throws(MappingError) -> [Fact] {
+        guard let type = body.notificationType?.rawValue else {
+            throw MappingError(model: "ResponseBodyV1", field: "notification_type")
+        }
+        let environment = Self.environment(body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
+        let entries = body.unifiedReceipt?.latestReceiptInfo ?? []
+        var newest = body.autoRenewStatusChangeDate ?? Int64.min
+        for entry in entries {
+            for date in [entry.purchaseDate, entry.cancellationDate] { if let date { newest = max(newest, date) } }
+        }
+        guard newest != Int64.min else { throw MappingError(model: "ResponseBodyV1", field: "unified_receipt.latest_receipt_info") }
+        var facts: [Fact] = []
+        var latest: ReceiptEntryFact?
+        for entry in entries {
+            guard let fact = receiptEntry(entry, receiptDate: newest, environment: environment) else { continue }
+            if latest == nil || fact.purchaseDate > latest!.purchaseDate { latest = fact }
+            facts.append(.receiptEntry(fact))
+        }
+        for renewal in body.unifiedReceipt?.pendingRenewalInfo ?? [] {
+            guard let otid = renewal.originalTransactionId, let productId = renewal.productId else { continue }
+            facts.append(
+                .pendingRenewal(
+                    PendingRenewalFact(
+                        originalTransactionId: otid, productId: productId, autoRenewProductId: renewal.autoRenewProductId,
+                        autoRenewStatus: renewal.autoRenewStatusValue == .on,
+                        expirationIntent: renewal.expirationIntentValue.map { Int($0.rawValue) },
+                        isInBillingRetryPeriod: renewal.isInBillingRetryPeriodValue,
+                        gracePeriodExpiresDate: renewal.gracePeriodExpiresDate,
+                        priceConsentStatus: renewal.priceConsentStatusValue.map { Int($0.rawValue) },
+                        priceIncreaseStatus: renewal.priceIncreaseStatusValue.map { Int($0.rawValue) },
+                        promotionalOfferId: renewal.promotionalOfferId, offerCodeRefName: renewal.offerCodeRefName,
+                        receiptDate: newest, environment: environment)))
+        }
+        facts.insert(
+            .v1Notification(
+                V1NotificationFact(
+                    type: V1NotificationType(rawValue: type), date: newest, environment: environment,
+                    originalTransactionId: latest?.originalTransactionId, transactionId: latest?.transactionId,
+                    productId: latest?.productId, autoRenewStatus: body.isAutoRenewEnabled)), at: 0)
+        return facts
+    }
+
+    /// A verifyReceipt response → receipt entries (latest and in-app), pending renewals and, when the
+    /// receipt has a top level, an app-transaction fact (pre-order date, original purchase).
+    public func facts(fromReceipt response: VerifyReceiptResponse) -> [Fact] {
+        let environment = Self.environment(response.environment?.appStoreEnvironment)
+        let receiptDate = response.receipt?.receiptCreationDate ?? response.receipt?.requestDate ?? 0
+        var facts: [Fact] = []
+        if let receipt = response.receipt, let original = receipt.originalPurchaseDate {
+            facts.append(
+                .appTransaction(
+                    AppTransactionFact(
+                        originalPurchaseDate: original, preorderDate: receipt.preorderDate,
+                        originalApplicationVersion: receipt.originalApplicationVersion, signedDate: receiptDate,
+                        environment: environment)))
+        }
+        var seen = Set<String>()
+        for entry in (response.latestReceiptInfo ?? []) + (response.receipt?.inApp ?? []) {
+            guard let fact = receiptEntry(entry, receiptDate: receiptDate, environment: environment),
+                seen.insert(fact.transactionId).inserted
+            else { continue }
+            facts.append(.receiptEntry(fact))
+        }
+        for renewal in response.pendingRenewalInfo ?? [] {
+            guard let otid = renewal.originalTransactionId, let productId = renewal.productId else { continue }
+            facts.append(
+                .pendingRenewal(
+                    PendingRenewalFact(
+                        originalTransactionId: otid, productId: productId, autoRenewProductId: renewal.autoRenewProductId,
+                        autoRenewStatus: renewal.autoRenewStatusValue == .on,
+                        expirationIntent: renewal.expirationIntentValue.map { Int($0.rawValue) },
+                        isInBillingRetryPeriod: renewal.isInBillingRetryPeriodValue,
+                        gracePeriodExpiresDate: renewal.gracePeriodExpiresDate,
+                        priceConsentStatus: renewal.priceConsentStatusValue.map { Int($0.rawValue) },
+                        priceIncreaseStatus: renewal.priceIncreaseStatusValue.map { Int($0.rawValue) },
+                        promotionalOfferId: renewal.promotionalOfferId, offerCodeRefName: renewal.offerCodeRefName,
+                        receiptDate: receiptDate, environment: environment)))
+        }
+        return facts
+    }
+
+    func receiptEntry(_ e: LatestReceiptInfo, receiptDate: Int64, environment: Environment) -> ReceiptEntryFact? {
+        guard let tid = e.transactionId, let otid = e.originalTransactionId, let productId = e.productId,
+            let purchase = e.purchaseDate
+        else { return nil }
+        return ReceiptEntryFact(
+            transactionId: tid, originalTransactionId: otid, webOrderLineItemId: e.webOrderLineItemId, productId: productId,
+            subscriptionGroupId: e.subscriptionGroupIdentifier, purchaseDate: purchase,
+            originalPurchaseDate: e.originalPurchaseDate, expiresDate: e.expiresDate, cancellationDate: e.cancellationDate,
+            cancellationReason: e.cancellationReasonValue.map { Int($0.rawValue) },
+            isTrialPeriod: e.isTrialPeriodValue ?? false, isInIntroOfferPeriod: e.isInIntroOfferPeriodValue ?? false,
+            isUpgraded: e.isUpgradedValue ?? false, ownership: ownership(e.inAppOwnershipType),
+            promotionalOfferId: e.promotionalOfferId, offerCodeRefName: e.offerCodeRefName, quantity: e.quantityValue ?? 1,
+            appAccountToken: e.appAccountToken.map { $0.lowercased() }, receiptDate: receiptDate, environment: environment)
+    }
+
+    // MARK: - Values
+
+    /// `type` → product type; unknown or absent falls back to the catalog, then to `expiresDate`.
+    public func productType(wire: AppStore.ProductType?, productId: String, expiresDate: Int64?)
+        -> Entitlements.ProductType
+    {
+        switch wire {
+        case .autoRenewableSubscription?: return .autoRenewable
+        case .nonConsumable?: return .nonConsumable
+        case .consumable?: return .consumable
+        case .nonRenewingSubscription?: return .nonRenewing
+        default:
+            if let configured = catalog[productId] { return configured }
+            return expiresDate == nil ? .nonConsumable : .autoRenewable
+        }
+    }
+
+    func ownership(_ type: InAppOwnershipType?) -> Ownership {
+        type == .familyShared ? .familyShared : .purchased
+    }
+
+    /// Apple's environment text → the engine's (absent means Production).
+    public static func environment(_ environment: AppStoreEnvironment?) -> Environment {
+        Environment(rawValue: environment?.rawValue ?? "Production")
+    }
+}

@@ -1,0 +1,482 @@
+import AppStore
+import EntitledConfig
+import EntitledServer
+import Entitlements
+import Foundation
+import HTTPServer
+import Testing
+
+/// A running API over loopback with the in-memory ledger and the stub verifier.
+struct APIHarness {
+    let port: Int
+    let ledger: InMemoryLedger
+    let clock: VirtualClock
+
+    static let start: Int64 = 1_800_000_000_000  // 2027-01-15T08:00:00Z
+    static let bundleId = "com.example.app"
+    static let tokenSecret = String(repeating: "t", count: 40)
+    static let reader = "Bearer reader-secret-0123456789"
+    static let writer = "Bearer writer-secret-0123456789"
+    static let admin = "Bearer admin-secret-0123456789"
+
+    static func configuration(restore: App.RestoreBehavior = .transfer) -> Configuration {
+        var configuration = Configuration()
+        configuration.apiKeys = [
+            APIKey(name: "reader", secret: "reader-secret-0123456789", scopes: [.read]),
+            APIKey(name: "writer", secret: "writer-secret-0123456789", scopes: [.read, .write]),
+            APIKey(name: "admin", secret: "admin-secret-0123456789", scopes: [.admin]),
+        ]
+        configuration.customerTokens = CustomerTokenSettings(secret: tokenSecret)
+        configuration.apps = [
+            App(
+                bundleId: bundleId, appAppleId: 1234, environments: ["Production", "Sandbox"],
+                sharedSecret: "v1-shared-secret-value", restoreBehavior: restore,
+                products: [
+                    Product(productId: "pro.monthly", type: .autoRenewable, subscriptionGroup: "pro", level: 2,
+                            duration: "P1M", entitlements: ["pro"]),
+                    Product(productId: "pro.yearly", type: .autoRenewable, subscriptionGroup: "pro", level: 1,
+                            duration: "P1Y", entitlements: ["pro"], storefronts: ["USA"]),
+                    Product(productId: "lifetime", type: .nonConsumable, entitlements: ["extras"]),
+                ])
+        ]
+        return configuration
+    }
+
+    static func run(
+        configuration: Configuration = APIHarness.configuration(), budgetCapacity: Double = 1000,
+        _ body: (APIHarness) async throws -> Void
+    ) async throws {
+        let clock = VirtualClock(start)
+        let ledger = InMemoryLedger()
+        let application = Application(
+            configuration: configuration, verifier: StubVerifier(), ledger: ledger, clock: clock,
+            rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock))
+        var server = HTTPServer.Configuration()
+        server.host = "127.0.0.1"
+        server.port = 0
+        server.accessLog = nil
+        server.errorLog = nil
+        let http = HTTPServer(configuration: server, router: application.router)
+        try http.start()
+        do {
+            try await body(APIHarness(port: http.port, ledger: ledger, clock: clock))
+        } catch {
+            await http.shutdown()
+            throw error
+        }
+        await http.shutdown()
+    }
+
+    func send(_ method: String, _ path: String, auth: String? = nil, json: String? = nil, body: [UInt8]? = nil)
+        async throws -> Loopback.Reply
+    {
+        var headers: [String: String] = [:]
+        if let auth { headers["Authorization"] = auth }
+        if json != nil || body != nil { headers["Content-Type"] = "application/json" }
+        return try await Loopback.send(port: port, method, path, headers: headers, body: body ?? Array((json ?? "").utf8))
+    }
+
+    func postV2(_ signedPayload: String) async throws -> Loopback.Reply {
+        try await send("POST", "/v1/apple/notifications", json: #"{"signedPayload":"\#(signedPayload)"}"#)
+    }
+
+    func customer(_ id: String, auth: String = APIHarness.reader) async throws -> Loopback.Reply {
+        try await send("GET", "/v1/customers/\(id)", auth: auth)
+    }
+}
+
+/// Signed-data builders for the stub verifier.
+enum Apple {
+    static func transaction(
+        otid: String = "o1", tid: String = "t1", product: String = "pro.monthly", purchase: Int64, expires: Int64?,
+        signed: Int64? = nil, token: String? = nil, environment: AppStoreEnvironment = .production,
+        bundleId: String = APIHarness.bundleId, type: AppStore.ProductType = .autoRenewableSubscription
+    ) -> JWSTransactionDecodedPayload {
+        JWSTransactionDecodedPayload(
+            originalTransactionId: otid, transactionId: tid, bundleId: bundleId, productId: product,
+            purchaseDate: purchase, originalPurchaseDate: purchase, expiresDate: expires, quantity: 1, type: type,
+            appAccountToken: token, inAppOwnershipType: .purchased, signedDate: signed ?? purchase,
+            environment: environment, storefront: "USA", transactionReason: .purchase, currency: "USD", price: 9990)
+    }
+
+    static func renewal(otid: String = "o1", product: String = "pro.monthly", autoRenew: Bool = true, signed: Int64)
+        -> JWSRenewalInfoDecodedPayload
+    {
+        JWSRenewalInfoDecodedPayload(
+            originalTransactionId: otid, autoRenewProductId: product, productId: product,
+            autoRenewStatus: autoRenew ? .on : .off, signedDate: signed, environment: .production)
+    }
+
+    static func notification(
+        _ type: NotificationTypeV2, _ subtype: AppStore.NotificationSubtype? = nil, uuid: String = UUID().uuidString,
+        signed: Int64, transaction: JWSTransactionDecodedPayload? = nil, renewal: JWSRenewalInfoDecodedPayload? = nil,
+        bundleId: String = APIHarness.bundleId, environment: AppStoreEnvironment = .production, signature: String = "valid"
+    ) -> String {
+        let payload = ResponseBodyV2DecodedPayload(
+            notificationType: type, subtype: subtype, notificationUUID: uuid,
+            data: NotificationData(
+                environment: environment, appAppleId: 1234, bundleId: bundleId, bundleVersion: "1",
+                signedTransactionInfo: transaction.map { FakeJWS.make($0) }, signedRenewalInfo: renewal.map { FakeJWS.make($0) }),
+            version: "2.0", signedDate: signed)
+        return FakeJWS.make(payload, signature: signature)
+    }
+}
+
+extension Loopback.Reply {
+    var entitlements: [String: Any] { json["entitlements"] as? [String: Any] ?? [:] }
+    func entitlement(_ id: String) -> [String: Any]? { entitlements[id] as? [String: Any] }
+    var maxAge: Int? {
+        guard let value = headers["cache-control"], let range = value.range(of: "max-age=") else { return nil }
+        return Int(value[range.upperBound...])
+    }
+}
+
+@Suite struct APITests {
+    let t0 = APIHarness.start
+
+    @Test func customerIsCreatedOnFirstSightThenNotificationsMakeItActive() async throws {
+        try await APIHarness.run { api in
+            let first = try await api.customer("u1")
+            #expect(first.status == 200)
+            #expect(first.json["state"] as? String == "new")
+            #expect(first.json["serverTime"] as? String == "2027-01-15T08:00:00.000Z")
+            #expect(first.entitlements.isEmpty)
+            #expect(first.headers["cache-control"] == "private, max-age=3600")
+            let token = try #require(first.json["appAccountToken"] as? String)
+            #expect(UUID(uuidString: token) != nil)
+            // Stable token.
+            #expect(try await api.customer("u1").json["appAccountToken"] as? String == token)
+
+            let expires = t0 + 600_000
+            let subscribed = Apple.notification(
+                .subscribed, .initialBuy, signed: t0 - 1_000,
+                transaction: Apple.transaction(purchase: t0 - 1_000, expires: expires, token: token),
+                renewal: Apple.renewal(signed: t0 - 1_000))
+            let reply = try await api.postV2(subscribed)
+            #expect(reply.status == 200)
+            #expect(reply.json["status"] as? String == "accepted")
+
+            let after = try await api.customer("u1")
+            #expect(after.json["state"] as? String == "active")
+            let pro = try #require(after.entitlement("pro"))
+            #expect(pro["active"] as? Bool == true)
+            #expect(pro["status"] as? String == "active")
+            #expect(pro["productId"] as? String == "pro.monthly")
+            #expect(pro["originalTransactionId"] as? String == "o1")
+            #expect(pro["ownership"] as? String == "purchased")
+            #expect(pro["expiresAt"] as? String == "2027-01-15T08:10:00.000Z")
+            #expect(pro.keys.contains("gracePeriodExpiresAt"))
+            #expect(pro["gracePeriodExpiresAt"] is NSNull)
+            #expect(pro["willRenew"] as? Bool == true)
+            #expect(pro["periodType"] as? String == "normal")
+            #expect(after.entitlement("extras") == nil)
+            #expect((after.json["subscriptions"] as? [Any])?.count == 1)
+            #expect((after.json["offers"] as? [String: Any])?["pro"] != nil)
+            // Cache no longer than the time left until expiry.
+            #expect(after.maxAge == 600)
+
+            // Expiry needs no event.
+            api.clock.advance(by: 601_000)
+            let expired = try await api.customer("u1")
+            #expect(expired.entitlement("pro")?["status"] as? String == "expired")
+            #expect(expired.json["state"] as? String == "inactive")
+        }
+    }
+
+    @Test func repeatedNotificationUUIDIsAcknowledgedAndChangesNothing() async throws {
+        try await APIHarness.run { api in
+            let jws = Apple.notification(
+                .subscribed, .initialBuy, uuid: "same-uuid", signed: t0,
+                transaction: Apple.transaction(purchase: t0, expires: t0 + 86_400_000))
+            #expect(try await api.postV2(jws).json["status"] as? String == "accepted")
+            let facts = api.ledger.factCount
+            let again = try await api.postV2(jws)
+            #expect(again.status == 200)
+            #expect(again.json["status"] as? String == "duplicate")
+            #expect(api.ledger.factCount == facts)
+            #expect(api.ledger.batches.count == 1)
+        }
+    }
+
+    @Test func testNotificationIsRecorded() async throws {
+        try await APIHarness.run { api in
+            let reply = try await api.postV2(Apple.notification(.test, signed: t0))
+            #expect(reply.status == 200)
+            #expect(api.ledger.batches.count == 1)
+            #expect(api.ledger.batches.first?.source == .notificationV2(notificationUUID: api.ledger.batches[0].facts.first.flatMap {
+                if case .notification(let n) = $0 { n.notificationUUID } else { nil } } ?? "", type: "TEST", subtype: nil))
+        }
+    }
+
+    @Test(arguments: [
+        ("forged", "INVALID_SIGNATURE"), ("expired", "EXPIRED_CHAIN"),
+    ])
+    func invalidSignaturesAreRejectedRecordedAndNotApplied(signature: String, code: String) async throws {
+        try await APIHarness.run { api in
+            let jws = Apple.notification(
+                .subscribed, signed: t0, transaction: Apple.transaction(purchase: t0, expires: t0 + 1_000_000),
+                signature: signature)
+            let reply = try await api.postV2(jws)
+            #expect(reply.status == 400)
+            #expect(reply.code == code)
+            #expect(reply.headers["content-type"] == "application/problem+json")
+            #expect(api.ledger.factCount == 0)
+            #expect(api.ledger.rejected.map(\.code) == [code])
+            #expect(api.ledger.rejected.first?.bundleId == APIHarness.bundleId)
+        }
+    }
+
+    @Test func wrongBundleWrongEnvironmentAndGarbageAreRejected() async throws {
+        try await APIHarness.run { api in
+            let otherBundle = try await api.postV2(Apple.notification(.test, signed: t0, bundleId: "com.evil"))
+            #expect(otherBundle.status == 400)
+            #expect(otherBundle.code == "UNKNOWN_BUNDLE_ID")
+            let xcode = try await api.postV2(Apple.notification(.test, signed: t0, environment: .xcode))
+            #expect(xcode.code == "WRONG_ENVIRONMENT")
+            let garbage = try await api.postV2("not-a-jws")
+            #expect(garbage.code == "MALFORMED_PAYLOAD")
+            let missing = try await api.send("POST", "/v1/apple/notifications", json: "{}")
+            #expect(missing.code == "MALFORMED_PAYLOAD")
+            let notJSON = try await api.send("POST", "/v1/apple/notifications", json: "{")
+            #expect(notJSON.status == 400)
+            #expect(notJSON.code == "INVALID_JSON")
+            #expect(
+                api.ledger.rejected.map(\.code)
+                    == ["UNKNOWN_BUNDLE_ID", "WRONG_ENVIRONMENT", "MALFORMED_PAYLOAD", "MALFORMED_PAYLOAD", "INVALID_JSON"])
+            #expect(api.ledger.factCount == 0)
+        }
+    }
+
+    @Test func retryableVerificationFailureAndStorageOutageAre503() async throws {
+        try await APIHarness.run { api in
+            let retry = try await api.postV2(Apple.notification(.test, signed: t0, signature: "retry"))
+            #expect(retry.status == 503)
+            #expect(retry.code == "RETRYABLE_VERIFICATION_FAILURE")
+            #expect(retry.headers["retry-after"] != nil)
+            #expect(api.ledger.rejected.isEmpty)
+
+            api.ledger.available = false
+            let down = try await api.postV2(Apple.notification(.test, signed: t0))
+            #expect(down.status == 503)
+            #expect(down.code == "STORAGE_UNAVAILABLE")
+            #expect(down.headers["retry-after"] == "10")
+            #expect(try await api.customer("u1").code == "STORAGE_UNAVAILABLE")
+            #expect(try await api.send("GET", "/readyz").status == 503)
+            api.ledger.available = true
+            #expect(try await api.send("GET", "/readyz").status == 200)
+            #expect(try await api.postV2(Apple.notification(.test, signed: t0)).status == 200)
+        }
+    }
+
+    @Test func acknowledgementComesOnlyAfterTheCommitReturned() async throws {
+        try await APIHarness.run { api in
+            api.ledger.state.withLock { $0.ingestDelayMilliseconds = 300 }
+            let started = ContinuousClock.now
+            let reply = try await api.postV2(Apple.notification(.test, signed: t0))
+            #expect(reply.status == 200)
+            #expect(ContinuousClock.now - started >= .milliseconds(300))
+            #expect(api.ledger.batches.count == 1)
+        }
+    }
+
+    @Test func bodyLimitsAndNesting() async throws {
+        try await APIHarness.run { api in
+            let big = Array(#"{"signedPayload":""#.utf8) + [UInt8](repeating: 97, count: 300 * 1024) + Array(#""}"#.utf8)
+            let tooBig = try await api.send("POST", "/v1/apple/notifications", body: big)
+            #expect(tooBig.status == 413)
+            #expect(tooBig.code == "PAYLOAD_TOO_LARGE")
+            #expect(try await api.send("POST", "/v1/apple/notifications/v1", body: big).status == 413)
+            let deep = String(repeating: "[", count: 40) + String(repeating: "]", count: 40)
+            let nested = try await api.send("POST", "/v1/apple/notifications", json: #"{"signedPayload":\#(deep)}"#)
+            #expect(nested.status == 400)
+            #expect(nested.code == "JSON_TOO_DEEP")
+            // Brackets inside strings do not count.
+            let quoted = try await api.send(
+                "POST", "/v1/apple/notifications", json: #"{"signedPayload":"\#(String(repeating: "[", count: 40))"}"#)
+            #expect(quoted.code == "MALFORMED_PAYLOAD")
+            let escaped = try await api.send(
+                "POST", "/v1/apple/notifications",
+                json: #"{"signedPayload":"\\\"\#(String(repeating: "[", count: 40))"}"#)
+            #expect(escaped.code == "MALFORMED_PAYLOAD")
+        }
+    }
+
+    @Test func v1NotificationsNeedTheSharedSecret() async throws {
+        try await APIHarness.run { api in
+            var body = FactMapperTests.v1Body
+            body.bid = APIHarness.bundleId
+            body.password = "v1-shared-secret-value"
+            let good = try await api.send("POST", "/v1/apple/notifications/v1", body: Array(AppStoreJSON.encode(body)))
+            #expect(good.status == 200)
+            #expect(good.json["status"] as? String == "accepted")
+            #expect(api.ledger.factCount == 4)
+            // Stored without the password.
+            #expect(!String(decoding: api.ledger.batches[0].rawBody, as: UTF8.self).contains("v1-shared-secret-value"))
+            let again = try await api.send("POST", "/v1/apple/notifications/v1", body: Array(AppStoreJSON.encode(body)))
+            #expect(again.json["status"] as? String == "duplicate")
+
+            body.password = "v1-shared-secret-valuf"
+            let wrong = try await api.send("POST", "/v1/apple/notifications/v1", body: Array(AppStoreJSON.encode(body)))
+            #expect(wrong.status == 401)
+            #expect(wrong.code == "INVALID_SHARED_SECRET")
+            #expect(api.ledger.rejected.map(\.code) == ["INVALID_SHARED_SECRET"])
+            #expect(!String(decoding: api.ledger.rejected[0].rawBody, as: UTF8.self).contains("valuf"))
+            body.bid = "com.unknown"
+            body.password = "v1-shared-secret-value"
+            #expect(try await api.send("POST", "/v1/apple/notifications/v1", body: Array(AppStoreJSON.encode(body))).status == 401)
+        }
+    }
+
+    @Test func authOnCustomerAndAdminEndpoints() async throws {
+        try await APIHarness.run { api in
+            let none = try await api.send("GET", "/v1/customers/u1")
+            #expect(none.status == 401)
+            #expect(none.code == "UNAUTHORIZED")
+            #expect(none.headers["www-authenticate"]?.hasPrefix("Bearer") == true)
+            #expect(try await api.send("GET", "/v1/customers/u1", auth: "Bearer wrong-wrong-wrong-wrong").status == 401)
+            let readerPost = try await api.send(
+                "POST", "/v1/customers/u1/transactions", auth: APIHarness.reader, json: #"{"signedTransaction":"x"}"#)
+            #expect(readerPost.status == 403)
+            #expect(readerPost.code == "FORBIDDEN")
+            #expect(try await api.send("GET", "/v1/subscriptions/o1", auth: APIHarness.writer).status == 403)
+            #expect(try await api.send("GET", "/v1/customers/u1", auth: APIHarness.admin).status == 403)
+
+            let signer = CustomerTokenVerifier(secret: Array(APIHarness.tokenSecret.utf8), hmac: SwiftSHA256())
+            let token = "Bearer " + signer.sign(subject: "u1", expiresAt: t0 / 1000 + 60)
+            #expect(try await api.customer("u1", auth: token).status == 200)
+            #expect(try await api.customer("u2", auth: token).status == 403)
+            #expect(try await api.send("GET", "/v1/subscriptions/o1", auth: token).status == 403)
+            api.clock.advance(by: 61_000)
+            #expect(try await api.customer("u1", auth: token).status == 401)
+        }
+    }
+
+    @Test func rejectionBudgetAnswers429() async throws {
+        try await APIHarness.run(budgetCapacity: 2) { api in
+            let forged = Apple.notification(.test, signed: t0, signature: "forged")
+            #expect(try await api.postV2(forged).status == 400)
+            #expect(try await api.postV2(forged).status == 400)
+            let limited = try await api.postV2(forged)
+            #expect(limited.status == 429)
+            #expect(limited.code == "TOO_MANY_REJECTIONS")
+            #expect(api.ledger.rejected.count == 2)
+            #expect(try await api.send("GET", "/v1/customers/u1", auth: APIHarness.reader).status == 429)
+        }
+    }
+
+    @Test func postedTransactionIsLinkedAppliedAndTransferred() async throws {
+        try await APIHarness.run { api in
+            let jws = FakeJWS.make(Apple.transaction(purchase: t0 - 1_000, expires: t0 + 86_400_000))
+            let posted = try await api.send(
+                "POST", "/v1/customers/u1/transactions", auth: APIHarness.writer, json: #"{"signedTransaction":"\#(jws)"}"#)
+            #expect(posted.status == 200)
+            #expect(posted.headers["cache-control"] == "no-store")
+            #expect(posted.entitlement("pro")?["active"] as? Bool == true)
+            #expect(posted.json["appUserId"] as? String == "u1")
+
+            // Restored on another account: transfer moves it.
+            let restored = try await api.send(
+                "POST", "/v1/customers/u2/transactions", auth: APIHarness.writer, json: #"{"signedTransaction":"\#(jws)"}"#)
+            #expect(restored.entitlement("pro")?["active"] as? Bool == true)
+            #expect(try await api.customer("u1").entitlement("pro") == nil)
+
+            let forged = try await api.send(
+                "POST", "/v1/customers/u1/transactions", auth: APIHarness.writer,
+                json: #"{"signedTransaction":"\#(jws.dropLast(5))forged"}"#)
+            #expect(forged.status == 400)
+            #expect(forged.code == "INVALID_SIGNATURE")
+            let both = try await api.send(
+                "POST", "/v1/customers/u1/transactions", auth: APIHarness.writer,
+                json: #"{"signedTransaction":"\#(jws)","signedAppTransaction":"\#(jws)"}"#)
+            #expect(both.code == "INVALID_REQUEST")
+        }
+    }
+
+    @Test func keepLeavesARestoredPurchaseWithItsFirstOwner() async throws {
+        try await APIHarness.run(configuration: APIHarness.configuration(restore: .keep)) { api in
+            let jws = FakeJWS.make(Apple.transaction(purchase: t0 - 1_000, expires: t0 + 86_400_000))
+            _ = try await api.send(
+                "POST", "/v1/customers/u1/transactions", auth: APIHarness.writer, json: #"{"signedTransaction":"\#(jws)"}"#)
+            let other = try await api.send(
+                "POST", "/v1/customers/u2/transactions", auth: APIHarness.writer, json: #"{"signedTransaction":"\#(jws)"}"#)
+            #expect(other.status == 200)
+            #expect(other.entitlement("pro") == nil)
+            #expect(try await api.customer("u1").entitlement("pro")?["active"] as? Bool == true)
+        }
+    }
+
+    @Test func postedAppTransactionShowsThePreorder() async throws {
+        try await APIHarness.run { api in
+            let app = AppTransaction(
+                receiptType: .production, appAppleId: 1234, bundleId: APIHarness.bundleId, receiptCreationDate: t0,
+                originalPurchaseDate: t0 - 86_400_000, preorderDate: t0 - 2 * 86_400_000)
+            let reply = try await api.send(
+                "POST", "/v1/customers/u1/transactions", auth: APIHarness.writer,
+                json: #"{"signedAppTransaction":"\#(FakeJWS.make(app))"}"#)
+            #expect(reply.status == 200)
+            let preorder = reply.json["preorder"] as? [String: Any]
+            #expect(preorder?["isPreordered"] as? Bool == true)
+            #expect(preorder?["preorderDate"] as? String == "2027-01-13T08:00:00.000Z")
+        }
+    }
+
+    @Test func historyPagesNewestFirstWithAnOpaqueCursor() async throws {
+        try await APIHarness.run { api in
+            let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
+            for i in 0..<3 {
+                let date = t0 + Int64(i) * 1_000
+                _ = try await api.postV2(
+                    Apple.notification(
+                        .didRenew, signed: date,
+                        transaction: Apple.transaction(tid: "t\(i)", purchase: date, expires: date + 86_400_000, token: token)))
+            }
+            let first = try await api.send("GET", "/v1/customers/u1/history?limit=4", auth: APIHarness.reader)
+            #expect(first.status == 200)
+            let items = try #require(first.json["items"] as? [[String: Any]])
+            #expect(items.count == 4)
+            #expect(items.first?["occurredAt"] as? String == "2027-01-15T08:00:02.000Z")
+            #expect(items.contains { $0["type"] as? String == "DID_RENEW" })
+            #expect(items.contains { $0["price"] as? Int == 9990 && $0["currency"] as? String == "USD" })
+            let cursor = try #require(first.json["nextCursor"] as? String)
+            let second = try await api.send("GET", "/v1/customers/u1/history?limit=4&cursor=\(cursor)", auth: APIHarness.reader)
+            #expect((second.json["items"] as? [Any])?.count == 2)
+            #expect(second.json["nextCursor"] is NSNull)
+            #expect(try await api.send("GET", "/v1/customers/u1/history?cursor=zzz", auth: APIHarness.reader).code == "INVALID_CURSOR")
+            #expect(try await api.send("GET", "/v1/customers/u1/history?limit=0", auth: APIHarness.reader).code == "INVALID_LIMIT")
+            #expect(try await api.send("GET", "/v1/customers/nobody/history", auth: APIHarness.reader).status == 404)
+        }
+    }
+
+    @Test func catalogPerStorefront() async throws {
+        try await APIHarness.run { api in
+            let usa = try await api.send("GET", "/v1/apps/\(APIHarness.bundleId)/products?storefront=usa", auth: APIHarness.reader)
+            #expect(usa.status == 200)
+            #expect(usa.json["storefront"] as? String == "USA")
+            let ids = (usa.json["products"] as? [[String: Any]])?.compactMap { $0["productId"] as? String }
+            #expect(ids == ["pro.monthly", "pro.yearly", "lifetime"])
+            let groups = usa.json["groups"] as? [[String: Any]]
+            #expect(groups?.first?["productIds"] as? [String] == ["pro.yearly", "pro.monthly"])
+            let chn = try await api.send("GET", "/v1/apps/\(APIHarness.bundleId)/products?storefront=CHN", auth: APIHarness.reader)
+            #expect((chn.json["products"] as? [Any])?.count == 2)
+            #expect(try await api.send("GET", "/v1/apps/\(APIHarness.bundleId)/products?storefront=US", auth: APIHarness.reader).code == "INVALID_STOREFRONT")
+            #expect(try await api.send("GET", "/v1/apps/com.nope/products", auth: APIHarness.reader).status == 404)
+            #expect(try await api.send("GET", "/v1/apps/\(APIHarness.bundleId)/products").status == 401)
+        }
+    }
+
+    @Test func adminSubscriptionView() async throws {
+        try await APIHarness.run { api in
+            let token = try #require(try await api.customer("u9").json["appAccountToken"] as? String)
+            _ = try await api.postV2(
+                Apple.notification(
+                    .subscribed, .initialBuy, signed: t0,
+                    transaction: Apple.transaction(otid: "o9", tid: "t9", purchase: t0, expires: t0 + 86_400_000, token: token)))
+            let reply = try await api.send("GET", "/v1/subscriptions/o9", auth: APIHarness.admin)
+            #expect(reply.status == 200)
+            #expect(reply.json["appUserId"] as? String == "u9")
+            #expect((reply.json["subscription"] as? [String: Any])?["status"] as? String == "active")
+            #expect((reply.json["notifications"] as? [[String: Any]])?.first?["subtype"] as? String == "INITIAL_BUY")
+            #expect(try await api.send("GET", "/v1/subscriptions/none", auth: APIHarness.admin).code == "SUBSCRIPTION_NOT_FOUND")
+        }
+    }
+}

@@ -1,0 +1,242 @@
+import AppStore
+import EntitledConfig
+import EntitledServer
+import Entitlements
+import Foundation
+import Testing
+
+@Suite struct FactMapperTests {
+    let app = App(
+        bundleId: "com.example", appAppleId: 41234, environments: ["Production", "Sandbox", "LocalTesting"],
+        sharedSecret: "shared", gracePeriodDays: 6, restoreBehavior: .keep,
+        products: [
+            Product(productId: "com.example.product", type: .autoRenewable, subscriptionGroup: "pro", level: 1,
+                    entitlements: ["pro"]),
+            Product(productId: "pass", type: .nonRenewing, subscriptionGroup: "passes", duration: "P1M", entitlements: ["pro"]),
+            Product(productId: "coins", type: .consumable),
+            Product(productId: "lifetime", type: .nonConsumable, entitlements: ["pro", "extras"]),
+        ])
+
+    @Test func appleTransactionFixtureMapsFieldForField() throws {
+        let transaction = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
+        let fact = try FactMapper(app: app).transaction(transaction)
+        #expect(
+            fact
+                == TransactionFact(
+                    transactionId: "23456", originalTransactionId: "12345", webOrderLineItemId: "34343",
+                    productId: "com.example.product", subscriptionGroupId: "55555", purchaseDate: 1_698_148_900_000,
+                    originalPurchaseDate: 1_698_148_800_000, expiresDate: 1_698_149_000_000, quantity: 1,
+                    productType: .autoRenewable, appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+                    ownership: .purchased, signedDate: 1_698_148_900_000, revocationDate: 1_698_148_950_000,
+                    revocationReason: 1, isUpgraded: true, offerType: .introductory, offerDiscountType: .payAsYouGo,
+                    offerIdentifier: "abc.123", environment: .localTesting, storefront: "USA",
+                    transactionReason: .purchase, price: 10990, currency: "USD"))
+        let revoked = try FactMapper(app: app).transaction(
+            AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransactionWithRevocation.json"))
+        #expect(revoked.revocationType == .refundProrated)
+    }
+
+    @Test func appleRenewalInfoFixture() throws {
+        let renewal = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
+        let fact = try FactMapper(app: app).renewalInfo(renewal)
+        #expect(
+            fact
+                == RenewalInfoFact(
+                    originalTransactionId: "12345", productId: "com.example.product",
+                    autoRenewProductId: "com.example.product.2", autoRenewStatus: true, expirationIntent: 1,
+                    isInBillingRetryPeriod: true, gracePeriodExpiresDate: 1_698_148_900_000, priceIncreaseStatus: 0,
+                    offerType: .promotional, offerIdentifier: "abc.123", offerDiscountType: .payAsYouGo,
+                    signedDate: 1_698_148_800_000, renewalDate: 1_698_148_850_000,
+                    recentSubscriptionStartDate: 1_698_148_800_000, eligibleWinBackOfferIds: ["eligible1", "eligible2"],
+                    environment: .localTesting))
+    }
+
+    @Test func appleNotificationFixtureGivesNotificationTransactionAndRenewalFacts() throws {
+        let payload = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, "signedNotification.json")
+        let transaction = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
+        let renewal = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
+        let facts = try FactMapper(app: app).facts(
+            from: VerifiedNotification(payload: payload, transaction: transaction, renewalInfo: renewal))
+        #expect(facts.count == 3)
+        guard case .notification(let notification) = facts[0] else {
+            Issue.record("first fact is not the notification")
+            return
+        }
+        #expect(
+            notification
+                == NotificationFact(
+                    type: .subscribed, subtype: .initialBuy, notificationUUID: "002e14d5-51f5-4503-b5a8-c3a1af68eb20",
+                    signedDate: 1_698_148_900_000, environment: .localTesting, originalTransactionId: "12345",
+                    transactionId: "23456", productId: "com.example.product"))
+        #expect(facts.contains { if case .transaction = $0 { true } else { false } })
+        #expect(facts.contains { if case .renewalInfo = $0 { true } else { false } })
+    }
+
+    @Test func summaryAndRescindConsentNotifications() throws {
+        let summary = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, "signedSummaryNotification.json")
+        let facts = try FactMapper(app: app).facts(from: VerifiedNotification(payload: summary))
+        #expect(facts.count == 1)
+        #expect(facts[0].environment == .localTesting)
+        let rescind = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, "signedRescindConsentNotification.json")
+        let appTransaction = try AppleFixtures.load(AppTransaction.self, "appTransaction.json")
+        let rescindFacts = try FactMapper(app: app).facts(
+            from: VerifiedNotification(payload: rescind, appTransaction: appTransaction))
+        #expect(
+            rescindFacts.last
+                == .appTransaction(
+                    AppTransactionFact(
+                        appTransactionId: "71134", originalPurchaseDate: 1_698_148_800_000, preorderDate: 1_698_148_700_000,
+                        originalApplicationVersion: "1.1.2", signedDate: 1_698_148_900_000, environment: .localTesting)))
+    }
+
+    /// Every V2 notification fixture of Apple's library: the notification fact's type, subtype and
+    /// environment, and how many facts it yields with the fixture transaction and renewal info attached
+    /// where the payload carries `data`.
+    @Test(arguments: [
+        ("signedNotification.json", "SUBSCRIBED", "INITIAL_BUY", "LocalTesting", 3),
+        ("signedConsumptionRequestNotification.json", "CONSUMPTION_REQUEST", nil, "LocalTesting", 3),
+        ("signedSummaryNotification.json", "RENEWAL_EXTENSION", "SUMMARY", "LocalTesting", 1),
+        ("signedExternalPurchaseTokenNotification.json", "EXTERNAL_PURCHASE_TOKEN", "UNREPORTED", "Production", 1),
+        ("signedExternalPurchaseTokenSandboxNotification.json", "EXTERNAL_PURCHASE_TOKEN", "UNREPORTED", "Sandbox", 1),
+        ("signedRescindConsentNotification.json", "RESCIND_CONSENT", nil, "LocalTesting", 2),
+    ] as [(String, String, String?, String, Int)])
+    func everyNotificationFixture(file: String, type: String, subtype: String?, environment: String, count: Int) throws {
+        let payload = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, file)
+        var verified = VerifiedNotification(payload: payload)
+        if payload.data != nil {
+            verified.transaction = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
+            verified.renewalInfo = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
+        }
+        if payload.appData != nil {
+            verified.appTransaction = try AppleFixtures.load(AppTransaction.self, "appTransaction.json")
+        }
+        let facts = try FactMapper(app: app).facts(from: verified)
+        #expect(facts.count == count)
+        guard case .notification(let notification) = facts.first else {
+            Issue.record("no notification fact")
+            return
+        }
+        #expect(notification.type.rawValue == type)
+        #expect(notification.subtype?.rawValue == subtype)
+        #expect(notification.environment.rawValue == environment)
+        #expect(notification.notificationUUID == "002e14d5-51f5-4503-b5a8-c3a1af68eb20")
+        #expect(notification.signedDate == 1_698_148_900_000)
+        #expect(facts.allSatisfy { $0.environment.rawValue == environment || payload.data != nil })
+    }
+
+    @Test(arguments: [
+        (AppStore.ProductType.autoRenewableSubscription, "x", Int64?.none, Entitlements.ProductType.autoRenewable),
+        (.nonConsumable, "x", nil, .nonConsumable),
+        (.consumable, "x", nil, .consumable),
+        (.nonRenewingSubscription, "x", nil, .nonRenewing),
+        (AppStore.ProductType(rawValue: "Something New"), "pass", nil, .nonRenewing),
+        (AppStore.ProductType(rawValue: "Something New"), "coins", 5, .consumable),
+        (AppStore.ProductType(rawValue: "Something New"), "unknown", 5, .autoRenewable),
+        (AppStore.ProductType(rawValue: "Something New"), "unknown", nil, .nonConsumable),
+    ])
+    func productTypeFromWireThenCatalog(
+        wire: AppStore.ProductType, productId: String, expires: Int64?, expected: Entitlements.ProductType
+    ) {
+        #expect(FactMapper(app: app).productType(wire: wire, productId: productId, expiresDate: expires) == expected)
+    }
+
+    @Test func missingRequiredFieldsAreMappingErrors() {
+        var transaction = JWSTransactionDecodedPayload(
+            originalTransactionId: "1", transactionId: "1", productId: "p", purchaseDate: 1, signedDate: 1)
+        #expect(throws: Never.self) { try FactMapper().transaction(transaction) }
+        transaction.signedDate = nil
+        #expect(throws: FactMapper.MappingError.self) { try FactMapper().transaction(transaction) }
+        #expect(throws: FactMapper.MappingError.self) {
+            try FactMapper().facts(from: VerifiedNotification(payload: ResponseBodyV2DecodedPayload(notificationType: .test)))
+        }
+    }
+
+    @Test func policyFromConfiguration() {
+        let policy = FactMapper.policy(for: app)
+        #expect(policy.fallbackGraceDays == 6)
+        #expect(policy.restoreBehavior == .keep)
+        #expect(
+            policy.products["com.example.product"]
+                == ProductPolicy(type: .autoRenewable, entitlements: ["pro"], subscriptionGroup: "pro", level: 1))
+        #expect(policy.products["pass"]?.duration == Entitlements.ISODuration(months: 1))
+        #expect(policy.products["lifetime"]?.entitlements == ["pro", "extras"])
+        var configuration = Configuration()
+        var second = App(bundleId: "com.other", products: [Product(productId: "other", type: .consumable)])
+        second.gracePeriodDays = 1
+        configuration.apps = [app, second]
+        let merged = FactMapper.policy(for: configuration)
+        #expect(merged.products.count == 5)
+        #expect(merged.fallbackGraceDays == 6)
+    }
+
+    static let v1Body = ResponseBodyV1(
+        notificationType: .didRenew, password: "shared", environment: .prod, bid: "com.example",
+        autoRenewStatus: "true", autoRenewStatusChangeDateMs: "1700000000000",
+        unifiedReceipt: UnifiedReceipt(
+            environment: .production, status: 0,
+            latestReceiptInfo: [
+                LatestReceiptInfo(
+                    quantity: "1", productId: "com.example.product", transactionId: "t2", originalTransactionId: "o1",
+                    purchaseDateMs: "1702000000000", originalPurchaseDateMs: "1699000000000",
+                    expiresDateMs: "1704600000000", isTrialPeriod: "false", isInIntroOfferPeriod: "false",
+                    isUpgraded: "false", inAppOwnershipType: .purchased),
+                LatestReceiptInfo(
+                    quantity: "1", productId: "com.example.product", transactionId: "t1", originalTransactionId: "o1",
+                    purchaseDateMs: "1699000000000", expiresDateMs: "1702000000000", isTrialPeriod: "true"),
+            ],
+            pendingRenewalInfo: [
+                PendingRenewalInfo(
+                    originalTransactionId: "o1", productId: "com.example.product",
+                    autoRenewProductId: "com.example.product", autoRenewStatus: "1", isInBillingRetryPeriod: "0")
+            ]))
+
+    @Test func v1NotificationMapsToReceiptEntriesPendingRenewalAndNotification() throws {
+        let facts = try FactMapper(app: app).facts(fromV1: Self.v1Body)
+        #expect(facts.count == 4)
+        #expect(
+            facts[0]
+                == .v1Notification(
+                    V1NotificationFact(
+                        type: .didRenew, date: 1_702_000_000_000, environment: .production, originalTransactionId: "o1",
+                        transactionId: "t2", productId: "com.example.product", autoRenewStatus: true)))
+        guard case .receiptEntry(let trial) = facts[2] else {
+            Issue.record("expected a receipt entry")
+            return
+        }
+        #expect(trial.isTrialPeriod)
+        #expect(trial.receiptDate == 1_702_000_000_000)
+        #expect(
+            facts[3]
+                == .pendingRenewal(
+                    PendingRenewalFact(
+                        originalTransactionId: "o1", productId: "com.example.product",
+                        autoRenewProductId: "com.example.product", autoRenewStatus: true, isInBillingRetryPeriod: false,
+                        receiptDate: 1_702_000_000_000, environment: .production)))
+        // A repeated delivery maps to the same facts.
+        #expect(try FactMapper(app: app).facts(fromV1: Self.v1Body) == facts)
+        // And the engine sees an active subscription granting "pro".
+        let state = evaluate(facts: facts, policy: FactMapper.policy(for: app), now: 1_703_000_000_000)
+        #expect(state.entitlement("pro")?.status == .active)
+    }
+
+    @Test func receiptWithPreorderGivesAnAppTransactionFact() {
+        let response = VerifyReceiptResponse(
+            status: 0, environment: .sandbox,
+            receipt: LegacyReceipt(
+                bundleId: "com.example", originalApplicationVersion: "1.0", receiptCreationDateMs: "1700000000000",
+                originalPurchaseDateMs: "1690000000000", preorderDateMs: "1680000000000",
+                inApp: [LatestReceiptInfo(productId: "lifetime", transactionId: "n1", originalTransactionId: "n1", purchaseDateMs: "1690000000000")]),
+            latestReceiptInfo: [LatestReceiptInfo(productId: "lifetime", transactionId: "n1", originalTransactionId: "n1", purchaseDateMs: "1690000000000")])
+        let facts = FactMapper(app: app).facts(fromReceipt: response)
+        #expect(facts.count == 2)
+        #expect(
+            facts[0]
+                == .appTransaction(
+                    AppTransactionFact(
+                        originalPurchaseDate: 1_690_000_000_000, preorderDate: 1_680_000_000_000,
+                        originalApplicationVersion: "1.0", signedDate: 1_700_000_000_000, environment: .sandbox)))
+        let state = evaluate(facts: facts, policy: FactMapper.policy(for: app), now: 1_700_000_000_000, environment: .sandbox)
+        #expect(state.preorder.isPreordered)
+        #expect(state.entitlement("extras")?.active == true)
+    }
+}

@@ -1,0 +1,133 @@
+import AppStore
+import EntitledConfig
+import EntitledServer
+import Foundation
+import HTTPServer
+import Testing
+
+/// Reads `paths:` of docs/openapi.yaml by indentation: path keys at two spaces, method keys at four.
+/// Enough YAML for our own file; no YAML library.
+enum OpenAPISpec {
+    static let methods: Set<String> = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
+
+    static var url: URL {
+        var folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while folder.path != "/" {
+            if FileManager.default.fileExists(atPath: folder.appendingPathComponent("Package.swift").path) {
+                return folder.appendingPathComponent("docs/openapi.yaml")
+            }
+            folder = folder.deletingLastPathComponent()
+        }
+        return URL(fileURLWithPath: "docs/openapi.yaml")
+    }
+
+    /// `METHOD /path` for every operation under `paths:`.
+    static func operations(in text: String) -> Set<String> {
+        var result = Set<String>()
+        var inPaths = false
+        var currentPath: String?
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = String(raw)
+            if line.trimmingCharacters(in: .whitespaces).isEmpty || line.trimmingCharacters(in: .whitespaces).hasPrefix("#") {
+                continue
+            }
+            let indent = line.prefix { $0 == " " }.count
+            let content = line.trimmingCharacters(in: .whitespaces)
+            if indent == 0 {
+                inPaths = content == "paths:"
+                currentPath = nil
+                continue
+            }
+            guard inPaths, content.hasSuffix(":") else { continue }
+            let key = String(content.dropLast()).trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+            if indent == 2 {
+                currentPath = key
+            } else if indent == 4, let path = currentPath, methods.contains(key) {
+                result.insert("\(key.uppercased()) \(path)")
+            }
+        }
+        return result
+    }
+}
+
+/// A verifier and ledger that are never called: only the routes matter here.
+private struct Unused: NotificationVerifying, LedgerStoring {
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
+        throw VerificationError(code: "UNUSED")
+    }
+    func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError) -> JWSTransactionDecodedPayload {
+        throw VerificationError(code: "UNUSED")
+    }
+    func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {
+        throw VerificationError(code: "UNUSED")
+    }
+    func checkReady() async throws {}
+    func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome { throw LedgerError(.unavailable) }
+    func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError) {}
+    func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
+        throw LedgerError(.unavailable)
+    }
+    func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? { nil }
+    func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? { nil }
+}
+
+@Suite struct OpenAPITests {
+    @Test func routerAndSpecListTheSameOperations() throws {
+        let text = try String(contentsOf: OpenAPISpec.url, encoding: .utf8)
+        #expect(text.hasPrefix("openapi: 3.1"))
+        let spec = OpenAPISpec.operations(in: text)
+        let unused = Unused()
+        let application = Application(configuration: Configuration(), verifier: unused, ledger: unused)
+        let routes = Set(application.router.registeredRoutes.map { "\($0.method.rawValue) \($0.pattern)" })
+        #expect(routes.count == application.router.registeredRoutes.count)
+        #expect(spec == routes, "only in spec: \(spec.subtracting(routes).sorted()); only in router: \(routes.subtracting(spec).sorted())")
+        #expect(routes.count == 9)
+    }
+
+    /// Every `$ref: "#/components/<section>/<Name>"` names an entry that exists in that section.
+    @Test func everyReferenceResolves() throws {
+        let text = try String(contentsOf: OpenAPISpec.url, encoding: .utf8)
+        var defined = Set<String>()
+        var section: String?
+        var inComponents = false
+        for line in text.split(separator: "\n") {
+            let indent = line.prefix { $0 == " " }.count
+            let content = line.trimmingCharacters(in: .whitespaces)
+            if indent == 0 { inComponents = content == "components:" }
+            guard inComponents, content.hasSuffix(":") else { continue }
+            if indent == 2 { section = String(content.dropLast()) }
+            if indent == 4, let section { defined.insert("#/components/\(section)/\(content.dropLast())") }
+        }
+        var references = Set<String>()
+        for line in text.split(separator: "\n") where line.contains("$ref:") {
+            let value = line.split(separator: "$ref:", maxSplits: 1)[1].trimmingCharacters(in: CharacterSet(charactersIn: " \"'"))
+            references.insert(value)
+        }
+        #expect(!references.isEmpty)
+        #expect(references.subtracting(defined).isEmpty, "unresolved: \(references.subtracting(defined).sorted())")
+    }
+
+    @Test func parserReadsPathsAndMethodsByIndentation() {
+        let yaml = """
+            openapi: 3.1.0
+            paths:
+              /a:
+                get:
+                  summary: x
+                  parameters:
+                    - name: post
+                post:
+                  responses:
+                    "200":
+                      description: ok
+              "/b/{id}":
+                delete:
+                  summary: y
+            components:
+              schemas:
+                get:
+                  type: object
+            """
+        #expect(OpenAPISpec.operations(in: yaml) == ["GET /a", "POST /a", "DELETE /b/{id}"])
+    }
+}
