@@ -52,7 +52,7 @@ let package = Package(
         // Wiring: routes, auth, ingest.
         .target(
             name: "EntitledServer",
-            dependencies: ["AppStore", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
+            dependencies: ["AppStore", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
             swiftSettings: swiftSettings),
         // The command-line tool.
         .executableTarget(

@@ -32,7 +32,7 @@ public struct API: Sendable {
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: any LedgerStoring,
-        clock: any ServerClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = SwiftSHA256()
+        clock: any ServerClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests()
     ) {
         self.configuration = configuration
         self.verifier = verifier
@@ -76,7 +76,7 @@ public struct API: Sendable {
         var bundleId: String?
         do {
             guard let envelope = try? JSONDecoder().decode(ResponseBodyV2.self, from: Data(request.body)) else {
-                throw VerificationError(code: "INVALID_JSON", detail: "the body is not {\"signedPayload\": \"…\"}")
+                throw VerificationError(.init(rawValue: "INVALID_JSON"), "the body is not {\"signedPayload\": \"…\"}")
             }
             guard let signedPayload = envelope.signedPayload, !signedPayload.isEmpty else {
                 throw VerificationError.malformed("signedPayload is missing")
@@ -123,7 +123,7 @@ public struct API: Sendable {
         let expected = app?.sharedSecret ?? "\u{0}no shared secret configured"
         let matches = constantTimeSecretEquals(body.password ?? "", expected)
         guard let app, app.sharedSecret != nil, matches else {
-            let error = VerificationError(code: "INVALID_SHARED_SECRET", detail: "password does not match the app's shared secret")
+            let error = VerificationError(.init(rawValue: "INVALID_SHARED_SECRET"), "password does not match the app's shared secret")
             throw await reject(error, request: request, bundleId: body.bid, now: now, redactedBody: redacted(body))
         }
         let raw = redacted(body)
@@ -142,7 +142,7 @@ public struct API: Sendable {
             throw await reject(error, request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
         }
         let batch = LedgerBatch(
-            source: .notificationV1(key: SwiftSHA256.hex(SwiftSHA256.hash(raw)), type: body.notificationType?.rawValue ?? ""),
+            source: .notificationV1(key: Digests.hex(Digests.hash(raw)), type: body.notificationType?.rawValue ?? ""),
             bundleId: app.bundleId, environment: environment, rawBody: raw, facts: facts,
             policy: policy(app), receivedAt: now)
         let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
@@ -356,7 +356,7 @@ public struct API: Sendable {
 
     func app(_ bundleId: String?) throws(VerificationError) -> App {
         guard let bundleId, let app = configuration.app(bundleId: bundleId) else {
-            throw VerificationError(code: "UNKNOWN_BUNDLE_ID", detail: "the payload's bundleId is not a configured app")
+            throw VerificationError(.invalidAppIdentifier, "the payload's bundleId is not a configured app")
         }
         return app
     }
@@ -364,7 +364,7 @@ public struct API: Sendable {
     func checkEnvironment(_ environment: AppStoreEnvironment?, app: App) throws(VerificationError) {
         let name = environment?.rawValue ?? "Production"
         guard app.environments.contains(name) else {
-            throw VerificationError(code: "WRONG_ENVIRONMENT", detail: "environment \(name) is not accepted for this app")
+            throw VerificationError(.invalidEnvironment, "environment \(name) is not accepted for this app")
         }
     }
 
@@ -380,11 +380,11 @@ public struct API: Sendable {
         }
         budget.charge(request.remoteAddress)
         let delivery = RejectedDelivery(
-            endpoint: request.path, bundleId: bundleId, code: error.code, rawBody: redactedBody ?? request.body,
+            endpoint: request.path, bundleId: bundleId, code: error.code.rawValue, rawBody: redactedBody ?? request.body,
             remoteAddress: request.remoteAddress, receivedAt: now)
         try? await ledger.recordRejected(delivery)
-        let status = error.code == "INVALID_SHARED_SECRET" ? 401 : 400
-        return HTTPError(status: status, code: error.code, detail: error.detail.isEmpty ? "verification failed" : error.detail)
+        let status = error.code.rawValue == "INVALID_SHARED_SECRET" ? 401 : 400
+        return HTTPError(status: status, code: error.code.rawValue, detail: error.message.isEmpty ? "verification failed" : error.message)
     }
 
     func authenticate(_ request: Request) throws -> Principal {

@@ -40,7 +40,7 @@ public struct Application: Sendable {
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: any LedgerStoring,
         clock: any ServerClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
-        hmac: any HMACSHA256Computing = SwiftSHA256()
+        hmac: any HMACSHA256Computing = Digests()
     ) {
         self.configuration = configuration
         var router = Router()

@@ -48,10 +48,10 @@ public struct Authenticator: Sendable {
     let clock: any ServerClock
 
     public init(
-        apiKeys: [APIKey], customerTokens: CustomerTokenSettings?, hmac: any HMACSHA256Computing = SwiftSHA256(),
+        apiKeys: [APIKey], customerTokens: CustomerTokenSettings?, hmac: any HMACSHA256Computing = Digests(),
         clock: any ServerClock
     ) {
-        keys = apiKeys.map { Key(name: $0.name, digest: SwiftSHA256.hash(Array($0.secret.utf8)), scopes: $0.scopes) }
+        keys = apiKeys.map { Key(name: $0.name, digest: Digests.hash(Array($0.secret.utf8)), scopes: $0.scopes) }
         tokens = customerTokens.map { CustomerTokenVerifier(secret: Array($0.secret.utf8), hmac: hmac) }
         self.clock = clock
     }
@@ -78,7 +78,7 @@ public struct Authenticator: Sendable {
 
     /// Compares against every key; no early exit.
     func matchKey(_ credential: String) -> Principal? {
-        let digest = SwiftSHA256.hash(Array(credential.utf8))
+        let digest = Digests.hash(Array(credential.utf8))
         var found: Int = -1
         for (index, key) in keys.enumerated() {
             let equal = constantTimeEquals(digest, key.digest)

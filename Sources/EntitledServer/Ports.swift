@@ -9,31 +9,9 @@ import Foundation
 
 // MARK: - Verification
 
-/// Why signed data was not accepted. `code` is stable (clients and the audit log switch on it).
-///
-/// Non-retryable errors mean the data itself is bad (forged, wrong app, wrong environment, expired
-/// chain, malformed): the API answers 4xx and records the rejection. Retryable ones mean the
-/// verification infrastructure failed (OCSP unreachable, …): the API answers 503 so Apple retries.
-public struct VerificationError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stable code such as `INVALID_SIGNATURE`, `INVALID_CHAIN`, `EXPIRED_CHAIN`, `WRONG_BUNDLE_ID`,
-    /// `WRONG_APP_APPLE_ID`, `WRONG_ENVIRONMENT`, `MALFORMED_PAYLOAD`, `RETRYABLE_VERIFICATION_FAILURE`.
-    public var code: String
-    /// Whether trying again later may succeed (infrastructure, not data).
-    public var isRetryable: Bool
-    /// A short human-readable reason; never contains the payload or secrets.
-    public var detail: String
-
-    public init(code: String, isRetryable: Bool = false, detail: String = "") {
-        self.code = code
-        self.isRetryable = isRetryable
-        self.detail = detail
-    }
-
-    public var description: String { "\(code)\(isRetryable ? " (retryable)" : ""): \(detail)" }
-
-    public static func malformed(_ detail: String) -> VerificationError {
-        VerificationError(code: "MALFORMED_PAYLOAD", detail: detail)
-    }
+extension VerificationError {
+    /// A payload that is not what the endpoint expects (not JSON, not a JWS, missing fields).
+    static func malformed(_ detail: String) -> VerificationError { VerificationError(.malformedPayload, detail) }
 }
 
 /// A verified V2 notification with its nested signed data, each verified too.

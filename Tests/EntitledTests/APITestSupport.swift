@@ -33,18 +33,18 @@ enum FakeJWS {
 
     static func decode<T: Decodable>(_ type: T.Type, _ jws: String) throws(VerificationError) -> T {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]) else { throw .malformed("not a JWS") }
+        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]) else { throw VerificationError(.malformedPayload, "not a JWS") }
         switch parts[2] {
         case "valid": break
-        case "forged": throw VerificationError(code: "INVALID_SIGNATURE", detail: "bad signature")
-        case "expired": throw VerificationError(code: "EXPIRED_CHAIN", detail: "chain expired")
-        case "retry": throw VerificationError(code: "OCSP_UNAVAILABLE", isRetryable: true, detail: "ocsp down")
-        default: throw VerificationError(code: "INVALID_SIGNATURE", detail: "bad signature")
+        case "forged": throw VerificationError(.invalidSignature, "bad signature")
+        case "expired": throw VerificationError(.certificateExpired, "chain expired")
+        case "retry": throw VerificationError(.retryableVerificationFailure, "ocsp down")
+        default: throw VerificationError(.invalidSignature, "bad signature")
         }
         do {
             return try AppStoreJSON.decode(type, from: Data(bytes))
         } catch {
-            throw .malformed(error.description)
+            throw VerificationError(.malformedPayload, error.description)
         }
     }
 }
@@ -53,9 +53,9 @@ enum FakeJWS {
 struct StubVerifier: NotificationVerifying {
     func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
         let payload = try FakeJWS.decode(ResponseBodyV2DecodedPayload.self, signedPayload)
-        guard payload.verificationBundleId == app.bundleId else { throw VerificationError(code: "WRONG_BUNDLE_ID") }
+        guard payload.verificationBundleId == app.bundleId else { throw VerificationError(.invalidAppIdentifier) }
         if let id = payload.verificationAppAppleId, let expected = app.appAppleId, id != expected {
-            throw VerificationError(code: "WRONG_APP_APPLE_ID")
+            throw VerificationError(.invalidAppIdentifier)
         }
         var result = VerifiedNotification(payload: payload)
         if let jws = payload.data?.signedTransactionInfo {
@@ -72,13 +72,13 @@ struct StubVerifier: NotificationVerifying {
 
     func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError) -> JWSTransactionDecodedPayload {
         let transaction = try FakeJWS.decode(JWSTransactionDecodedPayload.self, signedTransaction)
-        guard transaction.bundleId == app.bundleId else { throw VerificationError(code: "WRONG_BUNDLE_ID") }
+        guard transaction.bundleId == app.bundleId else { throw VerificationError(.invalidAppIdentifier) }
         return transaction
     }
 
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {
         let appTransaction = try FakeJWS.decode(AppTransaction.self, signedAppTransaction)
-        guard appTransaction.bundleId == app.bundleId else { throw VerificationError(code: "WRONG_BUNDLE_ID") }
+        guard appTransaction.bundleId == app.bundleId else { throw VerificationError(.invalidAppIdentifier) }
         return appTransaction
     }
 }

@@ -209,7 +209,7 @@ extension Loopback.Reply {
     }
 
     @Test(arguments: [
-        ("forged", "INVALID_SIGNATURE"), ("expired", "EXPIRED_CHAIN"),
+        ("forged", "INVALID_SIGNATURE"), ("expired", "CERTIFICATE_EXPIRED"),
     ])
     func invalidSignaturesAreRejectedRecordedAndNotApplied(signature: String, code: String) async throws {
         try await APIHarness.run { api in
@@ -230,9 +230,9 @@ extension Loopback.Reply {
         try await APIHarness.run { api in
             let otherBundle = try await api.postV2(Apple.notification(.test, signed: t0, bundleId: "com.evil"))
             #expect(otherBundle.status == 400)
-            #expect(otherBundle.code == "UNKNOWN_BUNDLE_ID")
+            #expect(otherBundle.code == "INVALID_APP_IDENTIFIER")
             let xcode = try await api.postV2(Apple.notification(.test, signed: t0, environment: .xcode))
-            #expect(xcode.code == "WRONG_ENVIRONMENT")
+            #expect(xcode.code == "INVALID_ENVIRONMENT")
             let garbage = try await api.postV2("not-a-jws")
             #expect(garbage.code == "MALFORMED_PAYLOAD")
             let missing = try await api.send("POST", "/v1/apple/notifications", json: "{}")
@@ -242,7 +242,7 @@ extension Loopback.Reply {
             #expect(notJSON.code == "INVALID_JSON")
             #expect(
                 api.ledger.rejected.map(\.code)
-                    == ["UNKNOWN_BUNDLE_ID", "WRONG_ENVIRONMENT", "MALFORMED_PAYLOAD", "MALFORMED_PAYLOAD", "INVALID_JSON"])
+                    == ["INVALID_APP_IDENTIFIER", "INVALID_ENVIRONMENT", "MALFORMED_PAYLOAD", "MALFORMED_PAYLOAD", "INVALID_JSON"])
             #expect(api.ledger.factCount == 0)
         }
     }
@@ -341,7 +341,7 @@ extension Loopback.Reply {
             #expect(try await api.send("GET", "/v1/subscriptions/o1", auth: APIHarness.writer).status == 403)
             #expect(try await api.send("GET", "/v1/customers/u1", auth: APIHarness.admin).status == 403)
 
-            let signer = CustomerTokenVerifier(secret: Array(APIHarness.tokenSecret.utf8), hmac: SwiftSHA256())
+            let signer = CustomerTokenVerifier(secret: Array(APIHarness.tokenSecret.utf8), hmac: Digests())
             let token = "Bearer " + signer.sign(subject: "u1", expiresAt: t0 / 1000 + 60)
             #expect(try await api.customer("u1", auth: token).status == 200)
             #expect(try await api.customer("u2", auth: token).status == 403)

@@ -25,12 +25,12 @@ func hexBytes(_ hex: String) -> [UInt8] {
         ),
     ])
     func sha256KnownAnswers(message: String, digest: String) {
-        #expect(SwiftSHA256.hex(SwiftSHA256.hash(Array(message.utf8))) == digest)
+        #expect(Digests.hex(Digests.hash(Array(message.utf8))) == digest)
     }
 
     @Test func sha256OfAMillionAs() {
         let message = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
-        #expect(SwiftSHA256.hex(SwiftSHA256.hash(message)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        #expect(Digests.hex(Digests.hash(message)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
     /// RFC 4231 test cases 1–4, 6 and 7 (case 5 truncates the output).
@@ -51,7 +51,7 @@ func hexBytes(_ hex: String) -> [UInt8] {
          "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"),
     ])
     func hmacRFC4231(key: String, data: String, mac: String) {
-        #expect(SwiftSHA256.hex(SwiftSHA256().hmacSHA256(key: hexBytes(key), message: hexBytes(data))) == mac)
+        #expect(Digests.hex(Digests().hmacSHA256(key: hexBytes(key), message: hexBytes(data))) == mac)
     }
 
     @Test func constantTimeCompare() {
@@ -108,7 +108,7 @@ func hexBytes(_ hex: String) -> [UInt8] {
     }
 
     @Test func customerTokensReachOnlyTheirOwnCustomer() throws {
-        let signer = CustomerTokenVerifier(secret: Array(String(repeating: "k", count: 32).utf8), hmac: SwiftSHA256())
+        let signer = CustomerTokenVerifier(secret: Array(String(repeating: "k", count: 32).utf8), hmac: Digests())
         let token = signer.sign(subject: "u1", expiresAt: 1_800_000_060)
         let principal = try authenticator.authenticate(request("Bearer \(token)"))
         #expect(principal == .customer(appUserId: "u1"))
@@ -121,11 +121,11 @@ func hexBytes(_ hex: String) -> [UInt8] {
 
     @Test func tokenVerificationFailures() throws {
         let secret = Array(String(repeating: "k", count: 32).utf8)
-        let verifier = CustomerTokenVerifier(secret: secret, hmac: SwiftSHA256())
+        let verifier = CustomerTokenVerifier(secret: secret, hmac: Digests())
         let now: Int64 = 1_800_000_000_000
         let good = verifier.sign(subject: "u1", expiresAt: 1_800_000_100)
         #expect(try verifier.verify(good, now: now) == "u1")
-        let other = CustomerTokenVerifier(secret: Array(String(repeating: "x", count: 32).utf8), hmac: SwiftSHA256())
+        let other = CustomerTokenVerifier(secret: Array(String(repeating: "x", count: 32).utf8), hmac: Digests())
         #expect(throws: CustomerTokenVerifier.Failure.signature) {
             try verifier.verify(other.sign(subject: "u1", expiresAt: 1_800_000_100), now: now)
         }
@@ -137,7 +137,7 @@ func hexBytes(_ hex: String) -> [UInt8] {
         #expect(throws: CustomerTokenVerifier.Failure.algorithm) { try verifier.verify(none, now: now) }
         let header = String(parts[0])
         let claims = Base64URL.encode(Array(#"{"sub":"u1"}"#.utf8))
-        let mac = SwiftSHA256().hmacSHA256(key: secret, message: Array("\(header).\(claims)".utf8))
+        let mac = Digests().hmacSHA256(key: secret, message: Array("\(header).\(claims)".utf8))
         #expect(throws: CustomerTokenVerifier.Failure.missingClaim) {
             try verifier.verify("\(header).\(claims).\(Base64URL.encode(mac))", now: now)
         }

@@ -53,13 +53,13 @@ enum OpenAPISpec {
 /// A verifier and ledger that are never called: only the routes matter here.
 private struct Unused: NotificationVerifying, LedgerStoring {
     func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
-        throw VerificationError(code: "UNUSED")
+        throw VerificationError(.init(rawValue: "UNUSED"))
     }
     func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError) -> JWSTransactionDecodedPayload {
-        throw VerificationError(code: "UNUSED")
+        throw VerificationError(.init(rawValue: "UNUSED"))
     }
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {
-        throw VerificationError(code: "UNUSED")
+        throw VerificationError(.init(rawValue: "UNUSED"))
     }
     func checkReady() async throws {}
     func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome { throw LedgerError(.unavailable) }
