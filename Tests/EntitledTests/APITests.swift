@@ -44,12 +44,13 @@ struct APIHarness {
 
     static func run(
         configuration: Configuration = APIHarness.configuration(), budgetCapacity: Double = 1000,
+        verifier: (any NotificationVerifying)? = nil, clock: VirtualClock? = nil,
         _ body: (APIHarness) async throws -> Void
     ) async throws {
-        let clock = VirtualClock(start)
+        let clock = clock ?? VirtualClock(start)
         let ledger = InMemoryLedger()
         let application = Application(
-            configuration: configuration, verifier: StubVerifier(), ledger: ledger, clock: clock,
+            configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger, clock: clock,
             rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock))
         var server = HTTPServer.Configuration()
         server.host = "127.0.0.1"

@@ -1,0 +1,106 @@
+import AppStore
+import EntitledConfig
+import EntitledCrypto
+import Foundation
+
+/// `NotificationVerifying` on the real signed-data verifier: one `SignedDataVerifier` per
+/// configured app (its roots, bundleId, appAppleId and environments), sharing one chain cache.
+public final class AppStoreVerifier: NotificationVerifying {
+    /// Why the verifier could not be built from configuration.
+    public struct SetupError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    private let verifiers: [String: SignedDataVerifier]
+
+    /// - Parameters:
+    ///   - apps: the configured apps.
+    ///   - clock: the server's clock (cache expiry; validity in online mode).
+    ///   - online: check certificate revocation with OCSP and validity at now (else at `signedDate`).
+    public init(apps: [App], clock: any ServerClock, online: Bool = false) throws(SetupError) {
+        let cache = VerifiedChainCache()
+        var verifiers: [String: SignedDataVerifier] = [:]
+        for app in apps {
+            var roots: [[UInt8]] = []
+            for path in app.appleRootCertificates {
+                roots.append(try Self.loadCertificate(path))
+            }
+            let configuration = SignedDataVerifier.Configuration(
+                trustedRoots: roots.isEmpty ? AppleRootCertificates.defaultRoots : roots, bundleId: app.bundleId,
+                appAppleId: app.appAppleId,
+                environments: Set(app.environments.map(AppStoreEnvironment.init(rawValue:))),
+                mode: online ? .online : .offline)
+            do {
+                verifiers[app.bundleId] = try SignedDataVerifier(
+                    configuration: configuration, clock: ClockAdapter(clock: clock), chainCache: cache)
+            } catch {
+                throw SetupError(description: "apps[\(app.bundleId)].appleRootCertificates: \(error.message)")
+            }
+        }
+        self.verifiers = verifiers
+    }
+
+    public func verifyNotification(signedPayload: String, app: App) async throws(VerificationError)
+        -> VerifiedNotification
+    {
+        let verifier = try verifier(for: app)
+        let payload = try await verifier.verify(signedPayload, as: ResponseBodyV2DecodedPayload.self)
+        var result = VerifiedNotification(payload: payload)
+        // Each nested JWS is verified on its own: the outer signature does not vouch for them.
+        if let signed = payload.data?.signedTransactionInfo {
+            result.transaction = try await verifier.verify(signed, as: JWSTransactionDecodedPayload.self)
+        }
+        if let signed = payload.data?.signedRenewalInfo {
+            result.renewalInfo = try await verifier.verify(signed, as: JWSRenewalInfoDecodedPayload.self)
+        }
+        if let signed = payload.appData?.signedAppTransactionInfo {
+            result.appTransaction = try await verifier.verify(signed, as: AppTransaction.self)
+        }
+        return result
+    }
+
+    public func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError)
+        -> JWSTransactionDecodedPayload
+    {
+        try await verifier(for: app).verify(signedTransaction, as: JWSTransactionDecodedPayload.self)
+    }
+
+    public func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError)
+        -> AppTransaction
+    {
+        try await verifier(for: app).verify(signedAppTransaction, as: AppTransaction.self)
+    }
+
+    private func verifier(for app: App) throws(VerificationError) -> SignedDataVerifier {
+        guard let verifier = verifiers[app.bundleId] else {
+            throw VerificationError(.invalidAppIdentifier, "bundleId \(app.bundleId) is not configured")
+        }
+        return verifier
+    }
+
+    /// DER from a DER or PEM certificate file.
+    static func loadCertificate(_ path: String) throws(SetupError) -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SetupError(description: "cannot read certificate file '\(path)'")
+        }
+        let bytes = Array(data)
+        if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
+            do {
+                return try X509Certificate(pem: text).derBytes
+            } catch {
+                throw SetupError(description: "certificate file '\(path)' is not valid PEM")
+            }
+        }
+        do {
+            return try X509Certificate(der: bytes).derBytes
+        } catch {
+            throw SetupError(description: "certificate file '\(path)' is not a DER or PEM certificate")
+        }
+    }
+}
+
+/// The server's clock seen through the verifier's clock protocol.
+struct ClockAdapter: VerificationClock {
+    let clock: any ServerClock
+    func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
+}
