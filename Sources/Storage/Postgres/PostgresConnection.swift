@@ -1,0 +1,162 @@
+internal import CPostgres
+import Foundation
+
+/// One libpq connection and its prepared statements.
+///
+/// Every libpq call of the module goes through this file; results are turned into
+/// ``StorageError``s by ``PostgresConnection/error(from:_:)``, which also says whether a retry is
+/// safe (`reconnect` after a broken connection, `transaction` after a serialization failure
+/// 40001 or a deadlock 40P01).
+///
+/// libpq blocks, and a `PGconn` must not be used by two threads at once: each connection belongs
+/// to one pool worker thread for its whole life (hence `@unchecked Sendable`).
+final class PostgresConnection: SQLSession, @unchecked Sendable {
+    let dialect: SQLDialect = .postgres
+    private var connection: OpaquePointer?
+    private var prepared: [String: String] = [:]
+    private var nextStatement = 0
+    private let conninfo: String
+    private let schema: String?
+
+    init(conninfo: String, schema: String?) throws {
+        self.conninfo = conninfo
+        self.schema = schema
+        try connect()
+    }
+
+    deinit {
+        if let connection { PQfinish(connection) }
+    }
+
+    /// (Re)connects: a fresh session, so prepared statements are forgotten.
+    func connect() throws {
+        if let connection { PQfinish(connection) }
+        connection = nil
+        prepared.removeAll()
+        let handle = PQconnectdb(conninfo)
+        guard let handle, PQstatus(handle) == CONNECTION_OK else {
+            let detail = handle.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
+            if let handle { PQfinish(handle) }
+            throw StorageError(.unavailable, "cannot connect to PostgreSQL", detail: detail, retry: .reconnect)
+        }
+        connection = handle
+        try execute("SET client_min_messages = warning")
+        if let schema { try execute("SET search_path TO \"\(schema)\"") }
+    }
+
+    /// False once libpq noticed the connection is gone (server restart, network).
+    var isHealthy: Bool {
+        guard let connection else { return false }
+        return PQstatus(connection) == CONNECTION_OK
+    }
+
+    func execute(_ sql: String) throws {
+        guard let connection else { throw Self.disconnected }
+        let result = PQexec(connection, sql)
+        defer { PQclear(result) }
+        try check(result, "exec")
+    }
+
+    @discardableResult
+    func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
+        guard let connection else { throw Self.disconnected }
+        let name = try statementName(sql)
+        var values: [UnsafeMutablePointer<CChar>?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        values.reserveCapacity(parameters.count)
+        defer { for value in values { free(value) } }
+        for parameter in parameters {
+            switch parameter {
+            case .null:
+                values.append(nil); lengths.append(0); formats.append(0)
+            case .int(let number):
+                values.append(strdup(String(number))); lengths.append(0); formats.append(0)
+            case .text(let text):
+                values.append(strdup(text)); lengths.append(0); formats.append(0)
+            case .blob(let bytes):
+                // bytea goes in binary format: no escaping, no hex doubling.
+                let buffer = malloc(max(1, bytes.count))!.assumingMemoryBound(to: CChar.self)
+                bytes.withUnsafeBytes { raw in
+                    if let base = raw.baseAddress { memcpy(buffer, base, bytes.count) }
+                }
+                values.append(buffer); lengths.append(Int32(bytes.count)); formats.append(1)
+            }
+        }
+        let constValues = values.map { $0.map { UnsafePointer($0) } }
+        let result = PQexecPrepared(connection, name, Int32(parameters.count), constValues, lengths, formats, 0)
+        defer { PQclear(result) }
+        try check(result, "execute")
+        let rowCount = PQntuples(result)
+        let columnCount = PQnfields(result)
+        var rows: [SQLRow] = []
+        rows.reserveCapacity(Int(rowCount))
+        for row in 0..<rowCount {
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(columnCount))
+            for column in 0..<columnCount {
+                if PQgetisnull(result, row, column) != 0 {
+                    values.append(.null)
+                } else {
+                    values.append(.text(String(cString: PQgetvalue(result, row, column))))
+                }
+            }
+            rows.append(SQLRow(values: values))
+        }
+        return rows
+    }
+
+    private func statementName(_ sql: String) throws -> String {
+        if let name = prepared[sql] { return name }
+        nextStatement += 1
+        let name = "entitled_\(nextStatement)"
+        let result = PQprepare(connection, name, sql, 0, nil)
+        defer { PQclear(result) }
+        try check(result, "prepare")
+        prepared[sql] = name
+        return name
+    }
+
+    private func check(_ result: OpaquePointer?, _ what: String) throws {
+        guard let result else {
+            throw error(from: nil, what)
+        }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return
+        default:
+            throw error(from: result, what)
+        }
+    }
+
+    private static let disconnected = StorageError(.unavailable, "not connected to PostgreSQL", detail: nil, retry: .reconnect)
+
+    private func error(from result: OpaquePointer?, _ what: String) -> StorageError {
+        let message: String
+        var state = ""
+        if let result {
+            message = String(cString: PQresultErrorMessage(result))
+            if let field = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) { state = String(cString: field) }
+        } else {
+            message = connection.map { String(cString: PQerrorMessage($0)) } ?? "no connection"
+        }
+        let detail = "\(what): [\(state)] \(message.trimmingWhitespace())"
+        if !isHealthy || state.hasPrefix("08") || state.hasPrefix("57P") {
+            return StorageError(.unavailable, "the database is unavailable", detail: detail, retry: .reconnect)
+        }
+        switch state {
+        case "40001", "40P01":
+            return StorageError(.conflict, "a concurrent transaction conflicted", detail: detail, retry: .transaction)
+        case "3D000", "28000", "28P01", "53300":
+            return StorageError(.unavailable, "the database is unavailable", detail: detail, retry: .none)
+        default:
+            if state.hasPrefix("23") {
+                return StorageError(.constraint, "a database constraint rejected the write", detail: detail, retry: .none)
+            }
+            if state.hasPrefix("53") || state.hasPrefix("58") {
+                return StorageError(.unavailable, "the database is unavailable", detail: detail, retry: .none)
+            }
+            return StorageError(.internal, "database error", detail: detail, retry: .none)
+        }
+    }
+}

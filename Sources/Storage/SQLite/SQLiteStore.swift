@@ -1,0 +1,256 @@
+import Foundation
+import Synchronization
+
+/// The embedded SQLite ledger.
+///
+/// - One writer thread owns the only write connection. Writes queue up in a ``JobQueue``; the
+///   writer drains the queue and commits everything it took in **one** transaction (group commit),
+///   each job inside its own `SAVEPOINT` so a failing job is rolled back alone. Callers are resumed
+///   only after `COMMIT` returned, i.e. after the WAL was fsynced (`synchronous=FULL`).
+/// - Reads are short single statements; they run on the caller's thread with a connection from a
+///   small pool (WAL lets them read while the writer writes). An in-memory database has no WAL and
+///   no shared file, so there reads go through the writer thread too.
+final class SQLiteStore: LedgerStore {
+    enum Location: Sendable {
+        case file(String)
+        case memory
+    }
+
+    let backend: StorageBackend = .sqlite
+    private let location: Location
+    private let configuration: StoreConfiguration
+    private let queue = JobQueue()
+    private let threads = ThreadTracker()
+    private let readers: Mutex<[SQLiteConnection]> = Mutex([])
+    private let closed = Atomic<Bool>(false)
+
+    private init(location: Location, configuration: StoreConfiguration) {
+        self.location = location
+        self.configuration = configuration
+    }
+
+    static func open(location: Location, configuration: StoreConfiguration) async throws -> SQLiteStore {
+        let writer: SQLiteConnection
+        switch location {
+        case .memory:
+            writer = try SQLiteConnection(path: nil)
+            try writer.configure(writer: true, wal: false, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+        case .file(let path):
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            writer = try SQLiteConnection(path: path)
+            try writer.configure(writer: true, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+        }
+        let store = SQLiteStore(location: location, configuration: configuration)
+        store.startWriter(writer)
+        do {
+            if configuration.migrateOnOpen {
+                _ = try await store.migrate()
+            } else {
+                _ = try await store.write { try Schema.check($0) }
+            }
+        } catch {
+            await store.close()
+            throw error
+        }
+        return store
+    }
+
+    // MARK: Threads
+
+    private func startWriter(_ connection: SQLiteConnection) {
+        let queue = self.queue
+        let maxBatch = max(1, configuration.maxGroupCommit)
+        let fault = configuration.faultInjector
+        let groupReads: Bool
+        if case .memory = location { groupReads = true } else { groupReads = false }
+        threads.start(name: "entitled.sqlite.writer") {
+            while let jobs = queue.take(maxWrites: maxBatch, groupReads: groupReads) {
+                let writes = jobs.filter(\.isWrite)
+                if !writes.isEmpty { Self.commitGroup(writes, on: connection, fault: fault) }
+                for job in jobs where !job.isWrite {
+                    _ = job.perform(connection)
+                    job.finish(overriding: nil)
+                }
+            }
+        }
+    }
+
+    /// Runs `jobs` in one transaction, a savepoint each, and resumes them after the commit.
+    private static func commitGroup(_ jobs: [any StorageJob], on connection: SQLiteConnection, fault: FaultInjector?) {
+        do {
+            try connection.query("BEGIN IMMEDIATE", [])
+        } catch {
+            for job in jobs { job.finish(overriding: error) }
+            return
+        }
+        do {
+            for job in jobs {
+                try connection.query("SAVEPOINT ingest", [])
+                if !job.perform(connection) {
+                    // SQLite ends the whole transaction by itself after some errors (I/O, full disk):
+                    // then nothing of the group can be trusted and every job fails.
+                    if connection.isAutocommit { throw job.failure ?? StorageError(.unavailable) }
+                    try connection.query("ROLLBACK TO ingest", [])
+                }
+                try connection.query("RELEASE ingest", [])
+            }
+            if let fault { try Ledger(session: connection, fault: fault).inject(.beforeCommit) }
+            try connection.query("COMMIT", [])
+        } catch {
+            if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+            for job in jobs { job.finish(overriding: error) }
+            return
+        }
+        for job in jobs { job.finish(overriding: nil) }
+    }
+
+    private func submit<T: Sendable>(isWrite: Bool, _ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let job = Job(isWrite: isWrite, body: body, continuation: continuation)
+            if !queue.enqueue(job) { job.finish(overriding: StorageError(.closed, "the store is closed")) }
+        }
+    }
+
+    /// Runs `body` on the writer thread inside the current group transaction (in its own savepoint).
+    func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await submit(isWrite: true, body)
+    }
+
+    /// Runs a read with a pooled read connection, on the calling thread (reads are short statements).
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        guard !closed.load(ordering: .relaxed) else { throw StorageError(.closed, "the store is closed") }
+        guard case .file(let path) = location else { return try await submit(isWrite: false, body) }
+        let connection: SQLiteConnection
+        if let pooled = readers.withLock({ $0.popLast() }) {
+            connection = pooled
+        } else {
+            connection = try SQLiteConnection(path: path)
+            try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+        }
+        defer {
+            let limit = max(1, configuration.sqliteReadConnections)
+            readers.withLock { pool in
+                if pool.count < limit { pool.append(connection) }
+            }
+        }
+        return try body(connection)
+    }
+
+    private func ledger(_ session: any SQLSession) -> Ledger {
+        Ledger(session: session, fault: configuration.faultInjector)
+    }
+
+    // MARK: LedgerStore
+
+    func migrate() async throws -> MigrationReport {
+        let stamp = ISO8601DateFormatter().string(from: Date())
+        return try await write { try Schema.migrate($0, appliedAt: stamp) }
+    }
+
+    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
+        let fault = configuration.faultInjector
+        return try await write { try Ledger(session: $0, fault: fault).ingest(batch, projector: projector, now: now) }
+    }
+
+    func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
+        try await write { try Ledger(session: $0, fault: nil).recordRejected(message, code: code) }
+    }
+
+    func customer(appUserId: String) async throws -> CustomerRecord? {
+        try await read { try Ledger(session: $0, fault: nil).customer(appUserId: appUserId) }
+    }
+
+    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws -> CustomerRecord {
+        if let existing = try await customer(appUserId: appUserId) { return existing }
+        let fault = configuration.faultInjector
+        return try await write {
+            try Ledger(session: $0, fault: fault).ensureCustomer(
+                appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
+        }
+    }
+
+    func link(
+        appUserId: String, originalTransactionId: String, behaviour: RestoreBehaviour, projector: any Projector, now: Int64
+    ) async throws -> LinkResult {
+        let fault = configuration.faultInjector
+        return try await write {
+            try Ledger(session: $0, fault: fault).link(
+                appUserId: appUserId, otid: originalTransactionId, behaviour: behaviour, projector: projector, now: now)
+        }
+    }
+
+    func projection(appUserId: String) async throws -> StoredProjection? {
+        try await read { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) }
+    }
+
+    func facts(appUserId: String) async throws -> [StoredFact] {
+        try await read { session in
+            let ledger = Ledger(session: session, fault: nil)
+            guard let customer = try ledger.customer(appUserId: appUserId) else { return [] }
+            return try ledger.facts(of: customer)
+        }
+    }
+
+    func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage {
+        try await read { try Ledger(session: $0, fault: nil).history(appUserId: appUserId, cursor: cursor, limit: limit) }
+    }
+
+    func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
+        try await read { try Ledger(session: $0, fault: nil).subscription(otid: originalTransactionId) }
+    }
+
+    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription] {
+        guard (1...10_000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…10000") }
+        return try await read { try Ledger(session: $0, fault: nil).expiring(from: from, to: to, limit: limit) }
+    }
+
+    func ping() async throws {
+        _ = try await read { try $0.query("SELECT 1", []) }
+    }
+
+    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
+        var after: Int64? = 0
+        var total = 0
+        var changed: [String] = []
+        while let cursor = after {
+            let (next, count, names) = try await write {
+                try Ledger(session: $0, fault: nil).rebuildChunk(afterID: cursor, limit: 500, projector: projector, now: now)
+            }
+            after = next
+            total += count
+            changed += names
+        }
+        return RebuildReport(customers: total, differences: changed.count, changedCustomers: changed.sorted())
+    }
+
+    func close() async {
+        closed.store(true, ordering: .relaxed)
+        queue.close()
+        await threads.waitForAll()
+        readers.withLock { $0.removeAll() }
+    }
+
+    /// Bench support: see ``_StorageBenchmark``.
+    func bulkLoad(customers range: Range<Int>, now: Int64) async throws {
+        try await write { try Ledger(session: $0, fault: nil).bulkLoadSynthetic(range, now: now) }
+    }
+
+    /// Test support: runs raw SQL on the writer.
+    func _execute(_ sql: String) async throws {
+        try await write { try $0.execute(sql) }
+    }
+}
+
+extension SQLiteStore {
+    func databaseBytes() async throws -> Int64 {
+        guard case .file(let path) = location else { return 0 }
+        _ = try await write { try $0.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+        var total: Int64 = 0
+        for suffix in ["", "-wal"] {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path + suffix)
+            total += (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+        }
+        return total
+    }
+}
