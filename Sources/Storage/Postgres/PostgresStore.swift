@@ -249,4 +249,9 @@ final class PostgresStore: LedgerStore {
     func _execute(_ sql: String) async throws {
         try await write { try $0.execute(sql) }
     }
+
+    /// Test support: the first column of the first row of a query, as an integer.
+    func _scalar(_ sql: String) async throws -> Int64 {
+        try await read { try $0.query(sql, []).first?.optionalInt(0) ?? 0 }
+    }
 }
