@@ -60,3 +60,14 @@ extension String {
         String(repeating: "0", count: max(0, width - count)) + self
     }
 }
+
+/// Not API: drops a benchmark's PostgreSQL schema.
+public enum _StorageBenchmarkCleanup {
+    /// Drops `schema` (PostgreSQL only; letters, digits and `_`).
+    public static func dropSchema(_ store: any LedgerStore, _ schema: String) async throws {
+        guard let postgres = store as? PostgresStore,
+            schema.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" })
+        else { return }
+        try await postgres._execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
+    }
+}

@@ -106,6 +106,8 @@ public struct StoreConfiguration: Sendable {
     public var postgresTransactionAttempts: Int = 5
     /// Test hook: called at each ``FaultPoint`` inside write transactions.
     public var faultInjector: FaultInjector? = nil
+    /// Tests only: open without looking at the schema at all (to clean up a too-new one).
+    var skipSchemaCheck = false
 
     /// Creates the default configuration.
     public init() {}

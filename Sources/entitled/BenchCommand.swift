@@ -9,6 +9,7 @@ enum BenchCommand: Command {
     static var targets: [any Command.Type] {
         [
         HTTPBenchmark.self,
+        StoreBenchmark.self,
         ]
     }
 

@@ -11,7 +11,6 @@ struct ConformanceTests {
     @Test("migrations are idempotent and a newer schema is refused", arguments: Backend.durable)
     func migrations(backend: Backend) async throws {
         let database = try TestDatabase(backend)
-        defer { Task { await database.destroy() } }
         let store = try await database.open()
         let again = try await store.migrate()
         #expect(again.applied.isEmpty)

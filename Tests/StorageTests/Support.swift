@@ -85,7 +85,9 @@ struct TestDatabase: Sendable {
 
     func destroy() async {
         if let directory { try? FileManager.default.removeItem(at: directory) }
-        if let schema, let store = try? await openStore(url: url, configuration: configuration(migrate: false)) {
+        var cleanup = configuration(migrate: false)
+        cleanup.skipSchemaCheck = true
+        if let schema, let store = try? await openStore(url: url, configuration: cleanup) {
             try? await store.raw("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
             await store.close()
         }

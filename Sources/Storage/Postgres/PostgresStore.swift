@@ -34,7 +34,7 @@ final class PostgresStore: LedgerStore {
         do {
             if configuration.migrateOnOpen {
                 _ = try await store.migrate()
-            } else {
+            } else if !configuration.skipSchemaCheck {
                 _ = try await store.write { try Schema.check($0) }
             }
         } catch {
@@ -230,8 +230,46 @@ final class PostgresStore: LedgerStore {
 
     // MARK: Bench and test support
 
+    /// Same rows as ``Ledger/bulkLoadSynthetic(_:now:)``, but set-based: a few statements instead
+    /// of one round trip per row.
     func bulkLoad(customers range: Range<Int>, now: Int64) async throws {
-        try await write { try Ledger(session: $0, fault: nil).bulkLoadSynthetic(range, now: now) }
+        guard !range.isEmpty else { return }
+        let first = SQLValue.int(Int64(range.lowerBound))
+        let last = SQLValue.int(Int64(range.upperBound - 1))
+        let stamp = SQLValue.int(now)
+        try await write { session in
+            try session.query(
+                """
+                INSERT INTO customers (app_user_id, app_account_token, created_at)
+                SELECT 'user-' || g, '00000000-0000-4000-8000-' || lpad(g::text, 12, '0'), $3::bigint
+                FROM generate_series($1::bigint, $2::bigint) AS g
+                """, first, last, stamp)
+            let mapped = "FROM generate_series($1::bigint, $2::bigint) AS g JOIN customers c ON c.app_user_id = 'user-' || g"
+            try session.query(
+                """
+                INSERT INTO customer_states (customer_id, app_user_id, state, computed_at)
+                SELECT c.id, c.app_user_id, '{"appUserId":"' || c.app_user_id || '","entitlements":[{"active":true,"entitlement":"pro","expiresAt":'
+                    || ($3::bigint + (g % 720) * 3600000) || ',"productId":"com.example.pro.monthly"}]}', $3::bigint
+                \(mapped)
+                """, first, last, stamp)
+            try session.query(
+                """
+                INSERT INTO entitlement_projections (customer_id, entitlement, environment, status, active, product_id,
+                    original_transaction_id, expires_at, grace_until, will_renew)
+                SELECT c.id, 'pro', 'Production', 'active', 1, 'com.example.pro.monthly', '2000000' || g,
+                    $3::bigint + (g % 720) * 3600000, NULL, 1
+                \(mapped)
+                """, first, last, stamp)
+            try session.query(
+                """
+                INSERT INTO subscription_projections (original_transaction_id, customer_id, product_id, group_id, status,
+                    expires_at, grace_until, auto_renew, environment)
+                SELECT '2000000' || g, c.id, 'com.example.pro.monthly', 'pro', 'active', $3::bigint + (g % 720) * 3600000,
+                    NULL, 1, 'Production'
+                \(mapped)
+                """, first, last, stamp)
+            try session.execute("ANALYZE")
+        }
     }
 
     func databaseBytes() async throws -> Int64 {

@@ -46,7 +46,7 @@ final class SQLiteStore: LedgerStore {
         do {
             if configuration.migrateOnOpen {
                 _ = try await store.migrate()
-            } else {
+            } else if !configuration.skipSchemaCheck {
                 _ = try await store.write { try Schema.check($0) }
             }
         } catch {
@@ -248,14 +248,13 @@ final class SQLiteStore: LedgerStore {
 }
 
 extension SQLiteStore {
+    /// The database's logical size (pages in use, including those still in the WAL).
     func databaseBytes() async throws -> Int64 {
-        guard case .file(let path) = location else { return 0 }
-        _ = try await write { try $0.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
-        var total: Int64 = 0
-        for suffix in ["", "-wal"] {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path + suffix)
-            total += (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+        try await read { session in
+            try session.query(
+                "SELECT (c.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() AS c, pragma_freelist_count() AS f, pragma_page_size() AS s",
+                []
+            ).first?.int(0) ?? 0
         }
-        return total
     }
 }
