@@ -50,7 +50,7 @@ extension Ledger {
                 state: Array(
                     #"{"appUserId":"\#(user)","entitlements":[{"active":true,"entitlement":"pro","expiresAt":\#(expires),"productId":"com.example.pro.monthly"}]}"#
                         .utf8))
-            try write(projection, for: CustomerRecord(id: id, appUserId: user, appAccountToken: token, createdAt: now), now: now)
+            try write(projection, for: CustomerRecord(id: id, appUserId: user, appAccountToken: token, createdAt: now), now: now, previous: CustomerProjection(entitlements: [], subscriptions: [], state: []))
         }
     }
 }

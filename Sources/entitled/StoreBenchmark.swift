@@ -23,6 +23,8 @@ enum StoreBenchmark: Command {
           --postgres-customers LIST  PostgreSQL read sizes (default 10000,100000)
           --notifications N          notifications per writer configuration (default 4000)
           --reads N                  timed reads per size (default 20000)
+          --projector NAME           default (what 'entitled rebuild' uses) or trivial (a constant
+                                     projection: measures the store alone)
         Build with 'swift build -c release' for meaningful figures.
         """
 
@@ -41,7 +43,15 @@ enum StoreBenchmark: Command {
         let pgSizes = try arguments.option("--postgres-customers", as: "a list of counts", parseList) ?? [10_000, 100_000]
         let notifications = try arguments.option("--notifications", as: "a count", { Int($0) }) ?? 4000
         let reads = try arguments.option("--reads", as: "a count", { Int($0) }) ?? 20_000
+        let projectorName = try arguments.option("--projector") ?? "default"
+        let projector: any Projector
+        switch projectorName {
+        case "default": projector = makeDefaultProjector()
+        case "trivial": projector = TrivialProjector()
+        default: throw UsageError("--projector must be default or trivial")
+        }
         try arguments.finish()
+        print("projector: \(projectorName)")
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -54,7 +64,7 @@ enum StoreBenchmark: Command {
 
         print("SQLite (WAL, synchronous=FULL, group commit)")
         for writers in [1, 32] {
-            let rate = try await ingestRate(url: sqliteURL(), schema: nil, writers: writers, notifications: notifications)
+            let rate = try await ingestRate(url: sqliteURL(), schema: nil, writers: writers, notifications: notifications, projector: projector)
             print("  ingest, \(writers) writer\(writers == 1 ? "" : "s"): \(Int(rate)) notifications/s")
         }
         try await readLatencies(sizes: sizes, reads: reads) { _ in (sqliteURL(), nil) }
@@ -63,7 +73,7 @@ enum StoreBenchmark: Command {
             print("PostgreSQL (\(try DatabaseURL(parsing: postgres).redacted))")
             for writers in [1, 32] {
                 let schema = "bench_\(UInt32.random(in: 0...UInt32.max))"
-                let rate = try await ingestRate(url: postgres, schema: schema, writers: writers, notifications: notifications)
+                let rate = try await ingestRate(url: postgres, schema: schema, writers: writers, notifications: notifications, projector: projector)
                 await dropSchema(postgres, schema)
                 print("  ingest, \(writers) writer\(writers == 1 ? "" : "s"): \(Int(rate)) notifications/s")
             }
@@ -97,9 +107,10 @@ enum StoreBenchmark: Command {
     }
 
     /// Notifications per second with `writers` concurrent ingesting tasks.
-    static func ingestRate(url: String, schema: String?, writers: Int, notifications: Int) async throws -> Double {
+    static func ingestRate(
+        url: String, schema: String?, writers: Int, notifications: Int, projector: any Projector
+    ) async throws -> Double {
         let store = try await open(url, schema: schema)
-        let projector = makeDefaultProjector()
         let now = currentMilliseconds()
         // 1000 customers; each notification carries one of their tokens.
         var tokens: [String] = []
@@ -188,4 +199,11 @@ enum StoreBenchmark: Command {
     }
 
     static func format(_ value: Double) -> String { String(format: value < 10 ? "%.2f" : "%.1f", value) }
+}
+
+/// A projector that ignores fact contents: isolates the store's own cost in the benchmark.
+struct TrivialProjector: Projector {
+    func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection {
+        CustomerProjection(state: Array(#"{"appUserId":"\#(customer.appUserId)","facts":\#(facts.count)}"#.utf8))
+    }
 }

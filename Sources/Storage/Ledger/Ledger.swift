@@ -271,24 +271,34 @@ struct Ledger {
 
     // MARK: Projections
 
-    static let factColumns = """
-        f.id, f.notification_id, f.received_at, f.kind, f.jws, f.payload, f.transaction_id, f.original_transaction_id,
-        f.app_account_token, f.environment, f.bundle_id, f.signed_date
+    static func factColumns(jws: Bool) -> String {
         """
+        f.id, f.notification_id, f.received_at, f.kind, \(jws ? "f.jws" : "''"), f.payload, f.transaction_id,
+        f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date
+        """
+    }
+
+    static func factsSQL(jws: Bool) -> String {
+        """
+        SELECT * FROM (
+            SELECT \(factColumns(jws: jws)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
+            WHERE l.customer_id = $1
+            UNION ALL
+            SELECT \(factColumns(jws: jws)) FROM facts f
+            WHERE f.original_transaction_id IS NULL AND f.app_account_token = $2
+        ) AS cf ORDER BY COALESCE(signed_date, 0), id
+        """
+    }
+
+    static let factsWithJWS = factsSQL(jws: true)
+    static let factsWithoutJWS = factsSQL(jws: false)
 
     /// A customer's facts: those of every linked subscription, plus those without a subscription
-    /// that carry the customer's token.
-    func facts(of customer: CustomerRecord) throws -> [StoredFact] {
+    /// that carry the customer's token. Without `jws`, the signed text is left empty (projectors
+    /// work on decoded payloads, and the text is most of a fact's bytes).
+    func facts(of customer: CustomerRecord, jws: Bool = true) throws -> [StoredFact] {
         let rows = try session.query(
-            """
-            SELECT * FROM (
-                SELECT \(Self.factColumns) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
-                WHERE l.customer_id = $1
-                UNION ALL
-                SELECT \(Self.factColumns) FROM facts f
-                WHERE f.original_transaction_id IS NULL AND f.app_account_token = $2
-            ) AS cf ORDER BY COALESCE(signed_date, 0), id
-            """, .int(customer.id), .text(customer.appAccountToken))
+            jws ? Self.factsWithJWS : Self.factsWithoutJWS, .int(customer.id), .text(customer.appAccountToken))
         return try rows.map { row in
             StoredFact(
                 id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2),
@@ -307,26 +317,53 @@ struct Ledger {
         guard let customer = try customer(id: customerID) else {
             throw StorageError(.notFound, "customer not found", detail: "id \(customerID)")
         }
-        let projection = projector.project(customer: customer, facts: try facts(of: customer), now: now).canonical
-        try write(projection, for: customer, now: now)
+        let projection = projector.project(customer: customer, facts: try facts(of: customer, jws: false), now: now).canonical
+        let previous = try storedState(customerID: customerID)?.projection
+        try write(projection, for: customer, now: now, previous: previous)
         return customer
     }
 
-    func write(_ projection: CustomerProjection, for customer: CustomerRecord, now: Int64) throws {
-        try session.query("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(customer.id))
-        for row in projection.entitlements {
+    /// Stores a projection: the state row (document + encoded rows, the hot read) and the indexed
+    /// row tables. Only rows that differ from `previous` are written; without `previous` every
+    /// row of the customer is replaced.
+    func write(_ projection: CustomerProjection, for customer: CustomerRecord, now: Int64, previous: CustomerProjection?) throws {
+        typealias EntitlementKey = String
+        func key(_ row: EntitlementRow) -> EntitlementKey { row.entitlement + "\u{0}" + row.environment }
+        let oldEntitlements = Dictionary((previous?.entitlements ?? []).map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
+        let oldSubscriptions = Dictionary((previous?.subscriptions ?? []).map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
+        if previous == nil {
+            try session.query("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(customer.id))
+            try session.query("DELETE FROM subscription_projections WHERE customer_id = $1", .int(customer.id))
+        }
+        let newEntitlementKeys = Set(projection.entitlements.map(key))
+        for (entitlementKey, row) in oldEntitlements where !newEntitlementKeys.contains(entitlementKey) {
+            try session.query(
+                "DELETE FROM entitlement_projections WHERE customer_id = $1 AND entitlement = $2 AND environment = $3",
+                .int(customer.id), .text(row.entitlement), .text(row.environment))
+        }
+        for row in projection.entitlements where oldEntitlements[key(row)] != row {
             try session.query(
                 """
                 INSERT INTO entitlement_projections (customer_id, entitlement, environment, status, active, product_id,
                     original_transaction_id, expires_at, grace_until, will_renew)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                ON CONFLICT (customer_id, entitlement, environment) DO UPDATE SET status = excluded.status,
+                    active = excluded.active, product_id = excluded.product_id,
+                    original_transaction_id = excluded.original_transaction_id, expires_at = excluded.expires_at,
+                    grace_until = excluded.grace_until, will_renew = excluded.will_renew
                 """,
                 .int(customer.id), .text(row.entitlement), .text(row.environment), .text(row.status), SQLValue(row.active),
                 SQLValue(row.productId), SQLValue(row.originalTransactionId), SQLValue(row.expiresAt),
                 SQLValue(row.graceUntil), SQLValue(row.willRenew))
         }
-        try session.query("DELETE FROM subscription_projections WHERE customer_id = $1", .int(customer.id))
-        for row in projection.subscriptions {
+        let newOTIDs = Set(projection.subscriptions.map(\.originalTransactionId))
+        for otid in oldSubscriptions.keys where !newOTIDs.contains(otid) {
+            // Only if still ours: after a transfer the new owner may already have taken the row.
+            try session.query(
+                "DELETE FROM subscription_projections WHERE original_transaction_id = $1 AND customer_id = $2",
+                .text(otid), .int(customer.id))
+        }
+        for row in projection.subscriptions where oldSubscriptions[row.originalTransactionId] != row {
             try session.query(
                 """
                 INSERT INTO subscription_projections (original_transaction_id, customer_id, product_id, group_id, status,
@@ -343,70 +380,64 @@ struct Ledger {
         }
         try session.query(
             """
-            INSERT INTO customer_states (customer_id, app_user_id, state, computed_at) VALUES ($1, $2, $3, $4)
-            ON CONFLICT (customer_id) DO UPDATE SET state = excluded.state, computed_at = excluded.computed_at
+            INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows, computed_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, projection_rows = excluded.projection_rows,
+                computed_at = excluded.computed_at
             """,
-            .int(customer.id), .text(customer.appUserId), .text(String(decoding: projection.state, as: UTF8.self)), .int(now))
+            .text(customer.appUserId), .int(customer.id), .text(customer.appAccountToken), .int(customer.createdAt),
+            .text(String(decoding: projection.state, as: UTF8.self)), .text(RowCodec.encode(projection)), .int(now))
     }
 
-    /// The projection read as one statement (one snapshot, one round trip). `{customer}` is an
-    /// expression yielding the customer id. Columns: part, five texts, four integers.
-    private static func projectionSQL(customer: String) -> String {
-        """
-        SELECT 0, cs.state, c.app_account_token, c.app_user_id, CAST(NULL AS TEXT), CAST(NULL AS TEXT),
-               cs.customer_id, cs.computed_at, c.created_at, CAST(NULL AS BIGINT)
-        FROM customer_states cs JOIN customers c ON c.id = cs.customer_id WHERE cs.customer_id = \(customer)
-        UNION ALL
-        SELECT 1, entitlement, environment, status, product_id, original_transaction_id,
-               active, expires_at, grace_until, will_renew
-        FROM entitlement_projections WHERE customer_id = \(customer)
-        UNION ALL
-        SELECT 2, original_transaction_id, environment, status, product_id, group_id,
-               auto_renew, expires_at, grace_until, CAST(NULL AS BIGINT)
-        FROM subscription_projections WHERE customer_id = \(customer)
-        """
+    static let stateColumns = "customer_id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at"
+    static let stateByUserSQL = "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = $1"
+    static let stateByIDSQL = "SELECT \(stateColumns) FROM customer_states WHERE customer_id = $1"
+
+    static func decodeState(_ row: SQLRow) throws -> StoredProjection {
+        let customer = CustomerRecord(
+            id: try row.int(0), appUserId: try row.text(1), appAccountToken: try row.text(2), createdAt: try row.int(3))
+        let projection = try RowCodec.decode(try row.text(5), state: Array(try row.text(4).utf8))
+        return StoredProjection(customer: customer, projection: projection, computedAt: try row.int(6))
     }
 
-    static let projectionByUserSQL = projectionSQL(customer: "(SELECT customer_id FROM customer_states WHERE app_user_id = $1)")
-    static let projectionByIDSQL = projectionSQL(customer: "$1")
-
+    /// The hot read: one primary-key lookup of one row.
     func projection(appUserId: String) throws -> StoredProjection? {
-        try Self.decodeProjection(try session.query(Self.projectionByUserSQL, .text(appUserId)))
+        try session.query(Self.stateByUserSQL, .text(appUserId)).first.map(Self.decodeState)
     }
 
-    func projection(customerID: Int64) throws -> StoredProjection? {
-        try Self.decodeProjection(try session.query(Self.projectionByIDSQL, .int(customerID)))
+    func storedState(customerID: Int64) throws -> StoredProjection? {
+        try session.query(Self.stateByIDSQL, .int(customerID)).first.map(Self.decodeState)
     }
 
-    static func decodeProjection(_ rows: [SQLRow]) throws -> StoredProjection? {
-        var head: (CustomerRecord, [UInt8], Int64)? = nil
-        var projection = CustomerProjection()
-        for row in rows {
-            switch try row.int(0) {
-            case 0:
-                let state = try row.optionalText(1) ?? "{}"
-                head = (
-                    CustomerRecord(id: try row.int(6), appUserId: try row.text(3), appAccountToken: try row.text(2), createdAt: try row.int(8)),
-                    Array(state.utf8), try row.int(7)
-                )
-            case 1:
-                projection.entitlements.append(
-                    EntitlementRow(
-                        entitlement: try row.text(1), status: try row.text(3), active: try row.bool(6),
-                        productId: try row.optionalText(4), originalTransactionId: try row.optionalText(5),
-                        expiresAt: try row.optionalInt(7), graceUntil: try row.optionalInt(8), willRenew: try row.bool(9),
-                        environment: try row.text(2)))
-            default:
-                projection.subscriptions.append(
-                    SubscriptionRow(
-                        originalTransactionId: try row.text(1), productId: try row.text(4), group: try row.optionalText(5),
-                        status: try row.text(3), expiresAt: try row.optionalInt(7), graceUntil: try row.optionalInt(8),
-                        autoRenew: try row.bool(6), environment: try row.text(2)))
-            }
+    /// The projection as the indexed row tables hold it (what `expiring` and `subscription` read).
+    func tableRows(customerID: Int64) throws -> CustomerProjection {
+        var projection = CustomerProjection(entitlements: [], subscriptions: [], state: [])
+        for row in try session.query(
+            """
+            SELECT entitlement, status, active, product_id, original_transaction_id, expires_at, grace_until, will_renew,
+                   environment
+            FROM entitlement_projections WHERE customer_id = $1
+            """, .int(customerID))
+        {
+            projection.entitlements.append(
+                EntitlementRow(
+                    entitlement: try row.text(0), status: try row.text(1), active: try row.bool(2), productId: try row.optionalText(3),
+                    originalTransactionId: try row.optionalText(4), expiresAt: try row.optionalInt(5),
+                    graceUntil: try row.optionalInt(6), willRenew: try row.bool(7), environment: try row.text(8)))
         }
-        guard let (customer, state, computedAt) = head else { return nil }
-        projection.state = state
-        return StoredProjection(customer: customer, projection: projection.canonical, computedAt: computedAt)
+        for row in try session.query(
+            """
+            SELECT original_transaction_id, product_id, group_id, status, expires_at, grace_until, auto_renew, environment
+            FROM subscription_projections WHERE customer_id = $1
+            """, .int(customerID))
+        {
+            projection.subscriptions.append(
+                SubscriptionRow(
+                    originalTransactionId: try row.text(0), productId: try row.text(1), group: try row.optionalText(2),
+                    status: try row.text(3), expiresAt: try row.optionalInt(4), graceUntil: try row.optionalInt(5),
+                    autoRenew: try row.bool(6), environment: try row.text(7)))
+        }
+        return projection.canonical
     }
 
     // MARK: Other reads
@@ -517,10 +548,13 @@ struct Ledger {
         for id in ids {
             try lockCustomer(id)
             guard let customer = try customer(id: id) else { continue }
-            let fresh = projector.project(customer: customer, facts: try facts(of: customer), now: now).canonical
-            let stored = try projection(customerID: id)
-            if stored?.projection != fresh {
-                try write(fresh, for: customer, now: now)
+            let fresh = projector.project(customer: customer, facts: try facts(of: customer, jws: false), now: now).canonical
+            // Both copies must match: the state row (the API's read) and the indexed row tables.
+            let stored = try storedState(customerID: id)?.projection
+            var tables = try tableRows(customerID: id)
+            tables.state = fresh.state
+            if stored != fresh || tables != fresh {
+                try write(fresh, for: customer, now: now, previous: nil)
                 changed.append(customer.appUserId)
             }
         }

@@ -245,12 +245,21 @@ final class PostgresStore: LedgerStore {
                 FROM generate_series($1::bigint, $2::bigint) AS g
                 """, first, last, stamp)
             let mapped = "FROM generate_series($1::bigint, $2::bigint) AS g JOIN customers c ON c.app_user_id = 'user-' || g"
+            // The same state document and encoded rows (see RowCodec) that the Swift path writes.
             try session.query(
                 """
-                INSERT INTO customer_states (customer_id, app_user_id, state, computed_at)
-                SELECT c.id, c.app_user_id, '{"appUserId":"' || c.app_user_id || '","entitlements":[{"active":true,"entitlement":"pro","expiresAt":'
-                    || ($3::bigint + (g % 720) * 3600000) || ',"productId":"com.example.pro.monthly"}]}', $3::bigint
-                \(mapped)
+                INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows, computed_at)
+                SELECT c.app_user_id, c.id, c.app_account_token, c.created_at,
+                    '{"appUserId":"' || c.app_user_id || '","entitlements":[{"active":true,"entitlement":"pro","expiresAt":'
+                        || x.expires || ',"productId":"com.example.pro.monthly"}]}',
+                    'E3:pro6:active1:123:com.example.pro.monthly' || length(x.otid) || ':' || x.otid
+                        || length(x.expires::text) || ':' || x.expires || '~1:110:Production'
+                        || 'S' || length(x.otid) || ':' || x.otid || '23:com.example.pro.monthly3:pro6:active'
+                        || length(x.expires::text) || ':' || x.expires || '~1:110:Production',
+                    $3::bigint
+                FROM generate_series($1::bigint, $2::bigint) AS g
+                JOIN customers c ON c.app_user_id = 'user-' || g
+                CROSS JOIN LATERAL (SELECT '2000000' || g AS otid, $3::bigint + (g % 720) * 3600000 AS expires) AS x
                 """, first, last, stamp)
             try session.query(
                 """

@@ -65,9 +65,16 @@ final class SQLiteStore: LedgerStore {
         let groupReads: Bool
         if case .memory = location { groupReads = true } else { groupReads = false }
         threads.start(name: "entitled.sqlite.writer") {
+            var stats = (batches: 0, jobs: 0, work: UInt64(0), commit: UInt64(0))
+            let debug = ProcessInfo.processInfo.environment["ENTITLED_STORAGE_DEBUG"] != nil
+            defer { if debug { print("writer: \(stats.batches) batches, \(stats.jobs) jobs, work \(stats.work / 1_000_000) ms, commit \(stats.commit / 1_000_000) ms") } }
             while let jobs = queue.take(maxWrites: maxBatch, groupReads: groupReads) {
                 let writes = jobs.filter(\.isWrite)
-                if !writes.isEmpty { Self.commitGroup(writes, on: connection, fault: fault) }
+                if !writes.isEmpty {
+                    stats.batches += 1
+                    stats.jobs += writes.count
+                    Self.commitGroup(writes, on: connection, fault: fault, stats: &stats)
+                }
                 for job in jobs where !job.isWrite {
                     _ = job.perform(connection)
                     job.finish(overriding: nil)
@@ -77,7 +84,9 @@ final class SQLiteStore: LedgerStore {
     }
 
     /// Runs `jobs` in one transaction, a savepoint each, and resumes them after the commit.
-    private static func commitGroup(_ jobs: [any StorageJob], on connection: SQLiteConnection, fault: FaultInjector?) {
+    private static func commitGroup(_ jobs: [any StorageJob], on connection: SQLiteConnection, fault: FaultInjector?, stats: inout (batches: Int, jobs: Int, work: UInt64, commit: UInt64)) {
+        let t0 = DispatchTime.now().uptimeNanoseconds
+        var t1 = t0
         do {
             try connection.query("BEGIN IMMEDIATE", [])
         } catch {
@@ -96,7 +105,10 @@ final class SQLiteStore: LedgerStore {
                 try connection.query("RELEASE ingest", [])
             }
             if let fault { try Ledger(session: connection, fault: fault).inject(.beforeCommit) }
+            t1 = DispatchTime.now().uptimeNanoseconds
             try connection.query("COMMIT", [])
+            stats.work += t1 - t0
+            stats.commit += DispatchTime.now().uptimeNanoseconds - t1
         } catch {
             if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
             for job in jobs { job.finish(overriding: error) }
