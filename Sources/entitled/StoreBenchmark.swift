@@ -112,12 +112,21 @@ enum StoreBenchmark: Command {
     ) async throws -> Double {
         let store = try await open(url, schema: schema)
         let now = currentMilliseconds()
-        // 1000 customers; each notification carries one of their tokens.
-        var tokens: [String] = []
-        for index in 0..<1000 {
-            tokens.append(
-                try await store.ensureCustomer(appUserId: "bench-\(index)", appAccountToken: nil, projector: projector, now: now)
-                    .appAccountToken)
+        // 10,000 customers (created concurrently, so they share group commits); each notification
+        // carries one of their tokens, so it links a new subscription and recomputes that customer.
+        let tokens = try await withThrowingTaskGroup(of: [String].self) { group in
+            for lane in 0..<32 {
+                group.addTask {
+                    var tokens: [String] = []
+                    for index in stride(from: lane, to: 10_000, by: 32) {
+                        tokens.append(
+                            try await store.ensureCustomer(appUserId: "bench-\(index)", appAccountToken: nil, projector: projector, now: now)
+                                .appAccountToken)
+                    }
+                    return tokens
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0 += $1 }
         }
         let shared = tokens
         let runID = UUID().uuidString
@@ -140,22 +149,28 @@ enum StoreBenchmark: Command {
         return Double(notifications) / seconds
     }
 
+    /// Filler making messages the size of real ones (a signed notification is ~1.5 kB, a JWS ~1 kB),
+    /// built once so that building batches costs the benchmark nothing.
+    static let bodyFiller = String(repeating: "x", count: 1500)
+    static let transactionFiller = String(repeating: "t", count: 900)
+    static let renewalFiller = String(repeating: "r", count: 700)
+
     static func benchBatch(_ index: Int, run: String, token: String, now: Int64) -> IngestBatch {
         let otid = "\(run)-\(index)"
         let transaction = #"{"originalTransactionId":"\#(otid)","transactionId":"\#(otid)","productId":"pro","expiresDate":\#(now + 2_592_000_000),"environment":"Production","appAccountToken":"\#(token)"}"#
         let renewal = #"{"originalTransactionId":"\#(otid)","autoRenewStatus":1}"#
-        let body = #"{"signedPayload":"\#(String(repeating: "x", count: 1500))"}"#
+        let body = #"{"signedPayload":"\#(bodyFiller)"}"#
         return IngestBatch(
             message: ReceivedMessage(
                 notificationUUID: "\(run)-n\(index)", source: .appleV2, body: Array(body.utf8), receivedAt: now,
                 notificationType: "SUBSCRIBED"),
             facts: [
                 IncomingFact(
-                    kind: .transaction, jws: "h." + String(repeating: "t", count: 900) + otid, payload: transaction,
+                    kind: .transaction, jws: "h." + transactionFiller + otid, payload: transaction,
                     transactionId: otid, originalTransactionId: otid, appAccountToken: token, environment: "Production",
                     bundleId: "com.example", signedDate: now),
                 IncomingFact(
-                    kind: .renewal, jws: "h." + String(repeating: "r", count: 700) + otid, payload: renewal,
+                    kind: .renewal, jws: "h." + renewalFiller + otid, payload: renewal,
                     originalTransactionId: otid, environment: "Production", bundleId: "com.example", signedDate: now),
             ])
     }

@@ -90,25 +90,7 @@ final class JobQueue: Sendable {
         while true {
             let taken = state.withLock { state -> [any StorageJob]?? in
                 if !state.jobs.isEmpty {
-                    var batch: [any StorageJob] = []
-                    var rest: [any StorageJob] = []
-                    let firstIsWrite = state.jobs[0].isWrite
-                    var writes = 0
-                    for job in state.jobs {
-                        if batch.isEmpty {
-                            batch.append(job)
-                            if job.isWrite { writes += 1 }
-                        } else if job.isWrite && firstIsWrite && writes < maxWrites {
-                            batch.append(job)
-                            writes += 1
-                        } else if !job.isWrite && groupReads {
-                            batch.append(job)
-                        } else {
-                            rest.append(job)
-                        }
-                    }
-                    state.jobs = rest
-                    return .some(batch)
+                    return .some(Self.split(&state.jobs, maxWrites: maxWrites, groupReads: groupReads))
                 }
                 if state.closed { return .some(nil) }
                 state.sleepers += 1
@@ -117,6 +99,45 @@ final class JobQueue: Sendable {
             if let taken { return taken }
             wakeUp.wait()
         }
+    }
+
+    /// Takes up to `maxWrites` queued writes without blocking (to grow a group commit).
+    func takeMoreWrites(_ maxWrites: Int) -> [any StorageJob] {
+        guard maxWrites > 0 else { return [] }
+        return state.withLock { state in
+            var taken: [any StorageJob] = []
+            var rest: [any StorageJob] = []
+            for job in state.jobs {
+                if job.isWrite && taken.count < maxWrites { taken.append(job) } else { rest.append(job) }
+            }
+            state.jobs = rest
+            return taken
+        }
+    }
+
+    /// The number of queued jobs.
+    var count: Int { state.withLock { $0.jobs.count } }
+
+    private static func split(_ jobs: inout [any StorageJob], maxWrites: Int, groupReads: Bool) -> [any StorageJob] {
+        var batch: [any StorageJob] = []
+        var rest: [any StorageJob] = []
+        let firstIsWrite = jobs[0].isWrite
+        var writes = 0
+        for job in jobs {
+            if batch.isEmpty {
+                batch.append(job)
+                if job.isWrite { writes += 1 }
+            } else if job.isWrite && firstIsWrite && writes < maxWrites {
+                batch.append(job)
+                writes += 1
+            } else if !job.isWrite && groupReads {
+                batch.append(job)
+            } else {
+                rest.append(job)
+            }
+        }
+        jobs = rest
+        return batch
     }
 
     /// Refuses new jobs; consumers drain what is queued, then `take` returns nil.

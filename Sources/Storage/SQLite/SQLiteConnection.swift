@@ -157,7 +157,7 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
     }
 
     /// Sets the connection's pragmas. `synchronous=FULL` on the writer: see docs/storage.md.
-    func configure(writer: Bool, wal: Bool, busyTimeoutMilliseconds: Int) throws {
+    func configure(writer: Bool, wal: Bool, busyTimeoutMilliseconds: Int, checkpointer: Bool = false) throws {
         sqlite3_busy_timeout(db, Int32(clamping: busyTimeoutMilliseconds))
         if writer {
             if wal {
@@ -171,6 +171,11 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
             // the WAL at every commit, shared by a whole group commit).
             try execute("PRAGMA synchronous = FULL")
             try execute("PRAGMA cache_size = -65536")
+            // A backstop: the checkpointer thread normally keeps the WAL far smaller than this.
+            try execute("PRAGMA wal_autocheckpoint = 8192")
+        } else if checkpointer {
+            // Checkpoints write the database file: fsync it fully too.
+            try execute("PRAGMA synchronous = FULL")
         } else {
             try execute("PRAGMA query_only = 1")
             try execute("PRAGMA cache_size = -32768")

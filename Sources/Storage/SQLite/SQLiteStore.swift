@@ -22,7 +22,8 @@ final class SQLiteStore: LedgerStore {
     private let queue = JobQueue()
     private let threads = ThreadTracker()
     private let readers: Mutex<[SQLiteConnection]> = Mutex([])
-    private let closed = Atomic<Bool>(false)
+    private let closedFlag = Flag()
+    private var closed: Flag { closedFlag }
 
     private init(location: Location, configuration: StoreConfiguration) {
         self.location = location
@@ -43,6 +44,7 @@ final class SQLiteStore: LedgerStore {
         }
         let store = SQLiteStore(location: location, configuration: configuration)
         store.startWriter(writer)
+        if case .file(let path) = location { try store.startCheckpointer(path: path) }
         do {
             if configuration.migrateOnOpen {
                 _ = try await store.migrate()
@@ -65,14 +67,25 @@ final class SQLiteStore: LedgerStore {
         let groupReads: Bool
         if case .memory = location { groupReads = true } else { groupReads = false }
         threads.start(name: "entitled.sqlite.writer") {
-            var stats = (batches: 0, jobs: 0, work: UInt64(0), commit: UInt64(0))
-            let debug = ProcessInfo.processInfo.environment["ENTITLED_STORAGE_DEBUG"] != nil
-            defer { if debug { print("writer: \(stats.batches) batches, \(stats.jobs) jobs, work \(stats.work / 1_000_000) ms, commit \(stats.commit / 1_000_000) ms") } }
-            while let jobs = queue.take(maxWrites: maxBatch, groupReads: groupReads) {
-                let writes = jobs.filter(\.isWrite)
+            var stats = WriterStats()
+            var lastGroup = 1
+            while var jobs = queue.take(maxWrites: maxBatch, groupReads: groupReads) {
+                var writes = jobs.filter(\.isWrite)
+                // Adaptive group commit: when the last group was large, concurrent writers are
+                // active and the rest of them are probably a few microseconds from enqueueing
+                // (they were resumed by the last commit). Wait briefly for them rather than pay a
+                // whole fsync for a small group. A single writer (last group of 1) never waits.
+                if !writes.isEmpty && writes.count < lastGroup {
+                    let deadline = DispatchTime.now().uptimeNanoseconds + 400_000
+                    while writes.count < lastGroup && DispatchTime.now().uptimeNanoseconds < deadline {
+                        usleep(40)
+                        let more = queue.takeMoreWrites(min(lastGroup, maxBatch) - writes.count)
+                        writes += more
+                        jobs += more
+                    }
+                }
                 if !writes.isEmpty {
-                    stats.batches += 1
-                    stats.jobs += writes.count
+                    lastGroup = writes.count
                     Self.commitGroup(writes, on: connection, fault: fault, stats: &stats)
                 }
                 for job in jobs where !job.isWrite {
@@ -80,13 +93,33 @@ final class SQLiteStore: LedgerStore {
                     job.finish(overriding: nil)
                 }
             }
+            stats.report()
+        }
+    }
+
+    /// Checkpoints the WAL into the database file from a thread of its own, every 50 ms, so the
+    /// writer doesn't pause for it (the writer's automatic checkpoint is only a backstop for when
+    /// this one falls behind). PASSIVE never blocks the writer or readers.
+    private func startCheckpointer(path: String) throws {
+        let connection = try SQLiteConnection(path: path)
+        try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: 0, checkpointer: true)
+        let closed = self.closedFlag
+        threads.start(name: "entitled.sqlite.checkpoint") {
+            while !closed.isSet {
+                usleep(50_000)
+                _ = try? connection.query("PRAGMA wal_checkpoint(PASSIVE)", [])
+            }
         }
     }
 
     /// Runs `jobs` in one transaction, a savepoint each, and resumes them after the commit.
-    private static func commitGroup(_ jobs: [any StorageJob], on connection: SQLiteConnection, fault: FaultInjector?, stats: inout (batches: Int, jobs: Int, work: UInt64, commit: UInt64)) {
+    private static func commitGroup(
+        _ jobs: [any StorageJob], on connection: SQLiteConnection, fault: FaultInjector?, stats: inout WriterStats
+    ) {
         let t0 = DispatchTime.now().uptimeNanoseconds
         var t1 = t0
+        stats.groups += 1
+        stats.jobs += jobs.count
         do {
             try connection.query("BEGIN IMMEDIATE", [])
         } catch {
@@ -131,7 +164,7 @@ final class SQLiteStore: LedgerStore {
 
     /// Runs a read with a pooled read connection, on the calling thread (reads are short statements).
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        guard !closed.load(ordering: .relaxed) else { throw StorageError(.closed, "the store is closed") }
+        guard !closed.isSet else { throw StorageError(.closed, "the store is closed") }
         guard case .file(let path) = location else { return try await submit(isWrite: false, body) }
         let connection: SQLiteConnection
         if let pooled = readers.withLock({ $0.popLast() }) {
@@ -237,7 +270,7 @@ final class SQLiteStore: LedgerStore {
     }
 
     func close() async {
-        closed.store(true, ordering: .relaxed)
+        closed.set()
         queue.close()
         await threads.waitForAll()
         readers.withLock { $0.removeAll() }
@@ -269,4 +302,33 @@ extension SQLiteStore {
             ).first?.int(0) ?? 0
         }
     }
+}
+
+/// Writer-thread counters, printed at close when `ENTITLED_STORAGE_DEBUG` is set (benchmarks).
+struct WriterStats {
+    var groups = 0
+    var jobs = 0
+    /// Nanoseconds running jobs (from BEGIN to just before COMMIT).
+    var work: UInt64 = 0
+    /// Nanoseconds in COMMIT (mostly the fsync).
+    var commit: UInt64 = 0
+
+    func report() {
+        guard ProcessInfo.processInfo.environment["ENTITLED_STORAGE_DEBUG"] != nil, groups > 0 else { return }
+        let perJob = jobs > 0 ? work / UInt64(jobs) / 1000 : 0
+        let perCommit = commit / UInt64(groups) / 1000
+        printToStandardError(
+            "sqlite writer: \(jobs) jobs in \(groups) groups (avg \(jobs / groups)), \(perJob) µs/job, \(perCommit) µs/commit")
+    }
+}
+
+func printToStandardError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// A one-way boolean shared between threads.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .acquiring) }
+    func set() { value.store(true, ordering: .releasing) }
 }
