@@ -95,8 +95,12 @@ public struct StoreConfiguration: Sendable {
     public var sqliteReadConnections: Int = 4
     /// SQLite: how long a connection waits for a lock held by another process (ms). Default 5000.
     public var sqliteBusyTimeoutMilliseconds: Int = 5000
-    /// Most ingests committed together in one group commit. Default 256.
+    /// SQLite: most ingests committed together in one group commit. Default 256.
     public var maxGroupCommit: Int = 256
+    /// PostgreSQL: most ingests one pool connection commits together. Smaller than SQLite's,
+    /// so that concurrent ingests spread over the pool's connections and run in parallel on the
+    /// server rather than queue behind one connection. Default 8.
+    public var postgresGroupCommit: Int = 8
     /// PostgreSQL: connections in the pool, each on its own thread. Default 8.
     public var postgresConnections: Int = 8
     /// PostgreSQL: a schema to use (created when missing) instead of `public`; tests use one per test.

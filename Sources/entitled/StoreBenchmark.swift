@@ -23,6 +23,7 @@ enum StoreBenchmark: Command {
           --postgres-customers LIST  PostgreSQL read sizes (default 10000,100000)
           --notifications N          notifications per writer configuration (default 4000)
           --reads N                  timed reads per size (default 20000)
+          --only sqlite|postgres     run one backend only
           --projector NAME           default (what 'entitled rebuild' uses) or trivial (a constant
                                      projection: measures the store alone)
         Build with 'swift build -c release' for meaningful figures.
@@ -44,6 +45,8 @@ enum StoreBenchmark: Command {
         let notifications = try arguments.option("--notifications", as: "a count", { Int($0) }) ?? 4000
         let reads = try arguments.option("--reads", as: "a count", { Int($0) }) ?? 20_000
         let projectorName = try arguments.option("--projector") ?? "default"
+        let only = try arguments.option("--only")
+        guard only == nil || only == "sqlite" || only == "postgres" else { throw UsageError("--only must be sqlite or postgres") }
         let projector: any Projector
         switch projectorName {
         case "default": projector = makeDefaultProjector()
@@ -62,14 +65,18 @@ enum StoreBenchmark: Command {
             return "sqlite:" + directory.appendingPathComponent("bench-\(serial).sqlite").path
         }
 
-        print("SQLite (WAL, synchronous=FULL, group commit)")
-        for writers in [1, 32] {
-            let rate = try await ingestRate(url: sqliteURL(), schema: nil, writers: writers, notifications: notifications, projector: projector)
-            print("  ingest, \(writers) writer\(writers == 1 ? "" : "s"): \(Int(rate)) notifications/s")
+        if only != "postgres" {
+            print("SQLite (WAL, synchronous=FULL, group commit)")
+            for writers in [1, 32] {
+                let rate = try await ingestRate(url: sqliteURL(), schema: nil, writers: writers, notifications: notifications, projector: projector)
+                print("  ingest, \(writers) writer\(writers == 1 ? "" : "s"): \(Int(rate)) notifications/s")
+            }
+            try await readLatencies(sizes: sizes, reads: reads) { _ in (sqliteURL(), nil) }
         }
-        try await readLatencies(sizes: sizes, reads: reads) { _ in (sqliteURL(), nil) }
 
-        if let postgres, !postgres.isEmpty {
+        if only == "sqlite" {
+            return ExitStatus.ok
+        } else if let postgres, !postgres.isEmpty {
             print("PostgreSQL (\(try DatabaseURL(parsing: postgres).redacted))")
             for writers in [1, 32] {
                 let schema = "bench_\(UInt32.random(in: 0...UInt32.max))"

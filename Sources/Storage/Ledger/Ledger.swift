@@ -7,7 +7,9 @@ import Foundation
 /// outcome is the same as if they had run one after another:
 /// - an advisory transaction lock per `originalTransactionId` and per `appAccountToken` around
 ///   every "who owns this?" decision, so a fact and a new link or customer can't miss each other;
-/// - a row lock (`SELECT … FOR UPDATE`) on the customer before its facts are read for a
+/// - a row lock (`SELECT … FOR NO KEY UPDATE`: it serializes recomputations but, unlike
+///   `FOR UPDATE`, does not conflict with the key-share locks foreign keys take when links and
+///   projection rows referencing the customer are inserted, which deadlocked) on the customer before its facts are read for a
 ///   recomputation, so the last writer always projects from every committed fact.
 /// Locks are taken in sorted order where possible; remaining deadlocks are retried by the backend.
 /// On SQLite there is one writer, so the locks are skipped.
@@ -30,17 +32,25 @@ struct Ledger {
         }
     }
 
-    /// Advisory locks for ownership decisions (PostgreSQL only), in sorted order.
+    /// Advisory locks for ownership decisions (PostgreSQL only), taken in sorted order by one
+    /// statement (`unnest` keeps the array's order).
     func lockKeys(_ keys: some Sequence<String>) throws {
         guard isPostgres else { return }
-        for key in Set(keys).sorted() {
-            try session.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", .text(key))
-        }
+        let sorted = Set(keys).sorted()
+        guard !sorted.isEmpty else { return }
+        try session.query(
+            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k", .text(Self.arrayLiteral(sorted)))
     }
 
-    func lockCustomer(_ id: Int64) throws {
-        guard isPostgres else { return }
-        try session.query("SELECT id FROM customers WHERE id = $1 FOR UPDATE", .int(id))
+    /// A PostgreSQL array literal of texts: `{"a","b"}`, with `\` and `"` escaped.
+    static func arrayLiteral(_ items: [String]) -> String {
+        "{" + items.map { "\"" + $0.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\"" }.joined(separator: ",") + "}"
+    }
+
+    /// Loads a customer, locking its row on PostgreSQL (`FOR NO KEY UPDATE`) so recomputations of one
+    /// customer happen one after another, each seeing every committed fact.
+    func lockedCustomer(_ id: Int64) throws -> CustomerRecord? {
+        try session.query(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(id)).first.map(Self.decodeCustomer)
     }
 
     static func otidKey(_ otid: String) -> String { "otid:" + otid }
@@ -79,19 +89,22 @@ struct Ledger {
         var tokenForOTID: [String: String] = [:]
         var otids: Set<String> = []
         var looseTokens: Set<String> = []
+        if !batch.facts.isEmpty {
+            var parameters: [SQLValue] = []
+            parameters.reserveCapacity(batch.facts.count * 12)
+            for fact in batch.facts {
+                parameters += [
+                    .int(notificationID), .text(fact.kind.rawValue), .text(SHA256.hex(fact.jws)), .text(fact.jws),
+                    .text(fact.payload), SQLValue(fact.transactionId), SQLValue(fact.originalTransactionId),
+                    SQLValue(fact.appAccountToken.map(Self.normalizeToken)), SQLValue(fact.environment),
+                    SQLValue(fact.bundleId), SQLValue(fact.signedDate), .int(now),
+                ]
+            }
+            inserted = try session.query(Self.insertFactsSQL(count: batch.facts.count), parameters).count
+            replayed = batch.facts.count - inserted
+        }
         for fact in batch.facts {
             let token = fact.appAccountToken.map(Self.normalizeToken)
-            let rows = try session.query(
-                """
-                INSERT INTO facts (notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id,
-                                   app_account_token, environment, bundle_id, signed_date, received_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-                ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id
-                """,
-                .int(notificationID), .text(fact.kind.rawValue), .text(SHA256.hex(fact.jws)), .text(fact.jws),
-                .text(fact.payload), SQLValue(fact.transactionId), SQLValue(fact.originalTransactionId), SQLValue(token),
-                SQLValue(fact.environment), SQLValue(fact.bundleId), SQLValue(fact.signedDate), .int(now))
-            if rows.isEmpty { replayed += 1 } else { inserted += 1 }
             if let otid = fact.originalTransactionId {
                 otids.insert(otid)
                 if let token { tokenForOTID[otid] = token }
@@ -101,25 +114,52 @@ struct Ledger {
         }
         try inject(.afterFacts)
 
-        try lockKeys(otids.map(Self.otidKey) + (Set(tokenForOTID.values).union(looseTokens)).map(Self.tokenKey))
         var affected: Set<Int64> = []
         var links: [LinkResult] = []
+        let lockKeys = otids.map(Self.otidKey) + Set(tokenForOTID.values).union(looseTokens).map(Self.tokenKey)
         if let claim = batch.claim {
+            try self.lockKeys(lockKeys)
             let customer = try ensureCustomerRow(appUserId: claim.appUserId, appAccountToken: nil, now: now, affected: &affected)
             for otid in otids.sorted() {
                 links.append(try linkRow(customer: customer, otid: otid, behaviour: claim.behaviour, now: now, affected: &affected))
             }
         }
-        for otid in otids.sorted() {
-            if let owner = try owner(of: otid) {
-                affected.insert(owner.id)
-            } else if let token = tokenForOTID[otid], let customer = try customer(token: token) {
-                try insertLink(otid: otid, customerID: customer.id, now: now, via: "appAccountToken")
-                affected.insert(customer.id)
+        // Locks, then for each subscription who owns it and who carries its token, and who carries
+        // each loose token: one round trip.
+        let sortedOTIDs = otids.sorted()
+        let sortedTokens = looseTokens.sorted()
+        var statements: [SQLStatement] = []
+        let lockStatement = isPostgres && batch.claim == nil && !lockKeys.isEmpty
+        if lockStatement {
+            statements.append(
+                SQLStatement(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k",
+                    .text(Self.arrayLiteral(Set(lockKeys).sorted()))))
+        }
+        for otid in sortedOTIDs {
+            statements.append(
+                SQLStatement(
+                    """
+                    SELECT (SELECT customer_id FROM links WHERE original_transaction_id = $1),
+                           (SELECT id FROM customers WHERE app_account_token = $2)
+                    """, .text(otid), SQLValue(tokenForOTID[otid])))
+        }
+        for token in sortedTokens {
+            statements.append(SQLStatement("SELECT id FROM customers WHERE app_account_token = $1", .text(token)))
+        }
+        var results = try session.pipeline(statements)[...]
+        if lockStatement { results = results.dropFirst() }
+        for otid in sortedOTIDs {
+            let row = results.removeFirst()[0]
+            if let owner = try row.optionalInt(0) {
+                affected.insert(owner)
+            } else if let customerID = try row.optionalInt(1) {
+                try insertLink(otid: otid, customerID: customerID, now: now, via: "appAccountToken")
+                affected.insert(customerID)
             }
         }
-        for token in looseTokens {
-            if let customer = try customer(token: token) { affected.insert(customer.id) }
+        for _ in sortedTokens {
+            if let id = try results.removeFirst().first?.int(0) { affected.insert(id) }
         }
         try inject(.afterLinks)
 
@@ -150,6 +190,22 @@ struct Ledger {
     // MARK: Customers and links
 
     static let customerColumns = "id, app_user_id, app_account_token, created_at"
+    static let customerByIDSQL = "SELECT \(customerColumns) FROM customers WHERE id = $1"
+    static let customerForUpdateSQL = "SELECT \(customerColumns) FROM customers WHERE id = $1 FOR NO KEY UPDATE"
+
+    /// A multi-row fact insert (one round trip for a notification's facts); returns the ids of
+    /// the facts that were new.
+    static func insertFactsSQL(count: Int) -> String {
+        let rows = (0..<count).map { row in
+            "(" + (1...12).map { "$\(row * 12 + $0)" }.joined(separator: ", ") + ")"
+        }
+        return """
+            INSERT INTO facts (notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id,
+                               app_account_token, environment, bundle_id, signed_date, received_at)
+            VALUES \(rows.joined(separator: ", "))
+            ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id
+            """
+    }
 
     static func decodeCustomer(_ row: SQLRow) throws -> CustomerRecord {
         CustomerRecord(id: try row.int(0), appUserId: try row.text(1), appAccountToken: try row.text(2), createdAt: try row.int(3))
@@ -161,7 +217,7 @@ struct Ledger {
     }
 
     func customer(id: Int64) throws -> CustomerRecord? {
-        try session.query("SELECT \(Self.customerColumns) FROM customers WHERE id = $1", .int(id)).first.map(Self.decodeCustomer)
+        try session.query(Self.customerByIDSQL, .int(id)).first.map(Self.decodeCustomer)
     }
 
     func customer(token: String) throws -> CustomerRecord? {
@@ -285,7 +341,8 @@ struct Ledger {
             WHERE l.customer_id = $1
             UNION ALL
             SELECT \(factColumns(jws: jws)) FROM facts f
-            WHERE f.original_transaction_id IS NULL AND f.app_account_token = $2
+            WHERE f.original_transaction_id IS NULL
+              AND f.app_account_token = (SELECT app_account_token FROM customers WHERE id = $1)
         ) AS cf ORDER BY COALESCE(signed_date, 0), id
         """
     }
@@ -297,9 +354,11 @@ struct Ledger {
     /// that carry the customer's token. Without `jws`, the signed text is left empty (projectors
     /// work on decoded payloads, and the text is most of a fact's bytes).
     func facts(of customer: CustomerRecord, jws: Bool = true) throws -> [StoredFact] {
-        let rows = try session.query(
-            jws ? Self.factsWithJWS : Self.factsWithoutJWS, .int(customer.id), .text(customer.appAccountToken))
-        return try rows.map { row in
+        try Self.decodeFacts(try session.query(jws ? Self.factsWithJWS : Self.factsWithoutJWS, .int(customer.id)))
+    }
+
+    static func decodeFacts(_ rows: [SQLRow]) throws -> [StoredFact] {
+        try rows.map { row in
             StoredFact(
                 id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2),
                 fact: IncomingFact(
@@ -313,12 +372,18 @@ struct Ledger {
     /// Recomputes and stores one customer's projection. Returns the customer.
     @discardableResult
     func recompute(customerID: Int64, projector: any Projector, now: Int64) throws -> CustomerRecord {
-        try lockCustomer(customerID)
-        guard let customer = try customer(id: customerID) else {
+        // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
+        let results = try session.pipeline([
+            SQLStatement(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(customerID)),
+            SQLStatement(Self.factsWithoutJWS, .int(customerID)),
+            SQLStatement(Self.stateByIDSQL, .int(customerID)),
+        ])
+        guard let customer = try results[0].first.map(Self.decodeCustomer) else {
             throw StorageError(.notFound, "customer not found", detail: "id \(customerID)")
         }
-        let projection = projector.project(customer: customer, facts: try facts(of: customer, jws: false), now: now).canonical
-        let previous = try storedState(customerID: customerID)?.projection
+        let facts = try Self.decodeFacts(results[1])
+        let previous = try results[2].first.map(Self.decodeState)?.projection
+        let projection = projector.project(customer: customer, facts: facts, now: now).canonical
         try write(projection, for: customer, now: now, previous: previous)
         return customer
     }
@@ -331,18 +396,20 @@ struct Ledger {
         func key(_ row: EntitlementRow) -> EntitlementKey { row.entitlement + "\u{0}" + row.environment }
         let oldEntitlements = Dictionary((previous?.entitlements ?? []).map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
         let oldSubscriptions = Dictionary((previous?.subscriptions ?? []).map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
+        // Every write below goes in one pipeline (one round trip on PostgreSQL).
+        var statements: [SQLStatement] = []
         if previous == nil {
-            try session.query("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(customer.id))
-            try session.query("DELETE FROM subscription_projections WHERE customer_id = $1", .int(customer.id))
+            statements.append(SQLStatement("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(customer.id)))
+            statements.append(SQLStatement("DELETE FROM subscription_projections WHERE customer_id = $1", .int(customer.id)))
         }
         let newEntitlementKeys = Set(projection.entitlements.map(key))
         for (entitlementKey, row) in oldEntitlements where !newEntitlementKeys.contains(entitlementKey) {
-            try session.query(
+            statements.append(SQLStatement(
                 "DELETE FROM entitlement_projections WHERE customer_id = $1 AND entitlement = $2 AND environment = $3",
-                .int(customer.id), .text(row.entitlement), .text(row.environment))
+                .int(customer.id), .text(row.entitlement), .text(row.environment)))
         }
         for row in projection.entitlements where oldEntitlements[key(row)] != row {
-            try session.query(
+            statements.append(SQLStatement(
                 """
                 INSERT INTO entitlement_projections (customer_id, entitlement, environment, status, active, product_id,
                     original_transaction_id, expires_at, grace_until, will_renew)
@@ -354,17 +421,17 @@ struct Ledger {
                 """,
                 .int(customer.id), .text(row.entitlement), .text(row.environment), .text(row.status), SQLValue(row.active),
                 SQLValue(row.productId), SQLValue(row.originalTransactionId), SQLValue(row.expiresAt),
-                SQLValue(row.graceUntil), SQLValue(row.willRenew))
+                SQLValue(row.graceUntil), SQLValue(row.willRenew)))
         }
         let newOTIDs = Set(projection.subscriptions.map(\.originalTransactionId))
         for otid in oldSubscriptions.keys where !newOTIDs.contains(otid) {
             // Only if still ours: after a transfer the new owner may already have taken the row.
-            try session.query(
+            statements.append(SQLStatement(
                 "DELETE FROM subscription_projections WHERE original_transaction_id = $1 AND customer_id = $2",
-                .text(otid), .int(customer.id))
+                .text(otid), .int(customer.id)))
         }
         for row in projection.subscriptions where oldSubscriptions[row.originalTransactionId] != row {
-            try session.query(
+            statements.append(SQLStatement(
                 """
                 INSERT INTO subscription_projections (original_transaction_id, customer_id, product_id, group_id, status,
                     expires_at, grace_until, auto_renew, environment)
@@ -376,9 +443,9 @@ struct Ledger {
                 """,
                 .text(row.originalTransactionId), .int(customer.id), .text(row.productId), SQLValue(row.group),
                 .text(row.status), SQLValue(row.expiresAt), SQLValue(row.graceUntil), SQLValue(row.autoRenew),
-                .text(row.environment))
+                .text(row.environment)))
         }
-        try session.query(
+        statements.append(SQLStatement(
             """
             INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows, computed_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -386,7 +453,8 @@ struct Ledger {
                 computed_at = excluded.computed_at
             """,
             .text(customer.appUserId), .int(customer.id), .text(customer.appAccountToken), .int(customer.createdAt),
-            .text(String(decoding: projection.state, as: UTF8.self)), .text(RowCodec.encode(projection)), .int(now))
+            .text(String(decoding: projection.state, as: UTF8.self)), .text(RowCodec.encode(projection)), .int(now)))
+        _ = try session.pipeline(statements)
     }
 
     static let stateColumns = "customer_id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at"
@@ -546,8 +614,7 @@ struct Ledger {
             .map { try $0.int(0) }
         var changed: [String] = []
         for id in ids {
-            try lockCustomer(id)
-            guard let customer = try customer(id: id) else { continue }
+            guard let customer = try lockedCustomer(id) else { continue }
             let fresh = projector.project(customer: customer, facts: try facts(of: customer, jws: false), now: now).canonical
             // Both copies must match: the state row (the API's read) and the indexed row tables.
             let stored = try storedState(customerID: id)?.projection

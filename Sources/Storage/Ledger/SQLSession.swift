@@ -81,6 +81,20 @@ protocol SQLSession: AnyObject {
     func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow]
     /// Runs unparameterized SQL text (transaction control, DDL). May hold several statements.
     func execute(_ sql: String) throws
+    /// Runs statements in order — on PostgreSQL in one round trip — and returns each one's rows.
+    /// Stops at the first error and throws it.
+    func pipeline(_ statements: [SQLStatement]) throws -> [[SQLRow]]
+}
+
+/// A statement and its parameters, for ``SQLSession/pipeline(_:)``.
+struct SQLStatement {
+    var sql: String
+    var parameters: [SQLValue]
+
+    init(_ sql: String, _ parameters: SQLValue...) {
+        self.sql = sql
+        self.parameters = parameters
+    }
 }
 
 extension SQLSession {

@@ -57,10 +57,12 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         try check(result, "exec")
     }
 
-    @discardableResult
-    func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
-        guard let connection else { throw Self.disconnected }
-        let name = try statementName(sql)
+    /// Converts parameters to libpq's arrays for the duration of `body`. Bytes go in binary
+    /// format (no escaping, no hex doubling); everything else as text.
+    private func withParameters<R>(
+        _ parameters: [SQLValue],
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> R
+    ) -> R {
         var values: [UnsafeMutablePointer<CChar>?] = []
         var lengths: [Int32] = []
         var formats: [Int32] = []
@@ -75,7 +77,6 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
             case .text(let text):
                 values.append(strdup(text)); lengths.append(0); formats.append(0)
             case .blob(let bytes):
-                // bytea goes in binary format: no escaping, no hex doubling.
                 let buffer = malloc(max(1, bytes.count))!.assumingMemoryBound(to: CChar.self)
                 bytes.withUnsafeBytes { raw in
                     if let base = raw.baseAddress { memcpy(buffer, base, bytes.count) }
@@ -84,9 +85,28 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
             }
         }
         let constValues = values.map { $0.map { UnsafePointer($0) } }
-        let result = PQexecPrepared(connection, name, Int32(parameters.count), constValues, lengths, formats, 0)
+        return constValues.withUnsafeBufferPointer { valuePointers in
+            lengths.withUnsafeBufferPointer { lengthPointers in
+                formats.withUnsafeBufferPointer { formatPointers in
+                    body(valuePointers.baseAddress, lengthPointers.baseAddress, formatPointers.baseAddress)
+                }
+            }
+        }
+    }
+
+    @discardableResult
+    func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
+        guard let connection else { throw Self.disconnected }
+        let name = try statementName(sql)
+        let result = withParameters(parameters) { values, lengths, formats in
+            PQexecPrepared(connection, name, Int32(parameters.count), values, lengths, formats, 0)
+        }
         defer { PQclear(result) }
         try check(result, "execute")
+        return Self.rows(of: result)
+    }
+
+    private static func rows(of result: OpaquePointer?) -> [SQLRow] {
         let rowCount = PQntuples(result)
         let columnCount = PQnfields(result)
         var rows: [SQLRow] = []
@@ -104,6 +124,62 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
             rows.append(SQLRow(values: values))
         }
         return rows
+    }
+
+    /// Runs the statements in order in one round trip (libpq pipeline mode). The server runs them
+    /// one after another; after a failure the rest are skipped and the first error is thrown.
+    func pipeline(_ statements: [SQLStatement]) throws -> [[SQLRow]] {
+        guard statements.count > 1 else { return try statements.map { try query($0.sql, $0.parameters) } }
+        guard let connection else { throw Self.disconnected }
+        let names = try statements.map { try statementName($0.sql) }  // PQprepare is not allowed in the pipeline
+        guard PQenterPipelineMode(connection) == 1 else { throw error(from: nil, "pipeline") }
+        var sent = 0
+        for (index, statement) in statements.enumerated() {
+            let ok = withParameters(statement.parameters) { values, lengths, formats in
+                PQsendQueryPrepared(connection, names[index], Int32(statement.parameters.count), values, lengths, formats, 0)
+            }
+            guard ok == 1 else { break }
+            sent += 1
+        }
+        guard PQpipelineSync(connection) == 1 else {
+            let failure = error(from: nil, "pipeline sync")
+            try? connect()
+            throw failure
+        }
+        var results: [[SQLRow]] = []
+        var failure: StorageError? = nil
+        for _ in 0..<sent {
+            guard let result = PQgetResult(connection) else {
+                failure = failure ?? error(from: nil, "pipeline result")
+                break
+            }
+            switch PQresultStatus(result) {
+            case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+                results.append(Self.rows(of: result))
+            case PGRES_PIPELINE_ABORTED:
+                break
+            default:
+                failure = failure ?? error(from: result, "pipeline execute")
+            }
+            PQclear(result)
+            // Each statement's results end with a NULL.
+            while let extra = PQgetResult(connection) { PQclear(extra) }
+        }
+        // Then the sync point.
+        var synced = false
+        while !synced, let result = PQgetResult(connection) {
+            synced = PQresultStatus(result) == PGRES_PIPELINE_SYNC
+            PQclear(result)
+        }
+        if PQexitPipelineMode(connection) != 1 {
+            // Results we couldn't account for: this session can't be trusted any more.
+            let broken = StorageError(.unavailable, "the database connection is out of step", detail: nil, retry: .reconnect)
+            try? connect()
+            throw failure ?? broken
+        }
+        if let failure { throw failure }
+        guard results.count == statements.count else { throw error(from: nil, "pipeline") }
+        return results
     }
 
     private func statementName(_ sql: String) throws -> String {

@@ -54,7 +54,7 @@ final class PostgresStore: LedgerStore {
             let configuration = self.configuration
             threads.start(name: "entitled.postgres.\(index)") {
                 var connection: PostgresConnection? = nil
-                while let jobs = queue.take(maxWrites: max(1, configuration.maxGroupCommit), groupReads: false) {
+                while let jobs = queue.take(maxWrites: max(1, configuration.postgresGroupCommit), groupReads: false) {
                     Self.run(jobs, connection: &connection, conninfo: conninfo, configuration: configuration)
                 }
             }
@@ -75,7 +75,13 @@ final class PostgresStore: LedgerStore {
                 }
                 guard let session = connection else { throw StorageError(.unavailable) }
                 if jobs[0].isWrite {
-                    try commitGroup(jobs, on: session, fault: configuration.faultInjector)
+                    do {
+                        try commitGroup(jobs, on: session, fault: configuration.faultInjector)
+                    } catch let error as StorageError where jobs.count == 1 && error.retry == .none {
+                        // A lone job that failed on its own: it keeps its own error.
+                        jobs[0].finish(overriding: jobs[0].failure ?? error)
+                        return
+                    }
                 } else {
                     for job in jobs where !job.perform(session) {
                         if let error = job.failure as? StorageError, error.retry != .none { throw error }
@@ -87,6 +93,13 @@ final class PostgresStore: LedgerStore {
                 reconnected = true
                 if let existing = connection, !existing.isHealthy { _ = try? existing.connect() }
                 continue
+            } catch let error as StorageError where error.retry == .transaction && jobs.count > 1 {
+                // Jobs of one group lock customers in no global order, so two groups can deadlock.
+                // Retry each job in a transaction of its own: a lone ingest takes its locks in
+                // sorted order, so these rarely meet again.
+                for job in jobs { run([job], connection: &connection, conninfo: conninfo, configuration: configuration) }
+                _ = error
+                return
             } catch let error as StorageError where error.retry == .transaction && attempts + 1 < configuration.postgresTransactionAttempts {
                 attempts += 1
                 // Back off a little, with jitter, so the transactions that deadlocked don't meet again.
@@ -99,20 +112,24 @@ final class PostgresStore: LedgerStore {
         }
     }
 
+    /// Transaction control rides along with the statements around it (`BEGIN; SAVEPOINT`,
+    /// `RELEASE; SAVEPOINT`, `RELEASE; COMMIT`), so savepoints cost no extra round trips.
     private static func commitGroup(_ jobs: [any StorageJob], on session: PostgresConnection, fault: FaultInjector?) throws {
-        try session.execute("BEGIN")
+        let single = jobs.count == 1
+        try session.execute(single ? "BEGIN" : "BEGIN; SAVEPOINT ingest")
         do {
-            for job in jobs {
-                try session.execute("SAVEPOINT ingest")
+            for (index, job) in jobs.enumerated() {
                 if !job.perform(session) {
                     if let error = job.failure as? StorageError, error.retry != .none { throw error }
                     if !session.isHealthy { throw job.failure ?? StorageError(.unavailable) }
+                    // A lone job's failure is its group's failure; otherwise undo just this job.
+                    if single { throw job.failure ?? StorageError(.internal) }
                     try session.execute("ROLLBACK TO SAVEPOINT ingest")
                 }
-                try session.execute("RELEASE SAVEPOINT ingest")
+                if !single && index < jobs.count - 1 { try session.execute("RELEASE SAVEPOINT ingest; SAVEPOINT ingest") }
             }
             if let fault { try Ledger(session: session, fault: fault).inject(.beforeCommit) }
-            try session.execute("COMMIT")
+            try session.execute(single ? "COMMIT" : "RELEASE SAVEPOINT ingest; COMMIT")
         } catch {
             if session.isHealthy { try? session.execute("ROLLBACK") }
             throw error

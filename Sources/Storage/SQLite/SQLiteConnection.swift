@@ -137,6 +137,10 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
         return rows
     }
 
+    func pipeline(_ statements: [SQLStatement]) throws -> [[SQLRow]] {
+        try statements.map { try query($0.sql, $0.parameters) }
+    }
+
     /// The cached prepared statement for `sql` (PostgreSQL `$n` placeholders become `?n`).
     private func prepared(_ sql: String) throws -> OpaquePointer {
         if let statement = statements[sql] { return statement }
