@@ -95,6 +95,11 @@ struct SQLStatement {
         self.sql = sql
         self.parameters = parameters
     }
+
+    init(_ sql: String, parameters: [SQLValue]) {
+        self.sql = sql
+        self.parameters = parameters
+    }
 }
 
 extension SQLSession {

@@ -17,6 +17,9 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
     private var nextStatement = 0
     private let conninfo: String
     private let schema: String?
+    /// Parameterless statements (transaction control) to send in front of the next query, in the
+    /// same round trip. See ``defer(_:)``.
+    private var deferred: [String] = []
 
     init(conninfo: String, schema: String?) throws {
         self.conninfo = conninfo
@@ -28,10 +31,18 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         if let connection { PQfinish(connection) }
     }
 
+    /// Queues transaction-control statements (`BEGIN`, `SAVEPOINT …`) to go out with the next
+    /// query in one pipeline instead of costing a round trip of their own. An error in them is
+    /// reported by that query. ``execute(_:)`` sends them first too.
+    func `defer`(_ statements: String...) {
+        deferred += statements
+    }
+
     /// (Re)connects: a fresh session, so prepared statements are forgotten.
     func connect() throws {
         if let connection { PQfinish(connection) }
         connection = nil
+        deferred.removeAll()
         prepared.removeAll()
         let handle = PQconnectdb(conninfo)
         guard let handle, PQstatus(handle) == CONNECTION_OK else {
@@ -52,6 +63,14 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
 
     func execute(_ sql: String) throws {
         guard let connection else { throw Self.disconnected }
+        if !deferred.isEmpty {
+            let prefix = deferred.joined(separator: "; ")
+            deferred.removeAll()
+            let result = PQexec(connection, prefix + "; " + sql)
+            defer { PQclear(result) }
+            try check(result, "exec")
+            return
+        }
         let result = PQexec(connection, sql)
         defer { PQclear(result) }
         try check(result, "exec")
@@ -97,6 +116,7 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
     @discardableResult
     func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
         guard let connection else { throw Self.disconnected }
+        if !deferred.isEmpty { return try pipeline([SQLStatement(sql, parameters: parameters)])[0] }
         let name = try statementName(sql)
         let result = withParameters(parameters) { values, lengths, formats in
             PQexecPrepared(connection, name, Int32(parameters.count), values, lengths, formats, 0)
@@ -128,7 +148,10 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
 
     /// Runs the statements in order in one round trip (libpq pipeline mode). The server runs them
     /// one after another; after a failure the rest are skipped and the first error is thrown.
-    func pipeline(_ statements: [SQLStatement]) throws -> [[SQLRow]] {
+    func pipeline(_ requested: [SQLStatement]) throws -> [[SQLRow]] {
+        let prefix = deferred.map { SQLStatement($0) }
+        deferred.removeAll()
+        let statements = prefix + requested
         guard statements.count > 1 else { return try statements.map { try query($0.sql, $0.parameters) } }
         guard let connection else { throw Self.disconnected }
         let names = try statements.map { try statementName($0.sql) }  // PQprepare is not allowed in the pipeline
@@ -179,7 +202,7 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         }
         if let failure { throw failure }
         guard results.count == statements.count else { throw error(from: nil, "pipeline") }
-        return results
+        return Array(results.dropFirst(prefix.count))
     }
 
     private func statementName(_ sql: String) throws -> String {

@@ -116,7 +116,8 @@ final class PostgresStore: LedgerStore {
     /// `RELEASE; SAVEPOINT`, `RELEASE; COMMIT`), so savepoints cost no extra round trips.
     private static func commitGroup(_ jobs: [any StorageJob], on session: PostgresConnection, fault: FaultInjector?) throws {
         let single = jobs.count == 1
-        try session.execute(single ? "BEGIN" : "BEGIN; SAVEPOINT ingest")
+        // BEGIN and the savepoints ride along with each job's first statement (deferred).
+        if single { session.defer("BEGIN") } else { session.defer("BEGIN", "SAVEPOINT ingest") }
         do {
             for (index, job) in jobs.enumerated() {
                 if !job.perform(session) {
@@ -126,7 +127,7 @@ final class PostgresStore: LedgerStore {
                     if single { throw job.failure ?? StorageError(.internal) }
                     try session.execute("ROLLBACK TO SAVEPOINT ingest")
                 }
-                if !single && index < jobs.count - 1 { try session.execute("RELEASE SAVEPOINT ingest; SAVEPOINT ingest") }
+                if !single && index < jobs.count - 1 { session.defer("RELEASE SAVEPOINT ingest", "SAVEPOINT ingest") }
             }
             if let fault { try Ledger(session: session, fault: fault).inject(.beforeCommit) }
             try session.execute(single ? "COMMIT" : "RELEASE SAVEPOINT ingest; COMMIT")
