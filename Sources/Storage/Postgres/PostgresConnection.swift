@@ -51,7 +51,11 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
             throw StorageError(.unavailable, "cannot connect to PostgreSQL", detail: detail, retry: .reconnect)
         }
         connection = handle
-        try execute("SET client_min_messages = warning")
+        // Every statement of the ledger is an index lookup or a short index range, joined by key.
+        // On a fresh database (before autovacuum has analyzed the tables) the planner guesses
+        // row counts and picks hash joins over sequential scans of `facts`, which then grow with
+        // the ledger; nested loops over the indexes are right at any size, so only they are allowed.
+        try execute("SET client_min_messages = warning; SET enable_hashjoin = off; SET enable_mergejoin = off")
         if let schema { try execute("SET search_path TO \"\(schema)\"") }
     }
 
