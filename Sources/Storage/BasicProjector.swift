@@ -20,7 +20,7 @@ public struct BasicProjector: Projector {
 
     public func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection {
         struct Latest {
-            var transaction: [String: Any]?
+            var transaction: [String: FlatJSON.Value]?
             var transactionDate: Int64 = .min
             var autoRenew: Bool?
             var renewalDate: Int64 = .min
@@ -28,8 +28,7 @@ public struct BasicProjector: Projector {
         var byOTID: [String: Latest] = [:]
         for stored in facts {
             guard let otid = stored.fact.originalTransactionId,
-                let data = stored.fact.payload.data(using: .utf8),
-                let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+                let object = FlatJSON.parse(stored.fact.payload)
             else { continue }
             let signed = stored.fact.signedDate ?? 0
             var latest = byOTID[otid] ?? Latest()
@@ -38,7 +37,7 @@ public struct BasicProjector: Projector {
                 latest.transaction = object
                 latest.transactionDate = signed
             case .renewal where signed >= latest.renewalDate:
-                latest.autoRenew = Self.int(object["autoRenewStatus"]).map { $0 == 1 }
+                latest.autoRenew = object["autoRenewStatus"]?.int.map { $0 == 1 }
                 latest.renewalDate = signed
             default:
                 break
@@ -48,11 +47,11 @@ public struct BasicProjector: Projector {
         var subscriptions: [SubscriptionRow] = []
         var entitlementRows: [String: EntitlementRow] = [:]
         for (otid, latest) in byOTID {
-            guard let transaction = latest.transaction, let productId = transaction["productId"] as? String else { continue }
-            let expires = Self.int(transaction["expiresDate"])
-            let environment = transaction["environment"] as? String ?? "Production"
+            guard let transaction = latest.transaction, let productId = transaction["productId"]?.string else { continue }
+            let expires = transaction["expiresDate"]?.int
+            let environment = transaction["environment"]?.string ?? "Production"
             let status: String
-            if Self.int(transaction["revocationDate"]) != nil {
+            if transaction["revocationDate"]?.int != nil {
                 status = "revoked"
             } else if let expires, expires <= now {
                 status = "expired"
@@ -63,7 +62,7 @@ public struct BasicProjector: Projector {
             subscriptions.append(
                 SubscriptionRow(
                     originalTransactionId: otid, productId: productId,
-                    group: transaction["subscriptionGroupIdentifier"] as? String, status: status, expiresAt: expires,
+                    group: transaction["subscriptionGroupIdentifier"]?.string, status: status, expiresAt: expires,
                     graceUntil: nil, autoRenew: autoRenew, environment: environment))
             let name = entitlements[productId] ?? productId
             let row = EntitlementRow(
@@ -87,28 +86,147 @@ public struct BasicProjector: Projector {
         let projection = CustomerProjection(
             entitlements: Array(entitlementRows.values), subscriptions: subscriptions, state: []
         ).canonical
-        let document: [String: Any] = [
-            "appUserId": customer.appUserId,
-            "appAccountToken": customer.appAccountToken,
-            "entitlements": projection.entitlements.map { row -> [String: Any] in
-                var item: [String: Any] = [
-                    "entitlement": row.entitlement, "status": row.status, "active": row.active,
-                    "environment": row.environment, "willRenew": row.willRenew,
-                ]
-                item["productId"] = row.productId
-                item["expiresAt"] = row.expiresAt
-                return item
-            },
-        ]
-        let state = (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])).map { Array($0) } ?? Array("{}".utf8)
-        return CustomerProjection(entitlements: projection.entitlements, subscriptions: projection.subscriptions, state: state)
+        // The state document, keys sorted, written directly (no Foundation round trip).
+        var json = #"{"appAccountToken":"# + FlatJSON.quote(customer.appAccountToken) + #","appUserId":"# + FlatJSON.quote(customer.appUserId)
+        json += #","entitlements":["#
+        for (index, row) in projection.entitlements.enumerated() {
+            if index > 0 { json += "," }
+            json += #"{"active":\#(row.active),"entitlement":\#(FlatJSON.quote(row.entitlement)),"environment":\#(FlatJSON.quote(row.environment))"#
+            if let expires = row.expiresAt { json += #","expiresAt":\#(expires)"# }
+            if let product = row.productId { json += #","productId":"# + FlatJSON.quote(product) }
+            json += #","status":\#(FlatJSON.quote(row.status)),"willRenew":\#(row.willRenew)}"#
+        }
+        json += "]}"
+        return CustomerProjection(entitlements: projection.entitlements, subscriptions: projection.subscriptions, state: Array(json.utf8))
+    }
+}
+
+/// Just enough JSON for ``BasicProjector``: the top-level members of an object whose values are
+/// strings, numbers, booleans or null (nested values are skipped), and string quoting.
+enum FlatJSON {
+    enum Value {
+        case string(String)
+        case number(Double, Int64?)
+        case bool(Bool)
+        case null
+
+        var string: String? { if case .string(let text) = self { return text } else { return nil } }
+        var int: Int64? {
+            switch self {
+            case .number(let double, let int): return int ?? Int64(exactly: double.rounded())
+            case .string(let text): return Int64(text)
+            default: return nil
+            }
+        }
     }
 
-    private static func int(_ value: Any?) -> Int64? {
-        switch value {
-        case let number as NSNumber: return number.int64Value
-        case let text as String: return Int64(text)
-        default: return nil
+    static func parse(_ text: String) -> [String: Value]? {
+        var text = text
+        return text.withUTF8 { bytes -> [String: Value]? in
+            var index = 0
+            func skipSpace() { while index < bytes.count, [0x20, 0x09, 0x0a, 0x0d].contains(bytes[index]) { index += 1 } }
+            func string() -> String? {
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+                index += 1
+                var out: [UInt8] = []
+                while index < bytes.count {
+                    let byte = bytes[index]
+                    index += 1
+                    switch byte {
+                    case UInt8(ascii: "\""): return String(decoding: out, as: UTF8.self)
+                    case UInt8(ascii: "\\"):
+                        guard index < bytes.count else { return nil }
+                        let escaped = bytes[index]
+                        index += 1
+                        switch escaped {
+                        case UInt8(ascii: "n"): out.append(0x0a)
+                        case UInt8(ascii: "t"): out.append(0x09)
+                        case UInt8(ascii: "r"): out.append(0x0d)
+                        case UInt8(ascii: "b"): out.append(0x08)
+                        case UInt8(ascii: "f"): out.append(0x0c)
+                        case UInt8(ascii: "u"):
+                            guard index + 4 <= bytes.count, let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
+                            else { return nil }
+                            index += 4
+                            out.append(contentsOf: String(Unicode.Scalar(code).map(Character.init) ?? "\u{FFFD}").utf8)
+                        default: out.append(escaped)
+                        }
+                    default: out.append(byte)
+                    }
+                }
+                return nil
+            }
+            /// Skips any value (for nested objects and arrays), tracking strings and depth.
+            func skipValue() -> Bool {
+                var depth = 0
+                repeat {
+                    guard index < bytes.count else { return false }
+                    switch bytes[index] {
+                    case UInt8(ascii: "\""): guard string() != nil else { return false }
+                    case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1; index += 1
+                    case UInt8(ascii: "}"), UInt8(ascii: "]"): depth -= 1; index += 1
+                    case UInt8(ascii: ","), UInt8(ascii: ":"):
+                        if depth == 0 { return true }
+                        index += 1
+                    default: index += 1
+                    }
+                } while depth > 0 || (index < bytes.count && ![UInt8(ascii: ","), UInt8(ascii: "}")].contains(bytes[index]))
+                return true
+            }
+            func value() -> Value? {
+                guard index < bytes.count else { return nil }
+                switch bytes[index] {
+                case UInt8(ascii: "\""): return string().map(Value.string)
+                case UInt8(ascii: "t"): index += 4; return .bool(true)
+                case UInt8(ascii: "f"): index += 5; return .bool(false)
+                case UInt8(ascii: "n"): index += 4; return .null
+                case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    let start = index
+                    while index < bytes.count, !([UInt8(ascii: ","), UInt8(ascii: "}"), 0x20, 0x0a, 0x0d, 0x09].contains(bytes[index])) { index += 1 }
+                    let literal = String(decoding: bytes[start..<index], as: UTF8.self)
+                    guard let double = Double(literal) else { return nil }
+                    return .number(double, Int64(literal))
+                default:
+                    return skipValue() ? .null : nil
+                }
+            }
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return nil }
+            index += 1
+            var members: [String: Value] = [:]
+            while true {
+                skipSpace()
+                if index < bytes.count, bytes[index] == UInt8(ascii: "}") { return members }
+                guard let key = string() else { return nil }
+                skipSpace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
+                index += 1
+                skipSpace()
+                guard let parsed = value() else { return nil }
+                members[key] = parsed
+                skipSpace()
+                guard index < bytes.count else { return nil }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { return members }
+                return nil
+            }
         }
+    }
+
+    /// The JSON string literal for `text`, quotes included.
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 }

@@ -56,3 +56,45 @@ struct UnitTests {
         }
     }
 }
+
+@Suite("Storage encodings")
+struct EncodingTests {
+    @Test("projection rows survive the compact encoding, whatever their text")
+    func rowCodec() throws {
+        let projection = CustomerProjection(
+            entitlements: [
+                EntitlementRow(
+                    entitlement: "pro:1~", status: "active", active: true, productId: nil, originalTransactionId: "1",
+                    expiresAt: -5, graceUntil: nil, willRenew: false, environment: "Sandbox"),
+                EntitlementRow(
+                    entitlement: "", status: "ü", active: false, productId: "p", originalTransactionId: nil,
+                    expiresAt: nil, graceUntil: 7, willRenew: true, environment: "E"),
+            ],
+            subscriptions: [
+                SubscriptionRow(
+                    originalTransactionId: "9:9", productId: "S", group: nil, status: "expired", expiresAt: 1,
+                    graceUntil: nil, autoRenew: true, environment: "Production")
+            ],
+            state: Array("{}".utf8))
+        let decoded = try RowCodec.decode(RowCodec.encode(projection), state: projection.state)
+        #expect(decoded == projection)
+        #expect(throws: StorageError(.corrupt)) { try RowCodec.decode("E3:ab", state: []) }
+    }
+
+    @Test("PostgreSQL array literals escape quotes and backslashes")
+    func arrayLiteral() {
+        #expect(Ledger.arrayLiteral(["otid:1", #"a"b\c"#]) == #"{"otid:1","a\"b\\c"}"#)
+    }
+
+    @Test("the basic projector's JSON reader takes flat members and skips nested ones")
+    func flatJSON() throws {
+        let members = try #require(
+            FlatJSON.parse(#" {"a": "x\"y\u00e9", "n": 1700000000000, "f": 1.5, "t": true, "z": null, "o": {"k": [1, {"x": ","}]}, "s": "end"} "#))
+        #expect(members["a"]?.string == "x\"yé")
+        #expect(members["n"]?.int == 1_700_000_000_000)
+        #expect(members["t"] != nil)
+        #expect(members["s"]?.string == "end")
+        #expect(FlatJSON.parse("[1]") == nil)
+        #expect(FlatJSON.quote("a\"b\n") == #""a\"b\n""#)
+    }
+}
