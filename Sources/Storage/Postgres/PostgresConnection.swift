@@ -156,7 +156,9 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         let prefix = deferred.map { SQLStatement($0) }
         deferred.removeAll()
         let statements = prefix + requested
-        guard statements.count > 1 else { return try statements.map { try query($0.sql, $0.parameters) } }
+        guard statements.count > 1 else {
+            return Array(try statements.map { try query($0.sql, $0.parameters) }.dropFirst(prefix.count))
+        }
         guard let connection else { throw Self.disconnected }
         let names = try statements.map { try statementName($0.sql) }  // PQprepare is not allowed in the pipeline
         guard PQenterPipelineMode(connection) == 1 else { throw error(from: nil, "pipeline") }

@@ -98,7 +98,6 @@ final class PostgresStore: LedgerStore {
                 // Retry each job in a transaction of its own: a lone ingest takes its locks in
                 // sorted order, so these rarely meet again.
                 for job in jobs { run([job], connection: &connection, conninfo: conninfo, configuration: configuration) }
-                _ = error
                 return
             } catch let error as StorageError where error.retry == .transaction && attempts + 1 < configuration.postgresTransactionAttempts {
                 attempts += 1

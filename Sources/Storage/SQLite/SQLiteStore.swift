@@ -108,11 +108,12 @@ final class SQLiteStore: LedgerStore {
         let connection = try SQLiteConnection(path: path)
         try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: 2000, checkpointer: true)
         let closed = self.closedFlag
+        let restartPages: Int64 = 4096
         threads.start(name: "entitled.sqlite.checkpoint") {
             while !closed.isSet {
                 usleep(50_000)
                 let frames = (try? connection.query("PRAGMA wal_checkpoint(PASSIVE)", []).first?.optionalInt(1)) ?? nil
-                if let frames, frames >= 4096 {
+                if let frames, frames >= restartPages {
                     _ = try? connection.query("PRAGMA wal_checkpoint(RESTART)", [])
                 }
             }
