@@ -18,6 +18,7 @@ public struct BasicProjector: Projector {
         self.entitlements = entitlements
     }
 
+    /// Projects one customer from its transaction and renewal facts.
     public func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection {
         struct Latest {
             var transaction: [String: FlatJSON.Value]?

@@ -49,6 +49,7 @@ public struct ReceivedMessage: Sendable, Hashable {
 
 /// What a fact is: which kind of signed payload it was decoded from.
 public struct FactKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The kind as stored (`transaction`, `renewal`, …).
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
     /// A signed notification payload (`signedPayload`).
@@ -251,13 +252,21 @@ public struct CustomerRecord: Sendable, Hashable {
 
 /// One entitlement of a customer, as projected.
 public struct EntitlementRow: Sendable, Hashable {
+    /// The entitlement's name (from the product → entitlement configuration).
     public var entitlement: String
+    /// The projector's status word (e.g. `active`, `gracePeriod`, `expired`, `revoked`).
     public var status: String
+    /// Whether the customer has the entitlement now.
     public var active: Bool
+    /// The product granting it.
     public var productId: String?
+    /// The subscription granting it.
     public var originalTransactionId: String?
+    /// When it expires (ms).
     public var expiresAt: Int64?
+    /// End of a billing grace period (ms).
     public var graceUntil: Int64?
+    /// Whether it is set to renew.
     public var willRenew: Bool
     /// Environments never mix: one row per entitlement and environment.
     public var environment: String
@@ -281,13 +290,21 @@ public struct EntitlementRow: Sendable, Hashable {
 
 /// One subscription (by `originalTransactionId`), as projected.
 public struct SubscriptionRow: Sendable, Hashable {
+    /// The subscription's key.
     public var originalTransactionId: String
+    /// The current product.
     public var productId: String
+    /// The subscription group.
     public var group: String?
+    /// The projector's status word.
     public var status: String
+    /// When the current period ends (ms); indexed for ``LedgerStore/expiring(from:to:limit:)``.
     public var expiresAt: Int64?
+    /// End of a billing grace period (ms).
     public var graceUntil: Int64?
+    /// Whether auto-renew is on.
     public var autoRenew: Bool
+    /// `Production`, `Sandbox`, …
     public var environment: String
 
     /// Creates a subscription row.
@@ -386,19 +403,27 @@ public struct HistoryEntry: Sendable, Hashable {
         case fact
     }
 
+    /// Notification or fact.
     public var kind: Kind
     /// The row id in its table.
     public var id: Int64
+    /// When it was received (ms).
     public var receivedAt: Int64
-    /// For notifications.
+    /// For notifications: where it came from.
     public var source: IngestSource?
+    /// For notifications: Apple's `notificationUUID`.
     public var notificationUUID: String?
+    /// For notifications: `notificationType`.
     public var notificationType: String?
+    /// For notifications: `subtype`.
     public var subtype: String?
-    /// For facts.
+    /// For facts: the kind.
     public var factKind: FactKind?
+    /// For facts: `transactionId`.
     public var transactionId: String?
+    /// For facts: `originalTransactionId`.
     public var originalTransactionId: String?
+    /// For facts: `signedDate` (ms).
     public var signedDate: Int64?
 
     /// Creates a history entry.
