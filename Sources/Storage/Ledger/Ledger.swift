@@ -196,6 +196,13 @@ struct Ledger {
     /// A multi-row fact insert (one round trip for a notification's facts); returns the ids of
     /// the facts that were new.
     static func insertFactsSQL(count: Int) -> String {
+        count <= commonFactInserts.count ? commonFactInserts[count - 1] : makeInsertFactsSQL(count: count)
+    }
+
+    /// The statements for 1…4 facts, built once (a notification usually carries one to three).
+    private static let commonFactInserts = (1...4).map { makeInsertFactsSQL(count: $0) }
+
+    private static func makeInsertFactsSQL(count: Int) -> String {
         let rows = (0..<count).map { row in
             "(" + (1...12).map { "$\(row * 12 + $0)" }.joined(separator: ", ") + ")"
         }

@@ -84,7 +84,6 @@ enum Schema {
                     will_renew {int} NOT NULL,
                     PRIMARY KEY (customer_id, entitlement, environment)
                 );
-                CREATE INDEX entitlement_projections_expires_at ON entitlement_projections (expires_at);
                 CREATE TABLE subscription_projections (
                     original_transaction_id TEXT PRIMARY KEY,
                     customer_id {int} NOT NULL REFERENCES customers (id),

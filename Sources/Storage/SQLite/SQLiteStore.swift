@@ -69,7 +69,11 @@ final class SQLiteStore: LedgerStore {
         threads.start(name: "entitled.sqlite.writer") {
             var stats = WriterStats()
             var lastGroup = 1
+            var idleSince = DispatchTime.now().uptimeNanoseconds
             while var jobs = queue.take(maxWrites: maxBatch, groupReads: groupReads) {
+                let woke = DispatchTime.now().uptimeNanoseconds
+                stats.idle += woke - idleSince
+                defer { idleSince = DispatchTime.now().uptimeNanoseconds }
                 var writes = jobs.filter(\.isWrite)
                 // Adaptive group commit: when the last group was large, concurrent writers are
                 // active and the rest of them are probably a few microseconds from enqueueing
@@ -83,6 +87,7 @@ final class SQLiteStore: LedgerStore {
                         writes += more
                         jobs += more
                     }
+                    stats.gather += DispatchTime.now().uptimeNanoseconds - woke
                 }
                 if !writes.isEmpty {
                     lastGroup = writes.count
@@ -155,7 +160,9 @@ final class SQLiteStore: LedgerStore {
             for job in jobs { job.finish(overriding: error) }
             return
         }
+        let t2 = DispatchTime.now().uptimeNanoseconds
         for job in jobs { job.finish(overriding: nil) }
+        stats.resume += DispatchTime.now().uptimeNanoseconds - t2
     }
 
     private func submit<T: Sendable>(isWrite: Bool, _ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
@@ -320,13 +327,19 @@ struct WriterStats {
     var work: UInt64 = 0
     /// Nanoseconds in COMMIT (mostly the fsync).
     var commit: UInt64 = 0
+    /// Nanoseconds waiting for a first job, and waiting for a group to fill.
+    var idle: UInt64 = 0
+    var gather: UInt64 = 0
+    /// Nanoseconds resuming callers after commits.
+    var resume: UInt64 = 0
 
     func report() {
         guard ProcessInfo.processInfo.environment["ENTITLED_STORAGE_DEBUG"] != nil, groups > 0 else { return }
         let perJob = jobs > 0 ? work / UInt64(jobs) / 1000 : 0
         let perCommit = commit / UInt64(groups) / 1000
         printToStandardError(
-            "sqlite writer: \(jobs) jobs in \(groups) groups (avg \(jobs / groups)), \(perJob) µs/job, \(perCommit) µs/commit")
+            "sqlite writer: \(jobs) jobs in \(groups) groups (avg \(jobs / groups)), \(perJob) µs/job, \(perCommit) µs/commit, "
+                + "idle \(idle / 1_000_000) ms, gathering \(gather / 1_000_000) ms, working \(work / 1_000_000) ms, committing \(commit / 1_000_000) ms, resuming \(resume / 1_000_000) ms")
     }
 }
 
