@@ -7,7 +7,8 @@ enum StoreBenchmark: Command {
     static let summary = "ledger ingest rate and customer-read latency (SQLite, PostgreSQL)"
     static let help = """
         Usage: entitled bench store [--postgres URL] [--customers LIST] [--postgres-customers LIST]
-                                    [--notifications N] [--reads N]
+                                    [--notifications N] [--reads N] [--only sqlite|postgres]
+                                    [--projector default|trivial]
 
         Durable ingest rate (notifications/s, each a notification row, two facts, a customer link and
         a projection recomputation, committed with synchronous=FULL) with 1 and 32 concurrent writers;
