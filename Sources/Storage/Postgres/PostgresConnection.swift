@@ -51,6 +51,8 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
             throw StorageError(.unavailable, "cannot connect to PostgreSQL", detail: detail, retry: .reconnect)
         }
         connection = handle
+        // libpq prints notices and some server messages on stderr by default; a library must not.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
         // Every statement of the ledger is an index lookup or a short index range, joined by key.
         // On a fresh database (before autovacuum has analyzed the tables) the planner guesses
         // row counts and picks hash joins over sequential scans of `facts`, which then grow with

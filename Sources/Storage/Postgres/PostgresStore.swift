@@ -90,8 +90,21 @@ final class PostgresStore: LedgerStore {
                 for job in jobs { job.finish(overriding: nil) }
                 return
             } catch let error as StorageError where error.retry == .reconnect && !reconnected {
+                // The server went away (restart, failover, network). Reconnect — trying for up to
+                // about 3 s, long enough for a restart — then run the work once more.
                 reconnected = true
-                if let existing = connection, !existing.isHealthy { _ = try? existing.connect() }
+                for delay in [0, 100_000, 200_000, 400_000, 800_000, 1_500_000] as [UInt32] {
+                    usleep(delay)
+                    do {
+                        if let existing = connection { try existing.connect() } else {
+                            connection = try PostgresConnection(conninfo: conninfo, schema: configuration.postgresSchema)
+                        }
+                        break
+                    } catch {
+                        continue
+                    }
+                }
+                _ = error
                 continue
             } catch let error as StorageError where error.retry == .transaction && jobs.count > 1 {
                 // Jobs of one group lock customers in no global order, so two groups can deadlock.
