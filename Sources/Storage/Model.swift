@@ -358,7 +358,9 @@ public protocol Projector: Sendable {
     /// Projects one customer.
     /// - Parameters:
     ///   - customer: The customer.
-    ///   - facts: All facts of the customer, ordered by `signedDate` then ledger id.
+    ///   - facts: All facts of the customer, ordered by `signedDate` then ledger id. Their `jws` is
+    ///     empty: projectors work on the decoded `payload` and keys (the signed text is most of a
+    ///     fact's bytes); ``LedgerStore/facts(appUserId:)`` returns it.
     ///   - now: The current time (ms).
     /// - Returns: The rows and state document to store.
     func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection

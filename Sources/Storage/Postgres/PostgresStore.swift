@@ -104,7 +104,6 @@ final class PostgresStore: LedgerStore {
                         continue
                     }
                 }
-                _ = error
                 continue
             } catch let error as StorageError where error.retry == .transaction && jobs.count > 1 {
                 // Jobs of one group lock customers in no global order, so two groups can deadlock.
