@@ -11,6 +11,7 @@ enum BenchCommand: Command {
         HTTPBenchmark.self,
         EngineBenchmark.self,
         VerifyBenchmark.self,
+        StoreBenchmark.self,
         ]
     }
 

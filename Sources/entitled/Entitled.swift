@@ -10,13 +10,18 @@ enum Entitled {
         [
         ServeCommand.self,
         VerifyCommand.self,
+        MigrateCommand.self,
+        RebuildCommand.self,
         BenchCommand.self,
+        StorageCrashChildCommand.self,
         ]
     }
 
     static var help: String {
-        let width = commands.map { $0.name.count }.max() ?? 0
-        let lines = commands.map { "  " + $0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.summary }
+        // Names starting with "_" are test helpers, left out of the help.
+        let listed = commands.filter { !$0.name.hasPrefix("_") }
+        let width = listed.map { $0.name.count }.max() ?? 0
+        let lines = listed.map { "  " + $0.name.padding(toLength: width + 2, withPad: " ", startingAt: 0) + $0.summary }
         return """
             entitled \(version) — a self-hosted App Store subscription and entitlement server
 

@@ -1,0 +1,73 @@
+/// Not API: helpers for `entitled bench store`. May change without notice.
+public enum _StorageBenchmark {
+    /// Inserts synthetic customers `user-<n>` for `n` in `range`, each with a projection of one
+    /// entitlement and one subscription, in one transaction with prepared inserts.
+    public static func bulkLoad(_ store: any LedgerStore, customers range: Range<Int>, now: Int64) async throws {
+        switch store {
+        case let sqlite as SQLiteStore: try await sqlite.bulkLoad(customers: range, now: now)
+        case let postgres as PostgresStore: try await postgres.bulkLoad(customers: range, now: now)
+        default: throw StorageError(.invalidArgument, "unsupported store")
+        }
+    }
+
+    /// The `appUserId` of synthetic customer `n`.
+    public static func appUserId(_ n: Int) -> String { "user-\(n)" }
+
+    /// Database size in bytes (SQLite: file + WAL; PostgreSQL: the schema's relations).
+    public static func databaseBytes(_ store: any LedgerStore) async throws -> Int64 {
+        switch store {
+        case let sqlite as SQLiteStore: return try await sqlite.databaseBytes()
+        case let postgres as PostgresStore: return try await postgres.databaseBytes()
+        default: throw StorageError(.invalidArgument, "unsupported store")
+        }
+    }
+}
+
+extension Ledger {
+    /// Synthetic customers for benchmarks: sequential ids, tokens and keys so the load is fast.
+    func bulkLoadSynthetic(_ range: Range<Int>, now: Int64) throws {
+        for n in range {
+            let user = _StorageBenchmark.appUserId(n)
+            let token = "00000000-0000-4000-8000-" + String(n).leftPadded(12)
+            let rows = try session.query(
+                "INSERT INTO customers (app_user_id, app_account_token, created_at) VALUES ($1, $2, $3) RETURNING id",
+                .text(user), .text(token), .int(now))
+            let id = try rows[0].int(0)
+            let otid = "2000000\(n)"
+            let expires = now + Int64(n % 720) * 3_600_000
+            let projection = CustomerProjection(
+                entitlements: [
+                    EntitlementRow(
+                        entitlement: "pro", status: "active", active: true, productId: "com.example.pro.monthly",
+                        originalTransactionId: otid, expiresAt: expires, graceUntil: nil, willRenew: true,
+                        environment: "Production")
+                ],
+                subscriptions: [
+                    SubscriptionRow(
+                        originalTransactionId: otid, productId: "com.example.pro.monthly", group: "pro", status: "active",
+                        expiresAt: expires, graceUntil: nil, autoRenew: true, environment: "Production")
+                ],
+                state: Array(
+                    #"{"appUserId":"\#(user)","entitlements":[{"active":true,"entitlement":"pro","expiresAt":\#(expires),"productId":"com.example.pro.monthly"}]}"#
+                        .utf8))
+            try write(projection, for: CustomerRecord(id: id, appUserId: user, appAccountToken: token, createdAt: now), now: now, previous: CustomerProjection(entitlements: [], subscriptions: [], state: []))
+        }
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
+    }
+}
+
+/// Not API: drops a benchmark's PostgreSQL schema.
+public enum _StorageBenchmarkCleanup {
+    /// Drops `schema` (PostgreSQL only; letters, digits and `_`).
+    public static func dropSchema(_ store: any LedgerStore, _ schema: String) async throws {
+        guard let postgres = store as? PostgresStore,
+            schema.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" })
+        else { return }
+        try await postgres._execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
+    }
+}

@@ -1,0 +1,165 @@
+/// Versioned, ordered schema migrations, shared by both backends.
+///
+/// Each migration is written once with three placeholders that differ between dialects:
+/// `{id}` (an auto-assigned 64-bit primary key), `{int}` (64-bit integer), `{blob}` (bytes),
+/// `{without_rowid}` (SQLite: the table is its primary-key B-tree, so a lookup is one descent).
+/// Applied versions are recorded in `schema_migrations`; a database whose highest recorded version
+/// is above ``Schema/latestVersion`` was written by a newer binary and is refused (`SCHEMA_TOO_NEW`),
+/// because this binary cannot know what the newer schema means.
+enum Schema {
+    struct Migration {
+        let version: Int
+        let name: String
+        let sql: String
+    }
+
+    static let migrations: [Migration] = [
+        Migration(
+            version: 1, name: "ledger",
+            sql: """
+                CREATE TABLE customers (
+                    id {id},
+                    app_user_id TEXT NOT NULL UNIQUE,
+                    app_account_token TEXT NOT NULL UNIQUE,
+                    created_at {int} NOT NULL
+                );
+                CREATE TABLE notifications (
+                    id {id},
+                    notification_uuid TEXT UNIQUE,
+                    claimed_uuid TEXT,
+                    source TEXT NOT NULL,
+                    received_at {int} NOT NULL,
+                    outcome TEXT NOT NULL,
+                    reject_code TEXT,
+                    notification_type TEXT,
+                    subtype TEXT,
+                    body {blob} NOT NULL
+                );
+                CREATE INDEX notifications_received_at ON notifications (received_at);
+                CREATE TABLE facts (
+                    id {id},
+                    notification_id {int} REFERENCES notifications (id),
+                    kind TEXT NOT NULL,
+                    jws_sha256 TEXT NOT NULL,
+                    jws TEXT NOT NULL,
+                    payload TEXT NOT NULL,
+                    transaction_id TEXT,
+                    original_transaction_id TEXT,
+                    app_account_token TEXT,
+                    environment TEXT,
+                    bundle_id TEXT,
+                    signed_date {int},
+                    received_at {int} NOT NULL,
+                    UNIQUE (kind, jws_sha256)
+                );
+                CREATE INDEX facts_original_transaction_id ON facts (original_transaction_id);
+                CREATE INDEX facts_app_account_token ON facts (app_account_token);
+                CREATE INDEX facts_notification_id ON facts (notification_id);
+                CREATE TABLE links (
+                    original_transaction_id TEXT PRIMARY KEY,
+                    customer_id {int} NOT NULL REFERENCES customers (id),
+                    linked_at {int} NOT NULL,
+                    via TEXT NOT NULL
+                );
+                CREATE INDEX links_customer_id ON links (customer_id);
+                CREATE TABLE customer_states (
+                    app_user_id TEXT NOT NULL PRIMARY KEY,
+                    customer_id {int} NOT NULL UNIQUE REFERENCES customers (id),
+                    app_account_token TEXT NOT NULL,
+                    created_at {int} NOT NULL,
+                    state TEXT NOT NULL,
+                    projection_rows TEXT NOT NULL,
+                    computed_at {int} NOT NULL
+                ){without_rowid};
+                CREATE TABLE entitlement_projections (
+                    customer_id {int} NOT NULL REFERENCES customers (id),
+                    entitlement TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    active {int} NOT NULL,
+                    product_id TEXT,
+                    original_transaction_id TEXT,
+                    expires_at {int},
+                    grace_until {int},
+                    will_renew {int} NOT NULL,
+                    PRIMARY KEY (customer_id, entitlement, environment)
+                );
+                CREATE TABLE subscription_projections (
+                    original_transaction_id TEXT PRIMARY KEY,
+                    customer_id {int} NOT NULL REFERENCES customers (id),
+                    product_id TEXT NOT NULL,
+                    group_id TEXT,
+                    status TEXT NOT NULL,
+                    expires_at {int},
+                    grace_until {int},
+                    auto_renew {int} NOT NULL,
+                    environment TEXT NOT NULL
+                );
+                CREATE INDEX subscription_projections_customer_id ON subscription_projections (customer_id);
+                CREATE INDEX subscription_projections_expires_at ON subscription_projections (expires_at);
+                """),
+    ]
+
+    static var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    static func render(_ sql: String, for dialect: SQLDialect) -> String {
+        switch dialect {
+        case .sqlite:
+            return sql.replacing("{id}", with: "INTEGER PRIMARY KEY")
+                .replacing("{int}", with: "INTEGER")
+                .replacing("{blob}", with: "BLOB")
+                .replacing("{without_rowid}", with: " WITHOUT ROWID")
+        case .postgres:
+            return sql.replacing("{id}", with: "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY")
+                .replacing("{int}", with: "BIGINT")
+                .replacing("{blob}", with: "BYTEA")
+                .replacing("{without_rowid}", with: "")
+        }
+    }
+
+    static let createMigrationsTable = """
+        CREATE TABLE IF NOT EXISTS schema_migrations (
+            version INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            applied_at TEXT NOT NULL
+        )
+        """
+
+    /// The highest applied version (0 for an empty database). Assumes the table exists.
+    static func currentVersion(_ session: any SQLSession) throws -> Int {
+        let rows = try session.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [])
+        return Int(try rows.first?.int(0) ?? 0)
+    }
+
+    /// Applies every pending migration. The caller holds a write transaction (and, on PostgreSQL,
+    /// a lock that serializes concurrent migrators).
+    static func migrate(_ session: any SQLSession, appliedAt: String) throws -> MigrationReport {
+        try session.execute(createMigrationsTable)
+        let current = try currentVersion(session)
+        guard current <= latestVersion else {
+            throw StorageError(
+                .schemaTooNew, "the database schema (version \(current)) is newer than this binary (version \(latestVersion))")
+        }
+        var applied: [Int] = []
+        for migration in migrations where migration.version > current {
+            try session.execute(render(migration.sql, for: session.dialect))
+            try session.query(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                .int(Int64(migration.version)), .text(migration.name), .text(appliedAt))
+            applied.append(migration.version)
+        }
+        return MigrationReport(applied: applied, currentVersion: max(current, latestVersion))
+    }
+
+    /// Verifies without migrating: throws `SCHEMA_TOO_NEW` for a newer schema.
+    static func check(_ session: any SQLSession) throws -> Int {
+        try session.execute(createMigrationsTable)
+        let current = try currentVersion(session)
+        guard current <= latestVersion else {
+            throw StorageError(
+                .schemaTooNew, "the database schema (version \(current)) is newer than this binary (version \(latestVersion))")
+        }
+        return current
+    }
+}
+

@@ -1,0 +1,203 @@
+/// The durable ledger: append-only facts, customers and their links, and projections.
+///
+/// Every write is one database transaction; a returned value means it is committed durably
+/// (on SQLite with `synchronous=FULL`, on PostgreSQL with the server's `fsync`). Implementations:
+/// SQLite (embedded default) and PostgreSQL (scale-out); open one with ``openStore(url:configuration:)``.
+public protocol LedgerStore: Sendable {
+    /// Which database this store uses.
+    var backend: StorageBackend { get }
+
+    /// Applies pending schema migrations, recording each in `schema_migrations`.
+    /// - Throws: ``StorageError`` `SCHEMA_TOO_NEW` when the database was migrated by a newer binary.
+    @discardableResult
+    func migrate() async throws -> MigrationReport
+
+    /// Stores a received message and its facts, links customers and recomputes the projections of
+    /// every affected customer — all in one transaction.
+    ///
+    /// A repeated `notificationUUID` returns ``IngestResult/Status/duplicate`` and changes nothing;
+    /// a replayed fact is a no-op.
+    /// - Parameters:
+    ///   - batch: The message, its verified facts and an optional claim.
+    ///   - projector: Computes projections.
+    ///   - now: The current time (ms), passed to the projector.
+    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult
+
+    /// Records a rejected message for audit; nothing is applied. Its `notificationUUID` is kept
+    /// for audit but does not take the unique slot, so a forged message cannot block the real one.
+    /// - Parameter code: The rejection code (e.g. `SIGNATURE_INVALID`).
+    /// - Returns: The row id.
+    @discardableResult
+    func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64
+
+    /// Reads a customer.
+    func customer(appUserId: String) async throws -> CustomerRecord?
+
+    /// Returns the customer, creating it when missing with a stable `appAccountToken`
+    /// (the given one, or a random UUID). On creation, facts already in the ledger that carry
+    /// the token are linked and the projection is computed.
+    func ensureCustomer(
+        appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64
+    ) async throws -> CustomerRecord
+
+    /// Links a subscription to a customer (created if missing) and recomputes the projections of
+    /// the customers involved.
+    func link(
+        appUserId: String, originalTransactionId: String, behaviour: RestoreBehaviour,
+        projector: any Projector, now: Int64
+    ) async throws -> LinkResult
+
+    /// The customer's stored projection (the API's hot read: one statement, indexed lookups).
+    func projection(appUserId: String) async throws -> StoredProjection?
+
+    /// All facts of a customer, ordered by `signedDate` then id (what the projector sees).
+    func facts(appUserId: String) async throws -> [StoredFact]
+
+    /// The customer's notifications and facts, newest first.
+    /// - Parameters:
+    ///   - cursor: ``HistoryPage/nextCursor`` of the previous page, or nil.
+    ///   - limit: 1…1000.
+    func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage
+
+    /// A subscription's projection and owner.
+    func subscription(originalTransactionId: String) async throws -> OwnedSubscription?
+
+    /// Subscriptions whose `expiresAt` is in `from ..< to`, soonest first (indexed).
+    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription]
+
+    /// Checks that the database answers (for `/readyz`).
+    func ping() async throws
+
+    /// Recomputes every projection from the ledger, replaces those that differ and reports them.
+    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport
+
+    /// Finishes queued work and closes every connection. Later calls throw `STORE_CLOSED`.
+    func close() async
+}
+
+extension LedgerStore {
+    /// Reads a customer, creating it when `createIfMissing` is true.
+    public func customer(
+        appUserId: String, createIfMissing: Bool, projector: any Projector, now: Int64
+    ) async throws -> CustomerRecord? {
+        if let existing = try await customer(appUserId: appUserId) { return existing }
+        guard createIfMissing else { return nil }
+        return try await ensureCustomer(appUserId: appUserId, appAccountToken: nil, projector: projector, now: now)
+    }
+}
+
+/// Options for opening a store. Defaults suit production.
+public struct StoreConfiguration: Sendable {
+    /// Apply pending migrations when opening (start-up). When false the schema version is
+    /// still checked and a too-new schema refused. Default true.
+    public var migrateOnOpen: Bool = true
+    /// SQLite: read connections kept open (WAL lets them read while the writer writes). Default 4.
+    public var sqliteReadConnections: Int = 4
+    /// SQLite: how long a connection waits for a lock held by another process (ms). Default 5000.
+    public var sqliteBusyTimeoutMilliseconds: Int = 5000
+    /// SQLite: most ingests committed together in one group commit. Default 256.
+    public var maxGroupCommit: Int = 256
+    /// PostgreSQL: most ingests one pool connection commits together. Smaller than SQLite's,
+    /// so that concurrent ingests spread over the pool's connections and run in parallel on the
+    /// server rather than queue behind one connection. Default 8.
+    public var postgresGroupCommit: Int = 8
+    /// PostgreSQL: connections in the pool, each on its own thread. Default 8.
+    public var postgresConnections: Int = 8
+    /// PostgreSQL: a schema to use (created when missing) instead of `public`; tests use one per test.
+    /// Letters, digits and `_` only.
+    public var postgresSchema: String? = nil
+    /// PostgreSQL: transaction attempts on serialization failure or deadlock. Default 5.
+    public var postgresTransactionAttempts: Int = 5
+    /// Test hook: called at each ``FaultPoint`` inside write transactions.
+    public var faultInjector: FaultInjector? = nil
+    /// Tests only: open without looking at the schema at all (to clean up a too-new one).
+    var skipSchemaCheck = false
+
+    /// Creates the default configuration.
+    public init() {}
+}
+
+/// A parsed database URL.
+///
+/// - `sqlite:./data/entitled.sqlite`, `sqlite:/abs/path.sqlite`, `sqlite://./relative.sqlite`
+/// - `sqlite::memory:` (one private in-memory database per store)
+/// - `postgres://user:pass@host:port/db?sslmode=disable` or `postgresql://…` (passed to libpq)
+public enum DatabaseURL: Sendable, Hashable {
+    /// A SQLite database file.
+    case sqliteFile(path: String)
+    /// A private in-memory SQLite database.
+    case sqliteMemory
+    /// A PostgreSQL connection URI, as libpq accepts it.
+    case postgres(uri: String)
+
+    /// Parses a URL.
+    /// - Throws: `INVALID_DATABASE_URL`.
+    public init(parsing text: String) throws {
+        let trimmed = text.trimmingWhitespace()
+        if trimmed.hasPrefix("postgres://") || trimmed.hasPrefix("postgresql://") {
+            let rest = trimmed.drop(while: { $0 != "/" }).dropFirst(2)
+            guard !rest.isEmpty, !rest.hasPrefix("/") || rest.count > 1 else {
+                throw StorageError(.invalidURL, "PostgreSQL URL needs a host or a database")
+            }
+            self = .postgres(uri: trimmed)
+            return
+        }
+        guard trimmed.hasPrefix("sqlite:") else {
+            throw StorageError(.invalidURL, "unsupported database URL scheme (use sqlite: or postgres://)")
+        }
+        var path = String(trimmed.dropFirst("sqlite:".count))
+        if path == ":memory:" {
+            self = .sqliteMemory
+            return
+        }
+        if path.hasPrefix("//") { path.removeFirst(2) }
+        guard !path.isEmpty, !path.contains("\0") else {
+            throw StorageError(.invalidURL, "SQLite URL needs a file path")
+        }
+        self = .sqliteFile(path: path)
+    }
+
+    /// The URL without any password, for logs.
+    public var redacted: String {
+        switch self {
+        case .sqliteFile(let path): return "sqlite:\(path)"
+        case .sqliteMemory: return "sqlite::memory:"
+        case .postgres(let uri):
+            guard let scheme = uri.firstRange(of: "://"), let at = uri[scheme.upperBound...].firstRange(of: "@")
+            else { return uri }
+            let userInfo = uri[scheme.upperBound..<at.lowerBound]
+            guard let colon = userInfo.firstIndex(of: ":") else { return uri }
+            return String(uri[..<colon]) + ":***" + String(uri[at.lowerBound...])
+        }
+    }
+}
+
+/// Opens a store for a database URL, migrating it unless the configuration says otherwise.
+/// - Parameters:
+///   - url: See ``DatabaseURL``.
+///   - configuration: Options.
+/// - Throws: ``StorageError`` (`INVALID_DATABASE_URL`, `STORAGE_UNAVAILABLE`, `SCHEMA_TOO_NEW`, …).
+public func openStore(url: String, configuration: StoreConfiguration = StoreConfiguration()) async throws -> any LedgerStore {
+    try await openStore(DatabaseURL(parsing: url), configuration: configuration)
+}
+
+/// Opens a store for a parsed database URL.
+public func openStore(_ url: DatabaseURL, configuration: StoreConfiguration = StoreConfiguration()) async throws -> any LedgerStore {
+    switch url {
+    case .sqliteFile(let path):
+        return try await SQLiteStore.open(location: .file(path), configuration: configuration)
+    case .sqliteMemory:
+        return try await SQLiteStore.open(location: .memory, configuration: configuration)
+    case .postgres(let uri):
+        return try await PostgresStore.open(uri: uri, configuration: configuration)
+    }
+}
+
+extension String {
+    func trimmingWhitespace() -> String {
+        var scalars = Substring(self)
+        while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
+        while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
+        return String(scalars)
+    }
+}

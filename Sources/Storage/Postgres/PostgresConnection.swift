@@ -1,0 +1,269 @@
+internal import CPostgres
+import Foundation
+
+/// One libpq connection and its prepared statements.
+///
+/// Every libpq call of the module goes through this file; results are turned into
+/// ``StorageError``s by ``PostgresConnection/error(from:_:)``, which also says whether a retry is
+/// safe (`reconnect` after a broken connection, `transaction` after a serialization failure
+/// 40001 or a deadlock 40P01).
+///
+/// libpq blocks, and a `PGconn` must not be used by two threads at once: each connection belongs
+/// to one pool worker thread for its whole life (hence `@unchecked Sendable`).
+final class PostgresConnection: SQLSession, @unchecked Sendable {
+    let dialect: SQLDialect = .postgres
+    private var connection: OpaquePointer?
+    private var prepared: [String: String] = [:]
+    private var nextStatement = 0
+    private let conninfo: String
+    private let schema: String?
+    /// Parameterless statements (transaction control) to send in front of the next query, in the
+    /// same round trip. See ``defer(_:)``.
+    private var deferred: [String] = []
+
+    init(conninfo: String, schema: String?) throws {
+        self.conninfo = conninfo
+        self.schema = schema
+        try connect()
+    }
+
+    deinit {
+        if let connection { PQfinish(connection) }
+    }
+
+    /// Queues transaction-control statements (`BEGIN`, `SAVEPOINT …`) to go out with the next
+    /// query in one pipeline instead of costing a round trip of their own. An error in them is
+    /// reported by that query. ``execute(_:)`` sends them first too.
+    func `defer`(_ statements: String...) {
+        deferred += statements
+    }
+
+    /// (Re)connects: a fresh session, so prepared statements are forgotten.
+    func connect() throws {
+        if let connection { PQfinish(connection) }
+        connection = nil
+        deferred.removeAll()
+        prepared.removeAll()
+        let handle = PQconnectdb(conninfo)
+        guard let handle, PQstatus(handle) == CONNECTION_OK else {
+            let detail = handle.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
+            if let handle { PQfinish(handle) }
+            throw StorageError(.unavailable, "cannot connect to PostgreSQL", detail: detail, retry: .reconnect)
+        }
+        connection = handle
+        // libpq prints notices and some server messages on stderr by default; a library must not.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        // Every statement of the ledger is an index lookup or a short index range, joined by key.
+        // On a fresh database (before autovacuum has analyzed the tables) the planner guesses
+        // row counts and picks hash joins over sequential scans of `facts`, which then grow with
+        // the ledger; nested loops over the indexes are right at any size, so only they are allowed.
+        try execute("SET client_min_messages = warning; SET enable_hashjoin = off; SET enable_mergejoin = off")
+        if let schema { try execute("SET search_path TO \"\(schema)\"") }
+    }
+
+    /// False once libpq noticed the connection is gone (server restart, network).
+    var isHealthy: Bool {
+        guard let connection else { return false }
+        return PQstatus(connection) == CONNECTION_OK
+    }
+
+    func execute(_ sql: String) throws {
+        guard let connection else { throw Self.disconnected }
+        if !deferred.isEmpty {
+            let prefix = deferred.joined(separator: "; ")
+            deferred.removeAll()
+            let result = PQexec(connection, prefix + "; " + sql)
+            defer { PQclear(result) }
+            try check(result, "exec")
+            return
+        }
+        let result = PQexec(connection, sql)
+        defer { PQclear(result) }
+        try check(result, "exec")
+    }
+
+    /// Converts parameters to libpq's arrays for the duration of `body`. Bytes go in binary
+    /// format (no escaping, no hex doubling); everything else as text.
+    private func withParameters<R>(
+        _ parameters: [SQLValue],
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> R
+    ) -> R {
+        var values: [UnsafeMutablePointer<CChar>?] = []
+        var lengths: [Int32] = []
+        var formats: [Int32] = []
+        values.reserveCapacity(parameters.count)
+        defer { for value in values { free(value) } }
+        for parameter in parameters {
+            switch parameter {
+            case .null:
+                values.append(nil); lengths.append(0); formats.append(0)
+            case .int(let number):
+                values.append(strdup(String(number))); lengths.append(0); formats.append(0)
+            case .text(let text):
+                values.append(strdup(text)); lengths.append(0); formats.append(0)
+            case .blob(let bytes):
+                let buffer = malloc(max(1, bytes.count))!.assumingMemoryBound(to: CChar.self)
+                bytes.withUnsafeBytes { raw in
+                    if let base = raw.baseAddress { memcpy(buffer, base, bytes.count) }
+                }
+                values.append(buffer); lengths.append(Int32(bytes.count)); formats.append(1)
+            }
+        }
+        let constValues = values.map { $0.map { UnsafePointer($0) } }
+        return constValues.withUnsafeBufferPointer { valuePointers in
+            lengths.withUnsafeBufferPointer { lengthPointers in
+                formats.withUnsafeBufferPointer { formatPointers in
+                    body(valuePointers.baseAddress, lengthPointers.baseAddress, formatPointers.baseAddress)
+                }
+            }
+        }
+    }
+
+    @discardableResult
+    func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
+        guard let connection else { throw Self.disconnected }
+        if !deferred.isEmpty { return try pipeline([SQLStatement(sql, parameters: parameters)])[0] }
+        let name = try statementName(sql)
+        let result = withParameters(parameters) { values, lengths, formats in
+            PQexecPrepared(connection, name, Int32(parameters.count), values, lengths, formats, 0)
+        }
+        defer { PQclear(result) }
+        try check(result, "execute")
+        return Self.rows(of: result)
+    }
+
+    private static func rows(of result: OpaquePointer?) -> [SQLRow] {
+        let rowCount = PQntuples(result)
+        let columnCount = PQnfields(result)
+        var rows: [SQLRow] = []
+        rows.reserveCapacity(Int(rowCount))
+        for row in 0..<rowCount {
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(columnCount))
+            for column in 0..<columnCount {
+                if PQgetisnull(result, row, column) != 0 {
+                    values.append(.null)
+                } else {
+                    values.append(.text(String(cString: PQgetvalue(result, row, column))))
+                }
+            }
+            rows.append(SQLRow(values: values))
+        }
+        return rows
+    }
+
+    /// Runs the statements in order in one round trip (libpq pipeline mode). The server runs them
+    /// one after another; after a failure the rest are skipped and the first error is thrown.
+    func pipeline(_ requested: [SQLStatement]) throws -> [[SQLRow]] {
+        let prefix = deferred.map { SQLStatement($0) }
+        deferred.removeAll()
+        let statements = prefix + requested
+        guard statements.count > 1 else {
+            return Array(try statements.map { try query($0.sql, $0.parameters) }.dropFirst(prefix.count))
+        }
+        guard let connection else { throw Self.disconnected }
+        let names = try statements.map { try statementName($0.sql) }  // PQprepare is not allowed in the pipeline
+        guard PQenterPipelineMode(connection) == 1 else { throw error(from: nil, "pipeline") }
+        var sent = 0
+        for (index, statement) in statements.enumerated() {
+            let ok = withParameters(statement.parameters) { values, lengths, formats in
+                PQsendQueryPrepared(connection, names[index], Int32(statement.parameters.count), values, lengths, formats, 0)
+            }
+            guard ok == 1 else { break }
+            sent += 1
+        }
+        guard PQpipelineSync(connection) == 1 else {
+            let failure = error(from: nil, "pipeline sync")
+            try? connect()
+            throw failure
+        }
+        var results: [[SQLRow]] = []
+        var failure: StorageError? = nil
+        for _ in 0..<sent {
+            guard let result = PQgetResult(connection) else {
+                failure = failure ?? error(from: nil, "pipeline result")
+                break
+            }
+            switch PQresultStatus(result) {
+            case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
+                results.append(Self.rows(of: result))
+            case PGRES_PIPELINE_ABORTED:
+                break
+            default:
+                failure = failure ?? error(from: result, "pipeline execute")
+            }
+            PQclear(result)
+            // Each statement's results end with a NULL.
+            while let extra = PQgetResult(connection) { PQclear(extra) }
+        }
+        // Then the sync point.
+        var synced = false
+        while !synced, let result = PQgetResult(connection) {
+            synced = PQresultStatus(result) == PGRES_PIPELINE_SYNC
+            PQclear(result)
+        }
+        if PQexitPipelineMode(connection) != 1 {
+            // Results we couldn't account for: this session can't be trusted any more.
+            let broken = StorageError(.unavailable, "the database connection is out of step", detail: nil, retry: .reconnect)
+            try? connect()
+            throw failure ?? broken
+        }
+        if let failure { throw failure }
+        guard results.count == statements.count else { throw error(from: nil, "pipeline") }
+        return Array(results.dropFirst(prefix.count))
+    }
+
+    private func statementName(_ sql: String) throws -> String {
+        if let name = prepared[sql] { return name }
+        nextStatement += 1
+        let name = "entitled_\(nextStatement)"
+        let result = PQprepare(connection, name, sql, 0, nil)
+        defer { PQclear(result) }
+        try check(result, "prepare")
+        prepared[sql] = name
+        return name
+    }
+
+    private func check(_ result: OpaquePointer?, _ what: String) throws {
+        guard let result else {
+            throw error(from: nil, what)
+        }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
+            return
+        default:
+            throw error(from: result, what)
+        }
+    }
+
+    private static let disconnected = StorageError(.unavailable, "not connected to PostgreSQL", detail: nil, retry: .reconnect)
+
+    private func error(from result: OpaquePointer?, _ what: String) -> StorageError {
+        let message: String
+        var state = ""
+        if let result {
+            message = String(cString: PQresultErrorMessage(result))
+            if let field = PQresultErrorField(result, Int32(UInt8(ascii: "C"))) { state = String(cString: field) }
+        } else {
+            message = connection.map { String(cString: PQerrorMessage($0)) } ?? "no connection"
+        }
+        let detail = "\(what): [\(state)] \(message.trimmingWhitespace())"
+        if !isHealthy || state.hasPrefix("08") || state.hasPrefix("57P") {
+            return StorageError(.unavailable, "the database is unavailable", detail: detail, retry: .reconnect)
+        }
+        switch state {
+        case "40001", "40P01":
+            return StorageError(.conflict, "a concurrent transaction conflicted", detail: detail, retry: .transaction)
+        case "3D000", "28000", "28P01", "53300":
+            return StorageError(.unavailable, "the database is unavailable", detail: detail, retry: .none)
+        default:
+            if state.hasPrefix("23") {
+                return StorageError(.constraint, "a database constraint rejected the write", detail: detail, retry: .none)
+            }
+            if state.hasPrefix("53") || state.hasPrefix("58") {
+                return StorageError(.unavailable, "the database is unavailable", detail: detail, retry: .none)
+            }
+            return StorageError(.internal, "database error", detail: detail, retry: .none)
+        }
+    }
+}

@@ -1,0 +1,333 @@
+import Foundation
+import Synchronization
+
+/// The PostgreSQL ledger, for several stateless `entitled` replicas sharing one database.
+///
+/// A pool of ``StoreConfiguration/postgresConnections`` worker threads, each owning one libpq
+/// connection (libpq blocks, so it stays off Swift's cooperative pool). Workers take jobs from one
+/// queue. A worker that takes a write also takes the writes queued behind it and commits them in
+/// one transaction, a `SAVEPOINT` each (group commit, as on SQLite). On a serialization failure or
+/// deadlock the whole group is rolled back and retried; after a lost connection (server restart)
+/// the worker reconnects and retries once — safe because every write is idempotent
+/// (unique notification UUIDs, unique facts, `ON CONFLICT DO NOTHING`).
+final class PostgresStore: LedgerStore {
+    let backend: StorageBackend = .postgres
+    private let conninfo: String
+    private let configuration: StoreConfiguration
+    private let queue = JobQueue()
+    private let threads = ThreadTracker()
+
+    private init(conninfo: String, configuration: StoreConfiguration) {
+        self.conninfo = conninfo
+        self.configuration = configuration
+    }
+
+    static func open(uri: String, configuration: StoreConfiguration) async throws -> PostgresStore {
+        if let schema = configuration.postgresSchema {
+            let allowed = schema.unicodeScalars.allSatisfy { ($0.properties.isASCIIHexDigit || ("a"..."z").contains($0) || $0 == "_") }
+            guard !schema.isEmpty, schema.count <= 63, allowed else {
+                throw StorageError(.invalidArgument, "postgresSchema must be lowercase letters, digits and _")
+            }
+        }
+        let store = PostgresStore(conninfo: uri, configuration: configuration)
+        store.startWorkers()
+        do {
+            if configuration.migrateOnOpen {
+                _ = try await store.migrate()
+            } else if !configuration.skipSchemaCheck {
+                _ = try await store.write { try Schema.check($0) }
+            }
+        } catch {
+            await store.close()
+            throw error
+        }
+        return store
+    }
+
+    // MARK: Workers
+
+    private func startWorkers() {
+        let count = max(1, configuration.postgresConnections)
+        for index in 0..<count {
+            let queue = self.queue
+            let conninfo = self.conninfo
+            let configuration = self.configuration
+            threads.start(name: "entitled.postgres.\(index)") {
+                var connection: PostgresConnection? = nil
+                while let jobs = queue.take(maxWrites: max(1, configuration.postgresGroupCommit), groupReads: false) {
+                    Self.run(jobs, connection: &connection, conninfo: conninfo, configuration: configuration)
+                }
+            }
+        }
+    }
+
+    private static func run(
+        _ jobs: [any StorageJob], connection: inout PostgresConnection?, conninfo: String, configuration: StoreConfiguration
+    ) {
+        var attempts = 0
+        var reconnected = false
+        while true {
+            do {
+                if connection == nil || connection?.isHealthy == false {
+                    if let existing = connection { try existing.connect() } else {
+                        connection = try PostgresConnection(conninfo: conninfo, schema: configuration.postgresSchema)
+                    }
+                }
+                guard let session = connection else { throw StorageError(.unavailable) }
+                if jobs[0].isWrite {
+                    do {
+                        try commitGroup(jobs, on: session, fault: configuration.faultInjector)
+                    } catch let error as StorageError where jobs.count == 1 && error.retry == .none {
+                        // A lone job that failed on its own: it keeps its own error.
+                        jobs[0].finish(overriding: jobs[0].failure ?? error)
+                        return
+                    }
+                } else {
+                    for job in jobs where !job.perform(session) {
+                        if let error = job.failure as? StorageError, error.retry != .none { throw error }
+                    }
+                }
+                for job in jobs { job.finish(overriding: nil) }
+                return
+            } catch let error as StorageError where error.retry == .reconnect && !reconnected {
+                // The server went away (restart, failover, network). Reconnect — trying for up to
+                // about 3 s, long enough for a restart — then run the work once more.
+                reconnected = true
+                for delay in [0, 100_000, 200_000, 400_000, 800_000, 1_500_000] as [UInt32] {
+                    usleep(delay)
+                    do {
+                        if let existing = connection { try existing.connect() } else {
+                            connection = try PostgresConnection(conninfo: conninfo, schema: configuration.postgresSchema)
+                        }
+                        break
+                    } catch {
+                        continue
+                    }
+                }
+                continue
+            } catch let error as StorageError where error.retry == .transaction && jobs.count > 1 {
+                // Jobs of one group lock customers in no global order, so two groups can deadlock.
+                // Retry each job in a transaction of its own: a lone ingest takes its locks in
+                // sorted order, so these rarely meet again.
+                for job in jobs { run([job], connection: &connection, conninfo: conninfo, configuration: configuration) }
+                return
+            } catch let error as StorageError where error.retry == .transaction && attempts + 1 < configuration.postgresTransactionAttempts {
+                attempts += 1
+                // Back off a little, with jitter, so the transactions that deadlocked don't meet again.
+                usleep(UInt32.random(in: 1_000...5_000) * UInt32(attempts))
+                continue
+            } catch {
+                for job in jobs { job.finish(overriding: error) }
+                return
+            }
+        }
+    }
+
+    /// Transaction control rides along with the statements around it (`BEGIN; SAVEPOINT`,
+    /// `RELEASE; SAVEPOINT`, `RELEASE; COMMIT`), so savepoints cost no extra round trips.
+    private static func commitGroup(_ jobs: [any StorageJob], on session: PostgresConnection, fault: FaultInjector?) throws {
+        let single = jobs.count == 1
+        // BEGIN and the savepoints ride along with each job's first statement (deferred).
+        if single { session.defer("BEGIN") } else { session.defer("BEGIN", "SAVEPOINT ingest") }
+        do {
+            for (index, job) in jobs.enumerated() {
+                if !job.perform(session) {
+                    if let error = job.failure as? StorageError, error.retry != .none { throw error }
+                    if !session.isHealthy { throw job.failure ?? StorageError(.unavailable) }
+                    // A lone job's failure is its group's failure; otherwise undo just this job.
+                    if single { throw job.failure ?? StorageError(.internal) }
+                    try session.execute("ROLLBACK TO SAVEPOINT ingest")
+                }
+                if !single && index < jobs.count - 1 { session.defer("RELEASE SAVEPOINT ingest", "SAVEPOINT ingest") }
+            }
+            if let fault { try Ledger(session: session, fault: fault).inject(.beforeCommit) }
+            try session.execute(single ? "COMMIT" : "RELEASE SAVEPOINT ingest; COMMIT")
+        } catch {
+            if session.isHealthy { try? session.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    private func submit<T: Sendable>(isWrite: Bool, _ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let job = Job(isWrite: isWrite, body: body, continuation: continuation)
+            if !queue.enqueue(job) { job.finish(overriding: StorageError(.closed, "the store is closed")) }
+        }
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await submit(isWrite: true, body)
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await submit(isWrite: false, body)
+    }
+
+    // MARK: LedgerStore
+
+    func migrate() async throws -> MigrationReport {
+        let stamp = ISO8601DateFormatter().string(from: Date())
+        let schema = configuration.postgresSchema
+        return try await write { session in
+            // Serializes migrators across processes until this transaction commits.
+            try session.query("SELECT pg_advisory_xact_lock(7245001)", [])
+            if let schema { try session.execute("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"") }
+            return try Schema.migrate(session, appliedAt: stamp)
+        }
+    }
+
+    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
+        let fault = configuration.faultInjector
+        return try await write { try Ledger(session: $0, fault: fault).ingest(batch, projector: projector, now: now) }
+    }
+
+    func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
+        try await write { try Ledger(session: $0, fault: nil).recordRejected(message, code: code) }
+    }
+
+    func customer(appUserId: String) async throws -> CustomerRecord? {
+        try await read { try Ledger(session: $0, fault: nil).customer(appUserId: appUserId) }
+    }
+
+    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws -> CustomerRecord {
+        if let existing = try await customer(appUserId: appUserId) { return existing }
+        let fault = configuration.faultInjector
+        return try await write {
+            try Ledger(session: $0, fault: fault).ensureCustomer(
+                appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
+        }
+    }
+
+    func link(
+        appUserId: String, originalTransactionId: String, behaviour: RestoreBehaviour, projector: any Projector, now: Int64
+    ) async throws -> LinkResult {
+        let fault = configuration.faultInjector
+        return try await write {
+            try Ledger(session: $0, fault: fault).link(
+                appUserId: appUserId, otid: originalTransactionId, behaviour: behaviour, projector: projector, now: now)
+        }
+    }
+
+    func projection(appUserId: String) async throws -> StoredProjection? {
+        try await read { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) }
+    }
+
+    func facts(appUserId: String) async throws -> [StoredFact] {
+        try await read { session in
+            let ledger = Ledger(session: session, fault: nil)
+            guard let customer = try ledger.customer(appUserId: appUserId) else { return [] }
+            return try ledger.facts(of: customer)
+        }
+    }
+
+    func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage {
+        try await read { try Ledger(session: $0, fault: nil).history(appUserId: appUserId, cursor: cursor, limit: limit) }
+    }
+
+    func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
+        try await read { try Ledger(session: $0, fault: nil).subscription(otid: originalTransactionId) }
+    }
+
+    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription] {
+        guard (1...10_000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…10000") }
+        return try await read { try Ledger(session: $0, fault: nil).expiring(from: from, to: to, limit: limit) }
+    }
+
+    func ping() async throws {
+        _ = try await read { try $0.query("SELECT 1", []) }
+    }
+
+    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
+        var after: Int64? = 0
+        var total = 0
+        var changed: [String] = []
+        while let cursor = after {
+            let (next, count, names) = try await write {
+                try Ledger(session: $0, fault: nil).rebuildChunk(afterID: cursor, limit: 200, projector: projector, now: now)
+            }
+            after = next
+            total += count
+            changed += names
+        }
+        return RebuildReport(customers: total, differences: changed.count, changedCustomers: changed.sorted())
+    }
+
+    func close() async {
+        queue.close()
+        await threads.waitForAll()
+    }
+
+    // MARK: Bench and test support
+
+    /// Same rows as ``Ledger/bulkLoadSynthetic(_:now:)``, but set-based: a few statements instead
+    /// of one round trip per row.
+    func bulkLoad(customers range: Range<Int>, now: Int64) async throws {
+        guard !range.isEmpty else { return }
+        let first = SQLValue.int(Int64(range.lowerBound))
+        let last = SQLValue.int(Int64(range.upperBound - 1))
+        let stamp = SQLValue.int(now)
+        try await write { session in
+            try session.query(
+                """
+                INSERT INTO customers (app_user_id, app_account_token, created_at)
+                SELECT 'user-' || g, '00000000-0000-4000-8000-' || lpad(g::text, 12, '0'), $3::bigint
+                FROM generate_series($1::bigint, $2::bigint) AS g
+                """, first, last, stamp)
+            let mapped = "FROM generate_series($1::bigint, $2::bigint) AS g JOIN customers c ON c.app_user_id = 'user-' || g"
+            // The same state document and encoded rows (see RowCodec) that the Swift path writes.
+            try session.query(
+                """
+                INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows, computed_at)
+                SELECT c.app_user_id, c.id, c.app_account_token, c.created_at,
+                    '{"appUserId":"' || c.app_user_id || '","entitlements":[{"active":true,"entitlement":"pro","expiresAt":'
+                        || x.expires || ',"productId":"com.example.pro.monthly"}]}',
+                    'E3:pro6:active1:123:com.example.pro.monthly' || length(x.otid) || ':' || x.otid
+                        || length(x.expires::text) || ':' || x.expires || '~1:110:Production'
+                        || 'S' || length(x.otid) || ':' || x.otid || '23:com.example.pro.monthly3:pro6:active'
+                        || length(x.expires::text) || ':' || x.expires || '~1:110:Production',
+                    $3::bigint
+                FROM generate_series($1::bigint, $2::bigint) AS g
+                JOIN customers c ON c.app_user_id = 'user-' || g
+                CROSS JOIN LATERAL (SELECT '2000000' || g AS otid, $3::bigint + (g % 720) * 3600000 AS expires) AS x
+                """, first, last, stamp)
+            try session.query(
+                """
+                INSERT INTO entitlement_projections (customer_id, entitlement, environment, status, active, product_id,
+                    original_transaction_id, expires_at, grace_until, will_renew)
+                SELECT c.id, 'pro', 'Production', 'active', 1, 'com.example.pro.monthly', '2000000' || g,
+                    $3::bigint + (g % 720) * 3600000, NULL, 1
+                \(mapped)
+                """, first, last, stamp)
+            try session.query(
+                """
+                INSERT INTO subscription_projections (original_transaction_id, customer_id, product_id, group_id, status,
+                    expires_at, grace_until, auto_renew, environment)
+                SELECT '2000000' || g, c.id, 'com.example.pro.monthly', 'pro', 'active', $3::bigint + (g % 720) * 3600000,
+                    NULL, 1, 'Production'
+                \(mapped)
+                """, first, last, stamp)
+            try session.execute("ANALYZE")
+        }
+    }
+
+    func databaseBytes() async throws -> Int64 {
+        try await read { session in
+            try session.query(
+                """
+                SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+                JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'
+                """, []
+            ).first?.int(0) ?? 0
+        }
+    }
+
+    /// Test support: runs raw SQL in a write transaction.
+    func _execute(_ sql: String) async throws {
+        try await write { try $0.execute(sql) }
+    }
+
+    /// Test support: the first column of the first row of a query, as an integer.
+    func _scalar(_ sql: String) async throws -> Int64 {
+        try await read { try $0.query(sql, []).first?.optionalInt(0) ?? 0 }
+    }
+}

@@ -1,0 +1,190 @@
+internal import CSQLite
+
+/// One SQLite connection and its prepared-statement cache.
+///
+/// Every SQLite call of the module goes through this file, and every result code through
+/// ``SQLiteConnection/check(_:_:)``, which turns it into a ``StorageError``.
+///
+/// The connection is opened in multi-thread mode (`SQLITE_OPEN_NOMUTEX`): it must be used by one
+/// thread at a time. The writer keeps its connection on its own thread; read connections are
+/// handed from thread to thread through the reader pool's lock, never shared. That ownership
+/// discipline is what the `@unchecked Sendable` stands for.
+final class SQLiteConnection: SQLSession, @unchecked Sendable {
+    let dialect: SQLDialect = .sqlite
+    private let db: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+
+    /// Opens (creating when `create`) a database file, or a private in-memory database for `nil`.
+    init(path: String?, readOnly: Bool = false) throws {
+        var handle: OpaquePointer? = nil
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
+        flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        let rc = sqlite3_open_v2(path ?? ":memory:", &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let handle { sqlite3_close_v2(handle) }
+            throw StorageError(.unavailable, "cannot open the SQLite database", detail: message, retry: .none)
+        }
+        db = handle
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(db)
+    }
+
+    /// Turns a result code into an error (or nothing for OK/ROW/DONE).
+    func check(_ rc: Int32, _ what: @autoclosure () -> String) throws {
+        switch rc & 0xff {
+        case SQLITE_OK, SQLITE_ROW, SQLITE_DONE:
+            return
+        default:
+            throw error(rc, what())
+        }
+    }
+
+    func error(_ rc: Int32, _ what: String) -> StorageError {
+        let detail = "\(what): \(String(cString: sqlite3_errmsg(db))) (code \(rc))"
+        switch rc & 0xff {
+        case SQLITE_CONSTRAINT:
+            return StorageError(.constraint, "a database constraint rejected the write", detail: detail, retry: .none)
+        case SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL, SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_NOMEM, SQLITE_READONLY,
+            SQLITE_PROTOCOL:
+            return StorageError(.unavailable, "the database is unavailable", detail: detail, retry: .none)
+        case SQLITE_CORRUPT, SQLITE_NOTADB:
+            return StorageError(.corrupt, "the database file is damaged", detail: detail, retry: .none)
+        default:
+            return StorageError(.internal, "database error", detail: detail, retry: .none)
+        }
+    }
+
+    /// True when no transaction is open (SQLite rolled one back by itself after some errors).
+    var isAutocommit: Bool { sqlite3_get_autocommit(db) != 0 }
+
+    func execute(_ sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>? = nil
+        let rc = sqlite3_exec(db, sql, nil, nil, &message)
+        if let message {
+            let text = String(cString: message)
+            sqlite3_free(message)
+            if rc != SQLITE_OK { throw error(rc, "exec: \(text)") }
+        }
+        try check(rc, "exec")
+    }
+
+    @discardableResult
+    func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
+        let statement = try prepared(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (offset, value) in parameters.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch value {
+            case .null:
+                rc = sqlite3_bind_null(statement, index)
+            case .int(let number):
+                rc = sqlite3_bind_int64(statement, index, number)
+            case .text(let text):
+                rc = text.utf8CString.withUnsafeBufferPointer { buffer in
+                    sqlite3_bind_text(statement, index, buffer.baseAddress, Int32(buffer.count - 1), CSQLite_transient())
+                }
+            case .blob(let bytes):
+                rc = bytes.withUnsafeBytes { buffer in
+                    sqlite3_bind_blob(statement, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), CSQLite_transient())
+                }
+            }
+            try check(rc, "bind")
+        }
+        var rows: [SQLRow] = []
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw error(rc, "step") }
+            let count = sqlite3_column_count(statement)
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(count))
+            for column in 0..<count {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER:
+                    values.append(.int(sqlite3_column_int64(statement, column)))
+                case SQLITE_NULL:
+                    values.append(.null)
+                case SQLITE_BLOB:
+                    let length = Int(sqlite3_column_bytes(statement, column))
+                    if length == 0 {
+                        values.append(.blob([]))
+                    } else {
+                        let pointer = sqlite3_column_blob(statement, column)!
+                        values.append(.blob(Array(UnsafeRawBufferPointer(start: pointer, count: length))))
+                    }
+                case SQLITE_FLOAT:
+                    values.append(.int(Int64(sqlite3_column_double(statement, column))))
+                default:
+                    let length = Int(sqlite3_column_bytes(statement, column))
+                    if let pointer = sqlite3_column_text(statement, column) {
+                        values.append(.text(String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)))
+                    } else {
+                        values.append(.text(""))
+                    }
+                }
+            }
+            rows.append(SQLRow(values: values))
+        }
+        return rows
+    }
+
+    func pipeline(_ statements: [SQLStatement]) throws -> [[SQLRow]] {
+        try statements.map { try query($0.sql, $0.parameters) }
+    }
+
+    /// The cached prepared statement for `sql` (PostgreSQL `$n` placeholders become `?n`).
+    private func prepared(_ sql: String) throws -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer? = nil
+        let rc = sqlite3_prepare_v3(db, Self.sqliteParameters(sql), -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        try check(rc, "prepare")
+        guard let statement else { throw StorageError(.internal, "empty statement", detail: sql) }
+        statements[sql] = statement
+        return statement
+    }
+
+    static func sqliteParameters(_ sql: String) -> String {
+        var bytes = Array(sql.utf8)
+        for index in bytes.indices.dropLast() where bytes[index] == UInt8(ascii: "$") {
+            if (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index + 1]) { bytes[index] = UInt8(ascii: "?") }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Sets the connection's pragmas. `synchronous=FULL` on the writer: see docs/storage.md.
+    func configure(writer: Bool, wal: Bool, busyTimeoutMilliseconds: Int, checkpointer: Bool = false) throws {
+        sqlite3_busy_timeout(db, Int32(clamping: busyTimeoutMilliseconds))
+        if writer {
+            if wal {
+                let mode = try query("PRAGMA journal_mode = WAL", []).first.flatMap { try $0.optionalText(0) }
+                guard mode?.lowercased() == "wal" else {
+                    throw StorageError(.unavailable, "the database cannot use WAL", detail: "journal_mode=\(mode ?? "?")")
+                }
+            }
+            // A 200 to Apple means "committed": with WAL, NORMAL skips the fsync at commit and
+            // can lose the last transactions on power loss, so the ledger uses FULL (an fsync of
+            // the WAL at every commit, shared by a whole group commit).
+            try execute("PRAGMA synchronous = FULL")
+            try execute("PRAGMA cache_size = -65536")
+            // A backstop: the checkpointer thread normally keeps the WAL far smaller than this.
+            try execute("PRAGMA wal_autocheckpoint = 8192")
+        } else if checkpointer {
+            // Checkpoints write the database file: fsync it fully too.
+            try execute("PRAGMA synchronous = FULL")
+        } else {
+            try execute("PRAGMA query_only = 1")
+            try execute("PRAGMA cache_size = -32768")
+            try execute("PRAGMA mmap_size = 1073741824")
+        }
+        try execute("PRAGMA foreign_keys = ON")
+    }
+}

@@ -1,0 +1,355 @@
+import Foundation
+import Synchronization
+
+/// The embedded SQLite ledger.
+///
+/// - One writer thread owns the only write connection. Writes queue up in a ``JobQueue``; the
+///   writer drains the queue and commits everything it took in **one** transaction (group commit),
+///   each job inside its own `SAVEPOINT` so a failing job is rolled back alone. Callers are resumed
+///   only after `COMMIT` returned, i.e. after the WAL was fsynced (`synchronous=FULL`).
+/// - Reads are short single statements; they run on the caller's thread with a connection from a
+///   small pool (WAL lets them read while the writer writes). An in-memory database has no WAL and
+///   no shared file, so there reads go through the writer thread too.
+final class SQLiteStore: LedgerStore {
+    enum Location: Sendable {
+        case file(String)
+        case memory
+    }
+
+    let backend: StorageBackend = .sqlite
+    private let location: Location
+    private let configuration: StoreConfiguration
+    private let queue = JobQueue()
+    private let threads = ThreadTracker()
+    private let readers: Mutex<[SQLiteConnection]> = Mutex([])
+    private let closedFlag = Flag()
+    private var closed: Flag { closedFlag }
+
+    private init(location: Location, configuration: StoreConfiguration) {
+        self.location = location
+        self.configuration = configuration
+    }
+
+    static func open(location: Location, configuration: StoreConfiguration) async throws -> SQLiteStore {
+        let writer: SQLiteConnection
+        switch location {
+        case .memory:
+            writer = try SQLiteConnection(path: nil)
+            try writer.configure(writer: true, wal: false, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+        case .file(let path):
+            let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+            try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            writer = try SQLiteConnection(path: path)
+            try writer.configure(writer: true, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+        }
+        let store = SQLiteStore(location: location, configuration: configuration)
+        store.startWriter(writer)
+        if case .file(let path) = location { try store.startCheckpointer(path: path) }
+        do {
+            if configuration.migrateOnOpen {
+                _ = try await store.migrate()
+            } else if !configuration.skipSchemaCheck {
+                _ = try await store.write { try Schema.check($0) }
+            }
+        } catch {
+            await store.close()
+            throw error
+        }
+        return store
+    }
+
+    // MARK: Threads
+
+    private func startWriter(_ connection: SQLiteConnection) {
+        let queue = self.queue
+        let maxBatch = max(1, configuration.maxGroupCommit)
+        let fault = configuration.faultInjector
+        let groupReads: Bool
+        if case .memory = location { groupReads = true } else { groupReads = false }
+        threads.start(name: "entitled.sqlite.writer") {
+            var stats = WriterStats()
+            var lastGroup = 1
+            var idleSince = DispatchTime.now().uptimeNanoseconds
+            while var jobs = queue.take(maxWrites: maxBatch, groupReads: groupReads) {
+                let woke = DispatchTime.now().uptimeNanoseconds
+                stats.idle += woke - idleSince
+                defer { idleSince = DispatchTime.now().uptimeNanoseconds }
+                var writes = jobs.filter(\.isWrite)
+                // Adaptive group commit: when the last group was large, concurrent writers are
+                // active and the rest of them are probably a few microseconds from enqueueing
+                // (they were resumed by the last commit). Wait briefly for them rather than pay a
+                // whole fsync for a small group. A single writer (last group of 1) never waits.
+                if !writes.isEmpty && writes.count < lastGroup {
+                    let deadline = DispatchTime.now().uptimeNanoseconds + 400_000
+                    while writes.count < lastGroup && DispatchTime.now().uptimeNanoseconds < deadline {
+                        usleep(40)
+                        let more = queue.takeMoreWrites(min(lastGroup, maxBatch) - writes.count)
+                        writes += more
+                        jobs += more
+                    }
+                    stats.gather += DispatchTime.now().uptimeNanoseconds - woke
+                }
+                if !writes.isEmpty {
+                    lastGroup = writes.count
+                    Self.commitGroup(writes, on: connection, fault: fault, stats: &stats)
+                }
+                for job in jobs where !job.isWrite {
+                    _ = job.perform(connection)
+                    job.finish(overriding: nil)
+                }
+            }
+            stats.report()
+        }
+    }
+
+    /// Checkpoints the WAL into the database file from a thread of its own, every 50 ms, so the
+    /// writer doesn't pause to copy pages (the writer's automatic checkpoint is only a backstop).
+    /// PASSIVE never blocks anyone, but under sustained writes it never catches up completely, and
+    /// SQLite only starts the WAL over once it has: the file would grow without end, and appending
+    /// to a growing file makes every commit's fsync dearer. So once the WAL passes 4096 pages the
+    /// checkpointer runs a RESTART checkpoint, which waits for the current group commit, copies the
+    /// few frames PASSIVE left, and makes the next group start the WAL from its beginning.
+    private func startCheckpointer(path: String) throws {
+        let connection = try SQLiteConnection(path: path)
+        try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: 2000, checkpointer: true)
+        let closed = self.closedFlag
+        let restartPages: Int64 = 4096
+        threads.start(name: "entitled.sqlite.checkpoint") {
+            while !closed.isSet {
+                usleep(50_000)
+                let frames = (try? connection.query("PRAGMA wal_checkpoint(PASSIVE)", []).first?.optionalInt(1)) ?? nil
+                if let frames, frames >= restartPages {
+                    _ = try? connection.query("PRAGMA wal_checkpoint(RESTART)", [])
+                }
+            }
+        }
+    }
+
+    /// Runs `jobs` in one transaction, a savepoint each, and resumes them after the commit.
+    private static func commitGroup(
+        _ jobs: [any StorageJob], on connection: SQLiteConnection, fault: FaultInjector?, stats: inout WriterStats
+    ) {
+        let t0 = DispatchTime.now().uptimeNanoseconds
+        var t1 = t0
+        stats.groups += 1
+        stats.jobs += jobs.count
+        do {
+            try connection.query("BEGIN IMMEDIATE", [])
+        } catch {
+            for job in jobs { job.finish(overriding: error) }
+            return
+        }
+        do {
+            for job in jobs {
+                try connection.query("SAVEPOINT ingest", [])
+                if !job.perform(connection) {
+                    // SQLite ends the whole transaction by itself after some errors (I/O, full disk):
+                    // then nothing of the group can be trusted and every job fails.
+                    if connection.isAutocommit { throw job.failure ?? StorageError(.unavailable) }
+                    try connection.query("ROLLBACK TO ingest", [])
+                }
+                try connection.query("RELEASE ingest", [])
+            }
+            if let fault { try Ledger(session: connection, fault: fault).inject(.beforeCommit) }
+            t1 = DispatchTime.now().uptimeNanoseconds
+            try connection.query("COMMIT", [])
+            stats.work += t1 - t0
+            stats.commit += DispatchTime.now().uptimeNanoseconds - t1
+        } catch {
+            if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+            for job in jobs { job.finish(overriding: error) }
+            return
+        }
+        let t2 = DispatchTime.now().uptimeNanoseconds
+        for job in jobs { job.finish(overriding: nil) }
+        stats.resume += DispatchTime.now().uptimeNanoseconds - t2
+    }
+
+    private func submit<T: Sendable>(isWrite: Bool, _ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            let job = Job(isWrite: isWrite, body: body, continuation: continuation)
+            if !queue.enqueue(job) { job.finish(overriding: StorageError(.closed, "the store is closed")) }
+        }
+    }
+
+    /// Runs `body` on the writer thread inside the current group transaction (in its own savepoint).
+    func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await submit(isWrite: true, body)
+    }
+
+    /// Runs a read with a pooled read connection, on the calling thread (reads are short statements).
+    func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        guard !closed.isSet else { throw StorageError(.closed, "the store is closed") }
+        guard case .file(let path) = location else { return try await submit(isWrite: false, body) }
+        let connection: SQLiteConnection
+        if let pooled = readers.withLock({ $0.popLast() }) {
+            connection = pooled
+        } else {
+            connection = try SQLiteConnection(path: path)
+            try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+        }
+        defer {
+            let limit = max(1, configuration.sqliteReadConnections)
+            readers.withLock { pool in
+                if pool.count < limit { pool.append(connection) }
+            }
+        }
+        return try body(connection)
+    }
+
+    private func ledger(_ session: any SQLSession) -> Ledger {
+        Ledger(session: session, fault: configuration.faultInjector)
+    }
+
+    // MARK: LedgerStore
+
+    func migrate() async throws -> MigrationReport {
+        let stamp = ISO8601DateFormatter().string(from: Date())
+        return try await write { try Schema.migrate($0, appliedAt: stamp) }
+    }
+
+    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
+        let fault = configuration.faultInjector
+        return try await write { try Ledger(session: $0, fault: fault).ingest(batch, projector: projector, now: now) }
+    }
+
+    func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
+        try await write { try Ledger(session: $0, fault: nil).recordRejected(message, code: code) }
+    }
+
+    func customer(appUserId: String) async throws -> CustomerRecord? {
+        try await read { try Ledger(session: $0, fault: nil).customer(appUserId: appUserId) }
+    }
+
+    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws -> CustomerRecord {
+        if let existing = try await customer(appUserId: appUserId) { return existing }
+        let fault = configuration.faultInjector
+        return try await write {
+            try Ledger(session: $0, fault: fault).ensureCustomer(
+                appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
+        }
+    }
+
+    func link(
+        appUserId: String, originalTransactionId: String, behaviour: RestoreBehaviour, projector: any Projector, now: Int64
+    ) async throws -> LinkResult {
+        let fault = configuration.faultInjector
+        return try await write {
+            try Ledger(session: $0, fault: fault).link(
+                appUserId: appUserId, otid: originalTransactionId, behaviour: behaviour, projector: projector, now: now)
+        }
+    }
+
+    func projection(appUserId: String) async throws -> StoredProjection? {
+        try await read { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) }
+    }
+
+    func facts(appUserId: String) async throws -> [StoredFact] {
+        try await read { session in
+            let ledger = Ledger(session: session, fault: nil)
+            guard let customer = try ledger.customer(appUserId: appUserId) else { return [] }
+            return try ledger.facts(of: customer)
+        }
+    }
+
+    func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage {
+        try await read { try Ledger(session: $0, fault: nil).history(appUserId: appUserId, cursor: cursor, limit: limit) }
+    }
+
+    func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
+        try await read { try Ledger(session: $0, fault: nil).subscription(otid: originalTransactionId) }
+    }
+
+    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription] {
+        guard (1...10_000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…10000") }
+        return try await read { try Ledger(session: $0, fault: nil).expiring(from: from, to: to, limit: limit) }
+    }
+
+    func ping() async throws {
+        _ = try await read { try $0.query("SELECT 1", []) }
+    }
+
+    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
+        var after: Int64? = 0
+        var total = 0
+        var changed: [String] = []
+        while let cursor = after {
+            let (next, count, names) = try await write {
+                try Ledger(session: $0, fault: nil).rebuildChunk(afterID: cursor, limit: 500, projector: projector, now: now)
+            }
+            after = next
+            total += count
+            changed += names
+        }
+        return RebuildReport(customers: total, differences: changed.count, changedCustomers: changed.sorted())
+    }
+
+    func close() async {
+        closed.set()
+        queue.close()
+        await threads.waitForAll()
+        readers.withLock { $0.removeAll() }
+    }
+
+    /// Bench support: see ``_StorageBenchmark``.
+    func bulkLoad(customers range: Range<Int>, now: Int64) async throws {
+        try await write { try Ledger(session: $0, fault: nil).bulkLoadSynthetic(range, now: now) }
+    }
+
+    /// Test support: runs raw SQL on the writer.
+    func _execute(_ sql: String) async throws {
+        try await write { try $0.execute(sql) }
+    }
+
+    /// Test support: the first column of the first row of a query, as an integer.
+    func _scalar(_ sql: String) async throws -> Int64 {
+        try await read { try $0.query(sql, []).first?.optionalInt(0) ?? 0 }
+    }
+}
+
+extension SQLiteStore {
+    /// The database's logical size (pages in use, including those still in the WAL).
+    func databaseBytes() async throws -> Int64 {
+        try await read { session in
+            try session.query(
+                "SELECT (c.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() AS c, pragma_freelist_count() AS f, pragma_page_size() AS s",
+                []
+            ).first?.int(0) ?? 0
+        }
+    }
+}
+
+/// Writer-thread counters, printed at close when `ENTITLED_STORAGE_DEBUG` is set (benchmarks).
+struct WriterStats {
+    var groups = 0
+    var jobs = 0
+    /// Nanoseconds running jobs (from BEGIN to just before COMMIT).
+    var work: UInt64 = 0
+    /// Nanoseconds in COMMIT (mostly the fsync).
+    var commit: UInt64 = 0
+    /// Nanoseconds waiting for a first job, and waiting for a group to fill.
+    var idle: UInt64 = 0
+    var gather: UInt64 = 0
+    /// Nanoseconds resuming callers after commits.
+    var resume: UInt64 = 0
+
+    func report() {
+        guard ProcessInfo.processInfo.environment["ENTITLED_STORAGE_DEBUG"] != nil, groups > 0 else { return }
+        let perJob = jobs > 0 ? work / UInt64(jobs) / 1000 : 0
+        let perCommit = commit / UInt64(groups) / 1000
+        printToStandardError(
+            "sqlite writer: \(jobs) jobs in \(groups) groups (avg \(jobs / groups)), \(perJob) µs/job, \(perCommit) µs/commit, "
+                + "idle \(idle / 1_000_000) ms, gathering \(gather / 1_000_000) ms, working \(work / 1_000_000) ms, committing \(commit / 1_000_000) ms, resuming \(resume / 1_000_000) ms")
+    }
+}
+
+func printToStandardError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// A one-way boolean shared between threads.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .acquiring) }
+    func set() { value.store(true, ordering: .releasing) }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Storage
+
+/// The database URL from `--database`, then `ENTITLED_DATABASE`, then the embedded default.
+/// A malformed URL is a usage error (exit status 2).
+func databaseURL(_ arguments: inout Arguments) throws -> String {
+    var url = "sqlite:./data/entitled.sqlite"
+    if let option = try arguments.option("--database") {
+        url = option
+    } else if let environment = ProcessInfo.processInfo.environment["ENTITLED_DATABASE"], !environment.isEmpty {
+        url = environment
+    }
+    do {
+        _ = try DatabaseURL(parsing: url)
+    } catch let error as StorageError {
+        throw UsageError("--database: \(error.message)")
+    }
+    return url
+}
+
+/// Milliseconds since the epoch, now.
+func currentMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+/// `entitled migrate`: applies pending schema migrations.
+enum MigrateCommand: Command {
+    static let name = "migrate"
+    static let summary = "apply database schema migrations"
+    static let help = """
+        Usage: entitled migrate [--database URL]
+
+        Applies pending schema migrations and prints the schema version. Refuses (exit 1,
+        SCHEMA_TOO_NEW) a database migrated by a newer entitled.
+
+        Options:
+          --database URL   sqlite:./path.sqlite, sqlite::memory: or postgres://user:pass@host:port/db
+                           (default: $ENTITLED_DATABASE, else sqlite:./data/entitled.sqlite)
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        let url = try databaseURL(&arguments)
+        try arguments.finish()
+        var configuration = StoreConfiguration()
+        configuration.migrateOnOpen = false
+        let store = try await openStore(url: url, configuration: configuration)
+        do {
+            let report = try await store.migrate()
+            await store.close()
+            let applied = report.applied.isEmpty ? "none" : report.applied.map(String.init).joined(separator: ", ")
+            print("schema version \(report.currentVersion) (applied: \(applied)) — \(try DatabaseURL(parsing: url).redacted)")
+            return ExitStatus.ok
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+}
+
+/// `entitled rebuild`: recomputes every projection from the ledger.
+enum RebuildCommand: Command {
+    static let name = "rebuild"
+    static let summary = "recompute every projection from the ledger and report differences"
+    static let help = """
+        Usage: entitled rebuild [--database URL]
+
+        Recomputes every customer's projection from the facts in the ledger, replaces those that
+        differ and lists them. Exit status 0 either way; the count is printed.
+
+        Options:
+          --database URL   as for 'entitled migrate'
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        let url = try databaseURL(&arguments)
+        try arguments.finish()
+        let store = try await openStore(url: url)
+        do {
+            let report = try await store.rebuild(projector: makeDefaultProjector(), now: currentMilliseconds())
+            await store.close()
+            print("customers: \(report.customers), differences: \(report.differences)")
+            for name in report.changedCustomers { print("  changed: \(name)") }
+            return ExitStatus.ok
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+}
+
+/// `entitled _storage-crash-child`: not for users. Ingests in a loop, printing `ok <uuid>` after
+/// each acknowledged ingest, until killed; the storage crash tests kill it with SIGKILL mid-batch
+/// and check that every acknowledged ingest survived and nothing is half-applied. Uses the basic
+/// projector on purpose (the tests rebuild with the same one), at a fixed `--now`.
+enum StorageCrashChildCommand: Command {
+    static let name = "_storage-crash-child"
+    static let summary = "(test helper) ingest in a loop until killed"
+    static let help = """
+        Usage: entitled _storage-crash-child --database URL [--postgres-schema NAME] [--count N]
+                                             [--concurrency C] [--now MS]
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        let url = try databaseURL(&arguments)
+        let schema = try arguments.option("--postgres-schema")
+        let count = try arguments.option("--count", as: "a count", { Int($0) }) ?? 1_000_000
+        let concurrency = try arguments.option("--concurrency", as: "a count", { Int($0) }) ?? 16
+        let now = try arguments.option("--now", as: "milliseconds", { Int64($0) }) ?? 1_800_000_000_000
+        try arguments.finish()
+        var configuration = StoreConfiguration()
+        configuration.postgresSchema = schema
+        let store = try await openStore(url: url, configuration: configuration)
+        let projector = BasicProjector()
+        let output = FileHandle.standardOutput
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<concurrency {
+                group.addTask {
+                    var index = worker
+                    while index < count {
+                        let batch = crashBatch(index, now: now)
+                        let result = try await store.ingest(batch, projector: projector, now: now)
+                        output.write(Data("ok \(batch.message.notificationUUID ?? "") \(result.status.rawValue)\n".utf8))
+                        index += concurrency
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await store.close()
+        return ExitStatus.ok
+    }
+
+    /// Batch `index`: a notification with a transaction and a renewal for subscription `c<index>`,
+    /// claimed by one of 16 customers.
+    static func crashBatch(_ index: Int, now: Int64) -> IngestBatch {
+        let otid = "c\(index)"
+        let transaction = #"{"originalTransactionId":"\#(otid)","transactionId":"t\#(index)","productId":"pro","expiresDate":\#(now + Int64(index % 7 - 3) * 86_400_000)}"#
+        let renewal = #"{"originalTransactionId":"\#(otid)","autoRenewStatus":\#(index % 2)}"#
+        return IngestBatch(
+            message: ReceivedMessage(
+                notificationUUID: "crash-\(index)", source: .simulator, body: Array(transaction.utf8), receivedAt: now,
+                notificationType: "SUBSCRIBED"),
+            facts: [
+                IncomingFact(
+                    kind: .transaction, jws: "jws.t\(index)", payload: transaction, transactionId: "t\(index)",
+                    originalTransactionId: otid, environment: "Sandbox", signedDate: now),
+                IncomingFact(kind: .renewal, jws: "jws.r\(index)", payload: renewal, originalTransactionId: otid, signedDate: now),
+            ],
+            claim: Claim(appUserId: "crash-user-\(index % 16)", behaviour: .transfer))
+    }
+}

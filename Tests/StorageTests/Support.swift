@@ -1,0 +1,193 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Storage
+
+/// The backends every conformance test runs against.
+///
+/// PostgreSQL comes from `ENTITLED_TEST_POSTGRES` (a libpq URL). Without it the PostgreSQL cases
+/// are left out locally — but when `CI` is set they stay in and fail, so a CI run without
+/// PostgreSQL can't pass by skipping.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqliteFile
+    case sqliteMemory
+    case postgres
+
+    var testDescription: String { rawValue }
+
+    static var postgresURL: String? {
+        let value = ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"] ?? ""
+        return value.isEmpty ? nil : value
+    }
+
+    static var inCI: Bool { !(ProcessInfo.processInfo.environment["CI"] ?? "").isEmpty }
+
+    /// All backends available here (PostgreSQL also when it is missing in CI, so it fails).
+    static let all: [Backend] = {
+        var list: [Backend] = [.sqliteFile, .sqliteMemory]
+        if postgresURL != nil || inCI { list.append(.postgres) }
+        return list
+    }()
+
+    /// The backends that persist across reopening (for schema and crash tests).
+    static let durable: [Backend] = all.filter { $0 != .sqliteMemory }
+
+    /// PostgreSQL alone (empty locally without a server, failing in CI without one).
+    static let postgresOnly: [Backend] = all.filter { $0 == .postgres }
+}
+
+/// A fresh, empty database for one test: a temporary SQLite file, a private in-memory database,
+/// or a PostgreSQL schema of its own (dropped afterwards).
+struct TestDatabase: Sendable {
+    let backend: Backend
+    let url: String
+    let schema: String?
+    let directory: URL?
+
+    init(_ backend: Backend) throws {
+        self.backend = backend
+        let tag = UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        switch backend {
+        case .sqliteFile:
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-storage-\(tag)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            self.directory = directory
+            url = "sqlite:" + directory.appendingPathComponent("ledger.sqlite").path
+            schema = nil
+        case .sqliteMemory:
+            directory = nil
+            url = "sqlite::memory:"
+            schema = nil
+        case .postgres:
+            guard let base = Backend.postgresURL else {
+                Issue.record("ENTITLED_TEST_POSTGRES is not set but CI is: PostgreSQL tests must run in CI")
+                throw StorageError(.unavailable, "no PostgreSQL for tests")
+            }
+            directory = nil
+            url = base
+            schema = "t_\(tag)"
+        }
+    }
+
+    func configuration(fault: FaultInjector? = nil, migrate: Bool = true) -> StoreConfiguration {
+        var configuration = StoreConfiguration()
+        configuration.postgresSchema = schema
+        configuration.faultInjector = fault
+        configuration.migrateOnOpen = migrate
+        configuration.postgresConnections = 4
+        return configuration
+    }
+
+    func open(fault: FaultInjector? = nil, migrate: Bool = true) async throws -> any LedgerStore {
+        try await openStore(url: url, configuration: configuration(fault: fault, migrate: migrate))
+    }
+
+    func destroy() async {
+        if let directory { try? FileManager.default.removeItem(at: directory) }
+        var cleanup = configuration(migrate: false)
+        cleanup.skipSchemaCheck = true
+        if let schema, let store = try? await openStore(url: url, configuration: cleanup) {
+            try? await store.raw("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
+            await store.close()
+        }
+    }
+}
+
+let testNow: Int64 = 1_800_000_000_000
+let day: Int64 = 86_400_000
+/// The projector every test uses (and every post-test rebuild).
+let testProjector = BasicProjector(entitlements: ["com.example.pro": "pro"])
+
+/// Opens a fresh store, runs `body`, then checks that a rebuild finds no differences.
+func withStore(
+    _ backend: Backend, fault: FaultInjector? = nil, now: Int64 = testNow,
+    _ body: (any LedgerStore, TestDatabase) async throws -> Void
+) async throws {
+    let database = try TestDatabase(backend)
+    let store = try await database.open(fault: fault)
+    do {
+        try await body(store, database)
+        let report = try await store.rebuild(projector: testProjector, now: now)
+        #expect(report.differences == 0, "rebuild found differences: \(report.changedCustomers)")
+    } catch {
+        await store.close()
+        await database.destroy()
+        throw error
+    }
+    await store.close()
+    await database.destroy()
+}
+
+extension LedgerStore {
+    func raw(_ sql: String) async throws {
+        switch self {
+        case let store as SQLiteStore: try await store._execute(sql)
+        case let store as PostgresStore: try await store._execute(sql)
+        default: Issue.record("unknown store")
+        }
+    }
+
+    func count(_ sql: String) async throws -> Int64 {
+        switch self {
+        case let store as SQLiteStore: return try await store._scalar(sql)
+        case let store as PostgresStore: return try await store._scalar(sql)
+        default:
+            Issue.record("unknown store")
+            return -1
+        }
+    }
+
+    /// Rows in a table.
+    func rows(_ table: String) async throws -> Int64 { try await count("SELECT COUNT(*) FROM \(table)") }
+}
+
+/// Builds signed-looking facts with JSON payloads the ``BasicProjector`` understands.
+enum Fixture {
+    static func transaction(
+        otid: String, tid: String, product: String = "com.example.pro", expires: Int64, signed: Int64,
+        token: String? = nil, environment: String = "Production"
+    ) -> IncomingFact {
+        var payload = #"{"transactionId":"\#(tid)","originalTransactionId":"\#(otid)","productId":"\#(product)","#
+        payload += #""expiresDate":\#(expires),"signedDate":\#(signed),"environment":"\#(environment)""#
+        if let token { payload += #","appAccountToken":"\#(token)""# }
+        payload += "}"
+        return IncomingFact(
+            kind: .transaction, jws: "eyJhbGciOiJFUzI1NiJ9.\(Data(payload.utf8).base64EncodedString()).sig", payload: payload,
+            transactionId: tid, originalTransactionId: otid, appAccountToken: token, environment: environment,
+            bundleId: "com.example", signedDate: signed)
+    }
+
+    static func renewal(otid: String, autoRenew: Bool, signed: Int64, environment: String = "Production") -> IncomingFact {
+        let payload = #"{"originalTransactionId":"\#(otid)","autoRenewStatus":\#(autoRenew ? 1 : 0),"signedDate":\#(signed)}"#
+        return IncomingFact(
+            kind: .renewal, jws: "eyJhbGciOiJFUzI1NiJ9.\(Data(payload.utf8).base64EncodedString()).sig", payload: payload,
+            originalTransactionId: otid, environment: environment, bundleId: "com.example", signedDate: signed)
+    }
+
+    static func batch(
+        uuid: String? = UUID().uuidString, facts: [IncomingFact], source: IngestSource = .appleV2,
+        receivedAt: Int64 = testNow, claim: Claim? = nil
+    ) -> IngestBatch {
+        IngestBatch(
+            message: ReceivedMessage(
+                notificationUUID: uuid, source: source, body: Array(#"{"signedPayload":"…"}"#.utf8), receivedAt: receivedAt,
+                notificationType: "DID_RENEW"),
+            facts: facts, claim: claim)
+    }
+}
+
+/// A fault injector that throws at one armed point.
+final class FaultSwitch: Sendable {
+    private let armed = Mutex<FaultPoint?>(nil)
+
+    func arm(_ point: FaultPoint?) { armed.withLock { $0 = point } }
+
+    var injector: FaultInjector {
+        { [self] point in
+            if armed.withLock({ $0 }) == point {
+                throw StorageError(.faultInjected, "test fault at \(point.rawValue)")
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Testing
+
+@testable import Storage
+
+@Suite("Storage units")
+struct UnitTests {
+    @Test("database URLs parse", arguments: [
+        ("sqlite:./data/entitled.sqlite", DatabaseURL.sqliteFile(path: "./data/entitled.sqlite")),
+        ("sqlite:/var/lib/e.sqlite", .sqliteFile(path: "/var/lib/e.sqlite")),
+        ("sqlite://./x.sqlite", .sqliteFile(path: "./x.sqlite")),
+        ("sqlite::memory:", .sqliteMemory),
+        ("postgres://u:p@h:5432/db", .postgres(uri: "postgres://u:p@h:5432/db")),
+        ("postgresql://h/db?sslmode=disable", .postgres(uri: "postgresql://h/db?sslmode=disable")),
+    ])
+    func urls(text: String, expected: DatabaseURL) throws {
+        #expect(try DatabaseURL(parsing: text) == expected)
+    }
+
+    @Test("bad database URLs are refused", arguments: ["mysql://x/y", "sqlite:", "", "postgres://"])
+    func badURLs(text: String) {
+        #expect(throws: StorageError(.invalidURL)) { try DatabaseURL(parsing: text) }
+    }
+
+    @Test("passwords are redacted")
+    func redaction() throws {
+        #expect(try DatabaseURL(parsing: "postgres://user:secret@host/db").redacted == "postgres://user:***@host/db")
+    }
+
+    @Test("errors keep raw database messages out of their description")
+    func errorText() {
+        let error = StorageError(.unavailable, "the database is unavailable", detail: "FATAL: password authentication failed")
+        #expect(!error.description.contains("FATAL"))
+        #expect(error.debugDescription.contains("FATAL"))
+        #expect(error == StorageError(.unavailable))
+        #expect(error.code.rawValue == "STORAGE_UNAVAILABLE")
+    }
+
+    @Test("SHA-256 matches known vectors")
+    func sha256() {
+        #expect(SHA256.hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(SHA256.hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            SHA256.hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+    }
+
+    @Test("SQLite placeholders are rewritten from $n to ?n")
+    func placeholders() {
+        #expect(SQLiteConnection.sqliteParameters("SELECT $1, $12 FROM t WHERE a = $2") == "SELECT ?1, ?12 FROM t WHERE a = ?2")
+    }
+
+    @Test("in CI, PostgreSQL must be configured")
+    func postgresInCI() {
+        if Backend.inCI {
+            #expect(Backend.postgresURL != nil, "CI is set but ENTITLED_TEST_POSTGRES is not: PostgreSQL tests would be skipped")
+        }
+    }
+}
+
+@Suite("Storage encodings")
+struct EncodingTests {
+    @Test("projection rows survive the compact encoding, whatever their text")
+    func rowCodec() throws {
+        let projection = CustomerProjection(
+            entitlements: [
+                EntitlementRow(
+                    entitlement: "pro:1~", status: "active", active: true, productId: nil, originalTransactionId: "1",
+                    expiresAt: -5, graceUntil: nil, willRenew: false, environment: "Sandbox"),
+                EntitlementRow(
+                    entitlement: "", status: "ü", active: false, productId: "p", originalTransactionId: nil,
+                    expiresAt: nil, graceUntil: 7, willRenew: true, environment: "E"),
+            ],
+            subscriptions: [
+                SubscriptionRow(
+                    originalTransactionId: "9:9", productId: "S", group: nil, status: "expired", expiresAt: 1,
+                    graceUntil: nil, autoRenew: true, environment: "Production")
+            ],
+            state: Array("{}".utf8))
+        let decoded = try RowCodec.decode(RowCodec.encode(projection), state: projection.state)
+        #expect(decoded == projection)
+        #expect(throws: StorageError(.corrupt)) { try RowCodec.decode("E3:ab", state: []) }
+    }
+
+    @Test("PostgreSQL array literals escape quotes and backslashes")
+    func arrayLiteral() {
+        #expect(Ledger.arrayLiteral(["otid:1", #"a"b\c"#]) == #"{"otid:1","a\"b\\c"}"#)
+    }
+
+    @Test("the basic projector's JSON reader takes flat members and skips nested ones")
+    func flatJSON() throws {
+        let members = try #require(
+            FlatJSON.parse(#" {"a": "x\"y\u00e9", "n": 1700000000000, "f": 1.5, "t": true, "z": null, "o": {"k": [1, {"x": ","}]}, "s": "end"} "#))
+        #expect(members["a"]?.string == "x\"yé")
+        #expect(members["n"]?.int == 1_700_000_000_000)
+        #expect(members["t"] != nil)
+        #expect(members["s"]?.string == "end")
+        #expect(FlatJSON.parse("[1]") == nil)
+        #expect(FlatJSON.quote("a\"b\n") == #""a\"b\n""#)
+    }
+}
