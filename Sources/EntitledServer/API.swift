@@ -100,7 +100,11 @@ public struct API: Sendable {
                     notificationUUID: payload.notificationUUID ?? "", type: payload.notificationType?.rawValue ?? "",
                     subtype: payload.subtype?.rawValue),
                 bundleId: app.bundleId, environment: FactMapper.environment(payload.verificationEnvironment),
-                rawBody: request.body, facts: facts, policy: policy(app), receivedAt: now)
+                rawBody: request.body, facts: facts, policy: policy(app), receivedAt: now,
+                signed: SignedPayloads(
+                    notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
+                    renewalInfo: payload.data?.signedRenewalInfo,
+                    appTransaction: payload.appData?.signedAppTransactionInfo))
             let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
             return try .json(IngestBody(status: outcome.status.rawValue))
         } catch let error as VerificationError {
@@ -194,6 +198,7 @@ public struct API: Sendable {
             let app: App
             var link: CustomerLink?
             let environment: Environment
+            var signed = SignedPayloads()
             switch (posted.signedTransaction, posted.signedAppTransaction) {
             case (let jws?, nil):
                 guard let peeked = JWSPeek.payload(JWSTransactionDecodedPayload.self, jws) else {
@@ -208,6 +213,7 @@ public struct API: Sendable {
                     throw VerificationError.malformed(error.description)
                 }
                 facts = [.transaction(fact)]
+                signed.transaction = jws
                 environment = fact.environment
                 link = CustomerLink(
                     appUserId: appUserId, originalTransactionIds: [fact.originalTransactionId],
@@ -225,6 +231,7 @@ public struct API: Sendable {
                     throw VerificationError.malformed(error.description)
                 }
                 facts = [.appTransaction(fact)]
+                signed.appTransaction = jws
                 environment = fact.environment
                 link = CustomerLink(appUserId: appUserId, originalTransactionIds: [], restoreBehavior: .keep)
             default:
@@ -233,7 +240,7 @@ public struct API: Sendable {
             }
             let batch = LedgerBatch(
                 source: .client(appUserId: appUserId), bundleId: app.bundleId, environment: environment,
-                rawBody: request.body, facts: facts, link: link, policy: policy(app), receivedAt: now)
+                rawBody: request.body, facts: facts, link: link, policy: policy(app), receivedAt: now, signed: signed)
             _ = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
             let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
             let snapshot = try await store { () async throws(LedgerError) in

@@ -121,10 +121,14 @@ public struct LedgerBatch: Sendable, Equatable {
     /// When the server received the batch (epoch milliseconds).
     public var receivedAt: Int64
 
+    /// The signed texts the facts were decoded from, stored beside them in the ledger.
+    public var signed: SignedPayloads
+
     public init(
         source: LedgerSource, bundleId: String?, environment: Environment, rawBody: [UInt8], facts: [Fact],
-        link: CustomerLink? = nil, policy: Policy, receivedAt: Int64
+        link: CustomerLink? = nil, policy: Policy, receivedAt: Int64, signed: SignedPayloads = SignedPayloads()
     ) {
+        self.signed = signed
         self.source = source
         self.bundleId = bundleId
         self.environment = environment
@@ -133,6 +137,24 @@ public struct LedgerBatch: Sendable, Equatable {
         self.link = link
         self.policy = policy
         self.receivedAt = receivedAt
+    }
+}
+
+/// The compact JWS texts a batch's facts come from (nil where a fact has no signed form, as V1's).
+public struct SignedPayloads: Sendable, Equatable {
+    public var notification: String?
+    public var transaction: String?
+    public var renewalInfo: String?
+    public var appTransaction: String?
+
+    public init(
+        notification: String? = nil, transaction: String? = nil, renewalInfo: String? = nil,
+        appTransaction: String? = nil
+    ) {
+        self.notification = notification
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+        self.appTransaction = appTransaction
     }
 }
 

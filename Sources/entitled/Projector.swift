@@ -1,8 +1,10 @@
+import EntitledConfig
+import EntitledServer
 import Storage
 
-/// The projector `entitled rebuild` (and later the server) computes projections with.
-///
-/// For now the storage module's ``BasicProjector``; to be replaced by the entitlement engine.
-func makeDefaultProjector() -> any Projector {
-    BasicProjector()
+/// The projector the server, `entitled rebuild` and `entitled migrate` compute projections with:
+/// the entitlement engine with the configuration's policy. Rebuild must use the server's policy,
+/// or it would report every customer as different.
+func makeProjector(configuration: Configuration) -> EngineProjector {
+    EngineProjector(policy: FactMapper.policy(for: configuration))
 }

@@ -3,6 +3,7 @@ import EntitledConfig
 import EntitledServer
 import Foundation
 import HTTPServer
+import Storage
 
 /// `entitled serve`: runs the HTTP server until SIGTERM or SIGINT.
 enum ServeCommand: Command {
@@ -28,13 +29,21 @@ enum ServeCommand: Command {
         let configuration = try loadConfiguration(&arguments)
         try arguments.finish()
 
-        let storage = try await StorageHandle.open(url: configuration.database)
-        let application = Application(configuration: configuration, readiness: storage)
+        let clock = SystemClock()
+        let verifier: AppStoreVerifier
+        do {
+            verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock)
+        } catch {
+            throw UsageError("configuration: \(error.description)")
+        }
+        let store = try await openDatabase(configuration.database)
+        let ledger = StorageLedger(store: store, policy: FactMapper.policy(for: configuration))
+        let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: clock)
         let server = HTTPServer(configuration: application.serverConfiguration(), router: application.router)
         do {
             try server.start()
         } catch {
-            await storage.close()
+            await store.close()
             throw RuntimeError(error.description)
         }
         log(event: "listening", ["address": "\(configuration.listen.host):\(server.port)", "database": redacted(configuration.database)])
@@ -42,7 +51,7 @@ enum ServeCommand: Command {
         let signal = await Signals.waitForTermination()
         log(event: "shutting down", ["signal": signal])
         await server.shutdown()
-        await storage.close()
+        await store.close()
         log(event: "stopped", [:])
         return ExitStatus.ok
     }
@@ -57,6 +66,24 @@ enum ServeCommand: Command {
             return try ConfigurationLoader(environment: environment).load(path: path, listen: listen, database: database)
         } catch {
             throw UsageError("configuration: \(error.description)")
+        }
+    }
+
+    /// Opens (creating the folder of a SQLite file) and migrates the database.
+    static func openDatabase(_ url: String) async throws -> any LedgerStore {
+        if url.hasPrefix("sqlite:") && url != "sqlite::memory:" {
+            let path = String(url.dropFirst("sqlite:".count))
+            let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            } catch {
+                throw RuntimeError("cannot create the database folder '\(folder)'")
+            }
+        }
+        do {
+            return try await openStore(url: url)
+        } catch let error as StorageError {
+            throw RuntimeError("database: \(error.description)")
         }
     }
 

@@ -60,21 +60,24 @@ enum RebuildCommand: Command {
     static let name = "rebuild"
     static let summary = "recompute every projection from the ledger and report differences"
     static let help = """
-        Usage: entitled rebuild [--database URL]
+        Usage: entitled rebuild [--config FILE] [--database URL]
 
-        Recomputes every customer's projection from the facts in the ledger, replaces those that
-        differ and lists them. Exit status 0 either way; the count is printed.
+        Recomputes every customer's projection from the facts in the ledger with the entitlement
+        engine and the configuration's products, replaces those that differ and lists them. Exit
+        status 0 either way; the count is printed.
 
         Options:
-          --database URL   as for 'entitled migrate'
+          --config FILE    the server's configuration (env ENTITLED_CONFIG): its catalog is the policy
+          --database URL   as for 'entitled migrate' (default: the configuration's database)
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        let url = try databaseURL(&arguments)
+        let configuration = try ServeCommand.loadConfiguration(&arguments)
         try arguments.finish()
-        let store = try await openStore(url: url)
+        let store = try await openStore(url: configuration.database)
         do {
-            let report = try await store.rebuild(projector: makeDefaultProjector(), now: currentMilliseconds())
+            let report = try await store.rebuild(
+                projector: makeProjector(configuration: configuration), now: currentMilliseconds())
             await store.close()
             print("customers: \(report.customers), differences: \(report.differences)")
             for name in report.changedCustomers { print("  changed: \(name)") }

@@ -25,8 +25,9 @@ enum StoreBenchmark: Command {
           --notifications N          notifications per writer configuration (default 4000)
           --reads N                  timed reads per size (default 20000)
           --only sqlite|postgres     run one backend only
-          --projector NAME           default (what 'entitled rebuild' uses) or trivial (a constant
-                                     projection: measures the store alone)
+          --projector NAME           default (storage's reference projector, which derives status
+                                     and expiry from the benchmark's own facts) or trivial (a
+                                     constant projection: measures the store alone)
         Build with 'swift build -c release' for meaningful figures.
         """
 
@@ -50,7 +51,7 @@ enum StoreBenchmark: Command {
         guard only == nil || only == "sqlite" || only == "postgres" else { throw UsageError("--only must be sqlite or postgres") }
         let projector: any Projector
         switch projectorName {
-        case "default": projector = makeDefaultProjector()
+        case "default": projector = BasicProjector()
         case "trivial": projector = TrivialProjector()
         default: throw UsageError("--projector must be default or trivial")
         }

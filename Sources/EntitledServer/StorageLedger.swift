@@ -1,0 +1,266 @@
+import EntitledConfig
+import Entitlements
+import Foundation
+import Storage
+
+/// `LedgerStoring` on a `Storage.LedgerStore`: the API's facts become ledger rows (the engine's
+/// `Fact` JSON beside the signed text it came from), and projections come from `EngineProjector`.
+public final class StorageLedger: LedgerStoring {
+    public let store: any LedgerStore
+    public let projector: EngineProjector
+
+    /// - Parameters:
+    ///   - store: the opened ledger.
+    ///   - policy: the policy projections are evaluated with (the API's customer policy).
+    public init(store: any LedgerStore, policy: Policy) {
+        self.store = store
+        self.projector = EngineProjector(policy: policy)
+    }
+
+    public func checkReady() async throws { try await store.ping() }
+
+    public func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome {
+        try await mapped {
+            var claim: Claim?
+            var looseToken: String?
+            if let link = batch.link {
+                claim = Claim(appUserId: link.appUserId, behaviour: link.restoreBehavior == .keep ? .keep : .transfer)
+                if link.originalTransactionIds.isEmpty {
+                    // Facts without a subscription (an app transaction) belong to the customer
+                    // through their token: give them the customer's.
+                    let customer = try await store.ensureCustomer(
+                        appUserId: link.appUserId, appAccountToken: nil, projector: projector, now: batch.receivedAt)
+                    looseToken = customer.appAccountToken
+                }
+            }
+            let message: ReceivedMessage
+            switch batch.source {
+            case .notificationV2(let uuid, let type, let subtype):
+                message = ReceivedMessage(
+                    notificationUUID: uuid.isEmpty ? nil : uuid, source: .appleV2, body: batch.rawBody,
+                    receivedAt: batch.receivedAt, notificationType: type, subtype: subtype)
+            case .notificationV1(let key, let type):
+                // V1 has no id: the body's digest (without the password) stands in for one.
+                message = ReceivedMessage(
+                    notificationUUID: "v1:" + key, source: .appleV1, body: batch.rawBody, receivedAt: batch.receivedAt,
+                    notificationType: type)
+            case .client:
+                message = ReceivedMessage(
+                    notificationUUID: nil, source: .client, body: batch.rawBody, receivedAt: batch.receivedAt)
+            }
+            let incoming = batch.facts.map {
+                Self.incoming($0, signed: batch.signed, bundleId: batch.bundleId, looseToken: looseToken)
+            }
+            let result = try await store.ingest(
+                IngestBatch(message: message, facts: incoming, claim: claim), projector: projector, now: batch.receivedAt)
+            var links: [String: IngestOutcome.LinkResult] = [:]
+            for link in result.links {
+                switch link.outcome {
+                case .linked, .alreadyLinked: links[link.originalTransactionId] = .linked
+                case .transferred: links[link.originalTransactionId] = .transferred
+                case .kept: links[link.originalTransactionId] = .keptByOther
+                }
+            }
+            return IngestOutcome(status: result.status == .duplicate ? .duplicate : .accepted, links: links)
+        }
+    }
+
+    public func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError) {
+        let source: IngestSource =
+            switch delivery.endpoint {
+            case "/v1/apple/notifications": .appleV2
+            case "/v1/apple/notifications/v1": .appleV1
+            default: .client
+            }
+        _ = try await mapped {
+            try await store.recordRejected(
+                ReceivedMessage(notificationUUID: nil, source: source, body: delivery.rawBody, receivedAt: delivery.receivedAt),
+                code: delivery.code)
+        }
+    }
+
+    public func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
+        try await mapped {
+            if let stored = try await store.projection(appUserId: appUserId),
+                let state = try? JSONDecoder().decode(CustomerState.self, from: Data(stored.projection.state)),
+                state.environment == context.environment, context.policy == projector.policy,
+                stored.computedAt <= context.now, state.nextStatusChangeAt.map({ $0 > context.now }) ?? true
+            {
+                // Fresh: no status can have changed since it was computed.
+                var fresh = state
+                fresh.evaluatedAt = context.now
+                return CustomerSnapshot(customer: Self.record(stored.customer), state: fresh)
+            }
+            guard
+                let customer = try await store.customer(
+                    appUserId: appUserId, createIfMissing: true, projector: projector, now: context.now)
+            else { throw StorageError(.internal, "customer was not created") }
+            let facts = EngineProjector.decode(try await store.facts(appUserId: appUserId))
+            let state = evaluate(facts: facts, policy: context.policy, now: context.now, environment: context.environment)
+            return CustomerSnapshot(customer: Self.record(customer), state: state)
+        }
+    }
+
+    public func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
+        try await mapped {
+            guard try await store.customer(appUserId: appUserId) != nil else { return nil }
+            let page = try await store.history(appUserId: appUserId, cursor: cursor, limit: limit)
+            // Facts' product, price and currency live in their payloads: look them up by id.
+            let needed = Set(page.entries.filter { $0.kind == .fact }.map(\.id))
+            var factsById: [Int64: Fact] = [:]
+            if !needed.isEmpty {
+                let decoder = JSONDecoder()
+                for stored in try await store.facts(appUserId: appUserId) where needed.contains(stored.id) {
+                    factsById[stored.id] = try? decoder.decode(Fact.self, from: Data(stored.fact.payload.utf8))
+                }
+            }
+            let entries = page.entries.map { Self.historyEntry($0, fact: factsById[$0.id]) }
+            return LedgerHistoryPage(entries: entries, nextCursor: page.nextCursor)
+        }
+    }
+
+    public func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? {
+        try await mapped {
+            guard let owned = try await store.subscription(originalTransactionId: originalTransactionId) else {
+                return nil
+            }
+            let customer = try await store.customer(appUserId: owned.appUserId)
+            let stored = try await store.facts(appUserId: owned.appUserId)
+                .filter { $0.fact.originalTransactionId == originalTransactionId }
+            let facts = EngineProjector.decode(stored)
+            let notifications = stored.compactMap { entry -> LedgerHistoryEntry? in
+                let fact = facts.first { Self.key($0) == entry.fact.payload }
+                guard case .notification = fact else { return nil }
+                return Self.historyEntry(
+                    HistoryEntry(
+                        kind: .fact, id: entry.id, receivedAt: entry.receivedAt, factKind: entry.fact.kind,
+                        transactionId: entry.fact.transactionId, originalTransactionId: entry.fact.originalTransactionId,
+                        signedDate: entry.fact.signedDate), fact: fact)
+            }
+            return SubscriptionRecord(
+                originalTransactionId: originalTransactionId, bundleId: stored.first?.fact.bundleId,
+                customer: customer.map(Self.record), facts: facts, notifications: notifications.reversed())
+        }
+    }
+
+    // MARK: - Mapping
+
+    /// Runs `body`, turning storage failures into the API's ledger errors (details kept for logs).
+    private func mapped<T>(_ body: () async throws -> T) async throws(LedgerError) -> T {
+        do {
+            return try await body()
+        } catch let error as LedgerError {
+            throw error
+        } catch let error as StorageError {
+            throw LedgerError(error.code == .invalidArgument ? .invalidRequest : .unavailable, detail: error.debugDescription)
+        } catch {
+            throw LedgerError(.unavailable, detail: String(describing: error))
+        }
+    }
+
+    static func record(_ customer: Storage.CustomerRecord) -> CustomerRecord {
+        CustomerRecord(appUserId: customer.appUserId, appAccountToken: customer.appAccountToken, createdAt: customer.createdAt)
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+
+    /// The engine fact's canonical JSON (its ledger payload).
+    static func key(_ fact: Fact) -> String {
+        (try? encoder.encode(fact)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
+    /// A ledger row for an engine fact: its JSON, its keys, and the signed text it came from (V1
+    /// facts have none: their canonical JSON stands in, which still makes a replay a no-op).
+    /// `looseToken` is given to facts without a subscription (app transactions), which belong to
+    /// the customer holding that token.
+    static func incoming(_ fact: Fact, signed: SignedPayloads, bundleId: String?, looseToken: String?) -> IncomingFact {
+        let payload = key(fact)
+        switch fact {
+        case .transaction(let f):
+            return IncomingFact(
+                kind: .transaction, jws: signed.transaction ?? payload, payload: payload, transactionId: f.transactionId,
+                originalTransactionId: f.originalTransactionId, appAccountToken: f.appAccountToken,
+                environment: f.environment.rawValue, bundleId: bundleId, signedDate: f.signedDate)
+        case .renewalInfo(let f):
+            return IncomingFact(
+                kind: .renewal, jws: signed.renewalInfo ?? payload, payload: payload,
+                originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
+                signedDate: f.signedDate)
+        case .notification(let f):
+            return IncomingFact(
+                kind: .notification, jws: signed.notification ?? payload, payload: payload, transactionId: f.transactionId,
+                originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
+                signedDate: f.signedDate)
+        case .appTransaction(let f):
+            return IncomingFact(
+                kind: .appTransaction, jws: signed.appTransaction ?? payload, payload: payload,
+                appAccountToken: looseToken, environment: f.environment.rawValue, bundleId: bundleId,
+                signedDate: f.signedDate)
+        case .receiptEntry(let f):
+            return IncomingFact(
+                kind: .receipt, jws: payload, payload: payload, transactionId: f.transactionId,
+                originalTransactionId: f.originalTransactionId, appAccountToken: f.appAccountToken,
+                environment: f.environment.rawValue, bundleId: bundleId, signedDate: f.receiptDate)
+        case .pendingRenewal(let f):
+            return IncomingFact(
+                kind: FactKind(rawValue: "pendingRenewal"), jws: payload, payload: payload,
+                originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
+                signedDate: f.receiptDate)
+        case .v1Notification(let f):
+            return IncomingFact(
+                kind: FactKind(rawValue: "v1Notification"), jws: payload, payload: payload, transactionId: f.transactionId,
+                originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
+                signedDate: f.date)
+        }
+    }
+
+    static func historyEntry(_ entry: HistoryEntry, fact: Fact?) -> LedgerHistoryEntry {
+        let id = "\(entry.kind.rawValue)-\(entry.id)"
+        guard entry.kind == .fact, let fact else {
+            return LedgerHistoryEntry(
+                id: id, kind: entry.kind == .notification && entry.source == .appleV1 ? .v1Notification : .notification,
+                type: entry.notificationType, subtype: entry.subtype, occurredAt: entry.signedDate ?? entry.receivedAt,
+                receivedAt: entry.receivedAt, transactionId: entry.transactionId,
+                originalTransactionId: entry.originalTransactionId)
+        }
+        switch fact {
+        case .transaction(let f):
+            return LedgerHistoryEntry(
+                id: id, kind: .transaction, type: f.transactionReason?.rawValue, occurredAt: f.purchaseDate,
+                receivedAt: entry.receivedAt, environment: f.environment, productId: f.productId,
+                transactionId: f.transactionId, originalTransactionId: f.originalTransactionId, price: f.price,
+                currency: f.currency)
+        case .renewalInfo(let f):
+            return LedgerHistoryEntry(
+                id: id, kind: .renewalInfo, occurredAt: f.signedDate, receivedAt: entry.receivedAt,
+                environment: f.environment, productId: f.productId, originalTransactionId: f.originalTransactionId)
+        case .notification(let f):
+            return LedgerHistoryEntry(
+                id: id, kind: .notification, type: f.type.rawValue, subtype: f.subtype?.rawValue, occurredAt: f.signedDate,
+                receivedAt: entry.receivedAt, environment: f.environment, productId: f.productId,
+                transactionId: f.transactionId, originalTransactionId: f.originalTransactionId)
+        case .appTransaction(let f):
+            return LedgerHistoryEntry(
+                id: id, kind: .appTransaction, occurredAt: f.signedDate, receivedAt: entry.receivedAt,
+                environment: f.environment)
+        case .receiptEntry(let f):
+            return LedgerHistoryEntry(
+                id: id, kind: .receiptEntry, occurredAt: f.purchaseDate, receivedAt: entry.receivedAt,
+                environment: f.environment, productId: f.productId, transactionId: f.transactionId,
+                originalTransactionId: f.originalTransactionId)
+        case .pendingRenewal(let f):
+            return LedgerHistoryEntry(
+                id: id, kind: .pendingRenewal, occurredAt: f.receiptDate, receivedAt: entry.receivedAt,
+                environment: f.environment, productId: f.productId, originalTransactionId: f.originalTransactionId)
+        case .v1Notification(let f):
+            return LedgerHistoryEntry(
+                id: id, kind: .v1Notification, type: f.type.rawValue, occurredAt: f.date, receivedAt: entry.receivedAt,
+                environment: f.environment, productId: f.productId, transactionId: f.transactionId,
+                originalTransactionId: f.originalTransactionId)
+        }
+    }
+}
