@@ -74,7 +74,9 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EntitledTests",
-            dependencies: ["EntitledServer", "EntitledConfig", "HTTPServer", "AppStore"],
+            dependencies: [
+                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
+            ],
             swiftSettings: swiftSettings),
     ]
 )
