@@ -58,6 +58,7 @@ final class LockedData: @unchecked Sendable {
     private var data = Data()
     func set(_ value: Data) { lock.lock(); data = value; lock.unlock() }
     func get() -> Data { lock.lock(); defer { lock.unlock() }; return data }
+    func append(_ value: Data) { lock.lock(); data.append(value); lock.unlock() }
 }
 
 /// Runs blocking work (processes, pipes, sockets) on its own thread, never on Swift's small

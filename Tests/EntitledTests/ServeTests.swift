@@ -4,23 +4,27 @@ import Foundation
 #endif
 import Testing
 
-/// An `entitled serve` child process on a free loopback port.
+/// An `entitled serve` child process on a free loopback port. Its standard output is drained on
+/// a thread of its own (a full pipe would block the server's log writes).
 final class ServeProcess: @unchecked Sendable {
     let process: Process
-    let port: Int
+    private(set) var port = 0
     let folder: URL
-    private let output: Pipe
+    private let collected: LockedData
+    private let finished = DispatchSemaphore(value: 0)
+    private let removeFolder: Bool
 
-    private init(process: Process, port: Int, folder: URL, output: Pipe) {
+    private init(process: Process, folder: URL, collected: LockedData, removeFolder: Bool) {
         self.process = process
-        self.port = port
         self.folder = folder
-        self.output = output
+        self.collected = collected
+        self.removeFolder = removeFolder
     }
 
-    /// Starts the server and waits for its "listening" log line.
-    static func start(extraArguments: [String] = []) async throws -> ServeProcess {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-serve-\(UUID())")
+    /// Starts the server (its database in `folder`, a new temporary one by default) and waits for
+    /// its "listening" log line.
+    static func start(extraArguments: [String] = [], folder given: URL? = nil) async throws -> ServeProcess {
+        let folder = given ?? FileManager.default.temporaryDirectory.appendingPathComponent("entitled-serve-\(UUID())")
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments =
@@ -33,33 +37,52 @@ final class ServeProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let port = try await blocking { () throws -> Int in
-            var buffer = Data()
+        let collected = LockedData()
+        let server = ServeProcess(process: process, folder: folder, collected: collected, removeFolder: given == nil)
+        let portFound = DispatchSemaphore(value: 0)
+        let foundPort = LockedData()
+        Thread.detachNewThread {
+            var announced = false
             while true {
                 let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { throw CocoaError(.fileReadUnknown) }
-                buffer.append(chunk)
-                for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") {
-                    guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                        object["event"] as? String == "listening", let address = object["address"] as? String,
-                        let port = Int(address.split(separator: ":").last ?? "")
-                    else { continue }
-                    return port
+                if chunk.isEmpty { break }
+                collected.append(chunk)
+                if !announced, let port = Self.listeningPort(in: collected.get()) {
+                    announced = true
+                    foundPort.set(Data(String(port).utf8))
+                    portFound.signal()
                 }
             }
+            if !announced { portFound.signal() }
+            server.finished.signal()
         }
-        return ServeProcess(process: process, port: port, folder: folder, output: output)
+        try await blocking { portFound.wait() }
+        guard let port = Int(String(decoding: foundPort.get(), as: UTF8.self)) else { throw CocoaError(.fileReadUnknown) }
+        server.port = port
+        return server
+    }
+
+    private static func listeningPort(in data: Data) -> Int? {
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                object["event"] as? String == "listening", let address = object["address"] as? String,
+                let port = Int(address.split(separator: ":").last ?? "")
+            else { continue }
+            return port
+        }
+        return nil
     }
 
     func terminate() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
-        try? FileManager.default.removeItem(at: folder)
+        if removeFolder { try? FileManager.default.removeItem(at: folder) }
     }
 
-    /// Output after the start-up line, read to the end (call after the process exited).
+    /// Everything the server printed, read to the end (call after the process exited).
     func remainingOutput() -> String {
-        String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        finished.wait()
+        return String(decoding: collected.get(), as: UTF8.self)
     }
 }
 
