@@ -1,5 +1,6 @@
 import AppStore
 import EntitledConfig
+import EntitledCrypto
 import Entitlements
 import Foundation
 import HTTPServer
@@ -81,10 +82,10 @@ public struct API: Sendable {
             guard let signedPayload = envelope.signedPayload, !signedPayload.isEmpty else {
                 throw VerificationError.malformed("signedPayload is missing")
             }
-            guard let peeked = JWSPeek.payload(ResponseBodyV2DecodedPayload.self, signedPayload) else {
+            guard let claimed = JWSPeek.notificationBundleId(signedPayload) else {
                 throw VerificationError.malformed("signedPayload is not a JWS")
             }
-            bundleId = peeked.verificationBundleId
+            bundleId = claimed
             let app = try self.app(bundleId)
             let verified = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
             try checkEnvironment(verified.payload.verificationEnvironment, app: app)
@@ -456,8 +457,31 @@ public struct API: Sendable {
 /// settings the verifier then checks it against. Nothing read here is trusted.
 enum JWSPeek {
     static func payload<T: Decodable>(_ type: T.Type, _ jws: String) -> T? {
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]) else { return nil }
+        // Split on the UTF-8 bytes: Character-wise splitting of a 10 KB token costs more than the rest.
+        let utf8 = Array(jws.utf8)
+        guard let first = utf8.firstIndex(of: 0x2E), let second = utf8[(first + 1)...].firstIndex(of: 0x2E),
+            !utf8[(second + 1)...].contains(0x2E)
+        else { return nil }
+        let middle = utf8[(first + 1)..<second]
+        guard !middle.contains(0x3D), let bytes = Base64.urlDecode(String(decoding: middle, as: UTF8.self)) else {
+            return nil
+        }
         return try? AppStoreJSON.decode(type, from: Data(bytes))
+    }
+
+    /// Just the bundleId a V2 notification claims (from `data`, `summary`, `externalPurchaseToken`
+    /// or `appData`), decoding nothing else: it only picks the app whose verifier then checks everything.
+    static func notificationBundleId(_ jws: String) -> String?? {
+        struct Holder: Decodable { var bundleId: String? }
+        struct Envelope: Decodable {
+            var data: Holder?
+            var summary: Holder?
+            var externalPurchaseToken: Holder?
+            var appData: Holder?
+        }
+        guard let envelope = payload(Envelope.self, jws) else { return nil }
+        return .some(
+            envelope.data?.bundleId ?? envelope.summary?.bundleId ?? envelope.externalPurchaseToken?.bundleId
+                ?? envelope.appData?.bundleId)
     }
 }

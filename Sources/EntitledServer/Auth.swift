@@ -1,3 +1,4 @@
+import EntitledCrypto
 import EntitledConfig
 import Foundation
 import HTTPServer
@@ -150,16 +151,12 @@ public struct CustomerTokenVerifier: Sendable {
 
 /// base64url without padding (RFC 4648 §5), as JWS uses it.
 public enum Base64URL {
-    public static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
+    public static func encode(_ bytes: [UInt8]) -> String { Base64.urlEncode(bytes) }
 
+    /// Unpadded base64url only (a `=` makes it invalid, as in JWS).
     public static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard !base64.contains("=") else { return nil }
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64).map(Array.init)
+        guard !text.utf8.contains(0x3D) else { return nil }
+        return Base64.urlDecode(text)
     }
 }
 

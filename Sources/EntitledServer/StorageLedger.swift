@@ -2,12 +2,17 @@ import EntitledConfig
 import Entitlements
 import Foundation
 import Storage
+import Synchronization
 
 /// `LedgerStoring` on a `Storage.LedgerStore`: the API's facts become ledger rows (the engine's
 /// `Fact` JSON beside the signed text it came from), and projections come from `EngineProjector`.
 public final class StorageLedger: LedgerStoring {
     public let store: any LedgerStore
     public let projector: EngineProjector
+    /// Decoded projections by appUserId, reused while the stored bytes are unchanged: decoding the
+    /// state document is the dearest part of the hot read.
+    private let decoded = Mutex<[String: (bytes: [UInt8], state: CustomerState)]>([:])
+    private static let decodedLimit = 50_000
 
     /// - Parameters:
     ///   - store: the opened ledger.
@@ -82,7 +87,7 @@ public final class StorageLedger: LedgerStoring {
     public func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
         try await mapped {
             if let stored = try await store.projection(appUserId: appUserId),
-                let state = try? JSONDecoder().decode(CustomerState.self, from: Data(stored.projection.state)),
+                let state = decodedState(appUserId: appUserId, bytes: stored.projection.state),
                 state.environment == context.environment, context.policy == projector.policy,
                 stored.computedAt <= context.now, state.nextStatusChangeAt.map({ $0 > context.now }) ?? true
             {
@@ -99,6 +104,17 @@ public final class StorageLedger: LedgerStoring {
             let state = evaluate(facts: facts, policy: context.policy, now: context.now, environment: context.environment)
             return CustomerSnapshot(customer: Self.record(customer), state: state)
         }
+    }
+
+    /// The state document decoded, from the cache when its bytes are the ones cached.
+    private func decodedState(appUserId: String, bytes: [UInt8]) -> CustomerState? {
+        if let hit = decoded.withLock({ $0[appUserId] }), hit.bytes == bytes { return hit.state }
+        guard let state = try? JSONDecoder().decode(CustomerState.self, from: Data(bytes)) else { return nil }
+        decoded.withLock { cache in
+            if cache.count >= Self.decodedLimit { cache.removeAll(keepingCapacity: true) }
+            cache[appUserId] = (bytes, state)
+        }
+        return state
     }
 
     public func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {

@@ -1,11 +1,16 @@
 /// Not API: helpers for `entitled bench store`. May change without notice.
 public enum _StorageBenchmark {
+    /// A synthetic customer's projection: customer number, `appUserId`, `appAccountToken`.
+    public typealias SyntheticProjection = @Sendable (_ n: Int, _ appUserId: String, _ appAccountToken: String) -> CustomerProjection
+
     /// Inserts synthetic customers `user-<n>` for `n` in `range`, each with a projection of one
-    /// entitlement and one subscription, in one transaction with prepared inserts.
-    public static func bulkLoad(_ store: any LedgerStore, customers range: Range<Int>, now: Int64) async throws {
+    /// entitlement and one subscription (or `projection`'s), in one transaction with prepared inserts.
+    public static func bulkLoad(
+        _ store: any LedgerStore, customers range: Range<Int>, now: Int64, projection: SyntheticProjection? = nil
+    ) async throws {
         switch store {
-        case let sqlite as SQLiteStore: try await sqlite.bulkLoad(customers: range, now: now)
-        case let postgres as PostgresStore: try await postgres.bulkLoad(customers: range, now: now)
+        case let sqlite as SQLiteStore: try await sqlite.bulkLoad(customers: range, now: now, projection: projection)
+        case let postgres as PostgresStore: try await postgres.bulkLoad(customers: range, now: now, projection: projection)
         default: throw StorageError(.invalidArgument, "unsupported store")
         }
     }
@@ -25,7 +30,7 @@ public enum _StorageBenchmark {
 
 extension Ledger {
     /// Synthetic customers for benchmarks: sequential ids, tokens and keys so the load is fast.
-    func bulkLoadSynthetic(_ range: Range<Int>, now: Int64) throws {
+    func bulkLoadSynthetic(_ range: Range<Int>, now: Int64, projection custom: _StorageBenchmark.SyntheticProjection?) throws {
         for n in range {
             let user = _StorageBenchmark.appUserId(n)
             let token = "00000000-0000-4000-8000-" + String(n).leftPadded(12)
@@ -35,7 +40,7 @@ extension Ledger {
             let id = try rows[0].int(0)
             let otid = "2000000\(n)"
             let expires = now + Int64(n % 720) * 3_600_000
-            let projection = CustomerProjection(
+            let projection = custom?(n, user, token) ?? CustomerProjection(
                 entitlements: [
                     EntitlementRow(
                         entitlement: "pro", status: "active", active: true, productId: "com.example.pro.monthly",

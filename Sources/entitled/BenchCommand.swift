@@ -12,6 +12,7 @@ enum BenchCommand: Command {
         EngineBenchmark.self,
         VerifyBenchmark.self,
         StoreBenchmark.self,
+        APIBenchmark.self,
         ]
     }
 

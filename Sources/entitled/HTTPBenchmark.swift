@@ -2,6 +2,7 @@ import EntitledConfig
 import EntitledServer
 import Foundation
 import HTTPServer
+import Synchronization
 
 /// `entitled bench http`: the server on loopback against wrk.
 enum HTTPBenchmark: Command {
@@ -103,19 +104,62 @@ enum Executable {
         return nil
     }
 
-    /// Runs a program to completion and returns its standard output.
-    static func run(_ path: String, _ arguments: [String]) async throws -> String {
+    /// Starts `process` from a thread with no signals blocked: a child inherits its spawner's
+    /// signal mask, and Swift's pool threads block SIGINT, which wrk needs to stop early.
+    static func spawnWithSignalsUnblocked(_ process: Process) throws {
+        final class Outcome: @unchecked Sendable { var error: (any Error)? }
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let box = UncheckedProcess(process: process)
+        Thread.detachNewThread {
+            var empty = sigset_t()
+            sigemptyset(&empty)
+            pthread_sigmask(SIG_SETMASK, &empty, nil)
+            do { try box.process.run() } catch { outcome.error = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error { throw error }
+    }
+
+    /// Runs a program to completion and returns its standard output. When `interruptWhen` turns
+    /// true (polled every 5 ms) the program gets SIGINT, which makes wrk stop and report.
+    static func run(
+        _ path: String, _ arguments: [String], interruptWhen: (@Sendable () -> Bool)? = nil
+    ) async throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
-        try process.run()
-        let data = await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
+        try spawnWithSignalsUnblocked(process)
+        // Read on a thread of its own: a blocking read must not hold one of the few threads of
+        // Swift's pool, which the server in this process needs.
+        let output = OutputCollector()
+        Thread.detachNewThread { output.finish(pipe.fileHandleForReading.readDataToEndOfFile()) }
+        if let interruptWhen {
+            while process.isRunning && !interruptWhen() { try await Task.sleep(for: .milliseconds(5)) }
+            if process.isRunning { process.interrupt() }
+        }
+        while !output.isFinished { try await Task.sleep(for: .milliseconds(5)) }
+        let data = output.data
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw RuntimeError("\(path) exited with status \(process.terminationStatus)")
         }
         return String(decoding: data, as: UTF8.self)
     }
+}
+
+/// A `Process` handed to the spawning thread (it is used by one thread at a time).
+private struct UncheckedProcess: @unchecked Sendable {
+    let process: Process
+}
+
+/// A child's output, filled by a reading thread.
+private final class OutputCollector: Sendable {
+    private let state = Mutex<(done: Bool, data: Data)>((false, Data()))
+    func finish(_ data: Data) { state.withLock { $0 = (true, data) } }
+    var isFinished: Bool { state.withLock { $0.done } }
+    var data: Data { state.withLock { $0.data } }
 }

@@ -261,8 +261,15 @@ final class PostgresStore: LedgerStore {
 
     /// Same rows as ``Ledger/bulkLoadSynthetic(_:now:)``, but set-based: a few statements instead
     /// of one round trip per row.
-    func bulkLoad(customers range: Range<Int>, now: Int64) async throws {
+    func bulkLoad(customers range: Range<Int>, now: Int64, projection: _StorageBenchmark.SyntheticProjection? = nil) async throws {
         guard !range.isEmpty else { return }
+        if let projection {
+            // Custom projections are computed in Swift: one row at a time.
+            try await write { session in
+                try Ledger(session: session, fault: nil).bulkLoadSynthetic(range, now: now, projection: projection)
+            }
+            return
+        }
         let first = SQLValue.int(Int64(range.lowerBound))
         let last = SQLValue.int(Int64(range.upperBound - 1))
         let stamp = SQLValue.int(now)

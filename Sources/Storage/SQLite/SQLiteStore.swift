@@ -292,8 +292,8 @@ final class SQLiteStore: LedgerStore {
     }
 
     /// Bench support: see ``_StorageBenchmark``.
-    func bulkLoad(customers range: Range<Int>, now: Int64) async throws {
-        try await write { try Ledger(session: $0, fault: nil).bulkLoadSynthetic(range, now: now) }
+    func bulkLoad(customers range: Range<Int>, now: Int64, projection: _StorageBenchmark.SyntheticProjection? = nil) async throws {
+        try await write { try Ledger(session: $0, fault: nil).bulkLoadSynthetic(range, now: now, projection: projection) }
     }
 
     /// Test support: runs raw SQL on the writer.

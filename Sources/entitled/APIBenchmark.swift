@@ -1,0 +1,348 @@
+import AppStore
+import AppStoreTesting
+import EntitledConfig
+import EntitledCrypto
+import EntitledServer
+import Entitlements
+import Foundation
+import HTTPServer
+import Storage
+import Synchronization
+
+/// `entitled bench api`: the whole server over loopback — signed notifications in, customers out.
+enum APIBenchmark: Command {
+    static let name = "api"
+    static let summary = "HTTP API: durable signed-notification ingest and customer reads, with wrk"
+    static let help = """
+        Usage: entitled bench api [--notifications N] [--customers N] [--duration SECONDS]
+                                  [--connections N] [--postgres URL] [--only sqlite|postgres]
+
+        1. Ingest: N really signed V2 notifications (each with a signed transaction and renewal
+           info, so 3 ES256 checks) POSTed once each by wrk over --connections keep-alive
+           connections to the server in this process, every 200 a durable commit; on SQLite
+           (a temporary file, synchronous=FULL) and on PostgreSQL (--postgres URL or
+           ENTITLED_TEST_POSTGRES). Prints notifications/s and the ratio to the raw ES256 limit,
+           (ES256 verifications/s on all cores, measured in the same run) / 3. Target on SQLite: 0.5.
+        2. Reads: GET /v1/customers/{id} for random ids over --customers customers (SQLite) with
+           wrk for --duration seconds. Prints requests/s and latency percentiles.
+           Target on 2 cores: 30,000 requests/s, p99 under 5 ms.
+
+        Defaults: 10,000 notifications, 100,000 customers, 10 seconds, 32 connections.
+        Build with 'swift build -c release' first.
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        func positive(_ name: String) throws -> Int? {
+            try arguments.option(name, as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } }
+        }
+        let notificationCount = try positive("--notifications") ?? 10_000
+        let customerCount = try positive("--customers") ?? 100_000
+        let duration = try positive("--duration") ?? 10
+        let connections = try positive("--connections") ?? 32
+        let postgresOption = try arguments.option("--postgres")
+        let only = try arguments.option("--only")
+        try arguments.finish()
+        if let only, only != "sqlite" && only != "postgres" { throw UsageError("--only must be sqlite or postgres") }
+        guard let wrk = Executable.find("wrk") else { throw RuntimeError("wrk is not installed") }
+        let environmentURL = ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
+        let postgresURL = postgresOption ?? environmentURL
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-bench-api-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let ca = try TestCertificateAuthority()
+        let rootFile = folder.appendingPathComponent("root.der")
+        try Data(ca.rootDER).write(to: rootFile)
+        var configuration = Configuration()
+        configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        configuration.apiKeys = [APIKey(name: "bench", secret: benchSecret, scopes: [.read])]
+        configuration.apps = [
+            App(
+                bundleId: bundleId, appAppleId: 1234, environments: ["Production"], appleRootCertificates: [rootFile.path],
+                products: [
+                    Product(
+                        productId: "pro.monthly", type: .autoRenewable, subscriptionGroup: "pro", level: 1,
+                        duration: "P1M", entitlements: ["pro"])
+                ])
+        ]
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        print("entitled bench api: \(cores) cores, \(connections) connections, wrk -t2")
+
+        let rawRate = try await rawES256Rate(ca: ca, cores: cores)
+        let limit = rawRate / 3
+        print(String(format: "raw ES256 verify, %d cores:   %8.0f verifications/s  → limit %.0f notifications/s", cores, rawRate, limit))
+
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        print("signing \(notificationCount) notifications…")
+        let bodies = try (0..<notificationCount).map { try notificationBody(index: $0, ca: ca, now: now) }
+        let bodiesFile = folder.appendingPathComponent("bodies.jsonl")
+        try Data(bodies.joined(separator: "\n").utf8).write(to: bodiesFile)
+        let ingestScript = folder.appendingPathComponent("ingest.lua")
+        try Data(ingestLua.utf8).write(to: ingestScript)
+
+        var backends: [(String, String, String?)] = []
+        if only != "postgres" { backends.append(("SQLite", "sqlite:\(folder.path)/ingest.sqlite", nil)) }
+        if only != "sqlite" {
+            if let postgresURL {
+                backends.append(("PostgreSQL", postgresURL, "bench_api_" + String(UInt32.random(in: 0...UInt32.max), radix: 16)))
+            } else {
+                print("PostgreSQL: skipped (no --postgres URL and no ENTITLED_TEST_POSTGRES)")
+            }
+        }
+        for (label, url, schema) in backends {
+            var storeConfiguration = StoreConfiguration()
+            storeConfiguration.postgresSchema = schema
+            let store = try await openStore(url: url, configuration: storeConfiguration)
+            let counter = CountingLedger.Counter()
+            let (rate, errors) = try await withServer(configuration: configuration, store: store, counter: counter) { port in
+                // wrk's main thread sleeps for the whole -d even after every thread stopped, so it
+                // is interrupted (it then prints its report) once the server committed every body.
+                let output = try await Executable.run(
+                    wrk, [
+                        "-t2", "-c\(connections)", "-d600s", "--latency", "-s", ingestScript.path,
+                        "http://127.0.0.1:\(port)", "--", bodiesFile.path, "2",
+                    ], interruptWhen: { counter.value >= notificationCount })
+                return (try WrkReport.throughput(output, completed: notificationCount), WrkReport.errors(output))
+            }
+            if let schema { try? await _StorageBenchmarkCleanup.dropSchema(store, schema) }
+            await store.close()
+            print(
+                String(
+                    format: "ingest %@: %8.0f notifications/s durable (ratio to ES256 limit %.2f%@) %@", label, rate,
+                    rate / limit, label == "SQLite" ? ", target 0.5" : "", errors))
+        }
+
+        if only != "postgres" {
+            let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
+            print("loading \(customerCount) customers…")
+            let projector = makeProjector(configuration: configuration)
+            try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
+                syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
+            }
+            let readScript = folder.appendingPathComponent("read.lua")
+            try Data(readLua.utf8).write(to: readScript)
+            let report = try await withServer(configuration: configuration, store: store) { port in
+                let output = try await Executable.run(
+                    wrk, [
+                        "-t2", "-c\(connections)", "-d\(duration)s", "--latency", "-s", readScript.path,
+                        "http://127.0.0.1:\(port)", "--", String(customerCount), benchSecret,
+                    ])
+                guard let report = WrkReport(parsing: output) else { throw RuntimeError("could not read wrk's output:\n\(output)") }
+                return report
+            }
+            await store.close()
+            print(
+                String(
+                    format: "reads SQLite, %d customers: %8.0f requests/s (target 30,000), p50 %@, p99 %@ (target < 5 ms) %@",
+                    customerCount, report.requestsPerSecond, report.p50, report.p99, report.errors == "none" ? "" : report.errors))
+        }
+        return ExitStatus.ok
+    }
+
+    static let bundleId = "com.example.bench"
+    static let benchSecret = "bench-secret-0123456789abcdef"
+
+    /// Runs `body` against a server on a free port over `store`, with the access log to /dev/null.
+    static func withServer<T: Sendable>(
+        configuration: Configuration, store: any LedgerStore, counter: CountingLedger.Counter = .init(),
+        _ body: (Int) async throws -> T
+    ) async throws -> T {
+        let clock = SystemClock()
+        let ledger = CountingLedger(
+            base: StorageLedger(store: store, policy: FactMapper.policy(for: configuration)), counter: counter)
+        let application = Application(
+            configuration: configuration, verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock),
+            ledger: ledger, clock: clock, rejectionBudget: RejectionBudget(capacity: 1_000_000, refillPerSecond: 1_000_000, clock: clock))
+        let devNull = open("/dev/null", O_WRONLY)
+        defer { close(devNull) }
+        let server = HTTPServer(
+            configuration: application.serverConfiguration(accessLog: LogWriter(fileDescriptor: devNull)),
+            router: application.router)
+        try server.start()
+        do {
+            let result = try await body(server.port)
+            await server.shutdown()
+            return result
+        } catch {
+            await server.shutdown()
+            throw error
+        }
+    }
+
+    /// ES256 verifications per second on all cores, on the server's own primitive.
+    static func rawES256Rate(ca: TestCertificateAuthority, cores: Int) async throws -> Double {
+        let messages = (0..<2000).map { Array(#"{"n":\#($0)}"#.utf8) }
+        let signatures = try messages.map { message throws -> [UInt8] in
+            let token = try ca.signer.sign(payloadJSON: message)
+            return try CompactJWS.parse(token).signature
+        }
+        let inputs = try messages.map { message throws -> [UInt8] in
+            let token = try ca.signer.sign(payloadJSON: message)
+            return try CompactJWS.parse(token).signingInput
+        }
+        let key = try ca.leaf.p256PublicKey()
+        let rounds = 3
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<cores {
+                group.addTask {
+                    var valid = 0
+                    for _ in 0..<rounds {
+                        for (input, signature) in zip(inputs, signatures)
+                        where key.isValidES256Signature(raw: signature, for: input) {
+                            valid += 1
+                        }
+                    }
+                    return valid
+                }
+            }
+            for try await valid in group where valid != inputs.count * rounds {
+                throw RuntimeError("raw ES256 check failed")
+            }
+        }
+        let elapsed = ContinuousClock.now - start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return Double(inputs.count * rounds * cores) / seconds
+    }
+
+    /// `{"signedPayload": …}` of a SUBSCRIBED notification for subscription `index`.
+    static func notificationBody(index: Int, ca: TestCertificateAuthority, now: Int64) throws -> String {
+        let day: Int64 = 86_400_000
+        let transaction = JWSTransactionDecodedPayload(
+            originalTransactionId: "o\(index)", transactionId: "t\(index)", bundleId: bundleId, productId: "pro.monthly",
+            purchaseDate: now - day, originalPurchaseDate: now - day, expiresDate: now + 29 * day, quantity: 1,
+            type: .autoRenewableSubscription, appAccountToken: UUID().uuidString.lowercased(), inAppOwnershipType: .purchased,
+            signedDate: now - day, environment: .production, storefront: "USA", transactionReason: .purchase, currency: "USD",
+            price: 9990)
+        let renewal = JWSRenewalInfoDecodedPayload(
+            originalTransactionId: "o\(index)", autoRenewProductId: "pro.monthly", productId: "pro.monthly",
+            autoRenewStatus: .on, signedDate: now - day, environment: .production)
+        let payload = ResponseBodyV2DecodedPayload(
+            notificationType: .subscribed, subtype: .initialBuy, notificationUUID: UUID().uuidString.lowercased(),
+            data: NotificationData(
+                environment: .production, appAppleId: 1234, bundleId: bundleId, bundleVersion: "1",
+                signedTransactionInfo: try ca.signer.sign(transaction), signedRenewalInfo: try ca.signer.sign(renewal),
+                status: .active),
+            version: "2.0", signedDate: now - day)
+        return #"{"signedPayload":"\#(try ca.signer.sign(payload))"}"#
+    }
+
+    /// A synthetic customer's projection by the engine: one monthly subscription, active.
+    static func syntheticProjection(n: Int, user: String, token: String, now: Int64, projector: EngineProjector)
+        -> CustomerProjection
+    {
+        let day: Int64 = 86_400_000
+        let fact = Fact.transaction(
+            TransactionFact(
+                transactionId: "t\(n)", originalTransactionId: "o\(n)", productId: "pro.monthly", purchaseDate: now - day,
+                expiresDate: now + 29 * day, productType: .autoRenewable, appAccountToken: token, signedDate: now - day,
+                environment: .production))
+        let payload = String(decoding: (try? JSONEncoder().encode(fact)) ?? Data(), as: UTF8.self)
+        let stored = StoredFact(
+            id: Int64(n), notificationID: nil, receivedAt: now,
+            fact: IncomingFact(kind: .transaction, jws: "", payload: payload, originalTransactionId: "o\(n)"))
+        return projector.project(
+            customer: Storage.CustomerRecord(id: Int64(n), appUserId: user, appAccountToken: token, createdAt: now),
+            facts: [stored], now: now)
+    }
+
+    /// Each wrk thread posts its share of the bodies file once, then stops.
+    static let ingestLua = """
+        local counter = 0
+        function setup(thread)
+          thread:set("id", counter)
+          counter = counter + 1
+        end
+        function init(args)
+          local path, threads = args[1], tonumber(args[2])
+          bodies = {}
+          local i = 0
+          for line in io.lines(path) do
+            if i % threads == id then bodies[#bodies + 1] = line end
+            i = i + 1
+          end
+          sent, done = 0, 0
+        end
+        function request()
+          sent = sent + 1
+          local body = bodies[((sent - 1) % #bodies) + 1]
+          return wrk.format("POST", "/v1/apple/notifications", {["Content-Type"] = "application/json"}, body)
+        end
+        function response(status, headers, body)
+          if status ~= 200 then io.stderr:write("status " .. status .. "\\n") end
+          done = done + 1
+          if done >= #bodies then wrk.thread:stop() end
+        end
+        """
+
+    /// GET a random customer of `user-0` … `user-(N-1)`.
+    static let readLua = """
+        function init(args)
+          count = tonumber(args[1])
+          wrk.headers["Authorization"] = "Bearer " .. args[2]
+          math.randomseed(os.time() + id_seed())
+        end
+        function id_seed() return math.floor(os.clock() * 1000000) end
+        function request()
+          return wrk.format("GET", "/v1/customers/user-" .. math.random(0, count - 1))
+        end
+        """
+}
+
+extension WrkReport {
+    /// Completed requests per second when every thread stopped after its share: `completed`
+    /// divided by wrk's elapsed time ("N requests in 4.20s").
+    static func throughput(_ output: String, completed: Int) throws -> Double {
+        for line in output.split(separator: "\n") where line.contains("requests in") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            if let index = fields.firstIndex(of: "in"), index + 1 < fields.count {
+                let text = fields[index + 1].trimmingCharacters(in: CharacterSet(charactersIn: ","))
+                var seconds: Double?
+                if text.hasSuffix("ms") { seconds = Double(text.dropLast(2)).map { $0 / 1000 } }
+                else if text.hasSuffix("m") { seconds = Double(text.dropLast()).map { $0 * 60 } }
+                else if text.hasSuffix("s") { seconds = Double(text.dropLast()) }
+                if let seconds, seconds > 0 { return Double(completed) / seconds }
+            }
+        }
+        throw RuntimeError("could not read wrk's output:\n\(output)")
+    }
+
+    /// wrk's error lines (socket errors, non-2xx responses), or "" when there were none.
+    static func errors(_ output: String) -> String {
+        output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { $0.hasPrefix("Socket errors:") || $0.hasPrefix("Non-2xx") }.joined(separator: "; ")
+    }
+}
+
+/// A ledger that counts committed ingests (the benchmark's progress).
+struct CountingLedger: LedgerStoring {
+    final class Counter: Sendable {
+        let atomic = Atomic<Int>(0)
+        var value: Int { atomic.load(ordering: .relaxed) }
+    }
+
+    let base: StorageLedger
+    let counter: Counter
+
+    func checkReady() async throws { try await base.checkReady() }
+
+    func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome {
+        let outcome = try await base.ingest(batch)
+        counter.atomic.add(1, ordering: .relaxed)
+        return outcome
+    }
+
+    func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError) { try await base.recordRejected(delivery) }
+
+    func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
+        try await base.customer(appUserId: appUserId, context: context)
+    }
+
+    func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
+        try await base.history(appUserId: appUserId, cursor: cursor, limit: limit)
+    }
+
+    func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? {
+        try await base.subscription(originalTransactionId: originalTransactionId)
+    }
+}
