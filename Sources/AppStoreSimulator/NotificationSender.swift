@@ -1,0 +1,191 @@
+import AppStore
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What one delivery attempt came back with.
+public enum TransportOutcome: Sendable, Hashable {
+    /// The endpoint answered with this HTTP status.
+    case status(Int)
+    /// No answer: connection refused, timeout … (the text says which).
+    case failure(String)
+
+    /// Apple counts HTTP 200–206 as delivered.
+    public var isSuccess: Bool {
+        if case .status(let code) = self { return (200...206).contains(code) }
+        return false
+    }
+}
+
+/// Posts notification bodies somewhere: the network, or an in-memory receiver in tests.
+public protocol NotificationTransport: Sendable {
+    /// Posts `body` (JSON `{"signedPayload": "…"}`) and reports the outcome; never throws.
+    func post(_ body: [UInt8]) async -> TransportOutcome
+}
+
+/// Posts over HTTP(S) with `URLSession` (FoundationNetworking on Linux).
+public struct URLSessionTransport: NotificationTransport {
+    public var url: URL
+    /// Seconds before an attempt counts as timed out.
+    public var timeout: TimeInterval
+
+    public init(url: URL, timeout: TimeInterval = 10) {
+        self.url = url
+        self.timeout = timeout
+    }
+
+    public func post(_ body: [UInt8]) async -> TransportOutcome {
+        var request = URLRequest(url: url, timeoutInterval: timeout)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(body)
+        return await withCheckedContinuation { continuation in
+            let task = URLSession.shared.dataTask(with: request) { _, response, error in
+                if let http = response as? HTTPURLResponse {
+                    continuation.resume(returning: .status(http.statusCode))
+                } else {
+                    continuation.resume(returning: .failure(error.map { "\($0.localizedDescription)" } ?? "no response"))
+                }
+            }
+            task.resume()
+        }
+    }
+}
+
+/// One delivery attempt, at a virtual time.
+public struct DeliveryAttempt: Sendable, Hashable, Codable {
+    /// Virtual epoch milliseconds.
+    public var date: Int64
+    public var httpStatus: Int?
+    public var error: String?
+    public var succeeded: Bool
+}
+
+/// One notification and its delivery history.
+public struct DeliveryRecord: Sendable, Hashable, Codable {
+    public var notificationUUID: String
+    public var notificationType: String
+    public var subtype: String?
+    public var customerId: String?
+    public var signedDate: Int64
+    public var signedPayload: String
+    public var attempts: [DeliveryAttempt]
+    /// When the next retry is due (virtual time); nil once delivered or out of retries.
+    public var nextAttemptDate: Int64?
+
+    /// Delivered on some attempt.
+    public var delivered: Bool { attempts.contains { $0.succeeded } }
+}
+
+/// Sends notifications and retries failures on Apple's V2 schedule — 1, 12, 24, 48 and 72 hours after the
+/// previous attempt, six attempts in all — in virtual time: a retry happens when ``deliverDue(now:)`` is
+/// called with a time at or past it. Sandbox sends once. Every attempt is recorded.
+public actor NotificationSender {
+    /// Delays between attempts in Production (after the 1st, 2nd … attempt).
+    public static let retryDelays: [Int64] = [1, 12, 24, 48, 72].map { $0 * Milliseconds.hour }
+
+    private let transport: (any NotificationTransport)?
+    private let retries: Bool
+    public private(set) var records: [DeliveryRecord] = []
+
+    /// - Parameters:
+    ///   - transport: where to post; nil records notifications without sending (no attempts).
+    ///   - retries: whether failures are retried (Apple retries in Production only).
+    public init(transport: (any NotificationTransport)?, retries: Bool) {
+        self.transport = transport
+        self.retries = retries
+    }
+
+    /// Sends a new notification now (virtual `now`) and records it.
+    @discardableResult
+    public func send(_ notification: SignedNotification, now: Int64) async -> DeliveryRecord {
+        let record = DeliveryRecord(
+            notificationUUID: notification.payload.notificationUUID ?? "", notificationType: notification.payload.notificationType?.rawValue ?? "",
+            subtype: notification.payload.subtype?.rawValue, customerId: notification.customerId,
+            signedDate: notification.payload.signedDate ?? now, signedPayload: notification.signedPayload, attempts: [],
+            nextAttemptDate: transport == nil ? nil : now)
+        records.append(record)
+        await attempt(records.count - 1, at: now)
+        return records[records.count - 1]
+    }
+
+    /// The earliest pending retry, if any.
+    public func nextRetryDate() -> Int64? {
+        records.compactMap(\.nextAttemptDate).min()
+    }
+
+    /// Performs every retry due at or before `now`, in time order, each stamped with its due time.
+    public func deliverDue(now: Int64) async {
+        while let (index, due) = earliestDue(), due <= now {
+            await attempt(index, at: due)
+        }
+    }
+
+    private func earliestDue() -> (Int, Int64)? {
+        var best: (Int, Int64)?
+        for (index, record) in records.enumerated() {
+            if let due = record.nextAttemptDate, best == nil || due < best!.1 { best = (index, due) }
+        }
+        return best
+    }
+
+    private func attempt(_ index: Int, at date: Int64) async {
+        guard let transport else { return }
+        // Mark it as in flight so a reentrant deliverDue does not send it twice.
+        records[index].nextAttemptDate = nil
+        let outcome = await transport.post(Array("{\"signedPayload\":\"\(records[index].signedPayload)\"}".utf8))
+        var attempt = DeliveryAttempt(date: date, succeeded: outcome.isSuccess)
+        switch outcome {
+        case .status(let code): attempt.httpStatus = code
+        case .failure(let message): attempt.error = message
+        }
+        records[index].attempts.append(attempt)
+        let made = records[index].attempts.count
+        if !outcome.isSuccess, retries, made <= Self.retryDelays.count {
+            records[index].nextAttemptDate = date + Self.retryDelays[made - 1]
+        }
+    }
+
+    /// Notification history: every record, optionally only those not (yet) delivered.
+    public func history(onlyFailures: Bool = false) -> [DeliveryRecord] {
+        onlyFailures ? records.filter { !$0.delivered } : records
+    }
+}
+
+/// Collects notifications in memory; can be told to fail the next N posts (tests, demos).
+public actor InMemoryReceiver: NotificationTransport {
+    /// Bodies received, in order (including the ones answered with a failure).
+    public private(set) var bodies: [[UInt8]] = []
+    private var failuresLeft: Int
+    private var failureStatus: Int
+
+    /// Fails the first `failFirst` posts with `failureStatus`, then answers 200.
+    public init(failFirst: Int = 0, failureStatus: Int = 500) {
+        failuresLeft = failFirst
+        self.failureStatus = failureStatus
+    }
+
+    /// Fails the next `count` posts.
+    public func fail(next count: Int, status: Int = 500) {
+        failuresLeft = count
+        failureStatus = status
+    }
+
+    public func post(_ body: [UInt8]) async -> TransportOutcome {
+        bodies.append(body)
+        if failuresLeft > 0 {
+            failuresLeft -= 1
+            return .status(failureStatus)
+        }
+        return .status(200)
+    }
+
+    /// The `signedPayload` of every body that was answered 200… (and the failed ones too: all received).
+    public func signedPayloads() -> [String] {
+        bodies.compactMap { body in
+            (try? JSONDecoder().decode(ResponseBodyV2.self, from: Data(body)))?.signedPayload
+        }
+    }
+}
