@@ -239,3 +239,28 @@ public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible
         SimulatorError(code: "UNKNOWN_\(what.uppercased())", "no \(what) '\(id)'")
     }
 }
+
+extension Catalog {
+    /// A small catalog for demos and `entitled simulate` without `--catalog`: a "pro" group with monthly
+    /// (one-week free trial, a promotional and a win-back offer) and yearly plans, a basic monthly plan,
+    /// coins (consumable) and a lifetime unlock (non-consumable, family-shareable).
+    public static var demo: Catalog {
+        let month = ISODuration("P1M")!
+        return Catalog(
+            bundleId: "com.example.app", appAppleId: 1_234_567_890, gracePeriodDays: nil,
+            products: [
+                SimulatedProduct(
+                    id: "pro.monthly", kind: .autoRenewable, group: "pro", level: 2, period: month, price: 9990,
+                    familyShareable: true,
+                    introductoryOffer: SubscriptionOffer(discountType: .freeTrial, period: ISODuration("P1W")!),
+                    promotionalOffers: [SubscriptionOffer(id: "comeback", discountType: .payAsYouGo, period: month, periods: 3, price: 4990)],
+                    winBackOffers: [SubscriptionOffer(id: "winback", discountType: .payAsYouGo, period: month, periods: 1, price: 1990)]),
+                SimulatedProduct(
+                    id: "pro.yearly", kind: .autoRenewable, group: "pro", level: 1, period: ISODuration("P1Y")!, price: 99990,
+                    familyShareable: true),
+                SimulatedProduct(id: "basic.monthly", kind: .autoRenewable, group: "pro", level: 3, period: month, price: 4990),
+                SimulatedProduct(id: "coins", kind: .consumable, price: 990),
+                SimulatedProduct(id: "lifetime", kind: .nonConsumable, price: 199_990, familyShareable: true),
+            ])
+    }
+}

@@ -11,6 +11,7 @@ enum Entitled {
         ServeCommand.self,
         VerifyCommand.self,
         BenchCommand.self,
+        SimulateCommand.self,
         ]
     }
 
