@@ -74,7 +74,7 @@ public actor Simulator {
     public nonisolated let ca: SimulatorCA
     /// The store's state.
     public private(set) var store: SimulatedStore
-    private let signer: NotificationSigner
+    let signer: NotificationSigner
 
     /// - Parameters:
     ///   - catalog: the app and its products.

@@ -1,0 +1,174 @@
+import AppStore
+import AppStoreSimulator
+import EntitledCrypto
+import Foundation
+import HTTPServer
+import Testing
+
+/// Mints App Store Server API tokens the way a client does (test-only helper).
+struct TokenMinter {
+    let key: P256PrivateKey
+    var kid = "KEY1"
+    var iss = "issuer-1"
+    var aud = "appstoreconnect-v1"
+    var bid = bundleId
+
+    func token(iat: Int64, exp: Int64) throws -> String {
+        let header = #"{"alg":"ES256","kid":"\#(kid)","typ":"JWT"}"#
+        let claims = #"{"iss":"\#(iss)","iat":\#(iat),"exp":\#(exp),"aud":"\#(aud)","bid":"\#(bid)"}"#
+        let input = Base64.urlEncode(Array(header.utf8)) + "." + Base64.urlEncode(Array(claims.utf8))
+        return input + "." + Base64.urlEncode(try key.es256Signature(for: Array(input.utf8)))
+    }
+}
+
+struct APIClient {
+    let router: Router
+    var authorization: String?
+
+    func call(_ method: HTTPMethod, _ path: String, query: [String: String] = [:], body: String = "") async throws -> Response {
+        guard case .found(let handler, let parameters) = router.match(method, path) else { throw SimulatorError(code: "NO_ROUTE", path) }
+        var headers: HTTPHeaders = [:]
+        if let authorization { headers.add("Authorization", authorization) }
+        let request = Request(
+            method: method, path: path, query: query, headers: headers, body: Array(body.utf8), pathParameters: parameters)
+        switch handler {
+        case .async(let run): return try await run(request)
+        case .inline(let run): return try run(request)
+        }
+    }
+
+    func json<T: Decodable>(_ type: T.Type, _ method: HTTPMethod, _ path: String, query: [String: String] = [:], body: String = "")
+        async throws -> T
+    {
+        let response = try await call(method, path, query: query, body: body)
+        #expect(response.status == 200, "\(path): \(String(decoding: response.body, as: UTF8.self))")
+        return try JSONDecoder().decode(T.self, from: Data(response.body))
+    }
+}
+
+@Suite struct ServerAPITests {
+    func setUp(_ h: Harness) throws -> (APIClient, TokenMinter) {
+        let key = try P256PrivateKey()
+        var router = Router()
+        FakeServerAPI.register(
+            h.simulator, keys: [APIKey(keyId: "KEY1", issuerId: "issuer-1", publicKey: try key.publicKey)], on: &router)
+        let minter = TokenMinter(key: key)
+        let now = start / 1000
+        return (APIClient(router: router, authorization: "Bearer " + (try minter.token(iat: now, exp: now + 300))), minter)
+    }
+
+    @Test func jwtClaimsAreChecked() async throws {
+        let h = try await Harness()
+        let (client, minter) = try setUp(h)
+        let now = start / 1000
+        func status(_ authorization: String?) async throws -> Int {
+            var c = client
+            c.authorization = authorization
+            return try await c.call(.post, "/inApps/v1/notifications/test").status
+        }
+        #expect(try await status(nil) == 401)
+        #expect(try await status("Bearer x.y.z") == 401)
+        var wrong = minter
+        wrong.aud = "appstoreconnect-v2"
+        #expect(try await status("Bearer " + wrong.token(iat: now, exp: now + 300)) == 401)
+        wrong = minter
+        wrong.kid = "OTHER"
+        #expect(try await status("Bearer " + wrong.token(iat: now, exp: now + 300)) == 401)
+        wrong = minter
+        wrong.iss = "someone-else"
+        #expect(try await status("Bearer " + wrong.token(iat: now, exp: now + 300)) == 401)
+        wrong = minter
+        wrong.bid = "com.other"
+        #expect(try await status("Bearer " + wrong.token(iat: now, exp: now + 300)) == 401)
+        #expect(try await status("Bearer " + minter.token(iat: now - 600, exp: now - 1)) == 401)  // expired (virtual time)
+        #expect(try await status("Bearer " + minter.token(iat: now, exp: now + 7200)) == 401)  // over 60 minutes
+        let forged = try TokenMinter(key: P256PrivateKey()).token(iat: now, exp: now + 300)
+        #expect(try await status("Bearer " + forged) == 401)
+        #expect(try await status(client.authorization) == 200)
+    }
+
+    @Test func transactionInfoHistoryPagingAndStatuses() async throws {
+        let h = try await Harness()
+        let (client, _) = try setUp(h)
+        let sub = try await h.perform("purchase") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+        }
+        for _ in 0..<24 {
+            try await h.perform("purchase") {
+                $0.customer = "alice"
+                $0.product = "coins"
+            }
+        }
+        try await h.perform("purchase") {
+            $0.customer = "bob"
+            $0.product = "coins"
+        }
+        let id = sub[0].transaction!.transactionId!
+        let info = try await client.json(TransactionInfoResponse.self, .get, "/inApps/v1/transactions/\(id)")
+        let tx = try h.verifier.verifySynchronously(info.signedTransactionInfo!, as: JWSTransactionDecodedPayload.self).value
+        #expect(tx.productId == "pro.monthly")
+        #expect(try await client.call(.get, "/inApps/v1/transactions/999").status == 404)
+
+        let first = try await client.json(HistoryResponse.self, .get, "/inApps/v2/history/\(id)")
+        #expect(first.signedTransactions?.count == 20)
+        #expect(first.hasMore == true)
+        let second = try await client.json(HistoryResponse.self, .get, "/inApps/v2/history/\(id)", query: ["revision": first.revision!])
+        #expect(second.signedTransactions?.count == 5)  // bob's purchase is not alice's
+        #expect(second.hasMore == false)
+        let subsOnly = try await client.json(
+            HistoryResponse.self, .get, "/inApps/v2/history/\(id)", query: ["productId": "pro.monthly"])
+        #expect(subsOnly.signedTransactions?.count == 1)
+        #expect(try await client.call(.get, "/inApps/v2/history/\(id)", query: ["revision": "garbage!"]).status == 400)
+
+        let statuses = try await client.json(StatusResponse.self, .get, "/inApps/v1/subscriptions/\(id)")
+        #expect(statuses.data?.first?.subscriptionGroupIdentifier == "pro")
+        let last = try #require(statuses.data?.first?.lastTransactions?.first)
+        #expect(last.status == .active)
+        let renewal = try h.verifier.verifySynchronously(last.signedRenewalInfo!, as: JWSRenewalInfoDecodedPayload.self).value
+        #expect(renewal.autoRenewStatus == .on)
+        let expiredOnly = try await client.json(
+            StatusResponse.self, .get, "/inApps/v1/subscriptions/\(id)", query: ["status": "2"])
+        #expect(expiredOnly.data?.isEmpty == true)
+    }
+
+    @Test func notificationHistoryWithOnlyFailuresAndTestNotificationStatus() async throws {
+        let h = try await Harness(environment: .production, failFirst: 1)
+        var (client, minter) = try setUp(h)
+        try await h.perform("purchase") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+        }
+        let range = #"{"startDate": \#(start), "endDate": \#(start + 400 * Milliseconds.day)"#
+        var failures = try await client.json(
+            NotificationHistoryResponse.self, .post, "/inApps/v1/notifications/history", body: range + #", "onlyFailures": true}"#)
+        #expect(failures.notificationHistory?.count == 1)
+        #expect(failures.notificationHistory?.first?.sendAttempts?.first?.sendAttemptResult == .unsuccessfulHTTPResponseCode)
+        try await h.advance("P1Y")  // the retry succeeds, then 12 renewals
+        // Tokens are checked against virtual time: the first one expired a year ago.
+        #expect(try await client.call(.post, "/inApps/v1/notifications/history", body: range + "}").status == 401)
+        let now = h.simulator.now / 1000
+        client.authorization = "Bearer " + (try minter.token(iat: now, exp: now + 300))
+        failures = try await client.json(
+            NotificationHistoryResponse.self, .post, "/inApps/v1/notifications/history", body: range + #", "onlyFailures": true}"#)
+        #expect(failures.notificationHistory?.isEmpty == true)
+
+        let tokenResponse = try await client.json(SendTestNotificationResponse.self, .post, "/inApps/v1/notifications/test")
+        let token = try #require(tokenResponse.testNotificationToken)
+        let status = try await client.json(CheckTestNotificationResponse.self, .get, "/inApps/v1/notifications/test/\(token)")
+        #expect(status.sendAttempts?.first?.sendAttemptResult == .success)
+        let test = try h.verifier.verifySynchronously(status.signedPayload!, as: ResponseBodyV2DecodedPayload.self).value
+        #expect(test.notificationType == .test)
+
+        // 1 SUBSCRIBED + 12 DID_RENEW + 1 TEST in range = 14 → 20 per page means one page; filter by type pages too.
+        let all = try await client.json(
+            NotificationHistoryResponse.self, .post, "/inApps/v1/notifications/history", body: range + "}")
+        #expect(all.notificationHistory?.count == 14)
+        #expect(all.hasMore == false)
+        let renewals = try await client.json(
+            NotificationHistoryResponse.self, .post, "/inApps/v1/notifications/history",
+            body: range + #", "notificationType": "DID_RENEW"}"#)
+        #expect(renewals.notificationHistory?.count == 12)
+        #expect(try await client.call(.post, "/inApps/v1/notifications/history", body: "{}").status == 400)
+    }
+}
