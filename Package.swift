@@ -63,7 +63,7 @@ let package = Package(
             name: "entitled",
             dependencies: [
                 "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting",
-                "Entitlements", "Storage", "AppStoreSimulator",
+                "Entitlements", "Storage", "AppStoreSimulator", "EntitledCrypto",
             ],
             swiftSettings: swiftSettings),
 

@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreSimulator
+import EntitledCrypto
 import Foundation
 import HTTPServer
 
@@ -11,6 +12,7 @@ enum SimulateCommand: Command {
         Usage: entitled simulate [--data DIR] [--listen HOST:PORT] [--target URL] [--scenario FILE]
                                  [--catalog FILE | --storekit FILE] [--bundle-id ID]
                                  [--environment Sandbox|Production] [--start EPOCH_MS]
+                                 [--api-key P8FILE --key-id KID --issuer-id ISS]
 
         A local App Store: customers, a catalog and a virtual clock. Every action produces the V2
         notifications Apple sends, signed with the simulator's test CA, and posts them to --target.
@@ -32,6 +34,10 @@ enum SimulateCommand: Command {
           --bundle-id ID      the app's bundle identifier (with --storekit; overrides the catalog's)
           --environment ENV   Sandbox (default) or Production
           --start EPOCH_MS    the virtual clock's start (default: the wall clock at startup)
+          --api-key P8FILE    also serve a fake App Store Server API (/inApps/...) on --listen,
+                              accepting ES256 tokens signed with this .p8 key (PKCS#8 PEM) with
+                              header kid --key-id and claim iss --issuer-id; exp is checked
+                              against the virtual clock
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
@@ -44,7 +50,24 @@ enum SimulateCommand: Command {
         let bundleIdOption = try arguments.option("--bundle-id")
         let environmentName = try arguments.option("--environment") ?? "Sandbox"
         let startOption = try arguments.option("--start", as: "epoch milliseconds") { Int64($0) }
+        let apiKeyPath = try arguments.option("--api-key")
+        let keyId = try arguments.option("--key-id")
+        let issuerId = try arguments.option("--issuer-id")
         try arguments.finish()
+
+        var apiKeys: [APIKey] = []
+        if let apiKeyPath {
+            guard let keyId, let issuerId else { throw UsageError("--api-key needs --key-id and --issuer-id") }
+            guard listen != nil else { throw UsageError("--api-key needs --listen") }
+            let pem = String(decoding: try read(apiKeyPath), as: UTF8.self)
+            do {
+                apiKeys.append(APIKey(keyId: keyId, issuerId: issuerId, publicKey: try P256PrivateKey(pem: pem).publicKey))
+            } catch {
+                throw UsageError("\(apiKeyPath) is not a P-256 private key in PEM")
+            }
+        } else if keyId != nil || issuerId != nil {
+            throw UsageError("--key-id and --issuer-id go with --api-key")
+        }
 
         let environment = AppStoreEnvironment(rawValue: environmentName)
         guard environment == .sandbox || environment == .production else {
@@ -98,7 +121,9 @@ enum SimulateCommand: Command {
         configuration.host = listenAddress.host
         configuration.port = listenAddress.port
         configuration.accessLog = nil
-        let server = HTTPServer(configuration: configuration, router: ControlAPI.router(for: simulator))
+        var router = ControlAPI.router(for: simulator)
+        if !apiKeys.isEmpty { FakeServerAPI.register(simulator, keys: apiKeys, on: &router) }
+        let server = HTTPServer(configuration: configuration, router: router)
         do {
             try server.start()
         } catch {
