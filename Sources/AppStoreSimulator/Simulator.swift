@@ -102,6 +102,14 @@ public actor Simulator {
     public func apply(_ change: (inout SimulatedStore, Int64) throws -> [PendingNotification]) async throws
         -> [SignedNotification]
     {
+        await acquire()
+        defer { release() }
+        return try await applyLocked(change)
+    }
+
+    private func applyLocked(_ change: (inout SimulatedStore, Int64) throws -> [PendingNotification]) async throws
+        -> [SignedNotification]
+    {
         let now = clock.nowMilliseconds()
         let pending = try change(&store, now)
         return try await emit(pending)
@@ -120,12 +128,20 @@ public actor Simulator {
     /// Moves the clock forward by `duration`, running every renewal, billing milestone and delivery retry on the way.
     @discardableResult
     public func advance(by duration: ISODuration) async throws -> [SignedNotification] {
-        try await advance(to: duration.added(to: clock.nowMilliseconds()))
+        await acquire()
+        defer { release() }
+        return try await advanceLocked(to: duration.added(to: clock.nowMilliseconds()))
     }
 
     /// Moves the clock forward to `target` (virtual epoch milliseconds), event by event.
     @discardableResult
     public func advance(to target: Int64) async throws -> [SignedNotification] {
+        await acquire()
+        defer { release() }
+        return try await advanceLocked(to: target)
+    }
+
+    private func advanceLocked(to target: Int64) async throws -> [SignedNotification] {
         var out: [SignedNotification] = []
         while true {
             let storeDue = store.nextDueTime()
@@ -145,6 +161,12 @@ public actor Simulator {
     /// Performs one action (see ``ActionRequest`` for names and fields) at the virtual now.
     @discardableResult
     public func perform(_ request: ActionRequest) async throws -> [SignedNotification] {
+        await acquire()
+        defer { release() }
+        return try await performLocked(request)
+    }
+
+    private func performLocked(_ request: ActionRequest) async throws -> [SignedNotification] {
         func need<T>(_ value: T?, _ name: String) throws -> T {
             guard let value else { throw SimulatorError.invalid("\(request.action) needs '\(name)'") }
             return value
@@ -162,7 +184,7 @@ public actor Simulator {
             let id = try need(request.customer, "customer")
             let ok = try paymentOK() ?? true
             let storefront = request.storefront ?? "USA"
-            return try await apply { store, _ in
+            return try await applyLocked { store, _ in
                 store.addCustomer(id, storefront: storefront, paymentSucceeds: ok)
                 return []
             }
@@ -178,7 +200,7 @@ public actor Simulator {
             case "winBack", "winback": choice = .winBack(try need(request.offerId, "offerId"))
             case let other?: throw SimulatorError.invalid("unknown offer kind '\(other)'")
             }
-            return try await apply {
+            return try await applyLocked {
                 try $0.purchase(
                     customer, product: product, offer: choice, appAccountToken: request.appAccountToken,
                     quantity: request.quantity ?? 1, now: $1)
@@ -186,75 +208,75 @@ public actor Simulator {
         case "advance":
             let text = try need(request.by, "by")
             guard let duration = ISODuration(text) else { throw SimulatorError.invalid("'\(text)' is not an ISO 8601 duration") }
-            return try await advance(by: duration)
+            return try await advanceLocked(to: duration.added(to: clock.nowMilliseconds()))
         case "autoRenew":
             let (customer, product, enabled) = (try need(request.customer, "customer"), try need(request.product, "product"), try need(request.enabled, "enabled"))
-            return try await apply { try $0.setAutoRenew(customer, product: product, enabled: enabled, now: $1) }
+            return try await applyLocked { try $0.setAutoRenew(customer, product: product, enabled: enabled, now: $1) }
         case "upgrade", "downgrade", "crossgrade", "changeProduct":
             let (customer, product, to) = (try need(request.customer, "customer"), try need(request.product, "product"), try need(request.to, "to"))
-            return try await apply { try $0.changeProduct(customer, from: product, to: to, now: $1) }
+            return try await applyLocked { try $0.changeProduct(customer, from: product, to: to, now: $1) }
         case "paymentMethod":
             let customer = try need(request.customer, "customer")
             let ok = try need(try paymentOK(), "paymentMethod")
-            return try await apply { try $0.setPaymentMethod(customer, succeeds: ok, now: $1) }
+            return try await applyLocked { try $0.setPaymentMethod(customer, succeeds: ok, now: $1) }
         case "gracePeriod":
             let days = try need(request.days, "days")
-            return try await apply { store, _ in
+            return try await applyLocked { store, _ in
                 store.catalog.gracePeriodDays = days > 0 ? days : nil
                 return []
             }
         case "priceIncrease":
             let (product, price) = (try need(request.product, "product"), try need(request.price, "price"))
-            return try await apply {
+            return try await applyLocked {
                 try $0.priceIncrease(product: product, newPrice: price, consentRequired: request.consentRequired ?? true, now: $1)
             }
         case "priceIncreaseResponse":
             let (customer, product, accept) = (try need(request.customer, "customer"), try need(request.product, "product"), try need(request.accept, "accept"))
-            return try await apply { try $0.respondToPriceIncrease(customer, product: product, accept: accept, now: $1) }
+            return try await applyLocked { try $0.respondToPriceIncrease(customer, product: product, accept: accept, now: $1) }
         case "refund":
             let (customer, product) = (try need(request.customer, "customer"), try need(request.product, "product"))
             let reason: RevocationReason = request.reason == "appIssue" ? .appIssue : .other
-            return try await apply {
+            return try await applyLocked {
                 try $0.refund(customer, product: product, transactionId: request.transactionId, reason: reason,
                     prorated: request.prorated ?? false, now: $1)
             }
         case "refundDeclined":
             let (customer, product) = (try need(request.customer, "customer"), try need(request.product, "product"))
-            return try await apply { try $0.refundDeclined(customer, product: product, transactionId: request.transactionId, now: $1) }
+            return try await applyLocked { try $0.refundDeclined(customer, product: product, transactionId: request.transactionId, now: $1) }
         case "refundReversed":
             let (customer, product) = (try need(request.customer, "customer"), try need(request.product, "product"))
-            return try await apply { try $0.refundReversed(customer, product: product, transactionId: request.transactionId, now: $1) }
+            return try await applyLocked { try $0.refundReversed(customer, product: product, transactionId: request.transactionId, now: $1) }
         case "consumptionRequest":
             let (customer, product) = (try need(request.customer, "customer"), try need(request.product, "product"))
             let reason = request.reason.map(ConsumptionRequestReason.init(rawValue:)) ?? .unintendedPurchase
-            return try await apply { try $0.consumptionRequest(customer, product: product, reason: reason, now: $1) }
+            return try await applyLocked { try $0.consumptionRequest(customer, product: product, reason: reason, now: $1) }
         case "family":
             let (family, members) = (try need(request.family, "family"), try need(request.members, "members"))
-            return try await apply { try $0.createFamily(family, members: members, now: $1) }
+            return try await applyLocked { try $0.createFamily(family, members: members, now: $1) }
         case "joinFamily":
             let (family, customer) = (try need(request.family, "family"), try need(request.customer, "customer"))
-            return try await apply { try $0.joinFamily(family, customer: customer, now: $1) }
+            return try await applyLocked { try $0.joinFamily(family, customer: customer, now: $1) }
         case "leaveFamily":
             let customer = try need(request.customer, "customer")
-            return try await apply { try $0.leaveFamily(customer, now: $1) }
+            return try await applyLocked { try $0.leaveFamily(customer, now: $1) }
         case "familySharing":
             let (customer, product, enabled) = (try need(request.customer, "customer"), try need(request.product, "product"), try need(request.enabled, "enabled"))
-            return try await apply { try $0.setFamilySharing(customer, product: product, enabled: enabled, now: $1) }
+            return try await applyLocked { try $0.setFamilySharing(customer, product: product, enabled: enabled, now: $1) }
         case "extendRenewal":
             let (customer, product, days) = (try need(request.customer, "customer"), try need(request.product, "product"), try need(request.days, "days"))
-            return try await apply { try $0.extendRenewalDate(customer, product: product, days: days, now: $1) }
+            return try await applyLocked { try $0.extendRenewalDate(customer, product: product, days: days, now: $1) }
         case "massExtendRenewal":
             let (product, days) = (try need(request.product, "product"), try need(request.days, "days"))
             let requestId = request.requestIdentifier ?? UUID().uuidString.lowercased()
-            return try await apply {
+            return try await applyLocked {
                 try $0.massExtendRenewalDate(product: product, days: days, requestIdentifier: requestId,
                     storefronts: request.storefronts ?? [], now: $1)
             }
         case "test":
-            return try await apply { store, now in [store.testNotification(now: now)] }
+            return try await applyLocked { store, now in [store.testNotification(now: now)] }
         case "storefront":
             let (customer, storefront) = (try need(request.customer, "customer"), try need(request.storefront, "storefront"))
-            return try await apply { store, _ in
+            return try await applyLocked { store, _ in
                 try store.changeStorefront(customer, to: storefront)
                 return []
             }
@@ -268,6 +290,8 @@ public actor Simulator {
     /// clock is advanced to it first (a step never moves time backwards).
     @discardableResult
     public func run(scenario text: String) async throws -> [SignedNotification] {
+        await acquire()
+        defer { release() }
         let start = clock.nowMilliseconds()
         var out: [SignedNotification] = []
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -284,15 +308,38 @@ public actor Simulator {
                     throw SimulatorError(code: "INVALID_SCENARIO", "line \(number + 1): '\(at)' is not an ISO 8601 duration")
                 }
                 let target = offset.added(to: start)
-                if target > clock.nowMilliseconds() { out += try await advance(to: target) }
+                if target > clock.nowMilliseconds() { out += try await advanceLocked(to: target) }
             }
             do {
-                out += try await perform(request)
+                out += try await performLocked(request)
             } catch let error as SimulatorError {
                 throw SimulatorError(code: error.code, "line \(number + 1): \(error.message)")
             }
         }
         return out
+    }
+
+    // MARK: - Serialising actions
+
+    // Actions suspend while notifications are delivered; without this gate a second request could run
+    // in the middle of an advance, at an intermediate virtual time. Requests run one at a time, FIFO.
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    private func acquire() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    private func release() {
+        if waiters.isEmpty {
+            busy = false
+        } else {
+            waiters.removeFirst().resume()
+        }
     }
 
     /// A JSON-friendly snapshot of the state.

@@ -283,6 +283,9 @@ public struct SimulatedStore: Sendable {
         let existingId = try activeOrLatestSubscription(customerId, group: group)
         let existing = existingId.flatMap { subscriptions[$0] }
         let isActive = existing.map { $0.state == .active || $0.state == .gracePeriod } ?? false
+        if existing?.state == .billingRetry {
+            throw .invalid("\(customerId)'s subscription in \(group) is in billing retry; fix the payment method to recover it")
+        }
 
         // Resolve the offer and its eligibility.
         var applied: AppliedOffer?

@@ -207,3 +207,30 @@ func startServer(_ router: Router) throws -> HTTPServer {
         await receiver.shutdown()
     }
 }
+
+@Suite struct ConcurrencyTests {
+    @Test func concurrentRequestsRunOneAtATime() async throws {
+        let h = try await Harness()
+        try await h.perform("purchase") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+        }
+        let simulator = h.simulator
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await simulator.advance(by: ISODuration("P6M")!) }
+            for _ in 0..<10 {
+                group.addTask {
+                    var request = ActionRequest("purchase")
+                    request.customer = "bob"
+                    request.product = "coins"
+                    try await simulator.perform(request)
+                }
+            }
+            try await group.waitForAll()
+        }
+        let records = await simulator.sender.history()
+        #expect(records.count == 1 + 6 + 10)
+        #expect(records.filter { $0.notificationType == "DID_RENEW" }.count == 6)
+        #expect(zip(records, records.dropFirst()).allSatisfy { $0.signedDate <= $1.signedDate })
+    }
+}
