@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+
+@Suite struct SimulateCLITests {
+    @Test func runsAScenarioAndPersistsTheCA() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("simulate-cli-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let scenario = folder.appendingPathComponent("s.jsonl")
+        try Data(
+            """
+            {"action": "customer", "customer": "alice"}
+            {"action": "purchase", "customer": "alice", "product": "pro.monthly"}
+            {"at": "P1M", "action": "test"}
+            """.utf8
+        ).write(to: scenario)
+        let data = folder.appendingPathComponent("data").path
+        let result = try await CLI.run(["simulate", "--data", data, "--scenario", scenario.path, "--start", "1768435200000"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines.first?.contains(#""notificationType":"SUBSCRIBED","subtype":"INITIAL_BUY","status":1"#) == true)
+        #expect(lines.dropFirst().first?.contains(#""signedDate":"2026-02-15T00:00:00.000Z""#) == true)
+        #expect(FileManager.default.fileExists(atPath: data + "/ca/root.der"))
+        let root = try Data(contentsOf: URL(fileURLWithPath: data + "/ca/root.der"))
+        // A second run reuses the CA.
+        let again = try await CLI.run(["simulate", "--data", data, "--start", "1768435200000"])
+        #expect(again.status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: data + "/ca/root.der")) == root)
+    }
+
+    @Test func badInputIsAUsageError() async throws {
+        #expect(try await CLI.run(["simulate", "--environment", "Moon"]).status == 2)
+        #expect(try await CLI.run(["simulate", "--storekit", "x.storekit"]).status == 2)
+        #expect(try await CLI.run(["simulate", "--bogus"]).status == 2)
+        let help = try await CLI.run(["simulate", "--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("--scenario FILE"))
+    }
+
+    @Test func aFailingScenarioLineIsARuntimeFailure() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("simulate-cli-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let scenario = folder.appendingPathComponent("s.jsonl")
+        try Data(#"{"action": "purchase", "customer": "nobody", "product": "coins"}"#.utf8).write(to: scenario)
+        let result = try await CLI.run(["simulate", "--data", folder.appendingPathComponent("d").path, "--scenario", scenario.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("line 1"))
+    }
+}
