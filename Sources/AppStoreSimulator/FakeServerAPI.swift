@@ -92,6 +92,11 @@ public struct APITokenVerifier: Sendable {
 /// - `GET /inApps/v1/subscriptions/{transactionId}?status=`
 /// - `POST /inApps/v1/notifications/history?paginationToken=` with `onlyFailures` (20 per page)
 /// - `POST /inApps/v1/notifications/test`, `GET /inApps/v1/notifications/test/{testNotificationToken}`
+/// - `GET /inApps/v2/refund/lookup/{transactionId}?revision`
+/// - `PUT /inApps/v1/subscriptions/extend/{originalTransactionId}`, `POST /inApps/v1/subscriptions/extend/mass`,
+///   `GET /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}`
+/// - `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`
+/// - `PUT /inApps/v1/transactions/consumption/{transactionId}` (recorded, 202)
 ///
 /// Every request needs a valid bearer token (``APITokenVerifier``), checked against the virtual clock.
 /// Errors answer Apple's `{errorCode, errorMessage}`.
@@ -174,6 +179,99 @@ public enum FakeServerAPI {
                 throw Failure(status: 404, code: .testNotificationNotFound, message: "Test notification not found.")
             }
             return try .json(response)
+        }
+        registerMore(simulator, route)
+    }
+
+    /// Adds the write endpoints and refund lookup (split out to keep ``register(_:keys:on:)`` readable).
+    static func registerMore(
+        _ simulator: Simulator,
+        _ route: (HTTPMethod, String, @escaping @Sendable (Request) async throws -> Response) -> Void
+    ) {
+        route(.get, "/inApps/v2/refund/lookup/{transactionId}") { request in
+            let id = try request.parameter("transactionId")
+            let start = try decodeToken(request.query["revision"])
+            guard let page = try await simulator.transactionHistory(id, from: start, descending: false, productId: nil, revoked: true)
+            else { throw Failure(status: 404, code: .transactionIdNotFound, message: "Transaction id not found.") }
+            return try .json(RefundHistoryResponse(signedTransactions: page.signedTransactions, revision: page.revision, hasMore: page.hasMore))
+        }
+        route(.put, "/inApps/v1/subscriptions/extend/{originalTransactionId}") { request in
+            let id = try request.parameter("originalTransactionId")
+            guard let body = try? JSONDecoder().decode(ExtendRenewalDateRequest.self, from: Data(request.body)),
+                let days = body.extendByDays
+            else { throw Failure(status: 400, code: .generalBadRequest, message: "extendByDays is required.") }
+            guard (1...90).contains(days) else {
+                throw Failure(status: 400, code: .invalidExtendByDays, message: "extendByDays is 1 to 90.")
+            }
+            guard body.requestIdentifier?.isEmpty == false else {
+                throw Failure(status: 400, code: .invalidRequestIdentifier, message: "requestIdentifier is required.")
+            }
+            return try await simulator.extendThroughAPI(id, days: Int(days))
+        }
+        route(.post, "/inApps/v1/subscriptions/extend/mass") { request in
+            guard let body = try? JSONDecoder().decode(MassExtendRenewalDateRequest.self, from: Data(request.body)),
+                let days = body.extendByDays, let productId = body.productId
+            else { throw Failure(status: 400, code: .generalBadRequest, message: "extendByDays and productId are required.") }
+            guard (1...90).contains(days) else {
+                throw Failure(status: 400, code: .invalidExtendByDays, message: "extendByDays is 1 to 90.")
+            }
+            guard let requestIdentifier = body.requestIdentifier, !requestIdentifier.isEmpty else {
+                throw Failure(status: 400, code: .invalidRequestIdentifier, message: "requestIdentifier is required.")
+            }
+            var action = ActionRequest("massExtendRenewal")
+            action.product = productId
+            action.days = Int(days)
+            action.requestIdentifier = requestIdentifier
+            action.storefronts = body.storefrontCountryCodes
+            let sent: [SignedNotification]
+            do {
+                sent = try await simulator.perform(action)
+            } catch let error as SimulatorError {
+                throw Failure(status: 400, code: .invalidProductId, message: error.message)
+            }
+            let summary = sent.last?.payload.summary
+            await simulator.recordMassExtension(
+                MassExtendRenewalDateStatusResponse(
+                    requestIdentifier: requestIdentifier, complete: true, completeDate: simulator.now,
+                    succeededCount: summary?.succeededCount ?? 0, failedCount: summary?.failedCount ?? 0))
+            return try .json(MassExtendRenewalDateResponse(requestIdentifier: requestIdentifier))
+        }
+        route(.get, "/inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}") { request in
+            let id = try request.parameter("requestIdentifier")
+            guard let status = await simulator.massExtensions[id] else {
+                throw Failure(status: 404, code: .statusRequestNotFound, message: "No such mass extension request.")
+            }
+            return try .json(status)
+        }
+        route(.put, "/inApps/v1/transactions/{originalTransactionId}/appAccountToken") { request in
+            let id = try request.parameter("originalTransactionId")
+            guard let body = try? JSONDecoder().decode(UpdateAppAccountTokenRequest.self, from: Data(request.body)),
+                let token = body.appAccountToken
+            else { throw Failure(status: 400, code: .invalidAppAccountTokenUUID, message: "appAccountToken is required.") }
+            do {
+                try await simulator.apply { store, _ in
+                    try store.setAppAccountToken(originalTransactionId: id, token: token)
+                    return []
+                }
+            } catch let error as SimulatorError {
+                switch error.code {
+                case "FAMILY_SHARED": throw Failure(status: 400, code: .familyTransactionNotSupported, message: error.message)
+                case "INVALID_APP_ACCOUNT_TOKEN": throw Failure(status: 400, code: .invalidAppAccountTokenUUID, message: error.message)
+                default: throw Failure(status: 404, code: .transactionIdNotFound, message: error.message)
+                }
+            }
+            return Response(status: 200)
+        }
+        route(.put, "/inApps/v1/transactions/consumption/{transactionId}") { request in
+            let id = try request.parameter("transactionId")
+            guard await simulator.store.transactions[id] != nil else {
+                throw Failure(status: 404, code: .transactionIdNotFound, message: "Transaction id not found.")
+            }
+            guard (try? JSONDecoder().decode(ConsumptionRequest.self, from: Data(request.body))) != nil else {
+                throw Failure(status: 400, code: .generalBadRequest, message: "Invalid consumption information.")
+            }
+            await simulator.recordConsumptionInformation(id, body: request.body)
+            return Response(status: 202)
         }
     }
 
@@ -284,6 +382,31 @@ extension Simulator {
             result = .noResponse
         }
         return SendAttemptItem(attemptDate: attempt.date, sendAttemptResult: result)
+    }
+
+    /// Extend a Subscription Renewal Date for one original transaction: `RENEWAL_EXTENDED`, and Apple's answer.
+    func extendThroughAPI(_ originalTransactionId: String, days: Int) async throws -> Response {
+        guard let sub = store.subscriptions[originalTransactionId] else {
+            throw FakeServerAPI.Failure(status: 404, code: .originalTransactionIdNotFound, message: "Original transaction id not found.")
+        }
+        if sub.isFamilyShared {
+            throw FakeServerAPI.Failure(
+                status: 403, code: .familySharedSubscriptionExtensionIneligible, message: "Family-shared subscriptions cannot be extended.")
+        }
+        guard sub.state == .active else {
+            throw FakeServerAPI.Failure(status: 403, code: .subscriptionExtensionIneligible, message: "The subscription is not active.")
+        }
+        var action = ActionRequest("extendRenewal")
+        action.customer = sub.customerId
+        action.product = sub.productId
+        action.days = days
+        let sent = try await perform(action)
+        let effective = store.subscriptions[originalTransactionId]?.expiresDate
+        let tx = store.transactions[store.subscriptions[originalTransactionId]?.latestTransactionId ?? ""]
+        return try .json(
+            ExtendRenewalDateResponse(
+                originalTransactionId: originalTransactionId, webOrderLineItemId: tx?.webOrderLineItemId, success: !sent.isEmpty,
+                effectiveDate: effective))
     }
 
     /// Sends a `TEST` notification now and returns its token (its notificationUUID).

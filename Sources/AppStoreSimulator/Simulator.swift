@@ -75,6 +75,10 @@ public actor Simulator {
     /// The store's state.
     public private(set) var store: SimulatedStore
     let signer: NotificationSigner
+    /// Mass renewal-date extensions by request identifier (for the fake Server API's status endpoint).
+    var massExtensions: [String: MassExtendRenewalDateStatusResponse] = [:]
+    /// Consumption information sent through the fake Server API, by transaction id (raw JSON bodies).
+    public private(set) var consumptionInformation: [String: [UInt8]] = [:]
 
     /// - Parameters:
     ///   - catalog: the app and its products.
@@ -317,6 +321,16 @@ public actor Simulator {
             }
         }
         return out
+    }
+
+    /// Records consumption information for a transaction (fake Server API).
+    func recordConsumptionInformation(_ transactionId: String, body: [UInt8]) {
+        consumptionInformation[transactionId] = body
+    }
+
+    /// Records a mass extension's outcome (fake Server API).
+    func recordMassExtension(_ status: MassExtendRenewalDateStatusResponse) {
+        if let id = status.requestIdentifier { massExtensions[id] = status }
     }
 
     // MARK: - Serialising actions

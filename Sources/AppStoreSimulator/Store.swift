@@ -671,6 +671,22 @@ public struct SimulatedStore: Sendable {
         }
     }
 
+    /// Sets (backfills) the app account token of an original transaction: the subscription's, or a
+    /// one-time purchase's. Family-shared transactions are refused, as Apple does (4000185).
+    public mutating func setAppAccountToken(originalTransactionId id: String, token: String) throws(SimulatorError) {
+        guard UUID(uuidString: token) != nil else { throw SimulatorError(code: "INVALID_APP_ACCOUNT_TOKEN", "not a UUID") }
+        if var sub = subscriptions[id] {
+            guard !sub.isFamilyShared else { throw SimulatorError(code: "FAMILY_SHARED", "family-shared transaction") }
+            sub.appAccountToken = token.lowercased()
+            subscriptions[id] = sub
+            return
+        }
+        guard var tx = transactions[id], tx.originalTransactionId == id else { throw .unknown("transaction", id) }
+        guard tx.inAppOwnershipType != .familyShared else { throw SimulatorError(code: "FAMILY_SHARED", "family-shared transaction") }
+        tx.appAccountToken = token.lowercased()
+        transactions[id] = tx
+    }
+
     /// The `TEST` notification (no signed transaction or renewal info).
     public func testNotification(now: Int64) -> PendingNotification {
         PendingNotification(type: .test, date: now)

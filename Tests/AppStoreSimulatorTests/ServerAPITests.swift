@@ -172,3 +172,68 @@ struct APIClient {
         #expect(try await client.call(.post, "/inApps/v1/notifications/history", body: "{}").status == 400)
     }
 }
+
+@Suite struct ServerAPIWriteTests {
+    @Test func extendRefundLookupAppAccountTokenAndConsumption() async throws {
+        let h = try await Harness()
+        let key = try P256PrivateKey()
+        var router = Router()
+        FakeServerAPI.register(h.simulator, keys: [APIKey(keyId: "KEY1", issuerId: "issuer-1", publicKey: try key.publicKey)], on: &router)
+        let now = start / 1000
+        let client = APIClient(router: router, authorization: "Bearer " + (try TokenMinter(key: key).token(iat: now, exp: now + 300)))
+        try await h.perform("family") {
+            $0.family = "f"
+            $0.members = ["alice", "bob"]
+        }
+        let bought = try await h.perform("purchase") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+        }
+        let original = bought[0].transaction!.originalTransactionId!
+        let shared = bought[1].transaction!.originalTransactionId!
+        let expiry = bought[0].transaction!.expiresDate!
+
+        let extended = try await client.json(
+            ExtendRenewalDateResponse.self, .put, "/inApps/v1/subscriptions/extend/\(original)",
+            body: #"{"extendByDays": 7, "extendReasonCode": 1, "requestIdentifier": "r1"}"#)
+        #expect(extended.success == true)
+        #expect(extended.effectiveDate == expiry + 7 * Milliseconds.day)
+        #expect(try await client.call(.put, "/inApps/v1/subscriptions/extend/\(shared)",
+            body: #"{"extendByDays": 7, "extendReasonCode": 1, "requestIdentifier": "r2"}"#).status == 403)
+        #expect(try await client.call(.put, "/inApps/v1/subscriptions/extend/\(original)",
+            body: #"{"extendByDays": 91, "extendReasonCode": 1, "requestIdentifier": "r3"}"#).status == 400)
+        let history = await h.simulator.sender.history()
+        #expect(history.contains { $0.notificationType == "RENEWAL_EXTENDED" })
+
+        let mass = try await client.json(
+            MassExtendRenewalDateResponse.self, .post, "/inApps/v1/subscriptions/extend/mass",
+            body: #"{"extendByDays": 3, "extendReasonCode": 1, "requestIdentifier": "mass-1", "productId": "pro.monthly"}"#)
+        #expect(mass.requestIdentifier == "mass-1")
+        let status = try await client.json(
+            MassExtendRenewalDateStatusResponse.self, .get, "/inApps/v1/subscriptions/extend/mass/pro.monthly/mass-1")
+        #expect(status.complete == true)
+        #expect(status.succeededCount == 1)
+
+        let token = "7d3b1c2a-1111-4222-8333-944455556666"
+        #expect(try await client.call(.put, "/inApps/v1/transactions/\(original)/appAccountToken",
+            body: #"{"appAccountToken": "\#(token)"}"#).status == 200)
+        #expect(await h.simulator.store.subscriptions[original]?.appAccountToken == token)
+        let familyRefused = try await client.call(.put, "/inApps/v1/transactions/\(shared)/appAccountToken",
+            body: #"{"appAccountToken": "\#(token)"}"#)
+        #expect(familyRefused.status == 400)
+        #expect(String(decoding: familyRefused.body, as: UTF8.self).contains("4000185"))
+
+        #expect(try await client.call(.put, "/inApps/v1/transactions/consumption/\(original)",
+            body: #"{"customerConsented": true, "consumptionStatus": 1, "platform": 1, "sampleContentProvided": false, "deliveryStatus": 0}"#).status == 202)
+        #expect(await h.simulator.consumptionInformation[original] != nil)
+
+        try await h.perform("refund") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+        }
+        let refunds = try await client.json(RefundHistoryResponse.self, .get, "/inApps/v2/refund/lookup/\(original)")
+        #expect(refunds.signedTransactions?.count == 1)
+        let refunded = try h.verifier.verifySynchronously(refunds.signedTransactions![0], as: JWSTransactionDecodedPayload.self).value
+        #expect(refunded.revocationDate == start)
+    }
+}
