@@ -81,6 +81,8 @@ public struct SimulatedSubscription: Sendable, Codable, Hashable {
     public var sharingEnabled: Bool
     /// The renewal date was extended (by a renewal-date extension).
     public var extendedDays: Int = 0
+    /// Auto-renew as it was before a refund revoked the subscription (restored if the refund is reversed).
+    public var autoRenewBeforeRefund: Bool?
     public var isFamilyShared: Bool { sharedFrom != nil }
 }
 
@@ -278,8 +280,10 @@ public struct SimulatedStore: Sendable {
         }
         guard product.kind == .autoRenewable, let group = product.group, let period = product.period else {
             guard choice == nil else { throw .invalid("offers apply to auto-renewable subscriptions only") }
+            guard product.kind != .autoRenewable else { throw .invalid("\(productId) has no group or period") }
             return oneTimePurchase(customer, product, appAccountToken: appAccountToken, quantity: quantity, now: now)
         }
+        guard period.added(to: now) > now else { throw .invalid("\(productId) has a zero-length period") }
         let existingId = try activeOrLatestSubscription(customerId, group: group)
         let existing = existingId.flatMap { subscriptions[$0] }
         let isActive = existing.map { $0.state == .active || $0.state == .gracePeriod } ?? false
@@ -535,6 +539,7 @@ public struct SimulatedStore: Sendable {
         var out: [PendingNotification] = []
         if txId == sub.latestTransactionId {
             sub.state = .revoked
+            sub.autoRenewBeforeRefund = sub.autoRenew
             sub.autoRenew = false
             subscriptions[originalId] = sub
         }
@@ -582,6 +587,8 @@ public struct SimulatedStore: Sendable {
         }
         if sub.state == .revoked, txId == sub.latestTransactionId {
             sub.state = sub.expiresDate > now ? .active : .expired
+            if sub.state == .active { sub.autoRenew = sub.autoRenewBeforeRefund ?? true }
+            sub.autoRenewBeforeRefund = nil
             if sub.state == .expired { sub.expirationIntent = .other }
             subscriptions[originalId] = sub
         }
@@ -790,6 +797,10 @@ public struct SimulatedStore: Sendable {
             length = offer.offer.period
         } else {
             sub.offer = nil
+        }
+        guard length.added(to: start) > start else {
+            // A zero-length period would renew forever at one instant.
+            return expire(id, intent: .productNotAvailable, subtype: .productNotForSale, at: time)
         }
         sub.priceIncrease = nil
         sub.purchaseDate = start

@@ -507,6 +507,31 @@ import Testing
         #expect(reversed[0].status == .expired)  // its period ended meanwhile
     }
 
+    @Test func reversalWithinThePeriodRestoresAutoRenew() async throws {
+        let h = try await Harness()
+        try await h.perform("purchase") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+        }
+        let refund = try await h.perform("refund") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+            $0.prorated = true
+        }
+        #expect(refund[0].transaction?.revocationType == .refundProrated)
+        #expect(refund[0].transaction?.revocationPercentage == 50_000)
+        #expect(refund[0].renewal?.autoRenewStatus == .off)
+        try await h.advance("P5D")
+        let reversed = try await h.perform("refundReversed") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+        }
+        #expect(reversed[0].status == .active)
+        #expect(reversed[0].renewal?.autoRenewStatus == .on)
+        #expect(reversed[0].transaction?.revocationType == nil)
+        #expect(try await h.advance("P1M").map(\.kind) == ["DID_RENEW"])
+    }
+
     @Test func refundDeclinedAndConsumptionRequest() async throws {
         let h = try await Harness()
         try await h.perform("purchase") {
