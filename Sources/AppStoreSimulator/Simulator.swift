@@ -12,6 +12,7 @@ import Foundation
 /// | `upgrade`, `downgrade`, `crossgrade`, `changeProduct` | `customer`, `product` (current), `to` |
 /// | `paymentMethod` | `customer`, `paymentMethod` (`ok`/`failing`) |
 /// | `gracePeriod` | `days` (0 turns grace off) |
+/// | `renewalRate` | `rate` (`realTime`, `monthlyEveryFiveMinutes`, `monthlyEveryThirtyMinutes`, `monthlyEveryHour`) |
 /// | `priceIncrease` | `product`, `price`, `consentRequired`? (default true) |
 /// | `priceIncreaseResponse` | `customer`, `product`, `accept` |
 /// | `refund` | `customer`, `product`, `transactionId`?, `reason`? (`other`/`appIssue`), `prorated`? |
@@ -45,6 +46,7 @@ public struct ActionRequest: Sendable, Codable, Hashable {
     public var storefronts: [String]?
     public var transactionId: String?
     public var by: String?
+    public var rate: String?
     public var enabled: Bool?
     public var accept: Bool?
     public var consentRequired: Bool?
@@ -227,6 +229,15 @@ public actor Simulator {
             let days = try need(request.days, "days")
             return try await applyLocked { store, _ in
                 store.catalog.gracePeriodDays = days > 0 ? days : nil
+                return []
+            }
+        case "renewalRate":
+            let text = try need(request.rate, "rate")
+            guard let rate = RenewalRate(rawValue: text) else {
+                throw SimulatorError.invalid("rate is one of \(RenewalRate.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return try await applyLocked { store, _ in
+                store.renewalRate = rate
                 return []
             }
         case "priceIncrease":

@@ -1,6 +1,42 @@
 import AppStore
 import Foundation
 
+/// How fast subscription periods pass. Apple's accelerated rates (StoreKit testing and the sandbox's
+/// "monthly renewal every five minutes" …) map a week and a month to fixed short lengths; longer periods
+/// scale with the month (two months = 2×, a year = 12×). Grace periods, billing retry and renewal-date
+/// extensions are not accelerated here.
+public enum RenewalRate: String, Sendable, Codable, Hashable, CaseIterable {
+    /// Calendar time.
+    case realTime
+    /// Week 3 min, month 5 min, year 1 h (the sandbox's default accelerated rate).
+    case monthlyEveryFiveMinutes
+    /// Week 10 min, month 30 min, year 6 h.
+    case monthlyEveryThirtyMinutes
+    /// Week 15 min, month 1 h, year 12 h.
+    case monthlyEveryHour
+
+    /// (week, month) in milliseconds, nil for real time.
+    var scale: (week: Int64, month: Int64)? {
+        switch self {
+        case .realTime: nil
+        case .monthlyEveryFiveMinutes: (3 * Milliseconds.minute, 5 * Milliseconds.minute)
+        case .monthlyEveryThirtyMinutes: (10 * Milliseconds.minute, 30 * Milliseconds.minute)
+        case .monthlyEveryHour: (15 * Milliseconds.minute, Milliseconds.hour)
+        }
+    }
+
+    /// The end of a period of length `period` starting at `start`.
+    public func end(of period: ISODuration, from start: Int64) -> Int64 {
+        guard let (week, month) = scale else { return period.added(to: start) }
+        let months = Int64(period.years * 12 + period.months)
+        let days = Int64(period.days)
+        let clock = Int64(period.hours) * Milliseconds.hour + Int64(period.minutes) * Milliseconds.minute
+            + Int64(period.seconds) * Milliseconds.second
+        // Days count as sevenths of a week; sub-day parts are scaled as a day would be.
+        return start + months * month + days * week / 7 + clock * week / (7 * Milliseconds.day)
+    }
+}
+
 /// A customer of the simulated store.
 public struct SimulatedCustomer: Sendable, Codable, Hashable {
     /// The simulator's name for this Apple ID (e.g. `alice`).
@@ -118,6 +154,8 @@ public struct SimulatedStore: Sendable {
     public private(set) var transactionOrder: [String] = []
     private var nextTransactionNumber: Int64 = 2_000_000_000_000_001
     private var nextWebOrderNumber: Int64 = 1_000_000_000_000_001
+    /// How fast subscription periods pass (Xcode and sandbox can accelerate renewals).
+    public var renewalRate: RenewalRate = .realTime
     /// Billing retry lasts 60 days after the failed renewal.
     public static let billingRetryWindow: Int64 = 60 * Milliseconds.day
 
@@ -125,6 +163,11 @@ public struct SimulatedStore: Sendable {
     public init(catalog: Catalog, environment: AppStoreEnvironment = .sandbox) {
         self.catalog = catalog
         self.environment = environment
+    }
+
+    /// When a subscription period of length `period` starting at `start` ends, at the current ``renewalRate``.
+    public func end(of period: ISODuration, from start: Int64) -> Int64 {
+        renewalRate.end(of: period, from: start)
     }
 
     // MARK: - Customers and families
@@ -283,7 +326,7 @@ public struct SimulatedStore: Sendable {
             guard product.kind != .autoRenewable else { throw .invalid("\(productId) has no group or period") }
             return oneTimePurchase(customer, product, appAccountToken: appAccountToken, quantity: quantity, now: now)
         }
-        guard period.added(to: now) > now else { throw .invalid("\(productId) has a zero-length period") }
+        guard end(of: period, from: now) > now else { throw .invalid("\(productId) has a zero-length period") }
         let existingId = try activeOrLatestSubscription(customerId, group: group)
         let existing = existingId.flatMap { subscriptions[$0] }
         let isActive = existing.map { $0.state == .active || $0.state == .gracePeriod } ?? false
@@ -336,7 +379,7 @@ public struct SimulatedStore: Sendable {
             sub.offer = applied
             let length = applied.offer.period
             sub.purchaseDate = now
-            sub.expiresDate = length.added(to: now)
+            sub.expiresDate = end(of: length, from: now)
             sub.gracePeriodExpires = nil
             sub.billingRetryStart = nil
             sub.state = .active
@@ -355,7 +398,7 @@ public struct SimulatedStore: Sendable {
             sub.autoRenew = true
             sub.state = .active
             sub.purchaseDate = now
-            sub.expiresDate = length.added(to: now)
+            sub.expiresDate = end(of: length, from: now)
             if now - (existing?.expiresDate ?? now) > Self.billingRetryWindow { sub.recentStartDate = now }
             sub.offer = applied
             sub.expirationIntent = nil
@@ -374,7 +417,7 @@ public struct SimulatedStore: Sendable {
         let sub = SimulatedSubscription(
             originalTransactionId: originalId, customerId: customerId, groupId: group, productId: productId,
             autoRenewProductId: productId, autoRenew: true, state: .active, originalPurchaseDate: now, purchaseDate: now,
-            expiresDate: length.added(to: now), recentStartDate: now, latestTransactionId: originalId, offer: applied,
+            expiresDate: end(of: length, from: now), recentStartDate: now, latestTransactionId: originalId, offer: applied,
             appAccountToken: appAccountToken, sharingEnabled: product.familyShareable)
         subscriptions[originalId] = sub
         let tx = issueTransaction(for: originalId, reason: .purchase, price: price, now: now, transactionId: originalId)
@@ -470,7 +513,7 @@ public struct SimulatedStore: Sendable {
             sub.productId = new.id
             sub.autoRenewProductId = new.id
             sub.purchaseDate = now
-            sub.expiresDate = (new.period ?? ISODuration("P1M")!).added(to: now)
+            sub.expiresDate = end(of: (new.period ?? ISODuration("P1M")!), from: now)
             sub.offer = nil
             sub.priceIncrease = nil
             sub.state = .active
@@ -798,13 +841,13 @@ public struct SimulatedStore: Sendable {
         } else {
             sub.offer = nil
         }
-        guard length.added(to: start) > start else {
+        guard end(of: length, from: start) > start else {
             // A zero-length period would renew forever at one instant.
             return expire(id, intent: .productNotAvailable, subtype: .productNotForSale, at: time)
         }
         sub.priceIncrease = nil
         sub.purchaseDate = start
-        sub.expiresDate = length.added(to: start)
+        sub.expiresDate = end(of: length, from: start)
         subscriptions[id] = sub
         let tx = issueTransaction(for: id, reason: .renewal, price: price, now: start)
         return [notification(.didRenew, nil, subscription: id, transaction: tx, now: time)]
@@ -826,7 +869,7 @@ public struct SimulatedStore: Sendable {
         sub.gracePeriodExpires = nil
         sub.billingRetryStart = nil
         sub.purchaseDate = start
-        sub.expiresDate = period.added(to: start)
+        sub.expiresDate = end(of: period, from: start)
         let price = sub.priceIncrease?.newPrice ?? product.price
         sub.priceIncrease = nil
         sub.offer = nil

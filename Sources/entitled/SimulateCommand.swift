@@ -12,7 +12,7 @@ enum SimulateCommand: Command {
         Usage: entitled simulate [--data DIR] [--listen HOST:PORT] [--target URL] [--scenario FILE]
                                  [--catalog FILE | --storekit FILE] [--bundle-id ID]
                                  [--environment Sandbox|Production] [--start EPOCH_MS]
-                                 [--api-key P8FILE --key-id KID --issuer-id ISS]
+                                 [--api-key P8FILE --key-id KID --issuer-id ISS] [--renewal-rate RATE]
 
         A local App Store: customers, a catalog and a virtual clock. Every action produces the V2
         notifications Apple sends, signed with the simulator's test CA, and posts them to --target.
@@ -34,6 +34,9 @@ enum SimulateCommand: Command {
           --bundle-id ID      the app's bundle identifier (with --storekit; overrides the catalog's)
           --environment ENV   Sandbox (default) or Production
           --start EPOCH_MS    the virtual clock's start (default: the wall clock at startup)
+          --renewal-rate RATE realTime (default), monthlyEveryFiveMinutes (the sandbox's: a month
+                              renews in 5 minutes, a year in 1 hour), monthlyEveryThirtyMinutes,
+                              monthlyEveryHour
           --api-key P8FILE    also serve a fake App Store Server API (/inApps/...) on --listen,
                               accepting ES256 tokens signed with this .p8 key (PKCS#8 PEM) with
                               header kid --key-id and claim iss --issuer-id; exp is checked
@@ -50,6 +53,7 @@ enum SimulateCommand: Command {
         let bundleIdOption = try arguments.option("--bundle-id")
         let environmentName = try arguments.option("--environment") ?? "Sandbox"
         let startOption = try arguments.option("--start", as: "epoch milliseconds") { Int64($0) }
+        let renewalRate = try arguments.option("--renewal-rate", as: "a renewal rate") { RenewalRate(rawValue: $0) }
         let apiKeyPath = try arguments.option("--api-key")
         let keyId = try arguments.option("--key-id")
         let issuerId = try arguments.option("--issuer-id")
@@ -106,6 +110,11 @@ enum SimulateCommand: Command {
         let start = startOption ?? Int64(Date().timeIntervalSince1970) * 1000
         let simulator = Simulator(
             catalog: catalog, environment: environment, ca: ca, clock: VirtualClock(milliseconds: start), transport: transport)
+        if let renewalRate {
+            var request = ActionRequest("renewalRate")
+            request.rate = renewalRate.rawValue
+            try await simulator.perform(request)
+        }
         printError("entitled simulate: trusted root at \(dataDirectory)/ca/root.der; bundle \(catalog.bundleId); \(environment)")
 
         if let scenario {

@@ -269,6 +269,22 @@ import Testing
         #expect(h.simulator.now == ISODuration("P3M")!.added(to: start))
     }
 
+    @Test func acceleratedRenewalsFollowApplesTable() async throws {
+        let h = try await Harness()
+        try await h.perform("renewalRate") { $0.rate = "monthlyEveryFiveMinutes" }
+        let monthly = try await subscribed(h)
+        #expect(monthly.expiresDate == start + 5 * Milliseconds.minute)
+        let out = try await h.advance("PT15M")
+        #expect(out.map(\.kind) == ["DID_RENEW", "DID_RENEW", "DID_RENEW"])
+        #expect(out.last?.transaction?.expiresDate == start + 20 * Milliseconds.minute)
+        #expect(RenewalRate.monthlyEveryFiveMinutes.end(of: ISODuration("P1W")!, from: 0) == 3 * Milliseconds.minute)
+        #expect(RenewalRate.monthlyEveryFiveMinutes.end(of: ISODuration("P1Y")!, from: 0) == Milliseconds.hour)
+        #expect(RenewalRate.monthlyEveryFiveMinutes.end(of: ISODuration("P3M")!, from: 0) == 15 * Milliseconds.minute)
+        #expect(RenewalRate.monthlyEveryHour.end(of: ISODuration("P6M")!, from: 0) == 6 * Milliseconds.hour)
+        #expect(RenewalRate.monthlyEveryThirtyMinutes.end(of: ISODuration("P1W")!, from: 0) == 10 * Milliseconds.minute)
+        await #expect(throws: SimulatorError.self) { try await h.perform("renewalRate") { $0.rate = "warp" } }
+    }
+
     @Test func autoRenewOffThenVoluntaryExpiryThenResubscribeAndWinBack() async throws {
         let h = try await Harness()
         let first = try await subscribed(h)
