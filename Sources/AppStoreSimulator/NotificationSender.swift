@@ -70,7 +70,12 @@ public struct DeliveryRecord: Sendable, Hashable, Codable {
     public var subtype: String?
     public var customerId: String?
     public var signedDate: Int64
+    /// The V2 JWS; empty for a V1 notification.
     public var signedPayload: String
+    /// `2` or `1`: the notification format.
+    public var version: Int = 2
+    /// The exact JSON body posted (V1 bodies are not signed; V2 bodies wrap `signedPayload`).
+    public var body: String
     public var attempts: [DeliveryAttempt]
     /// When the next retry is due (virtual time); nil once delivered or out of retries.
     public var nextAttemptDate: Int64?
@@ -80,11 +85,13 @@ public struct DeliveryRecord: Sendable, Hashable, Codable {
 }
 
 /// Sends notifications and retries failures on Apple's V2 schedule — 1, 12, 24, 48 and 72 hours after the
-/// previous attempt, six attempts in all — in virtual time: a retry happens when ``deliverDue(now:)`` is
-/// called with a time at or past it. Sandbox sends once. Every attempt is recorded.
+/// previous attempt, six attempts in all (V1: 6, 24 and 48 hours) — in virtual time: a retry happens when
+/// ``deliverDue(now:)`` is called with a time at or past it. Sandbox sends once. Every attempt is recorded.
 public actor NotificationSender {
-    /// Delays between attempts in Production (after the 1st, 2nd … attempt).
+    /// V2 delays between attempts in Production (after the 1st, 2nd … attempt).
     public static let retryDelays: [Int64] = [1, 12, 24, 48, 72].map { $0 * Milliseconds.hour }
+    /// V1 delays between attempts in Production.
+    public static let v1RetryDelays: [Int64] = [6, 24, 48].map { $0 * Milliseconds.hour }
 
     private let transport: (any NotificationTransport)?
     private let retries: Bool
@@ -104,7 +111,20 @@ public actor NotificationSender {
         let record = DeliveryRecord(
             notificationUUID: notification.payload.notificationUUID ?? "", notificationType: notification.payload.notificationType?.rawValue ?? "",
             subtype: notification.payload.subtype?.rawValue, customerId: notification.customerId,
-            signedDate: notification.payload.signedDate ?? now, signedPayload: notification.signedPayload, attempts: [],
+            signedDate: notification.payload.signedDate ?? now, signedPayload: notification.signedPayload,
+            body: String(decoding: notification.body, as: UTF8.self), attempts: [],
+            nextAttemptDate: transport == nil ? nil : now)
+        records.append(record)
+        await attempt(records.count - 1, at: now)
+        return records[records.count - 1]
+    }
+
+    /// Sends a V1 notification body (unsigned JSON) now and records it.
+    @discardableResult
+    public func sendV1(_ body: [UInt8], type: String, customerId: String?, now: Int64) async -> DeliveryRecord {
+        let record = DeliveryRecord(
+            notificationUUID: UUID().uuidString.lowercased(), notificationType: type, subtype: nil, customerId: customerId,
+            signedDate: now, signedPayload: "", version: 1, body: String(decoding: body, as: UTF8.self), attempts: [],
             nextAttemptDate: transport == nil ? nil : now)
         records.append(record)
         await attempt(records.count - 1, at: now)
@@ -135,7 +155,7 @@ public actor NotificationSender {
         guard let transport else { return }
         // Mark it as in flight so a reentrant deliverDue does not send it twice.
         records[index].nextAttemptDate = nil
-        let outcome = await transport.post(Array("{\"signedPayload\":\"\(records[index].signedPayload)\"}".utf8))
+        let outcome = await transport.post(Array(records[index].body.utf8))
         var attempt = DeliveryAttempt(date: date, succeeded: outcome.isSuccess)
         switch outcome {
         case .status(let code): attempt.httpStatus = code
@@ -143,8 +163,9 @@ public actor NotificationSender {
         }
         records[index].attempts.append(attempt)
         let made = records[index].attempts.count
-        if !outcome.isSuccess, retries, made <= Self.retryDelays.count {
-            records[index].nextAttemptDate = date + Self.retryDelays[made - 1]
+        let delays = records[index].version == 1 ? Self.v1RetryDelays : Self.retryDelays
+        if !outcome.isSuccess, retries, made <= delays.count {
+            records[index].nextAttemptDate = date + delays[made - 1]
         }
     }
 

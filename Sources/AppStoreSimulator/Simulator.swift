@@ -77,6 +77,7 @@ public actor Simulator {
     /// The store's state.
     public private(set) var store: SimulatedStore
     let signer: NotificationSigner
+    let v1Builder: V1NotificationBuilder?
     /// Mass renewal-date extensions by request identifier (for the fake Server API's status endpoint).
     var massExtensions: [String: MassExtendRenewalDateStatusResponse] = [:]
     /// Consumption information sent through the fake Server API, by transaction id (raw JSON bodies).
@@ -88,11 +89,17 @@ public actor Simulator {
     ///   - ca: the signing chain.
     ///   - clock: the virtual clock, at the simulation's start.
     ///   - transport: where notifications are posted; nil only records them.
+    ///   - v1SharedSecret: when set, the app is configured for V1 notifications: the V1 bodies (with this
+    ///     shared secret as `password`) are posted instead of V2, and retried on the V1 schedule. Actions
+    ///     still return the V2 notifications, as the App Store's own record.
     public init(
         catalog: Catalog, environment: AppStoreEnvironment = .sandbox, ca: SimulatorCA, clock: VirtualClock,
-        transport: (any NotificationTransport)?
+        transport: (any NotificationTransport)?, v1SharedSecret: String? = nil
     ) {
         self.clock = clock
+        v1Builder = v1SharedSecret.map {
+            V1NotificationBuilder(sharedSecret: $0, bundleId: catalog.bundleId, environment: environment)
+        }
         self.ca = ca
         store = SimulatedStore(catalog: catalog, environment: environment)
         sender = NotificationSender(transport: transport, retries: environment == .production)
@@ -126,7 +133,17 @@ public actor Simulator {
         for item in pending {
             let signed = try signer.sign(item, signedDate: item.date)
             out.append(signed)
-            await sender.send(signed, now: item.date)
+            if let v1Builder {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                for body in v1Builder.bodies(for: item, store: store) {
+                    await sender.sendV1(
+                        Array(try encoder.encode(body)), type: body.notificationType?.rawValue ?? "", customerId: item.customerId,
+                        now: item.date)
+                }
+            } else {
+                await sender.send(signed, now: item.date)
+            }
         }
         return out
     }

@@ -13,6 +13,7 @@ enum SimulateCommand: Command {
                                  [--catalog FILE | --storekit FILE] [--bundle-id ID]
                                  [--environment Sandbox|Production] [--start EPOCH_MS]
                                  [--api-key P8FILE --key-id KID --issuer-id ISS] [--renewal-rate RATE]
+                                 [--v1-shared-secret SECRET]
 
         A local App Store: customers, a catalog and a virtual clock. Every action produces the V2
         notifications Apple sends, signed with the simulator's test CA, and posts them to --target.
@@ -37,6 +38,8 @@ enum SimulateCommand: Command {
           --renewal-rate RATE realTime (default), monthlyEveryFiveMinutes (the sandbox's: a month
                               renews in 5 minutes, a year in 1 hour), monthlyEveryThirtyMinutes,
                               monthlyEveryHour
+          --v1-shared-secret S the app is configured for V1 notifications: post unsigned V1 bodies
+                              with this shared secret as password (retries at 6, 24, 48 hours)
           --api-key P8FILE    also serve a fake App Store Server API (/inApps/...) on --listen,
                               accepting ES256 tokens signed with this .p8 key (PKCS#8 PEM) with
                               header kid --key-id and claim iss --issuer-id; exp is checked
@@ -54,6 +57,7 @@ enum SimulateCommand: Command {
         let environmentName = try arguments.option("--environment") ?? "Sandbox"
         let startOption = try arguments.option("--start", as: "epoch milliseconds") { Int64($0) }
         let renewalRate = try arguments.option("--renewal-rate", as: "a renewal rate") { RenewalRate(rawValue: $0) }
+        let v1SharedSecret = try arguments.option("--v1-shared-secret")
         let apiKeyPath = try arguments.option("--api-key")
         let keyId = try arguments.option("--key-id")
         let issuerId = try arguments.option("--issuer-id")
@@ -109,7 +113,8 @@ enum SimulateCommand: Command {
         // The wall clock is read once, to seed the virtual clock; the simulator never reads it again.
         let start = startOption ?? Int64(Date().timeIntervalSince1970) * 1000
         let simulator = Simulator(
-            catalog: catalog, environment: environment, ca: ca, clock: VirtualClock(milliseconds: start), transport: transport)
+            catalog: catalog, environment: environment, ca: ca, clock: VirtualClock(milliseconds: start), transport: transport,
+            v1SharedSecret: v1SharedSecret)
         if let renewalRate {
             var request = ActionRequest("renewalRate")
             request.rate = renewalRate.rawValue

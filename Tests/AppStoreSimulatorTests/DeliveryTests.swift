@@ -234,3 +234,62 @@ func startServer(_ router: Router) throws -> HTTPServer {
         #expect(zip(records, records.dropFirst()).allSatisfy { $0.signedDate <= $1.signedDate })
     }
 }
+
+@Suite struct V1NotificationTests {
+    @Test func v1AppsGetLegacyBodiesOnTheV1Schedule() async throws {
+        let receiver = InMemoryReceiver(failFirst: 1)
+        let simulator = Simulator(
+            catalog: testCatalog(), environment: .production, ca: try SimulatorCA.ephemeral(),
+            clock: VirtualClock(milliseconds: start), transport: receiver, v1SharedSecret: "s3cret")
+        func act(_ name: String, _ configure: (inout ActionRequest) -> Void = { _ in }) async throws {
+            var request = ActionRequest(name)
+            configure(&request)
+            try await simulator.perform(request)
+        }
+        try await act("customer") { $0.customer = "alice" }
+        try await act("purchase") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+        }
+        try await act("purchase") {
+            $0.customer = "alice"
+            $0.product = "coins"
+        }  // no V1 counterpart
+        try await act("upgrade") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+            $0.to = "pro.yearly"
+        }
+        try await act("autoRenew") {
+            $0.customer = "alice"
+            $0.product = "pro.yearly"
+            $0.enabled = false
+        }
+        try await act("refund") {
+            $0.customer = "alice"
+            $0.product = "pro.yearly"
+        }
+        try await simulator.advance(by: ISODuration("P1D")!)
+        let records = await simulator.sender.history()
+        #expect(records.map(\.notificationType) == ["INITIAL_BUY", "CANCEL", "INTERACTIVE_RENEWAL", "DID_CHANGE_RENEWAL_STATUS", "CANCEL"])
+        #expect(records.allSatisfy { $0.version == 1 && $0.signedPayload.isEmpty })
+        #expect(records[0].attempts.map { ($0.date - start) / Milliseconds.hour } == [0, 6])
+        let bodies = await receiver.bodies.map { try! JSONDecoder().decode(ResponseBodyV1.self, from: Data($0)) }
+        #expect(bodies.count == 6)
+        let initial = bodies[0]
+        #expect(initial.password == "s3cret")
+        #expect(initial.environment == .prod)
+        #expect(initial.bid == bundleId)
+        #expect(initial.isAutoRenewEnabled == true)
+        #expect(initial.unifiedReceipt?.status == 0)
+        #expect(initial.unifiedReceipt?.latestReceiptInfo?.first?.productId == "pro.monthly")
+        #expect(initial.unifiedReceipt?.pendingRenewalInfo?.first?.autoRenewStatus == "1")
+        let statusChange = bodies[3]
+        #expect(statusChange.isAutoRenewEnabled == false)
+        #expect(statusChange.autoRenewStatusChangeDate == start)
+        let cancel = bodies[4]
+        #expect(cancel.unifiedReceipt?.latestReceiptInfo?.first?.cancellationDate == start)
+        #expect(cancel.unifiedReceipt?.latestReceiptInfo?.first?.productId == "pro.yearly")
+        #expect(cancel.unifiedReceipt?.latestReceiptInfo?.last?.isUpgradedValue == true)
+    }
+}
