@@ -33,6 +33,7 @@ public struct NotificationSummary: Sendable, Codable, Hashable {
 /// - `GET /clock` — `{"now": <epoch ms>, "iso": "…"}`.
 /// - `GET /state` — a ``StateSnapshot``.
 /// - `GET /notifications[?onlyFailures=true]` — every ``DeliveryRecord`` with its attempts.
+/// - `GET /customers/{customer}/receipt` — `{"receiptData": …}`, the customer's ``SimulatedReceipt``.
 /// - `GET /ca/root.pem`, `GET /ca/root.der` — the root to configure in a server.
 ///
 /// Simulator errors answer 400 (404 for an unknown customer, product …) with a problem body.
@@ -83,6 +84,11 @@ public enum ControlAPI {
         router.get("/notifications") { request in
             let onlyFailures = request.query["onlyFailures"] == "true"
             return try .json(await simulator.sender.history(onlyFailures: onlyFailures))
+        }
+        router.get("/customers/{customer}/receipt") { request in
+            let customer = try request.parameter("customer")
+            guard await simulator.store.customers[customer] != nil else { throw HTTPError.notFound("no customer '\(customer)'") }
+            return try .json(["receiptData": await simulator.receipt(for: customer)])
         }
         router.get("/ca/root.pem") { _ in
             .text(PEM.encode(simulator.ca.rootDER, label: "CERTIFICATE"))

@@ -63,49 +63,79 @@ public struct V1NotificationBuilder: Sendable {
                 if type == .didChangeRenewalStatus { body.autoRenewStatusChangeDateMs = String(pending.date) }
                 body.expirationIntent = renewal.expirationIntent.map { LegacyText(String($0.rawValue)) }
             }
-            body.unifiedReceipt = receipt(for: transaction, renewal: renewal, store: store, cancelled: type == .cancel)
+            body.unifiedReceipt = receipt(for: transaction, renewal: renewal, store: store, customerId: pending.customerId)
             return body
         }
     }
 
     private func receipt(
         for transaction: JWSTransactionDecodedPayload, renewal: JWSRenewalInfoDecodedPayload?, store: SimulatedStore,
-        cancelled: Bool
+        customerId: String?
     ) -> UnifiedReceipt {
         // The newest 100 transactions of the same original transaction, newest first.
         let related = store.transactionOrder.reversed().compactMap { store.transactions[$0] }
             .filter { $0.originalTransactionId == transaction.originalTransactionId }.prefix(100)
-        let info = related.map { tx in
-            LatestReceiptInfo(
-                quantity: String(tx.quantity ?? 1), productId: tx.productId, transactionId: tx.transactionId,
-                originalTransactionId: tx.originalTransactionId, webOrderLineItemId: tx.webOrderLineItemId,
-                subscriptionGroupIdentifier: tx.subscriptionGroupIdentifier, purchaseDateMs: tx.purchaseDate.map(String.init),
-                originalPurchaseDateMs: tx.originalPurchaseDate.map(String.init), expiresDateMs: tx.expiresDate.map(String.init),
-                cancellationDateMs: tx.revocationDate.map(String.init),
-                cancellationReason: tx.revocationReason.map { String($0.rawValue) },
-                isTrialPeriod: tx.offerDiscountType == .freeTrial ? "true" : "false",
-                isInIntroOfferPeriod: tx.offerType == .introductoryOffer && tx.offerDiscountType != .freeTrial ? "true" : "false",
-                isUpgraded: tx.isUpgraded == true ? "true" : nil, inAppOwnershipType: tx.inAppOwnershipType,
-                promotionalOfferId: tx.offerType == .promotionalOffer ? tx.offerIdentifier : nil,
-                offerCodeRefName: tx.offerType == .offerCode ? tx.offerIdentifier : nil, appAccountToken: tx.appAccountToken)
-        }
-        var pendingRenewal: [PendingRenewalInfo] = []
-        if let renewal {
-            pendingRenewal.append(
-                PendingRenewalInfo(
-                    originalTransactionId: renewal.originalTransactionId, productId: renewal.productId,
-                    autoRenewProductId: renewal.autoRenewProductId,
-                    autoRenewStatus: renewal.autoRenewStatus == .on ? "1" : "0",
-                    expirationIntent: renewal.expirationIntent.map { String($0.rawValue) },
-                    isInBillingRetryPeriod: renewal.isInBillingRetryPeriod == true ? "1" : "0",
-                    gracePeriodExpiresDateMs: renewal.gracePeriodExpiresDate.map(String.init),
-                    priceConsentStatus: renewal.priceIncreaseStatus.map { String($0.rawValue) },
-                    priceIncreaseStatus: renewal.priceIncreaseStatus.map { String($0.rawValue) }))
-        }
-        // A placeholder for the base64 PKCS#7 receipt, which the simulator does not build.
-        let latestReceipt = Base64.encode(Array("simulated-receipt:\(transaction.originalTransactionId ?? "")".utf8))
+        let info = related.map(Self.legacyInfo)
+        let pendingRenewal = renewal.map { [Self.legacyPending($0)] } ?? []
+        let latestReceipt = SimulatedReceipt(environment: environment, customerId: customerId ?? "").encoded
         return UnifiedReceipt(
             environment: environment == .production ? .production : .sandbox, status: 0, latestReceipt: latestReceipt,
             latestReceiptInfo: Array(info), pendingRenewalInfo: pendingRenewal)
     }
+}
+
+extension V1NotificationBuilder {
+    /// A transaction in the legacy receipt form (strings of epoch milliseconds, flags as text).
+    public static func legacyInfo(_ tx: JWSTransactionDecodedPayload) -> LatestReceiptInfo {
+        LatestReceiptInfo(
+            quantity: String(tx.quantity ?? 1), productId: tx.productId, transactionId: tx.transactionId,
+            originalTransactionId: tx.originalTransactionId, webOrderLineItemId: tx.webOrderLineItemId,
+            subscriptionGroupIdentifier: tx.subscriptionGroupIdentifier, purchaseDateMs: tx.purchaseDate.map(String.init),
+            originalPurchaseDateMs: tx.originalPurchaseDate.map(String.init), expiresDateMs: tx.expiresDate.map(String.init),
+            cancellationDateMs: tx.revocationDate.map(String.init),
+            cancellationReason: tx.revocationReason.map { String($0.rawValue) },
+            isTrialPeriod: tx.offerDiscountType == .freeTrial ? "true" : "false",
+            isInIntroOfferPeriod: tx.offerType == .introductoryOffer && tx.offerDiscountType != .freeTrial ? "true" : "false",
+            isUpgraded: tx.isUpgraded == true ? "true" : nil, inAppOwnershipType: tx.inAppOwnershipType,
+            promotionalOfferId: tx.offerType == .promotionalOffer ? tx.offerIdentifier : nil,
+            offerCodeRefName: tx.offerType == .offerCode ? tx.offerIdentifier : nil, appAccountToken: tx.appAccountToken)
+    }
+
+    /// Renewal info in the legacy `pending_renewal_info` form.
+    public static func legacyPending(_ renewal: JWSRenewalInfoDecodedPayload) -> PendingRenewalInfo {
+        PendingRenewalInfo(
+            originalTransactionId: renewal.originalTransactionId, productId: renewal.productId,
+            autoRenewProductId: renewal.autoRenewProductId, autoRenewStatus: renewal.autoRenewStatus == .on ? "1" : "0",
+            expirationIntent: renewal.expirationIntent.map { String($0.rawValue) },
+            isInBillingRetryPeriod: renewal.isInBillingRetryPeriod == true ? "1" : "0",
+            gracePeriodExpiresDateMs: renewal.gracePeriodExpiresDate.map(String.init),
+            priceConsentStatus: renewal.priceIncreaseStatus.map { String($0.rawValue) },
+            priceIncreaseStatus: renewal.priceIncreaseStatus.map { String($0.rawValue) })
+    }
+}
+
+/// The simulator's stand-in for an app receipt: base64 of `entitled-simulated-receipt:<Environment>:<customer>`.
+/// Real receipts are PKCS#7 containers the simulator does not build; this one names whose purchases it holds.
+public struct SimulatedReceipt: Sendable, Hashable {
+    public var environment: AppStoreEnvironment
+    public var customerId: String
+    static let prefix = "entitled-simulated-receipt:"
+
+    public init(environment: AppStoreEnvironment, customerId: String) {
+        self.environment = environment
+        self.customerId = customerId
+    }
+
+    /// Reads `receipt-data`; nil when it is not a simulated receipt.
+    public init?(encoded: String) {
+        guard let bytes = Base64.decode(encoded), let text = String(bytes: bytes, encoding: .utf8), text.hasPrefix(Self.prefix)
+        else { return nil }
+        let parts = text.dropFirst(Self.prefix.count).split(separator: ":", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return nil }
+        environment = AppStoreEnvironment(rawValue: parts[0])
+        customerId = parts[1]
+    }
+
+    /// The base64 text, as `latest_receipt` and `receipt-data` carry it.
+    public var encoded: String { Base64.encode(Array("\(Self.prefix)\(environment.rawValue):\(customerId)".utf8)) }
 }

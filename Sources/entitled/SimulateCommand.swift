@@ -26,7 +26,9 @@ enum SimulateCommand: Command {
           --data DIR          where the CA is kept (default ./data/simulator); configure the server
                               with DIR/ca/root.der (or root.pem) as a trusted root
           --listen HOST:PORT  serve the control API (POST /actions, POST /clock/advance, POST /scenario,
-                              GET /state, GET /notifications, GET /clock, GET /ca/root.pem)
+                              GET /state, GET /notifications, GET /clock, GET /ca/root.pem,
+                              GET /customers/ID/receipt) and a fake verifyReceipt
+                              (POST /verifyReceipt, /sandbox/verifyReceipt, /production/verifyReceipt)
           --target URL        where notifications are POSTed (default: recorded only)
           --scenario FILE     JSON lines, e.g. {"at": "P3D", "action": "purchase", "customer": "alice",
                               "product": "pro.monthly", "offer": "intro"}; see docs/simulator.md
@@ -39,7 +41,8 @@ enum SimulateCommand: Command {
                               renews in 5 minutes, a year in 1 hour), monthlyEveryThirtyMinutes,
                               monthlyEveryHour
           --v1-shared-secret S the app is configured for V1 notifications: post unsigned V1 bodies
-                              with this shared secret as password (retries at 6, 24, 48 hours)
+                              with this shared secret as password (retries at 6, 24, 48 hours);
+                              verifyReceipt also checks it
           --api-key P8FILE    also serve a fake App Store Server API (/inApps/...) on --listen,
                               accepting ES256 tokens signed with this .p8 key (PKCS#8 PEM) with
                               header kid --key-id and claim iss --issuer-id; exp is checked
@@ -137,6 +140,7 @@ enum SimulateCommand: Command {
         configuration.accessLog = nil
         var router = ControlAPI.router(for: simulator)
         if !apiKeys.isEmpty { FakeServerAPI.register(simulator, keys: apiKeys, on: &router) }
+        FakeVerifyReceipt.register(simulator, sharedSecret: v1SharedSecret, on: &router)
         let server = HTTPServer(configuration: configuration, router: router)
         do {
             try server.start()

@@ -237,3 +237,48 @@ struct APIClient {
         #expect(refunded.revocationDate == start)
     }
 }
+
+@Suite struct VerifyReceiptTests {
+    @Test func answersLikeApplesEndpointsIncluding21007() async throws {
+        let h = try await Harness()
+        var router = Router()
+        FakeVerifyReceipt.register(h.simulator, sharedSecret: "s3cret", on: &router)
+        ControlAPI.register(h.simulator, on: &router)
+        let client = APIClient(router: router)
+        try await h.perform("purchase") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+        }
+        try await h.perform("purchase") {
+            $0.customer = "alice"
+            $0.product = "coins"
+        }
+        try await h.advance("P1M")
+        let receiptAnswer = try await client.json([String: String].self, .get, "/customers/alice/receipt")
+        let receipt = try #require(receiptAnswer["receiptData"])
+        func verify(_ path: String, _ body: String) async throws -> VerifyReceiptResponse {
+            try await client.json(VerifyReceiptResponse.self, .post, path, body: body)
+        }
+        let ok = try await verify("/verifyReceipt", #"{"receipt-data": "\#(receipt)", "password": "s3cret"}"#)
+        #expect(ok.status == 0)
+        #expect(ok.environment == .sandbox)
+        #expect(ok.receipt?.bundleId == bundleId)
+        #expect(ok.receipt?.inApp?.count == 3)
+        #expect(ok.latestReceiptInfo?.count == 2)
+        #expect(ok.latestReceiptInfo?.first?.purchaseDate == ISODuration("P1M")!.added(to: start))
+        #expect(ok.pendingRenewalInfo?.first?.autoRenewStatus == "1")
+        #expect(ok.latestReceipt == receipt)
+        let latestOnly = try await verify(
+            "/sandbox/verifyReceipt", #"{"receipt-data": "\#(receipt)", "exclude-old-transactions": true}"#)
+        #expect(latestOnly.latestReceiptInfo?.count == 1)
+        #expect(try await verify("/production/verifyReceipt", #"{"receipt-data": "\#(receipt)"}"#).status == 21007)
+        #expect(try await verify("/verifyReceipt", #"{"receipt-data": "\#(receipt)", "password": "wrong"}"#).status == 21004)
+        #expect(try await verify("/verifyReceipt", #"{"receipt-data": "bm9wZQ=="}"#).status == 21002)
+        #expect(try await verify("/verifyReceipt", "not json").status == 21002)
+        let stranger = SimulatedReceipt(environment: .sandbox, customerId: "zed").encoded
+        #expect(try await verify("/verifyReceipt", #"{"receipt-data": "\#(stranger)"}"#).status == 21010)
+        let production = SimulatedReceipt(environment: .production, customerId: "alice").encoded
+        #expect(try await verify("/sandbox/verifyReceipt", #"{"receipt-data": "\#(production)"}"#).status == 21008)
+        await #expect(throws: HTTPError.notFound("no customer 'zed'")) { try await client.call(.get, "/customers/zed/receipt") }
+    }
+}
