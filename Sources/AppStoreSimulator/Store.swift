@@ -457,6 +457,7 @@ public struct SimulatedStore: Sendable {
                 shared.inAppOwnershipType = .familyShared
                 shared.appAccountToken = nil
                 shared.storefront = customers[member]?.storefront
+                shared.storefrontId = shared.storefront.map(Self.storefrontId)
                 record(shared)
                 oneTimeCustomer[memberId] = member
                 out.append(PendingNotification(type: .oneTimeCharge, transaction: shared, customerId: member, date: now))
@@ -1068,7 +1069,7 @@ public struct SimulatedStore: Sendable {
 
     // MARK: - Lookups
 
-    /// The customer's own and family-shared subscriptions, by original transaction id.
+    /// The customer's own (purchased, not family-shared) subscriptions, by original transaction id.
     public func subscriptionIds(of customerId: String) -> [String] {
         subscriptions.values.filter { $0.customerId == customerId && !$0.isFamilyShared }.map(\.originalTransactionId).sorted()
     }
