@@ -59,6 +59,8 @@ public struct SimulatedProduct: Sendable, Codable, Hashable {
     public var promotionalOffers: [SubscriptionOffer]
     public var offerCodes: [SubscriptionOffer]
     public var winBackOffers: [SubscriptionOffer]
+    /// False once removed from sale: subscriptions to it expire at renewal (`EXPIRED`/`PRODUCT_NOT_FOR_SALE`).
+    public var availableForSale: Bool = true
 
     /// A product with these properties.
     public init(
@@ -83,7 +85,7 @@ public struct SimulatedProduct: Sendable, Codable, Hashable {
 
     enum CodingKeys: String, CodingKey {
         case id, kind, group, level, period, price, currency, familyShareable, introductoryOffer, promotionalOffers
-        case offerCodes, winBackOffers
+        case offerCodes, winBackOffers, availableForSale
     }
 
     /// Decodes the simulator's catalog JSON; the offer lists and `familyShareable` are optional.
@@ -99,6 +101,7 @@ public struct SimulatedProduct: Sendable, Codable, Hashable {
             promotionalOffers: try c.decodeIfPresent([SubscriptionOffer].self, forKey: .promotionalOffers) ?? [],
             offerCodes: try c.decodeIfPresent([SubscriptionOffer].self, forKey: .offerCodes) ?? [],
             winBackOffers: try c.decodeIfPresent([SubscriptionOffer].self, forKey: .winBackOffers) ?? [])
+        availableForSale = try c.decodeIfPresent(Bool.self, forKey: .availableForSale) ?? true
     }
 }
 

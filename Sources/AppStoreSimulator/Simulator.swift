@@ -12,6 +12,7 @@ import Foundation
 /// | `upgrade`, `downgrade`, `crossgrade`, `changeProduct` | `customer`, `product` (current), `to` |
 /// | `paymentMethod` | `customer`, `paymentMethod` (`ok`/`failing`) |
 /// | `gracePeriod` | `days` (0 turns grace off) |
+/// | `productAvailability` | `product`, `enabled` (false: off sale; subscribers expire at renewal) |
 /// | `renewalRate` | `rate` (`realTime`, `monthlyEveryFiveMinutes`, `monthlyEveryThirtyMinutes`, `monthlyEveryHour`) |
 /// | `priceIncrease` | `product`, `price`, `consentRequired`? (default true) |
 /// | `priceIncreaseResponse` | `customer`, `product`, `accept` |
@@ -246,6 +247,12 @@ public actor Simulator {
             let days = try need(request.days, "days")
             return try await applyLocked { store, _ in
                 store.catalog.gracePeriodDays = days > 0 ? days : nil
+                return []
+            }
+        case "productAvailability":
+            let (product, enabled) = (try need(request.product, "product"), try need(request.enabled, "enabled"))
+            return try await applyLocked { store, _ in
+                try store.setAvailableForSale(product, enabled)
                 return []
             }
         case "renewalRate":

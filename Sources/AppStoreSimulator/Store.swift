@@ -119,6 +119,8 @@ public struct SimulatedSubscription: Sendable, Codable, Hashable {
     public var extendedDays: Int = 0
     /// Auto-renew as it was before a refund revoked the subscription (restored if the refund is reversed).
     public var autoRenewBeforeRefund: Bool?
+    /// An offer redeemed with a downgrade or crossgrade, applied from the next renewal.
+    public var pendingOffer: AppliedOffer?
     public var isFamilyShared: Bool { sharedFrom != nil }
 }
 
@@ -191,6 +193,13 @@ public struct SimulatedStore: Sendable {
     func product(_ id: String) throws(SimulatorError) -> SimulatedProduct {
         guard let product = catalog.product(id) else { throw .unknown("product", id) }
         return product
+    }
+
+    /// Puts a product on sale or takes it off; subscriptions to a product off sale expire at their next
+    /// renewal (`EXPIRED`/`PRODUCT_NOT_FOR_SALE`, `expirationIntent` 4). No notification now.
+    public mutating func setAvailableForSale(_ productId: String, _ available: Bool) throws(SimulatorError) {
+        guard let index = catalog.products.firstIndex(where: { $0.id == productId }) else { throw .unknown("product", productId) }
+        catalog.products[index].availableForSale = available
     }
 
     /// Changes a customer's storefront; later transactions carry it. Apple sends no notification for this.
@@ -318,6 +327,7 @@ public struct SimulatedStore: Sendable {
     ) throws(SimulatorError) -> [PendingNotification] {
         let customer = try customer(customerId)
         let product = try product(productId)
+        guard product.availableForSale else { throw SimulatorError(code: "NOT_FOR_SALE", "\(productId) is not for sale") }
         guard customer.paymentSucceeds else {
             throw SimulatorError(code: "PAYMENT_FAILED", "\(customerId)'s payment method fails; the purchase did not happen")
         }
@@ -373,8 +383,37 @@ public struct SimulatedStore: Sendable {
 
         if let existingId, var sub = existing, isActive {
             // An offer on the active subscription: OFFER_REDEEMED (takes effect now for the same product).
-            guard let applied, sub.productId == productId else {
+            guard let applied else {
                 throw .invalid("\(customerId) already has an active subscription in \(group); use upgrade or downgrade")
+            }
+            if sub.productId != productId {
+                let current = try self.product(sub.productId)
+                if (product.level ?? 0) < (current.level ?? 0) {
+                    // Redeemed with an upgrade: immediate, like an upgrade, with the offer's first period.
+                    if var old = transactions[sub.latestTransactionId] {
+                        old.isUpgraded = true
+                        transactions[sub.latestTransactionId] = old
+                    }
+                    sub.productId = productId
+                    sub.autoRenewProductId = productId
+                    sub.offer = applied
+                    sub.pendingOffer = nil
+                    sub.priceIncrease = nil
+                    sub.purchaseDate = now
+                    sub.expiresDate = end(of: applied.offer.period, from: now)
+                    sub.state = .active
+                    sub.gracePeriodExpires = nil
+                    sub.billingRetryStart = nil
+                    subscriptions[existingId] = sub
+                    let tx = issueTransaction(for: existingId, reason: .purchase, price: applied.offer.price, now: now)
+                    return [notification(.offerRedeemed, .upgrade, subscription: existingId, transaction: tx, now: now)]
+                        + mirrorToFamily(existingId, .offerRedeemed, .upgrade, now: now)
+                }
+                // Redeemed with a downgrade or crossgrade: the product and the offer start at the next renewal.
+                sub.autoRenewProductId = productId
+                sub.pendingOffer = applied
+                subscriptions[existingId] = sub
+                return [notification(.offerRedeemed, .downgrade, subscription: existingId, now: now)]
             }
             sub.offer = applied
             let length = applied.offer.period
@@ -812,7 +851,7 @@ public struct SimulatedStore: Sendable {
         if let increase = sub.priceIncrease, increase.consentRequired, increase.accepted != true {
             return expire(id, intent: .customerDidNotConsentToPriceIncrease, subtype: .priceIncrease, at: time)
         }
-        guard let product = catalog.product(sub.autoRenewProductId), let period = product.period else {
+        guard let product = catalog.product(sub.autoRenewProductId), product.availableForSale, let period = product.period else {
             return expire(id, intent: .productNotAvailable, subtype: .productNotForSale, at: time)
         }
         guard customers[sub.customerId]?.paymentSucceeds == true else {
@@ -834,7 +873,12 @@ public struct SimulatedStore: Sendable {
         sub.productId = product.id
         var price = sub.priceIncrease?.newPrice ?? product.price
         var length = period
-        if var offer = sub.offer, offer.remainingPeriods > 0 {
+        if let pending = sub.pendingOffer {
+            sub.offer = pending
+            sub.pendingOffer = nil
+            price = pending.offer.price
+            length = pending.offer.period
+        } else if var offer = sub.offer, offer.remainingPeriods > 0 {
             offer.remainingPeriods -= 1
             sub.offer = offer
             price = offer.offer.price
@@ -1038,7 +1082,7 @@ public struct SimulatedStore: Sendable {
         if sub.autoRenew, sub.state != .expired, sub.state != .revoked {
             info.renewalDate = sub.expiresDate
             var price = sub.priceIncrease?.newPrice ?? next?.price
-            if let offer = sub.offer, offer.remainingPeriods > 0 {
+            if let offer = sub.pendingOffer ?? (sub.offer.flatMap { $0.remainingPeriods > 0 ? $0 : nil }) {
                 info.offerType = offer.type
                 info.offerIdentifier = offer.offer.id
                 info.offerDiscountType = offer.offer.discountType

@@ -373,6 +373,62 @@ import Testing
         #expect(renewed[0].transaction?.price == 4990)
     }
 
+    @Test func offerRedeemedWithAnUpgradeOrADowngrade() async throws {
+        let h = try await Harness()
+        _ = try await subscribed(h, product: "basic.monthly")
+        // Promotional offer on a higher level: immediate, OFFER_REDEEMED/UPGRADE.
+        let up = try await h.perform("purchase") {
+            $0.customer = "alice"
+            $0.product = "pro.monthly"
+            $0.offer = "promotional"
+            $0.offerId = "promo50"
+        }
+        #expect(up.map(\.kind) == ["OFFER_REDEEMED/UPGRADE"])
+        #expect(up[0].transaction?.productId == "pro.monthly")
+        #expect(up[0].transaction?.offerType == .promotionalOffer)
+        #expect(up[0].transaction?.price == 4990)
+        let bob = try await h.perform("purchase") {
+            $0.customer = "bob"
+            $0.product = "pro.yearly"
+        }
+        // Offer code on a lower level: OFFER_REDEEMED/DOWNGRADE, product and offer from the next renewal.
+        let down = try await h.perform("purchase") {
+            $0.customer = "bob"
+            $0.product = "pro.monthly"
+            $0.offer = "offerCode"
+            $0.offerId = "CODE3M"
+        }
+        #expect(down.map(\.kind) == ["OFFER_REDEEMED/DOWNGRADE"])
+        #expect(down[0].renewal?.autoRenewProductId == "pro.monthly")
+        #expect(down[0].renewal?.offerType == .offerCode)
+        #expect(down[0].transaction?.productId == "pro.yearly")
+        let renewed = try await h.advance("P1Y")
+        let bobs = renewed.filter { $0.transaction?.storefront == "GBR" }
+        #expect(bobs.first?.kind == "DID_RENEW")
+        #expect(bobs.first?.transaction?.productId == "pro.monthly")
+        #expect(bobs.first?.transaction?.offerType == .offerCode)
+        #expect(bobs.first?.transaction?.purchaseDate == bob[0].transaction?.expiresDate)
+        #expect(bobs.first?.transaction?.expiresDate == ISODuration("P3M")!.added(to: bob[0].transaction!.expiresDate!))
+    }
+
+    @Test func productOffSaleExpiresAtRenewal() async throws {
+        let h = try await Harness()
+        _ = try await subscribed(h)
+        try await h.perform("productAvailability") {
+            $0.product = "pro.monthly"
+            $0.enabled = false
+        }
+        let out = try await h.advance("P1M")
+        #expect(out.map(\.kind) == ["EXPIRED/PRODUCT_NOT_FOR_SALE"])
+        #expect(out[0].renewal?.expirationIntent == .productNotAvailable)
+        await #expect(throws: SimulatorError.self) {
+            try await h.perform("purchase") {
+                $0.customer = "bob"
+                $0.product = "pro.monthly"
+            }
+        }
+    }
+
     @Test func sameLevelSamePeriodCrossgradeIsImmediate() async throws {
         let h = try await Harness()
         _ = try await subscribed(h)
