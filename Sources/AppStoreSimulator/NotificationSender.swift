@@ -96,6 +96,8 @@ public actor NotificationSender {
     private let transport: (any NotificationTransport)?
     private let retries: Bool
     public private(set) var records: [DeliveryRecord] = []
+    /// Indices of records with a retry due, and when (kept small: only undelivered notifications).
+    private var due: [Int: Int64] = [:]
 
     /// - Parameters:
     ///   - transport: where to post; nil records notifications without sending (no attempts).
@@ -133,7 +135,7 @@ public actor NotificationSender {
 
     /// The earliest pending retry, if any.
     public func nextRetryDate() -> Int64? {
-        records.compactMap(\.nextAttemptDate).min()
+        due.values.min()
     }
 
     /// Performs every retry due at or before `now`, in time order, each stamped with its due time.
@@ -145,8 +147,8 @@ public actor NotificationSender {
 
     private func earliestDue() -> (Int, Int64)? {
         var best: (Int, Int64)?
-        for (index, record) in records.enumerated() {
-            if let due = record.nextAttemptDate, best == nil || due < best!.1 { best = (index, due) }
+        for (index, date) in due where best == nil || date < best!.1 || (date == best!.1 && index < best!.0) {
+            best = (index, date)
         }
         return best
     }
@@ -155,6 +157,7 @@ public actor NotificationSender {
         guard let transport else { return }
         // Mark it as in flight so a reentrant deliverDue does not send it twice.
         records[index].nextAttemptDate = nil
+        due[index] = nil
         let outcome = await transport.post(Array(records[index].body.utf8))
         var attempt = DeliveryAttempt(date: date, succeeded: outcome.isSuccess)
         switch outcome {
@@ -166,6 +169,7 @@ public actor NotificationSender {
         let delays = records[index].version == 1 ? Self.v1RetryDelays : Self.retryDelays
         if !outcome.isSuccess, retries, made <= delays.count {
             records[index].nextAttemptDate = date + delays[made - 1]
+            due[index] = date + delays[made - 1]
         }
     }
 

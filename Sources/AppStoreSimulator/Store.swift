@@ -149,7 +149,7 @@ public struct SimulatedStore: Sendable {
     public private(set) var customers: [String: SimulatedCustomer] = [:]
     public private(set) var families: [String: FamilyGroup] = [:]
     /// Subscriptions by original transaction id.
-    public private(set) var subscriptions: [String: SimulatedSubscription] = [:]
+    public private(set) var subscriptions = SubscriptionTable()
     /// Every transaction by id, as last issued (revocation fields included).
     public private(set) var transactions: [String: JWSTransactionDecodedPayload] = [:]
     /// Transaction ids in issue order.
@@ -274,12 +274,12 @@ public struct SimulatedStore: Sendable {
         }
         var out: [PendingNotification] = []
         // What others shared with the leaver.
-        for (id, sub) in subscriptions.sorted(by: { $0.key < $1.key }) where sub.customerId == customerId && sub.isFamilyShared {
+        for id in subscriptions.ids(of: customerId) where subscriptions[id]!.isFamilyShared {
             out += revokeShare(id, now: now)
         }
         // What the leaver shared with the others.
         for id in subscriptionIds(of: customerId) {
-            for (shareId, share) in subscriptions.sorted(by: { $0.key < $1.key }) where share.sharedFrom == id {
+            for shareId in subscriptions.views(of: id) {
                 out += revokeShare(shareId, now: now)
             }
         }
@@ -302,7 +302,7 @@ public struct SimulatedStore: Sendable {
         subscriptions[id]!.sharingEnabled = enabled
         if enabled { return shareWithFamily(id, now: now) }
         var out: [PendingNotification] = []
-        for (shareId, share) in subscriptions.sorted(by: { $0.key < $1.key }) where share.sharedFrom == id {
+        for shareId in subscriptions.views(of: id) {
             out += revokeShare(shareId, now: now)
         }
         return out
@@ -628,7 +628,7 @@ public struct SimulatedStore: Sendable {
         }
         out.append(notification(.refund, nil, subscription: originalId, transaction: tx, now: now))
         if txId == sub.latestTransactionId {
-            for (shareId, share) in subscriptions.sorted(by: { $0.key < $1.key }) where share.sharedFrom == originalId {
+            for shareId in subscriptions.views(of: originalId) {
                 out += revokeShare(shareId, now: now)
             }
         }
@@ -752,7 +752,8 @@ public struct SimulatedStore: Sendable {
             tx.expiresDate = sub.expiresDate
             transactions[sub.latestTransactionId] = tx
         }
-        for (shareId, share) in subscriptions where share.sharedFrom == id {
+        for shareId in subscriptions.views(of: id) {
+            let share = subscriptions[shareId]!
             subscriptions[shareId]!.expiresDate = sub.expiresDate
             if var tx = transactions[share.latestTransactionId] {
                 tx.expiresDate = sub.expiresDate
@@ -785,44 +786,19 @@ public struct SimulatedStore: Sendable {
     // MARK: - Time
 
     /// The earliest moment after which ``processDue(now:)`` has something to do, if any.
-    public func nextDueTime() -> Int64? {
-        var next: Int64?
-        func consider(_ t: Int64) { next = min(next ?? t, t) }
-        for sub in subscriptions.values where !sub.isFamilyShared {
-            switch sub.state {
-            case .active: consider(sub.expiresDate)
-            case .gracePeriod:
-                consider(min(sub.gracePeriodExpires ?? sub.expiresDate, (sub.billingRetryStart ?? sub.expiresDate) + Self.billingRetryWindow))
-            case .billingRetry: consider((sub.billingRetryStart ?? sub.expiresDate) + Self.billingRetryWindow)
-            case .expired, .revoked: break
-            }
-        }
-        return next
+    public mutating func nextDueTime() -> Int64? {
+        subscriptions.nextDue()?.time
     }
 
     /// Runs everything due at or before `now`: renewals (or their failure), grace-period ends, expiry
     /// after 60 days of billing retry, voluntary and price-increase expiry. Events are stamped with the
-    /// time they fell due, in time order.
+    /// time they fell due, in time order (ties by original transaction id).
     public mutating func processDue(now: Int64) -> [PendingNotification] {
         var out: [PendingNotification] = []
-        while true {
-            // The earliest due subscription, so that multi-period jumps renew in order.
-            var best: (id: String, time: Int64)?
-            for (id, sub) in subscriptions where !sub.isFamilyShared {
-                let due: Int64?
-                switch sub.state {
-                case .active: due = sub.expiresDate
-                case .gracePeriod:
-                    due = min(sub.gracePeriodExpires ?? sub.expiresDate, (sub.billingRetryStart ?? sub.expiresDate) + Self.billingRetryWindow)
-                case .billingRetry: due = (sub.billingRetryStart ?? sub.expiresDate) + Self.billingRetryWindow
-                default: due = nil
-                }
-                guard let due, due <= now else { continue }
-                if best == nil || due < best!.time || (due == best!.time && id < best!.id) { best = (id, due) }
-            }
-            guard let (id, time) = best else { return out }
-            out += step(id, at: time)
+        while let next = subscriptions.nextDue(), next.time <= now {
+            out += step(next.id, at: next.time)
         }
+        return out
     }
 
     private mutating func step(_ id: String, at time: Int64) -> [PendingNotification] {
@@ -947,7 +923,9 @@ public struct SimulatedStore: Sendable {
         else { return [] }
         var out: [PendingNotification] = []
         for member in family.members where member != sub.customerId {
-            if subscriptions.values.contains(where: { $0.sharedFrom == id && $0.customerId == member && $0.state != .revoked }) {
+            if subscriptions.views(of: id).contains(where: {
+                subscriptions[$0]!.customerId == member && subscriptions[$0]!.state != .revoked
+            }) {
                 continue
             }
             let memberOriginalId = takeTransactionId()
@@ -984,7 +962,8 @@ public struct SimulatedStore: Sendable {
     {
         let source = subscriptions[id]!
         var out: [PendingNotification] = []
-        for (shareId, share) in subscriptions.sorted(by: { $0.key < $1.key }) where share.sharedFrom == id && share.state != .revoked {
+        for shareId in subscriptions.views(of: id) where subscriptions[shareId]!.state != .revoked {
+            let share = subscriptions[shareId]!
             var view = share
             view.productId = source.productId
             view.autoRenewProductId = source.autoRenewProductId
@@ -1115,14 +1094,15 @@ public struct SimulatedStore: Sendable {
 
     /// The customer's own (purchased, not family-shared) subscriptions, by original transaction id.
     public func subscriptionIds(of customerId: String) -> [String] {
-        subscriptions.values.filter { $0.customerId == customerId && !$0.isFamilyShared }.map(\.originalTransactionId).sorted()
+        subscriptions.ids(of: customerId).filter { !subscriptions[$0]!.isFamilyShared }.sorted()
     }
 
     /// The customer's purchased subscription in `group`, if any.
     func activeOrLatestSubscription(_ customerId: String, group: String) throws(SimulatorError) -> String? {
         _ = try customer(customerId)
-        return subscriptions.values.first { $0.customerId == customerId && $0.groupId == group && !$0.isFamilyShared }?
-            .originalTransactionId
+        return subscriptions.ids(of: customerId).first {
+            subscriptions[$0]!.groupId == group && !subscriptions[$0]!.isFamilyShared
+        }
     }
 
     func requireSubscription(_ customerId: String, _ productId: String) throws(SimulatorError) -> String {
