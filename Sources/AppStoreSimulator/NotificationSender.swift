@@ -99,12 +99,16 @@ public actor NotificationSender {
     /// Indices of records with a retry due, and when (kept small: only undelivered notifications).
     private var due: [Int: Int64] = [:]
 
+    private let retainHistory: Bool
+
     /// - Parameters:
     ///   - transport: where to post; nil records notifications without sending (no attempts).
     ///   - retries: whether failures are retried (Apple retries in Production only).
-    public init(transport: (any NotificationTransport)?, retries: Bool) {
+    ///   - retainHistory: false posts without recording (load generation); only allowed without retries.
+    public init(transport: (any NotificationTransport)?, retries: Bool, retainHistory: Bool = true) {
         self.transport = transport
         self.retries = retries
+        self.retainHistory = retainHistory || retries
     }
 
     /// Sends a new notification now (virtual `now`) and records it.
@@ -116,6 +120,10 @@ public actor NotificationSender {
             signedDate: notification.payload.signedDate ?? now, signedPayload: notification.signedPayload,
             body: String(decoding: notification.body, as: UTF8.self), attempts: [],
             nextAttemptDate: transport == nil ? nil : now)
+        guard retainHistory else {
+            _ = await transport?.post(notification.body)
+            return record
+        }
         records.append(record)
         await attempt(records.count - 1, at: now)
         return records[records.count - 1]

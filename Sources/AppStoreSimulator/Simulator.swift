@@ -93,9 +93,10 @@ public actor Simulator {
     ///   - v1SharedSecret: when set, the app is configured for V1 notifications: the V1 bodies (with this
     ///     shared secret as `password`) are posted instead of V2, and retried on the V1 schedule. Actions
     ///     still return the V2 notifications, as the App Store's own record.
+    ///   - retainHistory: false keeps no delivery history (load generation in Sandbox; ignored with retries).
     public init(
         catalog: Catalog, environment: AppStoreEnvironment = .sandbox, ca: SimulatorCA, clock: VirtualClock,
-        transport: (any NotificationTransport)?, v1SharedSecret: String? = nil
+        transport: (any NotificationTransport)?, v1SharedSecret: String? = nil, retainHistory: Bool = true
     ) {
         self.clock = clock
         v1Builder = v1SharedSecret.map {
@@ -103,7 +104,7 @@ public actor Simulator {
         }
         self.ca = ca
         store = SimulatedStore(catalog: catalog, environment: environment)
-        sender = NotificationSender(transport: transport, retries: environment == .production)
+        sender = NotificationSender(transport: transport, retries: environment == .production, retainHistory: retainHistory)
         signer = NotificationSigner(
             signer: ca.signer, bundleId: catalog.bundleId, appAppleId: catalog.appAppleId, environment: environment)
     }

@@ -14,6 +14,7 @@ enum SimulateCommand: Command {
                                  [--environment Sandbox|Production] [--start EPOCH_MS]
                                  [--api-key P8FILE --key-id KID --issuer-id ISS] [--renewal-rate RATE]
                                  [--v1-shared-secret SECRET]
+               entitled simulate --customers N --months M --load URL [--concurrency C] [...]
 
         A local App Store: customers, a catalog and a virtual clock. Every action produces the V2
         notifications Apple sends, signed with the simulator's test CA, and posts them to --target.
@@ -43,6 +44,10 @@ enum SimulateCommand: Command {
           --v1-shared-secret S the app is configured for V1 notifications: post unsigned V1 bodies
                               with this shared secret as password (retries at 6, 24, 48 hours);
                               verifyReceipt also checks it
+          --customers N       load mode: N customers subscribe (spread over the first day) and
+          --months M          renew for M months; every notification is signed and POSTed to
+          --load URL          URL with --concurrency C requests in flight (default 16); prints
+                              notifications/s delivered and accepted (2xx). Sandbox, no retries.
           --api-key P8FILE    also serve a fake App Store Server API (/inApps/...) on --listen,
                               accepting ES256 tokens signed with this .p8 key (PKCS#8 PEM) with
                               header kid --key-id and claim iss --issuer-id; exp is checked
@@ -61,6 +66,10 @@ enum SimulateCommand: Command {
         let startOption = try arguments.option("--start", as: "epoch milliseconds") { Int64($0) }
         let renewalRate = try arguments.option("--renewal-rate", as: "a renewal rate") { RenewalRate(rawValue: $0) }
         let v1SharedSecret = try arguments.option("--v1-shared-secret")
+        let loadCustomers = try arguments.option("--customers", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } }
+        let loadMonths = try arguments.option("--months", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } }
+        let loadURL = try arguments.option("--load")
+        let concurrency = try arguments.option("--concurrency", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } }
         let apiKeyPath = try arguments.option("--api-key")
         let keyId = try arguments.option("--key-id")
         let issuerId = try arguments.option("--issuer-id")
@@ -112,6 +121,19 @@ enum SimulateCommand: Command {
         }
         let scenario = try scenarioPath.map { String(decoding: try read($0), as: UTF8.self) }
 
+        if loadCustomers != nil || loadMonths != nil || loadURL != nil {
+            guard let loadCustomers, let loadMonths, let loadURL, let url = URL(string: loadURL),
+                url.scheme == "http" || url.scheme == "https"
+            else { throw UsageError("load mode needs --customers N, --months M and --load http(s)://…") }
+            guard scenario == nil, listenAddress == nil else { throw UsageError("load mode takes no --scenario or --listen") }
+            let ca = try SimulatorCA.loadOrCreate(in: URL(fileURLWithPath: dataDirectory))
+            let result = try await LoadBenchmark.run(
+                customers: loadCustomers, months: loadMonths, catalog: catalog, ca: ca,
+                start: startOption ?? Int64(Date().timeIntervalSince1970) * 1000, transport: URLSessionTransport(url: url),
+                concurrency: concurrency ?? 16)
+            print(result.description)
+            return ExitStatus.ok
+        }
         let ca = try SimulatorCA.loadOrCreate(in: URL(fileURLWithPath: dataDirectory))
         // The wall clock is read once, to seed the virtual clock; the simulator never reads it again.
         let start = startOption ?? Int64(Date().timeIntervalSince1970) * 1000

@@ -1,4 +1,6 @@
 import Foundation
+import HTTPServer
+import Synchronization
 import Testing
 
 @Suite struct SimulateCLITests {
@@ -47,5 +49,36 @@ import Testing
         let result = try await CLI.run(["simulate", "--data", folder.appendingPathComponent("d").path, "--scenario", scenario.path])
         #expect(result.status == 1)
         #expect(result.stderr.contains("line 1"))
+    }
+}
+
+@Suite struct SimulateLoadTests {
+    @Test func loadModeDeliversToAServer() async throws {
+        let received = Mutex<Int>(0)
+        var router = Router()
+        router.post("/apple") { request in
+            received.withLock { $0 += 1 }
+            return Response(status: request.body.isEmpty ? 400 : 200)
+        }
+        var configuration = HTTPServer.Configuration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.threads = 1
+        configuration.accessLog = nil
+        configuration.errorLog = nil
+        let server = HTTPServer(configuration: configuration, router: router)
+        try server.start()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("simulate-load-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try await CLI.run([
+            "simulate", "--data", folder.path, "--customers", "20", "--months", "2", "--concurrency", "4",
+            "--load", "http://127.0.0.1:\(server.port)/apple", "--start", "1768435200000",
+        ])
+        await server.shutdown()
+        #expect(result.status == 0, "\(result.stderr)")
+        // 20 purchases, 20 first renewals, and the second renewal of the first customer only.
+        #expect(result.stdout.contains("notifications 41, delivered 41, accepted 41"), "\(result.stdout)")
+        #expect(received.withLock { $0 } == 41)
+        #expect(try await CLI.run(["simulate", "--customers", "5", "--load", "http://x"]).status == 2)
     }
 }
