@@ -43,6 +43,7 @@ public struct SubscriptionOffer: Sendable, Codable, Hashable {
 public struct SimulatedProduct: Sendable, Codable, Hashable {
     /// The product identifier.
     public var id: String
+    /// What kind of product this is.
     public var kind: ProductKind
     /// The subscription group identifier (auto-renewables only).
     public var group: String?
@@ -54,10 +55,15 @@ public struct SimulatedProduct: Sendable, Codable, Hashable {
     public var price: Int64
     /// ISO 4217 currency code.
     public var currency: String
+    /// Whether Family Sharing can share it.
     public var familyShareable: Bool
+    /// The introductory offer, if any.
     public var introductoryOffer: SubscriptionOffer?
+    /// Promotional offers (for previous subscribers).
     public var promotionalOffers: [SubscriptionOffer]
+    /// Offer-code offers.
     public var offerCodes: [SubscriptionOffer]
+    /// Win-back offers (for expired subscribers).
     public var winBackOffers: [SubscriptionOffer]
     /// False once removed from sale: subscriptions to it expire at renewal (`EXPIRED`/`PRODUCT_NOT_FOR_SALE`).
     public var availableForSale: Bool = true
@@ -110,11 +116,13 @@ public struct SimulatedProduct: Sendable, Codable, Hashable {
 /// JSON form (the simulator's own):
 /// `{"bundleId": "com.example.app", "appAppleId": 1234, "gracePeriodDays": 16, "products": [ … ]}`.
 public struct Catalog: Sendable, Codable, Hashable {
+    /// The app's bundle identifier.
     public var bundleId: String
     /// The app's Apple ID (sent in Production notifications only).
     public var appAppleId: Int64
     /// Billing grace period in days (Apple offers 3, 16 or 28); nil or 0 means no grace period.
     public var gracePeriodDays: Int?
+    /// The products on sale (and off sale).
     public var products: [SimulatedProduct]
 
     /// A catalog with these products.
@@ -229,7 +237,9 @@ struct StoreKitFile: Decodable {
 public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A short machine-readable code (`UNKNOWN_CUSTOMER`, `INVALID_ACTION` …).
     public var code: String
+    /// A human-readable explanation.
     public var message: String
+    /// An error with a machine-readable `code` and a message.
     public init(code: String, _ message: String) {
         self.code = code
         self.message = message

@@ -5,12 +5,19 @@ import HTTPServer
 
 /// A notification as the control API reports it.
 public struct NotificationSummary: Sendable, Codable, Hashable {
+    /// The notification's `notificationUUID` (also the test notification token).
     public var notificationUUID: String?
+    /// `notificationType` as text.
     public var notificationType: String?
+    /// `subtype` as text.
     public var subtype: String?
+    /// `data.status` as a number.
     public var status: Int32?
+    /// `signedDate`, virtual epoch milliseconds.
     public var signedDate: Int64?
+    /// The customer the notification concerns.
     public var customerId: String?
+    /// The notification JWS.
     public var signedPayload: String
 
     /// Summarises a signed notification.
@@ -40,7 +47,9 @@ public struct NotificationSummary: Sendable, Codable, Hashable {
 public enum ControlAPI {
     /// The answer of the mutating endpoints.
     public struct ActionResponse: Sendable, Codable {
+        /// The virtual time after the request, epoch milliseconds.
         public var now: Int64
+        /// The notifications the request produced, in order.
         public var notifications: [NotificationSummary]
     }
 

@@ -9,8 +9,10 @@ public struct APIKey: Sendable {
     public var keyId: String
     /// The issuer id (`iss` claim).
     public var issuerId: String
+    /// The public half of the `.p8` key.
     public var publicKey: P256PublicKey
 
+    /// A key accepted for tokens with header `kid` = `keyId` and claim `iss` = `issuerId`.
     public init(keyId: String, issuerId: String, publicKey: P256PublicKey) {
         self.keyId = keyId
         self.issuerId = issuerId
@@ -20,6 +22,7 @@ public struct APIKey: Sendable {
 
 /// Why a bearer token was refused (reported in the 401 body for debugging; Apple says only "Unauthenticated").
 public struct APIAuthenticationError: Error, Sendable, Hashable {
+    /// Why the token was refused.
     public var reason: String
 }
 
@@ -27,9 +30,12 @@ public struct APIAuthenticationError: Error, Sendable, Hashable {
 /// claims `iss` matching that key's issuer, `aud` = `appstoreconnect-v1`, `bid` = the app's bundle id,
 /// `exp` in the future and at most 60 minutes after `iat`, signature valid.
 public struct APITokenVerifier: Sendable {
+    /// The accepted keys.
     public var keys: [APIKey]
+    /// The app's bundle identifier.
     public var bundleId: String
 
+    /// Accepts tokens signed by one of `keys` for the app `bundleId`.
     public init(keys: [APIKey], bundleId: String) {
         self.keys = keys
         self.bundleId = bundleId

@@ -19,11 +19,13 @@ public actor LoadTransport: NotificationTransport {
     /// Posts answered with HTTP 200–206.
     public private(set) var accepted = 0
 
+    /// Wraps `inner`, allowing `concurrency` posts in flight.
     public init(inner: any NotificationTransport, concurrency: Int) {
         self.inner = inner
         self.concurrency = max(1, concurrency)
     }
 
+    /// Waits for a free slot, starts the post, and answers 202 at once (the real outcome is counted).
     public func post(_ body: [UInt8]) async -> TransportOutcome {
         while inFlight >= concurrency { await withCheckedContinuation { waiters.append($0) } }
         inFlight += 1
@@ -59,9 +61,13 @@ public actor LoadTransport: NotificationTransport {
 public enum LoadBenchmark {
     /// What a run measured.
     public struct Result: Sendable, CustomStringConvertible {
+        /// Notifications generated.
         public var notifications: Int
+        /// Posts answered.
         public var delivered: Int
+        /// Posts answered with HTTP 200–206.
         public var accepted: Int
+        /// Wall-clock seconds the run took.
         public var seconds: Double
 
         public var description: String {

@@ -27,15 +27,18 @@ public protocol NotificationTransport: Sendable {
 
 /// Posts over HTTP(S) with `URLSession` (FoundationNetworking on Linux).
 public struct URLSessionTransport: NotificationTransport {
+    /// The notification URL.
     public var url: URL
     /// Seconds before an attempt counts as timed out.
     public var timeout: TimeInterval
 
+    /// Posts to `url`, giving up on an attempt after `timeout` seconds.
     public init(url: URL, timeout: TimeInterval = 10) {
         self.url = url
         self.timeout = timeout
     }
 
+    /// POSTs `body` as `application/json`; any HTTP answer is a status, anything else a failure.
     public func post(_ body: [UInt8]) async -> TransportOutcome {
         var request = URLRequest(url: url, timeoutInterval: timeout)
         request.httpMethod = "POST"
@@ -58,17 +61,25 @@ public struct URLSessionTransport: NotificationTransport {
 public struct DeliveryAttempt: Sendable, Hashable, Codable {
     /// Virtual epoch milliseconds.
     public var date: Int64
+    /// The HTTP status answered, if any.
     public var httpStatus: Int?
+    /// Why there was no answer, if none.
     public var error: String?
+    /// Whether the attempt counts as delivered (HTTP 200–206).
     public var succeeded: Bool
 }
 
 /// One notification and its delivery history.
 public struct DeliveryRecord: Sendable, Hashable, Codable {
+    /// The notification's `notificationUUID` (also the test notification token).
     public var notificationUUID: String
+    /// `notificationType` as text.
     public var notificationType: String
+    /// `subtype` as text.
     public var subtype: String?
+    /// The customer the notification concerns.
     public var customerId: String?
+    /// `signedDate`, virtual epoch milliseconds.
     public var signedDate: Int64
     /// The V2 JWS; empty for a V1 notification.
     public var signedPayload: String
@@ -76,6 +87,7 @@ public struct DeliveryRecord: Sendable, Hashable, Codable {
     public var version: Int = 2
     /// The exact JSON body posted (V1 bodies are not signed; V2 bodies wrap `signedPayload`).
     public var body: String
+    /// Every attempt, in order.
     public var attempts: [DeliveryAttempt]
     /// When the next retry is due (virtual time); nil once delivered or out of retries.
     public var nextAttemptDate: Int64?
@@ -95,6 +107,7 @@ public actor NotificationSender {
 
     private let transport: (any NotificationTransport)?
     private let retries: Bool
+    /// Every notification sent, with its attempts, in sending order.
     public private(set) var records: [DeliveryRecord] = []
     /// Indices of records with a retry due, and when (kept small: only undelivered notifications).
     private var due: [Int: Int64] = [:]
@@ -206,6 +219,7 @@ public actor InMemoryReceiver: NotificationTransport {
         failureStatus = status
     }
 
+    /// Records `body`; answers the configured failure status while failures are left, then 200.
     public func post(_ body: [UInt8]) async -> TransportOutcome {
         bodies.append(body)
         if failuresLeft > 0 {

@@ -30,30 +30,55 @@ import Foundation
 ///
 /// In scenario files `at` is the time offset from the scenario's start (an ISO 8601 duration).
 public struct ActionRequest: Sendable, Codable, Hashable {
+    /// Scenario only: offset from the scenario start (ISO 8601 duration).
     public var at: String?
+    /// The action name.
     public var action: String
+    /// A customer id.
     public var customer: String?
+    /// A product id (the current one for product changes).
     public var product: String?
+    /// The product to change to.
     public var to: String?
+    /// `intro`, `promotional`, `offerCode` or `winBack`.
     public var offer: String?
+    /// The offer identifier.
     public var offerId: String?
+    /// A UUID linking the purchase to an app account.
     public var appAccountToken: String?
+    /// An ISO 3166-1 alpha-3 storefront.
     public var storefront: String?
+    /// `ok` or `failing`.
     public var paymentMethod: String?
+    /// A family id.
     public var family: String?
+    /// Family members, organizer first.
     public var members: [String]?
+    /// A refund reason (`other`, `appIssue`) or a `consumptionRequestReason`.
     public var reason: String?
+    /// The mass extension request identifier.
     public var requestIdentifier: String?
+    /// Storefronts a mass extension applies to (all when absent).
     public var storefronts: [String]?
+    /// A transaction id (default: the latest matching one).
     public var transactionId: String?
+    /// An ISO 8601 duration to advance by.
     public var by: String?
+    /// A ``RenewalRate`` name.
     public var rate: String?
+    /// On or off (auto-renew, family sharing, availability).
     public var enabled: Bool?
+    /// Whether the customer accepts a price increase.
     public var accept: Bool?
+    /// Whether a price increase needs consent (default true).
     public var consentRequired: Bool?
+    /// A prorated rather than full refund.
     public var prorated: Bool?
+    /// Days (grace period, extension).
     public var days: Int?
+    /// Price in milli-units of the currency.
     public var price: Int64?
+    /// Quantity of a consumable.
     public var quantity: Int32?
 
     /// An action with no fields set but its name.
@@ -404,11 +429,18 @@ public actor Simulator {
 
 /// The simulator's state as `GET /state` returns it.
 public struct StateSnapshot: Sendable, Codable {
+    /// The virtual time after the request, epoch milliseconds.
     public var now: Int64
+    /// `Sandbox` or `Production`.
     public var environment: String
+    /// The app's bundle identifier.
     public var bundleId: String
+    /// Customers, sorted by id.
     public var customers: [SimulatedCustomer]
+    /// Family groups, sorted by id.
     public var families: [FamilyGroup]
+    /// Subscriptions, sorted by original transaction id.
     public var subscriptions: [SimulatedSubscription]
+    /// Transactions in issue order.
     public var transactions: [JWSTransactionDecodedPayload]
 }

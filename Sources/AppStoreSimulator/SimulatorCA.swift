@@ -72,12 +72,18 @@ public struct SignedNotification: Sendable, Hashable {
 
 /// Signs ``PendingNotification``s into V2 notifications with the simulator's chain.
 public struct NotificationSigner: Sendable {
+    /// Signs payloads (leaf key, `x5c` chain).
     public var signer: JWSSigner
+    /// The app's bundle identifier.
     public var bundleId: String
+    /// The app's Apple ID.
     public var appAppleId: Int64
+    /// `Sandbox` or `Production`.
     public var environment: AppStoreEnvironment
+    /// `bundleVersion` written in `data`.
     public var bundleVersion: String
 
+    /// Signs for the app `bundleId` / `appAppleId` (the latter only in Production payloads) in `environment`.
     public init(signer: JWSSigner, bundleId: String, appAppleId: Int64, environment: AppStoreEnvironment, bundleVersion: String = "1.0") {
         self.signer = signer
         self.bundleId = bundleId

@@ -53,7 +53,9 @@ public struct SimulatedCustomer: Sendable, Codable, Hashable {
 
 /// A Family Sharing group: an organizer and up to five more members.
 public struct FamilyGroup: Sendable, Codable, Hashable {
+    /// Family Sharing allows the organizer and up to five others.
     public static let maximumMembers = 6
+    /// The identifier.
     public var id: String
     /// Customer ids, organizer first.
     public var members: [String]
@@ -77,7 +79,9 @@ public enum SubscriptionState: String, Sendable, Codable, Hashable {
 
 /// The offer applied to the current (and possibly following) periods.
 public struct AppliedOffer: Sendable, Codable, Hashable {
+    /// Introductory, promotional, offer code or win-back.
     public var type: OfferType
+    /// The offer terms.
     public var offer: SubscriptionOffer
     /// Billed offer periods still to come after the current one.
     public var remainingPeriods: Int
@@ -85,7 +89,9 @@ public struct AppliedOffer: Sendable, Codable, Hashable {
 
 /// A pending price increase on a subscription.
 public struct PendingPriceIncrease: Sendable, Codable, Hashable {
+    /// The price from the next renewal, milli-units.
     public var newPrice: Int64
+    /// Whether a price increase needs consent (default true).
     public var consentRequired: Bool
     /// nil: no answer yet; true: accepted (or no consent needed); false: declined.
     public var accepted: Bool?
@@ -93,23 +99,41 @@ public struct PendingPriceIncrease: Sendable, Codable, Hashable {
 
 /// One auto-renewable subscription (an original transaction in a group), the purchaser's or a family member's view of it.
 public struct SimulatedSubscription: Sendable, Codable, Hashable {
+    /// The original transaction id (stable across renewals).
     public var originalTransactionId: String
+    /// The customer holding this subscription (or family view).
     public var customerId: String
+    /// The subscription group.
     public var groupId: String
+    /// The product of the current period.
     public var productId: String
+    /// The product the next renewal will be.
     public var autoRenewProductId: String
+    /// Whether auto-renew is on.
     public var autoRenew: Bool
+    /// Where the subscription is in its life.
     public var state: SubscriptionState
+    /// When the original transaction was bought.
     public var originalPurchaseDate: Int64
+    /// Start of the current period.
     public var purchaseDate: Int64
+    /// End of the current period (the renewal date).
     public var expiresDate: Int64
+    /// Start of the latest continuous run.
     public var recentStartDate: Int64
+    /// The transaction of the current period.
     public var latestTransactionId: String
+    /// The offer applied to the current period.
     public var offer: AppliedOffer?
+    /// Why it expired (or will).
     public var expirationIntent: ExpirationIntent?
+    /// When billing retry began (the failed renewal date).
     public var billingRetryStart: Int64?
+    /// End of the billing grace period.
     public var gracePeriodExpires: Int64?
+    /// A pending price increase.
     public var priceIncrease: PendingPriceIncrease?
+    /// A UUID linking the purchase to an app account.
     public var appAccountToken: String?
     /// For a family member's view: the purchaser's original transaction id.
     public var sharedFrom: String?
@@ -121,17 +145,25 @@ public struct SimulatedSubscription: Sendable, Codable, Hashable {
     public var autoRenewBeforeRefund: Bool?
     /// An offer redeemed with a downgrade or crossgrade, applied from the next renewal.
     public var pendingOffer: AppliedOffer?
+    /// Whether this is a family member's view of someone else's purchase.
     public var isFamilyShared: Bool { sharedFrom != nil }
 }
 
 /// A notification the store decided to send, before signing.
 public struct PendingNotification: Sendable, Hashable {
+    /// The notification type.
     public var type: NotificationTypeV2
+    /// The notification subtype, if any.
     public var subtype: NotificationSubtype?
+    /// `data.status`; nil for types without one.
     public var status: SubscriptionStatus?
+    /// The transaction to sign into `signedTransactionInfo`.
     public var transaction: JWSTransactionDecodedPayload?
+    /// The renewal info to sign into `signedRenewalInfo`.
     public var renewalInfo: JWSRenewalInfoDecodedPayload?
+    /// The mass-extension summary (instead of `data`).
     public var summary: Summary?
+    /// `consumptionRequestReason` for `CONSUMPTION_REQUEST`.
     public var consumptionRequestReason: ConsumptionRequestReason?
     /// The customer it concerns (nil for TEST and SUMMARY).
     public var customerId: String?
@@ -144,9 +176,13 @@ public struct PendingNotification: Sendable, Hashable {
 /// Each action returns the notifications Apple would send for it, unsigned; ``Simulator`` signs and delivers
 /// them. Time is always a parameter: nothing here reads a clock.
 public struct SimulatedStore: Sendable {
+    /// The app and its products.
     public var catalog: Catalog
+    /// `Sandbox` or `Production`.
     public var environment: AppStoreEnvironment
+    /// Customers by id.
     public private(set) var customers: [String: SimulatedCustomer] = [:]
+    /// Family groups by id.
     public private(set) var families: [String: FamilyGroup] = [:]
     /// Subscriptions by original transaction id.
     public private(set) var subscriptions = SubscriptionTable()

@@ -2,6 +2,7 @@
 /// fast with many customers: by customer, family views by purchaser, and a min-heap of due times
 /// (renewal, grace end, billing-retry end) with lazy deletion.
 public struct SubscriptionTable: Sendable, Sequence {
+    /// An (original transaction id, subscription) pair, as a dictionary iterates.
     public typealias Element = (key: String, value: SimulatedSubscription)
 
     private var storage: [String: SimulatedSubscription] = [:]
@@ -11,6 +12,7 @@ public struct SubscriptionTable: Sendable, Sequence {
     private(set) var views: [String: [String]] = [:]
     private var heap: [(time: Int64, id: String)] = []
 
+    /// An empty table.
     public init() {}
 
     /// The subscription with this original transaction id. Setting keeps the indexes current.
@@ -30,7 +32,9 @@ public struct SubscriptionTable: Sendable, Sequence {
 
     /// Every subscription.
     public var values: Dictionary<String, SimulatedSubscription>.Values { storage.values }
+    /// How many subscriptions (purchased and family views).
     public var count: Int { storage.count }
+    /// Iterates (id, subscription) pairs in no particular order.
     public func makeIterator() -> Dictionary<String, SimulatedSubscription>.Iterator { storage.makeIterator() }
 
     /// The ids of `customerId`'s subscriptions.

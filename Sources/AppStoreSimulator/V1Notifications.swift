@@ -20,11 +20,16 @@ public enum NotificationVersion: String, Sendable, Codable, Hashable {
 /// `PRICE_INCREASE`/`PENDING` → `PRICE_INCREASE_CONSENT`. Everything else (`EXPIRED`,
 /// `GRACE_PERIOD_EXPIRED`, `TEST`, `ONE_TIME_CHARGE`, extensions, offers) has no V1 counterpart.
 public struct V1NotificationBuilder: Sendable {
+    /// The app's shared secret (V1 `password`).
     public var sharedSecret: String
+    /// The app's bundle identifier.
     public var bundleId: String
+    /// The `bvrs` written in bodies.
     public var bundleVersion: String
+    /// `Sandbox` or `Production`.
     public var environment: AppStoreEnvironment
 
+    /// Builds V1 bodies with `sharedSecret` as `password` for the app `bundleId` in `environment`.
     public init(sharedSecret: String, bundleId: String, bundleVersion: String = "1.0", environment: AppStoreEnvironment) {
         self.sharedSecret = sharedSecret
         self.bundleId = bundleId
@@ -117,10 +122,13 @@ extension V1NotificationBuilder {
 /// The simulator's stand-in for an app receipt: base64 of `entitled-simulated-receipt:<Environment>:<customer>`.
 /// Real receipts are PKCS#7 containers the simulator does not build; this one names whose purchases it holds.
 public struct SimulatedReceipt: Sendable, Hashable {
+    /// `Sandbox` or `Production`.
     public var environment: AppStoreEnvironment
+    /// The customer whose purchases the receipt holds.
     public var customerId: String
     static let prefix = "entitled-simulated-receipt:"
 
+    /// The receipt of `customerId` in `environment`.
     public init(environment: AppStoreEnvironment, customerId: String) {
         self.environment = environment
         self.customerId = customerId

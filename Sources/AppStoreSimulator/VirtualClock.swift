@@ -25,11 +25,17 @@ public final class VirtualClock: VerificationClock {
 /// An ISO 8601 duration (`P1M`, `P1Y`, `P3D`, `P1W`, `PT1H`, `P1DT12H`), added on the UTC Gregorian calendar
 /// (so `P1M` from Jan 31 lands on the last day of February, as the App Store renews).
 public struct ISODuration: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// Years.
     public var years = 0
+    /// Months.
     public var months = 0
+    /// Days.
     public var days = 0
+    /// Hours.
     public var hours = 0
+    /// Minutes.
     public var minutes = 0
+    /// Seconds.
     public var seconds = 0
     /// The text it was parsed from (or a canonical rendering).
     public let text: String
@@ -135,8 +141,12 @@ public struct ISODuration: Sendable, Hashable, Codable, CustomStringConvertible 
 
 /// Milliseconds in common units.
 public enum Milliseconds {
+    /// One second in milliseconds.
     public static let second: Int64 = 1000
+    /// One minute in milliseconds.
     public static let minute: Int64 = 60 * second
+    /// One hour in milliseconds.
     public static let hour: Int64 = 60 * minute
+    /// One day (24 hours) in milliseconds.
     public static let day: Int64 = 24 * hour
 }
