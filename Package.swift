@@ -39,6 +39,10 @@ let package = Package(
         .target(
             name: "AppStoreTesting", dependencies: ["AppStore", "EntitledCrypto"],
             swiftSettings: swiftSettings),
+        // A local fake App Store: virtual clock, catalog, customers, signed V2 notifications, delivery, control API.
+        .target(
+            name: "AppStoreSimulator", dependencies: ["AppStore", "AppStoreTesting", "HTTPServer", "EntitledCrypto"],
+            swiftSettings: swiftSettings),
         // The pure domain core: facts + policy + now -> customer state. No I/O, no clock, no C.
         .target(name: "Entitlements", swiftSettings: swiftSettings),
         // The ledger and projections on SQLite and PostgreSQL.
@@ -59,7 +63,7 @@ let package = Package(
             name: "entitled",
             dependencies: [
                 "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting",
-                "Entitlements", "Storage",
+                "Entitlements", "Storage", "AppStoreSimulator", "EntitledCrypto",
             ],
             swiftSettings: swiftSettings),
 
@@ -69,6 +73,10 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests", dependencies: ["AppStore", "AppStoreTesting", "EntitledCrypto"],
             swiftSettings: swiftSettings),
+        .testTarget(
+            name: "AppStoreSimulatorTests",
+            dependencies: ["AppStoreSimulator", "AppStore", "AppStoreTesting", "HTTPServer", "EntitledCrypto"],
+            exclude: ["Fixtures"], swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),

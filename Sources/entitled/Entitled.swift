@@ -14,6 +14,7 @@ enum Entitled {
         RebuildCommand.self,
         BenchCommand.self,
         StorageCrashChildCommand.self,
+        SimulateCommand.self,
         ]
     }
 

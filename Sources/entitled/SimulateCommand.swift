@@ -1,0 +1,195 @@
+import AppStore
+import AppStoreSimulator
+import EntitledCrypto
+import Foundation
+import HTTPServer
+
+/// `entitled simulate`: a local App Store with a virtual clock, sending signed V2 notifications.
+enum SimulateCommand: Command {
+    static let name = "simulate"
+    static let summary = "run the App Store simulator (virtual clock, signed V2 notifications, control API)"
+    static let help = """
+        Usage: entitled simulate [--data DIR] [--listen HOST:PORT] [--target URL] [--scenario FILE]
+                                 [--catalog FILE | --storekit FILE] [--bundle-id ID]
+                                 [--environment Sandbox|Production] [--start EPOCH_MS]
+                                 [--api-key P8FILE --key-id KID --issuer-id ISS] [--renewal-rate RATE]
+                                 [--v1-shared-secret SECRET]
+               entitled simulate --customers N --months M --load URL [--concurrency C] [...]
+
+        A local App Store: customers, a catalog and a virtual clock. Every action produces the V2
+        notifications Apple sends, signed with the simulator's test CA, and posts them to --target.
+        Production retries failed deliveries at 1, 12, 24, 48 and 72 hours of virtual time; Sandbox
+        sends once. Runs --scenario (JSON lines), then, with --listen, serves the control API until
+        SIGTERM or SIGINT; without --listen it exits after the scenario. Each notification is printed
+        as one line of JSON.
+
+        Options:
+          --data DIR          where the CA is kept (default ./data/simulator); configure the server
+                              with DIR/ca/root.der (or root.pem) as a trusted root
+          --listen HOST:PORT  serve the control API (POST /actions, POST /clock/advance, POST /scenario,
+                              GET /state, GET /notifications, GET /clock, GET /ca/root.pem,
+                              GET /customers/ID/receipt) and a fake verifyReceipt
+                              (POST /verifyReceipt, /sandbox/verifyReceipt, /production/verifyReceipt)
+          --target URL        where notifications are POSTed (default: recorded only)
+          --scenario FILE     JSON lines, e.g. {"at": "P3D", "action": "purchase", "customer": "alice",
+                              "product": "pro.monthly", "offer": "intro"}; see docs/simulator.md
+          --catalog FILE      the simulator's catalog JSON (default: a built-in demo catalog)
+          --storekit FILE     an Xcode .storekit configuration file instead (needs --bundle-id)
+          --bundle-id ID      the app's bundle identifier (with --storekit; overrides the catalog's)
+          --environment ENV   Sandbox (default) or Production
+          --start EPOCH_MS    the virtual clock's start (default: the wall clock at startup)
+          --renewal-rate RATE realTime (default), monthlyEveryFiveMinutes (the sandbox's: a month
+                              renews in 5 minutes, a year in 1 hour), monthlyEveryThirtyMinutes,
+                              monthlyEveryHour
+          --v1-shared-secret S the app is configured for V1 notifications: post unsigned V1 bodies
+                              with this shared secret as password (retries at 6, 24, 48 hours);
+                              verifyReceipt also checks it
+          --customers N       load mode: N customers subscribe (spread over the first day) and
+          --months M          renew for M months; every notification is signed and POSTed to
+          --load URL          URL with --concurrency C requests in flight (default 16); prints
+                              notifications/s delivered and accepted (2xx). Sandbox, no retries.
+          --api-key P8FILE    also serve a fake App Store Server API (/inApps/...) on --listen,
+                              accepting ES256 tokens signed with this .p8 key (PKCS#8 PEM) with
+                              header kid --key-id and claim iss --issuer-id; exp is checked
+                              against the virtual clock
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        let dataDirectory = try arguments.option("--data") ?? "./data/simulator"
+        let listen = try arguments.option("--listen")
+        let target = try arguments.option("--target")
+        let scenarioPath = try arguments.option("--scenario")
+        let catalogPath = try arguments.option("--catalog")
+        let storeKitPath = try arguments.option("--storekit")
+        let bundleIdOption = try arguments.option("--bundle-id")
+        let environmentName = try arguments.option("--environment") ?? "Sandbox"
+        let startOption = try arguments.option("--start", as: "epoch milliseconds") { Int64($0) }
+        let renewalRate = try arguments.option("--renewal-rate", as: "a renewal rate") { RenewalRate(rawValue: $0) }
+        let v1SharedSecret = try arguments.option("--v1-shared-secret")
+        let loadCustomers = try arguments.option("--customers", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } }
+        let loadMonths = try arguments.option("--months", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } }
+        let loadURL = try arguments.option("--load")
+        let concurrency = try arguments.option("--concurrency", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } }
+        let apiKeyPath = try arguments.option("--api-key")
+        let keyId = try arguments.option("--key-id")
+        let issuerId = try arguments.option("--issuer-id")
+        try arguments.finish()
+
+        var apiKeys: [APIKey] = []
+        if let apiKeyPath {
+            guard let keyId, let issuerId else { throw UsageError("--api-key needs --key-id and --issuer-id") }
+            guard listen != nil else { throw UsageError("--api-key needs --listen") }
+            let pem = String(decoding: try read(apiKeyPath), as: UTF8.self)
+            do {
+                apiKeys.append(APIKey(keyId: keyId, issuerId: issuerId, publicKey: try P256PrivateKey(pem: pem).publicKey))
+            } catch {
+                throw UsageError("\(apiKeyPath) is not a P-256 private key in PEM")
+            }
+        } else if keyId != nil || issuerId != nil {
+            throw UsageError("--key-id and --issuer-id go with --api-key")
+        }
+
+        let environment = AppStoreEnvironment(rawValue: environmentName)
+        guard environment == .sandbox || environment == .production else {
+            throw UsageError("--environment is Sandbox or Production")
+        }
+        if catalogPath != nil && storeKitPath != nil { throw UsageError("give --catalog or --storekit, not both") }
+        var catalog: Catalog
+        if let catalogPath {
+            catalog = try Catalog.load(json: try read(catalogPath))
+        } else if let storeKitPath {
+            guard let bundleIdOption else { throw UsageError("--storekit needs --bundle-id") }
+            catalog = try Catalog.load(storeKit: try read(storeKitPath), bundleId: bundleIdOption)
+        } else {
+            catalog = .demo
+        }
+        if let bundleIdOption { catalog.bundleId = bundleIdOption }
+
+        var transport: (any NotificationTransport)?
+        if let target {
+            guard let url = URL(string: target), url.scheme == "http" || url.scheme == "https" else {
+                throw UsageError("--target is not an http(s) URL")
+            }
+            transport = URLSessionTransport(url: url)
+        }
+        var listenAddress: (host: String, port: Int)?
+        if let listen {
+            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+                (0...65535).contains(port)
+            else { throw UsageError("--listen is HOST:PORT") }
+            listenAddress = (String(listen[..<colon]), port)
+        }
+        let scenario = try scenarioPath.map { String(decoding: try read($0), as: UTF8.self) }
+
+        if loadCustomers != nil || loadMonths != nil || loadURL != nil {
+            guard let loadCustomers, let loadMonths, let loadURL, let url = URL(string: loadURL),
+                url.scheme == "http" || url.scheme == "https"
+            else { throw UsageError("load mode needs --customers N, --months M and --load http(s)://…") }
+            guard scenario == nil, listenAddress == nil else { throw UsageError("load mode takes no --scenario or --listen") }
+            let ca = try SimulatorCA.loadOrCreate(in: URL(fileURLWithPath: dataDirectory))
+            let result = try await LoadBenchmark.run(
+                customers: loadCustomers, months: loadMonths, catalog: catalog, ca: ca,
+                start: startOption ?? Int64(Date().timeIntervalSince1970) * 1000, transport: URLSessionTransport(url: url),
+                concurrency: concurrency ?? 16)
+            print(result.description)
+            return ExitStatus.ok
+        }
+        let ca = try SimulatorCA.loadOrCreate(in: URL(fileURLWithPath: dataDirectory))
+        // The wall clock is read once, to seed the virtual clock; the simulator never reads it again.
+        let start = startOption ?? Int64(Date().timeIntervalSince1970) * 1000
+        let simulator = Simulator(
+            catalog: catalog, environment: environment, ca: ca, clock: VirtualClock(milliseconds: start), transport: transport,
+            v1SharedSecret: v1SharedSecret)
+        if let renewalRate {
+            var request = ActionRequest("renewalRate")
+            request.rate = renewalRate.rawValue
+            try await simulator.perform(request)
+        }
+        printError("entitled simulate: trusted root at \(dataDirectory)/ca/root.der; bundle \(catalog.bundleId); \(environment)")
+
+        if let scenario {
+            do {
+                for notification in try await simulator.run(scenario: scenario) { printLine(notification) }
+            } catch let error as SimulatorError {
+                throw RuntimeError("scenario: \(error.message)")
+            }
+        }
+        guard let listenAddress else { return ExitStatus.ok }
+
+        var configuration = HTTPServer.Configuration()
+        configuration.host = listenAddress.host
+        configuration.port = listenAddress.port
+        configuration.accessLog = nil
+        var router = ControlAPI.router(for: simulator)
+        if !apiKeys.isEmpty { FakeServerAPI.register(simulator, keys: apiKeys, on: &router) }
+        FakeVerifyReceipt.register(simulator, sharedSecret: v1SharedSecret, on: &router)
+        let server = HTTPServer(configuration: configuration, router: router)
+        do {
+            try server.start()
+        } catch {
+            throw RuntimeError("cannot listen on \(listenAddress.host):\(listenAddress.port): \(error.description)")
+        }
+        printError("entitled simulate: control API on \(listenAddress.host):\(server.port)")
+        _ = await Signals.waitForTermination()
+        await server.shutdown()
+        return ExitStatus.ok
+    }
+
+    private static func read(_ path: String) throws -> Data {
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw UsageError("cannot read \(path)")
+        }
+    }
+
+    private static func printLine(_ notification: SignedNotification) {
+        let summary = NotificationSummary(notification)
+        var fields = ["\"notificationType\":\"\(summary.notificationType ?? "")\""]
+        if let subtype = summary.subtype { fields.append("\"subtype\":\"\(subtype)\"") }
+        if let status = summary.status { fields.append("\"status\":\(status)") }
+        if let customer = summary.customerId { fields.append("\"customer\":\"\(customer)\"") }
+        fields.append("\"signedDate\":\"\(ISO8601.format(milliseconds: summary.signedDate ?? 0))\"")
+        print("{" + fields.joined(separator: ",") + "}")
+    }
+}
