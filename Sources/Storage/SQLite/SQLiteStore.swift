@@ -10,7 +10,7 @@ import Synchronization
 /// - Reads are short single statements; they run on the caller's thread with a connection from a
 ///   small pool (WAL lets them read while the writer writes). An in-memory database has no WAL and
 ///   no shared file, so there reads go through the writer thread too.
-final class SQLiteStore: LedgerStore {
+final class SQLiteStore: SessionBackedStore {
     enum Location: Sendable {
         case file(String)
         case memory
@@ -203,85 +203,13 @@ final class SQLiteStore: LedgerStore {
 
     // MARK: LedgerStore
 
+    var faultInjector: FaultInjector? { configuration.faultInjector }
+    /// Customers per rebuild transaction.
+    var rebuildChunk: Int { 500 }
+
     func migrate() async throws -> MigrationReport {
         let stamp = ISO8601DateFormatter().string(from: Date())
         return try await write { try Schema.migrate($0, appliedAt: stamp) }
-    }
-
-    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
-        let fault = configuration.faultInjector
-        return try await write { try Ledger(session: $0, fault: fault).ingest(batch, projector: projector, now: now) }
-    }
-
-    func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
-        try await write { try Ledger(session: $0, fault: nil).recordRejected(message, code: code) }
-    }
-
-    func customer(appUserId: String) async throws -> CustomerRecord? {
-        try await read { try Ledger(session: $0, fault: nil).customer(appUserId: appUserId) }
-    }
-
-    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws -> CustomerRecord {
-        if let existing = try await customer(appUserId: appUserId) { return existing }
-        let fault = configuration.faultInjector
-        return try await write {
-            try Ledger(session: $0, fault: fault).ensureCustomer(
-                appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
-        }
-    }
-
-    func link(
-        appUserId: String, originalTransactionId: String, behaviour: RestoreBehaviour, projector: any Projector, now: Int64
-    ) async throws -> LinkResult {
-        let fault = configuration.faultInjector
-        return try await write {
-            try Ledger(session: $0, fault: fault).link(
-                appUserId: appUserId, otid: originalTransactionId, behaviour: behaviour, projector: projector, now: now)
-        }
-    }
-
-    func projection(appUserId: String) async throws -> StoredProjection? {
-        try await read { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) }
-    }
-
-    func facts(appUserId: String) async throws -> [StoredFact] {
-        try await read { session in
-            let ledger = Ledger(session: session, fault: nil)
-            guard let customer = try ledger.customer(appUserId: appUserId) else { return [] }
-            return try ledger.facts(of: customer)
-        }
-    }
-
-    func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage {
-        try await read { try Ledger(session: $0, fault: nil).history(appUserId: appUserId, cursor: cursor, limit: limit) }
-    }
-
-    func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
-        try await read { try Ledger(session: $0, fault: nil).subscription(otid: originalTransactionId) }
-    }
-
-    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription] {
-        guard (1...10_000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…10000") }
-        return try await read { try Ledger(session: $0, fault: nil).expiring(from: from, to: to, limit: limit) }
-    }
-
-    func ping() async throws {
-        _ = try await read { try $0.query("SELECT 1", []) }
-    }
-
-    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
-        var after: Int64? = 0
-        var total = 0
-        var changed: [String] = []
-        while let cursor = after {
-            let (next, count, names) = try await write {
-                try Ledger(session: $0, fault: nil).rebuildChunk(afterID: cursor, limit: 500, projector: projector, now: now)
-            }
-            after = next
-            total += count
-            changed += names
-        }
-        return RebuildReport(customers: total, differences: changed.count, changedCustomers: changed.sorted())
     }
 
     func close() async {
