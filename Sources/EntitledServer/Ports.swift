@@ -291,6 +291,47 @@ public struct LedgerHistoryEntry: Sendable, Equatable {
     }
 }
 
+extension LedgerHistoryEntry {
+    /// The timeline entry of a stored fact: its kind, Apple's dates, product, ids and price.
+    public init(fact: Fact, id: String, receivedAt: Int64) {
+        switch fact {
+        case .transaction(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .transaction, type: f.transactionReason?.rawValue, occurredAt: f.purchaseDate,
+                receivedAt: receivedAt, environment: f.environment, productId: f.productId,
+                transactionId: f.transactionId, originalTransactionId: f.originalTransactionId, price: f.price,
+                currency: f.currency)
+        case .renewalInfo(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .renewalInfo, occurredAt: f.signedDate, receivedAt: receivedAt,
+                environment: f.environment, productId: f.productId, originalTransactionId: f.originalTransactionId)
+        case .notification(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .notification, type: f.type.rawValue, subtype: f.subtype?.rawValue, occurredAt: f.signedDate,
+                receivedAt: receivedAt, environment: f.environment, productId: f.productId,
+                transactionId: f.transactionId, originalTransactionId: f.originalTransactionId)
+        case .appTransaction(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .appTransaction, occurredAt: f.signedDate, receivedAt: receivedAt,
+                environment: f.environment)
+        case .receiptEntry(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .receiptEntry, occurredAt: f.purchaseDate, receivedAt: receivedAt,
+                environment: f.environment, productId: f.productId, transactionId: f.transactionId,
+                originalTransactionId: f.originalTransactionId)
+        case .pendingRenewal(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .pendingRenewal, occurredAt: f.receiptDate, receivedAt: receivedAt,
+                environment: f.environment, productId: f.productId, originalTransactionId: f.originalTransactionId)
+        case .v1Notification(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .v1Notification, type: f.type.rawValue, occurredAt: f.date, receivedAt: receivedAt,
+                environment: f.environment, productId: f.productId, transactionId: f.transactionId,
+                originalTransactionId: f.originalTransactionId)
+        }
+    }
+}
+
 /// One page of history, newest first. `nextCursor` is storage's own token, nil on the last page.
 public struct LedgerHistoryPage: Sendable, Equatable {
     public var entries: [LedgerHistoryEntry]

@@ -243,40 +243,6 @@ public final class StorageLedger: LedgerStoring {
                 receivedAt: entry.receivedAt, transactionId: entry.transactionId,
                 originalTransactionId: entry.originalTransactionId)
         }
-        switch fact {
-        case .transaction(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .transaction, type: f.transactionReason?.rawValue, occurredAt: f.purchaseDate,
-                receivedAt: entry.receivedAt, environment: f.environment, productId: f.productId,
-                transactionId: f.transactionId, originalTransactionId: f.originalTransactionId, price: f.price,
-                currency: f.currency)
-        case .renewalInfo(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .renewalInfo, occurredAt: f.signedDate, receivedAt: entry.receivedAt,
-                environment: f.environment, productId: f.productId, originalTransactionId: f.originalTransactionId)
-        case .notification(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .notification, type: f.type.rawValue, subtype: f.subtype?.rawValue, occurredAt: f.signedDate,
-                receivedAt: entry.receivedAt, environment: f.environment, productId: f.productId,
-                transactionId: f.transactionId, originalTransactionId: f.originalTransactionId)
-        case .appTransaction(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .appTransaction, occurredAt: f.signedDate, receivedAt: entry.receivedAt,
-                environment: f.environment)
-        case .receiptEntry(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .receiptEntry, occurredAt: f.purchaseDate, receivedAt: entry.receivedAt,
-                environment: f.environment, productId: f.productId, transactionId: f.transactionId,
-                originalTransactionId: f.originalTransactionId)
-        case .pendingRenewal(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .pendingRenewal, occurredAt: f.receiptDate, receivedAt: entry.receivedAt,
-                environment: f.environment, productId: f.productId, originalTransactionId: f.originalTransactionId)
-        case .v1Notification(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .v1Notification, type: f.type.rawValue, occurredAt: f.date, receivedAt: entry.receivedAt,
-                environment: f.environment, productId: f.productId, transactionId: f.transactionId,
-                originalTransactionId: f.originalTransactionId)
-        }
+        return LedgerHistoryEntry(fact: fact, id: id, receivedAt: entry.receivedAt)
     }
 }

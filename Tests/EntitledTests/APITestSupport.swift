@@ -269,41 +269,7 @@ final class InMemoryLedger: LedgerStoring {
     }
 
     static func entry(_ stored: StoredFact) -> LedgerHistoryEntry {
-        let id = String(stored.id)
-        switch stored.fact {
-        case .transaction(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .transaction, type: f.transactionReason?.rawValue, occurredAt: f.purchaseDate,
-                receivedAt: stored.receivedAt, environment: f.environment, productId: f.productId,
-                transactionId: f.transactionId, originalTransactionId: f.originalTransactionId, price: f.price,
-                currency: f.currency)
-        case .notification(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .notification, type: f.type.rawValue, subtype: f.subtype?.rawValue, occurredAt: f.signedDate,
-                receivedAt: stored.receivedAt, environment: f.environment, productId: f.productId,
-                transactionId: f.transactionId, originalTransactionId: f.originalTransactionId)
-        case .renewalInfo(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .renewalInfo, occurredAt: f.signedDate, receivedAt: stored.receivedAt,
-                environment: f.environment, productId: f.productId, originalTransactionId: f.originalTransactionId)
-        case .appTransaction(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .appTransaction, occurredAt: f.signedDate, receivedAt: stored.receivedAt, environment: f.environment)
-        case .receiptEntry(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .receiptEntry, occurredAt: f.purchaseDate, receivedAt: stored.receivedAt,
-                environment: f.environment, productId: f.productId, transactionId: f.transactionId,
-                originalTransactionId: f.originalTransactionId)
-        case .pendingRenewal(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .pendingRenewal, occurredAt: f.receiptDate, receivedAt: stored.receivedAt,
-                environment: f.environment, productId: f.productId, originalTransactionId: f.originalTransactionId)
-        case .v1Notification(let f):
-            return LedgerHistoryEntry(
-                id: id, kind: .v1Notification, type: f.type.rawValue, occurredAt: f.date, receivedAt: stored.receivedAt,
-                environment: f.environment, productId: f.productId, transactionId: f.transactionId,
-                originalTransactionId: f.originalTransactionId)
-        }
+        LedgerHistoryEntry(fact: stored.fact, id: String(stored.id), receivedAt: stored.receivedAt)
     }
 }
 
