@@ -11,7 +11,7 @@ fi
 
 case "$(uname -s)" in
   Linux)
-    packages=(pkg-config libssl-dev libsqlite3-dev libpq-dev libmicrohttpd-dev postgresql openssl wrk)
+    packages=(pkg-config libssl-dev libsqlite3-dev libpq-dev libmicrohttpd-dev postgresql openssl wrk python3 python3-venv)
     missing=()
     for p in "${packages[@]}"; do
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -26,7 +26,7 @@ case "$(uname -s)" in
     ;;
   Darwin)
     command -v brew >/dev/null 2>&1 || { echo "install-deps: Homebrew is required on macOS: https://brew.sh" >&2; exit 1; }
-    for p in pkg-config openssl@3 sqlite libpq libmicrohttpd postgresql@16 wrk; do
+    for p in pkg-config openssl@3 sqlite libpq libmicrohttpd postgresql@16 wrk python@3; do
       brew list --versions "$p" >/dev/null 2>&1 || brew install "$p"
     done
     ;;
