@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "Entitlements", swiftSettings: swiftSettings),
         // The ledger and projections on SQLite and PostgreSQL.
         .target(
-            name: "Storage", dependencies: ["Entitlements", "CSQLite", "CPostgres"],
+            name: "Storage", dependencies: ["Entitlements", "EntitledCrypto", "CSQLite", "CPostgres"],
             swiftSettings: swiftSettings),
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),

@@ -94,7 +94,7 @@ struct Ledger {
             parameters.reserveCapacity(batch.facts.count * 12)
             for fact in batch.facts {
                 parameters += [
-                    .int(notificationID), .text(fact.kind.rawValue), .text(SHA256.hex(fact.jws)), .text(fact.jws),
+                    .int(notificationID), .text(fact.kind.rawValue), .text(FactDigest.hex(fact.jws)), .text(fact.jws),
                     .text(fact.payload), SQLValue(fact.transactionId), SQLValue(fact.originalTransactionId),
                     SQLValue(fact.appAccountToken.map(Self.normalizeToken)), SQLValue(fact.environment),
                     SQLValue(fact.bundleId), SQLValue(fact.signedDate), .int(now),
