@@ -84,6 +84,7 @@ let package = Package(
             name: "EntitledTests",
             dependencies: [
                 "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
+                "AppStoreSimulator",
             ],
             swiftSettings: swiftSettings),
     ]
