@@ -143,15 +143,14 @@ public final class StorageLedger: LedgerStoring {
             let customer = try await store.customer(appUserId: owned.appUserId)
             let stored = try await store.facts(appUserId: owned.appUserId)
                 .filter { $0.fact.originalTransactionId == originalTransactionId }
-            let facts = EngineProjector.decode(stored)
-            let notifications = stored.compactMap { entry -> LedgerHistoryEntry? in
-                let fact = facts.first { Self.key($0) == entry.fact.payload }
+            let decoder = JSONDecoder()
+            let pairs = stored.compactMap { entry in
+                (try? decoder.decode(Fact.self, from: Data(entry.fact.payload.utf8))).map { (entry, $0) }
+            }
+            let facts = pairs.map(\.1)
+            let notifications = pairs.compactMap { entry, fact -> LedgerHistoryEntry? in
                 guard case .notification = fact else { return nil }
-                return Self.historyEntry(
-                    HistoryEntry(
-                        kind: .fact, id: entry.id, receivedAt: entry.receivedAt, factKind: entry.fact.kind,
-                        transactionId: entry.fact.transactionId, originalTransactionId: entry.fact.originalTransactionId,
-                        signedDate: entry.fact.signedDate), fact: fact)
+                return LedgerHistoryEntry(fact: fact, id: "fact-\(entry.id)", receivedAt: entry.receivedAt)
             }
             return SubscriptionRecord(
                 originalTransactionId: originalTransactionId, bundleId: stored.first?.fact.bundleId,
