@@ -30,6 +30,8 @@ public struct API: Sendable {
     /// Per bundleId: the app's mapper and policy, built once.
     let mappers: [String: FactMapper]
     let policies: [String: Policy]
+    /// Encoded customer answers, reused while unchanged.
+    let bodies = EncodedBodyCache()
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: any LedgerStoring,
@@ -173,7 +175,8 @@ public struct API: Sendable {
         let snapshot = try await store { () async throws(LedgerError) in
             try await ledger.customer(appUserId: appUserId, context: context)
         }
-        var response = try Response.json(CustomerBody(customer: snapshot.customer, state: snapshot.state, now: now))
+        let body = CustomerBody(customer: snapshot.customer, state: snapshot.state, now: now)
+        var response = Response.json(bytes: try bodies.bytes(for: body))
         let maxAge = CustomerBody.maxAge(state: snapshot.state, now: now, ttl: configuration.cacheTTLSeconds)
         response.headers.set("Cache-Control", "private, max-age=\(maxAge)")
         return response

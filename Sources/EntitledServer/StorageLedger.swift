@@ -111,7 +111,8 @@ public final class StorageLedger: LedgerStoring {
         if let hit = decoded.withLock({ $0[appUserId] }), hit.bytes == bytes { return hit.state }
         guard let state = try? JSONDecoder().decode(CustomerState.self, from: Data(bytes)) else { return nil }
         decoded.withLock { cache in
-            if cache.count >= Self.decodedLimit { cache.removeAll(keepingCapacity: true) }
+            // Full: drop an arbitrary entry (hash order), keeping the rest warm.
+            if cache.count >= Self.decodedLimit { cache.remove(at: cache.startIndex) }
             cache[appUserId] = (bytes, state)
         }
         return state

@@ -203,3 +203,28 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
         }
     }
 }
+
+/// Repeated reads reuse the encoded answer with a fresh `serverTime`, and never serve a stale one.
+@Suite struct CachedReadTests {
+    @Test func serverTimeMovesAndChangesShowAtOnce() async throws {
+        try await StoredAPITests.run(.sqlite) { api in
+            let first = try await api.customer("u1")
+            api.clock.advance(by: 1_500)
+            let second = try await api.customer("u1")
+            #expect(first.json["serverTime"] as? String == "2027-01-15T08:00:00.000Z")
+            #expect(second.json["serverTime"] as? String == "2027-01-15T08:00:01.500Z")
+            var a = first.json, b = second.json
+            a.removeValue(forKey: "serverTime")
+            b.removeValue(forKey: "serverTime")
+            #expect(a as NSDictionary == b as NSDictionary)
+            #expect(second.json["state"] as? String == "new")
+
+            let token = try #require(first.json["appAccountToken"] as? String)
+            let notes = try StoredAPITests().steps(token: token)
+            #expect(try await api.postV2(notes[1]).status == 200)
+            let third = try await api.customer("u1")
+            #expect(third.json["state"] as? String == "active")
+            #expect(third.json["serverTime"] as? String == "2027-01-15T08:00:01.500Z")
+        }
+    }
+}
