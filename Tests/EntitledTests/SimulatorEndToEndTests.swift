@@ -62,16 +62,7 @@ import Testing
         let clock = AppStoreSimulator.VirtualClock(milliseconds: APIHarness.start)
         let serverClock = SharedClock(clock: clock)
         let store = try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite")
-        let ledger = StorageLedger(store: store, policy: FactMapper.policy(for: configuration))
-        let application = Application(
-            configuration: configuration, verifier: try AppStoreVerifier(apps: configuration.apps, clock: serverClock),
-            ledger: ledger, clock: serverClock)
-        var settings = HTTPServer.Configuration()
-        settings.port = 0
-        settings.accessLog = nil
-        settings.errorLog = nil
-        let server = HTTPServer(configuration: settings, router: application.router)
-        try server.start()
+        let (server, ledger) = try startServer(configuration: configuration, store: store, clock: serverClock)
         let transport = URLSessionTransport(url: URL(string: "http://127.0.0.1:\(server.port)/v1/apple/notifications")!)
         let simulator = Simulator(catalog: catalog, ca: ca, clock: clock, transport: transport)
         do {

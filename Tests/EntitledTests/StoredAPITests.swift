@@ -37,6 +37,23 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
     }
 }
 
+/// The real server on `store` — verifier, engine projector, ledger — on a free loopback port, logs off.
+func startServer(configuration: Configuration, store: any LedgerStore, clock: any ServerClock) throws
+    -> (HTTPServer, StorageLedger)
+{
+    let ledger = StorageLedger(store: store, policy: FactMapper.policy(for: configuration))
+    let application = Application(
+        configuration: configuration, verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock),
+        ledger: ledger, clock: clock)
+    var settings = HTTPServer.Configuration()
+    settings.port = 0
+    settings.accessLog = nil
+    settings.errorLog = nil
+    let server = HTTPServer(configuration: settings, router: application.router)
+    try server.start()
+    return (server, ledger)
+}
+
 /// The whole server path on real storage: really signed notifications → verifier → engine →
 /// ledger → projection → GET, on SQLite and PostgreSQL.
 @Suite struct StoredAPITests {
@@ -69,16 +86,7 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
         let configuration = try SignedAPITests.configuration(trusting: ca)
         let clock = VirtualClock(APIHarness.start)
         let store = try await backend.open()
-        let ledger = StorageLedger(store: store, policy: FactMapper.policy(for: configuration))
-        let application = Application(
-            configuration: configuration, verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock),
-            ledger: ledger, clock: clock)
-        var settings = HTTPServer.Configuration()
-        settings.port = 0
-        settings.accessLog = nil
-        settings.errorLog = nil
-        let server = HTTPServer(configuration: settings, router: application.router)
-        try server.start()
+        let (server, ledger) = try startServer(configuration: configuration, store: store, clock: clock)
         do {
             try await body(Harness(port: server.port, store: store, clock: clock, configuration: configuration))
         } catch {
