@@ -9,6 +9,7 @@ enum Entitled {
     static var commands: [any Command.Type] {
         [
         ServeCommand.self,
+        DevCommand.self,
         VerifyCommand.self,
         MigrateCommand.self,
         RebuildCommand.self,

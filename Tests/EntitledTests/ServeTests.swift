@@ -23,12 +23,16 @@ final class ServeProcess: @unchecked Sendable {
 
     /// Starts the server (its database in `folder`, a new temporary one by default) and waits for
     /// its "listening" log line.
-    static func start(extraArguments: [String] = [], folder given: URL? = nil) async throws -> ServeProcess {
+    /// `command` replaces the default `serve` arguments (e.g. to start `entitled dev`).
+    static func start(extraArguments: [String] = [], folder given: URL? = nil, command: ((URL) -> [String])? = nil)
+        async throws -> ServeProcess
+    {
         let folder = given ?? FileManager.default.temporaryDirectory.appendingPathComponent("entitled-serve-\(UUID())")
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments =
-            ["serve", "--listen", "127.0.0.1:0", "--database", "sqlite:\(folder.path)/nested/entitled.sqlite"]
+            command?(folder)
+            ?? ["serve", "--listen", "127.0.0.1:0", "--database", "sqlite:\(folder.path)/nested/entitled.sqlite"]
             + extraArguments
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "ENTITLED_CONFIG")
@@ -121,5 +125,35 @@ final class ServeProcess: @unchecked Sendable {
     func get(_ url: String) async throws -> (status: Int, body: String) {
         let (data, response) = try await URLSession.shared.data(from: URL(string: url)!)
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+}
+
+@Suite struct DevCommandTests {
+    @Test func devServesSeededCustomersOnTheVirtualClockAndStopsOnSIGTERM() async throws {
+        let dev = try await ServeProcess.start { folder in
+            ["dev", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--data", folder.path, "--day-every", "0.2"]
+        }
+        defer { dev.terminate() }
+        // The seed runs right after start; give the clock a few virtual days to move.
+        try await Task.sleep(for: .seconds(2))
+        let page = try await Loopback.send(port: dev.port, "GET", "/dev/customers")
+        #expect(page.status == 200)
+        let customers = page.json["customers"] as? [[String: Any]] ?? []
+        #expect(Set(customers.compactMap { $0["appUserId"] as? String }) == ["alice", "bob", "carol", "dave", "erin"])
+        #expect(customers.contains { $0["state"] as? String == "active" })
+        let dashboard = try await Loopback.send(port: dev.port, "GET", "/")
+        #expect(dashboard.headers["content-type"]?.hasPrefix("text/html") == true)
+        // The API answers with the printed development key; the simulator's notifications were verified.
+        let alice = try await Loopback.send(
+            port: dev.port, "GET", "/v1/customers/alice?environment=Sandbox",
+            headers: ["Authorization": "Bearer dev-key-entitled-local-only"])
+        #expect(alice.entitlement("pro")?["productId"] as? String == "pro.monthly")
+
+        kill(dev.process.processIdentifier, SIGTERM)
+        let status = try await blocking {
+            dev.process.waitUntilExit()
+            return dev.process.terminationStatus
+        }
+        #expect(status == 0)
     }
 }
