@@ -157,20 +157,7 @@ public struct CompactJWS: Sendable {
         guard bytes.count <= limits.maxTokenBytes else {
             throw VerificationError(.invalidJWTFormat, "token is \(bytes.count) bytes, over the \(limits.maxTokenBytes) limit")
         }
-        // Tolerate surrounding whitespace (a trailing newline from a file), nothing else.
-        var start = 0
-        var end = bytes.count
-        while start < end, isSpace(bytes[start]) { start += 1 }
-        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
-        guard let base = bytes.baseAddress, start < end else {
-            throw VerificationError(.invalidJWTFormat, "not three dot-separated segments")
-        }
-        // memchr rather than a byte loop: tokens are kilobytes and this runs for every one.
-        func dot(after index: Int) -> Int? {
-            guard index < end, let found = memchr(base + index, Int32(UInt8(ascii: ".")), end - index) else { return nil }
-            return UnsafeRawPointer(found) - base
-        }
-        guard let first = dot(after: start), let second = dot(after: first + 1), dot(after: second + 1) == nil else {
+        guard let (start, first, second, end) = segments(bytes) else {
             throw VerificationError(.invalidJWTFormat, "not three dot-separated segments")
         }
         let headerSegment = UnsafeRawBufferPointer(rebasing: bytes[start..<first])
@@ -204,6 +191,37 @@ public struct CompactJWS: Sendable {
         }
         let signingInput = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<second]))
         return CompactJWS(decodedHeader: decodedHeader, payload: payload, signature: signature, signingInput: signingInput)
+    }
+
+    /// Where the three segments are: `start..<first` header, `first+1..<second` payload,
+    /// `second+1..<end` signature, surrounding whitespace (a trailing newline from a file) trimmed.
+    /// Nil unless there are exactly two dots.
+    static func segments(_ bytes: UnsafeRawBufferPointer) -> (start: Int, first: Int, second: Int, end: Int)? {
+        var start = 0
+        var end = bytes.count
+        while start < end, isSpace(bytes[start]) { start += 1 }
+        while end > start, isSpace(bytes[end - 1]) { end -= 1 }
+        guard let base = bytes.baseAddress, start < end else { return nil }
+        // memchr rather than a byte loop: tokens are kilobytes and this runs for every one.
+        func dot(after index: Int) -> Int? {
+            guard index < end, let found = memchr(base + index, Int32(UInt8(ascii: ".")), end - index) else { return nil }
+            return UnsafeRawPointer(found) - base
+        }
+        guard let first = dot(after: start), let second = dot(after: first + 1), dot(after: second + 1) == nil else {
+            return nil
+        }
+        return (start, first, second, end)
+    }
+
+    /// The payload segment's base64url text, unchecked and unverified: for routing a token (which
+    /// app's verifier to use) before verification, never for trusting its contents.
+    public static func unverifiedPayloadSegment(of token: String) -> [UInt8]? {
+        var token = token
+        return token.withUTF8 { utf8 in
+            let bytes = UnsafeRawBufferPointer(utf8)
+            guard let (_, first, second, _) = segments(bytes) else { return nil }
+            return Array(bytes[(first + 1)..<second])
+        }
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool {

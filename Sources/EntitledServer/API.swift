@@ -460,15 +460,10 @@ public struct API: Sendable {
 /// settings the verifier then checks it against. Nothing read here is trusted.
 enum JWSPeek {
     static func payload<T: Decodable>(_ type: T.Type, _ jws: String) -> T? {
-        // Split on the UTF-8 bytes: Character-wise splitting of a 10 KB token costs more than the rest.
-        let utf8 = Array(jws.utf8)
-        guard let first = utf8.firstIndex(of: 0x2E), let second = utf8[(first + 1)...].firstIndex(of: 0x2E),
-            !utf8[(second + 1)...].contains(0x2E)
+        // Unpadded base64url only, as in a JWS.
+        guard let middle = CompactJWS.unverifiedPayloadSegment(of: jws), !middle.contains(0x3D),
+            let bytes = middle.withUnsafeBytes({ Base64.decode(utf8: $0, url: true) })
         else { return nil }
-        let middle = utf8[(first + 1)..<second]
-        guard !middle.contains(0x3D), let bytes = Base64.urlDecode(String(decoding: middle, as: UTF8.self)) else {
-            return nil
-        }
         return try? AppStoreJSON.decode(type, from: Data(bytes))
     }
 
