@@ -178,15 +178,10 @@ public final class StorageLedger: LedgerStoring {
         CustomerRecord(appUserId: customer.appUserId, appAccountToken: customer.appAccountToken, createdAt: customer.createdAt)
     }
 
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
 
-    /// The engine fact's canonical JSON (its ledger payload).
+    /// The engine fact's canonical JSON (its ledger payload), with the projector's sorted-keys encoder.
     static func key(_ fact: Fact) -> String {
-        (try? encoder.encode(fact)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        (try? EngineProjector.encoder.encode(fact)).map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
 
     /// A ledger row for an engine fact: its JSON, its keys, and the signed text it came from (V1
