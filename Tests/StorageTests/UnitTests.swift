@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Storage
@@ -96,5 +97,67 @@ struct EncodingTests {
         #expect(members["s"]?.string == "end")
         #expect(FlatJSON.parse("[1]") == nil)
         #expect(FlatJSON.quote("a\"b\n") == #""a\"b\n""#)
+    }
+}
+
+@Suite("WAL syncer")
+struct WALSyncerTests {
+    /// Submits one job that returns `value` and waits for the syncer to finish it.
+    static func submitted(_ syncer: WALSyncer, _ value: Int) async throws -> Int {
+        try await withCheckedThrowingContinuation { continuation in
+            let job = Job<Int>(isWrite: true, body: { _ in value }, continuation: continuation)
+            _ = job.perform(NoSession())
+            syncer.submit([job])
+        }
+    }
+
+    /// A session the jobs above never touch.
+    final class NoSession: SQLSession, @unchecked Sendable {
+        let dialect: SQLDialect = .sqlite
+        func execute(_ sql: String) throws {}
+        func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] { [] }
+        func pipeline(_ statements: [SQLStatement]) throws -> [[SQLRow]] { [] }
+    }
+
+    /// Runs `body` with a syncer for a database in a fresh folder, on a thread of its own.
+    static func withSyncer(_ body: (WALSyncer, _ database: String) async throws -> Void) async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-walsync-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let database = folder.appendingPathComponent("ledger.sqlite").path
+        let syncer = WALSyncer(databasePath: database)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            syncer.run()
+            done.signal()
+        }
+        thread.start()
+        defer {
+            syncer.close()
+            done.wait()
+        }
+        try await body(syncer, database)
+    }
+
+    @Test("a committed group is answered with its own result once the WAL is synced")
+    func answersAfterSync() async throws {
+        try await Self.withSyncer { syncer, database throws in
+            try Data("frames".utf8).write(to: URL(fileURLWithPath: database + "-wal"))
+            let first = try await Self.submitted(syncer, 7)
+            let second = try await Self.submitted(syncer, 8)
+            #expect(first == 7)
+            #expect(second == 8)
+        }
+    }
+
+    @Test("after a failed fsync every later write fails, even once the WAL is back")
+    func failureIsSticky() async throws {
+        try await Self.withSyncer { syncer, database in
+            // No WAL file: the sync cannot happen, so the caller must not be told "committed".
+            await #expect(throws: StorageError.self) { try await Self.submitted(syncer, 1) }
+            try Data("frames".utf8).write(to: URL(fileURLWithPath: database + "-wal"))
+            let error = await #expect(throws: StorageError.self) { try await Self.submitted(syncer, 2) }
+            #expect(error?.code == .unavailable)
+        }
     }
 }

@@ -160,8 +160,12 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Sets the connection's pragmas. `synchronous=FULL` on the writer: see docs/storage.md.
-    func configure(writer: Bool, wal: Bool, busyTimeoutMilliseconds: Int, checkpointer: Bool = false) throws {
+    /// Sets the connection's pragmas. The writer's `synchronous` mode: see docs/storage.md.
+    /// `syncedBySyncer`: the store fsyncs the WAL itself after each commit (``WALSyncer``), so the
+    /// writer commits with `NORMAL` and goes on with the next group while that fsync runs.
+    func configure(
+        writer: Bool, wal: Bool, busyTimeoutMilliseconds: Int, checkpointer: Bool = false, syncedBySyncer: Bool = false
+    ) throws {
         sqlite3_busy_timeout(db, Int32(clamping: busyTimeoutMilliseconds))
         if writer {
             if wal {
@@ -171,9 +175,10 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
                 }
             }
             // A 200 to Apple means "committed": with WAL, NORMAL skips the fsync at commit and
-            // can lose the last transactions on power loss, so the ledger uses FULL (an fsync of
-            // the WAL at every commit, shared by a whole group commit).
-            try execute("PRAGMA synchronous = FULL")
+            // can lose the last transactions on power loss. Either SQLite fsyncs the WAL at every
+            // commit (FULL), or the store's syncer does it before any caller of the group is
+            // answered (NORMAL here, equally durable for what was acknowledged).
+            try execute(syncedBySyncer ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL")
             try execute("PRAGMA cache_size = -65536")
             // A backstop: the checkpointer thread normally keeps the WAL far smaller than this.
             try execute("PRAGMA wal_autocheckpoint = 8192")

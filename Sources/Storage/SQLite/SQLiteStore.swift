@@ -5,8 +5,9 @@ import Synchronization
 ///
 /// - One writer thread owns the only write connection. Writes queue up in a ``JobQueue``; the
 ///   writer drains the queue and commits everything it took in **one** transaction (group commit),
-///   each job inside its own `SAVEPOINT` so a failing job is rolled back alone. Callers are resumed
-///   only after `COMMIT` returned, i.e. after the WAL was fsynced (`synchronous=FULL`).
+///   each job inside its own `SAVEPOINT` so a failing job is rolled back alone. The writer commits
+///   with `synchronous=NORMAL` and hands the group to a ``WALSyncer``, which fsyncs the WAL and
+///   only then resumes the group's callers; meanwhile the writer already runs the next group.
 /// - Reads are short single statements; they run on the caller's thread with a connection from a
 ///   small pool (WAL lets them read while the writer writes). An in-memory database has no WAL and
 ///   no shared file, so there reads go through the writer thread too.
@@ -40,10 +41,18 @@ final class SQLiteStore: SessionBackedStore {
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
             try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             writer = try SQLiteConnection(path: path)
-            try writer.configure(writer: true, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+            try writer.configure(
+                writer: true, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds,
+                syncedBySyncer: true)
         }
         let store = SQLiteStore(location: location, configuration: configuration)
-        store.startWriter(writer)
+        var syncer: WALSyncer?
+        if case .file(let path) = location {
+            let walSyncer = WALSyncer(databasePath: path)
+            store.threads.start(name: "entitled.sqlite.syncer") { walSyncer.run() }
+            syncer = walSyncer
+        }
+        store.startWriter(writer, syncer: syncer)
         if case .file(let path) = location { try store.startCheckpointer(path: path) }
         do {
             if configuration.migrateOnOpen {
@@ -60,7 +69,9 @@ final class SQLiteStore: SessionBackedStore {
 
     // MARK: Threads
 
-    private func startWriter(_ connection: SQLiteConnection) {
+    /// With a `syncer`, committed groups are finished by it after their fsync (file databases);
+    /// without, right after `COMMIT` (in memory, where there is nothing to sync).
+    private func startWriter(_ connection: SQLiteConnection, syncer: WALSyncer?) {
         let queue = self.queue
         let maxBatch = max(1, configuration.maxGroupCommit)
         let fault = configuration.faultInjector
@@ -79,7 +90,7 @@ final class SQLiteStore: SessionBackedStore {
                 // active and the rest of them are probably a few microseconds from enqueueing
                 // (they were resumed by the last commit). Wait briefly for them rather than pay a
                 // whole fsync for a small group. A single writer (last group of 1) never waits.
-                if !writes.isEmpty && writes.count < lastGroup {
+                if syncer == nil && !writes.isEmpty && writes.count < lastGroup {
                     let deadline = DispatchTime.now().uptimeNanoseconds + 400_000
                     while writes.count < lastGroup && DispatchTime.now().uptimeNanoseconds < deadline {
                         usleep(40)
@@ -91,13 +102,14 @@ final class SQLiteStore: SessionBackedStore {
                 }
                 if !writes.isEmpty {
                     lastGroup = writes.count
-                    Self.commitGroup(writes, on: connection, fault: fault, stats: &stats)
+                    Self.commitGroup(writes, on: connection, fault: fault, syncer: syncer, stats: &stats)
                 }
                 for job in jobs where !job.isWrite {
                     _ = job.perform(connection)
                     job.finish(overriding: nil)
                 }
             }
+            syncer?.close()
             stats.report()
         }
     }
@@ -125,9 +137,10 @@ final class SQLiteStore: SessionBackedStore {
         }
     }
 
-    /// Runs `jobs` in one transaction, a savepoint each, and resumes them after the commit.
+    /// Runs `jobs` in one transaction, a savepoint each, and resumes them once the commit is durable.
     private static func commitGroup(
-        _ jobs: [any StorageJob], on connection: SQLiteConnection, fault: FaultInjector?, stats: inout WriterStats
+        _ jobs: [any StorageJob], on connection: SQLiteConnection, fault: FaultInjector?, syncer: WALSyncer?,
+        stats: inout WriterStats
     ) {
         let t0 = DispatchTime.now().uptimeNanoseconds
         var t1 = t0
@@ -161,7 +174,11 @@ final class SQLiteStore: SessionBackedStore {
             return
         }
         let t2 = DispatchTime.now().uptimeNanoseconds
-        for job in jobs { job.finish(overriding: nil) }
+        if let syncer {
+            syncer.submit(jobs)
+        } else {
+            for job in jobs { job.finish(overriding: nil) }
+        }
         stats.resume += DispatchTime.now().uptimeNanoseconds - t2
     }
 
