@@ -172,14 +172,26 @@ public struct API: Sendable {
         let now = clock.nowMilliseconds()
         let environment = try Self.environment(request)
         let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
+        let (bytes, nextChangeAt) = try await customerAnswer(appUserId: appUserId, context: context)
+        var response = Response.json(bytes: bytes)
+        let maxAge = CustomerBody.maxAge(nextChangeAt: nextChangeAt, now: now, ttl: configuration.cacheTTLSeconds)
+        response.headers.set("Cache-Control", "private, max-age=\(maxAge)")
+        return response
+    }
+
+    /// The customer's answer at `context.now`: the projection's rendered answer when it still holds
+    /// (the hot read: no decoding, no encoding), else evaluated from the facts.
+    func customerAnswer(appUserId: String, context: EvaluationContext) async throws -> (body: [UInt8], nextChangeAt: Int64?) {
+        if let rendered = try await store({ () async throws(LedgerError) in
+            try await ledger.renderedCustomer(appUserId: appUserId, context: context)
+        }) {
+            return (rendered.body(serverTime: context.now), rendered.nextChangeAt)
+        }
         let snapshot = try await store { () async throws(LedgerError) in
             try await ledger.customer(appUserId: appUserId, context: context)
         }
-        let body = CustomerBody(customer: snapshot.customer, state: snapshot.state, now: now)
-        var response = Response.json(bytes: try bodies.bytes(for: body))
-        let maxAge = CustomerBody.maxAge(state: snapshot.state, now: now, ttl: configuration.cacheTTLSeconds)
-        response.headers.set("Cache-Control", "private, max-age=\(maxAge)")
-        return response
+        let body = CustomerBody(customer: snapshot.customer, state: snapshot.state, now: context.now)
+        return (try bodies.bytes(for: body), snapshot.state.nextStatusChangeAt)
     }
 
     /// The body of `POST /v1/customers/{appUserId}/transactions`: exactly one of the two.
@@ -247,10 +259,7 @@ public struct API: Sendable {
                 rawBody: request.body, facts: facts, link: link, policy: policy(app), receivedAt: now, signed: signed)
             _ = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
             let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
-            let snapshot = try await store { () async throws(LedgerError) in
-                try await ledger.customer(appUserId: appUserId, context: context)
-            }
-            var response = try Response.json(CustomerBody(customer: snapshot.customer, state: snapshot.state, now: now))
+            var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
             response.headers.set("Cache-Control", "no-store")
             return response
         } catch let error as VerificationError {

@@ -224,8 +224,8 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
 
     /// `max-age` for `Cache-Control: private, max-age=N`: at most `ttl`, and at most the whole
     /// seconds until the state's next scheduled change (so no cache outlives an expiry).
-    public static func maxAge(state: CustomerState, now: Int64, ttl: Int) -> Int {
-        guard let next = state.nextStatusChangeAt else { return max(0, ttl) }
+    public static func maxAge(nextChangeAt: Int64?, now: Int64, ttl: Int) -> Int {
+        guard let next = nextChangeAt else { return max(0, ttl) }
         let seconds = max(0, (next - now) / 1000)
         return Int(min(Int64(max(0, ttl)), seconds))
     }

@@ -5,11 +5,12 @@ import Storage
 /// Storage's `Projector` on the entitlement engine: decodes a customer's stored facts (the engine's
 /// own `Fact` JSON), evaluates them, and returns the indexed rows plus the state document.
 ///
-/// The state document is the engine's `CustomerState` for the customer's primary environment
-/// (Production when it has any Production facts, else the first environment it has facts in), with
-/// `evaluatedAt` zeroed so that the document depends on the facts and on which statuses hold at
-/// `now`, not on the instant itself — a rebuild then finds no difference unless a status changed.
-/// Rows cover every environment the customer has facts in.
+/// The state document is the customer's API answer, rendered (``RenderedCustomer``) from the
+/// engine's `CustomerState` for their primary environment (Production when they have any
+/// Production facts, else the first environment they have facts in). It holds no instant but the
+/// next status change, so it depends on the facts and on which statuses hold at `now`, not on the
+/// instant itself — a rebuild then finds no difference unless a status changed. Rows cover every
+/// environment the customer has facts in.
 public struct EngineProjector: Projector {
     public let policy: Policy
 
@@ -48,7 +49,9 @@ public struct EngineProjector: Projector {
         // One row per subscription: keep the first environment's (the primary one comes first).
         var seen = Set<String>()
         subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
-        let document = (try? Self.encoder.encode(state)).map(Array.init) ?? Array("{}".utf8)
+        let body = CustomerBody(customer: StorageLedger.record(customer), state: state, now: 0)
+        // Not renderable (it always is): an empty document sends reads to the slow path.
+        let document = RenderedCustomer(body: body)?.document ?? []
         return CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: document)
     }
 

@@ -388,4 +388,15 @@ public protocol LedgerStoring: ReadinessProbe {
 
     /// One subscription by `originalTransactionId`, or nil when nothing is known about it.
     func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord?
+
+    /// The customer's answer ready to send, when the ledger keeps one that still holds for
+    /// `context` (the hot read); nil means "build it from ``customer(appUserId:context:)``".
+    func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer?
+}
+
+extension LedgerStoring {
+    /// Ledgers without rendered answers always build them.
+    public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
+        nil
+    }
 }

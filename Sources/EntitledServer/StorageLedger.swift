@@ -9,10 +9,6 @@ import Synchronization
 public final class StorageLedger: LedgerStoring {
     public let store: any LedgerStore
     public let projector: EngineProjector
-    /// Decoded projections by appUserId, reused while the stored bytes are unchanged: decoding the
-    /// state document is the dearest part of the hot read.
-    private let decoded = Mutex<[String: (bytes: [UInt8], state: CustomerState)]>([:])
-    private static let decodedLimit = 50_000
 
     /// - Parameters:
     ///   - store: the opened ledger.
@@ -84,18 +80,20 @@ public final class StorageLedger: LedgerStoring {
         }
     }
 
+    public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
+        try await mapped {
+            guard context.policy == projector.policy, let stored = try await store.projection(appUserId: appUserId),
+                // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
+                stored.computedAt <= context.now,
+                let answer = RenderedCustomer(document: stored.projection.state),
+                answer.holds(at: context.now, environment: context.environment)
+            else { return nil }
+            return answer
+        }
+    }
+
     public func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
         try await mapped {
-            if let stored = try await store.projection(appUserId: appUserId),
-                let state = decodedState(appUserId: appUserId, bytes: stored.projection.state),
-                state.environment == context.environment, context.policy == projector.policy,
-                stored.computedAt <= context.now, state.nextStatusChangeAt.map({ $0 > context.now }) ?? true
-            {
-                // Fresh: no status can have changed since it was computed.
-                var fresh = state
-                fresh.evaluatedAt = context.now
-                return CustomerSnapshot(customer: Self.record(stored.customer), state: fresh)
-            }
             guard
                 let customer = try await store.customer(
                     appUserId: appUserId, createIfMissing: true, projector: projector, now: context.now)
@@ -104,18 +102,6 @@ public final class StorageLedger: LedgerStoring {
             let state = evaluate(facts: facts, policy: context.policy, now: context.now, environment: context.environment)
             return CustomerSnapshot(customer: Self.record(customer), state: state)
         }
-    }
-
-    /// The state document decoded, from the cache when its bytes are the ones cached.
-    private func decodedState(appUserId: String, bytes: [UInt8]) -> CustomerState? {
-        if let hit = decoded.withLock({ $0[appUserId] }), hit.bytes == bytes { return hit.state }
-        guard let state = try? JSONDecoder().decode(CustomerState.self, from: Data(bytes)) else { return nil }
-        decoded.withLock { cache in
-            // Full: drop an arbitrary entry (hash order), keeping the rest warm.
-            if cache.count >= Self.decodedLimit { cache.remove(at: cache.startIndex) }
-            cache[appUserId] = (bytes, state)
-        }
-        return state
     }
 
     public func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {

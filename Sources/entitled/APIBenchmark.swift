@@ -334,6 +334,10 @@ struct CountingLedger: LedgerStoring {
         try await base.customer(appUserId: appUserId, context: context)
     }
 
+    func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
+        try await base.renderedCustomer(appUserId: appUserId, context: context)
+    }
+
     func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
         try await base.history(appUserId: appUserId, cursor: cursor, limit: limit)
     }

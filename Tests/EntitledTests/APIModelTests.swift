@@ -81,13 +81,50 @@ import Testing
     func maxAgeIsBoundedByTTLAndNextChange(expiresIn: Int64?, ttl: Int, expected: Int) {
         let state = expiresIn == nil
             ? evaluate(facts: [], policy: policy, now: Self.now) : self.state(expiresIn: expiresIn)
-        #expect(CustomerBody.maxAge(state: state, now: Self.now, ttl: ttl) == expected)
+        #expect(CustomerBody.maxAge(nextChangeAt: state.nextStatusChangeAt, now: Self.now, ttl: ttl) == expected)
     }
 
     @Test func maxAgeStopsAtTheGraceEnd() {
         let state = state(expiresIn: -1000, grace: 120_000)
         #expect(state.entitlement("pro")?.status == .gracePeriod)
-        #expect(CustomerBody.maxAge(state: state, now: Self.now, ttl: 3600) == 120)
+        #expect(CustomerBody.maxAge(nextChangeAt: state.nextStatusChangeAt, now: Self.now, ttl: 3600) == 120)
+    }
+
+    @Test(arguments: [Int64?.some(90_500), .some(-1000), nil])
+    func aRenderedAnswerIsTheEncodedBodyAtAnyServerTime(expiresIn: Int64?) throws {
+        let state = expiresIn == nil ? evaluate(facts: [], policy: policy, now: Self.now) : self.state(expiresIn: expiresIn)
+        let body = CustomerBody(customer: customer, state: state, now: 0)
+        let rendered = try #require(RenderedCustomer(body: body))
+        #expect(rendered.nextChangeAt == state.nextStatusChangeAt)
+        #expect(rendered.environment == "Production")
+        for serverTime in [Self.now, Self.now + 123, 0] {
+            var timed = body
+            timed.serverTime = serverTime
+            #expect(rendered.body(serverTime: serverTime) == Array(try JSONEncoder.entitledDefault.encode(timed)))
+        }
+        // What the projection stores reads back as the same answer.
+        #expect(RenderedCustomer(document: rendered.document) == rendered)
+        #expect(rendered.holds(at: Self.now, environment: .production))
+        #expect(!rendered.holds(at: Self.now, environment: .sandbox))
+        if let next = rendered.nextChangeAt { #expect(!rendered.holds(at: next, environment: .production)) }
+    }
+
+    @Test(arguments: [
+        "", "{}", "entitled-answer/1 Production -\n{}", "entitled-answer/1 Production - 5\n{}",
+        "entitled-answer/1 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/1 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/2 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+    ])
+    func documentsThatAreNotRenderedAnswersAreRefused(document: String) {
+        #expect(RenderedCustomer(document: Array(document.utf8)) == nil)
+    }
+
+    @Test func aWellFormedDocumentIsRead() throws {
+        let document = "entitled-answer/1 Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
+        let rendered = try #require(RenderedCustomer(document: Array(document.utf8)))
+        #expect(rendered.environment == "Sandbox")
+        #expect(rendered.nextChangeAt == 42)
+        #expect(String(decoding: rendered.body(serverTime: 1000), as: UTF8.self) == #"{"serverTime":"1970-01-01T00:00:01.000Z"}"#)
     }
 
     @Test func historyItemAndCursor() throws {

@@ -177,6 +177,38 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
         }
     }
 
+    /// The hot read serves the answer rendered at ingest; it must be, byte for byte, the answer the
+    /// engine gives from the facts at that moment, and it must stop being used once time alone
+    /// changes the answer.
+    @Test(arguments: StoredBackend.all)
+    func theRenderedAnswerIsTheEvaluatedAnswer(backend: StoredBackend) async throws {
+        try await Self.run(backend) { api in
+            let ledger = StorageLedger(store: api.store, policy: FactMapper.policy(for: api.configuration))
+            let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
+            for note in try steps(token: token) {
+                #expect(try await api.postV2(note).status == 200)
+                let now = api.clock.nowMilliseconds()
+                let context = EvaluationContext(policy: ledger.projector.policy, environment: .production, now: now)
+                let rendered = try #require(try await ledger.renderedCustomer(appUserId: "u1", context: context))
+                let evaluated = try await ledger.customer(appUserId: "u1", context: context)
+                let expected = try JSONEncoder.entitledDefault.encode(
+                    CustomerBody(customer: evaluated.customer, state: evaluated.state, now: now))
+                #expect(rendered.body(serverTime: now) == Array(expected))
+                #expect(try await api.customer("u1").body == Array(expected))
+            }
+            // At the expiry the stored answer no longer holds: reads evaluate instead.
+            let expiry = try #require(
+                try await ledger.renderedCustomer(
+                    appUserId: "u1",
+                    context: EvaluationContext(policy: ledger.projector.policy, environment: .production, now: api.clock.nowMilliseconds())
+                )?.nextChangeAt)
+            let late = EvaluationContext(policy: ledger.projector.policy, environment: .production, now: expiry)
+            #expect(try await ledger.renderedCustomer(appUserId: "u1", context: late) == nil)
+            let sandbox = EvaluationContext(policy: ledger.projector.policy, environment: .sandbox, now: api.clock.nowMilliseconds())
+            #expect(try await ledger.renderedCustomer(appUserId: "u1", context: sandbox) == nil)
+        }
+    }
+
     @Test(arguments: StoredBackend.all)
     func aForgedNotificationIsRecordedAndNothingIsApplied(backend: StoredBackend) async throws {
         try await Self.run(backend) { api in

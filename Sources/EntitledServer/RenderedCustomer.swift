@@ -1,0 +1,92 @@
+import Entitlements
+import Foundation
+import HTTPServer
+
+/// A customer's answer rendered once, when their projection changes: the exact JSON
+/// `GET /v1/customers/{appUserId}` sends, with `serverTime` left at the epoch so that a read only
+/// splices in its own time. Reads then decode and encode nothing.
+///
+/// The projection stores it as its state document: one line of metadata, then the body —
+/// `entitled-answer/1 ENVIRONMENT NEXT OFFSET\n{…}`, where NEXT is the next instant at which time
+/// alone changes the answer (ms, or `-`) and OFFSET where `serverTime`'s value starts in the body.
+public struct RenderedCustomer: Sendable, Equatable {
+    /// The environment the answer was evaluated for.
+    public let environment: String
+    /// The next instant (ms) at which time alone changes the answer, if any.
+    public let nextChangeAt: Int64?
+    private let body: [UInt8]
+    private let timeOffset: Int
+
+    private static let magic = Array("entitled-answer/1 ".utf8)
+    private static let epoch = Array("1970-01-01T00:00:00.000Z".utf8)
+    private static let timeMarker = Array(#""serverTime":"1970-01-01T00:00:00.000Z""#.utf8)
+
+    /// Renders `body` (its `serverTime` is ignored). Nil only if the encoder fails.
+    public init?(body: CustomerBody) {
+        var body = body
+        body.serverTime = 0
+        guard let encoded = try? JSONEncoder.entitledDefault.encode(body) else { return nil }
+        let bytes = Array(encoded)
+        // Keys are sorted and escaped, so the marker can only be the serverTime member itself.
+        guard let marker = Self.find(Self.timeMarker, in: bytes) else { return nil }
+        self.environment = body.environment
+        self.nextChangeAt = body.nextChangeAt
+        self.body = bytes
+        self.timeOffset = marker + Self.timeMarker.count - Self.epoch.count - 1
+    }
+
+    /// Reads a stored document; nil when it is not one (e.g. written by another projector).
+    public init?(document: [UInt8]) {
+        guard document.starts(with: Self.magic), let newline = document.firstIndex(of: UInt8(ascii: "\n")) else {
+            return nil
+        }
+        let fields = document[Self.magic.count..<newline].split(separator: UInt8(ascii: " "))
+        guard fields.count == 3, let offset = Int(String(decoding: fields[2], as: UTF8.self)) else { return nil }
+        let next = String(decoding: fields[1], as: UTF8.self)
+        let body = Array(document[(newline + 1)...])
+        guard offset >= 0, offset + Self.epoch.count <= body.count,
+            body[offset..<(offset + Self.epoch.count)].elementsEqual(Self.epoch)
+        else { return nil }
+        if next == "-" {
+            nextChangeAt = nil
+        } else if let value = Int64(next) {
+            nextChangeAt = value
+        } else {
+            return nil
+        }
+        environment = String(decoding: fields[0], as: UTF8.self)
+        self.body = body
+        timeOffset = offset
+    }
+
+    /// What the projection stores.
+    public var document: [UInt8] {
+        let header = "entitled-answer/1 \(environment) \(nextChangeAt.map(String.init) ?? "-") \(timeOffset)\n"
+        return Array(header.utf8) + body
+    }
+
+    /// The body to send at `serverTime` (ms).
+    public func body(serverTime: Int64) -> [UInt8] {
+        var bytes = body
+        bytes.replaceSubrange(
+            timeOffset..<(timeOffset + Self.epoch.count), with: ISO8601.format(milliseconds: serverTime).utf8)
+        return bytes
+    }
+
+    /// Whether this answer still holds at `now` for `environment`.
+    public func holds(at now: Int64, environment: Entitlements.Environment) -> Bool {
+        environment.rawValue == self.environment && (nextChangeAt.map { $0 > now } ?? true)
+    }
+
+    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return nil }
+        var index = 0
+        while index <= haystack.count - needle.count {
+            if haystack[index] == needle[0] && haystack[index..<(index + needle.count)].elementsEqual(needle) {
+                return index
+            }
+            index += 1
+        }
+        return nil
+    }
+}
