@@ -122,7 +122,7 @@ extension Dashboard {
                          refunded: '#cf222e', none: '#c9ccd1', accent: '#0a66c2' };
         const color = s => COLORS[s] || COLORS.none;
         const $ = id => document.getElementById(id);
-        let selected = null, catalog = [], lastMetrics = null, timelineKey = '', olderCursor = null, busy = 0;
+        let selected = null, catalog = [], lastMetrics = null, timelineKey = '', olderCursor = null, busy = 0, known = new Set();
 
         function el(tag, props, ...children) {
           const node = document.createElement(tag);
@@ -188,7 +188,12 @@ extension Dashboard {
           if (document.activeElement !== speed) speed.value = String(m.pace.dayEvery);
         }
 
-        function niceMax(v) { if (v <= 4) return 4; const p = Math.pow(10, Math.floor(Math.log10(v))); return [1, 2, 2.5, 5, 10].map(x => x * p).find(x => x >= v); }
+        // Whole-number gridlines: a step of 1, 2 or 5 × 10^k, about four of them.
+        function scale(v) {
+          const raw = Math.max(1, v) / 4, p = Math.pow(10, Math.floor(Math.log10(raw)));
+          const step = Math.max(1, [1, 2, 5, 10].map(x => x * p).find(x => x >= raw));
+          return { step, max: step * Math.ceil(Math.max(1, v) / step) };
+        }
 
         // A chart of stacked series over the samples: areas for customers, bars for notifications.
         function chart(svg, samples, series, kind) {
@@ -197,17 +202,23 @@ extension Dashboard {
           const n = samples.length;
           if (!n) { svg.append(Object.assign(svgEl('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', fill: '#6e6e73' }), { textContent: 'waiting for the first virtual day…' })); return; }
           const totals = samples.map(s => series.reduce((a, k) => a + k.value(s), 0));
-          const max = niceMax(Math.max(1, ...totals));
+          const { step, max } = scale(Math.max(...totals));
           const slot = (W - L - R) / Math.max(1, kind === 'bars' ? n : n - 1);
           const x = i => kind === 'bars' ? L + slot * (i + .5) : (n === 1 ? L + (W - L - R) / 2 : L + slot * i);
           const y = v => T + (H - T - B) * (1 - v / max);
-          for (let t = 0; t <= 4; t++) {
-            const v = max * t / 4, yy = y(v);
+          for (let v = 0; v <= max; v += step) {
+            const yy = y(v);
             svg.append(svgEl('line', { x1: L, x2: W - R, y1: yy, y2: yy, stroke: '#e3e3e8' }));
-            svg.append(Object.assign(svgEl('text', { x: L - 5, y: yy + 4, 'text-anchor': 'end', 'font-size': 10, fill: '#6e6e73' }), { textContent: Number.isInteger(v) ? v : v.toFixed(1) }));
+            svg.append(Object.assign(svgEl('text', { x: L - 5, y: yy + 4, 'text-anchor': 'end', 'font-size': 10, fill: '#6e6e73' }), { textContent: v }));
           }
           const every = Math.max(1, Math.ceil(n / 8));
-          samples.forEach((s, i) => { if (i % every === 0 || i === n - 1) svg.append(Object.assign(svgEl('text', { x: x(i), y: H - 6, 'text-anchor': 'middle', 'font-size': 10, fill: '#6e6e73' }), { textContent: 'd' + s.day })); });
+          samples.forEach((s, i) => {
+            // The last day always gets a label; the regular one before it gives way when too close.
+            const last = i === n - 1, regular = i % every === 0 && (last || n - 1 - i >= every / 2);
+            if (!regular && !last) return;
+            const anchor = kind === 'bars' || n === 1 ? 'middle' : i === 0 ? 'start' : last ? 'end' : 'middle';
+            svg.append(Object.assign(svgEl('text', { x: x(i), y: H - 6, 'text-anchor': anchor, 'font-size': 10, fill: '#6e6e73' }), { textContent: 'd' + s.day }));
+          });
           let base = samples.map(() => 0);
           for (const k of series) {
             const top = samples.map((s, i) => base[i] + k.value(s));
@@ -249,12 +260,14 @@ extension Dashboard {
         // ---- Customers ------------------------------------------------------------------------
         function renderRows(page) {
           const body = $('rows');
+          known = new Set(page.customers.map(c => c.appUserId));
           if (!page.customers.length) { body.replaceChildren(el('tr', null, el('td', { colspan: 6, class: 'empty' }, 'No customers yet: add one below.'))); return; }
           const rows = [];
           for (const c of page.customers) {
             const items = c.entitlements.length ? c.entitlements : [null];
             items.forEach((e, i) => {
-              const tr = el('tr', { 'data-customer': c.appUserId, class: c.appUserId === selected ? 'selected' : '', onclick: () => select(c.appUserId) },
+              const tr = el('tr', { 'data-customer': c.appUserId, class: c.appUserId === selected ? 'selected' : '', tabindex: 0,
+                                    onclick: () => select(c.appUserId), onkeydown: e => { if (e.key === 'Enter') select(c.appUserId); } },
                 el('td', null, i === 0 ? el('strong', null, c.appUserId) : '', i === 0 && !c.paymentSucceeds ? el('span', { class: 'muted small', title: 'payment method failing' }, ' 💳✗') : null),
                 el('td', null, e ? badge(e.status) : badge('none')),
                 el('td', null, e ? e.id : '—'), el('td', { class: 'mono' }, e ? e.productId : '—'),
@@ -355,7 +368,8 @@ extension Dashboard {
           e.preventDefault();
           const name = $('new-name').value.trim(), product = $('new-product').value;
           if (!name) return;
-          if (!(await run('Add customer', '/dev/actions', { action: 'customer', customer: name }))) return;
+          // Adding an existing simulator customer again would reset their payment method: only buy.
+          if (!known.has(name) && !(await run('Add customer', '/dev/actions', { action: 'customer', customer: name }))) return;
           const intro = $('new-intro').checked && (catalog.find(p => p.id === product) || {}).hasIntroductoryOffer;
           if (product) await act('Buy', { action: 'purchase', customer: name, product, offer: intro ? 'intro' : undefined });
           $('new-name').value = ''; select(name);
