@@ -59,6 +59,18 @@ import Testing
         #expect(Self.int((after.json["notifications"] as? [String: Any])?["failed"]) == 0)
     }
 
+    @Test func theRingOfSamplesIsBounded() async throws {
+        let dev = try await Self.start()
+        defer { dev.terminate() }
+        #expect(try await Self.dev(dev.port, "POST", "/dev/clock/advance", #"{"days": 420}"#).status == 200)
+        let metrics = try await Self.dev(dev.port, "GET", "/dev/metrics")
+        let capacity = Self.int(metrics.json["capacity"])
+        let days = Self.samples(metrics).map { Self.int($0["day"]) }
+        #expect(capacity == 400)
+        #expect(days == Array((421 - capacity)...420))
+        #expect(try await Self.dev(dev.port, "POST", "/dev/clock/advance", #"{"by": "P11Y"}"#).status == 400)
+    }
+
     @Test func pauseResumeAndSpeedDriveTheAutoAdvance() async throws {
         let dev = try await Self.start()
         defer { dev.terminate() }
