@@ -3,18 +3,37 @@ import EntitledServer
 import Entitlements
 import Foundation
 import HTTPServer
+import Synchronization
 
-/// The `entitled dev` dashboard: one page, refreshed every two seconds from `/dev/customers`.
+/// The `entitled dev` dashboard: one self-contained page at `/` and the JSON it is fed with under
+/// `/dev/`. Registered by `entitled dev` only, never by `serve` (and absent from docs/openapi.yaml).
+///
+/// - `GET /dev/customers` — every simulator customer with the server's answer.
+/// - `GET /dev/metrics` — live counts and the ring of per-virtual-day samples behind the charts.
+/// - `GET /dev/customers/{appUserId}/timeline[?cursor=&limit=]` — the customer's answer, their
+///   ledger history newest first (cursor-paged like `/v1/…/history`) and the simulator's deliveries.
+/// - `GET /dev/catalog` — the simulator's products.
+/// - `GET /dev/clock`, `POST /dev/clock` `{"running", "dayEvery"}` — the auto-advance.
+/// - `POST /dev/clock/advance` `{"by": "P1M"}` or `{"days": N}` — move virtual time, a day at a time.
+/// - `POST /dev/actions` — one simulator ``ActionRequest`` (see docs/simulator.md).
+///
+/// Every `/dev/` route needs `Authorization: Bearer <dev key>` (a custom header, so a foreign page
+/// cannot post a simple cross-origin form at it); `/` embeds the key. All of them answer only to a
+/// loopback `Host` (or the one given to `--listen`) so a DNS-rebound name cannot read the key.
 enum Dashboard {
     struct Row: Encodable {
         var appUserId: String
         var state: String
+        /// The best entitlement status (`none` without any).
+        var status: String
+        var paymentSucceeds: Bool
         var entitlements: [Item]
         struct Item: Encodable {
             var id: String
             var status: String
             var active: Bool
             var productId: String
+            var productType: String
             var expiresAt: String?
             var willRenew: Bool?
         }
@@ -22,70 +41,316 @@ enum Dashboard {
 
     struct Page: Encodable {
         var serverTime: String
+        var now: Int64
         var customers: [Row]
     }
 
-    static func register(
-        on router: inout Router, ledger: StorageLedger, policy: Policy, clock: any ServerClock, simulator: SimulatorBox
-    ) {
-        router.add(.get, "/", .inline { _ in
-            Response(status: 200, headers: ["Content-Type": "text/html; charset=utf-8"], body: Array(html.utf8))
+    struct ClockBody: Encodable {
+        var now: Int64
+        var serverTime: String
+        var day: Int
+        var running: Bool
+        var dayEvery: Double
+    }
+
+    struct PaceRequest: Decodable {
+        var running: Bool?
+        var dayEvery: Double?
+    }
+
+    struct AdvanceRequest: Decodable {
+        var by: String?
+        var days: Int?
+    }
+
+    struct Notification: Encodable {
+        var notificationUUID: String?
+        var notificationType: String?
+        var subtype: String?
+        var customerId: String?
+        var signedDate: String?
+    }
+
+    struct ActionBody: Encodable {
+        var now: Int64
+        var serverTime: String
+        var notifications: [Notification]
+    }
+
+    struct Metrics: Encodable {
+        var now: Int64
+        var serverTime: String
+        var day: Int
+        var pace: DevDriver.Pace
+        var customers: Int
+        var states: [String: Int]
+        var notifications: [String: Int]
+        var capacity: Int
+        /// One per virtual day, oldest first, at most `capacity`.
+        var samples: [DevDriver.Sample]
+    }
+
+    struct Delivery: Encodable {
+        var notificationUUID: String
+        var notificationType: String
+        var subtype: String?
+        var signedDate: String
+        var delivered: Bool
+        var attempts: Int
+        var lastStatus: Int?
+        var lastError: String?
+    }
+
+    struct Timeline: Encodable {
+        var appUserId: String
+        var serverTime: String
+        var customer: CustomerBody
+        /// The ledger's entries, newest first.
+        var items: [HistoryItemBody]
+        var nextCursor: String?
+        /// The simulator's deliveries for this customer, newest first (only on the first page).
+        var deliveries: [Delivery]
+    }
+
+    struct ProductBody: Encodable {
+        var id: String
+        var kind: String
+        var group: String?
+        var level: Int?
+        var period: String?
+        var price: Int64
+        var currency: String
+        var hasIntroductoryOffer: Bool
+    }
+
+    /// Deliveries listed per customer on the timeline.
+    static let deliveryLimit = 100
+
+    static func register(on router: inout Router, driver box: DriverBox, key: String, listenHost: String) {
+        let guardian = Guardian(key: key, listenHost: listenHost)
+        let page = Array(html.replacingOccurrences(of: "__DEV_KEY__", with: key).utf8)
+        router.add(.get, "/", .inline { request in
+            try guardian.checkHost(request)
+            return Response(
+                status: 200,
+                headers: [
+                    "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store",
+                    // Nothing leaves the page but requests to this server.
+                    "Content-Security-Policy":
+                        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+                    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+                ],
+                body: page)
         })
-        router.get("/dev/customers") { _ in
-            guard let simulator = simulator.simulator else { return try .json(Page(serverTime: "", customers: [])) }
-            let now = clock.nowMilliseconds()
-            let ids = await simulator.snapshot().customers.map(\.id)
-            var rows: [Row] = []
-            for id in ids {
-                let context = EvaluationContext(policy: policy, environment: .sandbox, now: now)
-                guard let snapshot = try? await ledger.customer(appUserId: id, context: context) else { continue }
-                rows.append(
-                    Row(
-                        appUserId: id, state: snapshot.state.customerClass.rawValue,
-                        entitlements: snapshot.state.entitlements.map {
-                            Row.Item(
-                                id: $0.id, status: $0.status.rawValue, active: $0.active, productId: $0.productId,
-                                expiresAt: $0.expiresAt.map { ISO8601.format(milliseconds: $0) }, willRenew: $0.willRenew)
-                        }))
+        func route(_ method: HTTPMethod, _ pattern: String, _ body: @escaping @Sendable (Request, DevDriver) async throws -> Response) {
+            router.add(
+                method, pattern,
+                .async { request in
+                    try guardian.check(request)
+                    guard let driver = box.driver else {
+                        throw HTTPError(status: 503, code: "STARTING", detail: "the simulator is starting")
+                    }
+                    do {
+                        var response = try await body(request, driver)
+                        response.headers.set("Cache-Control", "no-store")
+                        return response
+                    } catch let error as SimulatorError {
+                        throw HTTPError(status: error.code.hasPrefix("UNKNOWN_") ? 404 : 400, code: error.code, detail: error.message)
+                    } catch let error as LedgerError {
+                        throw HTTPError(status: 503, code: "STORAGE_UNAVAILABLE", detail: error.description)
+                    }
+                })
+        }
+        route(.get, "/dev/customers") { _, driver in try .json(await customers(driver)) }
+        route(.get, "/dev/metrics") { _, driver in try .json(await metrics(driver)) }
+        route(.get, "/dev/customers/{appUserId}/timeline") { request, driver in
+            try .json(await timeline(request, driver))
+        }
+        route(.get, "/dev/catalog") { _, driver in
+            try .json(await driver.simulator.store.catalog.products.map(product(_:)))
+        }
+        route(.get, "/dev/clock") { _, driver in try .json(clock(driver)) }
+        route(.post, "/dev/clock") { request, driver in
+            let body = try request.decodeJSON(PaceRequest.self)
+            if let dayEvery = body.dayEvery, !(dayEvery.isFinite && dayEvery > 0) {
+                throw HTTPError.badRequest("dayEvery is a positive number of seconds")
             }
-            return try .json(Page(serverTime: ISO8601.format(milliseconds: now), customers: rows))
+            driver.setPace(running: body.running, dayEvery: body.dayEvery)
+            return try .json(clock(driver))
+        }
+        route(.post, "/dev/clock/advance") { request, driver in
+            let body = try request.decodeJSON(AdvanceRequest.self)
+            let duration: AppStoreSimulator.ISODuration
+            if let by = body.by {
+                guard let parsed = AppStoreSimulator.ISODuration(by) else { throw HTTPError.badRequest("'by' is not an ISO 8601 duration") }
+                duration = parsed
+            } else if let days = body.days, days > 0 {
+                duration = AppStoreSimulator.ISODuration("P\(days)D")!
+            } else {
+                throw HTTPError.badRequest("give 'by' (an ISO 8601 duration) or 'days' (a positive number)")
+            }
+            return try .json(actionBody(try await driver.advance(by: duration), driver))
+        }
+        route(.post, "/dev/actions") { request, driver in
+            let action = try request.decodeJSON(ActionRequest.self)
+            return try .json(actionBody(try await driver.act(action), driver))
         }
     }
 
-    static let html = """
-        <!doctype html>
-        <html lang="en"><head><meta charset="utf-8"><title>Entitled — dev</title>
-        <style>
-          body { font: 14px system-ui, sans-serif; margin: 2rem; color: #1d1d1f; }
-          table { border-collapse: collapse; min-width: 40rem; }
-          th, td { text-align: left; padding: .35rem .8rem; border-bottom: 1px solid #ddd; }
-          .active { color: #1a7f37; } .gracePeriod, .billingRetry { color: #9a6700; }
-          .expired, .revoked, .refunded { color: #cf222e; } .muted { color: #6e6e73; }
-        </style></head>
-        <body>
-        <h1>Entitled <span class="muted">dev</span></h1>
-        <p class="muted">Virtual time: <span id="time">…</span> — the simulator advances one day every few seconds.</p>
-        <table><thead><tr><th>Customer</th><th>State</th><th>Entitlement</th><th>Status</th><th>Product</th><th>Expires</th><th>Renews</th></tr></thead>
-        <tbody id="rows"><tr><td colspan="7" class="muted">loading…</td></tr></tbody></table>
-        <script>
-        function cell(text, cls) { const td = document.createElement('td'); td.textContent = text; if (cls) td.className = cls; return td; }
-        async function refresh() {
-          const page = await (await fetch('/dev/customers')).json();
-          document.getElementById('time').textContent = page.serverTime;
-          const body = document.getElementById('rows'); body.replaceChildren();
-          for (const c of page.customers) {
-            const items = c.entitlements.length ? c.entitlements : [null];
-            for (const e of items) {
-              const tr = document.createElement('tr');
-              tr.append(cell(c.appUserId), cell(c.state, c.state === 'active' ? 'active' : 'muted'));
-              tr.append(cell(e ? e.id : '—'), cell(e ? e.status : '—', e ? e.status : ''), cell(e ? e.productId : '—'),
-                        cell(e && e.expiresAt ? e.expiresAt : '—'), cell(e && e.willRenew != null ? (e.willRenew ? 'yes' : 'no') : '—'));
-              body.append(tr);
-            }
-          }
+    // MARK: - Bodies
+
+    static func customers(_ driver: DevDriver) async -> Page {
+        let (now, views) = await driver.customers()
+        let rows = views.compactMap { view -> Row? in
+            guard let snapshot = view.snapshot else { return nil }
+            return Row(
+                appUserId: view.id, state: snapshot.state.customerClass.rawValue,
+                status: DevDriver.status(of: snapshot.state), paymentSucceeds: view.paymentSucceeds,
+                entitlements: snapshot.state.entitlements.map {
+                    Row.Item(
+                        id: $0.id, status: $0.status.rawValue, active: $0.active, productId: $0.productId,
+                        productType: $0.productType.rawValue,
+                        expiresAt: $0.expiresAt.map { ISO8601.format(milliseconds: $0) }, willRenew: $0.willRenew)
+                })
         }
-        refresh(); setInterval(refresh, 2000);
-        </script>
-        </body></html>
-        """
+        return Page(serverTime: ISO8601.format(milliseconds: now), now: now, customers: rows)
+    }
+
+    static func metrics(_ driver: DevDriver) async -> Metrics {
+        let live = await driver.measure()
+        return Metrics(
+            now: live.at, serverTime: ISO8601.format(milliseconds: live.at), day: live.day, pace: driver.currentPace,
+            customers: live.customers, states: live.states,
+            notifications: ["sent": live.sent, "accepted": live.accepted, "failed": live.failed],
+            capacity: driver.capacity, samples: await driver.history())
+    }
+
+    static func timeline(_ request: Request, _ driver: DevDriver) async throws -> Timeline {
+        let appUserId = try request.parameter("appUserId")
+        var limit = API.defaultHistoryLimit
+        if let text = request.query["limit"] {
+            guard let value = Int(text), (1...API.maxHistoryLimit).contains(value) else {
+                throw HTTPError.badRequest("limit must be 1…\(API.maxHistoryLimit)", code: "INVALID_LIMIT")
+            }
+            limit = value
+        }
+        var cursor: String?
+        if let given = request.query["cursor"], !given.isEmpty {
+            guard let unwrapped = HistoryCursor.unwrap(given) else {
+                throw HTTPError.badRequest("the cursor is not one this server gave out", code: "INVALID_CURSOR")
+            }
+            cursor = unwrapped
+        }
+        // Only customers the simulator knows: the ledger would create any other name on sight.
+        guard await driver.simulator.store.customers[appUserId] != nil else {
+            throw HTTPError(status: 404, code: "CUSTOMER_NOT_FOUND", detail: "no such customer")
+        }
+        let now = driver.simulator.now
+        let snapshot = try await driver.ledger.customer(
+            appUserId: appUserId, context: EvaluationContext(policy: driver.policy, environment: .sandbox, now: now))
+        let page = try await history(driver.ledger, appUserId: appUserId, cursor: cursor, limit: limit)
+        var deliveries: [Delivery] = []
+        if cursor == nil {
+            for record in await driver.simulator.sender.history().reversed() where record.customerId == appUserId {
+                let last = record.attempts.last
+                deliveries.append(
+                    Delivery(
+                        notificationUUID: record.notificationUUID, notificationType: record.notificationType,
+                        subtype: record.subtype, signedDate: ISO8601.format(milliseconds: record.signedDate),
+                        delivered: record.delivered, attempts: record.attempts.count, lastStatus: last?.httpStatus,
+                        lastError: last?.error))
+                if deliveries.count == deliveryLimit { break }
+            }
+        }
+        return Timeline(
+            appUserId: appUserId, serverTime: ISO8601.format(milliseconds: now),
+            customer: CustomerBody(customer: snapshot.customer, state: snapshot.state, now: now),
+            items: (page?.entries ?? []).map(HistoryItemBody.init), nextCursor: page?.nextCursor.map(HistoryCursor.wrap),
+            deliveries: deliveries)
+    }
+
+    private static func history(_ ledger: StorageLedger, appUserId: String, cursor: String?, limit: Int) async throws
+        -> LedgerHistoryPage?
+    {
+        let result: Result<LedgerHistoryPage?, LedgerError>
+        do {
+            result = .success(try await ledger.history(appUserId: appUserId, cursor: cursor, limit: limit))
+        } catch {
+            result = .failure(error)
+        }
+        if case .failure(let error) = result, error.kind == .invalidRequest {
+            throw HTTPError.badRequest("the cursor is not one this server gave out", code: "INVALID_CURSOR")
+        }
+        return try result.get()
+    }
+
+    static func clock(_ driver: DevDriver) -> ClockBody {
+        let now = driver.simulator.now
+        let pace = driver.currentPace
+        return ClockBody(
+            now: now, serverTime: ISO8601.format(milliseconds: now), day: driver.day(of: now), running: pace.running,
+            dayEvery: pace.dayEvery)
+    }
+
+    static func actionBody(_ notifications: [SignedNotification], _ driver: DevDriver) -> ActionBody {
+        let now = driver.simulator.now
+        return ActionBody(
+            now: now, serverTime: ISO8601.format(milliseconds: now),
+            notifications: notifications.map {
+                Notification(
+                    notificationUUID: $0.payload.notificationUUID, notificationType: $0.payload.notificationType?.rawValue,
+                    subtype: $0.payload.subtype?.rawValue, customerId: $0.customerId,
+                    signedDate: $0.payload.signedDate.map { ISO8601.format(milliseconds: $0) })
+            })
+    }
+
+    static func product(_ product: SimulatedProduct) -> ProductBody {
+        ProductBody(
+            id: product.id, kind: product.kind.rawValue, group: product.group, level: product.level,
+            period: product.period?.description, price: product.price, currency: product.currency,
+            hasIntroductoryOffer: product.introductoryOffer != nil)
+    }
+
+    /// The dev key and a loopback `Host` for every dashboard route.
+    struct Guardian: Sendable {
+        let key: String
+        let listenHost: String
+
+        func check(_ request: Request) throws {
+            try checkHost(request)
+            guard request.headers["Authorization"] == "Bearer \(key)" else {
+                throw HTTPError(
+                    status: 401, code: "UNAUTHORIZED", detail: "send Authorization: Bearer <the dev key printed at start>",
+                    headers: ["WWW-Authenticate": "Bearer"])
+            }
+        }
+
+        func checkHost(_ request: Request) throws {
+            guard let host = request.headers["Host"], !Self.wildcard(listenHost) else { return }
+            let name = Self.hostname(host)
+            guard name == "localhost" || name == "127.0.0.1" || name == "::1" || name == listenHost.lowercased() else {
+                throw HTTPError(status: 403, code: "FORBIDDEN_HOST", detail: "the dev dashboard answers loopback names only")
+            }
+        }
+
+        /// Listening on every interface was asked for explicitly: any name may reach it.
+        static func wildcard(_ host: String) -> Bool { host == "0.0.0.0" || host == "::" || host == "[::]" }
+
+        /// `name`, `name:port`, `[v6]` or `[v6]:port` → the name, lower-cased, without brackets.
+        static func hostname(_ host: String) -> String {
+            let lowered = host.lowercased()
+            if lowered.hasPrefix("["), let end = lowered.firstIndex(of: "]") {
+                return String(lowered[lowered.index(after: lowered.startIndex)..<end])
+            }
+            return String(lowered.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        }
+    }
+}
+
+/// The driver, set once it exists (the dashboard's routes are built before the simulator, which
+/// needs the server's port).
+final class DriverBox: Sendable {
+    private let value = Mutex<DevDriver?>(nil)
+    func set(_ driver: DevDriver) { value.withLock { $0 = driver } }
+    var driver: DevDriver? { value.withLock { $0 } }
 }

@@ -22,15 +22,19 @@ enum DevCommand: Command {
         server trusts, and posts it to the server; the server takes "now" from the simulator's
         virtual clock (only in this mode). A seeded scenario buys subscriptions for a few customers
         and the virtual clock advances one day every --day-every seconds, so renewals, a billing
-        failure and expiries happen while you watch.
+        failure, a refund and expiries happen while you watch.
 
-        Open http://HOST:PORT/ for the dashboard. The API key for /v1 is printed at start.
+        Open http://HOST:PORT/ for the dashboard: live counts and charts over virtual time, each
+        customer's timeline, and controls (buy, cancel auto-renew, fail or fix the card, refund,
+        add a customer, advance a day or a month, pause, speed). Its JSON is under /dev/ (see
+        docs/simulator.md), served by this command only, with the API key printed at start.
 
         Options:
-          --listen HOST:PORT   the server (default 127.0.0.1:8080)
+          --listen HOST:PORT   the server (default 127.0.0.1:8080; the dashboard answers loopback
+                               names only unless HOST is 0.0.0.0 or ::)
           --control HOST:PORT  the simulator's control API (default 127.0.0.1:8081; see docs/simulator.md)
           --data DIR           where the database and the simulator's CA live (default ./data/dev)
-          --day-every SECONDS  real seconds per virtual day (default 2; 0 stops the clock)
+          --day-every SECONDS  real seconds per virtual day (default 2, at least 0.05; 0 starts paused)
           --no-seed            start without the seeded customers
         """
 
@@ -83,9 +87,9 @@ enum DevCommand: Command {
         }
         let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: serverClock)
 
-        let simulatorBox = SimulatorBox()
+        let driverBox = DriverBox()
         var router = application.router
-        Dashboard.register(on: &router, ledger: ledger, policy: policy, clock: serverClock, simulator: simulatorBox)
+        Dashboard.register(on: &router, driver: driverBox, key: devKey, listenHost: configuration.listen.host)
         let server = HTTPServer(configuration: application.serverConfiguration(accessLog: nil), router: router)
         do {
             try server.start()
@@ -96,7 +100,10 @@ enum DevCommand: Command {
         let notificationsURL = URL(string: "http://\(configuration.listen.host):\(server.port)/v1/apple/notifications")!
         let simulator = Simulator(
             catalog: catalog, ca: ca, clock: clock, transport: URLSessionTransport(url: notificationsURL))
-        simulatorBox.set(simulator)
+        let driver = DevDriver(
+            simulator: simulator, ledger: ledger, policy: policy,
+            pace: DevDriver.Pace(running: dayEvery > 0, dayEvery: dayEvery > 0 ? max(DevDriver.minimumDayEvery, dayEvery) : 2))
+        driverBox.set(driver)
 
         var controlSettings = HTTPServer.Configuration()
         controlSettings.host = controlAddress.host
@@ -111,6 +118,20 @@ enum DevCommand: Command {
             throw RuntimeError("control API: \(error.description)")
         }
 
+        if !isLoopback(configuration.listen.host) {
+            ServeCommand.log(
+                event: "warning",
+                ["detail": "entitled dev listens beyond loopback: anyone who can reach it can drive the simulator with the printed key"])
+        }
+        if seed {
+            do {
+                try await seedScenario(driver: driver)
+            } catch {
+                printError("entitled dev: the seeded scenario failed: \(error)")
+            }
+        }
+        await driver.sample()
+        // Announced once seeded, so that whoever opens the dashboard on this line sees customers.
         ServeCommand.log(
             event: "listening",
             [
@@ -118,20 +139,7 @@ enum DevCommand: Command {
                 "control": "\(controlAddress.host):\(controlServer.port)", "database": configuration.database,
                 "apiKey": devKey, "dashboard": "http://\(configuration.listen.host):\(server.port)/",
             ])
-        if seed {
-            do {
-                try await seedScenario(simulator: simulator, ledger: ledger, policy: policy, clock: serverClock)
-            } catch {
-                printError("entitled dev: the seeded scenario failed: \(error)")
-            }
-        }
-        let ticker = Task {
-            guard dayEvery > 0 else { return }
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(Int(dayEvery * 1000)))
-                _ = try? await simulator.advance(by: ISODuration("P1D")!)
-            }
-        }
+        let ticker = Task { await driver.autoAdvance() }
 
         let signal = await Signals.waitForTermination()
         ServeCommand.log(event: "shutting down", ["signal": signal])
@@ -162,32 +170,29 @@ enum DevCommand: Command {
         }
     }
 
-    /// A few customers, each linked to the server by its appAccountToken, in different situations.
-    static func seedScenario(simulator: Simulator, ledger: StorageLedger, policy: Policy, clock: any ServerClock) async throws {
-        func token(_ id: String) async throws -> String {
-            let context = EvaluationContext(policy: policy, environment: .sandbox, now: clock.nowMilliseconds())
-            return try await ledger.customer(appUserId: id, context: context).customer.appAccountToken
-        }
+    /// A few customers, each linked to the server by its appAccountToken (``DevDriver/act(_:)`` fills
+    /// it in), in different situations, and a refund a few virtual days in.
+    static func seedScenario(driver: DevDriver) async throws {
         func act(_ action: String, _ configure: (inout ActionRequest) -> Void) async throws {
             var request = ActionRequest(action)
             configure(&request)
-            _ = try await simulator.perform(request)
+            _ = try await driver.act(request)
         }
+        // The same grace period as the server's configuration, as App Store Connect would have it.
+        try await act("gracePeriod") { $0.days = 16 }
         let plans: [(String, String, String?)] = [
             ("alice", "pro.monthly", nil), ("bob", "pro.yearly", nil), ("carol", "pro.monthly", "intro"),
-            ("dave", "lifetime", nil), ("erin", "basic.monthly", nil),
+            ("dave", "lifetime", nil), ("erin", "basic.monthly", nil), ("frank", "pro.monthly", nil),
         ]
         for (id, product, offer) in plans {
-            let appAccountToken = try await token(id)
             try await act("customer") { $0.customer = id }
             try await act("purchase") {
                 $0.customer = id
                 $0.product = product
                 $0.offer = offer
-                $0.appAccountToken = appAccountToken
             }
         }
-        // Carol's card fails at her next renewal; Erin turns auto-renew off.
+        // Carol's card fails when her trial ends; Erin turns auto-renew off; Frank asks for a refund.
         try await act("paymentMethod") {
             $0.customer = "carol"
             $0.paymentMethod = "failing"
@@ -197,6 +202,14 @@ enum DevCommand: Command {
             $0.product = "basic.monthly"
             $0.enabled = false
         }
+        var refund = ActionRequest("refund")
+        refund.customer = "frank"
+        refund.product = "pro.monthly"
+        await driver.schedule(refund, at: driver.origin + 9 * Milliseconds.day)
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "127.0.0.1" || host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
 }
 
@@ -204,11 +217,4 @@ enum DevCommand: Command {
 struct VirtualServerClock: ServerClock {
     let clock: AppStoreSimulator.VirtualClock
     func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
-}
-
-/// The simulator, set once it exists (the dashboard's routes are built before it).
-final class SimulatorBox: Sendable {
-    private let value = Mutex<Simulator?>(nil)
-    func set(_ simulator: Simulator) { value.withLock { $0 = simulator } }
-    var simulator: Simulator? { value.withLock { $0 } }
 }

@@ -285,12 +285,15 @@ enum Loopback {
     }
 
     static func send(
-        port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8] = []
+        port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8] = [],
+        host: String = "127.0.0.1"
     ) async throws -> Reply {
-        try await blocking { try exchange(port: port, method, path, headers: headers, body: body) }
+        try await blocking { try exchange(port: port, method, path, headers: headers, body: body, host: host) }
     }
 
-    static func exchange(port: Int, _ method: String, _ path: String, headers: [String: String], body: [UInt8]) throws -> Reply {
+    static func exchange(
+        port: Int, _ method: String, _ path: String, headers: [String: String], body: [UInt8], host: String = "127.0.0.1"
+    ) throws -> Reply {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -303,7 +306,7 @@ enum Loopback {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { throw CocoaError(.fileReadUnknown) }
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
         if method == "POST" || !body.isEmpty { head += "Content-Length: \(body.count)\r\n" }
         let request = Array((head + "\r\n").utf8) + body

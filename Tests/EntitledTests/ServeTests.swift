@@ -136,10 +136,11 @@ final class ServeProcess: @unchecked Sendable {
         defer { dev.terminate() }
         // The seed runs right after start; give the clock a few virtual days to move.
         try await Task.sleep(for: .seconds(2))
-        let page = try await Loopback.send(port: dev.port, "GET", "/dev/customers")
+        let page = try await Loopback.send(
+            port: dev.port, "GET", "/dev/customers", headers: ["Authorization": "Bearer dev-key-entitled-local-only"])
         #expect(page.status == 200)
         let customers = page.json["customers"] as? [[String: Any]] ?? []
-        #expect(Set(customers.compactMap { $0["appUserId"] as? String }) == ["alice", "bob", "carol", "dave", "erin"])
+        #expect(Set(customers.compactMap { $0["appUserId"] as? String }) == ["alice", "bob", "carol", "dave", "erin", "frank"])
         #expect(customers.contains { $0["state"] as? String == "active" })
         let dashboard = try await Loopback.send(port: dev.port, "GET", "/")
         #expect(dashboard.headers["content-type"]?.hasPrefix("text/html") == true)
