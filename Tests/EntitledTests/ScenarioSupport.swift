@@ -160,7 +160,8 @@ enum KnownIssue: String, Sendable, CaseIterable {
     case stalePaidServiceDays = "stale-paid-service-days"
     /// A V1 `DID_FAIL_TO_RENEW` carries no date newer than the period's purchase, so `FactMapper` dates
     /// its pending renewal at the period start, where `DID_RENEW`'s success evidence wins: the billing
-    /// failure is lost and the subscription reads `expired` instead of `gracePeriod`/`billingRetry`.
+    /// failure is lost and the subscription reads `expired` instead of `gracePeriod`/`billingRetry`
+    /// (with or without `grace_period_expires_date_ms` in the body).
     case v1BillingFailureUndated = "v1-billing-failure-undated"
 
     /// Whether `differences` (`path: …` lines) are all in `paidServiceDays`.
