@@ -75,7 +75,7 @@ import Testing
                 if index > 0 {
                     #expect(
                         attempt.date - record.attempts[index - 1].date == delays[index - 1],
-                        "\(label): attempt \(index + 1) \(delays[index - 1] / 3_600_000) h after the previous one")
+                        "\(label): attempt \(index + 1) \(delays[index - 1] / Milliseconds.hour) h after the previous one")
                 }
                 if index < record.attempts.count - 1 {
                     #expect(!attempt.succeeded && attempt.httpStatus == nil && attempt.error != nil, "\(label): refused")
