@@ -86,6 +86,6 @@ let package = Package(
                 "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
                 "AppStoreSimulator",
             ],
-            swiftSettings: swiftSettings),
+            exclude: ["Scenarios"], swiftSettings: swiftSettings),
     ]
 )

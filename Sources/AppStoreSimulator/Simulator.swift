@@ -18,7 +18,7 @@ import Foundation
 /// | `priceIncreaseResponse` | `customer`, `product`, `accept` |
 /// | `refund` | `customer`, `product`, `transactionId`?, `reason`? (`other`/`appIssue`), `prorated`? |
 /// | `refundDeclined`, `refundReversed` | `customer`, `product`, `transactionId`? |
-/// | `consumptionRequest` | `customer`, `product`, `reason`? (Apple's `consumptionRequestReason`) |
+/// | `consumptionRequest` | `customer`, `product`, `transactionId`?, `reason`? (Apple's `consumptionRequestReason`) |
 /// | `family` | `family`, `members` (organizer first, ≤ 6) |
 /// | `joinFamily` | `family`, `customer` |
 /// | `leaveFamily` | `customer` |
@@ -314,7 +314,7 @@ public actor Simulator {
         case "consumptionRequest":
             let (customer, product) = (try need(request.customer, "customer"), try need(request.product, "product"))
             let reason = request.reason.map(ConsumptionRequestReason.init(rawValue:)) ?? .unintendedPurchase
-            return try await applyLocked { try $0.consumptionRequest(customer, product: product, reason: reason, now: $1) }
+            return try await applyLocked { try $0.consumptionRequest(customer, product: product, transactionId: request.transactionId, reason: reason, now: $1) }
         case "family":
             let (family, members) = (try need(request.family, "family"), try need(request.members, "members"))
             return try await applyLocked { try $0.createFamily(family, members: members, now: $1) }

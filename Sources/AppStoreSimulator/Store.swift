@@ -714,11 +714,13 @@ public struct SimulatedStore: Sendable {
         return [notification(.refundReversed, nil, subscription: originalId, transaction: tx, now: now)]
     }
 
-    /// Apple asks for consumption information about a refund request (`CONSUMPTION_REQUEST`).
+    /// Apple asks for consumption information about a refund request (`CONSUMPTION_REQUEST`) on a
+    /// transaction (default: the customer's latest for the product).
     public mutating func consumptionRequest(
-        _ customerId: String, product productId: String, reason: ConsumptionRequestReason = .unintendedPurchase, now: Int64
+        _ customerId: String, product productId: String, transactionId: String? = nil,
+        reason: ConsumptionRequestReason = .unintendedPurchase, now: Int64
     ) throws(SimulatorError) -> [PendingNotification] {
-        let txId = try refundableTransaction(customerId, productId, nil)
+        let txId = try refundableTransaction(customerId, productId, transactionId)
         let tx = transactions[txId]!
         var pending: PendingNotification
         if tx.type == .autoRenewableSubscription, let originalId = tx.originalTransactionId, subscriptions[originalId] != nil {

@@ -626,6 +626,28 @@ import Testing
         #expect(declined[0].transaction?.revocationDate == nil)
     }
 
+    @Test func consumptionRequestForAnEarlierTransaction() async throws {
+        let h = try await Harness()
+        let first = try await h.perform("purchase") {
+            $0.customer = "alice"
+            $0.product = "coins"
+            $0.quantity = 10
+        }
+        try await h.perform("purchase") {
+            $0.customer = "alice"
+            $0.product = "coins"
+        }
+        let firstId = try #require(first[0].transaction?.transactionId)
+        let request = try await h.perform("consumptionRequest") {
+            $0.customer = "alice"
+            $0.product = "coins"
+            $0.transactionId = firstId
+        }
+        #expect(request.map(\.kind) == ["CONSUMPTION_REQUEST"])
+        #expect(request[0].transaction?.transactionId == firstId)
+        #expect(request[0].transaction?.quantity == 10)
+    }
+
     @Test func renewalDateExtensionOneAndMass() async throws {
         let h = try await Harness()
         let first = try await h.perform("purchase") {

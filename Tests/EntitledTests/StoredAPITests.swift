@@ -37,8 +37,9 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
     }
 }
 
-/// The real server on `store` — verifier, engine projector, ledger — on a free loopback port, logs off.
-func startServer(configuration: Configuration, store: any LedgerStore, clock: any ServerClock) throws
+/// The real server on `store` — verifier, engine projector, ledger — on loopback, logs off; `port` 0
+/// picks a free one (a fixed port lets a test restart the server where its clients expect it).
+func startServer(configuration: Configuration, store: any LedgerStore, clock: any ServerClock, port: Int = 0) throws
     -> (HTTPServer, StorageLedger)
 {
     let ledger = StorageLedger(store: store, policy: FactMapper.policy(for: configuration))
@@ -46,7 +47,7 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
         configuration: configuration, verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock),
         ledger: ledger, clock: clock)
     var settings = HTTPServer.Configuration()
-    settings.port = 0
+    settings.port = port
     settings.accessLog = nil
     settings.errorLog = nil
     let server = HTTPServer(configuration: settings, router: application.router)
