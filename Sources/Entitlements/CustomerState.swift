@@ -26,7 +26,8 @@ public struct CustomerState: Hashable, Sendable, Codable {
     public var restoreBehavior: RestoreBehavior
     /// The earliest instant after `evaluatedAt` at which a grant's status changes with no new fact
     /// (an expiry, a grace period's end, the end of billing retry); nil when none is scheduled.
-    /// A stored projection is stale from then on. (Day counts such as `paidServiceDays` move daily.)
+    /// A stored projection is stale from then on. Also the instant a group's `paidServiceDays`
+    /// resets after a lapse over 60 days; nothing else in the state moves with time alone.
     public var nextStatusChangeAt: Int64?
 
     public init(
@@ -263,7 +264,8 @@ public struct SubscriptionGroupState: Hashable, Sendable, Codable {
     public var promotionalOfferEligible: Bool
     /// `eligibleWinBackOfferIds` of the group's newest renewal info.
     public var winBackOfferIds: [String]
-    /// Days of paid service counted toward the 85% rate (free trials excluded; reset after a lapse over 60 days).
+    /// Days of paid service counted toward the 85% rate, each paid period whole once bought (what the
+    /// next renewal counts); free trials excluded; reset after a lapse over 60 days.
     public var paidServiceDays: Int
     /// The estimated proceeds rate of the next renewal: 0.85 after 365 paid days (or small business), else 0.70.
     public var proceedsRate: Double

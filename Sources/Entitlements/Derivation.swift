@@ -29,6 +29,8 @@ struct Derivation {
 
     /// Grants with the entitlements they give.
     private var grants: [(entitlements: [String], grant: Grant)] = []
+    /// Instants after `now` at which a group's paid-service count resets (a lapse passes 60 days).
+    private var paidServiceResets: [Int64] = []
 
     init(canon: Canon, policy: Policy, now: Int64, environment: Environment) {
         self.canon = canon
@@ -102,6 +104,7 @@ struct Derivation {
             }
             if let boundary, boundary > now { next = min(next ?? boundary, boundary) }
         }
+        for reset in paidServiceResets { next = min(next ?? reset, reset) }
         return next
     }
 
@@ -309,11 +312,15 @@ struct Derivation {
         return .crossgrade
     }
 
-    /// Paid milliseconds of service in one group at `now`, recording each transaction's proceeds rate.
+    /// Paid milliseconds of service in one group, recording each transaction's proceeds rate.
     ///
     /// `members` is in purchase order. Paid periods are purchased, not free-trial, not refunded or
-    /// revoked; an upgraded period ends at the upgrade. A gap over 60 days resets the count.
-    private func paidService(_ members: [Int], rates: inout [Double]) -> Int64 {
+    /// revoked; an upgraded period ends at the upgrade. A period counts whole once bought, to its
+    /// end: it is paid in advance, and the whole of it is what the next renewal's rate depends on.
+    /// So the count changes only with facts — and at one scheduled instant, when a lapse passes
+    /// 60 days and the count resets (recorded for `nextStatusChangeAt`): a stored answer stays
+    /// exact until then.
+    private mutating func paidService(_ members: [Int], rates: inout [Double]) -> Int64 {
         let txns = canon.transactions
         let lapse = paidServiceLapseDays * Time.day
         let year = paidServiceYearDays * Time.day
@@ -326,13 +333,14 @@ struct Derivation {
             guard txns[index].ownership == .purchased, !txns[index].freeTrial, txns[index].revokedAs == nil else {
                 continue
             }
-            var end = min(txns[index].expires ?? purchase, now)
+            var end = txns[index].expires ?? purchase
             if let upgradedAt = txns[index].upgradedAt { end = min(end, upgradedAt) }
             let start = max(purchase, lastEnd ?? purchase)
             if end > start { accumulated += end - start }
             lastEnd = max(lastEnd ?? end, end)
         }
         if let end = lastEnd, now - end > lapse { return 0 }
+        if let end = lastEnd, accumulated > 0 { paidServiceResets.append(end + lapse + 1) }
         return accumulated
     }
 

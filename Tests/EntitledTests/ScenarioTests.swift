@@ -158,16 +158,10 @@ import Testing
 
     static func expectSameFinalAnswers(_ outcome: ScenarioOutcome, _ reference: ScenarioOutcome) {
         #expect(outcome.finalAnswers.keys.sorted() == reference.finalAnswers.keys.sorted())
-        var known: [String] = []
         for (customer, answer) in reference.finalAnswers.sorted(by: { $0.key < $1.key }) {
             guard let other = outcome.finalAnswers[customer], other != answer else { continue }
             let differences = ExpectationMatcher.differences(answer, other)
-            if KnownIssue.onlyPaidServiceDays(differences) {
-                known.append("[\(KnownIssue.stalePaidServiceDays.rawValue)] \(customer)'s final answer: \(differences)")
-            } else {
-                Issue.record("\(customer)'s final answer differs from the in-order run: \(differences)")
-            }
+            Issue.record("\(customer)'s final answer differs from the in-order run: \(differences)")
         }
-        recordKnown(known)
     }
 }

@@ -380,7 +380,8 @@ enum Lifecycles {
                     now: trialEnd + 10 * day,
                     checks: [
                         .status("pro", .active), .period("pro", .normal), .introEligible("premium", false),
-                        .paidDays("premium", 10),
+                        // The paid month counts whole once bought (the trial not at all).
+                        .paidDays("premium", Int((months(1, after: trialEnd) - trialEnd) / day)),
                     ]),
             ])
     }()

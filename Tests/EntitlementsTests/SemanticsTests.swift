@@ -61,7 +61,10 @@ struct SemanticsTests {
         #expect(rates["t12"] == 0.85)  // 365 paid days before it
         #expect(s.proceeds.first { $0.transactionId == "t12" }?.proceeds == 8_500)
         #expect(s.proceeds.first { $0.transactionId == "t0" }?.proceeds == 7_000)
-        #expect(s.group("premium")?.paidServiceDays == 365 + 31 + 1)
+        // Every period bought counts whole: through t13's end, what the next renewal counts.
+        #expect(s.group("premium")?.paidServiceDays == Int((months(14) - months(0)) / day))
+        // The count moves with facts only: the same a day before the period ends.
+        #expect(state(facts, at: months(14) - day).group("premium")?.paidServiceDays == s.group("premium")?.paidServiceDays)
         #expect(s.group("premium")?.proceedsRate == 0.85)
 
         let small = evaluate(
@@ -92,8 +95,11 @@ struct SemanticsTests {
         #expect(s.proceeds.first { $0.transactionId == "b7" }?.rate == 0.70)
         #expect((s.group("premium")?.paidServiceDays ?? 0) < 250)
 
-        // And a customer gone for more than 60 days has nothing kept.
-        #expect(state(reset, at: months(8, after: later) + 61 * day).group("premium")?.paidServiceDays == 0)
+        // And a customer gone for more than 60 days has nothing kept — an instant the state announces.
+        let gone = state(reset, at: months(8, after: later) + day)
+        #expect(gone.nextStatusChangeAt == months(8, after: later) + 60 * day + 1)
+        #expect(state(reset, at: months(8, after: later) + 60 * day).group("premium")?.paidServiceDays ?? 0 > 0)
+        #expect(state(reset, at: months(8, after: later) + 60 * day + 1).group("premium")?.paidServiceDays == 0)
     }
 
     @Test func freeTrialsAndFamilySharesAreNotPaidService() {
