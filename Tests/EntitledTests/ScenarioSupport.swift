@@ -158,11 +158,6 @@ enum KnownIssue: String, Sendable, CaseIterable {
     /// with `now` (and drops to 0 after 60 days away): the answer lags the engine between events, and
     /// the stored projection differs from a recomputation (`rebuild` reports the customer).
     case stalePaidServiceDays = "stale-paid-service-days"
-    /// A V1 `DID_FAIL_TO_RENEW` carries no date newer than the period's purchase, so `FactMapper` dates
-    /// its pending renewal at the period start, where `DID_RENEW`'s success evidence wins: the billing
-    /// failure is lost and the subscription reads `expired` instead of `gracePeriod`/`billingRetry`
-    /// (with or without `grace_period_expires_date_ms` in the body).
-    case v1BillingFailureUndated = "v1-billing-failure-undated"
 
     /// Whether `differences` (`path: …` lines) are all in `paidServiceDays`.
     static func onlyPaidServiceDays(_ differences: [String]) -> Bool {
