@@ -179,6 +179,12 @@ public struct FactMapper: Sendable {
     /// V1 data is unsigned and undated as a whole: the receipt date (which decides between versions)
     /// is the newest date the body carries (`auto_renew_status_change_date_ms`, purchase and
     /// cancellation dates), so a repeated delivery maps to the same facts.
+    ///
+    /// A billing failure is the exception. It happens when the subscription's latest period ends
+    /// unrenewed, later than any date the body carries, and dated at the period's purchase it would
+    /// tie with that period's `DID_RENEW` success and lose. So `DID_FAIL_TO_RENEW` and pending
+    /// renewal info in billing retry (or with a grace date) are dated at the latest period's
+    /// `expires_date` when that is newer: still a function of the body alone.
     public func facts(fromV1 body: ResponseBodyV1) throws(MappingError) -> [Fact] {
         guard let type = body.notificationType?.rawValue else {
             throw MappingError(model: "ResponseBodyV1", field: "notification_type")
@@ -192,13 +198,30 @@ public struct FactMapper: Sendable {
         guard newest != Int64.min else { throw MappingError(model: "ResponseBodyV1", field: "unified_receipt.latest_receipt_info") }
         var facts: [Fact] = []
         var latest: ReceiptEntryFact?
+        // Per subscription, the latest period: non-upgraded first, then by purchase, then by expiry.
+        var latestPeriod: [String: ReceiptEntryFact] = [:]
         for entry in entries {
             guard let fact = receiptEntry(entry, receiptDate: newest, environment: environment) else { continue }
             if latest == nil || fact.purchaseDate > latest!.purchaseDate { latest = fact }
+            if let period = latestPeriod[fact.originalTransactionId] {
+                let later =
+                    fact.isUpgraded != period.isUpgraded
+                    ? !fact.isUpgraded
+                    : (fact.purchaseDate, fact.expiresDate ?? .min) > (period.purchaseDate, period.expiresDate ?? .min)
+                if later { latestPeriod[fact.originalTransactionId] = fact }
+            } else {
+                latestPeriod[fact.originalTransactionId] = fact
+            }
             facts.append(.receiptEntry(fact))
+        }
+        /// The date of a billing failure of subscription `otid`: the end of its latest period.
+        func failureDate(_ otid: String?) -> Int64 {
+            max(newest, otid.flatMap { latestPeriod[$0]?.expiresDate } ?? newest)
         }
         for renewal in body.unifiedReceipt?.pendingRenewalInfo ?? [] {
             guard let otid = renewal.originalTransactionId, let productId = renewal.productId else { continue }
+            // As the engine reads it: in retry when flagged so, else when a grace date is given.
+            let failing = renewal.isInBillingRetryPeriodValue ?? (renewal.gracePeriodExpiresDate != nil)
             facts.append(
                 .pendingRenewal(
                     PendingRenewalFact(
@@ -210,12 +233,15 @@ public struct FactMapper: Sendable {
                         priceConsentStatus: renewal.priceConsentStatusValue.map { Int($0.rawValue) },
                         priceIncreaseStatus: renewal.priceIncreaseStatusValue.map { Int($0.rawValue) },
                         promotionalOfferId: renewal.promotionalOfferId, offerCodeRefName: renewal.offerCodeRefName,
-                        receiptDate: newest, environment: environment)))
+                        receiptDate: failing ? failureDate(otid) : newest, environment: environment)))
         }
+        let notificationType = V1NotificationType(rawValue: type)
         facts.insert(
             .v1Notification(
                 V1NotificationFact(
-                    type: V1NotificationType(rawValue: type), date: newest, environment: environment,
+                    type: notificationType,
+                    date: notificationType == .didFailToRenew ? failureDate(latest?.originalTransactionId) : newest,
+                    environment: environment,
                     originalTransactionId: latest?.originalTransactionId, transactionId: latest?.transactionId,
                     productId: latest?.productId, autoRenewStatus: body.isAutoRenewEnabled)), at: 0)
         return facts

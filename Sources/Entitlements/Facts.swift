@@ -373,7 +373,8 @@ public struct PendingRenewalFact: Hashable, Sendable, Codable {
 /// A V1 notification's metadata (`notification_type` and the ids it concerns).
 public struct V1NotificationFact: Hashable, Sendable, Codable {
     public var type: V1NotificationType
-    /// `auto_renew_status_change_date_ms` when present, else the newest date in its `unified_receipt`.
+    /// `auto_renew_status_change_date_ms` when present, else the newest date in its `unified_receipt`;
+    /// a `DID_FAIL_TO_RENEW` is dated at least at the end of the period that failed to renew.
     public var date: Int64
     public var environment: Environment
     public var originalTransactionId: String?

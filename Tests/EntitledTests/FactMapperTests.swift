@@ -219,6 +219,60 @@ import Testing
         #expect(state.entitlement("pro")?.status == .active)
     }
 
+    /// `v1Body` as Apple sends it when the renewal of its latest period (t2, ending 1_704_600_000_000)
+    /// fails: same receipt entries, pending renewal in billing retry, `grace` as Apple's grace date.
+    static func v1FailureBody(grace: Int64? = nil) -> ResponseBodyV1 {
+        var body = v1Body
+        body.notificationType = .didFailToRenew
+        body.autoRenewStatusChangeDateMs = nil
+        body.unifiedReceipt?.pendingRenewalInfo = [
+            PendingRenewalInfo(
+                originalTransactionId: "o1", productId: "com.example.product",
+                autoRenewProductId: "com.example.product", autoRenewStatus: "1", expirationIntent: "2",
+                isInBillingRetryPeriod: "1", gracePeriodExpiresDateMs: grace.map(String.init))
+        ]
+        return body
+    }
+
+    @Test(arguments: [nil, 1_704_600_000_000 + 16 * 86_400_000] as [Int64?])
+    func v1BillingFailureIsDatedAtTheEndOfThePeriodThatFailed(grace: Int64?) throws {
+        let mapper = FactMapper(app: app)
+        let expires: Int64 = 1_704_600_000_000
+        let day: Int64 = 86_400_000
+        let renewed = try mapper.facts(fromV1: Self.v1Body)
+        let failed = try mapper.facts(fromV1: Self.v1FailureBody(grace: grace))
+        // The body's newest date is the period's purchase, where DID_RENEW's success lies; the
+        // failure happened when the period ended unrenewed.
+        guard case .v1Notification(let note) = failed[0], case .pendingRenewal(let pending) = failed[3] else {
+            Issue.record("expected a V1 notification and a pending renewal")
+            return
+        }
+        #expect(note.type == .didFailToRenew && note.date == expires)
+        #expect(pending.receiptDate == expires && pending.isInBillingRetryPeriod == true)
+        // The receipt entries' versions keep the body's newest date.
+        guard case .receiptEntry(let entry) = failed[1] else {
+            Issue.record("expected a receipt entry")
+            return
+        }
+        #expect(entry.receiptDate == 1_702_000_000_000)
+        // A retried delivery of the same body maps to the same facts.
+        #expect(try mapper.facts(fromV1: Self.v1FailureBody(grace: grace)) == failed)
+
+        let policy = FactMapper.policy(for: app)  // fallback grace: 6 days
+        let graceEnd = grace ?? expires + 6 * day
+        for facts in [renewed + failed, failed + renewed, failed.reversed() + renewed + failed] {
+            let inGrace = evaluate(facts: facts, policy: policy, now: expires + day)
+            #expect(inGrace.entitlement("pro")?.status == .gracePeriod)
+            #expect(inGrace.entitlement("pro")?.active == true)
+            #expect(inGrace.entitlement("pro")?.gracePeriodExpiresAt == graceEnd)
+            #expect(inGrace.entitlement("pro")?.billingIssueDetectedAt == expires)
+            let retrying = evaluate(facts: facts, policy: policy, now: graceEnd + day)
+            #expect(retrying.entitlement("pro")?.status == .billingRetry)
+            #expect(retrying.entitlement("pro")?.active == false)
+            #expect(evaluate(facts: facts, policy: policy, now: expires + 61 * day).entitlement("pro")?.status == .expired)
+        }
+    }
+
     @Test func receiptWithPreorderGivesAnAppTransactionFact() {
         let response = VerifyReceiptResponse(
             status: 0, environment: .sandbox,
