@@ -63,7 +63,7 @@ public struct API: Sendable {
         let api = self
         router.post("/v1/apple/notifications") { try await api.notificationV2($0) }
         router.post("/v1/apple/notifications/v1") { try await api.notificationV1($0) }
-        router.get("/v1/customers/{appUserId}") { try await api.getCustomer($0) }
+        router.get("/v1/customers/{appUserId}", fast: { try api.getCustomerNow($0) }) { try await api.getCustomer($0) }
         router.post("/v1/customers/{appUserId}/transactions") { try await api.postTransaction($0) }
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
@@ -175,6 +175,21 @@ public struct API: Sendable {
         let (bytes, nextChangeAt) = try await customerAnswer(appUserId: appUserId, context: context)
         var response = Response.json(bytes: bytes)
         let maxAge = CustomerBody.maxAge(nextChangeAt: nextChangeAt, now: now, ttl: configuration.cacheTTLSeconds)
+        response.headers.set("Cache-Control", "private, max-age=\(maxAge)")
+        return response
+    }
+
+    /// `GET /v1/customers/{appUserId}` on the poll thread, when the ledger holds a rendered answer
+    /// that still holds and can read it at once; nil sends the request to ``getCustomer(_:)``.
+    func getCustomerNow(_ request: Request) throws -> Response? {
+        let appUserId = try Self.appUserId(request)
+        try authorize(request, scope: .read, appUserId: appUserId)
+        let now = clock.nowMilliseconds()
+        let context = EvaluationContext(policy: customerPolicy, environment: try Self.environment(request), now: now)
+        // A storage error here is left to the slow path, which answers it properly.
+        guard let rendered = try? ledger.renderedCustomerNow(appUserId: appUserId, context: context) else { return nil }
+        var response = Response.json(bytes: rendered.body(serverTime: now))
+        let maxAge = CustomerBody.maxAge(nextChangeAt: rendered.nextChangeAt, now: now, ttl: configuration.cacheTTLSeconds)
         response.headers.set("Cache-Control", "private, max-age=\(maxAge)")
         return response
     }

@@ -392,9 +392,18 @@ public protocol LedgerStoring: ReadinessProbe {
     /// The customer's answer ready to send, when the ledger keeps one that still holds for
     /// `context` (the hot read); nil means "build it from ``customer(appUserId:context:)``".
     func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer?
+
+    /// ``renderedCustomer(appUserId:context:)`` on the calling thread, for ledgers that can read at
+    /// once (an HTTP poll thread must not wait); nil means "use the asynchronous calls".
+    func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer?
 }
 
 extension LedgerStoring {
+    /// Ledgers without immediate reads always use the asynchronous calls.
+    public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
+        nil
+    }
+
     /// Ledgers without rendered answers always build them.
     public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
         nil

@@ -81,15 +81,27 @@ public final class StorageLedger: LedgerStoring {
     }
 
     public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
-        try await mapped {
-            guard context.policy == projector.policy, let stored = try await store.projection(appUserId: appUserId),
-                // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
-                stored.computedAt <= context.now,
-                let answer = RenderedCustomer(document: stored.projection.state),
-                answer.holds(at: context.now, environment: context.environment)
-            else { return nil }
-            return answer
+        try await mapped { fresh(try await store.projection(appUserId: appUserId), context: context) }
+    }
+
+    public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
+        do {
+            guard case .done(let stored) = try store.projectionNow(appUserId: appUserId) else { return nil }
+            return fresh(stored, context: context)
+        } catch {
+            throw Self.ledgerError(error)
         }
+    }
+
+    /// The stored answer when it holds for `context`.
+    private func fresh(_ stored: StoredProjection?, context: EvaluationContext) -> RenderedCustomer? {
+        guard let stored, context.policy == projector.policy,
+            // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
+            stored.computedAt <= context.now,
+            let answer = RenderedCustomer(document: stored.projection.state),
+            answer.holds(at: context.now, environment: context.environment)
+        else { return nil }
+        return answer
     }
 
     public func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
@@ -151,12 +163,17 @@ public final class StorageLedger: LedgerStoring {
     private func mapped<T>(_ body: () async throws -> T) async throws(LedgerError) -> T {
         do {
             return try await body()
-        } catch let error as LedgerError {
-            throw error
-        } catch let error as StorageError {
-            throw LedgerError(error.code == .invalidArgument ? .invalidRequest : .unavailable, detail: error.debugDescription)
         } catch {
-            throw LedgerError(.unavailable, detail: String(describing: error))
+            throw Self.ledgerError(error)
+        }
+    }
+
+    private static func ledgerError(_ error: any Error) -> LedgerError {
+        switch error {
+        case let error as LedgerError: error
+        case let error as StorageError:
+            LedgerError(error.code == .invalidArgument ? .invalidRequest : .unavailable, detail: error.debugDescription)
+        default: LedgerError(.unavailable, detail: String(describing: error))
         }
     }
 

@@ -75,9 +75,18 @@ public struct JSONLine {
         text += String(value)
     }
 
+    /// Three decimals, like `%.3f` (without Foundation's formatter, which is dear on every request).
     public mutating func add(_ key: String, _ value: Double) {
         separator(key)
-        text += String(format: "%.3f", value)
+        text += Self.threeDecimals(value)
+    }
+
+    static func threeDecimals(_ value: Double) -> String {
+        guard value.isFinite, abs(value) < 9e12 else { return "null" }
+        let thousandths = Int64((abs(value) * 1000).rounded())
+        let fraction = String(thousandths % 1000)
+        let sign = value < 0 && thousandths != 0 ? "-" : ""
+        return sign + String(thousandths / 1000) + "." + String(repeating: "0", count: 3 - fraction.count) + fraction
     }
 
     public mutating func add(_ key: String, _ value: Bool) {

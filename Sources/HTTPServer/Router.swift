@@ -6,6 +6,10 @@ public enum Handler: Sendable {
     /// Runs on Swift's cooperative pool; the connection is suspended meanwhile, so the poll
     /// threads keep serving other connections however long it takes.
     case async(@Sendable (Request) async throws -> Response)
+    /// Tries `fast` on the poll thread (same rules as `inline`); when it answers nil, runs `slow`
+    /// as an `async` handler. For reads that are usually served from something ready (a rendered
+    /// answer) but sometimes need real work.
+    case inlineFirst(fast: @Sendable (Request) throws -> Response?, slow: @Sendable (Request) async throws -> Response)
 }
 
 /// Maps (method, path) to a handler. Patterns are literal segments and `{name}` parameters,
@@ -52,6 +56,14 @@ public struct Router: Sendable {
 
     public mutating func get(_ pattern: String, _ handler: @escaping @Sendable (Request) async throws -> Response) {
         add(.get, pattern, .async(handler))
+    }
+
+    /// A `GET` route served by `fast` on the poll thread when it can, else by `slow` (see ``Handler/inlineFirst(fast:slow:)``).
+    public mutating func get(
+        _ pattern: String, fast: @escaping @Sendable (Request) throws -> Response?,
+        _ slow: @escaping @Sendable (Request) async throws -> Response
+    ) {
+        add(.get, pattern, .inlineFirst(fast: fast, slow: slow))
     }
 
     public mutating func post(_ pattern: String, _ handler: @escaping @Sendable (Request) async throws -> Response) {

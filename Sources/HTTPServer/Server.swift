@@ -287,21 +287,36 @@ public final class HTTPServer: Sendable {
                 }
                 return queue(response, on: connection, exchange: exchange)
             case .async(let body):
-                MHD_suspend_connection(connection)
-                let handle = ConnectionHandle(pointer: connection)
-                Task {
-                    let response: Response
-                    do {
-                        response = try await body(request)
-                    } catch {
-                        response = self.errorResponse(error, request: request)
-                    }
-                    exchange.response = response
-                    MHD_resume_connection(handle.pointer)
+                return suspend(connection, exchange: exchange, request: request, body)
+            case .inlineFirst(let fast, let slow):
+                do {
+                    if let response = try fast(request) { return queue(response, on: connection, exchange: exchange) }
+                } catch {
+                    return queue(errorResponse(error, request: request), on: connection, exchange: exchange)
                 }
-                return .YES
+                return suspend(connection, exchange: exchange, request: request, slow)
             }
         }
+    }
+
+    /// Suspends the connection while `body` runs on Swift's pool; the answer is queued on resume.
+    private func suspend(
+        _ connection: OpaquePointer, exchange: Exchange, request: Request,
+        _ body: @escaping @Sendable (Request) async throws -> Response
+    ) -> MHD_Result {
+        MHD_suspend_connection(connection)
+        let handle = ConnectionHandle(pointer: connection)
+        Task {
+            let response: Response
+            do {
+                response = try await body(request)
+            } catch {
+                response = self.errorResponse(error, request: request)
+            }
+            exchange.response = response
+            MHD_resume_connection(handle.pointer)
+        }
+        return .YES
     }
 
     fileprivate func completed(context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: UInt32) {

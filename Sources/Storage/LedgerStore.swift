@@ -50,6 +50,11 @@ public protocol LedgerStore: Sendable {
     /// The customer's stored projection (the API's hot read: one statement, indexed lookups).
     func projection(appUserId: String) async throws -> StoredProjection?
 
+    /// The same read on the calling thread, when the backend can do it at once (SQLite on a file:
+    /// a microsecond-scale lookup on a pooled read connection). `.wouldWait` (PostgreSQL's round
+    /// trip, SQLite in memory, a closed store) means: use ``projection(appUserId:)``.
+    func projectionNow(appUserId: String) throws -> ImmediateRead<StoredProjection?>
+
     /// All facts of a customer, ordered by `signedDate` then id (what the projector sees).
     func facts(appUserId: String) async throws -> [StoredFact]
 
@@ -200,4 +205,17 @@ extension String {
         while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
         return String(scalars)
     }
+}
+
+/// The result of a read that must not wait for a thread, a lock or the network.
+public enum ImmediateRead<Value: Sendable>: Sendable {
+    /// The read was done.
+    case done(Value)
+    /// The backend cannot answer without waiting: use the asynchronous read.
+    case wouldWait
+}
+
+extension LedgerStore {
+    /// Backends without immediate reads always defer to the asynchronous one.
+    public func projectionNow(appUserId: String) throws -> ImmediateRead<StoredProjection?> { .wouldWait }
 }

@@ -338,6 +338,10 @@ struct CountingLedger: LedgerStoring {
         try await base.renderedCustomer(appUserId: appUserId, context: context)
     }
 
+    func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
+        try base.renderedCustomerNow(appUserId: appUserId, context: context)
+    }
+
     func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
         try await base.history(appUserId: appUserId, cursor: cursor, limit: limit)
     }

@@ -34,6 +34,9 @@ struct APIClient {
         switch handler {
         case .async(let run): return try await run(request)
         case .inline(let run): return try run(request)
+        case .inlineFirst(let fast, let slow):
+            if let response = try fast(request) { return response }
+            return try await slow(request)
         }
     }
 

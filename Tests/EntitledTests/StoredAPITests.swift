@@ -196,6 +196,10 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
                     CustomerBody(customer: evaluated.customer, state: evaluated.state, now: now))
                 #expect(rendered.body(serverTime: now) == Array(expected))
                 #expect(try await api.customer("u1").body == Array(expected))
+                // SQLite reads at once on the calling thread (the poll thread's fast path);
+                // PostgreSQL always needs its round trip.
+                let immediate = try ledger.renderedCustomerNow(appUserId: "u1", context: context)
+                #expect(immediate == (backend == .sqlite ? rendered : nil))
             }
             // At the expiry the stored answer no longer holds: reads evaluate instead.
             let expiry = try #require(

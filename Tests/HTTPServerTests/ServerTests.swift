@@ -54,6 +54,31 @@ func withServer(
         }
     }
 
+    @Test(arguments: [
+        ("/either/ready", 200, "fast ready"),  // the poll thread answers
+        ("/either/later", 200, "slow later"),  // fast declines: the pool answers
+        ("/either/bad", 418, "TEAPOT"),  // fast throws: its error is the answer
+    ])
+    func inlineFirstAnswersFastOrFallsBackToSlow(path: String, status: Int, contains: String) async throws {
+        try await withServer(routes: { router in
+            router.get(
+                "/either/{id}",
+                fast: { request in
+                    let id = try request.parameter("id")
+                    if id == "bad" { throw HTTPError(status: 418, code: "TEAPOT", detail: "no") }
+                    return id == "ready" ? .text("fast \(id)") : nil
+                }
+            ) { request in
+                try await Task.sleep(for: .milliseconds(5))
+                return .text("slow \(try request.parameter("id"))")
+            }
+        }) { server in
+            let reply = try await blocking { [port = server.port] in try RawClient(port: port).request("GET", path) }
+            #expect(reply.status == status)
+            #expect(reply.text.contains(contains))
+        }
+    }
+
     @Test func oversizedBodyGets413() async throws {
         try await withServer(configure: { $0.maxBodyBytes = 1024 }) { server in
             let reply = try await blocking { [port = server.port] in
@@ -260,6 +285,16 @@ func withServer(
         await shutdown.value
         let refused = try await blocking { (try? RawClient(port: port).request("GET", "/slow")) == nil }
         #expect(refused)
+    }
+
+    @Test(arguments: [
+        (0.0, "0.000"), (1.5, "1.500"), (0.0004, "0.000"), (0.0005, "0.001"), (12.3456, "12.346"), (999.9996, "1000.000"),
+        (-2.25, "-2.250"), (Double.nan, "null"), (Double.infinity, "null"),
+    ])
+    func logDurationsHaveThreeDecimals(value: Double, expected: String) {
+        var line = JSONLine()
+        line.add("d", value)
+        #expect(line.finish() == #"{"d":\#(expected)}"#)
     }
 
     @Test func accessLogWritesOneJSONLinePerRequest() async throws {

@@ -14,8 +14,15 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
     private let db: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
+    /// Runs once, before the process's first connection initializes SQLite.
+    private static let configured: Bool = {
+        _ = CSQLite_disableMemoryStatistics()
+        return true
+    }()
+
     /// Opens (creating when `create`) a database file, or a private in-memory database for `nil`.
     init(path: String?, readOnly: Bool = false) throws {
+        _ = Self.configured
         var handle: OpaquePointer? = nil
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI
         flags |= readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)

@@ -198,6 +198,16 @@ final class SQLiteStore: SessionBackedStore {
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         guard !closed.isSet else { throw StorageError(.closed, "the store is closed") }
         guard case .file(let path) = location else { return try await submit(isWrite: false, body) }
+        return try readNow(path: path, body)
+    }
+
+    func projectionNow(appUserId: String) throws -> ImmediateRead<StoredProjection?> {
+        guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
+        return .done(try readNow(path: path) { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) })
+    }
+
+    /// `body` on the calling thread with a pooled read connection of the file database at `path`.
+    private func readNow<T>(path: String, _ body: (any SQLSession) throws -> T) throws -> T {
         let connection: SQLiteConnection
         if let pooled = readers.withLock({ $0.popLast() }) {
             connection = pooled
