@@ -173,6 +173,11 @@ public struct API: Sendable {
         let environment = try Self.environment(request)
         let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
         let (bytes, nextChangeAt) = try await customerAnswer(appUserId: appUserId, context: context)
+        return customerResponse(bytes, nextChangeAt: nextChangeAt, now: now)
+    }
+
+    /// A customer answer, cacheable by the client until the TTL or the answer's next change.
+    func customerResponse(_ bytes: [UInt8], nextChangeAt: Int64?, now: Int64) -> Response {
         var response = Response.json(bytes: bytes)
         let maxAge = CustomerBody.maxAge(nextChangeAt: nextChangeAt, now: now, ttl: configuration.cacheTTLSeconds)
         response.headers.set("Cache-Control", "private, max-age=\(maxAge)")
@@ -188,10 +193,7 @@ public struct API: Sendable {
         let context = EvaluationContext(policy: customerPolicy, environment: try Self.environment(request), now: now)
         // A storage error here is left to the slow path, which answers it properly.
         guard let rendered = try? ledger.renderedCustomerNow(appUserId: appUserId, context: context) else { return nil }
-        var response = Response.json(bytes: rendered.body(serverTime: now))
-        let maxAge = CustomerBody.maxAge(nextChangeAt: rendered.nextChangeAt, now: now, ttl: configuration.cacheTTLSeconds)
-        response.headers.set("Cache-Control", "private, max-age=\(maxAge)")
-        return response
+        return customerResponse(rendered.body(serverTime: now), nextChangeAt: rendered.nextChangeAt, now: now)
     }
 
     /// The customer's answer at `context.now`: the projection's rendered answer when it still holds
