@@ -1,8 +1,9 @@
 /// The durable ledger: append-only facts, customers and their links, and projections.
 ///
-/// Every write is one database transaction; a returned value means it is committed durably
-/// (on SQLite with `synchronous=FULL`, on PostgreSQL with the server's `fsync`). Implementations:
-/// SQLite (embedded default) and PostgreSQL (scale-out); open one with ``openStore(url:configuration:)``.
+/// Every write is one database transaction; a returned value means it is committed durably (on
+/// SQLite with the WAL fsynced before any answer, on PostgreSQL with the server's `fsync`).
+/// Implementations: SQLite (embedded default) and PostgreSQL (scale-out); open one with
+/// ``openStore(url:configuration:)``.
 public protocol LedgerStore: Sendable {
     /// Which database this store uses.
     var backend: StorageBackend { get }

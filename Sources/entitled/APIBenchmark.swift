@@ -20,7 +20,7 @@ enum APIBenchmark: Command {
         1. Ingest: N really signed V2 notifications (each with a signed transaction and renewal
            info, so 3 ES256 checks) POSTed once each by wrk over --connections keep-alive
            connections to the server in this process, every 200 a durable commit; on SQLite
-           (a temporary file, synchronous=FULL) and on PostgreSQL (--postgres URL or
+           (a temporary file, WAL fsynced before each answer) and on PostgreSQL (--postgres URL or
            ENTITLED_TEST_POSTGRES). Prints notifications/s and the ratio to the raw ES256 limit,
            (ES256 verifications/s on all cores, measured in the same run) / 3. Target on SQLite: 0.5.
         2. Reads: GET /v1/customers/{id} for random ids over --customers customers (SQLite) with

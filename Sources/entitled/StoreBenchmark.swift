@@ -11,7 +11,8 @@ enum StoreBenchmark: Command {
                                     [--projector default|trivial]
 
         Durable ingest rate (notifications/s, each a notification row, two facts, a customer link and
-        a projection recomputation, committed with synchronous=FULL) with 1 and 32 concurrent writers;
+        a projection recomputation, committed durably: the WAL fsynced before the answer) with 1 and
+        32 concurrent writers;
         then customer-read p50/p99 of the projection read at growing customer counts, the p50 ratio
         between the largest and the smallest count (target: at most 1.5), and bytes per customer.
 
@@ -68,7 +69,7 @@ enum StoreBenchmark: Command {
         }
 
         if only != "postgres" {
-            print("SQLite (WAL, synchronous=FULL, group commit)")
+            print("SQLite (WAL, group commit, fsync by the syncer before each answer)")
             for writers in [1, 32] {
                 let rate = try await ingestRate(url: sqliteURL(), schema: nil, writers: writers, notifications: notifications, projector: projector)
                 print("  ingest, \(writers) writer\(writers == 1 ? "" : "s"): \(Int(rate)) notifications/s")
