@@ -86,10 +86,12 @@ final class SQLiteStore: SessionBackedStore {
                 stats.idle += woke - idleSince
                 defer { idleSince = DispatchTime.now().uptimeNanoseconds }
                 var writes = jobs.filter(\.isWrite)
-                // Adaptive group commit: when the last group was large, concurrent writers are
-                // active and the rest of them are probably a few microseconds from enqueueing
-                // (they were resumed by the last commit). Wait briefly for them rather than pay a
-                // whole fsync for a small group. A single writer (last group of 1) never waits.
+                // Adaptive group commit, without a syncer only (with one, groups committed during
+                // a sync share the next fsync anyway, and waiting would idle the writer): when the
+                // last group was large, concurrent writers are active and the rest of them are
+                // probably a few microseconds from enqueueing (they were resumed by the last
+                // commit). Wait briefly for them rather than commit a small group. A single writer
+                // (last group of 1) never waits.
                 if syncer == nil && !writes.isEmpty && writes.count < lastGroup {
                     let deadline = DispatchTime.now().uptimeNanoseconds + 400_000
                     while writes.count < lastGroup && DispatchTime.now().uptimeNanoseconds < deadline {
