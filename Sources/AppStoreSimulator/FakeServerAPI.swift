@@ -99,6 +99,7 @@ public struct APITokenVerifier: Sendable {
 /// - `POST /inApps/v1/notifications/history?paginationToken=` with `onlyFailures` (20 per page)
 /// - `POST /inApps/v1/notifications/test`, `GET /inApps/v1/notifications/test/{testNotificationToken}`
 /// - `GET /inApps/v2/refund/lookup/{transactionId}?revision`
+/// - `GET /inApps/v1/lookup/{orderId}` (an order id per purchased transaction: ``Simulator/orderId(ofTransaction:)``)
 /// - `PUT /inApps/v1/subscriptions/extend/{originalTransactionId}`, `POST /inApps/v1/subscriptions/extend/mass`,
 ///   `GET /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}`
 /// - `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`
@@ -144,6 +145,10 @@ public enum FakeServerAPI {
                 throw Failure(status: 404, code: .transactionIdNotFound, message: "Transaction id not found.")
             }
             return try .json(TransactionInfoResponse(signedTransactionInfo: signed))
+        }
+        route(.get, "/inApps/v1/lookup/{orderId}") { request in
+            // An unknown order id is not an error for Apple: status 1 (invalid) and no transactions.
+            try .json(try await simulator.orderLookup(try request.parameter("orderId")))
         }
         route(.get, "/inApps/v2/history/{transactionId}") { request in
             let id = try request.parameter("transactionId")
@@ -314,6 +319,25 @@ extension Simulator {
     public func signedTransaction(_ id: String) throws -> String? {
         guard let tx = store.transactions[id] else { return nil }
         return try sign(tx)
+    }
+
+    /// The order id on the customer's emailed receipt for transaction `id`: each purchase and each
+    /// renewal is billed as its own order, so one per transaction, derived from its id (Apple's are
+    /// 10 upper-case letters and digits too).
+    public nonisolated static func orderId(ofTransaction id: String) -> String {
+        let number = UInt64(id) ?? UInt64(truncatingIfNeeded: id.utf8.reduce(5381) { ($0 &* 33) &+ Int($1) })
+        return "M" + String(number % 2_821_109_907_456, radix: 36).uppercased()  // at most 9 base-36 digits
+    }
+
+    /// Look Up Order ID: the purchaser's transactions billed under `orderId` (family members' views
+    /// are not orders), signed now; status 1 and none when it matches nothing.
+    public func orderLookup(_ orderId: String) throws -> OrderLookupResponse {
+        let ids = store.transactionOrder.filter { id in
+            guard let tx = store.transactions[id], tx.inAppOwnershipType != .familyShared else { return false }
+            return Self.orderId(ofTransaction: id) == orderId
+        }
+        guard !ids.isEmpty else { return OrderLookupResponse(status: .invalid, signedTransactions: []) }
+        return OrderLookupResponse(status: .valid, signedTransactions: try ids.compactMap { try signedTransaction($0) })
     }
 
     /// One page of the customer's transaction history (the customer who owns `transactionId`).

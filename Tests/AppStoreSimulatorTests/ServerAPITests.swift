@@ -133,6 +133,20 @@ struct APIClient {
         let expiredOnly = try await client.json(
             StatusResponse.self, .get, "/inApps/v1/subscriptions/\(id)", query: ["status": "2"])
         #expect(expiredOnly.data?.isEmpty == true)
+
+        // Look Up Order ID: the order on the receipt finds its transaction; another finds nothing.
+        let order = Simulator.orderId(ofTransaction: id)
+        #expect(order.count <= 10 && order.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber) })
+        let found = try await client.json(OrderLookupResponse.self, .get, "/inApps/v1/lookup/\(order)")
+        #expect(found.status == .valid)
+        let ordered = try h.verifier.verifySynchronously(
+            try #require(found.signedTransactions?.first), as: JWSTransactionDecodedPayload.self
+        ).value
+        #expect(found.signedTransactions?.count == 1)
+        #expect(ordered.transactionId == id)
+        let missing = try await client.json(OrderLookupResponse.self, .get, "/inApps/v1/lookup/NOSUCHORDR")
+        #expect(missing.status == .invalid)
+        #expect(missing.signedTransactions?.isEmpty == true)
     }
 
     @Test func notificationHistoryWithOnlyFailuresAndTestNotificationStatus() async throws {
