@@ -28,6 +28,29 @@ public enum _StorageBenchmark {
     }
 }
 
+/// Not API: the batches `entitled _storage-crash-child` ingests and the crash tests check, one
+/// definition for both.
+public enum _StorageCrashBatch {
+    /// Batch `index`: a notification with a transaction and a renewal for subscription `c<index>`,
+    /// claimed by one of 16 customers.
+    public static func batch(_ index: Int, now: Int64) -> IngestBatch {
+        let otid = "c\(index)"
+        let transaction = #"{"originalTransactionId":"\#(otid)","transactionId":"t\#(index)","productId":"pro","expiresDate":\#(now + Int64(index % 7 - 3) * 86_400_000)}"#
+        let renewal = #"{"originalTransactionId":"\#(otid)","autoRenewStatus":\#(index % 2)}"#
+        return IngestBatch(
+            message: ReceivedMessage(
+                notificationUUID: "crash-\(index)", source: .simulator, body: Array(transaction.utf8), receivedAt: now,
+                notificationType: "SUBSCRIBED"),
+            facts: [
+                IncomingFact(
+                    kind: .transaction, jws: "jws.t\(index)", payload: transaction, transactionId: "t\(index)",
+                    originalTransactionId: otid, environment: "Sandbox", signedDate: now),
+                IncomingFact(kind: .renewal, jws: "jws.r\(index)", payload: renewal, originalTransactionId: otid, signedDate: now),
+            ],
+            claim: Claim(appUserId: "crash-user-\(index % 16)", behaviour: .transfer))
+    }
+}
+
 extension Ledger {
     /// Synthetic customers for benchmarks: sequential ids, tokens and keys so the load is fast.
     func bulkLoadSynthetic(_ range: Range<Int>, now: Int64, projection custom: _StorageBenchmark.SyntheticProjection?) throws {

@@ -1,3 +1,4 @@
+import AppStoreTesting
 import Entitlements
 
 /// `entitled bench engine`: cost of one `evaluate(facts:policy:now:)` as a customer's history grows.
@@ -135,7 +136,8 @@ enum EngineBenchmark: Command {
             period += 1
         }
         facts.removeLast(facts.count - unique)
-        var generator = BenchRandom(seed: UInt64(count))
+        // Seeded, so every run measures the same arrival order.
+        var generator = SplitMix64(seed: UInt64(count))
         while facts.count < count { facts.append(facts[Int(generator.next() % UInt64(unique))]) }
         facts.shuffle(using: &generator)
         // `now`: a day into the newest period that has a transaction.
@@ -160,18 +162,5 @@ enum EngineBenchmark: Command {
             if decimals < digits { text += String(repeating: "0", count: digits - decimals) }
         }
         return text
-    }
-}
-
-/// SplitMix64: a seeded generator so every run measures the same arrival order.
-struct BenchRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

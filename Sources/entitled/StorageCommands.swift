@@ -118,7 +118,7 @@ enum StorageCrashChildCommand: Command {
                 group.addTask {
                     var index = worker
                     while index < count {
-                        let batch = crashBatch(index, now: now)
+                        let batch = _StorageCrashBatch.batch(index, now: now)
                         let result = try await store.ingest(batch, projector: projector, now: now)
                         output.write(Data("ok \(batch.message.notificationUUID ?? "") \(result.status.rawValue)\n".utf8))
                         index += concurrency
@@ -129,24 +129,5 @@ enum StorageCrashChildCommand: Command {
         }
         await store.close()
         return ExitStatus.ok
-    }
-
-    /// Batch `index`: a notification with a transaction and a renewal for subscription `c<index>`,
-    /// claimed by one of 16 customers.
-    static func crashBatch(_ index: Int, now: Int64) -> IngestBatch {
-        let otid = "c\(index)"
-        let transaction = #"{"originalTransactionId":"\#(otid)","transactionId":"t\#(index)","productId":"pro","expiresDate":\#(now + Int64(index % 7 - 3) * 86_400_000)}"#
-        let renewal = #"{"originalTransactionId":"\#(otid)","autoRenewStatus":\#(index % 2)}"#
-        return IngestBatch(
-            message: ReceivedMessage(
-                notificationUUID: "crash-\(index)", source: .simulator, body: Array(transaction.utf8), receivedAt: now,
-                notificationType: "SUBSCRIBED"),
-            facts: [
-                IncomingFact(
-                    kind: .transaction, jws: "jws.t\(index)", payload: transaction, transactionId: "t\(index)",
-                    originalTransactionId: otid, environment: "Sandbox", signedDate: now),
-                IncomingFact(kind: .renewal, jws: "jws.r\(index)", payload: renewal, originalTransactionId: otid, signedDate: now),
-            ],
-            claim: Claim(appUserId: "crash-user-\(index % 16)", behaviour: .transfer))
     }
 }

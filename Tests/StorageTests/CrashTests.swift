@@ -164,7 +164,7 @@ struct CrashTests {
                         var last = IngestResult.Status.applied
                         while index < count {
                             let result = try await store.ingest(
-                                StorageCrashBatch.batch(index, now: testNow), projector: projector, now: testNow)
+                                _StorageCrashBatch.batch(index, now: testNow), projector: projector, now: testNow)
                             last = result.status
                             index += 8
                         }
@@ -195,12 +195,12 @@ struct CrashTests {
         let victim = try await openStore(url: database.url + separator + "application_name=" + name, configuration: configuration)
         let killer = try await database.open()
         for index in 0..<4 {
-            _ = try await victim.ingest(StorageCrashBatch.batch(index, now: testNow), projector: testProjector, now: testNow)
+            _ = try await victim.ingest(_StorageCrashBatch.batch(index, now: testNow), projector: testProjector, now: testNow)
         }
         try await killer.raw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(name)'")
         try await Task.sleep(for: .milliseconds(100))
         for index in 4..<12 {
-            let result = try await victim.ingest(StorageCrashBatch.batch(index, now: testNow), projector: testProjector, now: testNow)
+            let result = try await victim.ingest(_StorageCrashBatch.batch(index, now: testNow), projector: testProjector, now: testNow)
             #expect(result.status == .applied)
             try await victim.ping()
         }
@@ -208,25 +208,5 @@ struct CrashTests {
         await victim.close()
         await killer.close()
         await database.destroy()
-    }
-}
-
-/// The same batches as the crash child (kept in step with `StorageCrashChildCommand.crashBatch`).
-enum StorageCrashBatch {
-    static func batch(_ index: Int, now: Int64) -> IngestBatch {
-        let otid = "c\(index)"
-        let transaction = #"{"originalTransactionId":"\#(otid)","transactionId":"t\#(index)","productId":"pro","expiresDate":\#(now + Int64(index % 7 - 3) * 86_400_000)}"#
-        let renewal = #"{"originalTransactionId":"\#(otid)","autoRenewStatus":\#(index % 2)}"#
-        return IngestBatch(
-            message: ReceivedMessage(
-                notificationUUID: "crash-\(index)", source: .simulator, body: Array(transaction.utf8), receivedAt: now,
-                notificationType: "SUBSCRIBED"),
-            facts: [
-                IncomingFact(
-                    kind: .transaction, jws: "jws.t\(index)", payload: transaction, transactionId: "t\(index)",
-                    originalTransactionId: otid, environment: "Sandbox", signedDate: now),
-                IncomingFact(kind: .renewal, jws: "jws.r\(index)", payload: renewal, originalTransactionId: otid, signedDate: now),
-            ],
-            claim: Claim(appUserId: "crash-user-\(index % 16)", behaviour: .transfer))
     }
 }
