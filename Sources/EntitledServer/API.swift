@@ -284,29 +284,34 @@ public struct API: Sendable {
         }
     }
 
+    /// A history request's `limit` (default ``defaultHistoryLimit``, at most ``maxHistoryLimit``) and
+    /// its `cursor` unwrapped for the ledger (nil for the first page).
+    public static func historyPaging(_ request: Request) throws(HTTPError) -> (cursor: String?, limit: Int) {
+        var limit = defaultHistoryLimit
+        if let text = request.query["limit"] {
+            guard let value = Int(text), (1...maxHistoryLimit).contains(value) else {
+                throw HTTPError.badRequest("limit must be 1…\(maxHistoryLimit)", code: "INVALID_LIMIT")
+            }
+            limit = value
+        }
+        guard let cursor = request.query["cursor"], !cursor.isEmpty else { return (nil, limit) }
+        guard let unwrapped = HistoryCursor.unwrap(cursor) else { throw invalidCursor }
+        return (unwrapped, limit)
+    }
+
+    /// A history cursor this server did not give out (or that no longer fits the ledger).
+    public static let invalidCursor = HTTPError.badRequest("the cursor is not one this server gave out", code: "INVALID_CURSOR")
+
     /// `GET /v1/customers/{appUserId}/history?cursor=…&limit=…`.
     func history(_ request: Request) async throws -> Response {
         let appUserId = try Self.appUserId(request)
         try authorize(request, scope: .read, appUserId: appUserId)
-        var limit = Self.defaultHistoryLimit
-        if let text = request.query["limit"] {
-            guard let value = Int(text), (1...Self.maxHistoryLimit).contains(value) else {
-                throw HTTPError.badRequest("limit must be 1…\(Self.maxHistoryLimit)", code: "INVALID_LIMIT")
-            }
-            limit = value
-        }
-        var storageCursor: String?
-        if let cursor = request.query["cursor"], !cursor.isEmpty {
-            guard let unwrapped = HistoryCursor.unwrap(cursor) else {
-                throw HTTPError.badRequest("the cursor is not one this server gave out", code: "INVALID_CURSOR")
-            }
-            storageCursor = unwrapped
-        }
+        let (storageCursor, limit) = try Self.historyPaging(request)
         let page: LedgerHistoryPage?
         do {
             page = try await ledger.history(appUserId: appUserId, cursor: storageCursor, limit: limit)
         } catch where error.kind == .invalidRequest {
-            throw HTTPError.badRequest("the cursor is not one this server gave out", code: "INVALID_CURSOR")
+            throw Self.invalidCursor
         } catch {
             throw Self.unavailable
         }

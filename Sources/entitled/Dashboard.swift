@@ -227,20 +227,7 @@ enum Dashboard {
 
     static func timeline(_ request: Request, _ driver: DevDriver) async throws -> Timeline {
         let appUserId = try request.parameter("appUserId")
-        var limit = API.defaultHistoryLimit
-        if let text = request.query["limit"] {
-            guard let value = Int(text), (1...API.maxHistoryLimit).contains(value) else {
-                throw HTTPError.badRequest("limit must be 1…\(API.maxHistoryLimit)", code: "INVALID_LIMIT")
-            }
-            limit = value
-        }
-        var cursor: String?
-        if let given = request.query["cursor"], !given.isEmpty {
-            guard let unwrapped = HistoryCursor.unwrap(given) else {
-                throw HTTPError.badRequest("the cursor is not one this server gave out", code: "INVALID_CURSOR")
-            }
-            cursor = unwrapped
-        }
+        let (cursor, limit) = try API.historyPaging(request)
         // Only customers the simulator knows: the ledger would create any other name on sight.
         guard await driver.simulator.store.customers[appUserId] != nil else {
             throw HTTPError(status: 404, code: "CUSTOMER_NOT_FOUND", detail: "no such customer")
@@ -278,9 +265,7 @@ enum Dashboard {
         } catch {
             result = .failure(error)
         }
-        if case .failure(let error) = result, error.kind == .invalidRequest {
-            throw HTTPError.badRequest("the cursor is not one this server gave out", code: "INVALID_CURSOR")
-        }
+        if case .failure(let error) = result, error.kind == .invalidRequest { throw API.invalidCursor }
         return try result.get()
     }
 
