@@ -74,3 +74,19 @@ public enum ConstantTime {
         }
     }
 }
+
+/// Lower-case hexadecimal text of bytes (digests as keys and in logs).
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    /// Two lower-case hex digits per byte.
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

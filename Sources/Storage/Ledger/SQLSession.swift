@@ -1,3 +1,5 @@
+import EntitledCrypto
+
 /// A value bound to, or read from, a SQL statement.
 enum SQLValue: Sendable, Hashable {
     case null
@@ -109,18 +111,8 @@ extension SQLSession {
     }
 }
 
-enum Hex {
-    static let digits = Array("0123456789abcdef".utf8)
-
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        var out: [UInt8] = []
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
+extension Hex {
+    /// The bytes of hex text (PostgreSQL's `bytea` output); either case.
     static func decode(_ text: some Collection<UInt8>) throws -> [UInt8] {
         guard text.count % 2 == 0 else { throw StorageError(.corrupt, "odd hex length") }
         var out: [UInt8] = []
