@@ -28,7 +28,7 @@ public struct RenderedCustomer: Sendable, Equatable {
         guard let encoded = try? JSONEncoder.entitledDefault.encode(body) else { return nil }
         let bytes = Array(encoded)
         // Keys are sorted and escaped, so the marker can only be the serverTime member itself.
-        guard let marker = Self.find(Self.timeMarker, in: bytes) else { return nil }
+        guard let marker = bytes.firstRange(of: Self.timeMarker)?.lowerBound else { return nil }
         self.environment = body.environment
         self.nextChangeAt = body.nextChangeAt
         self.body = bytes
@@ -76,17 +76,5 @@ public struct RenderedCustomer: Sendable, Equatable {
     /// Whether this answer still holds at `now` for `environment`.
     public func holds(at now: Int64, environment: Entitlements.Environment) -> Bool {
         environment.rawValue == self.environment && (nextChangeAt.map { $0 > now } ?? true)
-    }
-
-    static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Int? {
-        guard !needle.isEmpty, haystack.count >= needle.count else { return nil }
-        var index = 0
-        while index <= haystack.count - needle.count {
-            if haystack[index] == needle[0] && haystack[index..<(index + needle.count)].elementsEqual(needle) {
-                return index
-            }
-            index += 1
-        }
-        return nil
     }
 }
