@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Storage
@@ -159,5 +160,65 @@ struct WALSyncerTests {
             let error = await #expect(throws: StorageError.self) { try await Self.submitted(syncer, 2) }
             #expect(error?.code == .unavailable)
         }
+    }
+}
+
+@Suite("SQLite group commit")
+struct SQLiteGroupCommitTests {
+    struct Planned: Error {}
+
+    @Test(
+        "a group runs without savepoints; after a failure the others run again, each alone",
+        arguments: [Backend.sqliteFile, .sqliteMemory])
+    func failingJobsInOneGroup(backend: Backend) async throws {
+        try await withStore(backend) { opened, _ in try await Self.runGroup(try #require(opened as? SQLiteStore)) }
+    }
+
+    static func runGroup(_ store: SQLiteStore) async throws {
+        try await store._execute("CREATE TABLE t (v INTEGER NOT NULL)")
+
+        // The writer blocks on the gate while the jobs below queue up, so they form one group.
+        let gate = DispatchSemaphore(value: 0)
+        let blocker = Task { try await store.write { _ in gate.wait() } }
+        try await Task.sleep(for: .milliseconds(50))
+        let runsOfFlaky = Mutex(0)
+        func insert(_ value: Int, thenFail: Bool = false) -> @Sendable (any SQLSession) throws -> Int {
+            { session in
+                try session.execute("INSERT INTO t (v) VALUES (\(value))")
+                if thenFail { throw Planned() }
+                return value
+            }
+        }
+        var tasks: [Task<Int, any Error>] = []
+        let bodies: [@Sendable (any SQLSession) throws -> Int] = [
+            insert(1),
+            // Succeeds in the first run, fails when run again: the retry must roll back its own
+            // insert alone.
+            { session in
+                let run = runsOfFlaky.withLock { runs in
+                    runs += 1
+                    return runs
+                }
+                try session.execute("INSERT INTO t (v) VALUES (\(10 + run))")
+                if run > 1 { throw Planned() }
+                return 10
+            },
+            insert(2, thenFail: true),
+            insert(3),
+            { _ in throw Planned() },
+            insert(4),
+        ]
+        for body in bodies {
+            tasks.append(Task { try await store.write(body) })
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        gate.signal()
+        try await blocker.value
+        var outcomes: [Int?] = []
+        for task in tasks { outcomes.append(try? await task.value) }
+        #expect(outcomes == [1, nil, nil, 3, nil, 4])
+        #expect(runsOfFlaky.withLock { $0 } == 2)
+        let values = try await store.read { session in try session.query("SELECT v FROM t ORDER BY v", []).map { try $0.int(0) } }
+        #expect(values == [1, 3, 4])
     }
 }

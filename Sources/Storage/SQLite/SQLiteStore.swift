@@ -4,8 +4,9 @@ import Synchronization
 /// The embedded SQLite ledger.
 ///
 /// - One writer thread owns the only write connection. Writes queue up in a ``JobQueue``; the
-///   writer drains the queue and commits everything it took in **one** transaction (group commit),
-///   each job inside its own `SAVEPOINT` so a failing job is rolled back alone. The writer commits
+///   writer drains the queue and commits everything it took in **one** transaction (group commit);
+///   if a job fails, the group runs again without it, each job in its own `SAVEPOINT` (see
+///   `commitGroup`), so a failing job is rolled back alone. The writer commits
 ///   with `synchronous=NORMAL` and hands the group to a ``WALSyncer``, which fsyncs the WAL and
 ///   only then resumes the group's callers; meanwhile the writer already runs the next group.
 /// - Reads are short single statements; they run on the caller's thread with a connection from a
@@ -139,41 +140,65 @@ final class SQLiteStore: SessionBackedStore {
         }
     }
 
-    /// Runs `jobs` in one transaction, a savepoint each, and resumes them once the commit is durable.
+    /// Runs `jobs` in one transaction and resumes them once the commit is durable.
+    ///
+    /// Jobs rarely fail, so the group first runs without savepoints: a savepoint makes SQLite copy
+    /// every page a job touches into a statement journal first, which cost the writer more than
+    /// the jobs' own inserts. If a job fails, the transaction is rolled back, that job keeps its
+    /// error, and the others run again in a new transaction, each in its own savepoint so that
+    /// a second failure is rolled back alone.
     private static func commitGroup(
         _ jobs: [any StorageJob], on connection: SQLiteConnection, fault: FaultInjector?, syncer: WALSyncer?,
         stats: inout WriterStats
     ) {
-        let t0 = DispatchTime.now().uptimeNanoseconds
-        var t1 = t0
         stats.groups += 1
         stats.jobs += jobs.count
-        do {
-            try connection.query("BEGIN IMMEDIATE", [])
-        } catch {
-            for job in jobs { job.finish(overriding: error) }
-            return
-        }
-        do {
-            for job in jobs {
-                try connection.query("SAVEPOINT ingest", [])
-                if !job.perform(connection) {
+        var jobs = jobs
+        var savepoints = false
+        while true {
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            var t1 = t0
+            do {
+                try connection.query("BEGIN IMMEDIATE", [])
+            } catch {
+                for job in jobs { job.finish(overriding: error) }
+                return
+            }
+            do {
+                var failed: Int?
+                for (index, job) in jobs.enumerated() {
+                    if savepoints { try connection.query("SAVEPOINT ingest", []) }
+                    let succeeded = job.perform(connection)
                     // SQLite ends the whole transaction by itself after some errors (I/O, full disk):
                     // then nothing of the group can be trusted and every job fails.
-                    if connection.isAutocommit { throw job.failure ?? StorageError(.unavailable) }
-                    try connection.query("ROLLBACK TO ingest", [])
+                    if !succeeded && connection.isAutocommit { throw job.failure ?? StorageError(.unavailable) }
+                    if savepoints {
+                        if !succeeded { try connection.query("ROLLBACK TO ingest", []) }
+                        try connection.query("RELEASE ingest", [])
+                    } else if !succeeded {
+                        failed = index
+                        break
+                    }
                 }
-                try connection.query("RELEASE ingest", [])
+                if let failed {
+                    try connection.execute("ROLLBACK")
+                    stats.retries += 1
+                    jobs.remove(at: failed).finish(overriding: nil)
+                    if jobs.isEmpty { return }
+                    savepoints = true
+                    continue
+                }
+                if let fault { try Ledger(session: connection, fault: fault).inject(.beforeCommit) }
+                t1 = DispatchTime.now().uptimeNanoseconds
+                try connection.query("COMMIT", [])
+                stats.work += t1 - t0
+                stats.commit += DispatchTime.now().uptimeNanoseconds - t1
+            } catch {
+                if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
+                for job in jobs { job.finish(overriding: error) }
+                return
             }
-            if let fault { try Ledger(session: connection, fault: fault).inject(.beforeCommit) }
-            t1 = DispatchTime.now().uptimeNanoseconds
-            try connection.query("COMMIT", [])
-            stats.work += t1 - t0
-            stats.commit += DispatchTime.now().uptimeNanoseconds - t1
-        } catch {
-            if !connection.isAutocommit { try? connection.execute("ROLLBACK") }
-            for job in jobs { job.finish(overriding: error) }
-            return
+            break
         }
         let t2 = DispatchTime.now().uptimeNanoseconds
         if let syncer {
@@ -289,6 +314,8 @@ struct WriterStats {
     var gather: UInt64 = 0
     /// Nanoseconds resuming callers after commits.
     var resume: UInt64 = 0
+    /// Groups run again, with savepoints, after a job failed.
+    var retries = 0
 
     func report() {
         guard ProcessInfo.processInfo.environment["ENTITLED_STORAGE_DEBUG"] != nil, groups > 0 else { return }
@@ -296,7 +323,7 @@ struct WriterStats {
         let perCommit = commit / UInt64(groups) / 1000
         printToStandardError(
             "sqlite writer: \(jobs) jobs in \(groups) groups (avg \(jobs / groups)), \(perJob) µs/job, \(perCommit) µs/commit, "
-                + "idle \(idle / 1_000_000) ms, gathering \(gather / 1_000_000) ms, working \(work / 1_000_000) ms, committing \(commit / 1_000_000) ms, resuming \(resume / 1_000_000) ms")
+                + "idle \(idle / 1_000_000) ms, gathering \(gather / 1_000_000) ms, working \(work / 1_000_000) ms, committing \(commit / 1_000_000) ms, resuming \(resume / 1_000_000) ms, \(retries) retried")
     }
 }
 
