@@ -447,7 +447,11 @@ public struct API: Sendable {
     /// 1–128 characters, none of them control characters.
     static func appUserId(_ request: Request) throws -> String {
         let id = try request.parameter("appUserId")
-        guard !id.isEmpty, id.count <= 128, !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        // Printable ASCII, the usual case, is checked byte-wise; anything else by Unicode category.
+        let printableASCII = id.utf8.count <= 128 && id.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
+        guard !id.isEmpty,
+            printableASCII
+                || (id.count <= 128 && !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }))
         else {
             throw HTTPError.badRequest("appUserId must be 1–128 printable characters", code: "INVALID_APP_USER_ID")
         }

@@ -156,18 +156,39 @@ public enum ISO8601 {
         format(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
     }
 
-    /// Formats epoch milliseconds without Foundation's formatters (fast, allocation-light, thread-safe).
+    /// Formats epoch milliseconds without Foundation's formatters (fast, allocation-light, thread-safe):
+    /// digits go straight into a 24-byte buffer. Years outside 0...9999 are clamped (not reachable
+    /// from a 64-bit millisecond clock in this millennium's use; the format has four year digits).
     public static func format(milliseconds: Int64) -> String {
         let ms = Int(((milliseconds % 1000) + 1000) % 1000)
         let seconds = (milliseconds - Int64(ms)) / 1000
         let days = Int(seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400)
         let secondOfDay = Int(seconds - Int64(days) * 86400)
         let (y, m, d) = civil(fromDays: days)
-        func pad(_ v: Int, _ width: Int) -> String {
-            let s = String(v)
-            return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            func put(_ value: Int, _ width: Int, at offset: Int) {
+                var value = value
+                for index in stride(from: offset + width - 1, through: offset, by: -1) {
+                    buffer[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+            }
+            put(min(max(y, 0), 9999), 4, at: 0)
+            buffer[4] = UInt8(ascii: "-")
+            put(m, 2, at: 5)
+            buffer[7] = UInt8(ascii: "-")
+            put(d, 2, at: 8)
+            buffer[10] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, 2, at: 11)
+            buffer[13] = UInt8(ascii: ":")
+            put(secondOfDay / 60 % 60, 2, at: 14)
+            buffer[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, 2, at: 17)
+            buffer[19] = UInt8(ascii: ".")
+            put(ms, 3, at: 20)
+            buffer[23] = UInt8(ascii: "Z")
+            return 24
         }
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(ms, 3))Z"
     }
 
     /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar.

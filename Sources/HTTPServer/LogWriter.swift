@@ -60,25 +60,27 @@ public final class LogWriter: Sendable {
 
 /// Builds JSON objects for log lines without an encoder (the access log is on the hot path).
 public struct JSONLine {
-    private var text = "{"
+    // Bytes, not a String: appending to a String re-checks its encoding and capacity each time,
+    // which showed on every request's access-log line.
+    private var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var first = true
 
-    public init() {}
+    public init() { bytes.reserveCapacity(256) }
 
     public mutating func add(_ key: String, _ value: String) {
         separator(key)
-        JSONLine.appendQuoted(value, to: &text)
+        JSONLine.appendQuoted(value, to: &bytes)
     }
 
     public mutating func add(_ key: String, _ value: Int) {
         separator(key)
-        text += String(value)
+        bytes += String(value).utf8
     }
 
     /// Three decimals, like `%.3f` (without Foundation's formatter, which is dear on every request).
     public mutating func add(_ key: String, _ value: Double) {
         separator(key)
-        text += Self.threeDecimals(value)
+        bytes += Self.threeDecimals(value).utf8
     }
 
     static func threeDecimals(_ value: Double) -> String {
@@ -91,46 +93,35 @@ public struct JSONLine {
 
     public mutating func add(_ key: String, _ value: Bool) {
         separator(key)
-        text += value ? "true" : "false"
+        bytes += (value ? "true" : "false").utf8
     }
 
-    public func finish() -> String { text + "}" }
+    public func finish() -> String { String(decoding: bytes + [UInt8(ascii: "}")], as: UTF8.self) }
 
     private mutating func separator(_ key: String) {
-        if !first { text += "," }
+        if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
-        JSONLine.appendQuoted(key, to: &text)
-        text += ":"
+        JSONLine.appendQuoted(key, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
     }
 
-    /// Appends `value` as a JSON string literal, escaping quotes, backslashes and control characters.
-    public static func appendQuoted(_ value: String, to text: inout String) {
-        text += "\""
-        var needsEscape = false
-        for byte in value.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-            needsEscape = true
-            break
-        }
-        if !needsEscape {
-            text += value
-        } else {
-            for scalar in value.unicodeScalars {
-                switch scalar {
-                case "\"": text += "\\\""
-                case "\\": text += "\\\\"
-                case "\n": text += "\\n"
-                case "\r": text += "\\r"
-                case "\t": text += "\\t"
-                default:
-                    if scalar.value < 0x20 {
-                        let hex = String(scalar.value, radix: 16)
-                        text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                    } else {
-                        text.unicodeScalars.append(scalar)
-                    }
-                }
+    /// Appends `value` as a JSON string literal (UTF-8), escaping quotes, backslashes and control
+    /// characters.
+    static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+            case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+            case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case ..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            default: bytes.append(byte)
             }
         }
-        text += "\""
+        bytes.append(UInt8(ascii: "\""))
     }
 }

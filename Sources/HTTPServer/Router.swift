@@ -87,8 +87,9 @@ public struct Router: Sendable {
         return .methodNotAllowed(allow: allowed)
     }
 
+    /// Byte-wise: `String.split` compares Characters, which showed on every request.
     private static func split(_ path: String) -> [Substring] {
-        path.split(separator: "/", omittingEmptySubsequences: true)
+        path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map { Substring($0) }
     }
 
     private static func bind(_ segments: [Segment], _ parts: [Substring]) -> [String: String]? {
@@ -97,7 +98,7 @@ public struct Router: Sendable {
         for (segment, part) in zip(segments, parts) {
             switch segment {
             case .literal(let literal):
-                if literal != part { return nil }
+                if !literal.utf8.elementsEqual(part.utf8) { return nil }
             case .parameter(let name):
                 parameters[name] = String(part)
             }

@@ -348,6 +348,7 @@ func withServer(
         (Int64(1_795_953_600_123), "2026-11-29T12:00:00.123Z"),
         (Int64(951_782_400_000), "2000-02-29T00:00:00.000Z"),
         (Int64(-1), "1969-12-31T23:59:59.999Z"),
+        (Int64(253_402_300_799_999), "9999-12-31T23:59:59.999Z"),
     ])
     func formatsISO8601(milliseconds: Int64, expected: String) {
         #expect(ISO8601.format(milliseconds: milliseconds) == expected)
