@@ -81,24 +81,27 @@ public final class StorageLedger: LedgerStoring {
     }
 
     public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
-        try await mapped { fresh(try await store.projection(appUserId: appUserId), context: context) }
+        try await mapped {
+            guard let stored = try await store.projection(appUserId: appUserId) else { return nil }
+            return fresh(stored.projection.state, computedAt: stored.computedAt, context: context)
+        }
     }
 
     public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
         do {
-            guard case .done(let stored) = try store.projectionNow(appUserId: appUserId) else { return nil }
-            return fresh(stored, context: context)
+            guard case .done(let stored) = try store.stateNow(appUserId: appUserId), let stored else { return nil }
+            return fresh(stored.state, computedAt: stored.computedAt, context: context)
         } catch {
             throw Self.ledgerError(error)
         }
     }
 
     /// The stored answer when it holds for `context`.
-    private func fresh(_ stored: StoredProjection?, context: EvaluationContext) -> RenderedCustomer? {
-        guard let stored, context.policy == projector.policy,
+    private func fresh(_ document: [UInt8], computedAt: Int64, context: EvaluationContext) -> RenderedCustomer? {
+        guard context.policy == projector.policy,
             // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
-            stored.computedAt <= context.now,
-            let answer = RenderedCustomer(document: stored.projection.state),
+            computedAt <= context.now,
+            let answer = RenderedCustomer(document: document),
             answer.holds(at: context.now, environment: context.environment)
         else { return nil }
         return answer

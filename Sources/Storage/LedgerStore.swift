@@ -51,10 +51,11 @@ public protocol LedgerStore: Sendable {
     /// The customer's stored projection (the API's hot read: one statement, indexed lookups).
     func projection(appUserId: String) async throws -> StoredProjection?
 
-    /// The same read on the calling thread, when the backend can do it at once (SQLite on a file:
-    /// a microsecond-scale lookup on a pooled read connection). `.wouldWait` (PostgreSQL's round
-    /// trip, SQLite in memory, a closed store) means: use ``projection(appUserId:)``.
-    func projectionNow(appUserId: String) throws -> ImmediateRead<StoredProjection?>
+    /// The customer's stored state document alone (no projection rows), on the calling thread, when
+    /// the backend can read it at once (SQLite on a file: a microsecond-scale lookup on a pooled
+    /// read connection). `.wouldWait` (PostgreSQL's round trip, SQLite in memory, a closed store)
+    /// means: use ``projection(appUserId:)``.
+    func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?>
 
     /// All facts of a customer, ordered by `signedDate` then id (what the projector sees).
     func facts(appUserId: String) async throws -> [StoredFact]
@@ -218,5 +219,5 @@ public enum ImmediateRead<Value: Sendable>: Sendable {
 
 extension LedgerStore {
     /// Backends without immediate reads always defer to the asynchronous one.
-    public func projectionNow(appUserId: String) throws -> ImmediateRead<StoredProjection?> { .wouldWait }
+    public func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> { .wouldWait }
 }

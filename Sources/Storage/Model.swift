@@ -383,6 +383,24 @@ public struct StoredProjection: Sendable, Hashable {
     }
 }
 
+/// A customer's stored state document without its projection rows: what a hot read that serves
+/// the document as it is needs.
+public struct StoredState: Sendable, Hashable {
+    /// The customer.
+    public var customer: CustomerRecord
+    /// The projector's state document.
+    public var state: [UInt8]
+    /// The `now` the projection was computed with (ms).
+    public var computedAt: Int64
+
+    /// Creates a stored state.
+    public init(customer: CustomerRecord, state: [UInt8], computedAt: Int64) {
+        self.customer = customer
+        self.state = state
+        self.computedAt = computedAt
+    }
+}
+
 /// A subscription with the customer it belongs to.
 public struct OwnedSubscription: Sendable, Hashable {
     /// The owner.

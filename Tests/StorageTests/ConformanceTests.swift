@@ -133,6 +133,25 @@ struct ConformanceTests {
         }
     }
 
+    @Test("the immediate state read answers the stored document on a SQLite file, and defers elsewhere", arguments: Backend.all)
+    func immediateStateRead(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let customer = try await store.ensureCustomer(appUserId: "erin", appAccountToken: nil, projector: projector, now: testNow)
+            let fact = Fixture.transaction(
+                otid: "4100", tid: "4100", expires: testNow + day, signed: testNow, token: customer.appAccountToken)
+            _ = try await store.ingest(Fixture.batch(facts: [fact]), projector: projector, now: testNow)
+            let stored = try #require(try await store.projection(appUserId: "erin"))
+            switch (backend, try store.stateNow(appUserId: "erin"), try store.stateNow(appUserId: "nobody")) {
+            case (.sqliteFile, .done(let state), .done(nil)):
+                #expect(state == StoredState(customer: stored.customer, state: stored.projection.state, computedAt: stored.computedAt))
+            case (.sqliteMemory, .wouldWait, .wouldWait), (.postgres, .wouldWait, .wouldWait):
+                break
+            case (_, let found, let missing):
+                Issue.record("unexpected immediate reads on \(backend): \(found), \(missing)")
+            }
+        }
+    }
+
     @Test("restore: transfer moves a subscription, keep leaves it with its first owner", arguments: Backend.all)
     func transferAndKeep(backend: Backend) async throws {
         try await withStore(backend) { store, _ in

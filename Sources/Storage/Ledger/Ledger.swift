@@ -480,6 +480,19 @@ struct Ledger {
         try session.query(Self.stateByUserSQL, .text(appUserId)).first.map(Self.decodeState)
     }
 
+    static let documentByUserSQL =
+        "SELECT customer_id, app_user_id, app_account_token, created_at, state, computed_at FROM customer_states WHERE app_user_id = $1"
+
+    /// The hot read without the projection rows (their decoding is wasted on a served document).
+    func state(appUserId: String) throws -> StoredState? {
+        try session.query(Self.documentByUserSQL, .text(appUserId)).first.map { row in
+            StoredState(
+                customer: CustomerRecord(
+                    id: try row.int(0), appUserId: try row.text(1), appAccountToken: try row.text(2), createdAt: try row.int(3)),
+                state: Array(try row.text(4).utf8), computedAt: try row.int(5))
+        }
+    }
+
     func storedState(customerID: Int64) throws -> StoredProjection? {
         try session.query(Self.stateByIDSQL, .int(customerID)).first.map(Self.decodeState)
     }

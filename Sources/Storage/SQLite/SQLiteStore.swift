@@ -228,9 +228,9 @@ final class SQLiteStore: SessionBackedStore {
         return try readNow(path: path, body)
     }
 
-    func projectionNow(appUserId: String) throws -> ImmediateRead<StoredProjection?> {
+    func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> {
         guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
-        return .done(try readNow(path: path) { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) })
+        return .done(try readNow(path: path) { try Ledger(session: $0, fault: nil).state(appUserId: appUserId) })
     }
 
     /// `body` on the calling thread with a pooled read connection of the file database at `path`.
