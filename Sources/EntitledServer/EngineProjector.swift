@@ -1,6 +1,7 @@
 import Entitlements
 import Foundation
 import Storage
+import Synchronization
 
 /// Storage's `Projector` on the entitlement engine: decodes a customer's stored facts (the engine's
 /// own `Fact` JSON), evaluates them, and returns the indexed rows plus the state document.
@@ -13,11 +14,14 @@ import Storage
 /// environment the customer has facts in.
 public struct EngineProjector: Projector {
     public let policy: Policy
+    /// Facts just turned into ledger rows, so that the projection that follows their ingest doesn't
+    /// decode their JSON again (on the writer thread, where it was the largest single cost).
+    let recent = RecentFacts(capacity: 4096)
 
     public init(policy: Policy) { self.policy = policy }
 
     public func project(customer: Storage.CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection {
-        let decoded = Self.decode(facts)
+        let decoded = Self.decode(facts, recent: recent)
         let environments = Self.environments(of: decoded)
         var entitlementRows: [EntitlementRow] = []
         var subscriptionRows: [SubscriptionRow] = []
@@ -55,10 +59,13 @@ public struct EngineProjector: Projector {
         return CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: document)
     }
 
-    /// The engine facts among stored facts (rows that are not engine facts are skipped).
-    static func decode(_ facts: [StoredFact]) -> [Fact] {
+    /// The engine facts among stored facts (rows that are not engine facts are skipped); those in
+    /// `recent` are taken from there instead of decoded.
+    static func decode(_ facts: [StoredFact], recent: RecentFacts? = nil) -> [Fact] {
         let decoder = JSONDecoder()
-        return facts.compactMap { try? decoder.decode(Fact.self, from: Data($0.fact.payload.utf8)) }
+        return facts.compactMap { stored in
+            recent?.take(stored.fact.payload) ?? (try? decoder.decode(Fact.self, from: Data(stored.fact.payload.utf8)))
+        }
     }
 
     /// Environments present, primary first: Production, then the others in a fixed order.
@@ -75,4 +82,39 @@ public struct EngineProjector: Projector {
         encoder.outputFormatting = [.sortedKeys]
         return encoder
     }()
+}
+
+/// A small first-in-first-out map from a fact's stored JSON to the fact it was encoded from.
+///
+/// The API encodes each verified fact to the JSON the ledger stores, and the ingest's projection
+/// decodes that JSON again moments later. The facts are remembered here on the way in and taken
+/// out by the projection; an entry that is never taken (no customer to project) is dropped once
+/// `capacity` newer ones came in. Only exact JSON text matches, and the JSON is the fact's own
+/// encoding, so a hit is the fact that decoding would give.
+final class RecentFacts: Sendable {
+    private struct State {
+        var facts: [String: Fact] = [:]
+        var order: [String?]
+        var next = 0
+    }
+
+    private let state: Mutex<State>
+
+    init(capacity: Int) {
+        state = Mutex(State(order: Array(repeating: nil, count: max(1, capacity))))
+    }
+
+    func remember(_ fact: Fact, as payload: String) {
+        state.withLock { state in
+            if let evicted = state.order[state.next] { state.facts[evicted] = nil }
+            state.order[state.next] = payload
+            state.next = (state.next + 1) % state.order.count
+            state.facts[payload] = fact
+        }
+    }
+
+    /// The fact stored as `payload`, removed from the map; nil when it is not there.
+    func take(_ payload: String) -> Fact? {
+        state.withLock { $0.facts.removeValue(forKey: payload) }
+    }
 }

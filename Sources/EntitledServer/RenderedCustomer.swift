@@ -28,11 +28,31 @@ public struct RenderedCustomer: Sendable, Equatable {
         guard let encoded = try? JSONEncoder.entitledDefault.encode(body) else { return nil }
         let bytes = Array(encoded)
         // Keys are sorted and escaped, so the marker can only be the serverTime member itself.
-        guard let marker = bytes.firstRange(of: Self.timeMarker)?.lowerBound else { return nil }
+        guard let marker = Self.offset(of: Self.timeMarker, in: bytes) else { return nil }
         self.environment = body.environment
         self.nextChangeAt = body.nextChangeAt
         self.body = bytes
         self.timeOffset = marker + Self.timeMarker.count - Self.epoch.count - 1
+    }
+
+    /// Where `needle` first starts in `haystack`: memchr for its first byte, memcmp for the rest.
+    /// Not the generic `firstRange(of:)`, which Foundation's `DataProtocol` supplies for byte
+    /// arrays and which cost more than the encoding itself.
+    static func offset(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
+        guard let first = needle.first, needle.count <= haystack.count else { return nil }
+        return haystack.withUnsafeBytes { h -> Int? in
+            needle.withUnsafeBytes { n -> Int? in
+                var start = 0
+                let last = h.count - n.count
+                while start <= last {
+                    guard let hit = memchr(h.baseAddress! + start, Int32(first), last - start + 1) else { return nil }
+                    let index = UnsafeRawPointer(hit) - h.baseAddress!
+                    if memcmp(h.baseAddress! + index, n.baseAddress!, n.count) == 0 { return index }
+                    start = index + 1
+                }
+                return nil
+            }
+        }
     }
 
     /// Reads a stored document; nil when it is not one (e.g. written by another projector).

@@ -49,8 +49,10 @@ public final class StorageLedger: LedgerStoring {
                 message = ReceivedMessage(
                     notificationUUID: nil, source: .client, body: batch.rawBody, receivedAt: batch.receivedAt)
             }
-            let incoming = batch.facts.map {
-                Self.incoming($0, signed: batch.signed, bundleId: batch.bundleId, looseToken: looseToken)
+            let incoming = batch.facts.map { fact in
+                let row = Self.incoming(fact, signed: batch.signed, bundleId: batch.bundleId, looseToken: looseToken)
+                projector.recent.remember(fact, as: row.payload)
+                return row
             }
             let result = try await store.ingest(
                 IngestBatch(message: message, facts: incoming, claim: claim), projector: projector, now: batch.receivedAt)
