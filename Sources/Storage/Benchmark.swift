@@ -31,6 +31,9 @@ public enum _StorageBenchmark {
     /// The `appUserId` of synthetic customer `n`.
     public static func appUserId(_ n: Int) -> String { "user-\(n)" }
 
+    /// The `appAccountToken` of synthetic customer `n` (a valid UUID, lowercase).
+    public static func appAccountToken(_ n: Int) -> String { "00000000-0000-4000-8000-" + String(n).leftPadded(12) }
+
     /// Database size in bytes (SQLite: file + WAL; PostgreSQL: the schema's relations).
     public static func databaseBytes(_ store: any LedgerStore) async throws -> Int64 {
         switch store {
@@ -69,7 +72,7 @@ extension Ledger {
     func bulkLoadSynthetic(_ range: Range<Int>, now: Int64, projection custom: _StorageBenchmark.SyntheticProjection?) throws {
         for n in range {
             let user = _StorageBenchmark.appUserId(n)
-            let token = "00000000-0000-4000-8000-" + String(n).leftPadded(12)
+            let token = _StorageBenchmark.appAccountToken(n)
             let rows = try session.query(
                 "INSERT INTO customers (app_user_id, app_account_token, created_at) VALUES ($1, $2, $3) RETURNING id",
                 .text(user), .text(token), .int(now))
