@@ -91,6 +91,7 @@ enum DevCommand: Command {
         var router = application.router
         Dashboard.register(on: &router, driver: driverBox, key: devKey, listenHost: configuration.listen.host)
         let server = HTTPServer(configuration: application.serverConfiguration(accessLog: nil), router: router)
+        let signals = TerminationSignals()
         do {
             try server.start()
         } catch {
@@ -141,7 +142,7 @@ enum DevCommand: Command {
             ])
         let ticker = Task { await driver.autoAdvance() }
 
-        let signal = await Signals.waitForTermination()
+        let signal = await signals.wait()
         ServeCommand.log(event: "shutting down", ["signal": signal])
         ticker.cancel()
         await controlServer.shutdown()

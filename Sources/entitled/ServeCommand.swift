@@ -40,6 +40,7 @@ enum ServeCommand: Command {
         let ledger = StorageLedger(store: store, policy: FactMapper.policy(for: configuration))
         let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: clock)
         let server = HTTPServer(configuration: application.serverConfiguration(), router: application.router)
+        let signals = TerminationSignals()
         do {
             try server.start()
         } catch {
@@ -48,7 +49,7 @@ enum ServeCommand: Command {
         }
         log(event: "listening", ["address": "\(configuration.listen.host):\(server.port)", "database": redacted(configuration.database)])
 
-        let signal = await Signals.waitForTermination()
+        let signal = await signals.wait()
         log(event: "shutting down", ["signal": signal])
         await server.shutdown()
         await store.close()
@@ -106,42 +107,76 @@ enum ServeCommand: Command {
     }
 }
 
-/// Waits for SIGTERM or SIGINT.
-enum Signals {
-    /// Returns the name of the first termination signal received.
-    static func waitForTermination() async -> String {
-        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            let once = OnceBox(continuation)
-            for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler { once.resume(name) }
-                source.resume()
-                once.retain(source)
+/// Catches SIGTERM and SIGINT from the moment it is created. Create it before announcing
+/// readiness: a supervisor (or a test) that signals right after the "listening" line must neither
+/// kill the process with the default action nor be missed.
+///
+/// A plain `sigaction` handler, installed before `init` returns, writes the signal's number to a
+/// pipe that a thread of its own reads (the self-pipe pattern). Dispatch signal sources were used
+/// before, but they register asynchronously on Linux: a signal sent in the meantime was ignored.
+final class TerminationSignals: @unchecked Sendable {
+    private let lock = NSLock()
+    private var received: String?
+    private var waiter: CheckedContinuation<String, Never>?
+
+    init() {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) == 0 {
+            terminationPipe = ends[1]
+            for number in [SIGTERM, SIGINT] {
+                var action = sigaction()
+                #if canImport(Glibc)
+                    action.__sigaction_handler.sa_handler = terminationHandler
+                #else
+                    action.__sigaction_u.__sa_handler = terminationHandler
+                #endif
+                sigemptyset(&action.sa_mask)
+                action.sa_flags = SA_RESTART
+                sigaction(number, &action, nil)
+            }
+            let readEnd = ends[0]
+            Thread.detachNewThread { [self] in
+                var byte: UInt8 = 0
+                while true {
+                    let count = read(readEnd, &byte, 1)
+                    if count == 1 { break }
+                    if count < 0 && errno == EINTR { continue }
+                    return
+                }
+                deliver(Int32(byte) == SIGINT ? "SIGINT" : "SIGTERM")
             }
         }
     }
 
-    /// Resumes a continuation once and keeps the signal sources alive.
-    private final class OnceBox: @unchecked Sendable {
-        private let lock = NSLock()
-        private var continuation: CheckedContinuation<String, Never>?
-        private var sources: [any DispatchSourceSignal] = []
-
-        init(_ continuation: CheckedContinuation<String, Never>) { self.continuation = continuation }
-
-        func retain(_ source: any DispatchSourceSignal) {
+    /// The name of the first termination signal received (at once if one already came).
+    func wait() async -> String {
+        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
             lock.lock()
-            sources.append(source)
-            lock.unlock()
-        }
-
-        func resume(_ name: String) {
-            lock.lock()
-            let pending = continuation
-            continuation = nil
-            lock.unlock()
-            pending?.resume(returning: name)
+            if let received {
+                lock.unlock()
+                continuation.resume(returning: received)
+            } else {
+                waiter = continuation
+                lock.unlock()
+            }
         }
     }
+
+    private func deliver(_ name: String) {
+        lock.lock()
+        if received == nil { received = name }
+        let pending = waiter
+        waiter = nil
+        lock.unlock()
+        pending?.resume(returning: name)
+    }
+}
+
+/// The write end of the termination pipe, read by the signal handler (set before it is installed).
+nonisolated(unsafe) private var terminationPipe: Int32 = -1
+
+/// Async-signal-safe: one write(2) of the signal number.
+private func terminationHandler(_ number: Int32) {
+    var byte = UInt8(truncatingIfNeeded: number)
+    _ = write(terminationPipe, &byte, 1)
 }

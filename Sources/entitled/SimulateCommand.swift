@@ -164,13 +164,14 @@ enum SimulateCommand: Command {
         if !apiKeys.isEmpty { FakeServerAPI.register(simulator, keys: apiKeys, on: &router) }
         FakeVerifyReceipt.register(simulator, sharedSecret: v1SharedSecret, on: &router)
         let server = HTTPServer(configuration: configuration, router: router)
+        let signals = TerminationSignals()
         do {
             try server.start()
         } catch {
             throw RuntimeError("cannot listen on \(listenAddress.host):\(listenAddress.port): \(error.description)")
         }
         printError("entitled simulate: control API on \(listenAddress.host):\(server.port)")
-        _ = await Signals.waitForTermination()
+        _ = await signals.wait()
         await server.shutdown()
         return ExitStatus.ok
     }
