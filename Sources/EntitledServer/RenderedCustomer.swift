@@ -21,12 +21,12 @@ public struct RenderedCustomer: Sendable, Equatable {
     private static let epoch = Array("1970-01-01T00:00:00.000Z".utf8)
     private static let timeMarker = Array(#""serverTime":"1970-01-01T00:00:00.000Z""#.utf8)
 
-    /// Renders `body` (its `serverTime` is ignored). Nil only if the encoder fails.
+    /// Renders `body` (its `serverTime` is ignored) with ``AnswerJSON``. Nil only if the
+    /// `serverTime` member is not found (it always is).
     public init?(body: CustomerBody) {
         var body = body
         body.serverTime = 0
-        guard let encoded = try? JSONEncoder.entitledDefault.encode(body) else { return nil }
-        let bytes = Array(encoded)
+        let bytes = AnswerJSON.encode(body)
         // Keys are sorted and escaped, so the marker can only be the serverTime member itself.
         guard let marker = Self.offset(of: Self.timeMarker, in: bytes) else { return nil }
         self.environment = body.environment

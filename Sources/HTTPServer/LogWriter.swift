@@ -105,14 +105,17 @@ public struct JSONLine {
         bytes.append(UInt8(ascii: ":"))
     }
 
-    /// Appends `value` as a JSON string literal (UTF-8), escaping quotes, backslashes and control
-    /// characters.
-    static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
+    /// Appends `value` as a JSON string literal (UTF-8) the way Foundation's `JSONEncoder` writes it
+    /// with `.withoutEscapingSlashes`: `"` and `\` escaped, `\b \f \n \r \t` by name, other
+    /// control characters as `\u00xx`, everything else as is.
+    public static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
             case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+            case 0x08: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x0C: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
             case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
             case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
             case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]

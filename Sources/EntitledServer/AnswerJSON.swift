@@ -1,0 +1,187 @@
+import Entitlements
+import HTTPServer
+
+/// The customer answer's JSON written directly, byte for byte what `JSONEncoder.entitledDefault`
+/// writes for a ``CustomerBody`` (sorted keys, unescaped slashes, `null` for absent optionals).
+///
+/// Every projection renders its customer's answer on the ledger's single writer thread, where
+/// Foundation's encoder was the largest cost. The `Encodable` conformances stay the definition
+/// (the slow path and the tests use them); a test holds this writer to the same bytes.
+enum AnswerJSON {
+    indirect enum Value {
+        case string(String)
+        case int(Int64)
+        case double(Double)
+        case bool(Bool)
+        case null
+        case array([Value])
+        /// Members in any order: written sorted by key, as `.sortedKeys` does.
+        case object([(String, Value)])
+    }
+
+    static func encode(_ body: CustomerBody) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(2048)
+        write(value(body), to: &bytes)
+        return bytes
+    }
+
+    // MARK: The answer's shape (mirrors the `encode(to:)` methods in APIModels.swift)
+
+    static func value(_ body: CustomerBody) -> Value {
+        .object([
+            ("appUserId", .string(body.appUserId)),
+            ("appAccountToken", .string(body.appAccountToken)),
+            ("environment", .string(body.environment)),
+            ("state", .string(body.state)),
+            ("serverTime", date(body.serverTime)),
+            ("entitlements", .object(body.entitlements.map { ($0.key, value($0.value.state)) })),
+            ("subscriptions", .array(body.subscriptions.map { value($0.group) })),
+            ("nonSubscriptions", .array(body.nonSubscriptions.map(value))),
+            (
+                "offers",
+                .object(
+                    body.offers.map { key, offer in
+                        (
+                            key,
+                            .object([
+                                ("introOfferEligible", .bool(offer.introOfferEligible)),
+                                ("promotionalOfferEligible", .bool(offer.promotionalOfferEligible)),
+                                ("winBackOfferIds", .array(offer.winBackOfferIds.map(Value.string))),
+                            ])
+                        )
+                    })
+            ),
+            (
+                "preorder",
+                .object([
+                    ("isPreordered", .bool(body.preorder.isPreordered)),
+                    ("preorderDate", date(body.preorder.preorderDate)),
+                    ("appOriginalPurchaseDate", date(body.preorder.appOriginalPurchaseDate)),
+                ])
+            ),
+            ("nextChangeAt", date(body.nextChangeAt)),
+        ])
+    }
+
+    static func value(_ s: EntitlementState) -> Value { grant(s) }
+
+    static func value(_ g: Grant) -> Value { grant(g) }
+
+    static func value(_ group: SubscriptionGroupState) -> Value {
+        .object([
+            ("subscriptionGroup", .string(group.id)),
+            ("state", .string(group.customerClass.rawValue)),
+            ("current", group.current.map(value) ?? .null),
+            ("pendingChange", string(group.pendingChange?.rawValue)),
+            ("paidServiceDays", .int(Int64(group.paidServiceDays))),
+            ("proceedsRate", .double(group.proceedsRate)),
+        ])
+    }
+
+    static func value(_ item: NonSubscriptionBody) -> Value {
+        .object([
+            ("kind", .string(item.kind.rawValue)),
+            ("id", .string(item.id)),
+            ("active", .bool(item.active)),
+            ("expiresAt", date(item.expiresAt)),
+            ("balance", item.balance.map { .int(Int64($0)) } ?? .null),
+            ("transactionIds", .array(item.transactionIds.map(Value.string))),
+            ("grant", item.grant.map(value) ?? .null),
+        ])
+    }
+
+    /// A grant's members: `EntitlementBody` and `GrantBody` write the same ones.
+    private static func grant(_ g: some GrantFields) -> Value {
+        .object([
+            ("active", .bool(g.active)),
+            ("status", .string(g.status.rawValue)),
+            ("productId", .string(g.productId)),
+            ("productType", .string(g.productType.rawValue)),
+            ("transactionId", .string(g.transactionId)),
+            ("originalTransactionId", .string(g.originalTransactionId)),
+            ("ownership", .string(g.ownership.rawValue)),
+            ("purchaseDate", date(g.purchaseDate)),
+            ("originalPurchaseDate", date(g.originalPurchaseDate)),
+            ("expiresAt", date(g.expiresAt)),
+            ("gracePeriodExpiresAt", date(g.gracePeriodExpiresAt)),
+            ("willRenew", g.willRenew.map(Value.bool) ?? .null),
+            ("renewsTo", string(g.renewsTo)),
+            ("periodType", .string(g.periodType.rawValue)),
+            ("billingIssueDetectedAt", date(g.billingIssueDetectedAt)),
+            ("unsubscribeDetectedAt", date(g.unsubscribeDetectedAt)),
+            ("priceIncrease", string(g.priceIncrease?.rawValue)),
+            ("subscriptionGroup", string(g.subscriptionGroup)),
+            ("environment", .string(g.environment.rawValue)),
+        ])
+    }
+
+    private static func date(_ milliseconds: Int64?) -> Value {
+        milliseconds.map { .string(ISO8601.format(milliseconds: $0)) } ?? .null
+    }
+
+    private static func string(_ text: String?) -> Value { text.map(Value.string) ?? .null }
+
+    // MARK: Writing
+
+    static func write(_ value: Value, to bytes: inout [UInt8]) {
+        switch value {
+        case .string(let text): writeString(text, to: &bytes)
+        case .int(let number): bytes += String(number).utf8
+        case .double(let number):
+            // Foundation writes integral doubles without ".0" and others as `description` does.
+            let text = number.description
+            bytes += (text.hasSuffix(".0") ? text.dropLast(2) : Substring(text)).utf8
+        case .bool(let flag): bytes += (flag ? "true" : "false").utf8
+        case .null: bytes += "null".utf8
+        case .array(let items):
+            bytes.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                write(item, to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            let sorted = members.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+            for (index, member) in sorted.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                writeString(member.0, to: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                write(member.1, to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// A JSON string as Foundation writes it (one escaper for the whole server: the log lines').
+    static func writeString(_ text: String, to bytes: inout [UInt8]) {
+        JSONLine.appendQuoted(text, to: &bytes)
+    }
+}
+
+/// The members `EntitlementState` and `Grant` share (the entitlement copies its grant's).
+protocol GrantFields {
+    var active: Bool { get }
+    var status: EntitlementStatus { get }
+    var productId: String { get }
+    var productType: ProductType { get }
+    var transactionId: String { get }
+    var originalTransactionId: String { get }
+    var ownership: Ownership { get }
+    var purchaseDate: Int64 { get }
+    var originalPurchaseDate: Int64? { get }
+    var expiresAt: Int64? { get }
+    var gracePeriodExpiresAt: Int64? { get }
+    var willRenew: Bool? { get }
+    var renewsTo: String? { get }
+    var periodType: PeriodType { get }
+    var billingIssueDetectedAt: Int64? { get }
+    var unsubscribeDetectedAt: Int64? { get }
+    var priceIncrease: PriceIncrease? { get }
+    var subscriptionGroup: String? { get }
+    var environment: Entitlements.Environment { get }
+}
+
+extension Grant: GrantFields {}
+extension EntitlementState: GrantFields {}
