@@ -3,6 +3,7 @@ import HTTPServer
 
 /// The customer answer's JSON written directly, byte for byte what `JSONEncoder.entitledDefault`
 /// writes for a ``CustomerBody`` (sorted keys, unescaped slashes, `null` for absent optionals).
+/// Strings go through `JSONLine.appendQuoted`, the server's one JSON string escaper.
 ///
 /// Every projection renders its customer's answer on the ledger's single writer thread, where
 /// Foundation's encoder was the largest cost. The `Encodable` conformances stay the definition
@@ -126,7 +127,7 @@ enum AnswerJSON {
 
     static func write(_ value: Value, to bytes: inout [UInt8]) {
         switch value {
-        case .string(let text): writeString(text, to: &bytes)
+        case .string(let text): JSONLine.appendQuoted(text, to: &bytes)
         case .int(let number): bytes += String(number).utf8
         case .double(let number):
             // Foundation writes integral doubles without ".0" and others as `description` does.
@@ -146,17 +147,12 @@ enum AnswerJSON {
             let sorted = members.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
             for (index, member) in sorted.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                writeString(member.0, to: &bytes)
+                JSONLine.appendQuoted(member.0, to: &bytes)
                 bytes.append(UInt8(ascii: ":"))
                 write(member.1, to: &bytes)
             }
             bytes.append(UInt8(ascii: "}"))
         }
-    }
-
-    /// A JSON string as Foundation writes it (one escaper for the whole server: the log lines').
-    static func writeString(_ text: String, to bytes: inout [UInt8]) {
-        JSONLine.appendQuoted(text, to: &bytes)
     }
 }
 

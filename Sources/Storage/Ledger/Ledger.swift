@@ -469,10 +469,8 @@ struct Ledger {
     static let stateByIDSQL = "SELECT \(stateColumns) FROM customer_states WHERE customer_id = $1"
 
     static func decodeState(_ row: SQLRow) throws -> StoredProjection {
-        let customer = CustomerRecord(
-            id: try row.int(0), appUserId: try row.text(1), appAccountToken: try row.text(2), createdAt: try row.int(3))
         let projection = try RowCodec.decode(try row.text(5), state: Array(try row.text(4).utf8))
-        return StoredProjection(customer: customer, projection: projection, computedAt: try row.int(6))
+        return StoredProjection(customer: try decodeCustomer(row), projection: projection, computedAt: try row.int(6))
     }
 
     /// The hot read: one primary-key lookup of one row.
@@ -486,10 +484,7 @@ struct Ledger {
     /// The hot read without the projection rows (their decoding is wasted on a served document).
     func state(appUserId: String) throws -> StoredState? {
         try session.query(Self.documentByUserSQL, .text(appUserId)).first.map { row in
-            StoredState(
-                customer: CustomerRecord(
-                    id: try row.int(0), appUserId: try row.text(1), appAccountToken: try row.text(2), createdAt: try row.int(3)),
-                state: Array(try row.text(4).utf8), computedAt: try row.int(5))
+            StoredState(customer: try Self.decodeCustomer(row), state: Array(try row.text(4).utf8), computedAt: try row.int(5))
         }
     }
 
