@@ -29,6 +29,7 @@ done
 printf 'e30.e30.AA' > "$corpus/seed-empty-objects"
 printf 'eyJhbGciOiJFUzI1NiIsIng1YyI6WyJBQT09Il19.eyJkYXRhIjp7fX0.AA' > "$corpus/seed-x5c"
 printf '{"signedDate":1,"data":{"environment":"Sandbox"}}' > "$corpus/seed-json"
+printf '{"transactionId":"t\\u00e9","purchaseDate":1.5,"price":-0,"advancedCommerceInfo":{"a":[1,null,true]}}' > "$corpus/seed-payload"
 
 mkdir -p "$scratch/artifacts"
 "$scratch/debug/FuzzJWS" -max_total_time="$seconds" -max_len=65536 -timeout=10 \

@@ -280,7 +280,7 @@ public final class SignedDataVerifier: Sendable {
 
     private func decode<P: Decodable>(_ type: P.Type, _ bytes: [UInt8]) -> Result<P, VerificationError> {
         do {
-            return .success(try decoder.decode(P.self, from: Data(bytes)))
+            return .success(try TapeJSONDecoder.decode(P.self, from: bytes, fallback: decoder))
         } catch let error as DecodingError {
             return .failure(VerificationError(.malformedPayload, Self.describe(error)))
         } catch {

@@ -78,7 +78,7 @@ public struct API: Sendable {
         try checkAppleBody(request)
         var bundleId: String?
         do {
-            guard let envelope = try? JSONDecoder().decode(ResponseBodyV2.self, from: Data(request.body)) else {
+            guard let envelope = try? TapeJSONDecoder.decode(ResponseBodyV2.self, from: request.body, fallback: JSONDecoder()) else {
                 throw VerificationError(.init(rawValue: "INVALID_JSON"), "the body is not {\"signedPayload\": \"…\"}")
             }
             guard let signedPayload = envelope.signedPayload, !signedPayload.isEmpty else {
@@ -469,24 +469,8 @@ public struct API: Sendable {
 
     /// Rejects JSON nested deeper than ``maxJSONDepth`` before any decoder sees it.
     static func checkDepth(_ body: [UInt8]) throws {
-        var depth = 0
-        var inString = false
-        var escaped = false
-        for byte in body {
-            if inString {
-                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
-                continue
-            }
-            switch byte {
-            case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
-                depth += 1
-                if depth > maxJSONDepth {
-                    throw HTTPError.badRequest("JSON nested deeper than \(maxJSONDepth) levels", code: "JSON_TOO_DEEP")
-                }
-            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
-            default: break
-            }
+        guard JSONNestingScan.nestingDepth(of: body, limit: maxJSONDepth) != nil else {
+            throw HTTPError.badRequest("JSON nested deeper than \(maxJSONDepth) levels", code: "JSON_TOO_DEEP")
         }
     }
 }

@@ -1,3 +1,4 @@
+import AppStore
 import Entitlements
 import Foundation
 import Storage
@@ -64,7 +65,7 @@ public struct EngineProjector: Projector {
     static func decode(_ facts: [StoredFact], recent: RecentFacts? = nil) -> [Fact] {
         let decoder = JSONDecoder()
         return facts.compactMap { stored in
-            recent?.take(stored.fact.payload) ?? (try? decoder.decode(Fact.self, from: Data(stored.fact.payload.utf8)))
+            recent?.take(stored.fact.payload) ?? (try? TapeJSONDecoder.decode(Fact.self, from: Array(stored.fact.payload.utf8), fallback: decoder))
         }
     }
 

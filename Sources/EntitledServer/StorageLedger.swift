@@ -1,3 +1,4 @@
+import AppStore
 import EntitledConfig
 import Entitlements
 import Foundation
@@ -131,7 +132,7 @@ public final class StorageLedger: LedgerStoring {
             if !needed.isEmpty {
                 let decoder = JSONDecoder()
                 for stored in try await store.facts(appUserId: appUserId) where needed.contains(stored.id) {
-                    factsById[stored.id] = try? decoder.decode(Fact.self, from: Data(stored.fact.payload.utf8))
+                    factsById[stored.id] = try? TapeJSONDecoder.decode(Fact.self, from: Array(stored.fact.payload.utf8), fallback: decoder)
                 }
             }
             let entries = page.entries.map { Self.historyEntry($0, fact: factsById[$0.id]) }
@@ -149,7 +150,7 @@ public final class StorageLedger: LedgerStoring {
                 .filter { $0.fact.originalTransactionId == originalTransactionId }
             let decoder = JSONDecoder()
             let pairs = stored.compactMap { entry in
-                (try? decoder.decode(Fact.self, from: Data(entry.fact.payload.utf8))).map { (entry, $0) }
+                (try? TapeJSONDecoder.decode(Fact.self, from: Array(entry.fact.payload.utf8), fallback: decoder)).map { (entry, $0) }
             }
             let facts = pairs.map(\.1)
             let notifications = pairs.compactMap { entry, fact -> LedgerHistoryEntry? in

@@ -4,9 +4,14 @@ import Foundation
 
 /// One fuzz input through the parsing path the verifier runs before any signature check: JWS
 /// splitting and base64url, the header reader, the nesting scan, `JSONDecoder` on the payload, and
-/// DER parsing of whatever `x5c` holds. Any input must end in a value or a typed error, never a crash.
+/// DER parsing of whatever `x5c` holds. Any input must end in a value or a typed error, never a crash;
+/// and wherever `TapeJSONDecoder` answers, it must answer what `JSONDecoder` answers.
 func fuzzOne(_ bytes: UnsafeRawBufferPointer) {
     _ = JSONNestingScan.nestingDepth(of: bytes, limit: 32)
+    let raw = Array(bytes)
+    agree(JWSTransactionDecodedPayload.self, raw)
+    agree(ResponseBodyV2DecodedPayload.self, raw)
+    agree(RawJSON.self, raw)
     _ = StrictJSONReader.parse(bytes, depthLimit: 16)
     _ = Base64.decode(utf8: bytes, url: true)
     _ = Base64.decode(utf8: bytes, url: false)
@@ -18,13 +23,25 @@ func fuzzOne(_ bytes: UnsafeRawBufferPointer) {
         }
     }
     _ = try? JSONDecoder().decode(FuzzPayload.self, from: Data(jws.payload))
+    agree(FuzzPayload.self, jws.payload)
+    agree(JWSTransactionDecodedPayload.self, jws.payload)
+    agree(JWSRenewalInfoDecodedPayload.self, jws.payload)
+    agree(ResponseBodyV2DecodedPayload.self, jws.payload)
     _ = ECDSASignature.rawFromDER(jws.signature)
     _ = ECDSASignature.derFromRaw(jws.signature)
 }
 
+/// Crashes (a finding) when the fast decoder answers and Foundation answers otherwise.
+func agree<T: Decodable & Equatable>(_ type: T.Type, _ bytes: [UInt8]) {
+    guard let fast = TapeJSONDecoder.decodeWithoutFallback(type, from: bytes) else { return }
+    guard let foundation = try? JSONDecoder().decode(type, from: Data(bytes)), foundation == fast else {
+        fatalError("TapeJSONDecoder and JSONDecoder disagree on \(T.self)")
+    }
+}
+
 /// A payload shape with the kinds of fields the real models have (strings, integers, nesting).
-private struct FuzzPayload: Decodable {
-    struct Inner: Decodable {
+private struct FuzzPayload: Decodable, Equatable {
+    struct Inner: Decodable, Equatable {
         var environment: String?
         var bundleId: String?
         var appAppleId: Int64?

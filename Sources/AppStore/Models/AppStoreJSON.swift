@@ -21,7 +21,7 @@ public enum AppStoreJSON {
     /// names the offending field, so callers can report it (the verifier wraps it as a malformed payload).
     public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(AppStoreDecodingError) -> T {
         do {
-            return try sharedDecoder.decode(type, from: data)
+            return try TapeJSONDecoder.decode(type, from: [UInt8](data), fallback: sharedDecoder)
         } catch let error as DecodingError {
             throw AppStoreDecodingError(typeName: String(describing: type), decodingError: error)
         } catch {

@@ -14,6 +14,16 @@ public struct EpochMilliseconds: Hashable, Sendable, Codable {
     }
 
     public init(from decoder: any Decoder) throws {
+        if let tape = decoder as? TapeDecoder {
+            if tape.node(tape.current).kind == .null {
+                wrappedValue = nil
+                return
+            }
+            if let milliseconds = tape.tape.flooredMilliseconds(at: tape.current) {
+                wrappedValue = milliseconds
+                return
+            }
+        }
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             wrappedValue = nil

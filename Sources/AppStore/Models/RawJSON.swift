@@ -12,6 +12,10 @@ public enum RawJSON: Hashable, Sendable, Codable {
     case object([String: RawJSON])
 
     public init(from decoder: any Decoder) throws {
+        if let tape = decoder as? TapeDecoder {
+            self = try tape.rawJSON(at: tape.current)
+            return
+        }
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
