@@ -73,7 +73,13 @@ public struct IncomingFact: Sendable, Hashable {
     /// The kind of payload.
     public var kind: FactKind
     /// The signed payload exactly as received (compact JWS), or the raw receipt.
-    public var jws: String
+    public var jws: String {
+        didSet { jwsSHA256 = FactDigest.hex(jws) }
+    }
+    /// Lower-case hex SHA-256 of `jws` (of the stored text, also when a read leaves `jws` empty):
+    /// with the kind, what makes a fact unique. Computed where the fact is made (a request's
+    /// thread), not on the ledger's single writer.
+    public private(set) var jwsSHA256: String
     /// The decoded payload as JSON text (UTF-8).
     public var payload: String
     /// `transactionId`, when the payload has one.
@@ -95,8 +101,20 @@ public struct IncomingFact: Sendable, Hashable {
         originalTransactionId: String? = nil, appAccountToken: String? = nil, environment: String? = nil,
         bundleId: String? = nil, signedDate: Int64? = nil
     ) {
+        self.init(
+            kind: kind, jws: jws, jwsSHA256: FactDigest.hex(jws), payload: payload, transactionId: transactionId,
+            originalTransactionId: originalTransactionId, appAccountToken: appAccountToken, environment: environment,
+            bundleId: bundleId, signedDate: signedDate)
+    }
+
+    /// A stored fact, with the digest stored beside it.
+    init(
+        kind: FactKind, jws: String, jwsSHA256: String, payload: String, transactionId: String?,
+        originalTransactionId: String?, appAccountToken: String?, environment: String?, bundleId: String?, signedDate: Int64?
+    ) {
         self.kind = kind
         self.jws = jws
+        self.jwsSHA256 = jwsSHA256
         self.payload = payload
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId

@@ -94,7 +94,7 @@ struct Ledger {
             parameters.reserveCapacity(batch.facts.count * 12)
             for fact in batch.facts {
                 parameters += [
-                    .int(notificationID), .text(fact.kind.rawValue), .text(FactDigest.hex(fact.jws)), .text(fact.jws),
+                    .int(notificationID), .text(fact.kind.rawValue), .text(fact.jwsSHA256), .text(fact.jws),
                     .text(fact.payload), SQLValue(fact.transactionId), SQLValue(fact.originalTransactionId),
                     SQLValue(fact.appAccountToken.map(Self.normalizeToken)), SQLValue(fact.environment),
                     SQLValue(fact.bundleId), SQLValue(fact.signedDate), .int(now),
@@ -337,7 +337,7 @@ struct Ledger {
     static func factColumns(jws: Bool) -> String {
         """
         f.id, f.notification_id, f.received_at, f.kind, \(jws ? "f.jws" : "''"), f.payload, f.transaction_id,
-        f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date
+        f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date, f.jws_sha256
         """
     }
 
@@ -369,7 +369,8 @@ struct Ledger {
             StoredFact(
                 id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2),
                 fact: IncomingFact(
-                    kind: FactKind(rawValue: try row.text(3)), jws: try row.text(4), payload: try row.text(5),
+                    kind: FactKind(rawValue: try row.text(3)), jws: try row.text(4), jwsSHA256: try row.text(12),
+                    payload: try row.text(5),
                     transactionId: try row.optionalText(6), originalTransactionId: try row.optionalText(7),
                     appAccountToken: try row.optionalText(8), environment: try row.optionalText(9),
                     bundleId: try row.optionalText(10), signedDate: try row.optionalInt(11)))
