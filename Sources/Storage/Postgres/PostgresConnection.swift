@@ -57,7 +57,7 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         // On a fresh database (before autovacuum has analyzed the tables) the planner guesses
         // row counts and picks hash joins over sequential scans of `facts`, which then grow with
         // the ledger; nested loops over the indexes are right at any size, so only they are allowed.
-        try execute("SET client_min_messages = warning; SET enable_hashjoin = off; SET enable_mergejoin = off")
+        try execute("SET client_min_messages = warning; SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off")
         if let schema { try execute("SET search_path TO \"\(schema)\"") }
     }
 
