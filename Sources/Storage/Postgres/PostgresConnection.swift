@@ -55,8 +55,10 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         PQsetNoticeProcessor(handle, { _, _ in }, nil)
         // Every statement of the ledger is an index lookup or a short index range, joined by key.
         // On a fresh database (before autovacuum has analyzed the tables) the planner guesses
-        // row counts and picks hash joins over sequential scans of `facts`, which then grow with
-        // the ledger; nested loops over the indexes are right at any size, so only they are allowed.
+        // row counts and picks hash joins over sequential scans of `facts`; and generic plans
+        // cached while a table was nearly empty (foreign-key checks, link lookups) keep their
+        // sequential scans as it grows. Index scans in nested loops are right at any size, so
+        // only they are allowed.
         try execute("SET client_min_messages = warning; SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off")
         if let schema { try execute("SET search_path TO \"\(schema)\"") }
     }
