@@ -125,9 +125,11 @@ enum AnswerJSON {
 
     // MARK: Writing
 
-    static func write(_ value: Value, to bytes: inout [UInt8]) {
+    /// Writes `value` as `JSONEncoder` with `.sortedKeys` does; `escapingSlashes` false matches
+    /// `.withoutEscapingSlashes` too.
+    static func write(_ value: Value, to bytes: inout [UInt8], escapingSlashes: Bool = false) {
         switch value {
-        case .string(let text): JSONLine.appendQuoted(text, to: &bytes)
+        case .string(let text): JSONLine.appendQuoted(text, to: &bytes, escapingSlashes: escapingSlashes)
         case .int(let number): bytes += String(number).utf8
         case .double(let number):
             // Foundation writes integral doubles without ".0" and others as `description` does.
@@ -139,7 +141,7 @@ enum AnswerJSON {
             bytes.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                write(item, to: &bytes)
+                write(item, to: &bytes, escapingSlashes: escapingSlashes)
             }
             bytes.append(UInt8(ascii: "]"))
         case .object(let members):
@@ -147,9 +149,9 @@ enum AnswerJSON {
             let sorted = members.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
             for (index, member) in sorted.enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                JSONLine.appendQuoted(member.0, to: &bytes)
+                JSONLine.appendQuoted(member.0, to: &bytes, escapingSlashes: escapingSlashes)
                 bytes.append(UInt8(ascii: ":"))
-                write(member.1, to: &bytes)
+                write(member.1, to: &bytes, escapingSlashes: escapingSlashes)
             }
             bytes.append(UInt8(ascii: "}"))
         }

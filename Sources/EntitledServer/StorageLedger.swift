@@ -188,9 +188,11 @@ public final class StorageLedger: LedgerStoring {
     }
 
 
-    /// The engine fact's canonical JSON (its ledger payload), with the projector's sorted-keys encoder.
+    /// The engine fact's canonical JSON (its ledger payload): the projector's sorted-keys
+    /// encoder's bytes, written by ``SortedJSONEncoder`` where it can.
     static func key(_ fact: Fact) -> String {
-        (try? EngineProjector.encoder.encode(fact)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        if let bytes = try? SortedJSONEncoder.encode(fact) { return String(decoding: bytes, as: UTF8.self) }
+        return (try? EngineProjector.encoder.encode(fact)).map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
 
     /// A ledger row for an engine fact: its JSON, its keys, and the signed text it came from (V1

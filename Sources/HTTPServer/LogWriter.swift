@@ -107,12 +107,14 @@ public struct JSONLine {
 
     /// Appends `value` as a JSON string literal (UTF-8) the way Foundation's `JSONEncoder` writes it
     /// with `.withoutEscapingSlashes`: `"` and `\` escaped, `\b \f \n \r \t` by name, other
-    /// control characters as `\u00xx`, everything else as is.
-    public static func appendQuoted(_ value: String, to bytes: inout [UInt8]) {
+    /// control characters as `\u00xx`, everything else as is. With `escapingSlashes`, `/` is
+    /// written `\/`, as `JSONEncoder` does without that option.
+    public static func appendQuoted(_ value: String, to bytes: inout [UInt8], escapingSlashes: Bool = false) {
         bytes.append(UInt8(ascii: "\""))
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+            case UInt8(ascii: "/") where escapingSlashes: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "/")]
             case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
             case 0x08: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
             case 0x0C: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
