@@ -367,11 +367,13 @@ struct JSONTape {
     }
 
     /// Epoch milliseconds at number node `index`, floored, as ``EpochMilliseconds`` reads them;
-    /// nil for exponents and out-of-range values (left to the `Decimal` path).
+    /// nil for exponents, out-of-range values and fractions longer than `Decimal` keeps exactly
+    /// (38 digits): those take the `Decimal` path, and so Foundation's.
     func flooredMilliseconds(at index: Int) -> Int64? {
         let node = nodes[index]
         guard node.kind == .number else { return nil }
         if node.flags == 1 { return int64(at: index) }
+        guard node.end - node.start <= 32 else { return nil }
         return bytes.withUnsafeBufferPointer { buffer -> Int64? in
             let text = buffer[Int(node.start)..<Int(node.end)]
             guard let dot = text.firstIndex(of: UInt8(ascii: ".")),

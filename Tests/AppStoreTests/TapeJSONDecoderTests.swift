@@ -52,11 +52,16 @@ struct TapeJSONDecoderTests {
         }.sorted { $0.path < $1.path }
     }
 
-    @Test func appleModelFilesDecodeAsFoundationDecodesThem() throws {
+    // The long loops yield: tests share Swift's two pool threads with the servers other tests run,
+    // and a loop that held one for seconds made those servers' answers time out under CI's load.
+    @Test func appleModelFilesDecodeAsFoundationDecodesThem() async throws {
         let files = try Self.modelFiles()
         #expect(files.count > 100)
         var fast = 0
-        for file in files { fast += Self.compareAll([UInt8](try Data(contentsOf: file))) }
+        for file in files {
+            fast += Self.compareAll([UInt8](try Data(contentsOf: file)))
+            await Task.yield()
+        }
         #expect(fast > files.count, "the fast path answered only \(fast) times")
     }
 
@@ -82,6 +87,8 @@ struct TapeJSONDecoderTests {
     @Test(arguments: [
         #"{"transactionId":"t1","purchaseDate":1697679936049.7297}"#,
         #"{"transactionId":"t1","purchaseDate":1697679936049.9999}"#,
+        #"{"transactionId":"t1","purchaseDate":1697679936049.999999999999999999999999999999999999999}"#,
+        #"{"transactionId":"t1","purchaseDate":-1697679936049.000000000000000000000000000000000000001}"#,
         #"{"transactionId":"t1","purchaseDate":-1.5}"#,
         #"{"transactionId":"t1","purchaseDate":-0}"#,
         #"{"transactionId":"t1","purchaseDate":-0.0}"#,
@@ -142,14 +149,15 @@ struct TapeJSONDecoderTests {
 
     /// Apple's payloads with seeded random damage: wherever the fast path answers, it answers
     /// Foundation's value; and it answers often enough for this to mean something.
-    @Test func damagedPayloadsDecodeAsFoundationDecodesThem() throws {
+    @Test func damagedPayloadsDecodeAsFoundationDecodesThem() async throws {
         var generator = SplitMix64(seed: 0x7A9E)
         let sources = try ["signedNotification", "signedTransaction", "signedRenewalInfo", "appTransaction", "signedSummaryNotification"]
             .map { [UInt8](try AppleFixtures.model($0)) }
         let alphabet = Array(#"0123456789.-+eE"\{}[]:,ntfu \#u{e9}"#.utf8) + [0x80, 0xC3, 0x00, 0x1F]
         var fast = 0
-        let rounds = 1500
+        let rounds = 600
         for round in 0..<rounds {
+            await Task.yield()
             var bytes = sources[round % sources.count]
             for _ in 0..<(1 + Int(generator.next() % 3)) {
                 let position = Int(generator.next() % UInt64(bytes.count))
