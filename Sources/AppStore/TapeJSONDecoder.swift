@@ -217,7 +217,7 @@ struct JSONTape {
                         position += 1
                     case UInt8(ascii: "u"):
                         guard count - position >= 5 else { return false }
-                        for offset in 1...4 where Self.hexValue(bytes[position + offset]) == nil { return false }
+                        for offset in 1...4 where !Self.isHexDigit(bytes[position + offset]) { return false }
                         position += 5
                     default:
                         return false
@@ -244,13 +244,8 @@ struct JSONTape {
             return special == 0
         }
 
-        static func hexValue(_ byte: UInt8) -> UInt32? {
-            switch byte {
-            case 0x30...0x39: UInt32(byte - 0x30)
-            case 0x41...0x46: UInt32(byte - 0x41 + 10)
-            case 0x61...0x66: UInt32(byte - 0x61 + 10)
-            default: nil
-            }
+        static func isHexDigit(_ byte: UInt8) -> Bool {
+            (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
         }
 
         mutating func number(_ bytes: UnsafeBufferPointer<UInt8>, _ nodes: inout [Node]) -> Bool {
@@ -347,22 +342,9 @@ struct JSONTape {
         let node = nodes[index]
         guard node.kind == .number, node.flags == 1 else { return nil }
         return bytes.withUnsafeBufferPointer { buffer -> Int64? in
-            var position = Int(node.start)
-            let end = Int(node.end)
-            let negative = buffer[position] == UInt8(ascii: "-")
-            if negative { position += 1 }
-            // Accumulate negatively so that Int64.min fits.
-            var value: Int64 = 0
-            while position < end {
-                let digit = Int64(buffer[position] &- 0x30)
-                let (shifted, overflow1) = value.multipliedReportingOverflow(by: 10)
-                let (next, overflow2) = shifted.subtractingReportingOverflow(digit)
-                guard !overflow1, !overflow2 else { return nil }
-                value = next
-                position += 1
-            }
-            if negative { return value }
-            return value == .min ? nil : -value
+            let text = buffer[Int(node.start)..<Int(node.end)]
+            let negative = text.first == UInt8(ascii: "-")
+            return Self.integer(text.dropFirst(negative ? 1 : 0), negative: negative)
         }
     }
 
@@ -380,19 +362,26 @@ struct JSONTape {
                 !text.contains(UInt8(ascii: "e")), !text.contains(UInt8(ascii: "E"))
             else { return nil }
             let negative = text.first == UInt8(ascii: "-")
-            var whole: Int64 = 0
-            for byte in text[(negative ? text.startIndex + 1 : text.startIndex)..<dot] {
-                let (shifted, overflow1) = whole.multipliedReportingOverflow(by: 10)
-                let (next, overflow2) = shifted.addingReportingOverflow(Int64(byte &- 0x30))
-                guard !overflow1, !overflow2 else { return nil }
-                whole = next
-            }
-            guard negative else { return whole }
+            guard let whole = Self.integer(text[..<dot].dropFirst(negative ? 1 : 0), negative: negative) else { return nil }
             // Flooring a negative value with a non-zero fraction goes one further down.
-            let fractional = text[(dot + 1)...].contains { $0 != 0x30 }
-            let (result, overflow) = (-whole).subtractingReportingOverflow(fractional ? 1 : 0)
+            guard negative, text[(dot + 1)...].contains(where: { $0 != 0x30 }) else { return whole }
+            let (result, overflow) = whole.subtractingReportingOverflow(1)
             return overflow ? nil : result
         }
+    }
+
+    /// The value of validated decimal `digits` with the sign applied; nil beyond `Int64`.
+    private static func integer(_ digits: Slice<UnsafeBufferPointer<UInt8>>, negative: Bool) -> Int64? {
+        // Accumulate negatively so that Int64.min fits.
+        var value: Int64 = 0
+        for byte in digits {
+            let (shifted, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (next, overflow2) = shifted.subtractingReportingOverflow(Int64(byte &- 0x30))
+            guard !overflow1, !overflow2 else { return nil }
+            value = next
+        }
+        if negative { return value }
+        return value == .min ? nil : -value
     }
 }
 

@@ -63,11 +63,16 @@ public struct EngineProjector: Projector {
     /// The engine facts among stored facts (rows that are not engine facts are skipped); those in
     /// `recent` are taken from there instead of decoded.
     static func decode(_ facts: [StoredFact], recent: RecentFacts? = nil) -> [Fact] {
-        let decoder = JSONDecoder()
-        return facts.compactMap { stored in
-            recent?.take(stored.fact.payload) ?? (try? TapeJSONDecoder.decode(Fact.self, from: Array(stored.fact.payload.utf8), fallback: decoder))
-        }
+        facts.compactMap { stored in recent?.take(stored.fact.payload) ?? fact(stored.fact.payload) }
     }
+
+    /// The engine fact a ledger payload holds, or nil when the payload is not one.
+    static func fact(_ payload: String) -> Fact? {
+        try? TapeJSONDecoder.decode(Fact.self, from: Array(payload.utf8), fallback: decoder)
+    }
+
+    // Never mutated after creation, so one instance serves every thread.
+    private static let decoder = JSONDecoder()
 
     /// Environments present, primary first: Production, then the others in a fixed order.
     static func environments(of facts: [Fact]) -> [Entitlements.Environment] {

@@ -1,4 +1,3 @@
-import AppStore
 import EntitledConfig
 import Entitlements
 import Foundation
@@ -130,9 +129,8 @@ public final class StorageLedger: LedgerStoring {
             let needed = Set(page.entries.filter { $0.kind == .fact }.map(\.id))
             var factsById: [Int64: Fact] = [:]
             if !needed.isEmpty {
-                let decoder = JSONDecoder()
                 for stored in try await store.facts(appUserId: appUserId) where needed.contains(stored.id) {
-                    factsById[stored.id] = try? TapeJSONDecoder.decode(Fact.self, from: Array(stored.fact.payload.utf8), fallback: decoder)
+                    factsById[stored.id] = EngineProjector.fact(stored.fact.payload)
                 }
             }
             let entries = page.entries.map { Self.historyEntry($0, fact: factsById[$0.id]) }
@@ -148,10 +146,7 @@ public final class StorageLedger: LedgerStoring {
             let customer = try await store.customer(appUserId: owned.appUserId)
             let stored = try await store.facts(appUserId: owned.appUserId)
                 .filter { $0.fact.originalTransactionId == originalTransactionId }
-            let decoder = JSONDecoder()
-            let pairs = stored.compactMap { entry in
-                (try? TapeJSONDecoder.decode(Fact.self, from: Array(entry.fact.payload.utf8), fallback: decoder)).map { (entry, $0) }
-            }
+            let pairs = stored.compactMap { entry in EngineProjector.fact(entry.fact.payload).map { (entry, $0) } }
             let facts = pairs.map(\.1)
             let notifications = pairs.compactMap { entry, fact -> LedgerHistoryEntry? in
                 guard case .notification = fact else { return nil }
