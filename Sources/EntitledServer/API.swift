@@ -95,7 +95,7 @@ public struct API: Sendable {
             do {
                 facts = try mapper(app).facts(from: verified)
             } catch {
-                throw VerificationError.malformed(error.description)
+                throw Self.rejection(error)
             }
             let payload = verified.payload
             let batch = LedgerBatch(
@@ -139,7 +139,7 @@ public struct API: Sendable {
             facts = try mapper(app).facts(fromV1: body)
         } catch {
             throw await reject(
-                .malformed(error.description), request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
+                Self.rejection(error), request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
         }
         let environment = FactMapper.environment(
             body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
@@ -243,7 +243,7 @@ public struct API: Sendable {
                 try checkEnvironment(transaction.environment, app: app)
                 let fact: TransactionFact
                 do { fact = try mapper(app).transaction(transaction) } catch {
-                    throw VerificationError.malformed(error.description)
+                    throw Self.rejection(error)
                 }
                 facts = [.transaction(fact)]
                 signed.transaction = jws
@@ -261,7 +261,7 @@ public struct API: Sendable {
                 try checkEnvironment(appTransaction.receiptType, app: app)
                 let fact: AppTransactionFact
                 do { fact = try mapper(app).appTransaction(appTransaction) } catch {
-                    throw VerificationError.malformed(error.description)
+                    throw Self.rejection(error)
                 }
                 facts = [.appTransaction(fact)]
                 signed.appTransaction = jws
@@ -401,6 +401,15 @@ public struct API: Sendable {
             throw VerificationError(.invalidAppIdentifier, "the payload's bundleId is not a configured app")
         }
         return app
+    }
+
+    /// A payload that verified but does not map to facts: `INVALID_DATE` for a date outside
+    /// ``FactMapper/acceptedDates``, else `MALFORMED_PAYLOAD`. Either is recorded as rejected.
+    static func rejection(_ error: FactMapper.MappingError) -> VerificationError {
+        switch error.reason {
+        case .missing: .malformed(error.description)
+        case .dateOutOfRange: VerificationError(.init(rawValue: "INVALID_DATE"), error.description)
+        }
     }
 
     func checkEnvironment(_ environment: AppStoreEnvironment?, app: App) throws(VerificationError) {

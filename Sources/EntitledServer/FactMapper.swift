@@ -22,11 +22,31 @@ public struct FactMapper: Sendable {
         self.catalog = catalog
     }
 
-    /// A required field is missing or unusable.
+    /// A required field is missing or unusable, or a date is outside ``acceptedDates``.
     public struct MappingError: Error, Equatable, CustomStringConvertible {
+        public enum Reason: Sendable, Equatable {
+            /// Missing or unusable: the API answers `MALFORMED_PAYLOAD`.
+            case missing
+            /// A date outside ``FactMapper/acceptedDates``: the API answers `INVALID_DATE`.
+            case dateOutOfRange
+        }
+
         public var model: String
         public var field: String
-        public var description: String { "\(model).\(field) is missing or invalid" }
+        public var reason: Reason
+
+        public init(model: String, field: String, reason: Reason = .missing) {
+            self.model = model
+            self.field = field
+            self.reason = reason
+        }
+
+        public var description: String {
+            switch reason {
+            case .missing: "\(model).\(field) is missing or invalid"
+            case .dateOutOfRange: "\(model).\(field) is not a date in 2000…2199"
+            }
+        }
     }
 
     // MARK: - Policy
@@ -103,7 +123,7 @@ public struct FactMapper: Sendable {
             notificationUUID: uuid, signedDate: signedDate, environment: environment,
             originalTransactionId: transactionFact?.originalTransactionId, transactionId: transactionFact?.transactionId,
             productId: transactionFact?.productId)
-        facts.insert(.notification(notificationFact), at: 0)
+        facts.insert(.notification(try Self.checked(notificationFact, Fact.notification)), at: 0)
         return facts
     }
 
@@ -115,7 +135,7 @@ public struct FactMapper: Sendable {
         }
         let productId = try need(t.productId, "productId")
         let expires = t.expiresDate
-        return TransactionFact(
+        let fact = TransactionFact(
             transactionId: try need(t.transactionId, "transactionId"),
             originalTransactionId: try need(t.originalTransactionId, "originalTransactionId"),
             webOrderLineItemId: t.webOrderLineItemId, productId: productId,
@@ -131,6 +151,7 @@ public struct FactMapper: Sendable {
             offerIdentifier: t.offerIdentifier, environment: Self.environment(t.environment), storefront: t.storefront,
             transactionReason: t.transactionReason.map { Entitlements.TransactionReason(rawValue: $0.rawValue) },
             price: t.price, currency: t.currency)
+        return try Self.checked(fact, Fact.transaction)
     }
 
     /// Signed renewal info → a renewal-info fact. `productId` falls back to the notification's transaction.
@@ -146,7 +167,7 @@ public struct FactMapper: Sendable {
         guard let signedDate = r.signedDate else {
             throw MappingError(model: "JWSRenewalInfoDecodedPayload", field: "signedDate")
         }
-        return RenewalInfoFact(
+        let fact = RenewalInfoFact(
             originalTransactionId: originalTransactionId, productId: productId, autoRenewProductId: r.autoRenewProductId,
             autoRenewStatus: r.autoRenewStatus == .on, expirationIntent: r.expirationIntent.map { Int($0.rawValue) },
             isInBillingRetryPeriod: r.isInBillingRetryPeriod, gracePeriodExpiresDate: r.gracePeriodExpiresDate,
@@ -156,6 +177,7 @@ public struct FactMapper: Sendable {
             offerDiscountType: r.offerDiscountType.map { Entitlements.OfferDiscountType(rawValue: $0.rawValue) },
             signedDate: signedDate, renewalDate: r.renewalDate, recentSubscriptionStartDate: r.recentSubscriptionStartDate,
             eligibleWinBackOfferIds: r.eligibleWinBackOfferIds ?? [], environment: Self.environment(r.environment))
+        return try Self.checked(fact, Fact.renewalInfo)
     }
 
     /// A signed app transaction → an app-transaction fact (`receiptCreationDate` plays `signedDate`).
@@ -166,10 +188,11 @@ public struct FactMapper: Sendable {
         guard let signedDate = a.receiptCreationDate else {
             throw MappingError(model: "AppTransaction", field: "receiptCreationDate")
         }
-        return AppTransactionFact(
+        let fact = AppTransactionFact(
             appTransactionId: a.appTransactionId, originalPurchaseDate: originalPurchaseDate, preorderDate: a.preorderDate,
             originalApplicationVersion: a.originalApplicationVersion, signedDate: signedDate,
             environment: Self.environment(a.receiptType))
+        return try Self.checked(fact, Fact.appTransaction)
     }
 
     // MARK: - V1
@@ -244,6 +267,7 @@ public struct FactMapper: Sendable {
                     environment: environment,
                     originalTransactionId: latest?.originalTransactionId, transactionId: latest?.transactionId,
                     productId: latest?.productId, autoRenewStatus: body.isAutoRenewEnabled)), at: 0)
+        for fact in facts { try Self.checkDates(fact) }
         return facts
     }
 

@@ -142,7 +142,8 @@ import Testing
 
     @Test func missingRequiredFieldsAreMappingErrors() {
         var transaction = JWSTransactionDecodedPayload(
-            originalTransactionId: "1", transactionId: "1", productId: "p", purchaseDate: 1, signedDate: 1)
+            originalTransactionId: "1", transactionId: "1", productId: "p", purchaseDate: 1_700_000_000_000,
+            signedDate: 1_700_000_000_000)
         #expect(throws: Never.self) { try FactMapper().transaction(transaction) }
         transaction.signedDate = nil
         #expect(throws: FactMapper.MappingError.self) { try FactMapper().transaction(transaction) }
