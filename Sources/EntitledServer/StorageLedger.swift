@@ -125,15 +125,25 @@ public final class StorageLedger: LedgerStoring {
         try await mapped {
             guard try await store.customer(appUserId: appUserId) != nil else { return nil }
             let page = try await store.history(appUserId: appUserId, cursor: cursor, limit: limit)
-            // Facts' product, price and currency live in their payloads: look them up by id.
+            // Facts' product, price and currency live in their payloads: look them up by id. A
+            // notification row has no environment of its own: it is its facts' (Apple signs one
+            // environment into the notification and everything it carries).
             let needed = Set(page.entries.filter { $0.kind == .fact }.map(\.id))
+            let notifications = Set(page.entries.filter { $0.kind == .notification }.map(\.id))
             var factsById: [Int64: Fact] = [:]
-            if !needed.isEmpty {
-                for stored in try await store.facts(appUserId: appUserId) where needed.contains(stored.id) {
-                    factsById[stored.id] = EngineProjector.fact(stored.fact.payload)
+            var environments: [Int64: Environment] = [:]
+            if !needed.isEmpty || !notifications.isEmpty {
+                for stored in try await store.facts(appUserId: appUserId) {
+                    if needed.contains(stored.id) { factsById[stored.id] = EngineProjector.fact(stored.fact.payload) }
+                    if let id = stored.notificationID, notifications.contains(id), let environment = stored.fact.environment {
+                        environments[id] = Environment(rawValue: environment)
+                    }
                 }
             }
-            let entries = page.entries.map { Self.historyEntry($0, fact: factsById[$0.id]) }
+            let entries = page.entries.map { entry in
+                Self.historyEntry(
+                    entry, fact: factsById[entry.id], environment: entry.kind == .notification ? environments[entry.id] : nil)
+            }
             return LedgerHistoryPage(entries: entries, nextCursor: page.nextCursor)
         }
     }
@@ -235,13 +245,14 @@ public final class StorageLedger: LedgerStoring {
         }
     }
 
-    static func historyEntry(_ entry: HistoryEntry, fact: Fact?) -> LedgerHistoryEntry {
+    /// `environment` is a notification row's (its facts'); Production when unknown.
+    static func historyEntry(_ entry: HistoryEntry, fact: Fact?, environment: Environment? = nil) -> LedgerHistoryEntry {
         let id = "\(entry.kind.rawValue)-\(entry.id)"
         guard entry.kind == .fact, let fact else {
             return LedgerHistoryEntry(
                 id: id, kind: entry.kind == .notification && entry.source == .appleV1 ? .v1Notification : .notification,
                 type: entry.notificationType, subtype: entry.subtype, occurredAt: entry.signedDate ?? entry.receivedAt,
-                receivedAt: entry.receivedAt, transactionId: entry.transactionId,
+                receivedAt: entry.receivedAt, environment: environment ?? .production, transactionId: entry.transactionId,
                 originalTransactionId: entry.originalTransactionId)
         }
         return LedgerHistoryEntry(fact: fact, id: id, receivedAt: entry.receivedAt)
