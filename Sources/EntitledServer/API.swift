@@ -76,6 +76,9 @@ public struct API: Sendable {
     func notificationV2(_ request: Request) async throws -> Response {
         let now = clock.nowMilliseconds()
         try checkAppleBody(request)
+        // Verification is the expensive part: refused at once only after this address's own
+        // notification failures, never for its bad keys or anyone's V1 failures.
+        guard budget.allows(request.remoteAddress, .appleSignature) else { throw RejectionBudget.exhausted }
         var bundleId: String?
         do {
             guard let envelope = try? TapeJSONDecoder.decode(ResponseBodyV2.self, from: request.body, fallback: JSONDecoder()) else {
@@ -111,7 +114,7 @@ public struct API: Sendable {
             let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
             return try .json(IngestBody(status: outcome.status.rawValue))
         } catch let error as VerificationError {
-            throw await reject(error, request: request, bundleId: bundleId, now: now)
+            throw await reject(error, .appleSignature, request: request, bundleId: bundleId, now: now)
         }
     }
 
@@ -131,7 +134,8 @@ public struct API: Sendable {
         let matches = constantTimeSecretEquals(body.password ?? "", expected)
         guard let app, app.sharedSecret != nil, matches else {
             let error = VerificationError(.init(rawValue: "INVALID_SHARED_SECRET"), "password does not match the app's shared secret")
-            throw await reject(error, request: request, bundleId: body.bid, now: now, redactedBody: redacted(body))
+            throw await reject(
+                error, .sharedSecret, request: request, bundleId: body.bid, now: now, redactedBody: redacted(body))
         }
         let raw = redacted(body)
         let facts: [Fact]
@@ -139,14 +143,14 @@ public struct API: Sendable {
             facts = try mapper(app).facts(fromV1: body)
         } catch {
             throw await reject(
-                Self.rejection(error), request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
+                Self.rejection(error), .sharedSecret, request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
         }
         let environment = FactMapper.environment(
             body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
         do {
             try checkEnvironment(AppStoreEnvironment(rawValue: environment.rawValue), app: app)
         } catch {
-            throw await reject(error, request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
+            throw await reject(error, .sharedSecret, request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
         }
         let batch = LedgerBatch(
             source: .notificationV1(key: Digests.hex(Digests.hash(raw)), type: body.notificationType?.rawValue ?? ""),
@@ -224,7 +228,7 @@ public struct API: Sendable {
         let now = clock.nowMilliseconds()
         guard request.body.count <= Self.maxNotificationBytes else { throw HTTPError.payloadTooLarge(limit: Self.maxNotificationBytes) }
         let posted = try decodeBody(PostedTransaction.self, request)
-        guard budget.allows(request.remoteAddress) else { throw RejectionBudget.exhausted }
+        guard budget.allows(request.remoteAddress, .clientSignature) else { throw RejectionBudget.exhausted }
         var bundleId: String?
         do {
             let facts: [Fact]
@@ -280,7 +284,7 @@ public struct API: Sendable {
             response.headers.set("Cache-Control", "no-store")
             return response
         } catch let error as VerificationError {
-            throw await reject(error, request: request, bundleId: bundleId, now: now)
+            throw await reject(error, .clientSignature, request: request, bundleId: bundleId, now: now)
         }
     }
 
@@ -382,12 +386,11 @@ public struct API: Sendable {
         }
     }
 
-    /// Size, budget and nesting checks shared by Apple's endpoints.
+    /// Size and nesting checks shared by Apple's endpoints.
     func checkAppleBody(_ request: Request) throws {
         guard request.body.count <= Self.maxNotificationBytes else {
             throw HTTPError.payloadTooLarge(limit: Self.maxNotificationBytes)
         }
-        guard budget.allows(request.remoteAddress) else { throw RejectionBudget.exhausted }
         try Self.checkDepth(request.body)
     }
 
@@ -419,17 +422,19 @@ public struct API: Sendable {
         }
     }
 
-    /// Records the rejection (best effort), charges the sender's budget, and returns the answer:
-    /// 503 for retryable failures (nothing recorded, nothing charged), else 4xx with the code.
+    /// Records the rejection (best effort), charges the sender's `credential` budget, and returns
+    /// the answer: 503 for retryable failures (nothing recorded, nothing charged), 429 when that
+    /// budget was already spent (nothing recorded), else 4xx with the code.
     func reject(
-        _ error: VerificationError, request: Request, bundleId: String?, now: Int64, redactedBody: [UInt8]? = nil
+        _ error: VerificationError, _ credential: RejectionBudget.Credential, request: Request, bundleId: String?,
+        now: Int64, redactedBody: [UInt8]? = nil
     ) async -> HTTPError {
         if error.isRetryable {
             return HTTPError(
                 status: 503, code: "RETRYABLE_VERIFICATION_FAILURE", detail: "verification could not complete; retry later",
                 headers: ["Retry-After": "30"])
         }
-        budget.charge(request.remoteAddress)
+        guard budget.charge(request.remoteAddress, credential) else { return RejectionBudget.exhausted }
         let delivery = RejectedDelivery(
             endpoint: request.path, bundleId: bundleId, code: error.code.rawValue, rawBody: redactedBody ?? request.body,
             remoteAddress: request.remoteAddress, receivedAt: now)
@@ -438,12 +443,13 @@ public struct API: Sendable {
         return HTTPError(status: status, code: error.code.rawValue, detail: error.message.isEmpty ? "verification failed" : error.message)
     }
 
+    /// The caller's principal. Keys and tokens are cheap to check, so they are always checked: a
+    /// valid one is never refused; a failure spends its class's budget and is 429 once that is spent.
     func authenticate(_ request: Request) throws -> Principal {
-        guard budget.allows(request.remoteAddress) else { throw RejectionBudget.exhausted }
         do {
             return try authenticator.authenticate(request)
         } catch {
-            budget.charge(request.remoteAddress)
+            guard budget.charge(request.remoteAddress, error.credential) else { throw RejectionBudget.exhausted }
             throw error
         }
     }

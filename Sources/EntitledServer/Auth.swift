@@ -2,7 +2,6 @@ import EntitledCrypto
 import EntitledConfig
 import Foundation
 import HTTPServer
-import Synchronization
 
 /// Who is calling the customer or admin API.
 public enum Principal: Sendable, Equatable {
@@ -17,6 +16,8 @@ public struct AuthError: HTTPResponseError, Equatable {
     public var status: Int
     public var code: String
     public var detail: String?
+    /// Which rejection budget a 401 spends (see ``RejectionBudget``).
+    public var credential: RejectionBudget.Credential = .apiKey
 
     public var headers: HTTPHeaders {
         status == 401 ? ["WWW-Authenticate": #"Bearer realm="entitled""#] : [:]
@@ -75,7 +76,9 @@ public struct Authenticator: Sendable {
                 let appUserId = try tokens.verify(credential, now: clock.nowMilliseconds())
                 return .customer(appUserId: appUserId)
             } catch {
-                throw .unauthorized("invalid customer token")
+                var failure = AuthError.unauthorized("invalid customer token")
+                failure.credential = .customerToken
+                throw failure
             }
         }
         throw .unauthorized("unknown API key")
@@ -162,63 +165,4 @@ public enum Base64URL {
         guard !text.utf8.contains(0x3D) else { return nil }
         return Base64.urlDecode(text)
     }
-}
-
-/// A per-IP token bucket for rejected verifications (bad keys, bad tokens, forged notifications),
-/// so junk cannot make the server burn CPU on signature checks. Time comes from the injected clock.
-public final class RejectionBudget: Sendable {
-    struct Bucket {
-        var tokens: Double
-        var updatedAt: Int64
-    }
-
-    /// Rejections a fresh address may cause at once.
-    public let capacity: Double
-    /// Tokens regained per second.
-    public let refillPerSecond: Double
-    /// Addresses tracked at most; beyond it, the fullest buckets are forgotten.
-    public let maxAddresses: Int
-    private let clock: any ServerClock
-    private let buckets = Mutex<[String: Bucket]>([:])
-
-    public init(capacity: Double = 20, refillPerSecond: Double = 1, maxAddresses: Int = 10_000, clock: any ServerClock) {
-        self.capacity = capacity
-        self.refillPerSecond = refillPerSecond
-        self.maxAddresses = maxAddresses
-        self.clock = clock
-    }
-
-    /// Whether `address` may still be verified (it has budget left); costs nothing.
-    public func allows(_ address: String) -> Bool {
-        let now = clock.nowMilliseconds()
-        return buckets.withLock { buckets in
-            guard let bucket = buckets[address] else { return true }
-            return refilled(bucket, now: now).tokens >= 1
-        }
-    }
-
-    /// Spends one token of `address` for a rejection.
-    public func charge(_ address: String) {
-        let now = clock.nowMilliseconds()
-        buckets.withLock { buckets in
-            var bucket = buckets[address].map { refilled($0, now: now) } ?? Bucket(tokens: capacity, updatedAt: now)
-            bucket.tokens = max(0, bucket.tokens - 1)
-            buckets[address] = bucket
-            if buckets.count > maxAddresses {
-                let full = buckets.filter { refilled($0.value, now: now).tokens >= capacity - 1 }.map(\.key)
-                for key in full { buckets.removeValue(forKey: key) }
-                if buckets.count > maxAddresses { buckets.removeAll(keepingCapacity: true) }
-            }
-        }
-    }
-
-    private func refilled(_ bucket: Bucket, now: Int64) -> Bucket {
-        let elapsed = Double(max(0, now - bucket.updatedAt)) / 1000
-        return Bucket(tokens: min(capacity, bucket.tokens + elapsed * refillPerSecond), updatedAt: now)
-    }
-
-    /// The 429 answer for an address out of budget.
-    public static let exhausted = HTTPError(
-        status: 429, code: "TOO_MANY_REJECTIONS", detail: "too many rejected requests from this address",
-        headers: ["Retry-After": "5"])
 }

@@ -145,22 +145,27 @@ func hexBytes(_ hex: String) -> [UInt8] {
 
     @Test func rejectionBudgetRefillsWithTheClock() {
         let budget = RejectionBudget(capacity: 3, refillPerSecond: 0.5, clock: clock)
-        #expect(budget.allows("10.0.0.1"))
-        for _ in 0..<3 { budget.charge("10.0.0.1") }
-        #expect(!budget.allows("10.0.0.1"))
-        #expect(budget.allows("10.0.0.2"))
+        #expect(budget.allows("10.0.0.1", .apiKey))
+        for _ in 0..<3 { #expect(budget.charge("10.0.0.1", .apiKey)) }
+        #expect(!budget.allows("10.0.0.1", .apiKey))
+        #expect(!budget.charge("10.0.0.1", .apiKey))
+        #expect(budget.allows("10.0.0.2", .apiKey))
+        // Each class has its own bucket.
+        #expect(RejectionBudget.Credential.allCases.filter { budget.allows("10.0.0.1", $0) } == [
+            .customerToken, .appleSignature, .sharedSecret, .clientSignature,
+        ])
         clock.advance(by: 1_000)
-        #expect(!budget.allows("10.0.0.1"))
+        #expect(!budget.allows("10.0.0.1", .apiKey))
         clock.advance(by: 1_000)
-        #expect(budget.allows("10.0.0.1"))
+        #expect(budget.allows("10.0.0.1", .apiKey))
     }
 
     @Test func rejectionBudgetForgetsAddressesBeyondItsBound() {
         let budget = RejectionBudget(capacity: 2, refillPerSecond: 1, maxAddresses: 10, clock: clock)
-        for i in 0..<50 { budget.charge("10.0.\(i).1") }
-        budget.charge("10.9.9.9")
-        budget.charge("10.9.9.9")
+        for i in 0..<50 { budget.charge("10.0.\(i).1", .apiKey) }
+        budget.charge("10.9.9.9", .apiKey)
+        budget.charge("10.9.9.9", .apiKey)
         // Bounded memory: old addresses are dropped rather than growing without limit.
-        #expect(budget.allows("10.0.0.1"))
+        #expect(budget.allows("10.0.0.1", .apiKey))
     }
 }
