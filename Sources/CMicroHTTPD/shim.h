@@ -3,9 +3,19 @@
 
 #include <stdarg.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <microhttpd.h>
+
+/// Leaves the URL and its query arguments percent-encoded, as sent: libmicrohttpd's own decoding
+/// writes `%00` as a NUL that truncates the value and cannot report invalid UTF-8. Swift decodes
+/// (HTTPServer's PercentDecoding). `+` in query arguments is still turned into a space before this.
+static size_t CMicroHTTPD_keepEscaped(void *cls, struct MHD_Connection *connection, char *s) {
+    (void) cls;
+    (void) connection;
+    return strlen(s);
+}
 
 /// Fixed-shape options for MHD_start_daemon, whose variadic signature Swift cannot call.
 typedef struct CMicroHTTPD_Options {
@@ -35,6 +45,7 @@ static inline struct MHD_Daemon *CMicroHTTPD_start(
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, (intptr_t) o->listenBacklog, NULL },
         { MHD_OPTION_STRICT_FOR_CLIENT, (intptr_t) o->strictForClient, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) completed, completedContext },
+        { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t) CMicroHTTPD_keepEscaped, NULL },
         { o->bindAddress ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *) o->bindAddress },
         { MHD_OPTION_END, 0, NULL },
     };

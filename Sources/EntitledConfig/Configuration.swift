@@ -63,10 +63,21 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
 
 /// Per-customer bearer tokens: JWTs signed with HS256 under `secret`, `sub` = appUserId, `exp` required.
 public struct CustomerTokenSettings: Sendable, Equatable {
+    /// Default of ``maxLifetimeSeconds``: one day.
+    public static let defaultMaxLifetimeSeconds = 86_400
+    /// Bounds of ``maxLifetimeSeconds`` accepted from a configuration file: a minute to a year.
+    public static let maxLifetimeSecondsRange = 60...31_536_000
+
     /// The resolved HMAC secret (never logged); at least 32 characters.
     public var secret: String
+    /// A token whose `exp` lies further than this beyond now is refused (401), so a leaked token
+    /// cannot have been minted to last forever.
+    public var maxLifetimeSeconds: Int
 
-    public init(secret: String) { self.secret = secret }
+    public init(secret: String, maxLifetimeSeconds: Int = defaultMaxLifetimeSeconds) {
+        self.secret = secret
+        self.maxLifetimeSeconds = maxLifetimeSeconds
+    }
 }
 
 /// An API key: a bearer secret with scopes.

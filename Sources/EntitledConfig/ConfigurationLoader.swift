@@ -99,8 +99,17 @@ public struct ConfigurationLoader: Sendable {
             guard secret.utf8.count >= 32 else {
                 throw ConfigurationError(path: secretNode.path, message: "a customer token secret needs at least 32 characters")
             }
+            var maxLifetime = CustomerTokenSettings.defaultMaxLifetimeSeconds
+            if let node = object.take("maxLifetimeSeconds") {
+                maxLifetime = try node.int()
+                let range = CustomerTokenSettings.maxLifetimeSecondsRange
+                guard range.contains(maxLifetime) else {
+                    throw ConfigurationError(
+                        path: node.path, message: "must be between \(range.lowerBound) and \(range.upperBound)")
+                }
+            }
             try object.finish()
-            configuration.customerTokens = CustomerTokenSettings(secret: secret)
+            configuration.customerTokens = CustomerTokenSettings(secret: secret, maxLifetimeSeconds: maxLifetime)
         }
         try reader.finish()
         return configuration

@@ -459,19 +459,8 @@ public struct API: Sendable {
         try authenticator.authorize(principal, scope: scope, appUserId: appUserId)
     }
 
-    /// 1–128 characters, none of them control characters.
-    static func appUserId(_ request: Request) throws -> String {
-        let id = try request.parameter("appUserId")
-        // Printable ASCII, the usual case, is checked byte-wise; anything else by Unicode category.
-        let printableASCII = id.utf8.count <= 128 && id.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
-        guard !id.isEmpty,
-            printableASCII
-                || (id.count <= 128 && !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }))
-        else {
-            throw HTTPError.badRequest("appUserId must be 1–128 printable characters", code: "INVALID_APP_USER_ID")
-        }
-        return id
-    }
+    /// The path's appUserId, decoded and checked (see ``AppUserID``).
+    static func appUserId(_ request: Request) throws -> String { try AppUserID.parameter(request) }
 
     static func environment(_ request: Request) throws -> Environment {
         guard let text = request.query["environment"] else { return .production }

@@ -54,7 +54,9 @@ public struct Authenticator: Sendable {
         clock: any ServerClock
     ) {
         keys = apiKeys.map { Key(name: $0.name, digest: Digests.hash(Array($0.secret.utf8)), scopes: $0.scopes) }
-        tokens = customerTokens.map { CustomerTokenVerifier(secret: Array($0.secret.utf8), hmac: hmac) }
+        tokens = customerTokens.map {
+            CustomerTokenVerifier(secret: Array($0.secret.utf8), hmac: hmac, maxLifetimeSeconds: $0.maxLifetimeSeconds)
+        }
         self.clock = clock
     }
 
@@ -105,7 +107,8 @@ public struct Authenticator: Sendable {
         case .apiKey(_, let scopes):
             guard scopes.contains(scope) else { throw .forbidden("the API key lacks the '\(scope.rawValue)' scope") }
         case .customer(let subject):
-            guard scope != .admin, let appUserId, appUserId == subject else {
+            // Bytes, not String ==: that one calls NFC and NFD spellings of one name equal.
+            guard scope != .admin, let appUserId, AppUserID.same(appUserId, subject) else {
                 throw .forbidden("a customer token may only access its own customer")
             }
         }
@@ -116,17 +119,27 @@ public struct Authenticator: Sendable {
 public struct CustomerTokenVerifier: Sendable {
     public enum Failure: Error, Equatable {
         case malformed, algorithm, signature, expired, missingClaim
+        /// `sub` is not a valid appUserId (see ``AppUserID``).
+        case invalidSubject
+        /// `exp` is not a finite number, or lies more than `maxLifetimeSeconds` beyond now.
+        case lifetime
     }
 
     let secret: [UInt8]
     let hmac: any HMACSHA256Computing
+    let maxLifetimeSeconds: Int
 
-    public init(secret: [UInt8], hmac: any HMACSHA256Computing) {
+    public init(
+        secret: [UInt8], hmac: any HMACSHA256Computing,
+        maxLifetimeSeconds: Int = CustomerTokenSettings.defaultMaxLifetimeSeconds
+    ) {
         self.secret = secret
         self.hmac = hmac
+        self.maxLifetimeSeconds = maxLifetimeSeconds
     }
 
-    /// The token's `sub` when the signature is valid and `exp` is after `now` (epoch ms).
+    /// The token's `sub` when the signature is valid, `sub` is a valid appUserId, and `exp` is after
+    /// `now` (epoch ms) but at most `maxLifetimeSeconds` beyond it.
     public func verify(_ token: String, now: Int64) throws(Failure) -> String {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),
@@ -141,7 +154,13 @@ public struct CustomerTokenVerifier: Sendable {
         guard let subject = payload["sub"] as? String, !subject.isEmpty, let exp = payload["exp"] as? NSNumber else {
             throw .missingClaim
         }
-        guard exp.doubleValue * 1000 > Double(now) else { throw .expired }
+        // Compared in seconds as Double: exp may be anything JSON can spell (1e308, fractions);
+        // Int conversions of it could trap.
+        let seconds = exp.doubleValue
+        let nowSeconds = Double(now) / 1000
+        guard seconds.isFinite, seconds <= nowSeconds + Double(maxLifetimeSeconds) else { throw .lifetime }
+        guard seconds > nowSeconds else { throw .expired }
+        guard AppUserID.isValid(subject) else { throw .invalidSubject }
         return subject
     }
 

@@ -61,13 +61,13 @@ extension String {
 /// One HTTP request, fully received (the body is bounded by the server's limit).
 public struct Request: Sendable {
     public var method: HTTPMethod
-    /// The path without the query string, percent-decoded by libmicrohttpd.
+    /// The path without the query string, as sent (still percent-encoded).
     public var path: String
     /// Query parameters (last value wins).
     public var query: [String: String]
     public var headers: HTTPHeaders
     public var body: [UInt8]
-    /// Values of `{name}` segments of the matched route.
+    /// Values of `{name}` segments of the matched route, as sent (still percent-encoded).
     public var pathParameters: [String: String]
     /// The peer's IP address as text.
     public var remoteAddress: String
@@ -89,12 +89,17 @@ public struct Request: Sendable {
         self.requestId = requestId
     }
 
-    /// A path parameter, or a 400 problem naming it when absent.
+    /// A path parameter, percent-decoded; a 400 problem naming it when absent, or
+    /// `INVALID_PATH_PARAMETER` when it is not percent-encoded UTF-8 (see ``PercentDecoding``).
     public func parameter(_ name: String) throws -> String {
         guard let value = pathParameters[name] else {
             throw HTTPError(status: 400, code: "MISSING_PARAMETER", detail: "missing path parameter '\(name)'")
         }
-        return value
+        guard let decoded = PercentDecoding.decode(value) else {
+            throw HTTPError(
+                status: 400, code: "INVALID_PATH_PARAMETER", detail: "path parameter '\(name)' is not percent-encoded UTF-8")
+        }
+        return decoded
     }
 
     /// Decodes the body as JSON, mapping failures to a 400 problem with code `INVALID_JSON`.

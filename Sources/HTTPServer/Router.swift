@@ -106,3 +106,53 @@ public struct Router: Sendable {
         return parameters
     }
 }
+
+/// Percent-decoding (RFC 3986 §2.1) of path segments and query values. libmicrohttpd is told to
+/// leave URLs as sent, because its own decoding wrote `%00` as a terminating NUL (truncating the
+/// value) and turned every invalid UTF-8 sequence into the same U+FFFD; here the failure shows.
+public enum PercentDecoding {
+    /// `text` with each `%XX` replaced by its byte, read as UTF-8; nil when `text` holds a byte that
+    /// is not ASCII (a URL is ASCII; raw bytes were already replaced on their way in), a `%` not
+    /// followed by two hex digits, or decodes to invalid UTF-8. `%00` decodes to U+0000: refusing
+    /// control characters is the caller's rule.
+    public static func decode(_ text: some StringProtocol) -> String? {
+        guard let bytes = bytes(text, strict: true) else { return nil }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// As ``decode(_:)``, but malformed escapes stay as sent and invalid UTF-8 becomes U+FFFD: for
+    /// query values, which every handler checks against what it accepts.
+    public static func decodeLeniently(_ text: some StringProtocol) -> String {
+        String(decoding: bytes(text, strict: false) ?? Array(text.utf8), as: UTF8.self)
+    }
+
+    private static func bytes(_ text: some StringProtocol, strict: Bool) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        if strict && utf8.contains(where: { $0 >= 0x80 }) { return nil }
+        guard utf8.contains(UInt8(ascii: "%")) else { return utf8 }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count)
+        var i = 0
+        while i < utf8.count {
+            if utf8[i] == UInt8(ascii: "%"), i + 2 < utf8.count, let high = hex(utf8[i + 1]), let low = hex(utf8[i + 2]) {
+                out.append(high << 4 | low)
+                i += 3
+            } else if utf8[i] == UInt8(ascii: "%") && strict {
+                return nil
+            } else {
+                out.append(utf8[i])
+                i += 1
+            }
+        }
+        return out
+    }
+
+    private static func hex(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -503,7 +503,9 @@ private func collectQuery(
 ) -> MHD_Result {
     guard let context, let key else { return .YES }
     let collector = Unmanaged<QueryCollector>.fromOpaque(context).takeUnretainedValue()
-    collector.values[String(cString: key)] = value.map { String(cString: $0) } ?? ""
+    // libmicrohttpd leaves them percent-encoded (see PercentDecoding).
+    collector.values[PercentDecoding.decodeLeniently(String(cString: key))] =
+        value.map { PercentDecoding.decodeLeniently(String(cString: $0)) } ?? ""
     return .YES
 }
 

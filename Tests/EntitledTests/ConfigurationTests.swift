@@ -118,6 +118,10 @@ import Testing
         #expect(configuration.customerTokens == CustomerTokenSettings(secret: String(repeating: "s", count: 32)))
         #expect(try loader.parse(Data("{}".utf8)).cacheTTLSeconds == 3600)
         #expect(try loader.parse(Data("{}".utf8)).customerTokens == nil)
+        #expect(configuration.customerTokens?.maxLifetimeSeconds == 86_400)
+        let shorter = try loader.parse(
+            Data(#"{"customerTokens": {"secret": "env:TOKEN_SECRET", "maxLifetimeSeconds": 3600}}"#.utf8))
+        #expect(shorter.customerTokens?.maxLifetimeSeconds == 3600)
     }
 
     @Test(arguments: [
@@ -126,6 +130,12 @@ import Testing
         (#"{"customerTokens": {"secret": "short"}}"#, "customerTokens.secret"),
         (#"{"customerTokens": {"secret": "env:MISSING"}}"#, "customerTokens.secret"),
         (#"{"customerTokens": {"secret": "ssssssssssssssssssssssssssssssss", "alg": "none"}}"#, "customerTokens.alg"),
+        (#"{"customerTokens": {"secret": "ssssssssssssssssssssssssssssssss", "maxLifetimeSeconds": 59}}"#,
+         "customerTokens.maxLifetimeSeconds"),
+        (#"{"customerTokens": {"secret": "ssssssssssssssssssssssssssssssss", "maxLifetimeSeconds": 31536001}}"#,
+         "customerTokens.maxLifetimeSeconds"),
+        (#"{"customerTokens": {"secret": "ssssssssssssssssssssssssssssssss", "maxLifetimeSeconds": 1e308}}"#,
+         "customerTokens.maxLifetimeSeconds"),
     ])
     func invalidValuesNameTheirKey(json: String, path: String) {
         do {
