@@ -338,7 +338,7 @@ public struct ConsumableBalance: Hashable, Sendable, Codable {
         self.productId = productId
         self.credited = credited
         self.debited = debited
-        self.balance = credited - debited
+        self.balance = credited.minus(debited)
         self.transactionIds = transactionIds
         self.refundedTransactionIds = refundedTransactionIds
     }
@@ -379,8 +379,12 @@ public struct ProceedsEstimate: Hashable, Sendable, Codable {
         self.refunded = refunded
         self.price = price
         self.currency = currency
-        // Integer arithmetic (rate is 0.70 or 0.85) keeps the figure exact and platform independent.
+        // Integer arithmetic (rate is 0.70 or 0.85) keeps the figure exact and platform independent;
+        // split at 1,000 so that no price, however large, overflows: q·1000·p/1000 + r·p/1000.
         let permille: Int64 = rate >= 0.85 ? 850 : 700
-        self.proceeds = price.map { refunded ? 0 : $0 * permille / 1_000 }
+        self.proceeds = price.map { price in
+            let (thousands, rest) = price.quotientAndRemainder(dividingBy: 1_000)
+            return refunded ? 0 : thousands * permille + rest * permille / 1_000
+        }
     }
 }

@@ -99,12 +99,12 @@ struct Derivation {
             switch grant.status {
             case .active: boundary = grant.expiresAt
             case .gracePeriod: boundary = grant.gracePeriodExpiresAt
-            case .billingRetry: boundary = grant.expiresAt.map { $0 + billingRetryDays * Time.day }
+            case .billingRetry: boundary = grant.expiresAt.map { $0.plus(billingRetryDays * Time.day) }
             case .expired, .revoked, .refunded: boundary = nil
             }
             if let boundary, boundary > now { next = min(next ?? boundary, boundary) }
         }
-        for reset in paidServiceResets { next = min(next ?? reset, reset) }
+        for reset in paidServiceResets where reset > now { next = min(next ?? reset, reset) }
         return next
     }
 
@@ -225,12 +225,12 @@ struct Derivation {
                 graceEnd = relevant?.graceExpires
                 let isV1 = relevant?.isV1 ?? current.isV1
                 if graceEnd == nil && isV1 && policy.fallbackGraceDays > 0 {
-                    graceEnd = expires + Int64(policy.fallbackGraceDays) * Time.day
+                    graceEnd = expires.plus(Int64(policy.fallbackGraceDays).times(Time.day))
                 }
                 let graceOver = evidence.graceExpiredNotice >= expires
                 if let grace = graceEnd, now < grace, !graceOver {
                     status = .gracePeriod
-                } else if now < expires + billingRetryDays * Time.day {
+                } else if now < expires.plus(billingRetryDays * Time.day) {
                     status = .billingRetry
                 } else {
                     status = .expired
@@ -328,7 +328,7 @@ struct Derivation {
         var lastEnd: Int64?
         for index in members {
             let purchase = txns[index].purchase
-            if let end = lastEnd, purchase - end > lapse { accumulated = 0 }
+            if let end = lastEnd, purchase.minus(end) > lapse { accumulated = 0 }
             rates[index] = policy.smallBusiness || accumulated >= year ? 0.85 : 0.70
             guard txns[index].ownership == .purchased, !txns[index].freeTrial, txns[index].revokedAs == nil else {
                 continue
@@ -336,11 +336,11 @@ struct Derivation {
             var end = txns[index].expires ?? purchase
             if let upgradedAt = txns[index].upgradedAt { end = min(end, upgradedAt) }
             let start = max(purchase, lastEnd ?? purchase)
-            if end > start { accumulated += end - start }
+            if end > start { accumulated = accumulated.plus(end.minus(start)) }
             lastEnd = max(lastEnd ?? end, end)
         }
-        if let end = lastEnd, now - end > lapse { return 0 }
-        if let end = lastEnd, accumulated > 0 { paidServiceResets.append(end + lapse + 1) }
+        if let end = lastEnd, now.minus(end) > lapse { return 0 }
+        if let end = lastEnd, accumulated > 0 { paidServiceResets.append(end.plus(lapse + 1)) }
         return accumulated
     }
 
@@ -425,10 +425,10 @@ struct Derivation {
             // Indices follow canon order (sorted by transactionId), so the id lists are sorted.
             for index in byProduct[productId]! {
                 let t = txns[index]
-                credited += t.quantity
+                credited = credited.plus(t.quantity)
                 ids.append(t.transactionId)
                 if t.revokedAs != nil {
-                    debited += t.quantity
+                    debited = debited.plus(t.quantity)
                     refunded.append(t.transactionId)
                 }
             }
