@@ -47,6 +47,8 @@ seed_engine() {
 }
 
 mkdir -p "$scratch/artifacts"
+# Swift's backtracer would take the trap's signal before libFuzzer, which then writes no crash input.
+export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-enable=no}"
 for target in "${targets[@]}"; do
     swift build -c debug --scratch-path "$scratch" --product "$target" "${flags[@]}"
     rm -rf "${corpus:?}"/* && mkdir -p "$corpus/$target"
