@@ -75,9 +75,12 @@ struct FuzzTests {
             case 3, 4:
                 let types: [NotificationType] = [
                     .didFailToRenew, .didRenew, .subscribed, .didChangeRenewalStatus, .expired, .gracePeriodExpired,
-                    .priceIncrease, .refund, .revoke, .refundReversed, .refundDeclined, .test,
+                    .priceIncrease, .refund, .revoke, .refundReversed, .refundDeclined, .renewalExtended, .test,
                 ]
-                let subtypes: [NotificationSubtype?] = [nil, .autoRenewEnabled, .autoRenewDisabled, .pending, .accepted]
+                let subtypes: [NotificationSubtype?] = [
+                    nil, .autoRenewEnabled, .autoRenewDisabled, .pending, .accepted, .gracePeriod, .billingRecovery,
+                    .billingRetry,
+                ]
                 facts.append(
                     note(pick(types), pick(subtypes), at: date(), otid: maybe(pick(otids)), txn: maybe(pick(txns)),
                          environment: environment))
@@ -99,6 +102,14 @@ struct FuzzTests {
                     v1note(pick(types), at: date(), otid: maybe(pick(otids)), txn: maybe(pick(txns)),
                            autoRenew: maybe(Bool.random(using: &rng))))
             }
+        }
+        // A renewal-date extension: a newer version of a transaction with a later expiry.
+        if let last = facts.last(where: { if case .transaction = $0 { true } else { false } }),
+            case .transaction(var t) = last, let expires = t.expiresDate
+        {
+            t.signedDate = t.signedDate &+ day
+            t.expiresDate = expires > .max - 40 * day ? expires : expires + 40 * day
+            facts.append(.transaction(t))
         }
         // Same-id, same-date versions that differ in content exercise the tie-break.
         if let first = facts.first, case .transaction(var t) = first {
