@@ -69,6 +69,8 @@ let package = Package(
 
         // libFuzzer target for the JWS/JSON parsing path (scripts/fuzz.sh); a plain corpus runner otherwise.
         .executableTarget(name: "FuzzJWS", dependencies: ["AppStore", "EntitledCrypto"], swiftSettings: swiftSettings),
+        // libFuzzer target for the entitlement engine: arbitrary facts (extreme dates included) through `evaluate`.
+        .executableTarget(name: "FuzzEngine", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
 
         .testTarget(
             name: "AppStoreTests", dependencies: ["AppStore", "AppStoreTesting", "EntitledCrypto"],

@@ -1,36 +1,62 @@
 #!/usr/bin/env bash
-# Fuzzes the JWS/JSON parsing path (Sources/FuzzJWS) with libFuzzer for a bounded time.
+# Fuzzes with libFuzzer for a bounded time: the JWS/JSON parsing path (Sources/FuzzJWS) and the
+# entitlement engine over arbitrary facts (Sources/FuzzEngine).
 #
-#   scripts/fuzz.sh [SECONDS]        default 20 seconds
+#   scripts/fuzz.sh [SECONDS] [TARGET...]   each target runs SECONDS (default 20); targets default
+#                                           to FuzzJWS FuzzEngine
 #
-# Exits 0 when the run ends without a crash, non-zero otherwise (libFuzzer's status; a crashing
+# Exits 0 when every run ends without a crash, non-zero otherwise (libFuzzer's status; a crashing
 # input is written to .build/fuzz/artifacts/). Reproduce one with the plain build:
-#   swift build --product FuzzJWS && .build/debug/FuzzJWS .build/fuzz/artifacts/crash-…
+#   swift build --product FuzzEngine && .build/debug/FuzzEngine .build/fuzz/artifacts/crash-…
 # Set FUZZ_ASAN=1 to add AddressSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${1:-20}"
+shift $(( $# > 0 ? 1 : 0 ))
+targets=("$@")
+if [[ ${#targets[@]} -eq 0 ]]; then targets=(FuzzJWS FuzzEngine); fi
 scratch=.build/fuzz    # separate from .build so the normal build is not rebuilt with fuzzer flags
 # One -sanitize= list: a second -sanitize= flag replaces the first instead of adding to it.
 sanitizers=fuzzer
 if [[ "${FUZZ_ASAN:-0}" == 1 ]]; then sanitizers=fuzzer,address; fi
 flags=(-Xswiftc "-sanitize=$sanitizers" -Xswiftc -parse-as-library -Xswiftc -DFUZZING)
 
-swift build -c debug --scratch-path "$scratch" --product FuzzJWS "${flags[@]}"
-
 corpus="$(mktemp -d)"
 trap 'rm -rf "$corpus"' EXIT
-# Seeds: Apple's signed fixtures when present, plus a few shapes of our own.
-fixtures=../shared/apple-fixtures/app-store-server-library-python/tests/resources
-for dir in "$fixtures/mock_signed_data" "$fixtures/xcode"; do
-    if [[ -d "$dir" ]]; then cp "$dir"/* "$corpus"/ 2>/dev/null || true; fi
-done
-printf 'e30.e30.AA' > "$corpus/seed-empty-objects"
-printf 'eyJhbGciOiJFUzI1NiIsIng1YyI6WyJBQT09Il19.eyJkYXRhIjp7fX0.AA' > "$corpus/seed-x5c"
-printf '{"signedDate":1,"data":{"environment":"Sandbox"}}' > "$corpus/seed-json"
-printf '{"transactionId":"t\\u00e9","purchaseDate":1.5,"price":-0,"advancedCommerceInfo":{"a":[1,null,true]}}' > "$corpus/seed-payload"
+
+# Seeds for FuzzJWS: Apple's signed fixtures when present, plus a few shapes of our own.
+seed_jws() {
+    local fixtures=../shared/apple-fixtures/app-store-server-library-python/tests/resources
+    for dir in "$fixtures/mock_signed_data" "$fixtures/xcode"; do
+        if [[ -d "$dir" ]]; then cp "$dir"/* "$1"/ 2>/dev/null || true; fi
+    done
+    printf 'e30.e30.AA' > "$1/seed-empty-objects"
+    printf 'eyJhbGciOiJFUzI1NiIsIng1YyI6WyJBQT09Il19.eyJkYXRhIjp7fX0.AA' > "$1/seed-x5c"
+    printf '{"signedDate":1,"data":{"environment":"Sandbox"}}' > "$1/seed-json"
+    printf '{"transactionId":"t\\u00e9","purchaseDate":1.5,"price":-0,"advancedCommerceInfo":{"a":[1,null,true]}}' > "$1/seed-payload"
+}
+
+# Seeds for FuzzEngine: byte strings its reader turns into a few facts (policy, now, then facts).
+seed_engine() {
+    printf '\x00\x00\x01\x00' > "$1/seed-empty"
+    # A subscription with ordinary dates, its renewal info in retry and a failure notification.
+    printf '\x00\x01\x01\x05\x01\x00\x00\x00\x01\x01\x01\x1e\x01\x01\x00\x01\x00\x00\x01\x01\x01\x01\x01\x1e\x01\x02\x00\x01\x1e\x00\x00\x01' > "$1/seed-retry"
+    # Expiry and purchase at the ends of the range.
+    printf '\x00\x00\x24\x00\x00\x00\x00\x00\x00\x01\x24\x01\x00\x01\x00\x00\x00\x00\x00' > "$1/seed-extremes"
+}
 
 mkdir -p "$scratch/artifacts"
-"$scratch/debug/FuzzJWS" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
-    -artifact_prefix="$scratch/artifacts/" -print_final_stats=1 "$corpus"
+# Swift's backtracer would take the trap's signal before libFuzzer, which then writes no crash input.
+export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-enable=no}"
+for target in "${targets[@]}"; do
+    swift build -c debug --scratch-path "$scratch" --product "$target" "${flags[@]}"
+    rm -rf "${corpus:?}"/* && mkdir -p "$corpus/$target"
+    case "$target" in
+        FuzzJWS) seed_jws "$corpus/$target"; max_len=65536 ;;
+        FuzzEngine) seed_engine "$corpus/$target"; max_len=4096 ;;
+        *) echo "fuzz.sh: unknown target $target" >&2; exit 2 ;;
+    esac
+    "$scratch/debug/$target" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
+        -artifact_prefix="$scratch/artifacts/" -print_final_stats=1 "$corpus/$target"
+done

@@ -93,6 +93,9 @@ struct Txn {
     var purchase: Int64
     var originalPurchase: Int64?
     var expires: Int64?
+    /// The earliest `expiresDate` among the transaction's versions: its period before any
+    /// renewal-date extension, which Apple does not count as paid service.
+    var paidExpires: Int64?
     var quantity: Int
     var ownership: Ownership
     var signed: Int64
@@ -133,59 +136,6 @@ enum RevocationSignal: Int {
     case reinstated = 0
     case refunded = 1
     case revoked = 2
-}
-
-/// Dated evidence about one subscription (per `originalTransactionId`), from every renewal-info
-/// version and notification. Only maxima and minima are used, so order and duplicates don't matter.
-struct Evidence {
-    /// Newest "auto-renew on" (renewal versions, AUTO_RENEW_ENABLED, SUBSCRIBED, …).
-    var renewOn: Int64 = .min
-    /// Every "auto-renew off" date.
-    var renewOff: [Int64] = []
-    /// Newest "billing fine" (renewal versions not in retry, DID_RENEW, DID_RECOVER, …).
-    var billingOK: Int64 = .min
-    /// Every "billing failed" date (renewal versions in retry, DID_FAIL_TO_RENEW).
-    var billingIssue: [Int64] = []
-    /// Newest EXPIRED notification.
-    var expiredNotice: Int64 = .min
-    /// Newest GRACE_PERIOD_EXPIRED notification.
-    var graceExpiredNotice: Int64 = .min
-    /// Newest PRICE_INCREASE notification (V1 PRICE_INCREASE_CONSENT counts as pending).
-    var priceIncreaseDate: Int64 = .min
-    var priceIncrease: PriceIncrease?
-
-    var renewOffMax: Int64 { renewOff.max() ?? .min }
-
-    /// Auto-renew per the newest evidence; off wins a tie. nil without evidence.
-    var autoRenew: Bool? {
-        let off = renewOffMax
-        if off == .min && renewOn == .min { return nil }
-        return renewOn > off
-    }
-
-    /// The first "off" after the last "on".
-    var unsubscribedAt: Int64? {
-        var first: Int64?
-        for date in renewOff where date > renewOn { first = min(first ?? date, date) }
-        return first
-    }
-
-    /// The first billing failure after the last success and not before `floor`.
-    func issueSince(_ floor: Int64) -> Int64? {
-        var first: Int64?
-        for date in billingIssue where date > billingOK && date >= floor { first = min(first ?? date, date) }
-        return first
-    }
-
-    var newestIssue: Int64 { billingIssue.max() ?? .min }
-
-    mutating func notePriceIncrease(_ value: PriceIncrease, at date: Int64) {
-        // Newest wins; on a tie `accepted` wins (consent is not withdrawn).
-        if date > priceIncreaseDate || (date == priceIncreaseDate && value == .accepted) {
-            priceIncreaseDate = date
-            priceIncrease = value
-        }
-    }
 }
 
 /// Small string → dense integer ids. Customers have few subscriptions, groups and products, so a
@@ -271,7 +221,8 @@ struct Canon {
                 let c = chain(r.originalTransactionId)
                 evidence[c].note(
                     autoRenew: r.autoRenewStatus,
-                    inRetry: r.isInBillingRetryPeriod ?? (r.gracePeriodExpiresDate != nil ? true : nil), at: r.signedDate)
+                    inRetry: r.isInBillingRetryPeriod ?? (r.gracePeriodExpiresDate != nil ? true : nil),
+                    graceEnd: r.gracePeriodExpiresDate, at: r.signedDate)
                 let candidate = Candidate(index: i, signed: r.signedDate, isV1: false)
                 if let existing = bestRenewal[c], !Canon.isNewer(candidate, than: existing, in: facts) { continue }
                 bestRenewal[c] = candidate
@@ -280,7 +231,8 @@ struct Canon {
                 let c = chain(r.originalTransactionId)
                 evidence[c].note(
                     autoRenew: r.autoRenewStatus,
-                    inRetry: r.isInBillingRetryPeriod ?? (r.gracePeriodExpiresDate != nil ? true : nil), at: r.receiptDate)
+                    inRetry: r.isInBillingRetryPeriod ?? (r.gracePeriodExpiresDate != nil ? true : nil),
+                    graceEnd: r.gracePeriodExpiresDate, at: r.receiptDate)
                 let candidate = Candidate(index: i, signed: r.receiptDate, isV1: true)
                 if let existing = bestRenewal[c], !Canon.isNewer(candidate, than: existing, in: facts) { continue }
                 bestRenewal[c] = candidate
@@ -316,15 +268,23 @@ struct Canon {
         }
         var result: [Txn] = []
         result.reserveCapacity(versions.count)
-        for position in versions.indices {
-            if position > 0 && versions[position - 1].id == versions[position].id { continue }
+        var position = 0
+        while position < versions.count {
+            // This id's versions: the first (newest) wins; the earliest expiry is its paid period's.
             let candidate = versions[position].candidate
+            var paidExpires = facts[candidate.index].expiresDate
+            position += 1
+            while position < versions.count && versions[position].id == versions[position - 1].id {
+                if let e = facts[versions[position].candidate.index].expiresDate { paidExpires = min(paidExpires ?? e, e) }
+                position += 1
+            }
             var txn: Txn
             switch facts[candidate.index] {
             case .transaction(let t): txn = Txn(t, product: products.info(for: t.productId))
             case .receiptEntry(let e): txn = Txn(e, product: products.info(for: e.productId))
             default: continue
             }
+            txn.paidExpires = paidExpires
             if let signal = signals[txn.transactionId], signal.date > txn.signed { txn.apply(signal.signal) }
             txn.chain = chain(txn.originalTransactionId)
             if let group = txn.group { txn.groupId = groups.id(group) }
@@ -414,71 +374,13 @@ extension Fact {
         if case .appTransaction(let a) = self { return a.signedDate }
         return .min
     }
-}
 
-extension Evidence {
-    /// What a V2 notification says about its subscription.
-    mutating func apply(_ n: NotificationFact) {
-        let date = n.signedDate
-        switch n.type {
-        case .didFailToRenew:
-            billingIssue.append(date)
-        case .didRenew:
-            billingOK = max(billingOK, date)
-        case .subscribed:
-            billingOK = max(billingOK, date)
-            renewOn = max(renewOn, date)
-        case .didChangeRenewalStatus:
-            if n.subtype == .autoRenewEnabled {
-                renewOn = max(renewOn, date)
-            } else if n.subtype == .autoRenewDisabled {
-                renewOff.append(date)
-            }
-        case .expired:
-            expiredNotice = max(expiredNotice, date)
-        case .gracePeriodExpired:
-            graceExpiredNotice = max(graceExpiredNotice, date)
-        case .priceIncrease:
-            if n.subtype == .pending {
-                notePriceIncrease(.pending, at: date)
-            } else if n.subtype == .accepted {
-                notePriceIncrease(.accepted, at: date)
-            }
-        default:
-            break
-        }
-    }
-
-    /// What a V1 notification says about its subscription.
-    mutating func apply(_ n: V1NotificationFact) {
-        let date = n.date
-        switch n.type {
-        case .didFailToRenew:
-            billingIssue.append(date)
-        case .didRenew, .didRecover, .renewal:
-            billingOK = max(billingOK, date)
-        case .initialBuy, .interactiveRenewal:
-            billingOK = max(billingOK, date)
-            renewOn = max(renewOn, date)
-        case .didChangeRenewalStatus:
-            if let on = n.autoRenewStatus {
-                if on { renewOn = max(renewOn, date) } else { renewOff.append(date) }
-            }
-        case .priceIncreaseConsent:
-            notePriceIncrease(.pending, at: date)
-        default:
-            break
-        }
-    }
-}
-
-extension Evidence {
-    mutating func note(autoRenew: Bool, inRetry: Bool?, at date: Int64) {
-        if autoRenew { renewOn = max(renewOn, date) } else { renewOff.append(date) }
-        switch inRetry {
-        case true?: billingIssue.append(date)
-        case false?: billingOK = max(billingOK, date)
-        case nil: break
+    /// A transaction version's `expiresDate`.
+    var expiresDate: Int64? {
+        switch self {
+        case .transaction(let t): t.expiresDate
+        case .receiptEntry(let e): e.expiresDate
+        default: nil
         }
     }
 }
@@ -493,6 +395,7 @@ extension Txn {
         purchase = t.purchaseDate
         originalPurchase = t.originalPurchaseDate
         expires = t.expiresDate
+        paidExpires = t.expiresDate
         quantity = t.quantity
         ownership = t.ownership
         signed = t.signedDate
@@ -528,6 +431,7 @@ extension Txn {
         purchase = e.purchaseDate
         originalPurchase = e.originalPurchaseDate
         expires = e.expiresDate
+        paidExpires = e.expiresDate
         quantity = e.quantity
         ownership = e.ownership
         signed = e.receiptDate

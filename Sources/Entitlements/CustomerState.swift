@@ -6,7 +6,8 @@ public struct CustomerState: Hashable, Sendable, Codable {
     public var environment: Environment
     /// The `now` of the evaluation.
     public var evaluatedAt: Int64
-    /// For proactive restore: `new` (no purchases), `active` (something grants access now), `inactive`.
+    /// For proactive restore: `new` (no purchases but consumables), `active` (something grants access
+    /// now), `inactive`.
     public var customerClass: CustomerClass
     /// One entry per entitlement id that any transaction ever granted, sorted by id.
     public var entitlements: [EntitlementState]
@@ -265,7 +266,8 @@ public struct SubscriptionGroupState: Hashable, Sendable, Codable {
     /// `eligibleWinBackOfferIds` of the group's newest renewal info.
     public var winBackOfferIds: [String]
     /// Days of paid service counted toward the 85% rate, each paid period whole once bought (what the
-    /// next renewal counts); free trials excluded; reset after a lapse over 60 days.
+    /// next renewal counts) to its original expiry; free trials and renewal-date extensions excluded;
+    /// days before a recovery inside billing grace included; reset after a lapse over 60 days.
     public var paidServiceDays: Int
     /// The estimated proceeds rate of the next renewal: 0.85 after 365 paid days (or small business), else 0.70.
     public var proceedsRate: Double
@@ -338,7 +340,7 @@ public struct ConsumableBalance: Hashable, Sendable, Codable {
         self.productId = productId
         self.credited = credited
         self.debited = debited
-        self.balance = credited - debited
+        self.balance = credited.minus(debited)
         self.transactionIds = transactionIds
         self.refundedTransactionIds = refundedTransactionIds
     }
@@ -379,8 +381,12 @@ public struct ProceedsEstimate: Hashable, Sendable, Codable {
         self.refunded = refunded
         self.price = price
         self.currency = currency
-        // Integer arithmetic (rate is 0.70 or 0.85) keeps the figure exact and platform independent.
+        // Integer arithmetic (rate is 0.70 or 0.85) keeps the figure exact and platform independent;
+        // split at 1,000 so that no price, however large, overflows: q·1000·p/1000 + r·p/1000.
         let permille: Int64 = rate >= 0.85 ? 850 : 700
-        self.proceeds = price.map { refunded ? 0 : $0 * permille / 1_000 }
+        self.proceeds = price.map { price in
+            let (thousands, rest) = price.quotientAndRemainder(dividingBy: 1_000)
+            return refunded ? 0 : thousands * permille + rest * permille / 1_000
+        }
     }
 }

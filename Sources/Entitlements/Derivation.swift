@@ -70,7 +70,9 @@ struct Derivation {
         let entitlements = best.keys.sorted().map { EntitlementState(id: $0, grant: best[$0]!) }
 
         let customerClass: CustomerClass
-        if txns.isEmpty {
+        if txns.allSatisfy({ $0.type == .consumable }) {
+            // Consumables alone are not purchase history for restore (Apple's restore guidance looks
+            // at purchases a restore brings back, where consumables do not appear).
             customerClass = .new
         } else if grants.contains(where: { $0.grant.active }) {
             customerClass = .active
@@ -99,12 +101,12 @@ struct Derivation {
             switch grant.status {
             case .active: boundary = grant.expiresAt
             case .gracePeriod: boundary = grant.gracePeriodExpiresAt
-            case .billingRetry: boundary = grant.expiresAt.map { $0 + billingRetryDays * Time.day }
+            case .billingRetry: boundary = grant.expiresAt.map { $0.plus(billingRetryDays * Time.day) }
             case .expired, .revoked, .refunded: boundary = nil
             }
             if let boundary, boundary > now { next = min(next ?? boundary, boundary) }
         }
-        for reset in paidServiceResets { next = min(next ?? reset, reset) }
+        for reset in paidServiceResets where reset > now { next = min(next ?? reset, reset) }
         return next
     }
 
@@ -220,17 +222,18 @@ struct Derivation {
             // (renewal info in billing retry, DID_FAIL_TO_RENEW) rather than a success.
             var inRetry = evidence.issueSince(current.purchase) != nil
             // An EXPIRED notification for this period, after the last failure, ends the retry.
-            if evidence.expiredNotice >= expires && evidence.expiredNotice > evidence.newestIssue { inRetry = false }
+            // On a tie with renewal info still in retry, the notification is the later fact.
+            if evidence.expiredNotice >= expires && evidence.expiredNotice >= evidence.newestIssue { inRetry = false }
             if inRetry {
                 graceEnd = relevant?.graceExpires
                 let isV1 = relevant?.isV1 ?? current.isV1
                 if graceEnd == nil && isV1 && policy.fallbackGraceDays > 0 {
-                    graceEnd = expires + Int64(policy.fallbackGraceDays) * Time.day
+                    graceEnd = expires.plus(Int64(policy.fallbackGraceDays).times(Time.day))
                 }
                 let graceOver = evidence.graceExpiredNotice >= expires
                 if let grace = graceEnd, now < grace, !graceOver {
                     status = .gracePeriod
-                } else if now < expires + billingRetryDays * Time.day {
+                } else if now < expires.plus(billingRetryDays * Time.day) {
                     status = .billingRetry
                 } else {
                     status = .expired
@@ -316,7 +319,9 @@ struct Derivation {
     ///
     /// `members` is in purchase order. Paid periods are purchased, not free-trial, not refunded or
     /// revoked; an upgraded period ends at the upgrade. A period counts whole once bought, to its
-    /// end: it is paid in advance, and the whole of it is what the next renewal's rate depends on.
+    /// original end: it is paid in advance, and the whole of it is what the next renewal's rate
+    /// depends on; a renewal-date extension is not paid service (but is no lapse either). The days
+    /// between a failed renewal and a recovery inside billing grace count; after grace they don't.
     /// So the count changes only with facts — and at one scheduled instant, when a lapse passes
     /// 60 days and the count resets (recorded for `nextStatusChangeAt`): a stored answer stays
     /// exact until then.
@@ -325,23 +330,51 @@ struct Derivation {
         let lapse = paidServiceLapseDays * Time.day
         let year = paidServiceYearDays * Time.day
         var accumulated: Int64 = 0
-        var lastEnd: Int64?
+        // The end of the paid service counted so far, and the latest end of service (extensions
+        // included) with the period that reached it: lapses are measured from the latter.
+        var countedEnd: Int64?
+        var served: (end: Int64, index: Int)?
         for index in members {
-            let purchase = txns[index].purchase
-            if let end = lastEnd, purchase - end > lapse { accumulated = 0 }
+            let t = txns[index]
+            let purchase = t.purchase
+            if let served, purchase.minus(served.end) > lapse { accumulated = 0 }
             rates[index] = policy.smallBusiness || accumulated >= year ? 0.85 : 0.70
-            guard txns[index].ownership == .purchased, !txns[index].freeTrial, txns[index].revokedAs == nil else {
-                continue
+            guard t.ownership == .purchased, !t.freeTrial, t.revokedAs == nil else { continue }
+            var paidEnd = t.paidExpires ?? purchase
+            var serviceEnd = t.expires ?? purchase
+            if let upgradedAt = t.upgradedAt {
+                paidEnd = min(paidEnd, upgradedAt)
+                serviceEnd = min(serviceEnd, upgradedAt)
             }
-            var end = txns[index].expires ?? purchase
-            if let upgradedAt = txns[index].upgradedAt { end = min(end, upgradedAt) }
-            let start = max(purchase, lastEnd ?? purchase)
-            if end > start { accumulated += end - start }
-            lastEnd = max(lastEnd ?? end, end)
+            var start = purchase
+            if let served, served.end < purchase, purchase.minus(served.end) <= lapse,
+                recoveredInGrace(after: served, at: index)
+            {
+                start = served.end
+            }
+            start = max(start, countedEnd ?? start)
+            if paidEnd > start { accumulated = accumulated.plus(paidEnd.minus(start)) }
+            countedEnd = max(countedEnd ?? paidEnd, paidEnd)
+            if served == nil || serviceEnd > served!.end { served = (serviceEnd, index) }
         }
-        if let end = lastEnd, now - end > lapse { return 0 }
-        if let end = lastEnd, accumulated > 0 { paidServiceResets.append(end + lapse + 1) }
+        if let served, now.minus(served.end) > lapse { return 0 }
+        if let served, accumulated > 0 { paidServiceResets.append(served.end.plus(lapse + 1)) }
         return accumulated
+    }
+
+    /// Whether transaction `index` renewed its subscription inside the billing grace period that
+    /// followed the period `previous` (same subscription), ending at `previous.end`.
+    private func recoveredInGrace(after previous: (end: Int64, index: Int), at index: Int) -> Bool {
+        let txns = canon.transactions
+        let before = txns[previous.index]
+        guard before.chain == txns[index].chain else { return false }
+        var fallback: Int64?
+        if before.isV1 && policy.fallbackGraceDays > 0 {
+            fallback = previous.end.plus(Int64(policy.fallbackGraceDays).times(Time.day))
+        }
+        return canon.evidence[before.chain].recoveredInGrace(
+            periodStart: before.purchase, periodEnd: previous.end, recovery: txns[index].purchase,
+            fallbackGraceEnd: fallback)
     }
 
     // MARK: Other products
@@ -425,10 +458,10 @@ struct Derivation {
             // Indices follow canon order (sorted by transactionId), so the id lists are sorted.
             for index in byProduct[productId]! {
                 let t = txns[index]
-                credited += t.quantity
+                credited = credited.plus(t.quantity)
                 ids.append(t.transactionId)
                 if t.revokedAs != nil {
-                    debited += t.quantity
+                    debited = debited.plus(t.quantity)
                     refunded.append(t.transactionId)
                 }
             }

@@ -15,8 +15,8 @@
 //   began is a failure: renewal info in `isInBillingRetryPeriod`, `DID_FAIL_TO_RENEW`; not a success:
 //   renewal info out of retry, `DID_RENEW`, `SUBSCRIBED`), it is in `gracePeriod` until
 //   `gracePeriodExpiresDate` (V1 data without it: `Policy.fallbackGraceDays`; V2 without it: no grace),
-//   then `billingRetry` (no access) until 60 days after expiry, then `expired`. `EXPIRED` after the
-//   last failure ends the retry; `GRACE_PERIOD_EXPIRED` ends grace. `nextStatusChangeAt` is the next
+//   then `billingRetry` (no access) until 60 days after expiry, then `expired`. `EXPIRED` at or after
+//   the last failure ends the retry; `GRACE_PERIOD_EXPIRED` ends grace. `nextStatusChangeAt` is the next
 //   such boundary.
 // - **Revocation.** A `revocationDate` (V1 `cancellation_date`) makes the transaction `refunded`, or
 //   `revoked` when Family Sharing access was withdrawn (`FAMILY_REVOKE`, family-shared ownership).
@@ -34,9 +34,12 @@
 // - **Non-subscriptions.** Non-consumables are owned unless revoked. Non-renewing purchases of one group
 //   (or product) stack: each runs for the policy's duration from the later of its purchase and the
 //   previous end. Consumables credit each transaction's quantity once and debit refunds.
-// - **Proceeds.** Paid days per group (purchased, not free trial, not refunded) accumulate and reset after
-//   a lapse over 60 days; a renewal starting after 365 paid days is estimated at 0.85, others at 0.70
-//   (always 0.85 for the Small Business Program).
+// - **Proceeds.** Paid days per group (purchased, not free trial, not refunded; to each period's original
+//   expiry, so renewal-date extensions don't count; days before a recovery inside billing grace do)
+//   accumulate and reset after a lapse over 60 days; a renewal starting after 365 paid days is estimated
+//   at 0.85, others at 0.70 (always 0.85 for the Small Business Program).
+// - **Customer class.** `new` with no purchases but consumables, `active` when a grant gives access,
+//   else `inactive`.
 
 /// Evaluates what a customer is entitled to at `now`.
 ///
@@ -44,9 +47,10 @@
 /// equal state. Expiry needs no event: the same facts at a later `now` give the later state.
 ///
 /// What notification facts do (their transaction and renewal info are separate facts):
-/// `DID_FAIL_TO_RENEW` (V1 too) dates a billing issue; `DID_RENEW`, `SUBSCRIBED` (V1 `DID_RENEW`,
+/// `DID_FAIL_TO_RENEW` (V1 too) dates a billing issue (with `GRACE_PERIOD`, a grace period for paid service); `DID_RENEW`, `SUBSCRIBED` (V1 `DID_RENEW`,
 /// `DID_RECOVER`, `INITIAL_BUY`, `INTERACTIVE_RENEWAL`) date billing success; `DID_CHANGE_RENEWAL_STATUS`
-/// dates auto-renew on/off; `EXPIRED` ends billing retry; `GRACE_PERIOD_EXPIRED` ends grace;
+/// dates auto-renew on/off; `EXPIRED` ends billing retry (even beside renewal info of the same instant
+/// still in retry); `GRACE_PERIOD_EXPIRED` ends grace;
 /// `PRICE_INCREASE` (V1 `PRICE_INCREASE_CONSENT`) marks a price increase pending or accepted; `REFUND`,
 /// `REVOKE` (V1 `REVOKE`) and `REFUND_REVERSED` refund, revoke or reinstate the named transaction. The other
 /// types (`OFFER_REDEEMED`, `DID_CHANGE_RENEWAL_PREF`, `RENEWAL_EXTENDED`, `REFUND_DECLINED`, `TEST`, …)

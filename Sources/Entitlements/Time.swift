@@ -14,13 +14,14 @@ public enum Time {
 
     /// The instant of a UTC calendar date and time.
     ///
-    /// Out-of-range months and days are not normalised; pass real dates.
+    /// Out-of-range months and days are not normalised; pass real dates. Saturates at
+    /// `Int64.min` / `Int64.max` for dates beyond the epoch-millisecond range.
     public static func millis(
         year: Int, month: Int, day: Int, hour: Int = 0, minute: Int = 0, second: Int = 0
     ) -> Int64 {
         let days = daysFromCivil(year: Int64(year), month: Int64(month), day: Int64(day))
-        return days * Time.day + Int64(hour) * Time.hour + Int64(minute) * Time.minute
-            + Int64(second) * Time.second
+        return days.times(Time.day).plus(Int64(hour).times(Time.hour)).plus(Int64(minute).times(Time.minute))
+            .plus(Int64(second).times(Time.second))
     }
 
     /// The UTC calendar date (year, month 1–12, day 1–31) of an instant.
@@ -32,11 +33,14 @@ public enum Time {
     ///
     /// Counts in 400-year eras (146,097 days each) whose years start on 1 March, so the leap day
     /// falls at the end of the year and month lengths follow a fixed 153-days-per-5-months pattern.
+    /// Inputs are clamped to ±``civilLimit`` (far beyond any epoch-millisecond instant), so absurd
+    /// dates give an absurd answer, never a trap.
     public static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let year = year.clamped(civilLimit), month = month.clamped(civilLimit), day = day.clamped(civilLimit)
         let marchYear = month <= 2 ? year - 1 : year
         let era = floorDiv(marchYear, 400)
         let yearOfEra = marchYear - era * 400  // 0...399
-        let marchMonth = (month + 9) % 12  // March = 0 … February = 11
+        let marchMonth = (month + 9) % 12  // March = 0 … February = 11 (for months 1…12)
         let dayOfYear = (153 * marchMonth + 2) / 5 + day - 1  // 0...365
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         // 719,468 days separate 0000-03-01 from 1970-01-01.
@@ -44,8 +48,9 @@ public enum Time {
     }
 
     /// The proleptic Gregorian date of a day count since 1970-01-01 (inverse of ``daysFromCivil(year:month:day:)``).
+    /// `days` is clamped to ±``civilLimit``; every day of an `Int64` millisecond instant is far inside.
     public static func civilFromDays(_ days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let shifted = days + 719_468
+        let shifted = days.clamped(civilLimit) + 719_468
         let era = floorDiv(shifted, 146_097)
         let dayOfEra = shifted - era * 146_097  // 0...146096
         let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
@@ -76,6 +81,38 @@ public enum Time {
         let q = a / b
         return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
     }
+
+    /// The bound of the civil-date functions' inputs: 2^40 (about 3 billion years in days).
+    /// Their arithmetic stays far from overflow inside it, and every day of an `Int64` millisecond
+    /// instant (±1.07 × 10^11) lies inside.
+    public static let civilLimit: Int64 = 1 << 40
+}
+
+// Saturating arithmetic: every sum, difference and product of instants, durations and amounts in
+// this module goes through these, so a fact with absurd values (an expiry at `Int64.max`, a
+// quantity of `Int.max`) gives a wrong answer for its own customer instead of trapping the process.
+// A saturated result stays on the right side of every comparison with an in-range value.
+extension FixedWidthInteger where Self: SignedInteger {
+    /// `self + other`, clamped to the type's range.
+    @inline(__always) func plus(_ other: Self) -> Self {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
+    }
+
+    /// `self - other`, clamped to the type's range.
+    @inline(__always) func minus(_ other: Self) -> Self {
+        let (difference, overflow) = subtractingReportingOverflow(other)
+        return overflow ? (other < 0 ? .max : .min) : difference
+    }
+
+    /// `self * other`, clamped to the type's range.
+    @inline(__always) func times(_ other: Self) -> Self {
+        let (product, overflow) = multipliedReportingOverflow(by: other)
+        return overflow ? ((self < 0) == (other < 0) ? .max : .min) : product
+    }
+
+    /// `self` limited to `-limit...limit`.
+    @inline(__always) func clamped(_ limit: Self) -> Self { Swift.min(Swift.max(self, -limit), limit) }
 }
 
 /// An ISO 8601 duration such as `P1M`, `P1Y`, `P7D`, `P3M`, `P1W` or `P1DT12H`.
@@ -174,11 +211,15 @@ public struct ISODuration: Hashable, Sendable, Codable, CustomStringConvertible 
 
     /// The instant this duration after `start`: calendar months first (the day clamped to the
     /// target month's length), then weeks, days and the time part.
+    ///
+    /// Saturates at `Int64.max` (components are non-negative), so a purchase near the end of time
+    /// or an absurd duration ends at `Int64.max` instead of trapping.
     public func added(to start: Int64) -> Int64 {
         let dayNumber = Time.floorDiv(start, Time.day)
-        let timeOfDay = start - dayNumber * Time.day
+        let remainder = start % Time.day
+        let timeOfDay = remainder < 0 ? remainder + Time.day : remainder  // start - dayNumber × day, which can overflow
         var shiftedDay = dayNumber
-        let totalMonths = Int64(years) * 12 + Int64(months)
+        let totalMonths = Int64(years).times(12).plus(Int64(months)).clamped(Time.civilLimit)
         if totalMonths != 0 {
             let date = Time.civilFromDays(dayNumber)
             let monthIndex = date.year * 12 + (date.month - 1) + totalMonths
@@ -187,9 +228,9 @@ public struct ISODuration: Hashable, Sendable, Codable, CustomStringConvertible 
             let day = min(date.day, Time.daysInMonth(year: year, month: month))
             shiftedDay = Time.daysFromCivil(year: year, month: month, day: day)
         }
-        shiftedDay += Int64(weeks) * 7 + Int64(days)
-        return shiftedDay * Time.day + timeOfDay + Int64(hours) * Time.hour + Int64(minutes) * Time.minute
-            + Int64(seconds) * Time.second
+        shiftedDay = shiftedDay.plus(Int64(weeks).times(7)).plus(Int64(days))
+        return shiftedDay.times(Time.day).plus(timeOfDay).plus(Int64(hours).times(Time.hour))
+            .plus(Int64(minutes).times(Time.minute)).plus(Int64(seconds).times(Time.second))
     }
 
     public init(from decoder: any Decoder) throws {

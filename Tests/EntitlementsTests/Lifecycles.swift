@@ -22,6 +22,7 @@ enum Lifecycles {
     static let all: [Lifecycle] = [
         subscriptionV2, billingRetryWithoutGrace, voluntaryChurnWinBack, refundReversal, familySharing,
         priceIncreaseExpiry, trialToPaid, nonConsumable, nonRenewing, consumable, subscriptionV1,
+        extensionAndGraceRecovery,
     ]
 
     static func named(_ name: String) -> Lifecycle { all.first { $0.name == name }! }
@@ -462,7 +463,7 @@ enum Lifecycles {
                         tx("c1", otid: "c1", product: "coins", purchase: T0, type: .consumable, quantity: 10),
                         note(.oneTimeCharge, at: T0, otid: "c1", txn: "c1"),
                     ],
-                    now: T0 + hour, checks: [.balance("coins", 10), .customer(.inactive)]),
+                    now: T0 + hour, checks: [.balance("coins", 10), .customer(.new)]),
                 Step(
                     label: "five more, delivered twice",
                     facts: [

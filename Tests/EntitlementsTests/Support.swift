@@ -154,6 +154,7 @@ enum Check: Sendable {
     case paidDays(String, Int)
     case groupStatus(String, EntitlementStatus?)
     case consumableCredited(String, Int)
+    case rate(String, Double)  // a transaction's estimated proceeds rate
 }
 
 func verify(_ checks: [Check], _ s: CustomerState, _ label: String, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -215,6 +216,10 @@ func verify(_ checks: [Check], _ s: CustomerState, _ label: String, sourceLocati
             #expect(s.group(id)?.current?.status == expected, "\(label): \(check)", sourceLocation: sourceLocation)
         case .consumableCredited(let id, let expected):
             #expect((s.consumable(id)?.credited ?? 0) == expected, "\(label): \(check)", sourceLocation: sourceLocation)
+        case .rate(let id, let expected):
+            #expect(
+                s.proceeds.first { $0.transactionId == id }?.rate == expected, "\(label): \(check)",
+                sourceLocation: sourceLocation)
         }
     }
 }
