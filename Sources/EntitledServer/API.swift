@@ -373,12 +373,21 @@ public struct API: Sendable {
     static let unavailable = HTTPError(
         status: 503, code: "STORAGE_UNAVAILABLE", detail: "storage is unavailable; retry later", headers: ["Retry-After": "10"])
 
-    /// Runs a ledger call, turning its failure into 503 `STORAGE_UNAVAILABLE`.
+    /// This customer's answer cannot be computed (its projection failed); others are unaffected.
+    static let projectionFailed = HTTPError(
+        status: 500, code: "PROJECTION_FAILED", detail: "this customer's entitlements cannot be computed now")
+
+    /// Runs a ledger call, turning its failure into 503 `STORAGE_UNAVAILABLE` (or the request's
+    /// own error: 400 `INVALID_REQUEST`, 500 `PROJECTION_FAILED`).
     func store<T>(_ body: () async throws(LedgerError) -> T) async throws(HTTPError) -> T {
         do {
             return try await body()
         } catch {
-            throw error.kind == .invalidRequest ? HTTPError.badRequest("invalid request", code: "INVALID_REQUEST") : Self.unavailable
+            switch error.kind {
+            case .invalidRequest: throw HTTPError.badRequest("invalid request", code: "INVALID_REQUEST")
+            case .projectionFailed: throw Self.projectionFailed
+            case .unavailable: throw Self.unavailable
+            }
         }
     }
 

@@ -233,12 +233,15 @@ public struct IngestResult: Sendable, Hashable {
     public var affectedCustomers: [String]
     /// Links made by the batch's ``Claim``.
     public var links: [LinkResult]
+    /// Affected customers whose projection failed (marked failed; the batch still committed).
+    public var failedCustomers: [ProjectionFailure]
 
     /// Creates a result.
     public init(
         status: Status, notificationID: Int64? = nil, insertedFacts: Int = 0, replayedFacts: Int = 0,
-        affectedCustomers: [String] = [], links: [LinkResult] = []
+        affectedCustomers: [String] = [], links: [LinkResult] = [], failedCustomers: [ProjectionFailure] = []
     ) {
+        self.failedCustomers = failedCustomers
         self.status = status
         self.notificationID = notificationID
         self.insertedFacts = insertedFacts
@@ -381,7 +384,30 @@ public protocol Projector: Sendable {
     ///     fact's bytes); ``LedgerStore/facts(appUserId:)`` returns it.
     ///   - now: The current time (ms).
     /// - Returns: The rows and state document to store.
-    func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection
+    /// - Throws: when this customer cannot be projected (e.g. a stored fact no longer decodes).
+    ///   The ledger contains the failure to this customer: the facts still commit, the customer's
+    ///   stored projection is marked failed (``StoredProjection/failure``) and every other
+    ///   customer is projected as usual; a later successful projection clears the mark.
+    func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) throws -> CustomerProjection
+}
+
+/// A customer whose projection failed, and why (the projector's error, for operators' logs).
+public struct ProjectionFailure: Sendable, Hashable {
+    /// The customer.
+    public var appUserId: String
+    /// The projector's error as text, at most ``ProjectionFailure/maxReasonBytes`` bytes.
+    public var reason: String
+
+    /// Longest reason stored (the error text is cut there).
+    public static let maxReasonBytes = 1024
+
+    /// Creates a failure report, cutting `reason` to ``maxReasonBytes``.
+    public init(appUserId: String, reason: String) {
+        self.appUserId = appUserId
+        var cut = Substring(reason)
+        while cut.utf8.count > Self.maxReasonBytes { cut = cut.dropLast() }
+        self.reason = String(cut)
+    }
 }
 
 /// A customer's stored projection: the API's hot read.
@@ -392,12 +418,17 @@ public struct StoredProjection: Sendable, Hashable {
     public var projection: CustomerProjection
     /// The `now` the projection was computed with (ms).
     public var computedAt: Int64
+    /// Set when the last projection of this customer failed (the projector's error): `projection`
+    /// is then the last one that succeeded (empty state for a customer never projected) and must
+    /// not be served as the customer's answer.
+    public var failure: String?
 
     /// Creates a stored projection.
-    public init(customer: CustomerRecord, projection: CustomerProjection, computedAt: Int64) {
+    public init(customer: CustomerRecord, projection: CustomerProjection, computedAt: Int64, failure: String? = nil) {
         self.customer = customer
         self.projection = projection
         self.computedAt = computedAt
+        self.failure = failure
     }
 }
 
@@ -410,12 +441,15 @@ public struct StoredState: Sendable, Hashable {
     public var state: [UInt8]
     /// The `now` the projection was computed with (ms).
     public var computedAt: Int64
+    /// Set when the last projection failed (see ``StoredProjection/failure``).
+    public var failure: String?
 
     /// Creates a stored state.
-    public init(customer: CustomerRecord, state: [UInt8], computedAt: Int64) {
+    public init(customer: CustomerRecord, state: [UInt8], computedAt: Int64, failure: String? = nil) {
         self.customer = customer
         self.state = state
         self.computedAt = computedAt
+        self.failure = failure
     }
 }
 
@@ -506,12 +540,16 @@ public struct RebuildReport: Sendable, Hashable {
     public var differences: Int
     /// Those customers' `appUserId`s, sorted.
     public var changedCustomers: [String]
+    /// Customers that could not be projected, by `appUserId`: each is marked failed and the
+    /// others were still rebuilt.
+    public var failedCustomers: [ProjectionFailure]
 
     /// Creates a report.
-    public init(customers: Int, differences: Int, changedCustomers: [String]) {
+    public init(customers: Int, differences: Int, changedCustomers: [String], failedCustomers: [ProjectionFailure] = []) {
         self.customers = customers
         self.differences = differences
         self.changedCustomers = changedCustomers
+        self.failedCustomers = failedCustomers
     }
 }
 

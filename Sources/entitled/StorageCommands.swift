@@ -63,8 +63,11 @@ enum RebuildCommand: Command {
         Usage: entitled rebuild [--config FILE] [--database URL]
 
         Recomputes every customer's projection from the facts in the ledger with the entitlement
-        engine and the configuration's products, replaces those that differ and lists them. Exit
-        status 0 either way; the count is printed.
+        engine and the configuration's products, replaces those that differ and lists them. A
+        customer that cannot be projected (a stored fact that no longer decodes, the projector
+        failing) is marked failed (the API answers it 500 PROJECTION_FAILED), listed with the
+        reason, and the others are still rebuilt; the exit status is then 1. Otherwise 0,
+        with or without differences.
 
         Options:
           --config FILE    the server's configuration (env ENTITLED_CONFIG): its catalog is the policy
@@ -79,9 +82,10 @@ enum RebuildCommand: Command {
             let report = try await store.rebuild(
                 projector: makeProjector(configuration: configuration), now: currentMilliseconds())
             await store.close()
-            print("customers: \(report.customers), differences: \(report.differences)")
+            print("customers: \(report.customers), differences: \(report.differences), failed: \(report.failedCustomers.count)")
             for name in report.changedCustomers { print("  changed: \(name)") }
-            return ExitStatus.ok
+            for failure in report.failedCustomers { print("  failed: \(failure.appUserId): \(failure.reason)") }
+            return report.failedCustomers.isEmpty ? ExitStatus.ok : ExitStatus.failure
         } catch {
             await store.close()
             throw error

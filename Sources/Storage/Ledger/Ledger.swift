@@ -164,13 +164,16 @@ struct Ledger {
         try inject(.afterLinks)
 
         var names: [String] = []
+        var failures: [ProjectionFailure] = []
         for id in affected.sorted() {
-            names.append(try recompute(customerID: id, projector: projector, now: now).appUserId)
+            let (customer, failure) = try recompute(customerID: id, projector: projector, now: now)
+            names.append(customer.appUserId)
+            if let failure { failures.append(failure) }
         }
         try inject(.afterProjections)
         return IngestResult(
             status: .applied, notificationID: notificationID, insertedFacts: inserted, replayedFacts: replayed,
-            affectedCustomers: names.sorted(), links: links)
+            affectedCustomers: names.sorted(), links: links, failedCustomers: failures)
     }
 
     func recordRejected(_ message: ReceivedMessage, code: String) throws -> Int64 {
@@ -377,9 +380,11 @@ struct Ledger {
         }
     }
 
-    /// Recomputes and stores one customer's projection. Returns the customer.
+    /// Recomputes and stores one customer's projection. Returns the customer and, when the
+    /// projector failed for it, the failure (then marked on the customer's stored projection
+    /// instead: one customer that cannot be projected must not fail everyone's transaction).
     @discardableResult
-    func recompute(customerID: Int64, projector: any Projector, now: Int64) throws -> CustomerRecord {
+    func recompute(customerID: Int64, projector: any Projector, now: Int64) throws -> (CustomerRecord, ProjectionFailure?) {
         // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
         let results = try session.pipeline([
             SQLStatement(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(customerID)),
@@ -390,10 +395,36 @@ struct Ledger {
             throw StorageError(.notFound, "customer not found", detail: "id \(customerID)")
         }
         let facts = try Self.decodeFacts(results[1])
-        let previous = try results[2].first.map(Self.decodeState)?.projection
-        let projection = projector.project(customer: customer, facts: facts, now: now).canonical
-        try write(projection, for: customer, now: now, previous: previous)
-        return customer
+        let stored = try results[2].first.map(Self.decodeState)
+        let projection: CustomerProjection
+        do {
+            projection = try projector.project(customer: customer, facts: facts, now: now).canonical
+        } catch {
+            let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
+            try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
+            return (customer, failure)
+        }
+        // A failure mark is only cleared by rewriting every row (the rows kept may be stale).
+        try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
+        return (customer, nil)
+    }
+
+    /// Marks a customer's stored projection failed. The last good rows stay (the indexed tables
+    /// and the encoded rows) so that nothing else changes; the state document is emptied, so no
+    /// reader can serve it as the customer's answer.
+    func markFailed(_ customer: CustomerRecord, failure: ProjectionFailure, kept: CustomerProjection?, now: Int64) throws {
+        var rows = kept ?? CustomerProjection()
+        rows.state = []
+        try session.query(
+            """
+            INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
+                                         computed_at, projection_error)
+            VALUES ($1, $2, $3, $4, '', $5, $6, $7)
+            ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, computed_at = excluded.computed_at,
+                projection_error = excluded.projection_error
+            """,
+            .text(customer.appUserId), .int(customer.id), .text(customer.appAccountToken), .int(customer.createdAt),
+            .text(RowCodec.encode(rows)), .int(now), .text(failure.reason))
     }
 
     /// Stores a projection: the state row (document + encoded rows, the hot read) and the indexed
@@ -455,23 +486,26 @@ struct Ledger {
         }
         statements.append(SQLStatement(
             """
-            INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows, computed_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
+                                         computed_at, projection_error)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)
             ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, projection_rows = excluded.projection_rows,
-                computed_at = excluded.computed_at
+                computed_at = excluded.computed_at, projection_error = NULL
             """,
             .text(customer.appUserId), .int(customer.id), .text(customer.appAccountToken), .int(customer.createdAt),
             .text(String(decoding: projection.state, as: UTF8.self)), .text(RowCodec.encode(projection)), .int(now)))
         _ = try session.pipeline(statements)
     }
 
-    static let stateColumns = "customer_id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at"
+    static let stateColumns =
+        "customer_id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"
     static let stateByUserSQL = "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = $1"
     static let stateByIDSQL = "SELECT \(stateColumns) FROM customer_states WHERE customer_id = $1"
 
     static func decodeState(_ row: SQLRow) throws -> StoredProjection {
         let projection = try RowCodec.decode(try row.text(5), state: Array(try row.text(4).utf8))
-        return StoredProjection(customer: try decodeCustomer(row), projection: projection, computedAt: try row.int(6))
+        return StoredProjection(
+            customer: try decodeCustomer(row), projection: projection, computedAt: try row.int(6), failure: try row.optionalText(7))
     }
 
     /// The hot read: one primary-key lookup of one row.
@@ -479,13 +513,17 @@ struct Ledger {
         try session.query(Self.stateByUserSQL, .text(appUserId)).first.map(Self.decodeState)
     }
 
-    static let documentByUserSQL =
-        "SELECT customer_id, app_user_id, app_account_token, created_at, state, computed_at FROM customer_states WHERE app_user_id = $1"
+    static let documentByUserSQL = """
+        SELECT customer_id, app_user_id, app_account_token, created_at, state, computed_at, projection_error
+        FROM customer_states WHERE app_user_id = $1
+        """
 
     /// The hot read without the projection rows (their decoding is wasted on a served document).
     func state(appUserId: String) throws -> StoredState? {
         try session.query(Self.documentByUserSQL, .text(appUserId)).first.map { row in
-            StoredState(customer: try Self.decodeCustomer(row), state: Array(try row.text(4).utf8), computedAt: try row.int(5))
+            StoredState(
+                customer: try Self.decodeCustomer(row), state: Array(try row.text(4).utf8), computedAt: try row.int(5),
+                failure: try row.optionalText(6))
         }
     }
 
@@ -623,24 +661,44 @@ struct Ledger {
 
     // MARK: Rebuild
 
-    /// Recomputes the customers after `afterID` (up to `limit` of them). Returns the last id seen
-    /// (nil when done), how many were checked, and the `appUserId`s whose projection changed.
-    func rebuildChunk(afterID: Int64, limit: Int, projector: any Projector, now: Int64) throws -> (Int64?, Int, [String]) {
+    /// What one chunk of a rebuild found.
+    struct RebuildChunk: Sendable {
+        /// The last id seen (nil when done).
+        var next: Int64?
+        var checked: Int
+        var changed: [String]
+        var failed: [ProjectionFailure]
+    }
+
+    /// Recomputes the customers after `afterID` (up to `limit` of them). A customer the projector
+    /// fails for is marked failed and reported; the others go on.
+    func rebuildChunk(afterID: Int64, limit: Int, projector: any Projector, now: Int64) throws -> RebuildChunk {
         let ids = try session.query("SELECT id FROM customers WHERE id > $1 ORDER BY id LIMIT $2", .int(afterID), .int(Int64(limit)))
             .map { try $0.int(0) }
-        var changed: [String] = []
+        var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
         for id in ids {
             guard let customer = try lockedCustomer(id) else { continue }
-            let fresh = projector.project(customer: customer, facts: try facts(of: customer, jws: false), now: now).canonical
+            let stored = try storedState(customerID: id)
+            let facts = try facts(of: customer, jws: false)
+            let fresh: CustomerProjection
+            do {
+                fresh = try projector.project(customer: customer, facts: facts, now: now).canonical
+            } catch {
+                let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
+                if stored?.failure != failure.reason {
+                    try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
+                }
+                chunk.failed.append(failure)
+                continue
+            }
             // Both copies must match: the state row (the API's read) and the indexed row tables.
-            let stored = try storedState(customerID: id)?.projection
             var tables = try tableRows(customerID: id)
             tables.state = fresh.state
-            if stored != fresh || tables != fresh {
+            if stored?.projection != fresh || stored?.failure != nil || tables != fresh {
                 try write(fresh, for: customer, now: now, previous: nil)
-                changed.append(customer.appUserId)
+                chunk.changed.append(customer.appUserId)
             }
         }
-        return (ids.count == limit ? ids.last : nil, ids.count, changed)
+        return chunk
     }
 }

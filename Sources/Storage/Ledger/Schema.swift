@@ -110,6 +110,11 @@ enum Schema {
                 ALTER TABLE notifications ALTER COLUMN body SET STORAGE EXTERNAL;
                 ALTER TABLE facts ALTER COLUMN jws SET STORAGE EXTERNAL;
                 """),
+        // A customer the projector fails for is marked (its error) instead of failing the
+        // transaction: the API answers that customer 500 PROJECTION_FAILED, everyone else as usual.
+        Migration(
+            version: 3, name: "projection failures",
+            sql: "ALTER TABLE customer_states ADD COLUMN projection_error TEXT;"),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }

@@ -78,15 +78,19 @@ extension SessionBackedStore {
         var after: Int64? = 0
         var total = 0
         var changed: [String] = []
+        var failed: [ProjectionFailure] = []
         while let cursor = after {
-            let (next, count, names) = try await write {
+            let chunk = try await write {
                 try Ledger(session: $0, fault: nil).rebuildChunk(afterID: cursor, limit: rebuildChunk, projector: projector, now: now)
             }
-            after = next
-            total += count
-            changed += names
+            after = chunk.next
+            total += chunk.checked
+            changed += chunk.changed
+            failed += chunk.failed
         }
-        return RebuildReport(customers: total, differences: changed.count, changedCustomers: changed.sorted())
+        return RebuildReport(
+            customers: total, differences: changed.count, changedCustomers: changed.sorted(),
+            failedCustomers: failed.sorted { $0.appUserId < $1.appUserId })
     }
 
 }
