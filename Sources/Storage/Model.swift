@@ -68,7 +68,7 @@ public struct FactKind: RawRepresentable, Hashable, Sendable, CustomStringConver
 /// A verified fact to append to the ledger.
 ///
 /// The ledger is keyed so that a replay is a no-op: a fact is unique by its kind and the
-/// SHA-256 of its JWS text.
+/// SHA-256 of its signed content (a JWS's signing input, without the signature).
 public struct IncomingFact: Sendable, Hashable {
     /// The kind of payload.
     public var kind: FactKind
@@ -76,8 +76,9 @@ public struct IncomingFact: Sendable, Hashable {
     public var jws: String {
         didSet { jwsSHA256 = FactDigest.hex(jws) }
     }
-    /// Lower-case hex SHA-256 of `jws` (of the stored text, also when a read leaves `jws` empty):
-    /// with the kind, what makes a fact unique. Computed where the fact is made (a request's
+    /// Lower-case hex SHA-256 of what `jws` signs (its `header.payload`; all of it when it is not
+    /// a compact JWS), also when a read leaves `jws` empty: with the kind, what makes a fact
+    /// unique, whatever signature encoding the content came with. Computed where the fact is made (a request's
     /// thread), not on the ledger's single writer.
     public private(set) var jwsSHA256: String
     /// The decoded payload as JSON text (UTF-8).

@@ -7,13 +7,16 @@
 /// is above ``Schema/latestVersion`` was written by a newer binary and is refused (`SCHEMA_TOO_NEW`),
 /// because this binary cannot know what the newer schema means.
 enum Schema {
-    struct Migration {
+    struct Migration: Sendable {
         let version: Int
         let name: String
         /// Runs on this dialect only; elsewhere the version is recorded with nothing to do, so
         /// both backends count versions alike.
         var only: SQLDialect? = nil
         let sql: String
+        /// A step in Swift, run after `sql` in the same transaction, for what SQL alone cannot do
+        /// on both dialects (e.g. recomputing a digest from stored text).
+        var step: (@Sendable (any SQLSession) throws -> Void)? = nil
     }
 
     static let migrations: [Migration] = [
@@ -115,9 +118,36 @@ enum Schema {
         Migration(
             version: 3, name: "projection failures",
             sql: "ALTER TABLE customer_states ADD COLUMN projection_error TEXT;"),
+        // A signed fact's key was the digest of its whole JWS text, signature included: a high-S
+        // twin `(r, n−s)` of a signature verifies too and was stored as a second fact. The key is
+        // now the digest of the signing input (see `FactDigest`); stored rows are rekeyed.
+        Migration(version: 4, name: "fact keys from the signed content", sql: "", step: rekeyFacts),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Version 4: every fact's `jws_sha256` recomputed from its stored `jws` by ``FactDigest``, in
+    /// id order. A row whose new key an earlier row already holds (a twin of the same signed
+    /// content stored before this version, under another signature) keeps its old key: it stays in
+    /// the ledger as it was, and a replay of either text now finds the earlier row's key.
+    static func rekeyFacts(_ session: any SQLSession) throws {
+        var after: Int64 = 0
+        while true {
+            let rows = try session.query(
+                "SELECT id, kind, jws, jws_sha256 FROM facts WHERE id > $1 ORDER BY id LIMIT 500", .int(after))
+            guard !rows.isEmpty else { return }
+            for row in rows {
+                after = try row.int(0)
+                let kind = try row.text(1)
+                let key = FactDigest.hex(try row.text(2))
+                guard key != (try row.text(3)) else { continue }
+                let taken = try session.query("SELECT 1 FROM facts WHERE kind = $1 AND jws_sha256 = $2", .text(kind), .text(key))
+                if taken.isEmpty {
+                    try session.query("UPDATE facts SET jws_sha256 = $1 WHERE id = $2", .text(key), .int(after))
+                }
+            }
+        }
+    }
 
     static func render(_ sql: String, for dialect: SQLDialect) -> String {
         switch dialect {
@@ -160,7 +190,8 @@ enum Schema {
         var applied: [Int] = []
         for migration in migrations where migration.version > current {
             if migration.only == nil || migration.only == session.dialect {
-                try session.execute(render(migration.sql, for: session.dialect))
+                if !migration.sql.isEmpty { try session.execute(render(migration.sql, for: session.dialect)) }
+                try migration.step?(session)
             }
             try session.query(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
