@@ -103,7 +103,7 @@ public struct API: Sendable {
                     notificationUUID: payload.notificationUUID ?? "", type: payload.notificationType?.rawValue ?? "",
                     subtype: payload.subtype?.rawValue),
                 bundleId: app.bundleId, environment: FactMapper.environment(payload.verificationEnvironment),
-                rawBody: request.body, facts: facts, policy: policy(app), receivedAt: now,
+                rawBody: Self.storedBody("signedPayload", signedPayload), facts: facts, policy: policy(app), receivedAt: now,
                 signed: SignedPayloads(
                     notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
                     renewalInfo: payload.data?.signedRenewalInfo,
@@ -154,6 +154,12 @@ public struct API: Sendable {
             policy: policy(app), receivedAt: now)
         let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
         return try .json(IngestBody(status: outcome.status.rawValue))
+    }
+
+    /// An accepted signed message's body as the ledger keeps it: only the member that was
+    /// verified, so that unknown keys posted beside it (padding) are not stored.
+    static func storedBody(_ key: String, _ jws: String) -> [UInt8] {
+        (try? JSONEncoder().encode([key: jws])).map(Array.init) ?? []
     }
 
     /// The V1 body without its password, for the ledger (secrets are never stored or logged).
@@ -273,7 +279,9 @@ public struct API: Sendable {
             }
             let batch = LedgerBatch(
                 source: .client(appUserId: appUserId), bundleId: app.bundleId, environment: environment,
-                rawBody: request.body, facts: facts, link: link, policy: policy(app), receivedAt: now, signed: signed)
+                rawBody: signed.transaction.map { Self.storedBody("signedTransaction", $0) }
+                    ?? Self.storedBody("signedAppTransaction", signed.appTransaction ?? ""),
+                facts: facts, link: link, policy: policy(app), receivedAt: now, signed: signed)
             _ = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
             let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
             var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)

@@ -26,10 +26,17 @@ public protocol LedgerStore: Sendable {
 
     /// Records a rejected message for audit; nothing is applied. Its `notificationUUID` is kept
     /// for audit but does not take the unique slot, so a forged message cannot block the real one.
+    /// Only the body's first ``ReceivedMessage/maxRejectedBodyBytes`` bytes are kept, with its
+    /// SHA-256 and size.
     /// - Parameter code: The rejection code (e.g. `SIGNATURE_INVALID`).
     /// - Returns: The row id.
     @discardableResult
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64
+
+    /// Deletes the rejected messages received before `cutoff` (ms), in bounded transactions, and
+    /// returns how many. Accepted messages are never deleted.
+    @discardableResult
+    func purgeRejected(receivedBefore cutoff: Int64) async throws -> Int
 
     /// Reads a customer.
     func customer(appUserId: String) async throws -> CustomerRecord?

@@ -47,6 +47,12 @@ public struct ReceivedMessage: Sendable, Hashable {
     }
 }
 
+extension ReceivedMessage {
+    /// Most bytes of a rejected message's body the ledger keeps (with the whole body's SHA-256
+    /// and size): enough to see what it was, too little for forged bodies to fill the disk.
+    public static let maxRejectedBodyBytes = 4096
+}
+
 /// What a fact is: which kind of signed payload it was decoded from.
 public struct FactKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The kind as stored (`transaction`, `renewal`, …).

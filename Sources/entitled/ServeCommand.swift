@@ -48,9 +48,20 @@ enum ServeCommand: Command {
             throw RuntimeError(error.description)
         }
         log(event: "listening", ["address": "\(configuration.listen.host):\(server.port)", "database": redacted(configuration.database)])
+        let purge = RejectedPurge(store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays)
+        let purging = Task {
+            await purge.run(every: .seconds(3600)) { result in
+                switch result {
+                case .success(let count) where count > 0: log(event: "rejected messages purged", ["count": "\(count)"])
+                case .success: break
+                case .failure(let error): log(event: "rejected messages purge failed", ["error": "\(error)"])
+                }
+            }
+        }
 
         let signal = await signals.wait()
         log(event: "shutting down", ["signal": signal])
+        purging.cancel()
         await server.shutdown()
         await store.close()
         log(event: "stopped", [:])

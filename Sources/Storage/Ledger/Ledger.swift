@@ -1,3 +1,4 @@
+import EntitledCrypto
 import Foundation
 
 /// The ledger's rules, written once against ``SQLSession`` and shared by both backends.
@@ -176,16 +177,33 @@ struct Ledger {
             affectedCustomers: names.sorted(), links: links, failedCustomers: failures)
     }
 
+    /// Stores a rejected message's first ``ReceivedMessage/maxRejectedBodyBytes`` bytes, with the
+    /// SHA-256 and size of the whole body: enough to audit it, while forged bodies cannot fill the
+    /// disk. `body_sha256` and `body_size` are set on rejected rows only.
     func recordRejected(_ message: ReceivedMessage, code: String) throws -> Int64 {
         let rows = try session.query(
             """
             INSERT INTO notifications (notification_uuid, claimed_uuid, source, received_at, outcome, reject_code,
-                                       notification_type, subtype, body)
-            VALUES (NULL, $1, $2, $3, 'rejected', $4, $5, $6, $7) RETURNING id
+                                       notification_type, subtype, body, body_sha256, body_size)
+            VALUES (NULL, $1, $2, $3, 'rejected', $4, $5, $6, $7, $8, $9) RETURNING id
             """,
-            SQLValue(message.notificationUUID), .text(message.source.rawValue), .int(message.receivedAt), .text(code),
-            SQLValue(message.notificationType), SQLValue(message.subtype), .blob(message.body))
+            SQLValue(message.notificationUUID.map { String($0.prefix(256)) }), .text(message.source.rawValue),
+            .int(message.receivedAt), .text(String(code.prefix(64))),
+            SQLValue(message.notificationType.map { String($0.prefix(64)) }), SQLValue(message.subtype.map { String($0.prefix(64)) }),
+            .blob(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))),
+            .text(Hex.encode(SHA256.hash(message.body))), .int(Int64(message.body.count)))
         return try rows[0].int(0)
+    }
+
+    /// Deletes up to `limit` rejected messages received before `cutoff`; returns how many.
+    func purgeRejected(receivedBefore cutoff: Int64, limit: Int) throws -> Int {
+        try session.query(
+            """
+            DELETE FROM notifications WHERE id IN (
+                SELECT id FROM notifications WHERE outcome = 'rejected' AND received_at < $1 ORDER BY id LIMIT $2)
+            RETURNING id
+            """, .int(cutoff), .int(Int64(limit))
+        ).count
     }
 
     static func normalizeToken(_ token: String) -> String { token.lowercased() }

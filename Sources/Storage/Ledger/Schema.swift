@@ -122,6 +122,14 @@ enum Schema {
         // twin `(r, n−s)` of a signature verifies too and was stored as a second fact. The key is
         // now the digest of the signing input (see `FactDigest`); stored rows are rekeyed.
         Migration(version: 4, name: "fact keys from the signed content", sql: "", step: rekeyFacts),
+        // A rejected message keeps only a bounded prefix of its body, with the whole body's
+        // digest and size (forged bodies filled the disk).
+        Migration(
+            version: 5, name: "bounded rejected bodies",
+            sql: """
+                ALTER TABLE notifications ADD COLUMN body_sha256 TEXT;
+                ALTER TABLE notifications ADD COLUMN body_size {int};
+                """),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }

@@ -22,6 +22,17 @@ extension SessionBackedStore {
         try await write { try Ledger(session: $0, fault: nil).recordRejected(message, code: code) }
     }
 
+    func purgeRejected(receivedBefore cutoff: Int64) async throws -> Int {
+        // Chunks, each its own transaction: the single SQLite writer is never held for long.
+        let chunk = 1000
+        var total = 0
+        while true {
+            let deleted = try await write { try Ledger(session: $0, fault: nil).purgeRejected(receivedBefore: cutoff, limit: chunk) }
+            total += deleted
+            if deleted < chunk { return total }
+        }
+    }
+
     func customer(appUserId: String) async throws -> CustomerRecord? {
         try await read { try Ledger(session: $0, fault: nil).customer(appUserId: appUserId) }
     }
