@@ -120,12 +120,22 @@ public struct StoreConfiguration: Sendable {
     /// PostgreSQL: a schema to use (created when missing) instead of `public`; tests use one per test.
     /// Letters, digits and `_` only.
     public var postgresSchema: String? = nil
+    /// PostgreSQL: the session's `statement_timeout` (ms), and, plus a margin of as much again
+    /// (at most 1 s), the longest any call waits for the server's answer before it gives the
+    /// connection up and fails with `STORAGE_UNAVAILABLE` (a frozen or unreachable server).
+    /// Default 5000.
+    public var postgresStatementTimeoutMilliseconds: Int = 5000
+    /// PostgreSQL: libpq's `connect_timeout` (s, at least 2; a `connect_timeout` in the URL wins). Default 5.
+    public var postgresConnectTimeoutSeconds: Int = 5
     /// PostgreSQL: transaction attempts on serialization failure or deadlock. Default 5.
     public var postgresTransactionAttempts: Int = 5
     /// Test hook: called at each ``FaultPoint`` inside write transactions.
     public var faultInjector: FaultInjector? = nil
     /// Tests only: open without looking at the schema at all (to clean up a too-new one).
     var skipSchemaCheck = false
+    /// Tests only: migrate no further than this version (to build a database as an older binary
+    /// left it).
+    var migrationLimit: Int? = nil
 
     /// Creates the default configuration.
     public init() {}

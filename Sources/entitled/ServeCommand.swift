@@ -36,7 +36,7 @@ enum ServeCommand: Command {
         } catch {
             throw UsageError("configuration: \(error.description)")
         }
-        let store = try await openDatabase(configuration.database)
+        let store = try await openDatabase(configuration.database, storage: configuration.storage)
         let ledger = StorageLedger(store: store, policy: FactMapper.policy(for: configuration))
         let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: clock)
         let server = HTTPServer(configuration: application.serverConfiguration(), router: application.router)
@@ -82,7 +82,7 @@ enum ServeCommand: Command {
     }
 
     /// Opens (creating the folder of a SQLite file) and migrates the database.
-    static func openDatabase(_ url: String) async throws -> any LedgerStore {
+    static func openDatabase(_ url: String, storage: StorageSettings = StorageSettings()) async throws -> any LedgerStore {
         if url.hasPrefix("sqlite:") && url != "sqlite::memory:" {
             let path = String(url.dropFirst("sqlite:".count))
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -93,10 +93,18 @@ enum ServeCommand: Command {
             }
         }
         do {
-            return try await openStore(url: url)
+            return try await openStore(url: url, configuration: storeConfiguration(storage))
         } catch let error as StorageError {
             throw RuntimeError("database: \(error.description)")
         }
+    }
+
+    /// The store options the configuration's `storage` section sets.
+    static func storeConfiguration(_ storage: StorageSettings) -> StoreConfiguration {
+        var configuration = StoreConfiguration()
+        configuration.postgresStatementTimeoutMilliseconds = storage.statementTimeoutMilliseconds
+        configuration.postgresConnectTimeoutSeconds = storage.connectTimeoutSeconds
+        return configuration
     }
 
     /// A database URL without its password, for logs.

@@ -61,7 +61,10 @@ struct FactIdentityTests {
         let database = try TestDatabase(backend)
         defer { Task { await database.destroy() } }
         let token = "00000000-0000-4000-8000-0000000000aa"
-        var store = try await database.open()
+        // A database as a binary before version 4 left it.
+        var old = database.configuration()
+        old.migrationLimit = 3
+        var store = try await openStore(url: database.url, configuration: old)
         _ = try await store.ensureCustomer(appUserId: "alice", appAccountToken: token, projector: testProjector, now: testNow)
         let original = Self.fact(tid: "t1", signature: "c2lnMQ", token: token)
         let twin = Self.fact(tid: "t1", signature: "c2lnMg", token: token)
@@ -71,7 +74,7 @@ struct FactIdentityTests {
         }
         // As a database written before version 4: keys are digests of the whole text, and a twin
         // that the old key let in sits next to the original.
-        try await store.raw("DELETE FROM schema_migrations WHERE version >= 4")
+        #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == 3)
         try await store.raw("UPDATE facts SET jws_sha256 = 'old-' || CAST(id AS TEXT)")
         let notification = try await store.count("SELECT MAX(notification_id) FROM facts")
         try await store.raw(

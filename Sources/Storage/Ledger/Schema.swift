@@ -188,7 +188,7 @@ enum Schema {
 
     /// Applies every pending migration. The caller holds a write transaction (and, on PostgreSQL,
     /// a lock that serializes concurrent migrators).
-    static func migrate(_ session: any SQLSession, appliedAt: String) throws -> MigrationReport {
+    static func migrate(_ session: any SQLSession, appliedAt: String, upTo limit: Int? = nil) throws -> MigrationReport {
         try session.execute(createMigrationsTable)
         let current = try currentVersion(session)
         guard current <= latestVersion else {
@@ -196,7 +196,7 @@ enum Schema {
                 .schemaTooNew, "the database schema (version \(current)) is newer than this binary (version \(latestVersion))")
         }
         var applied: [Int] = []
-        for migration in migrations where migration.version > current {
+        for migration in migrations where migration.version > current && migration.version <= (limit ?? latestVersion) {
             if migration.only == nil || migration.only == session.dialect {
                 if !migration.sql.isEmpty { try session.execute(render(migration.sql, for: session.dialect)) }
                 try migration.step?(session)
@@ -206,7 +206,7 @@ enum Schema {
                 .int(Int64(migration.version)), .text(migration.name), .text(appliedAt))
             applied.append(migration.version)
         }
-        return MigrationReport(applied: applied, currentVersion: max(current, latestVersion))
+        return MigrationReport(applied: applied, currentVersion: max(current, applied.last ?? current))
     }
 
     /// Verifies without migrating: throws `SCHEMA_TOO_NEW` for a newer schema.

@@ -263,7 +263,8 @@ final class SQLiteStore: SessionBackedStore {
 
     func migrate() async throws -> MigrationReport {
         let stamp = ISO8601DateFormatter().string(from: Date())
-        return try await write { try Schema.migrate($0, appliedAt: stamp) }
+        let limit = configuration.migrationLimit
+        return try await write { try Schema.migrate($0, appliedAt: stamp, upTo: limit) }
     }
 
     func close() async {
