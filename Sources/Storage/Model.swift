@@ -1,3 +1,5 @@
+import Foundation
+
 // Public value types of the ledger. Times are milliseconds since the Unix epoch (`Int64`),
 // the unit Apple uses in signed payloads; `now` is always a parameter, never read from a clock here.
 
@@ -557,6 +559,44 @@ public struct RebuildReport: Sendable, Hashable {
         self.differences = differences
         self.changedCustomers = changedCustomers
         self.failedCustomers = failedCustomers
+    }
+}
+
+/// What ``LedgerStore/checkIntegrity(full:timeLimit:)`` found.
+public struct IntegrityReport: Sendable, Hashable {
+    /// The check run: `quick_check`, `integrity_check`, or `none` where the database checks its
+    /// own pages (PostgreSQL).
+    public var check: String
+    /// The database's own findings (at most 100); empty when none.
+    public var problems: [String]
+    /// False when the time limit stopped the check before it finished (nothing found so far).
+    public var complete: Bool
+
+    /// Creates a report.
+    public init(check: String, problems: [String], complete: Bool) {
+        self.check = check
+        self.problems = problems
+        self.complete = complete
+    }
+}
+
+/// What is at a SQLite database path before it is opened.
+public enum SQLiteFileState: Sendable, Hashable {
+    /// No file: a new database is created.
+    case missing
+    /// A 0-byte file: SQLite treats it as a new, empty database.
+    case empty
+    /// A file of this many bytes.
+    case existing(bytes: Int64)
+
+    /// The state of the file at `path`.
+    public init(path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            self = .missing
+            return
+        }
+        self = status.st_size == 0 ? .empty : .existing(bytes: Int64(status.st_size))
     }
 }
 

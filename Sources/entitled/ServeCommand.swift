@@ -82,22 +82,50 @@ enum ServeCommand: Command {
     }
 
     /// Opens (creating the folder of a SQLite file) and migrates the database.
+    /// Opens (creating the folder of a SQLite file), migrates and quickly checks the database:
+    /// a file that cannot be written or has damaged pages stops the start (exit 1).
     static func openDatabase(_ url: String, storage: StorageSettings = StorageSettings()) async throws -> any LedgerStore {
-        if url.hasPrefix("sqlite:") && url != "sqlite::memory:" {
-            let path = String(url.dropFirst("sqlite:".count))
+        if case .sqliteFile(let path) = try? DatabaseURL(parsing: url) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
             do {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             } catch {
                 throw RuntimeError("cannot create the database folder '\(folder)'")
             }
+            switch SQLiteFileState(path: path) {
+            case .missing: log(event: "database file created", ["path": path])
+            case .empty: log(event: "database file is empty (0 bytes): treated as a new database", ["path": path])
+            case .existing: break
+            }
         }
+        let store: any LedgerStore
         do {
-            return try await openStore(url: url, configuration: storeConfiguration(storage))
+            store = try await openStore(url: url, configuration: storeConfiguration(storage))
         } catch let error as StorageError {
             throw RuntimeError("database: \(error.description)")
         }
+        // Bounded, so a large file does not delay the start; `entitled check` runs it to the end.
+        let report: IntegrityReport
+        do {
+            report = try await store.checkIntegrity(full: false, timeLimit: .seconds(startupCheckSeconds))
+        } catch {
+            await store.close()
+            throw RuntimeError("database: \(error)")
+        }
+        guard report.problems.isEmpty else {
+            await store.close()
+            throw RuntimeError(
+                "database: \(redacted(url)) has damaged pages (\(report.check)): "
+                    + report.problems.prefix(3).joined(separator: "; ") + "; run 'entitled check'")
+        }
+        if !report.complete {
+            log(event: "database quick check stopped at its time limit; run 'entitled check'", ["seconds": "\(startupCheckSeconds)"])
+        }
+        return store
     }
+
+    /// The time limit of the start's quick check of the database.
+    static let startupCheckSeconds = 2
 
     /// The store options the configuration's `storage` section sets.
     static func storeConfiguration(_ storage: StorageSettings) -> StoreConfiguration {

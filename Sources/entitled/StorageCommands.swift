@@ -93,6 +93,60 @@ enum RebuildCommand: Command {
     }
 }
 
+/// `entitled check`: looks for damaged pages in the database file.
+enum CheckCommand: Command {
+    static let name = "check"
+    static let summary = "look for damaged pages in the database"
+    static let help = """
+        Usage: entitled check [--database URL] [--full]
+
+        Runs SQLite's PRAGMA quick_check on the database to its end (the server runs it at start
+        for 2 s at most) and lists what it finds; --full runs integrity_check, which also checks
+        that every index matches its table. Exit status 0 when nothing was found, 1 otherwise.
+        Nothing is written (no migration). PostgreSQL checks its own pages: the command only
+        checks that the database answers.
+
+        Options:
+          --database URL   as for 'entitled migrate'
+          --full           integrity_check instead of quick_check (slower)
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        let url = try databaseURL(&arguments)
+        let full = arguments.flag("--full")
+        try arguments.finish()
+        if case .sqliteFile(let path) = try DatabaseURL(parsing: url), SQLiteFileState(path: path) == .missing {
+            throw RuntimeError("no database file at \(path)")
+        }
+        var configuration = StoreConfiguration()
+        configuration.migrateOnOpen = false
+        let target = try DatabaseURL(parsing: url).redacted
+        let store: any LedgerStore
+        do {
+            store = try await openStore(url: url, configuration: configuration)
+        } catch let error as StorageError where error.code == .corrupt {
+            // So damaged that even the schema cannot be read.
+            print("\(target): the file is damaged: \(error.detail ?? error.message)")
+            return ExitStatus.failure
+        }
+        let report: IntegrityReport
+        do {
+            report = try await store.checkIntegrity(full: full, timeLimit: nil)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+        guard report.problems.isEmpty else {
+            print("\(target): \(report.check) found \(report.problems.count) problem(s):")
+            for problem in report.problems { print("  \(problem)") }
+            return ExitStatus.failure
+        }
+        print("\(target): \(report.check == "none" ? "reachable (PostgreSQL checks its own pages)" : "\(report.check) ok")")
+        return ExitStatus.ok
+    }
+}
+
 /// `entitled _storage-crash-child`: not for users. Ingests in a loop, printing `ok <uuid>` after
 /// each acknowledged ingest, until killed; the storage crash tests kill it with SIGKILL mid-batch
 /// and check that every acknowledged ingest survived and nothing is half-applied. Uses the basic
