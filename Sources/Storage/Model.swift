@@ -230,7 +230,8 @@ public struct IngestResult: Sendable, Hashable {
 
     /// Applied or duplicate.
     public var status: Status
-    /// The notification row's id (nil for duplicates).
+    /// The notification row's id (nil for duplicates, and for a message without a UUID whose
+    /// facts were all replays: its row is not kept).
     public var notificationID: Int64?
     /// Facts newly appended.
     public var insertedFacts: Int

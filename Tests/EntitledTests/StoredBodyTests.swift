@@ -36,6 +36,10 @@ import Testing
             let padded = try await post("t2", pad: 250_000)
             #expect(plain > 0)
             #expect(padded <= plain + 16, "padded body stored \(padded) bytes, unpadded \(plain)")
+            // Reposting the same transaction, padded, stores nothing more.
+            let before = try await Self.scalar(api.store, "SELECT SUM(LENGTH(body)) FROM notifications")
+            for _ in 0..<5 { _ = try await post("t2", pad: 250_000) }
+            #expect(try await Self.scalar(api.store, "SELECT SUM(LENGTH(body)) FROM notifications") == before)
         }
     }
 

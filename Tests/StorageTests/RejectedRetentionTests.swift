@@ -32,6 +32,22 @@ struct RejectedRetentionTests {
         }
     }
 
+    @Test("a post without a UUID whose facts are all replays leaves no row", arguments: Backend.all)
+    func replayedClientPost(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let fact = Fixture.transaction(otid: "o1", tid: "t1", expires: testNow + day, signed: testNow)
+            let first = try await store.ingest(Fixture.batch(uuid: nil, facts: [fact], source: .client), projector: testProjector, now: testNow)
+            #expect(first.notificationID != nil)
+            for _ in 0..<3 {
+                let again = try await store.ingest(Fixture.batch(uuid: nil, facts: [fact], source: .client), projector: testProjector, now: testNow)
+                #expect(again.status == .applied)
+                #expect(again.notificationID == nil)
+                #expect(again.replayedFacts == 1)
+            }
+            #expect(try await store.rows("notifications") == 1)
+        }
+    }
+
     @Test("the purge deletes old rejected records only", arguments: Backend.all)
     func purge(backend: Backend) async throws {
         try await withStore(backend) { store, _ in

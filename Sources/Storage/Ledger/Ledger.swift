@@ -87,6 +87,7 @@ struct Ledger {
 
         var inserted = 0
         var replayed = 0
+        var storedNotification = true
         var tokenForOTID: [String: String] = [:]
         var otids: Set<String> = []
         var looseTokens: Set<String> = []
@@ -103,6 +104,12 @@ struct Ledger {
             }
             inserted = try session.query(Self.insertFactsSQL(count: batch.facts.count), parameters).count
             replayed = batch.facts.count - inserted
+            // A message without a UUID (a client post) whose facts are all replays says nothing
+            // new: its row would only grow the ledger with every repost of the same transaction.
+            if inserted == 0 && message.notificationUUID == nil {
+                try session.query("DELETE FROM notifications WHERE id = $1", .int(notificationID))
+                storedNotification = false
+            }
         }
         for fact in batch.facts {
             let token = fact.appAccountToken.map(Self.normalizeToken)
@@ -173,7 +180,7 @@ struct Ledger {
         }
         try inject(.afterProjections)
         return IngestResult(
-            status: .applied, notificationID: notificationID, insertedFacts: inserted, replayedFacts: replayed,
+            status: .applied, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
             affectedCustomers: names.sorted(), links: links, failedCustomers: failures)
     }
 
