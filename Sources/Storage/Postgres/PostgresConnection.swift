@@ -65,8 +65,9 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
             let detail = handle.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
             if let handle { PQfinish(handle) }
             // A refusal (a restarting server) is worth retrying at once; a server that took the
-            // whole timeout without answering is not.
-            let timedOut = DispatchTime.now().uptimeNanoseconds - started >= UInt64(connectTimeout) * 900_000_000
+            // whole timeout without answering is not. (libpq counts the timeout in whole seconds
+            // of the wall clock, so it may end up to a second early.)
+            let timedOut = DispatchTime.now().uptimeNanoseconds - started >= UInt64(connectTimeout - 1) * 900_000_000
             throw StorageError(.unavailable, "cannot connect to PostgreSQL", detail: detail, retry: timedOut ? .none : .reconnect)
         }
         connection = handle
