@@ -144,16 +144,21 @@ enum Schema {
             let rows = try session.query(
                 "SELECT id, kind, jws, jws_sha256 FROM facts WHERE id > $1 ORDER BY id LIMIT 500", .int(after))
             guard !rows.isEmpty else { return }
+            // One round trip per chunk; the statements run in order, so a twin later in the chunk
+            // sees the key an earlier row just took.
+            var updates: [SQLStatement] = []
             for row in rows {
                 after = try row.int(0)
-                let kind = try row.text(1)
                 let key = FactDigest.hex(try row.text(2))
                 guard key != (try row.text(3)) else { continue }
-                let taken = try session.query("SELECT 1 FROM facts WHERE kind = $1 AND jws_sha256 = $2", .text(kind), .text(key))
-                if taken.isEmpty {
-                    try session.query("UPDATE facts SET jws_sha256 = $1 WHERE id = $2", .text(key), .int(after))
-                }
+                updates.append(
+                    SQLStatement(
+                        """
+                        UPDATE facts SET jws_sha256 = $1
+                        WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = $3 AND jws_sha256 = $1)
+                        """, .text(key), .int(after), .text(try row.text(1))))
             }
+            if !updates.isEmpty { _ = try session.pipeline(updates) }
         }
     }
 
