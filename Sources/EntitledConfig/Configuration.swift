@@ -6,6 +6,8 @@ public struct Configuration: Sendable, Equatable {
     public var listen: ListenAddress = .default
     /// `sqlite:PATH` (embedded default) or `postgres://…` / `postgresql://…`.
     public var database: String = Configuration.defaultDatabase
+    /// Storage limits and retention (the `storage` section).
+    public var storage: StorageSettings = StorageSettings()
     /// Keys for the customer and admin API.
     public var apiKeys: [APIKey] = []
     /// The apps whose purchases this server tracks.
@@ -186,6 +188,19 @@ public struct HTTPSettings: Sendable, Equatable {
     public var threads: Int = 0
     public var accessLog: Bool = true
     public var shutdownGraceSeconds: Int = 10
+
+    public init() {}
+}
+
+/// The `storage` section: how long audit records are kept and how long the database may take.
+public struct StorageSettings: Sendable, Equatable {
+    /// Days a rejected message's audit record is kept before the periodic purge deletes it (1–3650).
+    public var rejectedRetentionDays: Int = 30
+    /// PostgreSQL: longest a statement may run, and longest the server waits for any answer from
+    /// the database, in milliseconds (100–600000); past it the request answers 503.
+    public var statementTimeoutMilliseconds: Int = 5000
+    /// PostgreSQL: longest a connection attempt may take, in seconds (1–600).
+    public var connectTimeoutSeconds: Int = 5
 
     public init() {}
 }

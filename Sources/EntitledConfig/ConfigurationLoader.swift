@@ -68,6 +68,9 @@ public struct ConfigurationLoader: Sendable {
         if let node = reader.take("database") {
             configuration.database = try Self.databaseURL(try node.string(), path: node.path)
         }
+        if let node = reader.take("storage") {
+            configuration.storage = try storage(node)
+        }
         if let node = reader.take("apiKeys") {
             configuration.apiKeys = try node.array().map { node throws(ConfigurationError) in try apiKey(node) }
             var names = Set<String>()
@@ -261,6 +264,24 @@ public struct ConfigurationLoader: Sendable {
         try positive("threads") { settings.threads = $0 }
         try positive("shutdownGraceSeconds") { settings.shutdownGraceSeconds = $0 }
         if let value = object.take("accessLog") { settings.accessLog = try value.bool() }
+        try object.finish()
+        return settings
+    }
+
+    private func storage(_ node: Node) throws(ConfigurationError) -> StorageSettings {
+        var object = try node.object()
+        var settings = StorageSettings()
+        func bounded(_ key: String, _ range: ClosedRange<Int>, _ apply: (Int) -> Void) throws(ConfigurationError) {
+            guard let value = object.take(key) else { return }
+            let number = try value.int()
+            guard range.contains(number) else {
+                throw ConfigurationError(path: value.path, message: "must be between \(range.lowerBound) and \(range.upperBound)")
+            }
+            apply(number)
+        }
+        try bounded("rejectedRetentionDays", 1...3650) { settings.rejectedRetentionDays = $0 }
+        try bounded("statementTimeoutMilliseconds", 100...600_000) { settings.statementTimeoutMilliseconds = $0 }
+        try bounded("connectTimeoutSeconds", 1...600) { settings.connectTimeoutSeconds = $0 }
         try object.finish()
         return settings
     }

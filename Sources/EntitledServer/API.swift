@@ -106,7 +106,7 @@ public struct API: Sendable {
                     notificationUUID: payload.notificationUUID ?? "", type: payload.notificationType?.rawValue ?? "",
                     subtype: payload.subtype?.rawValue),
                 bundleId: app.bundleId, environment: FactMapper.environment(payload.verificationEnvironment),
-                rawBody: request.body, facts: facts, policy: policy(app), receivedAt: now,
+                rawBody: Self.storedBody("signedPayload", signedPayload), facts: facts, policy: policy(app), receivedAt: now,
                 signed: SignedPayloads(
                     notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
                     renewalInfo: payload.data?.signedRenewalInfo,
@@ -158,6 +158,12 @@ public struct API: Sendable {
             policy: policy(app), receivedAt: now)
         let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
         return try .json(IngestBody(status: outcome.status.rawValue))
+    }
+
+    /// An accepted signed message's body as the ledger keeps it: only the member that was
+    /// verified, so that unknown keys posted beside it (padding) are not stored.
+    static func storedBody(_ key: String, _ jws: String) -> [UInt8] {
+        (try? JSONEncoder().encode([key: jws])).map(Array.init) ?? []
     }
 
     /// The V1 body without its password, for the ledger (secrets are never stored or logged).
@@ -277,7 +283,9 @@ public struct API: Sendable {
             }
             let batch = LedgerBatch(
                 source: .client(appUserId: appUserId), bundleId: app.bundleId, environment: environment,
-                rawBody: request.body, facts: facts, link: link, policy: policy(app), receivedAt: now, signed: signed)
+                rawBody: signed.transaction.map { Self.storedBody("signedTransaction", $0) }
+                    ?? Self.storedBody("signedAppTransaction", signed.appTransaction ?? ""),
+                facts: facts, link: link, policy: policy(app), receivedAt: now, signed: signed)
             _ = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
             let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
             var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
@@ -377,12 +385,21 @@ public struct API: Sendable {
     static let unavailable = HTTPError(
         status: 503, code: "STORAGE_UNAVAILABLE", detail: "storage is unavailable; retry later", headers: ["Retry-After": "10"])
 
-    /// Runs a ledger call, turning its failure into 503 `STORAGE_UNAVAILABLE`.
+    /// This customer's answer cannot be computed (its projection failed); others are unaffected.
+    static let projectionFailed = HTTPError(
+        status: 500, code: "PROJECTION_FAILED", detail: "this customer's entitlements cannot be computed now")
+
+    /// Runs a ledger call, turning its failure into 503 `STORAGE_UNAVAILABLE` (or the request's
+    /// own error: 400 `INVALID_REQUEST`, 500 `PROJECTION_FAILED`).
     func store<T>(_ body: () async throws(LedgerError) -> T) async throws(HTTPError) -> T {
         do {
             return try await body()
         } catch {
-            throw error.kind == .invalidRequest ? HTTPError.badRequest("invalid request", code: "INVALID_REQUEST") : Self.unavailable
+            switch error.kind {
+            case .invalidRequest: throw HTTPError.badRequest("invalid request", code: "INVALID_REQUEST")
+            case .projectionFailed: throw Self.projectionFailed
+            case .unavailable: throw Self.unavailable
+            }
         }
     }
 

@@ -21,8 +21,8 @@ public struct EngineProjector: Projector {
 
     public init(policy: Policy) { self.policy = policy }
 
-    public func project(customer: Storage.CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection {
-        let decoded = Self.decode(facts, recent: recent)
+    public func project(customer: Storage.CustomerRecord, facts: [StoredFact], now: Int64) throws -> CustomerProjection {
+        let decoded = try Self.decode(facts, recent: recent)
         let environments = Self.environments(of: decoded)
         var entitlementRows: [EntitlementRow] = []
         var subscriptionRows: [SubscriptionRow] = []
@@ -60,10 +60,27 @@ public struct EngineProjector: Projector {
         return CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: document)
     }
 
-    /// The engine facts among stored facts (rows that are not engine facts are skipped); those in
-    /// `recent` are taken from there instead of decoded.
-    static func decode(_ facts: [StoredFact], recent: RecentFacts? = nil) -> [Fact] {
-        facts.compactMap { stored in recent?.take(stored.fact.payload) ?? fact(stored.fact.payload) }
+    /// The engine facts of stored facts; those in `recent` are taken from there instead of
+    /// decoded. Every row the server stores is an engine fact, so one that no longer decodes (a
+    /// damaged row, a format this binary does not know) makes the customer unprojectable: an
+    /// answer computed without it could grant or deny wrongly.
+    static func decode(_ facts: [StoredFact], recent: RecentFacts? = nil) throws(UndecodableFact) -> [Fact] {
+        var decoded: [Fact] = []
+        decoded.reserveCapacity(facts.count)
+        for stored in facts {
+            guard let fact = recent?.take(stored.fact.payload) ?? fact(stored.fact.payload) else {
+                throw UndecodableFact(id: stored.id, kind: stored.fact.kind)
+            }
+            decoded.append(fact)
+        }
+        return decoded
+    }
+
+    /// A stored fact whose payload is not an engine fact.
+    struct UndecodableFact: Error, CustomStringConvertible {
+        var id: Int64
+        var kind: FactKind
+        var description: String { "fact \(id) (\(kind)) does not decode as an engine fact" }
     }
 
     /// The engine fact a ledger payload holds, or nil when the payload is not one.

@@ -60,6 +60,9 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         case unavailable
         /// The request names something that cannot be stored (e.g. a malformed cursor).
         case invalidRequest
+        /// This customer's answer cannot be computed (its last projection failed, e.g. a stored
+        /// fact no longer decodes): 500 `PROJECTION_FAILED` for this customer only.
+        case projectionFailed
     }
 
     public var kind: Kind

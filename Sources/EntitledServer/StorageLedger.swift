@@ -85,6 +85,7 @@ public final class StorageLedger: LedgerStoring {
     public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
         try await mapped {
             guard let stored = try await store.projection(appUserId: appUserId) else { return nil }
+            try Self.checkProjected(stored.failure)
             return fresh(stored.projection.state, computedAt: stored.computedAt, context: context)
         }
     }
@@ -92,10 +93,16 @@ public final class StorageLedger: LedgerStoring {
     public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
         do {
             guard case .done(let stored) = try store.stateNow(appUserId: appUserId), let stored else { return nil }
+            try Self.checkProjected(stored.failure)
             return fresh(stored.state, computedAt: stored.computedAt, context: context)
         } catch {
             throw Self.ledgerError(error)
         }
+    }
+
+    /// A customer whose last projection failed has no answer to give, stored or evaluated.
+    private static func checkProjected(_ failure: String?) throws(LedgerError) {
+        if let failure { throw LedgerError(.projectionFailed, detail: failure) }
     }
 
     /// The stored answer when it holds for `context`.
@@ -115,7 +122,12 @@ public final class StorageLedger: LedgerStoring {
                 let customer = try await store.customer(
                     appUserId: appUserId, createIfMissing: true, projector: projector, now: context.now)
             else { throw StorageError(.internal, "customer was not created") }
-            let facts = EngineProjector.decode(try await store.facts(appUserId: appUserId))
+            let facts: [Fact]
+            do {
+                facts = try EngineProjector.decode(try await store.facts(appUserId: appUserId))
+            } catch let error as EngineProjector.UndecodableFact {
+                throw LedgerError(.projectionFailed, detail: "\(appUserId): \(error)")
+            }
             let state = evaluate(facts: facts, policy: context.policy, now: context.now, environment: context.environment)
             return CustomerSnapshot(customer: Self.record(customer), state: state)
         }

@@ -26,10 +26,17 @@ public protocol LedgerStore: Sendable {
 
     /// Records a rejected message for audit; nothing is applied. Its `notificationUUID` is kept
     /// for audit but does not take the unique slot, so a forged message cannot block the real one.
+    /// Only the body's first ``ReceivedMessage/maxRejectedBodyBytes`` bytes are kept, with its
+    /// SHA-256 and size.
     /// - Parameter code: The rejection code (e.g. `SIGNATURE_INVALID`).
     /// - Returns: The row id.
     @discardableResult
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64
+
+    /// Deletes the rejected messages received before `cutoff` (ms), in bounded transactions, and
+    /// returns how many. Accepted messages are never deleted.
+    @discardableResult
+    func purgeRejected(receivedBefore cutoff: Int64) async throws -> Int
 
     /// Reads a customer.
     func customer(appUserId: String) async throws -> CustomerRecord?
@@ -75,6 +82,11 @@ public protocol LedgerStore: Sendable {
     /// Checks that the database answers (for `/readyz`).
     func ping() async throws
 
+    /// Looks for damaged pages: SQLite's `PRAGMA quick_check` (`full`: `integrity_check`), stopped
+    /// after `timeLimit` (nil: none), on a connection of its own. PostgreSQL checks its own pages
+    /// (checksums, WAL) and reports check `none`.
+    func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport
+
     /// Recomputes every projection from the ledger, replaces those that differ and reports them.
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport
 
@@ -113,12 +125,22 @@ public struct StoreConfiguration: Sendable {
     /// PostgreSQL: a schema to use (created when missing) instead of `public`; tests use one per test.
     /// Letters, digits and `_` only.
     public var postgresSchema: String? = nil
+    /// PostgreSQL: the session's `statement_timeout` (ms), and, plus a margin of as much again
+    /// (at most 1 s), the longest any call waits for the server's answer before it gives the
+    /// connection up and fails with `STORAGE_UNAVAILABLE` (a frozen or unreachable server).
+    /// Default 5000.
+    public var postgresStatementTimeoutMilliseconds: Int = 5000
+    /// PostgreSQL: libpq's `connect_timeout` (s, at least 2; a `connect_timeout` in the URL wins). Default 5.
+    public var postgresConnectTimeoutSeconds: Int = 5
     /// PostgreSQL: transaction attempts on serialization failure or deadlock. Default 5.
     public var postgresTransactionAttempts: Int = 5
     /// Test hook: called at each ``FaultPoint`` inside write transactions.
     public var faultInjector: FaultInjector? = nil
     /// Tests only: open without looking at the schema at all (to clean up a too-new one).
     var skipSchemaCheck = false
+    /// Tests only: migrate no further than this version (to build a database as an older binary
+    /// left it).
+    var migrationLimit: Int? = nil
 
     /// Creates the default configuration.
     public init() {}
@@ -218,6 +240,12 @@ public enum ImmediateRead<Value: Sendable>: Sendable {
 }
 
 extension LedgerStore {
+    /// Backends that check their own pages.
+    public func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport {
+        try await ping()
+        return IntegrityReport(check: "none", problems: [], complete: true)
+    }
+
     /// Backends without immediate reads always defer to the asynchronous one.
     public func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> { .wouldWait }
 }

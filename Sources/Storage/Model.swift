@@ -47,6 +47,12 @@ public struct ReceivedMessage: Sendable, Hashable {
     }
 }
 
+extension ReceivedMessage {
+    /// Most bytes of a rejected message's body the ledger keeps (with the whole body's SHA-256
+    /// and size): enough to see what it was, too little for forged bodies to fill the disk.
+    public static let maxRejectedBodyBytes = 4096
+}
+
 /// What a fact is: which kind of signed payload it was decoded from.
 public struct FactKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The kind as stored (`transaction`, `renewal`, …).
@@ -68,7 +74,7 @@ public struct FactKind: RawRepresentable, Hashable, Sendable, CustomStringConver
 /// A verified fact to append to the ledger.
 ///
 /// The ledger is keyed so that a replay is a no-op: a fact is unique by its kind and the
-/// SHA-256 of its JWS text.
+/// SHA-256 of its signed content (a JWS's signing input, without the signature).
 public struct IncomingFact: Sendable, Hashable {
     /// The kind of payload.
     public var kind: FactKind
@@ -76,8 +82,9 @@ public struct IncomingFact: Sendable, Hashable {
     public var jws: String {
         didSet { jwsSHA256 = FactDigest.hex(jws) }
     }
-    /// Lower-case hex SHA-256 of `jws` (of the stored text, also when a read leaves `jws` empty):
-    /// with the kind, what makes a fact unique. Computed where the fact is made (a request's
+    /// Lower-case hex SHA-256 of what `jws` signs (its `header.payload`; all of it when it is not
+    /// a compact JWS), also when a read leaves `jws` empty: with the kind, what makes a fact
+    /// unique, whatever signature encoding the content came with. Computed where the fact is made (a request's
     /// thread), not on the ledger's single writer.
     public private(set) var jwsSHA256: String
     /// The decoded payload as JSON text (UTF-8).
@@ -223,7 +230,8 @@ public struct IngestResult: Sendable, Hashable {
 
     /// Applied or duplicate.
     public var status: Status
-    /// The notification row's id (nil for duplicates).
+    /// The notification row's id (nil for duplicates, and for a message without a UUID whose
+    /// facts were all replays: its row is not kept).
     public var notificationID: Int64?
     /// Facts newly appended.
     public var insertedFacts: Int
@@ -233,12 +241,15 @@ public struct IngestResult: Sendable, Hashable {
     public var affectedCustomers: [String]
     /// Links made by the batch's ``Claim``.
     public var links: [LinkResult]
+    /// Affected customers whose projection failed (marked failed; the batch still committed).
+    public var failedCustomers: [ProjectionFailure]
 
     /// Creates a result.
     public init(
         status: Status, notificationID: Int64? = nil, insertedFacts: Int = 0, replayedFacts: Int = 0,
-        affectedCustomers: [String] = [], links: [LinkResult] = []
+        affectedCustomers: [String] = [], links: [LinkResult] = [], failedCustomers: [ProjectionFailure] = []
     ) {
+        self.failedCustomers = failedCustomers
         self.status = status
         self.notificationID = notificationID
         self.insertedFacts = insertedFacts
@@ -381,7 +392,11 @@ public protocol Projector: Sendable {
     ///     fact's bytes); ``LedgerStore/facts(appUserId:)`` returns it.
     ///   - now: The current time (ms).
     /// - Returns: The rows and state document to store.
-    func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection
+    /// - Throws: when this customer cannot be projected (e.g. a stored fact no longer decodes).
+    ///   The ledger contains the failure to this customer: the facts still commit, the customer's
+    ///   stored projection is marked failed (``StoredProjection/failure``) and every other
+    ///   customer is projected as usual; a later successful projection clears the mark.
+    func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) throws -> CustomerProjection
 }
 
 /// A customer's stored projection: the API's hot read.
@@ -392,12 +407,17 @@ public struct StoredProjection: Sendable, Hashable {
     public var projection: CustomerProjection
     /// The `now` the projection was computed with (ms).
     public var computedAt: Int64
+    /// Set when the last projection of this customer failed (the projector's error): `projection`
+    /// is then the last one that succeeded (empty state for a customer never projected) and must
+    /// not be served as the customer's answer.
+    public var failure: String?
 
     /// Creates a stored projection.
-    public init(customer: CustomerRecord, projection: CustomerProjection, computedAt: Int64) {
+    public init(customer: CustomerRecord, projection: CustomerProjection, computedAt: Int64, failure: String? = nil) {
         self.customer = customer
         self.projection = projection
         self.computedAt = computedAt
+        self.failure = failure
     }
 }
 
@@ -410,12 +430,15 @@ public struct StoredState: Sendable, Hashable {
     public var state: [UInt8]
     /// The `now` the projection was computed with (ms).
     public var computedAt: Int64
+    /// Set when the last projection failed (see ``StoredProjection/failure``).
+    public var failure: String?
 
     /// Creates a stored state.
-    public init(customer: CustomerRecord, state: [UInt8], computedAt: Int64) {
+    public init(customer: CustomerRecord, state: [UInt8], computedAt: Int64, failure: String? = nil) {
         self.customer = customer
         self.state = state
         self.computedAt = computedAt
+        self.failure = failure
     }
 }
 
@@ -495,37 +518,6 @@ public struct HistoryPage: Sendable, Hashable {
     public init(entries: [HistoryEntry], nextCursor: String?) {
         self.entries = entries
         self.nextCursor = nextCursor
-    }
-}
-
-/// What ``LedgerStore/rebuild(projector:now:)`` found.
-public struct RebuildReport: Sendable, Hashable {
-    /// Customers recomputed.
-    public var customers: Int
-    /// Customers whose stored projection differed from the recomputed one (and was replaced).
-    public var differences: Int
-    /// Those customers' `appUserId`s, sorted.
-    public var changedCustomers: [String]
-
-    /// Creates a report.
-    public init(customers: Int, differences: Int, changedCustomers: [String]) {
-        self.customers = customers
-        self.differences = differences
-        self.changedCustomers = changedCustomers
-    }
-}
-
-/// What ``LedgerStore/migrate()`` did.
-public struct MigrationReport: Sendable, Hashable {
-    /// Versions applied by this call, in order.
-    public var applied: [Int]
-    /// The schema version now in the database.
-    public var currentVersion: Int
-
-    /// Creates a report.
-    public init(applied: [Int], currentVersion: Int) {
-        self.applied = applied
-        self.currentVersion = currentVersion
     }
 }
 

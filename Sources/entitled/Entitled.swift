@@ -13,6 +13,7 @@ enum Entitled {
         VerifyCommand.self,
         MigrateCommand.self,
         RebuildCommand.self,
+        CheckCommand.self,
         BenchCommand.self,
         StorageCrashChildCommand.self,
         SimulateCommand.self,

@@ -36,7 +36,7 @@ enum ServeCommand: Command {
         } catch {
             throw UsageError("configuration: \(error.description)")
         }
-        let store = try await openDatabase(configuration.database)
+        let store = try await openDatabase(configuration.database, storage: configuration.storage)
         let ledger = StorageLedger(store: store, policy: FactMapper.policy(for: configuration))
         let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: clock)
         let server = HTTPServer(configuration: application.serverConfiguration(), router: application.router)
@@ -48,9 +48,20 @@ enum ServeCommand: Command {
             throw RuntimeError(error.description)
         }
         log(event: "listening", ["address": "\(configuration.listen.host):\(server.port)", "database": redacted(configuration.database)])
+        let purge = RejectedPurge(store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays)
+        let purging = Task {
+            await purge.run(every: .seconds(3600)) { result in
+                switch result {
+                case .success(let count) where count > 0: log(event: "rejected messages purged", ["count": "\(count)"])
+                case .success: break
+                case .failure(let error): log(event: "rejected messages purge failed", ["error": "\(error)"])
+                }
+            }
+        }
 
         let signal = await signals.wait()
         log(event: "shutting down", ["signal": signal])
+        purging.cancel()
         await server.shutdown()
         await store.close()
         log(event: "stopped", [:])
@@ -71,21 +82,57 @@ enum ServeCommand: Command {
     }
 
     /// Opens (creating the folder of a SQLite file) and migrates the database.
-    static func openDatabase(_ url: String) async throws -> any LedgerStore {
-        if url.hasPrefix("sqlite:") && url != "sqlite::memory:" {
-            let path = String(url.dropFirst("sqlite:".count))
+    /// Opens (creating the folder of a SQLite file), migrates and quickly checks the database:
+    /// a file that cannot be written or has damaged pages stops the start (exit 1).
+    static func openDatabase(_ url: String, storage: StorageSettings = StorageSettings()) async throws -> any LedgerStore {
+        if case .sqliteFile(let path) = try? DatabaseURL(parsing: url) {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
             do {
                 try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             } catch {
                 throw RuntimeError("cannot create the database folder '\(folder)'")
             }
+            switch SQLiteFileState(path: path) {
+            case .missing: log(event: "database file created", ["path": path])
+            case .empty: log(event: "database file is empty (0 bytes): treated as a new database", ["path": path])
+            case .existing: break
+            }
         }
+        let store: any LedgerStore
         do {
-            return try await openStore(url: url)
+            store = try await openStore(url: url, configuration: storeConfiguration(storage))
         } catch let error as StorageError {
             throw RuntimeError("database: \(error.description)")
         }
+        // Bounded, so a large file does not delay the start; `entitled check` runs it to the end.
+        let report: IntegrityReport
+        do {
+            report = try await store.checkIntegrity(full: false, timeLimit: .seconds(startupCheckSeconds))
+        } catch {
+            await store.close()
+            throw RuntimeError("database: \(error)")
+        }
+        guard report.problems.isEmpty else {
+            await store.close()
+            throw RuntimeError(
+                "database: \(redacted(url)) has damaged pages (\(report.check)): "
+                    + report.problems.prefix(3).joined(separator: "; ") + "; run 'entitled check'")
+        }
+        if !report.complete {
+            log(event: "database quick check stopped at its time limit; run 'entitled check'", ["seconds": "\(startupCheckSeconds)"])
+        }
+        return store
+    }
+
+    /// The time limit of the start's quick check of the database.
+    static let startupCheckSeconds = 2
+
+    /// The store options the configuration's `storage` section sets.
+    static func storeConfiguration(_ storage: StorageSettings) -> StoreConfiguration {
+        var configuration = StoreConfiguration()
+        configuration.postgresStatementTimeoutMilliseconds = storage.statementTimeoutMilliseconds
+        configuration.postgresConnectTimeoutSeconds = storage.connectTimeoutSeconds
+        return configuration
     }
 
     /// A database URL without its password, for logs.

@@ -63,8 +63,11 @@ enum RebuildCommand: Command {
         Usage: entitled rebuild [--config FILE] [--database URL]
 
         Recomputes every customer's projection from the facts in the ledger with the entitlement
-        engine and the configuration's products, replaces those that differ and lists them. Exit
-        status 0 either way; the count is printed.
+        engine and the configuration's products, replaces those that differ and lists them. A
+        customer that cannot be projected (a stored fact that no longer decodes, the projector
+        failing) is marked failed (the API answers it 500 PROJECTION_FAILED), listed with the
+        reason, and the others are still rebuilt; the exit status is then 1. Otherwise 0,
+        with or without differences.
 
         Options:
           --config FILE    the server's configuration (env ENTITLED_CONFIG): its catalog is the policy
@@ -79,13 +82,68 @@ enum RebuildCommand: Command {
             let report = try await store.rebuild(
                 projector: makeProjector(configuration: configuration), now: currentMilliseconds())
             await store.close()
-            print("customers: \(report.customers), differences: \(report.differences)")
+            print("customers: \(report.customers), differences: \(report.differences), failed: \(report.failedCustomers.count)")
             for name in report.changedCustomers { print("  changed: \(name)") }
-            return ExitStatus.ok
+            for failure in report.failedCustomers { print("  failed: \(failure.appUserId): \(failure.reason)") }
+            return report.failedCustomers.isEmpty ? ExitStatus.ok : ExitStatus.failure
         } catch {
             await store.close()
             throw error
         }
+    }
+}
+
+/// `entitled check`: looks for damaged pages in the database file.
+enum CheckCommand: Command {
+    static let name = "check"
+    static let summary = "look for damaged pages in the database"
+    static let help = """
+        Usage: entitled check [--database URL] [--full]
+
+        Runs SQLite's PRAGMA quick_check on the database to its end (the server runs it at start
+        for 2 s at most) and lists what it finds; --full runs integrity_check, which also checks
+        that every index matches its table. Exit status 0 when nothing was found, 1 otherwise.
+        Nothing is written (no migration). PostgreSQL checks its own pages: the command only
+        checks that the database answers.
+
+        Options:
+          --database URL   as for 'entitled migrate'
+          --full           integrity_check instead of quick_check (slower)
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        let url = try databaseURL(&arguments)
+        let full = arguments.flag("--full")
+        try arguments.finish()
+        if case .sqliteFile(let path) = try DatabaseURL(parsing: url), SQLiteFileState(path: path) == .missing {
+            throw RuntimeError("no database file at \(path)")
+        }
+        var configuration = StoreConfiguration()
+        configuration.migrateOnOpen = false
+        let target = try DatabaseURL(parsing: url).redacted
+        let store: any LedgerStore
+        do {
+            store = try await openStore(url: url, configuration: configuration)
+        } catch let error as StorageError where error.code == .corrupt {
+            // So damaged that even the schema cannot be read.
+            print("\(target): the file is damaged: \(error.detail ?? error.message)")
+            return ExitStatus.failure
+        }
+        let report: IntegrityReport
+        do {
+            report = try await store.checkIntegrity(full: full, timeLimit: nil)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+        guard report.problems.isEmpty else {
+            print("\(target): \(report.check) found \(report.problems.count) problem(s):")
+            for problem in report.problems { print("  \(problem)") }
+            return ExitStatus.failure
+        }
+        print("\(target): \(report.check == "none" ? "reachable (PostgreSQL checks its own pages)" : "\(report.check) ok")")
+        return ExitStatus.ok
     }
 }
 

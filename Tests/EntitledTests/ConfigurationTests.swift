@@ -79,6 +79,10 @@ import Testing
         (#"{"apps": [{"bundleId": "a", "environments": ["Sandbox"], "appleRootCertificates": ["/nonexistent/root.cer"]}]}"#, "apps[0].appleRootCertificates[0]", "cannot read"),
         (#"{"http": {"maxBodyBytes": -1}}"#, "http.maxBodyBytes", "positive"),
         (#"{"http": {"accessLog": 1}}"#, "http.accessLog", "true or false"),
+        (#"{"storage": {"rejectedRetentionDays": 0}}"#, "storage.rejectedRetentionDays", "between 1 and 3650"),
+        (#"{"storage": {"statementTimeoutMilliseconds": 50}}"#, "storage.statementTimeoutMilliseconds", "between 100 and 600000"),
+        (#"{"storage": {"connectTimeoutSeconds": 0}}"#, "storage.connectTimeoutSeconds", "between 1 and 600"),
+        (#"{"storage": {"retention": 1}}"#, "storage.retention", "unknown key"),
         (#"[1, 2]"#, "$", "object"),
         (#"{"listen": "#, "$", "not valid JSON"),
     ])

@@ -536,7 +536,7 @@ enum ScenarioRunner {
                     reported.insert(customer)
                     continue
                 }
-                let fresh = ledger.projector.project(
+                let fresh = try ledger.projector.project(
                     customer: stored.customer, facts: try await store.facts(appUserId: customer), now: now)
                 guard fresh != stored.projection else { continue }
                 reported.insert(customer)

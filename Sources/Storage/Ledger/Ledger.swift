@@ -1,3 +1,4 @@
+import EntitledCrypto
 import Foundation
 
 /// The ledger's rules, written once against ``SQLSession`` and shared by both backends.
@@ -86,6 +87,7 @@ struct Ledger {
 
         var inserted = 0
         var replayed = 0
+        var storedNotification = true
         var tokenForOTID: [String: String] = [:]
         var otids: Set<String> = []
         var looseTokens: Set<String> = []
@@ -102,6 +104,12 @@ struct Ledger {
             }
             inserted = try session.query(Self.insertFactsSQL(count: batch.facts.count), parameters).count
             replayed = batch.facts.count - inserted
+            // A message without a UUID (a client post) whose facts are all replays says nothing
+            // new: its row would only grow the ledger with every repost of the same transaction.
+            if inserted == 0 && message.notificationUUID == nil {
+                try session.query("DELETE FROM notifications WHERE id = $1", .int(notificationID))
+                storedNotification = false
+            }
         }
         for fact in batch.facts {
             let token = fact.appAccountToken.map(Self.normalizeToken)
@@ -164,25 +172,45 @@ struct Ledger {
         try inject(.afterLinks)
 
         var names: [String] = []
+        var failures: [ProjectionFailure] = []
         for id in affected.sorted() {
-            names.append(try recompute(customerID: id, projector: projector, now: now).appUserId)
+            let (customer, failure) = try recompute(customerID: id, projector: projector, now: now)
+            names.append(customer.appUserId)
+            if let failure { failures.append(failure) }
         }
         try inject(.afterProjections)
         return IngestResult(
-            status: .applied, notificationID: notificationID, insertedFacts: inserted, replayedFacts: replayed,
-            affectedCustomers: names.sorted(), links: links)
+            status: .applied, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
+            affectedCustomers: names.sorted(), links: links, failedCustomers: failures)
     }
 
+    /// Stores a rejected message's first ``ReceivedMessage/maxRejectedBodyBytes`` bytes, with the
+    /// SHA-256 and size of the whole body: enough to audit it, while forged bodies cannot fill the
+    /// disk. `body_sha256` and `body_size` are set on rejected rows only.
     func recordRejected(_ message: ReceivedMessage, code: String) throws -> Int64 {
         let rows = try session.query(
             """
             INSERT INTO notifications (notification_uuid, claimed_uuid, source, received_at, outcome, reject_code,
-                                       notification_type, subtype, body)
-            VALUES (NULL, $1, $2, $3, 'rejected', $4, $5, $6, $7) RETURNING id
+                                       notification_type, subtype, body, body_sha256, body_size)
+            VALUES (NULL, $1, $2, $3, 'rejected', $4, $5, $6, $7, $8, $9) RETURNING id
             """,
-            SQLValue(message.notificationUUID), .text(message.source.rawValue), .int(message.receivedAt), .text(code),
-            SQLValue(message.notificationType), SQLValue(message.subtype), .blob(message.body))
+            SQLValue(message.notificationUUID.map { String($0.prefix(256)) }), .text(message.source.rawValue),
+            .int(message.receivedAt), .text(String(code.prefix(64))),
+            SQLValue(message.notificationType.map { String($0.prefix(64)) }), SQLValue(message.subtype.map { String($0.prefix(64)) }),
+            .blob(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))),
+            .text(Hex.encode(SHA256.hash(message.body))), .int(Int64(message.body.count)))
         return try rows[0].int(0)
+    }
+
+    /// Deletes up to `limit` rejected messages received before `cutoff`; returns how many.
+    func purgeRejected(receivedBefore cutoff: Int64, limit: Int) throws -> Int {
+        try session.query(
+            """
+            DELETE FROM notifications WHERE id IN (
+                SELECT id FROM notifications WHERE outcome = 'rejected' AND received_at < $1 ORDER BY id LIMIT $2)
+            RETURNING id
+            """, .int(cutoff), .int(Int64(limit))
+        ).count
     }
 
     static func normalizeToken(_ token: String) -> String { token.lowercased() }
@@ -377,9 +405,11 @@ struct Ledger {
         }
     }
 
-    /// Recomputes and stores one customer's projection. Returns the customer.
+    /// Recomputes and stores one customer's projection. Returns the customer and, when the
+    /// projector failed for it, the failure (then marked on the customer's stored projection
+    /// instead: one customer that cannot be projected must not fail everyone's transaction).
     @discardableResult
-    func recompute(customerID: Int64, projector: any Projector, now: Int64) throws -> CustomerRecord {
+    func recompute(customerID: Int64, projector: any Projector, now: Int64) throws -> (CustomerRecord, ProjectionFailure?) {
         // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
         let results = try session.pipeline([
             SQLStatement(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(customerID)),
@@ -390,10 +420,18 @@ struct Ledger {
             throw StorageError(.notFound, "customer not found", detail: "id \(customerID)")
         }
         let facts = try Self.decodeFacts(results[1])
-        let previous = try results[2].first.map(Self.decodeState)?.projection
-        let projection = projector.project(customer: customer, facts: facts, now: now).canonical
-        try write(projection, for: customer, now: now, previous: previous)
-        return customer
+        let stored = try results[2].first.map(Self.decodeState)
+        let projection: CustomerProjection
+        do {
+            projection = try projector.project(customer: customer, facts: facts, now: now).canonical
+        } catch {
+            let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
+            try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
+            return (customer, failure)
+        }
+        // A failure mark is only cleared by rewriting every row (the rows kept may be stale).
+        try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
+        return (customer, nil)
     }
 
     /// Stores a projection: the state row (document + encoded rows, the hot read) and the indexed
@@ -455,23 +493,26 @@ struct Ledger {
         }
         statements.append(SQLStatement(
             """
-            INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows, computed_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
+                                         computed_at, projection_error)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)
             ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, projection_rows = excluded.projection_rows,
-                computed_at = excluded.computed_at
+                computed_at = excluded.computed_at, projection_error = NULL
             """,
             .text(customer.appUserId), .int(customer.id), .text(customer.appAccountToken), .int(customer.createdAt),
             .text(String(decoding: projection.state, as: UTF8.self)), .text(RowCodec.encode(projection)), .int(now)))
         _ = try session.pipeline(statements)
     }
 
-    static let stateColumns = "customer_id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at"
+    static let stateColumns =
+        "customer_id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"
     static let stateByUserSQL = "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = $1"
     static let stateByIDSQL = "SELECT \(stateColumns) FROM customer_states WHERE customer_id = $1"
 
     static func decodeState(_ row: SQLRow) throws -> StoredProjection {
         let projection = try RowCodec.decode(try row.text(5), state: Array(try row.text(4).utf8))
-        return StoredProjection(customer: try decodeCustomer(row), projection: projection, computedAt: try row.int(6))
+        return StoredProjection(
+            customer: try decodeCustomer(row), projection: projection, computedAt: try row.int(6), failure: try row.optionalText(7))
     }
 
     /// The hot read: one primary-key lookup of one row.
@@ -479,13 +520,17 @@ struct Ledger {
         try session.query(Self.stateByUserSQL, .text(appUserId)).first.map(Self.decodeState)
     }
 
-    static let documentByUserSQL =
-        "SELECT customer_id, app_user_id, app_account_token, created_at, state, computed_at FROM customer_states WHERE app_user_id = $1"
+    static let documentByUserSQL = """
+        SELECT customer_id, app_user_id, app_account_token, created_at, state, computed_at, projection_error
+        FROM customer_states WHERE app_user_id = $1
+        """
 
     /// The hot read without the projection rows (their decoding is wasted on a served document).
     func state(appUserId: String) throws -> StoredState? {
         try session.query(Self.documentByUserSQL, .text(appUserId)).first.map { row in
-            StoredState(customer: try Self.decodeCustomer(row), state: Array(try row.text(4).utf8), computedAt: try row.int(5))
+            StoredState(
+                customer: try Self.decodeCustomer(row), state: Array(try row.text(4).utf8), computedAt: try row.int(5),
+                failure: try row.optionalText(6))
         }
     }
 
@@ -522,125 +567,5 @@ struct Ledger {
                     autoRenew: try row.bool(6), environment: try row.text(7)))
         }
         return projection.canonical
-    }
-
-    // MARK: Other reads
-
-    static let subscriptionColumns = """
-        c.app_user_id, s.original_transaction_id, s.product_id, s.group_id, s.status, s.expires_at, s.grace_until,
-        s.auto_renew, s.environment
-        """
-
-    static func decodeOwned(_ row: SQLRow) throws -> OwnedSubscription {
-        OwnedSubscription(
-            appUserId: try row.text(0),
-            subscription: SubscriptionRow(
-                originalTransactionId: try row.text(1), productId: try row.text(2), group: try row.optionalText(3),
-                status: try row.text(4), expiresAt: try row.optionalInt(5), graceUntil: try row.optionalInt(6),
-                autoRenew: try row.bool(7), environment: try row.text(8)))
-    }
-
-    func subscription(otid: String) throws -> OwnedSubscription? {
-        try session.query(
-            """
-            SELECT \(Self.subscriptionColumns) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
-            WHERE s.original_transaction_id = $1
-            """, .text(otid)
-        ).first.map(Self.decodeOwned)
-    }
-
-    func expiring(from: Int64, to: Int64, limit: Int) throws -> [OwnedSubscription] {
-        try session.query(
-            """
-            SELECT \(Self.subscriptionColumns) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
-            WHERE s.expires_at >= $1 AND s.expires_at < $2
-            ORDER BY s.expires_at, s.original_transaction_id LIMIT $3
-            """, .int(from), .int(to), .int(Int64(limit))
-        ).map(Self.decodeOwned)
-    }
-
-    /// History cursor: `receivedAt.rank.id` of the last entry returned (rank 2 = fact, 1 = notification).
-    func history(appUserId: String, cursor: String?, limit: Int) throws -> HistoryPage {
-        guard (1...1000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…1000") }
-        guard let customer = try customer(appUserId: appUserId) else { return HistoryPage(entries: [], nextCursor: nil) }
-        var after: (Int64, Int64, Int64) = (Int64.max, 3, 0)
-        if let cursor {
-            let parts = cursor.split(separator: ".").compactMap { Int64($0) }
-            guard parts.count == 3 else { throw StorageError(.invalidArgument, "malformed history cursor") }
-            after = (parts[0], parts[1], parts[2])
-        }
-        let rows = try session.query(
-            """
-            WITH cf AS (
-                SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
-                FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id WHERE l.customer_id = $1
-                UNION ALL
-                SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
-                FROM facts f WHERE f.original_transaction_id IS NULL AND f.app_account_token = $2
-            ), h AS (
-                SELECT 2 AS rank, cf.id AS id, cf.received_at AS received_at, CAST(NULL AS TEXT) AS source,
-                       CAST(NULL AS TEXT) AS uuid, CAST(NULL AS TEXT) AS ntype, CAST(NULL AS TEXT) AS subtype,
-                       cf.kind AS kind, cf.transaction_id AS transaction_id,
-                       cf.original_transaction_id AS original_transaction_id, cf.signed_date AS signed_date
-                FROM cf
-                UNION ALL
-                SELECT 1, n.id, n.received_at, n.source, n.notification_uuid, n.notification_type, n.subtype,
-                       NULL, NULL, NULL, NULL
-                FROM notifications n WHERE n.id IN (SELECT notification_id FROM cf)
-            )
-            SELECT rank, id, received_at, source, uuid, ntype, subtype, kind, transaction_id, original_transaction_id, signed_date
-            FROM h
-            WHERE received_at < $3 OR (received_at = $3 AND (rank < $4 OR (rank = $4 AND id < $5)))
-            ORDER BY received_at DESC, rank DESC, id DESC LIMIT $6
-            """,
-            .int(customer.id), .text(customer.appAccountToken), .int(after.0), .int(after.1), .int(after.2),
-            .int(Int64(limit) + 1))
-        var entries: [HistoryEntry] = []
-        var lastKey: (Int64, Int64, Int64)? = nil
-        for row in rows.prefix(limit) {
-            let rank = try row.int(0)
-            let id = try row.int(1)
-            let receivedAt = try row.int(2)
-            lastKey = (receivedAt, rank, id)
-            if rank == 1 {
-                entries.append(
-                    HistoryEntry(
-                        kind: .notification, id: id, receivedAt: receivedAt,
-                        source: try row.optionalText(3).flatMap(IngestSource.init(rawValue:)),
-                        notificationUUID: try row.optionalText(4), notificationType: try row.optionalText(5),
-                        subtype: try row.optionalText(6)))
-            } else {
-                entries.append(
-                    HistoryEntry(
-                        kind: .fact, id: id, receivedAt: receivedAt, factKind: try row.optionalText(7).map(FactKind.init(rawValue:)),
-                        transactionId: try row.optionalText(8), originalTransactionId: try row.optionalText(9),
-                        signedDate: try row.optionalInt(10)))
-            }
-        }
-        let next = rows.count > limit ? lastKey.map { "\($0.0).\($0.1).\($0.2)" } : nil
-        return HistoryPage(entries: entries, nextCursor: next)
-    }
-
-    // MARK: Rebuild
-
-    /// Recomputes the customers after `afterID` (up to `limit` of them). Returns the last id seen
-    /// (nil when done), how many were checked, and the `appUserId`s whose projection changed.
-    func rebuildChunk(afterID: Int64, limit: Int, projector: any Projector, now: Int64) throws -> (Int64?, Int, [String]) {
-        let ids = try session.query("SELECT id FROM customers WHERE id > $1 ORDER BY id LIMIT $2", .int(afterID), .int(Int64(limit)))
-            .map { try $0.int(0) }
-        var changed: [String] = []
-        for id in ids {
-            guard let customer = try lockedCustomer(id) else { continue }
-            let fresh = projector.project(customer: customer, facts: try facts(of: customer, jws: false), now: now).canonical
-            // Both copies must match: the state row (the API's read) and the indexed row tables.
-            let stored = try storedState(customerID: id)?.projection
-            var tables = try tableRows(customerID: id)
-            tables.state = fresh.state
-            if stored != fresh || tables != fresh {
-                try write(fresh, for: customer, now: now, previous: nil)
-                changed.append(customer.appUserId)
-            }
-        }
-        return (ids.count == limit ? ids.last : nil, ids.count, changed)
     }
 }

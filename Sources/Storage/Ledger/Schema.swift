@@ -7,13 +7,16 @@
 /// is above ``Schema/latestVersion`` was written by a newer binary and is refused (`SCHEMA_TOO_NEW`),
 /// because this binary cannot know what the newer schema means.
 enum Schema {
-    struct Migration {
+    struct Migration: Sendable {
         let version: Int
         let name: String
         /// Runs on this dialect only; elsewhere the version is recorded with nothing to do, so
         /// both backends count versions alike.
         var only: SQLDialect? = nil
         let sql: String
+        /// A step in Swift, run after `sql` in the same transaction, for what SQL alone cannot do
+        /// on both dialects (e.g. recomputing a digest from stored text).
+        var step: (@Sendable (any SQLSession) throws -> Void)? = nil
     }
 
     static let migrations: [Migration] = [
@@ -110,9 +113,54 @@ enum Schema {
                 ALTER TABLE notifications ALTER COLUMN body SET STORAGE EXTERNAL;
                 ALTER TABLE facts ALTER COLUMN jws SET STORAGE EXTERNAL;
                 """),
+        // A customer the projector fails for is marked (its error) instead of failing the
+        // transaction: the API answers that customer 500 PROJECTION_FAILED, everyone else as usual.
+        Migration(
+            version: 3, name: "projection failures",
+            sql: "ALTER TABLE customer_states ADD COLUMN projection_error TEXT;"),
+        // A signed fact's key was the digest of its whole JWS text, signature included: a high-S
+        // twin `(r, n−s)` of a signature verifies too and was stored as a second fact. The key is
+        // now the digest of the signing input (see `FactDigest`); stored rows are rekeyed.
+        Migration(version: 4, name: "fact keys from the signed content", sql: "", step: rekeyFacts),
+        // A rejected message keeps only a bounded prefix of its body, with the whole body's
+        // digest and size (forged bodies filled the disk).
+        Migration(
+            version: 5, name: "bounded rejected bodies",
+            sql: """
+                ALTER TABLE notifications ADD COLUMN body_sha256 TEXT;
+                ALTER TABLE notifications ADD COLUMN body_size {int};
+                """),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Version 4: every fact's `jws_sha256` recomputed from its stored `jws` by ``FactDigest``, in
+    /// id order. A row whose new key an earlier row already holds (a twin of the same signed
+    /// content stored before this version, under another signature) keeps its old key: it stays in
+    /// the ledger as it was, and a replay of either text now finds the earlier row's key.
+    static func rekeyFacts(_ session: any SQLSession) throws {
+        var after: Int64 = 0
+        while true {
+            let rows = try session.query(
+                "SELECT id, kind, jws, jws_sha256 FROM facts WHERE id > $1 ORDER BY id LIMIT 500", .int(after))
+            guard !rows.isEmpty else { return }
+            // One round trip per chunk; the statements run in order, so a twin later in the chunk
+            // sees the key an earlier row just took.
+            var updates: [SQLStatement] = []
+            for row in rows {
+                after = try row.int(0)
+                let key = FactDigest.hex(try row.text(2))
+                guard key != (try row.text(3)) else { continue }
+                updates.append(
+                    SQLStatement(
+                        """
+                        UPDATE facts SET jws_sha256 = $1
+                        WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = $3 AND jws_sha256 = $1)
+                        """, .text(key), .int(after), .text(try row.text(1))))
+            }
+            if !updates.isEmpty { _ = try session.pipeline(updates) }
+        }
+    }
 
     static func render(_ sql: String, for dialect: SQLDialect) -> String {
         switch dialect {
@@ -145,7 +193,7 @@ enum Schema {
 
     /// Applies every pending migration. The caller holds a write transaction (and, on PostgreSQL,
     /// a lock that serializes concurrent migrators).
-    static func migrate(_ session: any SQLSession, appliedAt: String) throws -> MigrationReport {
+    static func migrate(_ session: any SQLSession, appliedAt: String, upTo limit: Int? = nil) throws -> MigrationReport {
         try session.execute(createMigrationsTable)
         let current = try currentVersion(session)
         guard current <= latestVersion else {
@@ -153,16 +201,17 @@ enum Schema {
                 .schemaTooNew, "the database schema (version \(current)) is newer than this binary (version \(latestVersion))")
         }
         var applied: [Int] = []
-        for migration in migrations where migration.version > current {
+        for migration in migrations where migration.version > current && migration.version <= (limit ?? latestVersion) {
             if migration.only == nil || migration.only == session.dialect {
-                try session.execute(render(migration.sql, for: session.dialect))
+                if !migration.sql.isEmpty { try session.execute(render(migration.sql, for: session.dialect)) }
+                try migration.step?(session)
             }
             try session.query(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
                 .int(Int64(migration.version)), .text(migration.name), .text(appliedAt))
             applied.append(migration.version)
         }
-        return MigrationReport(applied: applied, currentVersion: max(current, latestVersion))
+        return MigrationReport(applied: applied, currentVersion: max(current, applied.last ?? current))
     }
 
     /// Verifies without migrating: throws `SCHEMA_TOO_NEW` for a newer schema.

@@ -22,6 +22,17 @@ extension SessionBackedStore {
         try await write { try Ledger(session: $0, fault: nil).recordRejected(message, code: code) }
     }
 
+    func purgeRejected(receivedBefore cutoff: Int64) async throws -> Int {
+        // Chunks, each its own transaction: the single SQLite writer is never held for long.
+        let chunk = 1000
+        var total = 0
+        while true {
+            let deleted = try await write { try Ledger(session: $0, fault: nil).purgeRejected(receivedBefore: cutoff, limit: chunk) }
+            total += deleted
+            if deleted < chunk { return total }
+        }
+    }
+
     func customer(appUserId: String) async throws -> CustomerRecord? {
         try await read { try Ledger(session: $0, fault: nil).customer(appUserId: appUserId) }
     }
@@ -78,15 +89,19 @@ extension SessionBackedStore {
         var after: Int64? = 0
         var total = 0
         var changed: [String] = []
+        var failed: [ProjectionFailure] = []
         while let cursor = after {
-            let (next, count, names) = try await write {
+            let chunk = try await write {
                 try Ledger(session: $0, fault: nil).rebuildChunk(afterID: cursor, limit: rebuildChunk, projector: projector, now: now)
             }
-            after = next
-            total += count
-            changed += names
+            after = chunk.next
+            total += chunk.checked
+            changed += chunk.changed
+            failed += chunk.failed
         }
-        return RebuildReport(customers: total, differences: changed.count, changedCustomers: changed.sorted())
+        return RebuildReport(
+            customers: total, differences: changed.count, changedCustomers: changed.sorted(),
+            failedCustomers: failed.sorted { $0.appUserId < $1.appUserId })
     }
 
 }

@@ -21,9 +21,23 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
     /// same round trip. See ``defer(_:)``.
     private var deferred: [String] = []
 
-    init(conninfo: String, schema: String?) throws {
+    /// The server-side `statement_timeout` (ms).
+    private let statementTimeout: Int
+    /// How long to wait for any answer before giving the connection up (ns): the statement
+    /// timeout plus a margin, so a slow statement is cancelled by the server first (the session
+    /// stays usable) and only a server that answers nothing at all (frozen, unreachable) is
+    /// given up on here.
+    private var answerTimeout: UInt64
+    /// libpq's `connect_timeout` (s).
+    private let connectTimeout: Int
+
+    init(conninfo: String, schema: String?, statementTimeoutMilliseconds: Int = 5000, connectTimeoutSeconds: Int = 5) throws {
         self.conninfo = conninfo
         self.schema = schema
+        self.statementTimeout = max(1, statementTimeoutMilliseconds)
+        self.answerTimeout = UInt64(statementTimeout + min(1000, statementTimeout)) * 1_000_000
+        // libpq treats 1 as 2 (its minimum).
+        self.connectTimeout = max(2, connectTimeoutSeconds)
         try connect()
     }
 
@@ -44,11 +58,17 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         connection = nil
         deferred.removeAll()
         prepared.removeAll()
-        let handle = PQconnectdb(conninfo)
+        // connect_timeout first: a value in the URL itself comes later and wins.
+        let started = DispatchTime.now().uptimeNanoseconds
+        let handle = Self.connect(conninfo, timeout: connectTimeout)
         guard let handle, PQstatus(handle) == CONNECTION_OK else {
             let detail = handle.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
             if let handle { PQfinish(handle) }
-            throw StorageError(.unavailable, "cannot connect to PostgreSQL", detail: detail, retry: .reconnect)
+            // A refusal (a restarting server) is worth retrying at once; a server that took the
+            // whole timeout without answering is not. (libpq counts the timeout in whole seconds
+            // of the wall clock, so it may end up to a second early.)
+            let timedOut = DispatchTime.now().uptimeNanoseconds - started >= UInt64(connectTimeout - 1) * 900_000_000
+            throw StorageError(.unavailable, "cannot connect to PostgreSQL", detail: detail, retry: timedOut ? .none : .reconnect)
         }
         connection = handle
         // libpq prints notices and some server messages on stderr by default; a library must not.
@@ -59,8 +79,77 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         // cached while a table was nearly empty (foreign-key checks, link lookups) keep their
         // sequential scans as it grows. Index scans in nested loops are right at any size, so
         // only they are allowed.
-        try execute("SET client_min_messages = warning; SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off")
+        try execute(
+            "SET client_min_messages = warning; SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_seqscan = off; "
+                + "SET statement_timeout = \(statementTimeout)")
         if let schema { try execute("SET search_path TO \"\(schema)\"") }
+    }
+
+    private static func connect(_ conninfo: String, timeout: Int) -> OpaquePointer? {
+        let keywords: [UnsafeMutablePointer<CChar>?] = [strdup("connect_timeout"), strdup("dbname")]
+        let values: [UnsafeMutablePointer<CChar>?] = [strdup(String(timeout)), strdup(conninfo)]
+        defer { for pointer in keywords + values { free(pointer) } }
+        let constKeywords: [UnsafePointer<CChar>?] = keywords.map { $0.map { UnsafePointer($0) } } + [nil]
+        let constValues: [UnsafePointer<CChar>?] = values.map { $0.map { UnsafePointer($0) } } + [nil]
+        return PQconnectdbParams(constKeywords, constValues, 1)
+    }
+
+    /// Waits until libpq can hand over the next result without blocking, until `deadline` at
+    /// most. Past it the server is taken for gone: the connection is dropped (the next job
+    /// reconnects) and the caller gets `STORAGE_UNAVAILABLE`.
+    private func awaitResult(_ connection: OpaquePointer, deadline: UInt64) throws {
+        while PQisBusy(connection) == 1 {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { throw abandon() }
+            var descriptor = pollfd(fd: PQsocket(connection), events: Int16(POLLIN), revents: 0)
+            let rc = poll(&descriptor, 1, Int32(min((deadline - now) / 1_000_000 + 1, 60_000)))
+            if rc < 0 && errno != EINTR { throw error(from: nil, "poll") }
+            if rc > 0 && PQconsumeInput(connection) != 1 { throw error(from: nil, "read") }
+        }
+    }
+
+    /// The next result of what was sent, waiting at most until `deadline`.
+    private func nextResult(_ connection: OpaquePointer, deadline: UInt64) throws -> OpaquePointer? {
+        try awaitResult(connection, deadline: deadline)
+        return PQgetResult(connection)
+    }
+
+    /// All results of what was just sent: the first failed one, else the last (the caller clears it).
+    private func collect(_ connection: OpaquePointer, sent: Int32, _ what: String) throws -> OpaquePointer? {
+        guard sent == 1 else { throw error(from: nil, what) }
+        let deadline = DispatchTime.now().uptimeNanoseconds + answerTimeout
+        var kept: OpaquePointer? = nil
+        while let result = try nextResult(connection, deadline: deadline) {
+            let failed = kept.map { ![PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY].contains(PQresultStatus($0)) } ?? false
+            if failed {
+                PQclear(result)
+            } else {
+                PQclear(kept)
+                kept = result
+            }
+        }
+        return kept
+    }
+
+    /// Runs `body` (inside a transaction) without the statement timeout, waiting up to 10 minutes
+    /// for each answer: for migrations, which may wait for another replica's migration to commit.
+    func withoutStatementTimeout<T>(_ body: () throws -> T) throws -> T {
+        let saved = answerTimeout
+        answerTimeout = 600 * 1_000_000_000
+        defer { answerTimeout = saved }
+        self.defer("SET LOCAL statement_timeout = 0")
+        return try body()
+    }
+
+    /// Gives up a connection whose server did not answer in time.
+    private func abandon() -> StorageError {
+        if let connection { PQfinish(connection) }
+        connection = nil
+        deferred.removeAll()
+        prepared.removeAll()
+        return StorageError(
+            .unavailable, "the database did not answer in time",
+            detail: "no answer within \(answerTimeout / 1_000_000) ms", retry: .none)
     }
 
     /// False once libpq noticed the connection is gone (server restart, network).
@@ -71,15 +160,12 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
 
     func execute(_ sql: String) throws {
         guard let connection else { throw Self.disconnected }
+        var text = sql
         if !deferred.isEmpty {
-            let prefix = deferred.joined(separator: "; ")
+            text = deferred.joined(separator: "; ") + "; " + sql
             deferred.removeAll()
-            let result = PQexec(connection, prefix + "; " + sql)
-            defer { PQclear(result) }
-            try check(result, "exec")
-            return
         }
-        let result = PQexec(connection, sql)
+        let result = try collect(connection, sent: PQsendQuery(connection, text), "exec")
         defer { PQclear(result) }
         try check(result, "exec")
     }
@@ -126,9 +212,10 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         guard let connection else { throw Self.disconnected }
         if !deferred.isEmpty { return try pipeline([SQLStatement(sql, parameters: parameters)])[0] }
         let name = try statementName(sql)
-        let result = withParameters(parameters) { values, lengths, formats in
-            PQexecPrepared(connection, name, Int32(parameters.count), values, lengths, formats, 0)
+        let sent = withParameters(parameters) { values, lengths, formats in
+            PQsendQueryPrepared(connection, name, Int32(parameters.count), values, lengths, formats, 0)
         }
+        let result = try collect(connection, sent: sent, "execute")
         defer { PQclear(result) }
         try check(result, "execute")
         return Self.rows(of: result)
@@ -181,8 +268,9 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         }
         var results: [[SQLRow]] = []
         var failure: StorageError? = nil
+        let deadline = DispatchTime.now().uptimeNanoseconds + answerTimeout
         for _ in 0..<sent {
-            guard let result = PQgetResult(connection) else {
+            guard let result = try nextResult(connection, deadline: deadline) else {
                 failure = failure ?? error(from: nil, "pipeline result")
                 break
             }
@@ -196,11 +284,11 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
             }
             PQclear(result)
             // Each statement's results end with a NULL.
-            while let extra = PQgetResult(connection) { PQclear(extra) }
+            while let extra = try nextResult(connection, deadline: deadline) { PQclear(extra) }
         }
         // Then the sync point.
         var synced = false
-        while !synced, let result = PQgetResult(connection) {
+        while !synced, let result = try nextResult(connection, deadline: deadline) {
             synced = PQresultStatus(result) == PGRES_PIPELINE_SYNC
             PQclear(result)
         }
@@ -219,7 +307,8 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         if let name = prepared[sql] { return name }
         nextStatement += 1
         let name = "entitled_\(nextStatement)"
-        let result = PQprepare(connection, name, sql, 0, nil)
+        guard let connection else { throw Self.disconnected }
+        let result = try collect(connection, sent: PQsendPrepare(connection, name, sql, 0, nil), "prepare")
         defer { PQclear(result) }
         try check(result, "prepare")
         prepared[sql] = name
@@ -256,6 +345,9 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         switch state {
         case "40001", "40P01":
             return StorageError(.conflict, "a concurrent transaction conflicted", detail: detail, retry: .transaction)
+        case "57014":
+            // statement_timeout: the statement was cancelled, the session is fine.
+            return StorageError(.unavailable, "the database did not answer in time", detail: detail, retry: .none)
         case "3D000", "28000", "28P01", "53300":
             return StorageError(.unavailable, "the database is unavailable", detail: detail, retry: .none)
         default:

@@ -70,7 +70,7 @@ final class PostgresStore: SessionBackedStore {
             do {
                 if connection == nil || connection?.isHealthy == false {
                     if let existing = connection { try existing.connect() } else {
-                        connection = try PostgresConnection(conninfo: conninfo, schema: configuration.postgresSchema)
+                        connection = try Self.connection(conninfo, configuration)
                     }
                 }
                 guard let session = connection else { throw StorageError(.unavailable) }
@@ -91,18 +91,29 @@ final class PostgresStore: SessionBackedStore {
                 return
             } catch let error as StorageError where error.retry == .reconnect && !reconnected {
                 // The server went away (restart, failover, network). Reconnect — trying for up to
-                // about 3 s, long enough for a restart — then run the work once more.
+                // about 3 s, long enough for a restart — then run the work once more. A server that
+                // does not answer at all is not waited for longer than one connect timeout.
                 reconnected = true
+                let started = DispatchTime.now().uptimeNanoseconds
+                var lastError: any Error = error
+                var back = false
                 for delay in [0, 100_000, 200_000, 400_000, 800_000, 1_500_000] as [UInt32] {
+                    guard DispatchTime.now().uptimeNanoseconds - started < 3_000_000_000 else { break }
                     usleep(delay)
                     do {
                         if let existing = connection { try existing.connect() } else {
-                            connection = try PostgresConnection(conninfo: conninfo, schema: configuration.postgresSchema)
+                            connection = try Self.connection(conninfo, configuration)
                         }
+                        back = true
                         break
                     } catch {
-                        continue
+                        lastError = error
+                        if let storage = error as? StorageError, storage.retry == .none { break }
                     }
+                }
+                if !back {
+                    for job in jobs { job.finish(overriding: lastError) }
+                    return
                 }
                 continue
             } catch let error as StorageError where error.retry == .transaction && jobs.count > 1 {
@@ -121,6 +132,13 @@ final class PostgresStore: SessionBackedStore {
                 return
             }
         }
+    }
+
+    private static func connection(_ conninfo: String, _ configuration: StoreConfiguration) throws -> PostgresConnection {
+        try PostgresConnection(
+            conninfo: conninfo, schema: configuration.postgresSchema,
+            statementTimeoutMilliseconds: configuration.postgresStatementTimeoutMilliseconds,
+            connectTimeoutSeconds: configuration.postgresConnectTimeoutSeconds)
     }
 
     /// Transaction control rides along with the statements around it (`BEGIN; SAVEPOINT`,
@@ -172,11 +190,18 @@ final class PostgresStore: SessionBackedStore {
     func migrate() async throws -> MigrationReport {
         let stamp = ISO8601DateFormatter().string(from: Date())
         let schema = configuration.postgresSchema
+        let limit = configuration.migrationLimit
         return try await write { session in
-            // Serializes migrators across processes until this transaction commits.
-            try session.query("SELECT pg_advisory_xact_lock(7245001)", [])
-            if let schema { try session.execute("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"") }
-            return try Schema.migrate(session, appliedAt: stamp)
+            // Waiting for another replica's migration, or rewriting a large table, may take longer
+            // than any request should: no statement timeout here.
+            let migrate = {
+                // Serializes migrators across processes until this transaction commits.
+                try session.query("SELECT pg_advisory_xact_lock(7245001)", [])
+                if let schema { try session.execute("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"") }
+                return try Schema.migrate(session, appliedAt: stamp, upTo: limit)
+            }
+            guard let connection = session as? PostgresConnection else { return try migrate() }
+            return try connection.withoutStatementTimeout(migrate)
         }
     }
 

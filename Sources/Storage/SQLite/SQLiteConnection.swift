@@ -1,4 +1,5 @@
 internal import CSQLite
+import Dispatch
 
 /// One SQLite connection and its prepared-statement cache.
 ///
@@ -63,6 +64,35 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
             return StorageError(.corrupt, "the database file is damaged", detail: detail, retry: .none)
         default:
             return StorageError(.internal, "database error", detail: detail, retry: .none)
+        }
+    }
+
+    /// True when SQLite opened the database read-only: it does so silently when the file cannot be
+    /// written, even when asked for read-write.
+    var isReadOnly: Bool { sqlite3_db_readonly(db, "main") == 1 }
+
+    /// Runs `PRAGMA quick_check` (or, `full`, `integrity_check`), interrupted once `deadline`
+    /// (`DispatchTime` nanoseconds) passes. Returns SQLite's findings (at most 100; none when the
+    /// file is sound) and whether the check finished.
+    func integrityCheck(full: Bool, deadline: UInt64?) throws -> (problems: [String], complete: Bool) {
+        let limit = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
+        limit.initialize(to: deadline ?? .max)
+        defer { limit.deallocate() }
+        sqlite3_progress_handler(db, 10_000, { context in
+            guard let context else { return 0 }
+            return DispatchTime.now().uptimeNanoseconds > context.load(as: UInt64.self) ? 1 : 0
+        }, limit)
+        defer { sqlite3_progress_handler(db, 0, nil, nil) }
+        do {
+            let rows = try query(full ? "PRAGMA integrity_check(100)" : "PRAGMA quick_check(100)", [])
+            let findings = try rows.map { try $0.optionalText(0) ?? "" }
+            return (findings == ["ok"] ? [] : findings, true)
+        } catch let error as StorageError {
+            switch sqlite3_errcode(db) & 0xff {
+            case SQLITE_INTERRUPT: return ([], false)
+            case SQLITE_CORRUPT, SQLITE_NOTADB: return ([error.detail ?? error.message], true)
+            default: throw error
+            }
         }
     }
 

@@ -42,6 +42,12 @@ final class SQLiteStore: SessionBackedStore {
             let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
             try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             writer = try SQLiteConnection(path: path)
+            // Asked for read-write, SQLite opens a file it cannot write read-only without a word;
+            // every write would then fail while reads (and /readyz) work.
+            if writer.isReadOnly {
+                let reason = access(path, W_OK) == 0 ? "SQLite opened it read-only" : String(cString: strerror(errno))
+                throw StorageError(.unavailable, "the database file \(path) cannot be written: \(reason)", detail: nil, retry: .none)
+            }
             try writer.configure(
                 writer: true, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds,
                 syncedBySyncer: true)
@@ -251,6 +257,24 @@ final class SQLiteStore: SessionBackedStore {
         return try body(connection)
     }
 
+    func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport {
+        let deadline = timeLimit.map { limit -> UInt64 in
+            let (seconds, attoseconds) = limit.components
+            return DispatchTime.now().uptimeNanoseconds + UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds / 1_000_000_000))
+        }
+        let check = full ? "integrity_check" : "quick_check"
+        let run: @Sendable (any SQLSession) throws -> IntegrityReport = { session in
+            guard let connection = session as? SQLiteConnection else { throw StorageError(.internal, "not a SQLite session") }
+            let (problems, complete) = try connection.integrityCheck(full: full, deadline: deadline)
+            return IntegrityReport(check: check, problems: problems, complete: complete)
+        }
+        guard case .file(let path) = location else { return try await submit(isWrite: false, run) }
+        // A connection of its own: the check may take a while, and it must not hold a pooled one.
+        let connection = try SQLiteConnection(path: path, readOnly: true)
+        try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+        return try run(connection)
+    }
+
     private func ledger(_ session: any SQLSession) -> Ledger {
         Ledger(session: session, fault: configuration.faultInjector)
     }
@@ -263,7 +287,8 @@ final class SQLiteStore: SessionBackedStore {
 
     func migrate() async throws -> MigrationReport {
         let stamp = ISO8601DateFormatter().string(from: Date())
-        return try await write { try Schema.migrate($0, appliedAt: stamp) }
+        let limit = configuration.migrationLimit
+        return try await write { try Schema.migrate($0, appliedAt: stamp, upTo: limit) }
     }
 
     func close() async {

@@ -1,0 +1,35 @@
+import Storage
+
+/// Deletes the audit records of rejected messages once they are older than the retention
+/// (`storage.rejectedRetentionDays`), judged on the server's clock.
+public struct RejectedPurge: Sendable {
+    public let store: any LedgerStore
+    public let clock: any ServerClock
+    /// How long a rejected message is kept, in milliseconds.
+    public let retentionMilliseconds: Int64
+
+    public init(store: any LedgerStore, clock: any ServerClock, retentionDays: Int) {
+        self.store = store
+        self.clock = clock
+        self.retentionMilliseconds = Int64(retentionDays) * 86_400_000
+    }
+
+    /// One pass: deletes what was received more than the retention before now; returns how many.
+    @discardableResult
+    public func runOnce() async throws -> Int {
+        try await store.purgeRejected(receivedBefore: clock.nowMilliseconds() - retentionMilliseconds)
+    }
+
+    /// A pass now and then one every `interval` until the task is cancelled. A failed pass (storage
+    /// unavailable) is reported and the next one tries again.
+    public func run(every interval: Duration, report: @Sendable (Result<Int, any Error>) -> Void) async {
+        while !Task.isCancelled {
+            do {
+                report(.success(try await runOnce()))
+            } catch {
+                report(.failure(error))
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+}

@@ -1,0 +1,98 @@
+// Reads beyond the hot one: subscriptions, expiring subscriptions and a customer's history.
+
+extension Ledger {
+    static let subscriptionColumns = """
+        c.app_user_id, s.original_transaction_id, s.product_id, s.group_id, s.status, s.expires_at, s.grace_until,
+        s.auto_renew, s.environment
+        """
+
+    static func decodeOwned(_ row: SQLRow) throws -> OwnedSubscription {
+        OwnedSubscription(
+            appUserId: try row.text(0),
+            subscription: SubscriptionRow(
+                originalTransactionId: try row.text(1), productId: try row.text(2), group: try row.optionalText(3),
+                status: try row.text(4), expiresAt: try row.optionalInt(5), graceUntil: try row.optionalInt(6),
+                autoRenew: try row.bool(7), environment: try row.text(8)))
+    }
+
+    func subscription(otid: String) throws -> OwnedSubscription? {
+        try session.query(
+            """
+            SELECT \(Self.subscriptionColumns) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
+            WHERE s.original_transaction_id = $1
+            """, .text(otid)
+        ).first.map(Self.decodeOwned)
+    }
+
+    func expiring(from: Int64, to: Int64, limit: Int) throws -> [OwnedSubscription] {
+        try session.query(
+            """
+            SELECT \(Self.subscriptionColumns) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
+            WHERE s.expires_at >= $1 AND s.expires_at < $2
+            ORDER BY s.expires_at, s.original_transaction_id LIMIT $3
+            """, .int(from), .int(to), .int(Int64(limit))
+        ).map(Self.decodeOwned)
+    }
+
+    /// History cursor: `receivedAt.rank.id` of the last entry returned (rank 2 = fact, 1 = notification).
+    func history(appUserId: String, cursor: String?, limit: Int) throws -> HistoryPage {
+        guard (1...1000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…1000") }
+        guard let customer = try customer(appUserId: appUserId) else { return HistoryPage(entries: [], nextCursor: nil) }
+        var after: (Int64, Int64, Int64) = (Int64.max, 3, 0)
+        if let cursor {
+            let parts = cursor.split(separator: ".").compactMap { Int64($0) }
+            guard parts.count == 3 else { throw StorageError(.invalidArgument, "malformed history cursor") }
+            after = (parts[0], parts[1], parts[2])
+        }
+        let rows = try session.query(
+            """
+            WITH cf AS (
+                SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
+                FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id WHERE l.customer_id = $1
+                UNION ALL
+                SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
+                FROM facts f WHERE f.original_transaction_id IS NULL AND f.app_account_token = $2
+            ), h AS (
+                SELECT 2 AS rank, cf.id AS id, cf.received_at AS received_at, CAST(NULL AS TEXT) AS source,
+                       CAST(NULL AS TEXT) AS uuid, CAST(NULL AS TEXT) AS ntype, CAST(NULL AS TEXT) AS subtype,
+                       cf.kind AS kind, cf.transaction_id AS transaction_id,
+                       cf.original_transaction_id AS original_transaction_id, cf.signed_date AS signed_date
+                FROM cf
+                UNION ALL
+                SELECT 1, n.id, n.received_at, n.source, n.notification_uuid, n.notification_type, n.subtype,
+                       NULL, NULL, NULL, NULL
+                FROM notifications n WHERE n.id IN (SELECT notification_id FROM cf)
+            )
+            SELECT rank, id, received_at, source, uuid, ntype, subtype, kind, transaction_id, original_transaction_id, signed_date
+            FROM h
+            WHERE received_at < $3 OR (received_at = $3 AND (rank < $4 OR (rank = $4 AND id < $5)))
+            ORDER BY received_at DESC, rank DESC, id DESC LIMIT $6
+            """,
+            .int(customer.id), .text(customer.appAccountToken), .int(after.0), .int(after.1), .int(after.2),
+            .int(Int64(limit) + 1))
+        var entries: [HistoryEntry] = []
+        var lastKey: (Int64, Int64, Int64)? = nil
+        for row in rows.prefix(limit) {
+            let rank = try row.int(0)
+            let id = try row.int(1)
+            let receivedAt = try row.int(2)
+            lastKey = (receivedAt, rank, id)
+            if rank == 1 {
+                entries.append(
+                    HistoryEntry(
+                        kind: .notification, id: id, receivedAt: receivedAt,
+                        source: try row.optionalText(3).flatMap(IngestSource.init(rawValue:)),
+                        notificationUUID: try row.optionalText(4), notificationType: try row.optionalText(5),
+                        subtype: try row.optionalText(6)))
+            } else {
+                entries.append(
+                    HistoryEntry(
+                        kind: .fact, id: id, receivedAt: receivedAt, factKind: try row.optionalText(7).map(FactKind.init(rawValue:)),
+                        transactionId: try row.optionalText(8), originalTransactionId: try row.optionalText(9),
+                        signedDate: try row.optionalInt(10)))
+            }
+        }
+        let next = rows.count > limit ? lastKey.map { "\($0.0).\($0.1).\($0.2)" } : nil
+        return HistoryPage(entries: entries, nextCursor: next)
+    }
+}

@@ -1,0 +1,62 @@
+// Projection failures and the rebuild: what happens when a customer cannot be projected.
+
+extension Ledger {
+    /// Marks a customer's stored projection failed. The last good rows stay (the indexed tables
+    /// and the encoded rows) so that nothing else changes; the state document is emptied, so no
+    /// reader can serve it as the customer's answer.
+    func markFailed(_ customer: CustomerRecord, failure: ProjectionFailure, kept: CustomerProjection?, now: Int64) throws {
+        var rows = kept ?? CustomerProjection()
+        rows.state = []
+        try session.query(
+            """
+            INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
+                                         computed_at, projection_error)
+            VALUES ($1, $2, $3, $4, '', $5, $6, $7)
+            ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, computed_at = excluded.computed_at,
+                projection_error = excluded.projection_error
+            """,
+            .text(customer.appUserId), .int(customer.id), .text(customer.appAccountToken), .int(customer.createdAt),
+            .text(RowCodec.encode(rows)), .int(now), .text(failure.reason))
+    }
+
+    /// What one chunk of a rebuild found.
+    struct RebuildChunk: Sendable {
+        /// The last id seen (nil when done).
+        var next: Int64?
+        var checked: Int
+        var changed: [String]
+        var failed: [ProjectionFailure]
+    }
+
+    /// Recomputes the customers after `afterID` (up to `limit` of them). A customer the projector
+    /// fails for is marked failed and reported; the others go on.
+    func rebuildChunk(afterID: Int64, limit: Int, projector: any Projector, now: Int64) throws -> RebuildChunk {
+        let ids = try session.query("SELECT id FROM customers WHERE id > $1 ORDER BY id LIMIT $2", .int(afterID), .int(Int64(limit)))
+            .map { try $0.int(0) }
+        var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
+        for id in ids {
+            guard let customer = try lockedCustomer(id) else { continue }
+            let stored = try storedState(customerID: id)
+            let facts = try facts(of: customer, jws: false)
+            let fresh: CustomerProjection
+            do {
+                fresh = try projector.project(customer: customer, facts: facts, now: now).canonical
+            } catch {
+                let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
+                if stored?.failure != failure.reason {
+                    try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
+                }
+                chunk.failed.append(failure)
+                continue
+            }
+            // Both copies must match: the state row (the API's read) and the indexed row tables.
+            var tables = try tableRows(customerID: id)
+            tables.state = fresh.state
+            if stored?.projection != fresh || stored?.failure != nil || tables != fresh {
+                try write(fresh, for: customer, now: now, previous: nil)
+                chunk.changed.append(customer.appUserId)
+            }
+        }
+        return chunk
+    }
+}

@@ -1,0 +1,63 @@
+import AppStore
+import AppStoreTesting
+import EntitledServer
+import Foundation
+import Testing
+
+@testable import Storage
+
+/// What the ledger keeps of a posted body is bounded: an accepted body without its unknown keys, a
+/// rejected one as a prefix; rejected records go after the retention, on the server's clock.
+@Suite struct StoredBodyTests {
+    static let day: Int64 = 86_400_000
+    let t0 = APIHarness.start
+
+    static func scalar(_ store: any LedgerStore, _ sql: String) async throws -> Int64 {
+        switch store {
+        case let store as SQLiteStore: return try await store._scalar(sql)
+        case let store as PostgresStore: return try await store._scalar(sql)
+        default: throw StorageError(.internal, "unknown store")
+        }
+    }
+
+    @Test(arguments: StoredBackend.all)
+    func aPaddedTransactionStoresNoMoreThanTheUnpaddedOne(backend: StoredBackend) async throws {
+        try await StoredAPITests.run(backend) { api in
+            let signer = StoredAPITests.ca.signer
+            func post(_ tid: String, pad: Int) async throws -> Int64 {
+                let jws = try signer.sign(Apple.transaction(otid: "o-\(tid)", tid: tid, purchase: t0 - Self.day, expires: t0 + 29 * Self.day))
+                let padding = pad > 0 ? #","pad":"\#(String(repeating: "x", count: pad))""# : ""
+                let reply = try await api.send(
+                    "POST", "/v1/customers/u1/transactions", auth: APIHarness.writer, json: #"{"signedTransaction":"\#(jws)"\#(padding)}"#)
+                #expect(reply.status == 200)
+                return try await Self.scalar(api.store, "SELECT LENGTH(body) FROM notifications ORDER BY id DESC LIMIT 1")
+            }
+            let plain = try await post("t1", pad: 0)
+            let padded = try await post("t2", pad: 250_000)
+            #expect(plain > 0)
+            #expect(padded <= plain + 16, "padded body stored \(padded) bytes, unpadded \(plain)")
+            // Reposting the same transaction, padded, stores nothing more.
+            let before = try await Self.scalar(api.store, "SELECT SUM(LENGTH(body)) FROM notifications")
+            for _ in 0..<5 { _ = try await post("t2", pad: 250_000) }
+            #expect(try await Self.scalar(api.store, "SELECT SUM(LENGTH(body)) FROM notifications") == before)
+        }
+    }
+
+    @Test(arguments: StoredBackend.all)
+    func rejectedBodiesAreBoundedAndPurgedAfterTheRetention(backend: StoredBackend) async throws {
+        try await StoredAPITests.run(backend) { (api: StoredAPITests.Harness) async throws in
+            let forged = "eyJhbGciOiJFUzI1NiJ9." + String(repeating: "A", count: 200_000) + ".c2ln"
+            #expect(try await api.postV2(forged).status == 400)
+            #expect(try await Self.scalar(api.store, "SELECT MAX(LENGTH(body)) FROM notifications WHERE outcome = 'rejected'") == 4096)
+            #expect(try await Self.scalar(api.store, "SELECT MAX(body_size) FROM notifications WHERE outcome = 'rejected'") > 200_000)
+
+            let purge = RejectedPurge(store: api.store, clock: api.clock, retentionDays: 30)
+            api.clock.advance(by: 30 * Self.day)
+            #expect(try await purge.runOnce() == 0)  // exactly 30 days old: kept
+            #expect(try await api.postV2(forged).status == 400)  // a newer one
+            api.clock.advance(by: 1)
+            #expect(try await purge.runOnce() == 1)
+            #expect(try await Self.scalar(api.store, "SELECT COUNT(*) FROM notifications WHERE outcome = 'rejected'") == 1)
+        }
+    }
+}
