@@ -17,7 +17,7 @@ public final class AppStoreVerifier: NotificationVerifying {
     ///   - apps: the configured apps.
     ///   - clock: the server's clock (cache expiry; validity in online mode).
     ///   - online: check certificate revocation with OCSP and validity at now (else at `signedDate`).
-    public init(apps: [App], clock: any ServerClock, online: Bool = false) throws(SetupError) {
+    public init(apps: [App], clock: any EpochClock, online: Bool = false) throws(SetupError) {
         let cache = VerifiedChainCache()
         var verifiers: [String: SignedDataVerifier] = [:]
         for app in apps {
@@ -32,7 +32,7 @@ public final class AppStoreVerifier: NotificationVerifying {
                 mode: online ? .online : .offline)
             do {
                 verifiers[app.bundleId] = try SignedDataVerifier(
-                    configuration: configuration, clock: ClockAdapter(clock: clock), chainCache: cache)
+                    configuration: configuration, clock: clock, chainCache: cache)
             } catch {
                 throw SetupError(description: "apps[\(app.bundleId)].appleRootCertificates: \(error.message)")
             }
@@ -97,10 +97,4 @@ public final class AppStoreVerifier: NotificationVerifying {
             throw SetupError(description: "certificate file '\(path)' is not a DER or PEM certificate")
         }
     }
-}
-
-/// The server's clock seen through the verifier's clock protocol.
-struct ClockAdapter: VerificationClock {
-    let clock: any ServerClock
-    func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
 }

@@ -74,18 +74,17 @@ enum DevCommand: Command {
 
         // The composition root: the only place `dev` reads the wall clock, to start the virtual one.
         let clock = AppStoreSimulator.VirtualClock(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
-        let serverClock = VirtualServerClock(clock: clock)
         let store = try await ServeCommand.openDatabase(configuration.database)
         let policy = FactMapper.policy(for: configuration)
         let ledger = StorageLedger(store: store, policy: policy)
         let verifier: AppStoreVerifier
         do {
-            verifier = try AppStoreVerifier(apps: configuration.apps, clock: serverClock)
+            verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock)
         } catch {
             await store.close()
             throw RuntimeError(error.description)
         }
-        let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: serverClock)
+        let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: clock)
 
         let driverBox = DriverBox()
         var router = application.router
@@ -212,10 +211,4 @@ enum DevCommand: Command {
     static func isLoopback(_ host: String) -> Bool {
         host == "127.0.0.1" || host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
-}
-
-/// The simulator's virtual clock as the server's clock (`entitled dev` and tests only).
-struct VirtualServerClock: ServerClock {
-    let clock: AppStoreSimulator.VirtualClock
-    func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
 }

@@ -1,3 +1,4 @@
+import AppStore
 import Dispatch
 import EntitledConfig
 import EntitledServer

@@ -15,7 +15,7 @@ import Synchronization
 // Test doubles for the two ports (they live here, not in Sources) and a loopback client.
 
 /// A settable clock.
-final class VirtualClock: ServerClock {
+final class VirtualClock: EpochClock {
     private let now: Mutex<Int64>
     init(_ start: Int64) { now = Mutex(start) }
     func nowMilliseconds() -> Int64 { now.withLock { $0 } }
