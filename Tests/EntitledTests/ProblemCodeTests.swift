@@ -86,6 +86,19 @@ enum ProblemTable {
         }
     }
 
+    /// A code HTTPServer gains later (a new limit, say) must get its row too: every code literal in
+    /// that module is one, but `BAD_REQUEST`, the default of `badRequest(_:code:)`, which only the
+    /// simulator and the dev dashboard use (the API never calls it: see the test below).
+    @Test func everyCodeHTTPServerSpellsIsARow() throws {
+        var spelled = Set<String>()
+        for file in try ProblemTable.sources(of: "HTTPServer") {
+            for match in file.text.matches(of: /code: (?:String = )?"([A-Z][A-Z0-9_]*)"/) { spelled.insert(String(match.1)) }
+        }
+        #expect(spelled.isSuperset(of: ["NOT_FOUND", "INTERNAL_ERROR", "INVALID_JSON"]))
+        let rows = Set(ProblemCode.allCases.map(\.rawValue))
+        #expect(spelled.subtracting(rows) == ["BAD_REQUEST"])
+    }
+
     @Test func everyVerifierCodeHasItsOwnRow() {
         for code in VerificationError.Code.all {
             let row = ProblemCode(rawValue: code.rawValue)
