@@ -23,7 +23,7 @@ final class VirtualClock: EpochClock {
 }
 
 /// Builds JWS-shaped strings whose "signature" the stub verifier understands: `valid`, `forged`
-/// (INVALID_SIGNATURE), `expired` (EXPIRED_CHAIN), `retry` (retryable failure).
+/// (INVALID_SIGNATURE), `expired` (CERTIFICATE_EXPIRED), `retry` (retryable failure).
 enum FakeJWS {
     static func make<T: Encodable>(_ payload: T, signature: String = "valid") -> String {
         let header = Base64URL.encode(Array(#"{"alg":"ES256","x5c":[]}"#.utf8))
