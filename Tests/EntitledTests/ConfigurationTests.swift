@@ -79,6 +79,11 @@ import Testing
         (#"{"apps": [{"bundleId": "a", "environments": ["Sandbox"], "appleRootCertificates": ["/nonexistent/root.cer"]}]}"#, "apps[0].appleRootCertificates[0]", "cannot read"),
         (#"{"http": {"maxBodyBytes": -1}}"#, "http.maxBodyBytes", "positive"),
         (#"{"http": {"accessLog": 1}}"#, "http.accessLog", "true or false"),
+        (#"{"http": {"trustedProxies": ["10.0.0.0/8", "10.0.0.0/33"]}}"#, "http.trustedProxies[1]", "CIDR"),
+        (#"{"http": {"trustedProxies": ["10.0.0.1/8"]}}"#, "http.trustedProxies[0]", "CIDR"),
+        (#"{"http": {"trustedProxies": "10.0.0.0/8"}}"#, "http.trustedProxies", "array"),
+        (#"{"http": {"perIPConnectionLimit": -1}}"#, "http.perIPConnectionLimit", "0 (no limit)"),
+        (#"{"http": {"headerTimeoutSeconds": 0}}"#, "http.headerTimeoutSeconds", "positive"),
         (#"[1, 2]"#, "$", "object"),
         (#"{"listen": "#, "$", "not valid JSON"),
     ])
@@ -89,6 +94,19 @@ import Testing
             guard let error = error as? ConfigurationError else { return false }
             return error.path == path && error.message.contains(fragment)
         }
+    }
+
+    @Test func readsTheConnectionLimitsAndTrustedProxies() throws {
+        let http = try loader.parse(
+            Data(#"{"http": {"perIPConnectionLimit": 0, "headerTimeoutSeconds": 3, "trustedProxies": ["10.0.0.0/8", "2001:db8::/32", "192.0.2.7"]}}"#.utf8)
+        ).http
+        #expect(http.perIPConnectionLimit == 0)
+        #expect(http.headerTimeoutSeconds == 3)
+        #expect(http.trustedProxies.map(\.description) == ["10.0.0.0/8", "2001:db8::/32", "192.0.2.7/32"])
+        let defaults = try loader.parse(Data("{}".utf8)).http
+        #expect(defaults.perIPConnectionLimit == 64)
+        #expect(defaults.headerTimeoutSeconds == 5)
+        #expect(defaults.trustedProxies.isEmpty)
     }
 
     @Test(arguments: ["P1M", "P1Y", "P7D", "P1W", "P1Y2M3D", "P3M"])
