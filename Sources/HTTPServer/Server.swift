@@ -202,6 +202,7 @@ public final class HTTPServer: Sendable {
             state.daemon = nil
         }
         configuration.accessLog?.flush()
+        configuration.errorLog?.flush()
         Unmanaged.passUnretained(self).release()
     }
 
