@@ -12,7 +12,9 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case notFound = "NOT_FOUND"
     case methodNotAllowed = "METHOD_NOT_ALLOWED"
     case payloadTooLarge = "PAYLOAD_TOO_LARGE"
+    case bodyNotAllowed = "BODY_NOT_ALLOWED"
     case uriTooLong = "URI_TOO_LONG"
+    case headersTooLarge = "HEADERS_TOO_LARGE"
     case missingParameter = "MISSING_PARAMETER"
     case invalidPathParameter = "INVALID_PATH_PARAMETER"
     case invalidJSON = "INVALID_JSON"
@@ -70,8 +72,9 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .forbidden: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound: 404
         case .methodNotAllowed: 405
-        case .payloadTooLarge: 413
+        case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
+        case .headersTooLarge: 431
         case .tooManyRejections: 429
         case .internalError, .projectionFailed: 500
         case .shuttingDown, .retryableVerificationFailure, .storageUnavailable, .notReady: 503

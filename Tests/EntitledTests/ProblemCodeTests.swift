@@ -65,8 +65,8 @@ enum ProblemTable {
     /// be a row of the table with the same status.
     @Test func transportProblemsAreRowsOfTheTable() throws {
         var raised: [HTTPError] = [
-            .notFound(), .methodNotAllowed(allow: [.get]), .payloadTooLarge(limit: 1), .uriTooLong(limit: 1),
-            .internalError, .shuttingDown,
+            .notFound(), .methodNotAllowed(allow: [.get]), .payloadTooLarge(limit: 1), .bodyNotAllowed,
+            .uriTooLong(limit: 1), .headerFieldsTooLarge(limit: 1), .internalError, .shuttingDown,
         ]
         let request = Request(method: .get, path: "/x", body: Array("{".utf8), pathParameters: ["bad": "%FF"])
         for attempt: () throws -> Void in [
@@ -80,7 +80,7 @@ enum ProblemTable {
                 raised.append(error)
             }
         }
-        #expect(raised.count == 9)
+        #expect(raised.count == 11)
         for error in raised {
             #expect(ProblemCode(rawValue: error.code)?.status == error.status, "\(error)")
         }
