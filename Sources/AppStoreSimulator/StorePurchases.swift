@@ -29,7 +29,7 @@ extension SimulatedStore {
         guard product.kind == .autoRenewable, let group = product.group, let period = product.period else {
             guard choice == nil else { throw .invalid("offers apply to auto-renewable subscriptions only") }
             guard product.kind != .autoRenewable else { throw .invalid("\(productId) has no group or period") }
-            return oneTimePurchase(customer, product, appAccountToken: appAccountToken, quantity: quantity, now: now)
+            return try oneTimePurchase(customer, product, appAccountToken: appAccountToken, quantity: quantity, now: now)
         }
         guard end(of: period, from: now) > now else { throw .invalid("\(productId) has a zero-length period") }
         let existingId = try activeOrLatestSubscription(customerId, group: group)
@@ -162,15 +162,19 @@ extension SimulatedStore {
 
     mutating func oneTimePurchase(
         _ customer: SimulatedCustomer, _ product: SimulatedProduct, appAccountToken: String?, quantity: Int32, now: Int64
-    ) -> [PendingNotification] {
+    ) throws(SimulatorError) -> [PendingNotification] {
+        let billed = product.kind == .consumable ? quantity : 1
+        // The quantity comes from the request: a product of it beyond Int64 is refused, not a trap.
+        let (price, overflow) = product.price.multipliedReportingOverflow(by: Int64(billed))
+        guard !overflow else { throw .invalid("\(billed) × \(product.id) costs more than the store can count") }
         let id = takeTransactionId()
         var tx = baseTransaction(customer: customer, product: product, now: now)
         tx.transactionId = id
         tx.originalTransactionId = id
         tx.purchaseDate = now
         tx.originalPurchaseDate = now
-        tx.quantity = product.kind == .consumable ? quantity : 1
-        tx.price = product.price * Int64(tx.quantity ?? 1)
+        tx.quantity = billed
+        tx.price = price
         tx.appAccountToken = appAccountToken
         tx.inAppOwnershipType = .purchased
         if product.kind == .nonRenewing, let period = product.period { tx.expiresDate = period.added(to: now) }

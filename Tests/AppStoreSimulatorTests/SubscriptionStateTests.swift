@@ -176,6 +176,18 @@ struct TransitionFixture {
         #expect(h.simulator.now == start)
     }
 
+    @Test func quantityWhoseTotalOverflowsIsRefused() async throws {
+        var catalog = testCatalog()
+        catalog.products.append(SimulatedProduct(id: "gold", kind: .consumable, price: Int64.max / 2))
+        let simulator = Simulator(
+            catalog: catalog, ca: try SimulatorCA.ephemeral(), clock: VirtualClock(milliseconds: start), transport: InMemoryReceiver())
+        let client = APIClient(router: ControlAPI.router(for: simulator))
+        _ = try await client.call(.post, "/actions", body: #"{"action": "customer", "customer": "alice"}"#)
+        await expectRefused(client, "/actions", #"{"action": "purchase", "customer": "alice", "product": "gold", "quantity": 3}"#)
+        let bought = try await client.call(.post, "/actions", body: #"{"action": "purchase", "customer": "alice", "product": "gold", "quantity": 2}"#)
+        #expect(bought.status == 200)
+    }
+
     @Test func virtualTimeEndsInTheYear9999() async throws {
         let h = try await Harness()
         await expectRefused(control(h), "/clock/advance", #"{"to": 9223372036854775807}"#)
