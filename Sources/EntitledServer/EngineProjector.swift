@@ -6,7 +6,8 @@ import Storage
 /// Storage's `Projector` on the entitlement engine: decodes a customer's stored facts (the engine's
 /// own `Fact` JSON), evaluates them, and returns the indexed rows plus the state document.
 ///
-/// The state document is the customer's API answer, rendered (``RenderedCustomer``) from the
+/// The state document is the customer's API answer, rendered (``RenderedCustomer``, by the
+/// ``ProjectionCache``; empty with the cache off) from the
 /// engine's `CustomerState` for their primary environment (Production when they have any
 /// Production facts, else the first environment they have facts in). It holds no instant but the
 /// next status change, so it depends on the facts and on which statuses hold at `now`, not on the
