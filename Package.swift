@@ -51,8 +51,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
-        // The configuration file: value types, loading, validation.
-        .target(name: "EntitledConfig", swiftSettings: swiftSettings),
+        // The configuration file: value types, loading, validation (HTTPServer for its address types).
+        .target(name: "EntitledConfig", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
         // Wiring: routes, auth, ingest.
         .target(
             name: "EntitledServer",
