@@ -68,10 +68,12 @@ public final class ProjectionCache: Sendable {
 
     func storedAnswer(_ document: [UInt8]) -> StoredAnswer {
         guard enabled else { return .unusable }
+        // The hot read: a current answer is parsed once, as before there were versions.
+        if let answer = RenderedCustomer(document: document) { return .current(answer) }
         if document.isEmpty { return .outdated }
-        guard let version = RenderedCustomer.formatVersion(of: document) else { return .unusable }
-        if version < RenderedCustomer.formatVersion { return .outdated }
-        return RenderedCustomer(document: document).map(StoredAnswer.current) ?? .unusable
+        guard let version = RenderedCustomer.formatVersion(of: document), version < RenderedCustomer.formatVersion
+        else { return .unusable }
+        return .outdated
     }
 
     // MARK: Encoded answers
