@@ -32,6 +32,7 @@ enum APIBenchmark: Command {
            Target on 2 cores: 30,000 requests/s, p99 under 5 ms.
 
         Defaults: 10,000 notifications, 100,000 customers, 10 seconds, 32 connections.
+        ENTITLED_FAST_PATHS=off measures the same without the fast paths (JSON codec, projection cache).
         Build with 'swift build -c release' first.
         """
 
@@ -72,7 +73,8 @@ enum APIBenchmark: Command {
                 ])
         ]
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        print("entitled bench api: \(cores) cores, \(connections) connections, wrk -t2")
+        print(
+            "entitled bench api: \(cores) cores, \(connections) connections, wrk -t2, fast paths \(fastPaths.enabled ? "on" : "off")")
 
         let rawRate = try await rawES256Rate(ca: ca, cores: cores)
         let limit = rawRate / 3
@@ -170,11 +172,15 @@ enum APIBenchmark: Command {
         _ body: (Int) async throws -> T
     ) async throws -> T {
         let clock = SystemClock()
+        let cache = fastPaths.projectionCache()
         let ledger = CountingLedger(
-            base: StorageLedger(store: store, policy: FactMapper.policy(for: configuration)), counter: counter, commit: commit)
+            base: StorageLedger(store: store, policy: FactMapper.policy(for: configuration), cache: cache), counter: counter,
+            commit: commit)
         let application = Application(
-            configuration: configuration, verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock),
-            ledger: ledger, clock: clock, rejectionBudget: RejectionBudget(capacity: 1_000_000, refillPerSecond: 1_000_000, clock: clock))
+            configuration: configuration,
+            verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec), ledger: ledger,
+            clock: clock, rejectionBudget: RejectionBudget(capacity: 1_000_000, refillPerSecond: 1_000_000, clock: clock),
+            cache: cache)
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
         let server = HTTPServer(

@@ -79,15 +79,17 @@ enum DevCommand: Command {
         let clock = AppStoreSimulator.VirtualClock(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         let store = try await ServeCommand.openDatabase(configuration.database)
         let policy = FactMapper.policy(for: configuration)
-        let ledger = StorageLedger(store: store, policy: policy)
+        let cache = fastPaths.projectionCache()
+        let ledger = StorageLedger(store: store, policy: policy, cache: cache)
         let verifier: AppStoreVerifier
         do {
-            verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock)
+            verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec)
         } catch {
             await store.close()
             throw RuntimeError(error.description)
         }
-        let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: clock)
+        let application = Application(
+            configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, cache: cache)
 
         let driverBox = DriverBox()
         var router = application.router
