@@ -51,18 +51,25 @@ let package = Package(
             swiftSettings: swiftSettings),
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
-        // The configuration file: value types, loading, validation.
-        .target(name: "EntitledConfig", swiftSettings: swiftSettings),
-        // Wiring: routes, auth, ingest.
+        // The configuration file: value types, loading, validation (database URLs by Storage's parser).
+        .target(name: "EntitledConfig", dependencies: ["Storage"], swiftSettings: swiftSettings),
+        // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
             name: "EntitledServer",
             dependencies: ["AppStore", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
+            swiftSettings: swiftSettings),
+        // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes.
+        .target(
+            name: "EntitledDev",
+            dependencies: [
+                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "Entitlements", "Storage", "AppStoreSimulator",
+            ],
             swiftSettings: swiftSettings),
         // The command-line tool.
         .executableTarget(
             name: "entitled",
             dependencies: [
-                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting",
+                "EntitledServer", "EntitledDev", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting",
                 "Entitlements", "Storage", "AppStoreSimulator", "EntitledCrypto",
             ],
             swiftSettings: swiftSettings),
