@@ -65,11 +65,19 @@ let package = Package(
                 "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "Entitlements", "Storage", "AppStoreSimulator",
             ],
             swiftSettings: swiftSettings),
-        // The command-line tool.
+        // `entitled bench`'s benchmarks (the command parses their options).
+        .target(
+            name: "EntitledBenchmarks",
+            dependencies: [
+                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
+                "EntitledCrypto",
+            ],
+            swiftSettings: swiftSettings),
+        // The command-line tool: command parsing and help; the targets above do the work.
         .executableTarget(
             name: "entitled",
             dependencies: [
-                "EntitledServer", "EntitledDev", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting",
+                "EntitledServer", "EntitledDev", "EntitledBenchmarks", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting",
                 "Entitlements", "Storage", "AppStoreSimulator", "EntitledCrypto",
             ],
             swiftSettings: swiftSettings),

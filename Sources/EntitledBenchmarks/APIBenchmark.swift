@@ -10,44 +10,25 @@ import Storage
 import Synchronization
 
 /// `entitled bench api`: the whole server over loopback — signed notifications in, customers out.
-enum APIBenchmark: Command {
-    static let name = "api"
-    static let summary = "HTTP API: durable signed-notification ingest and customer reads, with wrk"
-    static let help = """
-        Usage: entitled bench api [--notifications N] [--customers N] [--duration SECONDS]
-                                  [--connections N] [--postgres URL] [--only sqlite|postgres]
+public enum APIBenchmark {
+    /// What to run.
+    public struct Options: Sendable {
+        public var notifications = 10_000
+        public var customers = 100_000
+        public var duration = 10
+        public var connections = 32
+        /// A PostgreSQL URL (else `ENTITLED_TEST_POSTGRES`).
+        public var postgres: String?
+        /// "sqlite" or "postgres" to run one backend only.
+        public var only: String?
+        public init() {}
+    }
 
-        1. Ingest: N really signed V2 notifications (each with a signed transaction and renewal
-           info, so 3 ES256 checks; each a new subscription of one of N existing customers, so it
-           links the subscription and recomputes that customer's answer) POSTed once each by wrk
-           over --connections keep-alive connections to the server in this process, every 200 a
-           durable commit; on SQLite
-           (a temporary file, WAL fsynced before each answer) and on PostgreSQL (--postgres URL or
-           ENTITLED_TEST_POSTGRES). Prints notifications/s and the ratio to the raw ES256 limit,
-           (ES256 verifications/s on all cores, measured in the same run) / 3. Target on SQLite: 0.5.
-           Before SQLite, the same bodies once more with the ledger's commit skipped: what HTTP,
-           verification and mapping alone reach, so the ledger's share is visible.
-        2. Reads: GET /v1/customers/{id} for random ids over --customers customers (SQLite) with
-           wrk for --duration seconds. Prints requests/s and latency percentiles.
-           Target on 2 cores: 30,000 requests/s, p99 under 5 ms.
-
-        Defaults: 10,000 notifications, 100,000 customers, 10 seconds, 32 connections.
-        Build with 'swift build -c release' first.
-        """
-
-    static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        func positive(_ name: String) throws -> Int? {
-            try arguments.option(name, as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } }
-        }
-        let notificationCount = try positive("--notifications") ?? 10_000
-        let customerCount = try positive("--customers") ?? 100_000
-        let duration = try positive("--duration") ?? 10
-        let connections = try positive("--connections") ?? 32
-        let postgresOption = try arguments.option("--postgres")
-        let only = try arguments.option("--only")
-        try arguments.finish()
-        if let only, only != "sqlite" && only != "postgres" { throw UsageError("--only must be sqlite or postgres") }
-        guard let wrk = Executable.find("wrk") else { throw RuntimeError("wrk is not installed") }
+    /// Runs the benchmark, printing its figures.
+    public static func run(_ options: Options) async throws -> Bool {
+        let (notificationCount, customerCount, duration, connections) = (options.notifications, options.customers, options.duration, options.connections)
+        let (postgresOption, only) = (options.postgres, options.only)
+        guard let wrk = Executable.find("wrk") else { throw BenchmarkError("wrk is not installed") }
         let environmentURL = ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
         let postgresURL = postgresOption ?? environmentURL
 
@@ -135,7 +116,7 @@ enum APIBenchmark: Command {
         if only != "postgres" {
             let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
             print("loading \(customerCount) customers…")
-            let projector = makeProjector(configuration: configuration)
+            let projector = EngineProjector(policy: FactMapper.policy(for: configuration))
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
                 syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
             }
@@ -147,7 +128,7 @@ enum APIBenchmark: Command {
                         "-t2", "-c\(connections)", "-d\(duration)s", "--latency", "-s", readScript.path,
                         "http://127.0.0.1:\(port)", "--", String(customerCount), benchSecret,
                     ])
-                guard let report = WrkReport(parsing: output) else { throw RuntimeError("could not read wrk's output:\n\(output)") }
+                guard let report = WrkReport(parsing: output) else { throw BenchmarkError("could not read wrk's output:\n\(output)") }
                 return report
             }
             await store.close()
@@ -156,7 +137,7 @@ enum APIBenchmark: Command {
                     format: "reads SQLite, %d customers: %8.0f requests/s (target 30,000), p50 %@, p99 %@ (target < 5 ms) %@",
                     customerCount, report.requestsPerSecond, report.p50, report.p99, report.errors == "none" ? "" : report.errors))
         }
-        return ExitStatus.ok
+        return true
     }
 
     static let bundleId = "com.example.bench"
@@ -213,7 +194,7 @@ enum APIBenchmark: Command {
                 }
             }
             for try await valid in group where valid != inputs.count * rounds {
-                throw RuntimeError("raw ES256 check failed")
+                throw BenchmarkError("raw ES256 check failed")
             }
         }
         let elapsed = ContinuousClock.now - start
@@ -322,7 +303,7 @@ extension WrkReport {
                 if let seconds, seconds > 0 { return Double(completed) / seconds }
             }
         }
-        throw RuntimeError("could not read wrk's output:\n\(output)")
+        throw BenchmarkError("could not read wrk's output:\n\(output)")
     }
 
     /// wrk's error lines (socket errors, non-2xx responses), or "" when there were none.
