@@ -51,8 +51,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
-        // The configuration file: value types, loading, validation (database URLs by Storage's parser).
-        .target(name: "EntitledConfig", dependencies: ["Storage"], swiftSettings: swiftSettings),
+        // The configuration file: value types, loading, validation (HTTPServer for its address types,
+        // Storage's parser for database URLs).
+        .target(name: "EntitledConfig", dependencies: ["HTTPServer", "Storage"], swiftSettings: swiftSettings),
         // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
             name: "EntitledServer",

@@ -21,7 +21,7 @@ public protocol ReadinessProbe: Sendable {
     func checkReady() async throws
 }
 
-/// The router and settings of the HTTP layer (``buildApplication(configuration:clock:store:)`` assembles one
+/// The router and settings of the HTTP layer (``buildApplication(configuration:clock:store:verifier:rejectionBudget:)`` assembles one
 /// for `entitled serve`, `entitled dev` and the tests).
 public struct Application: Sendable {
     public let configuration: Configuration
@@ -63,7 +63,10 @@ public struct Application: Sendable {
         server.maxHeaderBytes = http.maxHeaderBytes
         server.maxURLBytes = http.maxURLBytes
         server.connectionLimit = http.connectionLimit
+        server.perIPConnectionLimit = http.perIPConnectionLimit
         server.idleTimeoutSeconds = http.idleTimeoutSeconds
+        server.headerTimeoutSeconds = http.headerTimeoutSeconds
+        server.trustedProxies = TrustedProxies(http.trustedProxies)
         if http.threads > 0 { server.threads = http.threads }
         server.shutdownGracePeriod = .seconds(http.shutdownGraceSeconds)
         server.accessLog = http.accessLog ? accessLog : nil

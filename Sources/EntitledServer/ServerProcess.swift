@@ -2,6 +2,7 @@ import EntitledConfig
 import Foundation
 import HTTPServer
 import Storage
+import Synchronization
 
 /// The server's own log lines (start, stop, storage events): one JSON object per line on
 /// standard output, beside the access log.
@@ -51,9 +52,29 @@ public func runServer(configuration: Configuration) async throws(StartupError) {
     let signal = await signals.wait()
     ServerLog.event("shutting down", ["signal": signal])
     purging.cancel()
+    // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()
-    await store.close()
+    if !(await close(store, within: .seconds(configuration.http.shutdownGraceSeconds))) {
+        // A frozen database keeps a storage thread in a call that may never return; every
+        // request has been answered, and nothing unacknowledged is lost by exiting.
+        ServerLog.event("storage did not close in time", [:])
+    }
     ServerLog.event("stopped", [:])
+}
+
+/// Closes `store`, waiting at most `limit`; false when it did not finish in time.
+func close(_ store: any LedgerStore, within limit: Duration) async -> Bool {
+    let done = Mutex(false)
+    Task {
+        await store.close()
+        done.withLock { $0 = true }
+    }
+    let deadline = ContinuousClock.now.advanced(by: limit)
+    while ContinuousClock.now < deadline {
+        if done.withLock({ $0 }) { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return done.withLock { $0 }
 }
 
 /// A database URL without its password, for logs (``DatabaseURL/redacted``; as given if it does not parse).
