@@ -54,6 +54,9 @@ public enum VerifyBenchmark {
         // alternating rounds. (c) is wall-clock throughput over all cores.
         let inputs = rawInputs
         let tokensToVerify = notifications
+        // The `entitled verify` path over the same notifications, one per line.
+        let lines = SignedPayloadLines(verifier: verifier)
+        let verifyInput = Array(notifications.joined(separator: "\n").utf8)
         let single = try await onDedicatedThread { () throws -> SingleCore in
             var best = SingleCore()
             for _ in 0..<rounds {
@@ -76,6 +79,16 @@ public enum VerifyBenchmark {
                 let one = start.lap()
                 best.oneCPU = max(best.oneCPU, Double(count) / one.cpu)
                 best.oneWall = max(best.oneWall, Double(count) / one.wall)
+
+                // (d) The verify command's path on one core: every line verified, rendered and collected.
+                start = Stopwatch()
+                var rendered = 0
+                guard lines.verifyLines(verifyInput, workers: 1, write: { rendered += $0.count }), rendered > 0 else {
+                    throw BenchmarkError("the verify command path rejected a notification")
+                }
+                let command = start.lap()
+                best.commandCPU = max(best.commandCPU, Double(count) / command.cpu)
+                best.commandWall = max(best.commandWall, Double(count) / command.wall)
             }
             return best
         }
@@ -99,6 +112,14 @@ public enum VerifyBenchmark {
             allPerSecond = max(allPerSecond, Double(count) / seconds(since: allStart))
         }
 
+        var commandAllPerSecond = 0.0
+        for _ in 0..<rounds {
+            // (e) The verify command's path on all cores, as `entitled verify` runs it.
+            let allStart = ContinuousClock.now
+            _ = lines.verifyLines(verifyInput, workers: cores) { _ in }
+            commandAllPerSecond = max(commandAllPerSecond, Double(count) / seconds(since: allStart))
+        }
+
         let ratio = onePerSecond / (rawPerSecond / 3)
         print("notifications: \(count) (3 ES256 signatures each), cores: \(cores), best of \(rounds) rounds")
         print("(a) and (b) per CPU-second of one dedicated thread; (c) wall clock")
@@ -106,6 +127,9 @@ public enum VerifyBenchmark {
         print(String(format: "(b) notifications verified, 1 core:      %10.0f notifications/s  (wall clock: %.0f)", onePerSecond, single.oneWall))
         print(String(format: "(c) notifications verified, %2d cores:    %10.0f notifications/s", cores, allPerSecond))
         print(String(format: "ratio (b) / ((a) / 3):                   %10.3f (target >= 0.8)", ratio))
+        print(String(format: "(d) entitled verify path, 1 core:        %10.0f notifications/s  (wall clock: %.0f)", single.commandCPU, single.commandWall))
+        print(String(format: "(e) entitled verify path, %2d cores:      %10.0f notifications/s", cores, commandAllPerSecond))
+        print(String(format: "ratio (d) / (b):                         %10.3f (target >= 0.8)", single.commandCPU / onePerSecond))
         print("X.509 chain validations during the run: \(verifier.x509ValidationCount)")
         if breakdown { try printBreakdown(notifications) }
         return true
@@ -117,6 +141,8 @@ public enum VerifyBenchmark {
         var rawWall = 0.0
         var oneCPU = 0.0
         var oneWall = 0.0
+        var commandCPU = 0.0
+        var commandWall = 0.0
     }
 
     /// Wall-clock and this thread's CPU time since creation.

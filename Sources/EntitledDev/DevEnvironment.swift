@@ -10,8 +10,10 @@ import Storage
 /// What `entitled dev` was asked for (its options, parsed by the command).
 public struct DevOptions: Sendable {
     /// Where the server listens (the dashboard and the API): `HOST:PORT`, checked as the
-    /// configuration's `listen`.
-    public var listen: String
+    /// configuration's `listen`; nil takes `ENTITLED_LISTEN` from `environment`, then the default.
+    public var listen: String?
+    /// The environment variables the configuration may read (`entitled dev` passes `ENTITLED_LISTEN` only).
+    public var environment: [String: String]
     /// Where the simulator's control API listens.
     public var control: ListenAddress
     /// The folder of the database and the simulator's CA.
@@ -21,8 +23,12 @@ public struct DevOptions: Sendable {
     /// Whether to buy the seeded customers' subscriptions at start.
     public var seed: Bool
 
-    public init(listen: String, control: ListenAddress, data: String, dayEvery: Double, seed: Bool) {
+    public init(
+        listen: String?, environment: [String: String] = [:], control: ListenAddress, data: String, dayEvery: Double,
+        seed: Bool
+    ) {
         self.listen = listen
+        self.environment = environment
         self.control = control
         self.data = data
         self.dayEvery = dayEvery
@@ -122,7 +128,7 @@ public enum DevEnvironment {
     static func configuration(_ options: DevOptions, catalog: Catalog, rootFile: String) throws(StartupError) -> Configuration {
         var configuration: Configuration
         do {
-            configuration = try ConfigurationLoader(environment: [:]).load(
+            configuration = try ConfigurationLoader(environment: options.environment).load(
                 path: nil, listen: options.listen,
                 database: "sqlite:\(URL(fileURLWithPath: options.data).path)/entitled.sqlite")
         } catch {

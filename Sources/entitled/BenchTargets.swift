@@ -58,7 +58,9 @@ enum VerifyBenchmarkCommand: Command {
 
         Signs N V2 notifications (each with a signed transaction and renewal info) with a fresh test CA,
         then measures: (a) raw ES256 verifications/s on one core, (b) notifications verified and decoded/s
-        on one core with a warm chain cache, (c) the same on all cores, and (b) ÷ ((a) ÷ 3).
+        on one core with a warm chain cache, (c) the same on all cores, and (b) ÷ ((a) ÷ 3); then the
+        `entitled verify` path (verified and rendered as JSON lines): (d) on one core, (e) on all cores,
+        and (d) ÷ (b).
 
         Options:
           --count N   notifications to generate (default 2000)
