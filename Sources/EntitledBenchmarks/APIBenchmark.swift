@@ -21,13 +21,15 @@ public enum APIBenchmark {
         public var postgres: String?
         /// "sqlite" or "postgres" to run one backend only.
         public var only: String?
+        /// The fast paths' switch (the command reads `ENTITLED_FAST_PATHS`).
+        public var fastPaths = FastPaths()
         public init() {}
     }
 
     /// Runs the benchmark, printing its figures.
     public static func run(_ options: Options) async throws -> Bool {
         let (notificationCount, customerCount, duration, connections) = (options.notifications, options.customers, options.duration, options.connections)
-        let (postgresOption, only) = (options.postgres, options.only)
+        let (postgresOption, only, fastPaths) = (options.postgres, options.only, options.fastPaths)
         guard let wrk = Executable.find("wrk") else { throw BenchmarkError("wrk is not installed") }
         let environmentURL = ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
         let postgresURL = postgresOption ?? environmentURL
@@ -53,7 +55,8 @@ public enum APIBenchmark {
                 ])
         ]
         let cores = ProcessInfo.processInfo.activeProcessorCount
-        print("entitled bench api: \(cores) cores, \(connections) connections, wrk -t2")
+        print(
+            "entitled bench api: \(cores) cores, \(connections) connections, wrk -t2, fast paths \(fastPaths.enabled ? "on" : "off")")
 
         let rawRate = try await rawES256Rate(ca: ca, cores: cores)
         let limit = rawRate / 3
@@ -86,7 +89,7 @@ public enum APIBenchmark {
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<notificationCount, now: now)
             func ingest(commit: Bool) async throws -> (Double, String) {
                 let counter = CountingLedger.Counter()
-                return try await withServer(configuration: configuration, store: store, counter: counter, commit: commit) { port in
+                return try await withServer(configuration: configuration, store: store, fastPaths: fastPaths, counter: counter, commit: commit) { port in
                     // wrk's main thread sleeps for the whole -d even after every thread stopped, so it
                     // is interrupted (it then prints its report) once the server answered every body.
                     let output = try await Executable.run(
@@ -118,13 +121,13 @@ public enum APIBenchmark {
         if only != "postgres" {
             let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
             print("loading \(customerCount) customers…")
-            let projector = EngineProjector(policy: FactMapper.policy(for: configuration))
+            let projector = EngineProjector(policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache())
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
                 syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
             }
             let readScript = folder.appendingPathComponent("read.lua")
             try Data(readLua.utf8).write(to: readScript)
-            let report = try await withServer(configuration: configuration, store: store) { port in
+            let report = try await withServer(configuration: configuration, store: store, fastPaths: fastPaths) { port in
                 let output = try await Executable.run(
                     wrk, [
                         "-t2", "-c\(connections)", "-d\(duration)s", "--latency", "-s", readScript.path,
@@ -147,15 +150,20 @@ public enum APIBenchmark {
 
     /// Runs `body` against a server on a free port over `store`, with the access log to /dev/null.
     static func withServer<T: Sendable>(
-        configuration: Configuration, store: any LedgerStore, counter: CountingLedger.Counter = .init(), commit: Bool = true,
+        configuration: Configuration, store: any LedgerStore, fastPaths: FastPaths, counter: CountingLedger.Counter = .init(),
+        commit: Bool = true,
         _ body: (Int) async throws -> T
     ) async throws -> T {
         let clock = SystemClock()
+        let cache = fastPaths.projectionCache()
         let ledger = CountingLedger(
-            base: StorageLedger(store: store, policy: FactMapper.policy(for: configuration)), counter: counter, commit: commit)
+            base: StorageLedger(store: store, policy: FactMapper.policy(for: configuration), cache: cache), counter: counter,
+            commit: commit)
         let application = Application(
-            configuration: configuration, verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock),
-            ledger: ledger, clock: clock, rejectionBudget: RejectionBudget(capacity: 1_000_000, refillPerSecond: 1_000_000, clock: clock))
+            configuration: configuration,
+            verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec), ledger: ledger,
+            clock: clock, rejectionBudget: RejectionBudget(capacity: 1_000_000, refillPerSecond: 1_000_000, clock: clock),
+            cache: cache)
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
         let server = HTTPServer(

@@ -22,11 +22,14 @@ public struct DevOptions: Sendable {
     public var dayEvery: Double
     /// Whether to buy the seeded customers' subscriptions at start.
     public var seed: Bool
+    /// The fast paths' switch (the command reads `ENTITLED_FAST_PATHS`).
+    public var fastPaths: FastPaths
 
     public init(
         listen: String?, environment: [String: String] = [:], control: ListenAddress, data: String, dayEvery: Double,
-        seed: Bool
+        seed: Bool, fastPaths: FastPaths = FastPaths()
     ) {
+        self.fastPaths = fastPaths
         self.listen = listen
         self.environment = environment
         self.control = control
@@ -42,7 +45,7 @@ public enum DevEnvironment {
     /// The development API key (this mode only; printed at start).
     public static let devKey = "dev-key-entitled-local-only"
 
-    /// Runs the server (through ``buildApplication(configuration:clock:store:verifier:rejectionBudget:)``,
+    /// Runs the server (through ``buildApplication(configuration:clock:store:verifier:rejectionBudget:fastPaths:)``,
     /// on the simulator's virtual clock), the simulator and its control API until SIGTERM or SIGINT.
     public static func run(_ options: DevOptions) async throws {
         let folder = URL(fileURLWithPath: options.data)
@@ -55,7 +58,8 @@ public enum DevEnvironment {
 
         // The composition root: the only place `dev` reads the wall clock, to start the virtual one.
         let clock = AppStoreSimulator.VirtualClock(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
-        let assembled = try await buildApplication(configuration: configuration, clock: VirtualServerClock(clock: clock))
+        let assembled = try await buildApplication(
+            configuration: configuration, clock: VirtualServerClock(clock: clock), fastPaths: options.fastPaths)
         let store = assembled.store
 
         let driverBox = DriverBox()

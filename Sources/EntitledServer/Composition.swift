@@ -39,17 +39,20 @@ public enum StartupError: Error, CustomStringConvertible {
 ///     stops the start before a database file is created.
 ///   - verifier: Replaces the App Store verifier the configuration's apps describe (tests).
 ///   - rejectionBudget: Replaces the default budget of rejected notifications (tests).
+///   - fastPaths: The fast paths' switch (``FastPaths``): the verifier's codec and the projection
+///     cache the ledger and the API share. Callers read it from `ENTITLED_FAST_PATHS`.
 /// - Throws: ``StartupError``.
 public func buildApplication(
     configuration: Configuration, clock: any ServerClock, store: (any LedgerStore)? = nil,
-    verifier: (any NotificationVerifying)? = nil, rejectionBudget: RejectionBudget? = nil
+    verifier: (any NotificationVerifying)? = nil, rejectionBudget: RejectionBudget? = nil,
+    fastPaths: FastPaths = FastPaths()
 ) async throws(StartupError) -> AssembledServer {
     let notificationVerifier: any NotificationVerifying
     if let verifier {
         notificationVerifier = verifier
     } else {
         do {
-            notificationVerifier = try AppStoreVerifier(apps: configuration.apps, clock: clock)
+            notificationVerifier = try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec)
         } catch {
             throw .configuration("configuration: \(error.description)")
         }
@@ -60,9 +63,10 @@ public func buildApplication(
     } else {
         opened = try await openDatabase(configuration.database, storage: configuration.storage)
     }
-    let ledger = StorageLedger(store: opened, policy: FactMapper.policy(for: configuration))
+    let cache = fastPaths.projectionCache()
+    let ledger = StorageLedger(store: opened, policy: FactMapper.policy(for: configuration), cache: cache)
     let application = Application(
         configuration: configuration, verifier: notificationVerifier, ledger: ledger, clock: clock,
-        rejectionBudget: rejectionBudget)
+        rejectionBudget: rejectionBudget, cache: cache)
     return AssembledServer(configuration: configuration, application: application, store: opened, ledger: ledger)
 }

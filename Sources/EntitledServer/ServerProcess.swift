@@ -22,10 +22,11 @@ public enum ServerLog {
 /// Runs the server `configuration` describes on the system clock until SIGTERM or SIGINT
 /// (`entitled serve`), then stops accepting connections, finishes in-flight requests (bounded by
 /// `http.shutdownGraceSeconds`) and closes storage.
+/// `fastPaths` is the switch the caller read from `ENTITLED_FAST_PATHS`.
 /// - Throws: ``StartupError`` when the server cannot start.
-public func runServer(configuration: Configuration) async throws(StartupError) {
+public func runServer(configuration: Configuration, fastPaths: FastPaths = FastPaths()) async throws(StartupError) {
     let clock = SystemClock()
-    let assembled = try await buildApplication(configuration: configuration, clock: clock)
+    let assembled = try await buildApplication(configuration: configuration, clock: clock, fastPaths: fastPaths)
     let store = assembled.store
     let server = HTTPServer(
         configuration: assembled.application.serverConfiguration(), router: assembled.application.router)

@@ -13,10 +13,13 @@ public final class StorageLedger: LedgerStoring {
     /// - Parameters:
     ///   - store: the opened ledger.
     ///   - policy: the policy projections are evaluated with (the API's customer policy).
-    public init(store: any LedgerStore, policy: Policy) {
+    ///   - cache: the projection path's fast paths and codec (share the API's).
+    public init(store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache()) {
         self.store = store
-        self.projector = EngineProjector(policy: policy)
+        self.projector = EngineProjector(policy: policy, cache: cache)
     }
+
+    private var cache: ProjectionCache { projector.cache }
 
     public func checkReady() async throws { try await store.ping() }
 
@@ -50,8 +53,9 @@ public final class StorageLedger: LedgerStoring {
                     notificationUUID: nil, source: .client, body: batch.rawBody, receivedAt: batch.receivedAt)
             }
             let incoming = batch.facts.map { fact in
-                let row = Self.incoming(fact, signed: batch.signed, bundleId: batch.bundleId, looseToken: looseToken)
-                projector.recent.remember(fact, as: row.payload)
+                let row = Self.incoming(
+                    fact, payload: cache.payload(fact), signed: batch.signed, bundleId: batch.bundleId, looseToken: looseToken)
+                cache.remember(fact, as: row.payload)
                 return row
             }
             let result = try await store.ingest(
@@ -82,10 +86,19 @@ public final class StorageLedger: LedgerStoring {
         }
     }
 
+    /// The stored answer when it holds for `context`. One stored in an older format (or none, by a
+    /// server with the cache off) is rendered again and stored first: a new answer format needs no
+    /// `rebuild`.
     public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
         try await mapped {
-            guard let stored = try await store.projection(appUserId: appUserId) else { return nil }
+            guard var stored = try await store.projection(appUserId: appUserId) else { return nil }
             try Self.checkProjected(stored.failure)
+            if cache.storedAnswer(stored.projection.state) == .outdated {
+                guard let renewed = try await store.reproject(appUserId: appUserId, projector: projector, now: context.now)
+                else { return nil }
+                try Self.checkProjected(renewed.failure)
+                stored = renewed
+            }
             return fresh(stored.projection.state, computedAt: stored.computedAt, context: context)
         }
     }
@@ -110,7 +123,7 @@ public final class StorageLedger: LedgerStoring {
         guard context.policy == projector.policy,
             // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
             computedAt <= context.now,
-            let answer = RenderedCustomer(document: document),
+            case .current(let answer) = cache.storedAnswer(document),
             answer.holds(at: context.now, environment: context.environment)
         else { return nil }
         return answer
@@ -124,7 +137,7 @@ public final class StorageLedger: LedgerStoring {
             else { throw StorageError(.internal, "customer was not created") }
             let facts: [Fact]
             do {
-                facts = try EngineProjector.decode(try await store.facts(appUserId: appUserId))
+                facts = try projector.decode(try await store.facts(appUserId: appUserId))
             } catch let error as EngineProjector.UndecodableFact {
                 throw LedgerError(.projectionFailed, detail: "\(appUserId): \(error)")
             }
@@ -146,7 +159,7 @@ public final class StorageLedger: LedgerStoring {
             var environments: [Int64: Environment] = [:]
             if !needed.isEmpty || !notifications.isEmpty {
                 for stored in try await store.facts(appUserId: appUserId) {
-                    if needed.contains(stored.id) { factsById[stored.id] = EngineProjector.fact(stored.fact.payload) }
+                    if needed.contains(stored.id) { factsById[stored.id] = cache.fact(stored.fact.payload) }
                     if let id = stored.notificationID, notifications.contains(id), let environment = stored.fact.environment {
                         environments[id] = Environment(rawValue: environment)
                     }
@@ -168,7 +181,7 @@ public final class StorageLedger: LedgerStoring {
             let customer = try await store.customer(appUserId: owned.appUserId)
             let stored = try await store.facts(appUserId: owned.appUserId)
                 .filter { $0.fact.originalTransactionId == originalTransactionId }
-            let pairs = stored.compactMap { entry in EngineProjector.fact(entry.fact.payload).map { (entry, $0) } }
+            let pairs = stored.compactMap { entry in cache.fact(entry.fact.payload).map { (entry, $0) } }
             let facts = pairs.map(\.1)
             let notifications = pairs.compactMap { entry, fact -> LedgerHistoryEntry? in
                 guard case .notification = fact else { return nil }
@@ -205,19 +218,13 @@ public final class StorageLedger: LedgerStoring {
     }
 
 
-    /// The engine fact's canonical JSON (its ledger payload): the projector's sorted-keys
-    /// encoder's bytes, written by ``SortedJSONEncoder`` where it can.
-    static func key(_ fact: Fact) -> String {
-        if let bytes = try? SortedJSONEncoder.encode(fact) { return String(decoding: bytes, as: UTF8.self) }
-        return (try? EngineProjector.encoder.encode(fact)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-    }
-
-    /// A ledger row for an engine fact: its JSON, its keys, and the signed text it came from (V1
-    /// facts have none: their canonical JSON stands in, which still makes a replay a no-op).
-    /// `looseToken` is given to facts without a subscription (app transactions), which belong to
-    /// the customer holding that token.
-    static func incoming(_ fact: Fact, signed: SignedPayloads, bundleId: String?, looseToken: String?) -> IncomingFact {
-        let payload = key(fact)
+    /// A ledger row for an engine fact: its JSON (`payload`, ``ProjectionCache/payload(_:)``), its
+    /// keys, and the signed text it came from (V1 facts have none: their canonical JSON stands in,
+    /// which still makes a replay a no-op). `looseToken` is given to facts without a subscription
+    /// (app transactions), which belong to the customer holding that token.
+    static func incoming(
+        _ fact: Fact, payload: String, signed: SignedPayloads, bundleId: String?, looseToken: String?
+    ) -> IncomingFact {
         switch fact {
         case .transaction(let f):
             return IncomingFact(

@@ -101,6 +101,7 @@ enum APIBenchmarkCommand: Command {
            Target on 2 cores: 30,000 requests/s, p99 under 5 ms.
 
         Defaults: 10,000 notifications, 100,000 customers, 10 seconds, 32 connections.
+        ENTITLED_FAST_PATHS=off measures the same without the fast paths (JSON codec, projection cache).
         Build with 'swift build -c release' first.
         """
 
@@ -115,6 +116,7 @@ enum APIBenchmarkCommand: Command {
         options.connections = try positive("--connections") ?? 32
         options.postgres = try arguments.option("--postgres")
         options.only = try arguments.option("--only")
+        options.fastPaths = fastPaths
         try arguments.finish()
         if let only = options.only, only != "sqlite" && only != "postgres" { throw UsageError("--only must be sqlite or postgres") }
         return try await APIBenchmark.run(options) ? ExitStatus.ok : ExitStatus.failure

@@ -43,7 +43,8 @@ enum DevCommand: Command {
         try arguments.finish()
         guard let controlAddress = ListenAddress(parsing: control) else { throw UsageError("--control: '\(control)' is not HOST:PORT") }
         try await DevEnvironment.run(
-            DevOptions(listen: listen, environment: environment, control: controlAddress, data: data, dayEvery: dayEvery, seed: seed))
+            DevOptions(listen: listen, environment: environment, control: controlAddress, data: data, dayEvery: dayEvery, seed: seed,
+                fastPaths: fastPaths))
         return ExitStatus.ok
     }
 }

@@ -25,7 +25,7 @@ enum ServeCommand: Command {
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         let configuration = try loadConfiguration(&arguments)
         try arguments.finish()
-        try await runServer(configuration: configuration)
+        try await runServer(configuration: configuration, fastPaths: fastPaths)
         return ExitStatus.ok
     }
 

@@ -80,7 +80,8 @@ enum RebuildCommand: Command {
         let store = try await openStore(url: configuration.database)
         do {
             let report = try await store.rebuild(
-                projector: EngineProjector(policy: FactMapper.policy(for: configuration)), now: SystemClock().nowMilliseconds())
+                projector: EngineProjector(policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache()),
+                now: SystemClock().nowMilliseconds())
             await store.close()
             print("customers: \(report.customers), differences: \(report.differences), failed: \(report.failedCustomers.count)")
             for name in report.changedCustomers { print("  changed: \(name)") }

@@ -14,6 +14,10 @@ import Synchronization
 
 // Test doubles for the two ports (they live here, not in Sources) and a loopback client.
 
+/// The tests' composition root reads the fast paths' switch once, as `entitled` does: with
+/// `ENTITLED_FAST_PATHS=off` (scripts/test's second run) every server in these tests runs without them.
+let testFastPaths = FastPaths(environment: ProcessInfo.processInfo.environment)
+
 /// A settable clock.
 final class VirtualClock: ServerClock {
     private let now: Mutex<Int64>

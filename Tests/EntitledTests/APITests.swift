@@ -51,7 +51,8 @@ struct APIHarness {
         let ledger = InMemoryLedger()
         let application = Application(
             configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger, clock: clock,
-            rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock))
+            rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock),
+            cache: testFastPaths.projectionCache())
         var server = HTTPServer.Configuration()
         server.host = "127.0.0.1"
         server.port = 0
