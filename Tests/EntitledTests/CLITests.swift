@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// Runs the built `entitled` binary (next to the test bundle in .build/<config>/).
@@ -33,7 +34,7 @@ struct CLI {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = input
-        try process.run()
+        try process.runSerialized()
         if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
         try input.fileHandleForWriting.close()
         // Drain stderr on its own thread so a chatty child cannot fill one pipe and stall.
@@ -159,7 +160,7 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runSerialized()
         defer {
             if process.isRunning { kill(process.processIdentifier, SIGTERM) }
             process.waitUntilExit()
@@ -201,3 +202,16 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
         #expect(result.stderr.contains("ENTITLED_LISTEN"))
     }
 }
+
+extension Process {
+    /// `run()`, one launch at a time in this test process.
+    ///
+    /// Foundation's `Process.run()` crashed once (SIGSEGV in a memcpy inside `run()`) while other
+    /// tests launched processes from their own threads; launches are rare and short, so they wait
+    /// for each other here rather than risk that race.
+    func runSerialized() throws {
+        try launchLock.withLock { _ in try run() }
+    }
+}
+
+private let launchLock = Mutex(())

@@ -34,7 +34,7 @@ import Testing
         }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output.path + ".out"))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: output.path + ".err"))
-        try process.run()
+        try process.runSerialized()
         let deadline = ContinuousClock.now + limit
         while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         let finished = !process.isRunning

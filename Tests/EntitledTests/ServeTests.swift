@@ -40,7 +40,7 @@ final class ServeProcess: @unchecked Sendable {
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runSerialized()
         let collected = LockedData()
         let server = ServeProcess(process: process, folder: folder, collected: collected, removeFolder: given == nil)
         let portFound = DispatchSemaphore(value: 0)
