@@ -52,7 +52,7 @@ let package = Package(
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
         // The configuration file: value types, loading, validation.
-        .target(name: "EntitledConfig", swiftSettings: swiftSettings),
+        .target(name: "EntitledConfig", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         // Wiring: routes, auth, ingest.
         .target(
             name: "EntitledServer",

@@ -1,3 +1,4 @@
+import enum Entitlements.RestoreBehavior
 import Foundation
 
 /// A configuration problem, naming the key (e.g. `apps[0].products[1].type`) it is about.
@@ -184,7 +185,7 @@ public struct ConfigurationLoader: Sendable {
         }
         if let value = object.take("restoreBehavior") {
             let raw = try value.string()
-            guard let behavior = App.RestoreBehavior(rawValue: raw) else {
+            guard let behavior = RestoreBehavior(rawValue: raw) else {
                 throw ConfigurationError(path: value.path, message: "must be 'transfer' or 'keep'")
             }
             app.restoreBehavior = behavior

@@ -260,7 +260,7 @@ public struct API: Sendable {
                 environment = fact.environment
                 link = CustomerLink(
                     appUserId: appUserId, originalTransactionIds: [fact.originalTransactionId],
-                    restoreBehavior: app.restoreBehavior == .keep ? .keep : .transfer)
+                    restoreBehavior: app.restoreBehavior)
             case (nil, let jws?):
                 guard let peeked = JWSPeek.payload(AppTransaction.self, jws) else {
                     throw VerificationError.malformed("signedAppTransaction is not a JWS")

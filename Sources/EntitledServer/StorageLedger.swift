@@ -25,7 +25,7 @@ public final class StorageLedger: LedgerStoring {
             var claim: Claim?
             var looseToken: String?
             if let link = batch.link {
-                claim = Claim(appUserId: link.appUserId, behaviour: link.restoreBehavior == .keep ? .keep : .transfer)
+                claim = Claim(appUserId: link.appUserId, behaviour: link.restoreBehavior)
                 if link.originalTransactionIds.isEmpty {
                     // Facts without a subscription (an app transaction) belong to the customer
                     // through their token: give them the customer's.
@@ -213,11 +213,13 @@ public final class StorageLedger: LedgerStoring {
     }
 
     /// A ledger row for an engine fact: its JSON, its keys, and the signed text it came from (V1
-    /// facts have none: their canonical JSON stands in, which still makes a replay a no-op).
+    /// and receipt facts have none: their ``Fact/identity`` stands in, so that a replay is a no-op
+    /// whatever JSON this binary encodes them to).
     /// `looseToken` is given to facts without a subscription (app transactions), which belong to
     /// the customer holding that token.
     static func incoming(_ fact: Fact, signed: SignedPayloads, bundleId: String?, looseToken: String?) -> IncomingFact {
         let payload = key(fact)
+        let identity = fact.identity ?? payload
         switch fact {
         case .transaction(let f):
             return IncomingFact(
@@ -241,17 +243,17 @@ public final class StorageLedger: LedgerStoring {
                 signedDate: f.signedDate)
         case .receiptEntry(let f):
             return IncomingFact(
-                kind: .receipt, jws: payload, payload: payload, transactionId: f.transactionId,
+                kind: .receipt, jws: identity, payload: payload, transactionId: f.transactionId,
                 originalTransactionId: f.originalTransactionId, appAccountToken: f.appAccountToken,
                 environment: f.environment.rawValue, bundleId: bundleId, signedDate: f.receiptDate)
         case .pendingRenewal(let f):
             return IncomingFact(
-                kind: FactKind(rawValue: "pendingRenewal"), jws: payload, payload: payload,
+                kind: FactKind(rawValue: "pendingRenewal"), jws: identity, payload: payload,
                 originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
                 signedDate: f.receiptDate)
         case .v1Notification(let f):
             return IncomingFact(
-                kind: FactKind(rawValue: "v1Notification"), jws: payload, payload: payload, transactionId: f.transactionId,
+                kind: FactKind(rawValue: "v1Notification"), jws: identity, payload: payload, transactionId: f.transactionId,
                 originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
                 signedDate: f.date)
         }

@@ -1,3 +1,4 @@
+import Entitlements
 /// The durable ledger: append-only facts, customers and their links, and projections.
 ///
 /// Every write is one database transaction; a returned value means it is committed durably (on
@@ -51,7 +52,7 @@ public protocol LedgerStore: Sendable {
     /// Links a subscription to a customer (created if missing) and recomputes the projections of
     /// the customers involved.
     func link(
-        appUserId: String, originalTransactionId: String, behaviour: RestoreBehaviour,
+        appUserId: String, originalTransactionId: String, behaviour: RestoreBehavior,
         projector: any Projector, now: Int64
     ) async throws -> LinkResult
 

@@ -19,7 +19,7 @@ struct APIHarness {
     static let writer = "Bearer writer-secret-0123456789"
     static let admin = "Bearer admin-secret-0123456789"
 
-    static func configuration(restore: App.RestoreBehavior = .transfer) -> Configuration {
+    static func configuration(restore: RestoreBehavior = .transfer) -> Configuration {
         var configuration = Configuration()
         configuration.apiKeys = [
             APIKey(name: "reader", secret: "reader-secret-0123456789", scopes: [.read]),

@@ -17,7 +17,7 @@ import Testing
     /// by a format this binary no longer reads, would be).
     static func poison(otid: String, at now: Int64) -> IngestBatch {
         IngestBatch(
-            message: ReceivedMessage(notificationUUID: "poison-\(otid)", source: .import, body: Array("{}".utf8), receivedAt: now),
+            message: ReceivedMessage(notificationUUID: "poison-\(otid)", source: .client, body: Array("{}".utf8), receivedAt: now),
             facts: [IncomingFact(kind: .transaction, jws: "not-a-fact-\(otid)", payload: #"{"unknown":true}"#, originalTransactionId: otid)])
     }
 

@@ -1,3 +1,4 @@
+import Entitlements
 import EntitledCrypto
 import Foundation
 
@@ -315,7 +316,7 @@ struct Ledger {
     }
 
     func linkRow(
-        customer: CustomerRecord, otid: String, behaviour: RestoreBehaviour, now: Int64, affected: inout Set<Int64>
+        customer: CustomerRecord, otid: String, behaviour: RestoreBehavior, now: Int64, affected: inout Set<Int64>
     ) throws -> LinkResult {
         try lockKeys([Self.otidKey(otid)])
         guard let current = try owner(of: otid) else {
@@ -349,7 +350,7 @@ struct Ledger {
     }
 
     func link(
-        appUserId: String, otid: String, behaviour: RestoreBehaviour, projector: any Projector, now: Int64
+        appUserId: String, otid: String, behaviour: RestoreBehavior, projector: any Projector, now: Int64
     ) throws -> LinkResult {
         var affected: Set<Int64> = []
         let customer = try ensureCustomerRow(appUserId: appUserId, appAccountToken: nil, now: now, affected: &affected)

@@ -130,6 +130,9 @@ enum Schema {
                 ALTER TABLE notifications ADD COLUMN body_sha256 TEXT;
                 ALTER TABLE notifications ADD COLUMN body_size {int};
                 """),
+        // V1 and receipt facts were keyed by the digest of their JSON; they are now keyed by
+        // their identity (`Fact.identity`), which no encoder change moves.
+        Migration(version: 6, name: "unsigned fact keys from their identity", sql: "", step: rekeyUnsignedFacts),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }

@@ -1,3 +1,4 @@
+import Entitlements
 /// A store whose operations are `Ledger` calls run in a read or write session: SQLite and
 /// PostgreSQL differ only in how they run sessions (one writer thread with group commit, or a
 /// connection pool), so the operations themselves are written once, here.
@@ -47,7 +48,7 @@ extension SessionBackedStore {
     }
 
     func link(
-        appUserId: String, originalTransactionId: String, behaviour: RestoreBehaviour, projector: any Projector, now: Int64
+        appUserId: String, originalTransactionId: String, behaviour: RestoreBehavior, projector: any Projector, now: Int64
     ) async throws -> LinkResult {
         let fault = faultInjector
         return try await write {
