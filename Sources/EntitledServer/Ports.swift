@@ -5,7 +5,7 @@ import Foundation
 
 // The two ports the HTTP API is written against. The real implementations live elsewhere:
 // `NotificationVerifying` in the AppStore verifier (JWS + X.509), `LedgerStoring` in Storage
-// (SQLite / PostgreSQL). Tests use in-memory doubles.
+// (SQLite / PostgreSQL; API tests run it on `sqlite::memory:`).
 
 // MARK: - Verification
 

@@ -5,6 +5,9 @@ import Entitlements
 import Foundation
 import HTTPServer
 import Synchronization
+import Testing
+
+@testable import Storage
 
 #if canImport(Glibc)
     import Glibc
@@ -12,7 +15,7 @@ import Synchronization
     import Darwin
 #endif
 
-// Test doubles for the two ports (they live here, not in Sources) and a loopback client.
+// The stub verifier, the real ledger on `sqlite::memory:` with an outage switch, and a loopback client.
 
 /// A settable clock.
 final class VirtualClock: ServerClock {
@@ -83,193 +86,99 @@ struct StubVerifier: NotificationVerifying {
     }
 }
 
-/// An in-memory ledger with the semantics `LedgerStoring` documents (one lock = one transaction).
-final class InMemoryLedger: LedgerStoring {
-    struct StoredFact {
-        var id: Int
-        var fact: Fact
-        var receivedAt: Int64
-        var bundleId: String?
-    }
-
-    struct State {
+/// The real ledger (`StorageLedger` on a private `sqlite::memory:` database) behind two switches
+/// real storage cannot show on demand: an outage and a slow commit. Everything else is the
+/// server's own code; what a test checks afterwards it reads from the database.
+final class TestLedger: LedgerStoring {
+    struct Switches {
         var available = true
-        var customers: [String: CustomerRecord] = [:]
-        var facts: [StoredFact] = []
-        var links: [String: String] = [:]  // originalTransactionId -> appUserId
-        var clientFacts: [String: [Int]] = [:]  // appUserId -> fact ids posted for them without an otid
-        var sources: Set<String> = []
-        var batches: [LedgerBatch] = []
-        var rejected: [RejectedDelivery] = []
-        var nextId = 1
-        /// Commits pause until this is cleared (to prove 200 comes only after the store call).
         var ingestDelayMilliseconds = 0
     }
 
-    let state = Mutex(State())
+    let base: StorageLedger
+    let store: SQLiteStore
+    let switches = Mutex(Switches())
 
-    var available: Bool {
-        get { state.withLock { $0.available } }
-        set { state.withLock { $0.available = newValue } }
+    init(policy: Policy) async throws {
+        store = try #require(try await openStore(url: "sqlite::memory:") as? SQLiteStore)
+        base = StorageLedger(store: store, policy: policy)
     }
-    var rejected: [RejectedDelivery] { state.withLock { $0.rejected } }
-    var batches: [LedgerBatch] { state.withLock { $0.batches } }
-    var factCount: Int { state.withLock { $0.facts.count } }
+
+    /// While false, every call fails as an unreachable database does.
+    var available: Bool {
+        get { switches.withLock { $0.available } }
+        set { switches.withLock { $0.available = newValue } }
+    }
+
+    private func up() throws(LedgerError) {
+        if !available { throw LedgerError(.unavailable, detail: "down") }
+    }
 
     func checkReady() async throws {
-        if !available { throw LedgerError(.unavailable) }
+        try up()
+        try await base.checkReady()
     }
 
     func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome {
-        let delay = state.withLock { $0.ingestDelayMilliseconds }
+        try up()
+        let delay = switches.withLock { $0.ingestDelayMilliseconds }
         if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }
-        return try state.withLock { (s: inout State) throws(LedgerError) -> IngestOutcome in
-            guard s.available else { throw LedgerError(.unavailable, detail: "down") }
-            let key: String?
-            switch batch.source {
-            case .notificationV2(let uuid, _, _): key = "v2:" + uuid
-            case .notificationV1(let k, _): key = "v1:" + k
-            case .client: key = nil
-            }
-            if let key, s.sources.contains(key) { return IngestOutcome(status: .duplicate) }
-            if let key { s.sources.insert(key) }
-            s.batches.append(batch)
-            var newIds: [Int] = []
-            for fact in batch.facts where !s.facts.contains(where: { $0.fact == fact }) {
-                s.facts.append(StoredFact(id: s.nextId, fact: fact, receivedAt: batch.receivedAt, bundleId: batch.bundleId))
-                newIds.append(s.nextId)
-                s.nextId += 1
-            }
-            // appAccountToken links a purchase to its customer, whichever arrives first.
-            for fact in batch.facts {
-                if let token = Self.token(fact), let otid = Self.otid(fact), s.links[otid] == nil,
-                    let owner = s.customers.values.first(where: { $0.appAccountToken == token })
-                {
-                    s.links[otid] = owner.appUserId
-                }
-            }
-            var links: [String: IngestOutcome.LinkResult] = [:]
-            if let link = batch.link {
-                if s.customers[link.appUserId] == nil {
-                    s.customers[link.appUserId] = CustomerRecord(
-                        appUserId: link.appUserId, appAccountToken: UUID().uuidString.lowercased(), createdAt: batch.receivedAt)
-                }
-                for otid in link.originalTransactionIds {
-                    switch s.links[otid] {
-                    case nil, link.appUserId?:
-                        s.links[otid] = link.appUserId
-                        links[otid] = .linked
-                    case _?:
-                        if link.restoreBehavior == .transfer {
-                            s.links[otid] = link.appUserId
-                            links[otid] = .transferred
-                        } else {
-                            links[otid] = .keptByOther
-                        }
-                    }
-                }
-                if link.originalTransactionIds.isEmpty {
-                    let ids = s.facts.filter { batch.facts.contains($0.fact) }.map(\.id)
-                    s.clientFacts[link.appUserId, default: []] += ids
-                }
-            }
-            return IngestOutcome(status: .accepted, links: links)
-        }
+        return try await base.ingest(batch)
     }
 
     func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError) {
-        try state.withLock { (s: inout State) throws(LedgerError) in
-            guard s.available else { throw LedgerError(.unavailable) }
-            s.rejected.append(delivery)
-        }
+        try up()
+        try await base.recordRejected(delivery)
     }
 
     func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
-        try state.withLock { (s: inout State) throws(LedgerError) -> CustomerSnapshot in
-            guard s.available else { throw LedgerError(.unavailable) }
-            if s.customers[appUserId] == nil {
-                let record = CustomerRecord(
-                    appUserId: appUserId, appAccountToken: UUID().uuidString.lowercased(), createdAt: context.now)
-                s.customers[appUserId] = record
-                // Facts that arrived first, carrying this token, now belong to the customer.
-                for stored in s.facts {
-                    if let token = Self.token(stored.fact), token == record.appAccountToken, let otid = Self.otid(stored.fact),
-                        s.links[otid] == nil
-                    {
-                        s.links[otid] = appUserId
-                    }
-                }
-            }
-            let facts = Self.facts(of: appUserId, in: s).map(\.fact)
-            return CustomerSnapshot(
-                customer: s.customers[appUserId]!,
-                state: evaluate(facts: facts, policy: context.policy, now: context.now, environment: context.environment))
-        }
+        try up()
+        return try await base.customer(appUserId: appUserId, context: context)
     }
 
     func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
-        try state.withLock { (s: inout State) throws(LedgerError) -> LedgerHistoryPage? in
-            guard s.available else { throw LedgerError(.unavailable) }
-            guard s.customers[appUserId] != nil else { return nil }
-            var offset = 0
-            if let cursor {
-                guard let value = Int(cursor), value >= 0 else { throw LedgerError(.invalidRequest) }
-                offset = value
-            }
-            let entries = Self.facts(of: appUserId, in: s).map(Self.entry).sorted {
-                ($0.occurredAt, $0.id) > ($1.occurredAt, $1.id)
-            }
-            let page = Array(entries.dropFirst(offset).prefix(limit))
-            let next = offset + page.count < entries.count ? String(offset + page.count) : nil
-            return LedgerHistoryPage(entries: page, nextCursor: next)
-        }
+        try up()
+        return try await base.history(appUserId: appUserId, cursor: cursor, limit: limit)
     }
 
     func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? {
-        try state.withLock { (s: inout State) throws(LedgerError) -> SubscriptionRecord? in
-            guard s.available else { throw LedgerError(.unavailable) }
-            let stored = s.facts.filter { Self.otid($0.fact) == originalTransactionId }
-            guard !stored.isEmpty else { return nil }
-            let customer = s.links[originalTransactionId].flatMap { s.customers[$0] }
-            let notifications = stored.map(Self.entry).filter { $0.kind == .notification || $0.kind == .v1Notification }
-                .sorted { ($0.occurredAt, $0.id) > ($1.occurredAt, $1.id) }
-            return SubscriptionRecord(
-                originalTransactionId: originalTransactionId, bundleId: stored.first?.bundleId, customer: customer,
-                facts: stored.map(\.fact), notifications: notifications)
-        }
+        try up()
+        return try await base.subscription(originalTransactionId: originalTransactionId)
     }
 
-    private static func facts(of appUserId: String, in s: State) -> [StoredFact] {
-        let ids = Set(s.clientFacts[appUserId] ?? [])
-        return s.facts.filter { stored in
-            if ids.contains(stored.id) { return true }
-            guard let otid = otid(stored.fact) else { return false }
-            return s.links[otid] == appUserId
-        }
+    func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
+        try up()
+        return try await base.renderedCustomer(appUserId: appUserId, context: context)
     }
 
-    static func otid(_ fact: Fact) -> String? {
-        switch fact {
-        case .transaction(let f): f.originalTransactionId
-        case .renewalInfo(let f): f.originalTransactionId
-        case .notification(let f): f.originalTransactionId
-        case .receiptEntry(let f): f.originalTransactionId
-        case .pendingRenewal(let f): f.originalTransactionId
-        case .v1Notification(let f): f.originalTransactionId
-        case .appTransaction: nil
-        }
+    func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
+        try up()
+        return try base.renderedCustomerNow(appUserId: appUserId, context: context)
     }
 
-    static func token(_ fact: Fact) -> String? {
-        switch fact {
-        case .transaction(let f): f.appAccountToken
-        case .receiptEntry(let f): f.appAccountToken
-        default: nil
-        }
+    // MARK: - What tests read back
+
+    /// The first column of every row of `sql`, as text.
+    func texts(_ sql: String) async throws -> [String] {
+        try await store.read { session in try session.query(sql, []).map { try $0.optionalText(0) ?? "" } }
     }
 
-    static func entry(_ stored: StoredFact) -> LedgerHistoryEntry {
-        LedgerHistoryEntry(fact: stored.fact, id: String(stored.id), receivedAt: stored.receivedAt)
+    func count(_ sql: String) async throws -> Int { Int(try await store._scalar(sql)) }
+
+    /// Facts in the ledger.
+    func factCount() async throws -> Int { try await count("SELECT COUNT(*) FROM facts") }
+
+    /// Accepted messages (committed batches).
+    func acceptedCount() async throws -> Int { try await count("SELECT COUNT(*) FROM notifications WHERE outcome = 'accepted'") }
+
+    /// The codes of the rejected deliveries, oldest first.
+    func rejectedCodes() async throws -> [String] {
+        try await texts("SELECT reject_code FROM notifications WHERE outcome = 'rejected' ORDER BY id")
+    }
+
+    /// Stored bodies (accepted or rejected) that contain `text`.
+    func bodies(containing text: String) async throws -> Int {
+        try await count("SELECT COUNT(*) FROM notifications WHERE instr(CAST(body AS TEXT), '\(text)') > 0")
     }
 }
 
