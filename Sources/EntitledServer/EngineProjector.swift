@@ -54,7 +54,7 @@ public struct EngineProjector: Projector {
         // One row per subscription: keep the first environment's (the primary one comes first).
         var seen = Set<String>()
         subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
-        let body = CustomerBody(customer: StorageLedger.record(customer), state: state, now: 0)
+        let body = CustomerBody(customer: customer, state: state, now: 0)
         // Not renderable (it always is): an empty document sends reads to the slow path.
         let document = RenderedCustomer(body: body)?.document ?? []
         return CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: document)

@@ -77,7 +77,7 @@ enum DevCommand: Command {
         let serverClock = VirtualServerClock(clock: clock)
         let store = try await ServeCommand.openDatabase(configuration.database)
         let policy = FactMapper.policy(for: configuration)
-        let ledger = StorageLedger(store: store, policy: policy)
+        let ledger = FactLedger(store: store, policy: policy)
         let verifier: AppStoreVerifier
         do {
             verifier = try AppStoreVerifier(apps: configuration.apps, clock: serverClock)

@@ -37,7 +37,7 @@ enum ServeCommand: Command {
             throw UsageError("configuration: \(error.description)")
         }
         let store = try await openDatabase(configuration.database, storage: configuration.storage)
-        let ledger = StorageLedger(store: store, policy: FactMapper.policy(for: configuration))
+        let ledger = FactLedger(store: store, policy: FactMapper.policy(for: configuration))
         let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: clock)
         let server = HTTPServer(configuration: application.serverConfiguration(), router: application.router)
         let signals = TerminationSignals()

@@ -86,74 +86,39 @@ struct StubVerifier: NotificationVerifying {
     }
 }
 
-/// The real ledger (`StorageLedger` on a private `sqlite::memory:` database) behind two switches
+/// The real ledger (`FactLedger` on a private `sqlite::memory:` database) behind two switches
 /// real storage cannot show on demand: an outage and a slow commit. Everything else is the
 /// server's own code; what a test checks afterwards it reads from the database.
-final class TestLedger: LedgerStoring {
-    struct Switches {
-        var available = true
-        var ingestDelayMilliseconds = 0
+final class TestLedger: Sendable {
+    /// Shared with the ``SwitchedStore``.
+    final class Switches: Sendable {
+        struct State {
+            var available = true
+            var ingestDelayMilliseconds = 0
+        }
+
+        let state = Mutex(State())
     }
 
-    let base: StorageLedger
+    let ledger: FactLedger
     let store: SQLiteStore
-    let switches = Mutex(Switches())
+    let switches = Switches()
 
     init(policy: Policy) async throws {
         store = try #require(try await openStore(url: "sqlite::memory:") as? SQLiteStore)
-        base = StorageLedger(store: store, policy: policy)
+        ledger = FactLedger(store: SwitchedStore(base: store, switches: switches), policy: policy)
     }
 
     /// While false, every call fails as an unreachable database does.
     var available: Bool {
-        get { switches.withLock { $0.available } }
-        set { switches.withLock { $0.available = newValue } }
+        get { switches.state.withLock { $0.available } }
+        set { switches.state.withLock { $0.available = newValue } }
     }
 
-    private func up() throws(LedgerError) {
-        if !available { throw LedgerError(.unavailable, detail: "down") }
-    }
-
-    func checkReady() async throws {
-        try up()
-        try await base.checkReady()
-    }
-
-    func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome {
-        try up()
-        let delay = switches.withLock { $0.ingestDelayMilliseconds }
-        if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }
-        return try await base.ingest(batch)
-    }
-
-    func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError) {
-        try up()
-        try await base.recordRejected(delivery)
-    }
-
-    func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
-        try up()
-        return try await base.customer(appUserId: appUserId, context: context)
-    }
-
-    func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
-        try up()
-        return try await base.history(appUserId: appUserId, cursor: cursor, limit: limit)
-    }
-
-    func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? {
-        try up()
-        return try await base.subscription(originalTransactionId: originalTransactionId)
-    }
-
-    func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
-        try up()
-        return try await base.renderedCustomer(appUserId: appUserId, context: context)
-    }
-
-    func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
-        try up()
-        return try base.renderedCustomerNow(appUserId: appUserId, context: context)
+    /// How long each ingest waits before it commits.
+    var ingestDelayMilliseconds: Int {
+        get { switches.state.withLock { $0.ingestDelayMilliseconds } }
+        set { switches.state.withLock { $0.ingestDelayMilliseconds = newValue } }
     }
 
     // MARK: - What tests read back
@@ -180,6 +145,85 @@ final class TestLedger: LedgerStoring {
     func bodies(containing text: String) async throws -> Int {
         try await count("SELECT COUNT(*) FROM notifications WHERE instr(CAST(body AS TEXT), '\(text)') > 0")
     }
+}
+
+/// `base` behind ``TestLedger``'s switches.
+struct SwitchedStore: LedgerStore {
+    let base: SQLiteStore
+    let switches: TestLedger.Switches
+
+    private func up() throws {
+        if !switches.state.withLock({ $0.available }) { throw StorageError(.unavailable, "switched off") }
+    }
+
+    var backend: StorageBackend { base.backend }
+
+    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
+        try up()
+        let delay = switches.state.withLock { $0.ingestDelayMilliseconds }
+        if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+        return try await base.ingest(batch, projector: projector, now: now)
+    }
+
+    func migrate() async throws -> MigrationReport { try await base.migrate() }
+    func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
+        try up()
+        return try await base.recordRejected(message, code: code)
+    }
+    func purgeRejected(receivedBefore cutoff: Int64) async throws -> Int {
+        try up()
+        return try await base.purgeRejected(receivedBefore: cutoff)
+    }
+    func customer(appUserId: String) async throws -> CustomerRecord? {
+        try up()
+        return try await base.customer(appUserId: appUserId)
+    }
+    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws
+        -> CustomerRecord
+    {
+        try up()
+        return try await base.ensureCustomer(appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
+    }
+    func link(
+        appUserId: String, originalTransactionId: String, behaviour: RestoreBehavior, projector: any Projector, now: Int64
+    ) async throws -> LinkResult {
+        try up()
+        return try await base.link(
+            appUserId: appUserId, originalTransactionId: originalTransactionId, behaviour: behaviour, projector: projector,
+            now: now)
+    }
+    func projection(appUserId: String) async throws -> StoredProjection? {
+        try up()
+        return try await base.projection(appUserId: appUserId)
+    }
+    func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> {
+        try up()
+        return try base.stateNow(appUserId: appUserId)
+    }
+    func facts(appUserId: String) async throws -> [StoredFact] {
+        try up()
+        return try await base.facts(appUserId: appUserId)
+    }
+    func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage {
+        try up()
+        return try await base.history(appUserId: appUserId, cursor: cursor, limit: limit)
+    }
+    func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
+        try up()
+        return try await base.subscription(originalTransactionId: originalTransactionId)
+    }
+    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription] {
+        try up()
+        return try await base.expiring(from: from, to: to, limit: limit)
+    }
+    func ping() async throws {
+        try up()
+        try await base.ping()
+    }
+    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
+        try await base.rebuild(projector: projector, now: now)
+    }
+    func close() async { await base.close() }
 }
 
 /// One HTTP/1.1 exchange per connection over loopback (`Connection: close`, read to EOF).

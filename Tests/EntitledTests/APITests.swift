@@ -50,7 +50,7 @@ struct APIHarness {
         let clock = clock ?? VirtualClock(start)
         let ledger = try await TestLedger(policy: FactMapper.policy(for: configuration))
         let application = Application(
-            configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger, clock: clock,
+            configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger.ledger, clock: clock,
             rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock))
         var server = HTTPServer.Configuration()
         server.host = "127.0.0.1"
@@ -279,7 +279,7 @@ extension Loopback.Reply {
 
     @Test func acknowledgementComesOnlyAfterTheCommitReturned() async throws {
         try await APIHarness.run { api in
-            api.ledger.switches.withLock { $0.ingestDelayMilliseconds = 300 }
+            api.ledger.ingestDelayMilliseconds = 300
             let started = ContinuousClock.now
             let reply = try await api.postV2(Apple.notification(.test, signed: t0))
             #expect(reply.status == 200)

@@ -103,7 +103,7 @@ struct SortedJSONEncoderTests {
                 let ours = try JSONSerialization.jsonObject(with: Data(try SortedJSONEncoder.encode(fact))) as? NSDictionary
                 #expect(ours == (try JSONSerialization.jsonObject(with: Data(foundation)) as? NSDictionary))
             #endif
-            #expect(StorageLedger.key(fact) == String(decoding: foundation, as: UTF8.self))
+            #expect(FactLedger.key(fact) == String(decoding: foundation, as: UTF8.self))
         }
     }
 

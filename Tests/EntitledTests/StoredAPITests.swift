@@ -40,9 +40,9 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
 /// The real server on `store` — verifier, engine projector, ledger — on loopback, logs off; `port` 0
 /// picks a free one (a fixed port lets a test restart the server where its clients expect it).
 func startServer(configuration: Configuration, store: any LedgerStore, clock: any ServerClock, port: Int = 0) throws
-    -> (HTTPServer, StorageLedger)
+    -> (HTTPServer, FactLedger)
 {
-    let ledger = StorageLedger(store: store, policy: FactMapper.policy(for: configuration))
+    let ledger = FactLedger(store: store, policy: FactMapper.policy(for: configuration))
     let application = Application(
         configuration: configuration, verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock),
         ledger: ledger, clock: clock)
@@ -184,7 +184,7 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
     @Test(arguments: StoredBackend.all)
     func theRenderedAnswerIsTheEvaluatedAnswer(backend: StoredBackend) async throws {
         try await Self.run(backend) { api in
-            let ledger = StorageLedger(store: api.store, policy: FactMapper.policy(for: api.configuration))
+            let ledger = FactLedger(store: api.store, policy: FactMapper.policy(for: api.configuration))
             let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
             for note in try steps(token: token) {
                 #expect(try await api.postV2(note).status == 200)

@@ -4,84 +4,66 @@ import Foundation
 import Storage
 import Synchronization
 
-/// `LedgerStoring` on a `Storage.LedgerStore`: the API's facts become ledger rows (the engine's
-/// `Fact` JSON beside the signed text it came from), and projections come from `EngineProjector`.
-public final class StorageLedger: LedgerStoring {
+/// The one way between the API and storage: it turns verified facts into ledger rows (the
+/// engine's `Fact` JSON beside the signed text it came from, or its ``Fact/identity``), appends
+/// them with their message through Storage's `LedgerStore`, which projects every affected customer
+/// with ``EngineProjector`` in the same transaction, and reads customers, history and
+/// subscriptions back.
+///
+/// Every call is one database transaction on storage's own threads. The projections are evaluated
+/// with the one policy merged from every configured app (``FactMapper/policy(for:)-swift.type.method``
+/// over the configuration): customers are not per app, and every answer about them, customer or
+/// admin, uses it.
+public final class FactLedger: ReadinessProbe {
     public let store: any LedgerStore
     public let projector: EngineProjector
 
     /// - Parameters:
     ///   - store: the opened ledger.
-    ///   - policy: the policy projections are evaluated with (the API's customer policy).
+    ///   - policy: the policy projections are evaluated with (the configuration's merged policy).
     public init(store: any LedgerStore, policy: Policy) {
         self.store = store
         self.projector = EngineProjector(policy: policy)
     }
 
+    /// For `/readyz`: the database answers.
     public func checkReady() async throws { try await store.ping() }
 
-    public func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome {
+    /// Commits a verified delivery: its message (kept for audit; a repeated `notificationUUID` is a
+    /// duplicate and changes nothing), its facts (a fact already stored is a no-op) and, for a
+    /// client post, its `claim` on the facts' subscriptions, then re-projects every affected
+    /// customer, all at once. Facts without a subscription (an app transaction) that come with a
+    /// claim belong to the claiming customer through their token, whichever arrives first.
+    /// - Returns: `.accepted`, or `.duplicate` when the message was committed before.
+    public func ingest(
+        _ message: ReceivedMessage, facts: [Fact], signed: SignedPayloads = SignedPayloads(), bundleId: String?,
+        claim: Claim? = nil
+    ) async throws(LedgerError) -> IngestResult.Status {
         try await mapped {
-            var claim: Claim?
             var looseToken: String?
-            if let link = batch.link {
-                claim = Claim(appUserId: link.appUserId, behaviour: link.restoreBehavior)
-                if link.originalTransactionIds.isEmpty {
-                    // Facts without a subscription (an app transaction) belong to the customer
-                    // through their token: give them the customer's.
-                    let customer = try await store.ensureCustomer(
-                        appUserId: link.appUserId, appAccountToken: nil, projector: projector, now: batch.receivedAt)
-                    looseToken = customer.appAccountToken
-                }
+            if let claim, facts.contains(where: { if case .appTransaction = $0 { true } else { false } }) {
+                let customer = try await store.ensureCustomer(
+                    appUserId: claim.appUserId, appAccountToken: nil, projector: projector, now: message.receivedAt)
+                looseToken = customer.appAccountToken
             }
-            let message: ReceivedMessage
-            switch batch.source {
-            case .notificationV2(let uuid, let type, let subtype):
-                message = ReceivedMessage(
-                    notificationUUID: uuid.isEmpty ? nil : uuid, source: .appleV2, body: batch.rawBody,
-                    receivedAt: batch.receivedAt, notificationType: type, subtype: subtype)
-            case .notificationV1(let key, let type):
-                // V1 has no id: the body's digest (without the password) stands in for one.
-                message = ReceivedMessage(
-                    notificationUUID: "v1:" + key, source: .appleV1, body: batch.rawBody, receivedAt: batch.receivedAt,
-                    notificationType: type)
-            case .client:
-                message = ReceivedMessage(
-                    notificationUUID: nil, source: .client, body: batch.rawBody, receivedAt: batch.receivedAt)
-            }
-            let incoming = batch.facts.map { fact in
-                let row = Self.incoming(fact, signed: batch.signed, bundleId: batch.bundleId, looseToken: looseToken)
+            let incoming = facts.map { fact in
+                let row = Self.incoming(fact, signed: signed, bundleId: bundleId, looseToken: looseToken)
                 projector.recent.remember(fact, as: row.payload)
                 return row
             }
             let result = try await store.ingest(
-                IngestBatch(message: message, facts: incoming, claim: claim), projector: projector, now: batch.receivedAt)
-            var links: [String: IngestOutcome.LinkResult] = [:]
-            for link in result.links {
-                switch link.outcome {
-                case .linked, .alreadyLinked: links[link.originalTransactionId] = .linked
-                case .transferred: links[link.originalTransactionId] = .transferred
-                case .kept: links[link.originalTransactionId] = .keptByOther
-                }
-            }
-            return IngestOutcome(status: result.status == .duplicate ? .duplicate : .accepted, links: links)
+                IngestBatch(message: message, facts: incoming, claim: claim), projector: projector, now: message.receivedAt)
+            return result.status
         }
     }
 
-    public func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError) {
-        let source: IngestSource =
-            switch delivery.endpoint {
-            case "/v1/apple/notifications": .appleV2
-            case "/v1/apple/notifications/v1": .appleV1
-            default: .client
-            }
-        _ = try await mapped {
-            try await store.recordRejected(
-                ReceivedMessage(notificationUUID: nil, source: source, body: delivery.rawBody, receivedAt: delivery.receivedAt),
-                code: delivery.code)
-        }
+    /// Records a rejected delivery for audit; nothing of it is applied.
+    public func recordRejected(_ message: ReceivedMessage, code: String) async throws(LedgerError) {
+        _ = try await mapped { try await store.recordRejected(message, code: code) }
     }
 
+    /// The customer's answer ready to send, when the stored one still holds for `context` (the
+    /// hot read); nil means "build it from ``customer(appUserId:context:)``".
     public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
         try await mapped {
             guard let stored = try await store.projection(appUserId: appUserId) else { return nil }
@@ -90,6 +72,8 @@ public final class StorageLedger: LedgerStoring {
         }
     }
 
+    /// ``renderedCustomer(appUserId:context:)`` on the calling thread, when the store can read at
+    /// once (an HTTP poll thread must not wait); nil means "use the asynchronous calls".
     public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
         do {
             guard case .done(let stored) = try store.stateNow(appUserId: appUserId), let stored else { return nil }
@@ -116,6 +100,8 @@ public final class StorageLedger: LedgerStoring {
         return answer
     }
 
+    /// The customer with their state evaluated from the ledger; creates the customer (with a new
+    /// random `appAccountToken`) on first sight.
     public func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
         try await mapped {
             guard
@@ -129,10 +115,12 @@ public final class StorageLedger: LedgerStoring {
                 throw LedgerError(.projectionFailed, detail: "\(appUserId): \(error)")
             }
             let state = evaluate(facts: facts, policy: context.policy, now: context.now, environment: context.environment)
-            return CustomerSnapshot(customer: Self.record(customer), state: state)
+            return CustomerSnapshot(customer: customer, state: state)
         }
     }
 
+    /// A page of the customer's timeline, newest first, or nil when the customer does not exist.
+    /// `cursor` is a `nextCursor` from an earlier page; a malformed one is `.invalidRequest`.
     public func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
         try await mapped {
             guard try await store.customer(appUserId: appUserId) != nil else { return nil }
@@ -160,6 +148,7 @@ public final class StorageLedger: LedgerStoring {
         }
     }
 
+    /// One subscription by `originalTransactionId`, or nil when nothing is known about it.
     public func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? {
         try await mapped {
             guard let owned = try await store.subscription(originalTransactionId: originalTransactionId) else {
@@ -176,7 +165,7 @@ public final class StorageLedger: LedgerStoring {
             }
             return SubscriptionRecord(
                 originalTransactionId: originalTransactionId, bundleId: stored.first?.fact.bundleId,
-                customer: customer.map(Self.record), facts: facts, notifications: notifications.reversed())
+                customer: customer, facts: facts, notifications: notifications.reversed())
         }
     }
 
@@ -200,9 +189,6 @@ public final class StorageLedger: LedgerStoring {
         }
     }
 
-    static func record(_ customer: Storage.CustomerRecord) -> CustomerRecord {
-        CustomerRecord(appUserId: customer.appUserId, appAccountToken: customer.appAccountToken, createdAt: customer.createdAt)
-    }
 
 
     /// The engine fact's canonical JSON (its ledger payload): the projector's sorted-keys
