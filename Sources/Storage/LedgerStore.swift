@@ -77,9 +77,6 @@ public protocol LedgerStore: Sendable {
     /// A subscription's projection and owner.
     func subscription(originalTransactionId: String) async throws -> OwnedSubscription?
 
-    /// Subscriptions whose `expiresAt` is in `from ..< to`, soonest first (indexed).
-    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription]
-
     /// Checks that the database answers (for `/readyz`).
     func ping() async throws
 

@@ -317,7 +317,7 @@ public struct SubscriptionRow: Sendable, Hashable {
     public var group: String?
     /// The projector's status word.
     public var status: String
-    /// When the current period ends (ms); indexed for ``LedgerStore/expiring(from:to:limit:)``.
+    /// When the current period ends (ms).
     public var expiresAt: Int64?
     /// End of a billing grace period (ms).
     public var graceUntil: Int64?

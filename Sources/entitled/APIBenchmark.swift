@@ -383,9 +383,6 @@ struct CountingStore: LedgerStore {
     func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
         try await base.subscription(originalTransactionId: originalTransactionId)
     }
-    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription] {
-        try await base.expiring(from: from, to: to, limit: limit)
-    }
     func ping() async throws { try await base.ping() }
     func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport {
         try await base.checkIntegrity(full: full, timeLimit: timeLimit)

@@ -212,10 +212,6 @@ struct SwitchedStore: LedgerStore {
         try up()
         return try await base.subscription(originalTransactionId: originalTransactionId)
     }
-    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription] {
-        try up()
-        return try await base.expiring(from: from, to: to, limit: limit)
-    }
     func ping() async throws {
         try up()
         try await base.ping()

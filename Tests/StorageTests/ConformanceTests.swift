@@ -299,22 +299,6 @@ struct ConformanceTests {
         }
     }
 
-    @Test("expiring(from:to:) finds subscriptions in the window, soonest first", arguments: Backend.all)
-    func expiring(backend: Backend) async throws {
-        try await withStore(backend) { store, _ in
-            for index in 0..<10 {
-                let fact = Fixture.transaction(otid: "10\(index)", tid: "10\(index)", expires: testNow + Int64(index) * day, signed: testNow - day)
-                _ = try await store.ingest(
-                    Fixture.batch(uuid: nil, facts: [fact], source: .client, claim: Claim(appUserId: "k\(index)")),
-                    projector: projector, now: testNow)
-            }
-            let window = try await store.expiring(from: testNow + 2 * day, to: testNow + 5 * day, limit: 100)
-            #expect(window.map(\.appUserId) == ["k2", "k3", "k4"])
-            #expect(window.map(\.subscription.originalTransactionId) == ["102", "103", "104"])
-            #expect(try await store.expiring(from: testNow, to: testNow + 10 * day, limit: 2).count == 2)
-        }
-    }
-
     @Test("a rejected notification is audited and does not take its UUID", arguments: Backend.all)
     func rejected(backend: Backend) async throws {
         try await withStore(backend) { store, _ in

@@ -539,7 +539,7 @@ struct Ledger {
         try session.query(Self.stateByIDSQL, .int(customerID)).first.map(Self.decodeState)
     }
 
-    /// The projection as the indexed row tables hold it (what `expiring` and `subscription` read).
+    /// The projection as the indexed row tables hold it (what `subscription` reads).
     func tableRows(customerID: Int64) throws -> CustomerProjection {
         var projection = CustomerProjection(entitlements: [], subscriptions: [], state: [])
         for row in try session.query(

@@ -77,11 +77,6 @@ extension SessionBackedStore {
         try await read { try Ledger(session: $0, fault: nil).subscription(otid: originalTransactionId) }
     }
 
-    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription] {
-        guard (1...10_000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…10000") }
-        return try await read { try Ledger(session: $0, fault: nil).expiring(from: from, to: to, limit: limit) }
-    }
-
     func ping() async throws {
         _ = try await read { try $0.query("SELECT 1", []) }
     }
