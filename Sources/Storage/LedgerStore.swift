@@ -1,4 +1,3 @@
-import Entitlements
 /// The durable ledger: append-only facts, customers and their links, and projections.
 ///
 /// Every write is one database transaction; a returned value means it is committed durably (on
@@ -48,13 +47,6 @@ public protocol LedgerStore: Sendable {
     func ensureCustomer(
         appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64
     ) async throws -> CustomerRecord
-
-    /// Links a subscription to a customer (created if missing) and recomputes the projections of
-    /// the customers involved.
-    func link(
-        appUserId: String, originalTransactionId: String, behaviour: RestoreBehavior,
-        projector: any Projector, now: Int64
-    ) async throws -> LinkResult
 
     /// The customer's stored projection (the API's hot read: one statement, indexed lookups).
     func projection(appUserId: String) async throws -> StoredProjection?

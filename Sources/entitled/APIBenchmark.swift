@@ -367,13 +367,6 @@ struct CountingStore: LedgerStore {
     {
         try await base.ensureCustomer(appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
     }
-    func link(
-        appUserId: String, originalTransactionId: String, behaviour: RestoreBehavior, projector: any Projector, now: Int64
-    ) async throws -> LinkResult {
-        try await base.link(
-            appUserId: appUserId, originalTransactionId: originalTransactionId, behaviour: behaviour, projector: projector,
-            now: now)
-    }
     func projection(appUserId: String) async throws -> StoredProjection? { try await base.projection(appUserId: appUserId) }
     func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> { try base.stateNow(appUserId: appUserId) }
     func facts(appUserId: String) async throws -> [StoredFact] { try await base.facts(appUserId: appUserId) }

@@ -184,14 +184,6 @@ struct SwitchedStore: LedgerStore {
         try up()
         return try await base.ensureCustomer(appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
     }
-    func link(
-        appUserId: String, originalTransactionId: String, behaviour: RestoreBehavior, projector: any Projector, now: Int64
-    ) async throws -> LinkResult {
-        try up()
-        return try await base.link(
-            appUserId: appUserId, originalTransactionId: originalTransactionId, behaviour: behaviour, projector: projector,
-            now: now)
-    }
     func projection(appUserId: String) async throws -> StoredProjection? {
         try up()
         return try await base.projection(appUserId: appUserId)

@@ -164,8 +164,10 @@ struct ConformanceTests {
             #expect(posted.affectedCustomers == ["erin"])
 
             // "frank" restores it with keep: erin keeps it.
-            let kept = try await store.link(appUserId: "frank", originalTransactionId: "5000", behaviour: .keep, projector: projector, now: testNow)
-            #expect(kept.outcome == .kept(owner: "erin"))
+            let kept = try await store.ingest(
+                Fixture.batch(uuid: nil, facts: [fact], source: .client, claim: Claim(appUserId: "frank", behaviour: .keep)),
+                projector: projector, now: testNow)
+            #expect(kept.links == [LinkResult(originalTransactionId: "5000", outcome: .kept(owner: "erin"))])
             #expect(try await store.subscription(originalTransactionId: "5000")?.appUserId == "erin")
             #expect(try await store.projection(appUserId: "frank")?.projection.entitlements.isEmpty == true)
 
@@ -181,8 +183,10 @@ struct ConformanceTests {
             #expect(try await store.facts(appUserId: "erin").isEmpty)
             #expect(try await store.facts(appUserId: "frank").count == 1)
 
-            let again = try await store.link(appUserId: "frank", originalTransactionId: "5000", behaviour: .transfer, projector: projector, now: testNow)
-            #expect(again.outcome == .alreadyLinked)
+            let again = try await store.ingest(
+                Fixture.batch(uuid: nil, facts: [fact], source: .client, claim: Claim(appUserId: "frank", behaviour: .transfer)),
+                projector: projector, now: testNow)
+            #expect(again.links == [LinkResult(originalTransactionId: "5000", outcome: .alreadyLinked)])
         }
     }
 

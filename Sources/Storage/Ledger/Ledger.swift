@@ -349,18 +349,6 @@ struct Ledger {
         return customer
     }
 
-    func link(
-        appUserId: String, otid: String, behaviour: RestoreBehavior, projector: any Projector, now: Int64
-    ) throws -> LinkResult {
-        var affected: Set<Int64> = []
-        let customer = try ensureCustomerRow(appUserId: appUserId, appAccountToken: nil, now: now, affected: &affected)
-        let result = try linkRow(customer: customer, otid: otid, behaviour: behaviour, now: now, affected: &affected)
-        try inject(.afterLinks)
-        for id in affected.sorted() { try recompute(customerID: id, projector: projector, now: now) }
-        try inject(.afterProjections)
-        return result
-    }
-
     // MARK: Projections
 
     static func factColumns(jws: Bool) -> String {

@@ -1,4 +1,3 @@
-import Entitlements
 /// A store whose operations are `Ledger` calls run in a read or write session: SQLite and
 /// PostgreSQL differ only in how they run sessions (one writer thread with group commit, or a
 /// connection pool), so the operations themselves are written once, here.
@@ -44,16 +43,6 @@ extension SessionBackedStore {
         return try await write {
             try Ledger(session: $0, fault: fault).ensureCustomer(
                 appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
-        }
-    }
-
-    func link(
-        appUserId: String, originalTransactionId: String, behaviour: RestoreBehavior, projector: any Projector, now: Int64
-    ) async throws -> LinkResult {
-        let fault = faultInjector
-        return try await write {
-            try Ledger(session: $0, fault: fault).link(
-                appUserId: appUserId, otid: originalTransactionId, behaviour: behaviour, projector: projector, now: now)
         }
     }
 
