@@ -5,9 +5,6 @@
 /// Implementations: SQLite (embedded default) and PostgreSQL (scale-out); open one with
 /// ``openStore(url:configuration:)``.
 public protocol LedgerStore: Sendable {
-    /// Which database this store uses.
-    var backend: StorageBackend { get }
-
     /// Applies pending schema migrations, recording each in `schema_migrations`.
     /// - Throws: ``StorageError`` `SCHEMA_TOO_NEW` when the database was migrated by a newer binary.
     @discardableResult

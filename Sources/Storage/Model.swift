@@ -528,9 +528,3 @@ public enum FaultPoint: String, Sendable, Hashable, CaseIterable {
 /// A test hook called at each ``FaultPoint``; throwing aborts the surrounding transaction
 /// (for `beforeCommit`: the whole group commit).
 public typealias FaultInjector = @Sendable (FaultPoint) throws -> Void
-
-/// The database behind a store.
-public enum StorageBackend: String, Sendable, Hashable {
-    case sqlite
-    case postgres
-}

@@ -344,8 +344,6 @@ struct CountingStore: LedgerStore {
     let counter: Counter
     var commit = true
 
-    var backend: StorageBackend { base.backend }
-
     func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
         guard commit else {
             counter.atomic.add(1, ordering: .relaxed)

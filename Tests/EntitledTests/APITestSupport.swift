@@ -156,8 +156,6 @@ struct SwitchedStore: LedgerStore {
         if !switches.state.withLock({ $0.available }) { throw StorageError(.unavailable, "switched off") }
     }
 
-    var backend: StorageBackend { base.backend }
-
     func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
         try up()
         let delay = switches.state.withLock { $0.ingestDelayMilliseconds }
