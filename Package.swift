@@ -51,8 +51,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
-        // The configuration file: value types, loading, validation.
-        .target(name: "EntitledConfig", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
+        // The configuration file: value types, loading, validation (HTTPServer for its address
+        // types, Entitlements for the one RestoreBehavior).
+        .target(name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer"], swiftSettings: swiftSettings),
         // Wiring: routes, auth, ingest.
         .target(
             name: "EntitledServer",

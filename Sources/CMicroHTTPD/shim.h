@@ -29,6 +29,13 @@ typedef struct CMicroHTTPD_Options {
     size_t connectionMemoryLimit;       /* bounds the request line plus headers */
     unsigned int listenBacklog;
     int strictForClient;                /* 1: reject sloppy HTTP with 400 */
+    /* Called with the raw request target (path and query, before decoding) once the request line
+       is parsed; its result becomes the request's first `req_cls`. */
+    void *(*uriLog)(void *cls, const char *uri, struct MHD_Connection *connection);
+    void *uriLogContext;
+    /* Called when a connection is accepted and when it is closed (before its socket is closed). */
+    MHD_NotifyConnectionCallback notifyConnection;
+    void *notifyConnectionContext;
 } CMicroHTTPD_Options;
 
 static inline struct MHD_Daemon *CMicroHTTPD_start(
@@ -46,6 +53,8 @@ static inline struct MHD_Daemon *CMicroHTTPD_start(
         { MHD_OPTION_STRICT_FOR_CLIENT, (intptr_t) o->strictForClient, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) completed, completedContext },
         { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t) CMicroHTTPD_keepEscaped, NULL },
+        { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t) o->uriLog, o->uriLogContext },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t) o->notifyConnection, o->notifyConnectionContext },
         { o->bindAddress ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *) o->bindAddress },
         { MHD_OPTION_END, 0, NULL },
     };
@@ -63,6 +72,24 @@ static inline uint16_t CMicroHTTPD_boundPort(struct MHD_Daemon *d) {
 static inline const struct sockaddr *CMicroHTTPD_clientAddress(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info ? info->client_addr : NULL;
+}
+
+/// Bytes of the request line plus headers of the connection's current request (0 if unknown).
+static inline size_t CMicroHTTPD_requestHeaderSize(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    return info ? info->header_size : 0;
+}
+
+/// The pointer stored in `*socket_context` by the connection-notify callback, or NULL.
+static inline void *CMicroHTTPD_socketContext(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info ? info->socket_context : NULL;
+}
+
+/// The connection's socket, or -1.
+static inline int CMicroHTTPD_socket(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info ? info->connect_fd : -1;
 }
 
 static const unsigned int CMicroHTTPD_flagsEpollPool =

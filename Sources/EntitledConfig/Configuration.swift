@@ -1,5 +1,6 @@
 import enum Entitlements.RestoreBehavior
 import Foundation
+import HTTPServer
 
 /// The whole configuration of an `entitled` server (the JSON file documented in docs/configuration.md).
 public struct Configuration: Sendable, Equatable {
@@ -172,13 +173,18 @@ public struct Product: Sendable, Equatable {
     }
 }
 
-/// HTTP server limits.
+/// HTTP server limits (see `HTTPServer.Configuration` for what each one does).
 public struct HTTPSettings: Sendable, Equatable {
     public var maxBodyBytes: Int = 1 << 20
     public var maxHeaderBytes: Int = 16 * 1024
     public var maxURLBytes: Int = 8 * 1024
     public var connectionLimit: Int = 4096
+    /// 0 means no per-IP limit.
+    public var perIPConnectionLimit: Int = 64
     public var idleTimeoutSeconds: Int = 30
+    public var headerTimeoutSeconds: Int = 5
+    /// Peers whose `X-Forwarded-For` names the client.
+    public var trustedProxies: [CIDR] = []
     /// 0 means one poll thread per core.
     public var threads: Int = 0
     public var accessLog: Bool = true

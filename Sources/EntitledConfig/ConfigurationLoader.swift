@@ -1,5 +1,6 @@
 import enum Entitlements.RestoreBehavior
 import Foundation
+import HTTPServer
 
 /// A configuration problem, naming the key (e.g. `apps[0].products[1].type`) it is about.
 public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
@@ -262,6 +263,22 @@ public struct ConfigurationLoader: Sendable {
         try positive("maxURLBytes") { settings.maxURLBytes = $0 }
         try positive("connectionLimit") { settings.connectionLimit = $0 }
         try positive("idleTimeoutSeconds") { settings.idleTimeoutSeconds = $0 }
+        try positive("headerTimeoutSeconds") { settings.headerTimeoutSeconds = $0 }
+        if let value = object.take("perIPConnectionLimit") {
+            let number = try value.int()
+            guard number >= 0 else { throw ConfigurationError(path: value.path, message: "must be 0 (no limit) or positive") }
+            settings.perIPConnectionLimit = number
+        }
+        if let value = object.take("trustedProxies") {
+            settings.trustedProxies = try value.array().map { node throws(ConfigurationError) in
+                let text = try node.string()
+                guard let network = CIDR(parsing: text) else {
+                    throw ConfigurationError(
+                        path: node.path, message: "'\(text)' is not an IPv4 or IPv6 address or CIDR network (e.g. 10.0.0.0/8)")
+                }
+                return network
+            }
+        }
         try positive("threads") { settings.threads = $0 }
         try positive("shutdownGraceSeconds") { settings.shutdownGraceSeconds = $0 }
         if let value = object.take("accessLog") { settings.accessLog = try value.bool() }

@@ -59,7 +59,10 @@ public struct API: Sendable {
         router.post("/v1/apple/notifications") { try await api.notificationV2($0) }
         router.post("/v1/apple/notifications/v1") { try await api.notificationV1($0) }
         router.get("/v1/customers/{appUserId}", fast: { try api.getCustomerNow($0) }) { try await api.getCustomer($0) }
-        router.post("/v1/customers/{appUserId}/transactions") { try await api.postTransaction($0) }
+        // Credentials are checked when the headers are in, so a bad key never gets its body read.
+        router.post("/v1/customers/{appUserId}/transactions", admit: { _ = try api.authenticate($0) }) {
+            try await api.postTransaction($0)
+        }
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }

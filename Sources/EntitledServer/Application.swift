@@ -62,7 +62,10 @@ public struct Application: Sendable {
         server.maxHeaderBytes = http.maxHeaderBytes
         server.maxURLBytes = http.maxURLBytes
         server.connectionLimit = http.connectionLimit
+        server.perIPConnectionLimit = http.perIPConnectionLimit
         server.idleTimeoutSeconds = http.idleTimeoutSeconds
+        server.headerTimeoutSeconds = http.headerTimeoutSeconds
+        server.trustedProxies = TrustedProxies(http.trustedProxies)
         if http.threads > 0 { server.threads = http.threads }
         server.shutdownGracePeriod = .seconds(http.shutdownGraceSeconds)
         server.accessLog = http.accessLog ? accessLog : nil

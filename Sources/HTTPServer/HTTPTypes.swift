@@ -69,7 +69,8 @@ public struct Request: Sendable {
     public var body: [UInt8]
     /// Values of `{name}` segments of the matched route, as sent (still percent-encoded).
     public var pathParameters: [String: String]
-    /// The peer's IP address as text.
+    /// The client's IP address as text: the peer's, or when the peer is a trusted proxy the
+    /// client it names in `X-Forwarded-For` (see ``TrustedProxies``). Budgets and logs use this.
     public var remoteAddress: String
     /// The `X-Request-Id` of this request: the client's when it sent a sane one, else generated.
     public var requestId: String

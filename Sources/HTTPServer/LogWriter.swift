@@ -7,54 +7,176 @@ import Synchronization
     import Darwin
 #endif
 
-/// A buffered, thread-safe writer of log lines to a file descriptor (stdout by default).
+/// A thread-safe writer of log lines to a file descriptor (stdout by default) that never blocks
+/// its callers.
 ///
-/// Lines are appended to a buffer under a lock and written with one `write(2)` when the buffer
-/// passes 32 KiB or when `flush()` runs (the server flushes on a timer and at shutdown), so a
-/// busy server does not pay a syscall per request.
+/// `write(line:)` only appends to a bounded buffer under a lock; a thread of the writer's own
+/// drains it with `write(2)` (at once past `threshold` bytes, else every 200 ms), so a busy server
+/// does not pay a syscall per request and a reader that stops reading (a full pipe, a stuck
+/// terminal) stalls only that thread. When the buffer is full, lines are dropped and counted; the
+/// count is written as a line of its own (`{"type":"log","event":"dropped","lines":N}`) once the
+/// descriptor accepts data again.
 public final class LogWriter: Sendable {
-    private let fd: Int32
-    private let buffer = Mutex<[UInt8]>([])
-    private let threshold: Int
+    private let state: WriterState
 
     /// A writer to standard output.
     public static let standardOutput = LogWriter(fileDescriptor: 1)
     /// A writer to standard error.
     public static let standardError = LogWriter(fileDescriptor: 2, threshold: 0)
 
-    public init(fileDescriptor: Int32, threshold: Int = 32 * 1024) {
-        self.fd = fileDescriptor
-        self.threshold = threshold
+    /// - Parameters:
+    ///   - threshold: buffered bytes that wake the writer thread before its 200 ms tick (0: every line).
+    ///   - capacity: buffered bytes beyond which lines are dropped (and counted).
+    public init(fileDescriptor: Int32, threshold: Int = 32 * 1024, capacity: Int = 4 << 20) {
+        state = WriterState(fd: fileDescriptor, threshold: threshold, capacity: max(capacity, 1))
     }
 
-    /// Appends one line (a newline is added).
-    public func write(line: String) {
-        buffer.withLock { buffer in
-            buffer.append(contentsOf: line.utf8)
-            buffer.append(0x0A)
-            if buffer.count >= threshold { Self.drain(&buffer, to: fd) }
+    deinit { state.close() }
+
+    /// Appends one line (a newline is added), or drops it when the buffer is full. Never blocks on I/O.
+    public func write(line: String) { state.append(line) }
+
+    /// Lines dropped so far because the buffer was full.
+    public var droppedLines: Int { state.dropped }
+
+    /// Asks the writer thread to write what is buffered and waits until it has, or until `timeout`
+    /// passes (a descriptor nobody reads must not hang shutdown). Returns whether all was written.
+    @discardableResult
+    public func flush(timeout: Duration = .seconds(2)) -> Bool { state.flush(timeout: timeout) }
+}
+
+/// The buffer and the writer thread behind a ``LogWriter``.
+///
+/// `@unchecked Sendable`: every mutable field is guarded by `condition`'s lock.
+private final class WriterState: @unchecked Sendable {
+    let fd: Int32
+    let threshold: Int
+    let capacity: Int
+    private let condition = NSCondition()
+    private var pending: [UInt8] = []
+    /// Lines dropped since the last report (written by the thread) and in total.
+    private var unreported = 0
+    private var droppedTotal = 0
+    /// Bumped when the thread has written everything taken up to then.
+    private var written: UInt64 = 0
+    private var taken: UInt64 = 0
+    private var wake = false
+    private var closed = false
+    private var started = false
+
+    init(fd: Int32, threshold: Int, capacity: Int) {
+        self.fd = fd
+        self.threshold = threshold
+        self.capacity = capacity
+    }
+
+    var dropped: Int { condition.withLock { droppedTotal } }
+
+    func append(_ line: String) {
+        condition.lock()
+        defer { condition.unlock() }
+        startIfNeeded()
+        if pending.count + line.utf8.count + 1 > capacity {
+            unreported += 1
+            droppedTotal += 1
+            return
+        }
+        pending.append(contentsOf: line.utf8)
+        pending.append(0x0A)
+        if pending.count >= threshold && !wake {
+            wake = true
+            condition.signal()
         }
     }
 
-    /// Writes whatever is buffered.
-    public func flush() {
-        buffer.withLock { Self.drain(&$0, to: fd) }
+    func flush(timeout: Duration) -> Bool {
+        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        condition.lock()
+        defer { condition.unlock() }
+        // Everything appended so far is written once the thread has written the batch that takes
+        // it: the next one when something is pending, else the one in flight (if any).
+        let target: UInt64
+        if pending.isEmpty && unreported == 0 {
+            target = taken
+        } else {
+            startIfNeeded()
+            target = taken + 1
+            wake = true
+            condition.broadcast()
+        }
+        while written < target {
+            if !condition.wait(until: deadline) { return false }
+        }
+        return true
     }
 
-    private static func drain(_ buffer: inout [UInt8], to fd: Int32) {
-        guard !buffer.isEmpty else { return }
-        buffer.withUnsafeBytes { raw in
+    func close() {
+        condition.withLock {
+            closed = true
+            condition.broadcast()
+        }
+    }
+
+    /// Called with the lock held.
+    private func startIfNeeded() {
+        guard !started else { return }
+        started = true
+        let thread = Thread { [self] in run() }
+        thread.name = "entitled-log-\(fd)"
+        thread.start()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while !wake && !closed && pending.isEmpty && unreported == 0 {
+                condition.wait()
+            }
+            if !wake && !closed {
+                // Batch: give other lines 200 ms to join unless the threshold or a flush wakes us.
+                _ = condition.wait(until: Date().addingTimeInterval(0.2))
+            }
+            var batch: [UInt8] = []
+            swap(&batch, &pending)
+            if unreported > 0 {
+                var line = JSONLine()
+                line.add("time", ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
+                line.add("type", "log")
+                line.add("event", "dropped")
+                line.add("lines", unreported)
+                batch.append(contentsOf: line.finish().utf8)
+                batch.append(0x0A)
+                unreported = 0
+            }
+            wake = false
+            taken += 1
+            let ticket = taken
+            let finished = closed && batch.isEmpty
+            condition.unlock()
+            Self.writeAll(batch, to: fd)
+            condition.withLock {
+                written = ticket
+                condition.broadcast()
+            }
+            if finished { return }
+        }
+    }
+
+    /// Blocking writes on this thread only. A closed descriptor drops the batch: it must not take
+    /// the server down.
+    private static func writeAll(_ bytes: [UInt8], to fd: Int32) {
+        guard !bytes.isEmpty else { return }
+        bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
                 let n = Foundation.write(fd, raw.baseAddress! + offset, raw.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    break  // a closed stdout must not take the server down; the lines are dropped
+                    return
                 }
                 offset += n
             }
         }
-        buffer.removeAll(keepingCapacity: true)
     }
 }
 

@@ -73,6 +73,14 @@ public struct HTTPError: HTTPResponseError, Equatable, CustomStringConvertible {
     public static func uriTooLong(limit: Int) -> HTTPError {
         HTTPError(status: 414, code: "URI_TOO_LONG", detail: "the request URL exceeds \(limit) bytes")
     }
+    public static func headerFieldsTooLarge(limit: Int) -> HTTPError {
+        HTTPError(
+            status: 431, code: "HEADERS_TOO_LARGE", detail: "the request line and headers exceed \(limit) bytes",
+            headers: ["Connection": "close"])
+    }
+    /// 413 for a body sent to a route that takes none; it is refused before it is read.
+    public static let bodyNotAllowed = HTTPError(
+        status: 413, code: "BODY_NOT_ALLOWED", detail: "this endpoint takes no request body")
     public static func badRequest(_ detail: String, code: String = "BAD_REQUEST") -> HTTPError {
         HTTPError(status: 400, code: code, detail: detail)
     }
@@ -99,6 +107,7 @@ public enum HTTPStatus {
         case 413: "Content Too Large"
         case 414: "URI Too Long"
         case 415: "Unsupported Media Type"
+        case 431: "Request Header Fields Too Large"
         case 422: "Unprocessable Content"
         case 429: "Too Many Requests"
         case 500: "Internal Server Error"

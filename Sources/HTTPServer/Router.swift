@@ -12,6 +12,12 @@ public enum Handler: Sendable {
     case inlineFirst(fast: @Sendable (Request) throws -> Response?, slow: @Sendable (Request) async throws -> Response)
 }
 
+/// A check that runs when a request's headers are in, before any byte of its body is read: throw
+/// (an ``HTTPResponseError``, e.g. a 401) to refuse the request without reading or buffering its
+/// body. It sees method, path, query, headers, path parameters and the client address; `body` is
+/// empty. It runs on the poll thread, so like an `.inline` handler it must be fast and non-blocking.
+public typealias Admission = @Sendable (Request) throws -> Void
+
 /// Maps (method, path) to a handler. Patterns are literal segments and `{name}` parameters,
 /// e.g. `/v1/customers/{appUserId}/history`. Built before the server starts, then read-only.
 public struct Router: Sendable {
@@ -20,6 +26,16 @@ public struct Router: Sendable {
         var pattern: String
         var segments: [Segment]
         var handler: Handler
+        /// Whether a request body is accepted at all; without it a body is refused before it is read.
+        var takesBody: Bool
+        var admit: Admission?
+    }
+
+    /// What the server needs of a matched route.
+    enum Resolution {
+        case found(Route, parameters: [String: String])
+        case methodNotAllowed(allow: [HTTPMethod])
+        case notFound
     }
 
     enum Segment: Sendable, Equatable {
@@ -44,14 +60,24 @@ public struct Router: Sendable {
     }
 
     /// Registers a handler. A second registration of the same method and pattern is a programming error.
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: Handler) {
+    ///
+    /// - Parameters:
+    ///   - takesBody: whether the route reads a request body; a request with one (`Content-Length`
+    ///     above 0 or chunked) on a route that takes none is refused with 413 `BODY_NOT_ALLOWED`
+    ///     before its body is read. Defaults to true for `POST`, `PUT` and `PATCH`.
+    ///   - admit: checked before the body is read (see ``Admission``).
+    public mutating func add(
+        _ method: HTTPMethod, _ pattern: String, _ handler: Handler, takesBody: Bool? = nil, admit: Admission? = nil
+    ) {
         let segments = Self.split(pattern).map { part -> Segment in
             if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
             return .literal(String(part))
         }
         precondition(
             !routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
-        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+        let takesBody = takesBody ?? [HTTPMethod.post, .put, .patch].contains(method)
+        routes.append(
+            Route(method: method, pattern: pattern, segments: segments, handler: handler, takesBody: takesBody, admit: admit))
     }
 
     public mutating func get(_ pattern: String, _ handler: @escaping @Sendable (Request) async throws -> Response) {
@@ -66,22 +92,34 @@ public struct Router: Sendable {
         add(.get, pattern, .inlineFirst(fast: fast, slow: slow))
     }
 
-    public mutating func post(_ pattern: String, _ handler: @escaping @Sendable (Request) async throws -> Response) {
-        add(.post, pattern, .async(handler))
+    /// A `POST` route; `admit` runs before its body is read (e.g. to check credentials).
+    public mutating func post(
+        _ pattern: String, admit: Admission? = nil, _ handler: @escaping @Sendable (Request) async throws -> Response
+    ) {
+        add(.post, pattern, .async(handler), admit: admit)
     }
 
     /// Finds the handler for a request. `HEAD` falls back to `GET` (libmicrohttpd drops the body).
     public func match(_ method: HTTPMethod, _ path: String) -> Match {
+        switch resolve(method, path) {
+        case .found(let route, let parameters): .found(route.handler, parameters: parameters)
+        case .methodNotAllowed(let allow): .methodNotAllowed(allow: allow)
+        case .notFound: .notFound
+        }
+    }
+
+    /// Like ``match(_:_:)``, with the whole route.
+    func resolve(_ method: HTTPMethod, _ path: String) -> Resolution {
         let parts = Self.split(path)
         var allowed: [HTTPMethod] = []
-        var getFallback: (Handler, [String: String])?
+        var getFallback: (Route, [String: String])?
         for route in routes {
             guard let parameters = Self.bind(route.segments, parts) else { continue }
-            if route.method == method { return .found(route.handler, parameters: parameters) }
-            if method == .head && route.method == .get { getFallback = (route.handler, parameters) }
+            if route.method == method { return .found(route, parameters: parameters) }
+            if method == .head && route.method == .get { getFallback = (route, parameters) }
             if !allowed.contains(route.method) { allowed.append(route.method) }
         }
-        if let (handler, parameters) = getFallback { return .found(handler, parameters: parameters) }
+        if let (route, parameters) = getFallback { return .found(route, parameters: parameters) }
         if allowed.isEmpty { return .notFound }
         if allowed.contains(.get) && !allowed.contains(.head) { allowed.append(.head) }
         return .methodNotAllowed(allow: allowed)

@@ -28,16 +28,24 @@ public final class HTTPServer: Sendable {
         public var threads: Int = ProcessInfo.processInfo.activeProcessorCount
         /// Largest accepted request body; beyond it the answer is 413.
         public var maxBodyBytes: Int = 1 << 20
-        /// Largest request line plus headers; beyond it libmicrohttpd answers 431.
+        /// Largest request line plus headers; beyond it the answer is 431.
         public var maxHeaderBytes: Int = 16 * 1024
-        /// Longest accepted URL (path and query); beyond it the answer is 414.
+        /// Longest accepted request target as sent (path and query, before decoding); beyond it
+        /// the answer is 414.
         public var maxURLBytes: Int = 8 * 1024
         /// Simultaneous connections; more are refused at accept.
         public var connectionLimit: Int = 4096
-        /// Simultaneous connections from one IP address (0: no limit).
-        public var perIPConnectionLimit: Int = 0
-        /// A connection idle (or trickling) for this long is closed.
+        /// Simultaneous connections from one peer IP address (0: no limit); more are refused at
+        /// accept. Behind a reverse proxy every connection comes from the proxy's address.
+        public var perIPConnectionLimit: Int = 64
+        /// A connection idle for this long is closed.
         public var idleTimeoutSeconds: Int = 30
+        /// The headers of a connection's first request must be complete this long after accept,
+        /// however slowly they trickle in; those of each later request on a keep-alive connection
+        /// within `idleTimeoutSeconds` of the previous response. Else the connection is closed.
+        public var headerTimeoutSeconds: Int = 5
+        /// Peers whose `X-Forwarded-For` names the client (see ``TrustedProxies``).
+        public var trustedProxies = TrustedProxies()
         /// How long `shutdown()` waits for in-flight requests.
         public var shutdownGracePeriod: Duration = .seconds(10)
         /// Where JSON-lines access records go; nil disables the access log.
@@ -55,32 +63,39 @@ public final class HTTPServer: Sendable {
 
     private struct State {
         var daemon: DaemonHandle?
-        var listenSocket: Int32 = -1
         var stopping = false
         var stopped = false
-        var flusher: Task<Void, Never>?
     }
 
     public let configuration: Configuration
     let router: Router
     private let state = Mutex(State())
-    private let inFlight = Atomic<Int>(0)
-    private let stopping = Atomic<Bool>(false)
+    let inFlight = Atomic<Int>(0)
+    let stopping = Atomic<Bool>(false)
+    /// Requests whose connection is suspended while their async handler runs.
+    let suspended = SuspendedRequests()
+    /// Connections whose request headers are still due, for the header deadline.
+    let watch: ConnectionWatch
     private let boundPort = Atomic<Int>(0)
-    private let requestCounter = Atomic<UInt64>(0)
-    private let requestIdPrefix: String
+    let requestCounter = Atomic<UInt64>(0)
+    let requestIdPrefix: String
 
     public init(configuration: Configuration = Configuration(), router: Router) {
         self.configuration = configuration
         self.router = router
         self.requestIdPrefix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        self.watch = ConnectionWatch(headerTimeout: .seconds(max(1, configuration.headerTimeoutSeconds)))
     }
 
     /// The port actually bound (differs from the configured one when that was 0).
     public var port: Int { boundPort.load(ordering: .relaxed) }
 
     /// How much of an oversized body is read and dropped before the connection is cut instead.
-    private var discardBudget: Int { max(configuration.maxBodyBytes, 1 << 20) * 4 }
+    var discardBudget: Int { max(configuration.maxBodyBytes, 1 << 20) * 4 }
+
+    /// How much of a body refused before reading (a route that takes none, a failed admission)
+    /// is read and dropped so the answer arrives intact; past it the connection is cut.
+    static let refusalDrainBytes = 64 * 1024
 
     /// Requests received and not yet completed.
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
@@ -133,7 +148,10 @@ public final class HTTPServer: Sendable {
                     // The pool holds the request line and headers plus read/write buffers.
                     connectionMemoryLimit: configuration.maxHeaderBytes + 16 * 1024,
                     listenBacklog: 1024,
-                    strictForClient: 1)
+                    strictForClient: 1,
+                    uriLog: requestLineHandler, uriLogContext: Unmanaged.passUnretained(self).toOpaque(),
+                    notifyConnection: connectionHandler,
+                    notifyConnectionContext: Unmanaged.passUnretained(watch).toOpaque())
                 let context = Unmanaged.passUnretained(self).toOpaque()
                 return CMicroHTTPD_start(&options, accessHandler, context, completedHandler, context)
             }
@@ -143,25 +161,16 @@ public final class HTTPServer: Sendable {
                 description: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not permitted)")
         }
         boundPort.store(Int(CMicroHTTPD_boundPort(daemon)), ordering: .relaxed)
-        let flusher: Task<Void, Never>? = configuration.accessLog.map { log in
-            Task.detached {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(200))
-                    log.flush()
-                }
-            }
-        }
+        watch.start()
         // Keep self alive while libmicrohttpd holds the unretained pointer; released in shutdown().
         _ = Unmanaged.passRetained(self)
         let handle = DaemonHandle(pointer: daemon)
-        state.withLock {
-            $0.daemon = handle
-            $0.flusher = flusher
-        }
+        state.withLock { $0.daemon = handle }
     }
 
-    /// Stops accepting connections, waits (bounded) for in-flight requests, then stops the threads.
-    /// Idempotent.
+    /// Stops accepting connections, waits (bounded by `shutdownGracePeriod`) for in-flight requests,
+    /// answers the requests whose handlers are still running 503 `SHUTTING_DOWN` (with
+    /// `Retry-After`), then stops the threads. Idempotent.
     public func shutdown() async {
         let handle: DaemonHandle? = state.withLock { state in
             guard !state.stopping, let daemon = state.daemon else { return nil }
@@ -174,73 +183,84 @@ public final class HTTPServer: Sendable {
         if listenSocket >= 0 {
             // libmicrohttpd no longer polls it; shutting it down resets queued connections at once
             // so clients see a refusal instead of hanging. It is closed after MHD_stop_daemon.
-            _ = Glibc_or_Darwin_shutdown(listenSocket)
+            _ = shutdownSocket(listenSocket)
         }
-        let deadline = ContinuousClock.now.advanced(by: configuration.shutdownGracePeriod)
+        await waitForInFlight(upTo: configuration.shutdownGracePeriod)
+        // libmicrohttpd aborts in MHD_stop_daemon while a connection is suspended, and a handler
+        // may never finish (e.g. blocked on a frozen database): answer those requests ourselves.
+        for request in suspended.drain() {
+            request.exchange.response = HTTPError.shuttingDown.response(requestId: request.exchange.requestId)
+            MHD_resume_connection(request.connection.pointer)
+            request.task?.cancel()
+        }
+        await waitForInFlight(upTo: .seconds(2))
+        watch.stop()
+        MHD_stop_daemon(daemon)
+        if listenSocket >= 0 { close(listenSocket) }
+        state.withLock { state in
+            state.stopped = true
+            state.daemon = nil
+        }
+        configuration.accessLog?.flush()
+        configuration.errorLog?.flush()
+        Unmanaged.passUnretained(self).release()
+    }
+
+    private func waitForInFlight(upTo duration: Duration) async {
+        let deadline = ContinuousClock.now.advanced(by: duration)
         while inFlight.load(ordering: .relaxed) > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
-        MHD_stop_daemon(daemon)
-        if listenSocket >= 0 { close(listenSocket) }
-        let flusher = state.withLock { state -> Task<Void, Never>? in
-            state.stopped = true
-            state.daemon = nil
-            return state.flusher
-        }
-        flusher?.cancel()
-        configuration.accessLog?.flush()
-        Unmanaged.passUnretained(self).release()
     }
 
     // MARK: - Request handling (called on libmicrohttpd threads)
 
-    fileprivate func handle(
+    func handle(
         connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
         uploadData: UnsafePointer<CChar>?, uploadSize: UnsafeMutablePointer<Int>,
         context: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> MHD_Result {
-        guard let existing = context.pointee else {
-            // First call: headers are in. Never queue a response here (it would close keep-alive).
-            let exchange = Exchange(
-                method: HTTPMethod(method.map { String(cString: $0) } ?? "GET"),
-                path: url.map { String(cString: $0) } ?? "/")
-            exchange.requestId = requestId(for: connection)
-            if exchange.path.utf8.count > configuration.maxURLBytes {
-                exchange.rejection = .uriTooLong(limit: configuration.maxURLBytes)
-            } else if let length = lookup(connection, kind: .HEADER_KIND, "Content-Length"),
-                let declared = Int(length), declared > configuration.maxBodyBytes
-            {
-                exchange.rejection = .payloadTooLarge(limit: configuration.maxBodyBytes)
-            }
+        let exchange: Exchange
+        if let existing = context.pointee {
+            exchange = Unmanaged<Exchange>.fromOpaque(existing).takeUnretainedValue()
+        } else {
+            // The request-line callback always sets one; this is only a fallback.
+            exchange = Exchange(targetBytes: 0)
             context.pointee = Unmanaged.passRetained(exchange).toOpaque()
+        }
+        if !exchange.headersIn {
+            // First call: headers are in, no body byte has been read. Never queue a response here
+            // (it would close keep-alive connections).
+            exchange.headersIn = true
             inFlight.add(1, ordering: .relaxed)
-            if let rejection = exchange.rejection,
+            watch.headersReceived(connection)
+            admit(exchange, connection: connection, url: url, method: method)
+            if let refusal = exchange.refusal,
                 lookup(connection, kind: .HEADER_KIND, "Expect")?.lowercased() == "100-continue"
             {
                 // The client waits for "100 Continue" before sending the body: refuse now (this
                 // closes the connection, which is right: the body will never be read).
-                return queue(rejection.response(requestId: exchange.requestId), on: connection, exchange: exchange)
+                return queue(refusal, on: connection, exchange: exchange)
             }
             return .YES
         }
-        let exchange = Unmanaged<Exchange>.fromOpaque(existing).takeUnretainedValue()
 
         if let response = exchange.response {
             // Resumed after an async handler finished.
             exchange.response = nil
             return queue(response, on: connection, exchange: exchange)
         }
-        if let rejection = exchange.rejection {
+        if let refusal = exchange.refusal {
             // Read and discard a moderately oversized body so the answer arrives intact (closing
             // with unread input makes the kernel send RST, and clients lose the response); past
             // the discard budget, answer at once and let libmicrohttpd close the connection.
             let count = uploadSize.pointee
             if count == 0 {
-                return queue(rejection.response(requestId: exchange.requestId), on: connection, exchange: exchange)
+                return queue(refusal, on: connection, exchange: exchange)
             }
             exchange.discarded += count
-            if exchange.discarded > discardBudget {
-                return queue(rejection.response(requestId: exchange.requestId), on: connection, exchange: exchange)
+            if exchange.discarded > exchange.discardLimit {
+                return queue(refusal, on: connection, exchange: exchange)
             }
             uploadSize.pointee = 0
             return .YES
@@ -248,7 +268,7 @@ public final class HTTPServer: Sendable {
         if uploadSize.pointee > 0 {
             let count = uploadSize.pointee
             if exchange.body.count + count > configuration.maxBodyBytes {
-                exchange.rejection = .payloadTooLarge(limit: configuration.maxBodyBytes)
+                exchange.refuse(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes), discardLimit: discardBudget)
                 exchange.discarded = exchange.body.count + count
                 exchange.body = []
                 uploadSize.pointee = 0
@@ -264,65 +284,125 @@ public final class HTTPServer: Sendable {
         }
 
         // Final call: the whole request is here.
-        let request = makeRequest(connection: connection, exchange: exchange)
-        switch router.match(exchange.method, exchange.path) {
-        case .notFound:
-            return queue(
-                HTTPError.notFound("no route for \(exchange.path)").response(requestId: exchange.requestId),
-                on: connection, exchange: exchange)
-        case .methodNotAllowed(let allow):
-            return queue(
-                HTTPError.methodNotAllowed(allow: allow).response(requestId: exchange.requestId), on: connection,
-                exchange: exchange)
-        case .found(let handler, let parameters):
-            var request = request
-            request.pathParameters = parameters
-            switch handler {
-            case .inline(let body):
-                let response: Response
-                do {
-                    response = try body(request)
-                } catch {
-                    response = errorResponse(error, request: request)
-                }
-                return queue(response, on: connection, exchange: exchange)
-            case .async(let body):
-                return suspend(connection, exchange: exchange, request: request, body)
-            case .inlineFirst(let fast, let slow):
-                do {
-                    if let response = try fast(request) { return queue(response, on: connection, exchange: exchange) }
-                } catch {
-                    return queue(errorResponse(error, request: request), on: connection, exchange: exchange)
-                }
-                return suspend(connection, exchange: exchange, request: request, slow)
+        guard var request = exchange.request, let handler = exchange.handler else {
+            return queue(HTTPError.internalError.response(requestId: exchange.requestId), on: connection, exchange: exchange)
+        }
+        request.body = exchange.body
+        exchange.body = []
+        switch handler {
+        case .inline(let body):
+            let response: Response
+            do {
+                response = try body(request)
+            } catch {
+                response = errorResponse(error, request: request)
             }
+            return queue(response, on: connection, exchange: exchange)
+        case .async(let body):
+            return suspend(connection, exchange: exchange, request: request, body)
+        case .inlineFirst(let fast, let slow):
+            do {
+                if let response = try fast(request) { return queue(response, on: connection, exchange: exchange) }
+            } catch {
+                return queue(errorResponse(error, request: request), on: connection, exchange: exchange)
+            }
+            return suspend(connection, exchange: exchange, request: request, slow)
+        }
+    }
+
+    /// Runs when the headers are in: checks the limits, matches the route and admits the request
+    /// (or records why it is refused) before any byte of the body is read.
+    private func admit(
+        _ exchange: Exchange, connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?
+    ) {
+        exchange.method = HTTPMethod(method.map { String(cString: $0) } ?? "GET")
+        exchange.path = url.map { String(cString: $0) } ?? "/"
+        exchange.requestId = requestId(for: connection)
+        let headers = collectHeaders(connection)
+        let peer = Self.address(CMicroHTTPD_clientAddress(connection))
+        exchange.remoteAddress = configuration.trustedProxies.clientAddress(
+            peer: peer, forwardedFor: headers.compactMap { $0.name.caseInsensitiveEquals("X-Forwarded-For") ? $0.value : nil })
+        let hasBody =
+            headers["Transfer-Encoding"] != nil || headers["Content-Length"].map { Int($0) != 0 } ?? false
+        if max(exchange.targetBytes, exchange.path.utf8.count) > configuration.maxURLBytes {
+            exchange.refuse(HTTPError.uriTooLong(limit: configuration.maxURLBytes), discardLimit: Self.refusalDrainBytes)
+            return
+        }
+        if CMicroHTTPD_requestHeaderSize(connection) > configuration.maxHeaderBytes {
+            exchange.refuse(
+                HTTPError.headerFieldsTooLarge(limit: configuration.maxHeaderBytes), discardLimit: Self.refusalDrainBytes)
+            return
+        }
+        switch router.resolve(exchange.method, exchange.path) {
+        case .notFound:
+            exchange.refuse(HTTPError.notFound("no route for \(exchange.path)"), discardLimit: discardBudget)
+        case .methodNotAllowed(let allow):
+            exchange.refuse(HTTPError.methodNotAllowed(allow: allow), discardLimit: discardBudget)
+        case .found(let route, let parameters):
+            if hasBody && !route.takesBody {
+                exchange.refuse(HTTPError.bodyNotAllowed, discardLimit: Self.refusalDrainBytes, close: true)
+                return
+            }
+            if let length = headers["Content-Length"], let declared = Int(length), declared > configuration.maxBodyBytes {
+                exchange.refuse(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes), discardLimit: discardBudget)
+                return
+            }
+            let request = Request(
+                method: exchange.method, path: exchange.path, query: collectQuery(connection), headers: headers,
+                pathParameters: parameters, remoteAddress: exchange.remoteAddress, requestId: exchange.requestId)
+            if let check = route.admit {
+                do {
+                    try check(request)
+                } catch {
+                    exchange.refuse(
+                        errorResponse(error, request: request), discardLimit: Self.refusalDrainBytes, close: hasBody)
+                    return
+                }
+            }
+            exchange.request = request
+            exchange.handler = route.handler
         }
     }
 
     /// Suspends the connection while `body` runs on Swift's pool; the answer is queued on resume.
+    /// Once shutdown has answered the suspended requests, a new one is answered 503 at once.
     private func suspend(
         _ connection: OpaquePointer, exchange: Exchange, request: Request,
         _ body: @escaping @Sendable (Request) async throws -> Response
     ) -> MHD_Result {
-        MHD_suspend_connection(connection)
         let handle = ConnectionHandle(pointer: connection)
-        Task {
-            let response: Response
-            do {
-                response = try await body(request)
-            } catch {
-                response = self.errorResponse(error, request: request)
+        let entry = SuspendedRequests.Entry(connection: handle, exchange: exchange)
+        let admitted = suspended.insert(entry) {
+            MHD_suspend_connection(connection)
+            return Task {
+                let response: Response
+                do {
+                    response = try await body(request)
+                } catch {
+                    response = self.errorResponse(error, request: request)
+                }
+                // Shutdown may have answered (and resumed) it already; then this answer is dropped.
+                guard self.suspended.remove(entry) else { return }
+                exchange.response = response
+                MHD_resume_connection(handle.pointer)
             }
-            exchange.response = response
-            MHD_resume_connection(handle.pointer)
+        }
+        guard admitted else {
+            return queue(HTTPError.shuttingDown.response(requestId: exchange.requestId), on: connection, exchange: exchange)
         }
         return .YES
     }
 
-    fileprivate func completed(context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: UInt32) {
+    func completed(
+        connection: OpaquePointer?, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: UInt32
+    ) {
+        if let connection { watch.requestCompleted(connection, idleTimeout: .seconds(configuration.idleTimeoutSeconds)) }
         guard let context, let raw = context.pointee else { return }
         context.pointee = nil
         let exchange = Unmanaged<Exchange>.fromOpaque(raw).takeRetainedValue()
+        // Requests that never reached the access handler (libmicrohttpd refused them while
+        // parsing) were not counted and are not logged.
+        guard exchange.headersIn else { return }
         inFlight.subtract(1, ordering: .relaxed)
         guard let log = configuration.accessLog else { return }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - exchange.started) / 1_000_000
@@ -362,7 +442,7 @@ public final class HTTPServer: Sendable {
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
         _ = MHD_add_response_header(mhdResponse, "X-Request-Id", exchange.requestId)
-        if stopping.load(ordering: .relaxed) {
+        if exchange.closeAfter || stopping.load(ordering: .relaxed) {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
         exchange.status = response.status
@@ -370,7 +450,7 @@ public final class HTTPServer: Sendable {
         return MHD_queue_response(connection, UInt32(response.status), mhdResponse)
     }
 
-    private func errorResponse(_ error: any Error, request: Request) -> Response {
+    func errorResponse(_ error: any Error, request: Request) -> Response {
         if let error = error as? any HTTPResponseError {
             return error.response(requestId: request.requestId)
         }
@@ -384,155 +464,4 @@ public final class HTTPServer: Sendable {
         }
         return HTTPError.internalError.response(requestId: request.requestId)
     }
-
-    private func makeRequest(connection: OpaquePointer, exchange: Exchange) -> Request {
-        let headers = HeaderCollector()
-        let box = Unmanaged.passUnretained(headers).toOpaque()
-        _ = MHD_get_connection_values(connection, .HEADER_KIND, collectHeader, box)
-        let query = QueryCollector()
-        _ = MHD_get_connection_values(
-            connection, .GET_ARGUMENT_KIND, collectQuery, Unmanaged.passUnretained(query).toOpaque())
-        exchange.remoteAddress = Self.address(CMicroHTTPD_clientAddress(connection))
-        return Request(
-            method: exchange.method, path: exchange.path, query: query.values, headers: headers.headers,
-            body: exchange.body, remoteAddress: exchange.remoteAddress, requestId: exchange.requestId)
-    }
-
-    private func lookup(_ connection: OpaquePointer, kind: MHD_ValueKind, _ name: String) -> String? {
-        MHD_lookup_connection_value(connection, kind, name).map { String(cString: $0) }
-    }
-
-    /// The client's `X-Request-Id` when it is short and plain, else a fresh one.
-    private func requestId(for connection: OpaquePointer) -> String {
-        if let given = lookup(connection, kind: .HEADER_KIND, "X-Request-Id"), given.utf8.count <= 128,
-            !given.isEmpty, given.utf8.allSatisfy(Self.isRequestIdByte)
-        {
-            return given
-        }
-        let n = requestCounter.add(1, ordering: .relaxed).newValue
-        return requestIdPrefix + "-" + String(n, radix: 16)
-    }
-
-    private static func isRequestIdByte(_ byte: UInt8) -> Bool {
-        let lower = byte | 0x20
-        return (byte >= 48 && byte <= 57) || (lower >= 97 && lower <= 122) || byte == 45 || byte == 95 || byte == 46
-    }
-
-    private static func string(_ buffer: [CChar]) -> String {
-        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    private static func address(_ pointer: UnsafePointer<sockaddr>?) -> String {
-        guard let pointer else { return "" }
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        switch Int32(pointer.pointee.sa_family) {
-        case AF_INET:
-            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
-                var address = sin.pointee.sin_addr
-                guard inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil else { return "" }
-                return Self.string(buffer)
-            }
-        case AF_INET6:
-            return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
-                var address = sin6.pointee.sin6_addr
-                guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return "" }
-                return Self.string(buffer)
-            }
-        default:
-            return ""
-        }
-    }
-}
-
-/// Per-request state, owned by libmicrohttpd's `req_cls` slot from the first access-handler call
-/// to the completion callback.
-///
-/// `@unchecked Sendable`: the poll thread touches it only between access-handler calls, and the
-/// async handler writes `response` before `MHD_resume_connection`, whose internal locking orders
-/// that write before the next access-handler call reads it.
-private final class Exchange: @unchecked Sendable {
-    let method: HTTPMethod
-    let path: String
-    let started = DispatchTime.now().uptimeNanoseconds
-    var requestId = ""
-    var remoteAddress = ""
-    var body: [UInt8] = []
-    var rejection: HTTPError?
-    var response: Response?
-    var status = 0
-    var bytesSent = 0
-    var discarded = 0
-
-    init(method: HTTPMethod, path: String) {
-        self.method = method
-        self.path = path
-    }
-}
-
-/// The daemon pointer, kept in the server's locked state.
-private struct DaemonHandle: @unchecked Sendable {
-    let pointer: OpaquePointer
-}
-
-/// A connection pointer carried into the handler task. libmicrohttpd allows resuming from any thread.
-private struct ConnectionHandle: @unchecked Sendable {
-    let pointer: OpaquePointer
-}
-
-private final class HeaderCollector {
-    var headers = HTTPHeaders()
-}
-
-private final class QueryCollector {
-    var values: [String: String] = [:]
-}
-
-private func collectHeader(
-    _ context: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?,
-    _ value: UnsafePointer<CChar>?
-) -> MHD_Result {
-    guard let context, let key else { return .YES }
-    let collector = Unmanaged<HeaderCollector>.fromOpaque(context).takeUnretainedValue()
-    collector.headers.add(String(cString: key), value.map { String(cString: $0) } ?? "")
-    return .YES
-}
-
-private func collectQuery(
-    _ context: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?,
-    _ value: UnsafePointer<CChar>?
-) -> MHD_Result {
-    guard let context, let key else { return .YES }
-    let collector = Unmanaged<QueryCollector>.fromOpaque(context).takeUnretainedValue()
-    // libmicrohttpd leaves them percent-encoded (see PercentDecoding).
-    collector.values[PercentDecoding.decodeLeniently(String(cString: key))] =
-        value.map { PercentDecoding.decodeLeniently(String(cString: $0)) } ?? ""
-    return .YES
-}
-
-private func accessHandler(
-    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
-    _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
-    _ uploadSize: UnsafeMutablePointer<Int>?, _ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
-) -> MHD_Result {
-    guard let cls, let connection, let uploadSize, let context else { return .NO }
-    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    return server.handle(
-        connection: connection, url: url, method: method, uploadData: uploadData, uploadSize: uploadSize,
-        context: context)
-}
-
-private func completedHandler(
-    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
-    _ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_RequestTerminationCode
-) {
-    guard let cls else { return }
-    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().completed(context: context, code: code.rawValue)
-}
-
-private func Glibc_or_Darwin_shutdown(_ fd: Int32) -> Int32 {
-    #if canImport(Glibc)
-        return Glibc.shutdown(fd, Int32(SHUT_RDWR))
-    #else
-        return Darwin.shutdown(fd, SHUT_RDWR)
-    #endif
 }

@@ -59,6 +59,8 @@ enum APIBenchmark: Command {
         try Data(ca.rootDER).write(to: rootFile)
         var configuration = Configuration()
         configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        // wrk connects from loopback with --connections sockets: no per-IP cap.
+        configuration.http.perIPConnectionLimit = 0
         configuration.apiKeys = [APIKey(name: "bench", secret: benchSecret, scopes: [.read])]
         configuration.apps = [
             App(

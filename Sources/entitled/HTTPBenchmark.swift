@@ -30,6 +30,8 @@ enum HTTPBenchmark: Command {
         }
         var configuration = Configuration()
         configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
+        // wrk connects from loopback with --connections sockets: no per-IP cap.
+        configuration.http.perIPConnectionLimit = 0
         let application = Application(configuration: configuration, readiness: AlwaysReady())
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }

@@ -4,6 +4,7 @@ import EntitledServer
 import Foundation
 import HTTPServer
 import Storage
+import Synchronization
 
 /// `entitled serve`: runs the HTTP server until SIGTERM or SIGINT.
 enum ServeCommand: Command {
@@ -62,10 +63,30 @@ enum ServeCommand: Command {
         let signal = await signals.wait()
         log(event: "shutting down", ["signal": signal])
         purging.cancel()
+        // Answers requests still waiting on storage 503 after the grace period (no abort).
         await server.shutdown()
-        await store.close()
+        if !(await close(store, within: .seconds(configuration.http.shutdownGraceSeconds))) {
+            // A frozen database keeps a storage thread in a call that may never return; every
+            // request has been answered, and nothing unacknowledged is lost by exiting.
+            log(event: "storage did not close in time", [:])
+        }
         log(event: "stopped", [:])
         return ExitStatus.ok
+    }
+
+    /// Closes `store`, waiting at most `limit`; false when it did not finish in time.
+    static func close(_ store: any LedgerStore, within limit: Duration) async -> Bool {
+        let done = Mutex(false)
+        Task {
+            await store.close()
+            done.withLock { $0 = true }
+        }
+        let deadline = ContinuousClock.now.advanced(by: limit)
+        while ContinuousClock.now < deadline {
+            if done.withLock({ $0 }) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return done.withLock { $0 }
     }
 
     /// Reads `--config`, `--listen` and `--database` (and their environment variables).
@@ -81,7 +102,6 @@ enum ServeCommand: Command {
         }
     }
 
-    /// Opens (creating the folder of a SQLite file) and migrates the database.
     /// Opens (creating the folder of a SQLite file), migrates and quickly checks the database:
     /// a file that cannot be written or has damaged pages stops the start (exit 1).
     static func openDatabase(_ url: String, storage: StorageSettings = StorageSettings()) async throws -> any LedgerStore {

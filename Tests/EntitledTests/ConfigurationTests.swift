@@ -83,6 +83,11 @@ import Testing
         (#"{"storage": {"statementTimeoutMilliseconds": 50}}"#, "storage.statementTimeoutMilliseconds", "between 100 and 600000"),
         (#"{"storage": {"connectTimeoutSeconds": 0}}"#, "storage.connectTimeoutSeconds", "between 1 and 600"),
         (#"{"storage": {"retention": 1}}"#, "storage.retention", "unknown key"),
+        (#"{"http": {"trustedProxies": ["10.0.0.0/8", "10.0.0.0/33"]}}"#, "http.trustedProxies[1]", "CIDR"),
+        (#"{"http": {"trustedProxies": ["10.0.0.1/8"]}}"#, "http.trustedProxies[0]", "CIDR"),
+        (#"{"http": {"trustedProxies": "10.0.0.0/8"}}"#, "http.trustedProxies", "array"),
+        (#"{"http": {"perIPConnectionLimit": -1}}"#, "http.perIPConnectionLimit", "0 (no limit)"),
+        (#"{"http": {"headerTimeoutSeconds": 0}}"#, "http.headerTimeoutSeconds", "positive"),
         (#"[1, 2]"#, "$", "object"),
         (#"{"listen": "#, "$", "not valid JSON"),
     ])
@@ -93,6 +98,19 @@ import Testing
             guard let error = error as? ConfigurationError else { return false }
             return error.path == path && error.message.contains(fragment)
         }
+    }
+
+    @Test func readsTheConnectionLimitsAndTrustedProxies() throws {
+        let http = try loader.parse(
+            Data(#"{"http": {"perIPConnectionLimit": 0, "headerTimeoutSeconds": 3, "trustedProxies": ["10.0.0.0/8", "2001:db8::/32", "192.0.2.7"]}}"#.utf8)
+        ).http
+        #expect(http.perIPConnectionLimit == 0)
+        #expect(http.headerTimeoutSeconds == 3)
+        #expect(http.trustedProxies.map(\.description) == ["10.0.0.0/8", "2001:db8::/32", "192.0.2.7/32"])
+        let defaults = try loader.parse(Data("{}".utf8)).http
+        #expect(defaults.perIPConnectionLimit == 64)
+        #expect(defaults.headerTimeoutSeconds == 5)
+        #expect(defaults.trustedProxies.isEmpty)
     }
 
     @Test(arguments: ["P1M", "P1Y", "P7D", "P1W", "P1Y2M3D", "P3M"])

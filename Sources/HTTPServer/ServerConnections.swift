@@ -1,0 +1,174 @@
+internal import CMicroHTTPD
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The requests whose connection is suspended while their async handler runs.
+///
+/// Exactly one side resumes each connection: the handler's task when it finishes, or shutdown
+/// when the grace period is over (libmicrohttpd aborts in `MHD_stop_daemon` while any connection
+/// is suspended). Whoever removes the entry first owns the resume.
+final class SuspendedRequests: Sendable {
+    final class Entry: @unchecked Sendable {
+        let connection: ConnectionHandle
+        let exchange: Exchange
+        /// Set under the registry's lock right after the task is created.
+        var task: Task<Void, Never>?
+
+        init(connection: ConnectionHandle, exchange: Exchange) {
+            self.connection = connection
+            self.exchange = exchange
+        }
+    }
+
+    private struct State {
+        var entries: [ObjectIdentifier: Entry] = [:]
+        var drained = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Runs `suspend` (which suspends the connection and starts the handler) and records the entry,
+    /// both under the lock; false, without running it, once `drain()` has run.
+    func insert(_ entry: Entry, _ suspend: () -> Task<Void, Never>) -> Bool {
+        state.withLock { state in
+            guard !state.drained else { return false }
+            entry.task = suspend()
+            state.entries[ObjectIdentifier(entry)] = entry
+            return true
+        }
+    }
+
+    /// Removes `entry`; true when it was still there (the caller now owns resuming it).
+    func remove(_ entry: Entry) -> Bool {
+        state.withLock { $0.entries.removeValue(forKey: ObjectIdentifier(entry)) != nil }
+    }
+
+    /// Takes every entry; later `insert` calls refuse.
+    func drain() -> [Entry] {
+        state.withLock { state in
+            state.drained = true
+            defer { state.entries.removeAll() }
+            return Array(state.entries.values)
+        }
+    }
+
+    var count: Int { state.withLock { $0.entries.count } }
+}
+
+/// Closes connections whose request headers are overdue, however slowly their bytes trickle in
+/// (libmicrohttpd's idle timeout restarts with every byte).
+///
+/// Each connection has a deadline: `headerTimeout` after accept for its first request, the idle
+/// timeout after each response for the next. The first access-handler call of a request (its
+/// headers are in) clears it. A thread checks every 100 ms and shuts the overdue sockets down;
+/// libmicrohttpd then sees the end of input and closes the connection itself. The socket is
+/// still open then: libmicrohttpd reports a connection closed (and the entry leaves the table
+/// under the same lock) before it closes its socket.
+final class ConnectionWatch: Sendable {
+    /// Per connection, in libmicrohttpd's `socket_context`.
+    final class Entry: Sendable {
+        let socket: Int32
+        /// Uptime nanoseconds by which the headers must be in; 0 while a request is being served.
+        let deadline: Atomic<UInt64>
+
+        init(socket: Int32, deadline: UInt64) {
+            self.socket = socket
+            self.deadline = Atomic(deadline)
+        }
+    }
+
+    private struct State {
+        var entries: [ObjectIdentifier: Entry] = [:]
+        var running = false
+    }
+
+    let headerTimeout: Duration
+    private let state = Mutex(State())
+    private let wakeup = NSCondition()
+    /// Connections closed for overdue headers so far.
+    let closedForTimeout = Atomic<Int>(0)
+
+    init(headerTimeout: Duration) {
+        self.headerTimeout = headerTimeout
+    }
+
+    func opened(_ connection: OpaquePointer, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        let entry = Entry(socket: CMicroHTTPD_socket(connection), deadline: Self.now() + Self.nanoseconds(headerTimeout))
+        context.pointee = Unmanaged.passRetained(entry).toOpaque()
+        state.withLock { $0.entries[ObjectIdentifier(entry)] = entry }
+    }
+
+    func closed(context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
+        guard let raw = context.pointee else { return }
+        context.pointee = nil
+        let entry = Unmanaged<Entry>.fromOpaque(raw).takeRetainedValue()
+        state.withLock { _ = $0.entries.removeValue(forKey: ObjectIdentifier(entry)) }
+    }
+
+    func headersReceived(_ connection: OpaquePointer) {
+        entry(connection)?.deadline.store(0, ordering: .relaxed)
+    }
+
+    func requestCompleted(_ connection: OpaquePointer, idleTimeout: Duration) {
+        entry(connection)?.deadline.store(Self.now() + Self.nanoseconds(idleTimeout), ordering: .relaxed)
+    }
+
+    private func entry(_ connection: OpaquePointer) -> Entry? {
+        CMicroHTTPD_socketContext(connection).map { Unmanaged<Entry>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    func start() {
+        state.withLock { $0.running = true }
+        let thread = Thread { [self] in run() }
+        thread.name = "entitled-http-headers"
+        thread.start()
+    }
+
+    func stop() {
+        state.withLock { $0.running = false }
+        wakeup.withLock { wakeup.broadcast() }
+    }
+
+    private func run() {
+        while true {
+            wakeup.lock()
+            _ = wakeup.wait(until: Date().addingTimeInterval(0.1))
+            wakeup.unlock()
+            let now = Self.now()
+            let running = state.withLock { state -> Bool in
+                guard state.running else { return false }
+                for entry in state.entries.values {
+                    let deadline = entry.deadline.load(ordering: .relaxed)
+                    guard deadline != 0, deadline < now else { continue }
+                    entry.deadline.store(0, ordering: .relaxed)
+                    _ = shutdownSocket(entry.socket)
+                    closedForTimeout.add(1, ordering: .relaxed)
+                }
+                return true
+            }
+            if !running { return }
+        }
+    }
+
+    private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    private static func nanoseconds(_ duration: Duration) -> UInt64 {
+        UInt64(max(0, duration.components.seconds)) * 1_000_000_000 + UInt64(max(0, duration.components.attoseconds) / 1_000_000_000)
+    }
+}
+
+/// `shutdown(2)` both directions: the peer sees the end at once, the descriptor stays open.
+func shutdownSocket(_ fd: Int32) -> Int32 {
+    #if canImport(Glibc)
+        return Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    #else
+        return Darwin.shutdown(fd, SHUT_RDWR)
+    #endif
+}
