@@ -357,7 +357,7 @@ extension Simulator {
         return HistoryResponse(
             revision: FakeServerAPI.encodeToken(next), hasMore: next < ids.count, bundleId: bundleId,
             appAppleId: store.environment == .production ? store.catalog.appAppleId : nil, environment: store.environment,
-            signedTransactions: try page.map { try sign(store.transactions[$0]!) })
+            signedTransactions: try page.compactMap { store.transactions[$0] }.map { try sign($0) })
     }
 
     /// Get All Subscription Statuses for the customer who owns `transactionId`.

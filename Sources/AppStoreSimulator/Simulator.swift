@@ -191,7 +191,14 @@ public actor Simulator {
         return try await advanceLocked(to: target)
     }
 
+    /// The latest virtual time the simulator reaches: 9999-12-31T23:59:59.999Z, the last instant ISO 8601
+    /// dates and the renewal arithmetic handle; advancing past it is a typed error, not an overflow.
+    public static let latestTime: Int64 = 253_402_300_799_999
+
     private func advanceLocked(to target: Int64) async throws -> [SignedNotification] {
+        guard target <= Self.latestTime else {
+            throw SimulatorError.invalid("virtual time ends at 9999-12-31T23:59:59.999Z")
+        }
         var out: [SignedNotification] = []
         while true {
             let storeDue = store.nextDueTime()
@@ -271,6 +278,10 @@ public actor Simulator {
             return try await applyLocked { try $0.setPaymentMethod(customer, succeeds: ok, now: $1) }
         case "gracePeriod":
             let days = try need(request.days, "days")
+            // Apple offers 3, 16 or 28 days; beyond the billing-retry window a grace period means nothing.
+            guard days <= SimulatedStore.billingRetryWindow / Milliseconds.day else {
+                throw SimulatorError.invalid("gracePeriod days is at most \(SimulatedStore.billingRetryWindow / Milliseconds.day)")
+            }
             return try await applyLocked { store, _ in
                 store.catalog.gracePeriodDays = days > 0 ? days : nil
                 return []

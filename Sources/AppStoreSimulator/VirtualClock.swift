@@ -59,7 +59,8 @@ public struct ISODuration: Sendable, Hashable, Codable, CustomStringConvertible 
                 number.append(character)
                 continue
             }
-            guard let value = Int(number) else { return nil }
+            // Components beyond a million (years, or seconds) mean nothing here and would overflow the arithmetic.
+            guard let value = Int(number), value <= Self.componentLimit else { return nil }
             number = ""
             sawComponent = true
             switch (character, inTime) {
@@ -72,9 +73,16 @@ public struct ISODuration: Sendable, Hashable, Codable, CustomStringConvertible 
             case ("S", true): seconds += value
             default: return nil
             }
+            guard years <= Self.componentLimit, months <= Self.componentLimit, days <= 7 * Self.componentLimit,
+                hours <= Self.componentLimit, minutes <= Self.componentLimit, seconds <= Self.componentLimit
+            else { return nil }
         }
         guard number.isEmpty, sawComponent else { return nil }
     }
+
+    /// The largest value of one component (a million): far beyond any subscription period, small enough
+    /// that sums and calendar arithmetic cannot overflow.
+    static let componentLimit = 1_000_000
 
     /// Decodes from its text form.
     public init(from decoder: any Decoder) throws {
@@ -107,7 +115,7 @@ public struct ISODuration: Sendable, Hashable, Codable, CustomStringConvertible 
 
     /// This duration `times` times over (e.g. three periods of `P1M` is `P3M`).
     public func multiplied(by times: Int) -> ISODuration {
-        var copy = ISODuration(text)!
+        var copy = self
         copy.years *= times
         copy.months *= times
         copy.days *= times
@@ -135,7 +143,10 @@ public struct ISODuration: Sendable, Hashable, Codable, CustomStringConvertible 
         components.minute = minutes
         components.second = seconds
         guard let result = Self.calendar.date(byAdding: components, to: date) else { return milliseconds }
-        return Int64(result.timeIntervalSince1970.rounded()) * 1000 + fraction
+        // Saturate rather than trap: a result beyond ±292 million years is not a time (callers bound it).
+        let seconds = result.timeIntervalSince1970.rounded()
+        guard seconds.magnitude < Double(Int64.max / 1000 - 1) else { return seconds < 0 ? Int64.min : Int64.max }
+        return Int64(seconds) * 1000 + fraction
     }
 }
 

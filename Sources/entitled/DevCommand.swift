@@ -30,8 +30,8 @@ enum DevCommand: Command {
         docs/simulator.md), served by this command only, with the API key printed at start.
 
         Options:
-          --listen HOST:PORT   the server (default 127.0.0.1:8080; the dashboard answers loopback
-                               names only unless HOST is 0.0.0.0 or ::)
+          --listen HOST:PORT   the server (env ENTITLED_LISTEN; default 127.0.0.1:8080; the dashboard
+                               answers loopback names only unless HOST is 0.0.0.0 or ::)
           --control HOST:PORT  the simulator's control API (default 127.0.0.1:8081; see docs/simulator.md)
           --data DIR           where the database and the simulator's CA live (default ./data/dev)
           --day-every SECONDS  real seconds per virtual day (default 2, at least 0.05; 0 starts paused)
@@ -42,8 +42,11 @@ enum DevCommand: Command {
     static let devKey = "dev-key-entitled-local-only"
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        let loader = ConfigurationLoader(environment: [:])
-        let listen = try arguments.option("--listen") ?? "127.0.0.1:8080"
+        // The address as `serve` takes it: --listen, then ENTITLED_LISTEN, then the default. The other
+        // ENTITLED_* settings are serve's (dev owns its database and configuration).
+        let environment = ProcessInfo.processInfo.environment.filter { $0.key == "ENTITLED_LISTEN" }
+        let loader = ConfigurationLoader(environment: environment)
+        let listen = try arguments.option("--listen")
         let control = try arguments.option("--control") ?? "127.0.0.1:8081"
         let data = try arguments.option("--data") ?? "./data/dev"
         let dayEvery = try arguments.option("--day-every", as: "a number of seconds") { Double($0).flatMap { $0 >= 0 ? $0 : nil } } ?? 2

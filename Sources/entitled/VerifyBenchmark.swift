@@ -17,7 +17,9 @@ enum VerifyBenchmark: Command {
 
         Signs N V2 notifications (each with a signed transaction and renewal info) with a fresh test CA,
         then measures: (a) raw ES256 verifications/s on one core, (b) notifications verified and decoded/s
-        on one core with a warm chain cache, (c) the same on all cores, and (b) ÷ ((a) ÷ 3).
+        on one core with a warm chain cache, (c) the same on all cores, and (b) ÷ ((a) ÷ 3); then the
+        `entitled verify` path (verified and rendered as JSON lines): (d) on one core, (e) on all cores,
+        and (d) ÷ (b).
 
         Options:
           --count N   notifications to generate (default 2000)
@@ -64,6 +66,9 @@ enum VerifyBenchmark: Command {
         // alternating rounds. (c) is wall-clock throughput over all cores.
         let inputs = rawInputs
         let tokensToVerify = notifications
+        // The `entitled verify` path over the same notifications, one per line.
+        let lines = SignedPayloadLines(verifier: verifier)
+        let verifyInput = Array(notifications.joined(separator: "\n").utf8)
         let single = try await onDedicatedThread { () throws -> SingleCore in
             var best = SingleCore()
             for _ in 0..<rounds {
@@ -86,6 +91,16 @@ enum VerifyBenchmark: Command {
                 let one = start.lap()
                 best.oneCPU = max(best.oneCPU, Double(count) / one.cpu)
                 best.oneWall = max(best.oneWall, Double(count) / one.wall)
+
+                // (d) The verify command's path on one core: every line verified, rendered and collected.
+                start = Stopwatch()
+                var rendered = 0
+                guard lines.verifyLines(verifyInput, workers: 1, write: { rendered += $0.count }), rendered > 0 else {
+                    throw RuntimeError("the verify command path rejected a notification")
+                }
+                let command = start.lap()
+                best.commandCPU = max(best.commandCPU, Double(count) / command.cpu)
+                best.commandWall = max(best.commandWall, Double(count) / command.wall)
             }
             return best
         }
@@ -109,6 +124,14 @@ enum VerifyBenchmark: Command {
             allPerSecond = max(allPerSecond, Double(count) / seconds(since: allStart))
         }
 
+        var commandAllPerSecond = 0.0
+        for _ in 0..<rounds {
+            // (e) The verify command's path on all cores, as `entitled verify` runs it.
+            let allStart = ContinuousClock.now
+            _ = lines.verifyLines(verifyInput, workers: cores) { _ in }
+            commandAllPerSecond = max(commandAllPerSecond, Double(count) / seconds(since: allStart))
+        }
+
         let ratio = onePerSecond / (rawPerSecond / 3)
         print("notifications: \(count) (3 ES256 signatures each), cores: \(cores), best of \(rounds) rounds")
         print("(a) and (b) per CPU-second of one dedicated thread; (c) wall clock")
@@ -116,6 +139,9 @@ enum VerifyBenchmark: Command {
         print(String(format: "(b) notifications verified, 1 core:      %10.0f notifications/s  (wall clock: %.0f)", onePerSecond, single.oneWall))
         print(String(format: "(c) notifications verified, %2d cores:    %10.0f notifications/s", cores, allPerSecond))
         print(String(format: "ratio (b) / ((a) / 3):                   %10.3f (target >= 0.8)", ratio))
+        print(String(format: "(d) entitled verify path, 1 core:        %10.0f notifications/s  (wall clock: %.0f)", single.commandCPU, single.commandWall))
+        print(String(format: "(e) entitled verify path, %2d cores:      %10.0f notifications/s", cores, commandAllPerSecond))
+        print(String(format: "ratio (d) / (b):                         %10.3f (target >= 0.8)", single.commandCPU / onePerSecond))
         print("X.509 chain validations during the run: \(verifier.x509ValidationCount)")
         if breakdown { try printBreakdown(notifications) }
         return ExitStatus.ok
@@ -127,6 +153,8 @@ enum VerifyBenchmark: Command {
         var rawWall = 0.0
         var oneCPU = 0.0
         var oneWall = 0.0
+        var commandCPU = 0.0
+        var commandWall = 0.0
     }
 
     /// Wall-clock and this thread's CPU time since creation.

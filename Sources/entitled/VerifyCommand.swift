@@ -3,8 +3,7 @@ import Foundation
 
 /// `entitled verify`: verifies signed App Store payloads, one per line, and prints them decoded.
 ///
-/// Works on generic JSON (the output is the payload as signed, with nested signed fields replaced by
-/// their verified payloads), so it does not depend on the typed models.
+/// Only the command line lives here; the verification and rendering are ``SignedPayloadLines``.
 enum VerifyCommand: Command {
     static let name = "verify"
     static let summary = "verify signed App Store payloads (JWS) and print them decoded"
@@ -14,9 +13,11 @@ enum VerifyCommand: Command {
                                [--kind auto|notification|transaction|renewal|app-transaction] [FILE|-]
 
         Reads one payload per line (a compact JWS, or a JSON body {"signedPayload": "…"}) from FILE or
-        standard input and writes one line of JSON per input line: the verified payload, with
-        signedTransactionInfo, signedRenewalInfo and signedAppTransactionInfo replaced by their own
-        verified payloads, or {"error": "<CODE>", "message": "…"}. Blank lines are skipped.
+        standard input and writes one line of JSON per input line, in input order: the verified payload,
+        with signedTransactionInfo, signedRenewalInfo and signedAppTransactionInfo replaced by their own
+        verified payloads and date fields in whole milliseconds, or {"error": "<CODE>", "message": "…"}.
+        Blank lines are skipped. FILE and CERT may be pipes (e.g. <(…)). Many lines are verified on
+        every core.
 
         Options:
           --root CERT         a trusted root certificate (DER or PEM file); repeatable.
@@ -33,11 +34,6 @@ enum VerifyCommand: Command {
         Exit status: 0 if every line verified, 2 if any failed (or bad usage), 1 on a runtime failure.
         """
 
-    enum Kind: String, CaseIterable {
-        case auto, notification, transaction, renewal
-        case appTransaction = "app-transaction"
-    }
-
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         let rootPaths = try arguments.options("--root")
         let bundleId = try arguments.option("--bundle-id")
@@ -47,7 +43,7 @@ enum VerifyCommand: Command {
         }
         let at = try arguments.option("--at", as: "epoch seconds") { Int64($0) }
         let kind = try arguments.option("--kind", as: "auto, notification, transaction, renewal or app-transaction") {
-            Kind(rawValue: $0)
+            SignedPayloadLines.Kind(rawValue: $0)
         } ?? .auto
         let positionals = try arguments.positionals()
         try arguments.finish()
@@ -55,9 +51,7 @@ enum VerifyCommand: Command {
 
         var roots: [[UInt8]] = []
         for path in rootPaths {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw UsageError("cannot read root certificate '\(path)'")
-            }
+            guard let data = readAll(path) else { throw UsageError("cannot read root certificate '\(path)'") }
             roots.append(try certificateDER(data, path: path))
         }
         let configuration = SignedDataVerifier.Configuration(
@@ -73,30 +67,23 @@ enum VerifyCommand: Command {
             throw UsageError("--root: \(error.message)")
         }
 
-        let input: Data
         let path = positionals.first ?? "-"
-        if path == "-" {
-            input = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard let data = FileManager.default.contents(atPath: path) else { throw RuntimeError("cannot read '\(path)'") }
-            input = data
+        guard let input = path == "-" ? FileHandle.standardInput.readDataToEndOfFile() : readAll(path) else {
+            throw RuntimeError("cannot read '\(path)'")
         }
-
-        var failed = false
         let output = FileHandle.standardOutput
-        for line in input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-            let text = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            if text.isEmpty { continue }
-            let result: [String: Any]
-            do {
-                result = try await verifyLine(text, kind: kind, verifier: verifier)
-            } catch {
-                failed = true
-                result = ["error": error.code.rawValue, "message": error.message]
-            }
-            output.write(serialize(result) + Data("\n".utf8))
-        }
-        return failed ? 2 : 0
+        let verified = SignedPayloadLines(verifier: verifier, kind: kind).verifyLines(
+            Array(input), workers: ProcessInfo.processInfo.activeProcessorCount
+        ) { output.write(Data($0)) }
+        return verified ? ExitStatus.ok : 2  // some line failed, as documented
+    }
+
+    /// Everything readable at `path`, read to its end: regular files, pipes and process substitutions
+    /// (`FileManager.contents(atPath:)` reads only regular files).
+    static func readAll(_ path: String) -> Data? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        return try? handle.readToEnd() ?? Data()
     }
 
     /// DER from a DER or PEM certificate file.
@@ -110,149 +97,4 @@ enum VerifyCommand: Command {
         }
         return Array(der)
     }
-
-    static func serialize(_ object: [String: Any]) -> Data {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data(#"{"error":"MALFORMED_PAYLOAD","message":"output is not serializable"}"#.utf8)
-    }
-
-    /// Verifies one input line and returns the JSON object to print.
-    static func verifyLine(_ text: String, kind: Kind, verifier: SignedDataVerifier) async throws(VerificationError)
-        -> [String: Any]
-    {
-        var token = text
-        if text.hasPrefix("{") {
-            guard let body = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-                let signed = body["signedPayload"] as? String
-            else { throw VerificationError(.invalidJWTFormat, "a JSON line must be an object with a signedPayload string") }
-            token = signed
-        }
-        let resolved = kind == .auto ? try detectKind(token, limits: verifier.configuration.limits) : kind
-        var object = try await verify(token, kind: resolved, verifier: verifier)
-        if resolved == .notification {
-            // Nested signed fields are separate JWS, each verified on its own.
-            for (container, field, nestedKind) in [
-                ("data", "signedTransactionInfo", Kind.transaction), ("data", "signedRenewalInfo", .renewal),
-                ("appData", "signedAppTransactionInfo", .appTransaction),
-            ] {
-                guard var holder = object[container] as? [String: Any], let nested = holder[field] as? String else { continue }
-                holder[field] = try await verify(nested, kind: nestedKind, verifier: verifier)
-                object[container] = holder
-            }
-        }
-        return object
-    }
-
-    /// Guesses the kind from the (not yet verified) payload's keys.
-    static func detectKind(_ token: String, limits: JWSLimits) throws(VerificationError) -> Kind {
-        let jws = try CompactJWS.parse(token, limits: limits)
-        guard let object = try? JSONSerialization.jsonObject(with: Data(jws.payload)) as? [String: Any] else {
-            throw VerificationError(.malformedPayload, "payload is not a JSON object")
-        }
-        if object["notificationType"] != nil { return .notification }
-        if object["transactionId"] != nil { return .transaction }
-        if object["autoRenewStatus"] != nil || object["autoRenewProductId"] != nil || object["renewalDate"] != nil {
-            return .renewal
-        }
-        if object["receiptType"] != nil || object["appTransactionId"] != nil { return .appTransaction }
-        // Minimal payloads (Apple's own test data has some): a bundleId means a transaction, since
-        // renewal info is the one kind without it.
-        if object["bundleId"] != nil { return .transaction }
-        if object["originalTransactionId"] != nil || object["environment"] != nil { return .renewal }
-        throw VerificationError(.malformedPayload, "cannot tell the payload kind from its keys; use --kind")
-    }
-
-    static func verify(_ token: String, kind: Kind, verifier: SignedDataVerifier) async throws(VerificationError)
-        -> [String: Any]
-    {
-        let json: [UInt8]
-        switch kind {
-        case .notification, .auto: json = try await verifier.verifyPayload(token, as: NotificationFields.self).payloadJSON
-        case .transaction: json = try await verifier.verifyPayload(token, as: TransactionFields.self).payloadJSON
-        case .renewal: json = try await verifier.verifyPayload(token, as: RenewalFields.self).payloadJSON
-        case .appTransaction: json = try await verifier.verifyPayload(token, as: AppTransactionFields.self).payloadJSON
-        }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] else {
-            throw VerificationError(.malformedPayload, "payload is not a JSON object")
-        }
-        return object
-    }
-}
-
-// The few fields the verifier reads, per kind. Everything else passes through as JSON.
-
-/// Epoch milliseconds; Xcode writes fractional ones, which are truncated.
-private struct Milliseconds: Decodable {
-    var value: Int64
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let whole = try? container.decode(Int64.self) {
-            value = whole
-        } else {
-            value = Int64(try container.decode(Double.self).rounded(.down))
-        }
-    }
-}
-
-private struct AppFields: Decodable {
-    var environment: AppStoreEnvironment?
-    var bundleId: String?
-    var appAppleId: Int64?
-    var externalPurchaseId: String?
-}
-
-private struct NotificationFields: VerifiablePayload, DeclaresAppIdentifierChecks {
-    var signedDate: Milliseconds?
-    var data: AppFields?
-    var summary: AppFields?
-    var externalPurchaseToken: AppFields?
-    var appData: AppFields?
-
-    static var appIdentifierChecks: AppIdentifierChecks { [.bundleId, .appAppleId] }
-    private var app: AppFields? { data ?? summary ?? externalPurchaseToken ?? appData }
-    var verificationSignedDate: Int64? { signedDate?.value }
-    var verificationEnvironment: AppStoreEnvironment? {
-        if let token = externalPurchaseToken, data == nil, summary == nil {
-            // External purchase tokens carry no environment; Apple infers it from the id's prefix.
-            return token.externalPurchaseId?.hasPrefix("SANDBOX") == true ? .sandbox : .production
-        }
-        return app?.environment
-    }
-    var verificationBundleId: String? { app?.bundleId }
-    var verificationAppAppleId: Int64? { app?.appAppleId }
-}
-
-private struct TransactionFields: VerifiablePayload, DeclaresAppIdentifierChecks {
-    var signedDate: Milliseconds?
-    var environment: AppStoreEnvironment?
-    var bundleId: String?
-    static var appIdentifierChecks: AppIdentifierChecks { [.bundleId] }
-    var verificationSignedDate: Int64? { signedDate?.value }
-    var verificationEnvironment: AppStoreEnvironment? { environment }
-    var verificationBundleId: String? { bundleId }
-    var verificationAppAppleId: Int64? { nil }
-}
-
-private struct RenewalFields: VerifiablePayload, DeclaresAppIdentifierChecks {
-    var signedDate: Milliseconds?
-    var environment: AppStoreEnvironment?
-    static var appIdentifierChecks: AppIdentifierChecks { [] }
-    var verificationSignedDate: Int64? { signedDate?.value }
-    var verificationEnvironment: AppStoreEnvironment? { environment }
-    var verificationBundleId: String? { nil }
-    var verificationAppAppleId: Int64? { nil }
-}
-
-private struct AppTransactionFields: VerifiablePayload, DeclaresAppIdentifierChecks {
-    var signedDate: Milliseconds?
-    var receiptCreationDate: Milliseconds?
-    var receiptType: AppStoreEnvironment?
-    var bundleId: String?
-    var appAppleId: Int64?
-    static var appIdentifierChecks: AppIdentifierChecks { [.bundleId, .appAppleId] }
-    // Apple falls back to receiptCreationDate when an app transaction has no signedDate.
-    var verificationSignedDate: Int64? { signedDate?.value ?? receiptCreationDate?.value }
-    var verificationEnvironment: AppStoreEnvironment? { receiptType }
-    var verificationBundleId: String? { bundleId }
-    var verificationAppAppleId: Int64? { appAppleId }
 }

@@ -16,6 +16,7 @@ struct VerifyCLITests {
     struct Run {
         var status: Int32
         var lines: [[String: Any]]
+        var text: String
     }
 
     func run(_ arguments: [String], input: String) throws -> Run {
@@ -35,7 +36,21 @@ struct VerifyCLITests {
         let lines = output.split(separator: UInt8(ascii: "\n")).map {
             (try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any]) ?? ["unparsed": String(decoding: $0, as: UTF8.self)]
         }
-        return Run(status: process.terminationStatus, lines: lines)
+        return Run(status: process.terminationStatus, lines: lines, text: String(decoding: output, as: UTF8.self))
+    }
+
+    /// A named pipe that `text` is written into once a reader opens it (as `<(…)` gives).
+    func fifo(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("fifo-\(UUID().uuidString)").path
+        try #require(mkfifo(path, 0o600) == 0)
+        Thread.detachNewThread {
+            // Opening for writing blocks until the command opens the pipe for reading.
+            guard let handle = FileHandle(forWritingAtPath: path) else { return }
+            handle.write(Data(text.utf8))
+            try? handle.close()
+            try? FileManager.default.removeItem(atPath: path)
+        }
+        return path
     }
 
     struct Transaction: Encodable {
@@ -115,6 +130,61 @@ struct VerifyCLITests {
         let named = try run(["--environment", "LocalTesting"], input: token)
         #expect(named.status == 0)
         #expect(named.lines.first?["transactionId"] as? String == "77")
+    }
+
+    /// `entitled verify --root <(…) <(…)`: pipes and process substitutions are read to their end.
+    @Test func readsNamedPipesForInputAndRoot() throws {
+        let ca = sharedCA
+        let token = try ca.signer.sign(Transaction())
+        let result = try run(["--root", try fifo(ca.root.pem), try fifo(token + "\n")], input: "")
+        #expect(result.status == 0, "\(result.text)")
+        #expect(result.lines.first?["transactionId"] as? String == "77")
+    }
+
+    struct XcodeTransaction: Encodable {
+        var transactionId = "0"
+        var bundleId = "com.example"
+        var environment = "Xcode"
+        var purchaseDate = 1_697_679_936_049.7297
+        var expiresDate = 1_700_358_336_049.5
+        var signedDate = 1_697_679_936_056.213
+        var price = 9.99
+    }
+
+    /// Xcode's fractional milliseconds print as the whole milliseconds the verifier reads (floored);
+    /// other numbers print as signed.
+    @Test func xcodeFractionalDatesPrintFloored() throws {
+        let token = try JWSSigner(key: try P256PrivateKey(), certificateChain: nil).sign(XcodeTransaction())
+        let result = try run(["--environment", "Xcode"], input: token + "\n")
+        #expect(result.status == 0)
+        let line = try #require(result.lines.first)
+        #expect(line["purchaseDate"] as? Int64 == 1_697_679_936_049)
+        #expect(line["expiresDate"] as? Int64 == 1_700_358_336_049)
+        #expect(line["signedDate"] as? Int64 == 1_697_679_936_056)
+        #expect(line["price"] as? Double == 9.99)
+        #expect(!result.text.contains(".7297") && !result.text.contains("049.5"))
+    }
+
+    /// Many lines are verified on every core, and still come out in input order.
+    @Test func manyLinesKeepTheirOrder() throws {
+        let ca = sharedCA
+        let root = try rootFile(ca)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var input = ""
+        for index in 0..<400 {
+            input += index % 7 == 3 ? "bad-\(index)\n" : try ca.signer.sign(Transaction(transactionId: "\(index)")) + "\n"
+            if index % 50 == 0 { input += "   \n" }
+        }
+        let result = try run(["--root", root], input: input)
+        #expect(result.status == 2)
+        try #require(result.lines.count == 400)
+        for (index, line) in result.lines.enumerated() {
+            if index % 7 == 3 {
+                #expect(line["error"] as? String == "INVALID_JWT_FORMAT", "line \(index)")
+            } else {
+                #expect(line["transactionId"] as? String == "\(index)", "line \(index)")
+            }
+        }
     }
 
     @Test func usageErrors() throws {

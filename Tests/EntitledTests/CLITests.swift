@@ -142,3 +142,62 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
         #expect(result.stderr.contains("cannot listen"))
     }
 }
+
+/// `entitled dev` takes its address like `serve`: `--listen`, then `ENTITLED_LISTEN`, then the default.
+@Suite struct DevListenTests {
+    /// Starts `dev` and returns the address of its "listening" line (nil if it exited first), then stops it.
+    func listeningAddress(_ arguments: [String], environment: [String: String]) async throws -> String? {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-dev-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["dev", "--control", "127.0.0.1:0", "--data", folder.path, "--day-every", "0", "--no-seed"] + arguments
+        var env = ProcessInfo.processInfo.environment
+        for key in ["ENTITLED_CONFIG", "ENTITLED_LISTEN", "ENTITLED_DATABASE"] { env.removeValue(forKey: key) }
+        env.merge(environment) { $1 }
+        process.environment = env
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+            process.waitUntilExit()
+        }
+        // Reads until the "listening" line or end of output (the process exited).
+        return try await blocking { () -> String? in
+            var collected = Data()
+            while true {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { return nil }
+                collected.append(chunk)
+                for line in collected.split(separator: UInt8(ascii: "\n")) {
+                    if let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
+                        object["event"] as? String == "listening"
+                    {
+                        return object["address"] as? String
+                    }
+                }
+            }
+        }
+    }
+
+    @Test(arguments: [
+        ([String](), ["ENTITLED_LISTEN": "127.0.0.2:0"], "127.0.0.2"),
+        (["--listen", "127.0.0.1:0"], ["ENTITLED_LISTEN": "127.0.0.2:0"], "127.0.0.1"),
+    ])
+    func devListensWhereTold(arguments: [String], environment: [String: String], host: String) async throws {
+        let address = try await listeningAddress(arguments, environment: environment)
+        #expect(address?.hasPrefix(host + ":") == true, "\(address ?? "exited")")
+        #expect(address?.hasSuffix(":8080") == false)
+    }
+
+    @Test func badEnvironmentAddressIsAUsageError() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-dev-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let result = try await CLI.run(
+            ["dev", "--control", "127.0.0.1:0", "--data", folder.path], environment: ["ENTITLED_LISTEN": "not-an-address"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("ENTITLED_LISTEN"))
+    }
+}

@@ -46,17 +46,28 @@ public struct EpochMilliseconds: Hashable, Sendable, Codable {
     /// Decoded through `Decimal`, which keeps the exact digits: Foundation's Double (and Int64) parsing can
     /// round `1697679936049.9999` up to a whole `…050` before any flooring could happen.
     static func decodeMilliseconds(from container: any SingleValueDecodingContainer) throws -> Int64 {
-        guard var exact = try? container.decode(Decimal.self) else {
+        guard let exact = try? container.decode(Decimal.self) else {
             // Not a number: let the Int64 decode report the mismatch in its own words.
             return try container.decode(Int64.self)
         }
-        var floored = Decimal()
-        NSDecimalRound(&floored, &exact, 0, .down)
-        guard let milliseconds = Int64(floored.description) else {
+        guard let milliseconds = floored(exact) else {
             throw DecodingError.dataCorruptedError(
                 in: container, debugDescription: "Date \(exact) is out of range for epoch milliseconds")
         }
         return milliseconds
+    }
+
+    /// The JSON number `text` as whole epoch milliseconds, floored as a decoded date is; nil when it is
+    /// not a number or out of range.
+    public static func floored(_ text: String) -> Int64? {
+        Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")).flatMap(floored)
+    }
+
+    private static func floored(_ exact: Decimal) -> Int64? {
+        var exact = exact
+        var floored = Decimal()
+        NSDecimalRound(&floored, &exact, 0, .down)
+        return Int64(floored.description)
     }
 }
 
