@@ -132,12 +132,14 @@ public final class SignedDataVerifier: Sendable {
     ///   - clock: the source of now (cache expiry; validity in `.clockTime`/`.online`, or offline without `signedDate`).
     ///   - revocationChecker: used in `.online` mode; defaults to OCSP over `URLSession`.
     ///   - chainCache: where verified chains are remembered.
+    ///   - codec: decodes the payloads (``JSONCodec``).
     /// - Throws: `INVALID_CERTIFICATE` when a configured root is not a certificate.
     public init(
         configuration: Configuration, clock: any VerificationClock, revocationChecker: (any RevocationChecker)? = nil,
-        chainCache: VerifiedChainCache = VerifiedChainCache()
+        chainCache: VerifiedChainCache = VerifiedChainCache(), codec: JSONCodec = JSONCodec()
     ) throws(VerificationError) {
         self.configuration = configuration
+        self.codec = codec
         self.clock = clock
         self.chainCache = chainCache
         if configuration.mode == .online {
@@ -276,11 +278,11 @@ public final class SignedDataVerifier: Sendable {
         ).leafKey
     }
 
-    private let decoder = JSONDecoder()
+    private let codec: JSONCodec
 
     private func decode<P: Decodable>(_ type: P.Type, _ bytes: [UInt8]) -> Result<P, VerificationError> {
         do {
-            return .success(try TapeJSONDecoder.decode(P.self, from: bytes, fallback: decoder))
+            return .success(try codec.decode(P.self, from: bytes))
         } catch let error as DecodingError {
             return .failure(VerificationError(.malformedPayload, Self.describe(error)))
         } catch {

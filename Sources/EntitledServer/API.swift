@@ -31,14 +31,17 @@ public struct API: Sendable {
     let customerPolicy: Policy
     /// Per bundleId: the app's mapper, built once (its catalog maps that app's payloads to facts).
     let mappers: [String: FactMapper]
-    /// Encoded customer answers, reused while unchanged.
-    let bodies = EncodedBodyCache()
+    /// Encoded customer answers, reused while unchanged; its codec reads the request bodies.
+    let cache: ProjectionCache
+    var codec: JSONCodec { cache.codec }
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
-        clock: any ServerClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests()
+        clock: any ServerClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
+        cache: ProjectionCache = ProjectionCache()
     ) {
         self.configuration = configuration
+        self.cache = cache
         self.verifier = verifier
         self.ledger = ledger
         self.clock = clock
@@ -79,13 +82,13 @@ public struct API: Sendable {
         guard budget.allows(request.remoteAddress, .appleSignature) else { throw RejectionBudget.exhausted }
         var bundleId: String?
         do {
-            guard let envelope = try? TapeJSONDecoder.decode(ResponseBodyV2.self, from: request.body, fallback: JSONDecoder()) else {
+            guard let envelope = try? codec.decode(ResponseBodyV2.self, from: request.body) else {
                 throw VerificationError(.init(rawValue: "INVALID_JSON"), "the body is not {\"signedPayload\": \"…\"}")
             }
             guard let signedPayload = envelope.signedPayload, !signedPayload.isEmpty else {
                 throw VerificationError.malformed("signedPayload is missing")
             }
-            guard let claimed = JWSPeek.notificationBundleId(signedPayload) else {
+            guard let claimed = JWSPeek.notificationBundleId(signedPayload, codec: codec) else {
                 throw VerificationError.malformed("signedPayload is not a JWS")
             }
             bundleId = claimed
@@ -121,7 +124,7 @@ public struct API: Sendable {
         try checkAppleBody(request)
         let body: ResponseBodyV1
         do {
-            body = try AppStoreJSON.decode(ResponseBodyV1.self, from: Data(request.body))
+            body = try AppStoreJSON.decode(ResponseBodyV1.self, from: Data(request.body), codec: codec)
         } catch {
             throw HTTPError.badRequest("the body is not a V1 notification: \(error.description)", code: "INVALID_JSON")
         }
@@ -217,7 +220,7 @@ public struct API: Sendable {
             try await ledger.customer(appUserId: appUserId, context: context)
         }
         let body = CustomerBody(customer: snapshot.customer, state: snapshot.state, now: context.now)
-        return (try bodies.bytes(for: body), snapshot.state.nextStatusChangeAt)
+        return (try cache.bytes(for: body), snapshot.state.nextStatusChangeAt)
     }
 
     /// The body of `POST /v1/customers/{appUserId}/transactions`: exactly one of the two.
@@ -243,7 +246,7 @@ public struct API: Sendable {
             var signed = SignedPayloads()
             switch (posted.signedTransaction, posted.signedAppTransaction) {
             case (let jws?, nil):
-                guard let peeked = JWSPeek.payload(JWSTransactionDecodedPayload.self, jws) else {
+                guard let peeked = JWSPeek.payload(JWSTransactionDecodedPayload.self, jws, codec: codec) else {
                     throw VerificationError.malformed("signedTransaction is not a JWS")
                 }
                 bundleId = peeked.bundleId
@@ -259,7 +262,7 @@ public struct API: Sendable {
                 environment = fact.environment
                 claim = Claim(appUserId: appUserId, behaviour: app.restoreBehavior)
             case (nil, let jws?):
-                guard let peeked = JWSPeek.payload(AppTransaction.self, jws) else {
+                guard let peeked = JWSPeek.payload(AppTransaction.self, jws, codec: codec) else {
                     throw VerificationError.malformed("signedAppTransaction is not a JWS")
                 }
                 bundleId = peeked.bundleId

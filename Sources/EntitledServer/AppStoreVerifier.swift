@@ -17,7 +17,10 @@ public final class AppStoreVerifier: NotificationVerifying {
     ///   - apps: the configured apps.
     ///   - clock: the server's clock (cache expiry; validity in online mode).
     ///   - online: check certificate revocation with OCSP and validity at now (else at `signedDate`).
-    public init(apps: [App], clock: any ServerClock, online: Bool = false) throws(SetupError) {
+    ///   - codec: decodes the payloads (``FastPaths``).
+    public init(
+        apps: [App], clock: any ServerClock, online: Bool = false, codec: JSONCodec = JSONCodec()
+    ) throws(SetupError) {
         let cache = VerifiedChainCache()
         var verifiers: [String: SignedDataVerifier] = [:]
         for app in apps {
@@ -32,7 +35,7 @@ public final class AppStoreVerifier: NotificationVerifying {
                 mode: online ? .online : .offline)
             do {
                 verifiers[app.bundleId] = try SignedDataVerifier(
-                    configuration: configuration, clock: ClockAdapter(clock: clock), chainCache: cache)
+                    configuration: configuration, clock: ClockAdapter(clock: clock), chainCache: cache, codec: codec)
             } catch {
                 throw SetupError(description: "apps[\(app.bundleId)].appleRootCertificates: \(error.message)")
             }

@@ -36,18 +36,18 @@ public struct Application: Sendable {
     }
 
     /// Builds every route of the API: health, readiness (the ledger's), Apple's notifications, customers,
-    /// catalog and admin, written against `verifier` and `ledger`.
+    /// catalog and admin, written against `verifier` and `ledger`; `cache` is the ledger's (``FastPaths``).
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any ServerClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
-        hmac: any HMACSHA256Computing = Digests()
+        hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache()
     ) {
         self.configuration = configuration
         var router = Router()
         Health.register(on: &router, readiness: ledger)
         API(
             configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, budget: rejectionBudget,
-            hmac: hmac
+            hmac: hmac, cache: cache
         ).register(on: &router)
         self.router = router
     }

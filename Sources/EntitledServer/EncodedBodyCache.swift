@@ -1,11 +1,11 @@
-import Foundation
+import AppStore
 import HTTPServer
 import Synchronization
 
-/// Encoded customer bodies for answers the projection does not hold ready (another environment,
-/// or a state that changed with time), reused while a customer's answer is unchanged: only
-/// `serverTime` differs between two reads, so it is spliced into the cached bytes instead of
-/// encoding the whole body again.
+/// Part of ``ProjectionCache``: encoded customer bodies for answers the projection does not hold
+/// ready (another environment, or a state that changed with time), reused while a customer's
+/// answer is unchanged: only `serverTime` differs between two reads, so it is spliced into the
+/// cached bytes instead of encoding the whole body again.
 ///
 /// An entry is used only when the body about to be sent equals the cached one in every field but
 /// `serverTime`, so the cache can never serve a stale answer.
@@ -20,14 +20,14 @@ final class EncodedBodyCache: Sendable {
 
     init(limit: Int = 50_000) { self.limit = limit }
 
-    /// The JSON bytes of `body`.
-    func bytes(for body: CustomerBody) throws -> [UInt8] {
+    /// The JSON bytes of `body`, written with `codec` when not cached.
+    func bytes(for body: CustomerBody, codec: JSONCodec) throws -> [UInt8] {
         var key = body
         key.serverTime = 0
         if let hit = entries.withLock({ $0[body.appUserId] }), hit.body == key {
             return hit.rendered.body(serverTime: body.serverTime)
         }
-        guard let rendered = RenderedCustomer(body: key) else { return Array(try JSONEncoder.entitledDefault.encode(body)) }
+        guard let rendered = RenderedCustomer(body: key, codec: codec) else { return try codec.encodeAnswer(body) }
         entries.withLock { cache in
             // Full: drop an arbitrary entry (hash order), keeping the rest warm.
             if cache.count >= limit { cache.remove(at: cache.startIndex) }

@@ -21,10 +21,13 @@ public final class FactLedger: ReadinessProbe {
     /// - Parameters:
     ///   - store: the opened ledger.
     ///   - policy: the policy projections are evaluated with (the configuration's merged policy).
-    public init(store: any LedgerStore, policy: Policy) {
+    ///   - cache: the projection path's fast paths and codec (share the API's).
+    public init(store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache()) {
         self.store = store
-        self.projector = EngineProjector(policy: policy)
+        self.projector = EngineProjector(policy: policy, cache: cache)
     }
+
+    private var cache: ProjectionCache { projector.cache }
 
     /// For `/readyz`: the database answers.
     public func checkReady() async throws { try await store.ping() }
@@ -47,8 +50,9 @@ public final class FactLedger: ReadinessProbe {
                 looseToken = customer.appAccountToken
             }
             let incoming = facts.map { fact in
-                let row = Self.incoming(fact, signed: signed, bundleId: bundleId, looseToken: looseToken)
-                projector.recent.remember(fact, as: row.payload)
+                let row = Self.incoming(
+                    fact, payload: cache.payload(fact), signed: signed, bundleId: bundleId, looseToken: looseToken)
+                cache.remember(fact, as: row.payload)
                 return row
             }
             let result = try await store.ingest(
@@ -62,12 +66,19 @@ public final class FactLedger: ReadinessProbe {
         _ = try await mapped { try await store.recordRejected(message, code: code) }
     }
 
-    /// The customer's answer ready to send, when the stored one still holds for `context` (the
-    /// hot read); nil means "build it from ``customer(appUserId:context:)``".
+    /// The stored answer when it holds for `context`. One stored in an older format (or none, by a
+    /// server with the cache off) is rendered again and stored first: a new answer format needs no
+    /// `rebuild`.
     public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
         try await mapped {
-            guard let stored = try await store.projection(appUserId: appUserId) else { return nil }
+            guard var stored = try await store.projection(appUserId: appUserId) else { return nil }
             try Self.checkProjected(stored.failure)
+            if cache.storedAnswer(stored.projection.state) == .outdated {
+                guard let renewed = try await store.reproject(appUserId: appUserId, projector: projector, now: context.now)
+                else { return nil }
+                try Self.checkProjected(renewed.failure)
+                stored = renewed
+            }
             return fresh(stored.projection.state, computedAt: stored.computedAt, context: context)
         }
     }
@@ -94,7 +105,7 @@ public final class FactLedger: ReadinessProbe {
         guard context.policy == projector.policy,
             // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
             computedAt <= context.now,
-            let answer = RenderedCustomer(document: document),
+            case .current(let answer) = cache.storedAnswer(document),
             answer.holds(at: context.now, environment: context.environment)
         else { return nil }
         return answer
@@ -110,7 +121,7 @@ public final class FactLedger: ReadinessProbe {
             else { throw StorageError(.internal, "customer was not created") }
             let facts: [Fact]
             do {
-                facts = try EngineProjector.decode(try await store.facts(appUserId: appUserId))
+                facts = try projector.decode(try await store.facts(appUserId: appUserId))
             } catch let error as EngineProjector.UndecodableFact {
                 throw LedgerError(.projectionFailed, detail: "\(appUserId): \(error)")
             }
@@ -134,7 +145,7 @@ public final class FactLedger: ReadinessProbe {
             var environments: [Int64: Environment] = [:]
             if !needed.isEmpty || !notifications.isEmpty {
                 for stored in try await store.facts(appUserId: appUserId) {
-                    if needed.contains(stored.id) { factsById[stored.id] = EngineProjector.fact(stored.fact.payload) }
+                    if needed.contains(stored.id) { factsById[stored.id] = cache.fact(stored.fact.payload) }
                     if let id = stored.notificationID, notifications.contains(id), let environment = stored.fact.environment {
                         environments[id] = Environment(rawValue: environment)
                     }
@@ -157,7 +168,7 @@ public final class FactLedger: ReadinessProbe {
             let customer = try await store.customer(appUserId: owned.appUserId)
             let stored = try await store.facts(appUserId: owned.appUserId)
                 .filter { $0.fact.originalTransactionId == originalTransactionId }
-            let pairs = stored.compactMap { entry in EngineProjector.fact(entry.fact.payload).map { (entry, $0) } }
+            let pairs = stored.compactMap { entry in cache.fact(entry.fact.payload).map { (entry, $0) } }
             let facts = pairs.map(\.1)
             let notifications = pairs.compactMap { entry, fact -> LedgerHistoryEntry? in
                 guard case .notification = fact else { return nil }
@@ -191,20 +202,14 @@ public final class FactLedger: ReadinessProbe {
 
 
 
-    /// The engine fact's canonical JSON (its ledger payload): the projector's sorted-keys
-    /// encoder's bytes, written by ``SortedJSONEncoder`` where it can.
-    static func key(_ fact: Fact) -> String {
-        if let bytes = try? SortedJSONEncoder.encode(fact) { return String(decoding: bytes, as: UTF8.self) }
-        return (try? EngineProjector.encoder.encode(fact)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-    }
-
-    /// A ledger row for an engine fact: its JSON, its keys, and the signed text it came from (V1
-    /// and receipt facts have none: their ``Fact/identity`` stands in, so that a replay is a no-op
-    /// whatever JSON this binary encodes them to).
-    /// `looseToken` is given to facts without a subscription (app transactions), which belong to
-    /// the customer holding that token.
-    static func incoming(_ fact: Fact, signed: SignedPayloads, bundleId: String?, looseToken: String?) -> IncomingFact {
-        let payload = key(fact)
+    /// A ledger row for an engine fact: its JSON (`payload`, ``ProjectionCache/payload(_:)``), its
+    /// keys, and the signed text it came from (V1 and receipt facts have none: their
+    /// ``Fact/identity`` stands in, so that a replay is a no-op whatever JSON this binary encodes
+    /// them to). `looseToken` is given to facts without a subscription (app transactions), which
+    /// belong to the customer holding that token.
+    static func incoming(
+        _ fact: Fact, payload: String, signed: SignedPayloads, bundleId: String?, looseToken: String?
+    ) -> IncomingFact {
         let identity = fact.identity ?? payload
         switch fact {
         case .transaction(let f):

@@ -1,3 +1,4 @@
+import AppStore
 import Entitlements
 import Foundation
 import HTTPServer
@@ -7,9 +8,15 @@ import HTTPServer
 /// splices in its own time. Reads then decode and encode nothing.
 ///
 /// The projection stores it as its state document: one line of metadata, then the body —
-/// `entitled-answer/1 ENVIRONMENT NEXT OFFSET\n{…}`, where NEXT is the next instant at which time
-/// alone changes the answer (ms, or `-`) and OFFSET where `serverTime`'s value starts in the body.
+/// `entitled-answer/VERSION ENVIRONMENT NEXT OFFSET\n{…}`, where VERSION is ``formatVersion``,
+/// NEXT the next instant at which time alone changes the answer (ms, or `-`) and OFFSET where
+/// `serverTime`'s value starts in the body. A server meeting a document of an older version
+/// re-renders it on read (``ProjectionCache``), so changing the answer's JSON needs no `rebuild`.
 public struct RenderedCustomer: Sendable, Equatable {
+    /// The format of the stored documents this binary writes. Raise it whenever the answer's JSON
+    /// or this header changes: stored answers of an older format are then re-rendered lazily.
+    public static let formatVersion = 1
+
     /// The environment the answer was evaluated for.
     public let environment: String
     /// The next instant (ms) at which time alone changes the answer, if any.
@@ -17,16 +24,17 @@ public struct RenderedCustomer: Sendable, Equatable {
     private let body: [UInt8]
     private let timeOffset: Int
 
-    private static let magic = Array("entitled-answer/1 ".utf8)
+    private static let prefix = Array("entitled-answer/".utf8)
+    private static let magic = Array("entitled-answer/\(formatVersion) ".utf8)
     private static let epoch = Array("1970-01-01T00:00:00.000Z".utf8)
     private static let timeMarker = Array(#""serverTime":"1970-01-01T00:00:00.000Z""#.utf8)
 
-    /// Renders `body` (its `serverTime` is ignored) with ``AnswerJSON``. Nil only if the
-    /// `serverTime` member is not found (it always is).
-    public init?(body: CustomerBody) {
+    /// Renders `body` (its `serverTime` is ignored) with `codec`. Nil only if the body does not
+    /// encode or its `serverTime` member is not found (neither happens).
+    public init?(body: CustomerBody, codec: JSONCodec = JSONCodec()) {
         var body = body
         body.serverTime = 0
-        let bytes = AnswerJSON.encode(body)
+        guard let bytes = try? codec.encodeAnswer(body) else { return nil }
         // Keys are sorted and escaped, so the marker can only be the serverTime member itself.
         guard let marker = Self.offset(of: Self.timeMarker, in: bytes) else { return nil }
         self.environment = body.environment
@@ -55,7 +63,17 @@ public struct RenderedCustomer: Sendable, Equatable {
         }
     }
 
-    /// Reads a stored document; nil when it is not one (e.g. written by another projector).
+    /// The format version a stored document declares; nil when it is no rendered answer at all.
+    public static func formatVersion(of document: [UInt8]) -> Int? {
+        guard document.starts(with: prefix) else { return nil }
+        let digits = document[prefix.count...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        guard (1...9).contains(digits.count), document.dropFirst(prefix.count + digits.count).first == UInt8(ascii: " ")
+        else { return nil }
+        return Int(String(decoding: digits, as: UTF8.self))
+    }
+
+    /// Reads a stored document of this ``formatVersion``; nil when it is not one (another
+    /// version, or written by another projector).
     public init?(document: [UInt8]) {
         guard document.starts(with: Self.magic), let newline = document.firstIndex(of: UInt8(ascii: "\n")) else {
             return nil
@@ -81,7 +99,7 @@ public struct RenderedCustomer: Sendable, Equatable {
 
     /// What the projection stores.
     public var document: [UInt8] {
-        let header = "entitled-answer/1 \(environment) \(nextChangeAt.map(String.init) ?? "-") \(timeOffset)\n"
+        let header = "entitled-answer/\(Self.formatVersion) \(environment) \(nextChangeAt.map(String.init) ?? "-") \(timeOffset)\n"
         return Array(header.utf8) + body
     }
 

@@ -48,6 +48,10 @@ public protocol LedgerStore: Sendable {
     /// The customer's stored projection (the API's hot read: one statement, indexed lookups).
     func projection(appUserId: String) async throws -> StoredProjection?
 
+    /// Recomputes and stores one customer's projection (e.g. when its stored document is of an
+    /// older format) and returns it; nil when there is no such customer.
+    func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection?
+
     /// The customer's stored state document alone (no projection rows), on the calling thread, when
     /// the backend can read it at once (SQLite on a file: a microsecond-scale lookup on a pooled
     /// read connection). `.wouldWait` (PostgreSQL's round trip, SQLite in memory, a closed store)

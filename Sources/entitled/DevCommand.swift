@@ -80,15 +80,17 @@ enum DevCommand: Command {
         let serverClock = VirtualServerClock(clock: clock)
         let store = try await ServeCommand.openDatabase(configuration.database)
         let policy = FactMapper.policy(for: configuration)
-        let ledger = FactLedger(store: store, policy: policy)
+        let cache = fastPaths.projectionCache()
+        let ledger = FactLedger(store: store, policy: policy, cache: cache)
         let verifier: AppStoreVerifier
         do {
-            verifier = try AppStoreVerifier(apps: configuration.apps, clock: serverClock)
+            verifier = try AppStoreVerifier(apps: configuration.apps, clock: serverClock, codec: fastPaths.codec)
         } catch {
             await store.close()
             throw RuntimeError(error.description)
         }
-        let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: serverClock)
+        let application = Application(
+            configuration: configuration, verifier: verifier, ledger: ledger, clock: serverClock, cache: cache)
 
         let driverBox = DriverBox()
         var router = application.router

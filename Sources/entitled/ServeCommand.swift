@@ -33,13 +33,15 @@ enum ServeCommand: Command {
         let clock = SystemClock()
         let verifier: AppStoreVerifier
         do {
-            verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock)
+            verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec)
         } catch {
             throw UsageError("configuration: \(error.description)")
         }
         let store = try await openDatabase(configuration.database, storage: configuration.storage)
-        let ledger = FactLedger(store: store, policy: FactMapper.policy(for: configuration))
-        let application = Application(configuration: configuration, verifier: verifier, ledger: ledger, clock: clock)
+        let cache = fastPaths.projectionCache()
+        let ledger = FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: cache)
+        let application = Application(
+            configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, cache: cache)
         let server = HTTPServer(configuration: application.serverConfiguration(), router: application.router)
         let signals = TerminationSignals()
         do {

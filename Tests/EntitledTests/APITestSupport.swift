@@ -17,6 +17,10 @@ import Testing
 
 // The stub verifier, the real ledger on `sqlite::memory:` with an outage switch, and a loopback client.
 
+/// The tests' composition root reads the fast paths' switch once, as `entitled` does: with
+/// `ENTITLED_FAST_PATHS=off` (scripts/test's second run) every server in these tests runs without them.
+let testFastPaths = FastPaths(environment: ProcessInfo.processInfo.environment)
+
 /// A settable clock.
 final class VirtualClock: ServerClock {
     private let now: Mutex<Int64>
@@ -104,9 +108,9 @@ final class TestLedger: Sendable {
     let store: SQLiteStore
     let switches = Switches()
 
-    init(policy: Policy) async throws {
+    init(policy: Policy, cache: ProjectionCache) async throws {
         store = try #require(try await openStore(url: "sqlite::memory:") as? SQLiteStore)
-        ledger = FactLedger(store: SwitchedStore(base: store, switches: switches), policy: policy)
+        ledger = FactLedger(store: SwitchedStore(base: store, switches: switches), policy: policy, cache: cache)
     }
 
     /// While false, every call fails as an unreachable database does.
@@ -185,6 +189,10 @@ struct SwitchedStore: LedgerStore {
     func projection(appUserId: String) async throws -> StoredProjection? {
         try up()
         return try await base.projection(appUserId: appUserId)
+    }
+    func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection? {
+        try up()
+        return try await base.reproject(appUserId: appUserId, projector: projector, now: now)
     }
     func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> {
         try up()

@@ -48,10 +48,12 @@ struct APIHarness {
         _ body: (APIHarness) async throws -> Void
     ) async throws {
         let clock = clock ?? VirtualClock(start)
-        let ledger = try await TestLedger(policy: FactMapper.policy(for: configuration))
+        let cache = testFastPaths.projectionCache()
+        let ledger = try await TestLedger(policy: FactMapper.policy(for: configuration), cache: cache)
         let application = Application(
             configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger.ledger, clock: clock,
-            rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock))
+            rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock),
+            cache: cache)
         var server = HTTPServer.Configuration()
         server.host = "127.0.0.1"
         server.port = 0

@@ -141,7 +141,7 @@ import Testing
         var configuration = APIHarness.configuration()
         configuration.apps[0].environments.append("Xcode")
         let clock = VirtualClock(t0)
-        let verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock)
+        let verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: testFastPaths.codec)
         try await APIHarness.run(configuration: configuration, verifier: verifier, clock: clock, body)
     }
 

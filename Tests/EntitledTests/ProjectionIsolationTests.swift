@@ -41,7 +41,7 @@ import Testing
             #expect(try await api.postV2(try notification(uuid: "b1", otid: "ob", tid: "tb1", token: badToken, expires: t0 + 9 * Self.day)).status == 200)
             #expect(try await api.postV2(try notification(uuid: "g1", otid: "og", tid: "tg1", token: goodToken, expires: t0 + 9 * Self.day)).status == 200)
 
-            let projector = EngineProjector(policy: FactMapper.policy(for: api.configuration))
+            let projector = EngineProjector(policy: FactMapper.policy(for: api.configuration), cache: testFastPaths.projectionCache())
             let poisoned = try await api.store.ingest(Self.poison(otid: "ob", at: t0), projector: projector, now: t0)
             #expect(poisoned.failedCustomers.map(\.appUserId) == ["bad"])
 
@@ -79,7 +79,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let database = "sqlite:\(folder.path)/ledger.sqlite"
         let configuration = try SignedAPITests.configuration(trusting: Self.ca)
-        let projector = EngineProjector(policy: FactMapper.policy(for: configuration))
+        let projector = EngineProjector(policy: FactMapper.policy(for: configuration), cache: testFastPaths.projectionCache())
         let store = try await openStore(url: database)
         for name in ["a-good", "b-bad", "c-good"] {
             // c-good's stored projection is a placeholder, so the rebuild has work to do after b-bad.

@@ -30,7 +30,7 @@ import Testing
     ) async throws {
         let configuration = try configuration(trusting: ca, environments: environments)
         let clock = VirtualClock(APIHarness.start)
-        let verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock)
+        let verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: testFastPaths.codec)
         try await APIHarness.run(configuration: configuration, verifier: verifier, clock: clock, body)
     }
 
@@ -93,7 +93,7 @@ import Testing
                 expected = "CERTIFICATE_EXPIRED"
                 // Verify against a server trusting that CA.
                 let clock = VirtualClock(APIHarness.start)
-                let verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock)
+                let verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: testFastPaths.codec)
                 try await APIHarness.run(configuration: configuration, verifier: verifier, clock: clock) { other in
                     let reply = try await other.postV2(payload)
                     #expect(reply.status == 400)
@@ -119,7 +119,7 @@ import Testing
                 let noOID = try TestCertificateAuthority(options: .init(leafHasAppleOID: false))
                 let configuration = try Self.configuration(trusting: noOID, environments: ["Production"])
                 let clock = VirtualClock(APIHarness.start)
-                let verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock)
+                let verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: testFastPaths.codec)
                 let signed = try signedNotification(signer: noOID.signer, token: token)
                 try await APIHarness.run(configuration: configuration, verifier: verifier, clock: clock) { other in
                     let reply = try await other.postV2(signed)

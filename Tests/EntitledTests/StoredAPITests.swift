@@ -42,10 +42,12 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
 func startServer(configuration: Configuration, store: any LedgerStore, clock: any ServerClock, port: Int = 0) throws
     -> (HTTPServer, FactLedger)
 {
-    let ledger = FactLedger(store: store, policy: FactMapper.policy(for: configuration))
+    let cache = testFastPaths.projectionCache()
+    let ledger = FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: cache)
     let application = Application(
-        configuration: configuration, verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock),
-        ledger: ledger, clock: clock)
+        configuration: configuration,
+        verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: testFastPaths.codec),
+        ledger: ledger, clock: clock, cache: cache)
     var settings = HTTPServer.Configuration()
     settings.port = port
     settings.accessLog = nil
@@ -181,10 +183,11 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
     /// The hot read serves the answer rendered at ingest; it must be, byte for byte, the answer the
     /// engine gives from the facts at that moment, and it must stop being used once time alone
     /// changes the answer.
-    @Test(arguments: StoredBackend.all)
+    @Test(.enabled(if: testFastPaths.enabled, "rendered answers are the projection cache's"), arguments: StoredBackend.all)
     func theRenderedAnswerIsTheEvaluatedAnswer(backend: StoredBackend) async throws {
         try await Self.run(backend) { api in
-            let ledger = FactLedger(store: api.store, policy: FactMapper.policy(for: api.configuration))
+            let ledger = FactLedger(
+                store: api.store, policy: FactMapper.policy(for: api.configuration), cache: testFastPaths.projectionCache())
             let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
             for note in try steps(token: token) {
                 #expect(try await api.postV2(note).status == 200)

@@ -32,7 +32,7 @@ import Testing
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let rows = try facts.map { fact in
-            var row = FactLedger.incoming(fact, signed: SignedPayloads(), bundleId: APIHarness.bundleId, looseToken: nil)
+            var row = FactLedger.incoming(fact, payload: "", signed: SignedPayloads(), bundleId: APIHarness.bundleId, looseToken: nil)
             row.payload = String(decoding: try encoder.encode(fact), as: UTF8.self)
             row.jws = row.payload
             return row

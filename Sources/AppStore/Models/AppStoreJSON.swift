@@ -17,11 +17,14 @@ public enum AppStoreJSON {
         return encoder
     }
 
-    /// Decodes `type` from JSON bytes, turning any failure into an ``AppStoreDecodingError`` whose message
-    /// names the offending field, so callers can report it (the verifier wraps it as a malformed payload).
-    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws(AppStoreDecodingError) -> T {
+    /// Decodes `type` from JSON bytes with `codec`, turning any failure into an ``AppStoreDecodingError``
+    /// whose message names the offending field, so callers can report it (the verifier wraps it as a
+    /// malformed payload).
+    public static func decode<T: Decodable>(
+        _ type: T.Type, from data: Data, codec: JSONCodec = JSONCodec()
+    ) throws(AppStoreDecodingError) -> T {
         do {
-            return try TapeJSONDecoder.decode(type, from: [UInt8](data), fallback: sharedDecoder)
+            return try codec.decode(type, from: [UInt8](data))
         } catch let error as DecodingError {
             throw AppStoreDecodingError(typeName: String(describing: type), decodingError: error)
         } catch {
@@ -34,9 +37,8 @@ public enum AppStoreJSON {
         try sharedEncoder.encode(value)
     }
 
-    // Decoding runs for every notification and API page; one configured instance avoids rebuilding it each time.
-    // Both are never mutated after creation, so sharing them across threads is safe.
-    private static let sharedDecoder = decoder()
+    // One configured instance avoids rebuilding it each time; never mutated after creation, so
+    // sharing it across threads is safe.
     private static let sharedEncoder = encoder()
 }
 

@@ -50,6 +50,16 @@ extension SessionBackedStore {
         try await read { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) }
     }
 
+    func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection? {
+        let fault = faultInjector
+        return try await write { session in
+            let ledger = Ledger(session: session, fault: fault)
+            guard let customer = try ledger.customer(appUserId: appUserId) else { return nil }
+            try ledger.recompute(customerID: customer.id, projector: projector, now: now)
+            return try ledger.projection(appUserId: appUserId)
+        }
+    }
+
     func facts(appUserId: String) async throws -> [StoredFact] {
         try await read { session in
             let ledger = Ledger(session: session, fault: nil)
