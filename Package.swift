@@ -51,19 +51,34 @@ let package = Package(
             swiftSettings: swiftSettings),
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
-        // The configuration file: value types, loading, validation (HTTPServer for its address
-        // types, Entitlements for the one RestoreBehavior).
-        .target(name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer"], swiftSettings: swiftSettings),
-        // Wiring: routes, auth, ingest.
+        // The configuration file: value types, loading, validation (HTTPServer for its address types,
+        // Storage's parser for database URLs, Entitlements for the one RestoreBehavior).
+        .target(name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage"], swiftSettings: swiftSettings),
+        // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
             name: "EntitledServer",
             dependencies: ["AppStore", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
             swiftSettings: swiftSettings),
-        // The command-line tool.
+        // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes.
+        .target(
+            name: "EntitledDev",
+            dependencies: [
+                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "Entitlements", "Storage", "AppStoreSimulator",
+            ],
+            swiftSettings: swiftSettings),
+        // `entitled bench`'s benchmarks (the command parses their options).
+        .target(
+            name: "EntitledBenchmarks",
+            dependencies: [
+                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
+                "EntitledCrypto",
+            ],
+            swiftSettings: swiftSettings),
+        // The command-line tool: command parsing and help; the targets above do the work.
         .executableTarget(
             name: "entitled",
             dependencies: [
-                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting",
+                "EntitledServer", "EntitledDev", "EntitledBenchmarks", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting",
                 "Entitlements", "Storage", "AppStoreSimulator", "EntitledCrypto",
             ],
             swiftSettings: swiftSettings),

@@ -1,6 +1,7 @@
 import enum Entitlements.RestoreBehavior
 import Foundation
 import HTTPServer
+import Storage
 
 /// A configuration problem, naming the key (e.g. `apps[0].products[1].type`) it is about.
 public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
@@ -322,11 +323,11 @@ public struct ConfigurationLoader: Sendable {
         return address
     }
 
+    /// Checks `raw` with Storage's ``DatabaseURL`` parser, the one that opens it.
     static func databaseURL(_ raw: String, path: String) throws(ConfigurationError) -> String {
-        let valid =
-            (raw.hasPrefix("sqlite:") && raw.count > "sqlite:".count) || raw.hasPrefix("postgres://")
-            || raw.hasPrefix("postgresql://")
-        guard valid else {
+        do {
+            _ = try DatabaseURL(parsing: raw)
+        } catch {
             throw ConfigurationError(path: path, message: "expected sqlite:PATH or postgres://… (got '\(raw)')")
         }
         return raw

@@ -6,7 +6,7 @@ import Foundation
 import HTTPServer
 import Storage
 
-/// The HTTP API of issue 6: handlers that parse, verify, store and answer — nothing more.
+/// The HTTP API (docs/openapi.yaml): handlers that parse, verify, store and answer — nothing more.
 ///
 /// Every decision about entitlements is the engine's; every durable effect is the ledger's; every
 /// signature check is the verifier's. Apple's endpoints need no key (the signature or shared secret

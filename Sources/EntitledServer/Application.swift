@@ -21,14 +21,15 @@ public protocol ReadinessProbe: Sendable {
     func checkReady() async throws
 }
 
-/// Everything the HTTP layer needs, assembled once at start-up (shared by `entitled serve` and tests).
+/// The router and settings of the HTTP layer (``buildApplication(configuration:clock:store:verifier:rejectionBudget:fastPaths:)`` assembles one
+/// for `entitled serve`, `entitled dev` and the tests).
 public struct Application: Sendable {
     public let configuration: Configuration
     public let router: Router
 
-    /// Builds only `/healthz` and `/readyz` (what `entitled serve` runs until the verifier and
-    /// storage are wired in).
-    public init(configuration: Configuration, readiness: any ReadinessProbe, clock: any ServerClock = SystemClock()) {
+    /// Builds only `/healthz` and `/readyz`: the bare HTTP stack that `entitled bench http`
+    /// measures. Neither route reads the time, so this takes no clock.
+    public init(configuration: Configuration, readiness: any ReadinessProbe) {
         self.configuration = configuration
         var router = Router()
         Health.register(on: &router, readiness: readiness)

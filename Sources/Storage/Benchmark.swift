@@ -1,11 +1,12 @@
-/// Not API: helpers for `entitled bench store`. May change without notice.
-public enum _StorageBenchmark {
+/// Not API (`package`: visible to this package's benchmarks and tests, not to library clients):
+/// helpers for `entitled bench store` and `bench api`.
+package enum _StorageBenchmark {
     /// A synthetic customer's projection: customer number, `appUserId`, `appAccountToken`.
-    public typealias SyntheticProjection = @Sendable (_ n: Int, _ appUserId: String, _ appAccountToken: String) -> CustomerProjection
+    package typealias SyntheticProjection = @Sendable (_ n: Int, _ appUserId: String, _ appAccountToken: String) -> CustomerProjection
 
     /// Inserts synthetic customers `user-<n>` for `n` in `range`, each with a projection of one
     /// entitlement and one subscription (or `projection`'s), in one transaction with prepared inserts.
-    public static func bulkLoad(
+    package static func bulkLoad(
         _ store: any LedgerStore, customers range: Range<Int>, now: Int64, projection: SyntheticProjection? = nil
     ) async throws {
         switch store {
@@ -19,7 +20,7 @@ public enum _StorageBenchmark {
     /// up for a while has: a fresh SQLite reader has not mapped the database file yet (and a
     /// PostgreSQL backend has not read it into its buffers), so at a million customers the first
     /// read of each page would measure a page fault rather than the lookup.
-    public static func warm(_ store: any LedgerStore) async throws {
+    package static func warm(_ store: any LedgerStore) async throws {
         let sql = "SELECT sum(length(state)) FROM customer_states"
         switch store {
         case let sqlite as SQLiteStore: _ = try await sqlite.read { try $0.query(sql, []) }
@@ -29,13 +30,13 @@ public enum _StorageBenchmark {
     }
 
     /// The `appUserId` of synthetic customer `n`.
-    public static func appUserId(_ n: Int) -> String { "user-\(n)" }
+    package static func appUserId(_ n: Int) -> String { "user-\(n)" }
 
     /// The `appAccountToken` of synthetic customer `n` (a valid UUID, lowercase).
-    public static func appAccountToken(_ n: Int) -> String { "00000000-0000-4000-8000-" + String(n).leftPadded(12) }
+    package static func appAccountToken(_ n: Int) -> String { "00000000-0000-4000-8000-" + String(n).leftPadded(12) }
 
     /// Database size in bytes (SQLite: file + WAL; PostgreSQL: the schema's relations).
-    public static func databaseBytes(_ store: any LedgerStore) async throws -> Int64 {
+    package static func databaseBytes(_ store: any LedgerStore) async throws -> Int64 {
         switch store {
         case let sqlite as SQLiteStore: return try await sqlite.databaseBytes()
         case let postgres as PostgresStore: return try await postgres.databaseBytes()
@@ -44,12 +45,12 @@ public enum _StorageBenchmark {
     }
 }
 
-/// Not API: the batches `entitled _storage-crash-child` ingests and the crash tests check, one
+/// Not API (`package`): the batches `entitled _storage-crash-child` ingests and the crash tests check, one
 /// definition for both.
-public enum _StorageCrashBatch {
+package enum _StorageCrashBatch {
     /// Batch `index`: a notification with a transaction and a renewal for subscription `c<index>`,
     /// claimed by one of 16 customers.
-    public static func batch(_ index: Int, now: Int64) -> IngestBatch {
+    package static func batch(_ index: Int, now: Int64) -> IngestBatch {
         let otid = "c\(index)"
         let transaction = #"{"originalTransactionId":"\#(otid)","transactionId":"t\#(index)","productId":"pro","expiresDate":\#(now + Int64(index % 7 - 3) * 86_400_000)}"#
         let renewal = #"{"originalTransactionId":"\#(otid)","autoRenewStatus":\#(index % 2)}"#
@@ -105,10 +106,10 @@ extension String {
     }
 }
 
-/// Not API: drops a benchmark's PostgreSQL schema.
-public enum _StorageBenchmarkCleanup {
+/// Not API (`package`): drops a benchmark's PostgreSQL schema.
+package enum _StorageBenchmarkCleanup {
     /// Drops `schema` (PostgreSQL only; letters, digits and `_`).
-    public static func dropSchema(_ store: any LedgerStore, _ schema: String) async throws {
+    package static func dropSchema(_ store: any LedgerStore, _ schema: String) async throws {
         guard let postgres = store as? PostgresStore,
             schema.unicodeScalars.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" })
         else { return }

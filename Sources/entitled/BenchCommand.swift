@@ -8,11 +8,11 @@ enum BenchCommand: Command {
     /// Each benchmark is itself a command named after its target.
     static var targets: [any Command.Type] {
         [
-        HTTPBenchmark.self,
-        EngineBenchmark.self,
-        VerifyBenchmark.self,
-        StoreBenchmark.self,
-        APIBenchmark.self,
+        HTTPBenchmarkCommand.self,
+        EngineBenchmarkCommand.self,
+        VerifyBenchmarkCommand.self,
+        StoreBenchmarkCommand.self,
+        APIBenchmarkCommand.self,
         ]
     }
 

@@ -1,4 +1,8 @@
+import EntitledServer
 import Foundation
+
+/// The fast paths' switch (`ENTITLED_FAST_PATHS`), read from the environment once, for every command.
+let fastPaths = FastPaths(environment: ProcessInfo.processInfo.environment)
 
 /// Exit statuses of every `entitled` command (documented in README and `entitled --help`).
 enum ExitStatus {

@@ -1,3 +1,4 @@
+import EntitledServer
 import Foundation
 
 /// The `entitled` command-line tool.
@@ -73,6 +74,9 @@ enum Entitled {
             return try await command.run(&arguments)
         } catch let error as UsageError {
             printError("entitled \(command.name): \(error.description)")
+            return ExitStatus.usage
+        } catch StartupError.configuration(let message) {
+            printError("entitled \(command.name): \(message)")
             return ExitStatus.usage
         } catch {
             printError("entitled \(command.name): \(error)")

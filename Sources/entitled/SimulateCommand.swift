@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import EntitledCrypto
+import EntitledServer
 import Foundation
 import HTTPServer
 

@@ -1,3 +1,4 @@
+import EntitledServer
 import Foundation
 import Storage
 
@@ -19,7 +20,6 @@ func databaseURL(_ arguments: inout Arguments) throws -> String {
 }
 
 /// Milliseconds since the epoch, now.
-func currentMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
 /// `entitled migrate`: applies pending schema migrations.
 enum MigrateCommand: Command {
@@ -80,7 +80,8 @@ enum RebuildCommand: Command {
         let store = try await openStore(url: configuration.database)
         do {
             let report = try await store.rebuild(
-                projector: makeProjector(configuration: configuration), now: currentMilliseconds())
+                projector: EngineProjector(policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache()),
+                now: SystemClock().nowMilliseconds())
             await store.close()
             print("customers: \(report.customers), differences: \(report.differences), failed: \(report.failedCustomers.count)")
             for name in report.changedCustomers { print("  changed: \(name)") }

@@ -61,6 +61,9 @@ import Testing
         (#"{"listen": "localhost"}"#, "listen", "HOST:PORT"),
         (#"{"listen": 8080}"#, "listen", "expected a string"),
         (#"{"database": "mysql://x"}"#, "database", "sqlite:PATH"),
+        // Checked by the parser that opens it: these passed the loader's own prefix test before.
+        (#"{"database": "sqlite://"}"#, "database", "sqlite:PATH"),
+        (#"{"database": "postgres://"}"#, "database", "sqlite:PATH"),
         (#"{"apiKeys": [{"name": "a", "secret": "env:MISSING_VAR", "scopes": []}]}"#, "apiKeys[0].secret", "MISSING_VAR"),
         (#"{"apiKeys": [{"name": "a", "secret": "short", "scopes": []}]}"#, "apiKeys[0].secret", "16 characters"),
         (#"{"apiKeys": [{"name": "a", "secret": "0123456789abcdefg", "scopes": ["root"]}]}"#, "apiKeys[0].scopes[0]", "unknown scope"),

@@ -76,26 +76,27 @@ import Testing
         defer { dev.terminate() }
         let paused = try await Self.dev(dev.port, "GET", "/dev/clock")
         #expect(paused.json["running"] as? Bool == false)
-        try await Task.sleep(for: .milliseconds(400))
-        #expect(Self.int(try await Self.dev(dev.port, "GET", "/dev/clock").json["now"]) == Self.int(paused.json["now"]))
+        // Paused, only steps move the clock: one day is exactly one day.
+        let stepped = try await Self.dev(dev.port, "POST", "/dev/clock/advance", #"{"days": 1}"#)
+        #expect(Self.int(stepped.json["now"]) == Self.int(paused.json["now"]) + Self.day)
 
         let resumed = try await Self.dev(dev.port, "POST", "/dev/clock", #"{"running": true, "dayEvery": 0.05}"#)
         #expect(resumed.json["running"] as? Bool == true)
         #expect(resumed.json["dayEvery"] as? Double == 0.05)
-        var day: Int64 = 0
-        for _ in 0..<100 where day < 3 {
-            try await Task.sleep(for: .milliseconds(100))
-            day = Self.int(try await Self.dev(dev.port, "GET", "/dev/clock").json["day"])
+        // Running, the clock moves by itself: three more days come, waited for with a deadline.
+        let moved = try await eventually {
+            Self.int(try await Self.dev(dev.port, "GET", "/dev/clock").json["day"]) >= 4
         }
-        #expect(day >= 3)
+        #expect(moved)
 
         let stopped = try await Self.dev(dev.port, "POST", "/dev/clock", #"{"running": false}"#)
         #expect(stopped.json["running"] as? Bool == false)
-        // A day already under way finishes; nothing starts after it.
-        try await Task.sleep(for: .milliseconds(300))
-        let settled = Self.int(try await Self.dev(dev.port, "GET", "/dev/clock").json["now"])
-        try await Task.sleep(for: .milliseconds(400))
-        #expect(Self.int(try await Self.dev(dev.port, "GET", "/dev/clock").json["now"]) == settled)
+        // A day already under way finishes before a step (requests take turns); nothing starts after
+        // the pause, so from here each one-day step moves the clock by exactly one day.
+        let first = Self.int(try await Self.dev(dev.port, "POST", "/dev/clock/advance", #"{"days": 1}"#).json["now"])
+        let second = Self.int(try await Self.dev(dev.port, "POST", "/dev/clock/advance", #"{"days": 1}"#).json["now"])
+        #expect(second == first + Self.day)
+        #expect(Self.int(try await Self.dev(dev.port, "GET", "/dev/clock").json["now"]) == second)
 
         let invalid = try await Self.dev(dev.port, "POST", "/dev/clock", #"{"dayEvery": -1}"#)
         #expect(invalid.status == 400)

@@ -37,7 +37,7 @@ import Testing
         options.postgresConnectTimeoutSeconds = 2
         let store = try await openStore(url: try #require(Self.postgresURL), configuration: options)
         let configuration = try SignedAPITests.configuration(trusting: StoredAPITests.ca)
-        let (server, _) = try startServer(configuration: configuration, store: store, clock: VirtualClock(APIHarness.start))
+        let (server, _) = try await startServer(configuration: configuration, store: store, clock: VirtualClock(APIHarness.start))
         do {
             try await check(port: server.port, store: store)
         } catch {

@@ -358,7 +358,7 @@ enum ScenarioRunner {
             var attempts = 0
             while true {
                 do {
-                    let (http, ledger) = try startServer(configuration: configuration, store: store, clock: clock, port: port)
+                    let (http, ledger) = try await startServer(configuration: configuration, store: store, clock: clock, port: port)
                     (self.http, self.store, self.ledger, port) = (http, store, ledger, http.port)
                     return
                 } catch {

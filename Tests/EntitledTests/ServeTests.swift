@@ -90,6 +90,17 @@ final class ServeProcess: @unchecked Sendable {
     }
 }
 
+/// Polls `condition` until it holds (true) or `limit` has passed (false): tests wait for what they
+/// need, not for a fixed time that a slow machine may not meet.
+func eventually(within limit: Duration = .seconds(20), _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while true {
+        if try await condition() { return true }
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+}
+
 @Suite struct ServeTests {
     @Test func servesHealthAndReadinessThenStopsCleanlyOnSIGTERM() async throws {
         let server = try await ServeProcess.start()
@@ -134,8 +145,13 @@ final class ServeProcess: @unchecked Sendable {
             ["dev", "--listen", "127.0.0.1:0", "--control", "127.0.0.1:0", "--data", folder.path, "--day-every", "0.2"]
         }
         defer { dev.terminate() }
-        // The seed runs right after start; give the clock a few virtual days to move.
-        try await Task.sleep(for: .seconds(2))
+        // The seed runs before the "listening" line; wait (bounded) for the clock to move a few virtual days.
+        let moved = try await eventually {
+            let clock = try await Loopback.send(
+                port: dev.port, "GET", "/dev/clock", headers: ["Authorization": "Bearer dev-key-entitled-local-only"])
+            return ((clock.json["day"] as? NSNumber)?.intValue ?? 0) >= 3
+        }
+        #expect(moved)
         let page = try await Loopback.send(
             port: dev.port, "GET", "/dev/customers", headers: ["Authorization": "Bearer dev-key-entitled-local-only"])
         #expect(page.status == 200)

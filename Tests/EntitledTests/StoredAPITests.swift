@@ -39,15 +39,12 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
 
 /// The real server on `store` — verifier, engine projector, ledger — on loopback, logs off; `port` 0
 /// picks a free one (a fixed port lets a test restart the server where its clients expect it).
-func startServer(configuration: Configuration, store: any LedgerStore, clock: any ServerClock, port: Int = 0) throws
+func startServer(configuration: Configuration, store: any LedgerStore, clock: any ServerClock, port: Int = 0) async throws
     -> (HTTPServer, FactLedger)
 {
-    let cache = testFastPaths.projectionCache()
-    let ledger = FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: cache)
-    let application = Application(
-        configuration: configuration,
-        verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: testFastPaths.codec),
-        ledger: ledger, clock: clock, cache: cache)
+    let assembled = try await buildApplication(
+        configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths)
+    let (application, ledger) = (assembled.application, assembled.ledger)
     var settings = HTTPServer.Configuration()
     settings.port = port
     settings.accessLog = nil
@@ -89,7 +86,7 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
         let configuration = try SignedAPITests.configuration(trusting: ca)
         let clock = VirtualClock(APIHarness.start)
         let store = try await backend.open()
-        let (server, ledger) = try startServer(configuration: configuration, store: store, clock: clock)
+        let (server, ledger) = try await startServer(configuration: configuration, store: store, clock: clock)
         do {
             try await body(Harness(port: server.port, store: store, clock: clock, configuration: configuration))
         } catch {

@@ -46,7 +46,7 @@ import Testing
 
         // Upgraded, the same delivery comes again (its body re-encoded, so not the same message).
         store = try await openStore(url: url)
-        let (server, _) = try startServer(configuration: configuration, store: store, clock: VirtualClock(APIHarness.start))
+        let (server, _) = try await startServer(configuration: configuration, store: store, clock: VirtualClock(APIHarness.start))
         let reply = try await Loopback.send(
             port: server.port, "POST", "/v1/apple/notifications/v1", headers: ["Content-Type": "application/json"],
             body: Array(AppStoreJSON.encode(body)))

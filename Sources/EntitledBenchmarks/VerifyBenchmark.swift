@@ -9,30 +9,18 @@ import Foundation
 /// (the notification plus its nested transaction and renewal info: three ES256 checks) and decoded
 /// per second on one core with a warm chain cache; (c) the same on all cores. The ratio
 /// (b) ÷ ((a) ÷ 3) says how much of the time goes to the signature checks themselves (1.0 = all).
-enum VerifyBenchmark: Command {
-    static let name = "verify"
-    static let summary = "signed-data verification throughput vs raw ES256"
-    static let help = """
-        Usage: entitled bench verify [--count N] [--rounds R]
+public enum VerifyBenchmark {
+    /// What to run.
+    public struct Options: Sendable {
+        public var count = 2000
+        public var breakdown = false
+        public var rounds = 3
+        public init() {}
+    }
 
-        Signs N V2 notifications (each with a signed transaction and renewal info) with a fresh test CA,
-        then measures: (a) raw ES256 verifications/s on one core, (b) notifications verified and decoded/s
-        on one core with a warm chain cache, (c) the same on all cores, and (b) ÷ ((a) ÷ 3); then the
-        `entitled verify` path (verified and rendered as JSON lines): (d) on one core, (e) on all cores,
-        and (d) ÷ (b).
-
-        Options:
-          --count N   notifications to generate (default 2000)
-          --rounds R  measurement rounds; each figure is the best round (default 3)
-          --breakdown also print the cost of each verification step (µs per notification)
-        Build with -c release for meaningful figures.
-        """
-
-    static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        let count = try arguments.option("--count", as: "a positive integer") { Int($0).flatMap { $0 > 0 ? $0 : nil } } ?? 2000
-        let breakdown = arguments.flag("--breakdown")
-        let rounds = try arguments.option("--rounds", as: "a positive integer") { Int($0).flatMap { $0 > 0 ? $0 : nil } } ?? 3
-        try arguments.finish()
+    /// Runs the benchmark, printing its figures.
+    public static func run(_ options: Options) async throws -> Bool {
+        let (count, breakdown, rounds) = (options.count, options.breakdown, options.rounds)
 
         let ca = try TestCertificateAuthority()
         let signer = ca.signer
@@ -80,7 +68,7 @@ enum VerifyBenchmark: Command {
                 }
                 let raw = start.lap()
                 guard rawValid == inputs.count else {
-                    throw RuntimeError("raw ES256 check failed (\(rawValid)/\(inputs.count))")
+                    throw BenchmarkError("raw ES256 check failed (\(rawValid)/\(inputs.count))")
                 }
                 best.rawCPU = max(best.rawCPU, Double(inputs.count) / raw.cpu)
                 best.rawWall = max(best.rawWall, Double(inputs.count) / raw.wall)
@@ -96,7 +84,7 @@ enum VerifyBenchmark: Command {
                 start = Stopwatch()
                 var rendered = 0
                 guard lines.verifyLines(verifyInput, workers: 1, write: { rendered += $0.count }), rendered > 0 else {
-                    throw RuntimeError("the verify command path rejected a notification")
+                    throw BenchmarkError("the verify command path rejected a notification")
                 }
                 let command = start.lap()
                 best.commandCPU = max(best.commandCPU, Double(count) / command.cpu)
@@ -144,7 +132,7 @@ enum VerifyBenchmark: Command {
         print(String(format: "ratio (d) / (b):                         %10.3f (target >= 0.8)", single.commandCPU / onePerSecond))
         print("X.509 chain validations during the run: \(verifier.x509ValidationCount)")
         if breakdown { try printBreakdown(notifications) }
-        return ExitStatus.ok
+        return true
     }
 
     /// Best single-core rates, per thread-CPU-second and per wall-clock second.

@@ -5,28 +5,22 @@ import HTTPServer
 import Synchronization
 
 /// `entitled bench http`: the server on loopback against wrk.
-enum HTTPBenchmark: Command {
-    static let name = "http"
-    static let summary = "HTTP server throughput and latency (GET /healthz, wrk, keep-alive)"
-    static let help = """
-        Usage: entitled bench http [--connections N] [--duration SECONDS] [--wrk-threads N] [--no-access-log]
+public enum HTTPBenchmark {
+    /// What to run.
+    public struct Options: Sendable {
+        public var connections = 32
+        public var duration = 10
+        public var wrkThreads = 2
+        public var accessLog = true
+        public init() {}
+    }
 
-        Starts the server in this process on a free loopback port and runs wrk (Debian's 'wrk')
-        against GET /healthz over keep-alive connections. Prints requests/s and latency percentiles.
-        The access log is on (written to /dev/null) unless --no-access-log, as in production.
-
-        Defaults: 32 connections, 10 seconds, 2 wrk threads. Target on 2 cores: 50,000 requests/s.
-        """
-
-    static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        let connections = try arguments.option("--connections", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } } ?? 32
-        let duration = try arguments.option("--duration", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } } ?? 10
-        let wrkThreads = try arguments.option("--wrk-threads", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } } ?? 2
-        let accessLog = !arguments.flag("--no-access-log")
-        try arguments.finish()
+    /// Runs the benchmark, printing its figures.
+    public static func run(_ options: Options) async throws -> Bool {
+        let (connections, duration, wrkThreads, accessLog) = (options.connections, options.duration, options.wrkThreads, options.accessLog)
 
         guard let wrk = Executable.find("wrk") else {
-            throw RuntimeError("wrk is not installed (apt-get install wrk / brew install wrk)")
+            throw BenchmarkError("wrk is not installed (apt-get install wrk / brew install wrk)")
         }
         var configuration = Configuration()
         configuration.listen = ListenAddress(host: "127.0.0.1", port: 0)
@@ -46,7 +40,7 @@ enum HTTPBenchmark: Command {
         let output = try await Executable.run(wrk, ["-t\(wrkThreads)", "-c\(connections)", "-d\(duration)s", "--latency", url])
         await server.shutdown()
         guard let report = WrkReport(parsing: output) else {
-            throw RuntimeError("could not read wrk's output:\n\(output)")
+            throw BenchmarkError("could not read wrk's output:\n\(output)")
         }
         print(String(format: "  requests/s: %.0f", report.requestsPerSecond))
         print("  latency p50: \(report.p50)  p90: \(report.p90)  p99: \(report.p99)")
@@ -54,7 +48,7 @@ enum HTTPBenchmark: Command {
         let target = 50_000.0
         print(String(format: "  ratio to target (50,000 req/s): %.2f — %@", report.requestsPerSecond / target,
                      report.requestsPerSecond >= target ? "met" : "NOT met"))
-        return ExitStatus.ok
+        return true
     }
 }
 
@@ -147,7 +141,7 @@ enum Executable {
         let data = output.data
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw RuntimeError("\(path) exited with status \(process.terminationStatus)")
+            throw BenchmarkError("\(path) exited with status \(process.terminationStatus)")
         }
         return String(decoding: data, as: UTF8.self)
     }

@@ -105,7 +105,7 @@ actor DevDriver {
                 try? await Task.sleep(for: min(due - clock.now, .milliseconds(100)))
                 continue
             }
-            _ = try? await advance(by: Self.oneDay)
+            await advanceOneDayIfRunning()
             last = clock.now
         }
     }
@@ -123,6 +123,20 @@ actor DevDriver {
     func advance(by duration: AppStoreSimulator.ISODuration) async throws -> [SignedNotification] {
         await acquire()
         defer { release() }
+        return try await advanceHoldingTurn(by: duration)
+    }
+
+    /// The auto-advance's day. The pace is read again once it is this day's turn: a pause that came
+    /// while it waited behind another request starts nothing.
+    private func advanceOneDayIfRunning() async {
+        await acquire()
+        defer { release() }
+        guard currentPace.running else { return }
+        _ = try? await advanceHoldingTurn(by: Self.oneDay)
+    }
+
+    /// ``advance(by:)`` once the caller holds the turn.
+    private func advanceHoldingTurn(by duration: AppStoreSimulator.ISODuration) async throws -> [SignedNotification] {
         let start = simulator.now
         let target = duration.added(to: start)
         guard target - start <= Self.maximumAdvance else {

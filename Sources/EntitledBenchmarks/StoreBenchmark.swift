@@ -1,63 +1,44 @@
+import EntitledServer
 import Foundation
 import Storage
 
 /// `entitled bench store`: durable ingest rate and customer-read latency of the ledger.
-enum StoreBenchmark: Command {
-    static let name = "store"
-    static let summary = "ledger ingest rate and customer-read latency (SQLite, PostgreSQL)"
-    static let help = """
-        Usage: entitled bench store [--postgres URL] [--customers LIST] [--postgres-customers LIST]
-                                    [--notifications N] [--reads N] [--only sqlite|postgres]
-                                    [--projector default|trivial]
+public enum StoreBenchmark {
+    /// What to run.
+    public struct Options: Sendable {
+        /// A PostgreSQL URL (else `ENTITLED_TEST_POSTGRES`).
+        public var postgres: String?
+        public var sizes = [10_000, 100_000, 1_000_000]
+        public var postgresSizes = [10_000, 100_000]
+        public var notifications = 4000
+        public var reads = 20_000
+        /// "default" (Storage's reference projector) or "trivial" (a constant projection).
+        public var projector = "default"
+        /// "sqlite" or "postgres" to run one backend only.
+        public var only: String?
+        public init() {}
+    }
 
-        Durable ingest rate (notifications/s, each a notification row, two facts, a customer link and
-        a projection recomputation, committed durably: the WAL fsynced before the answer) with 1 and
-        32 concurrent writers;
-        then customer-read p50/p99 of the projection read at growing customer counts (after one scan
-        of the stored answers, so the reader has the file mapped as a running server has), the p50
-        ratio between the largest and the smallest count (target: at most 1.5), and bytes per customer.
-
-        SQLite uses a temporary file. PostgreSQL runs when --postgres or ENTITLED_TEST_POSTGRES gives
-        a URL (each run uses a schema of its own, dropped afterwards).
-
-        Options:
-          --postgres URL             a libpq URL
-          --customers LIST           SQLite read sizes (default 10000,100000,1000000)
-          --postgres-customers LIST  PostgreSQL read sizes (default 10000,100000)
-          --notifications N          notifications per writer configuration (default 4000)
-          --reads N                  timed reads per size (default 20000)
-          --only sqlite|postgres     run one backend only
-          --projector NAME           default (storage's reference projector, which derives status
-                                     and expiry from the benchmark's own facts) or trivial (a
-                                     constant projection: measures the store alone)
-        Build with 'swift build -c release' for meaningful figures.
-        """
-
-    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+    /// Runs the benchmark, printing its figures.
+    public static func run(_ options: Options) async throws -> Bool {
         do {
-            return try await measure(&arguments)
+            return try await measure(options)
         } catch let error as StorageError {
             // Operators run benchmarks: show the database's own message too.
-            throw RuntimeError(error.debugDescription)
+            throw BenchmarkError(error.debugDescription)
         }
     }
 
-    static func measure(_ arguments: inout Arguments) async throws -> Int32 {
-        let postgres = try arguments.option("--postgres") ?? ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"]
-        let sizes = try arguments.option("--customers", as: "a list of counts", parseList) ?? [10_000, 100_000, 1_000_000]
-        let pgSizes = try arguments.option("--postgres-customers", as: "a list of counts", parseList) ?? [10_000, 100_000]
-        let notifications = try arguments.option("--notifications", as: "a count", { Int($0) }) ?? 4000
-        let reads = try arguments.option("--reads", as: "a count", { Int($0) }) ?? 20_000
-        let projectorName = try arguments.option("--projector") ?? "default"
-        let only = try arguments.option("--only")
-        guard only == nil || only == "sqlite" || only == "postgres" else { throw UsageError("--only must be sqlite or postgres") }
+    static func measure(_ options: Options) async throws -> Bool {
+        let postgres = options.postgres ?? ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"]
+        let (sizes, pgSizes, notifications, reads) = (options.sizes, options.postgresSizes, options.notifications, options.reads)
+        let (projectorName, only) = (options.projector, options.only)
         let projector: any Projector
         switch projectorName {
         case "default": projector = BasicProjector()
         case "trivial": projector = TrivialProjector()
-        default: throw UsageError("--projector must be default or trivial")
+        default: throw BenchmarkError("unknown projector '\(projectorName)'")
         }
-        try arguments.finish()
         print("projector: \(projectorName)")
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-bench-\(UUID().uuidString)")
@@ -79,7 +60,7 @@ enum StoreBenchmark: Command {
         }
 
         if only == "sqlite" {
-            return ExitStatus.ok
+            return true
         } else if let postgres, !postgres.isEmpty {
             print("PostgreSQL (\(try DatabaseURL(parsing: postgres).redacted))")
             for writers in [1, 32] {
@@ -92,12 +73,7 @@ enum StoreBenchmark: Command {
         } else {
             print("PostgreSQL: skipped (no --postgres URL and ENTITLED_TEST_POSTGRES unset)")
         }
-        return ExitStatus.ok
-    }
-
-    static func parseList(_ text: String) -> [Int]? {
-        let values = text.split(separator: ",").compactMap { Int($0) }
-        return values.isEmpty ? nil : values
+        return true
     }
 
     static func open(_ url: String, schema: String?) async throws -> any LedgerStore {
@@ -122,7 +98,7 @@ enum StoreBenchmark: Command {
         url: String, schema: String?, writers: Int, notifications: Int, projector: any Projector
     ) async throws -> Double {
         let store = try await open(url, schema: schema)
-        let now = currentMilliseconds()
+        let now = SystemClock().nowMilliseconds()
         // 10,000 customers (created concurrently, so they share group commits); each notification
         // carries one of their tokens, so it links a new subscription and recomputes that customer.
         let tokens = try await withThrowingTaskGroup(of: [String].self) { group in
@@ -192,7 +168,7 @@ enum StoreBenchmark: Command {
             let (url, schema) = target(size)
             let store = try await open(url, schema: schema)
             let loadStart = DispatchTime.now().uptimeNanoseconds
-            try await _StorageBenchmark.bulkLoad(store, customers: 0..<size, now: currentMilliseconds())
+            try await _StorageBenchmark.bulkLoad(store, customers: 0..<size, now: SystemClock().nowMilliseconds())
             let loadSeconds = Double(DispatchTime.now().uptimeNanoseconds - loadStart) / 1e9
             var generator = SystemRandomNumberGenerator()
             try await _StorageBenchmark.warm(store)
@@ -206,7 +182,7 @@ enum StoreBenchmark: Command {
                 let start = DispatchTime.now().uptimeNanoseconds
                 let found = try await store.projection(appUserId: user)
                 samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
-                if found == nil { throw RuntimeError("customer \(user) not found") }
+                if found == nil { throw BenchmarkError("customer \(user) not found") }
             }
             samples.sort()
             let p50 = samples[samples.count / 2]
@@ -230,7 +206,7 @@ enum StoreBenchmark: Command {
 
 /// A projector that ignores fact contents: isolates the store's own cost in the benchmark.
 struct TrivialProjector: Projector {
-    func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection {
+    func project(customer: Storage.CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection {
         CustomerProjection(state: Array(#"{"appUserId":"\#(customer.appUserId)","facts":\#(facts.count)}"#.utf8))
     }
 }

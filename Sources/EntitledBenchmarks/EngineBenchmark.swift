@@ -2,26 +2,10 @@ import AppStoreTesting
 import Entitlements
 
 /// `entitled bench engine`: cost of one `evaluate(facts:policy:now:)` as a customer's history grows.
-enum EngineBenchmark: Command {
-    static let name = "engine"
-    static let summary = "entitlement engine: µs per evaluation at 10, 100 and 1,000 facts"
-    static let help = """
-        Usage: entitled bench engine [--seconds S]
-
-        Times evaluate(facts:policy:now:) for one customer with 10, 100 and 1,000 facts: a monthly
-        subscription renewing period after period, each period bringing its transaction, renewal info
-        and DID_RENEW notification, in shuffled arrival order with a few duplicates. Prints
-        microseconds per evaluation (the fastest batch, and the mean), the per-fact cost, and
-        whether the cost grows at most linearly and stays well under a millisecond (< 250 µs) at
-        1,000 facts (exit status 1 if not).
-
-        Options:
-          --seconds S   measuring time per size (default 1; build with -c release for real figures)
-        """
-
-    static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        let seconds = try arguments.option("--seconds", as: "a positive number") { Double($0).flatMap { $0 > 0 ? $0 : nil } } ?? 1
-        try arguments.finish()
+public enum EngineBenchmark {
+    /// Runs the benchmark for `seconds` per size, printing its figures; false when the cost grows
+    /// faster than linearly or is not well under a millisecond at 1,000 facts.
+    public static func run(seconds: Double) async throws -> Bool {
 
         let sizes = [10, 100, 1_000]
         print("entitled bench engine: evaluate(facts:policy:now:), one customer, \(seconds) s per size")
@@ -36,7 +20,7 @@ enum EngineBenchmark: Command {
             // Warm up (and check the engine agrees the customer is subscribed).
             let warm = evaluate(facts: facts, policy: benchPolicy, now: now)
             guard warm.entitlement("pro")?.active == true else {
-                throw RuntimeError("benchmark customer with \(size) facts is not active; the fixture is wrong")
+                throw BenchmarkError("benchmark customer with \(size) facts is not active; the fixture is wrong")
             }
             let clock = ContinuousClock()
             var iterations = 0
@@ -65,7 +49,7 @@ enum EngineBenchmark: Command {
                 + format(mean, 2).padding(toLength: 12, withPad: " ", startingAt: 0)
                 + format(fastest * 1_000 / Double(size), 1))
         }
-        guard let small = perEval[10], let medium = perEval[100], let large = perEval[1_000] else { return ExitStatus.failure }
+        guard let small = perEval[10], let medium = perEval[100], let large = perEval[1_000] else { return false }
         let growth = (large / 1_000) / (small / 10)
         let growthMid = (medium / 100) / (small / 10)
         let linear = growth <= 1.0
@@ -75,7 +59,7 @@ enum EngineBenchmark: Command {
             + " → growth at most linear: \(linear ? "yes" : "NO")")
         print("1,000 facts: \(format(large, 1)) µs per evaluation → well under 1 ms (< 250 µs): \(wellUnder ? "yes" : "NO")")
         if sink == 42 { print("") }  // keeps the results observable
-        return linear && wellUnder ? ExitStatus.ok : ExitStatus.failure
+        return linear && wellUnder
     }
 
     static let benchPolicy = Policy(

@@ -10,45 +10,27 @@ import Storage
 import Synchronization
 
 /// `entitled bench api`: the whole server over loopback — signed notifications in, customers out.
-enum APIBenchmark: Command {
-    static let name = "api"
-    static let summary = "HTTP API: durable signed-notification ingest and customer reads, with wrk"
-    static let help = """
-        Usage: entitled bench api [--notifications N] [--customers N] [--duration SECONDS]
-                                  [--connections N] [--postgres URL] [--only sqlite|postgres]
+public enum APIBenchmark {
+    /// What to run.
+    public struct Options: Sendable {
+        public var notifications = 10_000
+        public var customers = 100_000
+        public var duration = 10
+        public var connections = 32
+        /// A PostgreSQL URL (else `ENTITLED_TEST_POSTGRES`).
+        public var postgres: String?
+        /// "sqlite" or "postgres" to run one backend only.
+        public var only: String?
+        /// The fast paths' switch (the command reads `ENTITLED_FAST_PATHS`).
+        public var fastPaths = FastPaths()
+        public init() {}
+    }
 
-        1. Ingest: N really signed V2 notifications (each with a signed transaction and renewal
-           info, so 3 ES256 checks; each a new subscription of one of N existing customers, so it
-           links the subscription and recomputes that customer's answer) POSTed once each by wrk
-           over --connections keep-alive connections to the server in this process, every 200 a
-           durable commit; on SQLite
-           (a temporary file, WAL fsynced before each answer) and on PostgreSQL (--postgres URL or
-           ENTITLED_TEST_POSTGRES). Prints notifications/s and the ratio to the raw ES256 limit,
-           (ES256 verifications/s on all cores, measured in the same run) / 3. Target on SQLite: 0.5.
-           Before SQLite, the same bodies once more with the ledger's commit skipped: what HTTP,
-           verification and mapping alone reach, so the ledger's share is visible.
-        2. Reads: GET /v1/customers/{id} for random ids over --customers customers (SQLite) with
-           wrk for --duration seconds. Prints requests/s and latency percentiles.
-           Target on 2 cores: 30,000 requests/s, p99 under 5 ms.
-
-        Defaults: 10,000 notifications, 100,000 customers, 10 seconds, 32 connections.
-        ENTITLED_FAST_PATHS=off measures the same without the fast paths (JSON codec, projection cache).
-        Build with 'swift build -c release' first.
-        """
-
-    static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        func positive(_ name: String) throws -> Int? {
-            try arguments.option(name, as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } }
-        }
-        let notificationCount = try positive("--notifications") ?? 10_000
-        let customerCount = try positive("--customers") ?? 100_000
-        let duration = try positive("--duration") ?? 10
-        let connections = try positive("--connections") ?? 32
-        let postgresOption = try arguments.option("--postgres")
-        let only = try arguments.option("--only")
-        try arguments.finish()
-        if let only, only != "sqlite" && only != "postgres" { throw UsageError("--only must be sqlite or postgres") }
-        guard let wrk = Executable.find("wrk") else { throw RuntimeError("wrk is not installed") }
+    /// Runs the benchmark, printing its figures.
+    public static func run(_ options: Options) async throws -> Bool {
+        let (notificationCount, customerCount, duration, connections) = (options.notifications, options.customers, options.duration, options.connections)
+        let (postgresOption, only, fastPaths) = (options.postgres, options.only, options.fastPaths)
+        guard let wrk = Executable.find("wrk") else { throw BenchmarkError("wrk is not installed") }
         let environmentURL = ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
         let postgresURL = postgresOption ?? environmentURL
 
@@ -107,7 +89,7 @@ enum APIBenchmark: Command {
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<notificationCount, now: now)
             func ingest(commit: Bool) async throws -> (Double, String) {
                 let counter = CountingStore.Counter()
-                return try await withServer(configuration: configuration, store: store, counter: counter, commit: commit) { port in
+                return try await withServer(configuration: configuration, store: store, fastPaths: fastPaths, counter: counter, commit: commit) { port in
                     // wrk's main thread sleeps for the whole -d even after every thread stopped, so it
                     // is interrupted (it then prints its report) once the server answered every body.
                     let output = try await Executable.run(
@@ -139,19 +121,19 @@ enum APIBenchmark: Command {
         if only != "postgres" {
             let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
             print("loading \(customerCount) customers…")
-            let projector = makeProjector(configuration: configuration)
+            let projector = EngineProjector(policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache())
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
                 syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
             }
             let readScript = folder.appendingPathComponent("read.lua")
             try Data(readLua.utf8).write(to: readScript)
-            let report = try await withServer(configuration: configuration, store: store) { port in
+            let report = try await withServer(configuration: configuration, store: store, fastPaths: fastPaths) { port in
                 let output = try await Executable.run(
                     wrk, [
                         "-t2", "-c\(connections)", "-d\(duration)s", "--latency", "-s", readScript.path,
                         "http://127.0.0.1:\(port)", "--", String(customerCount), benchSecret,
                     ])
-                guard let report = WrkReport(parsing: output) else { throw RuntimeError("could not read wrk's output:\n\(output)") }
+                guard let report = WrkReport(parsing: output) else { throw BenchmarkError("could not read wrk's output:\n\(output)") }
                 return report
             }
             await store.close()
@@ -160,7 +142,7 @@ enum APIBenchmark: Command {
                     format: "reads SQLite, %d customers: %8.0f requests/s (target 30,000), p50 %@, p99 %@ (target < 5 ms) %@",
                     customerCount, report.requestsPerSecond, report.p50, report.p99, report.errors == "none" ? "" : report.errors))
         }
-        return ExitStatus.ok
+        return true
     }
 
     static let bundleId = "com.example.bench"
@@ -168,7 +150,8 @@ enum APIBenchmark: Command {
 
     /// Runs `body` against a server on a free port over `store`, with the access log to /dev/null.
     static func withServer<T: Sendable>(
-        configuration: Configuration, store: any LedgerStore, counter: CountingStore.Counter = .init(), commit: Bool = true,
+        configuration: Configuration, store: any LedgerStore, fastPaths: FastPaths, counter: CountingStore.Counter = .init(),
+        commit: Bool = true,
         _ body: (Int) async throws -> T
     ) async throws -> T {
         let clock = SystemClock()
@@ -221,7 +204,7 @@ enum APIBenchmark: Command {
                 }
             }
             for try await valid in group where valid != inputs.count * rounds {
-                throw RuntimeError("raw ES256 check failed")
+                throw BenchmarkError("raw ES256 check failed")
             }
         }
         let elapsed = ContinuousClock.now - start
@@ -330,7 +313,7 @@ extension WrkReport {
                 if let seconds, seconds > 0 { return Double(completed) / seconds }
             }
         }
-        throw RuntimeError("could not read wrk's output:\n\(output)")
+        throw BenchmarkError("could not read wrk's output:\n\(output)")
     }
 
     /// wrk's error lines (socket errors, non-2xx responses), or "" when there were none.

@@ -1,0 +1,217 @@
+import AppStore
+import AppStoreSimulator
+import EntitledConfig
+import EntitledServer
+import Entitlements
+import Foundation
+import HTTPServer
+import Storage
+
+/// What `entitled dev` was asked for (its options, parsed by the command).
+public struct DevOptions: Sendable {
+    /// Where the server listens (the dashboard and the API): `HOST:PORT`, checked as the
+    /// configuration's `listen`; nil takes `ENTITLED_LISTEN` from `environment`, then the default.
+    public var listen: String?
+    /// The environment variables the configuration may read (`entitled dev` passes `ENTITLED_LISTEN` only).
+    public var environment: [String: String]
+    /// Where the simulator's control API listens.
+    public var control: ListenAddress
+    /// The folder of the database and the simulator's CA.
+    public var data: String
+    /// Real seconds per virtual day; 0 starts paused.
+    public var dayEvery: Double
+    /// Whether to buy the seeded customers' subscriptions at start.
+    public var seed: Bool
+    /// The fast paths' switch (the command reads `ENTITLED_FAST_PATHS`).
+    public var fastPaths: FastPaths
+
+    public init(
+        listen: String?, environment: [String: String] = [:], control: ListenAddress, data: String, dayEvery: Double,
+        seed: Bool, fastPaths: FastPaths = FastPaths()
+    ) {
+        self.fastPaths = fastPaths
+        self.listen = listen
+        self.environment = environment
+        self.control = control
+        self.data = data
+        self.dayEvery = dayEvery
+        self.seed = seed
+    }
+}
+
+/// `entitled dev`: the server and the App Store simulator wired together on one virtual clock,
+/// with a seeded scenario and a dashboard — the whole lifecycle on a laptop.
+public enum DevEnvironment {
+    /// The development API key (this mode only; printed at start).
+    public static let devKey = "dev-key-entitled-local-only"
+
+    /// Runs the server (through ``buildApplication(configuration:clock:store:verifier:rejectionBudget:fastPaths:)``,
+    /// on the simulator's virtual clock), the simulator and its control API until SIGTERM or SIGINT.
+    public static func run(_ options: DevOptions) async throws {
+        let folder = URL(fileURLWithPath: options.data)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let ca = try SimulatorCA.loadOrCreate(in: folder.appendingPathComponent("simulator"))
+        let rootFile = folder.appendingPathComponent("simulator-root.der")
+        try Data(ca.rootDER).write(to: rootFile)
+        let catalog = Catalog.demo
+        let configuration = try configuration(options, catalog: catalog, rootFile: rootFile.path)
+
+        // The composition root: the only place `dev` reads the wall clock, to start the virtual one.
+        let clock = AppStoreSimulator.VirtualClock(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        let assembled = try await buildApplication(
+            configuration: configuration, clock: VirtualServerClock(clock: clock), fastPaths: options.fastPaths)
+        let store = assembled.store
+
+        let driverBox = DriverBox()
+        var router = assembled.application.router
+        Dashboard.register(on: &router, driver: driverBox, key: devKey, listenHost: configuration.listen.host)
+        let server = HTTPServer(configuration: assembled.application.serverConfiguration(accessLog: nil), router: router)
+        let signals = TerminationSignals()
+        do {
+            try server.start()
+        } catch {
+            await store.close()
+            throw StartupError.runtime(error.description)
+        }
+        let notificationsURL = URL(string: "http://\(configuration.listen.host):\(server.port)/v1/apple/notifications")!
+        let simulator = Simulator(
+            catalog: catalog, ca: ca, clock: clock, transport: URLSessionTransport(url: notificationsURL))
+        let dayEvery = options.dayEvery
+        let driver = DevDriver(
+            simulator: simulator, ledger: assembled.ledger, policy: FactMapper.policy(for: configuration),
+            pace: DevDriver.Pace(running: dayEvery > 0, dayEvery: dayEvery > 0 ? max(DevDriver.minimumDayEvery, dayEvery) : 2))
+        driverBox.set(driver)
+
+        var controlSettings = HTTPServer.Configuration()
+        controlSettings.host = options.control.host
+        controlSettings.port = options.control.port
+        controlSettings.accessLog = nil
+        let controlServer = HTTPServer(configuration: controlSettings, router: ControlAPI.router(for: simulator))
+        do {
+            try controlServer.start()
+        } catch {
+            await server.shutdown()
+            await store.close()
+            throw StartupError.runtime("control API: \(error.description)")
+        }
+
+        if !isLoopback(configuration.listen.host) {
+            ServerLog.event(
+                "warning",
+                ["detail": "entitled dev listens beyond loopback: anyone who can reach it can drive the simulator with the printed key"])
+        }
+        if options.seed {
+            do {
+                try await seedScenario(driver: driver)
+            } catch {
+                FileHandle.standardError.write(Data("entitled dev: the seeded scenario failed: \(error)\n".utf8))
+            }
+        }
+        await driver.sample()
+        // Announced once seeded, so that whoever opens the dashboard on this line sees customers.
+        ServerLog.event(
+            "listening",
+            [
+                "address": "\(configuration.listen.host):\(server.port)",
+                "control": "\(options.control.host):\(controlServer.port)", "database": configuration.database,
+                "apiKey": devKey, "dashboard": "http://\(configuration.listen.host):\(server.port)/",
+            ])
+        let ticker = Task { await driver.autoAdvance() }
+
+        let signal = await signals.wait()
+        ServerLog.event("shutting down", ["signal": signal])
+        ticker.cancel()
+        await controlServer.shutdown()
+        await server.shutdown()
+        await store.close()
+        ServerLog.event("stopped", [:])
+    }
+
+    /// The server's configuration in this mode: SQLite in the data folder, the development key,
+    /// and one app whose products are the simulator catalog's, trusting the simulator's root.
+    static func configuration(_ options: DevOptions, catalog: Catalog, rootFile: String) throws(StartupError) -> Configuration {
+        var configuration: Configuration
+        do {
+            configuration = try ConfigurationLoader(environment: options.environment).load(
+                path: nil, listen: options.listen,
+                database: "sqlite:\(URL(fileURLWithPath: options.data).path)/entitled.sqlite")
+        } catch {
+            throw .configuration("configuration: \(error.description)")
+        }
+        configuration.apiKeys = [APIKey(name: "dev", secret: devKey, scopes: [.read, .write, .admin])]
+        configuration.apps = [
+            App(
+                bundleId: catalog.bundleId, appAppleId: catalog.appAppleId, environments: ["Sandbox", "Production"],
+                appleRootCertificates: [rootFile], gracePeriodDays: 16,
+                products: catalog.products.map(product(from:)))
+        ]
+        return configuration
+    }
+
+    /// The server's product for a simulator product: a subscription grants its group's name,
+    /// a non-consumable its own id.
+    static func product(from simulated: SimulatedProduct) -> Product {
+        switch simulated.kind {
+        case .autoRenewable:
+            return Product(
+                productId: simulated.id, type: .autoRenewable, subscriptionGroup: simulated.group, level: simulated.level,
+                entitlements: [simulated.group ?? simulated.id])
+        case .nonConsumable:
+            return Product(productId: simulated.id, type: .nonConsumable, entitlements: [simulated.id])
+        case .consumable:
+            return Product(productId: simulated.id, type: .consumable)
+        case .nonRenewing:
+            return Product(
+                productId: simulated.id, type: .nonRenewing, duration: simulated.period?.description ?? "P1M",
+                entitlements: [simulated.group ?? simulated.id])
+        }
+    }
+
+    /// A few customers, each linked to the server by its appAccountToken (``DevDriver/act(_:)`` fills
+    /// it in), in different situations, and a refund a few virtual days in.
+    static func seedScenario(driver: DevDriver) async throws {
+        func act(_ action: String, _ configure: (inout ActionRequest) -> Void) async throws {
+            var request = ActionRequest(action)
+            configure(&request)
+            _ = try await driver.act(request)
+        }
+        // The same grace period as the server's configuration, as App Store Connect would have it.
+        try await act("gracePeriod") { $0.days = 16 }
+        let plans: [(String, String, String?)] = [
+            ("alice", "pro.monthly", nil), ("bob", "pro.yearly", nil), ("carol", "pro.monthly", "intro"),
+            ("dave", "lifetime", nil), ("erin", "basic.monthly", nil), ("frank", "pro.monthly", nil),
+        ]
+        for (id, product, offer) in plans {
+            try await act("customer") { $0.customer = id }
+            try await act("purchase") {
+                $0.customer = id
+                $0.product = product
+                $0.offer = offer
+            }
+        }
+        // Carol's card fails when her trial ends; Erin turns auto-renew off; Frank asks for a refund.
+        try await act("paymentMethod") {
+            $0.customer = "carol"
+            $0.paymentMethod = "failing"
+        }
+        try await act("autoRenew") {
+            $0.customer = "erin"
+            $0.product = "basic.monthly"
+            $0.enabled = false
+        }
+        var refund = ActionRequest("refund")
+        refund.customer = "frank"
+        refund.product = "pro.monthly"
+        await driver.schedule(refund, at: driver.origin + 9 * Milliseconds.day)
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "127.0.0.1" || host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}
+
+/// The simulator's virtual clock as the server's clock (`entitled dev` and tests only).
+struct VirtualServerClock: ServerClock {
+    let clock: AppStoreSimulator.VirtualClock
+    func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
+}
