@@ -119,7 +119,7 @@ public final class SignedDataVerifier: Sendable {
     /// The verified-chain cache (shareable between verifiers).
     public let chainCache: VerifiedChainCache
 
-    private let clock: any VerificationClock
+    private let clock: any EpochClock
     private let revocationChecker: (any RevocationChecker)?
     private let roots: [X509Certificate]
     private let rootFingerprints: [[UInt8]]
@@ -135,7 +135,7 @@ public final class SignedDataVerifier: Sendable {
     ///   - codec: decodes the payloads (``JSONCodec``).
     /// - Throws: `INVALID_CERTIFICATE` when a configured root is not a certificate.
     public init(
-        configuration: Configuration, clock: any VerificationClock, revocationChecker: (any RevocationChecker)? = nil,
+        configuration: Configuration, clock: any EpochClock, revocationChecker: (any RevocationChecker)? = nil,
         chainCache: VerifiedChainCache = VerifiedChainCache(), codec: JSONCodec = JSONCodec()
     ) throws(VerificationError) {
         self.configuration = configuration

@@ -239,17 +239,21 @@ public struct SimulatorError: Error, Sendable, Hashable, CustomStringConvertible
     public var code: String
     /// A human-readable explanation.
     public var message: String
-    /// An error with a machine-readable `code` and a message.
-    public init(code: String, _ message: String) {
+    /// The HTTP status the control API and the dev dashboard answer it with: 404 for a name the
+    /// simulator does not know, else 400. Set where the error is made, never derived from ``code``.
+    public var status: Int
+    /// An error with a machine-readable `code` and a message, answered with `status`.
+    public init(code: String, _ message: String, status: Int = 400) {
         self.code = code
         self.message = message
+        self.status = status
     }
     public var description: String { "\(code): \(message)" }
 
     static func invalidCatalog(_ message: String) -> SimulatorError { SimulatorError(code: "INVALID_CATALOG", message) }
     static func invalid(_ message: String) -> SimulatorError { SimulatorError(code: "INVALID_ACTION", message) }
     static func unknown(_ what: String, _ id: String) -> SimulatorError {
-        SimulatorError(code: "UNKNOWN_\(what.uppercased())", "no \(what) '\(id)'")
+        SimulatorError(code: "UNKNOWN_\(what.uppercased())", "no \(what) '\(id)'", status: 404)
     }
 }
 

@@ -119,7 +119,7 @@ public enum ControlAPI {
             let notifications = try await body()
             return try .json(ActionResponse(now: simulator.now, notifications: notifications.map(NotificationSummary.init)))
         } catch let error as SimulatorError {
-            throw HTTPError(status: error.code.hasPrefix("UNKNOWN_") ? 404 : 400, code: error.code, detail: error.message)
+            throw HTTPError(status: error.status, code: error.code, detail: error.message)
         }
     }
 }

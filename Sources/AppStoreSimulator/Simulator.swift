@@ -389,7 +389,7 @@ public actor Simulator {
             do {
                 out += try await performLocked(request)
             } catch let error as SimulatorError {
-                throw SimulatorError(code: error.code, "line \(number + 1): \(error.message)")
+                throw SimulatorError(code: error.code, "line \(number + 1): \(error.message)", status: error.status)
             }
         }
         return out

@@ -5,8 +5,8 @@ import Synchronization
 /// The simulator's notion of now, in epoch milliseconds. It never reads the wall clock: it starts
 /// where it is told and moves only when advanced.
 ///
-/// Thread-safe. Conforms to `VerificationClock`, so a verifier (or a server in tests) can share it.
-public final class VirtualClock: VerificationClock {
+/// Thread-safe. Conforms to `EpochClock`, so a verifier or a server (in tests and `entitled dev`) reads it directly.
+public final class VirtualClock: EpochClock {
     private let now: Mutex<Int64>
 
     /// Starts at `milliseconds` since 1970.

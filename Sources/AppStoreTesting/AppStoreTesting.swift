@@ -144,7 +144,7 @@ public struct JWSSigner: Sendable {
 }
 
 /// A clock tests move by hand.
-public final class ManualVerificationClock: VerificationClock {
+public final class ManualClock: EpochClock {
     private let now: Mutex<Int64>
 
     /// Starts at `milliseconds` since 1970.

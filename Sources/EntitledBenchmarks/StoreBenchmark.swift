@@ -1,3 +1,4 @@
+import AppStore
 import EntitledServer
 import Foundation
 import Storage

@@ -33,7 +33,7 @@ public enum VerifyBenchmark {
         let verifier = try SignedDataVerifier(
             configuration: .init(
                 trustedRoots: [ca.rootDER], bundleId: "com.example.bench", appAppleId: 1234, environments: [.sandbox]),
-            clock: FixedVerificationClock(milliseconds: signedDate))
+            clock: FixedClock(milliseconds: signedDate))
 
         // (a) Raw ES256: the same primitive the verifier uses, on pre-decoded inputs.
         var rawInputs: [(message: [UInt8], signature: [UInt8])] = []

@@ -5,18 +5,22 @@ internal import COpenSSL
 /// A struct with an extensible ``Code`` so codes can be added without breaking callers; equality
 /// compares the code only, which keeps test assertions simple.
 public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stable, machine-readable failure category.
+    /// A stable, machine-readable failure category, in the SCREAMING_SNAKE style of every other
+    /// code (verification, storage, HTTP).
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
         /// The input bytes are not what the operation expects (bad DER, PEM, base64, key type, length).
-        public static let invalidInput = Code(rawValue: "invalidInput")
+        public static let invalidInput = Code(rawValue: "INVALID_INPUT")
         /// OpenSSL reported an internal failure (allocation, provider, encoding).
-        public static let openSSL = Code(rawValue: "openSSL")
+        public static let openSSL = Code(rawValue: "OPENSSL_ERROR")
         /// An OCSP response was unusable (not successful, not signed by the issuer, stale, wrong certificate).
-        public static let invalidOCSPResponse = Code(rawValue: "invalidOCSPResponse")
+        public static let invalidOCSPResponse = Code(rawValue: "INVALID_OCSP_RESPONSE")
+
+        /// Every code this module produces.
+        public static let all: [Code] = [.invalidInput, .openSSL, .invalidOCSPResponse]
     }
 
     /// The failure category.

@@ -27,10 +27,7 @@ public enum SHA256 {
 
     /// Colon-separated uppercase hex, the form certificate fingerprints are usually written in.
     public static func fingerprint(_ bytes: some ContiguousBytes) -> String {
-        hash(bytes).map { byte in
-            let hex = String(byte, radix: 16, uppercase: true)
-            return hex.count == 1 ? "0" + hex : hex
-        }.joined(separator: ":")
+        Hex.encode(hash(bytes), uppercase: true, separator: ":")
     }
 }
 
@@ -75,18 +72,50 @@ public enum ConstantTime {
     }
 }
 
-/// Lower-case hexadecimal text of bytes (digests as keys and in logs).
+/// Hexadecimal text of bytes: the one encoder (digests as keys and in logs, fingerprints,
+/// PostgreSQL's `bytea` text) and its decoder.
 public enum Hex {
-    private static let digits = Array("0123456789abcdef".utf8)
+    private static let lower = Array("0123456789abcdef".utf8)
+    private static let upper = Array("0123456789ABCDEF".utf8)
 
-    /// Two lower-case hex digits per byte.
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+    /// Two hex digits per byte, lower-case unless `uppercase`, with `separator` between bytes.
+    public static func encode(_ bytes: some Sequence<UInt8>, uppercase: Bool = false, separator: String = "") -> String {
+        let digits = uppercase ? upper : lower
+        let separator = Array(separator.utf8)
         var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
+        out.reserveCapacity(bytes.underestimatedCount * (2 + separator.count))
         for byte in bytes {
+            if !out.isEmpty { out += separator }
             out.append(digits[Int(byte >> 4)])
             out.append(digits[Int(byte & 0x0f)])
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    /// The bytes of hex text without separators, either case; nil for an odd length or a non-hex digit.
+    public static func decode(_ text: some Collection<UInt8>) -> [UInt8]? {
+        guard text.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.count / 2)
+        var high: UInt8? = nil
+        for char in text {
+            let nibble: UInt8
+            switch char {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = char - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = char - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = char - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let h = high {
+                out.append(h << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return out
+    }
+
+    /// ``decode(_:)`` of a string's UTF-8.
+    public static func decode(_ text: String) -> [UInt8]? { decode(text.utf8) }
 }

@@ -155,7 +155,7 @@ enum Dashboard {
                         response.headers.set("Cache-Control", "no-store")
                         return response
                     } catch let error as SimulatorError {
-                        throw HTTPError(status: error.code.hasPrefix("UNKNOWN_") ? 404 : 400, code: error.code, detail: error.message)
+                        throw HTTPError(status: error.status, code: error.code, detail: error.message)
                     } catch let error as LedgerError {
                         throw HTTPError(status: 503, code: "STORAGE_UNAVAILABLE", detail: error.description)
                     }

@@ -59,7 +59,7 @@ public enum DevEnvironment {
         // The composition root: the only place `dev` reads the wall clock, to start the virtual one.
         let clock = AppStoreSimulator.VirtualClock(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         let assembled = try await buildApplication(
-            configuration: configuration, clock: VirtualServerClock(clock: clock), fastPaths: options.fastPaths)
+            configuration: configuration, clock: clock, fastPaths: options.fastPaths)
         let store = assembled.store
 
         let driverBox = DriverBox()
@@ -208,10 +208,4 @@ public enum DevEnvironment {
     static func isLoopback(_ host: String) -> Bool {
         host == "127.0.0.1" || host == "localhost" || host == "::1" || host.hasPrefix("127.")
     }
-}
-
-/// The simulator's virtual clock as the server's clock (`entitled dev` and tests only).
-struct VirtualServerClock: ServerClock {
-    let clock: AppStoreSimulator.VirtualClock
-    func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
 }

@@ -23,7 +23,7 @@ public struct API: Sendable {
     let configuration: Configuration
     let verifier: any NotificationVerifying
     let ledger: FactLedger
-    let clock: any ServerClock
+    let clock: any EpochClock
     let authenticator: Authenticator
     let budget: RejectionBudget
     /// The one policy every answer is evaluated with: merged from every configured app (customers
@@ -37,7 +37,7 @@ public struct API: Sendable {
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
-        clock: any ServerClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
+        clock: any EpochClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
         cache: ProjectionCache = ProjectionCache()
     ) {
         self.configuration = configuration
@@ -83,7 +83,7 @@ public struct API: Sendable {
         var bundleId: String?
         do {
             guard let envelope = try? codec.decode(ResponseBodyV2.self, from: request.body) else {
-                throw VerificationError(.init(rawValue: "INVALID_JSON"), "the body is not {\"signedPayload\": \"…\"}")
+                throw Rejection(.invalidJSON, "the body is not {\"signedPayload\": \"…\"}")
             }
             guard let signedPayload = envelope.signedPayload, !signedPayload.isEmpty else {
                 throw VerificationError.malformed("signedPayload is missing")
@@ -114,7 +114,9 @@ public struct API: Sendable {
             }
             return try .json(IngestBody(status))
         } catch let error as VerificationError {
-            throw await reject(error, .appleSignature, request: request, bundleId: bundleId, now: now)
+            throw await reject(Rejection(error), .appleSignature, request: request, bundleId: bundleId, now: now)
+        } catch let rejection as Rejection {
+            throw await reject(rejection, .appleSignature, request: request, bundleId: bundleId, now: now)
         }
     }
 
@@ -126,14 +128,14 @@ public struct API: Sendable {
         do {
             body = try AppStoreJSON.decode(ResponseBodyV1.self, from: Data(request.body), codec: codec)
         } catch {
-            throw HTTPError.badRequest("the body is not a V1 notification: \(error.description)", code: "INVALID_JSON")
+            throw HTTPError(.invalidJSON, "the body is not a V1 notification: \(error.description)")
         }
         let app = body.bid.flatMap { configuration.app(bundleId: $0) }
         // Compare even when the app or its secret is unknown, so timing does not tell which it was.
         let expected = app?.sharedSecret ?? "\u{0}no shared secret configured"
         let matches = constantTimeSecretEquals(body.password ?? "", expected)
         guard let app, app.sharedSecret != nil, matches else {
-            let error = VerificationError(.init(rawValue: "INVALID_SHARED_SECRET"), "password does not match the app's shared secret")
+            let error = Rejection(.invalidSharedSecret, "password does not match the app's shared secret")
             throw await reject(
                 error, .sharedSecret, request: request, bundleId: body.bid, now: now, redactedBody: redacted(body))
         }
@@ -150,11 +152,11 @@ public struct API: Sendable {
         do {
             try checkEnvironment(AppStoreEnvironment(rawValue: environment.rawValue), app: app)
         } catch {
-            throw await reject(error, .sharedSecret, request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
+            throw await reject(Rejection(error), .sharedSecret, request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
         }
         // V1 has no id: the body's digest (without the password) stands in for one.
         let message = ReceivedMessage(
-            notificationUUID: "v1:" + Digests.hex(Digests.hash(raw)), source: .appleV1, body: raw, receivedAt: now,
+            notificationUUID: "v1:" + Hex.encode(Digests.hash(raw)), source: .appleV1, body: raw, receivedAt: now,
             notificationType: body.notificationType?.rawValue ?? "")
         let status = try await store { () async throws(LedgerError) in
             try await ledger.ingest(message, facts: facts, bundleId: app.bundleId)
@@ -279,8 +281,7 @@ public struct API: Sendable {
                 // No subscription to link: the app transaction is the customer's through their token.
                 claim = Claim(appUserId: appUserId, behaviour: .keep)
             default:
-                throw HTTPError.badRequest(
-                    "send exactly one of signedTransaction and signedAppTransaction", code: "INVALID_REQUEST")
+                throw HTTPError(.invalidRequest, "send exactly one of signedTransaction and signedAppTransaction")
             }
             let message = ReceivedMessage(
                 notificationUUID: nil, source: .client,
@@ -295,7 +296,9 @@ public struct API: Sendable {
             response.headers.set("Cache-Control", "no-store")
             return response
         } catch let error as VerificationError {
-            throw await reject(error, .clientSignature, request: request, bundleId: bundleId, now: now)
+            throw await reject(Rejection(error), .clientSignature, request: request, bundleId: bundleId, now: now)
+        } catch let rejection as Rejection {
+            throw await reject(rejection, .clientSignature, request: request, bundleId: bundleId, now: now)
         }
     }
 
@@ -305,7 +308,7 @@ public struct API: Sendable {
         var limit = defaultHistoryLimit
         if let text = request.query["limit"] {
             guard let value = Int(text), (1...maxHistoryLimit).contains(value) else {
-                throw HTTPError.badRequest("limit must be 1…\(maxHistoryLimit)", code: "INVALID_LIMIT")
+                throw HTTPError(.invalidLimit, "limit must be 1…\(maxHistoryLimit)")
             }
             limit = value
         }
@@ -315,22 +318,17 @@ public struct API: Sendable {
     }
 
     /// A history cursor this server did not give out (or that no longer fits the ledger).
-    public static let invalidCursor = HTTPError.badRequest("the cursor is not one this server gave out", code: "INVALID_CURSOR")
+    public static let invalidCursor = HTTPError(.invalidCursor, "the cursor is not one this server gave out")
 
     /// `GET /v1/customers/{appUserId}/history?cursor=…&limit=…`.
     func history(_ request: Request) async throws -> Response {
         let appUserId = try Self.appUserId(request)
         try authorize(request, scope: .read, appUserId: appUserId)
         let (storageCursor, limit) = try Self.historyPaging(request)
-        let page: LedgerHistoryPage?
-        do {
-            page = try await ledger.history(appUserId: appUserId, cursor: storageCursor, limit: limit)
-        } catch where error.kind == .invalidRequest {
-            throw Self.invalidCursor
-        } catch {
-            throw Self.unavailable
+        let page = try await store(invalidRequest: Self.invalidCursor) { () async throws(LedgerError) in
+            try await ledger.history(appUserId: appUserId, cursor: storageCursor, limit: limit)
         }
-        guard let page else { throw HTTPError(status: 404, code: "CUSTOMER_NOT_FOUND", detail: "no such customer") }
+        guard let page else { throw HTTPError(.customerNotFound, "no such customer") }
         return try .json(
             HistoryPageBody(
                 appUserId: appUserId, items: page.entries.map(HistoryItemBody.init),
@@ -345,12 +343,12 @@ public struct API: Sendable {
         if case .apiKey = principal { try authenticator.authorize(principal, scope: .read, appUserId: nil) }
         let bundleId = try request.parameter("bundleId")
         guard let app = configuration.app(bundleId: bundleId) else {
-            throw HTTPError(status: 404, code: "APP_NOT_FOUND", detail: "no app with this bundleId")
+            throw HTTPError(.appNotFound, "no app with this bundleId")
         }
         let storefront = request.query["storefront"]
         if let storefront {
             guard storefront.count == 3, storefront.allSatisfy({ $0.isASCII && $0.isLetter }) else {
-                throw HTTPError.badRequest("storefront must be an ISO 3166-1 alpha-3 code", code: "INVALID_STOREFRONT")
+                throw HTTPError(.invalidStorefront, "storefront must be an ISO 3166-1 alpha-3 code")
             }
         }
         return try .json(CatalogBody(app: app, storefront: storefront))
@@ -366,7 +364,7 @@ public struct API: Sendable {
             try await ledger.subscription(originalTransactionId: originalTransactionId)
         }
         guard let record else {
-            throw HTTPError(status: 404, code: "SUBSCRIPTION_NOT_FOUND", detail: "nothing is known about this subscription")
+            throw HTTPError(.subscriptionNotFound, "nothing is known about this subscription")
         }
         let environment =
             request.query["environment"] != nil ? try Self.environment(request) : (record.facts.first?.environment ?? .production)
@@ -385,20 +383,22 @@ public struct API: Sendable {
     // MARK: - Helpers
 
     static let unavailable = HTTPError(
-        status: 503, code: "STORAGE_UNAVAILABLE", detail: "storage is unavailable; retry later", headers: ["Retry-After": "10"])
+        .storageUnavailable, "storage is unavailable; retry later", headers: ["Retry-After": "10"])
 
     /// This customer's answer cannot be computed (its projection failed); others are unaffected.
-    static let projectionFailed = HTTPError(
-        status: 500, code: "PROJECTION_FAILED", detail: "this customer's entitlements cannot be computed now")
+    static let projectionFailed = HTTPError(.projectionFailed, "this customer's entitlements cannot be computed now")
 
-    /// Runs a ledger call, turning its failure into 503 `STORAGE_UNAVAILABLE` (or the request's
-    /// own error: 400 `INVALID_REQUEST`, 500 `PROJECTION_FAILED`).
-    func store<T>(_ body: () async throws(LedgerError) -> T) async throws(HTTPError) -> T {
+    /// Runs a ledger call: the one place a storage failure becomes an HTTP answer. 503
+    /// `STORAGE_UNAVAILABLE`, or the request's own error: `invalidRequest` (400 `INVALID_REQUEST`
+    /// unless the route names a more precise one, e.g. history's `INVALID_CURSOR`), 500 `PROJECTION_FAILED`.
+    func store<T>(
+        invalidRequest: HTTPError = HTTPError(.invalidRequest, "invalid request"), _ body: () async throws(LedgerError) -> T
+    ) async throws(HTTPError) -> T {
         do {
             return try await body()
         } catch {
             switch error.kind {
-            case .invalidRequest: throw HTTPError.badRequest("invalid request", code: "INVALID_REQUEST")
+            case .invalidRequest: throw invalidRequest
             case .projectionFailed: throw Self.projectionFailed
             case .unavailable: throw Self.unavailable
             }
@@ -427,10 +427,10 @@ public struct API: Sendable {
 
     /// A payload that verified but does not map to facts: `INVALID_DATE` for a date outside
     /// ``FactMapper/acceptedDates``, else `MALFORMED_PAYLOAD`. Either is recorded as rejected.
-    static func rejection(_ error: FactMapper.MappingError) -> VerificationError {
+    static func rejection(_ error: FactMapper.MappingError) -> Rejection {
         switch error.reason {
-        case .missing: .malformed(error.description)
-        case .dateOutOfRange: VerificationError(.init(rawValue: "INVALID_DATE"), error.description)
+        case .missing: Rejection(.malformedPayload, error.description)
+        case .dateOutOfRange: Rejection(.invalidDate, error.description)
         }
     }
 
@@ -445,13 +445,12 @@ public struct API: Sendable {
     /// the answer: 503 for retryable failures (nothing recorded, nothing charged), 429 when that
     /// budget was already spent (nothing recorded), else 4xx with the code.
     func reject(
-        _ error: VerificationError, _ credential: RejectionBudget.Credential, request: Request, bundleId: String?,
+        _ error: Rejection, _ credential: RejectionBudget.Credential, request: Request, bundleId: String?,
         now: Int64, redactedBody: [UInt8]? = nil
     ) async -> HTTPError {
-        if error.isRetryable {
+        if error.code == .retryableVerificationFailure {
             return HTTPError(
-                status: 503, code: "RETRYABLE_VERIFICATION_FAILURE", detail: "verification could not complete; retry later",
-                headers: ["Retry-After": "30"])
+                .retryableVerificationFailure, "verification could not complete; retry later", headers: ["Retry-After": "30"])
         }
         guard budget.charge(request.remoteAddress, credential) else { return RejectionBudget.exhausted }
         let source: IngestSource =
@@ -463,8 +462,7 @@ public struct API: Sendable {
         try? await ledger.recordRejected(
             ReceivedMessage(notificationUUID: nil, source: source, body: redactedBody ?? request.body, receivedAt: now),
             code: error.code.rawValue)
-        let status = error.code.rawValue == "INVALID_SHARED_SECRET" ? 401 : 400
-        return HTTPError(status: status, code: error.code.rawValue, detail: error.message.isEmpty ? "verification failed" : error.message)
+        return HTTPError(error.code, error.message.isEmpty ? "verification failed" : error.message)
     }
 
     /// The caller's principal. Keys and tokens are cheap to check, so they are always checked: a
@@ -489,8 +487,7 @@ public struct API: Sendable {
     static func environment(_ request: Request) throws -> Environment {
         guard let text = request.query["environment"] else { return .production }
         guard ["Production", "Sandbox", "Xcode", "LocalTesting"].contains(text) else {
-            throw HTTPError.badRequest(
-                "environment must be Production, Sandbox, Xcode or LocalTesting", code: "INVALID_ENVIRONMENT")
+            throw HTTPError(.invalidEnvironment, "environment must be Production, Sandbox, Xcode or LocalTesting")
         }
         return Environment(rawValue: text)
     }
@@ -498,7 +495,7 @@ public struct API: Sendable {
     /// Rejects JSON nested deeper than ``maxJSONDepth`` before any decoder sees it.
     static func checkDepth(_ body: [UInt8]) throws {
         guard JSONNestingScan.nestingDepth(of: body, limit: maxJSONDepth) != nil else {
-            throw HTTPError.badRequest("JSON nested deeper than \(maxJSONDepth) levels", code: "JSON_TOO_DEEP")
+            throw HTTPError(.jsonTooDeep, "JSON nested deeper than \(maxJSONDepth) levels")
         }
     }
 }

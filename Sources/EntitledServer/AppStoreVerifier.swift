@@ -19,7 +19,7 @@ public final class AppStoreVerifier: NotificationVerifying {
     ///   - online: check certificate revocation with OCSP and validity at now (else at `signedDate`).
     ///   - codec: decodes the payloads (``FastPaths``).
     public init(
-        apps: [App], clock: any ServerClock, online: Bool = false, codec: JSONCodec = JSONCodec()
+        apps: [App], clock: any EpochClock, online: Bool = false, codec: JSONCodec = JSONCodec()
     ) throws(SetupError) {
         let cache = VerifiedChainCache()
         var verifiers: [String: SignedDataVerifier] = [:]
@@ -35,7 +35,7 @@ public final class AppStoreVerifier: NotificationVerifying {
                 mode: online ? .online : .offline)
             do {
                 verifiers[app.bundleId] = try SignedDataVerifier(
-                    configuration: configuration, clock: ClockAdapter(clock: clock), chainCache: cache, codec: codec)
+                    configuration: configuration, clock: clock, chainCache: cache, codec: codec)
             } catch {
                 throw SetupError(description: "apps[\(app.bundleId)].appleRootCertificates: \(error.message)")
             }
@@ -100,10 +100,4 @@ public final class AppStoreVerifier: NotificationVerifying {
             throw SetupError(description: "certificate file '\(path)' is not a DER or PEM certificate")
         }
     }
-}
-
-/// The server's clock seen through the verifier's clock protocol.
-struct ClockAdapter: VerificationClock {
-    let clock: any ServerClock
-    func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
 }

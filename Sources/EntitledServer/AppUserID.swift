@@ -32,9 +32,9 @@ public enum AppUserID {
     public static func same(_ a: String, _ b: String) -> Bool { a.utf8.elementsEqual(b.utf8) }
 
     /// The 400 for a path id that is not valid percent-encoded UTF-8 or not a valid id.
-    public static let invalid = HTTPError.badRequest(
-        "appUserId must be 1–\(maxScalars) Unicode characters in NFC, percent-encoded UTF-8, without control characters",
-        code: "INVALID_APP_USER_ID")
+    public static let invalid = HTTPError(
+        .invalidAppUserId,
+        "appUserId must be 1–\(maxScalars) Unicode characters in NFC, percent-encoded UTF-8, without control characters")
 
     /// The request's `{appUserId}` path segment, percent-decoded and checked.
     public static func parameter(_ request: Request) throws(HTTPError) -> String {

@@ -1,19 +1,7 @@
+import AppStore
 import EntitledConfig
 import Foundation
 import HTTPServer
-
-/// Where the server reads "now". Production uses the system clock; tests and `entitled dev`
-/// inject a virtual one, so nothing below the composition root reads the wall clock.
-public protocol ServerClock: Sendable {
-    /// Milliseconds since the Unix epoch.
-    func nowMilliseconds() -> Int64
-}
-
-/// The real clock.
-public struct SystemClock: ServerClock {
-    public init() {}
-    public func nowMilliseconds() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)) }
-}
 
 /// What `/readyz` asks: can the server do its job right now (storage reachable)?
 public protocol ReadinessProbe: Sendable {
@@ -40,7 +28,7 @@ public struct Application: Sendable {
     /// catalog and admin, written against `verifier` and `ledger`; `cache` is the ledger's (``FastPaths``).
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
-        clock: any ServerClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
+        clock: any EpochClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
         hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache()
     ) {
         self.configuration = configuration
@@ -87,8 +75,7 @@ enum Health {
                 try await readiness.checkReady()
                 return .json(bytes: readyBody)
             } catch {
-                throw HTTPError(
-                    status: 503, code: "NOT_READY", detail: "storage is not reachable", headers: ["Retry-After": "5"])
+                throw HTTPError(.notReady, "storage is not reachable", headers: ["Retry-After": "5"])
             }
         }
     }

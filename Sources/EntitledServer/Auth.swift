@@ -1,5 +1,6 @@
-import EntitledCrypto
+import AppStore
 import EntitledConfig
+import EntitledCrypto
 import Foundation
 import HTTPServer
 
@@ -13,24 +14,27 @@ public enum Principal: Sendable, Equatable {
 
 /// The API's auth failures, as problem+json.
 public struct AuthError: HTTPResponseError, Equatable {
-    public var status: Int
-    public var code: String
+    /// The row of ``ProblemCode``: `UNAUTHORIZED` or `FORBIDDEN`.
+    public var problem: ProblemCode
     public var detail: String?
     /// Which rejection budget a 401 spends (see ``RejectionBudget``).
     public var credential: RejectionBudget.Credential = .apiKey
 
+    public var status: Int { problem.status }
+    public var code: String { problem.rawValue }
+
     public var headers: HTTPHeaders {
-        status == 401 ? ["WWW-Authenticate": #"Bearer realm="entitled""#] : [:]
+        problem == .unauthorized ? ["WWW-Authenticate": #"Bearer realm="entitled""#] : [:]
     }
 
     /// 401: no credentials, or unknown / invalid ones.
     public static func unauthorized(_ detail: String) -> AuthError {
-        AuthError(status: 401, code: "UNAUTHORIZED", detail: detail)
+        AuthError(problem: .unauthorized, detail: detail)
     }
 
     /// 403: valid credentials without the needed scope or customer.
     public static func forbidden(_ detail: String) -> AuthError {
-        AuthError(status: 403, code: "FORBIDDEN", detail: detail)
+        AuthError(problem: .forbidden, detail: detail)
     }
 }
 
@@ -47,11 +51,11 @@ public struct Authenticator: Sendable {
 
     let keys: [Key]
     let tokens: CustomerTokenVerifier?
-    let clock: any ServerClock
+    let clock: any EpochClock
 
     public init(
         apiKeys: [APIKey], customerTokens: CustomerTokenSettings?, hmac: any HMACSHA256Computing = Digests(),
-        clock: any ServerClock
+        clock: any EpochClock
     ) {
         keys = apiKeys.map { Key(name: $0.name, digest: Digests.hash(Array($0.secret.utf8)), scopes: $0.scopes) }
         tokens = customerTokens.map {

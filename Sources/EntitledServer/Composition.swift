@@ -1,3 +1,4 @@
+import AppStore
 import EntitledConfig
 import HTTPServer
 import Storage
@@ -43,7 +44,7 @@ public enum StartupError: Error, CustomStringConvertible {
 ///     cache the ledger and the API share. Callers read it from `ENTITLED_FAST_PATHS`.
 /// - Throws: ``StartupError``.
 public func buildApplication(
-    configuration: Configuration, clock: any ServerClock, store: (any LedgerStore)? = nil,
+    configuration: Configuration, clock: any EpochClock, store: (any LedgerStore)? = nil,
     verifier: (any NotificationVerifying)? = nil, rejectionBudget: RejectionBudget? = nil,
     fastPaths: FastPaths = FastPaths()
 ) async throws(StartupError) -> AssembledServer {

@@ -19,9 +19,6 @@ public struct Digests: HMACSHA256Computing {
     public func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
         (try? HMACSHA256.authenticationCode(for: message, key: key)) ?? []
     }
-
-    /// Lower-case hex of `bytes`.
-    public static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 }
 
 /// Compares two byte strings without an early exit on the first difference.

@@ -1,14 +1,15 @@
+import AppStore
 import Storage
 
 /// Deletes the audit records of rejected messages once they are older than the retention
 /// (`storage.rejectedRetentionDays`), judged on the server's clock.
 public struct RejectedPurge: Sendable {
     public let store: any LedgerStore
-    public let clock: any ServerClock
+    public let clock: any EpochClock
     /// How long a rejected message is kept, in milliseconds.
     public let retentionMilliseconds: Int64
 
-    public init(store: any LedgerStore, clock: any ServerClock, retentionDays: Int) {
+    public init(store: any LedgerStore, clock: any EpochClock, retentionDays: Int) {
         self.store = store
         self.clock = clock
         self.retentionMilliseconds = Int64(retentionDays) * 86_400_000

@@ -1,3 +1,4 @@
+import AppStore
 import HTTPServer
 import Synchronization
 
@@ -42,10 +43,10 @@ public final class RejectionBudget: Sendable {
     public let refillPerSecond: Double
     /// (address, class) pairs tracked at most; beyond it, the fullest buckets are forgotten.
     public let maxAddresses: Int
-    private let clock: any ServerClock
+    private let clock: any EpochClock
     private let buckets = Mutex<[Key: Bucket]>([:])
 
-    public init(capacity: Double = 20, refillPerSecond: Double = 1, maxAddresses: Int = 10_000, clock: any ServerClock) {
+    public init(capacity: Double = 20, refillPerSecond: Double = 1, maxAddresses: Int = 10_000, clock: any EpochClock) {
         self.capacity = capacity
         self.refillPerSecond = refillPerSecond
         self.maxAddresses = maxAddresses
@@ -88,6 +89,5 @@ public final class RejectionBudget: Sendable {
 
     /// The 429 answer for an address out of budget.
     public static let exhausted = HTTPError(
-        status: 429, code: "TOO_MANY_REJECTIONS", detail: "too many rejected requests from this address",
-        headers: ["Retry-After": "5"])
+        .tooManyRejections, "too many rejected requests from this address", headers: ["Retry-After": "5"])
 }

@@ -1,3 +1,4 @@
+import AppStore
 import EntitledConfig
 import Foundation
 import HTTPServer

@@ -59,7 +59,7 @@ enum VerifyCommand: Command {
             appAppleId: appAppleId, environments: environment.map { [$0] } ?? [.production, .sandbox],
             mode: at == nil ? .offline : .clockTime)
         // The composition edge: the only place the CLI chooses a clock.
-        let clock: any VerificationClock = at.map { FixedVerificationClock(seconds: $0) } ?? SystemVerificationClock()
+        let clock: any EpochClock = at.map { FixedClock(seconds: $0) } ?? SystemClock()
         let verifier: SignedDataVerifier
         do {
             verifier = try SignedDataVerifier(configuration: configuration, clock: clock)

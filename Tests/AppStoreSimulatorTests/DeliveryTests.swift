@@ -107,6 +107,22 @@ import Testing
             (error as? SimulatorError)?.message.hasPrefix("line 2:") == true
         }
     }
+
+    /// The status travels with the error (set where it is made), not guessed from its code's spelling.
+    @Test func scenarioErrorsKeepTheirStatus() async throws {
+        let h = try await Harness()
+        await #expect {
+            try await h.simulator.run(scenario: "{\"action\": \"purchase\", \"customer\": \"zed\", \"product\": \"coins\"}")
+        } throws: { error in
+            (error as? SimulatorError).map { $0.code == "UNKNOWN_CUSTOMER" && $0.status == 404 } == true
+        }
+        await #expect {
+            try await h.simulator.run(scenario: "{\"action\": \"fly\"}")
+        } throws: { error in
+            (error as? SimulatorError)?.status == 400
+        }
+        #expect(SimulatorError(code: "UNKNOWN_LOOKING", "a 400 whatever its code says").status == 400)
+    }
 }
 
 /// Loopback HTTP with URLSession (async, so no cooperative thread blocks).

@@ -34,7 +34,7 @@ struct AppleFixtureVerificationTests {
         try SignedDataVerifier(
             configuration: .init(
                 trustedRoots: try roots ?? [testRoot], bundleId: bundleId, appAppleId: appAppleId, environment: environment),
-            clock: FixedVerificationClock(seconds: effectiveDate))
+            clock: FixedClock(seconds: effectiveDate))
     }
 
     @Test func fixturesArePresent() {
@@ -163,7 +163,7 @@ struct AppleFixtureVerificationTests {
         let token = try JWSSigner(key: try P256PrivateKey(), certificateChain: nil).sign(payloadJSON: json)
         let local = try SignedDataVerifier(
             configuration: .init(trustedRoots: [try Self.testRoot], bundleId: "com.example", appAppleId: appAppleId, environment: .localTesting),
-            clock: FixedVerificationClock(seconds: Self.effectiveDate))
+            clock: FixedClock(seconds: Self.effectiveDate))
         let verified = try await local.verifyPayload(token, as: RescindAware.self)
         #expect(!verified.signatureChecked)
         #expect(verified.payloadJSON == json)
@@ -211,7 +211,7 @@ struct AppleFixtureVerificationTests {
     @Test func realAppleChainValidatesOfflineAtTheEffectiveDate() throws {
         let verifier = try SignedDataVerifier(
             configuration: .init(bundleId: nil, environment: .production),  // default roots: the embedded G3
-            clock: FixedVerificationClock(seconds: Self.effectiveDate))
+            clock: FixedClock(seconds: Self.effectiveDate))
         let chain = [
             try Self.der("real_apple_receipt_signing_leaf.der"), try Self.der("real_apple_wwdr_g6_intermediate.der"),
             try Self.der("real_apple_root_ca_g3.der"),
@@ -220,7 +220,7 @@ struct AppleFixtureVerificationTests {
         #expect(try Self.der("real_apple_root_ca_g3.der") == AppleRootCertificates.appleRootCAG3DER)
         // Before the leaf was issued (2025-09-19) it is not yet valid.
         let fresh = try SignedDataVerifier(
-            configuration: .init(bundleId: nil, environment: .production), clock: FixedVerificationClock(seconds: 0))
+            configuration: .init(bundleId: nil, environment: .production), clock: FixedClock(seconds: 0))
         #expect(throws: VerificationError(.certificateExpired)) { try fresh.verifyCertificateChain(chain, at: 1_700_000_000) }
     }
 }

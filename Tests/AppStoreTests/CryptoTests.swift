@@ -6,7 +6,7 @@ import Testing
 @Suite("EntitledCrypto")
 struct CryptoTests {
     @Test func sha256KnownAnswer() {
-        #expect(SHA256.hash(Array("abc".utf8)).map { String(format: "%02x", $0) }.joined()
+        #expect(Hex.encode(SHA256.hash(Array("abc".utf8)))
             == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(SHA256.hash([UInt8]()).first == 0xe3)
     }
@@ -14,10 +14,39 @@ struct CryptoTests {
     @Test func hmacRFC4231Case2() throws {
         let mac = try HMACSHA256.authenticationCode(
             for: Array("what do ya want for nothing?".utf8), key: Array("Jefe".utf8))
-        #expect(mac.map { String(format: "%02x", $0) }.joined()
+        #expect(Hex.encode(mac)
             == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
         // The empty key is legal.
         #expect(try HMACSHA256.authenticationCode(for: [1, 2, 3], key: [UInt8]()).count == 32)
+    }
+
+    @Test(arguments: [
+        ([] as [UInt8], "", ""), ([0x00], "00", "00"), ([0x0f, 0xa0], "0fa0", "0F:A0"),
+        ([0xde, 0xad, 0xbe, 0xef], "deadbeef", "DE:AD:BE:EF"),
+    ])
+    func hexEncodesAndDecodes(bytes: [UInt8], lower: String, fingerprint: String) {
+        #expect(Hex.encode(bytes) == lower)
+        #expect(Hex.encode(bytes, uppercase: true, separator: ":") == fingerprint)
+        #expect(Hex.decode(lower) == bytes)
+        #expect(Hex.decode(lower.uppercased()) == bytes)
+    }
+
+    @Test(arguments: ["0", "abc", "0g", "zz", "0x00", " 00", "00:11"])
+    func hexRejectsWhatIsNotHex(_ text: String) {
+        #expect(Hex.decode(text) == nil)
+    }
+
+    @Test func fingerprintIsColonSeparatedUppercaseHexOfTheDigest() {
+        #expect(SHA256.fingerprint(Array("abc".utf8)) == "BA:78:16:BF:8F:01:CF:EA:41:41:40:DE:5D:AE:22:23:B0:03:61:A3:96:17:7A:9C:B4:10:FF:61:F2:00:15:AD")
+    }
+
+    /// Crypto codes look like every other code (they were camelCase: `invalidInput`, `openSSL`, `invalidOCSPResponse`).
+    @Test func cryptoCodesAreScreamingSnake() {
+        #expect(CryptoError.Code.all.map(\.rawValue) == ["INVALID_INPUT", "OPENSSL_ERROR", "INVALID_OCSP_RESPONSE"])
+        for code in CryptoError.Code.all {
+            #expect(code.rawValue.wholeMatch(of: /[A-Z][A-Z0-9]*(_[A-Z0-9]+)*/) != nil, "\(code)")
+        }
+        #expect(CryptoError(.invalidInput, "x").description == "INVALID_INPUT: x")
     }
 
     @Test func constantTimeCompare() {

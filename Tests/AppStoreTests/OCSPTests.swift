@@ -129,7 +129,7 @@ struct LiveOCSPSetup {
 struct OCSPTests {
     /// Online mode checks validity at now; responses carry the real time, so the test uses the wall clock.
     func onlineVerifier(_ ca: TestCertificateAuthority, checker: OCSPRevocationChecker) throws -> SignedDataVerifier {
-        try makeTestVerifier(ca: ca, mode: .online, clock: SystemVerificationClock(), revocationChecker: checker)
+        try makeTestVerifier(ca: ca, mode: .online, clock: SystemClock(), revocationChecker: checker)
     }
 
     @Test func goodCertificatesVerifyAndAnswersAreCached() async throws {
@@ -206,7 +206,7 @@ struct OCSPTests {
         let setup = try LiveOCSPSetup()
         defer { setup.stop() }
         // Starts at the real time (the responder stamps real thisUpdate/nextUpdate), then moves by hand.
-        let clock = ManualVerificationClock(milliseconds: SystemVerificationClock().nowMilliseconds())
+        let clock = ManualClock(milliseconds: SystemClock().nowMilliseconds())
         let checker = OCSPRevocationChecker()
         let verifier = try makeTestVerifier(ca: setup.ca, mode: .online, clock: clock, revocationChecker: checker)
         let token = try setup.ca.signer.sign(sampleTransactionPayload(signedDate: nil))

@@ -55,7 +55,7 @@ let testNowMilliseconds: Int64 = 1_761_962_975_000
 func makeTestVerifier(
     ca: TestCertificateAuthority, roots: [[UInt8]]? = nil, bundleId: String? = "com.example", appAppleId: Int64? = nil,
     environments: Set<AppStoreEnvironment> = [.sandbox], mode: SignedDataVerifier.Mode = .offline,
-    clock: any VerificationClock = FixedVerificationClock(milliseconds: testNowMilliseconds),
+    clock: any EpochClock = FixedClock(milliseconds: testNowMilliseconds),
     revocationChecker: (any RevocationChecker)? = nil, cache: VerifiedChainCache = VerifiedChainCache()
 ) throws -> SignedDataVerifier {
     try SignedDataVerifier(

@@ -130,7 +130,7 @@ struct VerifierTests {
     func makeVerifierOrCrash(roots: [[UInt8]]) throws -> SignedDataVerifier {
         try SignedDataVerifier(
             configuration: .init(trustedRoots: roots, bundleId: "com.example", environment: .sandbox),
-            clock: FixedVerificationClock(milliseconds: testNowMilliseconds))
+            clock: FixedClock(milliseconds: testNowMilliseconds))
     }
 
     // MARK: format
@@ -341,7 +341,7 @@ struct VerifierTests {
             == nil)
         // Without signedDate, the clock's time is used.
         #expect(await verificationCode { try await verifier.verify(try token(sampleTransactionPayload(signedDate: nil)), as: FlatPayload.self) } == nil)
-        let late = try makeTestVerifier(ca: ca, clock: FixedVerificationClock(seconds: 2_280_946_846))
+        let late = try makeTestVerifier(ca: ca, clock: FixedClock(seconds: 2_280_946_846))
         #expect(await verificationCode { try await late.verify(try token(sampleTransactionPayload(signedDate: nil)), as: FlatPayload.self) }
             == .certificateExpired)
     }
@@ -363,7 +363,7 @@ struct VerifierTests {
         #expect(throws: VerificationError(.invalidCertificate)) {
             try SignedDataVerifier(
                 configuration: .init(trustedRoots: [Array("abc".utf8)], bundleId: nil, environment: .sandbox),
-                clock: FixedVerificationClock(milliseconds: 0))
+                clock: FixedClock(milliseconds: 0))
         }
     }
 
@@ -477,7 +477,7 @@ struct VerifierTests {
     }
 
     @Test func cacheEntriesExpire() async throws {
-        let clock = ManualVerificationClock(milliseconds: testNowMilliseconds)
+        let clock = ManualClock(milliseconds: testNowMilliseconds)
         let cache = VerifiedChainCache(timeToLive: 15 * 60 * 1000, capacity: 4)
         let verifier = try makeTestVerifier(ca: ca, clock: clock, cache: cache)
         _ = try await verifier.verify(try token(), as: FlatPayload.self)

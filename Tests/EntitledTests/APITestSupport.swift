@@ -22,7 +22,7 @@ import Testing
 let testFastPaths = FastPaths(environment: ProcessInfo.processInfo.environment)
 
 /// A settable clock.
-final class VirtualClock: ServerClock {
+final class VirtualClock: EpochClock {
     private let now: Mutex<Int64>
     init(_ start: Int64) { now = Mutex(start) }
     func nowMilliseconds() -> Int64 { now.withLock { $0 } }
@@ -30,7 +30,7 @@ final class VirtualClock: ServerClock {
 }
 
 /// Builds JWS-shaped strings whose "signature" the stub verifier understands: `valid`, `forged`
-/// (INVALID_SIGNATURE), `expired` (EXPIRED_CHAIN), `retry` (retryable failure).
+/// (INVALID_SIGNATURE), `expired` (CERTIFICATE_EXPIRED), `retry` (retryable failure).
 enum FakeJWS {
     static func make<T: Encodable>(_ payload: T, signature: String = "valid") -> String {
         let header = Base64URL.encode(Array(#"{"alg":"ES256","x5c":[]}"#.utf8))

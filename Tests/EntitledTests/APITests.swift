@@ -78,7 +78,9 @@ struct APIHarness {
         var headers: [String: String] = [:]
         if let auth { headers["Authorization"] = auth }
         if json != nil || body != nil { headers["Content-Type"] = "application/json" }
-        return try await Loopback.send(port: port, method, path, headers: headers, body: body ?? Array((json ?? "").utf8))
+        let reply = try await Loopback.send(port: port, method, path, headers: headers, body: body ?? Array((json ?? "").utf8))
+        ProblemTable.check(reply)
+        return reply
     }
 
     func postV2(_ signedPayload: String) async throws -> Loopback.Reply {

@@ -1,19 +1,9 @@
 import EntitledConfig
+import EntitledCrypto
 import EntitledServer
 import Foundation
 import HTTPServer
 import Testing
-
-func hexBytes(_ hex: String) -> [UInt8] {
-    var bytes: [UInt8] = []
-    var index = hex.startIndex
-    while index < hex.endIndex {
-        let next = hex.index(index, offsetBy: 2)
-        bytes.append(UInt8(hex[index..<next], radix: 16)!)
-        index = next
-    }
-    return bytes
-}
 
 @Suite struct DigestTests {
     @Test(arguments: [
@@ -25,12 +15,12 @@ func hexBytes(_ hex: String) -> [UInt8] {
         ),
     ])
     func sha256KnownAnswers(message: String, digest: String) {
-        #expect(Digests.hex(Digests.hash(Array(message.utf8))) == digest)
+        #expect(Hex.encode(Digests.hash(Array(message.utf8))) == digest)
     }
 
     @Test func sha256OfAMillionAs() {
         let message = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
-        #expect(Digests.hex(Digests.hash(message)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+        #expect(Hex.encode(Digests.hash(message)) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
     /// RFC 4231 test cases 1–4, 6 and 7 (case 5 truncates the output).
@@ -51,7 +41,7 @@ func hexBytes(_ hex: String) -> [UInt8] {
          "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"),
     ])
     func hmacRFC4231(key: String, data: String, mac: String) {
-        #expect(Digests.hex(Digests().hmacSHA256(key: hexBytes(key), message: hexBytes(data))) == mac)
+        #expect(Hex.encode(Digests().hmacSHA256(key: Hex.decode(key)!, message: Hex.decode(data)!)) == mac)
     }
 
     @Test func constantTimeCompare() {

@@ -320,12 +320,6 @@ enum ScenarioRunner {
         return (try Catalog.load(json: data), products)
     }
 
-    /// The server's clock is the simulator's.
-    struct SharedClock: ServerClock {
-        let clock: AppStoreSimulator.VirtualClock
-        func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
-    }
-
     /// Holds every body instead of posting it, and tells the simulator it was delivered.
     actor HeldTransport: NotificationTransport {
         private(set) var bodies: [[UInt8]] = []
@@ -338,14 +332,14 @@ enum ScenarioRunner {
     /// The server and its store, restartable on the same port and file.
     final class Server {
         let configuration: Configuration
-        let clock: SharedClock
+        let clock: AppStoreSimulator.VirtualClock
         let url: String
         var port = 0
         var http: HTTPServer?
         var store: (any LedgerStore)?
         var ledger: FactLedger?
 
-        init(configuration: Configuration, clock: SharedClock, url: String) {
+        init(configuration: Configuration, clock: AppStoreSimulator.VirtualClock, url: String) {
             self.configuration = configuration
             self.clock = clock
             self.url = url
@@ -399,7 +393,7 @@ enum ScenarioRunner {
         try Data(ca.rootDER).write(to: rootFile)
         let clock = AppStoreSimulator.VirtualClock(milliseconds: start)
         let server = Server(
-            configuration: try configuration(rootFile: rootFile), clock: SharedClock(clock: clock),
+            configuration: try configuration(rootFile: rootFile), clock: clock,
             url: "sqlite:\(folder.path)/ledger.sqlite")
         try await server.start()
         do {

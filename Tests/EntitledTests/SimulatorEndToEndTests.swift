@@ -11,12 +11,6 @@ import Testing
 /// every notification is signed by the simulator's CA and posted as Apple would, and the server
 /// takes `now` from the simulator's virtual clock. The customer's answer is checked at each step.
 @Suite struct SimulatorEndToEndTests {
-    /// The server's clock is the simulator's.
-    struct SharedClock: ServerClock {
-        let clock: AppStoreSimulator.VirtualClock
-        func nowMilliseconds() -> Int64 { clock.nowMilliseconds() }
-    }
-
     struct World {
         let simulator: Simulator
         let port: Int
@@ -60,9 +54,8 @@ import Testing
                 ])
         ]
         let clock = AppStoreSimulator.VirtualClock(milliseconds: APIHarness.start)
-        let serverClock = SharedClock(clock: clock)
         let store = try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite")
-        let (server, ledger) = try await startServer(configuration: configuration, store: store, clock: serverClock)
+        let (server, ledger) = try await startServer(configuration: configuration, store: store, clock: clock)
         let transport = URLSessionTransport(url: URL(string: "http://127.0.0.1:\(server.port)/v1/apple/notifications")!)
         let simulator = Simulator(catalog: catalog, ca: ca, clock: clock, transport: transport)
         do {

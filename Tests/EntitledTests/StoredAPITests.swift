@@ -39,7 +39,7 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
 
 /// The real server on `store` — verifier, engine projector, ledger — on loopback, logs off; `port` 0
 /// picks a free one (a fixed port lets a test restart the server where its clients expect it).
-func startServer(configuration: Configuration, store: any LedgerStore, clock: any ServerClock, port: Int = 0) async throws
+func startServer(configuration: Configuration, store: any LedgerStore, clock: any EpochClock, port: Int = 0) async throws
     -> (HTTPServer, FactLedger)
 {
     let assembled = try await buildApplication(

@@ -60,7 +60,8 @@ struct SQLRow: Sendable {
         case .text(let text):
             // PostgreSQL's text output for bytea is `\x` followed by hex digits.
             guard text.hasPrefix("\\x") else { return Array(text.utf8) }
-            return try Hex.decode(text.utf8.dropFirst(2))
+            guard let bytes = Hex.decode(text.utf8.dropFirst(2)) else { throw StorageError(.corrupt, "bytea is not hex") }
+            return bytes
         }
     }
 }
@@ -111,28 +112,3 @@ extension SQLSession {
     }
 }
 
-extension Hex {
-    /// The bytes of hex text (PostgreSQL's `bytea` output); either case.
-    static func decode(_ text: some Collection<UInt8>) throws -> [UInt8] {
-        guard text.count % 2 == 0 else { throw StorageError(.corrupt, "odd hex length") }
-        var out: [UInt8] = []
-        out.reserveCapacity(text.count / 2)
-        var high: UInt8? = nil
-        for char in text {
-            let nibble: UInt8
-            switch char {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = char - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = char - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = char - UInt8(ascii: "A") + 10
-            default: throw StorageError(.corrupt, "bad hex digit")
-            }
-            if let h = high {
-                out.append(h << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
-            }
-        }
-        return out
-    }
-}

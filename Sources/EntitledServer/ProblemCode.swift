@@ -1,0 +1,114 @@
+import AppStore
+import HTTPServer
+
+/// Every error code the API answers, with its HTTP status: the one table.
+///
+/// Handlers throw ``HTTPError/init(_:_:headers:)`` with a case of this enum, never a string, so a
+/// code cannot be invented inline and its status is never chosen at the call site. The transport
+/// codes are raised by `HTTPServer` itself (it knows nothing of this API); a test checks that what
+/// it raises matches its row here. docs/openapi.yaml lists every case (also checked by a test).
+public enum ProblemCode: String, CaseIterable, Sendable {
+    // Transport (raised by HTTPServer).
+    case notFound = "NOT_FOUND"
+    case methodNotAllowed = "METHOD_NOT_ALLOWED"
+    case payloadTooLarge = "PAYLOAD_TOO_LARGE"
+    case bodyNotAllowed = "BODY_NOT_ALLOWED"
+    case uriTooLong = "URI_TOO_LONG"
+    case headersTooLarge = "HEADERS_TOO_LARGE"
+    case missingParameter = "MISSING_PARAMETER"
+    case invalidPathParameter = "INVALID_PATH_PARAMETER"
+    case invalidJSON = "INVALID_JSON"
+    case internalError = "INTERNAL_ERROR"
+    case shuttingDown = "SHUTTING_DOWN"
+
+    // Credentials and abuse.
+    case unauthorized = "UNAUTHORIZED"
+    case forbidden = "FORBIDDEN"
+    case tooManyRejections = "TOO_MANY_REJECTIONS"
+
+    // The request itself.
+    case jsonTooDeep = "JSON_TOO_DEEP"
+    case invalidRequest = "INVALID_REQUEST"
+    case invalidAppUserId = "INVALID_APP_USER_ID"
+    case invalidEnvironment = "INVALID_ENVIRONMENT"
+    case invalidLimit = "INVALID_LIMIT"
+    case invalidCursor = "INVALID_CURSOR"
+    case invalidStorefront = "INVALID_STOREFRONT"
+    case customerNotFound = "CUSTOMER_NOT_FOUND"
+    case appNotFound = "APP_NOT_FOUND"
+    case subscriptionNotFound = "SUBSCRIPTION_NOT_FOUND"
+
+    // A signed payload or V1 body refused (recorded as rejected). `INVALID_ENVIRONMENT` above is
+    // also one of these: a payload's environment the app does not accept.
+    case invalidJWTFormat = "INVALID_JWT_FORMAT"
+    case invalidAlgorithm = "INVALID_ALGORITHM"
+    case invalidChainLength = "INVALID_CHAIN_LENGTH"
+    case invalidCertificate = "INVALID_CERTIFICATE"
+    case chainUntrusted = "CHAIN_UNTRUSTED"
+    case certificateExpired = "CERTIFICATE_EXPIRED"
+    case missingAppleOID = "MISSING_APPLE_OID"
+    case certificateRevoked = "CERTIFICATE_REVOKED"
+    case invalidSignature = "INVALID_SIGNATURE"
+    case invalidAppIdentifier = "INVALID_APP_IDENTIFIER"
+    case malformedPayload = "MALFORMED_PAYLOAD"
+    case invalidDate = "INVALID_DATE"
+    case invalidSharedSecret = "INVALID_SHARED_SECRET"
+
+    // The server's side.
+    case retryableVerificationFailure = "RETRYABLE_VERIFICATION_FAILURE"
+    case storageUnavailable = "STORAGE_UNAVAILABLE"
+    case projectionFailed = "PROJECTION_FAILED"
+    case notReady = "NOT_READY"
+
+    /// The HTTP status this code is always answered with.
+    public var status: Int {
+        switch self {
+        case .missingParameter, .invalidPathParameter, .invalidJSON, .jsonTooDeep, .invalidRequest, .invalidAppUserId,
+            .invalidEnvironment, .invalidLimit, .invalidCursor, .invalidStorefront, .invalidJWTFormat, .invalidAlgorithm,
+            .invalidChainLength, .invalidCertificate, .chainUntrusted, .certificateExpired, .missingAppleOID,
+            .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate:
+            400
+        case .unauthorized, .invalidSharedSecret: 401
+        case .forbidden: 403
+        case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound: 404
+        case .methodNotAllowed: 405
+        case .payloadTooLarge, .bodyNotAllowed: 413
+        case .uriTooLong: 414
+        case .headersTooLarge: 431
+        case .tooManyRejections: 429
+        case .internalError, .projectionFailed: 500
+        case .shuttingDown, .retryableVerificationFailure, .storageUnavailable, .notReady: 503
+        }
+    }
+
+    /// The row for a verifier code. Every code the verifier produces has its own row (a test checks
+    /// `VerificationError.Code.all`); one it might add later is answered as a malformed payload.
+    public init(_ code: VerificationError.Code) {
+        self = ProblemCode(rawValue: code.rawValue) ?? .malformedPayload
+    }
+}
+
+extension HTTPError {
+    /// The problem for `code`, answered with the status the table gives it.
+    public init(_ code: ProblemCode, _ detail: String, headers: [String: String] = [:]) {
+        self.init(status: code.status, code: code.rawValue, detail: detail, headers: headers)
+    }
+}
+
+/// A signed payload or V1 body the API refuses: recorded as rejected under ``code``, answered
+/// with the code's status (see ``API/reject(_:_:request:bundleId:now:redactedBody:)``).
+struct Rejection: Error {
+    var code: ProblemCode
+    /// For the problem's `detail`; never contains secrets.
+    var message: String
+
+    init(_ code: ProblemCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The verifier's refusal under its own code.
+    init(_ error: VerificationError) {
+        self.init(ProblemCode(error.code), error.message)
+    }
+}
