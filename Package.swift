@@ -52,8 +52,8 @@ let package = Package(
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
         // The configuration file: value types, loading, validation (HTTPServer for its address types,
-        // Storage's parser for database URLs).
-        .target(name: "EntitledConfig", dependencies: ["HTTPServer", "Storage"], swiftSettings: swiftSettings),
+        // Storage's parser for database URLs, Entitlements for the one RestoreBehavior).
+        .target(name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage"], swiftSettings: swiftSettings),
         // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
             name: "EntitledServer",

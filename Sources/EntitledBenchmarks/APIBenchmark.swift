@@ -88,7 +88,7 @@ public enum APIBenchmark {
             // token), so each notification links its subscription and recomputes their projection.
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<notificationCount, now: now)
             func ingest(commit: Bool) async throws -> (Double, String) {
-                let counter = CountingLedger.Counter()
+                let counter = CountingStore.Counter()
                 return try await withServer(configuration: configuration, store: store, fastPaths: fastPaths, counter: counter, commit: commit) { port in
                     // wrk's main thread sleeps for the whole -d even after every thread stopped, so it
                     // is interrupted (it then prints its report) once the server answered every body.
@@ -150,15 +150,15 @@ public enum APIBenchmark {
 
     /// Runs `body` against a server on a free port over `store`, with the access log to /dev/null.
     static func withServer<T: Sendable>(
-        configuration: Configuration, store: any LedgerStore, fastPaths: FastPaths, counter: CountingLedger.Counter = .init(),
+        configuration: Configuration, store: any LedgerStore, fastPaths: FastPaths, counter: CountingStore.Counter = .init(),
         commit: Bool = true,
         _ body: (Int) async throws -> T
     ) async throws -> T {
         let clock = SystemClock()
         let cache = fastPaths.projectionCache()
-        let ledger = CountingLedger(
-            base: StorageLedger(store: store, policy: FactMapper.policy(for: configuration), cache: cache), counter: counter,
-            commit: commit)
+        let ledger = FactLedger(
+            store: CountingStore(base: store, counter: counter, commit: commit), policy: FactMapper.policy(for: configuration),
+            cache: cache)
         let application = Application(
             configuration: configuration,
             verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec), ledger: ledger,
@@ -323,49 +323,57 @@ extension WrkReport {
     }
 }
 
-/// A ledger that counts ingests (the benchmark's progress); with `commit` false it answers
-/// `.accepted` without storing anything, to measure the server without its ledger.
-struct CountingLedger: LedgerStoring {
+/// A store that counts ingests (the benchmark's progress); with `commit` false it answers
+/// `.applied` without storing anything, to measure the server without its database.
+struct CountingStore: LedgerStore {
     final class Counter: Sendable {
         let atomic = Atomic<Int>(0)
         var value: Int { atomic.load(ordering: .relaxed) }
     }
 
-    let base: StorageLedger
+    let base: any LedgerStore
     let counter: Counter
     var commit = true
 
-    func checkReady() async throws { try await base.checkReady() }
-
-    func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome {
+    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
         guard commit else {
             counter.atomic.add(1, ordering: .relaxed)
-            return IngestOutcome(status: .accepted)
+            return IngestResult(status: .applied)
         }
-        let outcome = try await base.ingest(batch)
+        let result = try await base.ingest(batch, projector: projector, now: now)
         counter.atomic.add(1, ordering: .relaxed)
-        return outcome
+        return result
     }
 
-    func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError) { try await base.recordRejected(delivery) }
-
-    func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
-        try await base.customer(appUserId: appUserId, context: context)
+    func migrate() async throws -> MigrationReport { try await base.migrate() }
+    func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
+        try await base.recordRejected(message, code: code)
     }
-
-    func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
-        try await base.renderedCustomer(appUserId: appUserId, context: context)
+    func purgeRejected(receivedBefore cutoff: Int64) async throws -> Int { try await base.purgeRejected(receivedBefore: cutoff) }
+    func customer(appUserId: String) async throws -> CustomerRecord? { try await base.customer(appUserId: appUserId) }
+    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws
+        -> CustomerRecord
+    {
+        try await base.ensureCustomer(appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
     }
-
-    func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
-        try base.renderedCustomerNow(appUserId: appUserId, context: context)
+    func projection(appUserId: String) async throws -> StoredProjection? { try await base.projection(appUserId: appUserId) }
+    func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection? {
+        try await base.reproject(appUserId: appUserId, projector: projector, now: now)
     }
-
-    func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
+    func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> { try base.stateNow(appUserId: appUserId) }
+    func facts(appUserId: String) async throws -> [StoredFact] { try await base.facts(appUserId: appUserId) }
+    func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage {
         try await base.history(appUserId: appUserId, cursor: cursor, limit: limit)
     }
-
-    func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? {
+    func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
         try await base.subscription(originalTransactionId: originalTransactionId)
     }
+    func ping() async throws { try await base.ping() }
+    func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport {
+        try await base.checkIntegrity(full: full, timeLimit: timeLimit)
+    }
+    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
+        try await base.rebuild(projector: projector, now: now)
+    }
+    func close() async { await base.close() }
 }

@@ -1,3 +1,4 @@
+import enum Entitlements.RestoreBehavior
 import Foundation
 import HTTPServer
 
@@ -103,14 +104,6 @@ public struct APIKey: Sendable, Equatable {
 
 /// One app: its identity at Apple, trust roots, secrets and catalog.
 public struct App: Sendable, Equatable {
-    /// What happens when a purchase already linked to one customer is posted by another.
-    public enum RestoreBehavior: String, Sendable {
-        /// The purchase moves to the customer who posted it (Apple's default guidance).
-        case transfer
-        /// The first customer keeps it.
-        case keep
-    }
-
     public var bundleId: String
     /// Required when Production is among the environments.
     public var appAppleId: Int64?
@@ -122,6 +115,8 @@ public struct App: Sendable, Equatable {
     public var sharedSecret: String?
     /// Grace days assumed when Apple gives no `gracePeriodExpiresDate` (V1, verifyReceipt).
     public var gracePeriodDays: Int
+    /// What happens when a purchase already linked to one customer is posted by another
+    /// (the engine's one `RestoreBehavior`, applied by the ledger's links).
     public var restoreBehavior: RestoreBehavior
     public var products: [Product]
 

@@ -1,3 +1,4 @@
+import enum Entitlements.RestoreBehavior
 import Foundation
 import HTTPServer
 import Storage
@@ -186,7 +187,7 @@ public struct ConfigurationLoader: Sendable {
         }
         if let value = object.take("restoreBehavior") {
             let raw = try value.string()
-            guard let behavior = App.RestoreBehavior(rawValue: raw) else {
+            guard let behavior = RestoreBehavior(rawValue: raw) else {
                 throw ConfigurationError(path: value.path, message: "must be 'transfer' or 'keep'")
             }
             app.restoreBehavior = behavior

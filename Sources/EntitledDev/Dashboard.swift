@@ -256,7 +256,7 @@ enum Dashboard {
             deliveries: deliveries)
     }
 
-    private static func history(_ ledger: StorageLedger, appUserId: String, cursor: String?, limit: Int) async throws
+    private static func history(_ ledger: FactLedger, appUserId: String, cursor: String?, limit: Int) async throws
         -> LedgerHistoryPage?
     {
         let result: Result<LedgerHistoryPage?, LedgerError>

@@ -51,7 +51,7 @@ actor DevDriver {
     static let stateNames = EntitlementStatus.allCases.map(\.rawValue) + ["none"]
 
     nonisolated let simulator: Simulator
-    nonisolated let ledger: StorageLedger
+    nonisolated let ledger: FactLedger
     nonisolated let policy: Policy
     /// Virtual time when `entitled dev` started: day 0 of the charts.
     nonisolated let origin: Int64
@@ -64,7 +64,7 @@ actor DevDriver {
     /// Timed actions of the seeded scenario, earliest first.
     private var scheduled: [(at: Int64, request: ActionRequest)] = []
 
-    init(simulator: Simulator, ledger: StorageLedger, policy: Policy, pace: Pace, capacity: Int = 400) {
+    init(simulator: Simulator, ledger: FactLedger, policy: Policy, pace: Pace, capacity: Int = 400) {
         self.simulator = simulator
         self.ledger = ledger
         self.policy = policy

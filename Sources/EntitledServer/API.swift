@@ -4,6 +4,7 @@ import EntitledCrypto
 import Entitlements
 import Foundation
 import HTTPServer
+import Storage
 
 /// The HTTP API (docs/openapi.yaml): handlers that parse, verify, store and answer — nothing more.
 ///
@@ -21,21 +22,21 @@ public struct API: Sendable {
 
     let configuration: Configuration
     let verifier: any NotificationVerifying
-    let ledger: any LedgerStoring
+    let ledger: FactLedger
     let clock: any EpochClock
     let authenticator: Authenticator
     let budget: RejectionBudget
-    /// The merged policy customer answers are evaluated with.
+    /// The one policy every answer is evaluated with: merged from every configured app (customers
+    /// are not per app), the policy the ledger's projections use too.
     let customerPolicy: Policy
-    /// Per bundleId: the app's mapper and policy, built once.
+    /// Per bundleId: the app's mapper, built once (its catalog maps that app's payloads to facts).
     let mappers: [String: FactMapper]
-    let policies: [String: Policy]
     /// Encoded customer answers, reused while unchanged; its codec reads the request bodies.
     let cache: ProjectionCache
     var codec: JSONCodec { cache.codec }
 
     public init(
-        configuration: Configuration, verifier: any NotificationVerifying, ledger: any LedgerStoring,
+        configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
         cache: ProjectionCache = ProjectionCache()
     ) {
@@ -49,17 +50,11 @@ public struct API: Sendable {
         self.budget = budget ?? RejectionBudget(clock: clock)
         self.customerPolicy = FactMapper.policy(for: configuration)
         var mappers: [String: FactMapper] = [:]
-        var policies: [String: Policy] = [:]
-        for app in configuration.apps {
-            mappers[app.bundleId] = FactMapper(app: app)
-            policies[app.bundleId] = FactMapper.policy(for: app)
-        }
+        for app in configuration.apps { mappers[app.bundleId] = FactMapper(app: app) }
         self.mappers = mappers
-        self.policies = policies
     }
 
     func mapper(_ app: App) -> FactMapper { mappers[app.bundleId] ?? FactMapper(app: app) }
-    func policy(_ app: App) -> Policy { policies[app.bundleId] ?? FactMapper.policy(for: app) }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
     public func register(on router: inout Router) {
@@ -107,18 +102,17 @@ public struct API: Sendable {
                 throw Self.rejection(error)
             }
             let payload = verified.payload
-            let batch = LedgerBatch(
-                source: .notificationV2(
-                    notificationUUID: payload.notificationUUID ?? "", type: payload.notificationType?.rawValue ?? "",
-                    subtype: payload.subtype?.rawValue),
-                bundleId: app.bundleId, environment: FactMapper.environment(payload.verificationEnvironment),
-                rawBody: Self.storedBody("signedPayload", signedPayload), facts: facts, policy: policy(app), receivedAt: now,
-                signed: SignedPayloads(
-                    notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
-                    renewalInfo: payload.data?.signedRenewalInfo,
-                    appTransaction: payload.appData?.signedAppTransactionInfo))
-            let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
-            return try .json(IngestBody(status: outcome.status.rawValue))
+            let message = ReceivedMessage(
+                notificationUUID: payload.notificationUUID, source: .appleV2,
+                body: Self.storedBody("signedPayload", signedPayload), receivedAt: now,
+                notificationType: payload.notificationType?.rawValue ?? "", subtype: payload.subtype?.rawValue)
+            let signed = SignedPayloads(
+                notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
+                renewalInfo: payload.data?.signedRenewalInfo, appTransaction: payload.appData?.signedAppTransactionInfo)
+            let status = try await store { () async throws(LedgerError) in
+                try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
+            }
+            return try .json(IngestBody(status))
         } catch let error as VerificationError {
             throw await reject(Rejection(error), .appleSignature, request: request, bundleId: bundleId, now: now)
         } catch let rejection as Rejection {
@@ -160,12 +154,14 @@ public struct API: Sendable {
         } catch {
             throw await reject(Rejection(error), .sharedSecret, request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
         }
-        let batch = LedgerBatch(
-            source: .notificationV1(key: Hex.encode(Digests.hash(raw)), type: body.notificationType?.rawValue ?? ""),
-            bundleId: app.bundleId, environment: environment, rawBody: raw, facts: facts,
-            policy: policy(app), receivedAt: now)
-        let outcome = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
-        return try .json(IngestBody(status: outcome.status.rawValue))
+        // V1 has no id: the body's digest (without the password) stands in for one.
+        let message = ReceivedMessage(
+            notificationUUID: "v1:" + Hex.encode(Digests.hash(raw)), source: .appleV1, body: raw, receivedAt: now,
+            notificationType: body.notificationType?.rawValue ?? "")
+        let status = try await store { () async throws(LedgerError) in
+            try await ledger.ingest(message, facts: facts, bundleId: app.bundleId)
+        }
+        return try .json(IngestBody(status))
     }
 
     /// An accepted signed message's body as the ledger keeps it: only the member that was
@@ -247,7 +243,7 @@ public struct API: Sendable {
         do {
             let facts: [Fact]
             let app: App
-            var link: CustomerLink?
+            let claim: Claim
             let environment: Environment
             var signed = SignedPayloads()
             switch (posted.signedTransaction, posted.signedAppTransaction) {
@@ -266,9 +262,7 @@ public struct API: Sendable {
                 facts = [.transaction(fact)]
                 signed.transaction = jws
                 environment = fact.environment
-                link = CustomerLink(
-                    appUserId: appUserId, originalTransactionIds: [fact.originalTransactionId],
-                    restoreBehavior: app.restoreBehavior == .keep ? .keep : .transfer)
+                claim = Claim(appUserId: appUserId, behaviour: app.restoreBehavior)
             case (nil, let jws?):
                 guard let peeked = JWSPeek.payload(AppTransaction.self, jws, codec: codec) else {
                     throw VerificationError.malformed("signedAppTransaction is not a JWS")
@@ -284,16 +278,19 @@ public struct API: Sendable {
                 facts = [.appTransaction(fact)]
                 signed.appTransaction = jws
                 environment = fact.environment
-                link = CustomerLink(appUserId: appUserId, originalTransactionIds: [], restoreBehavior: .keep)
+                // No subscription to link: the app transaction is the customer's through their token.
+                claim = Claim(appUserId: appUserId, behaviour: .keep)
             default:
                 throw HTTPError(.invalidRequest, "send exactly one of signedTransaction and signedAppTransaction")
             }
-            let batch = LedgerBatch(
-                source: .client(appUserId: appUserId), bundleId: app.bundleId, environment: environment,
-                rawBody: signed.transaction.map { Self.storedBody("signedTransaction", $0) }
+            let message = ReceivedMessage(
+                notificationUUID: nil, source: .client,
+                body: signed.transaction.map { Self.storedBody("signedTransaction", $0) }
                     ?? Self.storedBody("signedAppTransaction", signed.appTransaction ?? ""),
-                facts: facts, link: link, policy: policy(app), receivedAt: now, signed: signed)
-            _ = try await store { () async throws(LedgerError) in try await ledger.ingest(batch) }
+                receivedAt: now)
+            _ = try await store { () async throws(LedgerError) in
+                try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId, claim: claim)
+            }
             let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
             var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
             response.headers.set("Cache-Control", "no-store")
@@ -371,8 +368,7 @@ public struct API: Sendable {
         }
         let environment =
             request.query["environment"] != nil ? try Self.environment(request) : (record.facts.first?.environment ?? .production)
-        let policy = record.bundleId.flatMap { policies[$0] } ?? customerPolicy
-        let state = evaluate(facts: record.facts, policy: policy, now: now, environment: environment)
+        let state = evaluate(facts: record.facts, policy: customerPolicy, now: now, environment: environment)
         let grant =
             state.subscriptionGroups.compactMap(\.current).first { $0.originalTransactionId == originalTransactionId }
             ?? state.nonConsumables.map(\.grant).first { $0.originalTransactionId == originalTransactionId }
@@ -457,10 +453,15 @@ public struct API: Sendable {
                 .retryableVerificationFailure, "verification could not complete; retry later", headers: ["Retry-After": "30"])
         }
         guard budget.charge(request.remoteAddress, credential) else { return RejectionBudget.exhausted }
-        let delivery = RejectedDelivery(
-            endpoint: request.path, bundleId: bundleId, code: error.code.rawValue, rawBody: redactedBody ?? request.body,
-            remoteAddress: request.remoteAddress, receivedAt: now)
-        try? await ledger.recordRejected(delivery)
+        let source: IngestSource =
+            switch request.path {
+            case "/v1/apple/notifications": .appleV2
+            case "/v1/apple/notifications/v1": .appleV1
+            default: .client
+            }
+        try? await ledger.recordRejected(
+            ReceivedMessage(notificationUUID: nil, source: source, body: redactedBody ?? request.body, receivedAt: now),
+            code: error.code.rawValue)
         return HTTPError(error.code, error.message.isEmpty ? "verification failed" : error.message)
     }
 

@@ -2,6 +2,7 @@ import EntitledConfig
 import Entitlements
 import Foundation
 import HTTPServer
+import Storage
 
 // The HTTP API's own DTOs (design principle 6): camelCase JSON, dates as ISO 8601 UTC with
 // milliseconds, optional fields written as `null` rather than left out so clients see one shape.
@@ -371,4 +372,11 @@ public struct SubscriptionAdminBody: Encodable, Sendable, Equatable {
 public struct IngestBody: Codable, Sendable, Equatable {
     /// `accepted` or `duplicate`.
     public var status: String
+}
+
+extension IngestBody {
+    /// The answer for a ledger ingest: `duplicate` for a repeat, else `accepted`.
+    init(_ status: IngestResult.Status) {
+        self.status = status == .duplicate ? "duplicate" : "accepted"
+    }
 }

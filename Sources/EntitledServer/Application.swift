@@ -27,7 +27,7 @@ public struct Application: Sendable {
     /// Builds every route of the API: health, readiness (the ledger's), Apple's notifications, customers,
     /// catalog and admin, written against `verifier` and `ledger`; `cache` is the ledger's (``FastPaths``).
     public init(
-        configuration: Configuration, verifier: any NotificationVerifying, ledger: any LedgerStoring,
+        configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
         hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache()
     ) {

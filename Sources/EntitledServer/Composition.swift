@@ -13,7 +13,7 @@ public struct AssembledServer: Sendable {
     /// The open store; whoever assembled the server closes it.
     public let store: any LedgerStore
     /// The ledger the routes write through (over `store`).
-    public let ledger: StorageLedger
+    public let ledger: FactLedger
 }
 
 /// Why a server could not be assembled: its configuration (exit status 2 in the CLI) or its
@@ -65,7 +65,7 @@ public func buildApplication(
         opened = try await openDatabase(configuration.database, storage: configuration.storage)
     }
     let cache = fastPaths.projectionCache()
-    let ledger = StorageLedger(store: opened, policy: FactMapper.policy(for: configuration), cache: cache)
+    let ledger = FactLedger(store: opened, policy: FactMapper.policy(for: configuration), cache: cache)
     let application = Application(
         configuration: configuration, verifier: notificationVerifier, ledger: ledger, clock: clock,
         rejectionBudget: rejectionBudget, cache: cache)

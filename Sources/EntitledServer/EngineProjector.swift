@@ -57,7 +57,7 @@ public struct EngineProjector: Projector {
         // One row per subscription: keep the first environment's (the primary one comes first).
         var seen = Set<String>()
         subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
-        let body = CustomerBody(customer: StorageLedger.record(customer), state: state, now: 0)
+        let body = CustomerBody(customer: customer, state: state, now: 0)
         let document = cache.document(for: body)
         return CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: document)
     }

@@ -63,7 +63,7 @@ public struct FactMapper: Sendable {
         }
         return Policy(
             products: products, fallbackGraceDays: app.gracePeriodDays,
-            restoreBehavior: app.restoreBehavior == .keep ? .keep : .transfer)
+            restoreBehavior: app.restoreBehavior)
     }
 
     /// One policy over every configured app, for customer answers (customers are not per app).

@@ -2,10 +2,11 @@ import AppStore
 import EntitledConfig
 import Entitlements
 import Foundation
+import Storage
 
-// The two ports the HTTP API is written against. The real implementations live elsewhere:
-// `NotificationVerifying` in the AppStore verifier (JWS + X.509), `LedgerStoring` in Storage
-// (SQLite / PostgreSQL). Tests use in-memory doubles.
+// The verifier port the HTTP API is written against (the real one is `AppStoreVerifier`: JWS +
+// X.509), and the values the API and ``FactLedger`` exchange. The ledger is no port: the API calls
+// `FactLedger` over Storage's `LedgerStore` (API tests run it on `sqlite::memory:`).
 
 // MARK: - Verification
 
@@ -77,73 +78,7 @@ public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(kind.rawValue): \(detail)" }
 }
 
-/// Where a batch of facts came from; also the idempotency key of the batch.
-public enum LedgerSource: Sendable, Equatable {
-    /// A V2 notification; a repeated `notificationUUID` is a duplicate.
-    case notificationV2(notificationUUID: String, type: String, subtype: String?)
-    /// A V1 notification; `key` is the hex SHA-256 of its raw body (V1 has no id).
-    case notificationV1(key: String, type: String)
-    /// Signed data the app posted for `appUserId` (`POST /v1/customers/{appUserId}/transactions`).
-    case client(appUserId: String)
-}
-
-/// Link purchases to a customer (the app posted them for that customer).
-///
-/// Facts of the batch without an `originalTransactionId` (a posted app transaction) belong to
-/// `appUserId` directly. The customer is created if it does not exist yet.
-public struct CustomerLink: Sendable, Equatable {
-    public var appUserId: String
-    /// The subscriptions / purchases to link (empty for an app transaction).
-    public var originalTransactionIds: [String]
-    /// What to do when one is already linked to another customer.
-    public var restoreBehavior: RestoreBehavior
-
-    public init(appUserId: String, originalTransactionIds: [String], restoreBehavior: RestoreBehavior) {
-        self.appUserId = appUserId
-        self.originalTransactionIds = originalTransactionIds
-        self.restoreBehavior = restoreBehavior
-    }
-}
-
-/// One verified batch to commit: the raw body (for audit), its facts, and an optional link.
-///
-/// Storage appends the facts idempotently (a fact already stored is a no-op), links, assigns facts
-/// to customers (a transaction's `appAccountToken` equal to a customer's token makes it theirs,
-/// whichever arrives first; else the customer linked to its `originalTransactionId`), and re-evaluates
-/// the projections of every affected customer with `policy` at `now` — all in one database transaction.
-public struct LedgerBatch: Sendable, Equatable {
-    public var source: LedgerSource
-    public var bundleId: String?
-    public var environment: Environment
-    /// The request body exactly as received; for V1, re-encoded without its `password`.
-    public var rawBody: [UInt8]
-    public var facts: [Fact]
-    public var link: CustomerLink?
-    /// The policy of the app the facts belong to, for the projections.
-    public var policy: Policy
-    /// When the server received the batch (epoch milliseconds).
-    public var receivedAt: Int64
-
-    /// The signed texts the facts were decoded from, stored beside them in the ledger.
-    public var signed: SignedPayloads
-
-    public init(
-        source: LedgerSource, bundleId: String?, environment: Environment, rawBody: [UInt8], facts: [Fact],
-        link: CustomerLink? = nil, policy: Policy, receivedAt: Int64, signed: SignedPayloads = SignedPayloads()
-    ) {
-        self.signed = signed
-        self.source = source
-        self.bundleId = bundleId
-        self.environment = environment
-        self.rawBody = rawBody
-        self.facts = facts
-        self.link = link
-        self.policy = policy
-        self.receivedAt = receivedAt
-    }
-}
-
-/// The compact JWS texts a batch's facts come from (nil where a fact has no signed form, as V1's).
+/// The compact JWS texts a delivery's facts come from (nil where a fact has no signed form, as V1's).
 public struct SignedPayloads: Sendable, Equatable {
     public var notification: String?
     public var transaction: String?
@@ -158,70 +93,6 @@ public struct SignedPayloads: Sendable, Equatable {
         self.transaction = transaction
         self.renewalInfo = renewalInfo
         self.appTransaction = appTransaction
-    }
-}
-
-/// What a commit did.
-public struct IngestOutcome: Sendable, Equatable {
-    public enum Status: String, Sendable, Equatable {
-        /// Committed now.
-        case accepted
-        /// The same notification (or identical batch) was committed before; nothing changed.
-        case duplicate
-    }
-
-    /// How one link request ended.
-    public enum LinkResult: String, Sendable, Equatable {
-        /// Linked to the customer (it was unlinked or already theirs).
-        case linked
-        /// Moved from another customer (`transfer`).
-        case transferred
-        /// Left with the other customer (`keep`).
-        case keptByOther
-    }
-
-    public var status: Status
-    /// Per `originalTransactionId` of the batch's link.
-    public var links: [String: LinkResult]
-
-    public init(status: Status, links: [String: LinkResult] = [:]) {
-        self.status = status
-        self.links = links
-    }
-}
-
-/// A rejected delivery, kept for audit; nothing of it is applied.
-public struct RejectedDelivery: Sendable, Equatable {
-    /// `POST` path, e.g. `/v1/apple/notifications`.
-    public var endpoint: String
-    public var bundleId: String?
-    /// The stable code the client was answered with.
-    public var code: String
-    public var rawBody: [UInt8]
-    public var remoteAddress: String
-    public var receivedAt: Int64
-
-    public init(endpoint: String, bundleId: String?, code: String, rawBody: [UInt8], remoteAddress: String, receivedAt: Int64) {
-        self.endpoint = endpoint
-        self.bundleId = bundleId
-        self.code = code
-        self.rawBody = rawBody
-        self.remoteAddress = remoteAddress
-        self.receivedAt = receivedAt
-    }
-}
-
-/// A customer: an app user id and the stable token the app passes to StoreKit as `appAccountToken`.
-public struct CustomerRecord: Sendable, Equatable {
-    public var appUserId: String
-    /// Lower-case UUID text; never changes once created.
-    public var appAccountToken: String
-    public var createdAt: Int64
-
-    public init(appUserId: String, appAccountToken: String, createdAt: Int64) {
-        self.appUserId = appUserId
-        self.appAccountToken = appAccountToken
-        self.createdAt = createdAt
     }
 }
 
@@ -366,49 +237,5 @@ public struct SubscriptionRecord: Sendable, Equatable {
         self.customer = customer
         self.facts = facts
         self.notifications = notifications
-    }
-}
-
-/// The ledger and its projections, as the HTTP API needs them.
-///
-/// Every method is one database transaction. Blocking database work must run on storage's own
-/// threads, never on Swift's cooperative pool. `checkReady()` (from ``ReadinessProbe``) backs `/readyz`.
-public protocol LedgerStoring: ReadinessProbe {
-    /// Commits a verified batch (raw body + facts + link + projections) atomically.
-    /// Returns `.duplicate` without changing anything when the source was committed before.
-    func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome
-
-    /// Records a rejected delivery for audit (nothing is applied).
-    func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError)
-
-    /// The customer with their current state; creates the customer (with a new random
-    /// `appAccountToken`) on first sight.
-    func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot
-
-    /// A page of the customer's timeline, newest first, or nil when the customer does not exist.
-    /// `cursor` is a `nextCursor` from an earlier page; a malformed one is `.invalidRequest`.
-    func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage?
-
-    /// One subscription by `originalTransactionId`, or nil when nothing is known about it.
-    func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord?
-
-    /// The customer's answer ready to send, when the ledger keeps one that still holds for
-    /// `context` (the hot read); nil means "build it from ``customer(appUserId:context:)``".
-    func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer?
-
-    /// ``renderedCustomer(appUserId:context:)`` on the calling thread, for ledgers that can read at
-    /// once (an HTTP poll thread must not wait); nil means "use the asynchronous calls".
-    func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer?
-}
-
-extension LedgerStoring {
-    /// Ledgers without immediate reads always use the asynchronous calls.
-    public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
-        nil
-    }
-
-    /// Ledgers without rendered answers always build them.
-    public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
-        nil
     }
 }

@@ -5,9 +5,6 @@
 /// Implementations: SQLite (embedded default) and PostgreSQL (scale-out); open one with
 /// ``openStore(url:configuration:)``.
 public protocol LedgerStore: Sendable {
-    /// Which database this store uses.
-    var backend: StorageBackend { get }
-
     /// Applies pending schema migrations, recording each in `schema_migrations`.
     /// - Throws: ``StorageError`` `SCHEMA_TOO_NEW` when the database was migrated by a newer binary.
     @discardableResult
@@ -48,13 +45,6 @@ public protocol LedgerStore: Sendable {
         appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64
     ) async throws -> CustomerRecord
 
-    /// Links a subscription to a customer (created if missing) and recomputes the projections of
-    /// the customers involved.
-    func link(
-        appUserId: String, originalTransactionId: String, behaviour: RestoreBehaviour,
-        projector: any Projector, now: Int64
-    ) async throws -> LinkResult
-
     /// The customer's stored projection (the API's hot read: one statement, indexed lookups).
     func projection(appUserId: String) async throws -> StoredProjection?
 
@@ -79,9 +69,6 @@ public protocol LedgerStore: Sendable {
 
     /// A subscription's projection and owner.
     func subscription(originalTransactionId: String) async throws -> OwnedSubscription?
-
-    /// Subscriptions whose `expiresAt` is in `from ..< to`, soonest first (indexed).
-    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription]
 
     /// Checks that the database answers (for `/readyz`).
     func ping() async throws

@@ -1,6 +1,8 @@
 // Public value types of the ledger. Times are milliseconds since the Unix epoch (`Int64`),
 // the unit Apple uses in signed payloads; `now` is always a parameter, never read from a clock here.
 
+import Entitlements
+
 /// Where a received message came from.
 public enum IngestSource: String, Sendable, Hashable, CaseIterable {
     /// App Store Server Notifications V2 (signed).
@@ -9,10 +11,6 @@ public enum IngestSource: String, Sendable, Hashable, CaseIterable {
     case appleV1 = "apple-v1"
     /// A signed transaction posted by the app or the app's backend.
     case client
-    /// Fetched from the App Store Server API by a reconciliation job.
-    case reconcile
-    /// Imported in bulk (migration from another system).
-    case `import`
     /// Produced by the local App Store simulator.
     case simulator
 }
@@ -152,24 +150,16 @@ public struct StoredFact: Sendable, Hashable {
     }
 }
 
-/// What to do when an `originalTransactionId` already belongs to another customer
-/// (a restore on another account). Configured per deployment.
-public enum RestoreBehaviour: String, Sendable, Hashable, CaseIterable {
-    /// The subscription moves to the customer who restored it (the default).
-    case transfer
-    /// The first owner keeps it.
-    case keep
-}
-
 /// A request, carried by a client post, to link every `originalTransactionId` in the batch to a customer.
 public struct Claim: Sendable, Hashable {
     /// The customer (created if missing).
     public var appUserId: String
-    /// What to do when a subscription already belongs to someone else.
-    public var behaviour: RestoreBehaviour
+    /// What to do when a subscription already belongs to someone else (the app's configured
+    /// `restoreBehavior`: the engine's one `RestoreBehavior`).
+    public var behaviour: RestoreBehavior
 
     /// Creates a claim.
-    public init(appUserId: String, behaviour: RestoreBehaviour = .transfer) {
+    public init(appUserId: String, behaviour: RestoreBehavior = .transfer) {
         self.appUserId = appUserId
         self.behaviour = behaviour
     }
@@ -198,9 +188,9 @@ public enum LinkOutcome: Sendable, Hashable {
     case linked
     /// The customer already owned it.
     case alreadyLinked
-    /// It moved from the named customer (``RestoreBehaviour/transfer``).
+    /// It moved from the named customer (`RestoreBehavior.transfer`).
     case transferred(from: String)
-    /// The named customer keeps it (``RestoreBehaviour/keep``); nothing changed.
+    /// The named customer keeps it (`RestoreBehavior.keep`); nothing changed.
     case kept(owner: String)
 }
 
@@ -327,7 +317,7 @@ public struct SubscriptionRow: Sendable, Hashable {
     public var group: String?
     /// The projector's status word.
     public var status: String
-    /// When the current period ends (ms); indexed for ``LedgerStore/expiring(from:to:limit:)``.
+    /// When the current period ends (ms).
     public var expiresAt: Int64?
     /// End of a billing grace period (ms).
     public var graceUntil: Int64?
@@ -538,9 +528,3 @@ public enum FaultPoint: String, Sendable, Hashable, CaseIterable {
 /// A test hook called at each ``FaultPoint``; throwing aborts the surrounding transaction
 /// (for `beforeCommit`: the whole group commit).
 public typealias FaultInjector = @Sendable (FaultPoint) throws -> Void
-
-/// The database behind a store.
-public enum StorageBackend: String, Sendable, Hashable {
-    case sqlite
-    case postgres
-}

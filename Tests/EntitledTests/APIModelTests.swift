@@ -3,11 +3,12 @@ import EntitledServer
 import Entitlements
 import Foundation
 import HTTPServer
+import Storage
 import Testing
 
 @Suite struct APIModelTests {
     static let now: Int64 = 1_800_000_000_000
-    let customer = CustomerRecord(appUserId: "u1", appAccountToken: "0f4c6a8e-2a53-4d1f-9a5c-7a4d3b2e1f00", createdAt: 0)
+    let customer = CustomerRecord(id: 1, appUserId: "u1", appAccountToken: "0f4c6a8e-2a53-4d1f-9a5c-7a4d3b2e1f00", createdAt: 0)
     let policy = Policy(products: [
         "pro.monthly": ProductPolicy(type: .autoRenewable, entitlements: ["pro"], subscriptionGroup: "pro", level: 1),
         "lifetime": ProductPolicy(type: .nonConsumable, entitlements: ["extras"]),

@@ -5,6 +5,9 @@ import Entitlements
 import Foundation
 import HTTPServer
 import Synchronization
+import Testing
+
+@testable import Storage
 
 #if canImport(Glibc)
     import Glibc
@@ -12,7 +15,7 @@ import Synchronization
     import Darwin
 #endif
 
-// Test doubles for the two ports (they live here, not in Sources) and a loopback client.
+// The stub verifier, the real ledger on `sqlite::memory:` with an outage switch, and a loopback client.
 
 /// The tests' composition root reads the fast paths' switch once, as `entitled` does: with
 /// `ENTITLED_FAST_PATHS=off` (scripts/test's second run) every server in these tests runs without them.
@@ -87,194 +90,134 @@ struct StubVerifier: NotificationVerifying {
     }
 }
 
-/// An in-memory ledger with the semantics `LedgerStoring` documents (one lock = one transaction).
-final class InMemoryLedger: LedgerStoring {
-    struct StoredFact {
-        var id: Int
-        var fact: Fact
-        var receivedAt: Int64
-        var bundleId: String?
+/// The real ledger (`FactLedger` on a private `sqlite::memory:` database) behind two switches
+/// real storage cannot show on demand: an outage and a slow commit. Everything else is the
+/// server's own code; what a test checks afterwards it reads from the database.
+final class TestLedger: Sendable {
+    /// Shared with the ``SwitchedStore``.
+    final class Switches: Sendable {
+        struct State {
+            var available = true
+            var ingestDelayMilliseconds = 0
+        }
+
+        let state = Mutex(State())
     }
 
-    struct State {
-        var available = true
-        var customers: [String: CustomerRecord] = [:]
-        var facts: [StoredFact] = []
-        var links: [String: String] = [:]  // originalTransactionId -> appUserId
-        var clientFacts: [String: [Int]] = [:]  // appUserId -> fact ids posted for them without an otid
-        var sources: Set<String> = []
-        var batches: [LedgerBatch] = []
-        var rejected: [RejectedDelivery] = []
-        var nextId = 1
-        /// Commits pause until this is cleared (to prove 200 comes only after the store call).
-        var ingestDelayMilliseconds = 0
+    let ledger: FactLedger
+    let store: SQLiteStore
+    let switches = Switches()
+
+    init(policy: Policy, cache: ProjectionCache) async throws {
+        store = try #require(try await openStore(url: "sqlite::memory:") as? SQLiteStore)
+        ledger = FactLedger(store: SwitchedStore(base: store, switches: switches), policy: policy, cache: cache)
     }
 
-    let state = Mutex(State())
-
+    /// While false, every call fails as an unreachable database does.
     var available: Bool {
-        get { state.withLock { $0.available } }
-        set { state.withLock { $0.available = newValue } }
-    }
-    var rejected: [RejectedDelivery] { state.withLock { $0.rejected } }
-    var batches: [LedgerBatch] { state.withLock { $0.batches } }
-    var factCount: Int { state.withLock { $0.facts.count } }
-
-    func checkReady() async throws {
-        if !available { throw LedgerError(.unavailable) }
+        get { switches.state.withLock { $0.available } }
+        set { switches.state.withLock { $0.available = newValue } }
     }
 
-    func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome {
-        let delay = state.withLock { $0.ingestDelayMilliseconds }
-        if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }
-        return try state.withLock { (s: inout State) throws(LedgerError) -> IngestOutcome in
-            guard s.available else { throw LedgerError(.unavailable, detail: "down") }
-            let key: String?
-            switch batch.source {
-            case .notificationV2(let uuid, _, _): key = "v2:" + uuid
-            case .notificationV1(let k, _): key = "v1:" + k
-            case .client: key = nil
-            }
-            if let key, s.sources.contains(key) { return IngestOutcome(status: .duplicate) }
-            if let key { s.sources.insert(key) }
-            s.batches.append(batch)
-            var newIds: [Int] = []
-            for fact in batch.facts where !s.facts.contains(where: { $0.fact == fact }) {
-                s.facts.append(StoredFact(id: s.nextId, fact: fact, receivedAt: batch.receivedAt, bundleId: batch.bundleId))
-                newIds.append(s.nextId)
-                s.nextId += 1
-            }
-            // appAccountToken links a purchase to its customer, whichever arrives first.
-            for fact in batch.facts {
-                if let token = Self.token(fact), let otid = Self.otid(fact), s.links[otid] == nil,
-                    let owner = s.customers.values.first(where: { $0.appAccountToken == token })
-                {
-                    s.links[otid] = owner.appUserId
-                }
-            }
-            var links: [String: IngestOutcome.LinkResult] = [:]
-            if let link = batch.link {
-                if s.customers[link.appUserId] == nil {
-                    s.customers[link.appUserId] = CustomerRecord(
-                        appUserId: link.appUserId, appAccountToken: UUID().uuidString.lowercased(), createdAt: batch.receivedAt)
-                }
-                for otid in link.originalTransactionIds {
-                    switch s.links[otid] {
-                    case nil, link.appUserId?:
-                        s.links[otid] = link.appUserId
-                        links[otid] = .linked
-                    case _?:
-                        if link.restoreBehavior == .transfer {
-                            s.links[otid] = link.appUserId
-                            links[otid] = .transferred
-                        } else {
-                            links[otid] = .keptByOther
-                        }
-                    }
-                }
-                if link.originalTransactionIds.isEmpty {
-                    let ids = s.facts.filter { batch.facts.contains($0.fact) }.map(\.id)
-                    s.clientFacts[link.appUserId, default: []] += ids
-                }
-            }
-            return IngestOutcome(status: .accepted, links: links)
-        }
+    /// How long each ingest waits before it commits.
+    var ingestDelayMilliseconds: Int {
+        get { switches.state.withLock { $0.ingestDelayMilliseconds } }
+        set { switches.state.withLock { $0.ingestDelayMilliseconds = newValue } }
     }
 
-    func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError) {
-        try state.withLock { (s: inout State) throws(LedgerError) in
-            guard s.available else { throw LedgerError(.unavailable) }
-            s.rejected.append(delivery)
-        }
+    // MARK: - What tests read back
+
+    /// The first column of every row of `sql`, as text.
+    func texts(_ sql: String) async throws -> [String] {
+        try await store.read { session in try session.query(sql, []).map { try $0.optionalText(0) ?? "" } }
     }
 
-    func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
-        try state.withLock { (s: inout State) throws(LedgerError) -> CustomerSnapshot in
-            guard s.available else { throw LedgerError(.unavailable) }
-            if s.customers[appUserId] == nil {
-                let record = CustomerRecord(
-                    appUserId: appUserId, appAccountToken: UUID().uuidString.lowercased(), createdAt: context.now)
-                s.customers[appUserId] = record
-                // Facts that arrived first, carrying this token, now belong to the customer.
-                for stored in s.facts {
-                    if let token = Self.token(stored.fact), token == record.appAccountToken, let otid = Self.otid(stored.fact),
-                        s.links[otid] == nil
-                    {
-                        s.links[otid] = appUserId
-                    }
-                }
-            }
-            let facts = Self.facts(of: appUserId, in: s).map(\.fact)
-            return CustomerSnapshot(
-                customer: s.customers[appUserId]!,
-                state: evaluate(facts: facts, policy: context.policy, now: context.now, environment: context.environment))
-        }
+    func count(_ sql: String) async throws -> Int { Int(try await store._scalar(sql)) }
+
+    /// Facts in the ledger.
+    func factCount() async throws -> Int { try await count("SELECT COUNT(*) FROM facts") }
+
+    /// Accepted messages (committed batches).
+    func acceptedCount() async throws -> Int { try await count("SELECT COUNT(*) FROM notifications WHERE outcome = 'accepted'") }
+
+    /// The codes of the rejected deliveries, oldest first.
+    func rejectedCodes() async throws -> [String] {
+        try await texts("SELECT reject_code FROM notifications WHERE outcome = 'rejected' ORDER BY id")
     }
 
-    func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
-        try state.withLock { (s: inout State) throws(LedgerError) -> LedgerHistoryPage? in
-            guard s.available else { throw LedgerError(.unavailable) }
-            guard s.customers[appUserId] != nil else { return nil }
-            var offset = 0
-            if let cursor {
-                guard let value = Int(cursor), value >= 0 else { throw LedgerError(.invalidRequest) }
-                offset = value
-            }
-            let entries = Self.facts(of: appUserId, in: s).map(Self.entry).sorted {
-                ($0.occurredAt, $0.id) > ($1.occurredAt, $1.id)
-            }
-            let page = Array(entries.dropFirst(offset).prefix(limit))
-            let next = offset + page.count < entries.count ? String(offset + page.count) : nil
-            return LedgerHistoryPage(entries: page, nextCursor: next)
-        }
+    /// Stored bodies (accepted or rejected) that contain `text`.
+    func bodies(containing text: String) async throws -> Int {
+        try await count("SELECT COUNT(*) FROM notifications WHERE instr(CAST(body AS TEXT), '\(text)') > 0")
+    }
+}
+
+/// `base` behind ``TestLedger``'s switches.
+struct SwitchedStore: LedgerStore {
+    let base: SQLiteStore
+    let switches: TestLedger.Switches
+
+    private func up() throws {
+        if !switches.state.withLock({ $0.available }) { throw StorageError(.unavailable, "switched off") }
     }
 
-    func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? {
-        try state.withLock { (s: inout State) throws(LedgerError) -> SubscriptionRecord? in
-            guard s.available else { throw LedgerError(.unavailable) }
-            let stored = s.facts.filter { Self.otid($0.fact) == originalTransactionId }
-            guard !stored.isEmpty else { return nil }
-            let customer = s.links[originalTransactionId].flatMap { s.customers[$0] }
-            let notifications = stored.map(Self.entry).filter { $0.kind == .notification || $0.kind == .v1Notification }
-                .sorted { ($0.occurredAt, $0.id) > ($1.occurredAt, $1.id) }
-            return SubscriptionRecord(
-                originalTransactionId: originalTransactionId, bundleId: stored.first?.bundleId, customer: customer,
-                facts: stored.map(\.fact), notifications: notifications)
-        }
+    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
+        try up()
+        let delay = switches.state.withLock { $0.ingestDelayMilliseconds }
+        if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+        return try await base.ingest(batch, projector: projector, now: now)
     }
 
-    private static func facts(of appUserId: String, in s: State) -> [StoredFact] {
-        let ids = Set(s.clientFacts[appUserId] ?? [])
-        return s.facts.filter { stored in
-            if ids.contains(stored.id) { return true }
-            guard let otid = otid(stored.fact) else { return false }
-            return s.links[otid] == appUserId
-        }
+    func migrate() async throws -> MigrationReport { try await base.migrate() }
+    func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
+        try up()
+        return try await base.recordRejected(message, code: code)
     }
-
-    static func otid(_ fact: Fact) -> String? {
-        switch fact {
-        case .transaction(let f): f.originalTransactionId
-        case .renewalInfo(let f): f.originalTransactionId
-        case .notification(let f): f.originalTransactionId
-        case .receiptEntry(let f): f.originalTransactionId
-        case .pendingRenewal(let f): f.originalTransactionId
-        case .v1Notification(let f): f.originalTransactionId
-        case .appTransaction: nil
-        }
+    func purgeRejected(receivedBefore cutoff: Int64) async throws -> Int {
+        try up()
+        return try await base.purgeRejected(receivedBefore: cutoff)
     }
-
-    static func token(_ fact: Fact) -> String? {
-        switch fact {
-        case .transaction(let f): f.appAccountToken
-        case .receiptEntry(let f): f.appAccountToken
-        default: nil
-        }
+    func customer(appUserId: String) async throws -> CustomerRecord? {
+        try up()
+        return try await base.customer(appUserId: appUserId)
     }
-
-    static func entry(_ stored: StoredFact) -> LedgerHistoryEntry {
-        LedgerHistoryEntry(fact: stored.fact, id: String(stored.id), receivedAt: stored.receivedAt)
+    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws
+        -> CustomerRecord
+    {
+        try up()
+        return try await base.ensureCustomer(appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
     }
+    func projection(appUserId: String) async throws -> StoredProjection? {
+        try up()
+        return try await base.projection(appUserId: appUserId)
+    }
+    func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection? {
+        try up()
+        return try await base.reproject(appUserId: appUserId, projector: projector, now: now)
+    }
+    func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> {
+        try up()
+        return try base.stateNow(appUserId: appUserId)
+    }
+    func facts(appUserId: String) async throws -> [StoredFact] {
+        try up()
+        return try await base.facts(appUserId: appUserId)
+    }
+    func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage {
+        try up()
+        return try await base.history(appUserId: appUserId, cursor: cursor, limit: limit)
+    }
+    func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
+        try up()
+        return try await base.subscription(originalTransactionId: originalTransactionId)
+    }
+    func ping() async throws {
+        try up()
+        try await base.ping()
+    }
+    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
+        try await base.rebuild(projector: projector, now: now)
+    }
+    func close() async { await base.close() }
 }
 
 /// One HTTP/1.1 exchange per connection over loopback (`Connection: close`, read to EOF).

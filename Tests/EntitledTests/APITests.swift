@@ -6,10 +6,10 @@ import Foundation
 import HTTPServer
 import Testing
 
-/// A running API over loopback with the in-memory ledger and the stub verifier.
+/// A running API over loopback with the real ledger on `sqlite::memory:` and the stub verifier.
 struct APIHarness {
     let port: Int
-    let ledger: InMemoryLedger
+    let ledger: TestLedger
     let clock: VirtualClock
 
     static let start: Int64 = 1_800_000_000_000  // 2027-01-15T08:00:00Z
@@ -19,7 +19,7 @@ struct APIHarness {
     static let writer = "Bearer writer-secret-0123456789"
     static let admin = "Bearer admin-secret-0123456789"
 
-    static func configuration(restore: App.RestoreBehavior = .transfer) -> Configuration {
+    static func configuration(restore: RestoreBehavior = .transfer) -> Configuration {
         var configuration = Configuration()
         configuration.apiKeys = [
             APIKey(name: "reader", secret: "reader-secret-0123456789", scopes: [.read]),
@@ -48,11 +48,12 @@ struct APIHarness {
         _ body: (APIHarness) async throws -> Void
     ) async throws {
         let clock = clock ?? VirtualClock(start)
-        let ledger = InMemoryLedger()
+        let cache = testFastPaths.projectionCache()
+        let ledger = try await TestLedger(policy: FactMapper.policy(for: configuration), cache: cache)
         let application = Application(
-            configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger, clock: clock,
+            configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger.ledger, clock: clock,
             rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock),
-            cache: testFastPaths.projectionCache())
+            cache: cache)
         var server = HTTPServer.Configuration()
         server.host = "127.0.0.1"
         server.port = 0
@@ -64,9 +65,11 @@ struct APIHarness {
             try await body(APIHarness(port: http.port, ledger: ledger, clock: clock))
         } catch {
             await http.shutdown()
+            await ledger.store.close()
             throw error
         }
         await http.shutdown()
+        await ledger.store.close()
     }
 
     func send(_ method: String, _ path: String, auth: String? = nil, json: String? = nil, body: [UInt8]? = nil)
@@ -193,12 +196,12 @@ extension Loopback.Reply {
                 .subscribed, .initialBuy, uuid: "same-uuid", signed: t0,
                 transaction: Apple.transaction(purchase: t0, expires: t0 + 86_400_000))
             #expect(try await api.postV2(jws).json["status"] as? String == "accepted")
-            let facts = api.ledger.factCount
+            let facts = try await api.ledger.factCount()
             let again = try await api.postV2(jws)
             #expect(again.status == 200)
             #expect(again.json["status"] as? String == "duplicate")
-            #expect(api.ledger.factCount == facts)
-            #expect(api.ledger.batches.count == 1)
+            #expect(try await api.ledger.factCount() == facts)
+            #expect(try await api.ledger.acceptedCount() == 1)
         }
     }
 
@@ -206,9 +209,16 @@ extension Loopback.Reply {
         try await APIHarness.run { api in
             let reply = try await api.postV2(Apple.notification(.test, signed: t0))
             #expect(reply.status == 200)
-            #expect(api.ledger.batches.count == 1)
-            #expect(api.ledger.batches.first?.source == .notificationV2(notificationUUID: api.ledger.batches[0].facts.first.flatMap {
-                if case .notification(let n) = $0 { n.notificationUUID } else { nil } } ?? "", type: "TEST", subtype: nil))
+            #expect(try await api.ledger.acceptedCount() == 1)
+            // Kept as a V2 notification with its UUID and type, and its notification fact.
+            #expect(
+                try await api.ledger.count(
+                    "SELECT COUNT(*) FROM notifications WHERE source = 'apple-v2' AND notification_type = 'TEST' AND subtype IS NULL AND notification_uuid IS NOT NULL"
+                ) == 1)
+            #expect(
+                try await api.ledger.count(
+                    "SELECT COUNT(*) FROM facts f JOIN notifications n ON n.id = f.notification_id WHERE f.kind = 'notification' AND f.payload LIKE '%' || n.notification_uuid || '%'"
+                ) == 1)
         }
     }
 
@@ -224,9 +234,8 @@ extension Loopback.Reply {
             #expect(reply.status == 400)
             #expect(reply.code == code)
             #expect(reply.headers["content-type"] == "application/problem+json")
-            #expect(api.ledger.factCount == 0)
-            #expect(api.ledger.rejected.map(\.code) == [code])
-            #expect(api.ledger.rejected.first?.bundleId == APIHarness.bundleId)
+            #expect(try await api.ledger.factCount() == 0)
+            #expect(try await api.ledger.rejectedCodes() == [code])
         }
     }
 
@@ -245,9 +254,9 @@ extension Loopback.Reply {
             #expect(notJSON.status == 400)
             #expect(notJSON.code == "INVALID_JSON")
             #expect(
-                api.ledger.rejected.map(\.code)
+                try await api.ledger.rejectedCodes()
                     == ["INVALID_APP_IDENTIFIER", "INVALID_ENVIRONMENT", "MALFORMED_PAYLOAD", "MALFORMED_PAYLOAD", "INVALID_JSON"])
-            #expect(api.ledger.factCount == 0)
+            #expect(try await api.ledger.factCount() == 0)
         }
     }
 
@@ -257,7 +266,7 @@ extension Loopback.Reply {
             #expect(retry.status == 503)
             #expect(retry.code == "RETRYABLE_VERIFICATION_FAILURE")
             #expect(retry.headers["retry-after"] != nil)
-            #expect(api.ledger.rejected.isEmpty)
+            #expect(try await api.ledger.rejectedCodes().isEmpty)
 
             api.ledger.available = false
             let down = try await api.postV2(Apple.notification(.test, signed: t0))
@@ -274,12 +283,12 @@ extension Loopback.Reply {
 
     @Test func acknowledgementComesOnlyAfterTheCommitReturned() async throws {
         try await APIHarness.run { api in
-            api.ledger.state.withLock { $0.ingestDelayMilliseconds = 300 }
+            api.ledger.ingestDelayMilliseconds = 300
             let started = ContinuousClock.now
             let reply = try await api.postV2(Apple.notification(.test, signed: t0))
             #expect(reply.status == 200)
             #expect(ContinuousClock.now - started >= .milliseconds(300))
-            #expect(api.ledger.batches.count == 1)
+            #expect(try await api.ledger.acceptedCount() == 1)
         }
     }
 
@@ -313,9 +322,10 @@ extension Loopback.Reply {
             let good = try await api.send("POST", "/v1/apple/notifications/v1", body: Array(AppStoreJSON.encode(body)))
             #expect(good.status == 200)
             #expect(good.json["status"] as? String == "accepted")
-            #expect(api.ledger.factCount == 4)
+            #expect(try await api.ledger.factCount() == 4)
             // Stored without the password.
-            #expect(!String(decoding: api.ledger.batches[0].rawBody, as: UTF8.self).contains("v1-shared-secret-value"))
+            #expect(try await api.ledger.acceptedCount() == 1)
+            #expect(try await api.ledger.bodies(containing: "v1-shared-secret-value") == 0)
             let again = try await api.send("POST", "/v1/apple/notifications/v1", body: Array(AppStoreJSON.encode(body)))
             #expect(again.json["status"] as? String == "duplicate")
 
@@ -323,8 +333,8 @@ extension Loopback.Reply {
             let wrong = try await api.send("POST", "/v1/apple/notifications/v1", body: Array(AppStoreJSON.encode(body)))
             #expect(wrong.status == 401)
             #expect(wrong.code == "INVALID_SHARED_SECRET")
-            #expect(api.ledger.rejected.map(\.code) == ["INVALID_SHARED_SECRET"])
-            #expect(!String(decoding: api.ledger.rejected[0].rawBody, as: UTF8.self).contains("valuf"))
+            #expect(try await api.ledger.rejectedCodes() == ["INVALID_SHARED_SECRET"])
+            #expect(try await api.ledger.bodies(containing: "valuf") == 0)
             body.bid = "com.unknown"
             body.password = "v1-shared-secret-value"
             #expect(try await api.send("POST", "/v1/apple/notifications/v1", body: Array(AppStoreJSON.encode(body))).status == 401)
@@ -363,7 +373,7 @@ extension Loopback.Reply {
             let limited = try await api.postV2(forged)
             #expect(limited.status == 429)
             #expect(limited.code == "TOO_MANY_REJECTIONS")
-            #expect(api.ledger.rejected.count == 2)
+            #expect(try await api.ledger.rejectedCodes().count == 2)
             // Forged notifications spend only their own class: a valid key is still served.
             #expect(try await api.send("GET", "/v1/customers/u1", auth: APIHarness.reader).status == 200)
         }
@@ -443,9 +453,13 @@ extension Loopback.Reply {
             #expect(items.contains { $0["type"] as? String == "DID_RENEW" })
             #expect(items.contains { $0["price"] as? Int == 9990 && $0["currency"] as? String == "USD" })
             let cursor = try #require(first.json["nextCursor"] as? String)
+            // The ledger's timeline: each notification as received, and each fact it carried (3 × 3).
             let second = try await api.send("GET", "/v1/customers/u1/history?limit=4&cursor=\(cursor)", auth: APIHarness.reader)
-            #expect((second.json["items"] as? [Any])?.count == 2)
-            #expect(second.json["nextCursor"] is NSNull)
+            #expect((second.json["items"] as? [Any])?.count == 4)
+            let last = try #require(second.json["nextCursor"] as? String)
+            let third = try await api.send("GET", "/v1/customers/u1/history?limit=4&cursor=\(last)", auth: APIHarness.reader)
+            #expect((third.json["items"] as? [Any])?.count == 1)
+            #expect(third.json["nextCursor"] is NSNull)
             #expect(try await api.send("GET", "/v1/customers/u1/history?cursor=zzz", auth: APIHarness.reader).code == "INVALID_CURSOR")
             #expect(try await api.send("GET", "/v1/customers/u1/history?limit=0", auth: APIHarness.reader).code == "INVALID_LIMIT")
             #expect(try await api.send("GET", "/v1/customers/nobody/history", auth: APIHarness.reader).status == 404)

@@ -1,6 +1,7 @@
 import Entitlements
 import Foundation
 import HTTPServer
+import Storage
 import Testing
 
 @testable import EntitledServer
@@ -28,7 +29,7 @@ struct AnswerJSONTests {
             let odd = variant % 2 == 1
             var body = CustomerBody(
                 customer: CustomerRecord(
-                    appUserId: odd ? "u\"1\\\n\t\u{1}\u{7f}/é😀" : "user-\(variant)",
+                    id: Int64(variant), appUserId: odd ? "u\"1\\\n\t\u{1}\u{7f}/é😀" : "user-\(variant)",
                     appAccountToken: "0f4c6a8e-2a53-4d1f-9a5c-7a4d3b2e1f0\(variant)", createdAt: 0),
                 state: empty, now: 1_800_000_000_000 + Int64(variant))
             if variant > 0 {

@@ -90,7 +90,7 @@ import Testing
             let payload = #"{"transactionId":"t\#(index)","padding":"\#(String(repeating: "p", count: 400))"}"#
             _ = try await store.ingest(
                 IngestBatch(
-                    message: ReceivedMessage(notificationUUID: "n\(index)", source: .import, body: [], receivedAt: 0),
+                    message: ReceivedMessage(notificationUUID: "n\(index)", source: .client, body: [], receivedAt: 0),
                     facts: [IncomingFact(kind: .transaction, jws: payload, payload: payload, originalTransactionId: "o\(index)")]),
                 projector: BasicProjector(), now: 0)
         }

@@ -2,7 +2,9 @@ import AppStore
 import EntitledConfig
 import EntitledServer
 import Foundation
+import Entitlements
 import HTTPServer
+import Storage
 import Testing
 
 /// Reads `paths:` of docs/openapi.yaml by indentation: path keys at two spaces, method keys at four.
@@ -50,8 +52,8 @@ enum OpenAPISpec {
     }
 }
 
-/// A verifier and ledger that are never called: only the routes matter here.
-private struct Unused: NotificationVerifying, LedgerStoring {
+/// A verifier that is never called: only the routes matter here.
+private struct Unused: NotificationVerifying {
     func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
         throw VerificationError(.init(rawValue: "UNUSED"))
     }
@@ -61,23 +63,17 @@ private struct Unused: NotificationVerifying, LedgerStoring {
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {
         throw VerificationError(.init(rawValue: "UNUSED"))
     }
-    func checkReady() async throws {}
-    func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome { throw LedgerError(.unavailable) }
-    func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError) {}
-    func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
-        throw LedgerError(.unavailable)
-    }
-    func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? { nil }
-    func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? { nil }
 }
 
 @Suite struct OpenAPITests {
-    @Test func routerAndSpecListTheSameOperations() throws {
+    @Test func routerAndSpecListTheSameOperations() async throws {
         let text = try String(contentsOf: OpenAPISpec.url, encoding: .utf8)
         #expect(text.hasPrefix("openapi: 3.1"))
         let spec = OpenAPISpec.operations(in: text)
-        let unused = Unused()
-        let application = Application(configuration: Configuration(), verifier: unused, ledger: unused)
+        let store = try await openStore(url: "sqlite::memory:")
+        defer { Task { await store.close() } }
+        let application = Application(
+            configuration: Configuration(), verifier: Unused(), ledger: FactLedger(store: store, policy: Policy()))
         let routes = Set(application.router.registeredRoutes.map { "\($0.method.rawValue) \($0.pattern)" })
         #expect(routes.count == application.router.registeredRoutes.count)
         #expect(spec == routes, "only in spec: \(spec.subtracting(routes).sorted()); only in router: \(routes.subtracting(spec).sorted())")

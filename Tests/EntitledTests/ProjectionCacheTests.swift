@@ -28,7 +28,7 @@ import Testing
     @Test func offStoresNoAnswerAndSendsTheSameBytes() throws {
         let policy = FactMapper.policy(for: APIHarness.configuration())
         let body = CustomerBody(
-            customer: EntitledServer.CustomerRecord(appUserId: "u/1", appAccountToken: "tok", createdAt: 1),
+            customer: CustomerRecord(id: 1, appUserId: "u/1", appAccountToken: "tok", createdAt: 1),
             state: evaluate(facts: [], policy: policy, now: Self.now), now: Self.now)
         let on = FastPaths(enabled: true).projectionCache()
         let off = FastPaths(enabled: false).projectionCache()
@@ -84,7 +84,7 @@ import Testing
         let store = try await backend.open()
         do {
             let policy = FactMapper.policy(for: APIHarness.configuration())
-            let ledger = StorageLedger(store: store, policy: policy, cache: FastPaths(enabled: true).projectionCache())
+            let ledger = FactLedger(store: store, policy: policy, cache: FastPaths(enabled: true).projectionCache())
             let context = EvaluationContext(policy: policy, environment: .production, now: Self.now)
             _ = try await ledger.customer(appUserId: "u1", context: context)
             let current = try #require(try await store.projection(appUserId: "u1")).projection.state

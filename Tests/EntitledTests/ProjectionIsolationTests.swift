@@ -17,7 +17,7 @@ import Testing
     /// by a format this binary no longer reads, would be).
     static func poison(otid: String, at now: Int64) -> IngestBatch {
         IngestBatch(
-            message: ReceivedMessage(notificationUUID: "poison-\(otid)", source: .import, body: Array("{}".utf8), receivedAt: now),
+            message: ReceivedMessage(notificationUUID: "poison-\(otid)", source: .client, body: Array("{}".utf8), receivedAt: now),
             facts: [IncomingFact(kind: .transaction, jws: "not-a-fact-\(otid)", payload: #"{"unknown":true}"#, originalTransactionId: otid)])
     }
 
@@ -84,9 +84,11 @@ import Testing
         for name in ["a-good", "b-bad", "c-good"] {
             // c-good's stored projection is a placeholder, so the rebuild has work to do after b-bad.
             let projector: any Projector = name == "c-good" ? TrivialTestProjector() : projector
-            _ = try await store.link(appUserId: name, originalTransactionId: "o-\(name)", behaviour: .transfer, projector: projector, now: t0)
+            _ = try await store.ensureCustomer(appUserId: name, appAccountToken: nil, projector: projector, now: t0)
         }
-        _ = try await store.ingest(Self.poison(otid: "o-b-bad", at: t0), projector: projector, now: t0)
+        var poison = Self.poison(otid: "o-b-bad", at: t0)
+        poison.claim = Claim(appUserId: "b-bad")
+        _ = try await store.ingest(poison, projector: projector, now: t0)
         await store.close()
 
         let configFile = folder.appendingPathComponent("entitled.json")

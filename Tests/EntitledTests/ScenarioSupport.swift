@@ -337,7 +337,7 @@ enum ScenarioRunner {
         var port = 0
         var http: HTTPServer?
         var store: (any LedgerStore)?
-        var ledger: StorageLedger?
+        var ledger: FactLedger?
 
         init(configuration: Configuration, clock: AppStoreSimulator.VirtualClock, url: String) {
             self.configuration = configuration

@@ -40,7 +40,7 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
 /// The real server on `store` — verifier, engine projector, ledger — on loopback, logs off; `port` 0
 /// picks a free one (a fixed port lets a test restart the server where its clients expect it).
 func startServer(configuration: Configuration, store: any LedgerStore, clock: any EpochClock, port: Int = 0) async throws
-    -> (HTTPServer, StorageLedger)
+    -> (HTTPServer, FactLedger)
 {
     let assembled = try await buildApplication(
         configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths)
@@ -183,7 +183,7 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
     @Test(.enabled(if: testFastPaths.enabled, "rendered answers are the projection cache's"), arguments: StoredBackend.all)
     func theRenderedAnswerIsTheEvaluatedAnswer(backend: StoredBackend) async throws {
         try await Self.run(backend) { api in
-            let ledger = StorageLedger(
+            let ledger = FactLedger(
                 store: api.store, policy: FactMapper.policy(for: api.configuration), cache: testFastPaths.projectionCache())
             let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
             for note in try steps(token: token) {

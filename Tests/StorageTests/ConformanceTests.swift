@@ -164,8 +164,10 @@ struct ConformanceTests {
             #expect(posted.affectedCustomers == ["erin"])
 
             // "frank" restores it with keep: erin keeps it.
-            let kept = try await store.link(appUserId: "frank", originalTransactionId: "5000", behaviour: .keep, projector: projector, now: testNow)
-            #expect(kept.outcome == .kept(owner: "erin"))
+            let kept = try await store.ingest(
+                Fixture.batch(uuid: nil, facts: [fact], source: .client, claim: Claim(appUserId: "frank", behaviour: .keep)),
+                projector: projector, now: testNow)
+            #expect(kept.links == [LinkResult(originalTransactionId: "5000", outcome: .kept(owner: "erin"))])
             #expect(try await store.subscription(originalTransactionId: "5000")?.appUserId == "erin")
             #expect(try await store.projection(appUserId: "frank")?.projection.entitlements.isEmpty == true)
 
@@ -181,8 +183,10 @@ struct ConformanceTests {
             #expect(try await store.facts(appUserId: "erin").isEmpty)
             #expect(try await store.facts(appUserId: "frank").count == 1)
 
-            let again = try await store.link(appUserId: "frank", originalTransactionId: "5000", behaviour: .transfer, projector: projector, now: testNow)
-            #expect(again.outcome == .alreadyLinked)
+            let again = try await store.ingest(
+                Fixture.batch(uuid: nil, facts: [fact], source: .client, claim: Claim(appUserId: "frank", behaviour: .transfer)),
+                projector: projector, now: testNow)
+            #expect(again.links == [LinkResult(originalTransactionId: "5000", outcome: .alreadyLinked)])
         }
     }
 
@@ -296,22 +300,6 @@ struct ConformanceTests {
                 _ = try await store.history(appUserId: "jill", cursor: "garbage", limit: 4)
             }
             #expect(try await store.history(appUserId: "nobody", cursor: nil, limit: 10).entries.isEmpty)
-        }
-    }
-
-    @Test("expiring(from:to:) finds subscriptions in the window, soonest first", arguments: Backend.all)
-    func expiring(backend: Backend) async throws {
-        try await withStore(backend) { store, _ in
-            for index in 0..<10 {
-                let fact = Fixture.transaction(otid: "10\(index)", tid: "10\(index)", expires: testNow + Int64(index) * day, signed: testNow - day)
-                _ = try await store.ingest(
-                    Fixture.batch(uuid: nil, facts: [fact], source: .client, claim: Claim(appUserId: "k\(index)")),
-                    projector: projector, now: testNow)
-            }
-            let window = try await store.expiring(from: testNow + 2 * day, to: testNow + 5 * day, limit: 100)
-            #expect(window.map(\.appUserId) == ["k2", "k3", "k4"])
-            #expect(window.map(\.subscription.originalTransactionId) == ["102", "103", "104"])
-            #expect(try await store.expiring(from: testNow, to: testNow + 10 * day, limit: 2).count == 2)
         }
     }
 

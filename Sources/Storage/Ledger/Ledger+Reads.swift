@@ -1,4 +1,4 @@
-// Reads beyond the hot one: subscriptions, expiring subscriptions and a customer's history.
+// Reads beyond the hot one: subscriptions and a customer's history.
 
 extension Ledger {
     static let subscriptionColumns = """
@@ -22,16 +22,6 @@ extension Ledger {
             WHERE s.original_transaction_id = $1
             """, .text(otid)
         ).first.map(Self.decodeOwned)
-    }
-
-    func expiring(from: Int64, to: Int64, limit: Int) throws -> [OwnedSubscription] {
-        try session.query(
-            """
-            SELECT \(Self.subscriptionColumns) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
-            WHERE s.expires_at >= $1 AND s.expires_at < $2
-            ORDER BY s.expires_at, s.original_transaction_id LIMIT $3
-            """, .int(from), .int(to), .int(Int64(limit))
-        ).map(Self.decodeOwned)
     }
 
     /// History cursor: `receivedAt.rank.id` of the last entry returned (rank 2 = fact, 1 = notification).

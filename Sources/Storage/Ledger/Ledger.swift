@@ -1,3 +1,4 @@
+import Entitlements
 import EntitledCrypto
 import Foundation
 
@@ -315,7 +316,7 @@ struct Ledger {
     }
 
     func linkRow(
-        customer: CustomerRecord, otid: String, behaviour: RestoreBehaviour, now: Int64, affected: inout Set<Int64>
+        customer: CustomerRecord, otid: String, behaviour: RestoreBehavior, now: Int64, affected: inout Set<Int64>
     ) throws -> LinkResult {
         try lockKeys([Self.otidKey(otid)])
         guard let current = try owner(of: otid) else {
@@ -346,18 +347,6 @@ struct Ledger {
         for id in affected.sorted() { try recompute(customerID: id, projector: projector, now: now) }
         if !affected.isEmpty { try inject(.afterProjections) }
         return customer
-    }
-
-    func link(
-        appUserId: String, otid: String, behaviour: RestoreBehaviour, projector: any Projector, now: Int64
-    ) throws -> LinkResult {
-        var affected: Set<Int64> = []
-        let customer = try ensureCustomerRow(appUserId: appUserId, appAccountToken: nil, now: now, affected: &affected)
-        let result = try linkRow(customer: customer, otid: otid, behaviour: behaviour, now: now, affected: &affected)
-        try inject(.afterLinks)
-        for id in affected.sorted() { try recompute(customerID: id, projector: projector, now: now) }
-        try inject(.afterProjections)
-        return result
     }
 
     // MARK: Projections
@@ -538,7 +527,7 @@ struct Ledger {
         try session.query(Self.stateByIDSQL, .int(customerID)).first.map(Self.decodeState)
     }
 
-    /// The projection as the indexed row tables hold it (what `expiring` and `subscription` read).
+    /// The projection as the indexed row tables hold it (what `subscription` reads).
     func tableRows(customerID: Int64) throws -> CustomerProjection {
         var projection = CustomerProjection(entitlements: [], subscriptions: [], state: [])
         for row in try session.query(

@@ -130,6 +130,14 @@ enum Schema {
                 ALTER TABLE notifications ADD COLUMN body_sha256 TEXT;
                 ALTER TABLE notifications ADD COLUMN body_size {int};
                 """),
+        // V1 and receipt facts were keyed by the digest of their JSON; they are now keyed by
+        // their identity (`Fact.identity`), which no encoder change moves.
+        Migration(version: 6, name: "unsigned fact keys from their identity", sql: "", step: rekeyUnsignedFacts),
+        // `expiring(from:to:)`, the only query that used it, had no caller but tests; every index
+        // costs a random page write per ingest.
+        Migration(
+            version: 7, name: "no index on subscription expiry",
+            sql: "DROP INDEX subscription_projections_expires_at;"),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }

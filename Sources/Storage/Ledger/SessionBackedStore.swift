@@ -46,16 +46,6 @@ extension SessionBackedStore {
         }
     }
 
-    func link(
-        appUserId: String, originalTransactionId: String, behaviour: RestoreBehaviour, projector: any Projector, now: Int64
-    ) async throws -> LinkResult {
-        let fault = faultInjector
-        return try await write {
-            try Ledger(session: $0, fault: fault).link(
-                appUserId: appUserId, otid: originalTransactionId, behaviour: behaviour, projector: projector, now: now)
-        }
-    }
-
     func projection(appUserId: String) async throws -> StoredProjection? {
         try await read { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) }
     }
@@ -84,11 +74,6 @@ extension SessionBackedStore {
 
     func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
         try await read { try Ledger(session: $0, fault: nil).subscription(otid: originalTransactionId) }
-    }
-
-    func expiring(from: Int64, to: Int64, limit: Int) async throws -> [OwnedSubscription] {
-        guard (1...10_000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…10000") }
-        return try await read { try Ledger(session: $0, fault: nil).expiring(from: from, to: to, limit: limit) }
     }
 
     func ping() async throws {

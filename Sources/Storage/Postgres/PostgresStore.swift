@@ -11,7 +11,6 @@ import Synchronization
 /// the worker reconnects and retries once — safe because every write is idempotent
 /// (unique notification UUIDs, unique facts, `ON CONFLICT DO NOTHING`).
 final class PostgresStore: SessionBackedStore {
-    let backend: StorageBackend = .postgres
     private let conninfo: String
     private let configuration: StoreConfiguration
     private let queue = JobQueue()

@@ -18,7 +18,6 @@ final class SQLiteStore: SessionBackedStore {
         case memory
     }
 
-    let backend: StorageBackend = .sqlite
     private let location: Location
     private let configuration: StoreConfiguration
     private let queue = JobQueue()

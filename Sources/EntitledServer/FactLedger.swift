@@ -4,15 +4,23 @@ import Foundation
 import Storage
 import Synchronization
 
-/// `LedgerStoring` on a `Storage.LedgerStore`: the API's facts become ledger rows (the engine's
-/// `Fact` JSON beside the signed text it came from), and projections come from `EngineProjector`.
-public final class StorageLedger: LedgerStoring {
+/// The one way between the API and storage: it turns verified facts into ledger rows (the
+/// engine's `Fact` JSON beside the signed text it came from, or its ``Fact/identity``), appends
+/// them with their message through Storage's `LedgerStore`, which projects every affected customer
+/// with ``EngineProjector`` in the same transaction, and reads customers, history and
+/// subscriptions back.
+///
+/// Every call is one database transaction on storage's own threads. The projections are evaluated
+/// with the one policy merged from every configured app (``FactMapper/policy(for:)-swift.type.method``
+/// over the configuration): customers are not per app, and every answer about them, customer or
+/// admin, uses it.
+public final class FactLedger: ReadinessProbe {
     public let store: any LedgerStore
     public let projector: EngineProjector
 
     /// - Parameters:
     ///   - store: the opened ledger.
-    ///   - policy: the policy projections are evaluated with (the API's customer policy).
+    ///   - policy: the policy projections are evaluated with (the configuration's merged policy).
     ///   - cache: the projection path's fast paths and codec (share the API's).
     public init(store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache()) {
         self.store = store
@@ -21,69 +29,41 @@ public final class StorageLedger: LedgerStoring {
 
     private var cache: ProjectionCache { projector.cache }
 
+    /// For `/readyz`: the database answers.
     public func checkReady() async throws { try await store.ping() }
 
-    public func ingest(_ batch: LedgerBatch) async throws(LedgerError) -> IngestOutcome {
+    /// Commits a verified delivery: its message (kept for audit; a repeated `notificationUUID` is a
+    /// duplicate and changes nothing), its facts (a fact already stored is a no-op) and, for a
+    /// client post, its `claim` on the facts' subscriptions, then re-projects every affected
+    /// customer, all at once. Facts without a subscription (an app transaction) that come with a
+    /// claim belong to the claiming customer through their token, whichever arrives first.
+    /// - Returns: `.accepted`, or `.duplicate` when the message was committed before.
+    public func ingest(
+        _ message: ReceivedMessage, facts: [Fact], signed: SignedPayloads = SignedPayloads(), bundleId: String?,
+        claim: Claim? = nil
+    ) async throws(LedgerError) -> IngestResult.Status {
         try await mapped {
-            var claim: Claim?
             var looseToken: String?
-            if let link = batch.link {
-                claim = Claim(appUserId: link.appUserId, behaviour: link.restoreBehavior == .keep ? .keep : .transfer)
-                if link.originalTransactionIds.isEmpty {
-                    // Facts without a subscription (an app transaction) belong to the customer
-                    // through their token: give them the customer's.
-                    let customer = try await store.ensureCustomer(
-                        appUserId: link.appUserId, appAccountToken: nil, projector: projector, now: batch.receivedAt)
-                    looseToken = customer.appAccountToken
-                }
+            if let claim, facts.contains(where: { if case .appTransaction = $0 { true } else { false } }) {
+                let customer = try await store.ensureCustomer(
+                    appUserId: claim.appUserId, appAccountToken: nil, projector: projector, now: message.receivedAt)
+                looseToken = customer.appAccountToken
             }
-            let message: ReceivedMessage
-            switch batch.source {
-            case .notificationV2(let uuid, let type, let subtype):
-                message = ReceivedMessage(
-                    notificationUUID: uuid.isEmpty ? nil : uuid, source: .appleV2, body: batch.rawBody,
-                    receivedAt: batch.receivedAt, notificationType: type, subtype: subtype)
-            case .notificationV1(let key, let type):
-                // V1 has no id: the body's digest (without the password) stands in for one.
-                message = ReceivedMessage(
-                    notificationUUID: "v1:" + key, source: .appleV1, body: batch.rawBody, receivedAt: batch.receivedAt,
-                    notificationType: type)
-            case .client:
-                message = ReceivedMessage(
-                    notificationUUID: nil, source: .client, body: batch.rawBody, receivedAt: batch.receivedAt)
-            }
-            let incoming = batch.facts.map { fact in
+            let incoming = facts.map { fact in
                 let row = Self.incoming(
-                    fact, payload: cache.payload(fact), signed: batch.signed, bundleId: batch.bundleId, looseToken: looseToken)
+                    fact, payload: cache.payload(fact), signed: signed, bundleId: bundleId, looseToken: looseToken)
                 cache.remember(fact, as: row.payload)
                 return row
             }
             let result = try await store.ingest(
-                IngestBatch(message: message, facts: incoming, claim: claim), projector: projector, now: batch.receivedAt)
-            var links: [String: IngestOutcome.LinkResult] = [:]
-            for link in result.links {
-                switch link.outcome {
-                case .linked, .alreadyLinked: links[link.originalTransactionId] = .linked
-                case .transferred: links[link.originalTransactionId] = .transferred
-                case .kept: links[link.originalTransactionId] = .keptByOther
-                }
-            }
-            return IngestOutcome(status: result.status == .duplicate ? .duplicate : .accepted, links: links)
+                IngestBatch(message: message, facts: incoming, claim: claim), projector: projector, now: message.receivedAt)
+            return result.status
         }
     }
 
-    public func recordRejected(_ delivery: RejectedDelivery) async throws(LedgerError) {
-        let source: IngestSource =
-            switch delivery.endpoint {
-            case "/v1/apple/notifications": .appleV2
-            case "/v1/apple/notifications/v1": .appleV1
-            default: .client
-            }
-        _ = try await mapped {
-            try await store.recordRejected(
-                ReceivedMessage(notificationUUID: nil, source: source, body: delivery.rawBody, receivedAt: delivery.receivedAt),
-                code: delivery.code)
-        }
+    /// Records a rejected delivery for audit; nothing of it is applied.
+    public func recordRejected(_ message: ReceivedMessage, code: String) async throws(LedgerError) {
+        _ = try await mapped { try await store.recordRejected(message, code: code) }
     }
 
     /// The stored answer when it holds for `context`. One stored in an older format (or none, by a
@@ -103,6 +83,8 @@ public final class StorageLedger: LedgerStoring {
         }
     }
 
+    /// ``renderedCustomer(appUserId:context:)`` on the calling thread, when the store can read at
+    /// once (an HTTP poll thread must not wait); nil means "use the asynchronous calls".
     public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
         do {
             guard case .done(let stored) = try store.stateNow(appUserId: appUserId), let stored else { return nil }
@@ -129,6 +111,8 @@ public final class StorageLedger: LedgerStoring {
         return answer
     }
 
+    /// The customer with their state evaluated from the ledger; creates the customer (with a new
+    /// random `appAccountToken`) on first sight.
     public func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
         try await mapped {
             guard
@@ -142,10 +126,12 @@ public final class StorageLedger: LedgerStoring {
                 throw LedgerError(.projectionFailed, detail: "\(appUserId): \(error)")
             }
             let state = evaluate(facts: facts, policy: context.policy, now: context.now, environment: context.environment)
-            return CustomerSnapshot(customer: Self.record(customer), state: state)
+            return CustomerSnapshot(customer: customer, state: state)
         }
     }
 
+    /// A page of the customer's timeline, newest first, or nil when the customer does not exist.
+    /// `cursor` is a `nextCursor` from an earlier page; a malformed one is `.invalidRequest`.
     public func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
         try await mapped {
             guard try await store.customer(appUserId: appUserId) != nil else { return nil }
@@ -173,6 +159,7 @@ public final class StorageLedger: LedgerStoring {
         }
     }
 
+    /// One subscription by `originalTransactionId`, or nil when nothing is known about it.
     public func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? {
         try await mapped {
             guard let owned = try await store.subscription(originalTransactionId: originalTransactionId) else {
@@ -189,7 +176,7 @@ public final class StorageLedger: LedgerStoring {
             }
             return SubscriptionRecord(
                 originalTransactionId: originalTransactionId, bundleId: stored.first?.fact.bundleId,
-                customer: customer.map(Self.record), facts: facts, notifications: notifications.reversed())
+                customer: customer, facts: facts, notifications: notifications.reversed())
         }
     }
 
@@ -213,18 +200,17 @@ public final class StorageLedger: LedgerStoring {
         }
     }
 
-    static func record(_ customer: Storage.CustomerRecord) -> CustomerRecord {
-        CustomerRecord(appUserId: customer.appUserId, appAccountToken: customer.appAccountToken, createdAt: customer.createdAt)
-    }
 
 
     /// A ledger row for an engine fact: its JSON (`payload`, ``ProjectionCache/payload(_:)``), its
-    /// keys, and the signed text it came from (V1 facts have none: their canonical JSON stands in,
-    /// which still makes a replay a no-op). `looseToken` is given to facts without a subscription
-    /// (app transactions), which belong to the customer holding that token.
+    /// keys, and the signed text it came from (V1 and receipt facts have none: their
+    /// ``Fact/identity`` stands in, so that a replay is a no-op whatever JSON this binary encodes
+    /// them to). `looseToken` is given to facts without a subscription (app transactions), which
+    /// belong to the customer holding that token.
     static func incoming(
         _ fact: Fact, payload: String, signed: SignedPayloads, bundleId: String?, looseToken: String?
     ) -> IncomingFact {
+        let identity = fact.identity ?? payload
         switch fact {
         case .transaction(let f):
             return IncomingFact(
@@ -248,17 +234,17 @@ public final class StorageLedger: LedgerStoring {
                 signedDate: f.signedDate)
         case .receiptEntry(let f):
             return IncomingFact(
-                kind: .receipt, jws: payload, payload: payload, transactionId: f.transactionId,
+                kind: .receipt, jws: identity, payload: payload, transactionId: f.transactionId,
                 originalTransactionId: f.originalTransactionId, appAccountToken: f.appAccountToken,
                 environment: f.environment.rawValue, bundleId: bundleId, signedDate: f.receiptDate)
         case .pendingRenewal(let f):
             return IncomingFact(
-                kind: FactKind(rawValue: "pendingRenewal"), jws: payload, payload: payload,
+                kind: FactKind(rawValue: "pendingRenewal"), jws: identity, payload: payload,
                 originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
                 signedDate: f.receiptDate)
         case .v1Notification(let f):
             return IncomingFact(
-                kind: FactKind(rawValue: "v1Notification"), jws: payload, payload: payload, transactionId: f.transactionId,
+                kind: FactKind(rawValue: "v1Notification"), jws: identity, payload: payload, transactionId: f.transactionId,
                 originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
                 signedDate: f.date)
         }

@@ -1,0 +1,67 @@
+extension Fact {
+    /// What makes an unsigned fact the same fact when it comes again, or nil for a signed one.
+    ///
+    /// Signed facts (transactions, renewal infos, V2 notifications, app transactions) are the same
+    /// fact when their signed content is; Apple signed that. V1 notifications and receipt data have
+    /// no signed form, and keying them on their JSON made any change to the encoder or to a fact's
+    /// fields turn a replayed delivery into new facts. Their identity is this text instead: the kind
+    /// and the fields, listed here one by one in a fixed order, that say which fact it is and what
+    /// it states (ids, dates, flags, environment). A field added to a fact type later does not
+    /// change it; an old delivery replayed after an upgrade is recognised.
+    ///
+    /// The text is `kind` then `|`-separated parts: strings length-prefixed (`5:hello`), numbers in
+    /// decimal, booleans `1`/`0`, absent values `-`. The `v1` after the kind versions the format.
+    public var identity: String? {
+        switch self {
+        case .transaction, .renewalInfo, .notification, .appTransaction:
+            return nil
+        case .receiptEntry(let f):
+            return Self.identity(
+                "receiptEntry",
+                [
+                    .text(f.environment.rawValue), .text(f.transactionId), .text(f.originalTransactionId),
+                    .text(f.webOrderLineItemId), .text(f.productId), .text(f.subscriptionGroupId),
+                    .number(f.purchaseDate), .number(f.originalPurchaseDate), .number(f.expiresDate),
+                    .number(f.cancellationDate), .number(f.cancellationReason.map(Int64.init)),
+                    .flag(f.isTrialPeriod), .flag(f.isInIntroOfferPeriod), .flag(f.isUpgraded),
+                    .text(f.ownership.rawValue), .text(f.promotionalOfferId), .text(f.offerCodeRefName),
+                    .number(Int64(f.quantity)), .text(f.appAccountToken), .number(f.receiptDate),
+                ])
+        case .pendingRenewal(let f):
+            return Self.identity(
+                "pendingRenewal",
+                [
+                    .text(f.environment.rawValue), .text(f.originalTransactionId), .text(f.productId),
+                    .text(f.autoRenewProductId), .flag(f.autoRenewStatus), .number(f.expirationIntent.map(Int64.init)),
+                    .flag(f.isInBillingRetryPeriod), .number(f.gracePeriodExpiresDate),
+                    .number(f.priceConsentStatus.map(Int64.init)), .number(f.priceIncreaseStatus.map(Int64.init)),
+                    .text(f.promotionalOfferId), .text(f.offerCodeRefName), .number(f.receiptDate),
+                ])
+        case .v1Notification(let f):
+            return Self.identity(
+                "v1Notification",
+                [
+                    .text(f.environment.rawValue), .text(f.type.rawValue), .number(f.date),
+                    .text(f.originalTransactionId), .text(f.transactionId), .text(f.productId), .flag(f.autoRenewStatus),
+                ])
+        }
+    }
+
+    private enum IdentityPart {
+        case text(String?)
+        case number(Int64?)
+        case flag(Bool?)
+
+        var rendered: String {
+            switch self {
+            case .text(let value): value.map { "\($0.utf8.count):\($0)" } ?? "-"
+            case .number(let value): value.map(String.init) ?? "-"
+            case .flag(let value): value.map { $0 ? "1" : "0" } ?? "-"
+            }
+        }
+    }
+
+    private static func identity(_ kind: String, _ parts: [IdentityPart]) -> String {
+        ([kind, "v1"] + parts.map(\.rendered)).joined(separator: "|")
+    }
+}

@@ -1,0 +1,41 @@
+import Entitlements
+import Foundation
+
+extension Schema {
+    /// The kinds of facts that have no signed text: the server keys them on ``Fact/identity``.
+    static let unsignedFactKinds = ["receipt", "pendingRenewal", "v1Notification"]
+
+    /// Version 6: V1 and receipt facts were keyed by the digest of their JSON, so a change to the
+    /// encoder or to a fact's fields made a replayed delivery new facts. Each such row's `jws` and
+    /// key are recomputed from its payload's ``Fact/identity``, in id order. A row whose identity
+    /// an earlier row already holds (the same fact stored twice under two encodings) keeps its old
+    /// key: it stays as it was, and a replay now finds the earlier row's. A payload that does not
+    /// decode as an engine fact (not written by the server) is left alone.
+    static func rekeyUnsignedFacts(_ session: any SQLSession) throws {
+        let decoder = JSONDecoder()
+        let kinds = unsignedFactKinds.map { "'\($0)'" }.joined(separator: ", ")
+        var after: Int64 = 0
+        while true {
+            let rows = try session.query(
+                "SELECT id, kind, payload, jws_sha256 FROM facts WHERE id > $1 AND kind IN (\(kinds)) ORDER BY id LIMIT 500",
+                .int(after))
+            guard !rows.isEmpty else { return }
+            var updates: [SQLStatement] = []
+            for row in rows {
+                after = try row.int(0)
+                guard let fact = try? decoder.decode(Fact.self, from: Data(try row.text(2).utf8)),
+                    let identity = fact.identity
+                else { continue }
+                let key = FactDigest.hex(identity)
+                guard key != (try row.text(3)) else { continue }
+                updates.append(
+                    SQLStatement(
+                        """
+                        UPDATE facts SET jws_sha256 = $1, jws = $2
+                        WHERE id = $3 AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = $4 AND jws_sha256 = $1)
+                        """, .text(key), .text(identity), .int(after), .text(try row.text(1))))
+            }
+            if !updates.isEmpty { _ = try session.pipeline(updates) }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import AppStore
+import EntitledConfig
+import Entitlements
+import Foundation
+import HTTPServer
+import Testing
+
+@testable import EntitledServer
+@testable import Storage
+
+/// A V1 notification has no id and its facts no signed text: before schema version 6 they were
+/// keyed by their JSON, so a binary whose encoder wrote other bytes applied a replay again.
+@Suite struct V1ReplayTests {
+    @Test("a V1 delivery stored by an older binary, under another JSON encoding, is not applied twice")
+    func replayAfterUpgrade() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-v1-replay-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = "sqlite:\(folder.path)/ledger.sqlite"
+        let configuration = APIHarness.configuration()
+        var body = FactMapperTests.v1Body
+        body.bid = APIHarness.bundleId
+        body.password = "v1-shared-secret-value"
+        let facts = try FactMapper(app: configuration.apps[0]).facts(fromV1: body)
+        #expect(facts.count == 4)
+
+        // The ledger as a binary before version 6 left it after this delivery: each fact's JSON,
+        // in that binary's encoding (here: pretty-printed), standing in for its signed text.
+        var older = StoreConfiguration()
+        older.migrationLimit = 5
+        var store = try await openStore(url: url, configuration: older)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        let rows = try facts.map { fact in
+            var row = FactLedger.incoming(fact, payload: "", signed: SignedPayloads(), bundleId: APIHarness.bundleId, looseToken: nil)
+            row.payload = String(decoding: try encoder.encode(fact), as: UTF8.self)
+            row.jws = row.payload
+            return row
+        }
+        let message = ReceivedMessage(
+            notificationUUID: "v1:stored-by-an-older-binary", source: .appleV1, body: [], receivedAt: APIHarness.start)
+        let stored = try await store.ingest(
+            IngestBatch(message: message, facts: rows), projector: EngineProjector(policy: Policy()), now: APIHarness.start)
+        #expect(stored.insertedFacts == 4)
+        await store.close()
+
+        // Upgraded, the same delivery comes again (its body re-encoded, so not the same message).
+        store = try await openStore(url: url)
+        let (server, _) = try await startServer(configuration: configuration, store: store, clock: VirtualClock(APIHarness.start))
+        let reply = try await Loopback.send(
+            port: server.port, "POST", "/v1/apple/notifications/v1", headers: ["Content-Type": "application/json"],
+            body: Array(AppStoreJSON.encode(body)))
+        await server.shutdown()
+        let sqlite = try #require(store as? SQLiteStore)
+        let count = try await sqlite._scalar("SELECT COUNT(*) FROM facts")
+        await store.close()
+        #expect(reply.status == 200)
+        #expect(count == 4)
+    }
+}
