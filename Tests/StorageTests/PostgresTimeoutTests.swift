@@ -16,7 +16,7 @@ struct PostgresTimeoutTests {
         let pid: pid_t
         let watchdog: Task<Void, Never>
 
-        init(_ pid: pid_t, limit: Duration = .seconds(10)) {
+        init(_ pid: pid_t, limit: Duration = .seconds(30)) {
             self.pid = pid
             kill(pid, SIGSTOP)
             watchdog = Task {
@@ -44,8 +44,8 @@ struct PostgresTimeoutTests {
         let database = try TestDatabase(backend)
         let store = try await Self.openTimed(database, statementTimeout: 300)
         let start = ContinuousClock.now
-        await #expect(throws: StorageError(.unavailable)) { try await store.raw("SELECT pg_sleep(3)") }
-        #expect(Self.elapsed(since: start) < .milliseconds(1500))
+        await #expect(throws: StorageError(.unavailable)) { try await store.raw("SELECT pg_sleep(30)") }
+        #expect(Self.elapsed(since: start) < .seconds(8))
         try await store.ping()  // the session is still fine
         await store.close()
         await database.destroy()
@@ -61,7 +61,7 @@ struct PostgresTimeoutTests {
         await #expect(throws: StorageError(.unavailable)) { try await store.ping() }
         let waited = Self.elapsed(since: start)
         frozen.thaw()
-        #expect(waited < .seconds(3), "a frozen server held the call for \(waited)")
+        #expect(waited < .seconds(8), "a frozen server held the call for \(waited)")
         try await store.ping()
         #expect(pid_t(try await store.count("SELECT pg_backend_pid()")) != pid)
         await store.close()
@@ -87,7 +87,7 @@ struct PostgresTimeoutTests {
         let port = UInt16(bigEndian: address.sin_port)
         // Ends the test (failing it) if the connect hangs.
         let watchdog = Task {
-            try? await Task.sleep(for: .seconds(15))
+            try? await Task.sleep(for: .seconds(30))
             shutdown(listener, Int32(SHUT_RDWR))
         }
         defer {
@@ -102,6 +102,6 @@ struct PostgresTimeoutTests {
             _ = try await openStore(url: "postgresql://nobody@127.0.0.1:\(port)/db?sslmode=disable", configuration: configuration)
         }
         let waited = Self.elapsed(since: start)
-        #expect(waited < .seconds(5), "the connect took \(waited)")
+        #expect(waited < .seconds(10), "the connect took \(waited)")
     }
 }
