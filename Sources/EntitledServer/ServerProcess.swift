@@ -65,18 +65,35 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
 }
 
 /// Closes `store`, waiting at most `limit`; false when it did not finish in time.
+///
+/// Whichever ends first, the close or the timer, answers; the other finds the answer given.
+/// `store.close()` cannot be cancelled, so it is left running past a timeout.
 func close(_ store: any LedgerStore, within limit: Duration) async -> Bool {
-    let done = Mutex(false)
-    Task {
-        await store.close()
-        done.withLock { $0 = true }
+    await withCheckedContinuation { continuation in
+        let answer = FirstAnswer(continuation)
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            answer.give(false)
+        }
+        Task {
+            await store.close()
+            timer.cancel()
+            answer.give(true)
+        }
     }
-    let deadline = ContinuousClock.now.advanced(by: limit)
-    while ContinuousClock.now < deadline {
-        if done.withLock({ $0 }) { return true }
-        try? await Task.sleep(for: .milliseconds(10))
+}
+
+/// A continuation resumed by the first of several racers, exactly once.
+private final class FirstAnswer: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
+
+    init(_ continuation: CheckedContinuation<Bool, Never>) {
+        self.continuation = Mutex(continuation)
     }
-    return done.withLock { $0 }
+
+    func give(_ value: Bool) {
+        continuation.withLock { $0.take() }?.resume(returning: value)
+    }
 }
 
 /// A database URL without its password, for logs (``DatabaseURL/redacted``; as given if it does not parse).
