@@ -80,7 +80,6 @@ public struct API: Sendable {
         // Verification is the expensive part: refused at once only after this address's own
         // notification failures, never for its bad keys or anyone's V1 failures.
         guard budget.allows(request.remoteAddress, .appleSignature) else { throw RejectionBudget.exhausted }
-        var bundleId: String?
         do {
             guard let envelope = try? codec.decode(ResponseBodyV2.self, from: request.body) else {
                 throw Rejection(.invalidJSON, "the body is not {\"signedPayload\": \"…\"}")
@@ -91,8 +90,7 @@ public struct API: Sendable {
             guard let claimed = JWSPeek.notificationBundleId(signedPayload, codec: codec) else {
                 throw VerificationError.malformed("signedPayload is not a JWS")
             }
-            bundleId = claimed
-            let app = try self.app(bundleId)
+            let app = try self.app(claimed)
             let verified = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
             try checkEnvironment(verified.payload.verificationEnvironment, app: app)
             let facts: [Fact]
@@ -114,9 +112,9 @@ public struct API: Sendable {
             }
             return try .json(IngestBody(status))
         } catch let error as VerificationError {
-            throw await reject(Rejection(error), .appleSignature, request: request, bundleId: bundleId, now: now)
+            throw await reject(Rejection(error), .appleSignature, request: request, now: now)
         } catch let rejection as Rejection {
-            throw await reject(rejection, .appleSignature, request: request, bundleId: bundleId, now: now)
+            throw await reject(rejection, .appleSignature, request: request, now: now)
         }
     }
 
@@ -137,7 +135,7 @@ public struct API: Sendable {
         guard let app, app.sharedSecret != nil, matches else {
             let error = Rejection(.invalidSharedSecret, "password does not match the app's shared secret")
             throw await reject(
-                error, .sharedSecret, request: request, bundleId: body.bid, now: now, redactedBody: redacted(body))
+                error, .sharedSecret, request: request, now: now, redactedBody: redacted(body))
         }
         let raw = redacted(body)
         let facts: [Fact]
@@ -145,14 +143,14 @@ public struct API: Sendable {
             facts = try mapper(app).facts(fromV1: body)
         } catch {
             throw await reject(
-                Self.rejection(error), .sharedSecret, request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
+                Self.rejection(error), .sharedSecret, request: request, now: now, redactedBody: raw)
         }
         let environment = FactMapper.environment(
             body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
         do {
             try checkEnvironment(AppStoreEnvironment(rawValue: environment.rawValue), app: app)
         } catch {
-            throw await reject(Rejection(error), .sharedSecret, request: request, bundleId: app.bundleId, now: now, redactedBody: raw)
+            throw await reject(Rejection(error), .sharedSecret, request: request, now: now, redactedBody: raw)
         }
         // V1 has no id: the body's digest (without the password) stands in for one.
         let message = ReceivedMessage(
@@ -239,7 +237,6 @@ public struct API: Sendable {
         guard request.body.count <= Self.maxNotificationBytes else { throw HTTPError.payloadTooLarge(limit: Self.maxNotificationBytes) }
         let posted = try decodeBody(PostedTransaction.self, request)
         guard budget.allows(request.remoteAddress, .clientSignature) else { throw RejectionBudget.exhausted }
-        var bundleId: String?
         do {
             let facts: [Fact]
             let app: App
@@ -251,8 +248,7 @@ public struct API: Sendable {
                 guard let peeked = JWSPeek.payload(JWSTransactionDecodedPayload.self, jws, codec: codec) else {
                     throw VerificationError.malformed("signedTransaction is not a JWS")
                 }
-                bundleId = peeked.bundleId
-                app = try self.app(bundleId)
+                app = try self.app(peeked.bundleId)
                 let transaction = try await verifier.verifyTransaction(signedTransaction: jws, app: app)
                 try checkEnvironment(transaction.environment, app: app)
                 let fact: TransactionFact
@@ -267,8 +263,7 @@ public struct API: Sendable {
                 guard let peeked = JWSPeek.payload(AppTransaction.self, jws, codec: codec) else {
                     throw VerificationError.malformed("signedAppTransaction is not a JWS")
                 }
-                bundleId = peeked.bundleId
-                app = try self.app(bundleId)
+                app = try self.app(peeked.bundleId)
                 let appTransaction = try await verifier.verifyAppTransaction(signedAppTransaction: jws, app: app)
                 try checkEnvironment(appTransaction.receiptType, app: app)
                 let fact: AppTransactionFact
@@ -296,9 +291,9 @@ public struct API: Sendable {
             response.headers.set("Cache-Control", "no-store")
             return response
         } catch let error as VerificationError {
-            throw await reject(Rejection(error), .clientSignature, request: request, bundleId: bundleId, now: now)
+            throw await reject(Rejection(error), .clientSignature, request: request, now: now)
         } catch let rejection as Rejection {
-            throw await reject(rejection, .clientSignature, request: request, bundleId: bundleId, now: now)
+            throw await reject(rejection, .clientSignature, request: request, now: now)
         }
     }
 
@@ -445,7 +440,7 @@ public struct API: Sendable {
     /// the answer: 503 for retryable failures (nothing recorded, nothing charged), 429 when that
     /// budget was already spent (nothing recorded), else 4xx with the code.
     func reject(
-        _ error: Rejection, _ credential: RejectionBudget.Credential, request: Request, bundleId: String?,
+        _ error: Rejection, _ credential: RejectionBudget.Credential, request: Request,
         now: Int64, redactedBody: [UInt8]? = nil
     ) async -> HTTPError {
         if error.code == .retryableVerificationFailure {

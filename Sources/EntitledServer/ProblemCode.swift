@@ -96,7 +96,7 @@ extension HTTPError {
 }
 
 /// A signed payload or V1 body the API refuses: recorded as rejected under ``code``, answered
-/// with the code's status (see ``API/reject(_:_:request:bundleId:now:redactedBody:)``).
+/// with the code's status (see ``API/reject(_:_:request:now:redactedBody:)``).
 struct Rejection: Error {
     var code: ProblemCode
     /// For the problem's `detail`; never contains secrets.
