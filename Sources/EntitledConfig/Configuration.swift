@@ -20,6 +20,8 @@ public struct Configuration: Sendable, Equatable {
     public var cacheTTLSeconds: Int = 3600
     /// Per-customer tokens (JWT HS256) for apps that call the API directly; nil disables them.
     public var customerTokens: CustomerTokenSettings?
+    /// HTTPS on `listen` (the `tls` section); nil serves plain HTTP.
+    public var tls: TLSSettings?
 
     public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
 

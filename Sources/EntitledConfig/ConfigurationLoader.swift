@@ -117,6 +117,7 @@ public struct ConfigurationLoader: Sendable {
             try object.finish()
             configuration.customerTokens = CustomerTokenSettings(secret: secret, maxLifetimeSeconds: maxLifetime)
         }
+        if let node = reader.take("tls") { configuration.tls = try tls(node, baseDirectory: baseDirectory) }
         try reader.finish()
         return configuration
     }
@@ -307,7 +308,7 @@ public struct ConfigurationLoader: Sendable {
 
     // MARK: - Values
 
-    private func resolveSecret(_ raw: String, path: String) throws(ConfigurationError) -> String {
+    func resolveSecret(_ raw: String, path: String) throws(ConfigurationError) -> String {
         guard raw.hasPrefix("env:") else { return raw }
         let name = String(raw.dropFirst(4))
         guard let value = environment[name], !value.isEmpty else {

@@ -29,8 +29,14 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     let clock = SystemClock()
     let assembled = try await buildApplication(configuration: configuration, clock: clock, fastPaths: fastPaths)
     let store = assembled.store
-    let server = HTTPServer(
-        configuration: assembled.application.serverConfiguration(), router: assembled.application.router)
+    var serverConfiguration = assembled.application.serverConfiguration()
+    do {
+        serverConfiguration.tls = try configuration.tls?.load()
+    } catch {
+        await store.close()
+        throw .configuration("configuration: \(error.description)")
+    }
+    let server = HTTPServer(configuration: serverConfiguration, router: assembled.application.router)
     let signals = TerminationSignals()
     do {
         try server.start()
@@ -38,8 +44,14 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
         await store.close()
         throw .runtime(error.description)
     }
+    let hangups = HangupSignals { reloadCertificate(configuration.tls, server: server) }
+    defer { withExtendedLifetime(hangups) {} }
     ServerLog.event(
-        "listening", ["address": "\(configuration.listen.host):\(server.port)", "database": redactedDatabase(configuration.database)])
+        "listening",
+        [
+            "address": "\(configuration.listen.host):\(server.port)", "database": redactedDatabase(configuration.database),
+            "scheme": configuration.tls == nil ? "http" : "https",
+        ])
     let purge = RejectedPurge(store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays)
     let purging = Task {
         await purge.run(every: .seconds(3600)) { result in
@@ -62,6 +74,23 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
         ServerLog.event("storage did not close in time", [:])
     }
     ServerLog.event("stopped", [:])
+}
+
+/// SIGHUP: reads the TLS files again and serves the new pair; when they are unreadable or
+/// refused, logs why and keeps serving the old one.
+func reloadCertificate(_ settings: TLSSettings?, server: HTTPServer) {
+    guard let settings else {
+        ServerLog.event("SIGHUP ignored", ["reason": "no tls section to reload"])
+        return
+    }
+    do {
+        try server.reloadTLS(try settings.load())
+        ServerLog.event("tls reloaded", ["certificateFile": settings.certificateFile])
+    } catch let error as ConfigurationError {
+        ServerLog.event("tls reload failed", ["error": error.description, "kept": "the previous certificate"])
+    } catch {
+        ServerLog.event("tls reload failed", ["error": "\(error)", "kept": "the previous certificate"])
+    }
 }
 
 /// Closes `store`, waiting at most `limit`; false when it did not finish in time.
@@ -117,17 +146,7 @@ public final class TerminationSignals: @unchecked Sendable {
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) == 0 {
             terminationPipe = ends[1]
-            for number in [SIGTERM, SIGINT] {
-                var action = sigaction()
-                #if canImport(Glibc)
-                    action.__sigaction_handler.sa_handler = terminationHandler
-                #else
-                    action.__sigaction_u.__sa_handler = terminationHandler
-                #endif
-                sigemptyset(&action.sa_mask)
-                action.sa_flags = SA_RESTART
-                sigaction(number, &action, nil)
-            }
+            install(terminationHandler, for: [SIGTERM, SIGINT])
             let readEnd = ends[0]
             Thread.detachNewThread { [self] in
                 var byte: UInt8 = 0
@@ -164,6 +183,53 @@ public final class TerminationSignals: @unchecked Sendable {
         lock.unlock()
         pending?.resume(returning: name)
     }
+}
+
+/// Calls an action on a thread of its own for every SIGHUP, from the moment it is created (the
+/// self-pipe pattern, as ``TerminationSignals``). One per process.
+public final class HangupSignals: Sendable {
+    public init(_ action: @escaping @Sendable () -> Void) {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return }
+        hangupPipe = ends[1]
+        install(hangupHandler, for: [SIGHUP])
+        let readEnd = ends[0]
+        Thread.detachNewThread {
+            var byte: UInt8 = 0
+            while true {
+                let count = read(readEnd, &byte, 1)
+                if count == 1 {
+                    action()
+                } else if count < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
+    }
+}
+
+private func install(_ handler: @convention(c) (Int32) -> Void, for numbers: [Int32]) {
+    for number in numbers {
+        var action = sigaction()
+        #if canImport(Glibc)
+            action.__sigaction_handler.sa_handler = handler
+        #else
+            action.__sigaction_u.__sa_handler = handler
+        #endif
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = SA_RESTART
+        sigaction(number, &action, nil)
+    }
+}
+
+/// The write end of the hangup pipe, read by its signal handler.
+nonisolated(unsafe) private var hangupPipe: Int32 = -1
+
+private func hangupHandler(_ number: Int32) {
+    var byte = UInt8(truncatingIfNeeded: number)
+    _ = write(hangupPipe, &byte, 1)
 }
 
 /// The write end of the termination pipe, read by the signal handler (set before it is installed).

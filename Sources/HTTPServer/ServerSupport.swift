@@ -110,10 +110,6 @@ final class Exchange: @unchecked Sendable {
     }
 }
 
-/// The daemon pointer, kept in the server's locked state.
-struct DaemonHandle: @unchecked Sendable {
-    let pointer: OpaquePointer
-}
 
 /// A connection pointer carried into the handler task. libmicrohttpd allows resuming from any thread.
 struct ConnectionHandle: @unchecked Sendable {

@@ -18,6 +18,9 @@ enum ServeCommand: Command {
           --database URL      sqlite:PATH or postgres://… (env ENTITLED_DATABASE;
                               default sqlite:./data/entitled.sqlite, created on first start)
 
+        SIGHUP reads the TLS certificate and key again (configuration key tls) and serves them
+        without dropping connections.
+
         Endpoints: GET /healthz (process alive), GET /readyz (storage reachable).
         See docs/configuration.md for the file format.
         """
