@@ -22,6 +22,8 @@ public struct Configuration: Sendable, Equatable {
     public var customerTokens: CustomerTokenSettings?
     /// HTTPS on `listen` (the `tls` section); nil serves plain HTTP.
     public var tls: TLSSettings?
+    /// A second address serving only `GET /metrics`, without credentials (plain HTTP); nil: none.
+    public var metricsListen: ListenAddress?
 
     public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
 
@@ -90,6 +92,8 @@ public struct CustomerTokenSettings: Sendable, Equatable {
 public struct APIKey: Sendable, Equatable {
     public enum Scope: String, Sendable, CaseIterable {
         case read, write, admin
+        /// `GET /metrics` only.
+        case metrics
     }
 
     public var name: String

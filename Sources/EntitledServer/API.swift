@@ -34,14 +34,16 @@ public struct API: Sendable {
     /// Encoded customer answers, reused while unchanged; its codec reads the request bodies.
     let cache: ProjectionCache
     var codec: JSONCodec { cache.codec }
+    let metrics: ServerMetrics
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
-        cache: ProjectionCache = ProjectionCache()
+        cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics()
     ) {
         self.configuration = configuration
         self.cache = cache
+        self.metrics = metrics
         self.verifier = verifier
         self.ledger = ledger
         self.clock = clock
@@ -69,6 +71,15 @@ public struct API: Sendable {
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
+        // Inline: rendering the registry is quick and needs no storage.
+        router.add(.get, "/metrics", .inline { try api.metricsPage($0) })
+    }
+
+    /// `GET /metrics`: an API key with the `metrics` scope.
+    func metricsPage(_ request: Request) throws -> Response {
+        let principal = try authenticate(request)
+        try authenticator.authorize(principal, scope: .metrics, appUserId: nil)
+        return metrics.response()
     }
 
     // MARK: - Apple
@@ -109,6 +120,11 @@ public struct API: Sendable {
                 renewalInfo: payload.data?.signedRenewalInfo, appTransaction: payload.appData?.signedAppTransactionInfo)
             let status = try await store { () async throws(LedgerError) in
                 try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
+            }
+            metrics.notificationIngested(
+                version: "2", type: payload.notificationType?.rawValue, subtype: payload.subtype?.rawValue, status: status)
+            if status == .applied, let signedDate = payload.signedDate {
+                metrics.projectionLag.observe([], Double(clock.nowMilliseconds() - signedDate) / 1000)
             }
             return try .json(IngestBody(status))
         } catch let error as VerificationError {
@@ -159,6 +175,7 @@ public struct API: Sendable {
         let status = try await store { () async throws(LedgerError) in
             try await ledger.ingest(message, facts: facts, bundleId: app.bundleId)
         }
+        metrics.notificationIngested(version: "1", type: body.notificationType?.rawValue, subtype: nil, status: status)
         return try .json(IngestBody(status))
     }
 
@@ -447,13 +464,14 @@ public struct API: Sendable {
             return HTTPError(
                 .retryableVerificationFailure, "verification could not complete; retry later", headers: ["Retry-After": "30"])
         }
-        guard budget.charge(request.remoteAddress, credential) else { return RejectionBudget.exhausted }
         let source: IngestSource =
             switch request.path {
             case "/v1/apple/notifications": .appleV2
             case "/v1/apple/notifications/v1": .appleV1
             default: .client
             }
+        if source != .client { metrics.notificationRejected(version: source == .appleV2 ? "2" : "1", code: error.code.rawValue) }
+        guard budget.charge(request.remoteAddress, credential) else { return RejectionBudget.exhausted }
         try? await ledger.recordRejected(
             ReceivedMessage(notificationUUID: nil, source: source, body: redactedBody ?? request.body, receivedAt: now),
             code: error.code.rawValue)

@@ -44,6 +44,14 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
         await store.close()
         throw .runtime(error.description)
     }
+    let metricsServer: HTTPServer?
+    do {
+        metricsServer = try startMetricsServer(configuration, metrics: assembled.metrics)
+    } catch {
+        await server.shutdown()
+        await store.close()
+        throw .runtime("metricsListen: \(error.description)")
+    }
     let hangups = HangupSignals { reloadCertificate(configuration.tls, server: server) }
     defer { withExtendedLifetime(hangups) {} }
     ServerLog.event(
@@ -68,12 +76,28 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     purging.cancel()
     // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()
+    await metricsServer?.shutdown()
     if !(await close(store, within: .seconds(configuration.http.shutdownGraceSeconds))) {
         // A frozen database keeps a storage thread in a call that may never return; every
         // request has been answered, and nothing unacknowledged is lost by exiting.
         ServerLog.event("storage did not close in time", [:])
     }
     ServerLog.event("stopped", [:])
+}
+
+/// The `metricsListen` server (plain HTTP, `GET /metrics` only, no credentials), started and
+/// announced; nil when not configured.
+func startMetricsServer(_ configuration: Configuration, metrics: ServerMetrics) throws(HTTPServer.StartError) -> HTTPServer? {
+    guard let address = configuration.metricsListen else { return nil }
+    var settings = HTTPServer.Configuration()
+    settings.host = address.host
+    settings.port = address.port
+    settings.threads = 1
+    settings.accessLog = nil
+    let server = HTTPServer(configuration: settings, router: metricsRouter(metrics))
+    try server.start()
+    ServerLog.event("metrics listening", ["address": "\(address.host):\(server.port)"])
+    return server
 }
 
 /// SIGHUP: reads the TLS files again and serves the new pair; when they are unreadable or

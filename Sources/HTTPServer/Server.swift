@@ -52,6 +52,8 @@ public final class HTTPServer: Sendable {
         public var accessLog: LogWriter? = .standardOutput
         /// Where handler errors that became 500s are logged.
         public var errorLog: LogWriter? = .standardError
+        /// Called on the poll thread as each request completes (metrics); must be quick.
+        public var requestObserver: (@Sendable (CompletedRequest) -> Void)?
         /// Serve HTTPS with these (TLS 1.2 and 1.3 only, see ``TLSCredentials/priorities``); nil: plain HTTP.
         public var tls: TLSCredentials?
 
@@ -340,6 +342,7 @@ public final class HTTPServer: Sendable {
         case .methodNotAllowed(let allow):
             exchange.refuse(HTTPError.methodNotAllowed(allow: allow), discardLimit: discardBudget)
         case .found(let route, let parameters):
+            exchange.route = route.pattern
             if hasBody && !route.takesBody {
                 exchange.refuse(HTTPError.bodyNotAllowed, discardLimit: Self.refusalDrainBytes, close: true)
                 return
@@ -405,8 +408,10 @@ public final class HTTPServer: Sendable {
         // parsing) were not counted and are not logged.
         guard exchange.headersIn else { return }
         inFlight.subtract(1, ordering: .relaxed)
-        guard let log = configuration.accessLog else { return }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - exchange.started) / 1_000_000
+        configuration.requestObserver?(
+            CompletedRequest(method: exchange.method, route: exchange.route, status: exchange.status, seconds: elapsed / 1000))
+        guard let log = configuration.accessLog else { return }
         var line = JSONLine()
         line.add("time", ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
         line.add("type", "access")

@@ -79,6 +79,8 @@ final class Exchange: @unchecked Sendable {
     var headersIn = false
     var method = HTTPMethod.get
     var path = "/"
+    /// The matched route's pattern (nil when none matched).
+    var route: String?
     var requestId = ""
     var remoteAddress = ""
     /// The request as admitted (without its body) and its route's handler.

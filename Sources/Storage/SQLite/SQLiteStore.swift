@@ -81,6 +81,7 @@ final class SQLiteStore: SessionBackedStore {
         let queue = self.queue
         let maxBatch = max(1, configuration.maxGroupCommit)
         let fault = configuration.faultInjector
+        let observer = configuration.ledgerObserver
         let groupReads: Bool
         if case .memory = location { groupReads = true } else { groupReads = false }
         threads.start(name: "entitled.sqlite.writer") {
@@ -111,6 +112,7 @@ final class SQLiteStore: SessionBackedStore {
                 if !writes.isEmpty {
                     lastGroup = writes.count
                     Self.commitGroup(writes, on: connection, fault: fault, syncer: syncer, stats: &stats)
+                    observer?.groupCommitted(writes: writes.count)
                 }
                 for job in jobs where !job.isWrite {
                     _ = job.perform(connection)
@@ -281,6 +283,7 @@ final class SQLiteStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
+    var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction.
     var rebuildChunk: Int { 500 }
 
