@@ -22,6 +22,8 @@ public struct Configuration: Sendable, Equatable {
     public var customerTokens: CustomerTokenSettings?
     /// HTTPS on `listen` (the `tls` section); nil serves plain HTTP.
     public var tls: TLSSettings?
+    /// Log format and level (the `log` section).
+    public var log = LogSettings()
     /// A second address serving only `GET /metrics`, without credentials (plain HTTP); nil: none.
     public var metricsListen: ListenAddress?
 

@@ -118,6 +118,7 @@ public struct ConfigurationLoader: Sendable {
             configuration.customerTokens = CustomerTokenSettings(secret: secret, maxLifetimeSeconds: maxLifetime)
         }
         if let node = reader.take("tls") { configuration.tls = try tls(node, baseDirectory: baseDirectory) }
+        if let node = reader.take("log") { configuration.log = try log(node) }
         if let node = reader.take("metricsListen") {
             configuration.metricsListen = try Self.listenAddress(try node.string(), path: node.path)
         }

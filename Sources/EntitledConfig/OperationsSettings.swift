@@ -63,3 +63,44 @@ extension ConfigurationLoader {
         return settings
     }
 }
+
+/// The `log` section: how standard output's lines look and which are written.
+public struct LogSettings: Sendable, Equatable {
+    /// nil: JSON lines, or text when standard output is a terminal.
+    public var format: LogFormat?
+    /// Lines below it are not written.
+    public var level: LogLevel = .info
+
+    public init(format: LogFormat? = nil, level: LogLevel = .info) {
+        self.format = format
+        self.level = level
+    }
+}
+
+extension ConfigurationLoader {
+    /// `{"format": "json"|"text", "level": "debug"|"info"|"warn"|"error"}`.
+    func log(_ node: Node) throws(ConfigurationError) -> LogSettings {
+        var object = try node.object()
+        var settings = LogSettings()
+        if let value = object.take("format") { settings.format = try Self.logFormat(try value.string(), path: value.path) }
+        if let value = object.take("level") { settings.level = try Self.logLevel(try value.string(), path: value.path) }
+        try object.finish()
+        return settings
+    }
+
+    /// `json` or `text` (the `log.format` key and `--log-format`).
+    public static func logFormat(_ raw: String, path: String) throws(ConfigurationError) -> LogFormat {
+        guard let format = LogFormat(rawValue: raw) else {
+            throw ConfigurationError(path: path, message: "must be 'json' or 'text'")
+        }
+        return format
+    }
+
+    /// `debug`, `info`, `warn` or `error` (the `log.level` key and `--log-level`).
+    public static func logLevel(_ raw: String, path: String) throws(ConfigurationError) -> LogLevel {
+        guard let level = LogLevel(rawValue: raw) else {
+            throw ConfigurationError(path: path, message: "must be one of debug, info, warn, error")
+        }
+        return level
+    }
+}

@@ -123,6 +123,12 @@ public struct API: Sendable {
             }
             metrics.notificationIngested(
                 version: "2", type: payload.notificationType?.rawValue, subtype: payload.subtype?.rawValue, status: status)
+            ServerLog.request(
+                .info, "notification \(status == .duplicate ? "duplicate" : "accepted")", requestId: request.requestId,
+                [
+                    "notificationUUID": payload.notificationUUID ?? "", "type": payload.notificationType?.rawValue ?? "",
+                    "subtype": payload.subtype?.rawValue ?? "", "bundleId": app.bundleId,
+                ])
             if status == .applied, let signedDate = payload.signedDate {
                 metrics.projectionLag.observe([], Double(clock.nowMilliseconds() - signedDate) / 1000)
             }
@@ -176,6 +182,9 @@ public struct API: Sendable {
             try await ledger.ingest(message, facts: facts, bundleId: app.bundleId)
         }
         metrics.notificationIngested(version: "1", type: body.notificationType?.rawValue, subtype: nil, status: status)
+        ServerLog.request(
+            .info, "v1 notification \(status == .duplicate ? "duplicate" : "accepted")", requestId: request.requestId,
+            ["type": body.notificationType?.rawValue ?? "", "bundleId": app.bundleId])
         return try .json(IngestBody(status))
     }
 
@@ -471,6 +480,10 @@ public struct API: Sendable {
             default: .client
             }
         if source != .client { metrics.notificationRejected(version: source == .appleV2 ? "2" : "1", code: error.code.rawValue) }
+        // The code and the path only: the body (a signed payload, a shared secret) is never logged.
+        ServerLog.request(
+            .warn, "rejected", requestId: request.requestId,
+            ["code": error.code.rawValue, "path": request.path, "remote": request.remoteAddress])
         guard budget.charge(request.remoteAddress, credential) else { return RejectionBudget.exhausted }
         try? await ledger.recordRejected(
             ReceivedMessage(notificationUUID: nil, source: source, body: redactedBody ?? request.body, receivedAt: now),

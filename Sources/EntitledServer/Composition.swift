@@ -74,7 +74,7 @@ public func buildApplication(
         metrics.start(from: try await opened.projectionTally())
     } catch {
         // The gauges stay empty (never wrong); serving matters more than counting.
-        ServerLog.event("projection counts unavailable; entitled_customers and entitled_subscriptions stay empty", ["error": "\(error)"])
+        ServerLog.event("projection counts unavailable; entitled_customers and entitled_subscriptions stay empty", ["error": "\(error)"], level: .error)
     }
     let cache = fastPaths.projectionCache()
     let ledger = FactLedger(store: opened, policy: FactMapper.policy(for: configuration), cache: cache, metrics: metrics)

@@ -5,19 +5,36 @@ import HTTPServer
 import Storage
 import Synchronization
 
-/// The server's own log lines (start, stop, storage events): one JSON object per line on
-/// standard output, beside the access log.
+/// The server's own log lines (start, stop, storage events, what a request did): on standard
+/// output beside the access log, in its format (JSON lines, or text on a terminal) and at or
+/// above its level (``configureLogs(_:)``). Never a secret or a signed payload: fields are names,
+/// codes and identifiers.
 public enum ServerLog {
-    /// Writes `{"time":…,"type":"server","event":…, fields…}` (fields sorted by key) and flushes.
-    public static func event(_ event: String, _ fields: [String: String]) {
-        var line = JSONLine()
-        line.add("time", ISO8601.format(Date()))
-        line.add("type", "server")
+    /// Writes `{"time":…,"level":…,"type":"server","event":…, fields…}` (fields sorted by key) and flushes.
+    public static func event(_ event: String, _ fields: [String: String], level: LogLevel = .info) {
+        guard var line = LogWriter.standardOutput.record(level, type: "server") else { return }
         line.add("event", event)
         for (key, value) in fields.sorted(by: { $0.key < $1.key }) { line.add(key, value) }
-        LogWriter.standardOutput.write(line: line.finish())
+        LogWriter.standardOutput.write(line)
         LogWriter.standardOutput.flush()
     }
+
+    /// A line about one request: `"type":"request"`, the event, its `requestId` (as in its access
+    /// line and `X-Request-Id`), then `fields` sorted by key. Not flushed (requests are many).
+    public static func request(_ level: LogLevel, _ event: String, requestId: String, _ fields: [String: String] = [:]) {
+        guard var line = LogWriter.standardOutput.record(level, type: "request") else { return }
+        line.add("event", event)
+        line.add("requestId", requestId)
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) { line.add(key, value) }
+        LogWriter.standardOutput.write(line)
+    }
+}
+
+/// Sets the format and level of standard output's and standard error's writers from the `log`
+/// section (a format not given is JSON lines, or text on a terminal).
+public func configureLogs(_ settings: LogSettings) {
+    LogWriter.standardOutput.configure(format: settings.format, level: settings.level)
+    LogWriter.standardError.configure(format: settings.format, level: settings.level)
 }
 
 /// Runs the server `configuration` describes on the system clock until SIGTERM or SIGINT
@@ -26,6 +43,7 @@ public enum ServerLog {
 /// `fastPaths` is the switch the caller read from `ENTITLED_FAST_PATHS`.
 /// - Throws: ``StartupError`` when the server cannot start.
 public func runServer(configuration: Configuration, fastPaths: FastPaths = FastPaths()) async throws(StartupError) {
+    configureLogs(configuration.log)
     let clock = SystemClock()
     let assembled = try await buildApplication(configuration: configuration, clock: clock, fastPaths: fastPaths)
     let store = assembled.store
@@ -66,7 +84,7 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
             switch result {
             case .success(let count) where count > 0: ServerLog.event("rejected messages purged", ["count": "\(count)"])
             case .success: break
-            case .failure(let error): ServerLog.event("rejected messages purge failed", ["error": "\(error)"])
+            case .failure(let error): ServerLog.event("rejected messages purge failed", ["error": "\(error)"], level: .error)
             }
         }
     }
@@ -80,7 +98,7 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     if !(await close(store, within: .seconds(configuration.http.shutdownGraceSeconds))) {
         // A frozen database keeps a storage thread in a call that may never return; every
         // request has been answered, and nothing unacknowledged is lost by exiting.
-        ServerLog.event("storage did not close in time", [:])
+        ServerLog.event("storage did not close in time", [:], level: .warn)
     }
     ServerLog.event("stopped", [:])
 }
@@ -104,16 +122,16 @@ func startMetricsServer(_ configuration: Configuration, metrics: ServerMetrics) 
 /// refused, logs why and keeps serving the old one.
 func reloadCertificate(_ settings: TLSSettings?, server: HTTPServer) {
     guard let settings else {
-        ServerLog.event("SIGHUP ignored", ["reason": "no tls section to reload"])
+        ServerLog.event("SIGHUP ignored", ["reason": "no tls section to reload"], level: .warn)
         return
     }
     do {
         try server.reloadTLS(try settings.load())
         ServerLog.event("tls reloaded", ["certificateFile": settings.certificateFile])
     } catch let error as ConfigurationError {
-        ServerLog.event("tls reload failed", ["error": error.description, "kept": "the previous certificate"])
+        ServerLog.event("tls reload failed", ["error": error.description, "kept": "the previous certificate"], level: .error)
     } catch {
-        ServerLog.event("tls reload failed", ["error": "\(error)", "kept": "the previous certificate"])
+        ServerLog.event("tls reload failed", ["error": "\(error)", "kept": "the previous certificate"], level: .error)
     }
 }
 

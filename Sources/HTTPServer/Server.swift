@@ -411,10 +411,7 @@ public final class HTTPServer: Sendable {
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - exchange.started) / 1_000_000
         configuration.requestObserver?(
             CompletedRequest(method: exchange.method, route: exchange.route, status: exchange.status, seconds: elapsed / 1000))
-        guard let log = configuration.accessLog else { return }
-        var line = JSONLine()
-        line.add("time", ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
-        line.add("type", "access")
+        guard let log = configuration.accessLog, var line = log.record(.info, type: "access") else { return }
         line.add("requestId", exchange.requestId)
         line.add("method", exchange.method.rawValue)
         line.add("path", exchange.path)
@@ -423,7 +420,7 @@ public final class HTTPServer: Sendable {
         line.add("durationMs", elapsed)
         if !exchange.remoteAddress.isEmpty { line.add("remote", exchange.remoteAddress) }
         if code != 0 { line.add("terminated", Self.terminationReason(code)) }
-        log.write(line: line.finish())
+        log.write(line)
     }
 
     private static func terminationReason(_ code: UInt32) -> String {
@@ -460,13 +457,11 @@ public final class HTTPServer: Sendable {
         if let error = error as? any HTTPResponseError {
             return error.response(requestId: request.requestId)
         }
-        if let log = configuration.errorLog {
-            var line = JSONLine()
-            line.add("type", "error")
+        if let log = configuration.errorLog, var line = log.record(.error, type: "error") {
             line.add("requestId", request.requestId)
             line.add("path", request.path)
             line.add("error", String(describing: type(of: error)))
-            log.write(line: line.finish())
+            log.write(line)
         }
         return HTTPError.internalError.response(requestId: request.requestId)
     }
