@@ -71,15 +71,7 @@ public struct API: Sendable {
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
-        // Inline: rendering the registry is quick and needs no storage.
-        router.add(.get, "/metrics", .inline { try api.metricsPage($0) })
-    }
-
-    /// `GET /metrics`: an API key with the `metrics` scope.
-    func metricsPage(_ request: Request) throws -> Response {
-        let principal = try authenticate(request)
-        try authenticator.authorize(principal, scope: .metrics, appUserId: nil)
-        return metrics.response()
+        router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }
 
     // MARK: - Apple
@@ -121,17 +113,7 @@ public struct API: Sendable {
             let status = try await store { () async throws(LedgerError) in
                 try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
             }
-            metrics.notificationIngested(
-                version: "2", type: payload.notificationType?.rawValue, subtype: payload.subtype?.rawValue, status: status)
-            ServerLog.request(
-                .info, "notification \(status == .duplicate ? "duplicate" : "accepted")", requestId: request.requestId,
-                [
-                    "notificationUUID": payload.notificationUUID ?? "", "type": payload.notificationType?.rawValue ?? "",
-                    "subtype": payload.subtype?.rawValue ?? "", "bundleId": app.bundleId,
-                ])
-            if status == .applied, let signedDate = payload.signedDate {
-                metrics.projectionLag.observe([], Double(clock.nowMilliseconds() - signedDate) / 1000)
-            }
+            noteIngested(request, message, signedDate: payload.signedDate, bundleId: app.bundleId, status: status)
             return try .json(IngestBody(status))
         } catch let error as VerificationError {
             throw await reject(Rejection(error), .appleSignature, request: request, now: now)
@@ -181,10 +163,7 @@ public struct API: Sendable {
         let status = try await store { () async throws(LedgerError) in
             try await ledger.ingest(message, facts: facts, bundleId: app.bundleId)
         }
-        metrics.notificationIngested(version: "1", type: body.notificationType?.rawValue, subtype: nil, status: status)
-        ServerLog.request(
-            .info, "v1 notification \(status == .duplicate ? "duplicate" : "accepted")", requestId: request.requestId,
-            ["type": body.notificationType?.rawValue ?? "", "bundleId": app.bundleId])
+        noteIngested(request, message, signedDate: nil, bundleId: app.bundleId, status: status)
         return try .json(IngestBody(status))
     }
 
@@ -479,11 +458,7 @@ public struct API: Sendable {
             case "/v1/apple/notifications/v1": .appleV1
             default: .client
             }
-        if source != .client { metrics.notificationRejected(version: source == .appleV2 ? "2" : "1", code: error.code.rawValue) }
-        // The code and the path only: the body (a signed payload, a shared secret) is never logged.
-        ServerLog.request(
-            .warn, "rejected", requestId: request.requestId,
-            ["code": error.code.rawValue, "path": request.path, "remote": request.remoteAddress])
+        noteRejected(request, source: source, code: error.code.rawValue)
         guard budget.charge(request.remoteAddress, credential) else { return RejectionBudget.exhausted }
         try? await ledger.recordRejected(
             ReceivedMessage(notificationUUID: nil, source: source, body: redactedBody ?? request.body, receivedAt: now),
