@@ -49,7 +49,7 @@ public final class ServerMetrics: LedgerObserver {
             "Time an ingest waits for its durable commit (queue, transaction with projections, fsync).",
             buckets: Self.latencyBuckets)
         ledgerGroupSize = registry.histogram(
-            "entitled_ledger_group_commit_size", "Write transactions committed together per group commit.",
+            "entitled_ledger_group_commit_size", "Write transactions the storage writer groups into one commit.",
             buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
         projectionLag = registry.histogram(
             "entitled_projection_lag_seconds",
