@@ -23,8 +23,11 @@ final class SQLiteStore: SessionBackedStore {
     private let queue = JobQueue()
     private let threads = ThreadTracker()
     private let readers: Mutex<[SQLiteConnection]> = Mutex([])
-    private let closedFlag = Flag()
-    private var closed: Flag { closedFlag }
+    private let closed = Flag()
+    /// Rung by the writer after each commit; the checkpointer sleeps until then.
+    private let committed = Doorbell()
+    /// Checkpoints run so far (tests: an idle store runs none).
+    let checkpoints = Atomic<Int>(0)
 
     private init(location: Location, configuration: StoreConfiguration) {
         self.location = location
@@ -81,6 +84,7 @@ final class SQLiteStore: SessionBackedStore {
         let queue = self.queue
         let maxBatch = max(1, configuration.maxGroupCommit)
         let fault = configuration.faultInjector
+        let committed = self.committed
         let groupReads: Bool
         if case .memory = location { groupReads = true } else { groupReads = false }
         threads.start(name: "entitled.sqlite.writer") {
@@ -96,13 +100,14 @@ final class SQLiteStore: SessionBackedStore {
                 // a sync share the next fsync anyway, and waiting would idle the writer): when the
                 // last group was large, concurrent writers are active and the rest of them are
                 // probably a few microseconds from enqueueing (they were resumed by the last
-                // commit). Wait briefly for them rather than commit a small group. A single writer
-                // (last group of 1) never waits.
+                // commit). Wait briefly (at most 400 µs) for them rather than commit a small group:
+                // the queue wakes the writer as each one arrives. A single writer (last group of 1)
+                // never waits.
                 if syncer == nil && !writes.isEmpty && writes.count < lastGroup {
-                    let deadline = DispatchTime.now().uptimeNanoseconds + 400_000
-                    while writes.count < lastGroup && DispatchTime.now().uptimeNanoseconds < deadline {
-                        usleep(40)
-                        let more = queue.takeMoreWrites(min(lastGroup, maxBatch) - writes.count)
+                    let deadline = DispatchTime.now() + .microseconds(400)
+                    while writes.count < lastGroup {
+                        let more = queue.takeMoreWrites(min(lastGroup, maxBatch) - writes.count, waitingUntil: deadline)
+                        if more.isEmpty { break }
                         writes += more
                         jobs += more
                     }
@@ -111,6 +116,7 @@ final class SQLiteStore: SessionBackedStore {
                 if !writes.isEmpty {
                     lastGroup = writes.count
                     Self.commitGroup(writes, on: connection, fault: fault, syncer: syncer, stats: &stats)
+                    committed.ring()
                 }
                 for job in jobs where !job.isWrite {
                     _ = job.perform(connection)
@@ -122,25 +128,31 @@ final class SQLiteStore: SessionBackedStore {
         }
     }
 
-    /// Checkpoints the WAL into the database file from a thread of its own, every 50 ms, so the
-    /// writer doesn't pause to copy pages (the writer's automatic checkpoint is only a backstop).
-    /// PASSIVE never blocks anyone, but under sustained writes it never catches up completely, and
-    /// SQLite only starts the WAL over once it has: the file would grow without end, and appending
-    /// to a growing file makes every commit's fsync dearer. So once the WAL passes 4096 pages the
-    /// checkpointer runs a RESTART checkpoint, which waits for the current group commit, copies the
-    /// few frames PASSIVE left, and makes the next group start the WAL from its beginning.
+    /// Checkpoints the WAL into the database file from a thread of its own, at most every 50 ms
+    /// and only after commits (an idle store's thread sleeps until the writer rings or the store
+    /// closes), so the writer doesn't pause to copy pages (its automatic checkpoint is only a
+    /// backstop). PASSIVE never blocks anyone, but under sustained writes it never catches up
+    /// completely, and SQLite only starts the WAL over once it has: the file would grow without
+    /// end, and appending to a growing file makes every commit's fsync dearer. So once the WAL
+    /// passes 4096 pages the checkpointer runs a RESTART checkpoint, which waits for the current
+    /// group commit, copies the few frames PASSIVE left, and makes the next group start the WAL
+    /// from its beginning.
     private func startCheckpointer(path: String) throws {
         let connection = try SQLiteConnection(path: path)
         try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: 2000, checkpointer: true)
-        let closed = self.closedFlag
+        let committed = self.committed
         let restartPages: Int64 = 4096
-        threads.start(name: "entitled.sqlite.checkpoint") {
-            while !closed.isSet {
-                usleep(50_000)
+        // Holds the store until close (which ends the thread) for its `checkpoints` counter.
+        threads.start(name: "entitled.sqlite.checkpoint") { [self] in
+            var last: DispatchTime?
+            while committed.wait() == .rung {
+                if let last, committed.pause(until: last + .milliseconds(50)) == .closed { break }
+                last = DispatchTime.now()
                 let frames = (try? connection.query("PRAGMA wal_checkpoint(PASSIVE)", []).first?.optionalInt(1)) ?? nil
                 if let frames, frames >= restartPages {
                     _ = try? connection.query("PRAGMA wal_checkpoint(RESTART)", [])
                 }
+                self.checkpoints.add(1, ordering: .relaxed)
             }
         }
     }
@@ -292,6 +304,7 @@ final class SQLiteStore: SessionBackedStore {
 
     func close() async {
         closed.set()
+        committed.close()
         queue.close()
         await threads.waitForAll()
         readers.withLock { $0.removeAll() }
@@ -301,6 +314,9 @@ final class SQLiteStore: SessionBackedStore {
     func bulkLoad(customers range: Range<Int>, now: Int64, projection: _StorageBenchmark.SyntheticProjection? = nil) async throws {
         try await write { try Ledger(session: $0, fault: nil).bulkLoadSynthetic(range, now: now, projection: projection) }
     }
+
+    /// Test support: jobs waiting for the writer.
+    var queuedJobs: Int { queue.count }
 
     /// Test support: runs raw SQL on the writer.
     func _execute(_ sql: String) async throws {
