@@ -126,7 +126,7 @@ struct WALSyncerTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let database = folder.appendingPathComponent("ledger.sqlite").path
-        let syncer = WALSyncer(databasePath: database)
+        let syncer = WALSyncer(databasePath: database, log: nil)
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
             syncer.run()

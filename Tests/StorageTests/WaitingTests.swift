@@ -21,7 +21,8 @@ private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async ->
     }
 }
 
-/// Issue 14 item 7: the SQLite writer and checkpointer wait for work instead of polling with `usleep`.
+/// Issue 14 item 7: the SQLite writer and checkpointer wait for work instead of polling with
+/// `usleep`, and Storage reports through an injected log, not the environment and stderr.
 @Suite struct WaitingTests {
     @Test func aGatheringWriterWakesWhenAWriteArrivesNotAtItsDeadline() async {
         let queue = JobQueue()
@@ -98,7 +99,42 @@ private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async ->
         await store.close()
         await database.destroy()
     }
+
+    @Test func aSQLiteFileStoreReportsItsCountersToTheInjectedLog() async throws {
+        let database = try TestDatabase(.sqliteFile)
+        let events = Mutex<[(String, [String: String])]>([])
+        var configuration = database.configuration()
+        configuration.log = { event, fields in events.withLock { $0.append((event, fields)) } }
+        let store = try await openStore(url: database.url, configuration: configuration)
+        try await store.raw("CREATE TABLE t (v INTEGER)")
+        try await store.raw("INSERT INTO t VALUES (1)")
+        await store.close()
+        await database.destroy()
+        let logged = events.withLock { $0 }
+        let writer = try #require(logged.first { $0.0 == "sqlite writer" }?.1)
+        #expect(Int(writer["jobs"] ?? "") ?? 0 >= 2)
+        let syncer = try #require(logged.first { $0.0 == "sqlite syncer" }?.1)
+        #expect(Int(syncer["fsyncs"] ?? "") ?? 0 >= 1)
+    }
+
+    /// Storage says what it has to say through ``StorageLog``: it reads no environment variable and
+    /// writes to no standard stream (the old counters were `ENTITLED_STORAGE_DEBUG` and stderr).
+    @Test func storageNeitherReadsTheEnvironmentNorPrints() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/Storage")
+        let files = try #require(FileManager.default.enumerator(atPath: root.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") }
+        #expect(!files.isEmpty)
+        for file in files {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            for word in ["ProcessInfo", "print(", "standardError", "standardOutput", "usleep("] {
+                // PostgreSQL's retry pauses sleep its own worker thread (see PostgresStore.run).
+                if word == "usleep(" && file.hasPrefix("Postgres/") { continue }
+                #expect(!text.contains(word), "\(file) uses \(word)")
+            }
+        }
+    }
 }
+
 
 /// Polls `condition` every 5 ms until it holds (true) or 10 s pass (false).
 func waitUntil(_ condition: () async -> Bool) async -> Bool {

@@ -57,7 +57,7 @@ final class SQLiteStore: SessionBackedStore {
         let store = SQLiteStore(location: location, configuration: configuration)
         var syncer: WALSyncer?
         if case .file(let path) = location {
-            let walSyncer = WALSyncer(databasePath: path)
+            let walSyncer = WALSyncer(databasePath: path, log: configuration.log)
             store.threads.start(name: "entitled.sqlite.syncer") { walSyncer.run() }
             syncer = walSyncer
         }
@@ -84,6 +84,7 @@ final class SQLiteStore: SessionBackedStore {
         let queue = self.queue
         let maxBatch = max(1, configuration.maxGroupCommit)
         let fault = configuration.faultInjector
+        let log = configuration.log
         let committed = self.committed
         let groupReads: Bool
         if case .memory = location { groupReads = true } else { groupReads = false }
@@ -124,7 +125,7 @@ final class SQLiteStore: SessionBackedStore {
                 }
             }
             syncer?.close()
-            stats.report()
+            if let log { stats.report(to: log) }
         }
     }
 
@@ -341,7 +342,7 @@ extension SQLiteStore {
     }
 }
 
-/// Writer-thread counters, printed at close when `ENTITLED_STORAGE_DEBUG` is set (benchmarks).
+/// Writer-thread counters, reported at close to ``StoreConfiguration/log`` (benchmarks print them).
 struct WriterStats {
     var groups = 0
     var jobs = 0
@@ -357,18 +358,19 @@ struct WriterStats {
     /// Groups run again, with savepoints, after a job failed.
     var retries = 0
 
-    func report() {
-        guard ProcessInfo.processInfo.environment["ENTITLED_STORAGE_DEBUG"] != nil, groups > 0 else { return }
-        let perJob = jobs > 0 ? work / UInt64(jobs) / 1000 : 0
-        let perCommit = commit / UInt64(groups) / 1000
-        printToStandardError(
-            "sqlite writer: \(jobs) jobs in \(groups) groups (avg \(jobs / groups)), \(perJob) µs/job, \(perCommit) µs/commit, "
-                + "idle \(idle / 1_000_000) ms, gathering \(gather / 1_000_000) ms, working \(work / 1_000_000) ms, committing \(commit / 1_000_000) ms, resuming \(resume / 1_000_000) ms, \(retries) retried")
+    /// One `sqlite writer` event: counts, and times in milliseconds (per job and commit in µs).
+    func report(to log: StorageLog) {
+        guard groups > 0 else { return }
+        log(
+            "sqlite writer",
+            [
+                "jobs": "\(jobs)", "groups": "\(groups)", "averageGroup": "\(jobs / groups)",
+                "microsecondsPerJob": "\(jobs > 0 ? work / UInt64(jobs) / 1000 : 0)",
+                "microsecondsPerCommit": "\(commit / UInt64(groups) / 1000)", "idleMs": "\(idle / 1_000_000)",
+                "gatheringMs": "\(gather / 1_000_000)", "workingMs": "\(work / 1_000_000)",
+                "committingMs": "\(commit / 1_000_000)", "resumingMs": "\(resume / 1_000_000)", "retried": "\(retries)",
+            ])
     }
-}
-
-func printToStandardError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 
 /// A one-way boolean shared between threads.
