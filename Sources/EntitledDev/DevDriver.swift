@@ -86,10 +86,10 @@ actor DevDriver {
     // MARK: - Saving
 
     /// Saves the state now, once it is this caller's turn (at shutdown: after the last action).
-    func save() async throws {
+    func save() async {
         await acquire()
         defer { release() }
-        try await saveHoldingTurn()
+        await saveAfterTurn()
     }
 
     /// Saves the state; the caller holds the turn, so no action is half done.
@@ -101,7 +101,7 @@ actor DevDriver {
         try folder.save(state)
     }
 
-    /// After each turn: a failed save is reported, not fatal (the next turn tries again).
+    /// After each turn: a failed save is logged, not fatal (the next turn tries again).
     private func saveAfterTurn() async {
         do {
             try await saveHoldingTurn()

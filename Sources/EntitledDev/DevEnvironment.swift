@@ -125,12 +125,12 @@ public enum DevEnvironment {
             do {
                 try await seedScenario(driver: driver)
             } catch {
-                FileHandle.standardError.write(Data("entitled dev: the seeded scenario failed: \(error)\n".utf8))
+                ServerLog.event("seeded scenario failed", ["error": "\(error)"])
             }
         }
         await driver.sample()
         // Saved at once, so that even a killed process continues this folder's clock and ids.
-        try await driver.save()
+        await driver.save()
         // Announced once seeded, so that whoever opens the dashboard on this line sees customers.
         ServerLog.event(
             "listening",
@@ -151,11 +151,7 @@ public enum DevEnvironment {
         let signal = await signals.wait()
         ServerLog.event("shutting down", ["signal": signal])
         ticker.cancel()
-        do {
-            try await driver.save()
-        } catch {
-            ServerLog.event("dev state not saved", ["error": "\(error)"])
-        }
+        await driver.save()
         await controlServer.shutdown()
         await server.shutdown()
         await store.close()
