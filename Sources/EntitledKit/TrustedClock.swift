@@ -14,12 +14,48 @@ public protocol WallClock: Sendable {
     func now() -> Date
 }
 
-/// `ContinuousClock` (it keeps counting while the device sleeps) from this process's start.
+/// Time since the device booted, sleep included, named by the boot session: a relaunched app
+/// (same boot) still compares its readings with the ones it stored, so the device's wall clock
+/// plays no part until the next reboot. Where the boot session cannot be read, the origin is this
+/// process (a relaunch then falls back to the corrected wall clock, see the docs).
 public struct SystemMonotonicClock: MonotonicClock {
-    private let start = ContinuousClock.now
-    public let origin = UUID().uuidString
-    public init() {}
-    public func elapsed() -> Duration { start.duration(to: .now) }
+    public let origin: String
+    private let fallbackStart = ContinuousClock.now
+
+    public init() { origin = Self.bootSession().map { "boot-" + $0 } ?? "process-" + UUID().uuidString }
+
+    public func elapsed() -> Duration {
+        #if canImport(Darwin)
+            // CLOCK_MONOTONIC counts while asleep on Darwin (CLOCK_UPTIME_RAW would not).
+            return .nanoseconds(Int64(clamping: clock_gettime_nsec_np(CLOCK_MONOTONIC)))
+        #elseif os(Linux)
+            var now = timespec()
+            guard clock_gettime(CLOCK_BOOTTIME, &now) == 0 else { return fallbackStart.duration(to: .now) }
+            return .seconds(Int64(now.tv_sec)) + .nanoseconds(Int64(now.tv_nsec))
+        #else
+            return fallbackStart.duration(to: .now)
+        #endif
+    }
+
+    /// The kernel's id for this boot: `kern.bootsessionuuid` (Darwin), `boot_id` (Linux).
+    static func bootSession() -> String? {
+        #if canImport(Darwin)
+            var size = 0
+            guard sysctlbyname("kern.bootsessionuuid", nil, &size, nil, 0) == 0, size > 1 else { return nil }
+            var bytes = [CChar](repeating: 0, count: size)
+            guard sysctlbyname("kern.bootsessionuuid", &bytes, &size, nil, 0) == 0 else { return nil }
+            return String(decoding: bytes.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        #elseif os(Linux)
+            let id = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+            return id?.trimmingCharacters(in: .whitespacesAndNewlines).nilIfEmpty
+        #else
+            return nil
+        #endif
+    }
+}
+
+extension String {
+    fileprivate var nilIfEmpty: String? { isEmpty ? nil : self }
 }
 
 /// `Date()`.
@@ -47,7 +83,7 @@ struct TimeAnchor: Codable, Sendable, Hashable {
     /// The server's time now, estimated without trusting the wall clock where possible.
     ///
     /// Same origin: `serverTime` plus the monotonic time elapsed since, so moving the wall clock
-    /// changes nothing. Another origin (the app was relaunched): the wall clock corrected by the
+    /// changes nothing. Another origin (the device rebooted): the wall clock corrected by the
     /// offset seen at arrival, but never earlier than `floor` (the latest trusted time this device
     /// has already reached), so a clock set back cannot rewind past what was already observed.
     func now(monotonic: any MonotonicClock, wall: any WallClock, floor: Date?) -> Date {

@@ -69,6 +69,21 @@ import Testing
         }
     }
 
+    /// A relaunch in the same boot keeps the monotonic clock's origin: the stored anchor still
+    /// holds, so the wall clock plays no part either way.
+    @Test func aRelaunchInTheSameBootIgnoresTheWallClock() async throws {
+        try await KitWorld.run { world in
+            let (_, answer) = try await Self.subscribed(world)
+            let expiry = try #require(answer.validUntil)
+            world.transport.offline = true
+            try await world.advance(seconds: Int64(expiry.timeIntervalSince(answer.serverTime)) + 60)
+            world.wall.set(answer.serverTime)
+            #expect(await !world.client("alice").isEntitled("pro"))
+            world.wall.set(answer.serverTime.addingTimeInterval(-365 * 86_400))
+            #expect(await !world.client("alice").isEntitled("pro"))
+        }
+    }
+
     @Test func settingTheDeviceClockBackDoesNotExtendAccess() async throws {
         try await KitWorld.run { world in
             let (client, answer) = try await Self.subscribed(world)

@@ -33,6 +33,22 @@ import Testing
         #expect(answer.offers["pro"]?.promotionalOfferEligible == true)
     }
 
+    #if os(Linux)
+        /// The default monotonic clock is the boot clock: one origin per boot (so a relaunch keeps
+        /// its anchors), and time since boot (sleep included, as /proc/uptime counts it).
+        @Test func theSystemClockCountsFromBootUnderTheBootsId() throws {
+            let bootID = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+            let clock = SystemMonotonicClock()
+            #expect(clock.origin == "boot-" + bootID.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(SystemMonotonicClock().origin == clock.origin)
+            let uptime = try #require(
+                Double(try String(contentsOfFile: "/proc/uptime", encoding: .utf8).split(separator: " ")[0]))
+            let elapsed = clock.elapsed()
+            #expect(abs(Double(elapsed.components.seconds) - uptime) < 5)
+            #expect(clock.elapsed() >= elapsed)
+        }
+    #endif
+
     /// The library depends on no server target and no C library: its target lists no dependency,
     /// and its sources import only Foundation, FoundationNetworking and StoreKit.
     @Test func theLibraryDependsOnNothingOfTheServer() throws {
