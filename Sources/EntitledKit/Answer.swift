@@ -44,6 +44,27 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
         public var pendingChange: String?
     }
 
+    /// A non-consumable, a (stacked) non-renewing subscription or a consumable's balance (the
+    /// server's `NonSubscription`).
+    public struct NonSubscription: Sendable, Codable, Hashable {
+        /// `nonConsumable`, `nonRenewing` or `consumable`.
+        public var kind: String
+        /// The productId, or the group of stacked non-renewing purchases.
+        public var id: String
+        public var active: Bool
+        public var expiresAt: Date?
+        /// A consumable's balance.
+        public var balance: Int?
+        public var transactionIds: [String]
+    }
+
+    /// Whether the app was pre-ordered (the server's `preorder`).
+    public struct Preorder: Sendable, Codable, Hashable {
+        public var isPreordered: Bool
+        public var preorderDate: Date?
+        public var appOriginalPurchaseDate: Date?
+    }
+
     /// Offer eligibility in one subscription group (the server's `Offer`).
     public struct Offer: Sendable, Codable, Hashable {
         public var introOfferEligible: Bool
@@ -62,8 +83,10 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
     /// By entitlement id; an entitlement the customer never had is absent.
     public var entitlements: [String: Grant]
     public var subscriptions: [Subscription]
+    public var nonSubscriptions: [NonSubscription]?
     /// By subscription group.
     public var offers: [String: Offer]
+    public var preorder: Preorder?
     /// The next instant at which time alone changes this answer (an expiry or grace end).
     public var nextChangeAt: Date?
 
@@ -73,7 +96,9 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
     /// The last instant this answer may be relied on without asking the server again:
     /// ``nextChangeAt`` and every active grant's end, whichever comes first (nil: never lapses).
     public var validUntil: Date? {
-        let ends = entitlements.values.filter(\.active).compactMap(\.accessEndsAt) + [nextChangeAt].compactMap { $0 }
+        let ends =
+            entitlements.values.filter(\.active).compactMap(\.accessEndsAt)
+            + (nonSubscriptions ?? []).filter(\.active).compactMap(\.expiresAt) + [nextChangeAt].compactMap { $0 }
         return ends.min()
     }
 

@@ -3,7 +3,8 @@ import Foundation
 /// A customer's answer as it arrived: its bytes, how long the server lets it be served without
 /// asking again (`Cache-Control: max-age`), and where it sits on the local clocks.
 struct CachedAnswer: Codable, Sendable {
-    var appUserId: String
+    /// The customer and the environment asked for (``AnswerCache/key(appUserId:environment:)``).
+    var key: String
     var body: Data
     var maxAgeSeconds: Int
     var anchor: TimeAnchor
@@ -31,25 +32,29 @@ struct AnswerCache {
         }
     }
 
-    /// The cached answer for `appUserId`, from memory or else from disk.
-    mutating func entry(for appUserId: String) -> (entry: CachedAnswer, answer: CustomerAnswer)? {
-        if let hit = memory[appUserId] { return hit }
-        guard let url = fileURL(appUserId), let data = try? Data(contentsOf: url),
-            let entry = try? JSONDecoder().decode(CachedAnswer.self, from: data), entry.appUserId == appUserId,
+    /// One customer's answers in one environment (a Sandbox build and a Production build may share
+    /// an app group container).
+    static func key(appUserId: String, environment: String?) -> String { "\(environment ?? "")/\(appUserId)" }
+
+    /// The cached answer under `key`, from memory or else from disk.
+    mutating func entry(for key: String) -> (entry: CachedAnswer, answer: CustomerAnswer)? {
+        if let hit = memory[key] { return hit }
+        guard let url = fileURL(key), let data = try? Data(contentsOf: url),
+            let entry = try? JSONDecoder().decode(CachedAnswer.self, from: data), entry.key == key,
             let answer = try? entry.answer
         else { return nil }
-        memory[appUserId] = (entry, answer)
+        memory[key] = (entry, answer)
         return (entry, answer)
     }
 
     /// Keeps `entry` unless the cache already holds a newer answer (by server time): a slow
     /// background refresh must not overwrite what a purchase just returned.
     mutating func store(_ entry: CachedAnswer, answer: CustomerAnswer) {
-        if let held = memory[entry.appUserId], held.answer.serverTime > answer.serverTime { return }
-        memory[entry.appUserId] = (entry, answer)
-        if let url = fileURL(entry.appUserId), let data = try? JSONEncoder().encode(entry) {
+        if let held = memory[entry.key], held.answer.serverTime > answer.serverTime { return }
+        memory[entry.key] = (entry, answer)
+        if let url = fileURL(entry.key), let data = try? JSONEncoder().encode(entry) {
             try? FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try? data.write(to: url, options: .atomic)
+            try? data.write(to: url, options: Self.writeOptions)
         }
         observe(trustedTime: answer.serverTime)
     }
@@ -60,19 +65,24 @@ struct AnswerCache {
         latestTrustedTime = time
         if let directory, let data = try? JSONEncoder().encode(time.timeIntervalSince1970) {
             try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try? data.write(to: directory.appendingPathComponent("trusted-time.json"), options: .atomic)
+            try? data.write(to: directory.appendingPathComponent("trusted-time.json"), options: Self.writeOptions)
         }
     }
 
-    /// Forgets everything in memory (what a relaunch does); disk stays.
-    mutating func dropMemory() { memory = [:] }
+    /// Atomic; on Apple platforms readable once the device was first unlocked (a widget or a
+    /// background refresh may run while it is locked), encrypted before that.
+    #if canImport(Darwin)
+        static let writeOptions: Data.WritingOptions = [.atomic, .completeFileProtectionUntilFirstUserAuthentication]
+    #else
+        static let writeOptions: Data.WritingOptions = [.atomic]
+    #endif
 
-    /// `customer-<FNV-1a 64 of the id>.json`: ids may be long or hold any character; the file
-    /// repeats the id, which is checked on load, so a hash collision reads as a miss.
-    private func fileURL(_ appUserId: String) -> URL? {
+    /// `customer-<FNV-1a 64 of the key>.json`: ids may be long or hold any character; the file
+    /// repeats the key, which is checked on load, so a hash collision reads as a miss.
+    private func fileURL(_ key: String) -> URL? {
         guard let directory else { return nil }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in appUserId.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         let hex = String(hash, radix: 16)
         return directory.appendingPathComponent("customer-\(String(repeating: "0", count: 16 - hex.count) + hex).json")
     }

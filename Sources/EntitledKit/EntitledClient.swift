@@ -33,6 +33,8 @@ public actor EntitledClient {
         public var sleeper: any Sleeper
         public var monotonicClock: any MonotonicClock
         public var wallClock: any WallClock
+        /// Seconds one attempt may take before it counts as unreachable (and is retried).
+        public var requestTimeout: TimeInterval = 20
 
         public init(
             cacheDirectory: URL? = nil, environment: String? = nil, retry: RetryPolicy = RetryPolicy(),
@@ -71,7 +73,7 @@ public actor EntitledClient {
     /// - Parameter appUserId: required with an API key; a customer token's own id otherwise.
     public func customer(_ appUserId: String? = nil) async throws -> CustomerAnswer {
         let id = try resolve(appUserId)
-        if let (entry, answer) = cache.entry(for: id) {
+        if let (entry, answer) = cache.entry(for: key(id)) {
             let now = trustedNow(entry)
             if now < answer.serverTime.addingTimeInterval(Double(entry.maxAgeSeconds)) { return answer }
             if answer.validUntil.map({ now < $0 }) ?? true {
@@ -102,7 +104,7 @@ public actor EntitledClient {
     /// The server's time now as this client reckons it for `appUserId`'s cached answer (nil: none cached).
     public func trustedNow(_ appUserId: String? = nil) throws -> Date? {
         let id = try resolve(appUserId)
-        return cache.entry(for: id).map { trustedNow($0.entry) }
+        return cache.entry(for: key(id)).map { trustedNow($0.entry) }
     }
 
     // MARK: - Posting
@@ -142,6 +144,10 @@ public actor EntitledClient {
     }
 
     // MARK: - Internals
+
+    private func key(_ appUserId: String) -> String {
+        AnswerCache.key(appUserId: appUserId, environment: configuration.environment)
+    }
 
     private func resolve(_ appUserId: String?) throws -> String {
         if let appUserId { return appUserId }
@@ -183,16 +189,22 @@ public actor EntitledClient {
 
     /// Decodes an answer, anchors it on the local clocks and caches it.
     private func remember(_ id: String, data: Data, response: HTTPURLResponse) throws -> CustomerAnswer {
+        guard data.count <= Self.maxAnswerBytes else {
+            throw EntitledError.invalidResponse("customer answer of \(data.count) bytes (at most \(Self.maxAnswerBytes))")
+        }
         let answer: CustomerAnswer
         do { answer = try CustomerAnswer.decode(data) } catch {
             throw EntitledError.invalidResponse("customer answer: \(error)")
         }
         let entry = CachedAnswer(
-            appUserId: id, body: data, maxAgeSeconds: Self.maxAge(response.value(forHTTPHeaderField: "Cache-Control")),
+            key: key(id), body: data, maxAgeSeconds: Self.maxAge(response.value(forHTTPHeaderField: "Cache-Control")),
             anchor: TimeAnchor(serverTime: answer.serverTime, monotonic: configuration.monotonicClock, wall: configuration.wallClock))
         cache.store(entry, answer: answer)
         return answer
     }
+
+    /// No answer larger than this is decoded or stored (the server's are a few kilobytes).
+    static let maxAnswerBytes = 4 << 20
 
     /// `max-age=N` of a `Cache-Control` value; 0 when absent or `no-store`/`no-cache`.
     static func maxAge(_ header: String?) -> Int {
@@ -207,6 +219,7 @@ public actor EntitledClient {
     /// One request with authorization, retried on a 5xx or an unreachable server (never on a 4xx).
     private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         var request = request
+        request.timeoutInterval = configuration.requestTimeout
         request.setValue("Bearer \(try await bearer())", forHTTPHeaderField: "Authorization")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         let policy = configuration.retry

@@ -111,6 +111,17 @@ import Testing
         }
     }
 
+    /// A Sandbox build and a Production build sharing an app group never read each other's answer.
+    @Test func answersAreCachedPerEnvironment() async throws {
+        try await KitWorld.run { world in
+            _ = try await Self.subscribed(world)
+            world.transport.offline = true
+            #expect(await world.client("alice").isEntitled("pro"))
+            let production = world.client("alice", environment: "Production")
+            await #expect(throws: EntitledError.self) { _ = try await production.customer() }
+        }
+    }
+
     @Test func aBackendReadsAnyCustomerWithItsAPIKey() async throws {
         try await KitWorld.run { world in
             _ = try await Self.subscribed(world, "a/b é")

@@ -195,19 +195,23 @@ struct KitWorld {
             .sign(subject: appUserId, expiresAt: serverClock.nowMilliseconds() / 1000 + 3600)
     }
 
-    func configuration(monotonic: (any MonotonicClock)? = nil, disk: Bool = true) -> EntitledClient.Configuration {
+    func configuration(monotonic: (any MonotonicClock)? = nil, disk: Bool = true, environment: String? = "Sandbox")
+        -> EntitledClient.Configuration
+    {
         EntitledClient.Configuration(
-            cacheDirectory: disk ? cacheDirectory : nil, environment: "Sandbox",
+            cacheDirectory: disk ? cacheDirectory : nil, environment: environment,
             retry: RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(500)), transport: transport, sleeper: sleeper,
             monotonicClock: monotonic ?? self.monotonic, wallClock: wall)
     }
 
     /// An app's client for `appUserId`.
-    func client(_ appUserId: String, monotonic: (any MonotonicClock)? = nil) -> EntitledClient {
+    func client(_ appUserId: String, monotonic: (any MonotonicClock)? = nil, environment: String? = "Sandbox")
+        -> EntitledClient
+    {
         let world = self
         return EntitledClient(
             baseURL: baseURL, credentials: .customer(appUserId: appUserId) { world.token(appUserId) },
-            configuration: configuration(monotonic: monotonic))
+            configuration: configuration(monotonic: monotonic, environment: environment))
     }
 
     /// A backend's client (API key), memory-only cache.
