@@ -200,6 +200,9 @@ public struct ConfigurationLoader: Sendable {
                     path: "\(value.path)[\(index)].productId", message: "duplicate productId '\(product.productId)'")
             }
         }
+        if let value = object.take("serverAPI") {
+            app.serverAPI = try serverAPI(value, baseDirectory: baseDirectory)
+        }
         try object.finish()
         return app
     }
@@ -307,7 +310,7 @@ public struct ConfigurationLoader: Sendable {
 
     // MARK: - Values
 
-    private func resolveSecret(_ raw: String, path: String) throws(ConfigurationError) -> String {
+    func resolveSecret(_ raw: String, path: String) throws(ConfigurationError) -> String {
         guard raw.hasPrefix("env:") else { return raw }
         let name = String(raw.dropFirst(4))
         guard let value = environment[name], !value.isEmpty else {
