@@ -64,7 +64,7 @@ let package = Package(
         // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
             name: "EntitledServer",
-            dependencies: ["AppStore", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
+            dependencies: ["AppStore", "AppStoreServerAPI", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
             swiftSettings: swiftSettings),
         // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes;
         // `entitled simulate`'s runner.
@@ -114,7 +114,7 @@ let package = Package(
         .testTarget(
             name: "EntitledTests",
             dependencies: [
-                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
+                "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
                 "AppStoreSimulator", "EntitledDev",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),

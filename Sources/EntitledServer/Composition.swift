@@ -1,5 +1,7 @@
 import AppStore
+import AppStoreServerAPI
 import EntitledConfig
+import EntitledCrypto
 import HTTPServer
 import Storage
 
@@ -14,6 +16,8 @@ public struct AssembledServer: Sendable {
     public let store: any LedgerStore
     /// The ledger the routes write through (over `store`).
     public let ledger: FactLedger
+    /// One per app with `serverAPI`: reconciliation with Apple's notification history.
+    public let reconcilers: [Reconciler]
 }
 
 /// Why a server could not be assembled: its configuration (exit status 2 in the CLI) or its
@@ -42,11 +46,13 @@ public enum StartupError: Error, CustomStringConvertible {
 ///   - rejectionBudget: Replaces the default budget of rejected notifications (tests).
 ///   - fastPaths: The fast paths' switch (``FastPaths``): the verifier's codec and the projection
 ///     cache the ledger and the API share. Callers read it from `ENTITLED_FAST_PATHS`.
+///   - outbound: How the App Store Server API is called; nil: ``URLSessionHTTP`` (tests inject one).
+///   - apiSleeper: Waits between the API client's retries (tests and virtual time inject one).
 /// - Throws: ``StartupError``.
 public func buildApplication(
     configuration: Configuration, clock: any EpochClock, store: (any LedgerStore)? = nil,
     verifier: (any NotificationVerifying)? = nil, rejectionBudget: RejectionBudget? = nil,
-    fastPaths: FastPaths = FastPaths()
+    fastPaths: FastPaths = FastPaths(), outbound: (any OutboundHTTP)? = nil, apiSleeper: any Sleeper = TaskSleeper()
 ) async throws(StartupError) -> AssembledServer {
     let notificationVerifier: any NotificationVerifying
     if let verifier {
@@ -69,5 +75,53 @@ public func buildApplication(
     let application = Application(
         configuration: configuration, verifier: notificationVerifier, ledger: ledger, clock: clock,
         rejectionBudget: rejectionBudget, cache: cache)
-    return AssembledServer(configuration: configuration, application: application, store: opened, ledger: ledger)
+    let reconcilers: [Reconciler]
+    do {
+        reconcilers = try buildReconcilers(
+            configuration: configuration, clock: clock, store: opened, application: application, outbound: outbound,
+            sleeper: apiSleeper)
+    } catch {
+        if store == nil { await opened.close() }
+        throw error
+    }
+    return AssembledServer(
+        configuration: configuration, application: application, store: opened, ledger: ledger, reconcilers: reconcilers)
+}
+
+/// A ``Reconciler`` per app with `serverAPI`, calling Production when the app accepts it (with the
+/// Sandbox fallback when it accepts Sandbox too), else Sandbox.
+func buildReconcilers(
+    configuration: Configuration, clock: any EpochClock, store: any LedgerStore, application: Application,
+    outbound: (any OutboundHTTP)?, sleeper: any Sleeper
+) throws(StartupError) -> [Reconciler] {
+    let apps = configuration.apps.filter { $0.serverAPI != nil }
+    guard !apps.isEmpty, let ingest = application.notifications else { return [] }
+    guard let state = store as? any ReconcileStateStore else {
+        throw .runtime("this store cannot keep reconciliation state (apps[].serverAPI needs SQLite or PostgreSQL)")
+    }
+    let verifiers: AppStoreVerifier
+    do {
+        verifiers = try AppStoreVerifier(apps: apps, clock: clock)
+    } catch {
+        throw .configuration("configuration: \(error.description)")
+    }
+    let transport = outbound ?? URLSessionHTTP()
+    return try apps.map { app throws(StartupError) in
+        let settings = app.serverAPI!
+        let key: P256PrivateKey
+        do {
+            key = try P256PrivateKey(pem: settings.privateKeyPEM)
+        } catch {
+            throw .configuration("apps[\(app.bundleId)].serverAPI.privateKeyFile: not a P-256 private key")
+        }
+        let environments = [AppStoreEnvironment.production, .sandbox].filter { app.environments.contains($0.rawValue) }
+        guard let primary = environments.first, let verifier = verifiers.signedDataVerifier(bundleId: app.bundleId) else { return nil }
+        let client = AppStoreServerAPIClient(
+            credentials: ServerAPICredentials(bundleId: app.bundleId, keyId: settings.keyId, issuerId: settings.issuerId, privateKey: key),
+            settings: .init(environment: primary, sandboxFallback: environments.count == 2, baseURL: settings.baseURL),
+            verifier: verifier, transport: transport, clock: clock, sleeper: sleeper)
+        return Reconciler(
+            bundleId: app.bundleId, environments: environments, everyMinutes: settings.reconcileEveryMinutes, client: client,
+            ingest: ingest, state: state, clock: clock)
+    }.compactMap { $0 }
 }
