@@ -186,6 +186,10 @@ struct ReconcileWorld {
             #expect(undelivered.allSatisfy { $0.attempts.count == 6 }, "Apple gave up on each after six attempts")
             #expect(reports.after.new == undelivered.count)
             #expect(reports.after.duplicates == reports.after.notifications - undelivered.count)
+            #expect(
+                reports.after.description
+                    == "pages \(reports.after.pages), notifications \(reports.after.notifications), new \(undelivered.count), "
+                    + "duplicates \(reports.after.notifications - undelivered.count)")
             for id in ReconcileWorld.customers {
                 let answer = try await world.answer(id) as NSDictionary
                 #expect(answer == steadyAnswers[id], "\(id): \(answer) vs \(String(describing: steadyAnswers[id]))")
