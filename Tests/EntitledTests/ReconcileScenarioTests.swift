@@ -35,6 +35,7 @@ struct ReconcileWorld {
     let transport: SwitchableTransport
     let port: Int
     let reconciler: Reconciler
+    let store: any LedgerStore
     let close: @Sendable () async -> Void
 
     static let customers = ["alice", "bob", "carol"]
@@ -86,7 +87,7 @@ struct ReconcileWorld {
         await transport.point(at: URL(string: "http://127.0.0.1:\(server.port)/v1/apple/notifications")!)
         let reconciler = try #require(assembled.reconcilers.first)
         return ReconcileWorld(
-            simulator: simulator, transport: transport, port: server.port, reconciler: reconciler,
+            simulator: simulator, transport: transport, port: server.port, reconciler: reconciler, store: store,
             close: {
                 await server.shutdown()
                 await apple.shutdown()
@@ -197,6 +198,22 @@ struct ReconcileWorld {
             // A second pass finds only duplicates.
             let again = try await world.reconciler.runOnce()
             #expect(again.new == 0 && again.duplicates == again.notifications)
+        }
+    }
+
+    @Test func anAppAnotherProcessReconcilesIsSkipped() async throws {
+        try await Self.withWorld { world in
+            let state = try #require(world.store as? any ReconcileStateStore)
+            let key = ReconcileKey(bundleId: world.reconciler.bundleId, environment: "Production")
+            let now = world.simulator.now
+            #expect(try await state.acquireReconcileLease(key, owner: "other-server", now: now, expiresAt: now + 60_000) != .held)
+            let report = try await world.reconciler.runOnce()
+            #expect(report.skipped == [key] && report.pages == 0)
+            #expect(await world.simulator.serverAPIRequests == 0)
+            // Once the other lease expires, this process takes over.
+            _ = try await world.simulator.advance(by: ISODuration("P1D")!)
+            let later = try await world.reconciler.runOnce()
+            #expect(later.skipped.isEmpty && later.pages == 1)
         }
     }
 }
