@@ -16,6 +16,9 @@ public struct AssembledServer: Sendable {
     public let store: any LedgerStore
     /// The ledger the routes write through (over `store`).
     public let ledger: FactLedger
+    /// The App Store Server API client of each app with `serverAPI`, by bundleId (every feature
+    /// that calls Apple uses these: one token cache and one connection pool per app).
+    public let serverAPIClients: [String: AppStoreServerAPIClient]
     /// One per app with `serverAPI`: reconciliation with Apple's notification history.
     public let reconcilers: [Reconciler]
 }
@@ -75,30 +78,28 @@ public func buildApplication(
     let application = Application(
         configuration: configuration, verifier: notificationVerifier, ledger: ledger, clock: clock,
         rejectionBudget: rejectionBudget, cache: cache)
+    let clients: [String: AppStoreServerAPIClient]
     let reconcilers: [Reconciler]
     do {
-        reconcilers = try buildReconcilers(
-            configuration: configuration, clock: clock, store: opened, application: application, outbound: outbound,
-            sleeper: apiSleeper)
+        clients = try buildServerAPIClients(configuration: configuration, clock: clock, outbound: outbound, sleeper: apiSleeper)
+        reconcilers = try buildReconcilers(configuration: configuration, clock: clock, store: opened, application: application, clients: clients)
     } catch {
         if store == nil { await opened.close() }
         throw error
     }
     return AssembledServer(
-        configuration: configuration, application: application, store: opened, ledger: ledger, reconcilers: reconcilers)
+        configuration: configuration, application: application, store: opened, ledger: ledger, serverAPIClients: clients,
+        reconcilers: reconcilers)
 }
 
-/// A ``Reconciler`` per app with `serverAPI`, calling Production when the app accepts it (with the
-/// Sandbox fallback when it accepts Sandbox too), else Sandbox.
-func buildReconcilers(
-    configuration: Configuration, clock: any EpochClock, store: any LedgerStore, application: Application,
-    outbound: (any OutboundHTTP)?, sleeper: any Sleeper
-) throws(StartupError) -> [Reconciler] {
+/// An App Store Server API client per app with `serverAPI`, by bundleId: calls go to Production when
+/// the app accepts it (with the Sandbox fallback when it accepts Sandbox too), else to Sandbox;
+/// answers are verified with the app's roots and environments.
+func buildServerAPIClients(
+    configuration: Configuration, clock: any EpochClock, outbound: (any OutboundHTTP)?, sleeper: any Sleeper
+) throws(StartupError) -> [String: AppStoreServerAPIClient] {
     let apps = configuration.apps.filter { $0.serverAPI != nil }
-    guard !apps.isEmpty, let ingest = application.notifications else { return [] }
-    guard let state = store as? any ReconcileStateStore else {
-        throw .runtime("this store cannot keep reconciliation state (apps[].serverAPI needs SQLite or PostgreSQL)")
-    }
+    guard !apps.isEmpty else { return [:] }
     let verifiers: AppStoreVerifier
     do {
         verifiers = try AppStoreVerifier(apps: apps, clock: clock)
@@ -106,7 +107,8 @@ func buildReconcilers(
         throw .configuration("configuration: \(error.description)")
     }
     let transport = outbound ?? URLSessionHTTP()
-    return try apps.map { app throws(StartupError) in
+    var clients: [String: AppStoreServerAPIClient] = [:]
+    for app in apps {
         let settings = app.serverAPI!
         let key: P256PrivateKey
         do {
@@ -115,13 +117,30 @@ func buildReconcilers(
             throw .configuration("apps[\(app.bundleId)].serverAPI.privateKeyFile: not a P-256 private key")
         }
         let environments = [AppStoreEnvironment.production, .sandbox].filter { app.environments.contains($0.rawValue) }
-        guard let primary = environments.first, let verifier = verifiers.signedDataVerifier(bundleId: app.bundleId) else { return nil }
-        let client = AppStoreServerAPIClient(
+        guard let primary = environments.first, let verifier = verifiers.signedDataVerifier(bundleId: app.bundleId) else { continue }
+        clients[app.bundleId] = AppStoreServerAPIClient(
             credentials: ServerAPICredentials(bundleId: app.bundleId, keyId: settings.keyId, issuerId: settings.issuerId, privateKey: key),
             settings: .init(environment: primary, sandboxFallback: environments.count == 2, baseURL: settings.baseURL),
             verifier: verifier, transport: transport, clock: clock, sleeper: sleeper)
+    }
+    return clients
+}
+
+/// A ``Reconciler`` per app with a Server API client, in configuration order, reading the history
+/// of each of the app's environments among Production and Sandbox.
+func buildReconcilers(
+    configuration: Configuration, clock: any EpochClock, store: any LedgerStore, application: Application,
+    clients: [String: AppStoreServerAPIClient]
+) throws(StartupError) -> [Reconciler] {
+    guard !clients.isEmpty, let ingest = application.notifications else { return [] }
+    guard let state = store as? any ReconcileStateStore else {
+        throw .runtime("this store cannot keep reconciliation state (apps[].serverAPI needs SQLite or PostgreSQL)")
+    }
+    return configuration.apps.compactMap { app in
+        guard let client = clients[app.bundleId], let settings = app.serverAPI else { return nil }
+        let environments = [AppStoreEnvironment.production, .sandbox].filter { app.environments.contains($0.rawValue) }
         return Reconciler(
             bundleId: app.bundleId, environments: environments, everyMinutes: settings.reconcileEveryMinutes, client: client,
             ingest: ingest, state: state, clock: clock)
-    }.compactMap { $0 }
+    }
 }
