@@ -7,6 +7,7 @@ import EntitledServer
 import Foundation
 import HTTPServer
 import Storage
+import Synchronization
 import Testing
 
 /// Posts to the server unless the server is "down" (then every attempt fails, as a refused connection).
@@ -215,5 +216,47 @@ struct ReconcileWorld {
             let later = try await world.reconciler.runOnce()
             #expect(later.skipped.isEmpty && later.pages == 1)
         }
+    }
+
+    @Test func aFailedPassLeavesTheWatermarkWhereItWas() async throws {
+        try await Self.withWorld { world in
+            let state = try #require(world.store as? any ReconcileStateStore)
+            let key = ReconcileKey(bundleId: world.reconciler.bundleId, environment: "Production")
+            _ = try await world.reconciler.runOnce()
+            let first = world.simulator.now
+            _ = try await world.simulator.advance(by: ISODuration("P1D")!)
+            // Apple answers 429 longer than the client retries: the pass fails.
+            await world.simulator.throttleServerAPI(requests: 50)
+            await #expect(throws: ReconcileError.self) { _ = try await world.reconciler.runOnce() }
+            await world.simulator.throttleServerAPI(requests: 0)
+            let lease = try await state.acquireReconcileLease(key, owner: "probe", now: world.simulator.now, expiresAt: world.simulator.now + 1)
+            #expect(lease == .acquired(watermark: first), "the failed pass released its lease and kept the watermark")
+        }
+    }
+
+    @Test func serveReconcilesEveryInterval() async throws {
+        try await Self.withWorld { world in
+            let sleeper = StopAfter(passes: 3)
+            let passes = Mutex(0)
+            await world.reconciler.run(sleeper: sleeper) { result in
+                if case .success = result { passes.withLock { $0 += 1 } }
+            }
+            #expect(passes.withLock { $0 } == 3)
+            #expect(sleeper.waits.withLock { $0 } == [3_600_000, 3_600_000, 3_600_000])
+        }
+    }
+}
+
+/// Records the waits of a periodic loop and ends it (by throwing, as a cancelled sleep does) after `passes`.
+final class StopAfter: Sleeper {
+    let waits = Mutex<[Int64]>([])
+    let passes: Int
+    init(passes: Int) { self.passes = passes }
+    func sleep(milliseconds: Int64) async throws {
+        let count = waits.withLock {
+            $0.append(milliseconds)
+            return $0.count
+        }
+        if count >= passes { throw CancellationError() }
     }
 }
