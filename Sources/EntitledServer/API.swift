@@ -93,38 +93,6 @@ public struct API: Sendable {
         }
     }
 
-    /// Verifies, maps and stores one V2 `signedPayload`: the V2 endpoint's work once the HTTP
-    /// checks passed, and reconciliation's for each notification of Apple's history.
-    /// - Throws: ``VerificationError`` or ``Rejection`` (nothing stored), or the storage ``HTTPError``.
-    func ingestNotification(signedPayload: String?, source: IngestSource, now: Int64) async throws -> IngestResult.Status {
-        guard let signedPayload, !signedPayload.isEmpty else {
-            throw VerificationError.malformed("signedPayload is missing")
-        }
-        guard let claimed = JWSPeek.notificationBundleId(signedPayload, codec: codec) else {
-            throw VerificationError.malformed("signedPayload is not a JWS")
-        }
-        let app = try self.app(claimed)
-        let verified = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
-        try checkEnvironment(verified.payload.verificationEnvironment, app: app)
-        let facts: [Fact]
-        do {
-            facts = try mapper(app).facts(from: verified)
-        } catch {
-            throw Self.rejection(error)
-        }
-        let payload = verified.payload
-        let message = ReceivedMessage(
-            notificationUUID: payload.notificationUUID, source: source,
-            body: Self.storedBody("signedPayload", signedPayload), receivedAt: now,
-            notificationType: payload.notificationType?.rawValue ?? "", subtype: payload.subtype?.rawValue)
-        let signed = SignedPayloads(
-            notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
-            renewalInfo: payload.data?.signedRenewalInfo, appTransaction: payload.appData?.signedAppTransactionInfo)
-        return try await store { () async throws(LedgerError) in
-            try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
-        }
-    }
-
     /// `POST /v1/apple/notifications/v1`: the legacy JSON body; `password` must equal the app's shared secret.
     func notificationV1(_ request: Request) async throws -> Response {
         let now = clock.nowMilliseconds()

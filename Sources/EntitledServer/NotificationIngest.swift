@@ -1,4 +1,5 @@
 import AppStore
+import Entitlements
 import Foundation
 import HTTPServer
 import Storage
@@ -46,5 +47,39 @@ public struct NotificationIngest: Sendable {
         try? await api.ledger.recordRejected(
             ReceivedMessage(notificationUUID: nil, source: source, body: body, receivedAt: now), code: rejection.code.rawValue)
         throw .rejected(code: rejection.code.rawValue, message: rejection.message)
+    }
+}
+
+extension API {
+    /// Verifies, maps and stores one V2 `signedPayload`: the V2 endpoint's work once the HTTP
+    /// checks passed, and reconciliation's for each notification of Apple's history.
+    /// - Throws: ``VerificationError`` or ``Rejection`` (nothing stored), or the storage ``HTTPError``.
+    func ingestNotification(signedPayload: String?, source: IngestSource, now: Int64) async throws -> IngestResult.Status {
+        guard let signedPayload, !signedPayload.isEmpty else {
+            throw VerificationError.malformed("signedPayload is missing")
+        }
+        guard let claimed = JWSPeek.notificationBundleId(signedPayload, codec: codec) else {
+            throw VerificationError.malformed("signedPayload is not a JWS")
+        }
+        let app = try self.app(claimed)
+        let verified = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
+        try checkEnvironment(verified.payload.verificationEnvironment, app: app)
+        let facts: [Fact]
+        do {
+            facts = try mapper(app).facts(from: verified)
+        } catch {
+            throw Self.rejection(error)
+        }
+        let payload = verified.payload
+        let message = ReceivedMessage(
+            notificationUUID: payload.notificationUUID, source: source,
+            body: Self.storedBody("signedPayload", signedPayload), receivedAt: now,
+            notificationType: payload.notificationType?.rawValue ?? "", subtype: payload.subtype?.rawValue)
+        let signed = SignedPayloads(
+            notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
+            renewalInfo: payload.data?.signedRenewalInfo, appTransaction: payload.appData?.signedAppTransactionInfo)
+        return try await store { () async throws(LedgerError) in
+            try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
+        }
     }
 }
