@@ -17,13 +17,16 @@ import Synchronization
 public final class FactLedger: ReadinessProbe {
     public let store: any LedgerStore
     public let projector: EngineProjector
+    /// Ingest commit latency goes here (nil: not measured).
+    let metrics: ServerMetrics?
 
     /// - Parameters:
     ///   - store: the opened ledger.
     ///   - policy: the policy projections are evaluated with (the configuration's merged policy).
     ///   - cache: the projection path's fast paths and codec (share the API's).
-    public init(store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache()) {
+    public init(store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics? = nil) {
         self.store = store
+        self.metrics = metrics
         self.projector = EngineProjector(policy: policy, cache: cache)
     }
 
@@ -55,8 +58,10 @@ public final class FactLedger: ReadinessProbe {
                 cache.remember(fact, as: row.payload)
                 return row
             }
+            let started = ContinuousClock.now
             let result = try await store.ingest(
                 IngestBatch(message: message, facts: incoming, claim: claim), projector: projector, now: message.receivedAt)
+            metrics?.ledgerCommitDuration.observe([], (ContinuousClock.now - started).seconds)
             return result.status
         }
     }

@@ -32,7 +32,10 @@ public struct NotificationIngest: Sendable {
         let now = api.clock.nowMilliseconds()
         let rejection: Rejection
         do {
-            return try await api.ingestNotification(signedPayload: signedPayload, source: source, now: now)
+            let ingested = try await api.ingestNotification(signedPayload: signedPayload, source: source, now: now)
+            let message = ingested.message
+            api.metrics.notificationIngested(version: "2", type: message.notificationType, subtype: message.subtype, status: ingested.status)
+            return ingested.status
         } catch let error as VerificationError {
             rejection = Rejection(error)
         } catch let error as Rejection {
@@ -46,15 +49,24 @@ public struct NotificationIngest: Sendable {
         let body = API.storedBody("signedPayload", signedPayload)
         try? await api.ledger.recordRejected(
             ReceivedMessage(notificationUUID: nil, source: source, body: body, receivedAt: now), code: rejection.code.rawValue)
+        api.metrics.notificationRejected(version: "2", code: rejection.code.rawValue)
         throw .rejected(code: rejection.code.rawValue, message: rejection.message)
     }
+}
+
+/// What ``API/ingestNotification(signedPayload:source:now:)`` stored, for metrics and logs.
+struct IngestedNotification {
+    var status: IngestResult.Status
+    var message: ReceivedMessage
+    var signedDate: Int64?
+    var bundleId: String
 }
 
 extension API {
     /// Verifies, maps and stores one V2 `signedPayload`: the V2 endpoint's work once the HTTP
     /// checks passed, and reconciliation's for each notification of Apple's history.
     /// - Throws: ``VerificationError`` or ``Rejection`` (nothing stored), or the storage ``HTTPError``.
-    func ingestNotification(signedPayload: String?, source: IngestSource, now: Int64) async throws -> IngestResult.Status {
+    func ingestNotification(signedPayload: String?, source: IngestSource, now: Int64) async throws -> IngestedNotification {
         guard let signedPayload, !signedPayload.isEmpty else {
             throw VerificationError.malformed("signedPayload is missing")
         }
@@ -78,8 +90,9 @@ extension API {
         let signed = SignedPayloads(
             notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
             renewalInfo: payload.data?.signedRenewalInfo, appTransaction: payload.appData?.signedAppTransactionInfo)
-        return try await store { () async throws(LedgerError) in
+        let status = try await store { () async throws(LedgerError) in
             try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
         }
+        return IngestedNotification(status: status, message: message, signedDate: payload.signedDate, bundleId: app.bundleId)
     }
 }
