@@ -9,7 +9,7 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Entitled",
-    // iOS/tvOS/watchOS/visionOS: EntitledKit only (ContinuousClock, AppTransaction); the server targets build on macOS and Linux.
+    // iOS/tvOS/watchOS/visionOS: EntitledKit only (Duration, AppTransaction); the server targets build on macOS and Linux.
     platforms: [.macOS(.v15), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .executable(name: "entitled", targets: ["entitled"]),
@@ -37,6 +37,10 @@ let package = Package(
         .target(name: "EntitledCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         // Apple's wire formats and the JWS / X.509 verifier.
         .target(name: "AppStore", dependencies: ["EntitledCrypto"], swiftSettings: swiftSettings),
+        // The App Store Server API client: JWT auth, retries, every endpoint, verified answers; the
+        // one outbound HTTP client (URLSession) of the server.
+        .target(
+            name: "AppStoreServerAPI", dependencies: ["AppStore", "EntitledCrypto"], swiftSettings: swiftSettings),
         // A test certificate authority and JWS signer for tests, benchmarks and the simulator.
         .target(
             name: "AppStoreTesting", dependencies: ["AppStore", "EntitledCrypto"],
@@ -54,12 +58,15 @@ let package = Package(
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
         // The configuration file: value types, loading, validation (HTTPServer for its address types,
-        // Storage's parser for database URLs, Entitlements for the one RestoreBehavior).
-        .target(name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage"], swiftSettings: swiftSettings),
+        // Storage's parser for database URLs, Entitlements for the one RestoreBehavior, EntitledCrypto
+        // to check the Server API key).
+        .target(
+            name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage", "EntitledCrypto"],
+            swiftSettings: swiftSettings),
         // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
             name: "EntitledServer",
-            dependencies: ["AppStore", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
+            dependencies: ["AppStore", "AppStoreServerAPI", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
             swiftSettings: swiftSettings),
         // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes;
         // `entitled simulate`'s runner.
@@ -103,13 +110,17 @@ let package = Package(
             name: "AppStoreSimulatorTests",
             dependencies: ["AppStoreSimulator", "AppStore", "AppStoreTesting", "HTTPServer", "EntitledCrypto"],
             exclude: ["Fixtures"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "AppStoreServerAPITests",
+            dependencies: ["AppStoreServerAPI", "AppStore", "AppStoreSimulator", "AppStoreTesting", "HTTPServer", "EntitledCrypto"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EntitledTests",
             dependencies: [
-                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
+                "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
                 "AppStoreSimulator", "EntitledDev",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),

@@ -205,6 +205,9 @@ public struct ConfigurationLoader: Sendable {
                     path: "\(value.path)[\(index)].productId", message: "duplicate productId '\(product.productId)'")
             }
         }
+        if let value = object.take("serverAPI") {
+            app.serverAPI = try serverAPI(value, baseDirectory: baseDirectory)
+        }
         try object.finish()
         return app
     }
