@@ -22,6 +22,7 @@ struct AnswerCache {
     /// The latest trusted time this device has reached (persisted): after a relaunch, the wall
     /// clock cannot rewind below it.
     private(set) var latestTrustedTime: Date?
+    private var persistedTrustedTime: Date?
 
     init(directory: URL?) {
         self.directory = directory
@@ -29,6 +30,7 @@ struct AnswerCache {
             let seconds = try? JSONDecoder().decode(Double.self, from: data)
         {
             latestTrustedTime = Date(timeIntervalSince1970: seconds)
+            persistedTrustedTime = latestTrustedTime
         }
     }
 
@@ -59,10 +61,14 @@ struct AnswerCache {
         observe(trustedTime: answer.serverTime)
     }
 
-    /// Records that trusted time has reached `time` (persisted when it moves forward).
+    /// Records that trusted time has reached `time`. Written to disk when it is a minute past what
+    /// was last written: an app asking often must not write a file each time, and a floor a
+    /// minute behind costs nothing.
     mutating func observe(trustedTime time: Date) {
         guard latestTrustedTime.map({ time > $0 }) ?? true else { return }
         latestTrustedTime = time
+        guard persistedTrustedTime.map({ time.timeIntervalSince($0) >= 60 }) ?? true else { return }
+        persistedTrustedTime = time
         if let directory, let data = try? JSONEncoder().encode(time.timeIntervalSince1970) {
             try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try? data.write(to: directory.appendingPathComponent("trusted-time.json"), options: Self.writeOptions)
