@@ -38,6 +38,9 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
     /// A subscription group's current subscription (the server's `Subscription`).
     public struct Subscription: Sendable, Codable, Hashable {
         public var subscriptionGroup: String
+        /// The environment of its current subscription (a server merging environments may list a
+        /// group once per environment).
+        public var environment: String?
         public var state: CustomerKind
         public var current: Grant?
         /// `upgrade`, `downgrade` or `crossgrade` waiting for the next renewal.
@@ -75,7 +78,7 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
     public var appUserId: String
     /// The UUID to pass to StoreKit as `appAccountToken` for this customer's purchases.
     public var appAccountToken: UUID
-    /// The environment the answer was evaluated for (absent when the server merges environments).
+    /// The answer's environment: the one asked for, else (a server merging environments) its primary one.
     public var environment: String?
     public var state: CustomerKind
     /// The server's clock when it answered: the client's trusted time is anchored on it.
