@@ -208,6 +208,9 @@ public struct ConfigurationLoader: Sendable {
         if let value = object.take("serverAPI") {
             app.serverAPI = try serverAPI(value, baseDirectory: baseDirectory)
         }
+        if let value = object.take("signingKey") {
+            app.signingKey = try signingKey(value, baseDirectory: baseDirectory)
+        }
         try object.finish()
         return app
     }
@@ -247,6 +250,12 @@ public struct ConfigurationLoader: Sendable {
                 }
                 return raw.uppercased()
             }
+        }
+        if let value = object.take("offers") {
+            guard type == .autoRenewable else {
+                throw ConfigurationError(path: value.path, message: "offers are for autoRenewable products")
+            }
+            try offers(value, into: &product)
         }
         try object.finish()
         if type == .autoRenewable && product.subscriptionGroup == nil {

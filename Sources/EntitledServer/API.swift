@@ -35,6 +35,8 @@ public struct API: Sendable {
     let cache: ProjectionCache
     var codec: JSONCodec { cache.codec }
     let metrics: ServerMetrics
+    /// Per bundleId, for apps with `signingKey`: their offer signer.
+    let signers: [String: OfferSigner]
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
@@ -54,6 +56,7 @@ public struct API: Sendable {
         var mappers: [String: FactMapper] = [:]
         for app in configuration.apps { mappers[app.bundleId] = FactMapper(app: app) }
         self.mappers = mappers
+        self.signers = Self.offerSigners(configuration)
     }
 
     func mapper(_ app: App) -> FactMapper { mappers[app.bundleId] ?? FactMapper(app: app) }
@@ -69,6 +72,7 @@ public struct API: Sendable {
             try await api.postTransaction($0)
         }
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
+        router.post("/v1/customers/{appUserId}/offers/sign") { try await api.signOffer($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage

@@ -135,6 +135,15 @@ public final class FactLedger: ReadinessProbe {
         }
     }
 
+    /// Logs an offer signature before it is answered; a store without the log (none of the
+    /// server's own) is unavailable for signing.
+    public func recordOfferSignature(_ record: OfferSignatureRecord) async throws(LedgerError) {
+        guard let log = store as? any OfferSignatureLog else {
+            throw LedgerError(.unavailable, detail: "this store keeps no offer-signature log")
+        }
+        try await mapped { try await log.recordOfferSignature(record) }
+    }
+
     /// A page of the customer's timeline, newest first, or nil when the customer does not exist.
     /// `cursor` is a `nextCursor` from an earlier page; a malformed one is `.invalidRequest`.
     public func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
