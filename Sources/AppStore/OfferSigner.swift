@@ -67,7 +67,7 @@ public struct OfferSigner: Sendable {
         productId: String, offerId: String, transactionId: String?, nonce: UUID, issuedAtSeconds: Int64
     ) throws(CryptoError) -> String {
         try ES256JWT.sign(
-            claims: PromotionalClaims(
+            claims: Claims(
                 iss: issuerId, iat: issuedAtSeconds, aud: "promotional-offer", bid: bundleId, nonce: nonce.uuidString.lowercased(),
                 productId: productId, offerIdentifier: offerId, transactionId: transactionId),
             keyId: keyId, key: key)
@@ -79,32 +79,23 @@ public struct OfferSigner: Sendable {
         productId: String, allowIntroductoryOffer: Bool, transactionId: String?, nonce: UUID, issuedAtSeconds: Int64
     ) throws(CryptoError) -> String {
         try ES256JWT.sign(
-            claims: IntroductoryEligibilityClaims(
+            claims: Claims(
                 iss: issuerId, iat: issuedAtSeconds, aud: "introductory-offer-eligibility", bid: bundleId,
                 nonce: nonce.uuidString.lowercased(), productId: productId, allowIntroductoryOffer: allowIntroductoryOffer,
                 transactionId: transactionId),
             keyId: keyId, key: key)
     }
 
-    struct PromotionalClaims: Encodable {
+    /// Every offer JWS's claims; the absent optionals are left out (each audience has its own).
+    struct Claims: Encodable {
         var iss: String
         var iat: Int64
         var aud: String
         var bid: String
         var nonce: String
         var productId: String
-        var offerIdentifier: String
-        var transactionId: String?
-    }
-
-    struct IntroductoryEligibilityClaims: Encodable {
-        var iss: String
-        var iat: Int64
-        var aud: String
-        var bid: String
-        var nonce: String
-        var productId: String
-        var allowIntroductoryOffer: Bool
+        var offerIdentifier: String?
+        var allowIntroductoryOffer: Bool?
         var transactionId: String?
     }
 }
