@@ -90,6 +90,11 @@ extension API {
         let signed = SignedPayloads(
             notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
             renewalInfo: payload.data?.signedRenewalInfo, appTransaction: payload.appData?.signedAppTransactionInfo)
+        if let transaction = verified.transaction {
+            try await enqueueBackfillIfUnseen(
+                app: app, transaction.originalTransactionId, environment: FactMapper.environment(transaction.environment),
+                source: source, now: now)
+        }
         let status = try await store { () async throws(LedgerError) in
             try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
         }

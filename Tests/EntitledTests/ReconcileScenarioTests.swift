@@ -37,6 +37,8 @@ struct ReconcileWorld {
     let port: Int
     let reconciler: Reconciler
     let store: any LedgerStore
+    /// The server's durable jobs (backfills), run on demand by the tests.
+    let jobRunner: JobRunner
     let close: @Sendable () async -> Void
 
     static let customers = ["alice", "bob", "carol"]
@@ -89,6 +91,7 @@ struct ReconcileWorld {
         let reconciler = try #require(assembled.reconcilers.first)
         return ReconcileWorld(
             simulator: simulator, transport: transport, port: server.port, reconciler: reconciler, store: store,
+            jobRunner: try #require(assembled.jobRunner),
             close: {
                 await server.shutdown()
                 await apple.shutdown()
