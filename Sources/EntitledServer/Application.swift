@@ -57,8 +57,13 @@ public struct Application: Sendable {
         notifications = NotificationIngest(api: api)
         if let jobs, !serverAPI.isEmpty {
             let backfill = Backfill(api: api)
+            let consumption = ConsumptionResponder(api: api)
             jobRunner = JobRunner(
-                jobs: jobs, clock: clock, handlers: [API.backfillJobKind: { (job) async throws(JobFailure) in try await backfill.run(job) }])
+                jobs: jobs, clock: clock,
+                handlers: [
+                    API.backfillJobKind: { (job) async throws(JobFailure) in try await backfill.run(job) },
+                    API.consumptionJobKind: { (job) async throws(JobFailure) in try await consumption.run(job) },
+                ])
         } else {
             jobRunner = nil
         }

@@ -95,6 +95,7 @@ extension API {
                 app: app, transaction.originalTransactionId, environment: FactMapper.environment(transaction.environment),
                 source: source, now: now)
         }
+        try await enqueueConsumptionRequest(app: app, payload, transactionId: verified.transaction?.transactionId, now: now)
         let status = try await store { () async throws(LedgerError) in
             try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
         }

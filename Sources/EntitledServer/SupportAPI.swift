@@ -18,6 +18,7 @@ extension API {
         router.get("/v1/apps/{bundleId}/extend/{productId}/{requestIdentifier}") { try await api.massExtendStatus($0) }
         router.post("/v1/apps/{bundleId}/test-notification") { try await api.testNotification($0) }
         router.post("/v1/transactions/{transactionId}/consumption") { try await api.consumption($0) }
+        router.add(.put, "/v1/customers/{appUserId}/consent", .async { try await api.putConsent($0) })
     }
 
     func requireAdmin(_ request: Request) throws {

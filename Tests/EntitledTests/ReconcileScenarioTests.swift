@@ -76,6 +76,7 @@ struct ReconcileWorld {
         app.serverAPI = ServerAPISettings(
             keyId: "ABC123DEFG", issuerId: "57246542-96fe-1a63-e053-0824d011072a", privateKeyPEM: try key.pkcs8PEM(),
             baseURL: URL(string: "http://127.0.0.1:\(apple.port)"))
+        app.consumptionAutoRespond = true
         configuration.apps = [app]
         let store = try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite")
         let assembled = try await buildApplication(

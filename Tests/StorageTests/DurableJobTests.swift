@@ -62,4 +62,16 @@ import Testing
             #expect(claimed.count == 3 && Set(claimed).count == 3)
         }
     }
+
+    @Test("consent is recorded, replaced and read back", arguments: Backend.all)
+    func consent(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let consents = try #require(store as? any ConsentStore)
+            #expect(try await consents.consent(appUserId: "alice") == nil)
+            try await consents.recordConsent(appUserId: "alice", consented: true, now: 1)
+            #expect(try await consents.consent(appUserId: "alice") == true)
+            try await consents.recordConsent(appUserId: "alice", consented: false, now: 2)
+            #expect(try await consents.consent(appUserId: "alice") == false)
+        }
+    }
 }

@@ -154,9 +154,10 @@ enum Schema {
                 );
                 """),
         // Durable background jobs (`DurableJobStore`): backfills of a subscription's history and
-        // answers to consumption requests, leased so one process runs each, retried with backoff.
+        // answers to consumption requests, leased so one process runs each, retried with backoff;
+        // and the customers' consent to sharing consumption data (`ConsentStore`).
         Migration(
-            version: 9, name: "durable jobs",
+            version: 9, name: "durable jobs and consent",
             sql: """
                 CREATE TABLE jobs (
                     id {id},
@@ -175,6 +176,11 @@ enum Schema {
                     UNIQUE (kind, job_key)
                 );
                 CREATE INDEX jobs_due ON jobs (status, run_at);
+                CREATE TABLE customer_consents (
+                    app_user_id TEXT NOT NULL PRIMARY KEY,
+                    consented {int} NOT NULL,
+                    recorded_at {int} NOT NULL
+                );
                 """),
     ]
 
