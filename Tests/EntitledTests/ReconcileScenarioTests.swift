@@ -39,6 +39,8 @@ struct ReconcileWorld {
     let store: any LedgerStore
     /// The server's durable jobs (backfills), run on demand by the tests.
     let jobRunner: JobRunner
+    /// `entitled import`'s work for the app.
+    let importer: CustomerImport
     let close: @Sendable () async -> Void
 
     static let customers = ["alice", "bob", "carol"]
@@ -92,7 +94,7 @@ struct ReconcileWorld {
         let reconciler = try #require(assembled.reconcilers.first)
         return ReconcileWorld(
             simulator: simulator, transport: transport, port: server.port, reconciler: reconciler, store: store,
-            jobRunner: try #require(assembled.jobRunner),
+            jobRunner: try #require(assembled.jobRunner), importer: try #require(assembled.customerImport(bundleId: catalog.bundleId)),
             close: {
                 await server.shutdown()
                 await apple.shutdown()
