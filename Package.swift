@@ -9,12 +9,14 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Entitled",
-    platforms: [.macOS(.v15)],
+    // iOS/tvOS/watchOS/visionOS: EntitledKit only (Duration, AppTransaction); the server targets build on macOS and Linux.
+    platforms: [.macOS(.v15), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .executable(name: "entitled", targets: ["entitled"]),
         .library(name: "AppStore", targets: ["AppStore"]),
         .library(name: "Entitlements", targets: ["Entitlements"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "EntitledKit", targets: ["EntitledKit"]),
     ],
     targets: [
         // System libraries: each is imported (`internal import`) by exactly one wrapper module.
@@ -92,6 +94,10 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // The Swift client for apps and backends: Foundation only (and StoreKit where it exists), no
+        // server target and no C library, so it builds for every Apple platform and Linux.
+        .target(name: "EntitledKit", swiftSettings: swiftSettings),
+
         // libFuzzer target for the JWS/JSON parsing path (scripts/fuzz.sh); a plain corpus runner otherwise.
         .executableTarget(name: "FuzzJWS", dependencies: ["AppStore", "EntitledCrypto"], swiftSettings: swiftSettings),
         // libFuzzer target for the entitlement engine: arbitrary facts (extreme dates included) through `evaluate`.
@@ -118,5 +124,13 @@ let package = Package(
                 "AppStoreSimulator", "EntitledDev",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),
+        // EntitledKit against a real server and the simulator over loopback (the tests may use the
+        // server's targets; the library may not).
+        .testTarget(
+            name: "EntitledKitTests",
+            dependencies: [
+                "EntitledKit", "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreSimulator", "Storage",
+            ],
+            swiftSettings: swiftSettings),
     ]
 )
