@@ -234,29 +234,28 @@ struct JobsBody: Encodable {
     var jobs: [JobBody]
 }
 
+/// One durable job; dates as ISO 8601 like every other answer, `lastError` `null` when none.
 struct JobBody: Encodable {
-    var id: Int64
-    var kind: String
-    var bundleId: String
-    var subject: String
-    var status: String
-    var attempts: Int
-    var runAt: Int64
-    var lastError: String?
-    var createdAt: Int64
-    var updatedAt: Int64
+    var job: DurableJob
 
-    init(_ job: DurableJob) {
-        id = job.id
-        kind = job.kind
-        bundleId = job.bundleId
-        subject = job.subject
-        status = job.status.rawValue
-        attempts = job.attempts
-        runAt = job.runAt
-        lastError = job.lastError
-        createdAt = job.createdAt
-        updatedAt = job.updatedAt
+    init(_ job: DurableJob) { self.job = job }
+
+    enum Key: String, CodingKey {
+        case id, kind, bundleId, subject, status, attempts, runAt, lastError, createdAt, updatedAt
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
+        try c.put(job.id, .id)
+        try c.put(job.kind, .kind)
+        try c.put(job.bundleId, .bundleId)
+        try c.put(job.subject, .subject)
+        try c.put(job.status.rawValue, .status)
+        try c.put(job.attempts, .attempts)
+        try c.date(job.runAt, .runAt)
+        try c.put(job.lastError, .lastError)
+        try c.date(job.createdAt, .createdAt)
+        try c.date(job.updatedAt, .updatedAt)
     }
 }
 
@@ -265,15 +264,35 @@ struct RefundsBody: Encodable {
     var refunds: [JWSTransactionDecodedPayload]
 }
 
+/// `POST /v1/apps/{bundleId}/test-notification`.
 struct TestNotificationBody: Encodable {
     struct Attempt: Encodable {
         var date: Int64?
         var result: String?
+
+        func encode(to encoder: any Encoder) throws {
+            var c = NullEncoding(container: encoder.container(keyedBy: AttemptKey.self))
+            try c.date(date, .date)
+            try c.put(result, .result)
+        }
     }
+    enum AttemptKey: String, CodingKey { case date, result }
+    enum Key: String, CodingKey { case bundleId, testNotificationToken, notificationUUID, arrived, arrivedAt, attempts }
+
     var bundleId: String
     var testNotificationToken: String
     var notificationUUID: String?
     var arrived: Bool
     var arrivedAt: Int64?
     var attempts: [Attempt]
+
+    func encode(to encoder: any Encoder) throws {
+        var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
+        try c.put(bundleId, .bundleId)
+        try c.put(testNotificationToken, .testNotificationToken)
+        try c.put(notificationUUID, .notificationUUID)
+        try c.put(arrived, .arrived)
+        try c.date(arrivedAt, .arrivedAt)
+        try c.put(attempts, .attempts)
+    }
 }

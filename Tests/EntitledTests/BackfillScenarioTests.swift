@@ -50,6 +50,8 @@ import Testing
             #expect(before.count == 1 && before.isSubset(of: apple), "only the renewal reached the server")
             let pending = try await jobs(world, "?status=pending")
             #expect(pending.count == 1 && pending.first?["kind"] as? String == "backfill" && pending.first?["subject"] as? String == otid)
+            #expect(pending.first?["runAt"] as? String == "2027-02-15T08:00:00.000Z", "due when the renewal arrived")
+            #expect(pending.first?["lastError"] is NSNull)
 
             let report = try await world.jobRunner.runDue()
             #expect(report.done == 1 && report.retried == 0 && report.failed == 0)

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSimulator
 import EntitledServer
 import Foundation
+import HTTPServer
 import Testing
 
 /// The support and operations endpoints (admin) against the simulator's fake App Store Server API
@@ -96,7 +97,7 @@ import Testing
             let bundleId = world.reconciler.bundleId
             let arrived = try await send(world, "POST", "/v1/apps/\(bundleId)/test-notification")
             #expect(arrived.status == 200 && arrived.json["arrived"] as? Bool == true, "\(arrived.text)")
-            #expect(arrived.json["arrivedAt"] as? Int64 == world.simulator.now)
+            #expect(arrived.json["arrivedAt"] as? String == ISO8601.format(milliseconds: world.simulator.now))
             await world.transport.set(down: true)
             let lost = try await send(world, "POST", "/v1/apps/\(bundleId)/test-notification")
             #expect(lost.status == 200 && lost.json["arrived"] as? Bool == false, "\(lost.text)")
