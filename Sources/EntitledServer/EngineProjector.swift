@@ -1,22 +1,19 @@
 import AppStore
 import Entitlements
-import Foundation
 import Storage
 
-/// Storage's `Projector` on the entitlement engine: decodes a customer's stored facts (the engine's
-/// own `Fact` JSON), evaluates them, and returns the indexed rows plus the state document.
+/// The server's `Projector`: the engine's facts written and read with the ``ProjectionCache``'s
+/// codec (their sorted-keys JSON), and a customer's state document rendered as their answer.
 ///
-/// The state document is the customer's API answer, rendered (``RenderedCustomer``, by the
-/// ``ProjectionCache``; empty with the cache off) from the
-/// engine's `CustomerState` for their primary environment (Production when they have any
-/// Production facts, else the first environment they have facts in). It holds no instant but the
-/// next status change, so it depends on the facts and on which statuses hold at `now`, not on the
-/// instant itself — a rebuild then finds no difference unless a status changed. Rows cover every
-/// environment the customer has facts in.
+/// Storage evaluates each affected customer with ``policy`` inside the write transaction; the
+/// document it stores is the customer's API answer, rendered (``RenderedCustomer``, by the
+/// ``ProjectionCache``; empty with the cache off) from the engine's `CustomerState` for their
+/// primary environment. It holds no instant but the next status change, so it depends on the
+/// facts and on which statuses hold at `now`, not on the instant itself — a rebuild then finds no
+/// difference unless a status changed.
 public struct EngineProjector: Projector {
     public let policy: Policy
-    /// Decodes the facts (taking those the ingest just encoded without decoding them again: on the
-    /// writer thread that was the largest single cost) and renders the answer.
+    /// Encodes and decodes the facts and renders the answer.
     public let cache: ProjectionCache
 
     public init(policy: Policy, cache: ProjectionCache = ProjectionCache()) {
@@ -24,72 +21,14 @@ public struct EngineProjector: Projector {
         self.cache = cache
     }
 
-    public func project(customer: Storage.CustomerRecord, facts: [StoredFact], now: Int64) throws -> CustomerProjection {
-        let decoded = try decode(facts)
-        let environments = Self.environments(of: decoded)
-        var entitlementRows: [EntitlementRow] = []
-        var subscriptionRows: [SubscriptionRow] = []
-        var primary: CustomerState?
-        for environment in environments {
-            var state = evaluate(facts: decoded, policy: policy, now: now, environment: environment)
-            state.evaluatedAt = 0
-            if primary == nil { primary = state }
-            for entitlement in state.entitlements {
-                entitlementRows.append(
-                    EntitlementRow(
-                        entitlement: entitlement.id, status: entitlement.status.rawValue, active: entitlement.active,
-                        productId: entitlement.productId, originalTransactionId: entitlement.originalTransactionId,
-                        expiresAt: entitlement.expiresAt, graceUntil: entitlement.gracePeriodExpiresAt,
-                        willRenew: entitlement.willRenew ?? false, environment: environment.rawValue))
-            }
-            for group in state.subscriptionGroups {
-                guard let current = group.current else { continue }
-                subscriptionRows.append(
-                    SubscriptionRow(
-                        originalTransactionId: current.originalTransactionId, productId: current.productId,
-                        group: group.id, status: current.status.rawValue, expiresAt: current.expiresAt,
-                        graceUntil: current.gracePeriodExpiresAt, autoRenew: current.willRenew ?? false,
-                        environment: environment.rawValue))
-            }
-        }
-        var state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
-        state.evaluatedAt = 0
-        // One row per subscription: keep the first environment's (the primary one comes first).
-        var seen = Set<String>()
-        subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
-        let body = CustomerBody(customer: customer, state: state, now: 0)
-        let document = cache.document(for: body)
-        return CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: document)
-    }
+    /// A fact's ledger text: the sorted-keys JSON (whose bytes must never change).
+    public func encode(_ fact: Fact) -> String { cache.payload(fact) }
 
-    /// The engine facts of stored facts. Every row the server stores is an engine fact, so one that
-    /// no longer decodes (a damaged row, a format this binary does not know) makes the customer
-    /// unprojectable: an answer computed without it could grant or deny wrongly.
-    func decode(_ facts: [StoredFact]) throws(UndecodableFact) -> [Fact] {
-        var decoded: [Fact] = []
-        decoded.reserveCapacity(facts.count)
-        for stored in facts {
-            guard let fact = cache.fact(stored.fact.payload) else {
-                throw UndecodableFact(id: stored.id, kind: stored.fact.kind)
-            }
-            decoded.append(fact)
-        }
-        return decoded
-    }
+    /// The engine fact a ledger text holds; nil when it is not one.
+    public func decode(_ text: String) -> Fact? { cache.fact(text) }
 
-    /// A stored fact whose payload is not an engine fact.
-    struct UndecodableFact: Error, CustomStringConvertible {
-        var id: Int64
-        var kind: FactKind
-        var description: String { "fact \(id) (\(kind)) does not decode as an engine fact" }
-    }
-
-    /// Environments present, primary first: Production, then the others in a fixed order.
-    static func environments(of facts: [Fact]) -> [Entitlements.Environment] {
-        let present = Set(facts.map(\.environment))
-        let order: [Entitlements.Environment] = [.production, .sandbox, .xcode, .localTesting]
-        let known = order.filter(present.contains)
-        let others = present.subtracting(order).sorted { $0.rawValue < $1.rawValue }
-        return known + others
+    /// The customer's rendered answer (their state at the epoch: reads splice in their own time).
+    public func document(customer: CustomerRecord, state: CustomerState) -> [UInt8] {
+        cache.document(for: CustomerBody(customer: customer, state: state, now: 0))
     }
 }

@@ -179,7 +179,8 @@ enum StorageCrashChildCommand: Command {
                     var index = worker
                     while index < count {
                         let batch = _StorageCrashBatch.batch(index, now: now)
-                        let result = try await store.ingest(batch, projector: projector, now: now)
+                        let result = try await store.ingest(
+                            batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
                         output.write(Data("ok \(batch.message.notificationUUID ?? "") \(result.status.rawValue)\n".utf8))
                         index += concurrency
                     }

@@ -70,10 +70,11 @@ import Testing
     struct OtherBinary: Projector {
         let base: EngineProjector
         let stored: Stored
-        func project(customer: Storage.CustomerRecord, facts: [StoredFact], now: Int64) throws -> CustomerProjection {
-            var projection = try base.project(customer: customer, facts: facts, now: now)
-            projection.state = stored.restate(projection.state)
-            return projection
+        var policy: Policy { base.policy }
+        func encode(_ fact: Fact) -> String { base.encode(fact) }
+        func decode(_ text: String) -> Fact? { base.decode(text) }
+        func document(customer: Storage.CustomerRecord, state: CustomerState) -> [UInt8] {
+            stored.restate(base.document(customer: customer, state: state))
         }
     }
 

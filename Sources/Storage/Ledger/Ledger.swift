@@ -60,8 +60,12 @@ struct Ledger {
 
     // MARK: Ingest
 
-    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) throws -> IngestResult {
-        let message = batch.message
+    /// Stores a message and its facts (made into rows on the caller's thread), links and projects;
+    /// see ``LedgerStore/ingest(_:facts:claim:projector:now:)``.
+    func ingest(
+        _ message: ReceivedMessage, rows: [FactRow], claim: Claim?, projector: any Projector, now: Int64
+    ) throws -> IngestResult {
+        var rows = rows
         let notificationID: Int64
         if let uuid = message.notificationUUID {
             let rows = try session.query(
@@ -86,25 +90,35 @@ struct Ledger {
         }
         try inject(.afterNotificationInsert)
 
+        var affected: Set<Int64> = []
+        // Facts without a subscription (an app transaction) that come with a claim belong to the
+        // claiming customer through their token, whichever arrives first.
+        if let claim, rows.contains(where: { if case .appTransaction = $0.fact { true } else { false } }) {
+            let customer = try ensureCustomerRow(appUserId: claim.appUserId, appAccountToken: nil, now: now, affected: &affected)
+            for index in rows.indices {
+                if case .appTransaction = rows[index].fact { rows[index].appAccountToken = customer.appAccountToken }
+            }
+        }
+
         var inserted = 0
         var replayed = 0
         var storedNotification = true
         var tokenForOTID: [String: String] = [:]
         var otids: Set<String> = []
         var looseTokens: Set<String> = []
-        if !batch.facts.isEmpty {
+        if !rows.isEmpty {
             var parameters: [SQLValue] = []
-            parameters.reserveCapacity(batch.facts.count * 12)
-            for fact in batch.facts {
+            parameters.reserveCapacity(rows.count * 12)
+            for row in rows {
                 parameters += [
-                    .int(notificationID), .text(fact.kind.rawValue), .text(fact.jwsSHA256), .text(fact.jws),
-                    .text(fact.payload), SQLValue(fact.transactionId), SQLValue(fact.originalTransactionId),
-                    SQLValue(fact.appAccountToken.map(Self.normalizeToken)), SQLValue(fact.environment),
-                    SQLValue(fact.bundleId), SQLValue(fact.signedDate), .int(now),
+                    .int(notificationID), .text(row.kind), .text(row.digest), .text(row.signed),
+                    .text(row.payload), SQLValue(row.transactionId), SQLValue(row.originalTransactionId),
+                    SQLValue(row.appAccountToken.map(Self.normalizeToken)), .text(row.fact.environment.rawValue),
+                    SQLValue(message.bundleId), .int(row.signedDate), .int(now),
                 ]
             }
-            inserted = try session.query(Self.insertFactsSQL(count: batch.facts.count), parameters).count
-            replayed = batch.facts.count - inserted
+            inserted = try session.query(Self.insertFactsSQL(count: rows.count), parameters).count
+            replayed = rows.count - inserted
             // A message without a UUID (a client post) whose facts are all replays says nothing
             // new: its row would only grow the ledger with every repost of the same transaction.
             if inserted == 0 && message.notificationUUID == nil {
@@ -112,9 +126,9 @@ struct Ledger {
                 storedNotification = false
             }
         }
-        for fact in batch.facts {
-            let token = fact.appAccountToken.map(Self.normalizeToken)
-            if let otid = fact.originalTransactionId {
+        for row in rows {
+            let token = row.appAccountToken.map(Self.normalizeToken)
+            if let otid = row.originalTransactionId {
                 otids.insert(otid)
                 if let token { tokenForOTID[otid] = token }
             } else if let token {
@@ -123,10 +137,9 @@ struct Ledger {
         }
         try inject(.afterFacts)
 
-        var affected: Set<Int64> = []
         var links: [LinkResult] = []
         let lockKeys = otids.map(Self.otidKey) + Set(tokenForOTID.values).union(looseTokens).map(Self.tokenKey)
-        if let claim = batch.claim {
+        if let claim {
             try self.lockKeys(lockKeys)
             let customer = try ensureCustomerRow(appUserId: claim.appUserId, appAccountToken: nil, now: now, affected: &affected)
             for otid in otids.sorted() {
@@ -138,7 +151,7 @@ struct Ledger {
         let sortedOTIDs = otids.sorted()
         let sortedTokens = looseTokens.sorted()
         var statements: [SQLStatement] = []
-        let lockStatement = isPostgres && batch.claim == nil && !lockKeys.isEmpty
+        let lockStatement = isPostgres && claim == nil && !lockKeys.isEmpty
         if lockStatement {
             statements.append(
                 SQLStatement(
@@ -172,16 +185,19 @@ struct Ledger {
         }
         try inject(.afterLinks)
 
+        // The facts just encoded are handed to the projections as they are, not decoded again (a
+        // stored text equal to one of them is that fact's own encoding).
+        let known = Dictionary(rows.map { ($0.payload, $0.fact) }, uniquingKeysWith: { first, _ in first })
         var names: [String] = []
         var failures: [ProjectionFailure] = []
         for id in affected.sorted() {
-            let (customer, failure) = try recompute(customerID: id, projector: projector, now: now)
+            let (customer, failure) = try recompute(customerID: id, projector: projector, now: now, known: known)
             names.append(customer.appUserId)
             if let failure { failures.append(failure) }
         }
         try inject(.afterProjections)
         return IngestResult(
-            status: .applied, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
+            status: .accepted, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
             affectedCustomers: names.sorted(), links: links, failedCustomers: failures)
     }
 
@@ -375,30 +391,55 @@ struct Ledger {
     static let factsWithoutJWS = factsSQL(jws: false)
 
     /// A customer's facts: those of every linked subscription, plus those without a subscription
-    /// that carry the customer's token. Without `jws`, the signed text is left empty (projectors
-    /// work on decoded payloads, and the text is most of a fact's bytes).
-    func facts(of customer: CustomerRecord, jws: Bool = true) throws -> [StoredFact] {
-        try Self.decodeFacts(try session.query(jws ? Self.factsWithJWS : Self.factsWithoutJWS, .int(customer.id)))
+    /// that carry the customer's token, each decoded by `projector` (nil when it does not decode).
+    func facts(of customer: CustomerRecord, projector: any Projector) throws -> [StoredFact] {
+        try session.query(Self.factsWithJWS, .int(customer.id)).map { row in
+            StoredFact(
+                id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2), kind: try row.text(3),
+                signed: try row.text(4), bundleId: try row.optionalText(10), fact: projector.decode(try row.text(5)))
+        }
     }
 
-    static func decodeFacts(_ rows: [SQLRow]) throws -> [StoredFact] {
-        try rows.map { row in
-            StoredFact(
-                id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2),
-                fact: IncomingFact(
-                    kind: FactKind(rawValue: try row.text(3)), jws: try row.text(4), jwsSHA256: try row.text(12),
-                    payload: try row.text(5),
-                    transactionId: try row.optionalText(6), originalTransactionId: try row.optionalText(7),
-                    appAccountToken: try row.optionalText(8), environment: try row.optionalText(9),
-                    bundleId: try row.optionalText(10), signedDate: try row.optionalInt(11)))
+    /// The engine facts of a customer's fact rows (``factsWithoutJWS``), in order: `known` ones as
+    /// they are, the others decoded.
+    /// - Throws: ``UndecodableFact`` for a row that is no engine fact: the customer cannot be
+    ///   projected (an answer computed without it could grant or deny wrongly).
+    static func engineFacts(_ rows: [SQLRow], projector: any Projector, known: [String: Fact]) throws -> [Fact] {
+        var facts: [Fact] = []
+        facts.reserveCapacity(rows.count)
+        for row in rows {
+            let text = try row.text(5)
+            guard let fact = known[text] ?? projector.decode(text) else {
+                throw UndecodableFact(id: try row.int(0), kind: try row.text(3))
+            }
+            facts.append(fact)
         }
+        return facts
+    }
+
+    /// A stored fact whose text is no engine fact this binary knows.
+    struct UndecodableFact: Error, CustomStringConvertible {
+        var id: Int64
+        var kind: String
+        var description: String { "fact \(id) (\(kind)) does not decode as an engine fact" }
+    }
+
+    /// Evaluates a customer from the ledger; throws when a fact does not decode or the projector
+    /// fails for them.
+    func project(
+        _ customer: CustomerRecord, rows: [SQLRow], projector: any Projector, now: Int64, known: [String: Fact] = [:]
+    ) throws -> CustomerProjection {
+        let facts = try Self.engineFacts(rows, projector: projector, known: known)
+        return try projector.projection(customer: customer, facts: facts, now: now).canonical
     }
 
     /// Recomputes and stores one customer's projection. Returns the customer and, when the
     /// projector failed for it, the failure (then marked on the customer's stored projection
     /// instead: one customer that cannot be projected must not fail everyone's transaction).
     @discardableResult
-    func recompute(customerID: Int64, projector: any Projector, now: Int64) throws -> (CustomerRecord, ProjectionFailure?) {
+    func recompute(
+        customerID: Int64, projector: any Projector, now: Int64, known: [String: Fact] = [:]
+    ) throws -> (CustomerRecord, ProjectionFailure?) {
         // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
         let results = try session.pipeline([
             SQLStatement(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(customerID)),
@@ -408,11 +449,10 @@ struct Ledger {
         guard let customer = try results[0].first.map(Self.decodeCustomer) else {
             throw StorageError(.notFound, "customer not found", detail: "id \(customerID)")
         }
-        let facts = try Self.decodeFacts(results[1])
         let stored = try results[2].first.map(Self.decodeState)
         let projection: CustomerProjection
         do {
-            projection = try projector.project(customer: customer, facts: facts, now: now).canonical
+            projection = try project(customer, rows: results[1], projector: projector, now: now, known: known)
         } catch {
             let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
             try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
