@@ -121,7 +121,7 @@ public enum APIBenchmark {
         if only != "postgres" {
             let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
             print("loading \(customerCount) customers…")
-            let projector = EngineProjector(policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache())
+            let projector = FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache())
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
                 syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
             }
@@ -236,7 +236,7 @@ public enum APIBenchmark {
     }
 
     /// A synthetic customer's projection by the engine: one monthly subscription, active.
-    static func syntheticProjection(n: Int, user: String, token: String, now: Int64, projector: EngineProjector)
+    static func syntheticProjection(n: Int, user: String, token: String, now: Int64, projector: FactLedger)
         -> CustomerProjection
     {
         let day: Int64 = 86_400_000

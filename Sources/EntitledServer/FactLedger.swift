@@ -6,16 +6,22 @@ import Synchronization
 
 /// The one way between the API and storage: it appends verified facts, each with the signed text
 /// it came from, with their message through Storage's `LedgerStore`, which stores the engine's
-/// `Fact`s (their JSON by ``EngineProjector``) and projects every affected customer in the same
-/// transaction, and reads customers, history and subscriptions back.
+/// `Fact`s and projects every affected customer in the same transaction, and reads customers,
+/// history and subscriptions back.
+///
+/// It is also the store's `Projector`: what the server adds to storage's own evaluation — the
+/// ``policy``, the facts' JSON (``encode(_:)``, ``decode(_:)``, with the ``ProjectionCache``'s
+/// codec) and the state document, the customer's rendered answer (``document(customer:state:)``).
 ///
 /// Every call is one database transaction on storage's own threads. The projections are evaluated
 /// with the one policy merged from every configured app (``FactMapper/policy(for:)-swift.type.method``
 /// over the configuration): customers are not per app, and every answer about them, customer or
 /// admin, uses it.
-public final class FactLedger: ReadinessProbe {
+public final class FactLedger: ReadinessProbe, Projector {
     public let store: any LedgerStore
-    public let projector: EngineProjector
+    public let policy: Policy
+    /// The projection path's fast paths and codec.
+    public let cache: ProjectionCache
 
     /// - Parameters:
     ///   - store: the opened ledger.
@@ -23,10 +29,26 @@ public final class FactLedger: ReadinessProbe {
     ///   - cache: the projection path's fast paths and codec (share the API's).
     public init(store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache()) {
         self.store = store
-        self.projector = EngineProjector(policy: policy, cache: cache)
+        self.policy = policy
+        self.cache = cache
     }
 
-    private var cache: ProjectionCache { projector.cache }
+    // MARK: Projector
+
+    /// A fact's ledger text: the sorted-keys JSON (whose bytes must never change).
+    public func encode(_ fact: Fact) -> String { cache.payload(fact) }
+
+    /// The engine fact a ledger text holds; nil when it is not one.
+    public func decode(_ text: String) -> Fact? { cache.fact(text) }
+
+    /// The customer's answer, rendered (``RenderedCustomer``; empty with the cache off) from their
+    /// primary environment's state at the epoch: reads splice in their own time. It holds no
+    /// instant but the next status change, so it depends on the facts and on which statuses hold
+    /// at `now`, not on the instant itself — a rebuild then finds no difference unless a status
+    /// changed.
+    public func document(customer: CustomerRecord, state: CustomerState) -> [UInt8] {
+        cache.document(for: CustomerBody(customer: customer, state: state, now: 0))
+    }
 
     /// For `/readyz`: the database answers.
     public func checkReady() async throws { try await store.ping() }
@@ -42,7 +64,7 @@ public final class FactLedger: ReadinessProbe {
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim? = nil
     ) async throws(StorageError) -> IngestResult.Status {
         try await mapped {
-            try await store.ingest(message, facts: facts, claim: claim, projector: projector, now: message.receivedAt).status
+            try await store.ingest(message, facts: facts, claim: claim, projector: self, now: message.receivedAt).status
         }
     }
 
@@ -59,7 +81,7 @@ public final class FactLedger: ReadinessProbe {
             guard var stored = try await store.projection(appUserId: appUserId) else { return nil }
             try Self.checkProjected(stored.failure)
             if cache.storedAnswer(stored.document) == .outdated {
-                guard let renewed = try await store.reproject(appUserId: appUserId, projector: projector, now: context.now)
+                guard let renewed = try await store.reproject(appUserId: appUserId, projector: self, now: context.now)
                 else { return nil }
                 try Self.checkProjected(renewed.failure)
                 stored = renewed
@@ -87,7 +109,7 @@ public final class FactLedger: ReadinessProbe {
 
     /// The stored answer when it holds for `context`.
     private func fresh(_ document: [UInt8], computedAt: Int64, context: EvaluationContext) -> RenderedCustomer? {
-        guard context.policy == projector.policy,
+        guard context.policy == policy,
             // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
             computedAt <= context.now,
             case .current(let answer) = cache.storedAnswer(document),
@@ -102,11 +124,11 @@ public final class FactLedger: ReadinessProbe {
         try await mapped {
             guard
                 let customer = try await store.customer(
-                    appUserId: appUserId, createIfMissing: true, projector: projector, now: context.now)
+                    appUserId: appUserId, createIfMissing: true, projector: self, now: context.now)
             else { throw StorageError(.internal, "customer was not created") }
             // Every stored fact is an engine fact: one that no longer decodes (a damaged row, a format
             // this binary does not know) leaves no answer to give.
-            let facts = try await store.facts(appUserId: appUserId, projector: projector).map { stored throws(StorageError) in
+            let facts = try await store.facts(appUserId: appUserId, projector: self).map { stored throws(StorageError) in
                 guard let fact = stored.fact else {
                     throw StorageError(
                         .projectionFailed, "this customer's projection failed",
@@ -133,7 +155,7 @@ public final class FactLedger: ReadinessProbe {
             var factsById: [Int64: Fact] = [:]
             var environments: [Int64: Environment] = [:]
             if !needed.isEmpty || !notifications.isEmpty {
-                for stored in try await store.facts(appUserId: appUserId, projector: projector) {
+                for stored in try await store.facts(appUserId: appUserId, projector: self) {
                     if needed.contains(stored.id) { factsById[stored.id] = stored.fact }
                     if let id = stored.notificationID, notifications.contains(id), let fact = stored.fact {
                         environments[id] = fact.environment
@@ -155,7 +177,7 @@ public final class FactLedger: ReadinessProbe {
                 return nil
             }
             let customer = try await store.customer(appUserId: owned.appUserId)
-            let stored = try await store.facts(appUserId: owned.appUserId, projector: projector)
+            let stored = try await store.facts(appUserId: owned.appUserId, projector: self)
                 .filter { $0.fact?.ledgerOriginalTransactionId == originalTransactionId }
             let pairs = stored.compactMap { entry in entry.fact.map { (entry, $0) } }
             let facts = pairs.map(\.1)

@@ -98,7 +98,7 @@ extension Projector {
 /// Storage's reference projector: facts as Foundation's sorted-keys JSON, and as the state
 /// document the customer's ids beside their primary state, also as JSON. It serves the storage
 /// tests, the crash child and `entitled bench store`; the server presents answers its own way
-/// (`EntitledServer.EngineProjector`).
+/// (`EntitledServer.FactLedger`).
 public struct BasicProjector: Projector {
     public var policy: Policy
 

@@ -154,7 +154,7 @@ final class TestLedger: Sendable {
 extension LedgerStore {
     /// A customer's facts, decoded as the server does.
     func facts(appUserId: String) async throws -> [StoredFact] {
-        try await facts(appUserId: appUserId, projector: EngineProjector(policy: Policy()))
+        try await facts(appUserId: appUserId, projector: FactLedger(store: self, policy: Policy()))
     }
 }
 

@@ -68,7 +68,7 @@ import Testing
 
     /// Projects as `base` does, but stores the document as another binary would have.
     struct OtherBinary: Projector {
-        let base: EngineProjector
+        let base: FactLedger
         let stored: Stored
         var policy: Policy { base.policy }
         func encode(_ fact: Fact) -> String { base.encode(fact) }
@@ -91,7 +91,7 @@ import Testing
             let current = try #require(try await store.projection(appUserId: "u1")).projection.state
             #expect(RenderedCustomer(document: current) != nil)
 
-            _ = try await store.rebuild(projector: OtherBinary(base: ledger.projector, stored: stored), now: Self.now)
+            _ = try await store.rebuild(projector: OtherBinary(base: ledger, stored: stored), now: Self.now)
             let planted = try #require(try await store.projection(appUserId: "u1")).projection.state
             #expect(planted == stored.restate(current))
 
