@@ -11,7 +11,7 @@ fi
 
 case "$(uname -s)" in
   Linux)
-    packages=(pkg-config libssl-dev libsqlite3-dev libpq-dev libmicrohttpd-dev postgresql openssl wrk python3 python3-venv)
+    packages=(pkg-config libssl-dev libsqlite3-dev libpq-dev libmicrohttpd-dev postgresql openssl curl wrk python3 python3-venv)
     missing=()
     for p in "${packages[@]}"; do
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -83,6 +83,7 @@ public enum APIBenchmark {
         for (label, url, schema) in backends {
             var storeConfiguration = StoreConfiguration()
             storeConfiguration.postgresSchema = schema
+            storeConfiguration.log = printStorageEvent
             let store = try await openStore(url: url, configuration: storeConfiguration)
             // The customers exist (an app asks for its customer before StoreKit buys with their
             // token), so each notification links its subscription and recomputes their projection.
@@ -369,6 +370,7 @@ struct CountingStore: LedgerStore {
         try await base.subscription(originalTransactionId: originalTransactionId)
     }
     func ping() async throws { try await base.ping() }
+    func projectionTally() async throws -> ProjectionTally { try await base.projectionTally() }
     func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport {
         try await base.checkIntegrity(full: full, timeLimit: timeLimit)
     }

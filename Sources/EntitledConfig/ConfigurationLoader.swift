@@ -117,6 +117,11 @@ public struct ConfigurationLoader: Sendable {
             try object.finish()
             configuration.customerTokens = CustomerTokenSettings(secret: secret, maxLifetimeSeconds: maxLifetime)
         }
+        if let node = reader.take("tls") { configuration.tls = try tls(node, baseDirectory: baseDirectory) }
+        if let node = reader.take("log") { configuration.log = try log(node) }
+        if let node = reader.take("metricsListen") {
+            configuration.metricsListen = try Self.listenAddress(try node.string(), path: node.path)
+        }
         try reader.finish()
         return configuration
     }
@@ -135,7 +140,7 @@ public struct ConfigurationLoader: Sendable {
         for scopeNode in try object.require("scopes").array() {
             let raw = try scopeNode.string()
             guard let scope = APIKey.Scope(rawValue: raw) else {
-                throw ConfigurationError(path: scopeNode.path, message: "unknown scope '\(raw)' (read, write, admin)")
+                throw ConfigurationError(path: scopeNode.path, message: "unknown scope '\(raw)' (read, write, admin, metrics)")
             }
             scopes.insert(scope)
         }
@@ -307,7 +312,7 @@ public struct ConfigurationLoader: Sendable {
 
     // MARK: - Values
 
-    private func resolveSecret(_ raw: String, path: String) throws(ConfigurationError) -> String {
+    func resolveSecret(_ raw: String, path: String) throws(ConfigurationError) -> String {
         guard raw.hasPrefix("env:") else { return raw }
         let name = String(raw.dropFirst(4))
         guard let value = environment[name], !value.isEmpty else {

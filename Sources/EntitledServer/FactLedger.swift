@@ -22,15 +22,18 @@ public final class FactLedger: ReadinessProbe, Projector {
     public let policy: Policy
     /// The projection path's fast paths and codec.
     public let cache: ProjectionCache
+    /// Ingest commit latency goes here (nil: not measured).
+    let metrics: ServerMetrics?
 
     /// - Parameters:
     ///   - store: the opened ledger.
     ///   - policy: the policy projections are evaluated with (the configuration's merged policy).
     ///   - cache: the projection path's fast paths and codec (share the API's).
-    public init(store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache()) {
+    public init(store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics? = nil) {
         self.store = store
         self.policy = policy
         self.cache = cache
+        self.metrics = metrics
     }
 
     // MARK: Projector
@@ -64,7 +67,10 @@ public final class FactLedger: ReadinessProbe, Projector {
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim? = nil
     ) async throws(StorageError) -> IngestResult.Status {
         try await mapped {
-            try await store.ingest(message, facts: facts, claim: claim, projector: self, now: message.receivedAt).status
+            let started = ContinuousClock.now
+            let result = try await store.ingest(message, facts: facts, claim: claim, projector: self, now: message.receivedAt)
+            metrics?.ledgerCommitDuration.observe([], (ContinuousClock.now - started).seconds)
+            return result.status
         }
     }
 

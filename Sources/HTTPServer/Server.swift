@@ -52,6 +52,10 @@ public final class HTTPServer: Sendable {
         public var accessLog: LogWriter? = .standardOutput
         /// Where handler errors that became 500s are logged.
         public var errorLog: LogWriter? = .standardError
+        /// Called on the poll thread as each request completes (metrics); must be quick.
+        public var requestObserver: (@Sendable (CompletedRequest) -> Void)?
+        /// Serve HTTPS with these (TLS 1.2 and 1.3 only, see ``TLSCredentials/priorities``); nil: plain HTTP.
+        public var tls: TLSCredentials?
 
         public init() {}
     }
@@ -61,15 +65,23 @@ public final class HTTPServer: Sendable {
         public var description: String
     }
 
-    private struct State {
+    struct State {
+        /// The daemon accepting connections.
         var daemon: DaemonHandle?
+        /// Daemons replaced by a TLS reload, finishing the connections they hold (see `reloadTLS`).
+        var draining: [DaemonHandle] = []
+        /// The flags the daemons were started with.
+        var flags: UInt32 = 0
         var stopping = false
         var stopped = false
     }
 
     public let configuration: Configuration
     let router: Router
-    private let state = Mutex(State())
+    let state = Mutex(State())
+    /// The accepting daemon's address (for `queue`, which closes connections of draining ones).
+    let currentDaemon = Atomic<UInt>(0)
+    let drainingCount = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
     let stopping = Atomic<Bool>(false)
     /// Requests whose connection is suspended while their async handler runs.
@@ -90,12 +102,16 @@ public final class HTTPServer: Sendable {
     /// The port actually bound (differs from the configured one when that was 0).
     public var port: Int { boundPort.load(ordering: .relaxed) }
 
-    /// How much of an oversized body is read and dropped before the connection is cut instead.
-    var discardBudget: Int { max(configuration.maxBodyBytes, 1 << 20) * 4 }
-
-    /// How much of a body refused before reading (a route that takes none, a failed admission)
-    /// is read and dropped so the answer arrives intact; past it the connection is cut.
-    static let refusalDrainBytes = 64 * 1024
+    /// The limits each request is admitted and read under (see ``RequestExchange``): an oversized
+    /// body is read and dropped up to 4× `maxBodyBytes` (at least 4 MiB) before the connection is
+    /// cut instead; a body refused before reading (a route that takes none, a failed admission) up
+    /// to 64 KiB, so the answer arrives intact.
+    var exchangeLimits: RequestExchange.Limits {
+        RequestExchange.Limits(
+            maxURLBytes: configuration.maxURLBytes, maxHeaderBytes: configuration.maxHeaderBytes,
+            maxBodyBytes: configuration.maxBodyBytes, discardBudget: max(configuration.maxBodyBytes, 1 << 20) * 4,
+            refusalDrainBytes: 64 * 1024)
+    }
 
     /// Requests received and not yet completed.
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
@@ -135,49 +151,39 @@ public final class HTTPServer: Sendable {
             }
         }
 
-        let daemon: OpaquePointer? = withUnsafePointer(to: &storage) { address in
+        if let tls = configuration.tls { try tls.check() }
+        let daemon = withUnsafePointer(to: &storage) { address in
             address.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddrPointer in
-                var options = CMicroHTTPD_Options(
-                    flags: flags,
-                    bindAddress: sockaddrPointer,
-                    port: port,
-                    threadPoolSize: UInt32(max(1, configuration.threads)),
-                    connectionLimit: UInt32(max(1, configuration.connectionLimit)),
-                    perIPConnectionLimit: UInt32(max(0, configuration.perIPConnectionLimit)),
-                    connectionTimeoutSeconds: UInt32(max(1, configuration.idleTimeoutSeconds)),
-                    // The pool holds the request line and headers plus read/write buffers.
-                    connectionMemoryLimit: configuration.maxHeaderBytes + 16 * 1024,
-                    listenBacklog: 1024,
-                    strictForClient: 1,
-                    uriLog: requestLineHandler, uriLogContext: Unmanaged.passUnretained(self).toOpaque(),
-                    notifyConnection: connectionHandler,
-                    notifyConnectionContext: Unmanaged.passUnretained(watch).toOpaque())
-                let context = Unmanaged.passUnretained(self).toOpaque()
-                return CMicroHTTPD_start(&options, accessHandler, context, completedHandler, context)
+                launch(flags: flags, address: sockaddrPointer, port: port, listenSocket: -1, tls: configuration.tls)
             }
         }
         guard let daemon else {
             throw StartError(
                 description: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not permitted)")
         }
-        boundPort.store(Int(CMicroHTTPD_boundPort(daemon)), ordering: .relaxed)
+        boundPort.store(Int(CMicroHTTPD_boundPort(daemon.pointer)), ordering: .relaxed)
         watch.start()
         // Keep self alive while libmicrohttpd holds the unretained pointer; released in shutdown().
         _ = Unmanaged.passRetained(self)
-        let handle = DaemonHandle(pointer: daemon)
-        state.withLock { $0.daemon = handle }
+        currentDaemon.store(Self.bits(daemon.pointer), ordering: .relaxed)
+        state.withLock {
+            $0.daemon = daemon
+            $0.flags = flags
+        }
     }
 
     /// Stops accepting connections, waits (bounded by `shutdownGracePeriod`) for in-flight requests,
     /// answers the requests whose handlers are still running 503 `SHUTTING_DOWN` (with
     /// `Retry-After`), then stops the threads. Idempotent.
     public func shutdown() async {
-        let handle: DaemonHandle? = state.withLock { state in
+        let handles: (DaemonHandle, [DaemonHandle])? = state.withLock { state in
             guard !state.stopping, let daemon = state.daemon else { return nil }
             state.stopping = true
-            return daemon
+            defer { state.draining = [] }
+            return (daemon, state.draining)
         }
-        guard let daemon = handle?.pointer else { return }
+        guard let (handle, draining) = handles else { return }
+        let daemon = handle.pointer
         stopping.store(true, ordering: .relaxed)
         let listenSocket = MHD_quiesce_daemon(daemon)
         if listenSocket >= 0 {
@@ -195,8 +201,9 @@ public final class HTTPServer: Sendable {
         }
         await waitForInFlight(upTo: .seconds(2))
         watch.stop()
-        MHD_stop_daemon(daemon)
-        if listenSocket >= 0 { close(listenSocket) }
+        for old in draining { old.stop() }
+        handle.listenSocket = listenSocket
+        handle.stop()
         state.withLock { state in
             state.stopped = true
             state.daemon = nil
@@ -225,72 +232,52 @@ public final class HTTPServer: Sendable {
             exchange = Unmanaged<Exchange>.fromOpaque(existing).takeUnretainedValue()
         } else {
             // The request-line callback always sets one; this is only a fallback.
-            exchange = Exchange(targetBytes: 0)
+            exchange = Exchange(targetBytes: 0, limits: exchangeLimits)
             context.pointee = Unmanaged.passRetained(exchange).toOpaque()
         }
         if !exchange.headersIn {
-            // First call: headers are in, no body byte has been read. Never queue a response here
-            // (it would close keep-alive connections).
+            // First call: headers are in, no body byte has been read.
             exchange.headersIn = true
             inFlight.add(1, ordering: .relaxed)
             watch.headersReceived(connection)
-            admit(exchange, connection: connection, url: url, method: method)
-            if let refusal = exchange.refusal,
-                lookup(connection, kind: .HEADER_KIND, "Expect")?.lowercased() == "100-continue"
-            {
-                // The client waits for "100 Continue" before sending the body: refuse now (this
-                // closes the connection, which is right: the body will never be read).
-                return queue(refusal, on: connection, exchange: exchange)
+            let head = RequestExchange.Head(
+                method: HTTPMethod(method.map { String(cString: $0) } ?? "GET"), path: url.map { String(cString: $0) } ?? "/",
+                requestId: requestId(for: connection), headers: collectHeaders(connection),
+                peer: Self.address(CMicroHTTPD_clientAddress(connection)),
+                headerBytes: CMicroHTTPD_requestHeaderSize(connection), query: { self.collectQuery(connection) })
+            let step = exchange.logic.admit(head, router: router, trustedProxies: configuration.trustedProxies) {
+                self.errorResponse($0, request: $1)
             }
-            return .YES
+            return perform(step, on: connection, exchange: exchange)
         }
-
         if let response = exchange.response {
             // Resumed after an async handler finished.
             exchange.response = nil
             return queue(response, on: connection, exchange: exchange)
         }
-        if let refusal = exchange.refusal {
-            // Read and discard a moderately oversized body so the answer arrives intact (closing
-            // with unread input makes the kernel send RST, and clients lose the response); past
-            // the discard budget, answer at once and let libmicrohttpd close the connection.
-            let count = uploadSize.pointee
-            if count == 0 {
-                return queue(refusal, on: connection, exchange: exchange)
-            }
-            exchange.discarded += count
-            if exchange.discarded > exchange.discardLimit {
-                return queue(refusal, on: connection, exchange: exchange)
-            }
-            uploadSize.pointee = 0
-            return .YES
+        let count = uploadSize.pointee
+        guard count == 0 else {
+            let step =
+                uploadData.map { data in
+                    data.withMemoryRebound(to: UInt8.self, capacity: count) {
+                        exchange.logic.receive(UnsafeBufferPointer(start: $0, count: count))
+                    }
+                } ?? exchange.logic.receive(UnsafeBufferPointer(start: nil, count: 0))
+            if case .proceed = step { uploadSize.pointee = 0 }
+            return perform(step, on: connection, exchange: exchange)
         }
-        if uploadSize.pointee > 0 {
-            let count = uploadSize.pointee
-            if exchange.body.count + count > configuration.maxBodyBytes {
-                exchange.refuse(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes), discardLimit: discardBudget)
-                exchange.discarded = exchange.body.count + count
-                exchange.body = []
-                uploadSize.pointee = 0
-                return .YES
-            }
-            if let uploadData {
-                uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {
-                    exchange.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
-                }
-            }
-            uploadSize.pointee = 0
-            return .YES
-        }
-
         // Final call: the whole request is here.
-        guard var request = exchange.request, let handler = exchange.handler else {
-            return queue(HTTPError.internalError.response(requestId: exchange.requestId), on: connection, exchange: exchange)
-        }
-        request.body = exchange.body
-        exchange.body = []
-        switch handler {
-        case .inline(let body):
+        return perform(exchange.logic.complete(), on: connection, exchange: exchange)
+    }
+
+    /// Does what the exchange decided: reads on, queues an answer, or runs the handler.
+    private func perform(_ step: RequestExchange.Step, on connection: OpaquePointer, exchange: Exchange) -> MHD_Result {
+        switch step {
+        case .proceed:
+            return .YES
+        case .answer(let response):
+            return queue(response, on: connection, exchange: exchange)
+        case .run(.inline(let body), let request):
             let response: Response
             do {
                 response = try body(request)
@@ -298,69 +285,15 @@ public final class HTTPServer: Sendable {
                 response = errorResponse(error, request: request)
             }
             return queue(response, on: connection, exchange: exchange)
-        case .async(let body):
+        case .run(.async(let body), let request):
             return suspend(connection, exchange: exchange, request: request, body)
-        case .inlineFirst(let fast, let slow):
+        case .run(.inlineFirst(let fast, let slow), let request):
             do {
                 if let response = try fast(request) { return queue(response, on: connection, exchange: exchange) }
             } catch {
                 return queue(errorResponse(error, request: request), on: connection, exchange: exchange)
             }
             return suspend(connection, exchange: exchange, request: request, slow)
-        }
-    }
-
-    /// Runs when the headers are in: checks the limits, matches the route and admits the request
-    /// (or records why it is refused) before any byte of the body is read.
-    private func admit(
-        _ exchange: Exchange, connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?
-    ) {
-        exchange.method = HTTPMethod(method.map { String(cString: $0) } ?? "GET")
-        exchange.path = url.map { String(cString: $0) } ?? "/"
-        exchange.requestId = requestId(for: connection)
-        let headers = collectHeaders(connection)
-        let peer = Self.address(CMicroHTTPD_clientAddress(connection))
-        exchange.remoteAddress = configuration.trustedProxies.clientAddress(
-            peer: peer, forwardedFor: headers.compactMap { $0.name.caseInsensitiveEquals("X-Forwarded-For") ? $0.value : nil })
-        let hasBody =
-            headers["Transfer-Encoding"] != nil || headers["Content-Length"].map { Int($0) != 0 } ?? false
-        if max(exchange.targetBytes, exchange.path.utf8.count) > configuration.maxURLBytes {
-            exchange.refuse(HTTPError.uriTooLong(limit: configuration.maxURLBytes), discardLimit: Self.refusalDrainBytes)
-            return
-        }
-        if CMicroHTTPD_requestHeaderSize(connection) > configuration.maxHeaderBytes {
-            exchange.refuse(
-                HTTPError.headerFieldsTooLarge(limit: configuration.maxHeaderBytes), discardLimit: Self.refusalDrainBytes)
-            return
-        }
-        switch router.resolve(exchange.method, exchange.path) {
-        case .notFound:
-            exchange.refuse(HTTPError.notFound("no route for \(exchange.path)"), discardLimit: discardBudget)
-        case .methodNotAllowed(let allow):
-            exchange.refuse(HTTPError.methodNotAllowed(allow: allow), discardLimit: discardBudget)
-        case .found(let route, let parameters):
-            if hasBody && !route.takesBody {
-                exchange.refuse(HTTPError.bodyNotAllowed, discardLimit: Self.refusalDrainBytes, close: true)
-                return
-            }
-            if let length = headers["Content-Length"], let declared = Int(length), declared > configuration.maxBodyBytes {
-                exchange.refuse(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes), discardLimit: discardBudget)
-                return
-            }
-            let request = Request(
-                method: exchange.method, path: exchange.path, query: collectQuery(connection), headers: headers,
-                pathParameters: parameters, remoteAddress: exchange.remoteAddress, requestId: exchange.requestId)
-            if let check = route.admit {
-                do {
-                    try check(request)
-                } catch {
-                    exchange.refuse(
-                        errorResponse(error, request: request), discardLimit: Self.refusalDrainBytes, close: hasBody)
-                    return
-                }
-            }
-            exchange.request = request
-            exchange.handler = route.handler
         }
     }
 
@@ -404,20 +337,20 @@ public final class HTTPServer: Sendable {
         // parsing) were not counted and are not logged.
         guard exchange.headersIn else { return }
         inFlight.subtract(1, ordering: .relaxed)
-        guard let log = configuration.accessLog else { return }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - exchange.started) / 1_000_000
-        var line = JSONLine()
-        line.add("time", ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
-        line.add("type", "access")
+        configuration.requestObserver?(
+            CompletedRequest(
+                method: exchange.logic.method, route: exchange.logic.route, status: exchange.status, seconds: elapsed / 1000))
+        guard let log = configuration.accessLog, var line = log.record(.info, type: "access") else { return }
         line.add("requestId", exchange.requestId)
-        line.add("method", exchange.method.rawValue)
-        line.add("path", exchange.path)
+        line.add("method", exchange.logic.method.rawValue)
+        line.add("path", exchange.logic.path)
         line.add("status", exchange.status)
         line.add("bytes", exchange.bytesSent)
         line.add("durationMs", elapsed)
-        if !exchange.remoteAddress.isEmpty { line.add("remote", exchange.remoteAddress) }
+        if !exchange.logic.remoteAddress.isEmpty { line.add("remote", exchange.logic.remoteAddress) }
         if code != 0 { line.add("terminated", Self.terminationReason(code)) }
-        log.write(line: line.finish())
+        log.write(line)
     }
 
     private static func terminationReason(_ code: UInt32) -> String {
@@ -442,7 +375,7 @@ public final class HTTPServer: Sendable {
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
         _ = MHD_add_response_header(mhdResponse, "X-Request-Id", exchange.requestId)
-        if exchange.closeAfter || stopping.load(ordering: .relaxed) {
+        if exchange.logic.closeAfter || stopping.load(ordering: .relaxed) || isDraining(connection) {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
         exchange.status = response.status
@@ -454,13 +387,11 @@ public final class HTTPServer: Sendable {
         if let error = error as? any HTTPResponseError {
             return error.response(requestId: request.requestId)
         }
-        if let log = configuration.errorLog {
-            var line = JSONLine()
-            line.add("type", "error")
+        if let log = configuration.errorLog, var line = log.record(.error, type: "error") {
             line.add("requestId", request.requestId)
             line.add("path", request.path)
             line.add("error", String(describing: type(of: error)))
-            log.write(line: line.finish())
+            log.write(line)
         }
         return HTTPError.internalError.response(requestId: request.requestId)
     }

@@ -7,6 +7,10 @@ import Entitlements
 /// Implementations: SQLite (embedded default) and PostgreSQL (scale-out); open one with
 /// ``openStore(url:configuration:)``.
 public protocol LedgerStore: Sendable {
+    /// Stored projections counted by customer state and subscription status (one query; for
+    /// metrics gauges, then kept current from ``LedgerObserver/projectionsChanged(_:)``).
+    func projectionTally() async throws -> ProjectionTally
+
     /// Applies pending schema migrations, recording each in `schema_migrations`.
     /// - Throws: ``StorageError`` `SCHEMA_TOO_NEW` when the database was migrated by a newer binary.
     @discardableResult
@@ -134,8 +138,12 @@ public struct StoreConfiguration: Sendable {
     public var postgresConnectTimeoutSeconds: Int = 5
     /// PostgreSQL: transaction attempts on serialization failure or deadlock. Default 5.
     public var postgresTransactionAttempts: Int = 5
+    /// Where Storage reports events (the SQLite writer's counters at close); nil says nothing.
+    public var log: StorageLog? = nil
     /// Test hook: called at each ``FaultPoint`` inside write transactions.
     public var faultInjector: FaultInjector? = nil
+    /// Told of group commits and committed projection changes (metrics); nil: nobody.
+    public var ledgerObserver: (any LedgerObserver)? = nil
     /// Tests only: open without looking at the schema at all (to clean up a too-new one).
     var skipSchemaCheck = false
     /// Tests only: migrate no further than this version (to build a database as an older binary

@@ -96,6 +96,7 @@ extension Ledger {
         }
         // A failure mark is only cleared by rewriting every row (the rows kept may be stale).
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
+        noteProjection(stored?.projection, projection)
         return (customer, nil)
     }
 

@@ -18,6 +18,8 @@ import Foundation
 struct Ledger {
     let session: any SQLSession
     let fault: FaultInjector?
+    /// Collects the transaction's projection changes for a ``LedgerObserver`` (nil: none asked).
+    var tally: TallyBuffer? = nil
 
     var isPostgres: Bool { session.dialect == .postgres }
 

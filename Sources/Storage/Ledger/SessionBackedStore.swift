@@ -6,6 +6,8 @@ import Entitlements
 protocol SessionBackedStore: LedgerStore {
     /// The test hook passed to write transactions.
     var faultInjector: FaultInjector? { get }
+    /// Told of committed projection changes.
+    var ledgerObserver: (any LedgerObserver)? { get }
     /// Customers recomputed per transaction by `rebuild`.
     var rebuildChunk: Int { get }
     /// Runs `body` in a write transaction (committed when it returns).
@@ -18,12 +20,9 @@ extension SessionBackedStore {
     func ingest(
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
     ) async throws -> IngestResult {
-        let fault = faultInjector
         // Encoded and digested here, on the caller's thread, not on the single writer.
         let rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
-        return try await write {
-            try Ledger(session: $0, fault: fault).ingest(message, rows: rows, claim: claim, projector: projector, now: now)
-        }
+        return try await observedWrite { try $0.ingest(message, rows: rows, claim: claim, projector: projector, now: now) }
     }
 
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
@@ -47,10 +46,8 @@ extension SessionBackedStore {
 
     func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws -> CustomerRecord {
         if let existing = try await customer(appUserId: appUserId) { return existing }
-        let fault = faultInjector
-        return try await write {
-            try Ledger(session: $0, fault: fault).ensureCustomer(
-                appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
+        return try await observedWrite {
+            try $0.ensureCustomer(appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
         }
     }
 
@@ -59,9 +56,7 @@ extension SessionBackedStore {
     }
 
     func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection? {
-        let fault = faultInjector
-        return try await write { session in
-            let ledger = Ledger(session: session, fault: fault)
+        try await observedWrite { ledger in
             guard let customer = try ledger.customer(appUserId: appUserId) else { return nil }
             try ledger.recompute(customerID: customer.id, projector: projector, now: now)
             return try ledger.projection(appUserId: appUserId)
@@ -94,8 +89,8 @@ extension SessionBackedStore {
         var changed: [String] = []
         var failed: [ProjectionFailure] = []
         while let cursor = after {
-            let chunk = try await write {
-                try Ledger(session: $0, fault: nil).rebuildChunk(afterID: cursor, limit: rebuildChunk, projector: projector, now: now)
+            let chunk = try await observedWrite {
+                try $0.rebuildChunk(afterID: cursor, limit: rebuildChunk, projector: projector, now: now)
             }
             after = chunk.next
             total += chunk.checked

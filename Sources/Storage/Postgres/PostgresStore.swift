@@ -87,11 +87,16 @@ final class PostgresStore: SessionBackedStore {
                     }
                 }
                 for job in jobs { job.finish(overriding: nil) }
+                if jobs[0].isWrite { configuration.ledgerObserver?.groupCommitted(writes: jobs.count) }
                 return
             } catch let error as StorageError where error.retry == .reconnect && !reconnected {
                 // The server went away (restart, failover, network). Reconnect — trying for up to
                 // about 3 s, long enough for a restart — then run the work once more. A server that
                 // does not answer at all is not waited for longer than one connect timeout.
+                // The pauses between attempts sleep this worker's own thread (never the cooperative
+                // pool): it has nothing else to do meanwhile — its connection is gone and its group
+                // waits for it — while the other workers keep taking jobs. They are bounded (3 s in
+                // all), and a close meanwhile waits at most that long.
                 reconnected = true
                 let started = DispatchTime.now().uptimeNanoseconds
                 var lastError: any Error = error
@@ -123,7 +128,8 @@ final class PostgresStore: SessionBackedStore {
                 return
             } catch let error as StorageError where error.retry == .transaction && attempts + 1 < configuration.postgresTransactionAttempts {
                 attempts += 1
-                // Back off a little, with jitter, so the transactions that deadlocked don't meet again.
+                // Back off a little, with jitter, so the transactions that deadlocked don't meet again
+                // (a few ms on this worker's own thread, which must run this group again anyway).
                 usleep(UInt32.random(in: 1_000...5_000) * UInt32(attempts))
                 continue
             } catch {
@@ -183,6 +189,7 @@ final class PostgresStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
+    var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction (smaller: each holds row locks on the server).
     var rebuildChunk: Int { 200 }
 
