@@ -84,10 +84,8 @@ struct ConsumptionResponder: Sendable {
                 let customer = try await api.ledger.store.customer(appUserId: owned.appUserId),
                 try await api.consents?.consent(appUserId: customer.appUserId) == true
             else { return nil }
-            let facts = try await api.ledger.store.facts(appUserId: customer.appUserId).compactMap { stored -> TransactionFact? in
-                guard stored.fact.kind == .transaction else { return nil }
-                return JWSPeek.payload(JWSTransactionDecodedPayload.self, stored.fact.jws, codec: api.codec)
-                    .flatMap { try? api.mapper(app(for: $0)).transaction($0) }
+            let facts = try await api.ledger.store.facts(appUserId: customer.appUserId, projector: api.ledger).compactMap { stored -> TransactionFact? in
+                if case .transaction(let fact) = stored.fact { fact } else { nil }
             }
             let now = api.clock.nowMilliseconds()
             let delivered = facts.contains { $0.transactionId == transaction.transactionId && $0.revocationDate == nil }
@@ -95,7 +93,7 @@ struct ConsumptionResponder: Sendable {
             request.customerConsented = true
             request.consumptionStatus = .undeclared
             request.platform = .apple
-            request.sampleContentProvided = facts.contains { $0.offerType == .introductory }
+            request.sampleContentProvided = facts.contains { $0.offerType == OfferType.introductory }
             request.deliveryStatus = delivered ? .deliveredAndWorkingProperly : .didNotDeliverDueToServerOutage
             request.appAccountToken = customer.appAccountToken
             request.accountTenure = Self.tenure(days: (now - customer.createdAt) / 86_400_000)
@@ -107,10 +105,6 @@ struct ConsumptionResponder: Sendable {
         } catch {
             throw JobFailure(retryable: true, "storage: \(error)")
         }
-    }
-
-    func app(for transaction: JWSTransactionDecodedPayload) -> App {
-        api.configuration.app(bundleId: transaction.bundleId ?? "") ?? App(bundleId: transaction.bundleId ?? "")
     }
 
     /// Apple's `accountTenure` band (1: 0–3 days … 7: over 365).

@@ -91,7 +91,7 @@ extension API {
         for signed in lookup.transactions {
             var item = try JSONSerialization.jsonObject(with: JSONEncoder.entitledDefault.encode(signed.payload)) as? [String: Any] ?? [:]
             if let otid = signed.payload.originalTransactionId,
-                let record = try await store({ () async throws(LedgerError) in try await ledger.subscription(originalTransactionId: otid) }),
+                let record = try await store({ () async throws(StorageError) in try await ledger.subscription(originalTransactionId: otid) }),
                 let appUserId = record.customer?.appUserId
             {
                 item["appUserId"] = appUserId

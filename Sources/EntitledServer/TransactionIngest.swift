@@ -35,10 +35,10 @@ extension API {
         let (app, fact) = try await verifiedTransaction(jws)
         try await enqueueBackfillIfUnseen(app: app, fact.originalTransactionId, environment: fact.environment, source: source, now: now)
         let message = ReceivedMessage(
-            notificationUUID: nil, source: source, body: Self.storedBody("signedTransaction", jws), receivedAt: now)
-        _ = try await store { () async throws(LedgerError) in
-            try await ledger.ingest(
-                message, facts: [.transaction(fact)], signed: SignedPayloads(transaction: jws), bundleId: app.bundleId, claim: claim)
+            notificationUUID: nil, source: source, body: Self.storedBody("signedTransaction", jws), receivedAt: now,
+            bundleId: app.bundleId)
+        _ = try await store { () async throws(StorageError) in
+            try await ledger.ingest(message, facts: [(.transaction(fact), jws)], claim: claim)
         }
         return fact
     }
@@ -90,10 +90,10 @@ struct Backfill: Sendable {
                 guard let renewal = status.renewalInfo, let transaction = status.transaction else { continue }
                 let fact = try api.mapper(app).renewalInfo(renewal.payload, fallbackProductId: transaction.payload.productId)
                 let message = ReceivedMessage(
-                    notificationUUID: nil, source: .backfill, body: API.storedBody("signedRenewalInfo", renewal.jws), receivedAt: now)
-                _ = try await api.store { () async throws(LedgerError) in
-                    try await api.ledger.ingest(
-                        message, facts: [.renewalInfo(fact)], signed: SignedPayloads(renewalInfo: renewal.jws), bundleId: app.bundleId)
+                    notificationUUID: nil, source: .backfill, body: API.storedBody("signedRenewalInfo", renewal.jws), receivedAt: now,
+                    bundleId: app.bundleId)
+                _ = try await api.store { () async throws(StorageError) in
+                    try await api.ledger.ingest(message, facts: [(.renewalInfo(fact), renewal.jws)])
                 }
             }
         } catch let error as HTTPError {

@@ -18,9 +18,10 @@ import Testing
     /// The transaction ids the ledger holds for `otid`.
     func storedTransactionIds(_ world: ReconcileWorld, customer: String, otid: String) async throws -> Set<String> {
         Set(
-            try await world.store.facts(appUserId: customer)
-                .filter { $0.fact.kind == .transaction && $0.fact.originalTransactionId == otid }
-                .compactMap(\.fact.transactionId))
+            try await world.store.facts(appUserId: customer).compactMap { stored -> String? in
+                guard case .transaction(let fact) = stored.fact, fact.originalTransactionId == otid else { return nil }
+                return fact.transactionId
+            })
     }
 
     /// dave buys while the server is down for longer than Apple retries; the first thing the server
