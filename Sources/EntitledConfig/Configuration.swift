@@ -132,6 +132,9 @@ public struct App: Sendable, Equatable {
     public var serverAPI: ServerAPISettings?
     /// The in-app purchase key offers are signed with (`signingKey`); nil: the server signs no offers.
     public var signingKey: SigningKeySettings?
+    /// `consumption.autoRespond`: answer Apple's `CONSUMPTION_REQUEST`s from the ledger (needs
+    /// `serverAPI`); false leaves the answer to the app's backend.
+    public var consumptionAutoRespond = false
 
     public init(
         bundleId: String, appAppleId: Int64? = nil, environments: [String] = ["Production", "Sandbox"],

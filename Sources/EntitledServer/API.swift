@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import EntitledConfig
 import EntitledCrypto
 import Entitlements
@@ -37,13 +38,20 @@ public struct API: Sendable {
     let metrics: ServerMetrics
     /// Per bundleId, for apps with `signingKey`: their offer signer.
     let signers: [String: OfferSigner]
+    /// The App Store Server API client of each app with `serverAPI`, by bundleId.
+    let serverAPI: [String: AppStoreServerAPIClient]
+    /// Durable jobs (backfills); nil when the store keeps none.
+    let jobs: (any DurableJobStore)?
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
-        cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics()
+        cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics(),
+        serverAPI: [String: AppStoreServerAPIClient] = [:], jobs: (any DurableJobStore)? = nil
     ) {
         self.configuration = configuration
+        self.serverAPI = serverAPI
+        self.jobs = jobs
         self.cache = cache
         self.metrics = metrics
         self.verifier = verifier
@@ -75,6 +83,7 @@ public struct API: Sendable {
         router.post("/v1/customers/{appUserId}/offers/sign") { try await api.signOffer($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
+        registerSupport(on: &router)
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }
 
@@ -94,7 +103,7 @@ public struct API: Sendable {
             let ingested = try await ingestNotification(signedPayload: envelope.signedPayload, source: .appleV2, now: now)
             let status = ingested.status
             noteIngested(request, ingested.message, signedDate: ingested.signedDate, bundleId: ingested.bundleId, status: status)
-            return try .json(IngestBody(status))
+            return .acknowledgment(status)
         } catch let error as VerificationError {
             throw await reject(Rejection(error), .appleSignature, request: request, now: now)
         } catch let rejection as Rejection {
@@ -139,12 +148,13 @@ public struct API: Sendable {
         // V1 has no id: the body's digest (without the password) stands in for one.
         let message = ReceivedMessage(
             notificationUUID: "v1:" + Hex.encode(Digests.hash(raw)), source: .appleV1, body: raw, receivedAt: now,
-            notificationType: body.notificationType?.rawValue ?? "")
-        let status = try await store { () async throws(LedgerError) in
-            try await ledger.ingest(message, facts: facts, bundleId: app.bundleId)
+            notificationType: body.notificationType?.rawValue ?? "", bundleId: app.bundleId)
+        // V1 facts have no signed form: their identity keys them.
+        let status = try await store { () async throws(StorageError) in
+            try await ledger.ingest(message, facts: facts.map { ($0, nil) })
         }
         noteIngested(request, message, signedDate: nil, bundleId: app.bundleId, status: status)
-        return try .json(IngestBody(status))
+        return .acknowledgment(status)
     }
 
     /// An accepted signed message's body as the ledger keeps it: only the member that was
@@ -196,12 +206,12 @@ public struct API: Sendable {
     /// The customer's answer at `context.now`: the projection's rendered answer when it still holds
     /// (the hot read: no decoding, no encoding), else evaluated from the facts.
     func customerAnswer(appUserId: String, context: EvaluationContext) async throws -> (body: [UInt8], nextChangeAt: Int64?) {
-        if let rendered = try await store({ () async throws(LedgerError) in
+        if let rendered = try await store({ () async throws(StorageError) in
             try await ledger.renderedCustomer(appUserId: appUserId, context: context)
         }) {
             return (rendered.body(serverTime: context.now), rendered.nextChangeAt)
         }
-        let snapshot = try await store { () async throws(LedgerError) in
+        let snapshot = try await store { () async throws(StorageError) in
             try await ledger.customer(appUserId: appUserId, context: context)
         }
         let body = CustomerBody(customer: snapshot.customer, state: snapshot.state, now: context.now)
@@ -223,26 +233,22 @@ public struct API: Sendable {
         let posted = try decodeBody(PostedTransaction.self, request)
         guard budget.allows(request.remoteAddress, .clientSignature) else { throw RejectionBudget.exhausted }
         do {
-            let facts: [Fact]
+            let verified: Fact
             let app: App
             let claim: Claim
             let environment: Environment
-            var signed = SignedPayloads()
+            let signed: String
+            let member: String
             switch (posted.signedTransaction, posted.signedAppTransaction) {
             case (let jws?, nil):
-                guard let peeked = JWSPeek.payload(JWSTransactionDecodedPayload.self, jws, codec: codec) else {
-                    throw VerificationError.malformed("signedTransaction is not a JWS")
-                }
-                app = try self.app(peeked.bundleId)
-                let transaction = try await verifier.verifyTransaction(signedTransaction: jws, app: app)
-                try checkEnvironment(transaction.environment, app: app)
-                let fact: TransactionFact
-                do { fact = try mapper(app).transaction(transaction) } catch {
-                    throw Self.rejection(error)
-                }
-                facts = [.transaction(fact)]
-                signed.transaction = jws
-                environment = fact.environment
+                let checked = try await verifiedTransaction(jws)
+                app = checked.app
+                try await enqueueBackfillIfUnseen(
+                    app: app, checked.fact.originalTransactionId, environment: checked.fact.environment, source: .client, now: now)
+                verified = .transaction(checked.fact)
+                signed = jws
+                member = "signedTransaction"
+                environment = checked.fact.environment
                 claim = Claim(appUserId: appUserId, behaviour: app.restoreBehavior)
             case (nil, let jws?):
                 guard let peeked = JWSPeek.payload(AppTransaction.self, jws, codec: codec) else {
@@ -255,8 +261,9 @@ public struct API: Sendable {
                 do { fact = try mapper(app).appTransaction(appTransaction) } catch {
                     throw Self.rejection(error)
                 }
-                facts = [.appTransaction(fact)]
-                signed.appTransaction = jws
+                verified = .appTransaction(fact)
+                signed = jws
+                member = "signedAppTransaction"
                 environment = fact.environment
                 // No subscription to link: the app transaction is the customer's through their token.
                 claim = Claim(appUserId: appUserId, behaviour: .keep)
@@ -264,12 +271,10 @@ public struct API: Sendable {
                 throw HTTPError(.invalidRequest, "send exactly one of signedTransaction and signedAppTransaction")
             }
             let message = ReceivedMessage(
-                notificationUUID: nil, source: .client,
-                body: signed.transaction.map { Self.storedBody("signedTransaction", $0) }
-                    ?? Self.storedBody("signedAppTransaction", signed.appTransaction ?? ""),
-                receivedAt: now)
-            _ = try await store { () async throws(LedgerError) in
-                try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId, claim: claim)
+                notificationUUID: nil, source: .client, body: Self.storedBody(member, signed), receivedAt: now,
+                bundleId: app.bundleId)
+            _ = try await store { () async throws(StorageError) in
+                try await ledger.ingest(message, facts: [(verified, signed)], claim: claim)
             }
             let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
             var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
@@ -305,7 +310,7 @@ public struct API: Sendable {
         let appUserId = try Self.appUserId(request)
         try authorize(request, scope: .read, appUserId: appUserId)
         let (storageCursor, limit) = try Self.historyPaging(request)
-        let page = try await store(invalidRequest: Self.invalidCursor) { () async throws(LedgerError) in
+        let page = try await store(invalidRequest: Self.invalidCursor) { () async throws(StorageError) in
             try await ledger.history(appUserId: appUserId, cursor: storageCursor, limit: limit)
         }
         guard let page else { throw HTTPError(.customerNotFound, "no such customer") }
@@ -340,7 +345,7 @@ public struct API: Sendable {
         try authenticator.authorize(principal, scope: .admin, appUserId: nil)
         let originalTransactionId = try request.parameter("originalTransactionId")
         let now = clock.nowMilliseconds()
-        let record = try await store { () async throws(LedgerError) in
+        let record = try await store { () async throws(StorageError) in
             try await ledger.subscription(originalTransactionId: originalTransactionId)
         }
         guard let record else {
@@ -372,15 +377,15 @@ public struct API: Sendable {
     /// `STORAGE_UNAVAILABLE`, or the request's own error: `invalidRequest` (400 `INVALID_REQUEST`
     /// unless the route names a more precise one, e.g. history's `INVALID_CURSOR`), 500 `PROJECTION_FAILED`.
     func store<T>(
-        invalidRequest: HTTPError = HTTPError(.invalidRequest, "invalid request"), _ body: () async throws(LedgerError) -> T
+        invalidRequest: HTTPError = HTTPError(.invalidRequest, "invalid request"), _ body: () async throws(StorageError) -> T
     ) async throws(HTTPError) -> T {
         do {
             return try await body()
         } catch {
-            switch error.kind {
-            case .invalidRequest: throw invalidRequest
+            switch error.code {
+            case .invalidArgument: throw invalidRequest
             case .projectionFailed: throw Self.projectionFailed
-            case .unavailable: throw Self.unavailable
+            default: throw Self.unavailable
             }
         }
     }

@@ -94,7 +94,7 @@ extension API {
 
         let now = clock.nowMilliseconds()
         let context = EvaluationContext(policy: customerPolicy, environment: try Self.environment(request), now: now)
-        let snapshot = try await store { () async throws(LedgerError) in
+        let snapshot = try await store { () async throws(StorageError) in
             try await ledger.customer(appUserId: appUserId, context: context)
         }
         let state = snapshot.state
@@ -138,7 +138,7 @@ extension API {
             appUserId: appUserId, bundleId: app.bundleId, productId: product.productId,
             offerId: kind == .introductoryEligibility ? nil : offerId, kind: kind.rawValue, format: format.rawValue,
             nonce: nonce.uuidString.lowercased(), signedAt: now)
-        try await store { () async throws(LedgerError) in try await ledger.recordOfferSignature(record) }
+        try await store { () async throws(StorageError) in try await ledger.recordOfferSignature(record) }
         response.headers.set("Cache-Control", "no-store")
         return response
     }
