@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import EntitledConfig
 import EntitledCrypto
 import Entitlements
@@ -35,13 +36,17 @@ public struct API: Sendable {
     let cache: ProjectionCache
     var codec: JSONCodec { cache.codec }
     let metrics: ServerMetrics
+    /// The App Store Server API client of each app with `serverAPI` (receipts fetch history with it).
+    let serverAPIClients: [String: AppStoreServerAPIClient]
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
-        cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics()
+        cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics(),
+        serverAPIClients: [String: AppStoreServerAPIClient] = [:]
     ) {
         self.configuration = configuration
+        self.serverAPIClients = serverAPIClients
         self.cache = cache
         self.metrics = metrics
         self.verifier = verifier
@@ -67,6 +72,9 @@ public struct API: Sendable {
         // Credentials are checked when the headers are in, so a bad key never gets its body read.
         router.post("/v1/customers/{appUserId}/transactions", admit: { _ = try api.authenticate($0) }) {
             try await api.postTransaction($0)
+        }
+        router.post("/v1/customers/{appUserId}/receipts", admit: { _ = try api.authenticate($0) }) {
+            try await api.postReceipt($0)
         }
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }

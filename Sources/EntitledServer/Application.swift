@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import EntitledConfig
 import Foundation
 import HTTPServer
@@ -37,7 +38,7 @@ public struct Application: Sendable {
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
         hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache(),
-        metrics: ServerMetrics = ServerMetrics()
+        metrics: ServerMetrics = ServerMetrics(), serverAPIClients: [String: AppStoreServerAPIClient] = [:]
     ) {
         self.configuration = configuration
         self.metrics = metrics
@@ -45,7 +46,7 @@ public struct Application: Sendable {
         Health.register(on: &router, readiness: ledger)
         let api = API(
             configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, budget: rejectionBudget,
-            hmac: hmac, cache: cache, metrics: metrics)
+            hmac: hmac, cache: cache, metrics: metrics, serverAPIClients: serverAPIClients)
         api.register(on: &router)
         self.router = router
         notifications = NotificationIngest(api: api)

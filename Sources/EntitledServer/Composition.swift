@@ -88,13 +88,18 @@ public func buildApplication(
     }
     let cache = fastPaths.projectionCache()
     let ledger = FactLedger(store: opened, policy: FactMapper.policy(for: configuration), cache: cache, metrics: metrics)
-    let application = Application(
-        configuration: configuration, verifier: TimedVerifier(base: notificationVerifier, metrics: metrics), ledger: ledger,
-        clock: clock, rejectionBudget: rejectionBudget, cache: cache, metrics: metrics)
     let clients: [String: AppStoreServerAPIClient]
-    let reconcilers: [Reconciler]
     do {
         clients = try buildServerAPIClients(configuration: configuration, clock: clock, outbound: outbound, sleeper: apiSleeper)
+    } catch {
+        if store == nil { await opened.close() }
+        throw error
+    }
+    let application = Application(
+        configuration: configuration, verifier: TimedVerifier(base: notificationVerifier, metrics: metrics), ledger: ledger,
+        clock: clock, rejectionBudget: rejectionBudget, cache: cache, metrics: metrics, serverAPIClients: clients)
+    let reconcilers: [Reconciler]
+    do {
         reconcilers = try buildReconcilers(configuration: configuration, clock: clock, store: opened, application: application, clients: clients)
     } catch {
         if store == nil { await opened.close() }

@@ -132,6 +132,12 @@ struct TimedVerifier: NotificationVerifying {
         }
     }
 
+    func verifyReceipt(_ receipt: ReceiptVerifier.Decoded, app: App, now: Int64) throws(VerificationError) -> AppReceipt {
+        let started = ContinuousClock.now
+        defer { metrics.verificationDuration.observe(["receipt"], (ContinuousClock.now - started).seconds) }
+        return try base.verifyReceipt(receipt, app: app, now: now)
+    }
+
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {
         try await timed("appTransaction") { () async throws(VerificationError) in
             try await base.verifyAppTransaction(signedAppTransaction: signedAppTransaction, app: app)
