@@ -50,9 +50,11 @@ extension API {
                     ?? environment
             } else {
                 let message = ReceivedMessage(
-                    notificationUUID: nil, source: .client, body: Self.storedReceiptBody(text), receivedAt: now)
-                _ = try await store { () async throws(LedgerError) in
-                    try await ledger.ingest(message, facts: content.facts, bundleId: content.app.bundleId, claim: claim)
+                    notificationUUID: nil, source: .client, body: Self.storedReceiptBody(text), receivedAt: now,
+                    bundleId: content.app.bundleId)
+                // Receipt facts have no signed form of their own (as V1's): their identity keys them.
+                _ = try await store { () async throws(StorageError) in
+                    try await ledger.ingest(message, facts: content.facts.map { ($0, nil) }, claim: claim)
                 }
             }
             let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
@@ -120,11 +122,10 @@ extension API {
             do { fact = try mapper(app).transaction(signed.payload) } catch { throw Self.rejection(error) }
             environment = fact.environment
             let message = ReceivedMessage(
-                notificationUUID: nil, source: .client, body: Self.storedBody("signedTransaction", signed.jws), receivedAt: now)
-            _ = try await store { () async throws(LedgerError) in
-                try await ledger.ingest(
-                    message, facts: [.transaction(fact)], signed: SignedPayloads(transaction: signed.jws), bundleId: app.bundleId,
-                    claim: claim)
+                notificationUUID: nil, source: .client, body: Self.storedBody("signedTransaction", signed.jws), receivedAt: now,
+                bundleId: app.bundleId)
+            _ = try await store { () async throws(StorageError) in
+                try await ledger.ingest(message, facts: [(.transaction(fact), signed.jws)], claim: claim)
             }
         }
         return environment

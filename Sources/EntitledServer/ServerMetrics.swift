@@ -83,7 +83,7 @@ public final class ServerMetrics: LedgerObserver {
 
     /// An accepted or duplicate notification; `type` and `subtype` are Apple's (verified).
     func notificationIngested(version: String, type: String?, subtype: String?, status: IngestResult.Status) {
-        let outcome = status == .duplicate ? "duplicate" : "accepted"
+        let outcome = status.rawValue
         notifications.add([version, Self.bounded(type), Self.bounded(subtype), outcome, ""])
         // Apple adds types every year: one this build does not know is counted, so operators see
         // it before they read the release notes; the value itself is in the ledger.

@@ -81,7 +81,7 @@ enum RebuildCommand: Command {
         let store = try await openStore(url: configuration.database)
         do {
             let report = try await store.rebuild(
-                projector: EngineProjector(policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache()),
+                projector: FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache()),
                 now: SystemClock().nowMilliseconds())
             await store.close()
             print("customers: \(report.customers), differences: \(report.differences), failed: \(report.failedCustomers.count)")
@@ -179,7 +179,8 @@ enum StorageCrashChildCommand: Command {
                     var index = worker
                     while index < count {
                         let batch = _StorageCrashBatch.batch(index, now: now)
-                        let result = try await store.ingest(batch, projector: projector, now: now)
+                        let result = try await store.ingest(
+                            batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
                         output.write(Data("ok \(batch.message.notificationUUID ?? "") \(result.status.rawValue)\n".utf8))
                         index += concurrency
                     }

@@ -97,7 +97,7 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
             throw error
         }
         // Whatever the test did, the projections equal what the ledger recomputes.
-        let report = try await store.rebuild(projector: ledger.projector, now: clock.nowMilliseconds())
+        let report = try await store.rebuild(projector: ledger, now: clock.nowMilliseconds())
         #expect(report.differences == 0, "rebuild changed \(report.changedCustomers)")
         await server.shutdown()
         await store.close()
@@ -191,7 +191,7 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
             for note in try steps(token: token) {
                 #expect(try await api.postV2(note).status == 200)
                 let now = api.clock.nowMilliseconds()
-                let context = EvaluationContext(policy: ledger.projector.policy, environment: .production, now: now)
+                let context = EvaluationContext(policy: ledger.policy, environment: .production, now: now)
                 let rendered = try #require(try await ledger.renderedCustomer(appUserId: "u1", context: context))
                 let evaluated = try await ledger.customer(appUserId: "u1", context: context)
                 let expected = try JSONEncoder.entitledDefault.encode(
@@ -207,11 +207,11 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
             let expiry = try #require(
                 try await ledger.renderedCustomer(
                     appUserId: "u1",
-                    context: EvaluationContext(policy: ledger.projector.policy, environment: .production, now: api.clock.nowMilliseconds())
+                    context: EvaluationContext(policy: ledger.policy, environment: .production, now: api.clock.nowMilliseconds())
                 )?.nextChangeAt)
-            let late = EvaluationContext(policy: ledger.projector.policy, environment: .production, now: expiry)
+            let late = EvaluationContext(policy: ledger.policy, environment: .production, now: expiry)
             #expect(try await ledger.renderedCustomer(appUserId: "u1", context: late) == nil)
-            let sandbox = EvaluationContext(policy: ledger.projector.policy, environment: .sandbox, now: api.clock.nowMilliseconds())
+            let sandbox = EvaluationContext(policy: ledger.policy, environment: .sandbox, now: api.clock.nowMilliseconds())
             #expect(try await ledger.renderedCustomer(appUserId: "u1", context: sandbox) == nil)
         }
     }
