@@ -132,6 +132,9 @@ public struct App: Sendable, Equatable {
     public var products: [Product]
     /// The App Store Server API key and reconciliation schedule (`serverAPI`); nil: the server never calls Apple.
     public var serverAPI: ServerAPISettings?
+    /// `consumption.autoRespond`: answer Apple's `CONSUMPTION_REQUEST`s from the ledger (needs
+    /// `serverAPI`); false leaves the answer to the app's backend.
+    public var consumptionAutoRespond = false
 
     public init(
         bundleId: String, appAppleId: Int64? = nil, environments: [String] = ["Production", "Sandbox"],

@@ -210,6 +210,16 @@ public struct ConfigurationLoader: Sendable {
         if let value = object.take("serverAPI") {
             app.serverAPI = try serverAPI(value, baseDirectory: baseDirectory)
         }
+        if let value = object.take("consumption") {
+            var consumption = try value.object()
+            if let autoRespond = consumption.take("autoRespond") {
+                app.consumptionAutoRespond = try autoRespond.bool()
+                if app.consumptionAutoRespond && app.serverAPI == nil {
+                    throw ConfigurationError(path: autoRespond.path, message: "needs serverAPI: the answer is sent through Apple's API")
+                }
+            }
+            try consumption.finish()
+        }
         try object.finish()
         return app
     }

@@ -43,7 +43,7 @@ extension API {
             let content = try receiptContent(text, bundleId: posted.bundleId, now: now)
             let claim = Claim(appUserId: appUserId, behaviour: content.app.restoreBehavior)
             var environment = content.environment
-            if let client = serverAPIClients[content.app.bundleId], let first = content.transactionIds.first {
+            if let client = serverAPI[content.app.bundleId], let first = content.transactionIds.first {
                 // Apple's migration path: the receipt only names the purchases; the full signed
                 // history is what is applied (each transaction as a posted one would be).
                 environment = try await applyHistory(client, transactionId: first, app: content.app, claim: claim, now: now)

@@ -37,6 +37,10 @@ struct ReconcileWorld {
     let port: Int
     let reconciler: Reconciler
     let store: any LedgerStore
+    /// The server's durable jobs (backfills), run on demand by the tests.
+    let jobRunner: JobRunner
+    /// `entitled import`'s work for the app.
+    let importer: CustomerImport
     let close: @Sendable () async -> Void
 
     static let customers = ["alice", "bob", "carol"]
@@ -80,6 +84,7 @@ struct ReconcileWorld {
             try Data(receiptRoot).write(to: file)
             app.receiptRootCertificates = [file.path]
         }
+        app.consumptionAutoRespond = true
         configuration.apps = [app]
         let store = try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite")
         let assembled = try await buildApplication(
@@ -95,6 +100,7 @@ struct ReconcileWorld {
         let reconciler = try #require(assembled.reconcilers.first)
         return ReconcileWorld(
             simulator: simulator, transport: transport, port: server.port, reconciler: reconciler, store: store,
+            jobRunner: try #require(assembled.jobRunner), importer: try #require(assembled.customerImport(bundleId: catalog.bundleId)),
             close: {
                 await server.shutdown()
                 await apple.shutdown()
