@@ -79,6 +79,9 @@ public struct API: Sendable {
         router.post("/v1/customers/{appUserId}/transactions", admit: { _ = try api.authenticate($0) }) {
             try await api.postTransaction($0)
         }
+        router.post("/v1/customers/{appUserId}/receipts", admit: { _ = try api.authenticate($0) }) {
+            try await api.postReceipt($0)
+        }
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
         router.post("/v1/customers/{appUserId}/offers/sign") { try await api.signOffer($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }

@@ -57,6 +57,9 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case malformedPayload = "MALFORMED_PAYLOAD"
     case invalidDate = "INVALID_DATE"
     case invalidSharedSecret = "INVALID_SHARED_SECRET"
+    case invalidReceipt = "INVALID_RECEIPT"
+    case receiptSignatureInvalid = "RECEIPT_SIGNATURE_INVALID"
+    case receiptWrongBundle = "RECEIPT_WRONG_BUNDLE"
 
     // The server's side.
     case retryableVerificationFailure = "RETRYABLE_VERIFICATION_FAILURE"
@@ -75,7 +78,8 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .missingParameter, .invalidPathParameter, .invalidJSON, .jsonTooDeep, .invalidRequest, .invalidAppUserId,
             .invalidEnvironment, .invalidLimit, .invalidCursor, .invalidStorefront, .invalidJWTFormat, .invalidAlgorithm,
             .invalidChainLength, .invalidCertificate, .chainUntrusted, .certificateExpired, .missingAppleOID,
-            .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate:
+            .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
+            .receiptSignatureInvalid, .receiptWrongBundle:
             400
         case .unauthorized, .invalidSharedSecret: 401
         case .forbidden: 403
