@@ -36,6 +36,8 @@ public struct API: Sendable {
     let cache: ProjectionCache
     var codec: JSONCodec { cache.codec }
     let metrics: ServerMetrics
+    /// Per bundleId, for apps with `signingKey`: their offer signer.
+    let signers: [String: OfferSigner]
     /// The App Store Server API client of each app with `serverAPI`, by bundleId.
     let serverAPI: [String: AppStoreServerAPIClient]
     /// Durable jobs (backfills); nil when the store keeps none.
@@ -62,6 +64,7 @@ public struct API: Sendable {
         var mappers: [String: FactMapper] = [:]
         for app in configuration.apps { mappers[app.bundleId] = FactMapper(app: app) }
         self.mappers = mappers
+        self.signers = Self.offerSigners(configuration)
     }
 
     func mapper(_ app: App) -> FactMapper { mappers[app.bundleId] ?? FactMapper(app: app) }
@@ -80,6 +83,7 @@ public struct API: Sendable {
             try await api.postReceipt($0)
         }
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
+        router.post("/v1/customers/{appUserId}/offers/sign") { try await api.signOffer($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
         registerSupport(on: &router)

@@ -59,7 +59,8 @@ public struct FactMapper: Sendable {
             products[product.productId] = ProductPolicy(
                 type: productType(product.type), entitlements: product.entitlements,
                 subscriptionGroup: product.subscriptionGroup, level: product.level,
-                duration: product.duration.flatMap { Entitlements.ISODuration(parsing: $0) })
+                duration: product.duration.flatMap { Entitlements.ISODuration(parsing: $0) },
+                promotionalOffers: product.promotionalOffers, winBackOffers: product.winBackOffers)
         }
         return Policy(
             products: products, fallbackGraceDays: app.gracePeriodDays,
