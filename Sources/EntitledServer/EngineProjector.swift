@@ -62,6 +62,17 @@ public struct EngineProjector: Projector {
         return CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: document)
     }
 
+    /// False for a stored document the server replaces by itself when it reads it: an answer of an
+    /// older ``RenderedCustomer/formatVersion``, or none (written with the cache off). Anything
+    /// else — this format, or no rendered answer at all — is compared byte for byte. With the cache
+    /// off, only empty documents are (it renders nothing to compare with).
+    public func isComparable(stateDocument: [UInt8]) -> Bool {
+        guard cache.enabled else { return stateDocument.isEmpty }
+        guard !stateDocument.isEmpty else { return false }
+        guard let version = RenderedCustomer.formatVersion(of: stateDocument) else { return true }
+        return version >= RenderedCustomer.formatVersion
+    }
+
     /// The engine facts of stored facts. Every row the server stores is an engine fact, so one that
     /// no longer decodes (a damaged row, a format this binary does not know) makes the customer
     /// unprojectable: an answer computed without it could grant or deny wrongly.

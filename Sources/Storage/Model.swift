@@ -387,6 +387,11 @@ public protocol Projector: Sendable {
     ///   stored projection is marked failed (``StoredProjection/failure``) and every other
     ///   customer is projected as usual; a later successful projection clears the mark.
     func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) throws -> CustomerProjection
+
+    /// Whether ``LedgerStore/compareProjections(projector:)`` may compare a stored state document
+    /// byte for byte with a fresh one; false for one the projector's reader replaces by itself (an
+    /// older format), compared by its rows alone. Default: true.
+    func isComparable(stateDocument: [UInt8]) -> Bool
 }
 
 /// A customer's stored projection: the API's hot read.

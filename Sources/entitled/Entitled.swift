@@ -15,6 +15,7 @@ enum Entitled {
         MigrateCommand.self,
         RebuildCommand.self,
         CheckCommand.self,
+        BackupCommand.self,
         BenchCommand.self,
         StorageCrashChildCommand.self,
         SimulateCommand.self,

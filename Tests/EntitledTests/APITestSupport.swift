@@ -217,6 +217,10 @@ struct SwitchedStore: LedgerStore {
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
         try await base.rebuild(projector: projector, now: now)
     }
+    func compareProjections(projector: any Projector) async throws -> RebuildReport {
+        try await base.compareProjections(projector: projector)
+    }
+    func backup(to path: String) async throws -> BackupReport { try await base.backup(to: path) }
     func close() async { await base.close() }
 }
 
