@@ -121,7 +121,7 @@ public enum APIBenchmark {
         if only != "postgres" {
             let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
             print("loading \(customerCount) customers…")
-            let projector = EngineProjector(policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache())
+            let projector = EngineProjector(configuration: configuration, cache: fastPaths.projectionCache())
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
                 syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
             }
@@ -158,7 +158,7 @@ public enum APIBenchmark {
         let cache = fastPaths.projectionCache()
         let ledger = FactLedger(
             store: CountingStore(base: store, counter: counter, commit: commit), policy: FactMapper.policy(for: configuration),
-            cache: cache)
+            cache: cache, grantEnvironments: FactMapper.grantEnvironments(for: configuration))
         let application = Application(
             configuration: configuration,
             verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec), ledger: ledger,

@@ -143,6 +143,18 @@ public struct ConfigurationLoader: Sendable {
         return APIKey(name: name, secret: secret, scopes: scopes)
     }
 
+    /// A list of App Store environment names.
+    private func environments(_ value: Node) throws(ConfigurationError) -> [String] {
+        try value.array().map { element throws(ConfigurationError) in
+            let raw = try element.string()
+            guard ["Production", "Sandbox", "Xcode", "LocalTesting"].contains(raw) else {
+                throw ConfigurationError(
+                    path: element.path, message: "unknown environment '\(raw)' (Production, Sandbox, Xcode, LocalTesting)")
+            }
+            return raw
+        }
+    }
+
     private func app(_ node: Node, baseDirectory: String?) throws(ConfigurationError) -> App {
         var object = try node.object()
         let bundleId = try object.require("bundleId").string()
@@ -150,18 +162,12 @@ public struct ConfigurationLoader: Sendable {
         var app = App(bundleId: bundleId)
         if let value = object.take("appAppleId") { app.appAppleId = try value.int64() }
         if let value = object.take("environments") {
-            app.environments = try value.array().map { element throws(ConfigurationError) in
-                let raw = try element.string()
-                guard ["Production", "Sandbox", "Xcode", "LocalTesting"].contains(raw) else {
-                    throw ConfigurationError(
-                        path: element.path, message: "unknown environment '\(raw)' (Production, Sandbox, Xcode, LocalTesting)")
-                }
-                return raw
-            }
+            app.environments = try environments(value)
             if app.environments.isEmpty {
                 throw ConfigurationError(path: value.path, message: "list at least one environment")
             }
         }
+        if let value = object.take("grantEnvironments") { app.grantEnvironments = try environments(value) }
         if app.environments.contains("Production") && app.appAppleId == nil {
             throw ConfigurationError(path: node.path + ".appAppleId", message: "required when Production is an environment")
         }

@@ -94,11 +94,15 @@ public struct SubscriptionBody: Encodable, Sendable, Equatable {
 
     public init(_ group: SubscriptionGroupState) { self.group = group }
 
-    enum Key: String, CodingKey { case subscriptionGroup, state, current, pendingChange, paidServiceDays, proceedsRate }
+    enum Key: String, CodingKey {
+        case subscriptionGroup, state, current, pendingChange, paidServiceDays, proceedsRate, environment
+    }
 
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
         try c.put(group.id, .subscriptionGroup)
+        // The environment of its current subscription (answers merge several; each group says its own).
+        try c.put(group.current?.environment.rawValue, .environment)
         try c.put(group.customerClass.rawValue, .state)
         try c.put(group.current.map(GrantBody.init), .current)
         try c.put(group.pendingChange?.rawValue, .pendingChange)
@@ -188,7 +192,8 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
         }
         nonSubscriptions = others
         var offers: [String: OfferBody] = [:]
-        for group in state.subscriptionGroups {
+        // A group in several environments (merged answers): the primary environment's eligibility.
+        for group in state.subscriptionGroups where offers[group.id] == nil {
             offers[group.id] = OfferBody(
                 introOfferEligible: group.introOfferEligible, promotionalOfferEligible: group.promotionalOfferEligible,
                 winBackOfferIds: group.winBackOfferIds)

@@ -77,6 +77,7 @@ enum AnswerJSON {
             ("pendingChange", string(group.pendingChange?.rawValue)),
             ("paidServiceDays", .int(Int64(group.paidServiceDays))),
             ("proceedsRate", .double(group.proceedsRate)),
+            ("environment", string(group.current?.environment.rawValue)),
         ])
     }
 

@@ -65,7 +65,9 @@ public func buildApplication(
         opened = try await openDatabase(configuration.database, storage: configuration.storage)
     }
     let cache = fastPaths.projectionCache()
-    let ledger = FactLedger(store: opened, policy: FactMapper.policy(for: configuration), cache: cache)
+    let ledger = FactLedger(
+        store: opened, policy: FactMapper.policy(for: configuration), cache: cache,
+        grantEnvironments: FactMapper.grantEnvironments(for: configuration))
     let application = Application(
         configuration: configuration, verifier: notificationVerifier, ledger: ledger, clock: clock,
         rejectionBudget: rejectionBudget, cache: cache)

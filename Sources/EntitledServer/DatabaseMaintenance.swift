@@ -114,7 +114,7 @@ public enum DatabaseMaintenance {
 
     /// The engine projector the server uses for `configuration`.
     static func projector(for configuration: Configuration, fastPaths: FastPaths) -> EngineProjector {
-        EngineProjector(policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache())
+        EngineProjector(configuration: configuration, cache: fastPaths.projectionCache())
     }
 
     /// Opens the store, runs `body`, closes it (also when `body` throws).

@@ -1,4 +1,5 @@
 import AppStore
+import EntitledConfig
 import Entitlements
 import Foundation
 import Storage
@@ -7,33 +8,44 @@ import Storage
 /// own `Fact` JSON), evaluates them, and returns the indexed rows plus the state document.
 ///
 /// The state document is the customer's API answer, rendered (``RenderedCustomer``, by the
-/// ``ProjectionCache``; empty with the cache off) from the
-/// engine's `CustomerState` for their primary environment (Production when they have any
-/// Production facts, else the first environment they have facts in). It holds no instant but the
-/// next status change, so it depends on the facts and on which statuses hold at `now`, not on the
-/// instant itself — a rebuild then finds no difference unless a status changed. Rows cover every
-/// environment the customer has facts in.
+/// ``ProjectionCache``; empty with the cache off) over the ``grantEnvironments`` merged
+/// (``evaluate(facts:policy:now:environments:)``). It holds no instant but the next status
+/// change, so it depends on the facts and on which statuses hold at `now`, not on the instant
+/// itself — a rebuild then finds no difference unless a status changed. Rows cover every
+/// environment the customer has facts in, each row saying its own.
 public struct EngineProjector: Projector {
     public let policy: Policy
     /// Decodes the facts (taking those the ingest just encoded without decoding them again: on the
     /// writer thread that was the largest single cost) and renders the answer.
     public let cache: ProjectionCache
+    /// The environments whose purchases the stored answer merges, primary first.
+    public let grantEnvironments: [Entitlements.Environment]
 
-    public init(policy: Policy, cache: ProjectionCache = ProjectionCache()) {
+    /// `apps[].grantEnvironments`' default.
+    public static let defaultGrantEnvironments: [Entitlements.Environment] = [.production, .sandbox]
+
+    public init(
+        policy: Policy, cache: ProjectionCache = ProjectionCache(), grantEnvironments: [Entitlements.Environment] = Self.defaultGrantEnvironments
+    ) {
         self.policy = policy
         self.cache = cache
+        self.grantEnvironments = grantEnvironments
+    }
+
+    /// The projector for a configuration: its merged policy and grant environments.
+    public init(configuration: Configuration, cache: ProjectionCache = ProjectionCache()) {
+        self.init(
+            policy: FactMapper.policy(for: configuration), cache: cache,
+            grantEnvironments: FactMapper.grantEnvironments(for: configuration))
     }
 
     public func project(customer: Storage.CustomerRecord, facts: [StoredFact], now: Int64) throws -> CustomerProjection {
         let decoded = try decode(facts)
-        let environments = Self.environments(of: decoded)
         var entitlementRows: [EntitlementRow] = []
         var subscriptionRows: [SubscriptionRow] = []
-        var primary: CustomerState?
-        for environment in environments {
+        for environment in Self.environments(of: decoded) {
             var state = evaluate(facts: decoded, policy: policy, now: now, environment: environment)
             state.evaluatedAt = 0
-            if primary == nil { primary = state }
             for entitlement in state.entitlements {
                 entitlementRows.append(
                     EntitlementRow(
@@ -52,13 +64,13 @@ public struct EngineProjector: Projector {
                         environment: environment.rawValue))
             }
         }
-        var state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
+        var state = evaluate(facts: decoded, policy: policy, now: now, environments: grantEnvironments)
         state.evaluatedAt = 0
         // One row per subscription: keep the first environment's (the primary one comes first).
         var seen = Set<String>()
         subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
         let body = CustomerBody(customer: customer, state: state, now: 0)
-        let document = cache.document(for: body)
+        let document = cache.document(for: body, scope: EvaluationContext.scope(grantEnvironments))
         return CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: document)
     }
 
@@ -95,12 +107,14 @@ public struct EngineProjector: Projector {
         var description: String { "fact \(id) (\(kind)) does not decode as an engine fact" }
     }
 
+    /// The App Store's environments in the order answers and rows list them.
+    public static let environmentOrder: [Entitlements.Environment] = [.production, .sandbox, .xcode, .localTesting]
+
     /// Environments present, primary first: Production, then the others in a fixed order.
     static func environments(of facts: [Fact]) -> [Entitlements.Environment] {
         let present = Set(facts.map(\.environment))
-        let order: [Entitlements.Environment] = [.production, .sandbox, .xcode, .localTesting]
-        let known = order.filter(present.contains)
-        let others = present.subtracting(order).sorted { $0.rawValue < $1.rawValue }
+        let known = environmentOrder.filter(present.contains)
+        let others = present.subtracting(environmentOrder).sorted { $0.rawValue < $1.rawValue }
         return known + others
     }
 }

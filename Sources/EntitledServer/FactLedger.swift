@@ -22,9 +22,19 @@ public final class FactLedger: ReadinessProbe {
     ///   - store: the opened ledger.
     ///   - policy: the policy projections are evaluated with (the configuration's merged policy).
     ///   - cache: the projection path's fast paths and codec (share the API's).
-    public init(store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache()) {
+    ///   - grantEnvironments: the environments stored answers merge
+    ///     (``FactMapper/grantEnvironments(for:)``).
+    public init(
+        store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache(),
+        grantEnvironments: [Environment] = EngineProjector.defaultGrantEnvironments
+    ) {
         self.store = store
-        self.projector = EngineProjector(policy: policy, cache: cache)
+        self.projector = EngineProjector(policy: policy, cache: cache, grantEnvironments: grantEnvironments)
+    }
+
+    /// The context of a customer answer at `now` over the environments stored answers merge.
+    public func answerContext(now: Int64) -> EvaluationContext {
+        EvaluationContext(policy: projector.policy, environments: projector.grantEnvironments, now: now)
     }
 
     private var cache: ProjectionCache { projector.cache }
@@ -102,11 +112,11 @@ public final class FactLedger: ReadinessProbe {
 
     /// The stored answer when it holds for `context`.
     private func fresh(_ document: [UInt8], computedAt: Int64, context: EvaluationContext) -> RenderedCustomer? {
-        guard context.policy == projector.policy,
+        guard context.policy == projector.policy, context.environments == projector.grantEnvironments,
             // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
             computedAt <= context.now,
             case .current(let answer) = cache.storedAnswer(document),
-            answer.holds(at: context.now, environment: context.environment)
+            answer.holds(at: context.now, scope: context.scope)
         else { return nil }
         return answer
     }
@@ -125,7 +135,7 @@ public final class FactLedger: ReadinessProbe {
             } catch let error as EngineProjector.UndecodableFact {
                 throw LedgerError(.projectionFailed, detail: "\(appUserId): \(error)")
             }
-            let state = evaluate(facts: facts, policy: context.policy, now: context.now, environment: context.environment)
+            let state = evaluate(facts: facts, policy: context.policy, now: context.now, environments: context.environments)
             return CustomerSnapshot(customer: customer, state: state)
         }
     }

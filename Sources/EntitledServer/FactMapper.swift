@@ -80,6 +80,15 @@ public struct FactMapper: Sendable {
         return merged
     }
 
+    /// The environments whose purchases grant access in customer answers: every app's
+    /// `grantEnvironments` together (customers are not per app, so an environment grants when any
+    /// app lists it), Production first (``EngineProjector/environmentOrder``).
+    public static func grantEnvironments(for configuration: Configuration) -> [Entitlements.Environment] {
+        guard !configuration.apps.isEmpty else { return [.production, .sandbox] }
+        let listed = Set(configuration.apps.flatMap(\.grantEnvironments).map(Entitlements.Environment.init(rawValue:)))
+        return EngineProjector.environmentOrder.filter(listed.contains)
+    }
+
     static func productType(_ kind: Product.Kind) -> Entitlements.ProductType {
         switch kind {
         case .autoRenewable: .autoRenewable

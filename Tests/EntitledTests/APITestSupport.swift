@@ -108,9 +108,12 @@ final class TestLedger: Sendable {
     let store: SQLiteStore
     let switches = Switches()
 
-    init(policy: Policy, cache: ProjectionCache) async throws {
+    init(
+        policy: Policy, cache: ProjectionCache, grantEnvironments: [Environment] = EngineProjector.defaultGrantEnvironments
+    ) async throws {
         store = try #require(try await openStore(url: "sqlite::memory:") as? SQLiteStore)
-        ledger = FactLedger(store: SwitchedStore(base: store, switches: switches), policy: policy, cache: cache)
+        ledger = FactLedger(
+            store: SwitchedStore(base: store, switches: switches), policy: policy, cache: cache, grantEnvironments: grantEnvironments)
     }
 
     /// While false, every call fails as an unreachable database does.

@@ -75,7 +75,7 @@ import Testing
     static let current = RenderedCustomer(
         body: CustomerBody(
             customer: CustomerRecord(id: 1, appUserId: "a", appAccountToken: "t", createdAt: 0),
-            state: evaluate(facts: [], policy: Policy(), now: 0, environment: .production), now: 0))!.document
+            state: evaluate(facts: [], policy: Policy(), now: 0, environment: .production), now: 0), scope: "Production+Sandbox")!.document
 
     @Test(arguments: [
         (document: current, cache: true, comparable: true),
