@@ -59,11 +59,13 @@ let package = Package(
             name: "EntitledServer",
             dependencies: ["AppStore", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
             swiftSettings: swiftSettings),
-        // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes.
+        // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes;
+        // `entitled simulate`'s runner.
         .target(
             name: "EntitledDev",
             dependencies: [
                 "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "Entitlements", "Storage", "AppStoreSimulator",
+                "EntitledCrypto",
             ],
             swiftSettings: swiftSettings),
         // `entitled bench`'s benchmarks (the command parses their options).
@@ -102,7 +104,7 @@ let package = Package(
             name: "EntitledTests",
             dependencies: [
                 "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
-                "AppStoreSimulator",
+                "AppStoreSimulator", "EntitledDev",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),
     ]

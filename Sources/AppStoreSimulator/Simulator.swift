@@ -101,7 +101,7 @@ public actor Simulator {
     /// The signing chain.
     public nonisolated let ca: SimulatorCA
     /// The store's state.
-    public private(set) var store: SimulatedStore
+    public internal(set) var store: SimulatedStore
     let signer: NotificationSigner
     let v1Builder: V1NotificationBuilder?
     /// Mass renewal-date extensions by request identifier (for the fake Server API's status endpoint).

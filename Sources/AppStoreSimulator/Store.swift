@@ -22,8 +22,8 @@ public struct SimulatedStore: Sendable {
     public internal(set) var transactionOrder: [String] = []
     /// Purchaser of each one-time transaction.
     public internal(set) var oneTimeCustomer: [String: String] = [:]
-    private var nextTransactionNumber: Int64 = 2_000_000_000_000_001
-    private var nextWebOrderNumber: Int64 = 1_000_000_000_000_001
+    var nextTransactionNumber: Int64 = 2_000_000_000_000_001
+    var nextWebOrderNumber: Int64 = 1_000_000_000_000_001
     /// How fast subscription periods pass (Xcode and sandbox can accelerate renewals).
     public var renewalRate: RenewalRate = .realTime
     /// Billing retry lasts 60 days after the failed renewal.

@@ -83,6 +83,7 @@ public enum APIBenchmark {
         for (label, url, schema) in backends {
             var storeConfiguration = StoreConfiguration()
             storeConfiguration.postgresSchema = schema
+            storeConfiguration.log = printStorageEvent
             let store = try await openStore(url: url, configuration: storeConfiguration)
             // The customers exist (an app asks for its customer before StoreKit buys with their
             // token), so each notification links its subscription and recomputes their projection.

@@ -80,6 +80,7 @@ public enum StoreBenchmark {
     static func open(_ url: String, schema: String?) async throws -> any LedgerStore {
         var configuration = StoreConfiguration()
         configuration.postgresSchema = schema
+        configuration.log = printStorageEvent
         return try await openStore(url: url, configuration: configuration)
     }
 

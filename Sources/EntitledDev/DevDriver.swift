@@ -64,13 +64,50 @@ actor DevDriver {
     /// Timed actions of the seeded scenario, earliest first.
     private var scheduled: [(at: Int64, request: ActionRequest)] = []
 
-    init(simulator: Simulator, ledger: FactLedger, policy: Policy, pace: Pace, capacity: Int = 400) {
+    /// Where the state is saved after each turn (nil: nowhere).
+    nonisolated let folder: DevDataFolder?
+
+    /// - Parameter saved: the state a restart continues from (its origin and scheduled actions;
+    ///   the simulator has been restored from it already).
+    init(
+        simulator: Simulator, ledger: FactLedger, policy: Policy, pace: Pace, capacity: Int = 400,
+        folder: DevDataFolder? = nil, saved: DevState? = nil
+    ) {
         self.simulator = simulator
         self.ledger = ledger
         self.policy = policy
-        self.origin = simulator.now
+        self.origin = saved?.origin ?? simulator.now
         self.capacity = capacity
         self.pace = Mutex(pace)
+        self.folder = folder
+        self.scheduled = saved?.scheduled.map { ($0.at, $0.request) } ?? []
+    }
+
+    // MARK: - Saving
+
+    /// Saves the state now, once it is this caller's turn (at shutdown: after the last action).
+    func save() async {
+        await acquire()
+        defer { release() }
+        await saveAfterTurn()
+    }
+
+    /// Saves the state; the caller holds the turn, so no action is half done.
+    private func saveHoldingTurn() async throws {
+        guard let folder else { return }
+        let state = DevState(
+            origin: origin, scheduled: scheduled.map { DevState.Scheduled(at: $0.at, request: $0.request) },
+            simulator: await simulator.savedState())
+        try folder.save(state)
+    }
+
+    /// After each turn: a failed save is logged, not fatal (the next turn tries again).
+    private func saveAfterTurn() async {
+        do {
+            try await saveHoldingTurn()
+        } catch {
+            ServerLog.event("dev state not saved", ["error": "\(error)"])
+        }
     }
 
     // MARK: - Pace
@@ -123,7 +160,9 @@ actor DevDriver {
     func advance(by duration: AppStoreSimulator.ISODuration) async throws -> [SignedNotification] {
         await acquire()
         defer { release() }
-        return try await advanceHoldingTurn(by: duration)
+        let out = try await advanceHoldingTurn(by: duration)
+        await saveAfterTurn()
+        return out
     }
 
     /// The auto-advance's day. The pace is read again once it is this day's turn: a pause that came
@@ -133,6 +172,7 @@ actor DevDriver {
         defer { release() }
         guard currentPace.running else { return }
         _ = try? await advanceHoldingTurn(by: Self.oneDay)
+        await saveAfterTurn()
     }
 
     /// ``advance(by:)`` once the caller holds the turn.
@@ -172,6 +212,7 @@ actor DevDriver {
         defer { release() }
         let out = try await perform(request)
         await sample()
+        await saveAfterTurn()
         return out
     }
 

@@ -20,15 +20,18 @@ public struct DevOptions: Sendable {
     public var data: String
     /// Real seconds per virtual day; 0 starts paused.
     public var dayEvery: Double
-    /// Whether to buy the seeded customers' subscriptions at start.
+    /// Whether to buy the seeded customers' subscriptions at start (a new data folder only).
     public var seed: Bool
+    /// Whether to empty the data folder first (of what `entitled dev` keeps there).
+    public var reset: Bool
     /// The fast paths' switch (the command reads `ENTITLED_FAST_PATHS`).
     public var fastPaths: FastPaths
 
     public init(
         listen: String?, environment: [String: String] = [:], control: ListenAddress, data: String, dayEvery: Double,
-        seed: Bool, fastPaths: FastPaths = FastPaths()
+        seed: Bool, reset: Bool = false, fastPaths: FastPaths = FastPaths()
     ) {
+        self.reset = reset
         self.fastPaths = fastPaths
         self.listen = listen
         self.environment = environment
@@ -47,17 +50,22 @@ public enum DevEnvironment {
 
     /// Runs the server (through ``buildApplication(configuration:clock:store:verifier:rejectionBudget:fastPaths:)``,
     /// on the simulator's virtual clock), the simulator and its control API until SIGTERM or SIGINT.
+    /// A data folder used before is continued: the simulator's store, virtual time and ids go on
+    /// from where they were saved (after every action and day, and at exit).
     public static func run(_ options: DevOptions) async throws {
-        let folder = URL(fileURLWithPath: options.data)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let ca = try SimulatorCA.loadOrCreate(in: folder.appendingPathComponent("simulator"))
-        let rootFile = folder.appendingPathComponent("simulator-root.der")
-        try Data(ca.rootDER).write(to: rootFile)
-        let catalog = Catalog.demo
-        let configuration = try configuration(options, catalog: catalog, rootFile: rootFile.path)
+        let folder = DevDataFolder(url: URL(fileURLWithPath: options.data))
+        if options.reset { try folder.reset() }
+        try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
+        let saved = try folder.load()
+        let ca = try SimulatorCA.loadOrCreate(in: folder.caFolder)
+        try Data(ca.rootDER).write(to: folder.rootFile)
+        let catalog = saved?.simulator.catalog ?? Catalog.demo
+        let configuration = try configuration(options, catalog: catalog, rootFile: folder.rootFile.path)
 
-        // The composition root: the only place `dev` reads the wall clock, to start the virtual one.
-        let clock = AppStoreSimulator.VirtualClock(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+        // The composition root: the only place `dev` reads the wall clock, to start the virtual one
+        // (a continued folder starts it where it was saved).
+        let clock = AppStoreSimulator.VirtualClock(
+            milliseconds: saved?.simulator.now ?? Int64(Date().timeIntervalSince1970 * 1000))
         let assembled = try await buildApplication(
             configuration: configuration, clock: clock, fastPaths: options.fastPaths)
         let store = assembled.store
@@ -71,15 +79,27 @@ public enum DevEnvironment {
             try server.start()
         } catch {
             await store.close()
-            throw StartupError.runtime(error.description)
+            throw StartupError.runtime(
+                "\(error.description); is another entitled dev running? Choose another address with --listen HOST:PORT "
+                    + "(or ENTITLED_LISTEN)")
         }
         let notificationsURL = URL(string: "http://\(configuration.listen.host):\(server.port)/v1/apple/notifications")!
         let simulator = Simulator(
             catalog: catalog, ca: ca, clock: clock, transport: URLSessionTransport(url: notificationsURL))
+        if let saved {
+            do {
+                try await simulator.restore(saved.simulator)
+            } catch {
+                await server.shutdown()
+                await store.close()
+                throw StartupError.configuration("\(folder.stateFile.path): \(error.message); start afresh with --reset")
+            }
+        }
         let dayEvery = options.dayEvery
         let driver = DevDriver(
             simulator: simulator, ledger: assembled.ledger, policy: FactMapper.policy(for: configuration),
-            pace: DevDriver.Pace(running: dayEvery > 0, dayEvery: dayEvery > 0 ? max(DevDriver.minimumDayEvery, dayEvery) : 2))
+            pace: DevDriver.Pace(running: dayEvery > 0, dayEvery: dayEvery > 0 ? max(DevDriver.minimumDayEvery, dayEvery) : 2),
+            folder: folder, saved: saved)
         driverBox.set(driver)
 
         var controlSettings = HTTPServer.Configuration()
@@ -92,7 +112,8 @@ public enum DevEnvironment {
         } catch {
             await server.shutdown()
             await store.close()
-            throw StartupError.runtime("control API: \(error.description)")
+            throw StartupError.runtime(
+                "control API: \(error.description); choose another address with --control HOST:PORT")
         }
 
         if !isLoopback(configuration.listen.host) {
@@ -100,14 +121,16 @@ public enum DevEnvironment {
                 "warning",
                 ["detail": "entitled dev listens beyond loopback: anyone who can reach it can drive the simulator with the printed key"])
         }
-        if options.seed {
+        if options.seed && saved == nil {
             do {
                 try await seedScenario(driver: driver)
             } catch {
-                FileHandle.standardError.write(Data("entitled dev: the seeded scenario failed: \(error)\n".utf8))
+                ServerLog.event("seeded scenario failed", ["error": "\(error)"])
             }
         }
         await driver.sample()
+        // Saved at once, so that even a killed process continues this folder's clock and ids.
+        await driver.save()
         // Announced once seeded, so that whoever opens the dashboard on this line sees customers.
         ServerLog.event(
             "listening",
@@ -116,11 +139,19 @@ public enum DevEnvironment {
                 "control": "\(options.control.host):\(controlServer.port)", "database": configuration.database,
                 "apiKey": devKey, "dashboard": "http://\(configuration.listen.host):\(server.port)/",
             ])
+        // The same as plain lines, for a person reading the terminal.
+        for line in announcement(
+            dashboard: "http://\(configuration.listen.host):\(server.port)/", folder: folder.url.path, continued: saved != nil)
+        {
+            LogWriter.standardOutput.write(line: line)
+        }
+        LogWriter.standardOutput.flush()
         let ticker = Task { await driver.autoAdvance() }
 
         let signal = await signals.wait()
         ServerLog.event("shutting down", ["signal": signal])
         ticker.cancel()
+        await driver.save()
         await controlServer.shutdown()
         await server.shutdown()
         await store.close()
@@ -203,6 +234,17 @@ public enum DevEnvironment {
         refund.customer = "frank"
         refund.product = "pro.monthly"
         await driver.schedule(refund, at: driver.origin + 9 * Milliseconds.day)
+    }
+
+    /// What `entitled dev` tells a person at start, one plain line each.
+    static func announcement(dashboard: String, folder: String, continued: Bool) -> [String] {
+        [
+            "Dashboard: \(dashboard)",
+            "API key:   \(devKey)",
+            continued
+                ? "Data:      \(folder) (continued from where it stopped; --reset starts afresh)"
+                : "Data:      \(folder)",
+        ]
     }
 
     static func isLoopback(_ host: String) -> Bool {

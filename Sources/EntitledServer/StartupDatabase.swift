@@ -57,9 +57,11 @@ public func openDatabase(_ url: String, storage: StorageSettings = StorageSettin
 /// The time limit of the start's quick check of the database.
 let startupCheckSeconds = 2
 
-/// The store options the configuration's `storage` section sets.
+/// The store options the configuration's `storage` section sets; Storage reports through the
+/// server's log (`"type":"server"` lines).
 public func storeConfiguration(_ storage: StorageSettings) -> StoreConfiguration {
     var configuration = StoreConfiguration()
+    configuration.log = { event, fields in ServerLog.event(event, fields) }
     configuration.postgresStatementTimeoutMilliseconds = storage.statementTimeoutMilliseconds
     configuration.postgresConnectTimeoutSeconds = storage.connectTimeoutSeconds
     return configuration

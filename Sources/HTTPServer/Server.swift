@@ -90,12 +90,16 @@ public final class HTTPServer: Sendable {
     /// The port actually bound (differs from the configured one when that was 0).
     public var port: Int { boundPort.load(ordering: .relaxed) }
 
-    /// How much of an oversized body is read and dropped before the connection is cut instead.
-    var discardBudget: Int { max(configuration.maxBodyBytes, 1 << 20) * 4 }
-
-    /// How much of a body refused before reading (a route that takes none, a failed admission)
-    /// is read and dropped so the answer arrives intact; past it the connection is cut.
-    static let refusalDrainBytes = 64 * 1024
+    /// The limits each request is admitted and read under (see ``RequestExchange``): an oversized
+    /// body is read and dropped up to 4× `maxBodyBytes` (at least 4 MiB) before the connection is
+    /// cut instead; a body refused before reading (a route that takes none, a failed admission) up
+    /// to 64 KiB, so the answer arrives intact.
+    var exchangeLimits: RequestExchange.Limits {
+        RequestExchange.Limits(
+            maxURLBytes: configuration.maxURLBytes, maxHeaderBytes: configuration.maxHeaderBytes,
+            maxBodyBytes: configuration.maxBodyBytes, discardBudget: max(configuration.maxBodyBytes, 1 << 20) * 4,
+            refusalDrainBytes: 64 * 1024)
+    }
 
     /// Requests received and not yet completed.
     public var requestsInFlight: Int { inFlight.load(ordering: .relaxed) }
@@ -225,72 +229,52 @@ public final class HTTPServer: Sendable {
             exchange = Unmanaged<Exchange>.fromOpaque(existing).takeUnretainedValue()
         } else {
             // The request-line callback always sets one; this is only a fallback.
-            exchange = Exchange(targetBytes: 0)
+            exchange = Exchange(targetBytes: 0, limits: exchangeLimits)
             context.pointee = Unmanaged.passRetained(exchange).toOpaque()
         }
         if !exchange.headersIn {
-            // First call: headers are in, no body byte has been read. Never queue a response here
-            // (it would close keep-alive connections).
+            // First call: headers are in, no body byte has been read.
             exchange.headersIn = true
             inFlight.add(1, ordering: .relaxed)
             watch.headersReceived(connection)
-            admit(exchange, connection: connection, url: url, method: method)
-            if let refusal = exchange.refusal,
-                lookup(connection, kind: .HEADER_KIND, "Expect")?.lowercased() == "100-continue"
-            {
-                // The client waits for "100 Continue" before sending the body: refuse now (this
-                // closes the connection, which is right: the body will never be read).
-                return queue(refusal, on: connection, exchange: exchange)
+            let head = RequestExchange.Head(
+                method: HTTPMethod(method.map { String(cString: $0) } ?? "GET"), path: url.map { String(cString: $0) } ?? "/",
+                requestId: requestId(for: connection), headers: collectHeaders(connection),
+                peer: Self.address(CMicroHTTPD_clientAddress(connection)),
+                headerBytes: CMicroHTTPD_requestHeaderSize(connection), query: { self.collectQuery(connection) })
+            let step = exchange.logic.admit(head, router: router, trustedProxies: configuration.trustedProxies) {
+                self.errorResponse($0, request: $1)
             }
-            return .YES
+            return perform(step, on: connection, exchange: exchange)
         }
-
         if let response = exchange.response {
             // Resumed after an async handler finished.
             exchange.response = nil
             return queue(response, on: connection, exchange: exchange)
         }
-        if let refusal = exchange.refusal {
-            // Read and discard a moderately oversized body so the answer arrives intact (closing
-            // with unread input makes the kernel send RST, and clients lose the response); past
-            // the discard budget, answer at once and let libmicrohttpd close the connection.
-            let count = uploadSize.pointee
-            if count == 0 {
-                return queue(refusal, on: connection, exchange: exchange)
-            }
-            exchange.discarded += count
-            if exchange.discarded > exchange.discardLimit {
-                return queue(refusal, on: connection, exchange: exchange)
-            }
-            uploadSize.pointee = 0
-            return .YES
+        let count = uploadSize.pointee
+        guard count == 0 else {
+            let step =
+                uploadData.map { data in
+                    data.withMemoryRebound(to: UInt8.self, capacity: count) {
+                        exchange.logic.receive(UnsafeBufferPointer(start: $0, count: count))
+                    }
+                } ?? exchange.logic.receive(UnsafeBufferPointer(start: nil, count: 0))
+            if case .proceed = step { uploadSize.pointee = 0 }
+            return perform(step, on: connection, exchange: exchange)
         }
-        if uploadSize.pointee > 0 {
-            let count = uploadSize.pointee
-            if exchange.body.count + count > configuration.maxBodyBytes {
-                exchange.refuse(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes), discardLimit: discardBudget)
-                exchange.discarded = exchange.body.count + count
-                exchange.body = []
-                uploadSize.pointee = 0
-                return .YES
-            }
-            if let uploadData {
-                uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {
-                    exchange.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
-                }
-            }
-            uploadSize.pointee = 0
-            return .YES
-        }
-
         // Final call: the whole request is here.
-        guard var request = exchange.request, let handler = exchange.handler else {
-            return queue(HTTPError.internalError.response(requestId: exchange.requestId), on: connection, exchange: exchange)
-        }
-        request.body = exchange.body
-        exchange.body = []
-        switch handler {
-        case .inline(let body):
+        return perform(exchange.logic.complete(), on: connection, exchange: exchange)
+    }
+
+    /// Does what the exchange decided: reads on, queues an answer, or runs the handler.
+    private func perform(_ step: RequestExchange.Step, on connection: OpaquePointer, exchange: Exchange) -> MHD_Result {
+        switch step {
+        case .proceed:
+            return .YES
+        case .answer(let response):
+            return queue(response, on: connection, exchange: exchange)
+        case .run(.inline(let body), let request):
             let response: Response
             do {
                 response = try body(request)
@@ -298,69 +282,15 @@ public final class HTTPServer: Sendable {
                 response = errorResponse(error, request: request)
             }
             return queue(response, on: connection, exchange: exchange)
-        case .async(let body):
+        case .run(.async(let body), let request):
             return suspend(connection, exchange: exchange, request: request, body)
-        case .inlineFirst(let fast, let slow):
+        case .run(.inlineFirst(let fast, let slow), let request):
             do {
                 if let response = try fast(request) { return queue(response, on: connection, exchange: exchange) }
             } catch {
                 return queue(errorResponse(error, request: request), on: connection, exchange: exchange)
             }
             return suspend(connection, exchange: exchange, request: request, slow)
-        }
-    }
-
-    /// Runs when the headers are in: checks the limits, matches the route and admits the request
-    /// (or records why it is refused) before any byte of the body is read.
-    private func admit(
-        _ exchange: Exchange, connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?
-    ) {
-        exchange.method = HTTPMethod(method.map { String(cString: $0) } ?? "GET")
-        exchange.path = url.map { String(cString: $0) } ?? "/"
-        exchange.requestId = requestId(for: connection)
-        let headers = collectHeaders(connection)
-        let peer = Self.address(CMicroHTTPD_clientAddress(connection))
-        exchange.remoteAddress = configuration.trustedProxies.clientAddress(
-            peer: peer, forwardedFor: headers.compactMap { $0.name.caseInsensitiveEquals("X-Forwarded-For") ? $0.value : nil })
-        let hasBody =
-            headers["Transfer-Encoding"] != nil || headers["Content-Length"].map { Int($0) != 0 } ?? false
-        if max(exchange.targetBytes, exchange.path.utf8.count) > configuration.maxURLBytes {
-            exchange.refuse(HTTPError.uriTooLong(limit: configuration.maxURLBytes), discardLimit: Self.refusalDrainBytes)
-            return
-        }
-        if CMicroHTTPD_requestHeaderSize(connection) > configuration.maxHeaderBytes {
-            exchange.refuse(
-                HTTPError.headerFieldsTooLarge(limit: configuration.maxHeaderBytes), discardLimit: Self.refusalDrainBytes)
-            return
-        }
-        switch router.resolve(exchange.method, exchange.path) {
-        case .notFound:
-            exchange.refuse(HTTPError.notFound("no route for \(exchange.path)"), discardLimit: discardBudget)
-        case .methodNotAllowed(let allow):
-            exchange.refuse(HTTPError.methodNotAllowed(allow: allow), discardLimit: discardBudget)
-        case .found(let route, let parameters):
-            if hasBody && !route.takesBody {
-                exchange.refuse(HTTPError.bodyNotAllowed, discardLimit: Self.refusalDrainBytes, close: true)
-                return
-            }
-            if let length = headers["Content-Length"], let declared = Int(length), declared > configuration.maxBodyBytes {
-                exchange.refuse(HTTPError.payloadTooLarge(limit: configuration.maxBodyBytes), discardLimit: discardBudget)
-                return
-            }
-            let request = Request(
-                method: exchange.method, path: exchange.path, query: collectQuery(connection), headers: headers,
-                pathParameters: parameters, remoteAddress: exchange.remoteAddress, requestId: exchange.requestId)
-            if let check = route.admit {
-                do {
-                    try check(request)
-                } catch {
-                    exchange.refuse(
-                        errorResponse(error, request: request), discardLimit: Self.refusalDrainBytes, close: hasBody)
-                    return
-                }
-            }
-            exchange.request = request
-            exchange.handler = route.handler
         }
     }
 
@@ -410,12 +340,12 @@ public final class HTTPServer: Sendable {
         line.add("time", ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
         line.add("type", "access")
         line.add("requestId", exchange.requestId)
-        line.add("method", exchange.method.rawValue)
-        line.add("path", exchange.path)
+        line.add("method", exchange.logic.method.rawValue)
+        line.add("path", exchange.logic.path)
         line.add("status", exchange.status)
         line.add("bytes", exchange.bytesSent)
         line.add("durationMs", elapsed)
-        if !exchange.remoteAddress.isEmpty { line.add("remote", exchange.remoteAddress) }
+        if !exchange.logic.remoteAddress.isEmpty { line.add("remote", exchange.logic.remoteAddress) }
         if code != 0 { line.add("terminated", Self.terminationReason(code)) }
         log.write(line: line.finish())
     }
@@ -442,7 +372,7 @@ public final class HTTPServer: Sendable {
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
         _ = MHD_add_response_header(mhdResponse, "X-Request-Id", exchange.requestId)
-        if exchange.closeAfter || stopping.load(ordering: .relaxed) {
+        if exchange.logic.closeAfter || stopping.load(ordering: .relaxed) {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
         exchange.status = response.status

@@ -100,7 +100,7 @@ final class ConnectionWatch: Sendable {
     }
 
     func opened(_ connection: OpaquePointer, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
-        let entry = Entry(socket: CMicroHTTPD_socket(connection), deadline: Self.now() + Self.nanoseconds(headerTimeout))
+        let entry = Entry(socket: CMicroHTTPD_socket(connection), deadline: HeaderDeadline.due(after: Self.now(), headerTimeout))
         context.pointee = Unmanaged.passRetained(entry).toOpaque()
         state.withLock { $0.entries[ObjectIdentifier(entry)] = entry }
     }
@@ -113,11 +113,11 @@ final class ConnectionWatch: Sendable {
     }
 
     func headersReceived(_ connection: OpaquePointer) {
-        entry(connection)?.deadline.store(0, ordering: .relaxed)
+        entry(connection)?.deadline.store(HeaderDeadline.none, ordering: .relaxed)
     }
 
     func requestCompleted(_ connection: OpaquePointer, idleTimeout: Duration) {
-        entry(connection)?.deadline.store(Self.now() + Self.nanoseconds(idleTimeout), ordering: .relaxed)
+        entry(connection)?.deadline.store(HeaderDeadline.due(after: Self.now(), idleTimeout), ordering: .relaxed)
     }
 
     private func entry(_ connection: OpaquePointer) -> Entry? {
@@ -145,9 +145,8 @@ final class ConnectionWatch: Sendable {
             let running = state.withLock { state -> Bool in
                 guard state.running else { return false }
                 for entry in state.entries.values {
-                    let deadline = entry.deadline.load(ordering: .relaxed)
-                    guard deadline != 0, deadline < now else { continue }
-                    entry.deadline.store(0, ordering: .relaxed)
+                    guard HeaderDeadline.isOverdue(entry.deadline.load(ordering: .relaxed), at: now) else { continue }
+                    entry.deadline.store(HeaderDeadline.none, ordering: .relaxed)
                     _ = shutdownSocket(entry.socket)
                     closedForTimeout.add(1, ordering: .relaxed)
                 }
@@ -158,10 +157,21 @@ final class ConnectionWatch: Sendable {
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}
 
-    private static func nanoseconds(_ duration: Duration) -> UInt64 {
-        UInt64(max(0, duration.components.seconds)) * 1_000_000_000 + UInt64(max(0, duration.components.attoseconds) / 1_000_000_000)
+/// A connection's header deadline, in uptime nanoseconds: the instant by which its next request's
+/// headers must be in, or ``none`` while a request is being served.
+enum HeaderDeadline {
+    static let none: UInt64 = 0
+
+    /// `timeout` after `now` (accept, or the end of a response).
+    static func due(after now: UInt64, _ timeout: Duration) -> UInt64 {
+        let (seconds, attoseconds) = timeout.components
+        return now + UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
+
+    /// Whether a connection with this deadline is cut at `now`.
+    static func isOverdue(_ deadline: UInt64, at now: UInt64) -> Bool { deadline != none && deadline < now }
 }
 
 /// `shutdown(2)` both directions: the peer sees the end at once, the descriptor stays open.

@@ -72,42 +72,21 @@ extension HTTPServer {
 /// async handler writes `response` before `MHD_resume_connection`, whose internal locking orders
 /// that write before the next access-handler call reads it.
 final class Exchange: @unchecked Sendable {
-    /// Length of the request target as sent (path and query, before decoding).
-    let targetBytes: Int
     let started = DispatchTime.now().uptimeNanoseconds
     /// Set at the first access-handler call (the headers are in).
     var headersIn = false
-    var method = HTTPMethod.get
-    var path = "/"
-    var requestId = ""
-    var remoteAddress = ""
-    /// The request as admitted (without its body) and its route's handler.
-    var request: Request?
-    var handler: Handler?
-    var body: [UInt8] = []
-    /// The answer decided before the body was read; the body is then discarded, not buffered.
-    var refusal: Response?
-    /// Body bytes discarded before answering `refusal` at once (libmicrohttpd then cuts the connection).
-    var discardLimit = 0
-    var closeAfter = false
+    /// The request's admission, body and answer, decided without the socket.
+    var logic: RequestExchange
+    /// The async handler's answer, queued when the connection is resumed.
     var response: Response?
     var status = 0
     var bytesSent = 0
-    var discarded = 0
 
-    init(targetBytes: Int) {
-        self.targetBytes = targetBytes
+    init(targetBytes: Int, limits: RequestExchange.Limits) {
+        logic = RequestExchange(targetBytes: targetBytes, limits: limits)
     }
 
-    func refuse(_ error: some HTTPResponseError, discardLimit: Int, close: Bool = false) {
-        refuse(error.response(requestId: requestId), discardLimit: discardLimit, close: close)
-    }
-
-    func refuse(_ response: Response, discardLimit: Int, close: Bool = false) {
-        refusal = response
-        self.discardLimit = discardLimit
-        closeAfter = close
-    }
+    var requestId: String { logic.requestId }
 }
 
 /// The daemon pointer, kept in the server's locked state.
@@ -163,8 +142,10 @@ func completedHandler(
 func requestLineHandler(
     _ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?, _ connection: OpaquePointer?
 ) -> UnsafeMutableRawPointer? {
+    guard let cls else { return nil }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     let length = uri.map { strlen($0) } ?? 0
-    return Unmanaged.passRetained(Exchange(targetBytes: Int(length))).toOpaque()
+    return Unmanaged.passRetained(Exchange(targetBytes: Int(length), limits: server.exchangeLimits)).toOpaque()
 }
 
 func connectionHandler(

@@ -138,6 +138,8 @@ public struct StoreConfiguration: Sendable {
     public var postgresConnectTimeoutSeconds: Int = 5
     /// PostgreSQL: transaction attempts on serialization failure or deadlock. Default 5.
     public var postgresTransactionAttempts: Int = 5
+    /// Where Storage reports events (the SQLite writer's counters at close); nil says nothing.
+    public var log: StorageLog? = nil
     /// Test hook: called at each ``FaultPoint`` inside write transactions.
     public var faultInjector: FaultInjector? = nil
     /// Tests only: open without looking at the schema at all (to clean up a too-new one).

@@ -8,7 +8,7 @@ enum DevCommand: Command {
     static let summary = "server + App Store simulator on a virtual clock, seeded, with a dashboard"
     static let help = """
         Usage: entitled dev [--listen HOST:PORT] [--control HOST:PORT] [--data DIR] [--day-every SECONDS]
-                            [--no-seed]
+                            [--no-seed] [--reset]
 
         Runs the server (SQLite in DIR/entitled.sqlite) and the App Store simulator (its CA in
         DIR/simulator) together. The simulator signs every notification with its own CA, which the
@@ -22,13 +22,18 @@ enum DevCommand: Command {
         add a customer, advance a day or a month, pause, speed). Its JSON is under /dev/ (see
         docs/simulator.md), served by this command only, with the API key printed at start.
 
+        DIR is continued on a restart: the simulator's customers, subscriptions, virtual clock and
+        transaction ids go on from where they stopped (saved in DIR/dev-state.json after every
+        action and day, and at exit). --reset starts from an empty DIR instead.
+
         Options:
           --listen HOST:PORT   the server (env ENTITLED_LISTEN; default 127.0.0.1:8080; the dashboard
                                answers loopback names only unless HOST is 0.0.0.0 or ::)
           --control HOST:PORT  the simulator's control API (default 127.0.0.1:8081; see docs/simulator.md)
           --data DIR           where the database and the simulator's CA live (default ./data/dev)
           --day-every SECONDS  real seconds per virtual day (default 2, at least 0.05; 0 starts paused)
-          --no-seed            start without the seeded customers
+          --no-seed            start without the seeded customers (a continued DIR is never seeded again)
+          --reset              remove what dev keeps in DIR (database, simulator CA and state) first
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
@@ -40,11 +45,12 @@ enum DevCommand: Command {
         let data = try arguments.option("--data") ?? "./data/dev"
         let dayEvery = try arguments.option("--day-every", as: "a number of seconds") { Double($0).flatMap { $0 >= 0 ? $0 : nil } } ?? 2
         let seed = !arguments.flag("--no-seed")
+        let reset = arguments.flag("--reset")
         try arguments.finish()
         guard let controlAddress = ListenAddress(parsing: control) else { throw UsageError("--control: '\(control)' is not HOST:PORT") }
         try await DevEnvironment.run(
             DevOptions(listen: listen, environment: environment, control: controlAddress, data: data, dayEvery: dayEvery, seed: seed,
-                fastPaths: fastPaths))
+                reset: reset, fastPaths: fastPaths))
         return ExitStatus.ok
     }
 }

@@ -1,11 +1,10 @@
 import AppStore
 import AppStoreSimulator
-import EntitledCrypto
-import EntitledServer
+import EntitledConfig
+import EntitledDev
 import Foundation
-import HTTPServer
 
-/// `entitled simulate`: a local App Store with a virtual clock, sending signed V2 notifications.
+/// `entitled simulate`: parses its options; ``SimulateRunner`` (in `EntitledDev`) runs it.
 enum SimulateCommand: Command {
     static let name = "simulate"
     static let summary = "run the App Store simulator (virtual clock, signed V2 notifications, control API)"
@@ -76,122 +75,46 @@ enum SimulateCommand: Command {
         let issuerId = try arguments.option("--issuer-id")
         try arguments.finish()
 
-        var apiKeys: [APIKey] = []
+        var options = SimulateOptions(data: dataDirectory, bundleId: bundleIdOption, start: startOption, renewalRate: renewalRate,
+            v1SharedSecret: v1SharedSecret)
+        options.scenarioPath = scenarioPath
         if let apiKeyPath {
             guard let keyId, let issuerId else { throw UsageError("--api-key needs --key-id and --issuer-id") }
             guard listen != nil else { throw UsageError("--api-key needs --listen") }
-            let pem = String(decoding: try read(apiKeyPath), as: UTF8.self)
-            do {
-                apiKeys.append(APIKey(keyId: keyId, issuerId: issuerId, publicKey: try P256PrivateKey(pem: pem).publicKey))
-            } catch {
-                throw UsageError("\(apiKeyPath) is not a P-256 private key in PEM")
-            }
+            options.serverAPIKey = .init(privateKeyPath: apiKeyPath, keyId: keyId, issuerId: issuerId)
         } else if keyId != nil || issuerId != nil {
             throw UsageError("--key-id and --issuer-id go with --api-key")
         }
-
-        let environment = AppStoreEnvironment(rawValue: environmentName)
-        guard environment == .sandbox || environment == .production else {
+        options.environment = AppStoreEnvironment(rawValue: environmentName)
+        guard options.environment == .sandbox || options.environment == .production else {
             throw UsageError("--environment is Sandbox or Production")
         }
-        if catalogPath != nil && storeKitPath != nil { throw UsageError("give --catalog or --storekit, not both") }
-        var catalog: Catalog
-        if let catalogPath {
-            catalog = try Catalog.load(json: try read(catalogPath))
-        } else if let storeKitPath {
+        switch (catalogPath, storeKitPath) {
+        case (.some, .some): throw UsageError("give --catalog or --storekit, not both")
+        case (.some(let path), nil): options.catalog = .json(path: path)
+        case (nil, .some(let path)):
             guard let bundleIdOption else { throw UsageError("--storekit needs --bundle-id") }
-            catalog = try Catalog.load(storeKit: try read(storeKitPath), bundleId: bundleIdOption)
-        } else {
-            catalog = .demo
+            options.catalog = .storeKit(path: path, bundleId: bundleIdOption)
+        case (nil, nil): options.catalog = .demo
         }
-        if let bundleIdOption { catalog.bundleId = bundleIdOption }
-
-        var transport: (any NotificationTransport)?
         if let target {
             guard let url = URL(string: target), url.scheme == "http" || url.scheme == "https" else {
                 throw UsageError("--target is not an http(s) URL")
             }
-            transport = URLSessionTransport(url: url)
+            options.target = url
         }
-        var listenAddress: (host: String, port: Int)?
         if let listen {
-            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
-                (0...65535).contains(port)
-            else { throw UsageError("--listen is HOST:PORT") }
-            listenAddress = (String(listen[..<colon]), port)
+            guard let address = ListenAddress(parsing: listen) else { throw UsageError("--listen is HOST:PORT") }
+            options.listen = address
         }
-        let scenario = try scenarioPath.map { String(decoding: try read($0), as: UTF8.self) }
-
         if loadCustomers != nil || loadMonths != nil || loadURL != nil {
             guard let loadCustomers, let loadMonths, let loadURL, let url = URL(string: loadURL),
                 url.scheme == "http" || url.scheme == "https"
             else { throw UsageError("load mode needs --customers N, --months M and --load http(s)://…") }
-            guard scenario == nil, listenAddress == nil else { throw UsageError("load mode takes no --scenario or --listen") }
-            let ca = try SimulatorCA.loadOrCreate(in: URL(fileURLWithPath: dataDirectory))
-            let result = try await LoadBenchmark.run(
-                customers: loadCustomers, months: loadMonths, catalog: catalog, ca: ca,
-                start: startOption ?? Int64(Date().timeIntervalSince1970) * 1000, transport: URLSessionTransport(url: url),
-                concurrency: concurrency ?? 16)
-            print(result.description)
-            return ExitStatus.ok
+            guard scenarioPath == nil, listen == nil else { throw UsageError("load mode takes no --scenario or --listen") }
+            options.load = .init(customers: loadCustomers, months: loadMonths, url: url, concurrency: concurrency ?? 16)
         }
-        let ca = try SimulatorCA.loadOrCreate(in: URL(fileURLWithPath: dataDirectory))
-        // The wall clock is read once, to seed the virtual clock; the simulator never reads it again.
-        let start = startOption ?? Int64(Date().timeIntervalSince1970) * 1000
-        let simulator = Simulator(
-            catalog: catalog, environment: environment, ca: ca, clock: VirtualClock(milliseconds: start), transport: transport,
-            v1SharedSecret: v1SharedSecret)
-        if let renewalRate {
-            var request = ActionRequest("renewalRate")
-            request.rate = renewalRate.rawValue
-            try await simulator.perform(request)
-        }
-        printError("entitled simulate: trusted root at \(dataDirectory)/ca/root.der; bundle \(catalog.bundleId); \(environment)")
-
-        if let scenario {
-            do {
-                for notification in try await simulator.run(scenario: scenario) { printLine(notification) }
-            } catch let error as SimulatorError {
-                throw RuntimeError("scenario: \(error.message)")
-            }
-        }
-        guard let listenAddress else { return ExitStatus.ok }
-
-        var configuration = HTTPServer.Configuration()
-        configuration.host = listenAddress.host
-        configuration.port = listenAddress.port
-        configuration.accessLog = nil
-        var router = ControlAPI.router(for: simulator)
-        if !apiKeys.isEmpty { FakeServerAPI.register(simulator, keys: apiKeys, on: &router) }
-        FakeVerifyReceipt.register(simulator, sharedSecret: v1SharedSecret, on: &router)
-        let server = HTTPServer(configuration: configuration, router: router)
-        let signals = TerminationSignals()
-        do {
-            try server.start()
-        } catch {
-            throw RuntimeError("cannot listen on \(listenAddress.host):\(listenAddress.port): \(error.description)")
-        }
-        printError("entitled simulate: control API on \(listenAddress.host):\(server.port)")
-        _ = await signals.wait()
-        await server.shutdown()
+        try await SimulateRunner.run(options, output: .init(line: { print($0) }, note: { printError($0) }))
         return ExitStatus.ok
-    }
-
-    private static func read(_ path: String) throws -> Data {
-        do {
-            return try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw UsageError("cannot read \(path)")
-        }
-    }
-
-    private static func printLine(_ notification: SignedNotification) {
-        let summary = NotificationSummary(notification)
-        var fields = ["\"notificationType\":\"\(summary.notificationType ?? "")\""]
-        if let subtype = summary.subtype { fields.append("\"subtype\":\"\(subtype)\"") }
-        if let status = summary.status { fields.append("\"status\":\(status)") }
-        if let customer = summary.customerId { fields.append("\"customer\":\"\(customer)\"") }
-        fields.append("\"signedDate\":\"\(ISO8601.format(milliseconds: summary.signedDate ?? 0))\"")
-        print("{" + fields.joined(separator: ",") + "}")
     }
 }

@@ -122,7 +122,8 @@ final class TestLedger: Sendable {
         set { switches.state.withLock { $0.available = newValue } }
     }
 
-    /// How long each ingest waits before it commits.
+    /// How long each ingest waits before it commits: a slow store is what the tests that set it
+    /// examine (bounded by the value they set), so this sleep is the thing under test.
     var ingestDelayMilliseconds: Int {
         get { switches.state.withLock { $0.ingestDelayMilliseconds } }
         set { switches.state.withLock { $0.ingestDelayMilliseconds = newValue } }

@@ -66,7 +66,9 @@ import Testing
                 // Watch on a thread of its own, so a busy pool cannot delay the kill past the burst.
                 let pid = first.process.processIdentifier
                 try await blocking {
-                    while burst.acknowledged.withLock({ $0.count }) < 100 { usleep(500) }
+                    // Polls (a deadline, not a fixed sleep): the kill must land mid-burst, soon after the 100th answer.
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while burst.acknowledged.withLock({ $0.count }) < 100 && ContinuousClock.now < deadline { usleep(500) }
                     kill(pid, SIGKILL)
                 }
             }

@@ -4,18 +4,23 @@ import Synchronization
 import Testing
 
 @Suite struct SimulateCLITests {
-    @Test func runsAScenarioAndPersistsTheCA() async throws {
+    /// A new temporary folder holding the scenario file `s.jsonl` with these lines (remove the folder after).
+    static func scenario(_ lines: String) throws -> (folder: URL, file: URL) {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("simulate-cli-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let scenario = folder.appendingPathComponent("s.jsonl")
-        try Data(
+        let file = folder.appendingPathComponent("s.jsonl")
+        try Data(lines.utf8).write(to: file)
+        return (folder, file)
+    }
+
+    @Test func runsAScenarioAndPersistsTheCA() async throws {
+        let (folder, scenario) = try Self.scenario(
             """
             {"action": "customer", "customer": "alice"}
             {"action": "purchase", "customer": "alice", "product": "pro.monthly"}
             {"at": "P1M", "action": "test"}
-            """.utf8
-        ).write(to: scenario)
+            """)
+        defer { try? FileManager.default.removeItem(at: folder) }
         let data = folder.appendingPathComponent("data").path
         let result = try await CLI.run(["simulate", "--data", data, "--scenario", scenario.path, "--start", "1768435200000"])
         #expect(result.status == 0, "\(result.stderr)")

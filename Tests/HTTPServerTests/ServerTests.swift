@@ -18,6 +18,8 @@ func withServer(
     router.add(.get, "/healthz", .inline { _ in .text("ok") })
     router.post("/echo") { request in Response(status: 200, body: request.body) }
     router.get("/items/{id}") { request in .text("item \(try request.parameter("id")) q=\(request.query["q"] ?? "")") }
+    // A handler that takes a while (400 ms, bounded): its duration is what the header-timeout
+    // test needs. Tests that need a handler in flight hold one on a `Gate` instead.
     router.get("/slow") { _ in
         try await Task.sleep(for: .milliseconds(400))
         return .text("slow done")
@@ -69,8 +71,7 @@ func withServer(
                     return id == "ready" ? .text("fast \(id)") : nil
                 }
             ) { request in
-                try await Task.sleep(for: .milliseconds(5))
-                return .text("slow \(try request.parameter("id"))")
+                .text("slow \(try request.parameter("id"))")
             }
         }) { server in
             let reply = try await blocking { [port = server.port] in try RawClient(port: port).request("GET", path) }
@@ -220,20 +221,24 @@ func withServer(
     }
 
     @Test func slowHandlerDoesNotStallOtherRequests() async throws {
-        try await withServer(configure: { $0.threads = 1 }) { server in
-            let port = server.port
-            async let slow = blocking { try RawClient(port: port).request("GET", "/slow") }
-            try await Task.sleep(for: .milliseconds(50))
-            // With a single poll thread, this answers only if the slow handler is off that thread.
-            let (fast, elapsed) = try await blocking {
-                let client = try RawClient(port: port, timeoutSeconds: 2)
-                let start = ContinuousClock.now
-                let reply = try client.request("GET", "/healthz")
-                return (reply, ContinuousClock.now - start)
+        let gate = Gate()
+        try await withServer(
+            configure: { $0.threads = 1 },
+            routes: { router in
+                router.get("/held") { _ in
+                    await gate.wait()
+                    return .text("held done")
+                }
             }
+        ) { server in
+            let port = server.port
+            async let held = blocking { try RawClient(port: port).request("GET", "/held") }
+            #expect(await eventually { gate.entered == 1 })
+            // With a single poll thread, this answers only if the held handler is off that thread.
+            let fast = try await blocking { try RawClient(port: port, timeoutSeconds: 5).request("GET", "/healthz") }
             #expect(fast.status == 200)
-            #expect(elapsed < .milliseconds(300))
-            #expect(try await slow.text == "slow done")
+            gate.open()
+            #expect(try await held.text == "held done")
         }
     }
 
@@ -268,17 +273,21 @@ func withServer(
         var configuration = HTTPServer.Configuration()
         configuration.port = 0
         configuration.accessLog = nil
+        let gate = Gate()
         var router = Router()
         router.get("/slow") { _ in
-            try await Task.sleep(for: .milliseconds(500))
+            await gate.wait()
             return .text("finished")
         }
         let server = HTTPServer(configuration: configuration, router: router)
         try server.start()
         let port = server.port
         async let inFlight = blocking { try RawClient(port: port).request("GET", "/slow") }
-        while server.requestsInFlight == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await eventually { gate.entered == 1 })
         let shutdown = Task { await server.shutdown() }
+        // Shutdown has begun (new connections are refused) while the request is still in flight.
+        #expect(await eventually { (try? RawClient(port: port).request("GET", "/other")) == nil })
+        gate.open()
         let reply = try await inFlight
         #expect(reply.status == 200)
         #expect(reply.text == "finished")

@@ -198,7 +198,11 @@ struct CrashTests {
             _ = try await victim.ingest(_StorageCrashBatch.batch(index, now: testNow), projector: testProjector, now: testNow)
         }
         try await killer.raw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(name)'")
-        try await Task.sleep(for: .milliseconds(100))
+        // Until the server has ended the victim's backends (the ingests below then meet dead connections).
+        let gone = await waitUntil {
+            (try? await killer.count("SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = '\(name)'")) == 0
+        }
+        #expect(gone)
         for index in 4..<12 {
             let result = try await victim.ingest(_StorageCrashBatch.batch(index, now: testNow), projector: testProjector, now: testNow)
             #expect(result.status == .applied)

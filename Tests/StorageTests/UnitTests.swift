@@ -126,7 +126,7 @@ struct WALSyncerTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let database = folder.appendingPathComponent("ledger.sqlite").path
-        let syncer = WALSyncer(databasePath: database)
+        let syncer = WALSyncer(databasePath: database, log: nil)
         let done = DispatchSemaphore(value: 0)
         let thread = Thread {
             syncer.run()
@@ -179,8 +179,14 @@ struct SQLiteGroupCommitTests {
 
         // The writer blocks on the gate while the jobs below queue up, so they form one group.
         let gate = DispatchSemaphore(value: 0)
-        let blocker = Task { try await store.write { _ in gate.wait() } }
-        try await Task.sleep(for: .milliseconds(50))
+        let holding = Atomic<Bool>(false)
+        let blocker = Task {
+            try await store.write { _ in
+                holding.store(true, ordering: .releasing)
+                gate.wait()
+            }
+        }
+        #expect(await waitUntil { holding.load(ordering: .acquiring) })
         let runsOfFlaky = Mutex(0)
         func insert(_ value: Int, thenFail: Bool = false) -> @Sendable (any SQLSession) throws -> Int {
             { session in
@@ -208,9 +214,10 @@ struct SQLiteGroupCommitTests {
             { _ in throw Planned() },
             insert(4),
         ]
-        for body in bodies {
+        for (index, body) in bodies.enumerated() {
             tasks.append(Task { try await store.write(body) })
-            try await Task.sleep(for: .milliseconds(10))
+            // Queued in this order: each is in the queue before the next is created.
+            #expect(await waitUntil { store.queuedJobs == index + 1 })
         }
         gate.signal()
         try await blocker.value

@@ -69,6 +69,8 @@ final class JobQueue: Sendable {
 
     private let state = Mutex(State())
     private let wakeUp = DispatchSemaphore(value: 0)
+    /// Rung for each queued write: wakes the one thread in ``takeMoreWrites(_:waitingUntil:)``.
+    private let writeArrived = Doorbell()
 
     /// Queues a job; false when the queue is closed.
     func enqueue(_ job: any StorageJob) -> Bool {
@@ -79,6 +81,7 @@ final class JobQueue: Sendable {
             state.sleepers -= 1
             return (true, true)
         }
+        if accepted && job.isWrite { writeArrived.ring() }
         if wake { wakeUp.signal() }
         return accepted
     }
@@ -101,18 +104,30 @@ final class JobQueue: Sendable {
         }
     }
 
-    /// Takes up to `maxWrites` queued writes without blocking (to grow a group commit).
-    func takeMoreWrites(_ maxWrites: Int) -> [any StorageJob] {
+    /// Takes up to `maxWrites` queued writes, waiting until `deadline` for a first one to arrive
+    /// (to grow a group commit). Returns empty only at the deadline or once the queue is closed.
+    /// One thread at a time may wait here (the SQLite writer); an enqueued write wakes it at once.
+    func takeMoreWrites(_ maxWrites: Int, waitingUntil deadline: DispatchTime) -> [any StorageJob] {
         guard maxWrites > 0 else { return [] }
-        return state.withLock { state in
-            var taken: [any StorageJob] = []
-            var rest: [any StorageJob] = []
-            for job in state.jobs {
-                if job.isWrite && taken.count < maxWrites { taken.append(job) } else { rest.append(job) }
+        while true {
+            let (writes, done) = state.withLock { state in
+                (Self.takeWrites(&state.jobs, maxWrites), state.closed)
             }
-            state.jobs = rest
-            return taken
+            if !writes.isEmpty || done || DispatchTime.now() >= deadline { return writes }
+            // A write queued since the check above has rung already: the wait returns at once.
+            _ = writeArrived.wait(until: deadline)
         }
+    }
+
+    private static func takeWrites(_ jobs: inout [any StorageJob], _ maxWrites: Int) -> [any StorageJob] {
+        guard jobs.contains(where: \.isWrite) else { return [] }
+        var taken: [any StorageJob] = []
+        var rest: [any StorageJob] = []
+        for job in jobs {
+            if job.isWrite && taken.count < maxWrites { taken.append(job) } else { rest.append(job) }
+        }
+        jobs = rest
+        return taken
     }
 
     /// The number of queued jobs.
@@ -147,6 +162,7 @@ final class JobQueue: Sendable {
             defer { state.sleepers = 0 }
             return state.sleepers
         }
+        writeArrived.close()
         for _ in 0..<sleepers { wakeUp.signal() }
     }
 }

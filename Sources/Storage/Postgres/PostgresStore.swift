@@ -92,6 +92,10 @@ final class PostgresStore: SessionBackedStore {
                 // The server went away (restart, failover, network). Reconnect — trying for up to
                 // about 3 s, long enough for a restart — then run the work once more. A server that
                 // does not answer at all is not waited for longer than one connect timeout.
+                // The pauses between attempts sleep this worker's own thread (never the cooperative
+                // pool): it has nothing else to do meanwhile — its connection is gone and its group
+                // waits for it — while the other workers keep taking jobs. They are bounded (3 s in
+                // all), and a close meanwhile waits at most that long.
                 reconnected = true
                 let started = DispatchTime.now().uptimeNanoseconds
                 var lastError: any Error = error
@@ -123,7 +127,8 @@ final class PostgresStore: SessionBackedStore {
                 return
             } catch let error as StorageError where error.retry == .transaction && attempts + 1 < configuration.postgresTransactionAttempts {
                 attempts += 1
-                // Back off a little, with jitter, so the transactions that deadlocked don't meet again.
+                // Back off a little, with jitter, so the transactions that deadlocked don't meet again
+                // (a few ms on this worker's own thread, which must run this group again anyway).
                 usleep(UInt32.random(in: 1_000...5_000) * UInt32(attempts))
                 continue
             } catch {

@@ -23,8 +23,11 @@ final class SQLiteStore: SessionBackedStore {
     private let queue = JobQueue()
     private let threads = ThreadTracker()
     private let readers: Mutex<[SQLiteConnection]> = Mutex([])
-    private let closedFlag = Flag()
-    private var closed: Flag { closedFlag }
+    private let closed = Flag()
+    /// Rung by the writer after each commit; the checkpointer sleeps until then.
+    private let committed = Doorbell()
+    /// Checkpoints run so far (tests: an idle store runs none).
+    let checkpoints = Atomic<Int>(0)
 
     private init(location: Location, configuration: StoreConfiguration) {
         self.location = location
@@ -54,7 +57,7 @@ final class SQLiteStore: SessionBackedStore {
         let store = SQLiteStore(location: location, configuration: configuration)
         var syncer: WALSyncer?
         if case .file(let path) = location {
-            let walSyncer = WALSyncer(databasePath: path)
+            let walSyncer = WALSyncer(databasePath: path, log: configuration.log)
             store.threads.start(name: "entitled.sqlite.syncer") { walSyncer.run() }
             syncer = walSyncer
         }
@@ -81,6 +84,8 @@ final class SQLiteStore: SessionBackedStore {
         let queue = self.queue
         let maxBatch = max(1, configuration.maxGroupCommit)
         let fault = configuration.faultInjector
+        let log = configuration.log
+        let committed = self.committed
         let groupReads: Bool
         if case .memory = location { groupReads = true } else { groupReads = false }
         threads.start(name: "entitled.sqlite.writer") {
@@ -96,13 +101,14 @@ final class SQLiteStore: SessionBackedStore {
                 // a sync share the next fsync anyway, and waiting would idle the writer): when the
                 // last group was large, concurrent writers are active and the rest of them are
                 // probably a few microseconds from enqueueing (they were resumed by the last
-                // commit). Wait briefly for them rather than commit a small group. A single writer
-                // (last group of 1) never waits.
+                // commit). Wait briefly (at most 400 µs) for them rather than commit a small group:
+                // the queue wakes the writer as each one arrives. A single writer (last group of 1)
+                // never waits.
                 if syncer == nil && !writes.isEmpty && writes.count < lastGroup {
-                    let deadline = DispatchTime.now().uptimeNanoseconds + 400_000
-                    while writes.count < lastGroup && DispatchTime.now().uptimeNanoseconds < deadline {
-                        usleep(40)
-                        let more = queue.takeMoreWrites(min(lastGroup, maxBatch) - writes.count)
+                    let deadline = DispatchTime.now() + .microseconds(400)
+                    while writes.count < lastGroup {
+                        let more = queue.takeMoreWrites(min(lastGroup, maxBatch) - writes.count, waitingUntil: deadline)
+                        if more.isEmpty { break }
                         writes += more
                         jobs += more
                     }
@@ -111,6 +117,7 @@ final class SQLiteStore: SessionBackedStore {
                 if !writes.isEmpty {
                     lastGroup = writes.count
                     Self.commitGroup(writes, on: connection, fault: fault, syncer: syncer, stats: &stats)
+                    committed.ring()
                 }
                 for job in jobs where !job.isWrite {
                     _ = job.perform(connection)
@@ -118,29 +125,35 @@ final class SQLiteStore: SessionBackedStore {
                 }
             }
             syncer?.close()
-            stats.report()
+            if let log { stats.report(to: log) }
         }
     }
 
-    /// Checkpoints the WAL into the database file from a thread of its own, every 50 ms, so the
-    /// writer doesn't pause to copy pages (the writer's automatic checkpoint is only a backstop).
-    /// PASSIVE never blocks anyone, but under sustained writes it never catches up completely, and
-    /// SQLite only starts the WAL over once it has: the file would grow without end, and appending
-    /// to a growing file makes every commit's fsync dearer. So once the WAL passes 4096 pages the
-    /// checkpointer runs a RESTART checkpoint, which waits for the current group commit, copies the
-    /// few frames PASSIVE left, and makes the next group start the WAL from its beginning.
+    /// Checkpoints the WAL into the database file from a thread of its own, at most every 50 ms
+    /// and only after commits (an idle store's thread sleeps until the writer rings or the store
+    /// closes), so the writer doesn't pause to copy pages (its automatic checkpoint is only a
+    /// backstop). PASSIVE never blocks anyone, but under sustained writes it never catches up
+    /// completely, and SQLite only starts the WAL over once it has: the file would grow without
+    /// end, and appending to a growing file makes every commit's fsync dearer. So once the WAL
+    /// passes 4096 pages the checkpointer runs a RESTART checkpoint, which waits for the current
+    /// group commit, copies the few frames PASSIVE left, and makes the next group start the WAL
+    /// from its beginning.
     private func startCheckpointer(path: String) throws {
         let connection = try SQLiteConnection(path: path)
         try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: 2000, checkpointer: true)
-        let closed = self.closedFlag
+        let committed = self.committed
         let restartPages: Int64 = 4096
-        threads.start(name: "entitled.sqlite.checkpoint") {
-            while !closed.isSet {
-                usleep(50_000)
+        // Holds the store until close (which ends the thread) for its `checkpoints` counter.
+        threads.start(name: "entitled.sqlite.checkpoint") { [self] in
+            var last: DispatchTime?
+            while committed.wait() == .rung {
+                if let last, committed.pause(until: last + .milliseconds(50)) == .closed { break }
+                last = DispatchTime.now()
                 let frames = (try? connection.query("PRAGMA wal_checkpoint(PASSIVE)", []).first?.optionalInt(1)) ?? nil
                 if let frames, frames >= restartPages {
                     _ = try? connection.query("PRAGMA wal_checkpoint(RESTART)", [])
                 }
+                self.checkpoints.add(1, ordering: .relaxed)
             }
         }
     }
@@ -292,6 +305,7 @@ final class SQLiteStore: SessionBackedStore {
 
     func close() async {
         closed.set()
+        committed.close()
         queue.close()
         await threads.waitForAll()
         readers.withLock { $0.removeAll() }
@@ -301,6 +315,9 @@ final class SQLiteStore: SessionBackedStore {
     func bulkLoad(customers range: Range<Int>, now: Int64, projection: _StorageBenchmark.SyntheticProjection? = nil) async throws {
         try await write { try Ledger(session: $0, fault: nil).bulkLoadSynthetic(range, now: now, projection: projection) }
     }
+
+    /// Test support: jobs waiting for the writer.
+    var queuedJobs: Int { queue.count }
 
     /// Test support: runs raw SQL on the writer.
     func _execute(_ sql: String) async throws {
@@ -325,7 +342,7 @@ extension SQLiteStore {
     }
 }
 
-/// Writer-thread counters, printed at close when `ENTITLED_STORAGE_DEBUG` is set (benchmarks).
+/// Writer-thread counters, reported at close to ``StoreConfiguration/log`` (benchmarks print them).
 struct WriterStats {
     var groups = 0
     var jobs = 0
@@ -341,18 +358,19 @@ struct WriterStats {
     /// Groups run again, with savepoints, after a job failed.
     var retries = 0
 
-    func report() {
-        guard ProcessInfo.processInfo.environment["ENTITLED_STORAGE_DEBUG"] != nil, groups > 0 else { return }
-        let perJob = jobs > 0 ? work / UInt64(jobs) / 1000 : 0
-        let perCommit = commit / UInt64(groups) / 1000
-        printToStandardError(
-            "sqlite writer: \(jobs) jobs in \(groups) groups (avg \(jobs / groups)), \(perJob) µs/job, \(perCommit) µs/commit, "
-                + "idle \(idle / 1_000_000) ms, gathering \(gather / 1_000_000) ms, working \(work / 1_000_000) ms, committing \(commit / 1_000_000) ms, resuming \(resume / 1_000_000) ms, \(retries) retried")
+    /// One `sqlite writer` event: counts, and times in milliseconds (per job and commit in µs).
+    func report(to log: StorageLog) {
+        guard groups > 0 else { return }
+        log(
+            "sqlite writer",
+            [
+                "jobs": "\(jobs)", "groups": "\(groups)", "averageGroup": "\(jobs / groups)",
+                "microsecondsPerJob": "\(jobs > 0 ? work / UInt64(jobs) / 1000 : 0)",
+                "microsecondsPerCommit": "\(commit / UInt64(groups) / 1000)", "idleMs": "\(idle / 1_000_000)",
+                "gatheringMs": "\(gather / 1_000_000)", "workingMs": "\(work / 1_000_000)",
+                "committingMs": "\(commit / 1_000_000)", "resumingMs": "\(resume / 1_000_000)", "retried": "\(retries)",
+            ])
     }
-}
-
-func printToStandardError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
 }
 
 /// A one-way boolean shared between threads.

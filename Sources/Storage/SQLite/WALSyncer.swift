@@ -30,7 +30,7 @@ final class WALSyncer: Sendable {
         var sleeping = false
     }
 
-    /// Counters, printed at close when `ENTITLED_STORAGE_DEBUG` is set (benchmarks).
+    /// Counters, reported at close to the store's ``StorageLog`` (benchmarks print them).
     private struct Stats {
         var syncs = 0
         var groups = 0
@@ -41,10 +41,14 @@ final class WALSyncer: Sendable {
     private let wakeUp = DispatchSemaphore(value: 0)
     private let walPath: String
     private let failed = Atomic<Bool>(false)
+    private let log: StorageLog?
 
-    /// - Parameter databasePath: the database file; its WAL is `databasePath + "-wal"`.
-    init(databasePath: String) {
+    /// - Parameters:
+    ///   - databasePath: the database file; its WAL is `databasePath + "-wal"`.
+    ///   - log: where the counters go at close.
+    init(databasePath: String, log: StorageLog?) {
         walPath = databasePath + "-wal"
+        self.log = log
     }
 
     /// Queues a committed group; its jobs are finished after the next fsync.
@@ -89,10 +93,13 @@ final class WALSyncer: Sendable {
                 for job in group { job.finish(overriding: error) }
             }
         }
-        if ProcessInfo.processInfo.environment["ENTITLED_STORAGE_DEBUG"] != nil, stats.syncs > 0 {
-            printToStandardError(
-                "sqlite syncer: \(stats.groups) groups in \(stats.syncs) fsyncs, "
-                    + "\(stats.nanoseconds / UInt64(stats.syncs) / 1000) µs/fsync")
+        if let log, stats.syncs > 0 {
+            log(
+                "sqlite syncer",
+                [
+                    "groups": "\(stats.groups)", "fsyncs": "\(stats.syncs)",
+                    "microsecondsPerFsync": "\(stats.nanoseconds / UInt64(stats.syncs) / 1000)",
+                ])
         }
     }
 
