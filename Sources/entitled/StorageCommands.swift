@@ -152,26 +152,10 @@ enum StorageCrashChildCommand: Command {
         let concurrency = try arguments.option("--concurrency", as: "a count", { Int($0) }) ?? 16
         let now = try arguments.option("--now", as: "milliseconds", { Int64($0) }) ?? 1_800_000_000_000
         try arguments.finish()
-        var configuration = StoreConfiguration()
-        configuration.postgresSchema = schema
-        let store = try await openStore(url: url, configuration: configuration)
-        let projector = BasicProjector()
         let output = FileHandle.standardOutput
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for worker in 0..<concurrency {
-                group.addTask {
-                    var index = worker
-                    while index < count {
-                        let batch = _StorageCrashBatch.batch(index, now: now)
-                        let result = try await store.ingest(batch, projector: projector, now: now)
-                        output.write(Data("ok \(batch.message.notificationUUID ?? "") \(result.status.rawValue)\n".utf8))
-                        index += concurrency
-                    }
-                }
-            }
-            try await group.waitForAll()
+        try await _StorageCrashBatch.run(url: url, postgresSchema: schema, count: count, concurrency: concurrency, now: now) {
+            uuid, status in output.write(Data("ok \(uuid) \(status.rawValue)\n".utf8))
         }
-        await store.close()
         return ExitStatus.ok
     }
 }
