@@ -9,22 +9,13 @@ cd "$(dirname "$0")/.."
 
 examples="${1:-20}"
 venv=.build/schemathesis-venv
-if [ ! -x "$venv/bin/st" ]; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check schemathesis
-fi
-
-dir="$(mktemp -d /tmp/entitled-schemathesis.XXXXXX)"
-pid=""
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+# shellcheck source=test-server.sh
+. scripts/test-server.sh
+test_venv "$venv" schemathesis schemathesis
 
 key="schemathesis-secret-0123456789"
 cat > "$dir/entitled.json" <<JSON
-{"apiKeys": [{"name": "schemathesis", "secret": "$key", "scopes": ["read", "write", "admin"]}],
+{"apiKeys": [{"name": "schemathesis", "secret": "$key", "scopes": ["read", "write", "admin", "metrics"]}],
  "apps": [{"bundleId": "com.example.app", "appAppleId": 1234, "environments": ["Production", "Sandbox"],
            "sharedSecret": "v1-shared-secret-value",
            "products": [{"productId": "pro.monthly", "type": "autoRenewable", "subscriptionGroup": "pro",
@@ -33,16 +24,8 @@ cat > "$dir/entitled.json" <<JSON
  "http": {"accessLog": false}}
 JSON
 
-.build/debug/entitled serve --config "$dir/entitled.json" --listen 127.0.0.1:0 \
-  --database "sqlite:$dir/db/entitled.sqlite" > "$dir/serve.log" 2>&1 &
-pid=$!
-port=""
-for _ in $(seq 1 100); do
-  port="$(grep -o '"address":"127.0.0.1:[0-9]*"' "$dir/serve.log" | grep -o '[0-9]*"$' | tr -d '"' || true)"
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { cat "$dir/serve.log" >&2; echo "schemathesis: the server did not start" >&2; exit 1; }
+start_serve schemathesis
+port="$(event_port listening)"
 
 "$venv/bin/st" run docs/openapi.yaml --url "http://127.0.0.1:$port" \
   -H "Authorization: Bearer $key" \

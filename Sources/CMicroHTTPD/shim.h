@@ -36,6 +36,12 @@ typedef struct CMicroHTTPD_Options {
     /* Called when a connection is accepted and when it is closed (before its socket is closed). */
     MHD_NotifyConnectionCallback notifyConnection;
     void *notifyConnectionContext;
+    /* TLS (GnuTLS): PEM certificate chain and private key; both NULL for plain HTTP. */
+    const char *tlsCertificate;
+    const char *tlsKey;
+    const char *tlsPriorities;
+    /* An already listening socket to serve instead of binding `bindAddress` (-1: bind). */
+    int listenSocket;
 } CMicroHTTPD_Options;
 
 static inline struct MHD_Daemon *CMicroHTTPD_start(
@@ -43,23 +49,78 @@ static inline struct MHD_Daemon *CMicroHTTPD_start(
     MHD_AccessHandlerCallback handler, void *handlerContext,
     MHD_RequestCompletedCallback completed, void *completedContext)
 {
-    struct MHD_OptionItem items[] = {
-        { MHD_OPTION_THREAD_POOL_SIZE, (intptr_t) o->threadPoolSize, NULL },
-        { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) o->connectionLimit, NULL },
-        { MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t) o->perIPConnectionLimit, NULL },
-        { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t) o->connectionTimeoutSeconds, NULL },
-        { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) o->connectionMemoryLimit, NULL },
-        { MHD_OPTION_LISTEN_BACKLOG_SIZE, (intptr_t) o->listenBacklog, NULL },
-        { MHD_OPTION_STRICT_FOR_CLIENT, (intptr_t) o->strictForClient, NULL },
-        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) completed, completedContext },
-        { MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t) CMicroHTTPD_keepEscaped, NULL },
-        { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t) o->uriLog, o->uriLogContext },
-        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t) o->notifyConnection, o->notifyConnectionContext },
-        { o->bindAddress ? MHD_OPTION_SOCK_ADDR : MHD_OPTION_END, 0, (void *) o->bindAddress },
-        { MHD_OPTION_END, 0, NULL },
-    };
-    return MHD_start_daemon(o->flags, o->port, NULL, NULL, handler, handlerContext,
+    int tls = o->tlsCertificate != NULL && o->tlsKey != NULL;
+    struct MHD_OptionItem items[20];
+    int n = 0;
+#define CMicroHTTPD_ADD(kind, number, pointer) \
+    items[n].option = (kind); items[n].value = (intptr_t) (number); items[n].ptr_value = (void *) (pointer); n++
+    CMicroHTTPD_ADD(MHD_OPTION_THREAD_POOL_SIZE, o->threadPoolSize, NULL);
+    CMicroHTTPD_ADD(MHD_OPTION_CONNECTION_LIMIT, o->connectionLimit, NULL);
+    CMicroHTTPD_ADD(MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->perIPConnectionLimit, NULL);
+    CMicroHTTPD_ADD(MHD_OPTION_CONNECTION_TIMEOUT, o->connectionTimeoutSeconds, NULL);
+    CMicroHTTPD_ADD(MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->connectionMemoryLimit, NULL);
+    CMicroHTTPD_ADD(MHD_OPTION_LISTEN_BACKLOG_SIZE, o->listenBacklog, NULL);
+    CMicroHTTPD_ADD(MHD_OPTION_STRICT_FOR_CLIENT, o->strictForClient, NULL);
+    CMicroHTTPD_ADD(MHD_OPTION_NOTIFY_COMPLETED, completed, completedContext);
+    CMicroHTTPD_ADD(MHD_OPTION_UNESCAPE_CALLBACK, CMicroHTTPD_keepEscaped, NULL);
+    CMicroHTTPD_ADD(MHD_OPTION_URI_LOG_CALLBACK, o->uriLog, o->uriLogContext);
+    CMicroHTTPD_ADD(MHD_OPTION_NOTIFY_CONNECTION, o->notifyConnection, o->notifyConnectionContext);
+    if (o->listenSocket >= 0) {
+        CMicroHTTPD_ADD(MHD_OPTION_LISTEN_SOCKET, o->listenSocket, NULL);
+    } else if (o->bindAddress) {
+        CMicroHTTPD_ADD(MHD_OPTION_SOCK_ADDR, 0, o->bindAddress);
+    }
+    if (tls) {
+        CMicroHTTPD_ADD(MHD_OPTION_HTTPS_MEM_CERT, 0, o->tlsCertificate);
+        CMicroHTTPD_ADD(MHD_OPTION_HTTPS_MEM_KEY, 0, o->tlsKey);
+        if (o->tlsPriorities) { CMicroHTTPD_ADD(MHD_OPTION_HTTPS_PRIORITIES, 0, o->tlsPriorities); }
+    }
+    CMicroHTTPD_ADD(MHD_OPTION_END, 0, NULL);
+#undef CMicroHTTPD_ADD
+    unsigned int flags = o->flags | (tls ? MHD_USE_TLS : 0);
+    return MHD_start_daemon(flags, o->port, NULL, NULL, handler, handlerContext,
                             MHD_OPTION_ARRAY, items, MHD_OPTION_END);
+}
+
+/// Whether GnuTLS accepts this certificate, key and priority string: a daemon without a listening
+/// socket or threads is started with them and stopped again (1: accepted).
+static enum MHD_Result CMicroHTTPD_refuse(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                          const char *version, const char *data, size_t *size, void **context) {
+    (void) cls; (void) c; (void) url; (void) method; (void) version; (void) data; (void) size; (void) context;
+    return MHD_NO;
+}
+
+static inline int CMicroHTTPD_checkTLS(const char *certificate, const char *key, const char *priorities) {
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL, CMicroHTTPD_refuse, NULL,
+        MHD_OPTION_HTTPS_MEM_CERT, certificate, MHD_OPTION_HTTPS_MEM_KEY, key,
+        MHD_OPTION_HTTPS_PRIORITIES, priorities, MHD_OPTION_END);
+    if (d == NULL) return 0;
+    MHD_stop_daemon(d);
+    return 1;
+}
+
+/// Whether this libmicrohttpd was built with TLS support.
+static inline int CMicroHTTPD_tlsSupported(void) {
+    return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
+}
+
+/// The daemon's listening socket, or -1.
+static inline int CMicroHTTPD_listenSocket(struct MHD_Daemon *d) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+    return info ? info->listen_fd : -1;
+}
+
+/// Connections the daemon holds open.
+static inline unsigned int CMicroHTTPD_currentConnections(struct MHD_Daemon *d) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
+}
+
+/// The daemon a connection belongs to, or NULL.
+static inline struct MHD_Daemon *CMicroHTTPD_connectionDaemon(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON);
+    return info ? info->daemon : NULL;
 }
 
 /// The port the daemon listens on (useful after binding port 0).

@@ -370,6 +370,7 @@ struct CountingStore: LedgerStore {
         try await base.subscription(originalTransactionId: originalTransactionId)
     }
     func ping() async throws { try await base.ping() }
+    func projectionTally() async throws -> ProjectionTally { try await base.projectionTally() }
     func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport {
         try await base.checkIntegrity(full: full, timeLimit: timeLimit)
     }

@@ -20,6 +20,12 @@ public struct Configuration: Sendable, Equatable {
     public var cacheTTLSeconds: Int = 3600
     /// Per-customer tokens (JWT HS256) for apps that call the API directly; nil disables them.
     public var customerTokens: CustomerTokenSettings?
+    /// HTTPS on `listen` (the `tls` section); nil serves plain HTTP.
+    public var tls: TLSSettings?
+    /// Log format and level (the `log` section).
+    public var log = LogSettings()
+    /// A second address serving only `GET /metrics`, without credentials (plain HTTP); nil: none.
+    public var metricsListen: ListenAddress?
 
     public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
 
@@ -88,6 +94,8 @@ public struct CustomerTokenSettings: Sendable, Equatable {
 public struct APIKey: Sendable, Equatable {
     public enum Scope: String, Sendable, CaseIterable {
         case read, write, admin
+        /// `GET /metrics` only.
+        case metrics
     }
 
     public var name: String

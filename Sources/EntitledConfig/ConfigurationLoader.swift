@@ -136,6 +136,13 @@ public struct ConfigurationLoader: Sendable {
             object.finish(problems)
             if let secret { configuration.customerTokens = CustomerTokenSettings(secret: secret, maxLifetimeSeconds: maxLifetime) }
         }
+        reader.read("tls", problems) { node throws(ConfigurationError) in
+            configuration.tls = try tls(node, baseDirectory: baseDirectory, problems)
+        }
+        reader.read("log", problems) { node throws(ConfigurationError) in configuration.log = try log(node, problems) }
+        reader.read("metricsListen", problems) { node throws(ConfigurationError) in
+            configuration.metricsListen = try Self.listenAddress(try node.string(), path: node.path)
+        }
         reader.finish(problems)
         try problems.finish()
         return configuration
@@ -160,7 +167,7 @@ public struct ConfigurationLoader: Sendable {
                 problems.check { () throws(ConfigurationError) in
                     let raw = try scopeNode.string()
                     guard let scope = APIKey.Scope(rawValue: raw) else {
-                        throw ConfigurationError(path: scopeNode.path, message: "unknown scope '\(raw)' (read, write, admin)")
+                        throw ConfigurationError(path: scopeNode.path, message: "unknown scope '\(raw)' (read, write, admin, metrics)")
                     }
                     scopes.insert(scope)
                 }
@@ -361,7 +368,7 @@ public struct ConfigurationLoader: Sendable {
 
     /// `raw`, or for `env:NAME` the variable's value. `use` says what the value is for, so that a
     /// missing variable's message says why it is needed.
-    private func resolveSecret(_ raw: String, path: String, use: String) throws(ConfigurationError) -> String {
+    func resolveSecret(_ raw: String, path: String, use: String) throws(ConfigurationError) -> String {
         guard raw.hasPrefix("env:") else { return raw }
         let name = String(raw.dropFirst(4))
         guard let value = environment[name], !value.isEmpty else {

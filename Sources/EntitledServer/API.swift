@@ -37,14 +37,16 @@ public struct API: Sendable {
     /// Encoded customer answers, reused while unchanged; its codec reads the request bodies.
     let cache: ProjectionCache
     var codec: JSONCodec { cache.codec }
+    let metrics: ServerMetrics
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
-        cache: ProjectionCache = ProjectionCache()
+        cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics()
     ) {
         self.configuration = configuration
         self.cache = cache
+        self.metrics = metrics
         self.verifier = verifier
         self.ledger = ledger
         self.clock = clock
@@ -73,6 +75,7 @@ public struct API: Sendable {
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
+        router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }
 
     // MARK: - Apple
@@ -114,6 +117,7 @@ public struct API: Sendable {
             let status = try await store { () async throws(LedgerError) in
                 try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
             }
+            noteIngested(request, message, signedDate: payload.signedDate, bundleId: app.bundleId, status: status)
             return try .json(IngestBody(status))
         } catch let error as VerificationError {
             throw await reject(Rejection(error), .appleSignature, request: request, now: now)
@@ -163,6 +167,7 @@ public struct API: Sendable {
         let status = try await store { () async throws(LedgerError) in
             try await ledger.ingest(message, facts: facts, bundleId: app.bundleId)
         }
+        noteIngested(request, message, signedDate: nil, bundleId: app.bundleId, status: status)
         return try .json(IngestBody(status))
     }
 
@@ -449,13 +454,14 @@ public struct API: Sendable {
             return HTTPError(
                 .retryableVerificationFailure, "verification could not complete; retry later", headers: ["Retry-After": "30"])
         }
-        guard budget.charge(request.remoteAddress, credential) else { return RejectionBudget.exhausted }
         let source: IngestSource =
             switch request.path {
             case "/v1/apple/notifications": .appleV2
             case "/v1/apple/notifications/v1": .appleV1
             default: .client
             }
+        noteRejected(request, source: source, code: error.code.rawValue)
+        guard budget.charge(request.remoteAddress, credential) else { return RejectionBudget.exhausted }
         try? await ledger.recordRejected(
             ReceivedMessage(notificationUUID: nil, source: source, body: redactedBody ?? request.body, receivedAt: now),
             code: error.code.rawValue)

@@ -14,11 +14,14 @@ public protocol ReadinessProbe: Sendable {
 public struct Application: Sendable {
     public let configuration: Configuration
     public let router: Router
+    /// What `GET /metrics` reports; the HTTP server records every request into it.
+    public let metrics: ServerMetrics
 
     /// Builds only `/healthz` and `/readyz`: the bare HTTP stack that `entitled bench http`
     /// measures. Neither route reads the time, so this takes no clock.
     public init(configuration: Configuration, readiness: any ReadinessProbe) {
         self.configuration = configuration
+        self.metrics = ServerMetrics()
         var router = Router()
         Health.register(on: &router, readiness: readiness)
         self.router = router
@@ -29,14 +32,16 @@ public struct Application: Sendable {
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
-        hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache()
+        hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache(),
+        metrics: ServerMetrics = ServerMetrics()
     ) {
         self.configuration = configuration
+        self.metrics = metrics
         var router = Router()
         Health.register(on: &router, readiness: ledger)
         API(
             configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, budget: rejectionBudget,
-            hmac: hmac, cache: cache
+            hmac: hmac, cache: cache, metrics: metrics
         ).register(on: &router)
         self.router = router
     }
@@ -58,8 +63,18 @@ public struct Application: Sendable {
         if http.threads > 0 { server.threads = http.threads }
         server.shutdownGracePeriod = .seconds(http.shutdownGraceSeconds)
         server.accessLog = http.accessLog ? accessLog : nil
+        let metrics = self.metrics
+        server.requestObserver = { metrics.record($0) }
         return server
     }
+}
+
+/// `GET /metrics` without credentials: the router of the `metricsListen` address, which only
+/// the operator's network should reach.
+public func metricsRouter(_ metrics: ServerMetrics) -> Router {
+    var router = Router()
+    router.add(.get, "/metrics", .inline { _ in metrics.response() })
+    return router
 }
 
 /// `/healthz` (the process answers) and `/readyz` (it can serve: storage reachable).

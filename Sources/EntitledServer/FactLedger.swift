@@ -17,6 +17,8 @@ import Synchronization
 public final class FactLedger: ReadinessProbe {
     public let store: any LedgerStore
     public let projector: EngineProjector
+    /// Ingest commit latency goes here (nil: not measured).
+    let metrics: ServerMetrics?
 
     /// - Parameters:
     ///   - store: the opened ledger.
@@ -26,9 +28,10 @@ public final class FactLedger: ReadinessProbe {
     ///     (``FactMapper/grantEnvironments(for:)``).
     public init(
         store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache(),
-        grantEnvironments: [Environment] = EngineProjector.defaultGrantEnvironments
+        grantEnvironments: [Environment] = EngineProjector.defaultGrantEnvironments, metrics: ServerMetrics? = nil
     ) {
         self.store = store
+        self.metrics = metrics
         self.projector = EngineProjector(policy: policy, cache: cache, grantEnvironments: grantEnvironments)
     }
 
@@ -65,8 +68,10 @@ public final class FactLedger: ReadinessProbe {
                 cache.remember(fact, as: row.payload)
                 return row
             }
+            let started = ContinuousClock.now
             let result = try await store.ingest(
                 IngestBatch(message: message, facts: incoming, claim: claim), projector: projector, now: message.receivedAt)
+            metrics?.ledgerCommitDuration.observe([], (ContinuousClock.now - started).seconds)
             return result.status
         }
     }

@@ -5,19 +5,36 @@ import HTTPServer
 import Storage
 import Synchronization
 
-/// The server's own log lines (start, stop, storage events): one JSON object per line on
-/// standard output, beside the access log.
+/// The server's own log lines (start, stop, storage events, what a request did): on standard
+/// output beside the access log, in its format (JSON lines, or text on a terminal) and at or
+/// above its level (``configureLogs(_:)``). Never a secret or a signed payload: fields are names,
+/// codes and identifiers.
 public enum ServerLog {
-    /// Writes `{"time":…,"type":"server","event":…, fields…}` (fields sorted by key) and flushes.
-    public static func event(_ event: String, _ fields: [String: String]) {
-        var line = JSONLine()
-        line.add("time", ISO8601.format(Date()))
-        line.add("type", "server")
+    /// Writes `{"time":…,"level":…,"type":"server","event":…, fields…}` (fields sorted by key) and flushes.
+    public static func event(_ event: String, _ fields: [String: String], level: LogLevel = .info) {
+        guard var line = LogWriter.standardOutput.record(level, type: "server") else { return }
         line.add("event", event)
         for (key, value) in fields.sorted(by: { $0.key < $1.key }) { line.add(key, value) }
-        LogWriter.standardOutput.write(line: line.finish())
+        LogWriter.standardOutput.write(line)
         LogWriter.standardOutput.flush()
     }
+
+    /// A line about one request: `"type":"request"`, the event, its `requestId` (as in its access
+    /// line and `X-Request-Id`), then `fields` sorted by key. Not flushed (requests are many).
+    public static func request(_ level: LogLevel, _ event: String, requestId: String, _ fields: [String: String] = [:]) {
+        guard var line = LogWriter.standardOutput.record(level, type: "request") else { return }
+        line.add("event", event)
+        line.add("requestId", requestId)
+        for (key, value) in fields.sorted(by: { $0.key < $1.key }) { line.add(key, value) }
+        LogWriter.standardOutput.write(line)
+    }
+}
+
+/// Sets the format and level of standard output's and standard error's writers from the `log`
+/// section (a format not given is JSON lines, or text on a terminal).
+public func configureLogs(_ settings: LogSettings) {
+    LogWriter.standardOutput.configure(format: settings.format, level: settings.level)
+    LogWriter.standardError.configure(format: settings.format, level: settings.level)
 }
 
 /// Runs the server `configuration` describes on the system clock until SIGTERM or SIGINT
@@ -26,11 +43,18 @@ public enum ServerLog {
 /// `fastPaths` is the switch the caller read from `ENTITLED_FAST_PATHS`.
 /// - Throws: ``StartupError`` when the server cannot start.
 public func runServer(configuration: Configuration, fastPaths: FastPaths = FastPaths()) async throws(StartupError) {
+    configureLogs(configuration.log)
     let clock = SystemClock()
     let assembled = try await buildApplication(configuration: configuration, clock: clock, fastPaths: fastPaths)
     let store = assembled.store
-    let server = HTTPServer(
-        configuration: assembled.application.serverConfiguration(), router: assembled.application.router)
+    var serverConfiguration = assembled.application.serverConfiguration()
+    do {
+        serverConfiguration.tls = try configuration.tls?.load()
+    } catch {
+        await store.close()
+        throw .configuration("configuration: \(error.description)")
+    }
+    let server = HTTPServer(configuration: serverConfiguration, router: assembled.application.router)
     let signals = TerminationSignals()
     do {
         try server.start()
@@ -38,8 +62,22 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
         await store.close()
         throw .runtime(error.description)
     }
+    let metricsServer: HTTPServer?
+    do {
+        metricsServer = try startMetricsServer(configuration, metrics: assembled.metrics)
+    } catch {
+        await server.shutdown()
+        await store.close()
+        throw .runtime("metricsListen: \(error.description)")
+    }
+    let hangups = HangupSignals { reloadCertificate(configuration.tls, server: server) }
+    defer { withExtendedLifetime(hangups) {} }
     ServerLog.event(
-        "listening", ["address": "\(configuration.listen.host):\(server.port)", "database": redactedDatabase(configuration.database)])
+        "listening",
+        [
+            "address": "\(configuration.listen.host):\(server.port)", "database": redactedDatabase(configuration.database),
+            "scheme": configuration.tls == nil ? "http" : "https",
+        ])
     StartupHint.print(for: configuration, address: "\(configuration.listen.host):\(server.port)")
     let purge = RejectedPurge(store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays)
     let purging = Task {
@@ -47,7 +85,7 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
             switch result {
             case .success(let count) where count > 0: ServerLog.event("rejected messages purged", ["count": "\(count)"])
             case .success: break
-            case .failure(let error): ServerLog.event("rejected messages purge failed", ["error": "\(error)"])
+            case .failure(let error): ServerLog.event("rejected messages purge failed", ["error": "\(error)"], level: .error)
             }
         }
     }
@@ -57,12 +95,45 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     purging.cancel()
     // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()
+    await metricsServer?.shutdown()
     if !(await close(store, within: .seconds(configuration.http.shutdownGraceSeconds))) {
         // A frozen database keeps a storage thread in a call that may never return; every
         // request has been answered, and nothing unacknowledged is lost by exiting.
-        ServerLog.event("storage did not close in time", [:])
+        ServerLog.event("storage did not close in time", [:], level: .warn)
     }
     ServerLog.event("stopped", [:])
+}
+
+/// The `metricsListen` server (plain HTTP, `GET /metrics` only, no credentials), started and
+/// announced; nil when not configured.
+func startMetricsServer(_ configuration: Configuration, metrics: ServerMetrics) throws(HTTPServer.StartError) -> HTTPServer? {
+    guard let address = configuration.metricsListen else { return nil }
+    var settings = HTTPServer.Configuration()
+    settings.host = address.host
+    settings.port = address.port
+    settings.threads = 1
+    settings.accessLog = nil
+    let server = HTTPServer(configuration: settings, router: metricsRouter(metrics))
+    try server.start()
+    ServerLog.event("metrics listening", ["address": "\(address.host):\(server.port)"])
+    return server
+}
+
+/// SIGHUP: reads the TLS files again and serves the new pair; when they are unreadable or
+/// refused, logs why and keeps serving the old one.
+func reloadCertificate(_ settings: TLSSettings?, server: HTTPServer) {
+    guard let settings else {
+        ServerLog.event("SIGHUP ignored", ["reason": "no tls section to reload"], level: .warn)
+        return
+    }
+    do {
+        try server.reloadTLS(try settings.load())
+        ServerLog.event("tls reloaded", ["certificateFile": settings.certificateFile])
+    } catch let error as ConfigurationError {
+        ServerLog.event("tls reload failed", ["error": error.description, "kept": "the previous certificate"], level: .error)
+    } catch {
+        ServerLog.event("tls reload failed", ["error": "\(error)", "kept": "the previous certificate"], level: .error)
+    }
 }
 
 /// Closes `store`, waiting at most `limit`; false when it did not finish in time.
@@ -118,17 +189,7 @@ public final class TerminationSignals: @unchecked Sendable {
         var ends: [Int32] = [-1, -1]
         if pipe(&ends) == 0 {
             terminationPipe = ends[1]
-            for number in [SIGTERM, SIGINT] {
-                var action = sigaction()
-                #if canImport(Glibc)
-                    action.__sigaction_handler.sa_handler = terminationHandler
-                #else
-                    action.__sigaction_u.__sa_handler = terminationHandler
-                #endif
-                sigemptyset(&action.sa_mask)
-                action.sa_flags = SA_RESTART
-                sigaction(number, &action, nil)
-            }
+            install(terminationHandler, for: [SIGTERM, SIGINT])
             let readEnd = ends[0]
             Thread.detachNewThread { [self] in
                 var byte: UInt8 = 0
@@ -165,6 +226,53 @@ public final class TerminationSignals: @unchecked Sendable {
         lock.unlock()
         pending?.resume(returning: name)
     }
+}
+
+/// Calls an action on a thread of its own for every SIGHUP, from the moment it is created (the
+/// self-pipe pattern, as ``TerminationSignals``). One per process.
+public final class HangupSignals: Sendable {
+    public init(_ action: @escaping @Sendable () -> Void) {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return }
+        hangupPipe = ends[1]
+        install(hangupHandler, for: [SIGHUP])
+        let readEnd = ends[0]
+        Thread.detachNewThread {
+            var byte: UInt8 = 0
+            while true {
+                let count = read(readEnd, &byte, 1)
+                if count == 1 {
+                    action()
+                } else if count < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
+    }
+}
+
+private func install(_ handler: @convention(c) (Int32) -> Void, for numbers: [Int32]) {
+    for number in numbers {
+        var action = sigaction()
+        #if canImport(Glibc)
+            action.__sigaction_handler.sa_handler = handler
+        #else
+            action.__sigaction_u.__sa_handler = handler
+        #endif
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = SA_RESTART
+        sigaction(number, &action, nil)
+    }
+}
+
+/// The write end of the hangup pipe, read by its signal handler.
+nonisolated(unsafe) private var hangupPipe: Int32 = -1
+
+private func hangupHandler(_ number: Int32) {
+    var byte = UInt8(truncatingIfNeeded: number)
+    _ = write(hangupPipe, &byte, 1)
 }
 
 /// The write end of the termination pipe, read by the signal handler (set before it is installed).

@@ -5,9 +5,10 @@ import Storage
 /// Opens the configured database (creating the folder of a SQLite file), migrates it and quickly
 /// checks it: a file that cannot be written or has damaged pages stops the start.
 /// - Throws: ``StartupError/runtime(_:)``.
-public func openDatabase(_ url: String, storage: StorageSettings = StorageSettings()) async throws(StartupError)
-    -> any LedgerStore
-{
+/// `observer` is told of group commits and committed projection changes (``ServerMetrics``).
+public func openDatabase(
+    _ url: String, storage: StorageSettings = StorageSettings(), observer: (any LedgerObserver)? = nil
+) async throws(StartupError) -> any LedgerStore {
     let parsed: DatabaseURL
     do {
         parsed = try DatabaseURL(parsing: url)
@@ -29,7 +30,9 @@ public func openDatabase(_ url: String, storage: StorageSettings = StorageSettin
     }
     let store: any LedgerStore
     do {
-        store = try await openStore(parsed, configuration: storeConfiguration(storage))
+        var options = storeConfiguration(storage)
+        options.ledgerObserver = observer
+        store = try await openStore(parsed, configuration: options)
     } catch {
         throw .runtime("database: \(error)")
     }

@@ -15,9 +15,12 @@ import Synchronization
 /// does not pay a syscall per request and a reader that stops reading (a full pipe, a stuck
 /// terminal) stalls only that thread. When the buffer is full, lines are dropped and counted; the
 /// count is written as a line of its own (`{"type":"log","event":"dropped","lines":N}`) once the
-/// descriptor accepts data again.
+/// descriptor accepts data again. Lines are JSON objects, written as such or, in the `text`
+/// format (a terminal's default), readably; ``record(_:type:)`` starts a line of a level.
 public final class LogWriter: Sendable {
     private let state: WriterState
+    let settings: LogControl
+    let fileDescriptor: Int32
 
     /// A writer to standard output.
     public static let standardOutput = LogWriter(fileDescriptor: 1)
@@ -27,14 +30,22 @@ public final class LogWriter: Sendable {
     /// - Parameters:
     ///   - threshold: buffered bytes that wake the writer thread before its 200 ms tick (0: every line).
     ///   - capacity: buffered bytes beyond which lines are dropped (and counted).
-    public init(fileDescriptor: Int32, threshold: Int = 32 * 1024, capacity: Int = 4 << 20) {
-        state = WriterState(fd: fileDescriptor, threshold: threshold, capacity: max(capacity, 1))
+    ///   - format: nil: text on a terminal, JSON lines otherwise (``LogFormat/automatic(for:)``).
+    ///   - level: lines below it are dropped.
+    public init(
+        fileDescriptor: Int32, threshold: Int = 32 * 1024, capacity: Int = 4 << 20, format: LogFormat? = nil,
+        level: LogLevel = .info
+    ) {
+        self.fileDescriptor = fileDescriptor
+        settings = LogControl(format: format ?? .automatic(for: fileDescriptor), level: level)
+        state = WriterState(fd: fileDescriptor, threshold: threshold, capacity: max(capacity, 1), settings: settings)
     }
 
     deinit { state.close() }
 
-    /// Appends one line (a newline is added), or drops it when the buffer is full. Never blocks on I/O.
-    public func write(line: String) { state.append(line) }
+    /// Appends one line (a newline is added; a JSON object is rewritten readably in the `text`
+    /// format), or drops it when the buffer is full. Never blocks on I/O.
+    public func write(line: String) { state.append(settings.currentFormat == .text ? LogText.render(line) : line) }
 
     /// Lines dropped so far because the buffer was full.
     public var droppedLines: Int { state.dropped }
@@ -52,6 +63,7 @@ private final class WriterState: @unchecked Sendable {
     let fd: Int32
     let threshold: Int
     let capacity: Int
+    let settings: LogControl
     private let condition = NSCondition()
     private var pending: [UInt8] = []
     /// Lines dropped since the last report (written by the thread) and in total.
@@ -64,10 +76,11 @@ private final class WriterState: @unchecked Sendable {
     private var closed = false
     private var started = false
 
-    init(fd: Int32, threshold: Int, capacity: Int) {
+    init(fd: Int32, threshold: Int, capacity: Int, settings: LogControl) {
         self.fd = fd
         self.threshold = threshold
         self.capacity = capacity
+        self.settings = settings
     }
 
     var dropped: Int { condition.withLock { droppedTotal } }
@@ -141,10 +154,12 @@ private final class WriterState: @unchecked Sendable {
             if unreported > 0 {
                 var line = JSONLine()
                 line.add("time", ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
+                line.add("level", LogLevel.warn.rawValue)
                 line.add("type", "log")
                 line.add("event", "dropped")
                 line.add("lines", unreported)
-                batch.append(contentsOf: line.finish().utf8)
+                let text = line.finish()
+                batch.append(contentsOf: (settings.currentFormat == .text ? LogText.render(text) : text).utf8)
                 batch.append(0x0A)
                 unreported = 0
             }

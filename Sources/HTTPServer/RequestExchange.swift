@@ -46,6 +46,8 @@ struct RequestExchange {
     private(set) var path = "/"
     private(set) var requestId = ""
     private(set) var remoteAddress = ""
+    /// The matched route's pattern (nil when none matched), for metrics.
+    private(set) var route: String?
     /// The answer decided before the body was read; the body is then discarded, not buffered.
     private(set) var refusal: Response?
     /// Whether the answer carries `Connection: close`.
@@ -95,6 +97,7 @@ struct RequestExchange {
         case .methodNotAllowed(let allow):
             refuse(HTTPError.methodNotAllowed(allow: allow), drain: limits.discardBudget)
         case .found(let route, let parameters):
+            self.route = route.pattern
             if hasBody && !route.takesBody {
                 return refuse(HTTPError.bodyNotAllowed, drain: limits.refusalDrainBytes, close: true)
             }

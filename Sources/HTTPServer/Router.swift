@@ -194,3 +194,20 @@ public enum PercentDecoding {
         }
     }
 }
+
+/// A request as it completed, for metrics: its route pattern (bounded, unlike the path), not its path.
+public struct CompletedRequest: Sendable {
+    public var method: HTTPMethod
+    /// The matched route's pattern (`/v1/customers/{appUserId}`); nil when no route matched.
+    public var route: String?
+    /// The status answered (0 when the connection ended before an answer).
+    public var status: Int
+    public var seconds: Double
+
+    public init(method: HTTPMethod, route: String?, status: Int, seconds: Double) {
+        self.method = method
+        self.route = route
+        self.status = status
+        self.seconds = seconds
+    }
+}

@@ -52,6 +52,10 @@ public final class HTTPServer: Sendable {
         public var accessLog: LogWriter? = .standardOutput
         /// Where handler errors that became 500s are logged.
         public var errorLog: LogWriter? = .standardError
+        /// Called on the poll thread as each request completes (metrics); must be quick.
+        public var requestObserver: (@Sendable (CompletedRequest) -> Void)?
+        /// Serve HTTPS with these (TLS 1.2 and 1.3 only, see ``TLSCredentials/priorities``); nil: plain HTTP.
+        public var tls: TLSCredentials?
 
         public init() {}
     }
@@ -61,15 +65,23 @@ public final class HTTPServer: Sendable {
         public var description: String
     }
 
-    private struct State {
+    struct State {
+        /// The daemon accepting connections.
         var daemon: DaemonHandle?
+        /// Daemons replaced by a TLS reload, finishing the connections they hold (see `reloadTLS`).
+        var draining: [DaemonHandle] = []
+        /// The flags the daemons were started with.
+        var flags: UInt32 = 0
         var stopping = false
         var stopped = false
     }
 
     public let configuration: Configuration
     let router: Router
-    private let state = Mutex(State())
+    let state = Mutex(State())
+    /// The accepting daemon's address (for `queue`, which closes connections of draining ones).
+    let currentDaemon = Atomic<UInt>(0)
+    let drainingCount = Atomic<Int>(0)
     let inFlight = Atomic<Int>(0)
     let stopping = Atomic<Bool>(false)
     /// Requests whose connection is suspended while their async handler runs.
@@ -139,49 +151,39 @@ public final class HTTPServer: Sendable {
             }
         }
 
-        let daemon: OpaquePointer? = withUnsafePointer(to: &storage) { address in
+        if let tls = configuration.tls { try tls.check() }
+        let daemon = withUnsafePointer(to: &storage) { address in
             address.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddrPointer in
-                var options = CMicroHTTPD_Options(
-                    flags: flags,
-                    bindAddress: sockaddrPointer,
-                    port: port,
-                    threadPoolSize: UInt32(max(1, configuration.threads)),
-                    connectionLimit: UInt32(max(1, configuration.connectionLimit)),
-                    perIPConnectionLimit: UInt32(max(0, configuration.perIPConnectionLimit)),
-                    connectionTimeoutSeconds: UInt32(max(1, configuration.idleTimeoutSeconds)),
-                    // The pool holds the request line and headers plus read/write buffers.
-                    connectionMemoryLimit: configuration.maxHeaderBytes + 16 * 1024,
-                    listenBacklog: 1024,
-                    strictForClient: 1,
-                    uriLog: requestLineHandler, uriLogContext: Unmanaged.passUnretained(self).toOpaque(),
-                    notifyConnection: connectionHandler,
-                    notifyConnectionContext: Unmanaged.passUnretained(watch).toOpaque())
-                let context = Unmanaged.passUnretained(self).toOpaque()
-                return CMicroHTTPD_start(&options, accessHandler, context, completedHandler, context)
+                launch(flags: flags, address: sockaddrPointer, port: port, listenSocket: -1, tls: configuration.tls)
             }
         }
         guard let daemon else {
             throw StartError(
                 description: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not permitted)")
         }
-        boundPort.store(Int(CMicroHTTPD_boundPort(daemon)), ordering: .relaxed)
+        boundPort.store(Int(CMicroHTTPD_boundPort(daemon.pointer)), ordering: .relaxed)
         watch.start()
         // Keep self alive while libmicrohttpd holds the unretained pointer; released in shutdown().
         _ = Unmanaged.passRetained(self)
-        let handle = DaemonHandle(pointer: daemon)
-        state.withLock { $0.daemon = handle }
+        currentDaemon.store(Self.bits(daemon.pointer), ordering: .relaxed)
+        state.withLock {
+            $0.daemon = daemon
+            $0.flags = flags
+        }
     }
 
     /// Stops accepting connections, waits (bounded by `shutdownGracePeriod`) for in-flight requests,
     /// answers the requests whose handlers are still running 503 `SHUTTING_DOWN` (with
     /// `Retry-After`), then stops the threads. Idempotent.
     public func shutdown() async {
-        let handle: DaemonHandle? = state.withLock { state in
+        let handles: (DaemonHandle, [DaemonHandle])? = state.withLock { state in
             guard !state.stopping, let daemon = state.daemon else { return nil }
             state.stopping = true
-            return daemon
+            defer { state.draining = [] }
+            return (daemon, state.draining)
         }
-        guard let daemon = handle?.pointer else { return }
+        guard let (handle, draining) = handles else { return }
+        let daemon = handle.pointer
         stopping.store(true, ordering: .relaxed)
         let listenSocket = MHD_quiesce_daemon(daemon)
         if listenSocket >= 0 {
@@ -199,8 +201,9 @@ public final class HTTPServer: Sendable {
         }
         await waitForInFlight(upTo: .seconds(2))
         watch.stop()
-        MHD_stop_daemon(daemon)
-        if listenSocket >= 0 { close(listenSocket) }
+        for old in draining { old.stop() }
+        handle.listenSocket = listenSocket
+        handle.stop()
         state.withLock { state in
             state.stopped = true
             state.daemon = nil
@@ -334,11 +337,11 @@ public final class HTTPServer: Sendable {
         // parsing) were not counted and are not logged.
         guard exchange.headersIn else { return }
         inFlight.subtract(1, ordering: .relaxed)
-        guard let log = configuration.accessLog else { return }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - exchange.started) / 1_000_000
-        var line = JSONLine()
-        line.add("time", ISO8601.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)))
-        line.add("type", "access")
+        configuration.requestObserver?(
+            CompletedRequest(
+                method: exchange.logic.method, route: exchange.logic.route, status: exchange.status, seconds: elapsed / 1000))
+        guard let log = configuration.accessLog, var line = log.record(.info, type: "access") else { return }
         line.add("requestId", exchange.requestId)
         line.add("method", exchange.logic.method.rawValue)
         line.add("path", exchange.logic.path)
@@ -347,7 +350,7 @@ public final class HTTPServer: Sendable {
         line.add("durationMs", elapsed)
         if !exchange.logic.remoteAddress.isEmpty { line.add("remote", exchange.logic.remoteAddress) }
         if code != 0 { line.add("terminated", Self.terminationReason(code)) }
-        log.write(line: line.finish())
+        log.write(line)
     }
 
     private static func terminationReason(_ code: UInt32) -> String {
@@ -372,7 +375,7 @@ public final class HTTPServer: Sendable {
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
         _ = MHD_add_response_header(mhdResponse, "X-Request-Id", exchange.requestId)
-        if exchange.logic.closeAfter || stopping.load(ordering: .relaxed) {
+        if exchange.logic.closeAfter || stopping.load(ordering: .relaxed) || isDraining(connection) {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }
         exchange.status = response.status
@@ -384,13 +387,11 @@ public final class HTTPServer: Sendable {
         if let error = error as? any HTTPResponseError {
             return error.response(requestId: request.requestId)
         }
-        if let log = configuration.errorLog {
-            var line = JSONLine()
-            line.add("type", "error")
+        if let log = configuration.errorLog, var line = log.record(.error, type: "error") {
             line.add("requestId", request.requestId)
             line.add("path", request.path)
             line.add("error", String(describing: type(of: error)))
-            log.write(line: line.finish())
+            log.write(line)
         }
         return HTTPError.internalError.response(requestId: request.requestId)
     }

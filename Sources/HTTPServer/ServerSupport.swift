@@ -89,11 +89,6 @@ final class Exchange: @unchecked Sendable {
     var requestId: String { logic.requestId }
 }
 
-/// The daemon pointer, kept in the server's locked state.
-struct DaemonHandle: @unchecked Sendable {
-    let pointer: OpaquePointer
-}
-
 /// A connection pointer carried into the handler task. libmicrohttpd allows resuming from any thread.
 struct ConnectionHandle: @unchecked Sendable {
     let pointer: OpaquePointer

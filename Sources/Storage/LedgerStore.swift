@@ -5,6 +5,10 @@
 /// Implementations: SQLite (embedded default) and PostgreSQL (scale-out); open one with
 /// ``openStore(url:configuration:)``.
 public protocol LedgerStore: Sendable {
+    /// Stored projections counted by customer state and subscription status (one query; for
+    /// metrics gauges, then kept current from ``LedgerObserver/projectionsChanged(_:)``).
+    func projectionTally() async throws -> ProjectionTally
+
     /// Applies pending schema migrations, recording each in `schema_migrations`.
     /// - Throws: ``StorageError`` `SCHEMA_TOO_NEW` when the database was migrated by a newer binary.
     @discardableResult
@@ -142,6 +146,8 @@ public struct StoreConfiguration: Sendable {
     public var log: StorageLog? = nil
     /// Test hook: called at each ``FaultPoint`` inside write transactions.
     public var faultInjector: FaultInjector? = nil
+    /// Told of group commits and committed projection changes (metrics); nil: nobody.
+    public var ledgerObserver: (any LedgerObserver)? = nil
     /// Tests only: open without looking at the schema at all (to clean up a too-new one).
     var skipSchemaCheck = false
     /// Tests only: migrate no further than this version (to build a database as an older binary

@@ -9,7 +9,8 @@ enum HTTPBenchmarkCommand: Command {
         Usage: entitled bench http [--connections N] [--duration SECONDS] [--wrk-threads N] [--no-access-log]
 
         Starts the server in this process on a free loopback port and runs wrk (Debian's 'wrk')
-        against GET /healthz over keep-alive connections. Prints requests/s and latency percentiles.
+        against GET /healthz over keep-alive connections, plain HTTP then HTTPS (a self-signed
+        certificate minted for the run). Prints requests/s and latency percentiles, one line each.
         The access log is on (written to /dev/null) unless --no-access-log, as in production.
 
         Defaults: 32 connections, 10 seconds, 2 wrk threads. Target on 2 cores: 50,000 requests/s.

@@ -4,7 +4,7 @@ import Foundation
 /// The `entitled` command-line tool.
 @main
 enum Entitled {
-    static let version = "0.1.0"
+    static let version = ServerMetrics.version
 
     /// Every subcommand, in the order `--help` lists them.
     static var commands: [any Command.Type] {

@@ -7,7 +7,7 @@ enum ServeCommand: Command {
     static let name = "serve"
     static let summary = "run the server"
     static let help = """
-        Usage: entitled serve [--config FILE] [--listen HOST:PORT] [--database URL]
+        Usage: entitled serve [--config FILE] [--listen HOST:PORT] [--database URL] [--log-format F] [--log-level L]
 
         Runs the Entitled HTTP server until SIGTERM or SIGINT, then stops accepting connections,
         finishes in-flight requests (bounded by http.shutdownGraceSeconds), closes storage and exits 0.
@@ -17,6 +17,11 @@ enum ServeCommand: Command {
           --listen HOST:PORT  address to listen on (env ENTITLED_LISTEN; default 127.0.0.1:8080)
           --database URL      sqlite:PATH or postgres://… (env ENTITLED_DATABASE;
                               default sqlite:./data/entitled.sqlite, created on first start)
+          --log-format F      json or text (default: text on a terminal, JSON lines otherwise)
+          --log-level L       debug, info, warn or error (default info)
+
+        SIGHUP reads the TLS certificate and key again (configuration key tls) and serves them
+        without dropping connections.
 
         Endpoints: GET /healthz (process alive), GET /readyz (storage reachable).
         See docs/configuration.md for the file format.
@@ -35,8 +40,13 @@ enum ServeCommand: Command {
         let path = try arguments.option("--config") ?? environment["ENTITLED_CONFIG"]
         let listen = try arguments.option("--listen")
         let database = try arguments.option("--database")
+        let format = try arguments.option("--log-format")
+        let level = try arguments.option("--log-level")
         do {
-            return try ConfigurationLoader(environment: environment).load(path: path, listen: listen, database: database)
+            var configuration = try ConfigurationLoader(environment: environment).load(path: path, listen: listen, database: database)
+            if let format { configuration.log.format = try ConfigurationLoader.logFormat(format, path: "--log-format") }
+            if let level { configuration.log.level = try ConfigurationLoader.logLevel(level, path: "--log-level") }
+            return configuration
         } catch {
             throw UsageError("configuration: \(error.description)")
         }

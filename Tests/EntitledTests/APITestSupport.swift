@@ -218,6 +218,7 @@ struct SwitchedStore: LedgerStore {
         try up()
         try await base.ping()
     }
+    func projectionTally() async throws -> ProjectionTally { try await base.projectionTally() }
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
         try await base.rebuild(projector: projector, now: now)
     }

@@ -83,6 +83,9 @@ final class ServeProcess: @unchecked Sendable {
         if removeFolder { try? FileManager.default.removeItem(at: folder) }
     }
 
+    /// What the server printed so far.
+    func outputSoFar() -> String { String(decoding: collected.get(), as: UTF8.self) }
+
     /// Everything the server printed, read to the end (call after the process exited).
     func remainingOutput() -> String {
         finished.wait()

@@ -20,8 +20,10 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
         return postgres ? [.sqlite, .postgres] : [.sqlite]
     }
 
-    func open() async throws -> any LedgerStore {
+    /// `observer` (metrics) is told of group commits and projection changes.
+    func open(observer: (any LedgerObserver)? = nil) async throws -> any LedgerStore {
         var configuration = StoreConfiguration()
+        configuration.ledgerObserver = observer
         switch self {
         case .sqlite:
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-api-\(UUID())")

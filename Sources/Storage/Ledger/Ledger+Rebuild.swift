@@ -54,6 +54,7 @@ extension Ledger {
             tables.state = fresh.state
             if stored?.projection != fresh || stored?.failure != nil || tables != fresh {
                 try write(fresh, for: customer, now: now, previous: nil)
+                noteProjection(stored?.projection, fresh)
                 chunk.changed.append(customer.appUserId)
             }
         }

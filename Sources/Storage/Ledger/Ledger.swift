@@ -18,6 +18,8 @@ import Foundation
 struct Ledger {
     let session: any SQLSession
     let fault: FaultInjector?
+    /// Collects the transaction's projection changes for a ``LedgerObserver`` (nil: none asked).
+    var tally: TallyBuffer? = nil
 
     private var isPostgres: Bool { session.dialect == .postgres }
 
@@ -420,6 +422,7 @@ struct Ledger {
         }
         // A failure mark is only cleared by rewriting every row (the rows kept may be stale).
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
+        noteProjection(stored?.projection, projection)
         return (customer, nil)
     }
 

@@ -4,6 +4,8 @@
 protocol SessionBackedStore: LedgerStore {
     /// The test hook passed to write transactions.
     var faultInjector: FaultInjector? { get }
+    /// Told of committed projection changes.
+    var ledgerObserver: (any LedgerObserver)? { get }
     /// Customers recomputed per transaction by `rebuild`.
     var rebuildChunk: Int { get }
     /// Runs `body` in a write transaction (committed when it returns).
@@ -14,8 +16,7 @@ protocol SessionBackedStore: LedgerStore {
 
 extension SessionBackedStore {
     func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
-        let fault = faultInjector
-        return try await write { try Ledger(session: $0, fault: fault).ingest(batch, projector: projector, now: now) }
+        try await observedWrite { try $0.ingest(batch, projector: projector, now: now) }
     }
 
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
@@ -39,10 +40,8 @@ extension SessionBackedStore {
 
     func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws -> CustomerRecord {
         if let existing = try await customer(appUserId: appUserId) { return existing }
-        let fault = faultInjector
-        return try await write {
-            try Ledger(session: $0, fault: fault).ensureCustomer(
-                appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
+        return try await observedWrite {
+            try $0.ensureCustomer(appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
         }
     }
 
@@ -51,9 +50,7 @@ extension SessionBackedStore {
     }
 
     func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection? {
-        let fault = faultInjector
-        return try await write { session in
-            let ledger = Ledger(session: session, fault: fault)
+        try await observedWrite { ledger in
             guard let customer = try ledger.customer(appUserId: appUserId) else { return nil }
             try ledger.recompute(customerID: customer.id, projector: projector, now: now)
             return try ledger.projection(appUserId: appUserId)
@@ -82,8 +79,8 @@ extension SessionBackedStore {
 
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
         try await chunked { cursor in
-            try await write {
-                try Ledger(session: $0, fault: nil).rebuildChunk(afterID: cursor, limit: rebuildChunk, projector: projector, now: now)
+            try await observedWrite {
+                try $0.rebuildChunk(afterID: cursor, limit: rebuildChunk, projector: projector, now: now)
             }
         }
     }

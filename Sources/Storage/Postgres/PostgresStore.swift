@@ -87,6 +87,7 @@ final class PostgresStore: SessionBackedStore {
                     }
                 }
                 for job in jobs { job.finish(overriding: nil) }
+                if jobs[0].isWrite { configuration.ledgerObserver?.groupCommitted(writes: jobs.count) }
                 return
             } catch let error as StorageError where error.retry == .reconnect && !reconnected {
                 // The server went away (restart, failover, network). Reconnect — trying for up to
@@ -188,6 +189,7 @@ final class PostgresStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
+    var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction (smaller: each holds row locks on the server).
     var rebuildChunk: Int { 200 }
 

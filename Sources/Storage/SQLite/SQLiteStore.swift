@@ -84,6 +84,7 @@ final class SQLiteStore: SessionBackedStore {
         let queue = self.queue
         let maxBatch = max(1, configuration.maxGroupCommit)
         let fault = configuration.faultInjector
+        let observer = configuration.ledgerObserver
         let log = configuration.log
         let committed = self.committed
         let groupReads: Bool
@@ -117,6 +118,7 @@ final class SQLiteStore: SessionBackedStore {
                 if !writes.isEmpty {
                     lastGroup = writes.count
                     Self.commitGroup(writes, on: connection, fault: fault, syncer: syncer, stats: &stats)
+                    observer?.groupCommitted(writes: writes.count)
                     committed.ring()
                 }
                 for job in jobs where !job.isWrite {
@@ -294,6 +296,7 @@ final class SQLiteStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
+    var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction.
     var rebuildChunk: Int { 500 }
 

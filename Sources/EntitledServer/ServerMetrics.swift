@@ -1,0 +1,155 @@
+import AppStore
+import EntitledConfig
+import HTTPServer
+import Storage
+import Synchronization
+
+/// The server's metrics (`GET /metrics`, docs/operations.md lists them): one registry and the
+/// families every part records into. Built once by the composition root and handed to the HTTP
+/// server (requests), the ledger (commits) and storage (group commits, projection counts).
+public final class ServerMetrics: LedgerObserver {
+    /// The version `entitled_build_info` reports (and `entitled --version` prints).
+    public static let version = "0.1.0"
+
+    public let registry = MetricsRegistry()
+
+    let httpRequests: Counter
+    let httpDuration: Histogram
+    let notifications: Counter
+    let verificationDuration: Histogram
+    let ledgerCommitDuration: Histogram
+    let ledgerGroupSize: Histogram
+    let projectionLag: Histogram
+    let customers: Gauge
+    let subscriptions: Gauge
+    /// Set once the gauges hold the stored counts; changes before that are not counted.
+    private let projectionsCounted = Atomic<Bool>(false)
+    // Webhook deliveries (outbox depth, oldest age, deliveries by outcome) and reconciliation lag
+    // belong here once those features exist; none is registered before, so none reads 0 falsely.
+
+    /// Seconds buckets for request, verification and commit latencies.
+    static let latencyBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+    public init() {
+        httpRequests = registry.counter(
+            "entitled_http_requests_total", "HTTP requests answered, by method, route pattern and status.",
+            labels: ["method", "route", "status"])
+        httpDuration = registry.histogram(
+            "entitled_http_request_duration_seconds", "Time from request headers to the answer's completion, by route.",
+            labels: ["method", "route"], buckets: Self.latencyBuckets)
+        notifications = registry.counter(
+            "entitled_notifications_total",
+            "Apple notifications received, by version, type, subtype and outcome (accepted, duplicate, rejected with code).",
+            labels: ["version", "type", "subtype", "outcome", "code"])
+        verificationDuration = registry.histogram(
+            "entitled_verification_duration_seconds", "Time to verify a signed payload and its certificate chain, by kind.",
+            labels: ["kind"], buckets: Self.latencyBuckets)
+        ledgerCommitDuration = registry.histogram(
+            "entitled_ledger_commit_duration_seconds",
+            "Time an ingest waits for its durable commit (queue, transaction with projections, fsync).",
+            buckets: Self.latencyBuckets)
+        ledgerGroupSize = registry.histogram(
+            "entitled_ledger_group_commit_size", "Write transactions the storage writer groups into one commit.",
+            buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
+        projectionLag = registry.histogram(
+            "entitled_projection_lag_seconds",
+            "From a V2 notification's signedDate to its projections committed (Apple's delivery delay plus ours).",
+            buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 21600, 86400, 604800])
+        customers = registry.gauge(
+            "entitled_customers", "Projected customers by state (active: an active entitlement; inactive: purchases, none active; new: none).",
+            labels: ["state"])
+        subscriptions = registry.gauge(
+            "entitled_subscriptions", "Projected subscriptions by status.", labels: ["status"])
+        registry.gauge("entitled_build_info", "The running build.", labels: ["version"]).set([Self.version], 1)
+    }
+
+    // MARK: - Recording
+
+    /// Methods outside this set are counted as `other`: the method is the client's word.
+    private static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+    /// For ``HTTPServer/Configuration/requestObserver``.
+    public func record(_ request: CompletedRequest) {
+        let method = Self.knownMethods.contains(request.method.rawValue) ? request.method.rawValue : "other"
+        let route = request.route ?? "unmatched"
+        httpRequests.add([method, route, String(request.status)])
+        httpDuration.observe([method, route], request.seconds)
+    }
+
+    /// An accepted or duplicate notification; `type` and `subtype` are Apple's (verified).
+    func notificationIngested(version: String, type: String?, subtype: String?, status: IngestResult.Status) {
+        let outcome = status == .duplicate ? "duplicate" : "accepted"
+        notifications.add([version, Self.bounded(type), Self.bounded(subtype), outcome, ""])
+    }
+
+    /// A notification refused with `code` (its type is unknown: it did not verify).
+    func notificationRejected(version: String, code: String) {
+        notifications.add([version, "", "", "rejected", code])
+    }
+
+    /// Label values from payloads are cut short (verified, so from Apple's small sets, but bounded anyway).
+    private static func bounded(_ text: String?) -> String { String((text ?? "").prefix(64)) }
+
+    // MARK: - LedgerObserver
+
+    public func groupCommitted(writes: Int) { ledgerGroupSize.observe([], Double(writes)) }
+
+    public func projectionsChanged(_ change: ProjectionTally) {
+        guard projectionsCounted.load(ordering: .acquiring) else { return }
+        for (state, delta) in change.customers { customers.add([state], Double(delta)) }
+        for (status, delta) in change.subscriptions { subscriptions.add([status], Double(delta)) }
+    }
+
+    /// Sets the projection gauges from the stored counts (once, at start, before requests are
+    /// served); until then (or when the count failed) the gauges have no series rather than wrong ones.
+    public func start(from tally: ProjectionTally) {
+        for state in ["new", "active", "inactive"] { customers.set([state], Double(tally.customers[state] ?? 0)) }
+        for (status, count) in tally.subscriptions { subscriptions.set([status], Double(count)) }
+        projectionsCounted.store(true, ordering: .releasing)
+    }
+}
+
+/// Times each verification into ``ServerMetrics``.
+struct TimedVerifier: NotificationVerifying {
+    let base: any NotificationVerifying
+    let metrics: ServerMetrics
+
+    private func timed<T>(_ kind: String, _ body: () async throws(VerificationError) -> T) async throws(VerificationError) -> T {
+        let started = ContinuousClock.now
+        defer { metrics.verificationDuration.observe([kind], (ContinuousClock.now - started).seconds) }
+        return try await body()
+    }
+
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
+        try await timed("notification") { () async throws(VerificationError) in
+            try await base.verifyNotification(signedPayload: signedPayload, app: app)
+        }
+    }
+
+    func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError) -> JWSTransactionDecodedPayload {
+        try await timed("transaction") { () async throws(VerificationError) in
+            try await base.verifyTransaction(signedTransaction: signedTransaction, app: app)
+        }
+    }
+
+    func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {
+        try await timed("appTransaction") { () async throws(VerificationError) in
+            try await base.verifyAppTransaction(signedAppTransaction: signedAppTransaction, app: app)
+        }
+    }
+}
+
+extension Duration {
+    /// In seconds, as a Double.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+extension ServerMetrics {
+    /// The registry rendered as an HTTP answer.
+    func response() -> Response {
+        var response = Response(status: 200, body: Array(registry.render().utf8))
+        response.headers.set("Content-Type", MetricsRegistry.contentType)
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+}

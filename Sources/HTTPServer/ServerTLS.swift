@@ -1,0 +1,156 @@
+internal import CMicroHTTPD
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A certificate chain and its private key, PEM, for HTTPS.
+public struct TLSCredentials: Sendable, Equatable {
+    /// The server's certificate first, then any intermediates.
+    public var certificateChainPEM: String
+    /// The private key (PKCS#8, PKCS#1 or SEC1 PEM, unencrypted).
+    public var privateKeyPEM: String
+
+    public init(certificateChainPEM: String, privateKeyPEM: String) {
+        self.certificateChainPEM = certificateChainPEM
+        self.privateKeyPEM = privateKeyPEM
+    }
+
+    /// The GnuTLS priority string every HTTPS daemon uses: TLS 1.2 and 1.3 only; AES-GCM and
+    /// ChaCha20-Poly1305 (AEAD) only; ECDHE key exchange (forward secrecy) for TLS 1.2; the
+    /// server's preference order. Apple requires TLS 1.2 or later for notification URLs.
+    public static let priorities =
+        "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305"
+        + ":-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:%SERVER_PRECEDENCE"
+
+    /// Throws when this libmicrohttpd has no TLS, or GnuTLS refuses the pair (not PEM, or the key
+    /// does not belong to the certificate).
+    public func check() throws(HTTPServer.StartError) {
+        guard CMicroHTTPD_tlsSupported() != 0 else {
+            throw HTTPServer.StartError(description: "this libmicrohttpd was built without TLS support")
+        }
+        guard CMicroHTTPD_checkTLS(certificateChainPEM, privateKeyPEM, Self.priorities) != 0 else {
+            throw HTTPServer.StartError(
+                description: "the TLS certificate or private key was refused (not PEM, or the key does not match the certificate)")
+        }
+    }
+}
+
+/// A running libmicrohttpd daemon and the C strings it was started with (freed when it stops).
+///
+/// `@unchecked Sendable`: `listenSocket` is written once, by whoever took the daemon out of the
+/// server's state to stop it.
+final class DaemonHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+    private let strings: [UnsafeMutablePointer<CChar>]
+    /// The listening descriptor `MHD_quiesce_daemon` handed back (closed after the daemon stops).
+    var listenSocket: Int32 = -1
+
+    init(pointer: OpaquePointer, strings: [UnsafeMutablePointer<CChar>]) {
+        self.pointer = pointer
+        self.strings = strings
+    }
+
+    /// Stops the threads, closes the quiesced listening descriptor and frees the strings. Once.
+    func stop() {
+        MHD_stop_daemon(pointer)
+        if listenSocket >= 0 { close(listenSocket) }
+        for string in strings { free(string) }
+    }
+}
+
+extension HTTPServer {
+    static func bits(_ pointer: OpaquePointer?) -> UInt {
+        pointer.map { UInt(bitPattern: Int(bitPattern: $0)) } ?? 0
+    }
+
+    /// Starts a daemon bound to `address`, or serving `listenSocket` when it is not -1.
+    func launch(
+        flags: UInt32, address: UnsafePointer<sockaddr>?, port: UInt16, listenSocket: Int32, tls: TLSCredentials?
+    ) -> DaemonHandle? {
+        // libmicrohttpd keeps pointers to the PEM texts; they live as long as the daemon.
+        let strings = tls.map { [strdup($0.certificateChainPEM)!, strdup($0.privateKeyPEM)!, strdup(TLSCredentials.priorities)!] } ?? []
+        var options = CMicroHTTPD_Options(
+            flags: flags,
+            bindAddress: address,
+            port: port,
+            threadPoolSize: UInt32(max(1, configuration.threads)),
+            connectionLimit: UInt32(max(1, configuration.connectionLimit)),
+            perIPConnectionLimit: UInt32(max(0, configuration.perIPConnectionLimit)),
+            connectionTimeoutSeconds: UInt32(max(1, configuration.idleTimeoutSeconds)),
+            // The pool holds the request line and headers plus read/write buffers.
+            connectionMemoryLimit: configuration.maxHeaderBytes + 16 * 1024,
+            listenBacklog: 1024,
+            strictForClient: 1,
+            uriLog: requestLineHandler, uriLogContext: Unmanaged.passUnretained(self).toOpaque(),
+            notifyConnection: connectionHandler,
+            notifyConnectionContext: Unmanaged.passUnretained(watch).toOpaque(),
+            tlsCertificate: strings.isEmpty ? nil : UnsafePointer(strings[0]),
+            tlsKey: strings.isEmpty ? nil : UnsafePointer(strings[1]),
+            tlsPriorities: strings.isEmpty ? nil : UnsafePointer(strings[2]),
+            listenSocket: listenSocket)
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        guard let daemon = CMicroHTTPD_start(&options, accessHandler, context, completedHandler, context) else {
+            for string in strings { free(string) }
+            return nil
+        }
+        return DaemonHandle(pointer: daemon, strings: strings)
+    }
+
+    /// Serves new connections with `credentials` from now on, without dropping any: a new daemon
+    /// starts on (a duplicate of) the same listening socket, then the old one stops accepting and
+    /// finishes the connections it holds, each closed after its next response (`Connection: close`),
+    /// and stops when none is left. When the new pair is refused, the old one keeps serving.
+    public func reloadTLS(_ credentials: TLSCredentials) throws(StartError) {
+        guard configuration.tls != nil else {
+            throw StartError(description: "the server was started without TLS")
+        }
+        try credentials.check()
+        let old: DaemonHandle = try state.withLock { state throws(StartError) in
+            guard !state.stopping, let current = state.daemon else {
+                throw StartError(description: "the server is not running")
+            }
+            let listening = CMicroHTTPD_listenSocket(current.pointer)
+            let copy = listening >= 0 ? dup(listening) : -1
+            guard copy >= 0 else { throw StartError(description: "cannot duplicate the listening socket") }
+            guard let fresh = launch(flags: state.flags, address: nil, port: 0, listenSocket: copy, tls: credentials) else {
+                // Not closed here: libmicrohttpd may have closed it already on its failure path,
+                // and closing a reused number would close someone else's descriptor.
+                throw StartError(description: "cannot start a daemon with the new certificate")
+            }
+            state.daemon = fresh
+            state.draining.append(current)
+            currentDaemon.store(Self.bits(fresh.pointer), ordering: .relaxed)
+            drainingCount.add(1, ordering: .relaxed)
+            // Both accept until the old one is quiesced: no connection waits meanwhile.
+            current.listenSocket = MHD_quiesce_daemon(current.pointer)
+            return current
+        }
+        Task.detached { await self.retire(old) }
+    }
+
+    /// Waits until `daemon` holds no connection, then stops it (unless shutdown took it first).
+    private func retire(_ daemon: DaemonHandle) async {
+        while CMicroHTTPD_currentConnections(daemon.pointer) > 0 {
+            if !state.withLock({ $0.draining.contains { $0 === daemon } }) { return }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        let mine = state.withLock { state in
+            guard let index = state.draining.firstIndex(where: { $0 === daemon }) else { return false }
+            state.draining.remove(at: index)
+            return true
+        }
+        guard mine else { return }
+        drainingCount.subtract(1, ordering: .relaxed)
+        daemon.stop()
+    }
+
+    /// Whether `connection` belongs to a daemon a TLS reload replaced.
+    func isDraining(_ connection: OpaquePointer) -> Bool {
+        guard drainingCount.load(ordering: .relaxed) > 0 else { return false }
+        return Self.bits(CMicroHTTPD_connectionDaemon(connection)) != currentDaemon.load(ordering: .relaxed)
+    }
+}

@@ -1,0 +1,118 @@
+/// Told what the ledger committed, for metrics. Calls come from storage threads and must be quick
+/// and never block (count, then return).
+public protocol LedgerObserver: Sendable {
+    /// A group commit finished: `writes` write transactions committed together.
+    func groupCommitted(writes: Int)
+    /// A write transaction that re-projected customers committed; `change` is what it did to the
+    /// counts of projections by state (only committed transactions are reported, once each).
+    func projectionsChanged(_ change: ProjectionTally)
+}
+
+/// Projected customers by state and subscriptions by status: counts (``LedgerStore/projectionTally()``)
+/// or a change to them (``LedgerObserver/projectionsChanged(_:)``, negative for what went away).
+///
+/// A customer's state comes from their projection rows: `active` with an active entitlement in
+/// any environment, `inactive` with entitlement or subscription rows but none active, `new` with none.
+/// A subscription's status is its projection row's.
+public struct ProjectionTally: Sendable, Equatable {
+    public var customers: [String: Int] = [:]
+    public var subscriptions: [String: Int] = [:]
+
+    public init(customers: [String: Int] = [:], subscriptions: [String: Int] = [:]) {
+        self.customers = customers
+        self.subscriptions = subscriptions
+    }
+
+    public var isEmpty: Bool { customers.isEmpty && subscriptions.isEmpty }
+
+    /// The state a projection's rows put its customer in.
+    public static func customerState(_ projection: CustomerProjection) -> String {
+        if projection.entitlements.contains(where: \.active) { return "active" }
+        return projection.entitlements.isEmpty && projection.subscriptions.isEmpty ? "new" : "inactive"
+    }
+
+    /// Counts `projection` with `sign` (+1 added, -1 removed).
+    mutating func count(_ projection: CustomerProjection, _ sign: Int) {
+        customers[Self.customerState(projection), default: 0] += sign
+        for row in projection.subscriptions { subscriptions[row.status, default: 0] += sign }
+    }
+
+    /// Records that a customer's projection went from `before` (nil: none stored) to `after`.
+    mutating func replace(_ before: CustomerProjection?, with after: CustomerProjection) {
+        if let before { count(before, -1) }
+        count(after, 1)
+        customers = customers.filter { $0.value != 0 }
+        subscriptions = subscriptions.filter { $0.value != 0 }
+    }
+
+    /// Adds `other`'s counts to these.
+    public mutating func add(_ other: ProjectionTally) {
+        for (key, value) in other.customers { customers[key, default: 0] += value }
+        for (key, value) in other.subscriptions { subscriptions[key, default: 0] += value }
+    }
+}
+
+/// The projection changes of one write transaction, collected while it runs; reported only after
+/// it committed (a transaction run again starts a new one).
+final class TallyBuffer: @unchecked Sendable {
+    // Touched only by the one storage thread running the transaction.
+    var tally = ProjectionTally()
+}
+
+extension Ledger {
+    /// Notes, when observed, that a customer's projection is replaced.
+    func noteProjection(_ before: CustomerProjection?, _ after: CustomerProjection) {
+        tally?.tally.replace(before, with: after)
+    }
+
+    /// The counts of stored projections (one statement; index lookups per customer, no sort).
+    func projectionTally() throws -> ProjectionTally {
+        let rows = try session.query(
+            """
+            SELECT 'subscription', status, COUNT(*) FROM subscription_projections GROUP BY status
+            UNION ALL
+            SELECT 'customer', kind, COUNT(*) FROM (
+                SELECT CASE
+                    WHEN EXISTS (SELECT 1 FROM entitlement_projections e WHERE e.customer_id = c.customer_id AND e.active = 1)
+                        THEN 'active'
+                    WHEN EXISTS (SELECT 1 FROM entitlement_projections e WHERE e.customer_id = c.customer_id)
+                        OR EXISTS (SELECT 1 FROM subscription_projections s WHERE s.customer_id = c.customer_id)
+                        THEN 'inactive'
+                    ELSE 'new' END AS kind
+                FROM customer_states c) AS k
+            GROUP BY kind
+            """, [])
+        var tally = ProjectionTally()
+        for row in rows {
+            let count = Int(try row.int(2))
+            if try row.text(0) == "subscription" {
+                tally.subscriptions[try row.text(1)] = count
+            } else {
+                tally.customers[try row.text(1)] = count
+            }
+        }
+        return tally
+    }
+}
+
+extension SessionBackedStore {
+    /// Runs `body` in a write transaction; once it committed, reports its projection changes to
+    /// `ledgerObserver`.
+    func observedWrite<T: Sendable>(_ body: @escaping @Sendable (Ledger) throws -> T) async throws -> T {
+        let fault = faultInjector
+        guard let observer = ledgerObserver else {
+            return try await write { try body(Ledger(session: $0, fault: fault)) }
+        }
+        let (value, change) = try await write { session in
+            let buffer = TallyBuffer()
+            let value = try body(Ledger(session: session, fault: fault, tally: buffer))
+            return (value, buffer.tally)
+        }
+        if !change.isEmpty { observer.projectionsChanged(change) }
+        return value
+    }
+
+    func projectionTally() async throws -> ProjectionTally {
+        try await read { try Ledger(session: $0, fault: nil).projectionTally() }
+    }
+}

@@ -1,0 +1,39 @@
+# Shared by the scripts that test a live server (schemathesis.sh, metrics-check.sh); source it.
+#   test_venv VENV PACKAGE MODULE   a venv under .build with PACKAGE from PyPI (MODULE importable)
+#   start_serve NAME                runs .build/debug/entitled serve with $dir/entitled.json on a
+#                                   free loopback port and a throwaway SQLite database in $dir;
+#                                   sets $pid; the EXIT trap stops it and removes $dir
+#   event_port EVENT                the port of the log event EVENT's "address" (empty until logged)
+
+test_venv() {
+  local venv="$1" package="$2" module="$3"
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import $module" 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "$package"
+  fi
+}
+
+dir="$(mktemp -d /tmp/entitled-test-server.XXXXXX)"
+pid=""
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+event_port() {
+  grep "\"event\":\"$1\"" "$dir/serve.log" | grep -o '"address":"127.0.0.1:[0-9]*"' | grep -o '[0-9]*"$' | tr -d '"' || true
+}
+
+start_serve() {
+  .build/debug/entitled serve --config "$dir/entitled.json" --listen 127.0.0.1:0 \
+    --database "sqlite:$dir/db/entitled.sqlite" > "$dir/serve.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 100); do
+    [ -n "$(event_port listening)" ] && return 0
+    sleep 0.1
+  done
+  cat "$dir/serve.log" >&2
+  echo "$1: the server did not start" >&2
+  exit 1
+}
