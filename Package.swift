@@ -9,12 +9,14 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Entitled",
-    platforms: [.macOS(.v15)],
+    // iOS/tvOS/watchOS/visionOS: EntitledKit only (Duration, AppTransaction); the server targets build on macOS and Linux.
+    platforms: [.macOS(.v15), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .executable(name: "entitled", targets: ["entitled"]),
         .library(name: "AppStore", targets: ["AppStore"]),
         .library(name: "Entitlements", targets: ["Entitlements"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "EntitledKit", targets: ["EntitledKit"]),
     ],
     targets: [
         // System libraries: each is imported (`internal import`) by exactly one wrapper module.
@@ -35,6 +37,10 @@ let package = Package(
         .target(name: "EntitledCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         // Apple's wire formats and the JWS / X.509 verifier.
         .target(name: "AppStore", dependencies: ["EntitledCrypto"], swiftSettings: swiftSettings),
+        // The App Store Server API client: JWT auth, retries, every endpoint, verified answers; the
+        // one outbound HTTP client (URLSession) of the server.
+        .target(
+            name: "AppStoreServerAPI", dependencies: ["AppStore", "EntitledCrypto"], swiftSettings: swiftSettings),
         // A test certificate authority and JWS signer for tests, benchmarks and the simulator.
         .target(
             name: "AppStoreTesting", dependencies: ["AppStore", "EntitledCrypto"],
@@ -52,12 +58,15 @@ let package = Package(
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
         // The configuration file: value types, loading, validation (HTTPServer for its address types,
-        // Storage's parser for database URLs, Entitlements for the one RestoreBehavior).
-        .target(name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage"], swiftSettings: swiftSettings),
+        // Storage's parser for database URLs, Entitlements for the one RestoreBehavior, EntitledCrypto
+        // to check the Server API key).
+        .target(
+            name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage", "EntitledCrypto"],
+            swiftSettings: swiftSettings),
         // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
             name: "EntitledServer",
-            dependencies: ["AppStore", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
+            dependencies: ["AppStore", "AppStoreServerAPI", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
             swiftSettings: swiftSettings),
         // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes;
         // `entitled simulate`'s runner.
@@ -85,6 +94,10 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
+        // The Swift client for apps and backends: Foundation only (and StoreKit where it exists), no
+        // server target and no C library, so it builds for every Apple platform and Linux.
+        .target(name: "EntitledKit", swiftSettings: swiftSettings),
+
         // libFuzzer target for the JWS/JSON parsing path (scripts/fuzz.sh); a plain corpus runner otherwise.
         .executableTarget(name: "FuzzJWS", dependencies: ["AppStore", "EntitledCrypto"], swiftSettings: swiftSettings),
         // libFuzzer target for the entitlement engine: arbitrary facts (extreme dates included) through `evaluate`.
@@ -97,15 +110,27 @@ let package = Package(
             name: "AppStoreSimulatorTests",
             dependencies: ["AppStoreSimulator", "AppStore", "AppStoreTesting", "HTTPServer", "EntitledCrypto"],
             exclude: ["Fixtures"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "AppStoreServerAPITests",
+            dependencies: ["AppStoreServerAPI", "AppStore", "AppStoreSimulator", "AppStoreTesting", "HTTPServer", "EntitledCrypto"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EntitledTests",
             dependencies: [
-                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
+                "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
                 "AppStoreSimulator", "EntitledDev",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),
+        // EntitledKit against a real server and the simulator over loopback (the tests may use the
+        // server's targets; the library may not).
+        .testTarget(
+            name: "EntitledKitTests",
+            dependencies: [
+                "EntitledKit", "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreSimulator", "Storage",
+            ],
+            swiftSettings: swiftSettings),
     ]
 )

@@ -103,8 +103,10 @@ public struct APITokenVerifier: Sendable {
 /// - `PUT /inApps/v1/subscriptions/extend/{originalTransactionId}`, `POST /inApps/v1/subscriptions/extend/mass`,
 ///   `GET /inApps/v1/subscriptions/extend/mass/{productId}/{requestIdentifier}`
 /// - `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`
-/// - `PUT /inApps/v1/transactions/consumption/{transactionId}` (recorded, 202)
+/// - `PUT /inApps/v1/transactions/consumption/{transactionId}` and `/inApps/v2/…` (recorded, 202)
+/// - `GET /inApps/v1/transactions/appTransactions/{transactionId}`
 ///
+/// ``Simulator/throttleServerAPI(requests:retryAfterSeconds:)`` makes the next calls answer 429.
 /// Every request needs a valid bearer token (``APITokenVerifier``), checked against the virtual clock.
 /// Errors answer Apple's `{errorCode, errorMessage}`.
 public enum FakeServerAPI {
@@ -130,6 +132,9 @@ public enum FakeServerAPI {
                         return Response(
                             status: 401, headers: ["Content-Type": "text/plain; charset=utf-8"],
                             body: Array("Unauthenticated (\(reason))".utf8))
+                    }
+                    if let retryAfter = await simulator.takeServerAPIThrottle() {
+                        return try rateLimited(retryAfterSeconds: retryAfter)
                     }
                     do {
                         return try await body(request)
@@ -192,6 +197,7 @@ public enum FakeServerAPI {
             return try .json(response)
         }
         registerMore(simulator, route)
+        registerAppTransactionAndConsumptionV2(simulator, route)
     }
 
     /// Adds the write endpoints and refund lookup (split out to keep ``register(_:keys:on:)`` readable).

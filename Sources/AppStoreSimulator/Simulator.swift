@@ -108,6 +108,10 @@ public actor Simulator {
     var massExtensions: [String: MassExtendRenewalDateStatusResponse] = [:]
     /// Consumption information sent through the fake Server API, by transaction id (raw JSON bodies).
     public private(set) var consumptionInformation: [String: [UInt8]] = [:]
+    /// Fake Server API calls answered 429 on request (``throttleServerAPI(requests:retryAfterSeconds:)``).
+    var serverAPIThrottle = ServerAPIThrottle()
+    /// Fake Server API calls received with a valid token.
+    public internal(set) var serverAPIRequests = 0
 
     /// - Parameters:
     ///   - catalog: the app and its products.

@@ -131,6 +131,8 @@ public struct App: Sendable, Equatable {
     /// (the engine's one `RestoreBehavior`, applied by the ledger's links).
     public var restoreBehavior: RestoreBehavior
     public var products: [Product]
+    /// The App Store Server API key and reconciliation schedule (`serverAPI`); nil: the server never calls Apple.
+    public var serverAPI: ServerAPISettings?
 
     public init(
         bundleId: String, appAppleId: Int64? = nil, environments: [String] = ["Production", "Sandbox"],
@@ -147,6 +149,31 @@ public struct App: Sendable, Equatable {
         self.gracePeriodDays = gracePeriodDays
         self.restoreBehavior = restoreBehavior
         self.products = products
+    }
+}
+
+/// `apps[].serverAPI`: the app's in-app purchase key for Apple's App Store Server API.
+public struct ServerAPISettings: Sendable, Equatable {
+    /// The key id, e.g. `ABC123DEFG`.
+    public var keyId: String
+    /// The issuer id (a UUID) of the App Store Connect team.
+    public var issuerId: String
+    /// The `.p8` key's PEM text (read from `privateKeyFile`, or from the variable it names with `env:NAME`).
+    public var privateKeyPEM: String
+    /// Replaces Apple's scheme, host and port for both environments; nil: Apple's hosts.
+    public var baseURL: URL?
+    /// How often `serve` reconciles with Apple's notification history.
+    public var reconcileEveryMinutes: Int
+
+    /// Allowed `reconcileEveryMinutes`: at least every 5 minutes, at most daily.
+    public static let reconcileEveryMinutesRange = 5...1440
+
+    public init(keyId: String, issuerId: String, privateKeyPEM: String, baseURL: URL? = nil, reconcileEveryMinutes: Int = 60) {
+        self.keyId = keyId
+        self.issuerId = issuerId
+        self.privateKeyPEM = privateKeyPEM
+        self.baseURL = baseURL
+        self.reconcileEveryMinutes = reconcileEveryMinutes
     }
 }
 

@@ -251,6 +251,9 @@ public struct ConfigurationLoader: Sendable {
                     path: "\(value.path)[\(index)].productId", message: "duplicate productId '\(product.productId)'"))
             }
         }
+        object.read("serverAPI", problems) { value throws(ConfigurationError) in
+            app.serverAPI = try serverAPI(value, baseDirectory: baseDirectory, problems)
+        }
         object.finish(problems)
         return app
     }

@@ -91,33 +91,9 @@ public struct API: Sendable {
             guard let envelope = try? codec.decode(ResponseBodyV2.self, from: request.body) else {
                 throw Rejection(.invalidJSON, "the body is not {\"signedPayload\": \"…\"}")
             }
-            guard let signedPayload = envelope.signedPayload, !signedPayload.isEmpty else {
-                throw VerificationError.malformed("signedPayload is missing")
-            }
-            guard let claimed = JWSPeek.notificationBundleId(signedPayload, codec: codec) else {
-                throw VerificationError.malformed("signedPayload is not a JWS")
-            }
-            let app = try self.app(claimed)
-            let verified = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
-            try checkEnvironment(verified.payload.verificationEnvironment, app: app)
-            let facts: [Fact]
-            do {
-                facts = try mapper(app).facts(from: verified)
-            } catch {
-                throw Self.rejection(error)
-            }
-            let payload = verified.payload
-            let message = ReceivedMessage(
-                notificationUUID: payload.notificationUUID, source: .appleV2,
-                body: Self.storedBody("signedPayload", signedPayload), receivedAt: now,
-                notificationType: payload.notificationType?.rawValue ?? "", subtype: payload.subtype?.rawValue)
-            let signed = SignedPayloads(
-                notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
-                renewalInfo: payload.data?.signedRenewalInfo, appTransaction: payload.appData?.signedAppTransactionInfo)
-            let status = try await store { () async throws(LedgerError) in
-                try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
-            }
-            noteIngested(request, message, signedDate: payload.signedDate, bundleId: app.bundleId, status: status)
+            let ingested = try await ingestNotification(signedPayload: envelope.signedPayload, source: .appleV2, now: now)
+            let status = ingested.status
+            noteIngested(request, ingested.message, signedDate: ingested.signedDate, bundleId: ingested.bundleId, status: status)
             return try .json(IngestBody(status))
         } catch let error as VerificationError {
             throw await reject(Rejection(error), .appleSignature, request: request, now: now)

@@ -74,6 +74,9 @@ public final class AppStoreVerifier: NotificationVerifying {
         try await verifier(for: app).verify(signedAppTransaction, as: AppTransaction.self)
     }
 
+    /// The app's verifier (for the App Store Server API client's answers).
+    public func signedDataVerifier(bundleId: String) -> SignedDataVerifier? { verifiers[bundleId] }
+
     private func verifier(for app: App) throws(VerificationError) -> SignedDataVerifier {
         guard let verifier = verifiers[app.bundleId] else {
             throw VerificationError(.invalidAppIdentifier, "bundleId \(app.bundleId) is not configured")

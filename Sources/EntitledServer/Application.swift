@@ -14,6 +14,9 @@ public protocol ReadinessProbe: Sendable {
 public struct Application: Sendable {
     public let configuration: Configuration
     public let router: Router
+    /// The V2 endpoint's ingest, for notifications that arrive another way (reconciliation);
+    /// nil for the bare health-only application.
+    public let notifications: NotificationIngest?
     /// What `GET /metrics` reports; the HTTP server records every request into it.
     public let metrics: ServerMetrics
 
@@ -25,6 +28,7 @@ public struct Application: Sendable {
         var router = Router()
         Health.register(on: &router, readiness: readiness)
         self.router = router
+        notifications = nil
     }
 
     /// Builds every route of the API: health, readiness (the ledger's), Apple's notifications, customers,
@@ -39,11 +43,12 @@ public struct Application: Sendable {
         self.metrics = metrics
         var router = Router()
         Health.register(on: &router, readiness: ledger)
-        API(
+        let api = API(
             configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, budget: rejectionBudget,
-            hmac: hmac, cache: cache, metrics: metrics
-        ).register(on: &router)
+            hmac: hmac, cache: cache, metrics: metrics)
+        api.register(on: &router)
         self.router = router
+        notifications = NotificationIngest(api: api)
     }
 
     /// The HTTP server settings derived from configuration.

@@ -1,5 +1,7 @@
 import AppStore
+import AppStoreServerAPI
 import EntitledConfig
+import EntitledCrypto
 import HTTPServer
 import Storage
 
@@ -14,6 +16,11 @@ public struct AssembledServer: Sendable {
     public let store: any LedgerStore
     /// The ledger the routes write through (over `store`).
     public let ledger: FactLedger
+    /// The App Store Server API client of each app with `serverAPI`, by bundleId (every feature
+    /// that calls Apple uses these: one token cache and one connection pool per app).
+    public let serverAPIClients: [String: AppStoreServerAPIClient]
+    /// One per app with `serverAPI`: reconciliation with Apple's notification history.
+    public let reconcilers: [Reconciler]
     /// What `/metrics` reports (``Application/metrics``).
     public var metrics: ServerMetrics { application.metrics }
 }
@@ -47,11 +54,14 @@ public enum StartupError: Error, CustomStringConvertible {
 ///     `ledgerObserver`). Its projection gauges are set from the store's counts.
 ///   - fastPaths: The fast paths' switch (``FastPaths``): the verifier's codec and the projection
 ///     cache the ledger and the API share. Callers read it from `ENTITLED_FAST_PATHS`.
+///   - outbound: How the App Store Server API is called; nil: ``URLSessionHTTP`` (tests inject one).
+///   - apiSleeper: Waits between the API client's retries (tests and virtual time inject one).
 /// - Throws: ``StartupError``.
 public func buildApplication(
     configuration: Configuration, clock: any EpochClock, store: (any LedgerStore)? = nil,
     verifier: (any NotificationVerifying)? = nil, rejectionBudget: RejectionBudget? = nil,
-    fastPaths: FastPaths = FastPaths(), metrics: ServerMetrics = ServerMetrics()
+    fastPaths: FastPaths = FastPaths(), metrics: ServerMetrics = ServerMetrics(), outbound: (any OutboundHTTP)? = nil,
+    apiSleeper: any Sleeper = TaskSleeper()
 ) async throws(StartupError) -> AssembledServer {
     let notificationVerifier: any NotificationVerifying
     if let verifier {
@@ -83,5 +93,69 @@ public func buildApplication(
     let application = Application(
         configuration: configuration, verifier: TimedVerifier(base: notificationVerifier, metrics: metrics), ledger: ledger,
         clock: clock, rejectionBudget: rejectionBudget, cache: cache, metrics: metrics)
-    return AssembledServer(configuration: configuration, application: application, store: opened, ledger: ledger)
+    let clients: [String: AppStoreServerAPIClient]
+    let reconcilers: [Reconciler]
+    do {
+        clients = try buildServerAPIClients(configuration: configuration, clock: clock, outbound: outbound, sleeper: apiSleeper)
+        reconcilers = try buildReconcilers(configuration: configuration, clock: clock, store: opened, application: application, clients: clients)
+    } catch {
+        if store == nil { await opened.close() }
+        throw error
+    }
+    return AssembledServer(
+        configuration: configuration, application: application, store: opened, ledger: ledger, serverAPIClients: clients,
+        reconcilers: reconcilers)
+}
+
+/// An App Store Server API client per app with `serverAPI`, by bundleId: calls go to Production when
+/// the app accepts it (with the Sandbox fallback when it accepts Sandbox too), else to Sandbox;
+/// answers are verified with the app's roots and environments.
+func buildServerAPIClients(
+    configuration: Configuration, clock: any EpochClock, outbound: (any OutboundHTTP)?, sleeper: any Sleeper
+) throws(StartupError) -> [String: AppStoreServerAPIClient] {
+    let apps = configuration.apps.filter { $0.serverAPI != nil }
+    guard !apps.isEmpty else { return [:] }
+    let verifiers: AppStoreVerifier
+    do {
+        verifiers = try AppStoreVerifier(apps: apps, clock: clock)
+    } catch {
+        throw .configuration("configuration: \(error.description)")
+    }
+    let transport = outbound ?? URLSessionHTTP()
+    var clients: [String: AppStoreServerAPIClient] = [:]
+    for app in apps {
+        let settings = app.serverAPI!
+        let key: P256PrivateKey
+        do {
+            key = try P256PrivateKey(pem: settings.privateKeyPEM)
+        } catch {
+            throw .configuration("apps[\(app.bundleId)].serverAPI.privateKeyFile: not a P-256 private key")
+        }
+        let environments = [AppStoreEnvironment.production, .sandbox].filter { app.environments.contains($0.rawValue) }
+        guard let primary = environments.first, let verifier = verifiers.signedDataVerifier(bundleId: app.bundleId) else { continue }
+        clients[app.bundleId] = AppStoreServerAPIClient(
+            credentials: ServerAPICredentials(bundleId: app.bundleId, keyId: settings.keyId, issuerId: settings.issuerId, privateKey: key),
+            settings: .init(environment: primary, sandboxFallback: environments.count == 2, baseURL: settings.baseURL),
+            verifier: verifier, transport: transport, clock: clock, sleeper: sleeper)
+    }
+    return clients
+}
+
+/// A ``Reconciler`` per app with a Server API client, in configuration order, reading the history
+/// of each of the app's environments among Production and Sandbox.
+func buildReconcilers(
+    configuration: Configuration, clock: any EpochClock, store: any LedgerStore, application: Application,
+    clients: [String: AppStoreServerAPIClient]
+) throws(StartupError) -> [Reconciler] {
+    guard !clients.isEmpty, let ingest = application.notifications else { return [] }
+    guard let state = store as? any ReconcileStateStore else {
+        throw .runtime("this store cannot keep reconciliation state (apps[].serverAPI needs SQLite or PostgreSQL)")
+    }
+    return configuration.apps.compactMap { app in
+        guard let client = clients[app.bundleId], let settings = app.serverAPI else { return nil }
+        let environments = [AppStoreEnvironment.production, .sandbox].filter { app.environments.contains($0.rawValue) }
+        return Reconciler(
+            bundleId: app.bundleId, environments: environments, everyMinutes: settings.reconcileEveryMinutes, client: client,
+            ingest: ingest, state: state, clock: clock)
+    }
 }

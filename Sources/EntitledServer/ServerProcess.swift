@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import EntitledConfig
 import Foundation
 import HTTPServer
@@ -89,10 +90,27 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
             }
         }
     }
+    let reconciling = assembled.reconcilers.map { reconciler in
+        Task {
+            await reconciler.run { result in
+                switch result {
+                case .success(let report):
+                    ServerLog.event(
+                        "reconciled",
+                        ["app": reconciler.bundleId, "pages": "\(report.pages)", "notifications": "\(report.notifications)",
+                         "new": "\(report.new)", "duplicates": "\(report.duplicates)", "rejected": "\(report.rejected)",
+                         "skipped": "\(report.skipped.count)"])
+                case .failure(let error):
+                    ServerLog.event("reconciliation failed", ["app": reconciler.bundleId, "error": error.description], level: .error)
+                }
+            }
+        }
+    }
 
     let signal = await signals.wait()
     ServerLog.event("shutting down", ["signal": signal])
     purging.cancel()
+    for task in reconciling { task.cancel() }
     // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()
     await metricsServer?.shutdown()
@@ -102,6 +120,35 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
         ServerLog.event("storage did not close in time", [:], level: .warn)
     }
     ServerLog.event("stopped", [:])
+}
+
+/// `entitled reconcile`: one reconciliation pass for each app with `serverAPI` (only `bundleId`'s
+/// when given) on the system clock, with the window `since`…`until` (epoch ms) when given.
+/// Returns each app's report, in configuration order.
+/// - Throws: ``StartupError``: `.configuration` for an unknown or unconfigured app, `.runtime` when a pass fails.
+public func runReconcile(
+    configuration: Configuration, bundleId: String?, since: Int64?, until: Int64?, outbound: (any OutboundHTTP)? = nil,
+    clock: any EpochClock = SystemClock()
+) async throws(StartupError) -> [(bundleId: String, report: ReconcileReport)] {
+    if let bundleId {
+        guard let app = configuration.app(bundleId: bundleId) else { throw .configuration("--app: no app \(bundleId) in the configuration") }
+        guard app.serverAPI != nil else { throw .configuration("--app: \(bundleId) has no serverAPI in the configuration") }
+    }
+    guard configuration.apps.contains(where: { $0.serverAPI != nil }) else {
+        throw .configuration("configuration: no app has serverAPI (see docs/configuration.md)")
+    }
+    let assembled = try await buildApplication(configuration: configuration, clock: clock, outbound: outbound)
+    var reports: [(bundleId: String, report: ReconcileReport)] = []
+    do throws(ReconcileError) {
+        for reconciler in assembled.reconcilers where bundleId == nil || reconciler.bundleId == bundleId {
+            reports.append((reconciler.bundleId, try await reconciler.runOnce(since: since, until: until)))
+        }
+    } catch {
+        await assembled.store.close()
+        throw .runtime("reconciliation failed: \(error.description)")
+    }
+    await assembled.store.close()
+    return reports
 }
 
 /// The `metricsListen` server (plain HTTP, `GET /metrics` only, no credentials), started and

@@ -13,6 +13,8 @@ public enum IngestSource: String, Sendable, Hashable, CaseIterable {
     case client
     /// Produced by the local App Store simulator.
     case simulator
+    /// A V2 notification read back from Apple's notification history (reconciliation).
+    case reconcile
 }
 
 /// A message as received, before or without any interpretation: it is stored verbatim.

@@ -16,6 +16,7 @@ enum Entitled {
         RebuildCommand.self,
         CheckCommand.self,
         BackupCommand.self,
+        ReconcileCommand.self,
         BenchCommand.self,
         StorageCrashChildCommand.self,
         SimulateCommand.self,

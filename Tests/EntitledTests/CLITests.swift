@@ -85,7 +85,7 @@ func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
         #expect(result.stdout.hasPrefix("entitled "))
     }
 
-    @Test(arguments: ["serve", "dev", "verify", "migrate", "rebuild", "check", "simulate", "bench"])
+    @Test(arguments: ["serve", "dev", "verify", "migrate", "rebuild", "check", "reconcile", "simulate", "bench"])
     func commandHelp(command: String) async throws {
         let result = try await CLI.run([command, "--help"])
         #expect(result.status == 0)

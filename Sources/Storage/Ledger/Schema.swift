@@ -138,6 +138,21 @@ enum Schema {
         Migration(
             version: 7, name: "no index on subscription expiry",
             sql: "DROP INDEX subscription_projections_expires_at;"),
+        // Reconciliation with Apple's notification history: per app and environment, the
+        // watermark read up to and the lease of the one process reading it (`ReconcileStateStore`).
+        Migration(
+            version: 8, name: "reconciliation state",
+            sql: """
+                CREATE TABLE reconcile_state (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    watermark {int},
+                    lease_owner TEXT,
+                    lease_expires_at {int},
+                    updated_at {int} NOT NULL,
+                    PRIMARY KEY (bundle_id, environment)
+                );
+                """),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }

@@ -1,0 +1,129 @@
+import Foundation
+
+/// Which screen a customer belongs on: never subscribed (`new`), entitled now (`active`), or
+/// subscribed before and not now (`inactive`). The server's `state` member.
+public enum CustomerKind: String, Sendable, Codable, Hashable {
+    case new, active, inactive
+}
+
+/// The server's answer to `GET /v1/customers/{appUserId}` (and to a posted transaction): what the
+/// customer is entitled to, as of ``serverTime``. Members the client does not model are ignored,
+/// so a newer server's additions do not break an older app.
+public struct CustomerAnswer: Sendable, Codable, Hashable {
+    /// One entitlement's grant (the server's `Grant`).
+    public struct Grant: Sendable, Codable, Hashable {
+        /// Whether it grants access now (at the answer's ``CustomerAnswer/serverTime``).
+        public var active: Bool
+        /// `active`, `gracePeriod`, `billingRetry`, `expired`, `revoked` or `refunded`.
+        public var status: String
+        public var productId: String
+        /// `autoRenewable`, `nonConsumable`, `consumable` or `nonRenewing`.
+        public var productType: String
+        public var transactionId: String
+        public var originalTransactionId: String
+        public var purchaseDate: Date
+        public var expiresAt: Date?
+        public var gracePeriodExpiresAt: Date?
+        public var willRenew: Bool?
+        public var renewsTo: String?
+        public var subscriptionGroup: String?
+        /// The App Store environment the grant comes from (`Production`, `Sandbox`, …).
+        public var environment: String?
+
+        /// The last instant at which this grant gives access: its grace end, else its expiry
+        /// (nil: it does not lapse with time, e.g. a non-consumable).
+        public var accessEndsAt: Date? { gracePeriodExpiresAt ?? expiresAt }
+    }
+
+    /// A subscription group's current subscription (the server's `Subscription`).
+    public struct Subscription: Sendable, Codable, Hashable {
+        public var subscriptionGroup: String
+        /// The environment of its current subscription (a server merging environments may list a
+        /// group once per environment).
+        public var environment: String?
+        public var state: CustomerKind
+        public var current: Grant?
+        /// `upgrade`, `downgrade` or `crossgrade` waiting for the next renewal.
+        public var pendingChange: String?
+    }
+
+    /// A non-consumable, a (stacked) non-renewing subscription or a consumable's balance (the
+    /// server's `NonSubscription`).
+    public struct NonSubscription: Sendable, Codable, Hashable {
+        /// `nonConsumable`, `nonRenewing` or `consumable`.
+        public var kind: String
+        /// The productId, or the group of stacked non-renewing purchases.
+        public var id: String
+        public var active: Bool
+        public var expiresAt: Date?
+        /// A consumable's balance.
+        public var balance: Int?
+        public var transactionIds: [String]
+    }
+
+    /// Whether the app was pre-ordered (the server's `preorder`).
+    public struct Preorder: Sendable, Codable, Hashable {
+        public var isPreordered: Bool
+        public var preorderDate: Date?
+        public var appOriginalPurchaseDate: Date?
+    }
+
+    /// Offer eligibility in one subscription group (the server's `Offer`).
+    public struct Offer: Sendable, Codable, Hashable {
+        public var introOfferEligible: Bool
+        public var promotionalOfferEligible: Bool
+        public var winBackOfferIds: [String]
+    }
+
+    public var appUserId: String
+    /// The UUID to pass to StoreKit as `appAccountToken` for this customer's purchases.
+    public var appAccountToken: UUID
+    /// The answer's environment: the one asked for, else (a server merging environments) its primary one.
+    public var environment: String?
+    public var state: CustomerKind
+    /// The server's clock when it answered: the client's trusted time is anchored on it.
+    public var serverTime: Date
+    /// By entitlement id; an entitlement the customer never had is absent.
+    public var entitlements: [String: Grant]
+    public var subscriptions: [Subscription]
+    public var nonSubscriptions: [NonSubscription]?
+    /// By subscription group.
+    public var offers: [String: Offer]
+    public var preorder: Preorder?
+    /// The next instant at which time alone changes this answer (an expiry or grace end).
+    public var nextChangeAt: Date?
+
+    /// Whether the answer grants `entitlement` at its own ``serverTime``.
+    public func grants(_ entitlement: String) -> Bool { entitlements[entitlement]?.active == true }
+
+    /// The last instant this answer may be relied on without asking the server again:
+    /// ``nextChangeAt`` and every active grant's end, whichever comes first (nil: never lapses).
+    public var validUntil: Date? {
+        let ends =
+            entitlements.values.filter(\.active).compactMap(\.accessEndsAt)
+            + (nonSubscriptions ?? []).filter(\.active).compactMap(\.expiresAt) + [nextChangeAt].compactMap { $0 }
+        return ends.min()
+    }
+
+    /// Decodes the server's JSON (ISO 8601 UTC dates with or without milliseconds).
+    public static func decode(_ data: Data) throws -> CustomerAnswer {
+        try JSONDecoder.entitled.decode(CustomerAnswer.self, from: data)
+    }
+}
+
+extension JSONDecoder {
+    /// The server's dates: `2026-11-29T12:00:00.000Z`.
+    static var entitled: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let text = try container.decode(String.self)
+            if let date = try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)) {
+                return date
+            }
+            if let date = try? Date(text, strategy: Date.ISO8601FormatStyle()) { return date }
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an ISO 8601 date: \(text)")
+        }
+        return decoder
+    }
+}

@@ -1,0 +1,85 @@
+#if canImport(StoreKit)
+    import Foundation
+    import StoreKit
+
+    /// StoreKit 2 behind ``StoreGateway``: a thin adapter, every decision is ``Purchases``'.
+    ///
+    /// Signatures are not checked here: the server verifies each `jwsRepresentation` and answers
+    /// 400 to a forged one, which then stays unfinished.
+    @available(iOS 16.0, macOS 13.0, tvOS 16.0, watchOS 9.0, visionOS 1.0, *)
+    public struct StoreKitGateway: StoreGateway {
+        /// Runs StoreKit's purchase sheet. Default: `Product.purchase(options:)`; on visionOS (which
+        /// needs a scene to present in) pass SwiftUI's `PurchaseAction` or
+        /// `product.purchase(confirmIn:options:)`.
+        public typealias PurchaseCall =
+            @Sendable (Product, Set<Product.PurchaseOption>) async throws -> Product.PurchaseResult
+
+        let purchaseCall: PurchaseCall
+
+        #if os(visionOS)
+            public init(purchase: @escaping PurchaseCall) { purchaseCall = purchase }
+        #else
+            public init(purchase: PurchaseCall? = nil) {
+                purchaseCall = purchase ?? { product, options in try await product.purchase(options: options) }
+            }
+        #endif
+
+        /// A verified-or-not StoreKit transaction with its signed form.
+        struct Signed: StoreTransaction {
+            let transaction: Transaction
+            let jwsRepresentation: String
+            var transactionID: String { String(transaction.id) }
+            var productID: String { transaction.productID }
+            func finish() async { await transaction.finish() }
+        }
+
+        static func signed(_ result: VerificationResult<Transaction>) -> Signed {
+            Signed(transaction: result.unsafePayloadValue, jwsRepresentation: result.jwsRepresentation)
+        }
+
+        /// The product is not in the App Store's catalog for this app.
+        public struct UnknownProduct: Error, Sendable { public var productID: String }
+
+        public func purchase(productID: String, appAccountToken: UUID) async throws -> StorePurchaseResult {
+            guard let product = try await Product.products(for: [productID]).first else {
+                throw UnknownProduct(productID: productID)
+            }
+            switch try await purchaseCall(product, [.appAccountToken(appAccountToken)]) {
+            case .success(let result): return .purchased(Self.signed(result))
+            case .pending: return .pending
+            case .userCancelled: return .cancelled
+            @unknown default: return .cancelled
+            }
+        }
+
+        public func unfinished() async -> [any StoreTransaction] {
+            var out: [any StoreTransaction] = []
+            for await result in Transaction.unfinished { out.append(Self.signed(result)) }
+            return out
+        }
+
+        public func currentEntitlements() async -> [any StoreTransaction] {
+            var out: [any StoreTransaction] = []
+            for await result in Transaction.currentEntitlements { out.append(Self.signed(result)) }
+            return out
+        }
+
+        public func appTransaction() async throws -> String? {
+            try await AppTransaction.shared.jwsRepresentation
+        }
+
+        public func updates() -> AsyncStream<any StoreTransaction> {
+            AsyncStream { continuation in
+                let task = Task {
+                    for await result in Transaction.updates { continuation.yield(Self.signed(result)) }
+                    continuation.finish()
+                }
+                continuation.onTermination = { _ in task.cancel() }
+            }
+        }
+
+        public func storefront() async -> String? {
+            await Storefront.current?.countryCode
+        }
+    }
+#endif

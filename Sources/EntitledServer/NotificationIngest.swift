@@ -1,0 +1,98 @@
+import AppStore
+import Entitlements
+import Foundation
+import HTTPServer
+import Storage
+
+/// Ingests V2 `signedPayload`s exactly as `POST /v1/apple/notifications` does — same verifier,
+/// mapper and ledger — for notifications that arrive another way (reconciliation reads them
+/// from Apple's notification history). A repeated `notificationUUID` is a duplicate, whichever
+/// way it came first.
+public struct NotificationIngest: Sendable {
+    let api: API
+
+    /// Why a payload was not stored.
+    public enum Failure: Error, Sendable, CustomStringConvertible {
+        /// Refused (verification, app, environment, mapping) with the problem code; recorded as rejected.
+        case rejected(code: String, message: String)
+        /// Storage could not take it; nothing was stored, try again later.
+        case storage(String)
+
+        public var description: String {
+            switch self {
+            case .rejected(let code, let message): "\(code): \(message)"
+            case .storage(let message): "storage: \(message)"
+            }
+        }
+    }
+
+    /// Verifies and stores `signedPayload` from `source`; a refusal is recorded (bounded) as the
+    /// endpoint records it.
+    public func ingest(signedPayload: String, source: IngestSource) async throws(Failure) -> IngestResult.Status {
+        let now = api.clock.nowMilliseconds()
+        let rejection: Rejection
+        do {
+            let ingested = try await api.ingestNotification(signedPayload: signedPayload, source: source, now: now)
+            let message = ingested.message
+            api.metrics.notificationIngested(version: "2", type: message.notificationType, subtype: message.subtype, status: ingested.status)
+            return ingested.status
+        } catch let error as VerificationError {
+            rejection = Rejection(error)
+        } catch let error as Rejection {
+            rejection = error
+        } catch let error as HTTPError {
+            throw .storage(error.detail ?? "\(error.status)")
+        } catch {
+            throw .storage("\(error)")
+        }
+        if rejection.code == .retryableVerificationFailure { throw .storage(rejection.message) }
+        let body = API.storedBody("signedPayload", signedPayload)
+        try? await api.ledger.recordRejected(
+            ReceivedMessage(notificationUUID: nil, source: source, body: body, receivedAt: now), code: rejection.code.rawValue)
+        api.metrics.notificationRejected(version: "2", code: rejection.code.rawValue)
+        throw .rejected(code: rejection.code.rawValue, message: rejection.message)
+    }
+}
+
+/// What ``API/ingestNotification(signedPayload:source:now:)`` stored, for metrics and logs.
+struct IngestedNotification {
+    var status: IngestResult.Status
+    var message: ReceivedMessage
+    var signedDate: Int64?
+    var bundleId: String
+}
+
+extension API {
+    /// Verifies, maps and stores one V2 `signedPayload`: the V2 endpoint's work once the HTTP
+    /// checks passed, and reconciliation's for each notification of Apple's history.
+    /// - Throws: ``VerificationError`` or ``Rejection`` (nothing stored), or the storage ``HTTPError``.
+    func ingestNotification(signedPayload: String?, source: IngestSource, now: Int64) async throws -> IngestedNotification {
+        guard let signedPayload, !signedPayload.isEmpty else {
+            throw VerificationError.malformed("signedPayload is missing")
+        }
+        guard let claimed = JWSPeek.notificationBundleId(signedPayload, codec: codec) else {
+            throw VerificationError.malformed("signedPayload is not a JWS")
+        }
+        let app = try self.app(claimed)
+        let verified = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
+        try checkEnvironment(verified.payload.verificationEnvironment, app: app)
+        let facts: [Fact]
+        do {
+            facts = try mapper(app).facts(from: verified)
+        } catch {
+            throw Self.rejection(error)
+        }
+        let payload = verified.payload
+        let message = ReceivedMessage(
+            notificationUUID: payload.notificationUUID, source: source,
+            body: Self.storedBody("signedPayload", signedPayload), receivedAt: now,
+            notificationType: payload.notificationType?.rawValue ?? "", subtype: payload.subtype?.rawValue)
+        let signed = SignedPayloads(
+            notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
+            renewalInfo: payload.data?.signedRenewalInfo, appTransaction: payload.appData?.signedAppTransactionInfo)
+        let status = try await store { () async throws(LedgerError) in
+            try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
+        }
+        return IngestedNotification(status: status, message: message, signedDate: payload.signedDate, bundleId: app.bundleId)
+    }
+}

@@ -1,0 +1,87 @@
+/// Which notification history a reconciliation reads: one app in one of Apple's environments.
+public struct ReconcileKey: Sendable, Hashable, CustomStringConvertible {
+    public var bundleId: String
+    /// `Production` or `Sandbox`.
+    public var environment: String
+
+    public init(bundleId: String, environment: String) {
+        self.bundleId = bundleId
+        self.environment = environment
+    }
+
+    public var description: String { "\(bundleId) (\(environment))" }
+}
+
+/// Reconciliation bookkeeping (table `reconcile_state`): per app and environment, how far Apple's
+/// notification history has been read (the watermark), and which process is reading it (a lease).
+///
+/// The lease makes one process at a time reconcile an app, also with several servers on one
+/// PostgreSQL: taking it is one atomic upsert that succeeds only when the lease is free, expired or
+/// already the caller's. The watermark moves only forward and only by the lease holder, after the
+/// notifications it covers are committed.
+public protocol ReconcileStateStore: Sendable {
+    /// Takes (or renews) the lease on `key` for `owner` until `expiresAt` when it is free, expired
+    /// at `now`, or already `owner`'s. Returns the stored watermark (nil: never reconciled) when
+    /// the lease is the caller's, and `.held` when another process holds it.
+    func acquireReconcileLease(_ key: ReconcileKey, owner: String, now: Int64, expiresAt: Int64) async throws -> ReconcileLease
+
+    /// Moves the watermark to `watermark` (never backwards) if `owner` still holds the lease;
+    /// false when it does not (the lease expired and was taken).
+    func advanceReconcileWatermark(_ key: ReconcileKey, owner: String, to watermark: Int64, now: Int64) async throws -> Bool
+
+    /// Gives the lease up if `owner` holds it.
+    func releaseReconcileLease(_ key: ReconcileKey, owner: String) async throws
+}
+
+/// The outcome of ``ReconcileStateStore/acquireReconcileLease(_:owner:now:expiresAt:)``.
+public enum ReconcileLease: Sendable, Hashable {
+    /// The caller holds the lease; the watermark (epoch ms) when there is one.
+    case acquired(watermark: Int64?)
+    /// Another process holds it.
+    case held
+}
+
+extension SQLiteStore: ReconcileStateStore {}
+extension PostgresStore: ReconcileStateStore {}
+
+extension SessionBackedStore {
+    func acquireReconcileLease(_ key: ReconcileKey, owner: String, now: Int64, expiresAt: Int64) async throws -> ReconcileLease {
+        try await write { session in
+            let rows = try session.query(
+                """
+                INSERT INTO reconcile_state (bundle_id, environment, watermark, lease_owner, lease_expires_at, updated_at)
+                VALUES ($1, $2, NULL, $3, $4, $5)
+                ON CONFLICT (bundle_id, environment) DO UPDATE
+                SET lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at
+                WHERE reconcile_state.lease_owner IS NULL OR reconcile_state.lease_owner = excluded.lease_owner
+                    OR reconcile_state.lease_expires_at <= excluded.updated_at
+                RETURNING watermark
+                """, .text(key.bundleId), .text(key.environment), .text(owner), .int(expiresAt), .int(now))
+            guard let row = rows.first else { return .held }
+            return .acquired(watermark: try row.optionalInt(0))
+        }
+    }
+
+    func advanceReconcileWatermark(_ key: ReconcileKey, owner: String, to watermark: Int64, now: Int64) async throws -> Bool {
+        try await write { session in
+            let rows = try session.query(
+                """
+                UPDATE reconcile_state
+                SET watermark = CASE WHEN watermark IS NULL OR watermark < $4 THEN $4 ELSE watermark END, updated_at = $5
+                WHERE bundle_id = $1 AND environment = $2 AND lease_owner = $3
+                RETURNING watermark
+                """, .text(key.bundleId), .text(key.environment), .text(owner), .int(watermark), .int(now))
+            return !rows.isEmpty
+        }
+    }
+
+    func releaseReconcileLease(_ key: ReconcileKey, owner: String) async throws {
+        _ = try await write { session in
+            try session.query(
+                """
+                UPDATE reconcile_state SET lease_owner = NULL, lease_expires_at = NULL
+                WHERE bundle_id = $1 AND environment = $2 AND lease_owner = $3
+                """, .text(key.bundleId), .text(key.environment), .text(owner))
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import AppStore
+import EntitledConfig
+import EntitledCrypto
+import EntitledServer
+import Foundation
+import Testing
+
+/// `apps[].serverAPI` and `entitled reconcile`'s checks.
+@Suite struct ServerAPIConfigurationTests {
+    static let pem = try! P256PrivateKey().pkcs8PEM()
+
+    static func folderWithKey() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-serverapi-\(UUID())")
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("keys"), withIntermediateDirectories: true)
+        try Data(pem.utf8).write(to: folder.appendingPathComponent("keys/SubscriptionKey_ABC123DEFG.p8"))
+        return folder
+    }
+
+    static func config(_ serverAPI: String) -> Data {
+        Data(
+            """
+            {"apps": [{"bundleId": "com.example.app", "appAppleId": 1, "serverAPI": \(serverAPI)}]}
+            """.utf8)
+    }
+
+    @Test func parsesTheDocumentedKeysWithDefaults() throws {
+        let folder = try Self.folderWithKey()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let configuration = try ConfigurationLoader(environment: [:]).parse(
+            Self.config(
+                #"{"keyId": "ABC123DEFG", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "keys/SubscriptionKey_ABC123DEFG.p8", "baseURL": null}"#
+            ), baseDirectory: folder.path)
+        let settings = try #require(configuration.apps.first?.serverAPI)
+        #expect(settings.keyId == "ABC123DEFG")
+        #expect(settings.issuerId == "57246542-96fe-1a63-e053-0824d011072a")
+        #expect(settings.privateKeyPEM == Self.pem)
+        #expect(settings.baseURL == nil)
+        #expect(settings.reconcileEveryMinutes == 60)
+    }
+
+    @Test func privateKeyFromTheEnvironmentAndABaseURL() throws {
+        let configuration = try ConfigurationLoader(environment: ["APPLE_KEY": Self.pem]).parse(
+            Self.config(
+                #"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY", "baseURL": "http://127.0.0.1:9000", "reconcileEveryMinutes": 15}"#
+            ))
+        let settings = try #require(configuration.apps.first?.serverAPI)
+        #expect(settings.privateKeyPEM == Self.pem)
+        #expect(settings.baseURL?.absoluteString == "http://127.0.0.1:9000")
+        #expect(settings.reconcileEveryMinutes == 15)
+    }
+
+    @Test(arguments: [
+        (#"{"issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY"}"#, "apps[0].serverAPI.keyId"),
+        (#"{"keyId": "K 1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY"}"#, "apps[0].serverAPI.keyId"),
+        (#"{"keyId": "K1", "issuerId": "team", "privateKeyFile": "env:APPLE_KEY"}"#, "apps[0].serverAPI.issuerId"),
+        (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:MISSING"}"#, "apps[0].serverAPI.privateKeyFile"),
+        (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:NOT_A_KEY"}"#, "apps[0].serverAPI.privateKeyFile"),
+        (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "/nonexistent/key.p8"}"#, "apps[0].serverAPI.privateKeyFile"),
+        (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY", "baseURL": "ftp://x"}"#, "apps[0].serverAPI.baseURL"),
+        (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY", "reconcileEveryMinutes": 1}"#, "apps[0].serverAPI.reconcileEveryMinutes"),
+        (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY", "extra": 1}"#, "apps[0].serverAPI.extra"),
+    ])
+    func invalidSettingsNameTheirKey(serverAPI: String, path: String) throws {
+        let loader = ConfigurationLoader(environment: ["APPLE_KEY": Self.pem, "NOT_A_KEY": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"])
+        #expect {
+            try loader.parse(Self.config(serverAPI))
+        } throws: { error in
+            (error as? ConfigurationError)?.path == path
+        }
+    }
+
+    @Test func reconcileRefusesAnAppWithoutServerAPI() async throws {
+        var configuration = Configuration()
+        configuration.apps = [App(bundleId: "com.example.app", environments: ["Sandbox"])]
+        await #expect {
+            _ = try await runReconcile(configuration: configuration, bundleId: "com.example.app", since: nil, until: nil)
+        } throws: { error in
+            guard case StartupError.configuration(let message) = error else { return false }
+            return message.contains("no serverAPI")
+        }
+        await #expect {
+            _ = try await runReconcile(configuration: configuration, bundleId: "com.other", since: nil, until: nil)
+        } throws: { error in
+            guard case StartupError.configuration(let message) = error else { return false }
+            return message.contains("no app com.other")
+        }
+    }
+
+    @Test func reconcileCommandRejectsABadDate() async throws {
+        let result = try await CLI.run(["reconcile", "--since", "yesterday"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("--since"))
+    }
+}
