@@ -122,7 +122,7 @@ public enum APIBenchmark {
         if only != "postgres" {
             let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
             print("loading \(customerCount) customers…")
-            let projector = EngineProjector(configuration: configuration, cache: fastPaths.projectionCache())
+            let projector = FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache())
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
                 syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
             }
@@ -158,8 +158,7 @@ public enum APIBenchmark {
         let clock = SystemClock()
         let cache = fastPaths.projectionCache()
         let ledger = FactLedger(
-            store: CountingStore(base: store, counter: counter, commit: commit), policy: FactMapper.policy(for: configuration),
-            cache: cache, grantEnvironments: FactMapper.grantEnvironments(for: configuration))
+            store: CountingStore(base: store, counter: counter, commit: commit), configuration: configuration, cache: cache)
         let application = Application(
             configuration: configuration,
             verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec), ledger: ledger,
@@ -237,7 +236,7 @@ public enum APIBenchmark {
     }
 
     /// A synthetic customer's projection by the engine: one monthly subscription, active.
-    static func syntheticProjection(n: Int, user: String, token: String, now: Int64, projector: EngineProjector)
+    static func syntheticProjection(n: Int, user: String, token: String, now: Int64, projector: FactLedger)
         -> CustomerProjection
     {
         let day: Int64 = 86_400_000
@@ -246,14 +245,10 @@ public enum APIBenchmark {
                 transactionId: "t\(n)", originalTransactionId: "o\(n)", productId: "pro.monthly", purchaseDate: now - day,
                 expiresDate: now + 29 * day, productType: .autoRenewable, appAccountToken: token, signedDate: now - day,
                 environment: .production))
-        let payload = String(decoding: (try? JSONEncoder().encode(fact)) ?? Data(), as: UTF8.self)
-        let stored = StoredFact(
-            id: Int64(n), notificationID: nil, receivedAt: now,
-            fact: IncomingFact(kind: .transaction, jws: "", payload: payload, originalTransactionId: "o\(n)"))
-        // The fact was encoded just above, so it decodes: the projection cannot fail.
-        return (try? projector.project(
+        // Evaluating one well-formed fact cannot fail.
+        return (try? projector.projection(
             customer: Storage.CustomerRecord(id: Int64(n), appUserId: user, appAccountToken: token, createdAt: now),
-            facts: [stored], now: now)) ?? CustomerProjection()
+            facts: [fact], now: now)) ?? CustomerProjection()
     }
 
     /// Each wrk thread posts its share of the bodies file once, then stops.
@@ -325,7 +320,7 @@ extension WrkReport {
 }
 
 /// A store that counts ingests (the benchmark's progress); with `commit` false it answers
-/// `.applied` without storing anything, to measure the server without its database.
+/// `.accepted` without storing anything, to measure the server without its database.
 struct CountingStore: LedgerStore {
     final class Counter: Sendable {
         let atomic = Atomic<Int>(0)
@@ -336,12 +331,14 @@ struct CountingStore: LedgerStore {
     let counter: Counter
     var commit = true
 
-    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
+    func ingest(
+        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
+    ) async throws -> IngestResult {
         guard commit else {
             counter.atomic.add(1, ordering: .relaxed)
-            return IngestResult(status: .applied)
+            return IngestResult(status: .accepted)
         }
-        let result = try await base.ingest(batch, projector: projector, now: now)
+        let result = try await base.ingest(message, facts: facts, claim: claim, projector: projector, now: now)
         counter.atomic.add(1, ordering: .relaxed)
         return result
     }
@@ -362,7 +359,9 @@ struct CountingStore: LedgerStore {
         try await base.reproject(appUserId: appUserId, projector: projector, now: now)
     }
     func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> { try base.stateNow(appUserId: appUserId) }
-    func facts(appUserId: String) async throws -> [StoredFact] { try await base.facts(appUserId: appUserId) }
+    func facts(appUserId: String, projector: any Projector) async throws -> [StoredFact] {
+        try await base.facts(appUserId: appUserId, projector: projector)
+    }
     func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage {
         try await base.history(appUserId: appUserId, cursor: cursor, limit: limit)
     }

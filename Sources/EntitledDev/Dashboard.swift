@@ -3,6 +3,7 @@ import EntitledServer
 import Entitlements
 import Foundation
 import HTTPServer
+import Storage
 import Synchronization
 
 /// The `entitled dev` dashboard: one self-contained page at `/` and the JSON it is fed with under
@@ -156,7 +157,7 @@ enum Dashboard {
                         return response
                     } catch let error as SimulatorError {
                         throw HTTPError(status: error.status, code: error.code, detail: error.message)
-                    } catch let error as LedgerError {
+                    } catch let error as StorageError {
                         throw HTTPError(status: 503, code: "STORAGE_UNAVAILABLE", detail: error.description)
                     }
                 })
@@ -259,13 +260,13 @@ enum Dashboard {
     private static func history(_ ledger: FactLedger, appUserId: String, cursor: String?, limit: Int) async throws
         -> LedgerHistoryPage?
     {
-        let result: Result<LedgerHistoryPage?, LedgerError>
+        let result: Result<LedgerHistoryPage?, StorageError>
         do {
             result = .success(try await ledger.history(appUserId: appUserId, cursor: cursor, limit: limit))
         } catch {
             result = .failure(error)
         }
-        if case .failure(let error) = result, error.kind == .invalidRequest { throw API.invalidCursor }
+        if case .failure(let error) = result, error.code == .invalidArgument { throw API.invalidCursor }
         return try result.get()
     }
 

@@ -94,7 +94,7 @@ public struct API: Sendable {
             let ingested = try await ingestNotification(signedPayload: envelope.signedPayload, source: .appleV2, now: now)
             let status = ingested.status
             noteIngested(request, ingested.message, signedDate: ingested.signedDate, bundleId: ingested.bundleId, status: status)
-            return try .json(IngestBody(status))
+            return .acknowledgment(status)
         } catch let error as VerificationError {
             throw await reject(Rejection(error), .appleSignature, request: request, now: now)
         } catch let rejection as Rejection {
@@ -139,12 +139,13 @@ public struct API: Sendable {
         // V1 has no id: the body's digest (without the password) stands in for one.
         let message = ReceivedMessage(
             notificationUUID: "v1:" + Hex.encode(Digests.hash(raw)), source: .appleV1, body: raw, receivedAt: now,
-            notificationType: body.notificationType?.rawValue ?? "")
-        let status = try await store { () async throws(LedgerError) in
-            try await ledger.ingest(message, facts: facts, bundleId: app.bundleId)
+            notificationType: body.notificationType?.rawValue ?? "", bundleId: app.bundleId)
+        // V1 facts have no signed form: their identity keys them.
+        let status = try await store { () async throws(StorageError) in
+            try await ledger.ingest(message, facts: facts.map { ($0, nil) })
         }
         noteIngested(request, message, signedDate: nil, bundleId: app.bundleId, status: status)
-        return try .json(IngestBody(status))
+        return .acknowledgment(status)
     }
 
     /// An accepted signed message's body as the ledger keeps it: only the member that was
@@ -196,12 +197,12 @@ public struct API: Sendable {
     /// The customer's answer at `context.now`: the projection's rendered answer when it still holds
     /// (the hot read: no decoding, no encoding), else evaluated from the facts.
     func customerAnswer(appUserId: String, context: EvaluationContext) async throws -> (body: [UInt8], nextChangeAt: Int64?) {
-        if let rendered = try await store({ () async throws(LedgerError) in
+        if let rendered = try await store({ () async throws(StorageError) in
             try await ledger.renderedCustomer(appUserId: appUserId, context: context)
         }) {
             return (rendered.body(serverTime: context.now), rendered.nextChangeAt)
         }
-        let snapshot = try await store { () async throws(LedgerError) in
+        let snapshot = try await store { () async throws(StorageError) in
             try await ledger.customer(appUserId: appUserId, context: context)
         }
         let body = CustomerBody(customer: snapshot.customer, state: snapshot.state, now: context.now)
@@ -223,10 +224,11 @@ public struct API: Sendable {
         let posted = try decodeBody(PostedTransaction.self, request)
         guard budget.allows(request.remoteAddress, .clientSignature) else { throw RejectionBudget.exhausted }
         do {
-            let facts: [Fact]
+            let verified: Fact
             let app: App
             let claim: Claim
-            var signed = SignedPayloads()
+            let signed: String
+            let member: String
             switch (posted.signedTransaction, posted.signedAppTransaction) {
             case (let jws?, nil):
                 guard let peeked = JWSPeek.payload(JWSTransactionDecodedPayload.self, jws, codec: codec) else {
@@ -239,8 +241,9 @@ public struct API: Sendable {
                 do { fact = try mapper(app).transaction(transaction) } catch {
                     throw Self.rejection(error)
                 }
-                facts = [.transaction(fact)]
-                signed.transaction = jws
+                verified = .transaction(fact)
+                signed = jws
+                member = "signedTransaction"
                 claim = Claim(appUserId: appUserId, behaviour: app.restoreBehavior)
             case (nil, let jws?):
                 guard let peeked = JWSPeek.payload(AppTransaction.self, jws, codec: codec) else {
@@ -253,20 +256,19 @@ public struct API: Sendable {
                 do { fact = try mapper(app).appTransaction(appTransaction) } catch {
                     throw Self.rejection(error)
                 }
-                facts = [.appTransaction(fact)]
-                signed.appTransaction = jws
+                verified = .appTransaction(fact)
+                signed = jws
+                member = "signedAppTransaction"
                 // No subscription to link: the app transaction is the customer's through their token.
                 claim = Claim(appUserId: appUserId, behaviour: .keep)
             default:
                 throw HTTPError(.invalidRequest, "send exactly one of signedTransaction and signedAppTransaction")
             }
             let message = ReceivedMessage(
-                notificationUUID: nil, source: .client,
-                body: signed.transaction.map { Self.storedBody("signedTransaction", $0) }
-                    ?? Self.storedBody("signedAppTransaction", signed.appTransaction ?? ""),
-                receivedAt: now)
-            _ = try await store { () async throws(LedgerError) in
-                try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId, claim: claim)
+                notificationUUID: nil, source: .client, body: Self.storedBody(member, signed), receivedAt: now,
+                bundleId: app.bundleId)
+            _ = try await store { () async throws(StorageError) in
+                try await ledger.ingest(message, facts: [(verified, signed)], claim: claim)
             }
             // The answer a plain GET gives next: the grant environments merged.
             let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
@@ -303,7 +305,7 @@ public struct API: Sendable {
         let appUserId = try Self.appUserId(request)
         try authorize(request, scope: .read, appUserId: appUserId)
         let (storageCursor, limit) = try Self.historyPaging(request)
-        let page = try await store(invalidRequest: Self.invalidCursor) { () async throws(LedgerError) in
+        let page = try await store(invalidRequest: Self.invalidCursor) { () async throws(StorageError) in
             try await ledger.history(appUserId: appUserId, cursor: storageCursor, limit: limit)
         }
         guard let page else { throw HTTPError(.customerNotFound, "no such customer") }
@@ -338,7 +340,7 @@ public struct API: Sendable {
         try authenticator.authorize(principal, scope: .admin, appUserId: nil)
         let originalTransactionId = try request.parameter("originalTransactionId")
         let now = clock.nowMilliseconds()
-        let record = try await store { () async throws(LedgerError) in
+        let record = try await store { () async throws(StorageError) in
             try await ledger.subscription(originalTransactionId: originalTransactionId)
         }
         guard let record else {
@@ -370,15 +372,15 @@ public struct API: Sendable {
     /// `STORAGE_UNAVAILABLE`, or the request's own error: `invalidRequest` (400 `INVALID_REQUEST`
     /// unless the route names a more precise one, e.g. history's `INVALID_CURSOR`), 500 `PROJECTION_FAILED`.
     func store<T>(
-        invalidRequest: HTTPError = HTTPError(.invalidRequest, "invalid request"), _ body: () async throws(LedgerError) -> T
+        invalidRequest: HTTPError = HTTPError(.invalidRequest, "invalid request"), _ body: () async throws(StorageError) -> T
     ) async throws(HTTPError) -> T {
         do {
             return try await body()
         } catch {
-            switch error.kind {
-            case .invalidRequest: throw invalidRequest
+            switch error.code {
+            case .invalidArgument: throw invalidRequest
             case .projectionFailed: throw Self.projectionFailed
-            case .unavailable: throw Self.unavailable
+            default: throw Self.unavailable
             }
         }
     }

@@ -373,15 +373,10 @@ public struct SubscriptionAdminBody: Encodable, Sendable, Equatable {
     }
 }
 
-/// The answer to Apple (and the V1 endpoint): what happened to the delivery.
-public struct IngestBody: Codable, Sendable, Equatable {
-    /// `accepted` or `duplicate`.
-    public var status: String
-}
-
-extension IngestBody {
-    /// The answer for a ledger ingest: `duplicate` for a repeat, else `accepted`.
-    init(_ status: IngestResult.Status) {
-        self.status = status == .duplicate ? "duplicate" : "accepted"
+extension Response {
+    /// The answer to Apple (and the V1 endpoint): what happened to the delivery, in the ledger's
+    /// own word — `{"status":"accepted"}` or `{"status":"duplicate"}`.
+    static func acknowledgment(_ status: IngestResult.Status) -> Response {
+        .json(bytes: Array(#"{"status":"\#(status.rawValue)"}"#.utf8))
     }
 }

@@ -19,11 +19,11 @@ extension API {
         let version = message.source == .appleV1 ? "1" : "2"
         let (uuid, type, subtype) = (message.notificationUUID, message.notificationType, message.subtype)
         metrics.notificationIngested(version: version, type: type, subtype: subtype, status: status)
-        if status == .applied, let signedDate {
+        if status == .accepted, let signedDate {
             metrics.projectionLag.observe([], Double(clock.nowMilliseconds() - signedDate) / 1000)
         }
         ServerLog.request(
-            .info, "notification \(status == .duplicate ? "duplicate" : "accepted")", requestId: request.requestId,
+            .info, "notification \(status.rawValue)", requestId: request.requestId,
             ["version": version, "notificationUUID": uuid ?? "", "type": type ?? "", "subtype": subtype ?? "", "bundleId": bundleId])
     }
 

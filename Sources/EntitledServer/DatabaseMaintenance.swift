@@ -31,9 +31,8 @@ public enum DatabaseMaintenance {
 
     /// Recomputes every projection at `now`, replacing those that differ.
     public static func rebuild(configuration: Configuration, fastPaths: FastPaths, now: Int64) async throws -> MaintenanceReport {
-        let projector = projector(for: configuration, fastPaths: fastPaths)
         let report = try await withStore(url: configuration.database, options: StoreConfiguration()) {
-            try await $0.rebuild(projector: projector, now: now)
+            try await $0.rebuild(projector: projector(for: configuration, store: $0, fastPaths: fastPaths), now: now)
         }
         var lines = ["customers: \(report.customers), differences: \(report.differences), failed: \(report.failedCustomers.count)"]
         lines += report.changedCustomers.map { "  changed: \($0)" }
@@ -72,7 +71,7 @@ public enum DatabaseMaintenance {
             }
             // Damaged pages make every read suspect: the projections are compared on a sound file only.
             if succeeded {
-                let report = try await store.compareProjections(projector: projector(for: configuration, fastPaths: fastPaths))
+                let report = try await store.compareProjections(projector: projector(for: configuration, store: store, fastPaths: fastPaths))
                 lines.append(
                     "projections: \(report.customers) customer(s) recomputed, \(report.differences) differ, \(report.failedCustomers.count) cannot be projected")
                 lines += report.changedCustomers.map { "  differs: \($0)" }
@@ -112,9 +111,9 @@ public enum DatabaseMaintenance {
         }
     }
 
-    /// The engine projector the server uses for `configuration`.
-    static func projector(for configuration: Configuration, fastPaths: FastPaths) -> EngineProjector {
-        EngineProjector(configuration: configuration, cache: fastPaths.projectionCache())
+    /// The projector the server uses for `configuration`: its ledger over `store`.
+    static func projector(for configuration: Configuration, store: any LedgerStore, fastPaths: FastPaths) -> FactLedger {
+        FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache())
     }
 
     /// Opens the store, runs `body`, closes it (also when `body` throws).

@@ -4,19 +4,28 @@ import Foundation
 import Storage
 import Synchronization
 
-/// The one way between the API and storage: it turns verified facts into ledger rows (the
-/// engine's `Fact` JSON beside the signed text it came from, or its ``Fact/identity``), appends
-/// them with their message through Storage's `LedgerStore`, which projects every affected customer
-/// with ``EngineProjector`` in the same transaction, and reads customers, history and
-/// subscriptions back.
+/// The one way between the API and storage: it appends verified facts, each with the signed text
+/// it came from, with their message through Storage's `LedgerStore`, which stores the engine's
+/// `Fact`s and projects every affected customer in the same transaction, and reads customers,
+/// history and subscriptions back.
+///
+/// It is also the store's `Projector`: what the server adds to storage's own evaluation — the
+/// ``policy``, the ``grantEnvironments`` the stored answer merges, the facts' JSON (``encode(_:)``,
+/// ``decode(_:)``, with the ``ProjectionCache``'s codec) and the state document, the customer's
+/// rendered answer (``document(customer:state:)``).
 ///
 /// Every call is one database transaction on storage's own threads. The projections are evaluated
 /// with the one policy merged from every configured app (``FactMapper/policy(for:)-swift.type.method``
 /// over the configuration): customers are not per app, and every answer about them, customer or
 /// admin, uses it.
-public final class FactLedger: ReadinessProbe {
+public final class FactLedger: ReadinessProbe, Projector {
     public let store: any LedgerStore
-    public let projector: EngineProjector
+    public let policy: Policy
+    /// The projection path's fast paths and codec.
+    public let cache: ProjectionCache
+    /// The environments whose purchases the stored answer merges, primary first
+    /// (``FactMapper/grantEnvironments(for:)``).
+    private let merged: [Environment]
     /// Ingest commit latency goes here (nil: not measured).
     let metrics: ServerMetrics?
 
@@ -28,96 +37,127 @@ public final class FactLedger: ReadinessProbe {
     ///     (``FactMapper/grantEnvironments(for:)``).
     public init(
         store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache(),
-        grantEnvironments: [Environment] = EngineProjector.defaultGrantEnvironments, metrics: ServerMetrics? = nil
+        grantEnvironments: [Environment] = FactLedger.defaultGrantEnvironments, metrics: ServerMetrics? = nil
     ) {
         self.store = store
+        self.policy = policy
+        self.cache = cache
+        self.merged = grantEnvironments
         self.metrics = metrics
-        self.projector = EngineProjector(policy: policy, cache: cache, grantEnvironments: grantEnvironments)
     }
+
+    /// The ledger a configuration's server uses: its merged policy and grant environments.
+    public convenience init(
+        store: any LedgerStore, configuration: Configuration, cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics? = nil
+    ) {
+        self.init(
+            store: store, policy: FactMapper.policy(for: configuration), cache: cache,
+            grantEnvironments: FactMapper.grantEnvironments(for: configuration), metrics: metrics)
+    }
+
+    /// `apps[].grantEnvironments`' default.
+    public static let defaultGrantEnvironments: [Environment] = [.production, .sandbox]
+
+    /// The environments stored answers merge (always some: optional only as `Projector` declares
+    /// it, nil being storage's primary-environment document).
+    public var grantEnvironments: [Environment]? { merged }
 
     /// The context of a customer answer at `now` over the environments stored answers merge.
     public func answerContext(now: Int64) -> EvaluationContext {
-        EvaluationContext(policy: projector.policy, environments: projector.grantEnvironments, now: now)
+        EvaluationContext(policy: policy, environments: merged, now: now)
     }
 
-    private var cache: ProjectionCache { projector.cache }
+    // MARK: Projector
+
+    /// A fact's ledger text: the sorted-keys JSON (whose bytes must never change).
+    public func encode(_ fact: Fact) -> String { cache.payload(fact) }
+
+    /// The engine fact a ledger text holds; nil when it is not one.
+    public func decode(_ text: String) -> Fact? { cache.fact(text) }
+
+    /// The customer's answer, rendered (``RenderedCustomer``; empty with the cache off) from the
+    /// ``grantEnvironments`` merged at the epoch (reads splice in their own time), recording which
+    /// environments it merges. It holds no instant but the next status change, so it depends on
+    /// the facts and on which statuses hold at `now`, not on the instant itself — a rebuild then
+    /// finds no difference unless a status changed.
+    public func document(customer: CustomerRecord, state: CustomerState) -> [UInt8] {
+        cache.document(for: CustomerBody(customer: customer, state: state, now: 0), scope: EvaluationContext.scope(merged))
+    }
+
+    /// False for a stored document the server replaces by itself when it reads it: an answer of an
+    /// older ``RenderedCustomer/formatVersion``, or none (written with the cache off). Anything
+    /// else — this format, or no rendered answer at all — is compared byte for byte. With the cache
+    /// off, only empty documents are (it renders nothing to compare with).
+    public func isComparable(stateDocument: [UInt8]) -> Bool {
+        guard cache.enabled else { return stateDocument.isEmpty }
+        guard !stateDocument.isEmpty else { return false }
+        guard let version = RenderedCustomer.formatVersion(of: stateDocument) else { return true }
+        return version >= RenderedCustomer.formatVersion
+    }
 
     /// For `/readyz`: the database answers.
     public func checkReady() async throws { try await store.ping() }
 
     /// Commits a verified delivery: its message (kept for audit; a repeated `notificationUUID` is a
-    /// duplicate and changes nothing), its facts (a fact already stored is a no-op) and, for a
-    /// client post, its `claim` on the facts' subscriptions, then re-projects every affected
-    /// customer, all at once. Facts without a subscription (an app transaction) that come with a
-    /// claim belong to the claiming customer through their token, whichever arrives first.
+    /// duplicate and changes nothing), its facts, each with the signed text it came from (a fact
+    /// already stored is a no-op) and, for a client post, its `claim` on the facts' subscriptions,
+    /// then re-projects every affected customer, all at once. Facts without a subscription (an app
+    /// transaction) that come with a claim belong to the claiming customer through their token,
+    /// whichever arrives first.
     /// - Returns: `.accepted`, or `.duplicate` when the message was committed before.
     public func ingest(
-        _ message: ReceivedMessage, facts: [Fact], signed: SignedPayloads = SignedPayloads(), bundleId: String?,
-        claim: Claim? = nil
-    ) async throws(LedgerError) -> IngestResult.Status {
+        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim? = nil
+    ) async throws(StorageError) -> IngestResult.Status {
         try await mapped {
-            var looseToken: String?
-            if let claim, facts.contains(where: { if case .appTransaction = $0 { true } else { false } }) {
-                let customer = try await store.ensureCustomer(
-                    appUserId: claim.appUserId, appAccountToken: nil, projector: projector, now: message.receivedAt)
-                looseToken = customer.appAccountToken
-            }
-            let incoming = facts.map { fact in
-                let row = Self.incoming(
-                    fact, payload: cache.payload(fact), signed: signed, bundleId: bundleId, looseToken: looseToken)
-                cache.remember(fact, as: row.payload)
-                return row
-            }
             let started = ContinuousClock.now
-            let result = try await store.ingest(
-                IngestBatch(message: message, facts: incoming, claim: claim), projector: projector, now: message.receivedAt)
+            let result = try await store.ingest(message, facts: facts, claim: claim, projector: self, now: message.receivedAt)
             metrics?.ledgerCommitDuration.observe([], (ContinuousClock.now - started).seconds)
             return result.status
         }
     }
 
     /// Records a rejected delivery for audit; nothing of it is applied.
-    public func recordRejected(_ message: ReceivedMessage, code: String) async throws(LedgerError) {
+    public func recordRejected(_ message: ReceivedMessage, code: String) async throws(StorageError) {
         _ = try await mapped { try await store.recordRejected(message, code: code) }
     }
 
     /// The stored answer when it holds for `context`. One stored in an older format (or none, by a
     /// server with the cache off) is rendered again and stored first: a new answer format needs no
     /// `rebuild`.
-    public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> RenderedCustomer? {
+    public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(StorageError) -> RenderedCustomer? {
         try await mapped {
             guard var stored = try await store.projection(appUserId: appUserId) else { return nil }
             try Self.checkProjected(stored.failure)
-            if cache.storedAnswer(stored.projection.state) == .outdated {
-                guard let renewed = try await store.reproject(appUserId: appUserId, projector: projector, now: context.now)
+            if cache.storedAnswer(stored.document) == .outdated {
+                guard let renewed = try await store.reproject(appUserId: appUserId, projector: self, now: context.now)
                 else { return nil }
                 try Self.checkProjected(renewed.failure)
                 stored = renewed
             }
-            return fresh(stored.projection.state, computedAt: stored.computedAt, context: context)
+            return fresh(stored.document, computedAt: stored.computedAt, context: context)
         }
     }
 
     /// ``renderedCustomer(appUserId:context:)`` on the calling thread, when the store can read at
     /// once (an HTTP poll thread must not wait); nil means "use the asynchronous calls".
-    public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(LedgerError) -> RenderedCustomer? {
+    public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(StorageError) -> RenderedCustomer? {
         do {
             guard case .done(let stored) = try store.stateNow(appUserId: appUserId), let stored else { return nil }
             try Self.checkProjected(stored.failure)
             return fresh(stored.state, computedAt: stored.computedAt, context: context)
         } catch {
-            throw Self.ledgerError(error)
+            throw Self.storageError(error)
         }
     }
 
     /// A customer whose last projection failed has no answer to give, stored or evaluated.
-    private static func checkProjected(_ failure: String?) throws(LedgerError) {
-        if let failure { throw LedgerError(.projectionFailed, detail: failure) }
+    private static func checkProjected(_ failure: String?) throws(StorageError) {
+        if let failure { throw StorageError(.projectionFailed, "this customer's projection failed", detail: failure) }
     }
 
     /// The stored answer when it holds for `context`.
     private func fresh(_ document: [UInt8], computedAt: Int64, context: EvaluationContext) -> RenderedCustomer? {
-        guard context.policy == projector.policy, context.environments == projector.grantEnvironments,
+        guard context.policy == policy, context.environments == merged,
             // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
             computedAt <= context.now,
             case .current(let answer) = cache.storedAnswer(document),
@@ -128,17 +168,21 @@ public final class FactLedger: ReadinessProbe {
 
     /// The customer with their state evaluated from the ledger; creates the customer (with a new
     /// random `appAccountToken`) on first sight.
-    public func customer(appUserId: String, context: EvaluationContext) async throws(LedgerError) -> CustomerSnapshot {
+    public func customer(appUserId: String, context: EvaluationContext) async throws(StorageError) -> CustomerSnapshot {
         try await mapped {
             guard
                 let customer = try await store.customer(
-                    appUserId: appUserId, createIfMissing: true, projector: projector, now: context.now)
+                    appUserId: appUserId, createIfMissing: true, projector: self, now: context.now)
             else { throw StorageError(.internal, "customer was not created") }
-            let facts: [Fact]
-            do {
-                facts = try projector.decode(try await store.facts(appUserId: appUserId))
-            } catch let error as EngineProjector.UndecodableFact {
-                throw LedgerError(.projectionFailed, detail: "\(appUserId): \(error)")
+            // Every stored fact is an engine fact: one that no longer decodes (a damaged row, a format
+            // this binary does not know) leaves no answer to give.
+            let facts = try await store.facts(appUserId: appUserId, projector: self).map { stored throws(StorageError) in
+                guard let fact = stored.fact else {
+                    throw StorageError(
+                        .projectionFailed, "this customer's projection failed",
+                        detail: "\(appUserId): fact \(stored.id) (\(stored.kind)) does not decode as an engine fact")
+                }
+                return fact
             }
             let state = evaluate(facts: facts, policy: context.policy, now: context.now, environments: context.environments)
             return CustomerSnapshot(customer: customer, state: state)
@@ -146,8 +190,8 @@ public final class FactLedger: ReadinessProbe {
     }
 
     /// A page of the customer's timeline, newest first, or nil when the customer does not exist.
-    /// `cursor` is a `nextCursor` from an earlier page; a malformed one is `.invalidRequest`.
-    public func history(appUserId: String, cursor: String?, limit: Int) async throws(LedgerError) -> LedgerHistoryPage? {
+    /// `cursor` is a `nextCursor` from an earlier page; a malformed one is `INVALID_ARGUMENT`.
+    public func history(appUserId: String, cursor: String?, limit: Int) async throws(StorageError) -> LedgerHistoryPage? {
         try await mapped {
             guard try await store.customer(appUserId: appUserId) != nil else { return nil }
             let page = try await store.history(appUserId: appUserId, cursor: cursor, limit: limit)
@@ -159,10 +203,10 @@ public final class FactLedger: ReadinessProbe {
             var factsById: [Int64: Fact] = [:]
             var environments: [Int64: Environment] = [:]
             if !needed.isEmpty || !notifications.isEmpty {
-                for stored in try await store.facts(appUserId: appUserId) {
-                    if needed.contains(stored.id) { factsById[stored.id] = cache.fact(stored.fact.payload) }
-                    if let id = stored.notificationID, notifications.contains(id), let environment = stored.fact.environment {
-                        environments[id] = Environment(rawValue: environment)
+                for stored in try await store.facts(appUserId: appUserId, projector: self) {
+                    if needed.contains(stored.id) { factsById[stored.id] = stored.fact }
+                    if let id = stored.notificationID, notifications.contains(id), let fact = stored.fact {
+                        environments[id] = fact.environment
                     }
                 }
             }
@@ -175,95 +219,42 @@ public final class FactLedger: ReadinessProbe {
     }
 
     /// One subscription by `originalTransactionId`, or nil when nothing is known about it.
-    public func subscription(originalTransactionId: String) async throws(LedgerError) -> SubscriptionRecord? {
+    public func subscription(originalTransactionId: String) async throws(StorageError) -> SubscriptionRecord? {
         try await mapped {
             guard let owned = try await store.subscription(originalTransactionId: originalTransactionId) else {
                 return nil
             }
             let customer = try await store.customer(appUserId: owned.appUserId)
-            let stored = try await store.facts(appUserId: owned.appUserId)
-                .filter { $0.fact.originalTransactionId == originalTransactionId }
-            let pairs = stored.compactMap { entry in cache.fact(entry.fact.payload).map { (entry, $0) } }
+            let stored = try await store.facts(appUserId: owned.appUserId, projector: self)
+                .filter { $0.fact?.ledgerOriginalTransactionId == originalTransactionId }
+            let pairs = stored.compactMap { entry in entry.fact.map { (entry, $0) } }
             let facts = pairs.map(\.1)
             let notifications = pairs.compactMap { entry, fact -> LedgerHistoryEntry? in
                 guard case .notification = fact else { return nil }
                 return LedgerHistoryEntry(fact: fact, id: "fact-\(entry.id)", receivedAt: entry.receivedAt)
             }
             return SubscriptionRecord(
-                originalTransactionId: originalTransactionId, bundleId: stored.first?.fact.bundleId,
+                originalTransactionId: originalTransactionId, bundleId: stored.first?.bundleId,
                 customer: customer, facts: facts, notifications: notifications.reversed())
         }
     }
 
     // MARK: - Mapping
 
-    /// Runs `body`, turning storage failures into the API's ledger errors (details kept for logs).
-    private func mapped<T>(_ body: () async throws -> T) async throws(LedgerError) -> T {
+    /// Runs `body`, its failures as storage's own errors (anything else: the store is unavailable).
+    private func mapped<T>(_ body: () async throws -> T) async throws(StorageError) -> T {
         do {
             return try await body()
         } catch {
-            throw Self.ledgerError(error)
+            throw Self.storageError(error)
         }
     }
 
-    private static func ledgerError(_ error: any Error) -> LedgerError {
-        switch error {
-        case let error as LedgerError: error
-        case let error as StorageError:
-            LedgerError(error.code == .invalidArgument ? .invalidRequest : .unavailable, detail: error.debugDescription)
-        default: LedgerError(.unavailable, detail: String(describing: error))
-        }
+    private static func storageError(_ error: any Error) -> StorageError {
+        (error as? StorageError) ?? StorageError(.unavailable, "storage is unavailable", detail: String(describing: error))
     }
 
 
-
-    /// A ledger row for an engine fact: its JSON (`payload`, ``ProjectionCache/payload(_:)``), its
-    /// keys, and the signed text it came from (V1 and receipt facts have none: their
-    /// ``Fact/identity`` stands in, so that a replay is a no-op whatever JSON this binary encodes
-    /// them to). `looseToken` is given to facts without a subscription (app transactions), which
-    /// belong to the customer holding that token.
-    static func incoming(
-        _ fact: Fact, payload: String, signed: SignedPayloads, bundleId: String?, looseToken: String?
-    ) -> IncomingFact {
-        let identity = fact.identity ?? payload
-        switch fact {
-        case .transaction(let f):
-            return IncomingFact(
-                kind: .transaction, jws: signed.transaction ?? payload, payload: payload, transactionId: f.transactionId,
-                originalTransactionId: f.originalTransactionId, appAccountToken: f.appAccountToken,
-                environment: f.environment.rawValue, bundleId: bundleId, signedDate: f.signedDate)
-        case .renewalInfo(let f):
-            return IncomingFact(
-                kind: .renewal, jws: signed.renewalInfo ?? payload, payload: payload,
-                originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
-                signedDate: f.signedDate)
-        case .notification(let f):
-            return IncomingFact(
-                kind: .notification, jws: signed.notification ?? payload, payload: payload, transactionId: f.transactionId,
-                originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
-                signedDate: f.signedDate)
-        case .appTransaction(let f):
-            return IncomingFact(
-                kind: .appTransaction, jws: signed.appTransaction ?? payload, payload: payload,
-                appAccountToken: looseToken, environment: f.environment.rawValue, bundleId: bundleId,
-                signedDate: f.signedDate)
-        case .receiptEntry(let f):
-            return IncomingFact(
-                kind: .receipt, jws: identity, payload: payload, transactionId: f.transactionId,
-                originalTransactionId: f.originalTransactionId, appAccountToken: f.appAccountToken,
-                environment: f.environment.rawValue, bundleId: bundleId, signedDate: f.receiptDate)
-        case .pendingRenewal(let f):
-            return IncomingFact(
-                kind: FactKind(rawValue: "pendingRenewal"), jws: identity, payload: payload,
-                originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
-                signedDate: f.receiptDate)
-        case .v1Notification(let f):
-            return IncomingFact(
-                kind: FactKind(rawValue: "v1Notification"), jws: identity, payload: payload, transactionId: f.transactionId,
-                originalTransactionId: f.originalTransactionId, environment: f.environment.rawValue, bundleId: bundleId,
-                signedDate: f.date)
-        }
-    }
 
     /// `environment` is a notification row's (its facts'); Production when unknown.
     static func historyEntry(_ entry: HistoryEntry, fact: Fact?, environment: Environment? = nil) -> LedgerHistoryEntry {

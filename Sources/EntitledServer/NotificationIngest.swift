@@ -86,12 +86,20 @@ extension API {
         let message = ReceivedMessage(
             notificationUUID: payload.notificationUUID, source: source,
             body: Self.storedBody("signedPayload", signedPayload), receivedAt: now,
-            notificationType: payload.notificationType?.rawValue ?? "", subtype: payload.subtype?.rawValue)
-        let signed = SignedPayloads(
-            notification: signedPayload, transaction: payload.data?.signedTransactionInfo,
-            renewalInfo: payload.data?.signedRenewalInfo, appTransaction: payload.appData?.signedAppTransactionInfo)
-        let status = try await store { () async throws(LedgerError) in
-            try await ledger.ingest(message, facts: facts, signed: signed, bundleId: app.bundleId)
+            notificationType: payload.notificationType?.rawValue ?? "", subtype: payload.subtype?.rawValue,
+            bundleId: app.bundleId)
+        // Each fact with the JWS it was verified from.
+        let signed = facts.map { fact -> (fact: Fact, signed: String?) in
+            switch fact {
+            case .notification: (fact, signedPayload)
+            case .transaction: (fact, payload.data?.signedTransactionInfo)
+            case .renewalInfo: (fact, payload.data?.signedRenewalInfo)
+            case .appTransaction: (fact, payload.appData?.signedAppTransactionInfo)
+            case .receiptEntry, .pendingRenewal, .v1Notification: (fact, nil)
+            }
+        }
+        let status = try await store { () async throws(StorageError) in
+            try await ledger.ingest(message, facts: signed)
         }
         return IngestedNotification(status: status, message: message, signedDate: payload.signedDate, bundleId: app.bundleId)
     }

@@ -54,48 +54,6 @@ public protocol NotificationVerifying: Sendable {
 
 // MARK: - Ledger
 
-/// A storage failure. `unavailable` maps to 503 `STORAGE_UNAVAILABLE` (Apple retries; clients back off).
-public struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Equatable {
-        /// The database cannot be reached or the commit failed; nothing was applied.
-        case unavailable
-        /// The request names something that cannot be stored (e.g. a malformed cursor).
-        case invalidRequest
-        /// This customer's answer cannot be computed (its last projection failed, e.g. a stored
-        /// fact no longer decodes): 500 `PROJECTION_FAILED` for this customer only.
-        case projectionFailed
-    }
-
-    public var kind: Kind
-    /// For logs only; never returned to clients.
-    public var detail: String
-
-    public init(_ kind: Kind, detail: String = "") {
-        self.kind = kind
-        self.detail = detail
-    }
-
-    public var description: String { "\(kind.rawValue): \(detail)" }
-}
-
-/// The compact JWS texts a delivery's facts come from (nil where a fact has no signed form, as V1's).
-public struct SignedPayloads: Sendable, Equatable {
-    public var notification: String?
-    public var transaction: String?
-    public var renewalInfo: String?
-    public var appTransaction: String?
-
-    public init(
-        notification: String? = nil, transaction: String? = nil, renewalInfo: String? = nil,
-        appTransaction: String? = nil
-    ) {
-        self.notification = notification
-        self.transaction = transaction
-        self.renewalInfo = renewalInfo
-        self.appTransaction = appTransaction
-    }
-}
-
 /// What to evaluate a projection with.
 public struct EvaluationContext: Sendable, Equatable {
     public var policy: Policy

@@ -1,45 +1,34 @@
 import AppStore
 import Entitlements
-import Synchronization
 
 /// The projection path's speed-ups, behind one seam with one switch (``enabled``):
 ///
 /// - the customer's answer rendered into their stored projection (``RenderedCustomer``), so that a
 ///   read sends stored bytes without evaluating; a document of an older ``RenderedCustomer/formatVersion``
 ///   is re-rendered on read and stored again;
-/// - encoded answers reused between reads while unchanged (``EncodedBodyCache``);
-/// - facts handed from the request to their ingest's projection without decoding their JSON again
-///   (``RecentFacts``).
+/// - encoded answers reused between reads while unchanged (``EncodedBodyCache``).
 ///
-/// Off, projections store no answer (every read evaluates the facts), every answer is encoded and
-/// every stored fact decoded, all with ``codec``. The answers are the same bytes either way: CI runs
+/// Off, projections store no answer (every read evaluates the facts) and every answer is encoded,
+/// all with ``codec``. The answers are the same bytes either way: CI runs
 /// the API and storage suites once with it off (`ENTITLED_FAST_PATHS=off`, see ``FastPaths``).
 public final class ProjectionCache: Sendable {
-    /// Whether the three speed-ups are used.
+    /// Whether the two speed-ups are used.
     public let enabled: Bool
     /// Encodes and decodes everything the projection path reads and writes.
     public let codec: JSONCodec
-    private let recent: RecentFacts
     private let bodies: EncodedBodyCache
 
     public init(enabled: Bool = true, codec: JSONCodec = JSONCodec()) {
         self.enabled = enabled
         self.codec = codec
-        recent = RecentFacts(capacity: enabled ? 4096 : 1)
         bodies = EncodedBodyCache()
     }
 
     // MARK: Facts
 
-    /// Remembers the fact a ledger payload was just encoded from, for the projection that follows.
-    func remember(_ fact: Fact, as payload: String) {
-        if enabled { recent.remember(fact, as: payload) }
-    }
-
-    /// The engine fact a ledger payload holds (remembered, else decoded); nil when it is not one.
+    /// The engine fact a ledger payload holds; nil when it is not one.
     func fact(_ payload: String) -> Fact? {
-        if enabled, let fact = recent.take(payload) { return fact }
-        return try? codec.decode(Fact.self, from: Array(payload.utf8))
+        try? codec.decode(Fact.self, from: Array(payload.utf8))
     }
 
     /// A fact's ledger payload: the sorted-keys JSON (whose bytes must never change).
@@ -83,40 +72,5 @@ public final class ProjectionCache: Sendable {
     func bytes(for body: CustomerBody) throws -> [UInt8] {
         if enabled { return try bodies.bytes(for: body, codec: codec) }
         return try codec.encodeAnswer(body)
-    }
-}
-
-/// A small first-in-first-out map from a fact's stored JSON to the fact it was encoded from.
-///
-/// The API encodes each verified fact to the JSON the ledger stores, and the ingest's projection
-/// decodes that JSON again moments later. The facts are remembered here on the way in and taken
-/// out by the projection; an entry that is never taken (no customer to project) is dropped once
-/// `capacity` newer ones came in. Only exact JSON text matches, and the JSON is the fact's own
-/// encoding, so a hit is the fact that decoding would give.
-final class RecentFacts: Sendable {
-    private struct State {
-        var facts: [String: Fact] = [:]
-        var order: [String?]
-        var next = 0
-    }
-
-    private let state: Mutex<State>
-
-    init(capacity: Int) {
-        state = Mutex(State(order: Array(repeating: nil, count: max(1, capacity))))
-    }
-
-    func remember(_ fact: Fact, as payload: String) {
-        state.withLock { state in
-            if let evicted = state.order[state.next] { state.facts[evicted] = nil }
-            state.order[state.next] = payload
-            state.next = (state.next + 1) % state.order.count
-            state.facts[payload] = fact
-        }
-    }
-
-    /// The fact stored as `payload`, removed from the map; nil when it is not there.
-    func take(_ payload: String) -> Fact? {
-        state.withLock { $0.facts.removeValue(forKey: payload) }
     }
 }

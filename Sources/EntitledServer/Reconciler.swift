@@ -157,7 +157,7 @@ public struct Reconciler: Sendable {
                     report.notifications += 1
                     do throws(NotificationIngest.Failure) {
                         switch try await ingest.ingest(signedPayload: item.notification.jws, source: .reconcile) {
-                        case .applied: report.new += 1
+                        case .accepted: report.new += 1
                         case .duplicate: report.duplicates += 1
                         }
                     } catch {

@@ -78,7 +78,7 @@ public final class ServerMetrics: LedgerObserver {
 
     /// An accepted or duplicate notification; `type` and `subtype` are Apple's (verified).
     func notificationIngested(version: String, type: String?, subtype: String?, status: IngestResult.Status) {
-        let outcome = status == .duplicate ? "duplicate" : "accepted"
+        let outcome = status.rawValue
         notifications.add([version, Self.bounded(type), Self.bounded(subtype), outcome, ""])
     }
 

@@ -1,3 +1,5 @@
+import Entitlements
+
 /// Not API (`package`: visible to this package's benchmarks and tests, not to library clients):
 /// helpers for `entitled bench store` and `bench api`.
 package enum _StorageBenchmark {
@@ -48,23 +50,27 @@ package enum _StorageBenchmark {
 /// Not API (`package`): the batches `entitled _storage-crash-child` ingests and the crash tests check, one
 /// definition for both.
 package enum _StorageCrashBatch {
-    /// Batch `index`: a notification with a transaction and a renewal for subscription `c<index>`,
+    /// Batch `index`: a notification with a transaction and a renewal for subscription `c<index>`
+    /// (a product of its own, so each is its own subscription group with its own projection row),
     /// claimed by one of 16 customers.
-    package static func batch(_ index: Int, now: Int64) -> IngestBatch {
+    package static func batch(_ index: Int, now: Int64)
+        -> (message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim)
+    {
         let otid = "c\(index)"
-        let transaction = #"{"originalTransactionId":"\#(otid)","transactionId":"t\#(index)","productId":"pro","expiresDate":\#(now + Int64(index % 7 - 3) * 86_400_000)}"#
-        let renewal = #"{"originalTransactionId":"\#(otid)","autoRenewStatus":\#(index % 2)}"#
-        return IngestBatch(
-            message: ReceivedMessage(
-                notificationUUID: "crash-\(index)", source: .simulator, body: Array(transaction.utf8), receivedAt: now,
+        let transaction = TransactionFact(
+            transactionId: "t\(index)", originalTransactionId: otid, productId: "pro.\(index)", purchaseDate: now - 86_400_000,
+            expiresDate: now + Int64(index % 7 - 3) * 86_400_000, productType: .autoRenewable, signedDate: now,
+            environment: .sandbox)
+        let renewal = RenewalInfoFact(
+            originalTransactionId: otid, productId: "pro.\(index)", autoRenewStatus: index % 2 == 1, signedDate: now,
+            environment: .sandbox)
+        return (
+            ReceivedMessage(
+                notificationUUID: "crash-\(index)", source: .simulator, body: Array("crash-\(index)".utf8), receivedAt: now,
                 notificationType: "SUBSCRIBED"),
-            facts: [
-                IncomingFact(
-                    kind: .transaction, jws: "jws.t\(index)", payload: transaction, transactionId: "t\(index)",
-                    originalTransactionId: otid, environment: "Sandbox", signedDate: now),
-                IncomingFact(kind: .renewal, jws: "jws.r\(index)", payload: renewal, originalTransactionId: otid, signedDate: now),
-            ],
-            claim: Claim(appUserId: "crash-user-\(index % 16)", behaviour: .transfer))
+            [(.transaction(transaction), "jws.t\(index)"), (.renewalInfo(renewal), "jws.r\(index)")],
+            Claim(appUserId: "crash-user-\(index % 16)", behaviour: .transfer)
+        )
     }
 
     /// `entitled _storage-crash-child`'s work: ingests batches `0..<count` with `concurrency`
@@ -85,7 +91,8 @@ package enum _StorageCrashBatch {
                     var index = worker
                     while index < count {
                         let batch = batch(index, now: now)
-                        let result = try await store.ingest(batch, projector: projector, now: now)
+                        let result = try await store.ingest(
+                            batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
                         acknowledged(batch.message.notificationUUID ?? "", result.status)
                         index += concurrency
                     }
@@ -132,6 +139,30 @@ extension Ledger {
 extension String {
     fileprivate func leftPadded(_ width: Int) -> String {
         String(repeating: "0", count: max(0, width - count)) + self
+    }
+}
+
+/// Not API (`package`): ledger rows written as given, for the tests of how the ledger meets rows
+/// this binary would not write (an older binary's encoding, a damaged row).
+package enum _StorageFixtures {
+    /// Inserts one fact row, keyed by the digest of `signed` like any other, with no notification.
+    package static func insertFactRow(
+        _ store: any LedgerStore, kind: String, signed: String, payload: String, transactionId: String? = nil,
+        originalTransactionId: String?, appAccountToken: String? = nil, environment: String = "Production",
+        bundleId: String? = nil, signedDate: Int64, receivedAt: Int64
+    ) async throws {
+        guard let store = store as? any SessionBackedStore else { throw StorageError(.invalidArgument, "unsupported store") }
+        try await store.write { session in
+            _ = try session.query(
+                """
+                INSERT INTO facts (notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id,
+                                   app_account_token, environment, bundle_id, signed_date, received_at)
+                VALUES (NULL, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                """,
+                .text(kind), .text(FactDigest.hex(signed)), .text(signed), .text(payload), SQLValue(transactionId),
+                SQLValue(originalTransactionId), SQLValue(appAccountToken), .text(environment), SQLValue(bundleId),
+                .int(signedDate), .int(receivedAt))
+        }
     }
 }
 

@@ -26,7 +26,7 @@ public struct ProjectionTally: Sendable, Equatable {
     public var isEmpty: Bool { customers.isEmpty && subscriptions.isEmpty }
 
     /// The state a projection's rows put its customer in.
-    public static func customerState(_ projection: CustomerProjection) -> String {
+    package static func customerState(_ projection: CustomerProjection) -> String {
         if projection.entitlements.contains(where: \.active) { return "active" }
         return projection.entitlements.isEmpty && projection.subscriptions.isEmpty ? "new" : "inactive"
     }

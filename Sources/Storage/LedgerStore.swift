@@ -1,3 +1,5 @@
+import Entitlements
+
 /// The durable ledger: append-only facts, customers and their links, and projections.
 ///
 /// Every write is one database transaction; a returned value means it is committed durably (on
@@ -20,10 +22,16 @@ public protocol LedgerStore: Sendable {
     /// A repeated `notificationUUID` returns ``IngestResult/Status/duplicate`` and changes nothing;
     /// a replayed fact is a no-op.
     /// - Parameters:
-    ///   - batch: The message, its verified facts and an optional claim.
-    ///   - projector: Computes projections.
-    ///   - now: The current time (ms), passed to the projector.
-    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult
+    ///   - message: The message as received.
+    ///   - facts: The engine's facts verified from it, each with the signed text it came from (nil
+    ///     for a fact without a signed form: its `Fact.identity` keys it).
+    ///   - claim: For a client post: link the facts' subscriptions to this customer; facts without
+    ///     one (an app transaction) get the customer's token.
+    ///   - projector: Encodes the facts and presents the projections.
+    ///   - now: The current time (ms) the projections are evaluated at.
+    func ingest(
+        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
+    ) async throws -> IngestResult
 
     /// Records a rejected message for audit; nothing is applied. Its `notificationUUID` is kept
     /// for audit but does not take the unique slot, so a forged message cannot block the real one.
@@ -62,8 +70,9 @@ public protocol LedgerStore: Sendable {
     /// means: use ``projection(appUserId:)``.
     func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?>
 
-    /// All facts of a customer, ordered by `signedDate` then id (what the projector sees).
-    func facts(appUserId: String) async throws -> [StoredFact]
+    /// All facts of a customer, ordered by `signedDate` then id (what the projections evaluate),
+    /// decoded by `projector`.
+    func facts(appUserId: String, projector: any Projector) async throws -> [StoredFact]
 
     /// The customer's notifications and facts, newest first.
     /// - Parameters:

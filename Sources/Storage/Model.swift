@@ -32,11 +32,13 @@ public struct ReceivedMessage: Sendable, Hashable {
     public var notificationType: String?
     /// Apple's `subtype`, when known.
     public var subtype: String?
+    /// The app the message is for, stored with each of its facts (`facts.bundle_id`).
+    public var bundleId: String?
 
     /// Creates a received message.
     public init(
         notificationUUID: String?, source: IngestSource, body: [UInt8], receivedAt: Int64,
-        notificationType: String? = nil, subtype: String? = nil
+        notificationType: String? = nil, subtype: String? = nil, bundleId: String? = nil
     ) {
         self.notificationUUID = notificationUUID
         self.source = source
@@ -44,6 +46,7 @@ public struct ReceivedMessage: Sendable, Hashable {
         self.receivedAt = receivedAt
         self.notificationType = notificationType
         self.subtype = subtype
+        self.bundleId = bundleId
     }
 }
 
@@ -53,86 +56,7 @@ extension ReceivedMessage {
     public static let maxRejectedBodyBytes = 4096
 }
 
-/// What a fact is: which kind of signed payload it was decoded from.
-public struct FactKind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    /// The kind as stored (`transaction`, `renewal`, …).
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    /// A signed notification payload (`signedPayload`).
-    public static let notification = FactKind(rawValue: "notification")
-    /// A signed transaction (`JWSTransaction`).
-    public static let transaction = FactKind(rawValue: "transaction")
-    /// A signed renewal info (`JWSRenewalInfo`).
-    public static let renewal = FactKind(rawValue: "renewal")
-    /// A signed app transaction.
-    public static let appTransaction = FactKind(rawValue: "appTransaction")
-    /// A verified receipt (V1 / legacy).
-    public static let receipt = FactKind(rawValue: "receipt")
-    public var description: String { rawValue }
-}
-
-/// A verified fact to append to the ledger.
-///
-/// The ledger is keyed so that a replay is a no-op: a fact is unique by its kind and the
-/// SHA-256 of its signed content (a JWS's signing input, without the signature).
-public struct IncomingFact: Sendable, Hashable {
-    /// The kind of payload.
-    public var kind: FactKind
-    /// The signed payload exactly as received (compact JWS), or the raw receipt.
-    public var jws: String {
-        didSet { jwsSHA256 = FactDigest.hex(jws) }
-    }
-    /// Lower-case hex SHA-256 of what `jws` signs (its `header.payload`; all of it when it is not
-    /// a compact JWS), also when a read leaves `jws` empty: with the kind, what makes a fact
-    /// unique, whatever signature encoding the content came with. Computed where the fact is made (a request's
-    /// thread), not on the ledger's single writer.
-    public private(set) var jwsSHA256: String
-    /// The decoded payload as JSON text (UTF-8).
-    public var payload: String
-    /// `transactionId`, when the payload has one.
-    public var transactionId: String?
-    /// `originalTransactionId`: the subscription the fact belongs to and the key customers link by.
-    public var originalTransactionId: String?
-    /// `appAccountToken` (a UUID; compared case-insensitively).
-    public var appAccountToken: String?
-    /// `environment` (`Production`, `Sandbox`, `Xcode`, `LocalTesting`).
-    public var environment: String?
-    /// `bundleId`.
-    public var bundleId: String?
-    /// `signedDate` (ms since the epoch).
-    public var signedDate: Int64?
-
-    /// Creates a fact.
-    public init(
-        kind: FactKind, jws: String, payload: String, transactionId: String? = nil,
-        originalTransactionId: String? = nil, appAccountToken: String? = nil, environment: String? = nil,
-        bundleId: String? = nil, signedDate: Int64? = nil
-    ) {
-        self.init(
-            kind: kind, jws: jws, jwsSHA256: FactDigest.hex(jws), payload: payload, transactionId: transactionId,
-            originalTransactionId: originalTransactionId, appAccountToken: appAccountToken, environment: environment,
-            bundleId: bundleId, signedDate: signedDate)
-    }
-
-    /// A stored fact, with the digest stored beside it.
-    init(
-        kind: FactKind, jws: String, jwsSHA256: String, payload: String, transactionId: String?,
-        originalTransactionId: String?, appAccountToken: String?, environment: String?, bundleId: String?, signedDate: Int64?
-    ) {
-        self.kind = kind
-        self.jws = jws
-        self.jwsSHA256 = jwsSHA256
-        self.payload = payload
-        self.transactionId = transactionId
-        self.originalTransactionId = originalTransactionId
-        self.appAccountToken = appAccountToken
-        self.environment = environment
-        self.bundleId = bundleId
-        self.signedDate = signedDate
-    }
-}
-
-/// A fact as stored in the ledger.
+/// A fact as the ledger keeps it: the engine's fact with where and when it arrived.
 public struct StoredFact: Sendable, Hashable {
     /// The ledger's row id (increasing in insertion order).
     public var id: Int64
@@ -140,19 +64,31 @@ public struct StoredFact: Sendable, Hashable {
     public var notificationID: Int64?
     /// When it was stored (ms).
     public var receivedAt: Int64
-    /// The fact itself.
-    public var fact: IncomingFact
+    /// The kind it is stored under (`transaction`, `renewal`, `receipt`, …).
+    public var kind: String
+    /// The signed text it came from (a compact JWS); for a fact without a signed form, its
+    /// `Fact.identity`.
+    public var signed: String
+    /// The app it came for.
+    public var bundleId: String?
+    /// The fact; nil when its stored text is none this binary decodes (``Projector/decode(_:)``).
+    public var fact: Fact?
 
     /// Creates a stored fact.
-    public init(id: Int64, notificationID: Int64?, receivedAt: Int64, fact: IncomingFact) {
+    public init(
+        id: Int64, notificationID: Int64?, receivedAt: Int64, kind: String, signed: String, bundleId: String?, fact: Fact?
+    ) {
         self.id = id
         self.notificationID = notificationID
         self.receivedAt = receivedAt
+        self.kind = kind
+        self.signed = signed
+        self.bundleId = bundleId
         self.fact = fact
     }
 }
 
-/// A request, carried by a client post, to link every `originalTransactionId` in the batch to a customer.
+/// A request, carried by a client post, to link every `originalTransactionId` of its facts to a customer.
 public struct Claim: Sendable, Hashable {
     /// The customer (created if missing).
     public var appUserId: String
@@ -164,23 +100,6 @@ public struct Claim: Sendable, Hashable {
     public init(appUserId: String, behaviour: RestoreBehavior = .transfer) {
         self.appUserId = appUserId
         self.behaviour = behaviour
-    }
-}
-
-/// Everything one received message contributes, applied in one database transaction.
-public struct IngestBatch: Sendable, Hashable {
-    /// The message as received.
-    public var message: ReceivedMessage
-    /// The verified facts decoded from it.
-    public var facts: [IncomingFact]
-    /// For client posts: link the batch's subscriptions to this customer.
-    public var claim: Claim?
-
-    /// Creates a batch.
-    public init(message: ReceivedMessage, facts: [IncomingFact], claim: Claim? = nil) {
-        self.message = message
-        self.facts = facts
-        self.claim = claim
     }
 }
 
@@ -210,17 +129,18 @@ public struct LinkResult: Sendable, Hashable {
     }
 }
 
-/// The result of ``LedgerStore/ingest(_:projector:now:)``.
+/// The result of ``LedgerStore/ingest(_:facts:claim:projector:now:)``.
 public struct IngestResult: Sendable, Hashable {
-    /// Whether the message was applied or was a repeat.
+    /// Whether the message was accepted or was a repeat; the raw value is the word the API answers
+    /// Apple and clients with (`{"status":"accepted"}`).
     public enum Status: String, Sendable, Hashable {
         /// Committed (facts may still all have been replays).
-        case applied
+        case accepted
         /// The `notificationUUID` was already accepted; nothing changed.
         case duplicate
     }
 
-    /// Applied or duplicate.
+    /// Accepted or duplicate.
     public var status: Status
     /// The notification row's id (nil for duplicates, and for a message without a UUID whose
     /// facts were all replays: its row is not kept).
@@ -271,146 +191,24 @@ public struct CustomerRecord: Sendable, Hashable {
     }
 }
 
-/// One entitlement of a customer, as projected.
-public struct EntitlementRow: Sendable, Hashable {
-    /// The entitlement's name (from the product → entitlement configuration).
-    public var entitlement: String
-    /// The projector's status word (e.g. `active`, `gracePeriod`, `expired`, `revoked`).
-    public var status: String
-    /// Whether the customer has the entitlement now.
-    public var active: Bool
-    /// The product granting it.
-    public var productId: String?
-    /// The subscription granting it.
-    public var originalTransactionId: String?
-    /// When it expires (ms).
-    public var expiresAt: Int64?
-    /// End of a billing grace period (ms).
-    public var graceUntil: Int64?
-    /// Whether it is set to renew.
-    public var willRenew: Bool
-    /// Environments never mix: one row per entitlement and environment.
-    public var environment: String
-
-    /// Creates an entitlement row.
-    public init(
-        entitlement: String, status: String, active: Bool, productId: String?, originalTransactionId: String?,
-        expiresAt: Int64?, graceUntil: Int64?, willRenew: Bool, environment: String
-    ) {
-        self.entitlement = entitlement
-        self.status = status
-        self.active = active
-        self.productId = productId
-        self.originalTransactionId = originalTransactionId
-        self.expiresAt = expiresAt
-        self.graceUntil = graceUntil
-        self.willRenew = willRenew
-        self.environment = environment
-    }
-}
-
-/// One subscription (by `originalTransactionId`), as projected.
-public struct SubscriptionRow: Sendable, Hashable {
-    /// The subscription's key.
-    public var originalTransactionId: String
-    /// The current product.
-    public var productId: String
-    /// The subscription group.
-    public var group: String?
-    /// The projector's status word.
-    public var status: String
-    /// When the current period ends (ms).
-    public var expiresAt: Int64?
-    /// End of a billing grace period (ms).
-    public var graceUntil: Int64?
-    /// Whether auto-renew is on.
-    public var autoRenew: Bool
-    /// `Production`, `Sandbox`, …
-    public var environment: String
-
-    /// Creates a subscription row.
-    public init(
-        originalTransactionId: String, productId: String, group: String?, status: String, expiresAt: Int64?,
-        graceUntil: Int64?, autoRenew: Bool, environment: String
-    ) {
-        self.originalTransactionId = originalTransactionId
-        self.productId = productId
-        self.group = group
-        self.status = status
-        self.expiresAt = expiresAt
-        self.graceUntil = graceUntil
-        self.autoRenew = autoRenew
-        self.environment = environment
-    }
-}
-
-/// What a ``Projector`` derives for one customer: indexed rows plus the opaque state document
-/// the API returns.
-public struct CustomerProjection: Sendable, Hashable {
-    /// Entitlement rows (stored sorted by entitlement, environment).
-    public var entitlements: [EntitlementRow]
-    /// Subscription rows (stored sorted by originalTransactionId).
-    public var subscriptions: [SubscriptionRow]
-    /// The full customer state as UTF-8 JSON, returned by the API as is.
-    public var state: [UInt8]
-
-    /// Creates a projection.
-    public init(entitlements: [EntitlementRow] = [], subscriptions: [SubscriptionRow] = [], state: [UInt8] = Array("{}".utf8)) {
-        self.entitlements = entitlements
-        self.subscriptions = subscriptions
-        self.state = state
-    }
-
-    /// The same projection with rows in storage order, so projections compare by content.
-    public var canonical: CustomerProjection {
-        var copy = self
-        copy.entitlements.sort { ($0.entitlement, $0.environment) < ($1.entitlement, $1.environment) }
-        copy.subscriptions.sort { $0.originalTransactionId < $1.originalTransactionId }
-        return copy
-    }
-}
-
-/// Computes a customer's projection from all of that customer's facts.
-///
-/// Must be pure and deterministic: the same customer, facts and `now` give the same projection,
-/// which is what makes ``LedgerStore/rebuild(projector:now:)`` meaningful. It is called inside the
-/// database transaction (on a storage thread), so it must be fast and must not block.
-public protocol Projector: Sendable {
-    /// Projects one customer.
-    /// - Parameters:
-    ///   - customer: The customer.
-    ///   - facts: All facts of the customer, ordered by `signedDate` then ledger id. Their `jws` is
-    ///     empty: projectors work on the decoded `payload` and keys (the signed text is most of a
-    ///     fact's bytes); ``LedgerStore/facts(appUserId:)`` returns it.
-    ///   - now: The current time (ms).
-    /// - Returns: The rows and state document to store.
-    /// - Throws: when this customer cannot be projected (e.g. a stored fact no longer decodes).
-    ///   The ledger contains the failure to this customer: the facts still commit, the customer's
-    ///   stored projection is marked failed (``StoredProjection/failure``) and every other
-    ///   customer is projected as usual; a later successful projection clears the mark.
-    func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) throws -> CustomerProjection
-
-    /// Whether ``LedgerStore/compareProjections(projector:)`` may compare a stored state document
-    /// byte for byte with a fresh one; false for one the projector's reader replaces by itself (an
-    /// older format), compared by its rows alone. Default: true.
-    func isComparable(stateDocument: [UInt8]) -> Bool
-}
-
 /// A customer's stored projection: the API's hot read.
 public struct StoredProjection: Sendable, Hashable {
     /// The customer.
     public var customer: CustomerRecord
-    /// Rows and state document (canonical order).
-    public var projection: CustomerProjection
+    /// Rows and state document (canonical order): storage's own plumbing.
+    package var projection: CustomerProjection
     /// The `now` the projection was computed with (ms).
     public var computedAt: Int64
-    /// Set when the last projection of this customer failed (the projector's error): `projection`
-    /// is then the last one that succeeded (empty state for a customer never projected) and must
-    /// not be served as the customer's answer.
+    /// Set when the last projection of this customer failed (the projector's error): `document`
+    /// is then empty and the rows are the last ones that succeeded; it must not be served as the
+    /// customer's answer.
     public var failure: String?
 
+    /// The state document (``Projector/document(customer:state:)``).
+    public var document: [UInt8] { projection.state }
+
     /// Creates a stored projection.
-    public init(customer: CustomerRecord, projection: CustomerProjection, computedAt: Int64, failure: String? = nil) {
+    package init(customer: CustomerRecord, projection: CustomerProjection, computedAt: Int64, failure: String? = nil) {
         self.customer = customer
         self.projection = projection
         self.computedAt = computedAt
@@ -443,11 +241,11 @@ public struct StoredState: Sendable, Hashable {
 public struct OwnedSubscription: Sendable, Hashable {
     /// The owner.
     public var appUserId: String
-    /// The subscription row.
-    public var subscription: SubscriptionRow
+    /// The subscription row: storage's own plumbing.
+    package var subscription: SubscriptionRow
 
     /// Creates an owned subscription.
-    public init(appUserId: String, subscription: SubscriptionRow) {
+    package init(appUserId: String, subscription: SubscriptionRow) {
         self.appUserId = appUserId
         self.subscription = subscription
     }
@@ -475,8 +273,8 @@ public struct HistoryEntry: Sendable, Hashable {
     public var notificationType: String?
     /// For notifications: `subtype`.
     public var subtype: String?
-    /// For facts: the kind.
-    public var factKind: FactKind?
+    /// For facts: the kind (``StoredFact/kind``).
+    public var factKind: String?
     /// For facts: `transactionId`.
     public var transactionId: String?
     /// For facts: `originalTransactionId`.
@@ -487,7 +285,7 @@ public struct HistoryEntry: Sendable, Hashable {
     /// Creates a history entry.
     public init(
         kind: Kind, id: Int64, receivedAt: Int64, source: IngestSource? = nil, notificationUUID: String? = nil,
-        notificationType: String? = nil, subtype: String? = nil, factKind: FactKind? = nil,
+        notificationType: String? = nil, subtype: String? = nil, factKind: String? = nil,
         transactionId: String? = nil, originalTransactionId: String? = nil, signedDate: Int64? = nil
     ) {
         self.kind = kind

@@ -32,6 +32,9 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
         public static let closed = Code("STORE_CLOSED")
         /// A test fault-injection hook aborted the operation.
         public static let faultInjected = Code("FAULT_INJECTED")
+        /// One customer's projection cannot be computed now (its last projection failed, e.g. a
+        /// stored fact no longer decodes); other customers are unaffected.
+        public static let projectionFailed = Code("PROJECTION_FAILED")
         /// Stored data could not be decoded (corruption or a bug).
         public static let corrupt = Code("DATA_CORRUPT")
         /// The backend does not offer this operation (e.g. `entitled backup` on PostgreSQL).

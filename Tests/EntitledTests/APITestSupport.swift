@@ -109,7 +109,7 @@ final class TestLedger: Sendable {
     let switches = Switches()
 
     init(
-        policy: Policy, cache: ProjectionCache, grantEnvironments: [Environment] = EngineProjector.defaultGrantEnvironments
+        policy: Policy, cache: ProjectionCache, grantEnvironments: [Environment] = FactLedger.defaultGrantEnvironments
     ) async throws {
         store = try #require(try await openStore(url: "sqlite::memory:") as? SQLiteStore)
         ledger = FactLedger(
@@ -155,6 +155,13 @@ final class TestLedger: Sendable {
     }
 }
 
+extension LedgerStore {
+    /// A customer's facts, decoded as the server does.
+    func facts(appUserId: String) async throws -> [StoredFact] {
+        try await facts(appUserId: appUserId, projector: FactLedger(store: self, policy: Policy()))
+    }
+}
+
 /// `base` behind ``TestLedger``'s switches.
 struct SwitchedStore: LedgerStore {
     let base: SQLiteStore
@@ -164,11 +171,13 @@ struct SwitchedStore: LedgerStore {
         if !switches.state.withLock({ $0.available }) { throw StorageError(.unavailable, "switched off") }
     }
 
-    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
+    func ingest(
+        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
+    ) async throws -> IngestResult {
         try up()
         let delay = switches.state.withLock { $0.ingestDelayMilliseconds }
         if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
-        return try await base.ingest(batch, projector: projector, now: now)
+        return try await base.ingest(message, facts: facts, claim: claim, projector: projector, now: now)
     }
 
     func migrate() async throws -> MigrationReport { try await base.migrate() }
@@ -202,9 +211,9 @@ struct SwitchedStore: LedgerStore {
         try up()
         return try base.stateNow(appUserId: appUserId)
     }
-    func facts(appUserId: String) async throws -> [StoredFact] {
+    func facts(appUserId: String, projector: any Projector) async throws -> [StoredFact] {
         try up()
-        return try await base.facts(appUserId: appUserId)
+        return try await base.facts(appUserId: appUserId, projector: projector)
     }
     func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage {
         try up()

@@ -8,9 +8,9 @@ import Testing
 /// `entitled check` and `entitled backup` as an operator runs them.
 @Suite struct BackupCheckCLITests {
     /// The projector `entitled check` recomputes with when given no configuration.
-    static var serverProjector: EngineProjector {
-        EngineProjector(
-            policy: FactMapper.policy(for: Configuration()),
+    static func serverProjector(_ store: any LedgerStore) -> FactLedger {
+        FactLedger(
+            store: store, configuration: Configuration(),
             cache: FastPaths(environment: ProcessInfo.processInfo.environment).projectionCache())
     }
 
@@ -19,16 +19,24 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("entitled.sqlite").path
         var store = try await openStore(url: "sqlite:\(path)")
-        _ = try await store.ensureCustomer(appUserId: "clean", appAccountToken: nil, projector: Self.serverProjector, now: 1_000)
+        _ = try await store.ensureCustomer(appUserId: "clean", appAccountToken: nil, projector: Self.serverProjector(store), now: 1_000)
         await store.close()
         let sound = try await DatabaseFileServeTests.run(["check", "--database", "sqlite:\(path)"])
         #expect(sound.status == 0, "\(sound.stdout) \(sound.stderr)")
         #expect(sound.stdout.contains("projections: 1 customer(s) recomputed, 0 differ"), "\(sound.stdout)")
 
-        // A projection the engine would not compute: an entitlement row no fact grants.
+        // A projection the server would not compute: a product its configuration does not know
+        // granting `pro`, in the rows (and, with the projection cache on, the stored answer).
         store = try await openStore(url: "sqlite:\(path)")
-        _ = try await store.ensureCustomer(
-            appUserId: "drifted", appAccountToken: nil, projector: GrantingProjector(base: Self.serverProjector), now: 1_000)
+        let drifted = DriftedProjector(base: Self.serverProjector(store))
+        _ = try await store.ensureCustomer(appUserId: "drifted", appAccountToken: nil, projector: drifted, now: 1_000)
+        let purchase = TransactionFact(
+            transactionId: "t1", originalTransactionId: "o1", productId: "p", purchaseDate: 1_000, expiresDate: 1_000 + 86_400_000,
+            productType: .autoRenewable, signedDate: 1_000, environment: .production)
+        _ = try await store.ingest(
+            ReceivedMessage(notificationUUID: "n1", source: .simulator, body: Array("n1".utf8), receivedAt: 1_000),
+            facts: [(.transaction(purchase), "jws.t1")], claim: Claim(appUserId: "drifted", behaviour: .transfer),
+            projector: drifted, now: 1_000)
         await store.close()
         let found = try await DatabaseFileServeTests.run(["check", "--database", "sqlite:\(path)"])
         #expect(found.status == 1)
@@ -46,17 +54,18 @@ import Testing
         #expect(copied.stdout.hasSuffix(found.stdout.split(separator: "\n", maxSplits: 1)[1] + ""), "\(copied.stdout)")
     }
 
-    /// The server's projector plus an active entitlement nothing grants.
-    struct GrantingProjector: Projector {
-        var base: EngineProjector
-        func project(customer: CustomerRecord, facts: [StoredFact], now: Int64) throws -> CustomerProjection {
-            var projection = try base.project(customer: customer, facts: facts, now: now)
-            projection.entitlements.append(
-                EntitlementRow(
-                    entitlement: "pro", status: "active", active: true, productId: "p", originalTransactionId: "o",
-                    expiresAt: nil, graceUntil: nil, willRenew: true, environment: "Production"))
-            return projection
+    /// The server's projector with a policy that grants `pro` for product `p`.
+    struct DriftedProjector: Projector {
+        var base: FactLedger
+        var policy: Policy {
+            var policy = base.policy
+            policy.products["p"] = ProductPolicy(type: .autoRenewable, entitlements: ["pro"])
+            return policy
         }
+        var grantEnvironments: [Environment]? { base.grantEnvironments }
+        func encode(_ fact: Fact) -> String { base.encode(fact) }
+        func decode(_ text: String) -> Fact? { base.decode(text) }
+        func document(customer: CustomerRecord, state: CustomerState) -> [UInt8] { base.document(customer: customer, state: state) }
     }
 
     @Test func backupOfPostgreSQLSaysToUsePgDumpWithoutConnecting() async throws {
@@ -85,8 +94,10 @@ import Testing
         (document: [], cache: false, comparable: true),
         (document: current, cache: false, comparable: false),
     ])
-    func comparable(document: [UInt8], cache: Bool, comparable: Bool) {
-        let projector = EngineProjector(policy: Policy(), cache: ProjectionCache(enabled: cache))
+    func comparable(document: [UInt8], cache: Bool, comparable: Bool) async throws {
+        let store = try await openStore(url: "sqlite::memory:")
+        let projector = FactLedger(store: store, policy: Policy(), cache: ProjectionCache(enabled: cache))
         #expect(projector.isComparable(stateDocument: document) == comparable)
+        await store.close()
     }
 }

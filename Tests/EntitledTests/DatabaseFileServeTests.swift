@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Storage
 import Testing
@@ -87,12 +88,13 @@ import Testing
         let path = folder.appendingPathComponent("entitled.sqlite").path
         let store = try await openStore(url: "sqlite:\(path)")
         for index in 0..<300 {
-            let payload = #"{"transactionId":"t\#(index)","padding":"\#(String(repeating: "p", count: 400))"}"#
+            let fact = Fact.transaction(
+                TransactionFact(
+                    transactionId: "t\(index)", originalTransactionId: "o\(index)", productId: String(repeating: "p", count: 400),
+                    purchaseDate: 0, productType: .autoRenewable, signedDate: 0))
             _ = try await store.ingest(
-                IngestBatch(
-                    message: ReceivedMessage(notificationUUID: "n\(index)", source: .client, body: [], receivedAt: 0),
-                    facts: [IncomingFact(kind: .transaction, jws: payload, payload: payload, originalTransactionId: "o\(index)")]),
-                projector: BasicProjector(), now: 0)
+                ReceivedMessage(notificationUUID: "n\(index)", source: .client, body: [], receivedAt: 0), facts: [(fact, nil)],
+                claim: nil, projector: BasicProjector(), now: 0)
         }
         await store.close()
         let sound = try await Self.run(["check", "--database", "sqlite:\(path)"])

@@ -68,12 +68,13 @@ import Testing
 
     /// Projects as `base` does, but stores the document as another binary would have.
     struct OtherBinary: Projector {
-        let base: EngineProjector
+        let base: FactLedger
         let stored: Stored
-        func project(customer: Storage.CustomerRecord, facts: [StoredFact], now: Int64) throws -> CustomerProjection {
-            var projection = try base.project(customer: customer, facts: facts, now: now)
-            projection.state = stored.restate(projection.state)
-            return projection
+        var policy: Policy { base.policy }
+        func encode(_ fact: Fact) -> String { base.encode(fact) }
+        func decode(_ text: String) -> Fact? { base.decode(text) }
+        func document(customer: Storage.CustomerRecord, state: CustomerState) -> [UInt8] {
+            stored.restate(base.document(customer: customer, state: state))
         }
     }
 
@@ -90,7 +91,7 @@ import Testing
             let current = try #require(try await store.projection(appUserId: "u1")).projection.state
             #expect(RenderedCustomer(document: current) != nil)
 
-            _ = try await store.rebuild(projector: OtherBinary(base: ledger.projector, stored: stored), now: Self.now)
+            _ = try await store.rebuild(projector: OtherBinary(base: ledger, stored: stored), now: Self.now)
             let planted = try #require(try await store.projection(appUserId: "u1")).projection.state
             #expect(planted == stored.restate(current))
 

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreTesting
 import EntitledServer
+import Entitlements
 import Foundation
 import Storage
 import Testing
@@ -13,12 +14,17 @@ import Testing
     static let day: Int64 = 86_400_000
     let t0 = APIHarness.start
 
-    /// A fact row for `otid` whose payload is not an engine fact (as a damaged row, or one written
-    /// by a format this binary no longer reads, would be).
-    static func poison(otid: String, at now: Int64) -> IngestBatch {
-        IngestBatch(
-            message: ReceivedMessage(notificationUUID: "poison-\(otid)", source: .client, body: Array("{}".utf8), receivedAt: now),
-            facts: [IncomingFact(kind: .transaction, jws: "not-a-fact-\(otid)", payload: #"{"unknown":true}"#, originalTransactionId: otid)])
+    /// Writes a fact row for `otid` whose payload is not an engine fact (as a damaged row, or one
+    /// written by a format this binary no longer reads, would be).
+    static func poison(_ store: any LedgerStore, otid: String, at now: Int64) async throws {
+        try await _StorageFixtures.insertFactRow(
+            store, kind: "transaction", signed: "not-a-fact-\(otid)", payload: #"{"unknown":true}"#, originalTransactionId: otid,
+            signedDate: now, receivedAt: now)
+    }
+
+    /// A valid renewal info for `otid`.
+    static func renewal(otid: String, at now: Int64) -> Fact {
+        .renewalInfo(RenewalInfoFact(originalTransactionId: otid, productId: "pro.monthly", autoRenewStatus: true, signedDate: now))
     }
 
     func notification(uuid: String, otid: String, tid: String, token: String, expires: Int64) throws -> String {
@@ -41,8 +47,13 @@ import Testing
             #expect(try await api.postV2(try notification(uuid: "b1", otid: "ob", tid: "tb1", token: badToken, expires: t0 + 9 * Self.day)).status == 200)
             #expect(try await api.postV2(try notification(uuid: "g1", otid: "og", tid: "tg1", token: goodToken, expires: t0 + 9 * Self.day)).status == 200)
 
-            let projector = EngineProjector(policy: FactMapper.policy(for: api.configuration), cache: testFastPaths.projectionCache())
-            let poisoned = try await api.store.ingest(Self.poison(otid: "ob", at: t0), projector: projector, now: t0)
+            let projector = FactLedger(
+                store: api.store, policy: FactMapper.policy(for: api.configuration), cache: testFastPaths.projectionCache())
+            try await Self.poison(api.store, otid: "ob", at: t0)
+            // The next ingest for the customer projects them from every fact: it fails for them alone.
+            let poisoned = try await api.store.ingest(
+                ReceivedMessage(notificationUUID: "poison-ob", source: .client, body: [], receivedAt: t0),
+                facts: [(Self.renewal(otid: "ob", at: t0), nil)], claim: nil, projector: projector, now: t0)
             #expect(poisoned.failedCustomers.map(\.appUserId) == ["bad"])
 
             // Apple's next notification for the poisoned customer still commits: 200, stored.
@@ -50,7 +61,10 @@ import Testing
             let accepted = try await api.postV2(renewal)
             #expect(accepted.status == 200)
             #expect(accepted.json["status"] as? String == "accepted")
-            #expect(try await api.store.facts(appUserId: "bad").contains { $0.fact.transactionId == "tb2" })
+            #expect(
+                try await api.store.facts(appUserId: "bad").contains {
+                    if case .transaction(let transaction)? = $0.fact { transaction.transactionId == "tb2" } else { false }
+                })
             #expect(try await api.postV2(renewal).json["status"] as? String == "duplicate")
 
             // Reading it: 500 PROJECTION_FAILED, for that customer only.
@@ -79,16 +93,18 @@ import Testing
         defer { try? FileManager.default.removeItem(at: folder) }
         let database = "sqlite:\(folder.path)/ledger.sqlite"
         let configuration = try SignedAPITests.configuration(trusting: Self.ca)
-        let projector = EngineProjector(policy: FactMapper.policy(for: configuration), cache: testFastPaths.projectionCache())
         let store = try await openStore(url: database)
+        let projector = FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: testFastPaths.projectionCache())
         for name in ["a-good", "b-bad", "c-good"] {
             // c-good's stored projection is a placeholder, so the rebuild has work to do after b-bad.
             let projector: any Projector = name == "c-good" ? TrivialTestProjector() : projector
             _ = try await store.ensureCustomer(appUserId: name, appAccountToken: nil, projector: projector, now: t0)
         }
-        var poison = Self.poison(otid: "o-b-bad", at: t0)
-        poison.claim = Claim(appUserId: "b-bad")
-        _ = try await store.ingest(poison, projector: projector, now: t0)
+        // b-bad claims a subscription, then one of its fact rows turns undecodable.
+        _ = try await store.ingest(
+            ReceivedMessage(notificationUUID: nil, source: .client, body: [], receivedAt: t0),
+            facts: [(Self.renewal(otid: "o-b-bad", at: t0), nil)], claim: Claim(appUserId: "b-bad"), projector: projector, now: t0)
+        try await Self.poison(store, otid: "o-b-bad", at: t0)
         await store.close()
 
         let configFile = folder.appendingPathComponent("entitled.json")
@@ -109,7 +125,8 @@ import Testing
     }
 }
 
-/// Writes a placeholder projection, so that a rebuild with the engine finds a difference.
+/// Writes a placeholder document, so that a rebuild with the server's projector finds a difference.
 struct TrivialTestProjector: Projector {
-    func project(customer: Storage.CustomerRecord, facts: [StoredFact], now: Int64) -> CustomerProjection { CustomerProjection() }
+    var policy: Policy { Policy() }
+    func document(customer: Storage.CustomerRecord, state: CustomerState) -> [UInt8] { Array("{}".utf8) }
 }

@@ -524,12 +524,12 @@ enum ScenarioRunner {
             var reported: Set<String> = []
             for customer in customers {
                 guard let stored = try await store.projection(appUserId: customer) else { continue }
-                let facts = try await store.facts(appUserId: customer)
+                let facts = try await store.facts(appUserId: customer, projector: ledger).compactMap(\.fact)
                 // With the projection cache off no answer is stored: render the one it would hold.
                 let document =
                     stored.projection.state.isEmpty
-                    ? try EngineProjector(policy: ledger.projector.policy)
-                        .project(customer: stored.customer, facts: facts, now: stored.computedAt).state
+                    ? try FactLedger(store: store, policy: ledger.policy)
+                        .projection(customer: stored.customer, facts: facts, now: stored.computedAt).state
                     : stored.projection.state
                 // Past its next scheduled change with no fact since, a projection is stale by
                 // design: reads no longer serve it (they evaluate), and rebuild refreshes it.
@@ -537,7 +537,7 @@ enum ScenarioRunner {
                     reported.insert(customer)
                     continue
                 }
-                let fresh = try ledger.projector.project(customer: stored.customer, facts: facts, now: now)
+                let fresh = try ledger.projection(customer: stored.customer, facts: facts, now: now)
                 guard fresh != stored.projection else { continue }
                 reported.insert(customer)
                 let paths = ExpectationMatcher.differences(
@@ -549,7 +549,7 @@ enum ScenarioRunner {
                     nil, "\(customer)'s stored projection differs from a recomputation now\(rows ? " (rows too)" : ""): "
                         + "\(paths)")
             }
-            let report = try await store.rebuild(projector: ledger.projector, now: now)
+            let report = try await store.rebuild(projector: ledger, now: now)
             let unexplained = Set(report.changedCustomers).subtracting(reported)
             if !unexplained.isEmpty { fail(nil, "rebuild changed \(unexplained.sorted())") }
         }

@@ -98,7 +98,7 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
             throw error
         }
         // Whatever the test did, the projections equal what the ledger recomputes.
-        let report = try await store.rebuild(projector: ledger.projector, now: clock.nowMilliseconds())
+        let report = try await store.rebuild(projector: ledger, now: clock.nowMilliseconds())
         #expect(report.differences == 0, "rebuild changed \(report.changedCustomers)")
         await server.shutdown()
         await store.close()
@@ -214,7 +214,7 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
             #expect(try await ledger.renderedCustomer(appUserId: "u1", context: late) == nil)
             // An `?environment=` filter is another answer than the stored, merged one.
             for environment in [Environment.production, .sandbox] {
-                let filtered = EvaluationContext(policy: ledger.projector.policy, environment: environment, now: api.clock.nowMilliseconds())
+                let filtered = EvaluationContext(policy: ledger.policy, environment: environment, now: api.clock.nowMilliseconds())
                 #expect(try await ledger.renderedCustomer(appUserId: "u1", context: filtered) == nil)
             }
         }

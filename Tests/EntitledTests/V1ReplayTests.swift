@@ -31,17 +31,15 @@ import Testing
         var store = try await openStore(url: url, configuration: older)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        let rows = try facts.map { fact in
-            var row = FactLedger.incoming(fact, payload: "", signed: SignedPayloads(), bundleId: APIHarness.bundleId, looseToken: nil)
-            row.payload = String(decoding: try encoder.encode(fact), as: UTF8.self)
-            row.jws = row.payload
-            return row
+        for fact in facts {
+            let payload = String(decoding: try encoder.encode(fact), as: UTF8.self)
+            try await _StorageFixtures.insertFactRow(
+                store, kind: fact.ledgerKind, signed: payload, payload: payload,
+                originalTransactionId: fact.ledgerOriginalTransactionId, bundleId: APIHarness.bundleId,
+                signedDate: APIHarness.start, receivedAt: APIHarness.start)
         }
-        let message = ReceivedMessage(
-            notificationUUID: "v1:stored-by-an-older-binary", source: .appleV1, body: [], receivedAt: APIHarness.start)
-        let stored = try await store.ingest(
-            IngestBatch(message: message, facts: rows), projector: EngineProjector(policy: Policy()), now: APIHarness.start)
-        #expect(stored.insertedFacts == 4)
+        let sqlite = try #require(store as? SQLiteStore)
+        #expect(try await sqlite._scalar("SELECT COUNT(*) FROM facts") == 4)
         await store.close()
 
         // Upgraded, the same delivery comes again (its body re-encoded, so not the same message).
@@ -51,8 +49,8 @@ import Testing
             port: server.port, "POST", "/v1/apple/notifications/v1", headers: ["Content-Type": "application/json"],
             body: Array(AppStoreJSON.encode(body)))
         await server.shutdown()
-        let sqlite = try #require(store as? SQLiteStore)
-        let count = try await sqlite._scalar("SELECT COUNT(*) FROM facts")
+        let upgraded = try #require(store as? SQLiteStore)
+        let count = try await upgraded._scalar("SELECT COUNT(*) FROM facts")
         await store.close()
         #expect(reply.status == 200)
         #expect(count == 4)

@@ -16,7 +16,7 @@ struct BackupAndCheckTests {
     }
 
     /// One subscription fact for a customer's token.
-    static func purchase(_ index: Int, token: String) -> IngestBatch {
+    static func purchase(_ index: Int, token: String) -> TestBatch {
         Fixture.batch(facts: [
             Fixture.transaction(otid: "o\(index)", tid: "t\(index)", expires: testNow + day, signed: testNow, token: token)
         ])

@@ -47,7 +47,7 @@ struct ConformanceTests {
             let fact = Fixture.transaction(otid: "1000", tid: "1000", expires: testNow + 30 * day, signed: testNow - day, token: customer.appAccountToken)
             let batch = Fixture.batch(uuid: "uuid-dup", facts: [fact])
             let first = try await store.ingest(batch, projector: projector, now: testNow)
-            #expect(first.status == .applied)
+            #expect(first.status == .accepted)
             #expect(first.insertedFacts == 1)
             #expect(first.affectedCustomers == ["alice"])
             let before = try await store.projection(appUserId: "alice")
@@ -73,7 +73,7 @@ struct ConformanceTests {
             let first = try await store.ingest(Fixture.batch(facts: facts), projector: projector, now: testNow)
             #expect(first.insertedFacts == 2)
             let second = try await store.ingest(Fixture.batch(facts: facts), projector: projector, now: testNow)
-            #expect(second.status == .applied)
+            #expect(second.status == .accepted)
             #expect(second.insertedFacts == 0)
             #expect(second.replayedFacts == 2)
             #expect(try await store.facts(appUserId: "bob").count == 2)
@@ -228,7 +228,7 @@ struct ConformanceTests {
 
             // The UUID was not consumed: the retry Apple sends applies fully.
             let retried = try await store.ingest(batch, projector: projector, now: testNow)
-            #expect(retried.status == .applied)
+            #expect(retried.status == .accepted)
             #expect(retried.insertedFacts == 2)
             #expect(try await store.subscription(originalTransactionId: "7000")?.appUserId == "ivan")
         }
@@ -242,13 +242,15 @@ struct ConformanceTests {
             let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
                 for index in 0..<count {
                     group.addTask {
+                        // A product each: every subscription is its own group, with its own row.
                         let fact = Fixture.transaction(
-                            otid: "8\(index)", tid: "8\(index)", expires: testNow + day, signed: testNow)
+                            otid: "8\(index)", tid: "8\(index)", product: "com.example.p\(index)", expires: testNow + day,
+                            signed: testNow)
                         // Every 16th batch claims for an invalid (empty) user and must fail alone.
                         let claim = Claim(appUserId: index % 16 == 5 ? "" : "user\(index % 8)")
                         do {
                             let result = try await store.ingest(Fixture.batch(facts: [fact], claim: claim), projector: projector, now: testNow)
-                            return result.status == .applied
+                            return result.status == .accepted
                         } catch let error as StorageError where error.code == .invalidArgument {
                             return false
                         }
@@ -310,7 +312,7 @@ struct ConformanceTests {
             _ = try await store.recordRejected(forged, code: "SIGNATURE_INVALID")
             #expect(try await store.count("SELECT COUNT(*) FROM notifications WHERE outcome = 'rejected'") == 1)
             let real = try await store.ingest(Fixture.batch(uuid: "uuid-r", facts: []), projector: projector, now: testNow)
-            #expect(real.status == .applied)
+            #expect(real.status == .accepted)
             #expect(try await store.count("SELECT COUNT(*) FROM facts") == 0)
         }
     }

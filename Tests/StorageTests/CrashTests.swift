@@ -135,9 +135,9 @@ struct CrashTests {
         #expect(second.process.terminationStatus == 0)
         let results = (first.lines + second.lines).filter { $0.hasPrefix("ok ") }
         #expect(results.count == 2 * count)
-        #expect(results.filter { $0.hasSuffix(" applied") }.count == count)
+        #expect(results.filter { $0.hasSuffix(" accepted") }.count == count)
         #expect(results.filter { $0.hasSuffix(" duplicate") }.count == count)
-        let applied = Set(results.filter { $0.hasSuffix(" applied") }.map { $0.split(separator: " ")[1] })
+        let applied = Set(results.filter { $0.hasSuffix(" accepted") }.map { $0.split(separator: " ")[1] })
         #expect(applied.count == count)
 
         let store = try await database.open()
@@ -161,7 +161,7 @@ struct CrashTests {
                 for lane in 0..<8 {
                     group.addTask {
                         var index = lane
-                        var last = IngestResult.Status.applied
+                        var last = IngestResult.Status.accepted
                         while index < count {
                             let result = try await store.ingest(
                                 _StorageCrashBatch.batch(index, now: testNow), projector: projector, now: testNow)
@@ -205,7 +205,7 @@ struct CrashTests {
         #expect(gone)
         for index in 4..<12 {
             let result = try await victim.ingest(_StorageCrashBatch.batch(index, now: testNow), projector: testProjector, now: testNow)
-            #expect(result.status == .applied)
+            #expect(result.status == .accepted)
             try await victim.ping()
         }
         #expect(try await killer.rows("notifications") == 12)

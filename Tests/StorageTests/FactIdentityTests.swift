@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Testing
 
@@ -16,12 +17,12 @@ struct FactIdentityTests {
         return base64url(#"{"alg":"ES256"}"#) + "." + base64url(payload) + "." + signature
     }
 
-    static func fact(tid: String, signature: String, token: String? = nil) -> IncomingFact {
-        let payload = #"{"transactionId":"\#(tid)","originalTransactionId":"o1","productId":"com.example.pro","expiresDate":\#(testNow + day),"signedDate":\#(testNow)}"#
-        return IncomingFact(
-            kind: .transaction, jws: jws(payload: payload, signature: signature), payload: payload, transactionId: tid,
-            originalTransactionId: "o1", appAccountToken: token, environment: "Production", bundleId: "com.example",
-            signedDate: testNow)
+    static func fact(tid: String, signature: String, token: String? = nil) -> SignedFact {
+        let fact = Fact.transaction(
+            TransactionFact(
+                transactionId: tid, originalTransactionId: "o1", productId: "com.example.pro", purchaseDate: testNow,
+                expiresDate: testNow + day, productType: .autoRenewable, appAccountToken: token, signedDate: testNow))
+        return (fact, jws(payload: testProjector.encode(fact), signature: signature))
     }
 
     @Test("the key of a compact JWS leaves the signature out; other text is hashed whole", arguments: [
@@ -77,25 +78,23 @@ struct FactIdentityTests {
         #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == 3)
         try await store.raw("UPDATE facts SET jws_sha256 = 'old-' || CAST(id AS TEXT)")
         let notification = try await store.count("SELECT MAX(notification_id) FROM facts")
-        try await store.raw(
-            """
-            INSERT INTO facts (notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id,
-                               app_account_token, environment, bundle_id, signed_date, received_at)
-            VALUES (\(notification), 'transaction', 'old-twin', '\(twin.jws)', '\(twin.payload)', 't1', 'o1', '\(token)',
-                    'Production', 'com.example', \(testNow), \(testNow))
-            """)
+        try await _StorageFixtures.insertFactRow(
+            store, kind: "transaction", signed: try #require(twin.signed), payload: testProjector.encode(twin.fact),
+            transactionId: "t1", originalTransactionId: "o1", appAccountToken: token, bundleId: "com.example",
+            signedDate: testNow, receivedAt: testNow)
+        try await store.raw("UPDATE facts SET jws_sha256 = 'old-twin', notification_id = \(notification) WHERE notification_id IS NULL")
         await store.close()
 
         store = try await database.open()
         do {
-            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = '\(FactDigest.hex(original.jws))'") == 1)
-            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = '\(FactDigest.hex(other.jws))'") == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = '\(FactDigest.hex(original.signed!))'") == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = '\(FactDigest.hex(other.signed!))'") == 1)
             #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = 'old-twin'") == 1)
             // Every text seen before, and the original's own twin encodings, are replays now.
             let third = Self.fact(tid: "t1", signature: "c2lnNA", token: token)
             for fact in [original, twin, other, third] {
                 let result = try await store.ingest(Fixture.batch(facts: [fact]), projector: testProjector, now: testNow)
-                #expect(result.insertedFacts == 0, "\(fact.jws)")
+                #expect(result.insertedFacts == 0, "\(fact.signed ?? "")")
             }
             #expect(try await store.rows("facts") == 3)
             #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == Int64(Schema.latestVersion))

@@ -40,7 +40,7 @@ struct RejectedRetentionTests {
             #expect(first.notificationID != nil)
             for _ in 0..<3 {
                 let again = try await store.ingest(Fixture.batch(uuid: nil, facts: [fact], source: .client), projector: testProjector, now: testNow)
-                #expect(again.status == .applied)
+                #expect(again.status == .accepted)
                 #expect(again.notificationID == nil)
                 #expect(again.replayedFacts == 1)
             }

@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import Synchronization
 import Testing
@@ -142,37 +143,65 @@ extension LedgerStore {
     func rows(_ table: String) async throws -> Int64 { try await count("SELECT COUNT(*) FROM \(table)") }
 }
 
-/// Builds signed-looking facts with JSON payloads the ``BasicProjector`` understands.
+/// A fact with the signed text it came from, as the ledger takes it.
+typealias SignedFact = (fact: Fact, signed: String?)
+
+/// One message with its facts and claim, as the tests ingest them.
+struct TestBatch {
+    var message: ReceivedMessage
+    var facts: [SignedFact]
+    var claim: Claim?
+}
+
+extension LedgerStore {
+    func ingest(_ batch: TestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
+        try await ingest(batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
+    }
+
+    func ingest(
+        _ batch: (message: ReceivedMessage, facts: [SignedFact], claim: Claim), projector: any Projector, now: Int64
+    ) async throws -> IngestResult {
+        try await ingest(batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
+    }
+
+    func facts(appUserId: String) async throws -> [StoredFact] { try await facts(appUserId: appUserId, projector: testProjector) }
+}
+
+/// Builds engine facts with signed-looking texts (a JWS-shaped `header.payload.signature` whose
+/// payload is the fact's JSON, so the text and its digest differ with the fact).
 enum Fixture {
+    static func signed(_ fact: Fact) -> String {
+        "eyJhbGciOiJFUzI1NiJ9.\(Data(testProjector.encode(fact).utf8).base64EncodedString()).sig"
+    }
+
     static func transaction(
         otid: String, tid: String, product: String = "com.example.pro", expires: Int64, signed: Int64,
         token: String? = nil, environment: String = "Production"
-    ) -> IncomingFact {
-        var payload = #"{"transactionId":"\#(tid)","originalTransactionId":"\#(otid)","productId":"\#(product)","#
-        payload += #""expiresDate":\#(expires),"signedDate":\#(signed),"environment":"\#(environment)""#
-        if let token { payload += #","appAccountToken":"\#(token)""# }
-        payload += "}"
-        return IncomingFact(
-            kind: .transaction, jws: "eyJhbGciOiJFUzI1NiJ9.\(Data(payload.utf8).base64EncodedString()).sig", payload: payload,
-            transactionId: tid, originalTransactionId: otid, appAccountToken: token, environment: environment,
-            bundleId: "com.example", signedDate: signed)
+    ) -> SignedFact {
+        let fact = Fact.transaction(
+            TransactionFact(
+                transactionId: tid, originalTransactionId: otid, productId: product, purchaseDate: signed, expiresDate: expires,
+                productType: .autoRenewable, appAccountToken: token, signedDate: signed,
+                environment: Environment(rawValue: environment)))
+        return (fact, Self.signed(fact))
     }
 
-    static func renewal(otid: String, autoRenew: Bool, signed: Int64, environment: String = "Production") -> IncomingFact {
-        let payload = #"{"originalTransactionId":"\#(otid)","autoRenewStatus":\#(autoRenew ? 1 : 0),"signedDate":\#(signed)}"#
-        return IncomingFact(
-            kind: .renewal, jws: "eyJhbGciOiJFUzI1NiJ9.\(Data(payload.utf8).base64EncodedString()).sig", payload: payload,
-            originalTransactionId: otid, environment: environment, bundleId: "com.example", signedDate: signed)
+    static func renewal(otid: String, autoRenew: Bool, signed: Int64, environment: String = "Production") -> SignedFact {
+        let fact = Fact.renewalInfo(
+            RenewalInfoFact(
+                originalTransactionId: otid, productId: "com.example.pro", autoRenewStatus: autoRenew, signedDate: signed,
+                environment: Environment(rawValue: environment)))
+        return (fact, Self.signed(fact))
     }
 
     static func batch(
-        uuid: String? = UUID().uuidString, facts: [IncomingFact], source: IngestSource = .appleV2,
+        uuid: String? = UUID().uuidString, facts: [SignedFact], source: IngestSource = .appleV2,
         receivedAt: Int64 = testNow, claim: Claim? = nil
-    ) -> IngestBatch {
-        IngestBatch(
+    ) -> TestBatch {
+        TestBatch(
             message: ReceivedMessage(
                 notificationUUID: uuid, source: source, body: Array(#"{"signedPayload":"…"}"#.utf8), receivedAt: receivedAt,
-                notificationType: "DID_RENEW"),
+                notificationType: "DID_RENEW", bundleId: "com.example"),
             facts: facts, claim: claim)
     }
 }

@@ -87,18 +87,6 @@ struct EncodingTests {
     func arrayLiteral() {
         #expect(Ledger.arrayLiteral(["otid:1", #"a"b\c"#]) == #"{"otid:1","a\"b\\c"}"#)
     }
-
-    @Test("the basic projector's JSON reader takes flat members and skips nested ones")
-    func flatJSON() throws {
-        let members = try #require(
-            FlatJSON.parse(#" {"a": "x\"y\u00e9", "n": 1700000000000, "f": 1.5, "t": true, "z": null, "o": {"k": [1, {"x": ","}]}, "s": "end"} "#))
-        #expect(members["a"]?.string == "x\"yé")
-        #expect(members["n"]?.int == 1_700_000_000_000)
-        #expect(members["t"] != nil)
-        #expect(members["s"]?.string == "end")
-        #expect(FlatJSON.parse("[1]") == nil)
-        #expect(FlatJSON.quote("a\"b\n") == #""a\"b\n""#)
-    }
 }
 
 @Suite("WAL syncer")

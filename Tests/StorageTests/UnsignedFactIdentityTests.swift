@@ -29,21 +29,22 @@ struct UnsignedFactIdentityTests {
         return String(decoding: try encoder.encode(fact), as: UTF8.self)
     }
 
-    static func kind(_ fact: Fact) -> FactKind {
-        switch fact {
-        case .receiptEntry: .receipt
-        case .pendingRenewal: FactKind(rawValue: "pendingRenewal")
-        default: FactKind(rawValue: "v1Notification")
+    /// The server of an older binary: the same facts, other JSON bytes.
+    struct OlderEncoder: Projector {
+        var policy: Policy { testProjector.policy }
+        func encode(_ fact: Fact) -> String { (try? UnsignedFactIdentityTests.json(fact, old: true)) ?? "" }
+        func document(customer: CustomerRecord, state: CustomerState) throws -> [UInt8] {
+            try testProjector.document(customer: customer, state: state)
         }
     }
 
-    /// The ledger row of `fact`: as the server writes it now (keyed by its identity), or as a
-    /// binary before schema version 6 did (its JSON standing in for the signed text).
-    static func row(_ fact: Fact, old: Bool) throws -> IncomingFact {
-        let payload = try json(fact, old: old)
-        return IncomingFact(
-            kind: kind(fact), jws: old ? payload : try #require(fact.identity), payload: payload, transactionId: "t2",
-            originalTransactionId: "o1", environment: "Production", bundleId: "com.example", signedDate: testNow)
+    /// Writes `fact` as a binary before schema version 6 did: its JSON (in that binary's encoding)
+    /// standing in for the signed text.
+    static func insertOld(_ fact: Fact, into store: any LedgerStore) async throws {
+        let payload = try json(fact, old: true)
+        try await _StorageFixtures.insertFactRow(
+            store, kind: fact.ledgerKind, signed: payload, payload: payload, transactionId: "t2", originalTransactionId: "o1",
+            bundleId: "com.example", signedDate: testNow, receivedAt: testNow)
     }
 
     @Test("an identity names the fact's fields, not its JSON; signed facts have none")
@@ -69,12 +70,10 @@ struct UnsignedFactIdentityTests {
     func replay(backend: Backend) async throws {
         try await withStore(backend) { store, _ in
             let first = try await store.ingest(
-                Fixture.batch(facts: try Self.facts.map { try Self.row($0, old: false) }, source: .appleV1),
-                projector: testProjector, now: testNow)
+                Fixture.batch(facts: Self.facts.map { ($0, nil) }, source: .appleV1), projector: testProjector, now: testNow)
             #expect(first.insertedFacts == 3)
-            var again = try Self.facts.map { try Self.row($0, old: false) }
-            for index in again.indices { again[index].payload = try Self.json(Self.facts[index], old: true) }
-            let replay = try await store.ingest(Fixture.batch(facts: again, source: .appleV1), projector: testProjector, now: testNow)
+            let replay = try await store.ingest(
+                Fixture.batch(facts: Self.facts.map { ($0, nil) }, source: .appleV1), projector: OlderEncoder(), now: testNow)
             #expect(replay.insertedFacts == 0)
             #expect(replay.replayedFacts == 3)
             #expect(try await store.rows("facts") == 3)
@@ -90,11 +89,12 @@ struct UnsignedFactIdentityTests {
         var old = database.configuration()
         old.migrationLimit = 5
         var store = try await openStore(url: database.url, configuration: old)
-        let foreign = IncomingFact(kind: .receipt, jws: #"{"kind":"other"}"#, payload: #"{"kind":"other"}"#)
+        let foreign = #"{"kind":"other"}"#
         do {
-            _ = try await store.ingest(
-                Fixture.batch(facts: try Self.facts.map { try Self.row($0, old: true) } + [foreign], source: .appleV1),
-                projector: testProjector, now: testNow)
+            for fact in Self.facts { try await Self.insertOld(fact, into: store) }
+            try await _StorageFixtures.insertFactRow(
+                store, kind: "receipt", signed: foreign, payload: foreign, originalTransactionId: nil, signedDate: testNow,
+                receivedAt: testNow)
             #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == 5)
         } catch {
             await store.close()
@@ -109,11 +109,10 @@ struct UnsignedFactIdentityTests {
                 let key = FactDigest.hex(try #require(fact.identity))
                 #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = '\(key)'") == 1)
             }
-            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = '\(foreign.jwsSHA256)'") == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = '\(FactDigest.hex(foreign))'") == 1)
             // The same delivery, as this binary stores it, changes nothing.
             let replay = try await store.ingest(
-                Fixture.batch(facts: try Self.facts.map { try Self.row($0, old: false) }, source: .appleV1),
-                projector: testProjector, now: testNow)
+                Fixture.batch(facts: Self.facts.map { ($0, nil) }, source: .appleV1), projector: testProjector, now: testNow)
             #expect(replay.insertedFacts == 0)
             #expect(try await store.rows("facts") == 4)
         } catch {

@@ -77,7 +77,7 @@ extension Ledger {
             } else {
                 entries.append(
                     HistoryEntry(
-                        kind: .fact, id: id, receivedAt: receivedAt, factKind: try row.optionalText(7).map(FactKind.init(rawValue:)),
+                        kind: .fact, id: id, receivedAt: receivedAt, factKind: try row.optionalText(7),
                         transactionId: try row.optionalText(8), originalTransactionId: try row.optionalText(9),
                         signedDate: try row.optionalInt(10)))
             }

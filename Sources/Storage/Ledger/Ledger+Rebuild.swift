@@ -37,10 +37,10 @@ extension Ledger {
         for id in ids {
             guard let customer = try lockedCustomer(id) else { continue }
             let stored = try storedState(customerID: id)
-            let facts = try facts(of: customer, jws: false)
+            let rows = try session.query(Self.factsWithoutJWS, .int(customer.id))
             let fresh: CustomerProjection
             do {
-                fresh = try projector.project(customer: customer, facts: facts, now: now).canonical
+                fresh = try project(customer, rows: rows, projector: projector, now: now)
             } catch {
                 let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
                 if stored?.failure != failure.reason {

@@ -21,7 +21,7 @@ struct Ledger {
     /// Collects the transaction's projection changes for a ``LedgerObserver`` (nil: none asked).
     var tally: TallyBuffer? = nil
 
-    private var isPostgres: Bool { session.dialect == .postgres }
+    var isPostgres: Bool { session.dialect == .postgres }
 
     // MARK: Faults and locks
 
@@ -62,8 +62,12 @@ struct Ledger {
 
     // MARK: Ingest
 
-    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) throws -> IngestResult {
-        let message = batch.message
+    /// Stores a message and its facts (made into rows on the caller's thread), links and projects;
+    /// see ``LedgerStore/ingest(_:facts:claim:projector:now:)``.
+    func ingest(
+        _ message: ReceivedMessage, rows: [FactRow], claim: Claim?, projector: any Projector, now: Int64
+    ) throws -> IngestResult {
+        var rows = rows
         let notificationID: Int64
         if let uuid = message.notificationUUID {
             let rows = try session.query(
@@ -88,25 +92,35 @@ struct Ledger {
         }
         try inject(.afterNotificationInsert)
 
+        var affected: Set<Int64> = []
+        // Facts without a subscription (an app transaction) that come with a claim belong to the
+        // claiming customer through their token, whichever arrives first.
+        if let claim, rows.contains(where: { if case .appTransaction = $0.fact { true } else { false } }) {
+            let customer = try ensureCustomerRow(appUserId: claim.appUserId, appAccountToken: nil, now: now, affected: &affected)
+            for index in rows.indices {
+                if case .appTransaction = rows[index].fact { rows[index].appAccountToken = customer.appAccountToken }
+            }
+        }
+
         var inserted = 0
         var replayed = 0
         var storedNotification = true
         var tokenForOTID: [String: String] = [:]
         var otids: Set<String> = []
         var looseTokens: Set<String> = []
-        if !batch.facts.isEmpty {
+        if !rows.isEmpty {
             var parameters: [SQLValue] = []
-            parameters.reserveCapacity(batch.facts.count * 12)
-            for fact in batch.facts {
+            parameters.reserveCapacity(rows.count * 12)
+            for row in rows {
                 parameters += [
-                    .int(notificationID), .text(fact.kind.rawValue), .text(fact.jwsSHA256), .text(fact.jws),
-                    .text(fact.payload), SQLValue(fact.transactionId), SQLValue(fact.originalTransactionId),
-                    SQLValue(fact.appAccountToken.map(Self.normalizeToken)), SQLValue(fact.environment),
-                    SQLValue(fact.bundleId), SQLValue(fact.signedDate), .int(now),
+                    .int(notificationID), .text(row.kind), .text(row.digest), .text(row.signed),
+                    .text(row.payload), SQLValue(row.transactionId), SQLValue(row.originalTransactionId),
+                    SQLValue(row.appAccountToken.map(Self.normalizeToken)), .text(row.fact.environment.rawValue),
+                    SQLValue(message.bundleId), .int(row.signedDate), .int(now),
                 ]
             }
-            inserted = try session.query(Self.insertFactsSQL(count: batch.facts.count), parameters).count
-            replayed = batch.facts.count - inserted
+            inserted = try session.query(Self.insertFactsSQL(count: rows.count), parameters).count
+            replayed = rows.count - inserted
             // A message without a UUID (a client post) whose facts are all replays says nothing
             // new: its row would only grow the ledger with every repost of the same transaction.
             if inserted == 0 && message.notificationUUID == nil {
@@ -114,9 +128,9 @@ struct Ledger {
                 storedNotification = false
             }
         }
-        for fact in batch.facts {
-            let token = fact.appAccountToken.map(Self.normalizeToken)
-            if let otid = fact.originalTransactionId {
+        for row in rows {
+            let token = row.appAccountToken.map(Self.normalizeToken)
+            if let otid = row.originalTransactionId {
                 otids.insert(otid)
                 if let token { tokenForOTID[otid] = token }
             } else if let token {
@@ -125,10 +139,9 @@ struct Ledger {
         }
         try inject(.afterFacts)
 
-        var affected: Set<Int64> = []
         var links: [LinkResult] = []
         let lockKeys = otids.map(Self.otidKey) + Set(tokenForOTID.values).union(looseTokens).map(Self.tokenKey)
-        if let claim = batch.claim {
+        if let claim {
             try self.lockKeys(lockKeys)
             let customer = try ensureCustomerRow(appUserId: claim.appUserId, appAccountToken: nil, now: now, affected: &affected)
             for otid in otids.sorted() {
@@ -140,7 +153,7 @@ struct Ledger {
         let sortedOTIDs = otids.sorted()
         let sortedTokens = looseTokens.sorted()
         var statements: [SQLStatement] = []
-        let lockStatement = isPostgres && batch.claim == nil && !lockKeys.isEmpty
+        let lockStatement = isPostgres && claim == nil && !lockKeys.isEmpty
         if lockStatement {
             statements.append(
                 SQLStatement(
@@ -174,16 +187,19 @@ struct Ledger {
         }
         try inject(.afterLinks)
 
+        // The facts just encoded are handed to the projections as they are, not decoded again (a
+        // stored text equal to one of them is that fact's own encoding).
+        let known = Dictionary(rows.map { ($0.payload, $0.fact) }, uniquingKeysWith: { first, _ in first })
         var names: [String] = []
         var failures: [ProjectionFailure] = []
         for id in affected.sorted() {
-            let (customer, failure) = try recompute(customerID: id, projector: projector, now: now)
+            let (customer, failure) = try recompute(customerID: id, projector: projector, now: now, known: known)
             names.append(customer.appUserId)
             if let failure { failures.append(failure) }
         }
         try inject(.afterProjections)
         return IngestResult(
-            status: .applied, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
+            status: .accepted, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
             affectedCustomers: names.sorted(), links: links, failedCustomers: failures)
     }
 
@@ -349,215 +365,5 @@ struct Ledger {
         for id in affected.sorted() { try recompute(customerID: id, projector: projector, now: now) }
         if !affected.isEmpty { try inject(.afterProjections) }
         return customer
-    }
-
-    // MARK: Projections
-
-    static func factColumns(jws: Bool) -> String {
-        """
-        f.id, f.notification_id, f.received_at, f.kind, \(jws ? "f.jws" : "''"), f.payload, f.transaction_id,
-        f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date, f.jws_sha256
-        """
-    }
-
-    static func factsSQL(jws: Bool) -> String {
-        """
-        SELECT * FROM (
-            SELECT \(factColumns(jws: jws)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
-            WHERE l.customer_id = $1
-            UNION ALL
-            SELECT \(factColumns(jws: jws)) FROM facts f
-            WHERE f.original_transaction_id IS NULL
-              AND f.app_account_token = (SELECT app_account_token FROM customers WHERE id = $1)
-        ) AS cf ORDER BY COALESCE(signed_date, 0), id
-        """
-    }
-
-    static let factsWithJWS = factsSQL(jws: true)
-    static let factsWithoutJWS = factsSQL(jws: false)
-
-    /// A customer's facts: those of every linked subscription, plus those without a subscription
-    /// that carry the customer's token. Without `jws`, the signed text is left empty (projectors
-    /// work on decoded payloads, and the text is most of a fact's bytes).
-    func facts(of customer: CustomerRecord, jws: Bool = true) throws -> [StoredFact] {
-        try Self.decodeFacts(try session.query(jws ? Self.factsWithJWS : Self.factsWithoutJWS, .int(customer.id)))
-    }
-
-    static func decodeFacts(_ rows: [SQLRow]) throws -> [StoredFact] {
-        try rows.map { row in
-            StoredFact(
-                id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2),
-                fact: IncomingFact(
-                    kind: FactKind(rawValue: try row.text(3)), jws: try row.text(4), jwsSHA256: try row.text(12),
-                    payload: try row.text(5),
-                    transactionId: try row.optionalText(6), originalTransactionId: try row.optionalText(7),
-                    appAccountToken: try row.optionalText(8), environment: try row.optionalText(9),
-                    bundleId: try row.optionalText(10), signedDate: try row.optionalInt(11)))
-        }
-    }
-
-    /// Recomputes and stores one customer's projection. Returns the customer and, when the
-    /// projector failed for it, the failure (then marked on the customer's stored projection
-    /// instead: one customer that cannot be projected must not fail everyone's transaction).
-    @discardableResult
-    func recompute(customerID: Int64, projector: any Projector, now: Int64) throws -> (CustomerRecord, ProjectionFailure?) {
-        // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
-        let results = try session.pipeline([
-            SQLStatement(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(customerID)),
-            SQLStatement(Self.factsWithoutJWS, .int(customerID)),
-            SQLStatement(Self.stateByIDSQL, .int(customerID)),
-        ])
-        guard let customer = try results[0].first.map(Self.decodeCustomer) else {
-            throw StorageError(.notFound, "customer not found", detail: "id \(customerID)")
-        }
-        let facts = try Self.decodeFacts(results[1])
-        let stored = try results[2].first.map(Self.decodeState)
-        let projection: CustomerProjection
-        do {
-            projection = try projector.project(customer: customer, facts: facts, now: now).canonical
-        } catch {
-            let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
-            try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
-            return (customer, failure)
-        }
-        // A failure mark is only cleared by rewriting every row (the rows kept may be stale).
-        try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
-        noteProjection(stored?.projection, projection)
-        return (customer, nil)
-    }
-
-    /// Stores a projection: the state row (document + encoded rows, the hot read) and the indexed
-    /// row tables. Only rows that differ from `previous` are written; without `previous` every
-    /// row of the customer is replaced.
-    func write(_ projection: CustomerProjection, for customer: CustomerRecord, now: Int64, previous: CustomerProjection?) throws {
-        typealias EntitlementKey = String
-        func key(_ row: EntitlementRow) -> EntitlementKey { row.entitlement + "\u{0}" + row.environment }
-        let oldEntitlements = Dictionary((previous?.entitlements ?? []).map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
-        let oldSubscriptions = Dictionary((previous?.subscriptions ?? []).map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
-        // Every write below goes in one pipeline (one round trip on PostgreSQL).
-        var statements: [SQLStatement] = []
-        if previous == nil {
-            statements.append(SQLStatement("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(customer.id)))
-            statements.append(SQLStatement("DELETE FROM subscription_projections WHERE customer_id = $1", .int(customer.id)))
-        }
-        let newEntitlementKeys = Set(projection.entitlements.map(key))
-        for (entitlementKey, row) in oldEntitlements where !newEntitlementKeys.contains(entitlementKey) {
-            statements.append(SQLStatement(
-                "DELETE FROM entitlement_projections WHERE customer_id = $1 AND entitlement = $2 AND environment = $3",
-                .int(customer.id), .text(row.entitlement), .text(row.environment)))
-        }
-        for row in projection.entitlements where oldEntitlements[key(row)] != row {
-            statements.append(SQLStatement(
-                """
-                INSERT INTO entitlement_projections (customer_id, entitlement, environment, status, active, product_id,
-                    original_transaction_id, expires_at, grace_until, will_renew)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-                ON CONFLICT (customer_id, entitlement, environment) DO UPDATE SET status = excluded.status,
-                    active = excluded.active, product_id = excluded.product_id,
-                    original_transaction_id = excluded.original_transaction_id, expires_at = excluded.expires_at,
-                    grace_until = excluded.grace_until, will_renew = excluded.will_renew
-                """,
-                .int(customer.id), .text(row.entitlement), .text(row.environment), .text(row.status), SQLValue(row.active),
-                SQLValue(row.productId), SQLValue(row.originalTransactionId), SQLValue(row.expiresAt),
-                SQLValue(row.graceUntil), SQLValue(row.willRenew)))
-        }
-        let newOTIDs = Set(projection.subscriptions.map(\.originalTransactionId))
-        for otid in oldSubscriptions.keys where !newOTIDs.contains(otid) {
-            // Only if still ours: after a transfer the new owner may already have taken the row.
-            statements.append(SQLStatement(
-                "DELETE FROM subscription_projections WHERE original_transaction_id = $1 AND customer_id = $2",
-                .text(otid), .int(customer.id)))
-        }
-        for row in projection.subscriptions where oldSubscriptions[row.originalTransactionId] != row {
-            statements.append(SQLStatement(
-                """
-                INSERT INTO subscription_projections (original_transaction_id, customer_id, product_id, group_id, status,
-                    expires_at, grace_until, auto_renew, environment)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                ON CONFLICT (original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id,
-                    product_id = excluded.product_id, group_id = excluded.group_id, status = excluded.status,
-                    expires_at = excluded.expires_at, grace_until = excluded.grace_until,
-                    auto_renew = excluded.auto_renew, environment = excluded.environment
-                """,
-                .text(row.originalTransactionId), .int(customer.id), .text(row.productId), SQLValue(row.group),
-                .text(row.status), SQLValue(row.expiresAt), SQLValue(row.graceUntil), SQLValue(row.autoRenew),
-                .text(row.environment)))
-        }
-        statements.append(SQLStatement(
-            """
-            INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
-                                         computed_at, projection_error)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)
-            ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, projection_rows = excluded.projection_rows,
-                computed_at = excluded.computed_at, projection_error = NULL
-            """,
-            .text(customer.appUserId), .int(customer.id), .text(customer.appAccountToken), .int(customer.createdAt),
-            .text(String(decoding: projection.state, as: UTF8.self)), .text(RowCodec.encode(projection)), .int(now)))
-        _ = try session.pipeline(statements)
-    }
-
-    static let stateColumns =
-        "customer_id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"
-    static let stateByUserSQL = "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = $1"
-    static let stateByIDSQL = "SELECT \(stateColumns) FROM customer_states WHERE customer_id = $1"
-
-    static func decodeState(_ row: SQLRow) throws -> StoredProjection {
-        let projection = try RowCodec.decode(try row.text(5), state: Array(try row.text(4).utf8))
-        return StoredProjection(
-            customer: try decodeCustomer(row), projection: projection, computedAt: try row.int(6), failure: try row.optionalText(7))
-    }
-
-    /// The hot read: one primary-key lookup of one row.
-    func projection(appUserId: String) throws -> StoredProjection? {
-        try session.query(Self.stateByUserSQL, .text(appUserId)).first.map(Self.decodeState)
-    }
-
-    static let documentByUserSQL = """
-        SELECT customer_id, app_user_id, app_account_token, created_at, state, computed_at, projection_error
-        FROM customer_states WHERE app_user_id = $1
-        """
-
-    /// The hot read without the projection rows (their decoding is wasted on a served document).
-    func state(appUserId: String) throws -> StoredState? {
-        try session.query(Self.documentByUserSQL, .text(appUserId)).first.map { row in
-            StoredState(
-                customer: try Self.decodeCustomer(row), state: Array(try row.text(4).utf8), computedAt: try row.int(5),
-                failure: try row.optionalText(6))
-        }
-    }
-
-    func storedState(customerID: Int64) throws -> StoredProjection? {
-        try session.query(Self.stateByIDSQL, .int(customerID)).first.map(Self.decodeState)
-    }
-
-    /// The projection as the indexed row tables hold it (what `subscription` reads).
-    func tableRows(customerID: Int64) throws -> CustomerProjection {
-        var projection = CustomerProjection(entitlements: [], subscriptions: [], state: [])
-        for row in try session.query(
-            """
-            SELECT entitlement, status, active, product_id, original_transaction_id, expires_at, grace_until, will_renew,
-                   environment
-            FROM entitlement_projections WHERE customer_id = $1
-            """, .int(customerID))
-        {
-            projection.entitlements.append(
-                EntitlementRow(
-                    entitlement: try row.text(0), status: try row.text(1), active: try row.bool(2), productId: try row.optionalText(3),
-                    originalTransactionId: try row.optionalText(4), expiresAt: try row.optionalInt(5),
-                    graceUntil: try row.optionalInt(6), willRenew: try row.bool(7), environment: try row.text(8)))
-        }
-        for row in try session.query(
-            """
-            SELECT original_transaction_id, product_id, group_id, status, expires_at, grace_until, auto_renew, environment
-            FROM subscription_projections WHERE customer_id = $1
-            """, .int(customerID))
-        {
-            projection.subscriptions.append(
-                SubscriptionRow(
-                    originalTransactionId: try row.text(0), productId: try row.text(1), group: try row.optionalText(2),
-                    status: try row.text(3), expiresAt: try row.optionalInt(4), graceUntil: try row.optionalInt(5),
-                    autoRenew: try row.bool(6), environment: try row.text(7)))
-        }
-        return projection.canonical
     }
 }

@@ -1,3 +1,5 @@
+import Entitlements
+
 /// A store whose operations are `Ledger` calls run in a read or write session: SQLite and
 /// PostgreSQL differ only in how they run sessions (one writer thread with group commit, or a
 /// connection pool), so the operations themselves are written once, here.
@@ -15,8 +17,12 @@ protocol SessionBackedStore: LedgerStore {
 }
 
 extension SessionBackedStore {
-    func ingest(_ batch: IngestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
-        try await observedWrite { try $0.ingest(batch, projector: projector, now: now) }
+    func ingest(
+        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
+    ) async throws -> IngestResult {
+        // Encoded and digested here, on the caller's thread, not on the single writer.
+        let rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
+        return try await observedWrite { try $0.ingest(message, rows: rows, claim: claim, projector: projector, now: now) }
     }
 
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
@@ -57,11 +63,11 @@ extension SessionBackedStore {
         }
     }
 
-    func facts(appUserId: String) async throws -> [StoredFact] {
+    func facts(appUserId: String, projector: any Projector) async throws -> [StoredFact] {
         try await read { session in
             let ledger = Ledger(session: session, fault: nil)
             guard let customer = try ledger.customer(appUserId: appUserId) else { return [] }
-            return try ledger.facts(of: customer)
+            return try ledger.facts(of: customer, projector: projector)
         }
     }
 

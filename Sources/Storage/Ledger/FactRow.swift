@@ -1,0 +1,92 @@
+import Entitlements
+
+/// A fact as the `facts` table holds it: the engine's fact, its JSON text, the kind and key
+/// columns, and the text that identifies it — the signed text it came from (its digest is the
+/// fact's key with the kind, so a replay is a no-op) or, for a fact without a signed form (V1 and
+/// receipt data), its ``Entitlements/Fact/identity``, so that no change to the encoder makes a
+/// replay new. Storage's own plumbing: callers hand in `Fact`s.
+///
+/// Made where the fact is handed in (a request's thread), not on the ledger's single writer: the
+/// encoding and the digest are most of a fact's cost.
+struct FactRow: Sendable {
+    var fact: Fact
+    /// `facts.kind`.
+    var kind: String
+    /// `facts.jws`: the signed text, the identity, or (a signed kind handed in without its text)
+    /// the JSON text.
+    var signed: String
+    /// `facts.jws_sha256`: lower-case hex SHA-256 of what `signed` signs (``FactDigest``).
+    var digest: String
+    /// `facts.payload`.
+    var payload: String
+    var transactionId: String?
+    var originalTransactionId: String?
+    /// The token linking a fact to its customer (normalized when stored). An app transaction has
+    /// none of its own: it gets its claiming customer's.
+    var appAccountToken: String?
+    var signedDate: Int64
+
+    init(_ fact: Fact, signed: String?, projector: any Projector) {
+        self.fact = fact
+        payload = projector.encode(fact)
+        self.signed = fact.identity ?? signed ?? payload
+        digest = FactDigest.hex(self.signed)
+        kind = fact.ledgerKind
+        switch fact {
+        case .transaction(let f):
+            transactionId = f.transactionId
+            originalTransactionId = f.originalTransactionId
+            appAccountToken = f.appAccountToken
+            signedDate = f.signedDate
+        case .renewalInfo(let f):
+            originalTransactionId = f.originalTransactionId
+            signedDate = f.signedDate
+        case .notification(let f):
+            transactionId = f.transactionId
+            originalTransactionId = f.originalTransactionId
+            signedDate = f.signedDate
+        case .appTransaction(let f):
+            signedDate = f.signedDate
+        case .receiptEntry(let f):
+            transactionId = f.transactionId
+            originalTransactionId = f.originalTransactionId
+            appAccountToken = f.appAccountToken
+            signedDate = f.receiptDate
+        case .pendingRenewal(let f):
+            originalTransactionId = f.originalTransactionId
+            signedDate = f.receiptDate
+        case .v1Notification(let f):
+            transactionId = f.transactionId
+            originalTransactionId = f.originalTransactionId
+            signedDate = f.date
+        }
+    }
+}
+
+extension Fact {
+    /// The kind the ledger stores a fact under (`facts.kind`, half of its key).
+    package var ledgerKind: String {
+        switch self {
+        case .transaction: "transaction"
+        case .renewalInfo: "renewal"
+        case .notification: "notification"
+        case .appTransaction: "appTransaction"
+        case .receiptEntry: "receipt"
+        case .pendingRenewal: "pendingRenewal"
+        case .v1Notification: "v1Notification"
+        }
+    }
+
+    /// The subscription a fact belongs to (`facts.original_transaction_id`); nil for an app transaction.
+    package var ledgerOriginalTransactionId: String? {
+        switch self {
+        case .transaction(let f): f.originalTransactionId
+        case .renewalInfo(let f): f.originalTransactionId
+        case .notification(let f): f.originalTransactionId
+        case .appTransaction: nil
+        case .receiptEntry(let f): f.originalTransactionId
+        case .pendingRenewal(let f): f.originalTransactionId
+        case .v1Notification(let f): f.originalTransactionId
+        }
+    }
+}

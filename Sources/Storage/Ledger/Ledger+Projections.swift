@@ -1,0 +1,237 @@
+import Entitlements
+
+// Projections: a customer's facts read back, evaluated and stored as rows and a state document.
+
+extension Ledger {
+    static func factColumns(jws: Bool) -> String {
+        """
+        f.id, f.notification_id, f.received_at, f.kind, \(jws ? "f.jws" : "''"), f.payload, f.transaction_id,
+        f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date, f.jws_sha256
+        """
+    }
+
+    static func factsSQL(jws: Bool) -> String {
+        """
+        SELECT * FROM (
+            SELECT \(factColumns(jws: jws)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
+            WHERE l.customer_id = $1
+            UNION ALL
+            SELECT \(factColumns(jws: jws)) FROM facts f
+            WHERE f.original_transaction_id IS NULL
+              AND f.app_account_token = (SELECT app_account_token FROM customers WHERE id = $1)
+        ) AS cf ORDER BY COALESCE(signed_date, 0), id
+        """
+    }
+
+    static let factsWithJWS = factsSQL(jws: true)
+    static let factsWithoutJWS = factsSQL(jws: false)
+
+    /// A customer's facts: those of every linked subscription, plus those without a subscription
+    /// that carry the customer's token, each decoded by `projector` (nil when it does not decode).
+    func facts(of customer: CustomerRecord, projector: any Projector) throws -> [StoredFact] {
+        try session.query(Self.factsWithJWS, .int(customer.id)).map { row in
+            StoredFact(
+                id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2), kind: try row.text(3),
+                signed: try row.text(4), bundleId: try row.optionalText(10), fact: projector.decode(try row.text(5)))
+        }
+    }
+
+    /// The engine facts of a customer's fact rows (``factsWithoutJWS``), in order: `known` ones as
+    /// they are, the others decoded.
+    /// - Throws: ``UndecodableFact`` for a row that is no engine fact: the customer cannot be
+    ///   projected (an answer computed without it could grant or deny wrongly).
+    static func engineFacts(_ rows: [SQLRow], projector: any Projector, known: [String: Fact]) throws -> [Fact] {
+        var facts: [Fact] = []
+        facts.reserveCapacity(rows.count)
+        for row in rows {
+            let text = try row.text(5)
+            guard let fact = known[text] ?? projector.decode(text) else {
+                throw UndecodableFact(id: try row.int(0), kind: try row.text(3))
+            }
+            facts.append(fact)
+        }
+        return facts
+    }
+
+    /// A stored fact whose text is no engine fact this binary knows.
+    struct UndecodableFact: Error, CustomStringConvertible {
+        var id: Int64
+        var kind: String
+        var description: String { "fact \(id) (\(kind)) does not decode as an engine fact" }
+    }
+
+    /// Evaluates a customer from the ledger; throws when a fact does not decode or the projector
+    /// fails for them.
+    func project(
+        _ customer: CustomerRecord, rows: [SQLRow], projector: any Projector, now: Int64, known: [String: Fact] = [:]
+    ) throws -> CustomerProjection {
+        let facts = try Self.engineFacts(rows, projector: projector, known: known)
+        return try projector.projection(customer: customer, facts: facts, now: now).canonical
+    }
+
+    /// Recomputes and stores one customer's projection. Returns the customer and, when the
+    /// projector failed for it, the failure (then marked on the customer's stored projection
+    /// instead: one customer that cannot be projected must not fail everyone's transaction).
+    @discardableResult
+    func recompute(
+        customerID: Int64, projector: any Projector, now: Int64, known: [String: Fact] = [:]
+    ) throws -> (CustomerRecord, ProjectionFailure?) {
+        // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
+        let results = try session.pipeline([
+            SQLStatement(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(customerID)),
+            SQLStatement(Self.factsWithoutJWS, .int(customerID)),
+            SQLStatement(Self.stateByIDSQL, .int(customerID)),
+        ])
+        guard let customer = try results[0].first.map(Self.decodeCustomer) else {
+            throw StorageError(.notFound, "customer not found", detail: "id \(customerID)")
+        }
+        let stored = try results[2].first.map(Self.decodeState)
+        let projection: CustomerProjection
+        do {
+            projection = try project(customer, rows: results[1], projector: projector, now: now, known: known)
+        } catch {
+            let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
+            try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
+            return (customer, failure)
+        }
+        // A failure mark is only cleared by rewriting every row (the rows kept may be stale).
+        try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
+        noteProjection(stored?.projection, projection)
+        return (customer, nil)
+    }
+
+    /// Stores a projection: the state row (document + encoded rows, the hot read) and the indexed
+    /// row tables. Only rows that differ from `previous` are written; without `previous` every
+    /// row of the customer is replaced.
+    func write(_ projection: CustomerProjection, for customer: CustomerRecord, now: Int64, previous: CustomerProjection?) throws {
+        typealias EntitlementKey = String
+        func key(_ row: EntitlementRow) -> EntitlementKey { row.entitlement + "\u{0}" + row.environment }
+        let oldEntitlements = Dictionary((previous?.entitlements ?? []).map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
+        let oldSubscriptions = Dictionary((previous?.subscriptions ?? []).map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
+        // Every write below goes in one pipeline (one round trip on PostgreSQL).
+        var statements: [SQLStatement] = []
+        if previous == nil {
+            statements.append(SQLStatement("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(customer.id)))
+            statements.append(SQLStatement("DELETE FROM subscription_projections WHERE customer_id = $1", .int(customer.id)))
+        }
+        let newEntitlementKeys = Set(projection.entitlements.map(key))
+        for (entitlementKey, row) in oldEntitlements where !newEntitlementKeys.contains(entitlementKey) {
+            statements.append(SQLStatement(
+                "DELETE FROM entitlement_projections WHERE customer_id = $1 AND entitlement = $2 AND environment = $3",
+                .int(customer.id), .text(row.entitlement), .text(row.environment)))
+        }
+        for row in projection.entitlements where oldEntitlements[key(row)] != row {
+            statements.append(SQLStatement(
+                """
+                INSERT INTO entitlement_projections (customer_id, entitlement, environment, status, active, product_id,
+                    original_transaction_id, expires_at, grace_until, will_renew)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                ON CONFLICT (customer_id, entitlement, environment) DO UPDATE SET status = excluded.status,
+                    active = excluded.active, product_id = excluded.product_id,
+                    original_transaction_id = excluded.original_transaction_id, expires_at = excluded.expires_at,
+                    grace_until = excluded.grace_until, will_renew = excluded.will_renew
+                """,
+                .int(customer.id), .text(row.entitlement), .text(row.environment), .text(row.status), SQLValue(row.active),
+                SQLValue(row.productId), SQLValue(row.originalTransactionId), SQLValue(row.expiresAt),
+                SQLValue(row.graceUntil), SQLValue(row.willRenew)))
+        }
+        let newOTIDs = Set(projection.subscriptions.map(\.originalTransactionId))
+        for otid in oldSubscriptions.keys where !newOTIDs.contains(otid) {
+            // Only if still ours: after a transfer the new owner may already have taken the row.
+            statements.append(SQLStatement(
+                "DELETE FROM subscription_projections WHERE original_transaction_id = $1 AND customer_id = $2",
+                .text(otid), .int(customer.id)))
+        }
+        for row in projection.subscriptions where oldSubscriptions[row.originalTransactionId] != row {
+            statements.append(SQLStatement(
+                """
+                INSERT INTO subscription_projections (original_transaction_id, customer_id, product_id, group_id, status,
+                    expires_at, grace_until, auto_renew, environment)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                ON CONFLICT (original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id,
+                    product_id = excluded.product_id, group_id = excluded.group_id, status = excluded.status,
+                    expires_at = excluded.expires_at, grace_until = excluded.grace_until,
+                    auto_renew = excluded.auto_renew, environment = excluded.environment
+                """,
+                .text(row.originalTransactionId), .int(customer.id), .text(row.productId), SQLValue(row.group),
+                .text(row.status), SQLValue(row.expiresAt), SQLValue(row.graceUntil), SQLValue(row.autoRenew),
+                .text(row.environment)))
+        }
+        statements.append(SQLStatement(
+            """
+            INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
+                                         computed_at, projection_error)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)
+            ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, projection_rows = excluded.projection_rows,
+                computed_at = excluded.computed_at, projection_error = NULL
+            """,
+            .text(customer.appUserId), .int(customer.id), .text(customer.appAccountToken), .int(customer.createdAt),
+            .text(String(decoding: projection.state, as: UTF8.self)), .text(RowCodec.encode(projection)), .int(now)))
+        _ = try session.pipeline(statements)
+    }
+
+    static let stateColumns =
+        "customer_id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"
+    static let stateByUserSQL = "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = $1"
+    static let stateByIDSQL = "SELECT \(stateColumns) FROM customer_states WHERE customer_id = $1"
+
+    static func decodeState(_ row: SQLRow) throws -> StoredProjection {
+        let projection = try RowCodec.decode(try row.text(5), state: Array(try row.text(4).utf8))
+        return StoredProjection(
+            customer: try decodeCustomer(row), projection: projection, computedAt: try row.int(6), failure: try row.optionalText(7))
+    }
+
+    /// The hot read: one primary-key lookup of one row.
+    func projection(appUserId: String) throws -> StoredProjection? {
+        try session.query(Self.stateByUserSQL, .text(appUserId)).first.map(Self.decodeState)
+    }
+
+    static let documentByUserSQL = """
+        SELECT customer_id, app_user_id, app_account_token, created_at, state, computed_at, projection_error
+        FROM customer_states WHERE app_user_id = $1
+        """
+
+    /// The hot read without the projection rows (their decoding is wasted on a served document).
+    func state(appUserId: String) throws -> StoredState? {
+        try session.query(Self.documentByUserSQL, .text(appUserId)).first.map { row in
+            StoredState(
+                customer: try Self.decodeCustomer(row), state: Array(try row.text(4).utf8), computedAt: try row.int(5),
+                failure: try row.optionalText(6))
+        }
+    }
+
+    func storedState(customerID: Int64) throws -> StoredProjection? {
+        try session.query(Self.stateByIDSQL, .int(customerID)).first.map(Self.decodeState)
+    }
+
+    /// The projection as the indexed row tables hold it (what `subscription` reads).
+    func tableRows(customerID: Int64) throws -> CustomerProjection {
+        var projection = CustomerProjection(entitlements: [], subscriptions: [], state: [])
+        for row in try session.query(
+            """
+            SELECT entitlement, status, active, product_id, original_transaction_id, expires_at, grace_until, will_renew,
+                   environment
+            FROM entitlement_projections WHERE customer_id = $1
+            """, .int(customerID))
+        {
+            projection.entitlements.append(
+                EntitlementRow(
+                    entitlement: try row.text(0), status: try row.text(1), active: try row.bool(2), productId: try row.optionalText(3),
+                    originalTransactionId: try row.optionalText(4), expiresAt: try row.optionalInt(5),
+                    graceUntil: try row.optionalInt(6), willRenew: try row.bool(7), environment: try row.text(8)))
+        }
+        for row in try session.query(
+            """
+            SELECT original_transaction_id, product_id, group_id, status, expires_at, grace_until, auto_renew, environment
+            FROM subscription_projections WHERE customer_id = $1
+            """, .int(customerID))
+        {
+            projection.subscriptions.append(
+                SubscriptionRow(
+                    originalTransactionId: try row.text(0), productId: try row.text(1), group: try row.optionalText(2),
+                    status: try row.text(3), expiresAt: try row.optionalInt(4), graceUntil: try row.optionalInt(5),
+                    autoRenew: try row.bool(6), environment: try row.text(7)))
+        }
+        return projection.canonical
+    }
+}
