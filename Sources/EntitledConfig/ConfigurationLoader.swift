@@ -212,16 +212,19 @@ public struct ConfigurationLoader: Sendable {
         if app.environments.contains("Production") && app.appAppleId == nil && !object.had("appAppleId") {
             problems.record(ConfigurationError(path: node.path + ".appAppleId", message: "required when Production is an environment"))
         }
-        object.read("appleRootCertificates", problems) { value throws(ConfigurationError) in
-            app.appleRootCertificates = try value.array().compactMap { element in
-                problems.check { () throws(ConfigurationError) -> String in
-                    let raw = try element.string()
-                    let resolved = Self.absolutePath(raw, relativeTo: baseDirectory)
-                    guard FileManager.default.isReadableFile(atPath: resolved) else {
-                        throw ConfigurationError(path: element.path, message: "cannot read certificate file '\(raw)' \(Self.tried(resolved))")
+        for key in ["appleRootCertificates", "receiptRootCertificates"] {
+            object.read(key, problems) { value throws(ConfigurationError) in
+                let paths = try value.array().compactMap { element in
+                    problems.check { () throws(ConfigurationError) -> String in
+                        let raw = try element.string()
+                        let resolved = Self.absolutePath(raw, relativeTo: baseDirectory)
+                        guard FileManager.default.isReadableFile(atPath: resolved) else {
+                            throw ConfigurationError(path: element.path, message: "cannot read certificate file '\(raw)' \(Self.tried(resolved))")
+                        }
+                        return resolved
                     }
-                    return resolved
                 }
+                if key == "appleRootCertificates" { app.appleRootCertificates = paths } else { app.receiptRootCertificates = paths }
             }
         }
         object.read("sharedSecret", problems) { value throws(ConfigurationError) in
@@ -253,6 +256,16 @@ public struct ConfigurationLoader: Sendable {
         }
         object.read("serverAPI", problems) { value throws(ConfigurationError) in
             app.serverAPI = try serverAPI(value, baseDirectory: baseDirectory, problems)
+        }
+        object.read("consumption", problems) { value throws(ConfigurationError) in
+            var consumption = try value.object()
+            consumption.read("autoRespond", problems) { autoRespond throws(ConfigurationError) in
+                app.consumptionAutoRespond = try autoRespond.bool()
+                if app.consumptionAutoRespond && app.serverAPI == nil {
+                    throw ConfigurationError(path: autoRespond.path, message: "needs serverAPI: the answer is sent through Apple's API")
+                }
+            }
+            consumption.finish(problems)
         }
         object.finish(problems)
         return app

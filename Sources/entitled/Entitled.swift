@@ -17,6 +17,7 @@ enum Entitled {
         CheckCommand.self,
         BackupCommand.self,
         ReconcileCommand.self,
+        ImportCommand.self,
         BenchCommand.self,
         StorageCrashChildCommand.self,
         SimulateCommand.self,
