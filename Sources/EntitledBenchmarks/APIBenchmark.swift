@@ -122,7 +122,7 @@ public enum APIBenchmark {
         if only != "postgres" {
             let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
             print("loading \(customerCount) customers…")
-            let projector = FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache())
+            let projector = FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache())
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
                 syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
             }
@@ -158,8 +158,7 @@ public enum APIBenchmark {
         let clock = SystemClock()
         let cache = fastPaths.projectionCache()
         let ledger = FactLedger(
-            store: CountingStore(base: store, counter: counter, commit: commit), policy: FactMapper.policy(for: configuration),
-            cache: cache)
+            store: CountingStore(base: store, counter: counter, commit: commit), configuration: configuration, cache: cache)
         let application = Application(
             configuration: configuration,
             verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec), ledger: ledger,
@@ -377,5 +376,9 @@ struct CountingStore: LedgerStore {
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
         try await base.rebuild(projector: projector, now: now)
     }
+    func compareProjections(projector: any Projector) async throws -> RebuildReport {
+        try await base.compareProjections(projector: projector)
+    }
+    func backup(to path: String) async throws -> BackupReport { try await base.backup(to: path) }
     func close() async { await base.close() }
 }

@@ -118,6 +118,10 @@ public struct App: Sendable, Equatable {
     public var appAppleId: Int64?
     /// Accepted environments: `Production`, `Sandbox`, `Xcode`, `LocalTesting`.
     public var environments: [String]
+    /// Environments whose purchases grant access in customer answers (merged over every app:
+    /// an environment grants when any app lists it). Default `Production` and `Sandbox`, so that
+    /// TestFlight and App Review purchases count; may be empty.
+    public var grantEnvironments: [String]
     /// DER or PEM files of trusted roots; empty means the bundled Apple Root CA - G3.
     public var appleRootCertificates: [String]
     /// DER or PEM files of the roots app receipts (PKCS#7) chain to; empty means the bundled
@@ -142,11 +146,13 @@ public struct App: Sendable, Equatable {
     public init(
         bundleId: String, appAppleId: Int64? = nil, environments: [String] = ["Production", "Sandbox"],
         appleRootCertificates: [String] = [], sharedSecret: String? = nil, gracePeriodDays: Int = 16,
-        restoreBehavior: RestoreBehavior = .transfer, products: [Product] = []
+        restoreBehavior: RestoreBehavior = .transfer, products: [Product] = [],
+        grantEnvironments: [String] = ["Production", "Sandbox"]
     ) {
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environments = environments
+        self.grantEnvironments = grantEnvironments
         self.appleRootCertificates = appleRootCertificates
         self.sharedSecret = sharedSecret
         self.gracePeriodDays = gracePeriodDays

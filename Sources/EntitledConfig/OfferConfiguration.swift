@@ -8,7 +8,7 @@ extension ConfigurationLoader {
 
     /// Parses `products[].offers`: `{"promotional": ["id", …], "winBack": [{"offerId", "minimumLapsedDays",
     /// "maximumLapsedDays"}]}`. Identifiers are unique per product.
-    func offers(_ node: Node, into product: inout Product) throws(ConfigurationError) {
+    func offers(_ node: Node, into product: inout Product, _ problems: Problems) throws(ConfigurationError) {
         var object = try node.object()
         var seen = Set<String>()
         if let value = object.take("promotional") {
@@ -28,11 +28,11 @@ extension ConfigurationLoader {
                         throw ConfigurationError(path: node.path, message: "must be greater than minimumLapsedDays")
                     }
                 }
-                try rule.finish()
+                rule.finish(problems)
                 return WinBackOfferRule(offerId: id, minimumLapsedDays: minimum, maximumLapsedDays: maximum)
             }
         }
-        try object.finish()
+        object.finish(problems)
     }
 
     /// An offer identifier: 1–64 ASCII letters, digits, `.`, `_` or `-`, not seen before on this product.

@@ -30,6 +30,9 @@ public struct API: Sendable {
     /// The one policy every answer is evaluated with: merged from every configured app (customers
     /// are not per app), the policy the ledger's projections use too.
     let customerPolicy: Policy
+    /// The environments a customer answer merges unless `?environment=` names one
+    /// (``FactMapper/grantEnvironments(for:)``), the ones the ledger's stored answers merge too.
+    let grantEnvironments: [Environment]
     /// Per bundleId: the app's mapper, built once (its catalog maps that app's payloads to facts).
     let mappers: [String: FactMapper]
     /// Encoded customer answers, reused while unchanged; its codec reads the request bodies.
@@ -61,6 +64,7 @@ public struct API: Sendable {
             apiKeys: configuration.apiKeys, customerTokens: configuration.customerTokens, hmac: hmac, clock: clock)
         self.budget = budget ?? RejectionBudget(clock: clock)
         self.customerPolicy = FactMapper.policy(for: configuration)
+        self.grantEnvironments = FactMapper.grantEnvironments(for: configuration)
         var mappers: [String: FactMapper] = [:]
         for app in configuration.apps { mappers[app.bundleId] = FactMapper(app: app) }
         self.mappers = mappers
@@ -175,13 +179,13 @@ public struct API: Sendable {
 
     // MARK: - Customers
 
-    /// `GET /v1/customers/{appUserId}[?environment=Sandbox]`.
+    /// `GET /v1/customers/{appUserId}[?environment=Sandbox]`: the grant environments merged, or
+    /// the one the query names.
     func getCustomer(_ request: Request) async throws -> Response {
         let appUserId = try Self.appUserId(request)
         try authorize(request, scope: .read, appUserId: appUserId)
         let now = clock.nowMilliseconds()
-        let environment = try Self.environment(request)
-        let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
+        let context = try answerContext(request, now: now)
         let (bytes, nextChangeAt) = try await customerAnswer(appUserId: appUserId, context: context)
         return customerResponse(bytes, nextChangeAt: nextChangeAt, now: now)
     }
@@ -200,7 +204,7 @@ public struct API: Sendable {
         let appUserId = try Self.appUserId(request)
         try authorize(request, scope: .read, appUserId: appUserId)
         let now = clock.nowMilliseconds()
-        let context = EvaluationContext(policy: customerPolicy, environment: try Self.environment(request), now: now)
+        let context = try answerContext(request, now: now)
         // A storage error here is left to the slow path, which answers it properly.
         guard let rendered = try? ledger.renderedCustomerNow(appUserId: appUserId, context: context) else { return nil }
         return customerResponse(rendered.body(serverTime: now), nextChangeAt: rendered.nextChangeAt, now: now)
@@ -239,7 +243,6 @@ public struct API: Sendable {
             let verified: Fact
             let app: App
             let claim: Claim
-            let environment: Environment
             let signed: String
             let member: String
             switch (posted.signedTransaction, posted.signedAppTransaction) {
@@ -251,7 +254,6 @@ public struct API: Sendable {
                 verified = .transaction(checked.fact)
                 signed = jws
                 member = "signedTransaction"
-                environment = checked.fact.environment
                 claim = Claim(appUserId: appUserId, behaviour: app.restoreBehavior)
             case (nil, let jws?):
                 guard let peeked = JWSPeek.payload(AppTransaction.self, jws, codec: codec) else {
@@ -267,7 +269,6 @@ public struct API: Sendable {
                 verified = .appTransaction(fact)
                 signed = jws
                 member = "signedAppTransaction"
-                environment = fact.environment
                 // No subscription to link: the app transaction is the customer's through their token.
                 claim = Claim(appUserId: appUserId, behaviour: .keep)
             default:
@@ -279,7 +280,8 @@ public struct API: Sendable {
             _ = try await store { () async throws(StorageError) in
                 try await ledger.ingest(message, facts: [(verified, signed)], claim: claim)
             }
-            let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
+            // The answer a plain GET gives next: the grant environments merged.
+            let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
             var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
             response.headers.set("Cache-Control", "no-store")
             return response

@@ -95,12 +95,14 @@ public struct SubscriptionBody: Encodable, Sendable, Equatable {
     public init(_ group: SubscriptionGroupState) { self.group = group }
 
     enum Key: String, CodingKey {
-        case subscriptionGroup, state, current, pendingChange, paidServiceDays, proceedsRate, winBackOfferIds
+        case subscriptionGroup, state, current, pendingChange, paidServiceDays, proceedsRate, winBackOfferIds, environment
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
         try c.put(group.id, .subscriptionGroup)
+        // The environment of its current subscription (answers merge several; each group says its own).
+        try c.put(group.current?.environment.rawValue, .environment)
         try c.put(group.customerClass.rawValue, .state)
         try c.put(group.current.map(GrantBody.init), .current)
         try c.put(group.pendingChange?.rawValue, .pendingChange)

@@ -76,6 +76,7 @@ enum AnswerJSON {
             ("paidServiceDays", .int(Int64(group.paidServiceDays))),
             ("proceedsRate", .double(group.proceedsRate)),
             ("winBackOfferIds", .array(group.winBackOfferIds.map(Value.string))),
+            ("environment", string(group.current?.environment.rawValue)),
         ])
     }
 

@@ -89,7 +89,7 @@ public func buildApplication(
         ServerLog.event("projection counts unavailable; entitled_customers and entitled_subscriptions stay empty", ["error": "\(error)"], level: .error)
     }
     let cache = fastPaths.projectionCache()
-    let ledger = FactLedger(store: opened, policy: FactMapper.policy(for: configuration), cache: cache, metrics: metrics)
+    let ledger = FactLedger(store: opened, configuration: configuration, cache: cache, metrics: metrics)
     let clients: [String: AppStoreServerAPIClient]
     do {
         clients = try buildServerAPIClients(configuration: configuration, clock: clock, outbound: outbound, sleeper: apiSleeper)

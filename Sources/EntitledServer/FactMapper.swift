@@ -1,6 +1,7 @@
 import AppStore
 import EntitledConfig
 import Entitlements
+import Storage
 
 /// Maps verified App Store wire models to the engine's facts, and configuration to its policy.
 ///
@@ -79,6 +80,15 @@ public struct FactMapper: Sendable {
             }
         }
         return merged
+    }
+
+    /// The environments whose purchases grant access in customer answers: every app's
+    /// `grantEnvironments` together (customers are not per app, so an environment grants when any
+    /// app lists it), Production first (`Environment.listingOrder`).
+    public static func grantEnvironments(for configuration: Configuration) -> [Entitlements.Environment] {
+        guard !configuration.apps.isEmpty else { return [.production, .sandbox] }
+        let listed = Set(configuration.apps.flatMap(\.grantEnvironments).map(Entitlements.Environment.init(rawValue:)))
+        return Environment.listingOrder.filter(listed.contains)
     }
 
     static func productType(_ kind: Product.Kind) -> Entitlements.ProductType {

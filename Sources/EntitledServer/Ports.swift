@@ -70,13 +70,29 @@ extension NotificationVerifying {
 /// What to evaluate a projection with.
 public struct EvaluationContext: Sendable, Equatable {
     public var policy: Policy
-    public var environment: Environment
+    /// The environments the answer merges, the first being primary (see
+    /// ``evaluate(facts:policy:now:environments:)``): the configuration's grant environments, or the
+    /// one an `?environment=` filter names.
+    public var environments: [Environment]
     public var now: Int64
 
-    public init(policy: Policy, environment: Environment, now: Int64) {
+    public init(policy: Policy, environments: [Environment], now: Int64) {
         self.policy = policy
-        self.environment = environment
+        self.environments = environments
         self.now = now
+    }
+
+    /// One environment alone (an `?environment=` filter).
+    public init(policy: Policy, environment: Environment, now: Int64) {
+        self.init(policy: policy, environments: [environment], now: now)
+    }
+
+    /// The environments as stored answers name them (``RenderedCustomer/scope``): `Production+Sandbox`.
+    public var scope: String { Self.scope(environments) }
+
+    /// `none` for no environment (a stored header's fields are never empty).
+    static func scope(_ environments: [Environment]) -> String {
+        environments.isEmpty ? "none" : environments.map(\.rawValue).joined(separator: "+")
     }
 }
 

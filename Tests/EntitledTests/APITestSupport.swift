@@ -108,9 +108,12 @@ final class TestLedger: Sendable {
     let store: SQLiteStore
     let switches = Switches()
 
-    init(policy: Policy, cache: ProjectionCache) async throws {
+    init(
+        policy: Policy, cache: ProjectionCache, grantEnvironments: [Environment] = FactLedger.defaultGrantEnvironments
+    ) async throws {
         store = try #require(try await openStore(url: "sqlite::memory:") as? SQLiteStore)
-        ledger = FactLedger(store: SwitchedStore(base: store, switches: switches), policy: policy, cache: cache)
+        ledger = FactLedger(
+            store: SwitchedStore(base: store, switches: switches), policy: policy, cache: cache, grantEnvironments: grantEnvironments)
     }
 
     /// While false, every call fails as an unreachable database does.
@@ -228,6 +231,10 @@ struct SwitchedStore: LedgerStore {
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
         try await base.rebuild(projector: projector, now: now)
     }
+    func compareProjections(projector: any Projector) async throws -> RebuildReport {
+        try await base.compareProjections(projector: projector)
+    }
+    func backup(to path: String) async throws -> BackupReport { try await base.backup(to: path) }
     func close() async { await base.close() }
 }
 

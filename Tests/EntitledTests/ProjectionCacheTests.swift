@@ -37,8 +37,8 @@ import Testing
             #expect(try on.bytes(for: body) == foundation)
             #expect(try off.bytes(for: body) == foundation)
         }
-        #expect(off.document(for: body).isEmpty)
-        let document = on.document(for: body)
+        #expect(off.document(for: body, scope: "Production+Sandbox").isEmpty)
+        let document = on.document(for: body, scope: "Production+Sandbox")
         #expect(off.storedAnswer(document) == .unusable)
         #expect(on.storedAnswer(document) == .current(try #require(RenderedCustomer(document: document))))
     }
@@ -86,7 +86,7 @@ import Testing
         do {
             let policy = FactMapper.policy(for: APIHarness.configuration())
             let ledger = FactLedger(store: store, policy: policy, cache: FastPaths(enabled: true).projectionCache())
-            let context = EvaluationContext(policy: policy, environment: .production, now: Self.now)
+            let context = ledger.answerContext(now: Self.now)
             _ = try await ledger.customer(appUserId: "u1", context: context)
             let current = try #require(try await store.projection(appUserId: "u1")).projection.state
             #expect(RenderedCustomer(document: current) != nil)
@@ -95,7 +95,7 @@ import Testing
             let planted = try #require(try await store.projection(appUserId: "u1")).projection.state
             #expect(planted == stored.restate(current))
 
-            let later = EvaluationContext(policy: policy, environment: .production, now: Self.now + 1000)
+            let later = ledger.answerContext(now: Self.now + 1000)
             let answer = try await ledger.renderedCustomer(appUserId: "u1", context: later)
             let after = try #require(try await store.projection(appUserId: "u1"))
             if stored.reRendered {
