@@ -122,7 +122,7 @@ public enum APIBenchmark {
         if only != "postgres" {
             let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
             print("loading \(customerCount) customers…")
-            let projector = FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache())
+            let projector = FactLedger(store: store, policy: configuration.policy, cache: fastPaths.projectionCache())
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
                 syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
             }
@@ -158,7 +158,7 @@ public enum APIBenchmark {
         let clock = SystemClock()
         let cache = fastPaths.projectionCache()
         let ledger = FactLedger(
-            store: CountingStore(base: store, counter: counter, commit: commit), policy: FactMapper.policy(for: configuration),
+            store: CountingStore(base: store, counter: counter, commit: commit), policy: configuration.policy,
             cache: cache)
         let application = Application(
             configuration: configuration,

@@ -87,7 +87,7 @@ public func buildApplication(
         ServerLog.event("projection counts unavailable; entitled_customers and entitled_subscriptions stay empty", ["error": "\(error)"], level: .error)
     }
     let cache = fastPaths.projectionCache()
-    let ledger = FactLedger(store: opened, policy: FactMapper.policy(for: configuration), cache: cache, metrics: metrics)
+    let ledger = FactLedger(store: opened, policy: configuration.policy, cache: cache, metrics: metrics)
     let application = Application(
         configuration: configuration, verifier: TimedVerifier(base: notificationVerifier, metrics: metrics), ledger: ledger,
         clock: clock, rejectionBudget: rejectionBudget, cache: cache, metrics: metrics)

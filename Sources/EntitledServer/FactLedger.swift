@@ -14,7 +14,7 @@ import Synchronization
 /// codec) and the state document, the customer's rendered answer (``document(customer:state:)``).
 ///
 /// Every call is one database transaction on storage's own threads. The projections are evaluated
-/// with the one policy merged from every configured app (``FactMapper/policy(for:)-swift.type.method``
+/// with the one policy merged from every configured app (``EntitledConfig/Configuration/policy``
 /// over the configuration): customers are not per app, and every answer about them, customer or
 /// admin, uses it.
 public final class FactLedger: ReadinessProbe, Projector {

@@ -81,7 +81,7 @@ enum RebuildCommand: Command {
         let store = try await openStore(url: configuration.database)
         do {
             let report = try await store.rebuild(
-                projector: FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache()),
+                projector: FactLedger(store: store, policy: configuration.policy, cache: fastPaths.projectionCache()),
                 now: SystemClock().nowMilliseconds())
             await store.close()
             print("customers: \(report.customers), differences: \(report.differences), failed: \(report.failedCustomers.count)")

@@ -49,7 +49,7 @@ struct APIHarness {
     ) async throws {
         let clock = clock ?? VirtualClock(start)
         let cache = testFastPaths.projectionCache()
-        let ledger = try await TestLedger(policy: FactMapper.policy(for: configuration), cache: cache)
+        let ledger = try await TestLedger(policy: configuration.policy, cache: cache)
         let application = Application(
             configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger.ledger, clock: clock,
             rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock),
