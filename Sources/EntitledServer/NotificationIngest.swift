@@ -89,6 +89,12 @@ extension API {
             case .receiptEntry, .pendingRenewal, .v1Notification: (fact, nil)
             }
         }
+        if let transaction = payload.data?.transactionInfo {
+            try await enqueueBackfillIfUnseen(
+                app: app, transaction.originalTransactionId, environment: Environment(transaction.environment),
+                source: source, now: now)
+        }
+        try await enqueueConsumptionRequest(app: app, payload, transactionId: payload.data?.transactionInfo?.transactionId, now: now)
         let status = try await store { () async throws(StorageError) in
             try await ledger.ingest(message, facts: signed)
         }
