@@ -1,4 +1,5 @@
 import enum Entitlements.RestoreBehavior
+import struct Entitlements.WinBackOfferRule
 import Foundation
 import HTTPServer
 
@@ -132,6 +133,8 @@ public struct App: Sendable, Equatable {
     public var products: [Product]
     /// The App Store Server API key and reconciliation schedule (`serverAPI`); nil: the server never calls Apple.
     public var serverAPI: ServerAPISettings?
+    /// The in-app purchase key offers are signed with (`signingKey`); nil: the server signs no offers.
+    public var signingKey: SigningKeySettings?
     /// `consumption.autoRespond`: answer Apple's `CONSUMPTION_REQUEST`s from the ledger (needs
     /// `serverAPI`); false leaves the answer to the app's backend.
     public var consumptionAutoRespond = false
@@ -177,6 +180,23 @@ public struct ServerAPISettings: Sendable, Equatable {
     }
 }
 
+/// `apps[].signingKey`: the in-app purchase key the server signs subscription offers with (it may
+/// be the `serverAPI` key).
+public struct SigningKeySettings: Sendable, Equatable {
+    /// The key id (`keyIdentifier` of a v1 signature, `kid` of a JWS).
+    public var keyId: String
+    /// The App Store Connect team's issuer id (`iss` of a JWS).
+    public var issuerId: String
+    /// The `.p8` key's PEM text, checked at load to be a P-256 private key.
+    public var privateKeyPEM: String
+
+    public init(keyId: String, issuerId: String, privateKeyPEM: String) {
+        self.keyId = keyId
+        self.issuerId = issuerId
+        self.privateKeyPEM = privateKeyPEM
+    }
+}
+
 /// A product in an app's catalog.
 public struct Product: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {
@@ -193,6 +213,10 @@ public struct Product: Sendable, Equatable {
     public var entitlements: [String]
     /// ISO 3166-1 alpha-3 storefronts where it is sold; nil means everywhere.
     public var storefronts: [String]?
+    /// Promotional offer identifiers (`offers.promotional`, auto-renewable products only).
+    public var promotionalOffers: [String] = []
+    /// Win-back offers and the lapse they require (`offers.winBack`, auto-renewable products only).
+    public var winBackOffers: [WinBackOfferRule] = []
 
     public init(
         productId: String, type: Kind, subscriptionGroup: String? = nil, level: Int? = nil, duration: String? = nil,

@@ -210,6 +210,9 @@ public struct ConfigurationLoader: Sendable {
         if let value = object.take("serverAPI") {
             app.serverAPI = try serverAPI(value, baseDirectory: baseDirectory)
         }
+        if let value = object.take("signingKey") {
+            app.signingKey = try signingKey(value, baseDirectory: baseDirectory)
+        }
         if let value = object.take("consumption") {
             var consumption = try value.object()
             if let autoRespond = consumption.take("autoRespond") {
@@ -259,6 +262,12 @@ public struct ConfigurationLoader: Sendable {
                 }
                 return raw.uppercased()
             }
+        }
+        if let value = object.take("offers") {
+            guard type == .autoRenewable else {
+                throw ConfigurationError(path: value.path, message: "offers are for autoRenewable products")
+            }
+            try offers(value, into: &product)
         }
         try object.finish()
         if type == .autoRenewable && product.subscriptionGroup == nil {

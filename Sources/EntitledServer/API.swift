@@ -34,6 +34,8 @@ public struct API: Sendable {
     let cache: ProjectionCache
     var codec: JSONCodec { cache.codec }
     let metrics: ServerMetrics
+    /// Per bundleId, for apps with `signingKey`: their offer signer.
+    let signers: [String: OfferSigner]
     /// The App Store Server API client of each app with `serverAPI`, by bundleId.
     let serverAPI: [String: AppStoreServerAPIClient]
     /// Durable jobs (backfills); nil when the store keeps none.
@@ -57,6 +59,7 @@ public struct API: Sendable {
             apiKeys: configuration.apiKeys, customerTokens: configuration.customerTokens, hmac: hmac, clock: clock)
         self.budget = budget ?? RejectionBudget(clock: clock)
         self.customerPolicy = configuration.policy
+        self.signers = Self.offerSigners(configuration)
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -73,6 +76,7 @@ public struct API: Sendable {
             try await api.postReceipt($0)
         }
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
+        router.post("/v1/customers/{appUserId}/offers/sign") { try await api.signOffer($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
         registerSupport(on: &router)

@@ -147,6 +147,15 @@ public final class FactLedger: ReadinessProbe, Projector {
         }
     }
 
+    /// Logs an offer signature before it is answered; a store without the log (none of the
+    /// server's own) is unavailable for signing.
+    public func recordOfferSignature(_ record: OfferSignatureRecord) async throws(StorageError) {
+        guard let log = store as? any OfferSignatureLog else {
+            throw StorageError(.unavailable, "this store keeps no offer-signature log")
+        }
+        try await mapped { try await log.recordOfferSignature(record) }
+    }
+
     /// A page of the customer's timeline, newest first, or nil when the customer does not exist.
     /// `cursor` is a `nextCursor` from an earlier page; a malformed one is `INVALID_ARGUMENT`.
     public func history(appUserId: String, cursor: String?, limit: Int) async throws(StorageError) -> LedgerHistoryPage? {

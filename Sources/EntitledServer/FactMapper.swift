@@ -82,7 +82,8 @@ extension App {
             policies[product.productId] = ProductPolicy(
                 type: Entitlements.ProductType(product.type), entitlements: product.entitlements,
                 subscriptionGroup: product.subscriptionGroup, level: product.level,
-                duration: product.duration.flatMap { Entitlements.ISODuration(parsing: $0) })
+                duration: product.duration.flatMap { Entitlements.ISODuration(parsing: $0) },
+                promotionalOffers: product.promotionalOffers, winBackOffers: product.winBackOffers)
         }
         return Policy(products: policies, fallbackGraceDays: gracePeriodDays, restoreBehavior: restoreBehavior)
     }

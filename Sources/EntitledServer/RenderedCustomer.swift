@@ -15,7 +15,7 @@ import HTTPServer
 public struct RenderedCustomer: Sendable, Equatable {
     /// The format of the stored documents this binary writes. Raise it whenever the answer's JSON
     /// or this header changes: stored answers of an older format are then re-rendered lazily.
-    public static let formatVersion = 1
+    public static let formatVersion = 2
 
     /// The environment the answer was evaluated for.
     public let environment: String

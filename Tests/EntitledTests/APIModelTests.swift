@@ -69,7 +69,8 @@ import Testing
         let others = try #require(body["nonSubscriptions"] as? [[String: Any]])
         #expect(others.map { $0["kind"] as? String } == ["nonConsumable", "consumable"])
         #expect(others.last?["balance"] as? Int == 3)
-        #expect((body["offers"] as? [String: Any])?["pro"] as? [String: Any] != nil)
+        let offers = try #require(body["offers"] as? [String: Any])
+        #expect(Set(offers.keys) == ["introductory", "winBack", "promotional"])
     }
 
     @Test(arguments: [
@@ -111,17 +112,18 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "{}", "entitled-answer/1 Production -\n{}", "entitled-answer/1 Production - 5\n{}",
-        "entitled-answer/1 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
-        "entitled-answer/1 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
-        "entitled-answer/2 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "", "{}", "entitled-answer/2 Production -\n{}", "entitled-answer/2 Production - 5\n{}",
+        "entitled-answer/2 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/2 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/1 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/3 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
     ])
     func documentsThatAreNotRenderedAnswersAreRefused(document: String) {
         #expect(RenderedCustomer(document: Array(document.utf8)) == nil)
     }
 
     @Test func aWellFormedDocumentIsRead() throws {
-        let document = "entitled-answer/1 Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
+        let document = "entitled-answer/2 Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
         let rendered = try #require(RenderedCustomer(document: Array(document.utf8)))
         #expect(rendered.environment == "Sandbox")
         #expect(rendered.nextChangeAt == 42)

@@ -230,6 +230,17 @@ struct SwitchedStore: LedgerStore {
     func close() async { await base.close() }
 }
 
+extension SwitchedStore: OfferSignatureLog {
+    func recordOfferSignature(_ record: OfferSignatureRecord) async throws {
+        try up()
+        try await base.recordOfferSignature(record)
+    }
+    func offerSignatures(appUserId: String, limit: Int) async throws -> [OfferSignatureRecord] {
+        try up()
+        return try await base.offerSignatures(appUserId: appUserId, limit: limit)
+    }
+}
+
 /// One HTTP/1.1 exchange per connection over loopback (`Connection: close`, read to EOF).
 enum Loopback {
     struct Reply: Sendable {

@@ -182,6 +182,23 @@ enum Schema {
                     recorded_at {int} NOT NULL
                 );
                 """),
+        // Every offer signature the server hands out, for audit (`OfferSignatureLog`).
+        Migration(
+            version: 10, name: "offer signatures",
+            sql: """
+                CREATE TABLE offer_signatures (
+                    id {id},
+                    app_user_id TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    product_id TEXT NOT NULL,
+                    offer_id TEXT,
+                    kind TEXT NOT NULL,
+                    format TEXT NOT NULL,
+                    nonce TEXT NOT NULL,
+                    signed_at {int} NOT NULL
+                );
+                CREATE INDEX offer_signatures_customer ON offer_signatures (app_user_id, id);
+                """),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }
