@@ -31,10 +31,8 @@ public struct API: Sendable {
     /// are not per app), the policy the ledger's projections use too.
     let customerPolicy: Policy
     /// The environments a customer answer merges unless `?environment=` names one
-    /// (``FactMapper/grantEnvironments(for:)``), the ones the ledger's stored answers merge too.
+    /// (``EntitledConfig/Configuration/grantEnvironments``), the ones the ledger's stored answers merge too.
     let grantEnvironments: [Environment]
-    /// Per bundleId: the app's mapper, built once (its catalog maps that app's payloads to facts).
-    let mappers: [String: FactMapper]
     /// Encoded customer answers, reused while unchanged; its codec reads the request bodies.
     let cache: ProjectionCache
     var codec: JSONCodec { cache.codec }
@@ -63,15 +61,10 @@ public struct API: Sendable {
         self.authenticator = Authenticator(
             apiKeys: configuration.apiKeys, customerTokens: configuration.customerTokens, hmac: hmac, clock: clock)
         self.budget = budget ?? RejectionBudget(clock: clock)
-        self.customerPolicy = FactMapper.policy(for: configuration)
-        self.grantEnvironments = FactMapper.grantEnvironments(for: configuration)
-        var mappers: [String: FactMapper] = [:]
-        for app in configuration.apps { mappers[app.bundleId] = FactMapper(app: app) }
-        self.mappers = mappers
+        self.customerPolicy = configuration.policy
+        self.grantEnvironments = configuration.grantEnvironments
         self.signers = Self.offerSigners(configuration)
     }
-
-    func mapper(_ app: App) -> FactMapper { mappers[app.bundleId] ?? FactMapper(app: app) }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
     public func register(on router: inout Router) {
@@ -107,9 +100,8 @@ public struct API: Sendable {
             guard let envelope = try? codec.decode(ResponseBodyV2.self, from: request.body) else {
                 throw Rejection(.invalidJSON, "the body is not {\"signedPayload\": \"…\"}")
             }
-            let ingested = try await ingestNotification(signedPayload: envelope.signedPayload, source: .appleV2, now: now)
-            let status = ingested.status
-            noteIngested(request, ingested.message, signedDate: ingested.signedDate, bundleId: ingested.bundleId, status: status)
+            let status = try await ingestNotification(
+                signedPayload: envelope.signedPayload, source: .appleV2, now: now, request: request)
             return .acknowledgment(status)
         } catch let error as VerificationError {
             throw await reject(Rejection(error), .appleSignature, request: request, now: now)
@@ -140,12 +132,12 @@ public struct API: Sendable {
         let raw = redacted(body)
         let facts: [Fact]
         do {
-            facts = try mapper(app).facts(fromV1: body)
+            facts = try app.facts(fromV1: body)
         } catch {
             throw await reject(
                 Self.rejection(error), .sharedSecret, request: request, now: now, redactedBody: raw)
         }
-        let environment = FactMapper.environment(
+        let environment = Environment(
             body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
         do {
             try checkEnvironment(AppStoreEnvironment(rawValue: environment.rawValue), app: app)
@@ -263,7 +255,7 @@ public struct API: Sendable {
                 let appTransaction = try await verifier.verifyAppTransaction(signedAppTransaction: jws, app: app)
                 try checkEnvironment(appTransaction.receiptType, app: app)
                 let fact: AppTransactionFact
-                do { fact = try mapper(app).appTransaction(appTransaction) } catch {
+                do { fact = try app.appTransaction(appTransaction) } catch {
                     throw Self.rejection(error)
                 }
                 verified = .appTransaction(fact)
@@ -416,8 +408,8 @@ public struct API: Sendable {
     }
 
     /// A payload that verified but does not map to facts: `INVALID_DATE` for a date outside
-    /// ``FactMapper/acceptedDates``, else `MALFORMED_PAYLOAD`. Either is recorded as rejected.
-    static func rejection(_ error: FactMapper.MappingError) -> Rejection {
+    /// ``Fact/acceptedDates``, else `MALFORMED_PAYLOAD`. Either is recorded as rejected.
+    static func rejection(_ error: MappingError) -> Rejection {
         switch error.reason {
         case .missing: Rejection(.malformedPayload, error.description)
         case .dateOutOfRange: Rejection(.invalidDate, error.description)

@@ -15,7 +15,7 @@ import Synchronization
 /// rendered answer (``document(customer:state:)``).
 ///
 /// Every call is one database transaction on storage's own threads. The projections are evaluated
-/// with the one policy merged from every configured app (``FactMapper/policy(for:)-swift.type.method``
+/// with the one policy merged from every configured app (``EntitledConfig/Configuration/policy``
 /// over the configuration): customers are not per app, and every answer about them, customer or
 /// admin, uses it.
 public final class FactLedger: ReadinessProbe, Projector {
@@ -24,7 +24,7 @@ public final class FactLedger: ReadinessProbe, Projector {
     /// The projection path's fast paths and codec.
     public let cache: ProjectionCache
     /// The environments whose purchases the stored answer merges, primary first
-    /// (``FactMapper/grantEnvironments(for:)``).
+    /// (``EntitledConfig/Configuration/grantEnvironments``).
     private let merged: [Environment]
     /// Ingest commit latency goes here (nil: not measured).
     let metrics: ServerMetrics?
@@ -34,7 +34,7 @@ public final class FactLedger: ReadinessProbe, Projector {
     ///   - policy: the policy projections are evaluated with (the configuration's merged policy).
     ///   - cache: the projection path's fast paths and codec (share the API's).
     ///   - grantEnvironments: the environments stored answers merge
-    ///     (``FactMapper/grantEnvironments(for:)``).
+    ///     (``EntitledConfig/Configuration/grantEnvironments``).
     public init(
         store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache(),
         grantEnvironments: [Environment] = FactLedger.defaultGrantEnvironments, metrics: ServerMetrics? = nil
@@ -51,8 +51,8 @@ public final class FactLedger: ReadinessProbe, Projector {
         store: any LedgerStore, configuration: Configuration, cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics? = nil
     ) {
         self.init(
-            store: store, policy: FactMapper.policy(for: configuration), cache: cache,
-            grantEnvironments: FactMapper.grantEnvironments(for: configuration), metrics: metrics)
+            store: store, policy: configuration.policy, cache: cache,
+            grantEnvironments: configuration.grantEnvironments, metrics: metrics)
     }
 
     /// `apps[].grantEnvironments`' default.

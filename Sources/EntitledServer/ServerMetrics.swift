@@ -133,7 +133,7 @@ struct TimedVerifier: NotificationVerifying {
         return try await body()
     }
 
-    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> ResponseBodyV2DecodedPayload {
         try await timed("notification") { () async throws(VerificationError) in
             try await base.verifyNotification(signedPayload: signedPayload, app: app)
         }

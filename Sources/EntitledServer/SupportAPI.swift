@@ -97,7 +97,7 @@ extension API {
                 item["appUserId"] = appUserId
                 if customers[appUserId] == nil {
                     let context = EvaluationContext(
-                        policy: customerPolicy, environment: FactMapper.environment(signed.payload.environment), now: now)
+                        policy: customerPolicy, environment: Environment(signed.payload.environment), now: now)
                     let answer = try await customerAnswer(appUserId: appUserId, context: context).body
                     customers[appUserId] = try JSONSerialization.jsonObject(with: Data(answer))
                 }

@@ -58,23 +58,22 @@ enum FakeJWS {
 
 /// Checks fake signatures, bundle ids and app Apple ids, as the real verifier will.
 struct StubVerifier: NotificationVerifying {
-    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
-        let payload = try FakeJWS.decode(ResponseBodyV2DecodedPayload.self, signedPayload)
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> ResponseBodyV2DecodedPayload {
+        var payload = try FakeJWS.decode(ResponseBodyV2DecodedPayload.self, signedPayload)
         guard payload.verificationBundleId == app.bundleId else { throw VerificationError(.invalidAppIdentifier) }
         if let id = payload.verificationAppAppleId, let expected = app.appAppleId, id != expected {
             throw VerificationError(.invalidAppIdentifier)
         }
-        var result = VerifiedNotification(payload: payload)
         if let jws = payload.data?.signedTransactionInfo {
-            result.transaction = try FakeJWS.decode(JWSTransactionDecodedPayload.self, jws)
+            payload.data?.transactionInfo = try FakeJWS.decode(JWSTransactionDecodedPayload.self, jws)
         }
         if let jws = payload.data?.signedRenewalInfo {
-            result.renewalInfo = try FakeJWS.decode(JWSRenewalInfoDecodedPayload.self, jws)
+            payload.data?.renewalInfo = try FakeJWS.decode(JWSRenewalInfoDecodedPayload.self, jws)
         }
         if let jws = payload.appData?.signedAppTransactionInfo {
-            result.appTransaction = try FakeJWS.decode(AppTransaction.self, jws)
+            payload.appData?.appTransaction = try FakeJWS.decode(AppTransaction.self, jws)
         }
-        return result
+        return payload
     }
 
     func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError) -> JWSTransactionDecodedPayload {

@@ -50,8 +50,7 @@ struct APIHarness {
         let clock = clock ?? VirtualClock(start)
         let cache = testFastPaths.projectionCache()
         let ledger = try await TestLedger(
-            policy: FactMapper.policy(for: configuration), cache: cache,
-            grantEnvironments: FactMapper.grantEnvironments(for: configuration))
+            policy: configuration.policy, cache: cache, grantEnvironments: configuration.grantEnvironments)
         let application = Application(
             configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger.ledger, clock: clock,
             rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock),

@@ -100,7 +100,7 @@ import Testing
         let app = #"{"bundleId": "b", "environments": ["Sandbox"], "grantEnvironments": ["Sandbox", "Xcode"]}"#
         let configuration = try loader.parse(Data(#"{"apps": [\#(app)]}"#.utf8))
         #expect(configuration.apps[0].grantEnvironments == ["Sandbox", "Xcode"])
-        #expect(FactMapper.grantEnvironments(for: configuration) == [.sandbox, .xcode])
+        #expect(configuration.grantEnvironments == [.sandbox, .xcode])
         #expect(App(bundleId: "b").grantEnvironments == ["Production", "Sandbox"])
         #expect {
             try loader.parse(Data(#"{"apps": [{"bundleId": "b", "environments": ["Sandbox"], "grantEnvironments": ["Staging"]}]}"#.utf8))
@@ -115,7 +115,7 @@ import Testing
             App(bundleId: "a", environments: ["Sandbox"], grantEnvironments: ["Sandbox"]),
             App(bundleId: "b", environments: ["Sandbox"], grantEnvironments: ["LocalTesting", "Production"]),
         ]
-        #expect(FactMapper.grantEnvironments(for: configuration) == [.production, .sandbox, .localTesting])
-        #expect(FactMapper.grantEnvironments(for: Configuration()) == [.production, .sandbox])
+        #expect(configuration.grantEnvironments == [.production, .sandbox, .localTesting])
+        #expect(Configuration().grantEnvironments == [.production, .sandbox])
     }
 }

@@ -54,7 +54,7 @@ enum OpenAPISpec {
 
 /// A verifier that is never called: only the routes matter here.
 private struct Unused: NotificationVerifying {
-    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> ResponseBodyV2DecodedPayload {
         throw VerificationError(.init(rawValue: "UNUSED"))
     }
     func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError) -> JWSTransactionDecodedPayload {

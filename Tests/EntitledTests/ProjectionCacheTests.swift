@@ -26,7 +26,7 @@ import Testing
 
     /// Off, nothing is stored or reused, and the answer is the same bytes, Foundation's.
     @Test func offStoresNoAnswerAndSendsTheSameBytes() throws {
-        let policy = FactMapper.policy(for: APIHarness.configuration())
+        let policy = APIHarness.configuration().policy
         let body = CustomerBody(
             customer: CustomerRecord(id: 1, appUserId: "u/1", appAccountToken: "tok", createdAt: 1),
             state: evaluate(facts: [], policy: policy, now: Self.now), now: Self.now)
@@ -84,7 +84,7 @@ import Testing
     func anOlderStoredAnswerIsRenderedAgainOnRead(backend: StoredBackend, stored: Stored) async throws {
         let store = try await backend.open()
         do {
-            let policy = FactMapper.policy(for: APIHarness.configuration())
+            let policy = APIHarness.configuration().policy
             let ledger = FactLedger(store: store, policy: policy, cache: FastPaths(enabled: true).projectionCache())
             let context = ledger.answerContext(now: Self.now)
             _ = try await ledger.customer(appUserId: "u1", context: context)

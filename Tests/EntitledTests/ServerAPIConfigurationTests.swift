@@ -139,7 +139,7 @@ import Testing
                 WinBackOfferRule(offerId: "comeback", minimumLapsedDays: 30, maximumLapsedDays: 365),
                 WinBackOfferRule(offerId: "soon", minimumLapsedDays: 0),
             ])
-        let policy = FactMapper.policy(for: app).products["pro.monthly"]
+        let policy = app.policy.products["pro.monthly"]
         #expect(policy?.promotionalOffers == product.promotionalOffers)
         #expect(policy?.winBackOffers == product.winBackOffers)
     }

@@ -187,7 +187,7 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
     func theRenderedAnswerIsTheEvaluatedAnswer(backend: StoredBackend) async throws {
         try await Self.run(backend) { api in
             let ledger = FactLedger(
-                store: api.store, policy: FactMapper.policy(for: api.configuration), cache: testFastPaths.projectionCache())
+                store: api.store, policy: api.configuration.policy, cache: testFastPaths.projectionCache())
             let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
             for note in try steps(token: token) {
                 #expect(try await api.postV2(note).status == 200)
