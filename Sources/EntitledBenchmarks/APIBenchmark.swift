@@ -31,6 +31,9 @@ public enum APIBenchmark {
         let (notificationCount, customerCount, duration, connections) = (options.notifications, options.customers, options.duration, options.connections)
         let (postgresOption, only, fastPaths) = (options.postgres, options.only, options.fastPaths)
         guard let wrk = Executable.find("wrk") else { throw BenchmarkError("wrk is not installed") }
+        // The access log goes to /dev/null below; the per-notification request lines (info) would
+        // otherwise be tens of thousands of stdout writes that the old figures never paid for.
+        LogWriter.standardOutput.configure(format: nil, level: .warn)
         let environmentURL = ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
         let postgresURL = postgresOption ?? environmentURL
 
