@@ -162,6 +162,6 @@ func buildReconcilers(
         let environments = [AppStoreEnvironment.production, .sandbox].filter { app.environments.contains($0.rawValue) }
         return Reconciler(
             bundleId: app.bundleId, environments: environments, everyMinutes: settings.reconcileEveryMinutes, client: client,
-            ingest: ingest, state: state, clock: clock)
+            ingest: ingest, state: state, clock: clock, metrics: application.metrics)
     }
 }
