@@ -371,6 +371,9 @@ struct CountingStore: LedgerStore {
     func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
         try await base.subscription(originalTransactionId: originalTransactionId)
     }
+    func notificationReceivedAt(notificationUUID: String) async throws -> Int64? {
+        try await base.notificationReceivedAt(notificationUUID: notificationUUID)
+    }
     func ping() async throws { try await base.ping() }
     func projectionTally() async throws -> ProjectionTally { try await base.projectionTally() }
     func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport {

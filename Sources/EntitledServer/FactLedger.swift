@@ -227,6 +227,11 @@ public final class FactLedger: ReadinessProbe, Projector {
         }
     }
 
+    /// When the notification Apple numbered `notificationUUID` was committed here, if it was.
+    public func notificationReceivedAt(notificationUUID: String) async throws(StorageError) -> Int64? {
+        try await mapped { try await store.notificationReceivedAt(notificationUUID: notificationUUID) }
+    }
+
     /// One subscription by `originalTransactionId`, or nil when nothing is known about it.
     public func subscription(originalTransactionId: String) async throws(StorageError) -> SubscriptionRecord? {
         try await mapped {

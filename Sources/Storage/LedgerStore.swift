@@ -83,6 +83,10 @@ public protocol LedgerStore: Sendable {
     /// A subscription's projection and owner.
     func subscription(originalTransactionId: String) async throws -> OwnedSubscription?
 
+    /// When the notification Apple numbered `notificationUUID` was committed here (epoch ms), nil
+    /// when it never was (a rejected one does not count).
+    func notificationReceivedAt(notificationUUID: String) async throws -> Int64?
+
     /// Checks that the database answers (for `/readyz`).
     func ping() async throws
 

@@ -222,6 +222,10 @@ struct SwitchedStore: LedgerStore {
         try up()
         return try await base.subscription(originalTransactionId: originalTransactionId)
     }
+    func notificationReceivedAt(notificationUUID: String) async throws -> Int64? {
+        try up()
+        return try await base.notificationReceivedAt(notificationUUID: notificationUUID)
+    }
     func ping() async throws {
         try up()
         try await base.ping()

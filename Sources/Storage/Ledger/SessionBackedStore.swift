@@ -79,6 +79,14 @@ extension SessionBackedStore {
         try await read { try Ledger(session: $0, fault: nil).subscription(otid: originalTransactionId) }
     }
 
+    func notificationReceivedAt(notificationUUID: String) async throws -> Int64? {
+        try await read { session in
+            try session.query(
+                "SELECT received_at FROM notifications WHERE notification_uuid = $1", .text(notificationUUID)
+            ).first.map { try $0.int(0) }
+        }
+    }
+
     func ping() async throws {
         _ = try await read { try $0.query("SELECT 1", []) }
     }
