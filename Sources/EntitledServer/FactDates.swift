@@ -37,6 +37,8 @@ extension Fact {
             ("pending_renewal_info", ["grace_period_expires_date_ms": f.gracePeriodExpiresDate, "receipt date": f.receiptDate])
         case .v1Notification(let f):
             ("ResponseBodyV1", ["date": f.date])
+        case .consumableSpend(let f):
+            ("consumable spend", ["spentAt": f.spentAt])
         }
     }
 

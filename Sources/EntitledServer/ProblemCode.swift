@@ -41,6 +41,8 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case offerNotFound = "OFFER_NOT_FOUND"
     case offerNotEligible = "OFFER_NOT_ELIGIBLE"
     case signingKeyNotConfigured = "SIGNING_KEY_NOT_CONFIGURED"
+    case insufficientBalance = "INSUFFICIENT_BALANCE"
+    case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
 
     // A signed payload or V1 body refused (recorded as rejected). `INVALID_ENVIRONMENT` above is
     // also one of these: a payload's environment the app does not accept.
@@ -91,7 +93,8 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .uriTooLong: 414
         case .headersTooLarge: 431
         case .tooManyRejections: 429
-        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured: 409
+        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance: 409
+        case .idempotencyKeyReused: 422
         case .appleAPIFailed: 502
         case .internalError, .projectionFailed: 500
         case .shuttingDown, .retryableVerificationFailure, .storageUnavailable, .notReady: 503

@@ -32,7 +32,7 @@ extension TransactionFact {
             key(quantity), key(productType), key(appAccountToken), key(ownership), key(signedDate),
             key(revocationDate), key(revocationReason), key(revocationType), key(isUpgraded), key(offerType),
             key(offerDiscountType), key(offerIdentifier), key(environment), key(storefront),
-            key(transactionReason), key(price), key(currency),
+            key(transactionReason), key(price), key(currency), key(storefrontId),
         ]
     }
 }
@@ -109,6 +109,9 @@ struct Txn {
     var environment: Environment
     var price: Int64?
     var currency: String?
+    /// `storefront` and `storefrontId` (V2 only; receipts carry none).
+    var storefront: String?
+    var storefrontId: String?
     var isV1: Bool
     /// Dense id of `originalTransactionId` (``Canon/chains``).
     var chain = 0
@@ -180,6 +183,8 @@ struct Canon {
     /// Group keys by dense id; `Txn.groupId` points here.
     var groups = Interner()
     var appTransaction: AppTransactionFact?
+    /// Consumable spends, one per idempotency key, sorted by key.
+    var spends: [ConsumableSpendFact] = []
 
     /// A candidate version: the fact's index and its (signed or receipt) date.
     private struct Candidate {
@@ -246,6 +251,9 @@ struct Canon {
                     Canon.noteSignal(.revoked, transactionId: n.transactionId, at: n.date, into: &signals)
                 }
                 if let otid = n.originalTransactionId { evidence[chain(otid)].apply(n) }
+            case .consumableSpend(let spend):
+                guard spend.environment == environment else { continue }
+                spends.append(spend)
             case .appTransaction(let a):
                 guard a.environment == environment else { continue }
                 let candidate = Candidate(index: i, signed: a.signedDate, isV1: false)
@@ -258,6 +266,15 @@ struct Canon {
         }
 
         if let appIndex, case .appTransaction(let a) = facts[appIndex] { appTransaction = a }
+        // Storage keeps one spend per key; should two ever meet, the content order picks one, so
+        // the choice does not depend on the order of the facts.
+        spends.sort { a, b in
+            a.idempotencyKey != b.idempotencyKey
+                ? a.idempotencyKey < b.idempotencyKey
+                : (a.spentAt, a.quantity, a.productId) < (b.spentAt, b.quantity, b.productId)
+        }
+        spends = spends.enumerated().filter { $0.offset == 0 || spends[$0.offset - 1].idempotencyKey != $0.element.idempotencyKey }
+            .map(\.element)
         var products = ProductCache(policy: policy)
         // Sort the small (id, candidate) pairs, not the large transactions; newest version first per id.
         versions.sort { a, b in
@@ -364,7 +381,7 @@ extension Fact {
         case .renewalInfo(let f): f.orderKey
         case .pendingRenewal(let f): f.orderKey
         case .appTransaction(let f): f.orderKey
-        case .notification, .v1Notification: []
+        case .notification, .v1Notification, .consumableSpend: []
         }
     }
 
@@ -415,6 +432,8 @@ extension Txn {
         environment = t.environment
         price = t.price
         currency = t.currency
+        storefront = t.storefront
+        storefrontId = t.storefrontId
         isV1 = false
     }
 
@@ -454,6 +473,8 @@ extension Txn {
         environment = e.environment
         price = nil
         currency = nil
+        storefront = nil
+        storefrontId = nil
         isV1 = true
     }
 

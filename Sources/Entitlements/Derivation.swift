@@ -93,7 +93,20 @@ struct Derivation {
             entitlements: entitlements, subscriptionGroups: groups.states,
             nonConsumables: nonConsumables, nonRenewingSubscriptions: nonRenewing,
             consumables: consumables, preorder: preorder, proceeds: proceeds(rates: groups.rates),
-            restoreBehavior: policy.restoreBehavior, nextStatusChangeAt: nextStatusChange(), offers: offers)
+            restoreBehavior: policy.restoreBehavior, nextStatusChangeAt: nextStatusChange(), offers: offers,
+            storefront: latestStorefront())
+    }
+
+    /// The storefront of the latest transaction that names one (latest purchase, then latest
+    /// signature, then transactionId: a total order, so the facts' order does not matter).
+    private func latestStorefront() -> StorefrontState? {
+        var best: Txn?
+        for t in canon.transactions where t.storefront != nil {
+            if let b = best, (t.purchase, t.signed, t.transactionId) <= (b.purchase, b.signed, b.transactionId) { continue }
+            best = t
+        }
+        guard let best, let storefront = best.storefront else { return nil }
+        return StorefrontState(storefront: storefront, storefrontId: best.storefrontId, transactionId: best.transactionId)
     }
 
     /// The earliest future instant at which a grant's status changes by time alone.
@@ -457,6 +470,15 @@ struct Derivation {
         let txns = canon.transactions
         var byProduct: [String: [Int]] = [:]
         for index in indices { byProduct[txns[index].productId, default: []].append(index) }
+        var spentByProduct: [String: (spent: Int, keys: [String])] = [:]
+        // Spends are sorted by key, so each product's key list is too.
+        for spend in canon.spends {
+            var entry = spentByProduct[spend.productId] ?? (0, [])
+            entry.spent = entry.spent.plus(spend.quantity)
+            entry.keys.append(spend.idempotencyKey)
+            spentByProduct[spend.productId] = entry
+            if byProduct[spend.productId] == nil { byProduct[spend.productId] = [] }
+        }
         return byProduct.keys.sorted().map { productId in
             var credited = 0
             var debited = 0
@@ -472,9 +494,10 @@ struct Derivation {
                     refunded.append(t.transactionId)
                 }
             }
+            let spends = spentByProduct[productId]
             return ConsumableBalance(
                 productId: productId, credited: credited, debited: debited, transactionIds: ids,
-                refundedTransactionIds: refunded)
+                refundedTransactionIds: refunded, spent: spends?.spent ?? 0, spendKeys: spends?.keys ?? [])
         }
     }
 

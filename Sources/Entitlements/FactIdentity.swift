@@ -44,6 +44,10 @@ extension Fact {
                     .text(f.environment.rawValue), .text(f.type.rawValue), .number(f.date),
                     .text(f.originalTransactionId), .text(f.transactionId), .text(f.productId), .flag(f.autoRenewStatus),
                 ])
+        case .consumableSpend(let f):
+            // The customer and the app's key alone: the same key sent again (with any content) is
+            // the same spend, so storage finds it and compares instead of spending twice.
+            return Self.identity("consumableSpend", [.text(f.appAccountToken.lowercased()), .text(f.idempotencyKey)])
         }
     }
 

@@ -50,7 +50,7 @@ import Testing
             Set(body.keys)
                 == [
                     "appUserId", "appAccountToken", "environment", "state", "serverTime", "entitlements", "subscriptions",
-                    "nonSubscriptions", "offers", "preorder", "nextChangeAt",
+                    "nonSubscriptions", "offers", "preorder", "storefront", "storefrontId", "nextChangeAt",
                 ])
         #expect(body["state"] as? String == "active")
         #expect(body["serverTime"] as? String == "2027-01-15T08:00:00.000Z")
@@ -114,21 +114,22 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "{}", "entitled-answer/3 Production -\n{}", "entitled-answer/3 Production - 5\n{}",
-        "entitled-answer/3 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
-        "entitled-answer/3 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "", "{}", "entitled-answer/4 Production -\n{}", "entitled-answer/4 Production - 5\n{}",
+        "entitled-answer/4 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/4 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         // Other versions: version 1 answers were evaluated for one environment, not merged; version 2
-        // answers list offers per group.
+        // answers list offers per group; version 3 answers have no storefront nor consumable counts.
         "entitled-answer/1 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/2 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
-        "entitled-answer/4 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/3 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/5 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
     ])
     func documentsThatAreNotRenderedAnswersAreRefused(document: String) {
         #expect(RenderedCustomer(document: Array(document.utf8)) == nil)
     }
 
     @Test func aWellFormedDocumentIsRead() throws {
-        let document = "entitled-answer/3 Production+Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
+        let document = "entitled-answer/4 Production+Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
         let rendered = try #require(RenderedCustomer(document: Array(document.utf8)))
         #expect(rendered.scope == "Production+Sandbox")
         #expect(rendered.nextChangeAt == 42)

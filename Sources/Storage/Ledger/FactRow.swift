@@ -54,6 +54,9 @@ struct FactRow: Sendable {
         case .v1Notification(let f):
             transactionId = f.transactionId
             signedDate = f.date
+        case .consumableSpend(let f):
+            appAccountToken = f.appAccountToken
+            signedDate = f.spentAt
         }
     }
 }
@@ -69,6 +72,7 @@ extension Fact {
         case .receiptEntry: "receipt"
         case .pendingRenewal: "pendingRenewal"
         case .v1Notification: "v1Notification"
+        case .consumableSpend: "consumableSpend"
         }
     }
 
@@ -82,6 +86,7 @@ extension Fact {
         case .receiptEntry(let f): f.originalTransactionId
         case .pendingRenewal(let f): f.originalTransactionId
         case .v1Notification(let f): f.originalTransactionId
+        case .consumableSpend: nil
         }
     }
 }
