@@ -273,9 +273,7 @@ public struct API: Sendable {
             let message = ReceivedMessage(
                 notificationUUID: nil, source: .client, body: Self.storedBody(member, signed), receivedAt: now,
                 bundleId: app.bundleId)
-            _ = try await store { () async throws(StorageError) in
-                try await ledger.ingest(message, facts: [(verified, signed)], claim: claim)
-            }
+            _ = try await ingestRecordingUnknown(message, facts: [(verified, signed)], claim: claim)
             // The answer a plain GET gives next: the grant environments merged.
             let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
             var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)

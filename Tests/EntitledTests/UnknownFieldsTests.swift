@@ -75,6 +75,24 @@ import Testing
         }
     }
 
+    @Test func aPostedTransactionsUnknownMemberIsRecordedAndCounted() async throws {
+        let metrics = ServerMetrics()
+        try await APIHarness.run(metrics: metrics) { api in
+            let jws = try Self.jws(
+                Apple.transaction(purchase: Self.t0 - 1000, expires: Self.t0 + 86_400_000), extra: ["futureField": 7])
+            let reply = try await api.send(
+                "POST", "/v1/customers/u1/transactions", auth: APIHarness.writer, json: #"{"signedTransaction":"\#(jws)"}"#)
+            #expect(reply.status == 200)
+            #expect(reply.entitlement("pro")?["active"] as? Bool == true)
+            #expect(
+                try await api.ledger.count(
+                    #"SELECT COUNT(*) FROM facts WHERE kind = 'transaction' AND payload LIKE '%"unknownFields":{"futureField":"7"}%'"#)
+                    == 1)
+            let text = metrics.registry.render()
+            #expect(MetricsEndpointTests.value(text, #"entitled_unknown_apple_values_total{kind="transaction",field="futureField"}"#) == 1)
+        }
+    }
+
     @Test(
         "raw values are kept whole up to the bound, then cut at a character boundary",
         arguments: [
