@@ -136,6 +136,9 @@ import Testing
         for field in ["offerPeriod", "appTransactionId", "billingPlanType", "commitmentInfo", "advancedCommerceInfo", "storefrontId"] {
             #expect(transaction.contains(field), "\(field)")
         }
+        #expect(UnknownFields.renewalKeys.isSuperset(of: ["renewalBillingPlanType", "commitmentInfo", "offerPeriod", "appTransactionId"]))
+        let externalToken = UnknownFields.notificationParts.first { $0.name == "externalPurchaseToken" }?.keys ?? []
+        #expect(externalToken.isSuperset(of: ["externalPurchaseId", "tokenType", "tokenExpirationDate"]))
         // Set by the verifier, never read from JSON: a payload carrying it is carrying something unknown.
         #expect(!UnknownFields.notificationParts[0].keys.contains("transactionInfo"))
         #expect(UnknownFields.notificationKeys.isSuperset(of: ["notificationType", "subtype", "data", "signedDate", "appData"]))

@@ -128,12 +128,14 @@ import Testing
 
     /// Concurrent spends of the last unit: exactly one wins (PostgreSQL runs them on several
     /// connections at once; the customer's row lock serializes them).
-    @Test("concurrent spends of the last units: exactly the balance is spent", arguments: Backend.all)
-    func concurrentSpends(backend: Backend) async throws {
+    @Test(
+        "concurrent spends of the last units: exactly the balance is spent",
+        arguments: Backend.all.flatMap { backend in [(backend, 1, 8), (backend, 3, 12)] })
+    func concurrentSpends(backend: Backend, balance: Int, spenders: Int) async throws {
         try await withStore(backend) { store, _ in
-            let spender = try await Self.alice(store, quantity: 3)
+            let spender = try await Self.alice(store, quantity: balance)
             let outcomes = try await withThrowingTaskGroup(of: SpendOutcome.self) { group in
-                for index in 0..<12 {
+                for index in 0..<spenders {
                     group.addTask { try await spender.spend(Self.request(1, key: "k\(index)"), projector: testProjector, now: testNow) }
                 }
                 var all: [SpendOutcome] = []
@@ -141,9 +143,34 @@ import Testing
                 return all
             }
             let spent = outcomes.filter { if case .spent = $0 { true } else { false } }
-            #expect(spent.count == 3)
-            #expect(outcomes.filter { $0 == .insufficient(balance: 0) }.count == 9)
+            #expect(spent.count == balance)
+            #expect(outcomes.filter { $0 == .insufficient(balance: 0) }.count == spenders - balance)
             #expect(try await Self.replayedBalance(store)?.balance == 0)
+        }
+    }
+
+    @Test("one key sent concurrently spends once; every answer is that spend", arguments: Backend.all)
+    func concurrentReplays(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let spender = try await Self.alice(store, quantity: 5)
+            let outcomes = try await withThrowingTaskGroup(of: SpendOutcome.self) { group in
+                for _ in 0..<6 {
+                    group.addTask { try await spender.spend(Self.request(2, key: "same"), projector: testProjector, now: testNow) }
+                }
+                var all: [SpendOutcome] = []
+                for try await outcome in group { all.append(outcome) }
+                return all
+            }
+            let spends = outcomes.compactMap { outcome -> ConsumableSpendFact? in
+                switch outcome {
+                case .spent(let spend): spend
+                default: nil
+                }
+            }
+            #expect(spends.count == 1)
+            let spend = try #require(spends.first)
+            #expect(outcomes.filter { $0 == .replayed(spend) }.count == 5)
+            #expect(try await Self.replayedBalance(store)?.balance == 3)
         }
     }
 }
