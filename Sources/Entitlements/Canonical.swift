@@ -266,15 +266,7 @@ struct Canon {
         }
 
         if let appIndex, case .appTransaction(let a) = facts[appIndex] { appTransaction = a }
-        // Storage keeps one spend per key; should two ever meet, the content order picks one, so
-        // the choice does not depend on the order of the facts.
-        spends.sort { a, b in
-            a.idempotencyKey != b.idempotencyKey
-                ? a.idempotencyKey < b.idempotencyKey
-                : (a.spentAt, a.quantity, a.productId) < (b.spentAt, b.quantity, b.productId)
-        }
-        spends = spends.enumerated().filter { $0.offset == 0 || spends[$0.offset - 1].idempotencyKey != $0.element.idempotencyKey }
-            .map(\.element)
+        spends = Canon.onePerKey(spends)
         var products = ProductCache(policy: policy)
         // Sort the small (id, candidate) pairs, not the large transactions; newest version first per id.
         versions.sort { a, b in
@@ -345,30 +337,6 @@ struct Canon {
             else { return }
         }
         signals[id] = (date, signal)
-    }
-}
-
-/// What a transaction needs from its product's policy.
-struct ProductInfo {
-    var type: ProductType?
-    var group: String?
-}
-
-/// Product policies by productId, looked up once per distinct product.
-struct ProductCache {
-    let policy: Policy
-    private var ids = Interner()
-    private var cached: [ProductInfo] = []
-
-    init(policy: Policy) { self.policy = policy }
-
-    mutating func info(for productId: String) -> ProductInfo {
-        let id = ids.id(productId)
-        if id == cached.count {
-            let product = policy.products[productId]
-            cached.append(ProductInfo(type: product?.type, group: product?.subscriptionGroup))
-        }
-        return cached[id]
     }
 }
 

@@ -97,18 +97,6 @@ struct Derivation {
             storefront: latestStorefront())
     }
 
-    /// The storefront of the latest transaction that names one (latest purchase, then latest
-    /// signature, then transactionId: a total order, so the facts' order does not matter).
-    private func latestStorefront() -> StorefrontState? {
-        var best: Txn?
-        for t in canon.transactions where t.storefront != nil {
-            if let b = best, (t.purchase, t.signed, t.transactionId) <= (b.purchase, b.signed, b.transactionId) { continue }
-            best = t
-        }
-        guard let best, let storefront = best.storefront else { return nil }
-        return StorefrontState(storefront: storefront, storefrontId: best.storefrontId, transactionId: best.transactionId)
-    }
-
     /// The earliest future instant at which a grant's status changes by time alone.
     private func nextStatusChange() -> Int64? {
         var next: Int64?
@@ -464,41 +452,6 @@ struct Derivation {
                     grant: best!))
         }
         return states
-    }
-
-    private func consumableBalances(_ indices: [Int]) -> [ConsumableBalance] {
-        let txns = canon.transactions
-        var byProduct: [String: [Int]] = [:]
-        for index in indices { byProduct[txns[index].productId, default: []].append(index) }
-        var spentByProduct: [String: (spent: Int, keys: [String])] = [:]
-        // Spends are sorted by key, so each product's key list is too.
-        for spend in canon.spends {
-            var entry = spentByProduct[spend.productId] ?? (0, [])
-            entry.spent = entry.spent.plus(spend.quantity)
-            entry.keys.append(spend.idempotencyKey)
-            spentByProduct[spend.productId] = entry
-            if byProduct[spend.productId] == nil { byProduct[spend.productId] = [] }
-        }
-        return byProduct.keys.sorted().map { productId in
-            var credited = 0
-            var debited = 0
-            var ids: [String] = []
-            var refunded: [String] = []
-            // Indices follow canon order (sorted by transactionId), so the id lists are sorted.
-            for index in byProduct[productId]! {
-                let t = txns[index]
-                credited = credited.plus(t.quantity)
-                ids.append(t.transactionId)
-                if t.revokedAs != nil {
-                    debited = debited.plus(t.quantity)
-                    refunded.append(t.transactionId)
-                }
-            }
-            let spends = spentByProduct[productId]
-            return ConsumableBalance(
-                productId: productId, credited: credited, debited: debited, transactionIds: ids,
-                refundedTransactionIds: refunded, spent: spends?.spent ?? 0, spendKeys: spends?.keys ?? [])
-        }
     }
 
     private func proceeds(rates: [Double]) -> [ProceedsEstimate] {
