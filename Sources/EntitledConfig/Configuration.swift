@@ -97,6 +97,9 @@ public struct APIKey: Sendable, Equatable {
         case read, write, admin
         /// `GET /metrics` only.
         case metrics
+        /// The console (`/console`, `/v1/metrics/…`, `/v1/console/…`) and every customer's
+        /// answer and history: read-only.
+        case console
     }
 
     public var name: String

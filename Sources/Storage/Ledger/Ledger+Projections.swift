@@ -65,8 +65,15 @@ extension Ledger {
     func project(
         _ customer: CustomerRecord, rows: [SQLRow], projector: any Projector, now: Int64, known: [String: Fact] = [:]
     ) throws -> CustomerProjection {
+        try projectWithFacts(customer, rows: rows, projector: projector, now: now, known: known).projection
+    }
+
+    /// ``project(_:rows:projector:now:known:)`` with the engine facts it evaluated (for the rollups).
+    func projectWithFacts(
+        _ customer: CustomerRecord, rows: [SQLRow], projector: any Projector, now: Int64, known: [String: Fact] = [:]
+    ) throws -> (projection: CustomerProjection, facts: [Fact]) {
         let facts = try Self.engineFacts(rows, projector: projector, known: known)
-        return try projector.projection(customer: customer, facts: facts, now: now).canonical
+        return (try projector.projection(customer: customer, facts: facts, now: now).canonical, facts)
     }
 
     /// Recomputes and stores one customer's projection. Returns the customer and, when the
@@ -87,8 +94,9 @@ extension Ledger {
         }
         let stored = try results[2].first.map(Self.decodeState)
         let projection: CustomerProjection
+        let facts: [Fact]
         do {
-            projection = try project(customer, rows: results[1], projector: projector, now: now, known: known)
+            (projection, facts) = try projectWithFacts(customer, rows: results[1], projector: projector, now: now, known: known)
         } catch {
             let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
             try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
@@ -97,6 +105,7 @@ extension Ledger {
         // A failure mark is only cleared by rewriting every row (the rows kept may be stale).
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
         noteProjection(stored?.projection, projection)
+        try updateMetrics(customerID: customer.id, facts: facts, projector: projector)
         return (customer, nil)
     }
 
