@@ -97,12 +97,20 @@ enum ConsoleScript {
 
           // ---- pages ----
           async function overview(page) {
-            const to = new Date(); const from = new Date(to.getTime() - (state.range - 1) * 86400000);
+            // "Today" is the server's (a dev server's clock is virtual), as a UTC day.
+            if (!state.serverTime) {
+              const health = await api("/v1/console/health");
+              state.serverTime = health.serverTime;
+              // Production unless the server hears only from other environments (a dev server: Sandbox).
+              const heard = health.lastNotifications.map((r) => r.environment);
+              if (!state.environmentChosen && heard.length && !heard.includes("Production")) state.environment = heard[0];
+            }
+            const to = new Date(state.serverTime); const from = new Date(to.getTime() - (state.range - 1) * 86400000);
             const controls = el("div", { class: "controls" },
               select([7, 30, 90, 365].map((d) => [d, d + " days"]), state.range, (v) => { state.range = Number(v); route(); }),
               select([["day", "by day"], ["week", "by week"], ["month", "by month"]], state.interval, (v) => { state.interval = v; route(); }),
               select([["Production", "Production"], ["Sandbox", "Sandbox"], ["Xcode", "Xcode"], ["LocalTesting", "LocalTesting"]],
-                     state.environment, (v) => { state.environment = v; route(); }));
+                     state.environment, (v) => { state.environment = v; state.environmentChosen = true; route(); }));
             page.append(el("h1", { text: "Overview" }), controls);
             const q = `from=${isoDay(from)}&to=${isoDay(to)}&interval=${state.interval}&environment=${state.environment}`;
             const body = await api("/v1/metrics/overview?" + q);
@@ -118,7 +126,7 @@ enum ConsoleScript {
               card("card-active", "Active subscriptions", last.activeSubscriptions || 0, "Paid access at the end of the last day (UTC)"),
               card("card-trials", "Active trials", last.activeTrials || 0, "Free trials granting access at the end of the last day"),
               card("card-mrr", "MRR", currencies.map((c) => money(last.mrr[c] || 0, c)).join(" · ") || "0", "Monthly price of the paid active subscriptions"),
-              card("card-new", "New subscriptions", sum("newSubscriptions"), "Subscriptions granting access for the first time in the range"),
+              card("card-new", "New subscriptions", sum("newSubscriptions"), "Subscriptions bought for the first time in the range (trials included)"),
               card("card-renewals", "Renewals", sum("renewals"), "Renewal transactions in the range"),
               card("card-churn", "Churn rate", (churnRate * 100).toFixed(1) + "%", "Churned ÷ (active at the start + new) over the range"),
               card("card-refunds", "Refunds", sum("refunds") + " (" + (100 * sum("refunds") / Math.max(1, paidTx)).toFixed(1) + "%)",
@@ -133,7 +141,7 @@ enum ConsoleScript {
                     [{ name: "Subscriptions", value: (p) => p.activeSubscriptions }, { name: "Trials", value: (p) => p.activeTrials }]),
               chart("MRR", "Each paid active subscription's price per month (yearly ÷ 12, weekly × 52/12), per currency, at the end of each " + per + ".", pts,
                     currencies.map((c) => ({ name: c, value: (p) => p.mrr[c] || 0 }))),
-              chart("New, renewals, churned", `Counted per ${per}: first access, renewal transactions by purchase date, subscriptions that stopped granting access.`, pts,
+              chart("New, renewals, churned", `Counted per ${per}: first purchases (trials included), renewal transactions by purchase date, subscriptions that stopped granting access.`, pts,
                     [{ name: "New", value: (p) => p.newSubscriptions }, { name: "Renewals", value: (p) => p.renewals }, { name: "Churned", value: (p) => p.churned }]),
               chart("Grace period and billing retry", `Subscriptions in each state at the end of each ${per}.`, pts,
                     [{ name: "Grace period", value: (p) => p.inGracePeriod }, { name: "Billing retry", value: (p) => p.inBillingRetry }]),
@@ -221,6 +229,7 @@ enum ConsoleScript {
           async function route() {
             const page = $("page");
             page.replaceChildren();
+            delete document.body.dataset.ready;
             const [name, ...rest] = (location.hash.slice(1) || "overview").split("/");
             for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.getAttribute("href") === "#" + name || (name === "customer" && a.getAttribute("href") === "#customers"));
             try {

@@ -6,7 +6,8 @@
 // the end of that day. Between two such days nothing changes, so the evaluations are few (about
 // two per billing period). Stocks (active subscriptions, trials, grace, billing retry, MRR) are
 // written as the day's change; flows (new, renewals, churn, refunds, conversions, recoveries,
-// revenue) as the day's count or amount. The storage layer keeps each customer's deltas and
+// revenue) as the day's count or amount: churn, conversions and recoveries from the day-end
+// answers, new, renewals, refunds and revenue from the transactions' own dates. The storage layer keeps each customer's deltas and
 // adds the difference to the shared daily rollup when they change.
 
 /// One rollup series.
@@ -21,7 +22,8 @@ public enum MetricKind: String, Hashable, Sendable, CaseIterable {
     case inBillingRetry
     /// Monthly recurring revenue of the paid active subscriptions, per currency, in milli-units: a stock.
     case mrr
-    /// Subscriptions that granted access for the first time: a flow.
+    /// Subscriptions bought for the first time (a free trial's start included), by the first
+    /// purchase date of their originalTransactionId: a flow.
     case newSubscriptions
     /// Renewal transactions (a new period of an existing subscription), by purchase date: a flow.
     case renewals
@@ -134,7 +136,6 @@ private func timeline(_ facts: [Fact], policy: Policy, environment: Environment,
     guard let first = facts.first else { return }
     var latest: [String: TransactionFact] = [:]
     var previous: [String: Standing] = [:]
-    var seen = Set<String>()
     var index = 0
     var day = metricDay(first.date)
     for _ in 0..<maxMetricEvaluations {
@@ -161,7 +162,6 @@ private func timeline(_ facts: [Fact], policy: Policy, environment: Environment,
         for standing in current.values { addStock(standing, sign: 1, add: add) }
         for (id, now) in current {
             let before = previous[id]
-            if now.status.grantsAccess, seen.insert(id).inserted { add(.newSubscriptions, 1) }
             if let before, before.status.grantsAccess, before.trial, now.paid { add(.conversions, 1) }
             if let before, before.status == .gracePeriod || before.status == .billingRetry, now.status == .active {
                 add(.recoveries, 1)
@@ -208,6 +208,11 @@ private func transactionFlows(_ facts: [Fact], environment: Environment, into su
     func add(_ kind: MetricKind, _ instant: Int64, _ value: Int64, currency: String = "") {
         sums[MetricKey(environment: environment, day: metricDay(instant), kind: kind, currency: currency), default: 0] += value
     }
+    // A subscription is new on the day of its first purchase (a trial's start included), even
+    // when it is refunded before the day ends.
+    var firstPurchase: [String: Int64] = [:]
+    for t in latest.values { firstPurchase[t.originalTransactionId] = min(firstPurchase[t.originalTransactionId] ?? .max, t.purchaseDate) }
+    for instant in firstPurchase.values { add(.newSubscriptions, instant, 1) }
     for t in latest.values {
         let renewal = t.transactionReason.map { $0 == .renewal } ?? (t.transactionId != t.originalTransactionId)
         if renewal && !t.isUpgraded { add(.renewals, t.purchaseDate, 1) }

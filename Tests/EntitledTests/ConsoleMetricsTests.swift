@@ -29,7 +29,7 @@ import Testing
     }
 
     /// Hand count of one day from the customers' answers.
-    static func count(_ answers: [[String: Any]], seen: inout Set<String>, granting: inout Set<String>) -> Expected {
+    static func count(_ answers: [[String: Any]], granting: inout Set<String>) -> Expected {
         var expected = Expected()
         var nowGranting = Set<String>()
         for answer in answers {
@@ -41,7 +41,6 @@ import Testing
                 let trial = current["periodType"] as? String == "trial"
                 if grants {
                     nowGranting.insert(otid)
-                    if seen.insert(otid).inserted { expected.new += 1 }
                     if trial { expected.trials += 1 } else {
                         expected.active += 1
                         expected.mrr += monthly(current["productId"] as? String ?? "")
@@ -71,18 +70,20 @@ import Testing
             }
             let firstDay = metricDay(world.simulator.clock.nowMilliseconds())
             var expected: [Expected] = []
-            var seen = Set<String>(), granting = Set<String>()
+            var granting = Set<String>()
+            // Every notification of the history: new subscriptions are its INITIAL_BUYs per day.
+            var sent: [SignedNotification] = []
             for _ in 0..<Self.days {
                 for id in Self.customers {
                     let products = ["pro.monthly", "basic.monthly", "pro.yearly"]
                     let product = products[Int(random.next() % 3)]
                     if chance(12) {
-                        _ = try? await world.act("purchase") {
+                        sent += (try? await world.act("purchase") {
                             $0.customer = id
                             $0.product = product
                             $0.appAccountToken = tokens[id]
                             $0.offer = product == "pro.monthly" && chance(50) ? "intro" : nil
-                        }
+                        }) ?? []
                     }
                     if chance(4) { _ = try? await world.act("autoRenew") { $0.customer = id; $0.product = product; $0.enabled = chance(50) } }
                     if chance(4) { _ = try? await world.act("paymentMethod") { $0.customer = id; $0.paymentMethod = chance(50) ? "failing" : "ok" } }
@@ -92,7 +93,10 @@ import Testing
                 try await world.act("advance") { $0.by = "PT11H59M59S" }
                 var answers: [[String: Any]] = []
                 for id in Self.customers { answers.append(try await world.customer(id).json) }
-                expected.append(Self.count(answers, seen: &seen, granting: &granting))
+                var today = Self.count(answers, granting: &granting)
+                let day = metricDay(world.simulator.clock.nowMilliseconds())
+                today.new = sent.filter { $0.payload.subtype == .initialBuy && metricDay($0.payload.signedDate ?? 0) == day }.count
+                expected.append(today)
                 try await world.act("advance") { $0.by = "PT12H0M1S" }
             }
             let from = OverviewDay.format(firstDay), to = OverviewDay.format(firstDay + Int64(Self.days) - 1)
