@@ -8,24 +8,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v chromium >/dev/null 2>&1 || scripts/install-deps.sh
-dir="$(mktemp -d /tmp/entitled-console-test.XXXXXX)"
-pid=""
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+# shellcheck source=test-server.sh
+. scripts/test-server.sh   # $dir, $pid, the EXIT trap that stops the server, event_port
 
 .build/debug/entitled dev --listen 127.0.0.1:0 --control 127.0.0.1:0 --data "$dir/data" --day-every 0 --no-seed \
-  > "$dir/dev.log" 2>&1 &
+  > "$dir/serve.log" 2>&1 &
 pid=$!
 port=""
 for _ in $(seq 1 300); do
-  port="$(grep '"event":"listening"' "$dir/dev.log" | grep -o '"address":"127.0.0.1:[0-9]*"' | grep -o '[0-9]*"$' | tr -d '"' || true)"
+  port="$(event_port listening)"
   [ -n "$port" ] && break
   sleep 0.1
 done
-[ -n "$port" ] || { cat "$dir/dev.log" >&2; echo "console browser test: entitled dev did not start" >&2; exit 1; }
+[ -n "$port" ] || { cat "$dir/serve.log" >&2; echo "console browser test: entitled dev did not start" >&2; exit 1; }
 key="dev-key-entitled-local-only"
 base="http://127.0.0.1:$port"
 
