@@ -92,6 +92,8 @@ public struct CustomerSnapshot: Sendable, Equatable {
 public struct LedgerHistoryEntry: Sendable, Equatable {
     public enum Kind: String, Sendable, Equatable, Codable {
         case notification, transaction, renewalInfo, appTransaction, receiptEntry, pendingRenewal, v1Notification
+        /// A promotional grant (`type`: the entitlement, `transactionId`: the grant id), or its early end.
+        case promotionalGrant, promotionalGrantEnd
     }
 
     /// Unique within the ledger.
@@ -169,6 +171,13 @@ extension LedgerHistoryEntry {
                 id: id, kind: .v1Notification, type: f.type.rawValue, occurredAt: f.date, receivedAt: receivedAt,
                 environment: f.environment, productId: f.productId, transactionId: f.transactionId,
                 originalTransactionId: f.originalTransactionId)
+        case .promotionalGrant(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .promotionalGrant, type: f.entitlement, occurredAt: f.grantedAt, receivedAt: receivedAt,
+                transactionId: f.grantId)
+        case .promotionalGrantEnd(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .promotionalGrantEnd, occurredAt: f.endedAt, receivedAt: receivedAt, transactionId: f.grantId)
         }
     }
 }

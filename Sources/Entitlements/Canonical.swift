@@ -180,6 +180,8 @@ struct Canon {
     /// Group keys by dense id; `Txn.groupId` points here.
     var groups = Interner()
     var appTransaction: AppTransactionFact?
+    /// Promotional grants (every environment's: they are the operator's), sorted by grantId.
+    var promotions: [PromotionalGrantState] = []
 
     /// A candidate version: the fact's index and its (signed or receipt) date.
     private struct Candidate {
@@ -195,6 +197,7 @@ struct Canon {
         var bestRenewal: [Candidate?] = []
         var signals: [String: (date: Int64, signal: RevocationSignal)] = [:]
         var appIndex: Int?
+        var hasPromotions = false
 
         /// The chain id of an originalTransactionId, growing the per-chain arrays.
         func chain(_ otid: String) -> Int {
@@ -254,8 +257,11 @@ struct Canon {
                     if !Canon.isNewer(candidate, than: current, in: facts) { continue }
                 }
                 appIndex = i
+            case .promotionalGrant, .promotionalGrantEnd:
+                hasPromotions = true
             }
         }
+        if hasPromotions { promotions = promotionalGrants(in: facts) }
 
         if let appIndex, case .appTransaction(let a) = facts[appIndex] { appTransaction = a }
         var products = ProductCache(policy: policy)
@@ -364,7 +370,8 @@ extension Fact {
         case .renewalInfo(let f): f.orderKey
         case .pendingRenewal(let f): f.orderKey
         case .appTransaction(let f): f.orderKey
-        case .notification, .v1Notification: []
+        case .promotionalGrant(let f): f.orderKey
+        case .notification, .v1Notification, .promotionalGrantEnd: []
         }
     }
 

@@ -18,9 +18,14 @@ public indirect enum Fact: Hashable, Sendable, Codable {
     case pendingRenewal(PendingRenewalFact)
     /// A V1 notification's metadata (its `unified_receipt` is mapped to receipt facts beside it).
     case v1Notification(V1NotificationFact)
+    /// An operator's promotional grant of an entitlement (not Apple's: it counts in every environment).
+    case promotionalGrant(PromotionalGrantFact)
+    /// A promotional grant ended early.
+    case promotionalGrantEnd(PromotionalGrantEndFact)
 
     /// Encoded as `{"kind": "transaction", "fact": {…}}` (kinds: `transaction`, `renewalInfo`,
-    /// `notification`, `appTransaction`, `receiptEntry`, `pendingRenewal`, `v1Notification`).
+    /// `notification`, `appTransaction`, `receiptEntry`, `pendingRenewal`, `v1Notification`,
+    /// `promotionalGrant`, `promotionalGrantEnd`).
     private enum CodingKeys: String, CodingKey {
         case kind
         case fact
@@ -37,6 +42,9 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case "receiptEntry": self = .receiptEntry(try container.decode(ReceiptEntryFact.self, forKey: .fact))
         case "pendingRenewal": self = .pendingRenewal(try container.decode(PendingRenewalFact.self, forKey: .fact))
         case "v1Notification": self = .v1Notification(try container.decode(V1NotificationFact.self, forKey: .fact))
+        case "promotionalGrant": self = .promotionalGrant(try container.decode(PromotionalGrantFact.self, forKey: .fact))
+        case "promotionalGrantEnd":
+            self = .promotionalGrantEnd(try container.decode(PromotionalGrantEndFact.self, forKey: .fact))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .kind, in: container, debugDescription: "unknown fact kind '\(kind)'")
@@ -67,10 +75,17 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case .v1Notification(let fact):
             try container.encode("v1Notification", forKey: .kind)
             try container.encode(fact, forKey: .fact)
+        case .promotionalGrant(let fact):
+            try container.encode("promotionalGrant", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .promotionalGrantEnd(let fact):
+            try container.encode("promotionalGrantEnd", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
         }
     }
 
-    /// The environment the fact belongs to.
+    /// The environment the fact belongs to (Production for promotional grants, which are not the
+    /// App Store's and count in every environment's evaluation).
     public var environment: Environment {
         switch self {
         case .transaction(let fact): fact.environment
@@ -80,6 +95,7 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case .receiptEntry(let fact): fact.environment
         case .pendingRenewal(let fact): fact.environment
         case .v1Notification(let fact): fact.environment
+        case .promotionalGrant, .promotionalGrantEnd: .production
         }
     }
 }

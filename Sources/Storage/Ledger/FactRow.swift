@@ -54,6 +54,12 @@ struct FactRow: Sendable {
         case .v1Notification(let f):
             transactionId = f.transactionId
             signedDate = f.date
+        case .promotionalGrant(let f):
+            appAccountToken = f.appAccountToken
+            signedDate = f.grantedAt
+        case .promotionalGrantEnd(let f):
+            appAccountToken = f.appAccountToken
+            signedDate = f.endedAt
         }
     }
 }
@@ -69,6 +75,8 @@ extension Fact {
         case .receiptEntry: "receipt"
         case .pendingRenewal: "pendingRenewal"
         case .v1Notification: "v1Notification"
+        case .promotionalGrant: Fact.promotionalGrantKind
+        case .promotionalGrantEnd: Fact.promotionalGrantEndKind
         }
     }
 
@@ -82,6 +90,12 @@ extension Fact {
         case .receiptEntry(let f): f.originalTransactionId
         case .pendingRenewal(let f): f.originalTransactionId
         case .v1Notification(let f): f.originalTransactionId
+        case .promotionalGrant, .promotionalGrantEnd: nil
         }
     }
+
+    /// `facts.kind` of promotional grants and their ends: the operator's facts about a customer,
+    /// which erasure deletes with the customer (Apple's facts stay).
+    package static let promotionalGrantKind = "promotionalGrant"
+    package static let promotionalGrantEndKind = "promotionalGrantEnd"
 }
