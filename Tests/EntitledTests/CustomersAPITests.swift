@@ -50,6 +50,50 @@ import Testing
         }
     }
 
+    /// Purchases on both ids, an alias and a grant, delivered in several orders (with repeats):
+    /// the same answer by either id.
+    @Test func aliasAndGrantUnderShuffledDelivery() async throws {
+        var answers: [NSDictionary] = []
+        for order in [[0, 1, 2, 3, 4], [3, 4, 2, 0, 1], [2, 3, 0, 4, 1, 2], [4, 1, 3, 0, 2, 3]] {
+            try await APIHarness.run { api in
+                let anonymous = try await token(api, "anon")
+                let account = try await token(api, "acct")
+                for step in order {
+                    switch step {
+                    case 0: try await purchase(api, otid: "o-anon", token: anonymous, expires: t0 - Self.day / 2)
+                    case 1: try await purchase(api, otid: "o-acct", token: account, expires: t0 + 3 * Self.day)
+                    case 2:
+                        let reply = try await api.send("POST", "/v1/customers/acct/aliases", auth: APIHarness.writer, json: #"{"alias":"anon"}"#)
+                        #expect(reply.status == 200, "\(reply.text)")
+                    case 3:
+                        let reply = try await api.send(
+                            "POST", "/v1/customers/anon/grants", auth: APIHarness.admin, json: #"{"entitlement":"pro","days":10}"#)
+                        #expect(reply.status == 201, "\(reply.text)")
+                    default:
+                        let jws = Apple.notification(
+                            .didChangeRenewalStatus, .autoRenewDisabled, uuid: "cancel", signed: t0 - Self.day / 4,
+                            transaction: Apple.transaction(otid: "o-acct", tid: "o-acct-t", purchase: t0 - Self.day, expires: t0 + 3 * Self.day, signed: t0 - Self.day / 4, token: account),
+                            renewal: Apple.renewal(otid: "o-acct", autoRenew: false, signed: t0 - Self.day / 4))
+                        #expect(try await api.postV2(jws).status == 200)
+                    }
+                }
+                let byAccount = try await api.customer("acct")
+                let byAnonymous = try await api.customer("anon")
+                #expect(byAccount.entitlement("pro")?["source"] as? String == "purchase")
+                #expect(byAccount.entitlement("pro")?["willRenew"] as? Bool == false)
+                var accountAnswer = byAccount.json
+                var anonymousAnswer = byAnonymous.json
+                for key in ["appUserId", "aliases", "appAccountToken"] {
+                    accountAnswer.removeValue(forKey: key)
+                    anonymousAnswer.removeValue(forKey: key)
+                }
+                #expect(accountAnswer as NSDictionary == anonymousAnswer as NSDictionary)
+                answers.append(accountAnswer as NSDictionary)
+            }
+        }
+        #expect(Set(answers).count == 1)
+    }
+
     @Test(arguments: [
         (auth: APIHarness.writer, body: #"{"alias":"u-1"}"#, status: 400, code: "INVALID_REQUEST"),
         (APIHarness.writer, #"{}"#, 400, "INVALID_REQUEST"),
