@@ -73,6 +73,14 @@ struct CustomerDirectoryTests {
             #expect(Set(try await store.facts(appUserId: "b").map(\.id)) == Set(try await store.facts(appUserId: "a").map(\.id)))
             #expect(try await store.subscription(originalTransactionId: "ob")?.appUserId == "a")
             #expect(try await store.count("SELECT COUNT(*) FROM customer_events WHERE kind = 'merged'") == 1)
+            // The merge is in the ledger: projections rebuilt from nothing are the same.
+            for table in ["entitlement_projections", "subscription_projections", "customer_states"] {
+                try await store.raw("DELETE FROM \(table)")
+            }
+            let rebuilt = try await store.rebuild(projector: testProjector, now: testNow)
+            #expect(rebuilt.changedCustomers == ["a"])
+            #expect(try await store.projection(appUserId: "a")?.projection == stored.projection)
+            #expect(try await store.projection(appUserId: "b") == nil)
         }
     }
 
@@ -147,6 +155,10 @@ struct CustomerDirectoryTests {
             }
             let ids = x.rows("customers").compactMap { row in row.first { $0.column == "app_user_id" }?.value }
             #expect(Set(ids) == [.text("x-main"), .text("x-alias")])
+            // Integers are integers on every backend.
+            #expect(x.rows("customers").allSatisfy { row in
+                if case .int = row.first(where: { $0.column == "created_at" })?.value { true } else { false }
+            })
         }
     }
 

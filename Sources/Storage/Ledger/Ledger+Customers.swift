@@ -178,6 +178,13 @@ extension Ledger {
         ),
     ]
 
+    /// The exported columns that hold integers (times, ids, flags).
+    private static let integerColumns: Set<String> = [
+        "id", "customer_id", "created_at", "merged_into", "linked_at", "notification_id", "signed_date", "received_at",
+        "computed_at", "active", "will_renew", "expires_at", "grace_until", "auto_renew", "signed_at", "consented",
+        "recorded_at", "body_size",
+    ]
+
     /// See ``CustomerDirectory/exportCustomer(appUserId:)``.
     func export(appUserId: String) throws -> CustomerExport? {
         guard let customer = try customer(appUserId: appUserId) else { return nil }
@@ -190,6 +197,9 @@ extension Ledger {
                     if columns[index].blob {
                         value = row.values[index] == .null ? .null : .text(String(decoding: try row.blob(index), as: UTF8.self))
                     } else if case .int(let number) = row.values[index] {
+                        value = .int(number)
+                    } else if Self.integerColumns.contains(columns[index].name), let number = try row.optionalInt(index) {
+                        // PostgreSQL answers every value as text.
                         value = .int(number)
                     } else {
                         value = try row.optionalText(index).map(CustomerExport.Value.text) ?? .null
