@@ -22,12 +22,6 @@ extension API {
         router.add(.delete, "/v1/customers/{appUserId}", .async { try await api.eraseCustomer($0) })
     }
 
-    /// The name of the API key behind an admin or write request (recorded with what it did).
-    func keyName(_ request: Request) throws -> String? {
-        if case .apiKey(let name, _) = try authenticate(request) { return name }
-        return nil
-    }
-
     /// An API key with `scope` (customer tokens may not act on other ids or as an operator).
     func requireKey(_ request: Request, scope: APIKey.Scope) throws -> String {
         let principal = try authenticate(request)
@@ -50,12 +44,16 @@ extension API {
         guard AppUserID.isValid(alias) else { throw AppUserID.invalid }
         guard !AppUserID.same(alias, appUserId) else { throw HTTPError(.invalidRequest, "an id cannot be its own alias") }
         let now = clock.nowMilliseconds()
-        do {
-            _ = try await ledger.addAlias(alias, to: appUserId, actor: actor, now: now)
-        } catch {
-            if error.code == .aliasConflict { throw HTTPError(.aliasConflict, "\(alias) already belongs to another customer") }
-            throw Self.storageProblem(error)
+        let added = try await store { () async throws(StorageError) -> Bool in
+            do throws(StorageError) {
+                _ = try await ledger.addAlias(alias, to: appUserId, actor: actor, now: now)
+                return true
+            } catch {
+                if error.code == .aliasConflict { return false }
+                throw error
+            }
         }
+        guard added else { throw HTTPError(.aliasConflict, "\(alias) already belongs to another customer") }
         let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
         var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
         response.headers.set("Cache-Control", "no-store")
@@ -143,15 +141,6 @@ extension API {
         }
         guard let report else { throw HTTPError(.customerNotFound, "no such customer") }
         return try .json(report)
-    }
-
-    /// A storage failure as ``store(invalidRequest:_:)`` answers it.
-    static func storageProblem(_ error: StorageError) -> HTTPError {
-        switch error.code {
-        case .invalidArgument: HTTPError(.invalidRequest, "invalid request")
-        case .projectionFailed: projectionFailed
-        default: unavailable
-        }
     }
 
     /// An ISO 8601 instant (`2026-01-31T12:00:00Z`, fractional seconds allowed) in ms.

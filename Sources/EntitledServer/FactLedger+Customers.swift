@@ -21,7 +21,7 @@ extension FactLedger {
     /// Makes `alias` an id of `appUserId`'s customer (see ``Storage/CustomerDirectory``).
     public func addAlias(_ alias: String, to appUserId: String, actor: String?, now: Int64) async throws(StorageError) -> AliasOutcome {
         let directory = try directory
-        return try await storageCall { try await directory.addAlias(alias, to: appUserId, actor: actor, projector: self, now: now) }
+        return try await mapped { try await directory.addAlias(alias, to: appUserId, actor: actor, projector: self, now: now) }
     }
 
     /// Gives `appUserId`'s customer (created when missing) `entitlement` from `now` until `until`.
@@ -30,7 +30,7 @@ extension FactLedger {
         appUserId: String, entitlement: String, until: Int64, reason: String?, actor: String?, now: Int64
     ) async throws(StorageError) -> PromotionalGrantFact {
         let directory = try directory
-        return try await storageCall {
+        return try await mapped {
             guard let customer = try await store.customer(appUserId: appUserId, createIfMissing: true, projector: self, now: now)
             else { throw StorageError(.internal, "customer was not created") }
             let fact = PromotionalGrantFact(
@@ -43,7 +43,7 @@ extension FactLedger {
 
     /// The customer's promotional grants as their facts say (every id's), nil when the customer does not exist.
     public func promotionalGrants(appUserId: String) async throws(StorageError) -> (facts: [PromotionalGrantFact], states: [PromotionalGrantState])? {
-        try await storageCall {
+        try await mapped {
             guard try await store.customer(appUserId: appUserId) != nil else { return nil }
             let facts = try await store.facts(appUserId: appUserId, projector: self).compactMap(\.fact)
             let grants = facts.compactMap { fact -> PromotionalGrantFact? in
@@ -61,7 +61,7 @@ extension FactLedger {
         guard let grants = try await promotionalGrants(appUserId: appUserId),
             let grant = grants.facts.first(where: { $0.grantId == grantId })
         else { return nil }
-        return try await storageCall {
+        return try await mapped {
             // An end after the grant lapsed changes nothing: only one that cuts it short is stored.
             if now < (grants.states.first { $0.grantId == grantId }?.endsAt ?? 0) {
                 let end = PromotionalGrantEndFact(grantId: grantId, endedAt: now, endedBy: actor, appAccountToken: grant.appAccountToken)
@@ -74,22 +74,13 @@ extension FactLedger {
     /// Every stored row about the customer `appUserId` belongs to; nil when there is none.
     public func exportCustomer(appUserId: String) async throws(StorageError) -> CustomerExport? {
         let directory = try directory
-        return try await storageCall { try await directory.exportCustomer(appUserId: appUserId) }
+        return try await mapped { try await directory.exportCustomer(appUserId: appUserId) }
     }
 
     /// Erases the customer `appUserId` belongs to; nil when there is none.
     public func eraseCustomer(appUserId: String, actor: String?, now: Int64) async throws(StorageError) -> ErasureReport? {
         let directory = try directory
-        return try await storageCall { try await directory.eraseCustomer(appUserId: appUserId, actor: actor, now: now) }
-    }
-
-    /// Runs `body`, its failures as storage's own errors.
-    private func storageCall<T>(_ body: () async throws -> T) async throws(StorageError) -> T {
-        do {
-            return try await body()
-        } catch {
-            throw (error as? StorageError) ?? StorageError(.unavailable, "storage is unavailable", detail: String(describing: error))
-        }
+        return try await mapped { try await directory.eraseCustomer(appUserId: appUserId, actor: actor, now: now) }
     }
 }
 

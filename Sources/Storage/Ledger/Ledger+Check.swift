@@ -10,7 +10,7 @@ extension Ledger {
         var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
         for id in ids {
             guard var customer = try customer(id: id) else { continue }
-            customer.aliases = try group(rootID: id).map(\.appUserId).filter { $0 != customer.appUserId }.sorted()
+            customer.aliases = Self.others(try group(rootID: id).map(\.appUserId), than: customer.appUserId)
             guard let stored = try storedState(customerID: id) else {
                 chunk.changed.append(customer.appUserId)
                 continue

@@ -14,9 +14,15 @@ extension Ledger {
         try session.query(Self.groupSQL, .int(rootID)).map(Self.decodeCustomer)
     }
 
+    /// `ids` without `id`, sorted: byte equality and order (Swift's `==` on `String` would call two
+    /// spellings of one name equal, while storage keys them apart).
+    static func others(_ ids: [String], than id: String) -> [String] {
+        ids.filter { !$0.utf8.elementsEqual(id.utf8) }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
     /// See ``CustomerDirectory/addAlias(_:to:actor:projector:now:)``.
     func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: any Projector, now: Int64) throws -> AliasOutcome {
-        guard alias != appUserId else { throw StorageError(.invalidArgument, "an id cannot be its own alias") }
+        guard !alias.utf8.elementsEqual(appUserId.utf8) else { throw StorageError(.invalidArgument, "an id cannot be its own alias") }
         // Both ids' decisions are taken one transaction at a time (PostgreSQL).
         try lockKeys([Self.userKey(alias), Self.userKey(appUserId)])
         var affected: Set<Int64> = []

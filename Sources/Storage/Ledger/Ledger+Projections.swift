@@ -90,7 +90,7 @@ extension Ledger {
         if let root = try results[0].first?.optionalInt(4), root != customerID {
             return try recompute(customerID: root, projector: projector, now: now, known: known)
         }
-        customer.aliases = try results[3].map { try $0.text(1) }.filter { $0 != customer.appUserId }.sorted()
+        customer.aliases = Self.others(try results[3].map { try $0.text(1) }, than: customer.appUserId)
         let stored = try results[2].first.map(Self.decodeState)
         let projection: CustomerProjection
         do {

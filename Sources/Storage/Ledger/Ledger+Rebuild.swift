@@ -35,7 +35,7 @@ extension Ledger {
         var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
         for id in ids {
             guard var customer = try lockedCustomer(id) else { continue }
-            customer.aliases = try group(rootID: id).map(\.appUserId).filter { $0 != customer.appUserId }.sorted()
+            customer.aliases = Self.others(try group(rootID: id).map(\.appUserId), than: customer.appUserId)
             let stored = try storedState(customerID: id)
             let rows = try session.query(Self.factsWithoutJWS, .int(customer.id))
             let fresh: CustomerProjection

@@ -276,7 +276,7 @@ struct Ledger {
                 .text(appUserId)
             ).first.map(Self.decodeCustomer)
         else { return nil }
-        customer.aliases = try group(rootID: customer.id).map(\.appUserId).filter { $0 != appUserId }.sorted()
+        customer.aliases = Self.others(try group(rootID: customer.id).map(\.appUserId), than: appUserId)
         return customer
     }
 
