@@ -106,6 +106,38 @@ struct CustomerDirectoryTests {
         }
     }
 
+    /// A restore posted under an alias follows the app's restore rules for the merged customer:
+    /// a subscription of a third customer moves (`transfer`) or stays (`keep`); one of the merged
+    /// customer's own ids is already its own.
+    @Test(arguments: Backend.all, [
+        (behaviour: RestoreBehavior.transfer, otid: "oc", outcome: LinkOutcome.transferred(from: "c"), owner: "a"),
+        (.keep, "oc", .kept(owner: "c"), "c"),
+        (.keep, "ob", .alreadyLinked, "a"),
+        (.transfer, "ob", .alreadyLinked, "a"),
+    ])
+    func restoreUnderAnAliasFollowsTheRestoreRules(
+        backend: Backend, restore: (behaviour: RestoreBehavior, otid: String, outcome: LinkOutcome, owner: String)
+    ) async throws {
+        try await withStore(backend) { store, _ in
+            for (user, otid) in [("b", "ob"), ("c", "oc")] {
+                _ = try await store.ingest(
+                    Fixture.batch(
+                        uuid: nil, facts: [Fixture.transaction(otid: otid, tid: otid + "-t", expires: testNow + day, signed: testNow - day)],
+                        source: .client, claim: Claim(appUserId: user)),
+                    projector: testProjector, now: testNow)
+            }
+            _ = try await store.directory.addAlias("b", to: "a", actor: nil, projector: testProjector, now: testNow)
+            let result = try await store.ingest(
+                Fixture.batch(
+                    uuid: nil,
+                    facts: [Fixture.transaction(otid: restore.otid, tid: restore.otid + "-t2", expires: testNow + 2 * day, signed: testNow)],
+                    source: .client, claim: Claim(appUserId: "b", behaviour: restore.behaviour)),
+                projector: testProjector, now: testNow)
+            #expect(result.links.map(\.outcome) == [restore.outcome])
+            #expect(try await store.subscription(originalTransactionId: restore.otid)?.appUserId == restore.owner)
+        }
+    }
+
     /// A grant is a fact: replayed it is a no-op; an end is a second fact; both count for the
     /// customer by its token, whichever id it was merged under.
     @Test(arguments: Backend.all)
