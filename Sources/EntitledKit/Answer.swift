@@ -63,8 +63,12 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
         public var id: String
         public var active: Bool
         public var expiresAt: Date?
-        /// A consumable's balance.
+        /// A consumable's balance: ``purchased`` − ``refunded`` − ``spent``.
         public var balance: Int?
+        /// A consumable's units bought, refunded and spent (servers before answer format 4 send none).
+        public var purchased: Int?
+        public var refunded: Int?
+        public var spent: Int?
         public var transactionIds: [String]
     }
 
@@ -107,6 +111,10 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
     public var nonSubscriptions: [NonSubscription]?
     public var offers: Offers
     public var preorder: Preorder?
+    /// The storefront (ISO 3166-1 alpha-3) and Apple's storefront id of the customer's latest
+    /// transaction, when the server knows it.
+    public var storefront: String?
+    public var storefrontId: String?
     /// The next instant at which time alone changes this answer (an expiry or grace end).
     public var nextChangeAt: Date?
 

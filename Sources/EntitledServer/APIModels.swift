@@ -124,10 +124,15 @@ public struct NonSubscriptionBody: Encodable, Sendable, Equatable {
     public var active: Bool
     public var expiresAt: Int64?
     public var balance: Int?
+    /// A consumable's units purchased, refunded and spent (`balance = purchased − refunded − spent`);
+    /// null for other kinds.
+    public var purchased: Int? = nil
+    public var refunded: Int? = nil
+    public var spent: Int? = nil
     public var transactionIds: [String]
     public var grant: Grant?
 
-    enum Key: String, CodingKey { case kind, id, active, expiresAt, balance, transactionIds, grant }
+    enum Key: String, CodingKey { case kind, id, active, expiresAt, balance, purchased, refunded, spent, transactionIds, grant }
 
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
@@ -136,6 +141,9 @@ public struct NonSubscriptionBody: Encodable, Sendable, Equatable {
         try c.put(active, .active)
         try c.date(expiresAt, .expiresAt)
         try c.put(balance, .balance)
+        try c.put(purchased, .purchased)
+        try c.put(refunded, .refunded)
+        try c.put(spent, .spent)
         try c.put(transactionIds, .transactionIds)
         try c.put(grant.map(GrantBody.init), .grant)
     }
@@ -160,6 +168,10 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
     public var nonSubscriptions: [NonSubscriptionBody]
     public var offers: OffersBody
     public var preorder: PreorderState
+    /// The storefront (ISO 3166-1 alpha-3) and Apple's storefront id of the customer's latest
+    /// transaction that names one; null when none does.
+    public var storefront: String?
+    public var storefrontId: String?
     /// The next instant at which time alone changes this answer (an expiry or grace end).
     public var nextChangeAt: Int64?
 
@@ -192,17 +204,20 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
             others.append(
                 NonSubscriptionBody(
                     kind: .consumable, id: item.productId, active: item.balance > 0, expiresAt: nil, balance: item.balance,
+                    purchased: item.credited, refunded: item.debited, spent: item.spent,
                     transactionIds: item.transactionIds, grant: nil))
         }
         nonSubscriptions = others
         offers = state.offers
         preorder = state.preorder
+        storefront = state.storefront?.storefront
+        storefrontId = state.storefront?.storefrontId
         nextChangeAt = state.nextStatusChangeAt
     }
 
     enum Key: String, CodingKey {
         case appUserId, appAccountToken, environment, state, serverTime, entitlements, subscriptions, nonSubscriptions
-        case offers, preorder, nextChangeAt, aliases
+        case offers, preorder, storefront, storefrontId, nextChangeAt, aliases
     }
 
     enum PreorderKey: String, CodingKey { case isPreordered, preorderDate, appOriginalPurchaseDate }
@@ -223,6 +238,8 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
         try p.put(preorder.isPreordered, .isPreordered)
         try p.date(preorder.preorderDate, .preorderDate)
         try p.date(preorder.appOriginalPurchaseDate, .appOriginalPurchaseDate)
+        try c.put(storefront, .storefront)
+        try c.put(storefrontId, .storefrontId)
         try c.date(nextChangeAt, .nextChangeAt)
     }
 
@@ -243,7 +260,7 @@ public struct HistoryItemBody: Encodable, Sendable, Equatable {
 
     enum Key: String, CodingKey {
         case id, kind, type, subtype, occurredAt, receivedAt, environment, productId, transactionId
-        case originalTransactionId, price, currency
+        case originalTransactionId, price, currency, quantity, idempotencyKey
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -260,6 +277,11 @@ public struct HistoryItemBody: Encodable, Sendable, Equatable {
         try c.put(entry.originalTransactionId, .originalTransactionId)
         try c.put(entry.price, .price)
         try c.put(entry.currency, .currency)
+        // Only spends have these; other entries keep their shape.
+        if entry.kind == .consumableSpend {
+            try c.put(entry.quantity, .quantity)
+            try c.put(entry.idempotencyKey, .idempotencyKey)
+        }
     }
 }
 

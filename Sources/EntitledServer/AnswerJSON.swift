@@ -56,6 +56,8 @@ enum AnswerJSON {
                     ("appOriginalPurchaseDate", date(body.preorder.appOriginalPurchaseDate)),
                 ])
             ),
+            ("storefront", string(body.storefront)),
+            ("storefrontId", string(body.storefrontId)),
             ("nextChangeAt", date(body.nextChangeAt)),
         ])
     }
@@ -93,6 +95,9 @@ enum AnswerJSON {
             ("active", .bool(item.active)),
             ("expiresAt", date(item.expiresAt)),
             ("balance", item.balance.map { .int(Int64($0)) } ?? .null),
+            ("purchased", item.purchased.map { .int(Int64($0)) } ?? .null),
+            ("refunded", item.refunded.map { .int(Int64($0)) } ?? .null),
+            ("spent", item.spent.map { .int(Int64($0)) } ?? .null),
             ("transactionIds", .array(item.transactionIds.map(Value.string))),
             ("grant", item.grant.map(value) ?? .null),
         ])

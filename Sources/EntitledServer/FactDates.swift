@@ -41,6 +41,8 @@ extension Fact {
             ("grant", ["grantedAt": f.grantedAt, "until": f.expiresDate])
         case .promotionalGrantEnd(let f):
             ("grant end", ["endedAt": f.endedAt])
+        case .consumableSpend(let f):
+            ("consumable spend", ["spentAt": f.spentAt])
         }
     }
 

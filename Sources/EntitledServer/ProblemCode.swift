@@ -44,6 +44,8 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case aliasConflict = "ALIAS_CONFLICT"
     case grantNotFound = "GRANT_NOT_FOUND"
     case invalidGrant = "INVALID_GRANT"
+    case insufficientBalance = "INSUFFICIENT_BALANCE"
+    case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
 
     // A signed payload or V1 body refused (recorded as rejected). `INVALID_ENVIRONMENT` above is
     // also one of these: a payload's environment the app does not accept.
@@ -94,7 +96,8 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .uriTooLong: 414
         case .headersTooLarge: 431
         case .tooManyRejections: 429
-        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .aliasConflict: 409
+        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict: 409
+        case .idempotencyKeyReused: 422
         case .appleAPIFailed: 502
         case .internalError, .projectionFailed: 500
         case .shuttingDown, .retryableVerificationFailure, .storageUnavailable, .notReady: 503

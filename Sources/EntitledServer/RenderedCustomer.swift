@@ -18,6 +18,7 @@ public struct RenderedCustomer: Sendable, Equatable {
     /// or this header changes: stored answers of an older format are then re-rendered lazily.
     /// 2: answers merge the grant environments; subscriptions say their `environment`.
     /// 3: `offers` lists the offers eligible now; subscriptions carry Apple's `winBackOfferIds`.
+    /// 4: `storefront` and `storefrontId`; consumables carry `purchased`, `refunded` and `spent`.
     /// 5: `aliases` (the customer's other ids); entitlements say their `source` (`purchase` or
     /// `grant`) and `grantId`.
     public static let formatVersion = 5

@@ -95,7 +95,7 @@ struct Derivation {
             nonConsumables: nonConsumables, nonRenewingSubscriptions: nonRenewing,
             consumables: consumables, preorder: preorder, proceeds: proceeds(rates: groups.rates),
             restoreBehavior: policy.restoreBehavior, nextStatusChangeAt: nextStatusChange(extra: promotionBoundaries),
-            offers: offers)
+            offers: offers, storefront: latestStorefront())
     }
 
     /// The earliest future instant at which a grant's status changes by time alone.
@@ -453,31 +453,6 @@ struct Derivation {
                     grant: best!))
         }
         return states
-    }
-
-    private func consumableBalances(_ indices: [Int]) -> [ConsumableBalance] {
-        let txns = canon.transactions
-        var byProduct: [String: [Int]] = [:]
-        for index in indices { byProduct[txns[index].productId, default: []].append(index) }
-        return byProduct.keys.sorted().map { productId in
-            var credited = 0
-            var debited = 0
-            var ids: [String] = []
-            var refunded: [String] = []
-            // Indices follow canon order (sorted by transactionId), so the id lists are sorted.
-            for index in byProduct[productId]! {
-                let t = txns[index]
-                credited = credited.plus(t.quantity)
-                ids.append(t.transactionId)
-                if t.revokedAs != nil {
-                    debited = debited.plus(t.quantity)
-                    refunded.append(t.transactionId)
-                }
-            }
-            return ConsumableBalance(
-                productId: productId, credited: credited, debited: debited, transactionIds: ids,
-                refundedTransactionIds: refunded)
-        }
     }
 
     private func proceeds(rates: [Double]) -> [ProceedsEstimate] {

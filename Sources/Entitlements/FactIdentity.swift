@@ -56,6 +56,10 @@ extension Fact {
         case .promotionalGrantEnd(let f):
             return Self.identity(
                 "promotionalGrantEnd", [.text(f.grantId), .number(f.endedAt), .text(f.endedBy), .text(f.appAccountToken)])
+        case .consumableSpend(let f):
+            // The customer and the app's key alone: the same key sent again (with any content) is
+            // the same spend, so storage finds it and compares instead of spending twice.
+            return Self.identity("consumableSpend", [.text(f.appAccountToken.lowercased()), .text(f.idempotencyKey)])
         }
     }
 

@@ -27,7 +27,8 @@ public protocol CustomerDirectory: Sendable {
     func exportCustomer(appUserId: String) async throws -> CustomerExport?
 
     /// Erases the customer `appUserId` belongs to (every one of its ids): its ids and tokens, links,
-    /// projections, promotional grants, offer signatures, consent and merge records are deleted;
+    /// projections, promotional grants, consumable spends, offer signatures, consent and merge
+    /// records are deleted;
     /// Apple's facts and notifications stay, linked to nobody. The erasure is recorded in
     /// `customer_events` with `actor` and counts, without any erased id. Nil when no such customer.
     func eraseCustomer(appUserId: String, actor: String?, now: Int64) async throws -> ErasureReport?
@@ -49,13 +50,14 @@ public struct ErasureReport: Sendable, Hashable, Codable {
     public var ids: Int
     /// Subscriptions unlinked (their Apple facts stay).
     public var subscriptions: Int
-    /// Promotional grant facts deleted (grants and their ends).
-    public var grantFacts: Int
+    /// The server's own facts about the customer deleted (promotional grants and their ends,
+    /// consumable spends).
+    public var ownFacts: Int
 
-    public init(ids: Int, subscriptions: Int, grantFacts: Int) {
+    public init(ids: Int, subscriptions: Int, ownFacts: Int) {
         self.ids = ids
         self.subscriptions = subscriptions
-        self.grantFacts = grantFacts
+        self.ownFacts = ownFacts
     }
 }
 

@@ -36,7 +36,8 @@ extension CustomerState {
     ///   from every environment (each says its own), the primary's first;
     /// - the customer is `active` when any environment is, else `inactive` when any is, else `new`;
     /// - the next status change is the earliest; `environment`, the offers eligible now, the
-    ///   pre-order, restore behaviour and `evaluatedAt` are the primary's.
+    ///   pre-order, restore behaviour and `evaluatedAt` are the primary's; the storefront is the
+    ///   primary's, else the first environment's that has one.
     public static func merging(_ states: [CustomerState]) -> CustomerState {
         guard var merged = states.first else {
             preconditionFailure("merging needs at least one state")
@@ -61,6 +62,7 @@ extension CustomerState {
             merged.nonConsumables += state.nonConsumables
             merged.nonRenewingSubscriptions += state.nonRenewingSubscriptions
             merged.consumables += state.consumables
+            if merged.storefront == nil { merged.storefront = state.storefront }
             merged.proceeds += state.proceeds
             if let next = state.nextStatusChangeAt {
                 merged.nextStatusChangeAt = min(merged.nextStatusChangeAt ?? next, next)

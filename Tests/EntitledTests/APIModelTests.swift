@@ -50,7 +50,7 @@ import Testing
             Set(body.keys)
                 == [
                     "appUserId", "aliases", "appAccountToken", "environment", "state", "serverTime", "entitlements",
-                    "subscriptions", "nonSubscriptions", "offers", "preorder", "nextChangeAt",
+                    "subscriptions", "nonSubscriptions", "offers", "preorder", "storefront", "storefrontId", "nextChangeAt",
                 ])
         #expect(body["state"] as? String == "active")
         #expect(body["serverTime"] as? String == "2027-01-15T08:00:00.000Z")
@@ -119,7 +119,8 @@ import Testing
         "entitled-answer/5 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/5 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         // Other versions: version 1 answers were evaluated for one environment, not merged; version 2
-        // answers list offers per group.
+        // answers list offers per group; version 3 answers have no storefront nor consumable counts;
+        // version 4 answers have no aliases nor entitlement sources.
         "entitled-answer/1 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/2 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/3 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",

@@ -252,6 +252,13 @@ extension SwitchedStore: OfferSignatureLog {
     }
 }
 
+extension SwitchedStore: ConsumableSpending {
+    func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome {
+        try up()
+        return try await base.spend(request, projector: projector, now: now)
+    }
+}
+
 /// One HTTP/1.1 exchange per connection over loopback (`Connection: close`, read to EOF).
 enum Loopback {
     struct Reply: Sendable {

@@ -208,7 +208,7 @@ struct CustomerDirectoryTests {
             #expect(try await Self.occurrences(of: "erase-me", in: store) > 0)
 
             let report = try #require(try await store.directory.eraseCustomer(appUserId: "erase-me-alias", actor: "ops-key", now: testNow))
-            #expect(report == ErasureReport(ids: 2, subscriptions: 2, grantFacts: 1))
+            #expect(report == ErasureReport(ids: 2, subscriptions: 3, ownFacts: 2))
             #expect(try await Self.occurrences(of: "erase-me", in: store) == 0)
             #expect(try await Self.occurrences(of: token, in: store, tables: ["customers", "customer_states", "links"]) == 0)
             #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE kind IN ('transaction', 'renewal')") == appleFacts)
@@ -239,7 +239,8 @@ struct CustomerDirectoryTests {
     }
 
     /// `PREFIX-main` with alias `PREFIX-alias`, each with a purchase (one by token, one by claim;
-    /// Apple's ids `TAG-o1`, `TAG-o2`), a grant, an offer signature and a consent.
+    /// Apple's ids `TAG-o1`, `TAG-o2`), a grant, an offer signature, a consent, and coins bought
+    /// (`TAG-c1`) and one spent.
     static func populate(_ store: any LedgerStore, prefix: String, tag: String) async throws {
         let main = try await store.ensureCustomer(appUserId: "\(prefix)-main", appAccountToken: nil, projector: testProjector, now: testNow)
         _ = try await store.ingest(
@@ -261,6 +262,16 @@ struct CustomerDirectoryTests {
                 appUserId: "\(prefix)-alias", bundleId: "com.example", productId: "com.example.pro", offerId: "o", kind: "promotional",
                 format: "jws", nonce: UUID().uuidString.lowercased(), signedAt: testNow))
         try await (store as! any ConsentStore).recordConsent(appUserId: "\(prefix)-main", consented: true, now: testNow)
+        // Coins bought, and one spent through the server under the alias.
+        let coins = Fact.transaction(
+            TransactionFact(
+                transactionId: "\(tag)-c1", originalTransactionId: "\(tag)-c1", productId: "coins", purchaseDate: testNow - day,
+                quantity: 5, productType: .consumable, appAccountToken: main.appAccountToken, signedDate: testNow - day))
+        _ = try await store.ingest(Fixture.batch(facts: [(coins, Fixture.signed(coins))]), projector: testProjector, now: testNow)
+        let spent = try await (store as! any ConsumableSpending).spend(
+            SpendRequest(appUserId: "\(prefix)-alias", productId: "coins", quantity: 1, idempotencyKey: "k-\(tag)", environments: [.production]),
+            projector: testProjector, now: testNow)
+        guard case .spent = spent else { throw StorageError(.internal, "the spend failed: \(spent)") }
     }
 
     /// Rows of every table (every column, as text; PostgreSQL's `bytea` as its UTF-8 text) that

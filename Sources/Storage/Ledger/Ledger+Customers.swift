@@ -96,17 +96,19 @@ extension Ledger {
         let members = try group(rootID: root)
         try lockKeys(members.map { Self.tokenKey($0.appAccountToken) } + members.map { Self.userKey($0.appUserId) })
         var subscriptions = 0
-        var grantFacts = 0
+        var ownFacts = 0
         for member in members {
             subscriptions += try session.query(
                 "DELETE FROM links WHERE customer_id = $1 RETURNING original_transaction_id", .int(member.id)
             ).count
-            // The operator's facts about the customer go with it; Apple's stay (they still verify).
-            grantFacts += try session.query(
+            // The server's own facts about the customer (grants, spends) go with it; Apple's stay
+            // (they still verify).
+            ownFacts += try session.query(
                 """
                 DELETE FROM facts WHERE original_transaction_id IS NULL AND app_account_token = $1
-                    AND kind IN ($2, $3) RETURNING id
-                """, .text(member.appAccountToken), .text(Fact.promotionalGrantKind), .text(Fact.promotionalGrantEndKind)
+                    AND kind IN ($2, $3, $4) RETURNING id
+                """, .text(member.appAccountToken), .text(Fact.promotionalGrantKind), .text(Fact.promotionalGrantEndKind),
+                .text(Fact.consumableSpendKind)
             ).count
             noteRemoved(try storedState(customerID: member.id)?.projection)
             try session.pipeline([
@@ -120,8 +122,8 @@ extension Ledger {
         }
         try session.query("DELETE FROM customers WHERE merged_into = $1", .int(root))
         try session.query("DELETE FROM customers WHERE id = $1", .int(root))
-        let report = ErasureReport(ids: members.count, subscriptions: subscriptions, grantFacts: grantFacts)
-        let detail = "{\"grantFacts\":\(report.grantFacts),\"ids\":\(report.ids),\"subscriptions\":\(report.subscriptions)}"
+        let report = ErasureReport(ids: members.count, subscriptions: subscriptions, ownFacts: ownFacts)
+        let detail = "{\"ownFacts\":\(report.ownFacts),\"ids\":\(report.ids),\"subscriptions\":\(report.subscriptions)}"
         try session.query(
             "INSERT INTO customer_events (kind, customer_id, subject, actor, detail, recorded_at) VALUES ('erased', NULL, NULL, $1, $2, $3)",
             SQLValue(actor), .text(detail), .int(now))
