@@ -29,6 +29,11 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
         public var subscriptionGroup: String?
         /// The App Store environment the grant comes from (`Production`, `Sandbox`, …).
         public var environment: String?
+        /// Entitlements only: `purchase`, or `grant` for an operator's promotional grant (then
+        /// ``grantId`` names it and `productId` is empty); nil from an older server.
+        public var source: String?
+        /// Entitlements only: the promotional grant that gives it.
+        public var grantId: String?
 
         /// The last instant at which this grant gives access: its grace end, else its expiry
         /// (nil: it does not lapse with time, e.g. a non-consumable).
@@ -91,6 +96,8 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
     }
 
     public var appUserId: String
+    /// The customer's other ids (aliases the server merged with ``appUserId``); nil from an older server.
+    public var aliases: [String]?
     /// The UUID to pass to StoreKit as `appAccountToken` for this customer's purchases.
     public var appAccountToken: UUID
     /// The answer's environment: the one asked for, else (a server merging environments) its primary one.

@@ -30,11 +30,14 @@ public struct EntitlementBody: Encodable, Sendable, Equatable {
         case active, status, productId, productType, transactionId, originalTransactionId, ownership, purchaseDate
         case originalPurchaseDate, expiresAt, gracePeriodExpiresAt, willRenew, renewsTo, periodType
         case billingIssueDetectedAt, unsubscribeDetectedAt, priceIncrease, subscriptionGroup, environment
+        case source, grantId
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
         let s = state
+        try c.put(s.source.rawValue, .source)
+        try c.put(s.grantId, .grantId)
         try c.put(s.active, .active)
         try c.put(s.status.rawValue, .status)
         try c.put(s.productId, .productId)
@@ -153,6 +156,8 @@ public typealias OffersBody = EligibleOffers
 /// `GET /v1/customers/{appUserId}` (and the answer of `POST …/transactions`).
 public struct CustomerBody: Encodable, Sendable, Equatable {
     public var appUserId: String
+    /// The customer's other ids (aliases, or the id asked was merged into), sorted.
+    public var aliases: [String]
     public var appAccountToken: String
     public var environment: String
     /// `new`, `active` or `inactive`.
@@ -173,6 +178,7 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
     /// Builds the body from a customer, their state and the server's `now`.
     public init(customer: CustomerRecord, state: CustomerState, now: Int64) {
         appUserId = customer.appUserId
+        aliases = customer.aliases
         appAccountToken = customer.appAccountToken
         environment = state.environment.rawValue
         self.state = state.customerClass.rawValue
@@ -211,7 +217,7 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
 
     enum Key: String, CodingKey {
         case appUserId, appAccountToken, environment, state, serverTime, entitlements, subscriptions, nonSubscriptions
-        case offers, preorder, storefront, storefrontId, nextChangeAt
+        case offers, preorder, storefront, storefrontId, nextChangeAt, aliases
     }
 
     enum PreorderKey: String, CodingKey { case isPreordered, preorderDate, appOriginalPurchaseDate }
@@ -219,6 +225,7 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
         try c.put(appUserId, .appUserId)
+        try c.put(aliases, .aliases)
         try c.put(appAccountToken, .appAccountToken)
         try c.put(environment, .environment)
         try c.put(state, .state)

@@ -32,6 +32,7 @@ enum AnswerJSON {
     static func value(_ body: CustomerBody) -> Value {
         .object([
             ("appUserId", .string(body.appUserId)),
+            ("aliases", .array(body.aliases.map(Value.string))),
             ("appAccountToken", .string(body.appAccountToken)),
             ("environment", .string(body.environment)),
             ("state", .string(body.state)),
@@ -61,7 +62,12 @@ enum AnswerJSON {
         ])
     }
 
-    static func value(_ s: EntitlementState) -> Value { grant(s) }
+    static func value(_ s: EntitlementState) -> Value {
+        guard case .object(var members) = grant(s) else { return grant(s) }
+        members.append(("source", .string(s.source.rawValue)))
+        members.append(("grantId", string(s.grantId)))
+        return .object(members)
+    }
 
     static func value(_ offer: OfferReference) -> Value {
         .object([("productId", .string(offer.productId)), ("offerId", .string(offer.offerId))])

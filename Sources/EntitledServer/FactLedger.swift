@@ -274,7 +274,7 @@ public final class FactLedger: ReadinessProbe, Projector {
     // MARK: - Mapping
 
     /// Runs `body`, its failures as storage's own errors (anything else: the store is unavailable).
-    private func mapped<T>(_ body: () async throws -> T) async throws(StorageError) -> T {
+    func mapped<T>(_ body: () async throws -> T) async throws(StorageError) -> T {
         do {
             return try await body()
         } catch {

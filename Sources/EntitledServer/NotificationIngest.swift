@@ -86,7 +86,8 @@ extension API {
             case .transaction: (fact, payload.data?.signedTransactionInfo)
             case .renewalInfo: (fact, payload.data?.signedRenewalInfo)
             case .appTransaction: (fact, payload.appData?.signedAppTransactionInfo)
-            case .receiptEntry, .pendingRenewal, .v1Notification, .consumableSpend: (fact, nil)
+            case .receiptEntry, .pendingRenewal, .v1Notification, .consumableSpend, .promotionalGrant, .promotionalGrantEnd:
+                (fact, nil)
             }
         }
         if let transaction = payload.data?.transactionInfo {

@@ -93,6 +93,8 @@ public struct LedgerHistoryEntry: Sendable, Equatable {
     public enum Kind: String, Sendable, Equatable, Codable {
         case notification, transaction, renewalInfo, appTransaction, receiptEntry, pendingRenewal, v1Notification
         case consumableSpend
+        /// A promotional grant (`type`: the entitlement, `transactionId`: the grant id), or its early end.
+        case promotionalGrant, promotionalGrantEnd
     }
 
     /// Unique within the ledger.
@@ -181,6 +183,13 @@ extension LedgerHistoryEntry {
             self = LedgerHistoryEntry(
                 id: id, kind: .consumableSpend, occurredAt: f.spentAt, receivedAt: receivedAt, environment: f.environment,
                 productId: f.productId, quantity: f.quantity, idempotencyKey: f.idempotencyKey)
+        case .promotionalGrant(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .promotionalGrant, type: f.entitlement, occurredAt: f.grantedAt, receivedAt: receivedAt,
+                transactionId: f.grantId)
+        case .promotionalGrantEnd(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .promotionalGrantEnd, occurredAt: f.endedAt, receivedAt: receivedAt, transactionId: f.grantId)
         }
     }
 }

@@ -41,6 +41,9 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case offerNotFound = "OFFER_NOT_FOUND"
     case offerNotEligible = "OFFER_NOT_ELIGIBLE"
     case signingKeyNotConfigured = "SIGNING_KEY_NOT_CONFIGURED"
+    case aliasConflict = "ALIAS_CONFLICT"
+    case grantNotFound = "GRANT_NOT_FOUND"
+    case invalidGrant = "INVALID_GRANT"
     case insufficientBalance = "INSUFFICIENT_BALANCE"
     case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
 
@@ -81,19 +84,19 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             .invalidEnvironment, .invalidLimit, .invalidCursor, .invalidStorefront, .invalidJWTFormat, .invalidAlgorithm,
             .invalidChainLength, .invalidCertificate, .chainUntrusted, .certificateExpired, .missingAppleOID,
             .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
-            .receiptSignatureInvalid, .receiptWrongBundle:
+            .receiptSignatureInvalid, .receiptWrongBundle, .invalidGrant:
             400
         case .unauthorized, .invalidSharedSecret: 401
         case .forbidden: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
-            .offerNotFound:
+            .offerNotFound, .grantNotFound:
             404
         case .methodNotAllowed: 405
         case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
         case .headersTooLarge: 431
         case .tooManyRejections: 429
-        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance: 409
+        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict: 409
         case .idempotencyKeyReused: 422
         case .appleAPIFailed: 502
         case .internalError, .projectionFailed: 500

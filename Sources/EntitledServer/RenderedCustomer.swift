@@ -19,7 +19,9 @@ public struct RenderedCustomer: Sendable, Equatable {
     /// 2: answers merge the grant environments; subscriptions say their `environment`.
     /// 3: `offers` lists the offers eligible now; subscriptions carry Apple's `winBackOfferIds`.
     /// 4: `storefront` and `storefrontId`; consumables carry `purchased`, `refunded` and `spent`.
-    public static let formatVersion = 4
+    /// 5: `aliases` (the customer's other ids); entitlements say their `source` (`purchase` or
+    /// `grant`) and `grantId`.
+    public static let formatVersion = 5
 
     /// The environments the answer merges, as ``EvaluationContext/scope`` writes them.
     public let scope: String

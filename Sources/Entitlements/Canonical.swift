@@ -183,6 +183,8 @@ struct Canon {
     /// Group keys by dense id; `Txn.groupId` points here.
     var groups = Interner()
     var appTransaction: AppTransactionFact?
+    /// Promotional grants (every environment's: they are the operator's), sorted by grantId.
+    var promotions: [PromotionalGrantState] = []
     /// Consumable spends, one per idempotency key, sorted by key.
     var spends: [ConsumableSpendFact] = []
 
@@ -200,6 +202,7 @@ struct Canon {
         var bestRenewal: [Candidate?] = []
         var signals: [String: (date: Int64, signal: RevocationSignal)] = [:]
         var appIndex: Int?
+        var hasPromotions = false
 
         /// The chain id of an originalTransactionId, growing the per-chain arrays.
         func chain(_ otid: String) -> Int {
@@ -262,8 +265,11 @@ struct Canon {
                     if !Canon.isNewer(candidate, than: current, in: facts) { continue }
                 }
                 appIndex = i
+            case .promotionalGrant, .promotionalGrantEnd:
+                hasPromotions = true
             }
         }
+        if hasPromotions { promotions = promotionalGrants(in: facts) }
 
         if let appIndex, case .appTransaction(let a) = facts[appIndex] { appTransaction = a }
         spends = Canon.onePerKey(spends)
@@ -349,7 +355,8 @@ extension Fact {
         case .renewalInfo(let f): f.orderKey
         case .pendingRenewal(let f): f.orderKey
         case .appTransaction(let f): f.orderKey
-        case .notification, .v1Notification, .consumableSpend: []
+        case .promotionalGrant(let f): f.orderKey
+        case .notification, .v1Notification, .promotionalGrantEnd, .consumableSpend: []
         }
     }
 

@@ -232,6 +232,11 @@ public struct EntitlementState: Hashable, Sendable, Codable {
     public var priceIncrease: PriceIncrease?
     public var environment: Environment
     public var subscriptionGroup: String?
+    /// The promotional grant that gives it, nil when a purchase does (``source``).
+    public var grantId: String?
+
+    /// Where the entitlement's access comes from: a purchase, or a promotional grant (`grantId`).
+    public var source: EntitlementSource { grantId == nil ? .purchase : .grant }
 
     /// The entitlement `id` as given by `grant`.
     public init(id: String, grant: Grant) {

@@ -21,10 +21,14 @@ public indirect enum Fact: Hashable, Sendable, Codable {
     /// Units of a consumable the app spent through the server (not Apple's: the server's own fact,
     /// kept in the ledger beside Apple's so that a balance replays from the ledger alone).
     case consumableSpend(ConsumableSpendFact)
+    /// An operator's promotional grant of an entitlement (not Apple's: it counts in every environment).
+    case promotionalGrant(PromotionalGrantFact)
+    /// A promotional grant ended early.
+    case promotionalGrantEnd(PromotionalGrantEndFact)
 
     /// Encoded as `{"kind": "transaction", "fact": {…}}` (kinds: `transaction`, `renewalInfo`,
     /// `notification`, `appTransaction`, `receiptEntry`, `pendingRenewal`, `v1Notification`,
-    /// `consumableSpend`).
+    /// `consumableSpend`, `promotionalGrant`, `promotionalGrantEnd`).
     private enum CodingKeys: String, CodingKey {
         case kind
         case fact
@@ -42,6 +46,9 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case "pendingRenewal": self = .pendingRenewal(try container.decode(PendingRenewalFact.self, forKey: .fact))
         case "v1Notification": self = .v1Notification(try container.decode(V1NotificationFact.self, forKey: .fact))
         case "consumableSpend": self = .consumableSpend(try container.decode(ConsumableSpendFact.self, forKey: .fact))
+        case "promotionalGrant": self = .promotionalGrant(try container.decode(PromotionalGrantFact.self, forKey: .fact))
+        case "promotionalGrantEnd":
+            self = .promotionalGrantEnd(try container.decode(PromotionalGrantEndFact.self, forKey: .fact))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .kind, in: container, debugDescription: "unknown fact kind '\(kind)'")
@@ -75,10 +82,17 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case .consumableSpend(let fact):
             try container.encode("consumableSpend", forKey: .kind)
             try container.encode(fact, forKey: .fact)
+        case .promotionalGrant(let fact):
+            try container.encode("promotionalGrant", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .promotionalGrantEnd(let fact):
+            try container.encode("promotionalGrantEnd", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
         }
     }
 
-    /// The environment the fact belongs to.
+    /// The environment the fact belongs to (Production for promotional grants, which are not the
+    /// App Store's and count in every environment's evaluation).
     public var environment: Environment {
         switch self {
         case .transaction(let fact): fact.environment
@@ -89,6 +103,7 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case .pendingRenewal(let fact): fact.environment
         case .v1Notification(let fact): fact.environment
         case .consumableSpend(let fact): fact.environment
+        case .promotionalGrant, .promotionalGrantEnd: .production
         }
     }
 }

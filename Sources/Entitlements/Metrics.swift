@@ -82,6 +82,8 @@ extension Fact {
         case .pendingRenewal(let f): f.receiptDate
         case .v1Notification(let f): f.date
         case .consumableSpend(let f): f.spentAt
+        case .promotionalGrant(let f): f.grantedAt
+        case .promotionalGrantEnd(let f): f.endedAt
         }
     }
 }

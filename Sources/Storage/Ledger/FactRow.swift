@@ -47,6 +47,10 @@ struct FactRow: Sendable {
             transactionId = f.transactionId
         case .consumableSpend(let f):
             appAccountToken = f.appAccountToken
+        case .promotionalGrant(let f):
+            appAccountToken = f.appAccountToken
+        case .promotionalGrantEnd(let f):
+            appAccountToken = f.appAccountToken
         case .renewalInfo, .appTransaction, .pendingRenewal:
             break
         }
@@ -64,7 +68,9 @@ extension Fact {
         case .receiptEntry: "receipt"
         case .pendingRenewal: "pendingRenewal"
         case .v1Notification: "v1Notification"
-        case .consumableSpend: "consumableSpend"
+        case .consumableSpend: Fact.consumableSpendKind
+        case .promotionalGrant: Fact.promotionalGrantKind
+        case .promotionalGrantEnd: Fact.promotionalGrantEndKind
         }
     }
 
@@ -79,6 +85,13 @@ extension Fact {
         case .pendingRenewal(let f): f.originalTransactionId
         case .v1Notification(let f): f.originalTransactionId
         case .consumableSpend: nil
+        case .promotionalGrant, .promotionalGrantEnd: nil
         }
     }
+
+    /// `facts.kind` of the server's own facts about a customer — consumable spends, promotional
+    /// grants and their ends — which erasure deletes with the customer (Apple's facts stay).
+    package static let consumableSpendKind = "consumableSpend"
+    package static let promotionalGrantKind = "promotionalGrant"
+    package static let promotionalGrantEndKind = "promotionalGrantEnd"
 }
