@@ -153,6 +153,30 @@ enum Schema {
                     PRIMARY KEY (bundle_id, environment)
                 );
                 """),
+        // The event outbox: changes of customers' answers, appended in the ingest's transaction
+        // (`seq` is the feed's commit order), and webhook deliveries of them, one per endpoint.
+        Migration(
+            version: 9, name: "event outbox",
+            sql: """
+                CREATE TABLE events (
+                    seq {id},
+                    event_id TEXT NOT NULL UNIQUE,
+                    type TEXT NOT NULL,
+                    customer_id {int},
+                    app_user_id TEXT,
+                    app_account_token TEXT,
+                    environment TEXT,
+                    bundle_id TEXT,
+                    product_id TEXT,
+                    original_transaction_id TEXT,
+                    entitlements TEXT NOT NULL,
+                    details TEXT NOT NULL,
+                    cause TEXT NOT NULL,
+                    occurred_at {int} NOT NULL,
+                    recorded_at {int} NOT NULL,
+                    answer TEXT NOT NULL
+                );
+                """),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }
