@@ -332,6 +332,9 @@ struct CountingStore: LedgerStore {
     let counter: Counter
     var commit = true
 
+    func events(after: Int64, limit: Int) async throws -> [OutboxEvent] { try await base.events(after: after, limit: limit) }
+    func appendEvent(_ event: OutboxEvent) async throws -> OutboxEvent { try await base.appendEvent(event) }
+
     func ingest(
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
     ) async throws -> IngestResult {

@@ -71,6 +71,7 @@ public struct API: Sendable {
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
+        router.get("/v1/events") { try await api.events($0) }
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }
 

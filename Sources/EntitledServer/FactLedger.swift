@@ -24,6 +24,8 @@ public final class FactLedger: ReadinessProbe, Projector {
     public let cache: ProjectionCache
     /// Ingest commit latency goes here (nil: not measured).
     let metrics: ServerMetrics?
+    /// Rung after every committed ingest: wakes the event feed's long polls.
+    public let events = EventBell()
 
     /// - Parameters:
     ///   - store: the opened ledger.
@@ -70,6 +72,7 @@ public final class FactLedger: ReadinessProbe, Projector {
             let started = ContinuousClock.now
             let result = try await store.ingest(message, facts: facts, claim: claim, projector: self, now: message.receivedAt)
             metrics?.ledgerCommitDuration.observe([], (ContinuousClock.now - started).seconds)
+            if result.status == .accepted { events.ring() }
             return result.status
         }
     }

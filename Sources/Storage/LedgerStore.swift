@@ -6,7 +6,7 @@ import Entitlements
 /// SQLite with the WAL fsynced before any answer, on PostgreSQL with the server's `fsync`).
 /// Implementations: SQLite (embedded default) and PostgreSQL (scale-out); open one with
 /// ``openStore(url:configuration:)``.
-public protocol LedgerStore: Sendable {
+public protocol LedgerStore: EventStore {
     /// Stored projections counted by customer state and subscription status (one query; for
     /// metrics gauges, then kept current from ``LedgerObserver/projectionsChanged(_:)``).
     func projectionTally() async throws -> ProjectionTally

@@ -178,6 +178,14 @@ struct SwitchedStore: LedgerStore {
     }
 
     func migrate() async throws -> MigrationReport { try await base.migrate() }
+    func events(after: Int64, limit: Int) async throws -> [OutboxEvent] {
+        try up()
+        return try await base.events(after: after, limit: limit)
+    }
+    func appendEvent(_ event: OutboxEvent) async throws -> OutboxEvent {
+        try up()
+        return try await base.appendEvent(event)
+    }
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
         try up()
         return try await base.recordRejected(message, code: code)

@@ -61,9 +61,6 @@ public protocol EventStore: Sendable {
     func appendEvent(_ event: OutboxEvent) async throws -> OutboxEvent
 }
 
-extension SQLiteStore: EventStore {}
-extension PostgresStore: EventStore {}
-
 extension SessionBackedStore {
     func events(after: Int64, limit: Int) async throws -> [OutboxEvent] {
         let limit = Int64(min(max(limit, 1), 1000))
