@@ -26,6 +26,8 @@ public struct Configuration: Sendable, Equatable {
     public var log = LogSettings()
     /// A second address serving only `GET /metrics`, without credentials (plain HTTP); nil: none.
     public var metricsListen: ListenAddress?
+    /// Webhook endpoints events are delivered to (`webhooks`; default none).
+    public var webhooks: [WebhookEndpoint] = []
 
     public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
 

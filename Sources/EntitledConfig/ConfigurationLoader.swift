@@ -117,6 +117,11 @@ public struct ConfigurationLoader: Sendable {
             try object.finish()
             configuration.customerTokens = CustomerTokenSettings(secret: secret, maxLifetimeSeconds: maxLifetime)
         }
+        if let node = reader.take("webhooks") {
+            let nodes = try node.array()
+            guard nodes.count <= 20 else { throw ConfigurationError(path: node.path, message: "at most 20 webhook endpoints") }
+            configuration.webhooks = try nodes.map { node throws(ConfigurationError) in try webhook(node) }
+        }
         if let node = reader.take("tls") { configuration.tls = try tls(node, baseDirectory: baseDirectory) }
         if let node = reader.take("log") { configuration.log = try log(node) }
         if let node = reader.take("metricsListen") {

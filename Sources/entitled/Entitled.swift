@@ -19,6 +19,8 @@ enum Entitled {
         BenchCommand.self,
         StorageCrashChildCommand.self,
         SimulateCommand.self,
+        WebhookSecretCommand.self,
+        WebhookSignCommand.self,
         ]
     }
 

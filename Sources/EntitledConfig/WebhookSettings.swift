@@ -1,0 +1,127 @@
+import EntitledCrypto
+import Foundation
+
+/// One webhook endpoint (`webhooks[]`): where events are delivered, signed with its secret.
+public struct WebhookEndpoint: Sendable, Hashable {
+    /// `https://…` (or `http://` for loopback and tests).
+    public var url: URL
+    /// The signing key: the bytes of the secret's base64 part after `whsec_` (never logged).
+    public var secretKey: [UInt8]
+    /// Event types delivered; `["*"]` is every type.
+    public var events: [String]
+    /// Environments whose events are delivered.
+    public var environments: [String]
+    /// A delivery attempt that has no answer after this long is a failure. Default 10, 1…60.
+    public var timeoutSeconds: Int
+    /// The waits before each retry; after the last, the last wait repeats until ``maxRetryHours``.
+    public var retryScheduleSeconds: [Int]
+    /// After this long since the first attempt a delivery is marked failed. Default 72, 1…720.
+    public var maxRetryHours: Int
+
+    public static let defaultRetryScheduleSeconds = [30, 120, 600, 3600, 21600, 43200]
+
+    public init(
+        url: URL, secretKey: [UInt8], events: [String] = ["*"], environments: [String] = ["Production", "Sandbox"],
+        timeoutSeconds: Int = 10, retryScheduleSeconds: [Int] = WebhookEndpoint.defaultRetryScheduleSeconds, maxRetryHours: Int = 72
+    ) {
+        self.url = url
+        self.secretKey = secretKey
+        self.events = events
+        self.environments = environments
+        self.timeoutSeconds = timeoutSeconds
+        self.retryScheduleSeconds = retryScheduleSeconds
+        self.maxRetryHours = maxRetryHours
+    }
+
+    /// Whether an event of `type` in `environment` (nil: none, e.g. `test`) goes to this endpoint.
+    public func wants(type: String, environment: String?) -> Bool {
+        (events.contains("*") || events.contains(type)) && (environment.map(environments.contains) ?? true)
+    }
+}
+
+/// Webhook secrets: `whsec_` and the base64 of at least 24 random bytes (the Standard Webhooks form).
+public enum WebhookSecret {
+    public static let prefix = "whsec_"
+    public static let minimumBytes = 24
+
+    /// A new secret of 32 random bytes (`entitled webhook-secret`).
+    public static func generate() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return prefix + Base64.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+
+    /// The signing key of a secret; nil when it is not `whsec_` + base64 of at least 24 bytes.
+    public static func key(_ secret: String) -> [UInt8]? {
+        guard secret.hasPrefix(prefix), let bytes = Base64.decode(secret.dropFirst(prefix.count)), bytes.count >= minimumBytes
+        else { return nil }
+        return bytes
+    }
+}
+
+extension ConfigurationLoader {
+    /// Parses `webhooks[]`.
+    func webhook(_ node: Node) throws(ConfigurationError) -> WebhookEndpoint {
+        var object = try node.object()
+        let urlNode = try object.require("url")
+        let raw = try urlNode.string()
+        guard raw.utf8.count <= 2048, let url = URL(string: raw), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            url.host != nil
+        else {
+            throw ConfigurationError(path: urlNode.path, message: "expected an http(s) URL such as https://api.example.com/hooks/entitled")
+        }
+        let secretNode = try object.require("secret")
+        guard let key = WebhookSecret.key(try resolveSecret(try secretNode.string(), path: secretNode.path)) else {
+            throw ConfigurationError(
+                path: secretNode.path, message: "expected whsec_ and the base64 of at least 24 random bytes (entitled webhook-secret)")
+        }
+        var endpoint = WebhookEndpoint(url: url, secretKey: key)
+        if let value = object.take("events") {
+            endpoint.events = try value.array().map { element throws(ConfigurationError) in
+                let type = try element.string()
+                guard type == "*" || Self.eventTypes.contains(type) else {
+                    throw ConfigurationError(path: element.path, message: "unknown event type '\(type)'")
+                }
+                return type
+            }
+            guard !endpoint.events.isEmpty else { throw ConfigurationError(path: value.path, message: "must not be empty") }
+        }
+        if let value = object.take("environments") {
+            endpoint.environments = try value.array().map { element throws(ConfigurationError) in
+                let raw = try element.string()
+                guard ["Production", "Sandbox", "Xcode", "LocalTesting"].contains(raw) else {
+                    throw ConfigurationError(path: element.path, message: "unknown environment '\(raw)'")
+                }
+                return raw
+            }
+        }
+        if let value = object.take("timeoutSeconds") {
+            endpoint.timeoutSeconds = try value.int()
+            guard (1...60).contains(endpoint.timeoutSeconds) else { throw ConfigurationError(path: value.path, message: "must be between 1 and 60") }
+        }
+        if let value = object.take("retryScheduleSeconds") {
+            endpoint.retryScheduleSeconds = try value.array().map { element throws(ConfigurationError) in
+                let seconds = try element.int()
+                guard (1...86400).contains(seconds) else { throw ConfigurationError(path: element.path, message: "must be between 1 and 86400") }
+                return seconds
+            }
+            guard (1...20).contains(endpoint.retryScheduleSeconds.count) else {
+                throw ConfigurationError(path: value.path, message: "must list 1 to 20 waits")
+            }
+        }
+        if let value = object.take("maxRetryHours") {
+            endpoint.maxRetryHours = try value.int()
+            guard (1...720).contains(endpoint.maxRetryHours) else { throw ConfigurationError(path: value.path, message: "must be between 1 and 720") }
+        }
+        try object.finish()
+        return endpoint
+    }
+
+    /// Every event type (docs/openapi.yaml lists them with examples).
+    public static let eventTypes: Set<String> = [
+        "subscription.started", "subscription.renewed", "subscription.product_changed", "subscription.auto_renew_disabled",
+        "subscription.auto_renew_enabled", "subscription.billing_issue", "subscription.recovered", "subscription.expired",
+        "subscription.refunded", "subscription.refund_reversed", "subscription.revoked", "subscription.extended",
+        "subscription.price_increase", "subscription.offer_redeemed", "purchase.completed", "purchase.refunded",
+        "customer.transferred", "consumption.requested", "test",
+    ]
+}
