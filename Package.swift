@@ -99,9 +99,15 @@ let package = Package(
         .target(name: "EntitledKit", swiftSettings: swiftSettings),
 
         // libFuzzer target for the JWS/JSON parsing path (scripts/fuzz.sh); a plain corpus runner otherwise.
-        .executableTarget(name: "FuzzJWS", dependencies: ["AppStore", "EntitledCrypto"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "FuzzJWS", dependencies: ["AppStore", "EntitledCrypto", "FuzzSupport"], swiftSettings: swiftSettings),
+        // The fuzz targets' shared entry point: libFuzzer's driver, or a plain corpus runner.
+        .target(name: "FuzzSupport", swiftSettings: swiftSettings),
+        // libFuzzer target for app receipts: the DER reader, PKCS#7 framing, receipt payloads.
+        .executableTarget(
+            name: "FuzzReceipt", dependencies: ["AppStore", "EntitledCrypto", "FuzzSupport"], swiftSettings: swiftSettings),
         // libFuzzer target for the entitlement engine: arbitrary facts (extreme dates included) through `evaluate`.
-        .executableTarget(name: "FuzzEngine", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
+        .executableTarget(name: "FuzzEngine", dependencies: ["Entitlements", "FuzzSupport"], swiftSettings: swiftSettings),
 
         .testTarget(
             name: "AppStoreTests", dependencies: ["AppStore", "AppStoreTesting", "EntitledCrypto"],

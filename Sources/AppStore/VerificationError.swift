@@ -37,11 +37,19 @@ public struct VerificationError: Error, Sendable, Equatable, CustomStringConvert
         /// A transient failure (OCSP responder unreachable or unusable): the sender should retry.
         public static let retryableVerificationFailure = Code(rawValue: "RETRYABLE_VERIFICATION_FAILURE")
 
+        /// An app receipt that is not base64 PKCS#7 signed data with a well-formed ASN.1 payload.
+        public static let invalidReceipt = Code(rawValue: "INVALID_RECEIPT")
+        /// An app receipt whose PKCS#7 signature does not verify or whose signer does not chain to a receipt root.
+        public static let receiptSignatureInvalid = Code(rawValue: "RECEIPT_SIGNATURE_INVALID")
+        /// An app receipt for another bundle id.
+        public static let receiptWrongBundle = Code(rawValue: "RECEIPT_WRONG_BUNDLE")
+
         /// Every code the verifier produces.
         public static let all: [Code] = [
             .invalidJWTFormat, .invalidAlgorithm, .invalidChainLength, .invalidCertificate, .chainUntrusted,
             .certificateExpired, .missingAppleOID, .certificateRevoked, .invalidSignature, .invalidAppIdentifier,
-            .invalidEnvironment, .malformedPayload, .retryableVerificationFailure,
+            .invalidEnvironment, .malformedPayload, .retryableVerificationFailure, .invalidReceipt,
+            .receiptSignatureInvalid, .receiptWrongBundle,
         ]
     }
 

@@ -121,6 +121,9 @@ public struct App: Sendable, Equatable {
     public var environments: [String]
     /// DER or PEM files of trusted roots; empty means the bundled Apple Root CA - G3.
     public var appleRootCertificates: [String]
+    /// DER or PEM files of the roots app receipts (PKCS#7) chain to; empty means the bundled
+    /// Apple Root CA and Apple Root CA - G3.
+    public var receiptRootCertificates: [String] = []
     /// The V1 shared secret (`password` of V1 notifications), if the app uses V1.
     public var sharedSecret: String?
     /// Grace days assumed when Apple gives no `gracePeriodExpiresDate` (V1, verifyReceipt).
@@ -131,6 +134,9 @@ public struct App: Sendable, Equatable {
     public var products: [Product]
     /// The App Store Server API key and reconciliation schedule (`serverAPI`); nil: the server never calls Apple.
     public var serverAPI: ServerAPISettings?
+    /// `consumption.autoRespond`: answer Apple's `CONSUMPTION_REQUEST`s from the ledger (needs
+    /// `serverAPI`); false leaves the answer to the app's backend.
+    public var consumptionAutoRespond = false
 
     public init(
         bundleId: String, appAppleId: Int64? = nil, environments: [String] = ["Production", "Sandbox"],

@@ -175,8 +175,9 @@ public struct ConfigurationLoader: Sendable {
         if app.environments.contains("Production") && app.appAppleId == nil {
             throw ConfigurationError(path: node.path + ".appAppleId", message: "required when Production is an environment")
         }
-        if let value = object.take("appleRootCertificates") {
-            app.appleRootCertificates = try value.array().map { element throws(ConfigurationError) in
+        for key in ["appleRootCertificates", "receiptRootCertificates"] {
+            guard let value = object.take(key) else { continue }
+            let paths = try value.array().map { element throws(ConfigurationError) in
                 let raw = try element.string()
                 let resolved = raw.hasPrefix("/") || baseDirectory == nil ? raw : baseDirectory! + "/" + raw
                 guard FileManager.default.isReadableFile(atPath: resolved) else {
@@ -184,6 +185,7 @@ public struct ConfigurationLoader: Sendable {
                 }
                 return resolved
             }
+            if key == "appleRootCertificates" { app.appleRootCertificates = paths } else { app.receiptRootCertificates = paths }
         }
         if let value = object.take("sharedSecret") {
             app.sharedSecret = try resolveSecret(try value.string(), path: value.path)
@@ -212,6 +214,16 @@ public struct ConfigurationLoader: Sendable {
         }
         if let value = object.take("serverAPI") {
             app.serverAPI = try serverAPI(value, baseDirectory: baseDirectory)
+        }
+        if let value = object.take("consumption") {
+            var consumption = try value.object()
+            if let autoRespond = consumption.take("autoRespond") {
+                app.consumptionAutoRespond = try autoRespond.bool()
+                if app.consumptionAutoRespond && app.serverAPI == nil {
+                    throw ConfigurationError(path: autoRespond.path, message: "needs serverAPI: the answer is sent through Apple's API")
+                }
+            }
+            try consumption.finish()
         }
         try object.finish()
         return app

@@ -179,9 +179,9 @@ public final class X509Certificate: @unchecked Sendable, Equatable, CustomString
 }
 
 /// Calendar arithmetic without the C library's time-zone state (`timegm` is not in every libc).
-enum CivilTime {
+public enum CivilTime {
     /// Seconds since 1970-01-01T00:00:00Z for a proleptic Gregorian UTC date and time.
-    static func epochSeconds(year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64) -> Int64 {
+    public static func epochSeconds(year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64) -> Int64 {
         // Days from civil, after Howard Hinnant's public-domain description of the algorithm.
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import EntitledConfig
 import EntitledCrypto
 import Entitlements
@@ -35,13 +36,20 @@ public struct API: Sendable {
     let cache: ProjectionCache
     var codec: JSONCodec { cache.codec }
     let metrics: ServerMetrics
+    /// The App Store Server API client of each app with `serverAPI`, by bundleId.
+    let serverAPI: [String: AppStoreServerAPIClient]
+    /// Durable jobs (backfills); nil when the store keeps none.
+    let jobs: (any DurableJobStore)?
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
-        cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics()
+        cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics(),
+        serverAPI: [String: AppStoreServerAPIClient] = [:], jobs: (any DurableJobStore)? = nil
     ) {
         self.configuration = configuration
+        self.serverAPI = serverAPI
+        self.jobs = jobs
         self.cache = cache
         self.metrics = metrics
         self.verifier = verifier
@@ -68,10 +76,14 @@ public struct API: Sendable {
         router.post("/v1/customers/{appUserId}/transactions", admit: { _ = try api.authenticate($0) }) {
             try await api.postTransaction($0)
         }
+        router.post("/v1/customers/{appUserId}/receipts", admit: { _ = try api.authenticate($0) }) {
+            try await api.postReceipt($0)
+        }
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
         router.get("/v1/events") { try await api.events($0) }
+        registerSupport(on: &router)
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }
 
@@ -229,20 +241,14 @@ public struct API: Sendable {
             let member: String
             switch (posted.signedTransaction, posted.signedAppTransaction) {
             case (let jws?, nil):
-                guard let peeked = JWSPeek.payload(JWSTransactionDecodedPayload.self, jws, codec: codec) else {
-                    throw VerificationError.malformed("signedTransaction is not a JWS")
-                }
-                app = try self.app(peeked.bundleId)
-                let transaction = try await verifier.verifyTransaction(signedTransaction: jws, app: app)
-                try checkEnvironment(transaction.environment, app: app)
-                let fact: TransactionFact
-                do { fact = try mapper(app).transaction(transaction) } catch {
-                    throw Self.rejection(error)
-                }
-                verified = .transaction(fact)
+                let checked = try await verifiedTransaction(jws)
+                app = checked.app
+                try await enqueueBackfillIfUnseen(
+                    app: app, checked.fact.originalTransactionId, environment: checked.fact.environment, source: .client, now: now)
+                verified = .transaction(checked.fact)
                 signed = jws
                 member = "signedTransaction"
-                environment = fact.environment
+                environment = checked.fact.environment
                 claim = Claim(appUserId: appUserId, behaviour: app.restoreBehavior)
             case (nil, let jws?):
                 guard let peeked = JWSPeek.payload(AppTransaction.self, jws, codec: codec) else {

@@ -12,6 +12,7 @@ public final class AppStoreVerifier: NotificationVerifying {
     }
 
     private let verifiers: [String: SignedDataVerifier]
+    private let receiptVerifiers: [String: ReceiptVerifier]
 
     /// - Parameters:
     ///   - apps: the configured apps.
@@ -23,7 +24,20 @@ public final class AppStoreVerifier: NotificationVerifying {
     ) throws(SetupError) {
         let cache = VerifiedChainCache()
         var verifiers: [String: SignedDataVerifier] = [:]
+        var receiptVerifiers: [String: ReceiptVerifier] = [:]
         for app in apps {
+            var receiptRoots: [[UInt8]] = []
+            for path in app.receiptRootCertificates {
+                receiptRoots.append(try Self.loadCertificate(path))
+            }
+            do {
+                receiptVerifiers[app.bundleId] = try ReceiptVerifier(
+                    configuration: .init(
+                        trustedRoots: receiptRoots.isEmpty ? AppleRootCertificates.defaultReceiptRoots : receiptRoots,
+                        bundleId: app.bundleId, environments: Set(app.environments.map(AppStoreEnvironment.init(rawValue:)))))
+            } catch {
+                throw SetupError(description: "apps[\(app.bundleId)].receiptRootCertificates: \(error.message)")
+            }
             var roots: [[UInt8]] = []
             for path in app.appleRootCertificates {
                 roots.append(try Self.loadCertificate(path))
@@ -41,6 +55,7 @@ public final class AppStoreVerifier: NotificationVerifying {
             }
         }
         self.verifiers = verifiers
+        self.receiptVerifiers = receiptVerifiers
     }
 
     public func verifyNotification(signedPayload: String, app: App) async throws(VerificationError)
@@ -72,6 +87,13 @@ public final class AppStoreVerifier: NotificationVerifying {
         -> AppTransaction
     {
         try await verifier(for: app).verify(signedAppTransaction, as: AppTransaction.self)
+    }
+
+    public func verifyReceipt(_ receipt: ReceiptVerifier.Decoded, app: App, now: Int64) throws(VerificationError) -> AppReceipt {
+        guard let verifier = receiptVerifiers[app.bundleId] else {
+            throw VerificationError(.invalidAppIdentifier, "bundleId \(app.bundleId) is not configured")
+        }
+        return try verifier.check(receipt, now: now)
     }
 
     /// The app's verifier (for the App Store Server API client's answers).

@@ -1,7 +1,9 @@
 import AppStore
+import AppStoreServerAPI
 import EntitledConfig
 import Foundation
 import HTTPServer
+import Storage
 
 /// What `/readyz` asks: can the server do its job right now (storage reachable)?
 public protocol ReadinessProbe: Sendable {
@@ -19,6 +21,8 @@ public struct Application: Sendable {
     public let notifications: NotificationIngest?
     /// What `GET /metrics` reports; the HTTP server records every request into it.
     public let metrics: ServerMetrics
+    /// Runs the durable jobs (backfills) when some app has `serverAPI` and the store keeps jobs.
+    public let jobRunner: JobRunner?
 
     /// Builds only `/healthz` and `/readyz`: the bare HTTP stack that `entitled bench http`
     /// measures. Neither route reads the time, so this takes no clock.
@@ -29,6 +33,7 @@ public struct Application: Sendable {
         Health.register(on: &router, readiness: readiness)
         self.router = router
         notifications = nil
+        jobRunner = nil
     }
 
     /// Builds every route of the API: health, readiness (the ledger's), Apple's notifications, customers,
@@ -37,7 +42,8 @@ public struct Application: Sendable {
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
         hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache(),
-        metrics: ServerMetrics = ServerMetrics()
+        metrics: ServerMetrics = ServerMetrics(), serverAPI: [String: AppStoreServerAPIClient] = [:],
+        jobs: (any DurableJobStore)? = nil
     ) {
         self.configuration = configuration
         self.metrics = metrics
@@ -45,10 +51,22 @@ public struct Application: Sendable {
         Health.register(on: &router, readiness: ledger)
         let api = API(
             configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, budget: rejectionBudget,
-            hmac: hmac, cache: cache, metrics: metrics)
+            hmac: hmac, cache: cache, metrics: metrics, serverAPI: serverAPI, jobs: jobs)
         api.register(on: &router)
         self.router = router
         notifications = NotificationIngest(api: api)
+        if let jobs, !serverAPI.isEmpty {
+            let backfill = Backfill(api: api)
+            let consumption = ConsumptionResponder(api: api)
+            jobRunner = JobRunner(
+                jobs: jobs, clock: clock,
+                handlers: [
+                    API.backfillJobKind: { (job) async throws(JobFailure) in try await backfill.run(job) },
+                    API.consumptionJobKind: { (job) async throws(JobFailure) in try await consumption.run(job) },
+                ])
+        } else {
+            jobRunner = nil
+        }
     }
 
     /// The HTTP server settings derived from configuration.

@@ -21,6 +21,8 @@ public struct AssembledServer: Sendable {
     public let serverAPIClients: [String: AppStoreServerAPIClient]
     /// One per app with `serverAPI`: reconciliation with Apple's notification history.
     public let reconcilers: [Reconciler]
+    /// Runs the durable jobs (backfills) in `serve`; nil without an app with `serverAPI`.
+    public var jobRunner: JobRunner? { application.jobRunner }
     /// What `/metrics` reports (``Application/metrics``).
     public var metrics: ServerMetrics { application.metrics }
 }
@@ -88,13 +90,19 @@ public func buildApplication(
     }
     let cache = fastPaths.projectionCache()
     let ledger = FactLedger(store: opened, policy: FactMapper.policy(for: configuration), cache: cache, metrics: metrics)
-    let application = Application(
-        configuration: configuration, verifier: TimedVerifier(base: notificationVerifier, metrics: metrics), ledger: ledger,
-        clock: clock, rejectionBudget: rejectionBudget, cache: cache, metrics: metrics)
     let clients: [String: AppStoreServerAPIClient]
-    let reconcilers: [Reconciler]
     do {
         clients = try buildServerAPIClients(configuration: configuration, clock: clock, outbound: outbound, sleeper: apiSleeper)
+    } catch {
+        if store == nil { await opened.close() }
+        throw error
+    }
+    let application = Application(
+        configuration: configuration, verifier: TimedVerifier(base: notificationVerifier, metrics: metrics), ledger: ledger,
+        clock: clock, rejectionBudget: rejectionBudget, cache: cache, metrics: metrics, serverAPI: clients,
+        jobs: opened as? any DurableJobStore)
+    let reconcilers: [Reconciler]
+    do {
         reconcilers = try buildReconcilers(configuration: configuration, clock: clock, store: opened, application: application, clients: clients)
     } catch {
         if store == nil { await opened.close() }

@@ -98,6 +98,12 @@ extension API {
             case .receiptEntry, .pendingRenewal, .v1Notification: (fact, nil)
             }
         }
+        if let transaction = verified.transaction {
+            try await enqueueBackfillIfUnseen(
+                app: app, transaction.originalTransactionId, environment: FactMapper.environment(transaction.environment),
+                source: source, now: now)
+        }
+        try await enqueueConsumptionRequest(app: app, payload, transactionId: verified.transaction?.transactionId, now: now)
         let status = try await store { () async throws(StorageError) in
             try await ledger.ingest(message, facts: signed)
         }

@@ -50,6 +50,19 @@ public protocol NotificationVerifying: Sendable {
     /// Verifies an app transaction the app posted (`AppTransaction.shared`'s `jwsRepresentation`).
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError)
         -> AppTransaction
+    /// Checks an app receipt (PKCS#7) decoded by ``ReceiptVerifier/decode(base64:)`` for `app`:
+    /// signature and chain to a receipt root at its creation date, bundle id, environment.
+    func verifyReceipt(_ receipt: ReceiptVerifier.Decoded, app: App, now: Int64) throws(VerificationError) -> AppReceipt
+}
+
+extension NotificationVerifying {
+    /// Checks an app receipt for `app` against Apple's receipt roots (``AppleRootCertificates/defaultReceiptRoots``);
+    /// ``AppStoreVerifier`` uses the app's `receiptRootCertificates` instead.
+    public func verifyReceipt(_ receipt: ReceiptVerifier.Decoded, app: App, now: Int64) throws(VerificationError) -> AppReceipt {
+        try ReceiptVerifier(
+            configuration: .init(bundleId: app.bundleId, environments: Set(app.environments.map(AppStoreEnvironment.init(rawValue:))))
+        ).check(receipt, now: now)
+    }
 }
 
 // MARK: - Ledger

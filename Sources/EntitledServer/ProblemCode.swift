@@ -53,6 +53,9 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case malformedPayload = "MALFORMED_PAYLOAD"
     case invalidDate = "INVALID_DATE"
     case invalidSharedSecret = "INVALID_SHARED_SECRET"
+    case invalidReceipt = "INVALID_RECEIPT"
+    case receiptSignatureInvalid = "RECEIPT_SIGNATURE_INVALID"
+    case receiptWrongBundle = "RECEIPT_WRONG_BUNDLE"
 
     // The server's side.
     case retryableVerificationFailure = "RETRYABLE_VERIFICATION_FAILURE"
@@ -60,22 +63,30 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case projectionFailed = "PROJECTION_FAILED"
     case notReady = "NOT_READY"
 
+    // Apple's App Store Server API (support endpoints).
+    case serverAPINotConfigured = "SERVER_API_NOT_CONFIGURED"
+    case appleNotFound = "APPLE_NOT_FOUND"
+    case appleAPIFailed = "APPLE_API_FAILED"
+
     /// The HTTP status this code is always answered with.
     public var status: Int {
         switch self {
         case .missingParameter, .invalidPathParameter, .invalidJSON, .jsonTooDeep, .invalidRequest, .invalidAppUserId,
             .invalidEnvironment, .invalidLimit, .invalidCursor, .invalidStorefront, .invalidJWTFormat, .invalidAlgorithm,
             .invalidChainLength, .invalidCertificate, .chainUntrusted, .certificateExpired, .missingAppleOID,
-            .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate:
+            .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
+            .receiptSignatureInvalid, .receiptWrongBundle:
             400
         case .unauthorized, .invalidSharedSecret: 401
         case .forbidden: 403
-        case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound: 404
+        case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound: 404
         case .methodNotAllowed: 405
         case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
         case .headersTooLarge: 431
         case .tooManyRejections: 429
+        case .serverAPINotConfigured: 409
+        case .appleAPIFailed: 502
         case .internalError, .projectionFailed: 500
         case .shuttingDown, .retryableVerificationFailure, .storageUnavailable, .notReady: 503
         }

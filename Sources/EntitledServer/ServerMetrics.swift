@@ -16,6 +16,7 @@ public final class ServerMetrics: LedgerObserver {
     let httpRequests: Counter
     let httpDuration: Histogram
     let notifications: Counter
+    let unknownAppleValues: Counter
     let verificationDuration: Histogram
     let ledgerCommitDuration: Histogram
     let ledgerGroupSize: Histogram
@@ -41,6 +42,10 @@ public final class ServerMetrics: LedgerObserver {
             "entitled_notifications_total",
             "Apple notifications received, by version, type, subtype and outcome (accepted, duplicate, rejected with code).",
             labels: ["version", "type", "subtype", "outcome", "code"])
+        unknownAppleValues = registry.counter(
+            "entitled_unknown_apple_values_total",
+            "Verified V2 notifications whose type or subtype this server does not know (accepted, recorded raw, mapped to nothing new).",
+            labels: ["field"])
         verificationDuration = registry.histogram(
             "entitled_verification_duration_seconds", "Time to verify a signed payload and its certificate chain, by kind.",
             labels: ["kind"], buckets: Self.latencyBuckets)
@@ -80,6 +85,14 @@ public final class ServerMetrics: LedgerObserver {
     func notificationIngested(version: String, type: String?, subtype: String?, status: IngestResult.Status) {
         let outcome = status.rawValue
         notifications.add([version, Self.bounded(type), Self.bounded(subtype), outcome, ""])
+        // Apple adds types every year: one this build does not know is counted, so operators see
+        // it before they read the release notes; the value itself is in the ledger.
+        if version == "2", let type, !NotificationTypeV2.known.contains(NotificationTypeV2(rawValue: type)) {
+            unknownAppleValues.add(["notificationType"])
+        }
+        if version == "2", let subtype, !NotificationSubtype.known.contains(NotificationSubtype(rawValue: subtype)) {
+            unknownAppleValues.add(["subtype"])
+        }
     }
 
     /// A notification refused with `code` (its type is unknown: it did not verify).
@@ -130,6 +143,12 @@ struct TimedVerifier: NotificationVerifying {
         try await timed("transaction") { () async throws(VerificationError) in
             try await base.verifyTransaction(signedTransaction: signedTransaction, app: app)
         }
+    }
+
+    func verifyReceipt(_ receipt: ReceiptVerifier.Decoded, app: App, now: Int64) throws(VerificationError) -> AppReceipt {
+        let started = ContinuousClock.now
+        defer { metrics.verificationDuration.observe(["receipt"], (ContinuousClock.now - started).seconds) }
+        return try base.verifyReceipt(receipt, app: app, now: now)
     }
 
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {

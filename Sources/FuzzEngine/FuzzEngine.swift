@@ -1,5 +1,6 @@
 import Entitlements
 import Foundation
+import FuzzSupport
 
 // libFuzzer target for the entitlement engine (scripts/fuzz.sh): the fuzzer's bytes become a bag
 // of facts, a policy and `now`, and `evaluate` must end in a state — never trap — whatever the
@@ -194,54 +195,7 @@ func require(_ condition: Bool, _ message: @autoclosure () -> String) {
     if !condition { fatalError("FuzzEngine: \(message())") }
 }
 
-#if FUZZING
-    /// libFuzzer's driver, linked in by `-sanitize=fuzzer` (see FuzzJWS for why `main` calls it).
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func LLVMFuzzerRunDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-    ) -> CInt
-
-    /// libFuzzer's per-input callback (libFuzzer's own objects reference it by name).
-    @_cdecl("LLVMFuzzerTestOneInput")
-    public func fuzzEngineTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-        fuzzOne(UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : size))
-        return 0
-    }
-
-    @main
-    enum FuzzEngineMain {
-        static func main() {
-            var argc = CommandLine.argc
-            var argv = CommandLine.unsafeArgv
-            exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzEngineTestOneInput(data, size) })
-        }
-    }
-#else
-    /// Without the fuzzer: runs each file named on the command line (a corpus folder or a crash
-    /// reproducer) through the same function, so the target builds and runs as a plain executable.
-    @main
-    enum FuzzEngineMain {
-        static func main() {
-            var count = 0
-            for path in CommandLine.arguments.dropFirst() {
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-                    FileHandle.standardError.write(Data("FuzzEngine: no such file \(path)\n".utf8))
-                    exit(2)
-                }
-                let files =
-                    isDirectory.boolValue
-                    ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted().map { path + "/" + $0 }
-                    : [path]
-                for file in files {
-                    guard let data = FileManager.default.contents(atPath: file) else { continue }
-                    data.withUnsafeBytes { fuzzOne($0) }
-                    count += 1
-                }
-            }
-            print("FuzzEngine: ran \(count) inputs")
-        }
-    }
-#endif
+@main
+enum FuzzEngineMain {
+    static func main() { FuzzMain.run("FuzzEngine", fuzzOne) }
+}

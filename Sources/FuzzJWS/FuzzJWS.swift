@@ -1,6 +1,7 @@
 import AppStore
 import EntitledCrypto
 import Foundation
+import FuzzSupport
 
 /// One fuzz input through the parsing path the verifier runs before any signature check: JWS
 /// splitting and base64url, the header reader, the nesting scan, `JSONDecoder` on the payload, and
@@ -54,55 +55,7 @@ private struct FuzzPayload: Decodable, Equatable {
     var items: [Inner]?
 }
 
-#if FUZZING
-    /// libFuzzer's driver, linked in by `-sanitize=fuzzer`. Called from `main` because SwiftPM points
-    /// an executable's `main` at the module's own entry point, so libFuzzer's `main` cannot be used.
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func LLVMFuzzerRunDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-    ) -> CInt
-
-    /// libFuzzer's per-input callback (libFuzzer's own objects reference it by name).
-    @_cdecl("LLVMFuzzerTestOneInput")
-    public func fuzzJWSTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
-        fuzzOne(UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : size))
-        return 0
-    }
-
-    @main
-    enum FuzzJWSMain {
-        static func main() {
-            var argc = CommandLine.argc
-            var argv = CommandLine.unsafeArgv
-            exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzJWSTestOneInput(data, size) })
-        }
-    }
-#else
-    /// Without the fuzzer: runs each file named on the command line (a corpus or a crash reproducer)
-    /// through the same function, so the target builds and runs as a plain executable.
-    @main
-    enum FuzzJWSMain {
-        static func main() {
-            var count = 0
-            for path in CommandLine.arguments.dropFirst() {
-                var isDirectory: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-                    FileHandle.standardError.write(Data("FuzzJWS: no such file \(path)\n".utf8))
-                    exit(2)
-                }
-                let files =
-                    isDirectory.boolValue
-                    ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted().map { path + "/" + $0 }
-                    : [path]
-                for file in files {
-                    guard let data = FileManager.default.contents(atPath: file) else { continue }
-                    data.withUnsafeBytes { fuzzOne($0) }
-                    count += 1
-                }
-            }
-            print("FuzzJWS: ran \(count) inputs")
-        }
-    }
-#endif
+@main
+enum FuzzJWSMain {
+    static func main() { FuzzMain.run("FuzzJWS", fuzzOne) }
+}

@@ -15,6 +15,9 @@ public enum IngestSource: String, Sendable, Hashable, CaseIterable {
     case simulator
     /// A V2 notification read back from Apple's notification history (reconciliation).
     case reconcile
+    /// A transaction fetched from Apple's transaction history (backfill of a subscription first
+    /// seen here, or an import).
+    case backfill
 }
 
 /// A message as received, before or without any interpretation: it is stored verbatim.

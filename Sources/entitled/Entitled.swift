@@ -16,6 +16,7 @@ enum Entitled {
         RebuildCommand.self,
         CheckCommand.self,
         ReconcileCommand.self,
+        ImportCommand.self,
         BenchCommand.self,
         StorageCrashChildCommand.self,
         SimulateCommand.self,

@@ -122,6 +122,20 @@ struct VerifierTests {
                 revocationChecker: FakeRevocationChecker(answer: VerificationError(.retryableVerificationFailure)))
             return try await verifier.verify(good, as: FlatPayload.self)
         }, "OCSP unreachable")
+        // The receipt codes come from the receipt verifier.
+        let receiptVerifier = try ReceiptVerifier(
+            configuration: .init(trustedRoots: [ca.rootDER], bundleId: "com.example", environments: [.production]))
+        func receiptCode(_ text: String) -> VerificationError.Code? {
+            do { _ = try receiptVerifier.verify(base64: text, now: 0) } catch { return error.code }
+            return nil
+        }
+        let created: Int64 = 1_761_962_975_000
+        record(.invalidReceipt, receiptCode("not a receipt"), "not base64")
+        record(.receiptSignatureInvalid, receiptCode(
+            try TestReceipt(bundleId: "com.example", creationDate: created).signed(by: try TestCertificateAuthority(options: .init(name: "Other")))),
+            "receipt from another root")
+        record(.receiptWrongBundle, receiptCode(try TestReceipt(bundleId: "com.example.other", creationDate: created).signed(by: ca)),
+            "receipt for another app")
         #expect(seen == Set(VerificationError.Code.all))
         #expect(VerificationError(.retryableVerificationFailure).isRetryable)
         #expect(!VerificationError(.invalidSignature).isRetryable)

@@ -44,7 +44,7 @@ struct APIHarness {
 
     static func run(
         configuration: Configuration = APIHarness.configuration(), budgetCapacity: Double = 1000,
-        verifier: (any NotificationVerifying)? = nil, clock: VirtualClock? = nil,
+        verifier: (any NotificationVerifying)? = nil, clock: VirtualClock? = nil, metrics: ServerMetrics = ServerMetrics(),
         _ body: (APIHarness) async throws -> Void
     ) async throws {
         let clock = clock ?? VirtualClock(start)
@@ -53,7 +53,7 @@ struct APIHarness {
         let application = Application(
             configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger.ledger, clock: clock,
             rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock),
-            cache: cache)
+            cache: cache, metrics: metrics)
         var server = HTTPServer.Configuration()
         server.host = "127.0.0.1"
         server.port = 0

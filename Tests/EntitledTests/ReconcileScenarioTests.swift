@@ -37,11 +37,16 @@ struct ReconcileWorld {
     let port: Int
     let reconciler: Reconciler
     let store: any LedgerStore
+    /// The server's durable jobs (backfills), run on demand by the tests.
+    let jobRunner: JobRunner
+    /// `entitled import`'s work for the app.
+    let importer: CustomerImport
     let close: @Sendable () async -> Void
 
     static let customers = ["alice", "bob", "carol"]
 
-    static func start(folder: URL) async throws -> ReconcileWorld {
+    /// - Parameter receiptRoot: when set, the app's `receiptRootCertificates` (receipt tests).
+    static func start(folder: URL, receiptRoot: [UInt8]? = nil) async throws -> ReconcileWorld {
         let ca = try SimulatorCA.ephemeral()
         let rootFile = folder.appendingPathComponent("root.der")
         try Data(ca.rootDER).write(to: rootFile)
@@ -74,6 +79,12 @@ struct ReconcileWorld {
         app.serverAPI = ServerAPISettings(
             keyId: "ABC123DEFG", issuerId: "57246542-96fe-1a63-e053-0824d011072a", privateKeyPEM: try key.pkcs8PEM(),
             baseURL: URL(string: "http://127.0.0.1:\(apple.port)"))
+        if let receiptRoot {
+            let file = folder.appendingPathComponent("receipt-root.der")
+            try Data(receiptRoot).write(to: file)
+            app.receiptRootCertificates = [file.path]
+        }
+        app.consumptionAutoRespond = true
         configuration.apps = [app]
         let store = try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite")
         let assembled = try await buildApplication(
@@ -89,6 +100,7 @@ struct ReconcileWorld {
         let reconciler = try #require(assembled.reconcilers.first)
         return ReconcileWorld(
             simulator: simulator, transport: transport, port: server.port, reconciler: reconciler, store: store,
+            jobRunner: try #require(assembled.jobRunner), importer: try #require(assembled.customerImport(bundleId: catalog.bundleId)),
             close: {
                 await server.shutdown()
                 await apple.shutdown()
@@ -156,11 +168,11 @@ struct ReconcileWorld {
 }
 
 @Suite(.serialized) struct ReconcileScenarioTests {
-    static func withWorld<T>(_ body: (ReconcileWorld) async throws -> T) async throws -> T {
+    static func withWorld<T>(receiptRoot: [UInt8]? = nil, _ body: (ReconcileWorld) async throws -> T) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-reconcile-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let world = try await ReconcileWorld.start(folder: folder)
+        let world = try await ReconcileWorld.start(folder: folder, receiptRoot: receiptRoot)
         do {
             let result = try await body(world)
             await world.close()

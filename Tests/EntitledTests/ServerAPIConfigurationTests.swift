@@ -69,6 +69,24 @@ import Testing
         }
     }
 
+    @Test func consumptionAutoRespondNeedsServerAPI() throws {
+        let loader = ConfigurationLoader(environment: ["APPLE_KEY": Self.pem])
+        let on = try loader.parse(
+            Data(
+                #"{"apps": [{"bundleId": "a", "appAppleId": 1, "serverAPI": {"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY"}, "consumption": {"autoRespond": true}}]}"#
+                    .utf8))
+        #expect(on.apps.first?.consumptionAutoRespond == true)
+        #expect(try loader.parse(Data(#"{"apps": [{"bundleId": "a", "appAppleId": 1}]}"#.utf8)).apps.first?.consumptionAutoRespond == false)
+        for (text, path) in [
+            (#"{"apps": [{"bundleId": "a", "appAppleId": 1, "consumption": {"autoRespond": true}}]}"#, "apps[0].consumption.autoRespond"),
+            (#"{"apps": [{"bundleId": "a", "appAppleId": 1, "consumption": {"autoRespond": "yes"}}]}"#, "apps[0].consumption.autoRespond"),
+            (#"{"apps": [{"bundleId": "a", "appAppleId": 1, "consumption": {"other": 1}}]}"#, "apps[0].consumption.other"),
+        ] {
+            #expect(throws: ConfigurationError.self) { try loader.parse(Data(text.utf8)) }
+            do { _ = try loader.parse(Data(text.utf8)) } catch { #expect(error.path == path, "\(text)") }
+        }
+    }
+
     @Test func reconcileRefusesAnAppWithoutServerAPI() async throws {
         var configuration = Configuration()
         configuration.apps = [App(bundleId: "com.example.app", environments: ["Sandbox"])]

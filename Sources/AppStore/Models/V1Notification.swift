@@ -17,12 +17,13 @@ public struct LegacyEnvironment: AppStoreEnumeration {
         .sandbox, .prod, .production,
     ]
 
-    /// The V2 environment this corresponds to; nil for an unknown value.
+    /// The V2 environment this corresponds to; nil for an unknown value. `Xcode` and `LocalTesting`
+    /// only occur in receipts parsed here (``AppReceipt/verifyReceiptResponse``), never from Apple.
     public var appStoreEnvironment: AppStoreEnvironment? {
         switch self {
         case .sandbox: .sandbox
         case .prod, .production: .production
-        default: nil
+        default: AppStoreEnvironment.known.first { $0.isLocal && $0.rawValue == rawValue }
         }
     }
 }

@@ -153,10 +153,39 @@ enum Schema {
                     PRIMARY KEY (bundle_id, environment)
                 );
                 """),
-        // The event outbox: changes of customers' answers, appended in the ingest's transaction
-        // (`seq` is the feed's commit order), and webhook deliveries of them, one per endpoint.
+        // Durable background jobs (`DurableJobStore`): backfills of a subscription's history and
+        // answers to consumption requests, leased so one process runs each, retried with backoff;
+        // and the customers' consent to sharing consumption data (`ConsentStore`).
         Migration(
-            version: 9, name: "event outbox",
+            version: 9, name: "durable jobs and consent",
+            sql: """
+                CREATE TABLE jobs (
+                    id {id},
+                    kind TEXT NOT NULL,
+                    job_key TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    attempts {int} NOT NULL,
+                    run_at {int} NOT NULL,
+                    lease_owner TEXT,
+                    lease_expires_at {int},
+                    last_error TEXT,
+                    created_at {int} NOT NULL,
+                    updated_at {int} NOT NULL,
+                    UNIQUE (kind, job_key)
+                );
+                CREATE INDEX jobs_due ON jobs (status, run_at);
+                CREATE TABLE customer_consents (
+                    app_user_id TEXT NOT NULL PRIMARY KEY,
+                    consented {int} NOT NULL,
+                    recorded_at {int} NOT NULL
+                );
+                """),
+        // The event outbox: changes of customers' answers, appended in the ingest's transaction
+        // (`seq` is the feed's commit order).
+        Migration(
+            version: 10, name: "event outbox",
             sql: """
                 CREATE TABLE events (
                     seq {id},

@@ -1,0 +1,173 @@
+import AppStore
+import AppStoreServerAPI
+import EntitledConfig
+import Foundation
+import Storage
+
+/// `entitled import`: links existing customers to their App Store purchases. Each line names a
+/// customer and one of their transactions; the transaction's whole history is fetched from Apple
+/// and stored through the posted-transaction path with the customer's claim (source `backfill`),
+/// so running an import twice changes nothing the second time.
+public struct CustomerImport: Sendable {
+    /// One line of the input: `appUserId,transactionId` or `{"appUserId": …, "transactionId": …}`.
+    public struct Line: Sendable, Hashable {
+        public var number: Int
+        public var appUserId: String
+        public var transactionId: String
+
+        public init(number: Int, appUserId: String, transactionId: String) {
+            self.number = number
+            self.appUserId = appUserId
+            self.transactionId = transactionId
+        }
+    }
+
+    /// What an import did.
+    public struct Report: Sendable, Equatable, CustomStringConvertible {
+        /// Lines read (blank lines and `#` comments not counted).
+        public var lines = 0
+        /// Lines whose history was fetched and stored.
+        public var imported = 0
+        /// Signed transactions stored (or found already stored).
+        public var transactions = 0
+        /// Lines that failed, with why (line number: message), at most ``maxReportedFailures`` kept.
+        public var failures: [String] = []
+        public var failed = 0
+
+        public init() {}
+
+        public var description: String {
+            "lines \(lines), imported \(imported), transactions \(transactions), failed \(failed)"
+        }
+    }
+
+    /// Failures listed in the report; the rest are only counted.
+    public static let maxReportedFailures = 100
+    /// Lines fetched from Apple at once.
+    public static let concurrency = 8
+
+    let api: API
+    let bundleId: String
+    let client: AppStoreServerAPIClient
+
+    /// Parses the input: one line each, CSV `appUserId,transactionId` or a JSON object; blank lines
+    /// and lines starting with `#` are skipped. A line that is neither is a failure with its number.
+    public static func parse(_ text: String) -> (lines: [Line], failures: [String]) {
+        var lines: [Line] = []
+        var failures: [String] = []
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { continue }
+            let number = index + 1
+            var pair: (String, String)?
+            if trimmed.hasPrefix("{") {
+                if let object = try? JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [String: Any],
+                    let user = object["appUserId"] as? String, let transaction = object["transactionId"] as? String
+                {
+                    pair = (user, transaction)
+                }
+            } else {
+                let parts = trimmed.split(separator: ",", omittingEmptySubsequences: false)
+                if parts.count == 2 {
+                    pair = (parts[0].trimmingCharacters(in: .whitespaces), parts[1].trimmingCharacters(in: .whitespaces))
+                }
+            }
+            guard let (user, transaction) = pair, AppUserID.isValid(user), Self.isTransactionId(transaction) else {
+                failures.append("line \(number): expected appUserId,transactionId or {\"appUserId\": …, \"transactionId\": …}")
+                continue
+            }
+            lines.append(Line(number: number, appUserId: user, transactionId: transaction))
+        }
+        return (lines, failures)
+    }
+
+    static func isTransactionId(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { $0 >= 0x21 && $0 < 0x7F && $0 != UInt8(ascii: "/") }
+    }
+
+    /// Imports `lines`, ``concurrency`` at a time; `progress` is called after each line with the
+    /// report so far.
+    public func run(_ lines: [Line], progress: @Sendable (Report) -> Void = { _ in }) async -> Report {
+        var report = Report()
+        report.lines = lines.count
+        await withTaskGroup(of: (Line, Result<Int, ImportFailure>).self) { group in
+            var next = lines.makeIterator()
+            func add() -> Bool {
+                guard let line = next.next() else { return false }
+                group.addTask { (line, await self.importLine(line)) }
+                return true
+            }
+            for _ in 0..<Self.concurrency where !add() { break }
+            while let (line, result) = await group.next() {
+                switch result {
+                case .success(let count):
+                    report.imported += 1
+                    report.transactions += count
+                case .failure(let failure):
+                    report.failed += 1
+                    if report.failures.count < Self.maxReportedFailures {
+                        report.failures.append("line \(line.number): \(failure.message)")
+                    }
+                }
+                progress(report)
+                _ = add()
+            }
+        }
+        return report
+    }
+
+    struct ImportFailure: Error {
+        var message: String
+    }
+
+    /// One line: the history of its transaction, each claimed by the line's customer.
+    func importLine(_ line: Line) async -> Result<Int, ImportFailure> {
+        let history: [Signed<JWSTransactionDecodedPayload>]
+        do {
+            history = try await client.transactionHistoryAllPages(line.transactionId)
+        } catch {
+            return .failure(ImportFailure(message: "\(error.code): \(error.description)"))
+        }
+        guard let app = api.configuration.app(bundleId: bundleId) else { return .failure(ImportFailure(message: "no app \(bundleId)")) }
+        let claim = Claim(appUserId: line.appUserId, behaviour: app.restoreBehavior)
+        let now = api.clock.nowMilliseconds()
+        for transaction in history {
+            do {
+                _ = try await api.ingestTransaction(transaction.jws, source: .backfill, claim: claim, now: now)
+            } catch {
+                return .failure(ImportFailure(message: "\(error)"))
+            }
+        }
+        return .success(history.count)
+    }
+}
+
+extension AssembledServer {
+    /// The import of `bundleId`'s customers; nil when the app has no `serverAPI`.
+    public func customerImport(bundleId: String) -> CustomerImport? {
+        guard let client = serverAPIClients[bundleId], let api = application.notifications?.api else { return nil }
+        return CustomerImport(api: api, bundleId: bundleId, client: client)
+    }
+}
+
+/// `entitled import`: imports `text` (the file's lines) for `bundleId` on the system clock.
+/// - Throws: ``StartupError``: `.configuration` for an unknown app or one without `serverAPI`.
+public func runImport(
+    configuration: Configuration, bundleId: String, text: String, outbound: (any OutboundHTTP)? = nil,
+    clock: any EpochClock = SystemClock(), progress: @Sendable (CustomerImport.Report) -> Void = { _ in }
+) async throws(StartupError) -> CustomerImport.Report {
+    guard let app = configuration.app(bundleId: bundleId) else { throw .configuration("--app: no app \(bundleId) in the configuration") }
+    guard app.serverAPI != nil else { throw .configuration("--app: \(bundleId) has no serverAPI in the configuration") }
+    let assembled = try await buildApplication(configuration: configuration, clock: clock, outbound: outbound)
+    guard let importer = assembled.customerImport(bundleId: bundleId) else {
+        await assembled.store.close()
+        throw .configuration("--app: \(bundleId) has no serverAPI client")
+    }
+    let (lines, unreadable) = CustomerImport.parse(text)
+    var report = await importer.run(lines, progress: progress)
+    report.lines += unreadable.count
+    report.failed += unreadable.count
+    report.failures = Array((unreadable + report.failures).prefix(CustomerImport.maxReportedFailures))
+    await assembled.store.close()
+    return report
+}

@@ -1,0 +1,298 @@
+import AppStore
+import AppStoreServerAPI
+import Entitlements
+import Foundation
+import HTTPServer
+import Storage
+
+/// Support and operations endpoints (admin scope): questions the server answers by asking Apple's
+/// App Store Server API (docs/openapi.yaml, "Support"), and the durable jobs' state.
+extension API {
+    func registerSupport(on router: inout Router) {
+        let api = self
+        router.get("/v1/jobs") { try await api.listJobs($0) }
+        router.get("/v1/apple/orders/{orderId}") { try await api.lookUpOrder($0) }
+        router.get("/v1/subscriptions/{originalTransactionId}/refunds") { try await api.refunds($0) }
+        router.post("/v1/subscriptions/{originalTransactionId}/extend") { try await api.extend($0) }
+        router.post("/v1/apps/{bundleId}/extend") { try await api.massExtend($0) }
+        router.get("/v1/apps/{bundleId}/extend/{productId}/{requestIdentifier}") { try await api.massExtendStatus($0) }
+        router.post("/v1/apps/{bundleId}/test-notification") { try await api.testNotification($0) }
+        router.post("/v1/transactions/{transactionId}/consumption") { try await api.consumption($0) }
+        router.add(.put, "/v1/customers/{appUserId}/consent", .async { try await api.putConsent($0) })
+    }
+
+    func requireAdmin(_ request: Request) throws {
+        try authenticator.authorize(try authenticate(request), scope: .admin, appUserId: nil)
+    }
+
+    /// The client of the app named by `bundleId` (the path's, or the `bundleId` query), or of the
+    /// only app with `serverAPI` when none is named.
+    func client(_ request: Request, bundleId named: String? = nil) throws -> (bundleId: String, client: AppStoreServerAPIClient) {
+        let bundleId = named ?? request.query["bundleId"]
+        if let bundleId {
+            guard configuration.app(bundleId: bundleId) != nil else { throw HTTPError(.appNotFound, "no app with this bundleId") }
+            guard let client = serverAPI[bundleId] else { throw Self.serverAPINotConfigured(bundleId) }
+            return (bundleId, client)
+        }
+        guard let only = serverAPI.first else { throw Self.serverAPINotConfigured(nil) }
+        guard serverAPI.count == 1 else { throw HTTPError(.invalidRequest, "several apps have serverAPI: name one with bundleId") }
+        return (only.key, only.value)
+    }
+
+    static func serverAPINotConfigured(_ bundleId: String?) -> HTTPError {
+        HTTPError(
+            .serverAPINotConfigured,
+            (bundleId.map { "app \($0) has" } ?? "no app has") + " no serverAPI in the configuration (see docs/configuration.md)")
+    }
+
+    /// Calls Apple; its failures become `APPLE_NOT_FOUND` (404) or `APPLE_API_FAILED` (502), with
+    /// the client's code and Apple's `errorCode` in the detail.
+    func apple<T>(_ body: () async throws(ServerAPIError) -> T) async throws(HTTPError) -> T {
+        do {
+            return try await body()
+        } catch {
+            let appleCode = error.appleErrorCode.map { " (Apple errorCode \($0.rawValue))" } ?? ""
+            if case .apple(404, _, _) = error { throw HTTPError(.appleNotFound, "Apple knows no such item" + appleCode) }
+            throw HTTPError(.appleAPIFailed, "\(error.code)\(appleCode): \(error.description)")
+        }
+    }
+
+    /// `GET /v1/jobs?status=…&limit=…`: durable jobs, newest first.
+    func listJobs(_ request: Request) async throws -> Response {
+        try requireAdmin(request)
+        var status: DurableJobStatus?
+        if let text = request.query["status"] {
+            guard let parsed = DurableJobStatus(rawValue: text) else {
+                throw HTTPError(.invalidRequest, "status must be pending, running, done or failed")
+            }
+            status = parsed
+        }
+        let (_, limit) = try Self.historyPaging(request)
+        guard let jobs else { return try .json(JobsBody(jobs: [])) }
+        let list: [DurableJob]
+        do {
+            list = try await jobs.jobs(status: status, limit: limit)
+        } catch {
+            throw Self.unavailable
+        }
+        return try .json(JobsBody(jobs: list.map(JobBody.init)))
+    }
+
+    /// `GET /v1/apple/orders/{orderId}?bundleId=…`: Look Up Order ID, with each transaction's
+    /// customer when the ledger links it, and that customer's answer.
+    func lookUpOrder(_ request: Request) async throws -> Response {
+        try requireAdmin(request)
+        let orderId = try request.parameter("orderId")
+        let (bundleId, client) = try client(request)
+        let lookup = try await apple { () async throws(ServerAPIError) in try await client.lookUpOrderId(orderId) }
+        let now = clock.nowMilliseconds()
+        var transactions: [[String: Any]] = []
+        var customers: [String: Any] = [:]
+        for signed in lookup.transactions {
+            var item = try JSONSerialization.jsonObject(with: JSONEncoder.entitledDefault.encode(signed.payload)) as? [String: Any] ?? [:]
+            if let otid = signed.payload.originalTransactionId,
+                let record = try await store({ () async throws(StorageError) in try await ledger.subscription(originalTransactionId: otid) }),
+                let appUserId = record.customer?.appUserId
+            {
+                item["appUserId"] = appUserId
+                if customers[appUserId] == nil {
+                    let context = EvaluationContext(
+                        policy: customerPolicy, environment: FactMapper.environment(signed.payload.environment), now: now)
+                    let answer = try await customerAnswer(appUserId: appUserId, context: context).body
+                    customers[appUserId] = try JSONSerialization.jsonObject(with: Data(answer))
+                }
+            }
+            transactions.append(item)
+        }
+        let body: [String: Any] = [
+            "orderId": orderId, "bundleId": bundleId, "status": Int(lookup.status?.rawValue ?? 1),
+            "environment": lookup.environment.rawValue, "transactions": transactions, "customers": customers,
+        ]
+        return .json(bytes: Array(try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])))
+    }
+
+    /// `GET /v1/subscriptions/{originalTransactionId}/refunds`: Apple's refund history, every page.
+    func refunds(_ request: Request) async throws -> Response {
+        try requireAdmin(request)
+        let otid = try request.parameter("originalTransactionId")
+        let (_, client) = try client(request)
+        var refunds: [JWSTransactionDecodedPayload] = []
+        var revision: String?
+        for _ in 0..<AppStoreServerAPIClient.maxPages {
+            let page = try await apple { () async throws(ServerAPIError) in try await client.refundHistory(otid, revision: revision) }
+            refunds += page.transactions.map(\.payload)
+            guard page.hasMore, let next = page.revision else { break }
+            revision = next
+        }
+        return try .json(RefundsBody(originalTransactionId: otid, refunds: refunds))
+    }
+
+    /// The body of the extend endpoints: Apple's limits checked here, before anything is sent.
+    struct ExtendBody: Decodable {
+        var days: Int
+        var reason: Int
+        var requestIdentifier: String
+        /// Mass extension only.
+        var productId: String?
+        var storefrontCountryCodes: [String]?
+
+        /// Apple's `extendReasonCode` (0…3, checked by ``checked(mass:)``).
+        var reasonCode: ExtendReasonCode { .init(rawValue: Int32(reason)) }
+
+        func checked(mass: Bool) throws -> ExtendBody {
+            guard (1...90).contains(days) else { throw HTTPError(.invalidRequest, "days must be 1…90") }
+            guard (0...3).contains(reason) else { throw HTTPError(.invalidRequest, "reason must be 0…3") }
+            guard (1...128).contains(requestIdentifier.utf8.count) else {
+                throw HTTPError(.invalidRequest, "requestIdentifier must be 1…128 bytes")
+            }
+            if mass {
+                guard let productId, (1...200).contains(productId.utf8.count) else {
+                    throw HTTPError(.invalidRequest, "productId is required (1…200 bytes)")
+                }
+                guard (storefrontCountryCodes ?? []).count <= 300 else { throw HTTPError(.invalidRequest, "too many storefrontCountryCodes") }
+            }
+            return self
+        }
+    }
+
+    /// `POST /v1/subscriptions/{originalTransactionId}/extend`: Extend a Subscription Renewal Date.
+    func extend(_ request: Request) async throws -> Response {
+        try requireAdmin(request)
+        let otid = try request.parameter("originalTransactionId")
+        let body = try decodeBody(ExtendBody.self, request).checked(mass: false)
+        let (_, client) = try client(request)
+        let answer = try await apple { () async throws(ServerAPIError) in
+            try await client.extendRenewalDate(
+                originalTransactionId: otid, days: Int32(body.days), reason: body.reasonCode,
+                requestIdentifier: body.requestIdentifier)
+        }
+        return try .json(answer)
+    }
+
+    /// `POST /v1/apps/{bundleId}/extend`: extend every active subscriber of a product (mass).
+    func massExtend(_ request: Request) async throws -> Response {
+        try requireAdmin(request)
+        let (_, client) = try client(request, bundleId: try request.parameter("bundleId"))
+        let body = try decodeBody(ExtendBody.self, request).checked(mass: true)
+        let answer = try await apple { () async throws(ServerAPIError) in
+            try await client.massExtendRenewalDate(
+                MassExtendRenewalDateRequest(
+                    extendByDays: Int32(body.days), extendReasonCode: body.reasonCode,
+                    requestIdentifier: body.requestIdentifier, storefrontCountryCodes: body.storefrontCountryCodes,
+                    productId: body.productId))
+        }
+        return try .json(answer, status: 202)
+    }
+
+    /// `GET /v1/apps/{bundleId}/extend/{productId}/{requestIdentifier}`: a mass extension's status.
+    func massExtendStatus(_ request: Request) async throws -> Response {
+        try requireAdmin(request)
+        let (_, client) = try client(request, bundleId: try request.parameter("bundleId"))
+        let productId = try request.parameter("productId")
+        let requestIdentifier = try request.parameter("requestIdentifier")
+        return try .json(
+            try await apple { () async throws(ServerAPIError) in
+                try await client.massExtensionStatus(productId: productId, requestIdentifier: requestIdentifier)
+            })
+    }
+
+    /// `POST /v1/apps/{bundleId}/test-notification`: asks Apple for a TEST notification, then asks
+    /// Apple how sending it went and the ledger whether it arrived here.
+    func testNotification(_ request: Request) async throws -> Response {
+        try requireAdmin(request)
+        let (bundleId, client) = try client(request, bundleId: try request.parameter("bundleId"))
+        let token = try await apple { () async throws(ServerAPIError) in try await client.requestTestNotification() }
+        let status = try? await client.testNotificationStatus(token)
+        let attempts = status?.sendAttempts ?? []
+        let arrivedAt = attempts.first { $0.sendAttemptResult == .success }?.attemptDate
+        return try .json(
+            TestNotificationBody(
+                bundleId: bundleId, testNotificationToken: token, notificationUUID: status?.notification.payload.notificationUUID,
+                arrived: arrivedAt != nil, arrivedAt: arrivedAt,
+                attempts: attempts.map { .init(date: $0.attemptDate, result: $0.sendAttemptResult?.rawValue) }))
+    }
+
+    /// `POST /v1/transactions/{transactionId}/consumption[?bundleId=…]`: Apple's Send Consumption
+    /// Information (v2) body, forwarded.
+    func consumption(_ request: Request) async throws -> Response {
+        try requireAdmin(request)
+        let transactionId = try request.parameter("transactionId")
+        let information = try decodeBody(ConsumptionRequestV2.self, request)
+        guard information.customerConsented != nil, information.deliveryStatus != nil else {
+            throw HTTPError(.invalidRequest, "customerConsented and deliveryStatus are required")
+        }
+        let (_, client) = try client(request)
+        try await apple { () async throws(ServerAPIError) in
+            try await client.sendConsumptionInformation(transactionId: transactionId, information)
+        }
+        return try .json(["sent": true], status: 202)
+    }
+}
+
+/// `GET /v1/jobs`.
+struct JobsBody: Encodable {
+    var jobs: [JobBody]
+}
+
+/// One durable job; dates as ISO 8601 like every other answer, `lastError` `null` when none.
+struct JobBody: Encodable {
+    var job: DurableJob
+
+    init(_ job: DurableJob) { self.job = job }
+
+    enum Key: String, CodingKey {
+        case id, kind, bundleId, subject, status, attempts, runAt, lastError, createdAt, updatedAt
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
+        try c.put(job.id, .id)
+        try c.put(job.kind, .kind)
+        try c.put(job.bundleId, .bundleId)
+        try c.put(job.subject, .subject)
+        try c.put(job.status.rawValue, .status)
+        try c.put(job.attempts, .attempts)
+        try c.date(job.runAt, .runAt)
+        try c.put(job.lastError, .lastError)
+        try c.date(job.createdAt, .createdAt)
+        try c.date(job.updatedAt, .updatedAt)
+    }
+}
+
+struct RefundsBody: Encodable {
+    var originalTransactionId: String
+    var refunds: [JWSTransactionDecodedPayload]
+}
+
+/// `POST /v1/apps/{bundleId}/test-notification`.
+struct TestNotificationBody: Encodable {
+    struct Attempt: Encodable {
+        var date: Int64?
+        var result: String?
+
+        func encode(to encoder: any Encoder) throws {
+            var c = NullEncoding(container: encoder.container(keyedBy: AttemptKey.self))
+            try c.date(date, .date)
+            try c.put(result, .result)
+        }
+    }
+    enum AttemptKey: String, CodingKey { case date, result }
+    enum Key: String, CodingKey { case bundleId, testNotificationToken, notificationUUID, arrived, arrivedAt, attempts }
+
+    var bundleId: String
+    var testNotificationToken: String
+    var notificationUUID: String?
+    var arrived: Bool
+    var arrivedAt: Int64?
+    var attempts: [Attempt]
+
+    func encode(to encoder: any Encoder) throws {
+        var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
+        try c.put(bundleId, .bundleId)
+        try c.put(testNotificationToken, .testNotificationToken)
+        try c.put(notificationUUID, .notificationUUID)
+        try c.put(arrived, .arrived)
+        try c.date(arrivedAt, .arrivedAt)
+        try c.put(attempts, .attempts)
+    }
+}

@@ -1,0 +1,148 @@
+/// A unit of background work that must survive a crash and a restart (table `jobs`): a backfill
+/// of a subscription's history, an answer to a `CONSUMPTION_REQUEST`.
+///
+/// Jobs are identified by `(kind, key)`: enqueuing the same pair again changes nothing, so a job is
+/// created at most once however often its cause repeats. A process runs a job only while it holds
+/// the job's lease; a lease that expires (the process died) makes the job claimable again.
+public struct DurableJob: Sendable, Hashable {
+    public var id: Int64
+    /// What to do, e.g. `backfill` (the runner dispatches on it).
+    public var kind: String
+    /// Unique per kind: the job's identity (e.g. the bundleId and originalTransactionId).
+    public var key: String
+    public var bundleId: String
+    /// The object the job acts on (an originalTransactionId, a transactionId).
+    public var subject: String
+    public var status: DurableJobStatus
+    /// Runs started so far.
+    public var attempts: Int
+    /// When the job is due (epoch ms): created, or retried after a failure.
+    public var runAt: Int64
+    /// The last failure's description, bounded; nil when none.
+    public var lastError: String?
+    public var createdAt: Int64
+    public var updatedAt: Int64
+}
+
+/// Where a job is in its life.
+public enum DurableJobStatus: String, Sendable, Hashable, CaseIterable {
+    /// Waiting for `runAt` (new, or retrying after a failure).
+    case pending
+    /// Claimed by a process whose lease has not expired.
+    case running
+    /// Finished.
+    case done
+    /// Given up on: a permanent error, or too many attempts.
+    case failed
+}
+
+/// How a run of a job ended (``DurableJobStore/finishJob(_:owner:outcome:now:)``).
+public enum DurableJobOutcome: Sendable, Hashable {
+    case done
+    /// Try again at `at` (epoch ms).
+    case retry(at: Int64, error: String)
+    case failed(error: String)
+}
+
+/// Durable job bookkeeping, on both SQLite and PostgreSQL.
+public protocol DurableJobStore: Sendable {
+    /// Creates the job `(kind, key)` due at `now` unless it exists already, and — when
+    /// `unlessFactsOf` is given — unless the ledger holds a fact of that originalTransactionId.
+    /// Returns whether a job was created.
+    func enqueueJob(
+        kind: String, key: String, bundleId: String, subject: String, now: Int64, unlessFactsOf originalTransactionId: String?
+    ) async throws -> Bool
+
+    /// Claims the due job with the earliest `runAt` (pending and due, or running with an expired
+    /// lease) for `owner` until `leaseUntil`, counting an attempt. Nil when none is due. Atomic: two
+    /// processes never claim the same job while its lease holds.
+    func claimJob(owner: String, now: Int64, leaseUntil: Int64) async throws -> DurableJob?
+
+    /// Records how `owner`'s run of job `id` ended; false when `owner` no longer holds its lease.
+    func finishJob(_ id: Int64, owner: String, outcome: DurableJobOutcome, now: Int64) async throws -> Bool
+
+    /// Jobs, newest first, optionally only those with `status`; at most `limit` (1…1000).
+    func jobs(status: DurableJobStatus?, limit: Int) async throws -> [DurableJob]
+}
+
+extension SQLiteStore: DurableJobStore {}
+extension PostgresStore: DurableJobStore {}
+
+extension SessionBackedStore {
+    static var jobColumns: String {
+        "id, kind, job_key, bundle_id, subject, status, attempts, run_at, last_error, created_at, updated_at"
+    }
+
+    static func decodeJob(_ row: SQLRow) throws -> DurableJob {
+        DurableJob(
+            id: try row.int(0), kind: try row.text(1), key: try row.text(2), bundleId: try row.text(3), subject: try row.text(4),
+            status: DurableJobStatus(rawValue: try row.text(5)) ?? .failed, attempts: Int(try row.int(6)), runAt: try row.int(7),
+            lastError: try row.optionalText(8), createdAt: try row.int(9), updatedAt: try row.int(10))
+    }
+
+    func enqueueJob(
+        kind: String, key: String, bundleId: String, subject: String, now: Int64, unlessFactsOf originalTransactionId: String?
+    ) async throws -> Bool {
+        try await write { session in
+            let rows = try session.query(
+                """
+                INSERT INTO jobs (kind, job_key, bundle_id, subject, status, attempts, run_at, created_at, updated_at)
+                SELECT CAST($1 AS TEXT), CAST($2 AS TEXT), CAST($3 AS TEXT), CAST($4 AS TEXT), 'pending', 0,
+                    CAST($5 AS BIGINT), CAST($5 AS BIGINT), CAST($5 AS BIGINT)
+                WHERE $6 = '' OR NOT EXISTS (SELECT 1 FROM facts WHERE original_transaction_id = $6)
+                ON CONFLICT (kind, job_key) DO NOTHING
+                RETURNING id
+                """, .text(kind), .text(key), .text(bundleId), .text(subject), .int(now), .text(originalTransactionId ?? ""))
+            return !rows.isEmpty
+        }
+    }
+
+    func claimJob(owner: String, now: Int64, leaseUntil: Int64) async throws -> DurableJob? {
+        try await write { session in
+            // The due condition is repeated outside the subquery: on PostgreSQL a second claimer
+            // blocked on the row re-checks it against the first claimer's update and gets nothing.
+            try session.query(
+                """
+                UPDATE jobs SET status = 'running', lease_owner = $1, lease_expires_at = $3, attempts = attempts + 1, updated_at = $2
+                WHERE id = (
+                    SELECT id FROM jobs
+                    WHERE (status = 'pending' AND run_at <= $2) OR (status = 'running' AND lease_expires_at <= $2)
+                    ORDER BY run_at, id LIMIT 1)
+                AND ((status = 'pending' AND run_at <= $2) OR (status = 'running' AND lease_expires_at <= $2))
+                RETURNING \(Self.jobColumns)
+                """, .text(owner), .int(now), .int(leaseUntil)
+            ).first.map(Self.decodeJob)
+        }
+    }
+
+    func finishJob(_ id: Int64, owner: String, outcome: DurableJobOutcome, now: Int64) async throws -> Bool {
+        let (status, runAt, error): (DurableJobStatus, Int64?, String?) =
+            switch outcome {
+            case .done: (.done, nil, nil)
+            case .retry(let at, let error): (.pending, at, error)
+            case .failed(let error): (.failed, nil, error)
+            }
+        return try await write { session in
+            try !session.query(
+                """
+                UPDATE jobs SET status = $3, run_at = COALESCE($4, run_at), last_error = $5, lease_owner = NULL,
+                    lease_expires_at = NULL, updated_at = $6
+                WHERE id = $1 AND lease_owner = $2 AND status = 'running'
+                RETURNING id
+                """, .int(id), .text(owner), .text(status.rawValue), runAt.map(SQLValue.int) ?? .null,
+                error.map { .text(String($0.prefix(1000))) } ?? .null, .int(now)
+            ).isEmpty
+        }
+    }
+
+    func jobs(status: DurableJobStatus?, limit: Int) async throws -> [DurableJob] {
+        guard (1...1000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…1000") }
+        return try await read { session in
+            try session.query(
+                """
+                SELECT \(Self.jobColumns) FROM jobs WHERE $1 = '' OR status = $1 ORDER BY id DESC LIMIT $2
+                """, .text(status?.rawValue ?? ""), .int(Int64(limit))
+            ).map(Self.decodeJob)
+        }
+    }
+}
