@@ -70,9 +70,13 @@ struct FactIdentityTests {
         let original = Self.fact(tid: "t1", signature: "c2lnMQ", token: token)
         let twin = Self.fact(tid: "t1", signature: "c2lnMg", token: token)
         let other = Self.fact(tid: "t2", signature: "c2lnMw", token: token)
+        // Today's ingest writes the event outbox (a later version): lent for the ingests, then dropped.
+        let outbox = try #require(Schema.migrations.first { $0.name == "event outbox" })
+        try await store.raw(Schema.render(outbox.sql, for: backend == .postgres ? .postgres : .sqlite))
         for fact in [original, other] {
             _ = try await store.ingest(Fixture.batch(facts: [fact]), projector: testProjector, now: testNow)
         }
+        try await store.raw("DROP TABLE events")
         // As a database written before version 4: keys are digests of the whole text, and a twin
         // that the old key let in sits next to the original.
         #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == 3)
