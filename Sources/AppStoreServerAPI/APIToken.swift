@@ -3,26 +3,6 @@ import EntitledCrypto
 import Foundation
 import Synchronization
 
-/// The identity an app uses at the App Store Server API: its bundle id and an in-app purchase key
-/// (App Store Connect › Users and Access › Integrations › In-App Purchase).
-public struct ServerAPICredentials: Sendable {
-    /// The app's bundle identifier (`bid` claim).
-    public var bundleId: String
-    /// The key id (`kid` header), e.g. `ABC123DEFG`.
-    public var keyId: String
-    /// The issuer id (`iss` claim), a UUID.
-    public var issuerId: String
-    /// The `.p8` key (PKCS#8 PEM, P-256).
-    public var privateKey: P256PrivateKey
-
-    public init(bundleId: String, keyId: String, issuerId: String, privateKey: P256PrivateKey) {
-        self.bundleId = bundleId
-        self.keyId = keyId
-        self.issuerId = issuerId
-        self.privateKey = privateKey
-    }
-}
-
 /// Issues the bearer JWT Apple requires and reuses it until shortly before it expires.
 ///
 /// Header `{"alg":"ES256","kid":…,"typ":"JWT"}`; claims `iss`, `iat`, `exp`, `aud` =
@@ -65,26 +45,9 @@ public final class APITokenIssuer: Sendable {
 
     /// A compact JWS with Apple's header and claims, signed ES256 with the credentials' key.
     public static func sign(credentials: ServerAPICredentials, issuedAt: Int64, expires: Int64) throws(CryptoError) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let header: Data
-        let claims: Data
-        do {
-            header = try encoder.encode(Header(alg: "ES256", kid: credentials.keyId, typ: "JWT"))
-            claims = try encoder.encode(
-                Claims(iss: credentials.issuerId, iat: issuedAt, exp: expires, aud: "appstoreconnect-v1", bid: credentials.bundleId))
-        } catch {
-            throw CryptoError(.invalidInput, "cannot encode the token: \(error)")
-        }
-        let signingInput = Base64.urlEncode(header) + "." + Base64.urlEncode(claims)
-        let signature = try credentials.privateKey.es256Signature(for: Array(signingInput.utf8))
-        return signingInput + "." + Base64.urlEncode(signature)
-    }
-
-    struct Header: Encodable {
-        var alg: String
-        var kid: String
-        var typ: String
+        try ES256JWT.sign(
+            claims: Claims(iss: credentials.issuerId, iat: issuedAt, exp: expires, aud: "appstoreconnect-v1", bid: credentials.bundleId),
+            keyId: credentials.keyId, key: credentials.privateKey)
     }
 
     struct Claims: Encodable {

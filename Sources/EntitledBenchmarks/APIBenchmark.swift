@@ -31,6 +31,9 @@ public enum APIBenchmark {
         let (notificationCount, customerCount, duration, connections) = (options.notifications, options.customers, options.duration, options.connections)
         let (postgresOption, only, fastPaths) = (options.postgres, options.only, options.fastPaths)
         guard let wrk = Executable.find("wrk") else { throw BenchmarkError("wrk is not installed") }
+        // The access log goes to /dev/null below; the per-notification request lines (info) would
+        // otherwise be tens of thousands of stdout writes that the old figures never paid for.
+        LogWriter.standardOutput.configure(format: nil, level: .warn)
         let environmentURL = ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
         let postgresURL = postgresOption ?? environmentURL
 
@@ -122,7 +125,7 @@ public enum APIBenchmark {
         if only != "postgres" {
             let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
             print("loading \(customerCount) customers…")
-            let projector = FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache())
+            let projector = FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache())
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
                 syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
             }
@@ -158,8 +161,7 @@ public enum APIBenchmark {
         let clock = SystemClock()
         let cache = fastPaths.projectionCache()
         let ledger = FactLedger(
-            store: CountingStore(base: store, counter: counter, commit: commit), policy: FactMapper.policy(for: configuration),
-            cache: cache)
+            store: CountingStore(base: store, counter: counter, commit: commit), configuration: configuration, cache: cache)
         let application = Application(
             configuration: configuration,
             verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec), ledger: ledger,
@@ -372,6 +374,9 @@ struct CountingStore: LedgerStore {
     func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {
         try await base.subscription(originalTransactionId: originalTransactionId)
     }
+    func notificationReceivedAt(notificationUUID: String) async throws -> Int64? {
+        try await base.notificationReceivedAt(notificationUUID: notificationUUID)
+    }
     func ping() async throws { try await base.ping() }
     func projectionTally() async throws -> ProjectionTally { try await base.projectionTally() }
     func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport {
@@ -380,5 +385,9 @@ struct CountingStore: LedgerStore {
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
         try await base.rebuild(projector: projector, now: now)
     }
+    func compareProjections(projector: any Projector) async throws -> RebuildReport {
+        try await base.compareProjections(projector: projector)
+    }
+    func backup(to path: String) async throws -> BackupReport { try await base.backup(to: path) }
     func close() async { await base.close() }
 }

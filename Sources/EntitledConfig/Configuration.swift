@@ -1,4 +1,5 @@
 import enum Entitlements.RestoreBehavior
+import struct Entitlements.WinBackOfferRule
 import Foundation
 import HTTPServer
 
@@ -119,6 +120,10 @@ public struct App: Sendable, Equatable {
     public var appAppleId: Int64?
     /// Accepted environments: `Production`, `Sandbox`, `Xcode`, `LocalTesting`.
     public var environments: [String]
+    /// Environments whose purchases grant access in customer answers (merged over every app:
+    /// an environment grants when any app lists it). Default `Production` and `Sandbox`, so that
+    /// TestFlight and App Review purchases count; may be empty.
+    public var grantEnvironments: [String]
     /// DER or PEM files of trusted roots; empty means the bundled Apple Root CA - G3.
     public var appleRootCertificates: [String]
     /// DER or PEM files of the roots app receipts (PKCS#7) chain to; empty means the bundled
@@ -134,6 +139,8 @@ public struct App: Sendable, Equatable {
     public var products: [Product]
     /// The App Store Server API key and reconciliation schedule (`serverAPI`); nil: the server never calls Apple.
     public var serverAPI: ServerAPISettings?
+    /// The in-app purchase key offers are signed with (`signingKey`); nil: the server signs no offers.
+    public var signingKey: SigningKeySettings?
     /// `consumption.autoRespond`: answer Apple's `CONSUMPTION_REQUEST`s from the ledger (needs
     /// `serverAPI`); false leaves the answer to the app's backend.
     public var consumptionAutoRespond = false
@@ -141,11 +148,13 @@ public struct App: Sendable, Equatable {
     public init(
         bundleId: String, appAppleId: Int64? = nil, environments: [String] = ["Production", "Sandbox"],
         appleRootCertificates: [String] = [], sharedSecret: String? = nil, gracePeriodDays: Int = 16,
-        restoreBehavior: RestoreBehavior = .transfer, products: [Product] = []
+        restoreBehavior: RestoreBehavior = .transfer, products: [Product] = [],
+        grantEnvironments: [String] = ["Production", "Sandbox"]
     ) {
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environments = environments
+        self.grantEnvironments = grantEnvironments
         self.appleRootCertificates = appleRootCertificates
         self.sharedSecret = sharedSecret
         self.gracePeriodDays = gracePeriodDays
@@ -179,6 +188,23 @@ public struct ServerAPISettings: Sendable, Equatable {
     }
 }
 
+/// `apps[].signingKey`: the in-app purchase key the server signs subscription offers with (it may
+/// be the `serverAPI` key).
+public struct SigningKeySettings: Sendable, Equatable {
+    /// The key id (`keyIdentifier` of a v1 signature, `kid` of a JWS).
+    public var keyId: String
+    /// The App Store Connect team's issuer id (`iss` of a JWS).
+    public var issuerId: String
+    /// The `.p8` key's PEM text, checked at load to be a P-256 private key.
+    public var privateKeyPEM: String
+
+    public init(keyId: String, issuerId: String, privateKeyPEM: String) {
+        self.keyId = keyId
+        self.issuerId = issuerId
+        self.privateKeyPEM = privateKeyPEM
+    }
+}
+
 /// A product in an app's catalog.
 public struct Product: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {
@@ -195,6 +221,10 @@ public struct Product: Sendable, Equatable {
     public var entitlements: [String]
     /// ISO 3166-1 alpha-3 storefronts where it is sold; nil means everywhere.
     public var storefronts: [String]?
+    /// Promotional offer identifiers (`offers.promotional`, auto-renewable products only).
+    public var promotionalOffers: [String] = []
+    /// Win-back offers and the lapse they require (`offers.winBack`, auto-renewable products only).
+    public var winBackOffers: [WinBackOfferRule] = []
 
     public init(
         productId: String, type: Kind, subscriptionGroup: String? = nil, level: Int? = nil, duration: String? = nil,

@@ -50,15 +50,22 @@ public struct TLSSettings: Sendable, Equatable {
 extension ConfigurationLoader {
     /// `{"certificateFile": …, "privateKeyFile": …}`: paths relative to the configuration file's
     /// folder, or `env:NAME`; both files are read and checked now so a bad pair stops the start.
-    func tls(_ node: Node, baseDirectory: String?) throws(ConfigurationError) -> TLSSettings {
+    /// Nil when a key's problem was recorded.
+    func tls(_ node: Node, baseDirectory: String?, _ problems: Problems) throws(ConfigurationError) -> TLSSettings? {
         var object = try node.object()
-        func file(_ key: String) throws(ConfigurationError) -> String {
-            let value = try object.require(key)
-            let raw = try resolveSecret(try value.string(), path: value.path)
-            return raw.hasPrefix("/") || baseDirectory == nil ? raw : baseDirectory! + "/" + raw
+        func file(_ key: String, _ use: String) -> String? {
+            problems.check { () throws(ConfigurationError) -> String in
+                let value = try object.require(key)
+                let raw = try resolveSecret(try value.string(), path: value.path, use: use)
+                // Absolute, so that a message about it names the file tried.
+                return Self.absolutePath(raw, relativeTo: baseDirectory)
+            }
         }
-        let settings = TLSSettings(certificateFile: try file("certificateFile"), privateKeyFile: try file("privateKeyFile"))
-        try object.finish()
+        let certificate = file("certificateFile", "the path of the TLS certificate chain")
+        let key = file("privateKeyFile", "the path of the TLS private key")
+        object.finish(problems)
+        guard let certificate, let key else { return nil }
+        let settings = TLSSettings(certificateFile: certificate, privateKeyFile: key)
         _ = try settings.load()
         return settings
     }
@@ -79,12 +86,16 @@ public struct LogSettings: Sendable, Equatable {
 
 extension ConfigurationLoader {
     /// `{"format": "json"|"text", "level": "debug"|"info"|"warn"|"error"}`.
-    func log(_ node: Node) throws(ConfigurationError) -> LogSettings {
+    func log(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> LogSettings {
         var object = try node.object()
         var settings = LogSettings()
-        if let value = object.take("format") { settings.format = try Self.logFormat(try value.string(), path: value.path) }
-        if let value = object.take("level") { settings.level = try Self.logLevel(try value.string(), path: value.path) }
-        try object.finish()
+        object.read("format", problems) { value throws(ConfigurationError) in
+            settings.format = try Self.logFormat(try value.string(), path: value.path)
+        }
+        object.read("level", problems) { value throws(ConfigurationError) in
+            settings.level = try Self.logLevel(try value.string(), path: value.path)
+        }
+        object.finish(problems)
         return settings
     }
 

@@ -19,6 +19,12 @@ public struct WebhookEndpoint: Sendable, Hashable {
     public var maxRetryHours: Int
 
     public static let defaultRetryScheduleSeconds = [30, 120, 600, 3600, 21600, 43200]
+    /// Limits of the keys (docs/configuration.md lists them).
+    public static let maxEndpoints = 20
+    public static let timeoutSecondsRange = 1...60
+    public static let retryScheduleCountRange = 1...20
+    public static let retryWaitSecondsRange = 1...86400
+    public static let maxRetryHoursRange = 1...720
 
     public init(
         url: URL, secretKey: [UInt8], events: [String] = ["*"], environments: [String] = ["Production", "Sandbox"],
@@ -59,8 +65,8 @@ public enum WebhookSecret {
 }
 
 extension ConfigurationLoader {
-    /// Parses `webhooks[]`.
-    func webhook(_ node: Node) throws(ConfigurationError) -> WebhookEndpoint {
+    /// Parses `webhooks[]`; problems of optional keys are recorded and parsing goes on.
+    func webhook(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> WebhookEndpoint {
         var object = try node.object()
         let urlNode = try object.require("url")
         let raw = try urlNode.string()
@@ -70,50 +76,54 @@ extension ConfigurationLoader {
             throw ConfigurationError(path: urlNode.path, message: "expected an http(s) URL such as https://api.example.com/hooks/entitled")
         }
         let secretNode = try object.require("secret")
-        guard let key = WebhookSecret.key(try resolveSecret(try secretNode.string(), path: secretNode.path)) else {
+        let secret = try resolveSecret(try secretNode.string(), path: secretNode.path, use: "the signing secret of webhook \(node.path)")
+        guard let key = WebhookSecret.key(secret) else {
             throw ConfigurationError(
                 path: secretNode.path, message: "expected whsec_ and the base64 of at least 24 random bytes (entitled webhook-secret)")
         }
         var endpoint = WebhookEndpoint(url: url, secretKey: key)
-        if let value = object.take("events") {
-            endpoint.events = try value.array().map { element throws(ConfigurationError) in
-                let type = try element.string()
-                guard type == "*" || Self.eventTypes.contains(type) else {
-                    throw ConfigurationError(path: element.path, message: "unknown event type '\(type)'")
+        object.read("events", problems) { value throws(ConfigurationError) in
+            endpoint.events = try value.array().compactMap { element in
+                problems.check { () throws(ConfigurationError) -> String in
+                    let type = try element.string()
+                    guard type == "*" || Self.eventTypes.contains(type) else {
+                        throw ConfigurationError(path: element.path, message: "unknown event type '\(type)'")
+                    }
+                    return type
                 }
-                return type
             }
-            guard !endpoint.events.isEmpty else { throw ConfigurationError(path: value.path, message: "must not be empty") }
+            guard try !value.array().isEmpty else { throw ConfigurationError(path: value.path, message: "must not be empty") }
         }
-        if let value = object.take("environments") {
-            endpoint.environments = try value.array().map { element throws(ConfigurationError) in
-                let raw = try element.string()
-                guard ["Production", "Sandbox", "Xcode", "LocalTesting"].contains(raw) else {
-                    throw ConfigurationError(path: element.path, message: "unknown environment '\(raw)'")
-                }
-                return raw
+        object.read("environments", problems) { value throws(ConfigurationError) in
+            endpoint.environments = try environments(value, problems)
+        }
+        object.read("timeoutSeconds", problems) { value throws(ConfigurationError) in
+            endpoint.timeoutSeconds = try Self.bounded(value, WebhookEndpoint.timeoutSecondsRange)
+        }
+        object.read("retryScheduleSeconds", problems) { value throws(ConfigurationError) in
+            let waits = try value.array()
+            guard WebhookEndpoint.retryScheduleCountRange.contains(waits.count) else {
+                let range = WebhookEndpoint.retryScheduleCountRange
+                throw ConfigurationError(path: value.path, message: "must list \(range.lowerBound) to \(range.upperBound) waits")
             }
-        }
-        if let value = object.take("timeoutSeconds") {
-            endpoint.timeoutSeconds = try value.int()
-            guard (1...60).contains(endpoint.timeoutSeconds) else { throw ConfigurationError(path: value.path, message: "must be between 1 and 60") }
-        }
-        if let value = object.take("retryScheduleSeconds") {
-            endpoint.retryScheduleSeconds = try value.array().map { element throws(ConfigurationError) in
-                let seconds = try element.int()
-                guard (1...86400).contains(seconds) else { throw ConfigurationError(path: element.path, message: "must be between 1 and 86400") }
-                return seconds
-            }
-            guard (1...20).contains(endpoint.retryScheduleSeconds.count) else {
-                throw ConfigurationError(path: value.path, message: "must list 1 to 20 waits")
+            endpoint.retryScheduleSeconds = waits.compactMap { element in
+                problems.check { () throws(ConfigurationError) in try Self.bounded(element, WebhookEndpoint.retryWaitSecondsRange) }
             }
         }
-        if let value = object.take("maxRetryHours") {
-            endpoint.maxRetryHours = try value.int()
-            guard (1...720).contains(endpoint.maxRetryHours) else { throw ConfigurationError(path: value.path, message: "must be between 1 and 720") }
+        object.read("maxRetryHours", problems) { value throws(ConfigurationError) in
+            endpoint.maxRetryHours = try Self.bounded(value, WebhookEndpoint.maxRetryHoursRange)
         }
-        try object.finish()
+        object.finish(problems)
         return endpoint
+    }
+
+    /// A whole number within `range`.
+    private static func bounded(_ node: Node, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        let value = try node.int()
+        guard range.contains(value) else {
+            throw ConfigurationError(path: node.path, message: "must be between \(range.lowerBound) and \(range.upperBound)")
+        }
+        return value
     }
 
     /// Every event type (docs/openapi.yaml lists them with examples).

@@ -235,7 +235,7 @@ enum Dashboard {
         }
         let now = driver.simulator.now
         let snapshot = try await driver.ledger.customer(
-            appUserId: appUserId, context: EvaluationContext(policy: driver.policy, environment: .sandbox, now: now))
+            appUserId: appUserId, context: driver.ledger.answerContext(now: now))
         let page = try await history(driver.ledger, appUserId: appUserId, cursor: cursor, limit: limit)
         var deliveries: [Delivery] = []
         if cursor == nil {

@@ -287,7 +287,8 @@ actor DevDriver {
     }
 
     private nonisolated func context(now: Int64) -> EvaluationContext {
-        EvaluationContext(policy: policy, environment: .sandbox, now: now)
+        // What the API answers a plain GET (the grant environments merged), so the dashboard shows it.
+        ledger.answerContext(now: now)
     }
 
     // MARK: - One request at a time (FIFO)

@@ -97,7 +97,7 @@ public enum DevEnvironment {
         }
         let dayEvery = options.dayEvery
         let driver = DevDriver(
-            simulator: simulator, ledger: assembled.ledger, policy: FactMapper.policy(for: configuration),
+            simulator: simulator, ledger: assembled.ledger, policy: configuration.policy,
             pace: DevDriver.Pace(running: dayEvery > 0, dayEvery: dayEvery > 0 ? max(DevDriver.minimumDayEvery, dayEvery) : 2),
             folder: folder, saved: saved)
         driverBox.set(driver)

@@ -45,6 +45,8 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
         public var current: Grant?
         /// `upgrade`, `downgrade` or `crossgrade` waiting for the next renewal.
         public var pendingChange: String?
+        /// The win-back offers Apple's renewal info says the customer may redeem in this group.
+        public var winBackOfferIds: [String]?
     }
 
     /// A non-consumable, a (stacked) non-renewing subscription or a consumable's balance (the
@@ -68,11 +70,20 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
         public var appOriginalPurchaseDate: Date?
     }
 
-    /// Offer eligibility in one subscription group (the server's `Offer`).
+    /// An offer of a product (the server's `OfferReference`).
     public struct Offer: Sendable, Codable, Hashable {
-        public var introOfferEligible: Bool
-        public var promotionalOfferEligible: Bool
-        public var winBackOfferIds: [String]
+        public var productId: String
+        public var offerId: String
+    }
+
+    /// The configured offers the customer is eligible for now (the server's `offers`).
+    public struct Offers: Sendable, Codable, Hashable {
+        /// Products whose introductory offer the customer may still take (never subscribed in their group).
+        public var introductory: [String]
+        /// Win-back offers whose lapse window the customer is in.
+        public var winBack: [Offer]
+        /// Promotional offers for the groups the customer subscribed to; ask the server to sign one.
+        public var promotional: [Offer]
     }
 
     public var appUserId: String
@@ -87,8 +98,7 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
     public var entitlements: [String: Grant]
     public var subscriptions: [Subscription]
     public var nonSubscriptions: [NonSubscription]?
-    /// By subscription group.
-    public var offers: [String: Offer]
+    public var offers: Offers
     public var preorder: Preorder?
     /// The next instant at which time alone changes this answer (an expiry or grace end).
     public var nextChangeAt: Date?

@@ -69,7 +69,7 @@ extension API {
     }
 
     /// The receipt verified and mapped: an app receipt's in-app records through the verifyReceipt
-    /// mapping (``FactMapper/facts(fromReceipt:)``), or a legacy transaction receipt's id.
+    /// mapping (``EntitledConfig/App/facts(fromReceipt:)``), or a legacy transaction receipt's id.
     func receiptContent(_ text: String, bundleId: String?, now: Int64) throws -> ReceiptContent {
         let bytes = try ReceiptVerifier.decodeBase64(text)
         if LegacyTransactionReceipt.looksLikePlist(bytes) {
@@ -94,15 +94,15 @@ extension API {
         }
         let receipt = try verifier.verifyReceipt(decoded, app: app, now: now)
         let response = receipt.verifyReceiptResponse
-        let facts = mapper(app).facts(fromReceipt: response)
+        let facts = app.facts(fromReceipt: response)
         do {
-            for fact in facts { try FactMapper.checkDates(fact) }
+            for fact in facts { try fact.checkDates() }
         } catch {
             throw Self.rejection(error)
         }
         return ReceiptContent(
             app: app, facts: facts, transactionIds: receipt.transactionIds,
-            environment: FactMapper.environment(response.environment?.appStoreEnvironment))
+            environment: Environment(response.environment?.appStoreEnvironment))
     }
 
     /// Fetches the customer's whole signed history from Apple and applies each transaction as a
@@ -119,7 +119,7 @@ extension API {
         var environment: Environment?
         for signed in history {
             let fact: TransactionFact
-            do { fact = try mapper(app).transaction(signed.payload) } catch { throw Self.rejection(error) }
+            do { fact = try app.transaction(signed.payload) } catch { throw Self.rejection(error) }
             environment = fact.environment
             let message = ReceivedMessage(
                 notificationUUID: nil, source: .client, body: Self.storedBody("signedTransaction", signed.jws), receivedAt: now,

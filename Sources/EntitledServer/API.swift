@@ -30,12 +30,15 @@ public struct API: Sendable {
     /// The one policy every answer is evaluated with: merged from every configured app (customers
     /// are not per app), the policy the ledger's projections use too.
     let customerPolicy: Policy
-    /// Per bundleId: the app's mapper, built once (its catalog maps that app's payloads to facts).
-    let mappers: [String: FactMapper]
+    /// The environments a customer answer merges unless `?environment=` names one
+    /// (``EntitledConfig/Configuration/grantEnvironments``), the ones the ledger's stored answers merge too.
+    let grantEnvironments: [Environment]
     /// Encoded customer answers, reused while unchanged; its codec reads the request bodies.
     let cache: ProjectionCache
     var codec: JSONCodec { cache.codec }
     let metrics: ServerMetrics
+    /// Per bundleId, for apps with `signingKey`: their offer signer.
+    let signers: [String: OfferSigner]
     /// The App Store Server API client of each app with `serverAPI`, by bundleId.
     let serverAPI: [String: AppStoreServerAPIClient]
     /// Durable jobs (backfills); nil when the store keeps none.
@@ -58,13 +61,10 @@ public struct API: Sendable {
         self.authenticator = Authenticator(
             apiKeys: configuration.apiKeys, customerTokens: configuration.customerTokens, hmac: hmac, clock: clock)
         self.budget = budget ?? RejectionBudget(clock: clock)
-        self.customerPolicy = FactMapper.policy(for: configuration)
-        var mappers: [String: FactMapper] = [:]
-        for app in configuration.apps { mappers[app.bundleId] = FactMapper(app: app) }
-        self.mappers = mappers
+        self.customerPolicy = configuration.policy
+        self.grantEnvironments = configuration.grantEnvironments
+        self.signers = Self.offerSigners(configuration)
     }
-
-    func mapper(_ app: App) -> FactMapper { mappers[app.bundleId] ?? FactMapper(app: app) }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
     public func register(on router: inout Router) {
@@ -80,6 +80,7 @@ public struct API: Sendable {
             try await api.postReceipt($0)
         }
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
+        router.post("/v1/customers/{appUserId}/offers/sign") { try await api.signOffer($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
         router.get("/v1/events") { try await api.events($0) }
@@ -100,9 +101,8 @@ public struct API: Sendable {
             guard let envelope = try? codec.decode(ResponseBodyV2.self, from: request.body) else {
                 throw Rejection(.invalidJSON, "the body is not {\"signedPayload\": \"…\"}")
             }
-            let ingested = try await ingestNotification(signedPayload: envelope.signedPayload, source: .appleV2, now: now)
-            let status = ingested.status
-            noteIngested(request, ingested.message, signedDate: ingested.signedDate, bundleId: ingested.bundleId, status: status)
+            let status = try await ingestNotification(
+                signedPayload: envelope.signedPayload, source: .appleV2, now: now, request: request)
             return .acknowledgment(status)
         } catch let error as VerificationError {
             throw await reject(Rejection(error), .appleSignature, request: request, now: now)
@@ -133,12 +133,12 @@ public struct API: Sendable {
         let raw = redacted(body)
         let facts: [Fact]
         do {
-            facts = try mapper(app).facts(fromV1: body)
+            facts = try app.facts(fromV1: body)
         } catch {
             throw await reject(
                 Self.rejection(error), .sharedSecret, request: request, now: now, redactedBody: raw)
         }
-        let environment = FactMapper.environment(
+        let environment = Environment(
             body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
         do {
             try checkEnvironment(AppStoreEnvironment(rawValue: environment.rawValue), app: app)
@@ -172,13 +172,13 @@ public struct API: Sendable {
 
     // MARK: - Customers
 
-    /// `GET /v1/customers/{appUserId}[?environment=Sandbox]`.
+    /// `GET /v1/customers/{appUserId}[?environment=Sandbox]`: the grant environments merged, or
+    /// the one the query names.
     func getCustomer(_ request: Request) async throws -> Response {
         let appUserId = try Self.appUserId(request)
         try authorize(request, scope: .read, appUserId: appUserId)
         let now = clock.nowMilliseconds()
-        let environment = try Self.environment(request)
-        let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
+        let context = try answerContext(request, now: now)
         let (bytes, nextChangeAt) = try await customerAnswer(appUserId: appUserId, context: context)
         return customerResponse(bytes, nextChangeAt: nextChangeAt, now: now)
     }
@@ -197,7 +197,7 @@ public struct API: Sendable {
         let appUserId = try Self.appUserId(request)
         try authorize(request, scope: .read, appUserId: appUserId)
         let now = clock.nowMilliseconds()
-        let context = EvaluationContext(policy: customerPolicy, environment: try Self.environment(request), now: now)
+        let context = try answerContext(request, now: now)
         // A storage error here is left to the slow path, which answers it properly.
         guard let rendered = try? ledger.renderedCustomerNow(appUserId: appUserId, context: context) else { return nil }
         return customerResponse(rendered.body(serverTime: now), nextChangeAt: rendered.nextChangeAt, now: now)
@@ -236,7 +236,6 @@ public struct API: Sendable {
             let verified: Fact
             let app: App
             let claim: Claim
-            let environment: Environment
             let signed: String
             let member: String
             switch (posted.signedTransaction, posted.signedAppTransaction) {
@@ -248,7 +247,6 @@ public struct API: Sendable {
                 verified = .transaction(checked.fact)
                 signed = jws
                 member = "signedTransaction"
-                environment = checked.fact.environment
                 claim = Claim(appUserId: appUserId, behaviour: app.restoreBehavior)
             case (nil, let jws?):
                 guard let peeked = JWSPeek.payload(AppTransaction.self, jws, codec: codec) else {
@@ -258,13 +256,12 @@ public struct API: Sendable {
                 let appTransaction = try await verifier.verifyAppTransaction(signedAppTransaction: jws, app: app)
                 try checkEnvironment(appTransaction.receiptType, app: app)
                 let fact: AppTransactionFact
-                do { fact = try mapper(app).appTransaction(appTransaction) } catch {
+                do { fact = try app.appTransaction(appTransaction) } catch {
                     throw Self.rejection(error)
                 }
                 verified = .appTransaction(fact)
                 signed = jws
                 member = "signedAppTransaction"
-                environment = fact.environment
                 // No subscription to link: the app transaction is the customer's through their token.
                 claim = Claim(appUserId: appUserId, behaviour: .keep)
             default:
@@ -276,7 +273,8 @@ public struct API: Sendable {
             _ = try await store { () async throws(StorageError) in
                 try await ledger.ingest(message, facts: [(verified, signed)], claim: claim)
             }
-            let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
+            // The answer a plain GET gives next: the grant environments merged.
+            let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
             var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
             response.headers.set("Cache-Control", "no-store")
             return response
@@ -411,8 +409,8 @@ public struct API: Sendable {
     }
 
     /// A payload that verified but does not map to facts: `INVALID_DATE` for a date outside
-    /// ``FactMapper/acceptedDates``, else `MALFORMED_PAYLOAD`. Either is recorded as rejected.
-    static func rejection(_ error: FactMapper.MappingError) -> Rejection {
+    /// ``Fact/acceptedDates``, else `MALFORMED_PAYLOAD`. Either is recorded as rejected.
+    static func rejection(_ error: MappingError) -> Rejection {
         switch error.reason {
         case .missing: Rejection(.malformedPayload, error.description)
         case .dateOutOfRange: Rejection(.invalidDate, error.description)

@@ -94,16 +94,21 @@ public struct SubscriptionBody: Encodable, Sendable, Equatable {
 
     public init(_ group: SubscriptionGroupState) { self.group = group }
 
-    enum Key: String, CodingKey { case subscriptionGroup, state, current, pendingChange, paidServiceDays, proceedsRate }
+    enum Key: String, CodingKey {
+        case subscriptionGroup, state, current, pendingChange, paidServiceDays, proceedsRate, winBackOfferIds, environment
+    }
 
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
         try c.put(group.id, .subscriptionGroup)
+        // The environment of its current subscription (answers merge several; each group says its own).
+        try c.put(group.current?.environment.rawValue, .environment)
         try c.put(group.customerClass.rawValue, .state)
         try c.put(group.current.map(GrantBody.init), .current)
         try c.put(group.pendingChange?.rawValue, .pendingChange)
         try c.put(group.paidServiceDays, .paidServiceDays)
         try c.put(group.proceedsRate, .proceedsRate)
+        try c.put(group.winBackOfferIds, .winBackOfferIds)
     }
 }
 
@@ -133,12 +138,9 @@ public struct NonSubscriptionBody: Encodable, Sendable, Equatable {
     }
 }
 
-/// Offer eligibility of one subscription group (`offers.<group>`).
-public struct OfferBody: Codable, Sendable, Equatable {
-    public var introOfferEligible: Bool
-    public var promotionalOfferEligible: Bool
-    public var winBackOfferIds: [String]
-}
+/// `offers`: the configured offers the customer is eligible for now (the engine's ``EligibleOffers``):
+/// `introductory` lists productIds, `winBack` and `promotional` list `{productId, offerId}`.
+public typealias OffersBody = EligibleOffers
 
 /// `GET /v1/customers/{appUserId}` (and the answer of `POST …/transactions`).
 public struct CustomerBody: Encodable, Sendable, Equatable {
@@ -151,7 +153,7 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
     public var entitlements: [String: EntitlementBody]
     public var subscriptions: [SubscriptionBody]
     public var nonSubscriptions: [NonSubscriptionBody]
-    public var offers: [String: OfferBody]
+    public var offers: OffersBody
     public var preorder: PreorderState
     /// The next instant at which time alone changes this answer (an expiry or grace end).
     public var nextChangeAt: Int64?
@@ -187,13 +189,7 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
                     transactionIds: item.transactionIds, grant: nil))
         }
         nonSubscriptions = others
-        var offers: [String: OfferBody] = [:]
-        for group in state.subscriptionGroups {
-            offers[group.id] = OfferBody(
-                introOfferEligible: group.introOfferEligible, promotionalOfferEligible: group.promotionalOfferEligible,
-                winBackOfferIds: group.winBackOfferIds)
-        }
-        self.offers = offers
+        offers = state.offers
         preorder = state.preorder
         nextChangeAt = state.nextStatusChangeAt
     }

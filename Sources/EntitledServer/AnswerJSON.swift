@@ -41,17 +41,11 @@ enum AnswerJSON {
             ("nonSubscriptions", .array(body.nonSubscriptions.map(value))),
             (
                 "offers",
-                .object(
-                    body.offers.map { key, offer in
-                        (
-                            key,
-                            .object([
-                                ("introOfferEligible", .bool(offer.introOfferEligible)),
-                                ("promotionalOfferEligible", .bool(offer.promotionalOfferEligible)),
-                                ("winBackOfferIds", .array(offer.winBackOfferIds.map(Value.string))),
-                            ])
-                        )
-                    })
+                .object([
+                    ("introductory", .array(body.offers.introductory.map(Value.string))),
+                    ("winBack", .array(body.offers.winBack.map(value))),
+                    ("promotional", .array(body.offers.promotional.map(value))),
+                ])
             ),
             (
                 "preorder",
@@ -67,6 +61,10 @@ enum AnswerJSON {
 
     static func value(_ s: EntitlementState) -> Value { grant(s) }
 
+    static func value(_ offer: OfferReference) -> Value {
+        .object([("productId", .string(offer.productId)), ("offerId", .string(offer.offerId))])
+    }
+
     static func value(_ g: Grant) -> Value { grant(g) }
 
     static func value(_ group: SubscriptionGroupState) -> Value {
@@ -77,6 +75,8 @@ enum AnswerJSON {
             ("pendingChange", string(group.pendingChange?.rawValue)),
             ("paidServiceDays", .int(Int64(group.paidServiceDays))),
             ("proceedsRate", .double(group.proceedsRate)),
+            ("winBackOfferIds", .array(group.winBackOfferIds.map(Value.string))),
+            ("environment", string(group.current?.environment.rawValue)),
         ])
     }
 

@@ -59,22 +59,21 @@ public final class AppStoreVerifier: NotificationVerifying {
     }
 
     public func verifyNotification(signedPayload: String, app: App) async throws(VerificationError)
-        -> VerifiedNotification
+        -> ResponseBodyV2DecodedPayload
     {
         let verifier = try verifier(for: app)
-        let payload = try await verifier.verify(signedPayload, as: ResponseBodyV2DecodedPayload.self)
-        var result = VerifiedNotification(payload: payload)
+        var payload = try await verifier.verify(signedPayload, as: ResponseBodyV2DecodedPayload.self)
         // Each nested JWS is verified on its own: the outer signature does not vouch for them.
         if let signed = payload.data?.signedTransactionInfo {
-            result.transaction = try await verifier.verify(signed, as: JWSTransactionDecodedPayload.self)
+            payload.data?.transactionInfo = try await verifier.verify(signed, as: JWSTransactionDecodedPayload.self)
         }
         if let signed = payload.data?.signedRenewalInfo {
-            result.renewalInfo = try await verifier.verify(signed, as: JWSRenewalInfoDecodedPayload.self)
+            payload.data?.renewalInfo = try await verifier.verify(signed, as: JWSRenewalInfoDecodedPayload.self)
         }
         if let signed = payload.appData?.signedAppTransactionInfo {
-            result.appTransaction = try await verifier.verify(signed, as: AppTransaction.self)
+            payload.appData?.appTransaction = try await verifier.verify(signed, as: AppTransaction.self)
         }
-        return result
+        return payload
     }
 
     public func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError)

@@ -89,7 +89,7 @@ public func buildApplication(
         ServerLog.event("projection counts unavailable; entitled_customers and entitled_subscriptions stay empty", ["error": "\(error)"], level: .error)
     }
     let cache = fastPaths.projectionCache()
-    let ledger = FactLedger(store: opened, policy: FactMapper.policy(for: configuration), cache: cache, metrics: metrics)
+    let ledger = FactLedger(store: opened, configuration: configuration, cache: cache, metrics: metrics)
     let clients: [String: AppStoreServerAPIClient]
     do {
         clients = try buildServerAPIClients(configuration: configuration, clock: clock, outbound: outbound, sleeper: apiSleeper)
@@ -162,6 +162,6 @@ func buildReconcilers(
         let environments = [AppStoreEnvironment.production, .sandbox].filter { app.environments.contains($0.rawValue) }
         return Reconciler(
             bundleId: app.bundleId, environments: environments, everyMinutes: settings.reconcileEveryMinutes, client: client,
-            ingest: ingest, state: state, clock: clock)
+            ingest: ingest, state: state, clock: clock, metrics: application.metrics)
     }
 }

@@ -27,7 +27,8 @@ final class EncodedBodyCache: Sendable {
         if let hit = entries.withLock({ $0[body.appUserId] }), hit.body == key {
             return hit.rendered.body(serverTime: body.serverTime)
         }
-        guard let rendered = RenderedCustomer(body: key, codec: codec) else { return try codec.encodeAnswer(body) }
+        // Only the bytes are used here, never the stored header: any scope will do.
+        guard let rendered = RenderedCustomer(body: key, scope: key.environment, codec: codec) else { return try codec.encodeAnswer(body) }
         entries.withLock { cache in
             // Full: drop an arbitrary entry (hash order), keeping the rest warm.
             if cache.count >= limit { cache.remove(at: cache.startIndex) }

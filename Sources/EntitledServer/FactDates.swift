@@ -1,15 +1,15 @@
 import Entitlements
 
-extension FactMapper {
+extension Fact {
     /// Dates a fact may carry (epoch ms): 2000-01-01T00:00:00Z up to, not including,
     /// 2200-01-01T00:00:00Z. Apple's payloads are far inside; anything outside is a forged or broken
     /// payload whose dates would only feed overflowing arithmetic downstream, so ingest refuses it
     /// (`INVALID_DATE`) before it becomes a fact. The one place this range is defined.
     public static let acceptedDates: Range<Int64> = 946_684_800_000..<7_258_118_400_000
 
-    /// Every date `fact` carries, named as on the wire, for ``checkDates(_:)``.
-    static func dates(of fact: Fact) -> (model: String, dates: KeyValuePairs<String, Int64?>) {
-        switch fact {
+    /// Every date this fact carries, named as on the wire, for ``checkDates()``.
+    var wireDates: (model: String, dates: KeyValuePairs<String, Int64?>) {
+        switch self {
         case .transaction(let f):
             ("JWSTransactionDecodedPayload", [
                 "purchaseDate": f.purchaseDate, "originalPurchaseDate": f.originalPurchaseDate,
@@ -40,20 +40,20 @@ extension FactMapper {
         }
     }
 
-    /// Throws ``MappingError/Reason/dateOutOfRange`` naming the first date of `fact` outside
+    /// Throws ``MappingError/Reason/dateOutOfRange`` naming the first date of this fact outside
     /// ``acceptedDates``. Every mapping from wire models to facts ends here.
-    static func checkDates(_ fact: Fact) throws(MappingError) {
-        let (model, dates) = dates(of: fact)
+    func checkDates() throws(MappingError) {
+        let (model, dates) = wireDates
         for (field, date) in dates {
-            if let date, !acceptedDates.contains(date) {
+            if let date, !Self.acceptedDates.contains(date) {
                 throw MappingError(model: model, field: field, reason: .dateOutOfRange)
             }
         }
     }
 
-    /// `fact` when all its dates are accepted (see ``checkDates(_:)``).
+    /// `fact` when all its dates are accepted (see ``checkDates()``).
     static func checked<F>(_ fact: F, _ wrap: (F) -> Fact) throws(MappingError) -> F {
-        try checkDates(wrap(fact))
+        try wrap(fact).checkDates()
         return fact
     }
 }

@@ -10,11 +10,12 @@ import Synchronization
 /// history and subscriptions back.
 ///
 /// It is also the store's `Projector`: what the server adds to storage's own evaluation — the
-/// ``policy``, the facts' JSON (``encode(_:)``, ``decode(_:)``, with the ``ProjectionCache``'s
-/// codec) and the state document, the customer's rendered answer (``document(customer:state:)``).
+/// ``policy``, the ``grantEnvironments`` the stored answer merges, the facts' JSON (``encode(_:)``,
+/// ``decode(_:)``, with the ``ProjectionCache``'s codec) and the state document, the customer's
+/// rendered answer (``document(customer:state:)``).
 ///
 /// Every call is one database transaction on storage's own threads. The projections are evaluated
-/// with the one policy merged from every configured app (``FactMapper/policy(for:)-swift.type.method``
+/// with the one policy merged from every configured app (``EntitledConfig/Configuration/policy``
 /// over the configuration): customers are not per app, and every answer about them, customer or
 /// admin, uses it.
 public final class FactLedger: ReadinessProbe, Projector {
@@ -22,6 +23,9 @@ public final class FactLedger: ReadinessProbe, Projector {
     public let policy: Policy
     /// The projection path's fast paths and codec.
     public let cache: ProjectionCache
+    /// The environments whose purchases the stored answer merges, primary first
+    /// (``EntitledConfig/Configuration/grantEnvironments``).
+    private let merged: [Environment]
     /// Ingest commit latency goes here (nil: not measured).
     let metrics: ServerMetrics?
     /// Rung after every committed ingest: wakes the event feed's long polls.
@@ -31,11 +35,38 @@ public final class FactLedger: ReadinessProbe, Projector {
     ///   - store: the opened ledger.
     ///   - policy: the policy projections are evaluated with (the configuration's merged policy).
     ///   - cache: the projection path's fast paths and codec (share the API's).
-    public init(store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics? = nil) {
+    ///   - grantEnvironments: the environments stored answers merge
+    ///     (``EntitledConfig/Configuration/grantEnvironments``).
+    public init(
+        store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache(),
+        grantEnvironments: [Environment] = FactLedger.defaultGrantEnvironments, metrics: ServerMetrics? = nil
+    ) {
         self.store = store
         self.policy = policy
         self.cache = cache
+        self.merged = grantEnvironments
         self.metrics = metrics
+    }
+
+    /// The ledger a configuration's server uses: its merged policy and grant environments.
+    public convenience init(
+        store: any LedgerStore, configuration: Configuration, cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics? = nil
+    ) {
+        self.init(
+            store: store, policy: configuration.policy, cache: cache,
+            grantEnvironments: configuration.grantEnvironments, metrics: metrics)
+    }
+
+    /// `apps[].grantEnvironments`' default.
+    public static let defaultGrantEnvironments: [Environment] = [.production, .sandbox]
+
+    /// The environments stored answers merge (always some: optional only as `Projector` declares
+    /// it, nil being storage's primary-environment document).
+    public var grantEnvironments: [Environment]? { merged }
+
+    /// The context of a customer answer at `now` over the environments stored answers merge.
+    public func answerContext(now: Int64) -> EvaluationContext {
+        EvaluationContext(policy: policy, environments: merged, now: now)
     }
 
     // MARK: Projector
@@ -46,13 +77,24 @@ public final class FactLedger: ReadinessProbe, Projector {
     /// The engine fact a ledger text holds; nil when it is not one.
     public func decode(_ text: String) -> Fact? { cache.fact(text) }
 
-    /// The customer's answer, rendered (``RenderedCustomer``; empty with the cache off) from their
-    /// primary environment's state at the epoch: reads splice in their own time. It holds no
-    /// instant but the next status change, so it depends on the facts and on which statuses hold
-    /// at `now`, not on the instant itself — a rebuild then finds no difference unless a status
-    /// changed.
+    /// The customer's answer, rendered (``RenderedCustomer``; empty with the cache off) from the
+    /// ``grantEnvironments`` merged at the epoch (reads splice in their own time), recording which
+    /// environments it merges. It holds no instant but the next status change, so it depends on
+    /// the facts and on which statuses hold at `now`, not on the instant itself — a rebuild then
+    /// finds no difference unless a status changed.
     public func document(customer: CustomerRecord, state: CustomerState) -> [UInt8] {
-        cache.document(for: CustomerBody(customer: customer, state: state, now: 0))
+        cache.document(for: CustomerBody(customer: customer, state: state, now: 0), scope: EvaluationContext.scope(merged))
+    }
+
+    /// False for a stored document the server replaces by itself when it reads it: an answer of an
+    /// older ``RenderedCustomer/formatVersion``, or none (written with the cache off). Anything
+    /// else — this format, or no rendered answer at all — is compared byte for byte. With the cache
+    /// off, only empty documents are (it renders nothing to compare with).
+    public func isComparable(stateDocument: [UInt8]) -> Bool {
+        guard cache.enabled else { return stateDocument.isEmpty }
+        guard !stateDocument.isEmpty else { return false }
+        guard let version = RenderedCustomer.formatVersion(of: stateDocument) else { return true }
+        return version >= RenderedCustomer.formatVersion
     }
 
     /// For `/readyz`: the database answers.
@@ -118,11 +160,11 @@ public final class FactLedger: ReadinessProbe, Projector {
 
     /// The stored answer when it holds for `context`.
     private func fresh(_ document: [UInt8], computedAt: Int64, context: EvaluationContext) -> RenderedCustomer? {
-        guard context.policy == policy,
+        guard context.policy == policy, context.environments == merged,
             // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
             computedAt <= context.now,
             case .current(let answer) = cache.storedAnswer(document),
-            answer.holds(at: context.now, environment: context.environment)
+            answer.holds(at: context.now, scope: context.scope)
         else { return nil }
         return answer
     }
@@ -145,9 +187,18 @@ public final class FactLedger: ReadinessProbe, Projector {
                 }
                 return fact
             }
-            let state = evaluate(facts: facts, policy: context.policy, now: context.now, environment: context.environment)
+            let state = evaluate(facts: facts, policy: context.policy, now: context.now, environments: context.environments)
             return CustomerSnapshot(customer: customer, state: state)
         }
+    }
+
+    /// Logs an offer signature before it is answered; a store without the log (none of the
+    /// server's own) is unavailable for signing.
+    public func recordOfferSignature(_ record: OfferSignatureRecord) async throws(StorageError) {
+        guard let log = store as? any OfferSignatureLog else {
+            throw StorageError(.unavailable, "this store keeps no offer-signature log")
+        }
+        try await mapped { try await log.recordOfferSignature(record) }
     }
 
     /// A page of the customer's timeline, newest first, or nil when the customer does not exist.
@@ -177,6 +228,11 @@ public final class FactLedger: ReadinessProbe, Projector {
             }
             return LedgerHistoryPage(entries: entries, nextCursor: page.nextCursor)
         }
+    }
+
+    /// When the notification Apple numbered `notificationUUID` was committed here, if it was.
+    public func notificationReceivedAt(notificationUUID: String) async throws(StorageError) -> Int64? {
+        try await mapped { try await store.notificationReceivedAt(notificationUUID: notificationUUID) }
     }
 
     /// One subscription by `originalTransactionId`, or nil when nothing is known about it.

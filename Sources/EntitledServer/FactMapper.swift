@@ -1,100 +1,110 @@
 import AppStore
 import EntitledConfig
 import Entitlements
+import Storage
 
-/// Maps verified App Store wire models to the engine's facts, and configuration to its policy.
-///
-/// A copy, field for field; the only decisions are the product type (the transaction's `type`, else
-/// the catalog, else `expiresDate` → auto-renewable, none → non-consumable) and V1's unsigned dates
-/// (see ``facts(fromV1:catalog:)``).
-public struct FactMapper: Sendable {
-    /// Product types of the configured catalog, by productId.
-    public var catalog: [String: Entitlements.ProductType]
-
-    public init(catalog: [String: Entitlements.ProductType] = [:]) {
-        self.catalog = catalog
+/// Why a verified payload does not map to facts: a required field is missing or unusable, or a
+/// date is outside ``Fact/acceptedDates``.
+public struct MappingError: Error, Equatable, CustomStringConvertible {
+    public enum Reason: Sendable, Equatable {
+        /// Missing or unusable: the API answers `MALFORMED_PAYLOAD`.
+        case missing
+        /// A date outside ``Fact/acceptedDates``: the API answers `INVALID_DATE`.
+        case dateOutOfRange
     }
 
-    /// A mapper using `app`'s catalog.
-    public init(app: App) {
-        var catalog: [String: Entitlements.ProductType] = [:]
-        for product in app.products { catalog[product.productId] = Self.productType(product.type) }
-        self.catalog = catalog
+    public var model: String
+    public var field: String
+    public var reason: Reason
+
+    public init(model: String, field: String, reason: Reason = .missing) {
+        self.model = model
+        self.field = field
+        self.reason = reason
     }
 
-    /// A required field is missing or unusable, or a date is outside ``acceptedDates``.
-    public struct MappingError: Error, Equatable, CustomStringConvertible {
-        public enum Reason: Sendable, Equatable {
-            /// Missing or unusable: the API answers `MALFORMED_PAYLOAD`.
-            case missing
-            /// A date outside ``FactMapper/acceptedDates``: the API answers `INVALID_DATE`.
-            case dateOutOfRange
-        }
-
-        public var model: String
-        public var field: String
-        public var reason: Reason
-
-        public init(model: String, field: String, reason: Reason = .missing) {
-            self.model = model
-            self.field = field
-            self.reason = reason
-        }
-
-        public var description: String {
-            switch reason {
-            case .missing: "\(model).\(field) is missing or invalid"
-            case .dateOutOfRange: "\(model).\(field) is not a date in 2000…2199"
-            }
+    public var description: String {
+        switch reason {
+        case .missing: "\(model).\(field) is missing or invalid"
+        case .dateOutOfRange: "\(model).\(field) is not a date in 2000…2199"
         }
     }
+}
 
-    // MARK: - Policy
-
-    /// The engine's policy for `app`: products → entitlements, groups, levels, durations; fallback
-    /// grace days; restore behaviour.
-    public static func policy(for app: App) -> Policy {
-        var products: [String: ProductPolicy] = [:]
-        for product in app.products {
-            products[product.productId] = ProductPolicy(
-                type: productType(product.type), entitlements: product.entitlements,
-                subscriptionGroup: product.subscriptionGroup, level: product.level,
-                duration: product.duration.flatMap { Entitlements.ISODuration(parsing: $0) })
-        }
-        return Policy(
-            products: products, fallbackGraceDays: app.gracePeriodDays,
-            restoreBehavior: app.restoreBehavior)
-    }
-
+extension Configuration {
     /// One policy over every configured app, for customer answers (customers are not per app).
     /// Catalogs merge (the first app wins a duplicate productId); grace days and restore behaviour
     /// come from the first app.
-    public static func policy(for configuration: Configuration) -> Policy {
-        guard let first = configuration.apps.first else { return Policy() }
-        var merged = policy(for: first)
-        for app in configuration.apps.dropFirst() {
-            for (id, product) in policy(for: app).products where merged.products[id] == nil {
+    public var policy: Policy {
+        guard let first = apps.first else { return Policy() }
+        var merged = first.policy
+        for app in apps.dropFirst() {
+            for (id, product) in app.policy.products where merged.products[id] == nil {
                 merged.products[id] = product
             }
         }
         return merged
     }
+}
 
-    static func productType(_ kind: Product.Kind) -> Entitlements.ProductType {
+extension Configuration {
+    /// The environments whose purchases grant access in customer answers: every app's
+    /// `grantEnvironments` together (customers are not per app, so an environment grants when any
+    /// app lists it), Production first (`Environment.listingOrder`).
+    public var grantEnvironments: [Entitlements.Environment] {
+        guard !apps.isEmpty else { return [.production, .sandbox] }
+        let listed = Set(apps.flatMap(\.grantEnvironments).map(Entitlements.Environment.init(rawValue:)))
+        return Entitlements.Environment.listingOrder.filter(listed.contains)
+    }
+}
+
+extension Entitlements.ProductType {
+    /// A configured product's kind, as the engine names it.
+    init(_ kind: Product.Kind) {
         switch kind {
-        case .autoRenewable: .autoRenewable
-        case .nonConsumable: .nonConsumable
-        case .consumable: .consumable
-        case .nonRenewing: .nonRenewing
+        case .autoRenewable: self = .autoRenewable
+        case .nonConsumable: self = .nonConsumable
+        case .consumable: self = .consumable
+        case .nonRenewing: self = .nonRenewing
         }
+    }
+}
+
+extension Entitlements.Environment {
+    /// Apple's environment text → the engine's (absent means Production).
+    public init(_ environment: AppStoreEnvironment?) {
+        self.init(rawValue: environment?.rawValue ?? "Production")
+    }
+}
+
+/// An app maps its verified App Store wire models to the engine's facts, and its configuration to
+/// the engine's policy.
+///
+/// A copy, field for field; the only decisions are the product type (the transaction's `type`, else
+/// the app's catalog, else `expiresDate` → auto-renewable, none → non-consumable) and V1's unsigned
+/// dates (see ``facts(fromV1:)``).
+extension App {
+    // MARK: - Policy
+
+    /// The engine's policy for this app: products → entitlements, groups, levels, durations;
+    /// fallback grace days; restore behaviour.
+    public var policy: Policy {
+        var policies: [String: ProductPolicy] = [:]
+        for product in products {
+            policies[product.productId] = ProductPolicy(
+                type: Entitlements.ProductType(product.type), entitlements: product.entitlements,
+                subscriptionGroup: product.subscriptionGroup, level: product.level,
+                duration: product.duration.flatMap { Entitlements.ISODuration(parsing: $0) },
+                promotionalOffers: product.promotionalOffers, winBackOffers: product.winBackOffers)
+        }
+        return Policy(products: policies, fallbackGraceDays: gracePeriodDays, restoreBehavior: restoreBehavior)
     }
 
     // MARK: - V2
 
     /// A verified V2 notification → its notification fact, plus transaction, renewal-info and
-    /// app-transaction facts for the signed data it carried.
-    public func facts(from notification: VerifiedNotification) throws(MappingError) -> [Fact] {
-        let payload = notification.payload
+    /// app-transaction facts for the nested signed data the verifier decoded.
+    public func facts(from payload: ResponseBodyV2DecodedPayload) throws(MappingError) -> [Fact] {
         guard let type = payload.notificationType?.rawValue else {
             throw MappingError(model: "ResponseBodyV2DecodedPayload", field: "notificationType")
         }
@@ -104,26 +114,26 @@ public struct FactMapper: Sendable {
         guard let signedDate = payload.signedDate else {
             throw MappingError(model: "ResponseBodyV2DecodedPayload", field: "signedDate")
         }
-        let environment = Self.environment(payload.verificationEnvironment)
+        let environment = Environment(payload.verificationEnvironment)
         var facts: [Fact] = []
         var transactionFact: TransactionFact?
-        if let transaction = notification.transaction {
+        if let transaction = payload.data?.transactionInfo {
             let fact = try self.transaction(transaction)
             transactionFact = fact
             facts.append(.transaction(fact))
         }
-        if let renewal = notification.renewalInfo {
+        if let renewal = payload.data?.renewalInfo {
             facts.append(.renewalInfo(try renewalInfo(renewal, fallbackProductId: transactionFact?.productId)))
         }
-        if let app = notification.appTransaction {
-            facts.append(.appTransaction(try appTransaction(app)))
+        if let appTransaction = payload.appData?.appTransaction {
+            facts.append(.appTransaction(try self.appTransaction(appTransaction)))
         }
         let notificationFact = NotificationFact(
             type: NotificationType(rawValue: type), subtype: payload.subtype.map { NotificationSubtype(rawValue: $0.rawValue) },
             notificationUUID: uuid, signedDate: signedDate, environment: environment,
             originalTransactionId: transactionFact?.originalTransactionId, transactionId: transactionFact?.transactionId,
             productId: transactionFact?.productId)
-        facts.insert(.notification(try Self.checked(notificationFact, Fact.notification)), at: 0)
+        facts.insert(.notification(try Fact.checked(notificationFact, Fact.notification)), at: 0)
         return facts
     }
 
@@ -148,10 +158,10 @@ public struct FactMapper: Sendable {
             revocationType: t.revocationType.map { Entitlements.RevocationType(rawValue: $0.rawValue) },
             isUpgraded: t.isUpgraded ?? false, offerType: t.offerType.flatMap { Entitlements.OfferType(rawValue: Int($0.rawValue)) },
             offerDiscountType: t.offerDiscountType.map { Entitlements.OfferDiscountType(rawValue: $0.rawValue) },
-            offerIdentifier: t.offerIdentifier, environment: Self.environment(t.environment), storefront: t.storefront,
+            offerIdentifier: t.offerIdentifier, environment: Environment(t.environment), storefront: t.storefront,
             transactionReason: t.transactionReason.map { Entitlements.TransactionReason(rawValue: $0.rawValue) },
             price: t.price, currency: t.currency)
-        return try Self.checked(fact, Fact.transaction)
+        return try Fact.checked(fact, Fact.transaction)
     }
 
     /// Signed renewal info → a renewal-info fact. `productId` falls back to the notification's transaction.
@@ -176,8 +186,8 @@ public struct FactMapper: Sendable {
             offerIdentifier: r.offerIdentifier,
             offerDiscountType: r.offerDiscountType.map { Entitlements.OfferDiscountType(rawValue: $0.rawValue) },
             signedDate: signedDate, renewalDate: r.renewalDate, recentSubscriptionStartDate: r.recentSubscriptionStartDate,
-            eligibleWinBackOfferIds: r.eligibleWinBackOfferIds ?? [], environment: Self.environment(r.environment))
-        return try Self.checked(fact, Fact.renewalInfo)
+            eligibleWinBackOfferIds: r.eligibleWinBackOfferIds ?? [], environment: Environment(r.environment))
+        return try Fact.checked(fact, Fact.renewalInfo)
     }
 
     /// A signed app transaction → an app-transaction fact (`receiptCreationDate` plays `signedDate`).
@@ -191,8 +201,8 @@ public struct FactMapper: Sendable {
         let fact = AppTransactionFact(
             appTransactionId: a.appTransactionId, originalPurchaseDate: originalPurchaseDate, preorderDate: a.preorderDate,
             originalApplicationVersion: a.originalApplicationVersion, signedDate: signedDate,
-            environment: Self.environment(a.receiptType))
-        return try Self.checked(fact, Fact.appTransaction)
+            environment: Environment(a.receiptType))
+        return try Fact.checked(fact, Fact.appTransaction)
     }
 
     // MARK: - V1
@@ -212,7 +222,7 @@ public struct FactMapper: Sendable {
         guard let type = body.notificationType?.rawValue else {
             throw MappingError(model: "ResponseBodyV1", field: "notification_type")
         }
-        let environment = Self.environment(body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
+        let environment = Environment(body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
         let entries = body.unifiedReceipt?.latestReceiptInfo ?? []
         var newest = body.autoRenewStatusChangeDate ?? Int64.min
         for entry in entries {
@@ -267,14 +277,14 @@ public struct FactMapper: Sendable {
                     environment: environment,
                     originalTransactionId: latest?.originalTransactionId, transactionId: latest?.transactionId,
                     productId: latest?.productId, autoRenewStatus: body.isAutoRenewEnabled)), at: 0)
-        for fact in facts { try Self.checkDates(fact) }
+        for fact in facts { try fact.checkDates() }
         return facts
     }
 
     /// A verifyReceipt response → receipt entries (latest and in-app), pending renewals and, when the
     /// receipt has a top level, an app-transaction fact (pre-order date, original purchase).
     public func facts(fromReceipt response: VerifyReceiptResponse) -> [Fact] {
-        let environment = Self.environment(response.environment?.appStoreEnvironment)
+        let environment = Environment(response.environment?.appStoreEnvironment)
         let receiptDate = response.receipt?.receiptCreationDate ?? response.receipt?.requestDate ?? 0
         var facts: [Fact] = []
         if let receipt = response.receipt, let original = receipt.originalPurchaseDate {
@@ -337,17 +347,15 @@ public struct FactMapper: Sendable {
         case .consumable?: return .consumable
         case .nonRenewingSubscription?: return .nonRenewing
         default:
-            if let configured = catalog[productId] { return configured }
+            // The catalog's entry (the last one, should an id repeat).
+            if let configured = products.last(where: { $0.productId == productId }) {
+                return Entitlements.ProductType(configured.type)
+            }
             return expiresDate == nil ? .nonConsumable : .autoRenewable
         }
     }
 
     func ownership(_ type: InAppOwnershipType?) -> Ownership {
         type == .familyShared ? .familyShared : .purchased
-    }
-
-    /// Apple's environment text → the engine's (absent means Production).
-    public static func environment(_ environment: AppStoreEnvironment?) -> Environment {
-        Environment(rawValue: environment?.rawValue ?? "Production")
     }
 }

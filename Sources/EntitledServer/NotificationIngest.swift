@@ -32,10 +32,7 @@ public struct NotificationIngest: Sendable {
         let now = api.clock.nowMilliseconds()
         let rejection: Rejection
         do {
-            let ingested = try await api.ingestNotification(signedPayload: signedPayload, source: source, now: now)
-            let message = ingested.message
-            api.metrics.notificationIngested(version: "2", type: message.notificationType, subtype: message.subtype, status: ingested.status)
-            return ingested.status
+            return try await api.ingestNotification(signedPayload: signedPayload, source: source, now: now)
         } catch let error as VerificationError {
             rejection = Rejection(error)
         } catch let error as Rejection {
@@ -54,19 +51,14 @@ public struct NotificationIngest: Sendable {
     }
 }
 
-/// What ``API/ingestNotification(signedPayload:source:now:)`` stored, for metrics and logs.
-struct IngestedNotification {
-    var status: IngestResult.Status
-    var message: ReceivedMessage
-    var signedDate: Int64?
-    var bundleId: String
-}
-
 extension API {
     /// Verifies, maps and stores one V2 `signedPayload`: the V2 endpoint's work once the HTTP
-    /// checks passed, and reconciliation's for each notification of Apple's history.
+    /// checks passed (`request` set: counted and logged as ``noteIngested(_:_:signedDate:bundleId:status:)``
+    /// does), and reconciliation's for each notification of Apple's history (counted only).
     /// - Throws: ``VerificationError`` or ``Rejection`` (nothing stored), or the storage ``HTTPError``.
-    func ingestNotification(signedPayload: String?, source: IngestSource, now: Int64) async throws -> IngestedNotification {
+    func ingestNotification(
+        signedPayload: String?, source: IngestSource, now: Int64, request: Request? = nil
+    ) async throws -> IngestResult.Status {
         guard let signedPayload, !signedPayload.isEmpty else {
             throw VerificationError.malformed("signedPayload is missing")
         }
@@ -74,15 +66,14 @@ extension API {
             throw VerificationError.malformed("signedPayload is not a JWS")
         }
         let app = try self.app(claimed)
-        let verified = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
-        try checkEnvironment(verified.payload.verificationEnvironment, app: app)
+        let payload = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
+        try checkEnvironment(payload.verificationEnvironment, app: app)
         let facts: [Fact]
         do {
-            facts = try mapper(app).facts(from: verified)
+            facts = try app.facts(from: payload)
         } catch {
             throw Self.rejection(error)
         }
-        let payload = verified.payload
         let message = ReceivedMessage(
             notificationUUID: payload.notificationUUID, source: source,
             body: Self.storedBody("signedPayload", signedPayload), receivedAt: now,
@@ -98,15 +89,20 @@ extension API {
             case .receiptEntry, .pendingRenewal, .v1Notification: (fact, nil)
             }
         }
-        if let transaction = verified.transaction {
+        if let transaction = payload.data?.transactionInfo {
             try await enqueueBackfillIfUnseen(
-                app: app, transaction.originalTransactionId, environment: FactMapper.environment(transaction.environment),
+                app: app, transaction.originalTransactionId, environment: Environment(transaction.environment),
                 source: source, now: now)
         }
-        try await enqueueConsumptionRequest(app: app, payload, transactionId: verified.transaction?.transactionId, now: now)
+        try await enqueueConsumptionRequest(app: app, payload, transactionId: payload.data?.transactionInfo?.transactionId, now: now)
         let status = try await store { () async throws(StorageError) in
             try await ledger.ingest(message, facts: signed)
         }
-        return IngestedNotification(status: status, message: message, signedDate: payload.signedDate, bundleId: app.bundleId)
+        if let request {
+            noteIngested(request, message, signedDate: payload.signedDate, bundleId: app.bundleId, status: status)
+        } else {
+            metrics.notificationIngested(version: "2", type: message.notificationType, subtype: message.subtype, status: status)
+        }
+        return status
     }
 }

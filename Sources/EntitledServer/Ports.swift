@@ -15,35 +15,15 @@ extension VerificationError {
     static func malformed(_ detail: String) -> VerificationError { VerificationError(.malformedPayload, detail) }
 }
 
-/// A verified V2 notification with its nested signed data, each verified too.
-public struct VerifiedNotification: Sendable, Equatable {
-    /// The decoded `signedPayload`.
-    public var payload: ResponseBodyV2DecodedPayload
-    /// `data.signedTransactionInfo`, decoded, when present.
-    public var transaction: JWSTransactionDecodedPayload?
-    /// `data.signedRenewalInfo`, decoded, when present.
-    public var renewalInfo: JWSRenewalInfoDecodedPayload?
-    /// `appData.signedAppTransactionInfo`, decoded, when present.
-    public var appTransaction: AppTransaction?
-
-    public init(
-        payload: ResponseBodyV2DecodedPayload, transaction: JWSTransactionDecodedPayload? = nil,
-        renewalInfo: JWSRenewalInfoDecodedPayload? = nil, appTransaction: AppTransaction? = nil
-    ) {
-        self.payload = payload
-        self.transaction = transaction
-        self.renewalInfo = renewalInfo
-        self.appTransaction = appTransaction
-    }
-}
-
 /// Verifies Apple's signed data (JWS with an x5c chain to a configured root) for one app.
 ///
 /// Every method checks the signature, the chain (at the payload's signed date), the bundle id,
 /// the app Apple ID where the payload has one, and that the environment is one of `app.environments`.
 public protocol NotificationVerifying: Sendable {
-    /// Verifies a V2 notification's `signedPayload` and the JWS nested in it.
-    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification
+    /// Verifies a V2 notification's `signedPayload` and each JWS nested in it, returned decoded
+    /// beside its text (`data.transactionInfo`, `data.renewalInfo`, `appData.appTransaction`).
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError)
+        -> ResponseBodyV2DecodedPayload
     /// Verifies a transaction the app posted (StoreKit 2 `jwsRepresentation`).
     func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError)
         -> JWSTransactionDecodedPayload
@@ -70,13 +50,29 @@ extension NotificationVerifying {
 /// What to evaluate a projection with.
 public struct EvaluationContext: Sendable, Equatable {
     public var policy: Policy
-    public var environment: Environment
+    /// The environments the answer merges, the first being primary (see
+    /// ``evaluate(facts:policy:now:environments:)``): the configuration's grant environments, or the
+    /// one an `?environment=` filter names.
+    public var environments: [Environment]
     public var now: Int64
 
-    public init(policy: Policy, environment: Environment, now: Int64) {
+    public init(policy: Policy, environments: [Environment], now: Int64) {
         self.policy = policy
-        self.environment = environment
+        self.environments = environments
         self.now = now
+    }
+
+    /// One environment alone (an `?environment=` filter).
+    public init(policy: Policy, environment: Environment, now: Int64) {
+        self.init(policy: policy, environments: [environment], now: now)
+    }
+
+    /// The environments as stored answers name them (``RenderedCustomer/scope``): `Production+Sandbox`.
+    public var scope: String { Self.scope(environments) }
+
+    /// `none` for no environment (a stored header's fields are never empty).
+    static func scope(_ environments: [Environment]) -> String {
+        environments.isEmpty ? "none" : environments.map(\.rawValue).joined(separator: "+")
     }
 }
 

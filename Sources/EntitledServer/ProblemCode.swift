@@ -37,6 +37,10 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case customerNotFound = "CUSTOMER_NOT_FOUND"
     case appNotFound = "APP_NOT_FOUND"
     case subscriptionNotFound = "SUBSCRIPTION_NOT_FOUND"
+    case productNotFound = "PRODUCT_NOT_FOUND"
+    case offerNotFound = "OFFER_NOT_FOUND"
+    case offerNotEligible = "OFFER_NOT_ELIGIBLE"
+    case signingKeyNotConfigured = "SIGNING_KEY_NOT_CONFIGURED"
 
     // A signed payload or V1 body refused (recorded as rejected). `INVALID_ENVIRONMENT` above is
     // also one of these: a payload's environment the app does not accept.
@@ -79,13 +83,15 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             400
         case .unauthorized, .invalidSharedSecret: 401
         case .forbidden: 403
-        case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound: 404
+        case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
+            .offerNotFound:
+            404
         case .methodNotAllowed: 405
         case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
         case .headersTooLarge: 431
         case .tooManyRejections: 429
-        case .serverAPINotConfigured: 409
+        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured: 409
         case .appleAPIFailed: 502
         case .internalError, .projectionFailed: 500
         case .shuttingDown, .retryableVerificationFailure, .storageUnavailable, .notReady: 503

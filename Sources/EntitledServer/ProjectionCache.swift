@@ -38,11 +38,12 @@ public final class ProjectionCache: Sendable {
 
     // MARK: Stored answers
 
-    /// The state document a projection stores for `body`: its rendered answer, or nothing when off.
-    func document(for body: CustomerBody) -> [UInt8] {
+    /// The state document a projection stores for `body`, the answer for `scope`: its rendered
+    /// answer, or nothing when off.
+    func document(for body: CustomerBody, scope: String) -> [UInt8] {
         guard enabled else { return [] }
         // Not renderable (it always is): an empty document sends reads to the slow path.
-        return RenderedCustomer(body: body, codec: codec)?.document ?? []
+        return RenderedCustomer(body: body, scope: scope, codec: codec)?.document ?? []
     }
 
     /// What a stored state document is good for.

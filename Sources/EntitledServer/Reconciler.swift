@@ -84,10 +84,13 @@ public struct Reconciler: Sendable {
     let clock: any EpochClock
     /// This process's lease owner id.
     let owner: String
+    /// Where passes and the watermark are reported, if anywhere.
+    let metrics: ServerMetrics?
 
     public init(
         bundleId: String, environments: [AppStoreEnvironment], everyMinutes: Int, client: AppStoreServerAPIClient,
-        ingest: NotificationIngest, state: any ReconcileStateStore, clock: any EpochClock, owner: String = UUID().uuidString
+        ingest: NotificationIngest, state: any ReconcileStateStore, clock: any EpochClock, owner: String = UUID().uuidString,
+        metrics: ServerMetrics? = nil
     ) {
         self.bundleId = bundleId
         self.environments = environments
@@ -97,6 +100,7 @@ public struct Reconciler: Sendable {
         self.state = state
         self.clock = clock
         self.owner = owner
+        self.metrics = metrics
     }
 
     /// One pass over each environment. `since` and `until` (epoch ms) replace the window's start
@@ -128,6 +132,18 @@ public struct Reconciler: Sendable {
     }
 
     func pass(_ environment: AppStoreEnvironment, since: Int64?, until: Int64?) async throws(ReconcileError) -> ReconcileReport {
+        let labels = [bundleId, environment.rawValue]
+        do {
+            let report = try await window(environment, since: since, until: until)
+            metrics?.reconcilePasses.add(labels + [report.skipped.isEmpty ? "ok" : "skipped"])
+            return report
+        } catch {
+            metrics?.reconcilePasses.add(labels + ["failed"])
+            throw error
+        }
+    }
+
+    private func window(_ environment: AppStoreEnvironment, since: Int64?, until: Int64?) async throws(ReconcileError) -> ReconcileReport {
         let key = ReconcileKey(bundleId: bundleId, environment: environment.rawValue)
         let now = clock.nowMilliseconds()
         var report = ReconcileReport()
@@ -183,6 +199,7 @@ public struct Reconciler: Sendable {
                     throw ReconcileError.storage("\(error)")
                 }
                 guard held else { throw ReconcileError.leaseLost(key) }
+                metrics?.reconcileWatermark.set([bundleId, environment.rawValue], Double(end) / 1000)
             }
         } catch {
             try? await state.releaseReconcileLease(key, owner: owner)

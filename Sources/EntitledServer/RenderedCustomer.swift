@@ -8,17 +8,20 @@ import HTTPServer
 /// splices in its own time. Reads then decode and encode nothing.
 ///
 /// The projection stores it as its state document: one line of metadata, then the body —
-/// `entitled-answer/VERSION ENVIRONMENT NEXT OFFSET\n{…}`, where VERSION is ``formatVersion``,
+/// `entitled-answer/VERSION SCOPE NEXT OFFSET\n{…}`, where VERSION is ``formatVersion``, SCOPE the
+/// environments the answer merges (``EvaluationContext/scope``),
 /// NEXT the next instant at which time alone changes the answer (ms, or `-`) and OFFSET where
 /// `serverTime`'s value starts in the body. A server meeting a document of an older version
 /// re-renders it on read (``ProjectionCache``), so changing the answer's JSON needs no `rebuild`.
 public struct RenderedCustomer: Sendable, Equatable {
     /// The format of the stored documents this binary writes. Raise it whenever the answer's JSON
     /// or this header changes: stored answers of an older format are then re-rendered lazily.
-    public static let formatVersion = 1
+    /// 2: answers merge the grant environments; subscriptions say their `environment`.
+    /// 3: `offers` lists the offers eligible now; subscriptions carry Apple's `winBackOfferIds`.
+    public static let formatVersion = 3
 
-    /// The environment the answer was evaluated for.
-    public let environment: String
+    /// The environments the answer merges, as ``EvaluationContext/scope`` writes them.
+    public let scope: String
     /// The next instant (ms) at which time alone changes the answer, if any.
     public let nextChangeAt: Int64?
     private let body: [UInt8]
@@ -29,15 +32,15 @@ public struct RenderedCustomer: Sendable, Equatable {
     private static let epoch = Array("1970-01-01T00:00:00.000Z".utf8)
     private static let timeMarker = Array(#""serverTime":"1970-01-01T00:00:00.000Z""#.utf8)
 
-    /// Renders `body` (its `serverTime` is ignored) with `codec`. Nil only if the body does not
-    /// encode or its `serverTime` member is not found (neither happens).
-    public init?(body: CustomerBody, codec: JSONCodec = JSONCodec()) {
+    /// Renders `body` (its `serverTime` is ignored), the answer for `scope`, with `codec`. Nil only
+    /// if the body does not encode or its `serverTime` member is not found (neither happens).
+    public init?(body: CustomerBody, scope: String, codec: JSONCodec = JSONCodec()) {
         var body = body
         body.serverTime = 0
         guard let bytes = try? codec.encodeAnswer(body) else { return nil }
         // Keys are sorted and escaped, so the marker can only be the serverTime member itself.
         guard let marker = Self.offset(of: Self.timeMarker, in: bytes) else { return nil }
-        self.environment = body.environment
+        self.scope = scope
         self.nextChangeAt = body.nextChangeAt
         self.body = bytes
         self.timeOffset = marker + Self.timeMarker.count - Self.epoch.count - 1
@@ -92,14 +95,14 @@ public struct RenderedCustomer: Sendable, Equatable {
         } else {
             return nil
         }
-        environment = String(decoding: fields[0], as: UTF8.self)
+        scope = String(decoding: fields[0], as: UTF8.self)
         self.body = body
         timeOffset = offset
     }
 
     /// What the projection stores.
     public var document: [UInt8] {
-        let header = "entitled-answer/\(Self.formatVersion) \(environment) \(nextChangeAt.map(String.init) ?? "-") \(timeOffset)\n"
+        let header = "entitled-answer/\(Self.formatVersion) \(scope) \(nextChangeAt.map(String.init) ?? "-") \(timeOffset)\n"
         return Array(header.utf8) + body
     }
 
@@ -111,8 +114,8 @@ public struct RenderedCustomer: Sendable, Equatable {
         return bytes
     }
 
-    /// Whether this answer still holds at `now` for `environment`.
-    public func holds(at now: Int64, environment: Entitlements.Environment) -> Bool {
-        environment.rawValue == self.environment && (nextChangeAt.map { $0 > now } ?? true)
+    /// Whether this answer still holds at `now` for the environments `scope` names.
+    public func holds(at now: Int64, scope: String) -> Bool {
+        scope == self.scope && (nextChangeAt.map { $0 > now } ?? true)
     }
 }

@@ -25,8 +25,12 @@ public final class ServerMetrics: LedgerObserver {
     let subscriptions: Gauge
     /// Set once the gauges hold the stored counts; changes before that are not counted.
     private let projectionsCounted = Atomic<Bool>(false)
-    // Webhook deliveries (outbox depth, oldest age, deliveries by outcome) and reconciliation lag
-    // belong here once those features exist; none is registered before, so none reads 0 falsely.
+    /// When each app's and environment's reconciliation watermark last moved (its lag is
+    /// `time() - value`), and passes by outcome.
+    let reconcileWatermark: Gauge
+    let reconcilePasses: Counter
+    // Webhook deliveries (outbox depth, oldest age, deliveries by outcome) belong here once that
+    // feature exists; nothing is registered before, so nothing reads 0 falsely.
 
     /// Seconds buckets for request, verification and commit latencies.
     static let latencyBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -60,6 +64,13 @@ public final class ServerMetrics: LedgerObserver {
             "entitled_projection_lag_seconds",
             "From a V2 notification's signedDate to its projections committed (Apple's delivery delay plus ours).",
             buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 21600, 86400, 604800])
+        reconcileWatermark = registry.gauge(
+            "entitled_reconcile_watermark_timestamp_seconds",
+            "Up to when Apple's notification history is reconciled (Unix seconds), by app and environment; the lag is time() minus it.",
+            labels: ["app", "environment"])
+        reconcilePasses = registry.counter(
+            "entitled_reconcile_passes_total", "Reconciliation passes, by app, environment and outcome (ok, failed, skipped).",
+            labels: ["app", "environment", "outcome"])
         customers = registry.gauge(
             "entitled_customers", "Projected customers by state (active: an active entitlement; inactive: purchases, none active; new: none).",
             labels: ["state"])
@@ -133,7 +144,7 @@ struct TimedVerifier: NotificationVerifying {
         return try await body()
     }
 
-    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> ResponseBodyV2DecodedPayload {
         try await timed("notification") { () async throws(VerificationError) in
             try await base.verifyNotification(signedPayload: signedPayload, app: app)
         }

@@ -79,6 +79,7 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
             "address": "\(configuration.listen.host):\(server.port)", "database": redactedDatabase(configuration.database),
             "scheme": configuration.tls == nil ? "http" : "https",
         ])
+    StartupHint.print(for: configuration, address: "\(configuration.listen.host):\(server.port)")
     let purge = RejectedPurge(store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays)
     let purging = Task {
         await purge.run(every: .seconds(3600)) { result in

@@ -97,7 +97,7 @@ extension API {
                 item["appUserId"] = appUserId
                 if customers[appUserId] == nil {
                     let context = EvaluationContext(
-                        policy: customerPolicy, environment: FactMapper.environment(signed.payload.environment), now: now)
+                        policy: customerPolicy, environment: Environment(signed.payload.environment), now: now)
                     let answer = try await customerAnswer(appUserId: appUserId, context: context).body
                     customers[appUserId] = try JSONSerialization.jsonObject(with: Data(answer))
                 }
@@ -204,7 +204,14 @@ extension API {
         let token = try await apple { () async throws(ServerAPIError) in try await client.requestTestNotification() }
         let status = try? await client.testNotificationStatus(token)
         let attempts = status?.sendAttempts ?? []
-        let arrivedAt = attempts.first { $0.sendAttemptResult == .success }?.attemptDate
+        // Apple's "success" only says some server at the configured URL answered 200; the ledger
+        // says whether this one committed it.
+        var arrivedAt: Int64?
+        if let uuid = status?.notification.payload.notificationUUID {
+            arrivedAt = try await store { () async throws(StorageError) in
+                try await ledger.notificationReceivedAt(notificationUUID: uuid)
+            }
+        }
         return try .json(
             TestNotificationBody(
                 bundleId: bundleId, testNotificationToken: token, notificationUUID: status?.notification.payload.notificationUUID,

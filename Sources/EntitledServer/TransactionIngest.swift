@@ -22,7 +22,7 @@ extension API {
         let transaction = try await verifier.verifyTransaction(signedTransaction: jws, app: app)
         try checkEnvironment(transaction.environment, app: app)
         do {
-            return (app, try mapper(app).transaction(transaction))
+            return (app, try app.transaction(transaction))
         } catch {
             throw Self.rejection(error)
         }
@@ -88,7 +88,7 @@ struct Backfill: Sendable {
             }
             for status in statuses.subscriptions {
                 guard let renewal = status.renewalInfo, let transaction = status.transaction else { continue }
-                let fact = try api.mapper(app).renewalInfo(renewal.payload, fallbackProductId: transaction.payload.productId)
+                let fact = try app.renewalInfo(renewal.payload, fallbackProductId: transaction.payload.productId)
                 let message = ReceivedMessage(
                     notificationUUID: nil, source: .backfill, body: API.storedBody("signedRenewalInfo", renewal.jws), receivedAt: now,
                     bundleId: app.bundleId)

@@ -106,8 +106,6 @@ struct Txn {
     var upgradedAt: Int64?
     var period: PeriodType
     var freeTrial: Bool
-    /// Counts against introductory-offer eligibility.
-    var introLike: Bool
     var environment: Environment
     var price: Int64?
     var currency: String?
@@ -407,7 +405,6 @@ extension Txn {
             revokedAs = nil
         }
         freeTrial = t.offerDiscountType == .freeTrial
-        introLike = t.offerType == .introductory
         switch t.offerType {
         case .introductory?: period = freeTrial ? .trial : .intro
         case .promotional?: period = .promotional
@@ -443,7 +440,6 @@ extension Txn {
             revokedAs = nil
         }
         freeTrial = e.isTrialPeriod
-        introLike = e.isTrialPeriod || e.isInIntroOfferPeriod
         if e.isTrialPeriod {
             period = .trial
         } else if e.isInIntroOfferPeriod {

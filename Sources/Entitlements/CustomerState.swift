@@ -28,16 +28,20 @@ public struct CustomerState: Hashable, Sendable, Codable {
     /// The earliest instant after `evaluatedAt` at which a grant's status changes with no new fact
     /// (an expiry, a grace period's end, the end of billing retry); nil when none is scheduled.
     /// A stored projection is stale from then on. Also the instant a group's `paidServiceDays`
-    /// resets after a lapse over 60 days; nothing else in the state moves with time alone.
+    /// resets after a lapse over 60 days, and the instants a configured win-back offer's lapse window
+    /// opens or closes; nothing else in the state moves with time alone.
     public var nextStatusChangeAt: Int64?
+    /// The configured offers the customer is eligible for now.
+    public var offers: EligibleOffers
 
     public init(
         environment: Environment, evaluatedAt: Int64, customerClass: CustomerClass,
         entitlements: [EntitlementState], subscriptionGroups: [SubscriptionGroupState],
         nonConsumables: [NonConsumableState], nonRenewingSubscriptions: [NonRenewingState],
         consumables: [ConsumableBalance], preorder: PreorderState, proceeds: [ProceedsEstimate],
-        restoreBehavior: RestoreBehavior, nextStatusChangeAt: Int64?
+        restoreBehavior: RestoreBehavior, nextStatusChangeAt: Int64?, offers: EligibleOffers = EligibleOffers()
     ) {
+        self.offers = offers
         self.environment = environment
         self.evaluatedAt = evaluatedAt
         self.customerClass = customerClass
@@ -259,7 +263,8 @@ public struct SubscriptionGroupState: Hashable, Sendable, Codable {
     public var current: Grant?
     /// Whether `current.renewsTo` is a downgrade or crossgrade (nil without levels or change).
     public var pendingChange: ProductChange?
-    /// Never had an introductory offer or free trial in this group.
+    /// Never had any subscription (trial, introductory, offer or full price) in this group: Apple
+    /// gives one introductory offer per group, to customers new to it.
     public var introOfferEligible: Bool
     /// Has had a subscription in this group (promotional offers are for existing and lapsed subscribers).
     public var promotionalOfferEligible: Bool
@@ -388,5 +393,32 @@ public struct ProceedsEstimate: Hashable, Sendable, Codable {
             let (thousands, rest) = price.quotientAndRemainder(dividingBy: 1_000)
             return refunded ? 0 : thousands * permille + rest * permille / 1_000
         }
+    }
+}
+
+/// An offer by product and identifier.
+public struct OfferReference: Hashable, Sendable, Codable {
+    public var productId: String
+    public var offerId: String
+
+    public init(productId: String, offerId: String) {
+        self.productId = productId
+        self.offerId = offerId
+    }
+}
+
+/// The policy's offers a customer may be given now, each list sorted by product then offer.
+public struct EligibleOffers: Hashable, Sendable, Codable {
+    /// Auto-renewable products whose group the customer never subscribed to.
+    public var introductory: [String]
+    /// Configured win-back offers whose lapse window the customer is in.
+    public var winBack: [OfferReference]
+    /// Configured promotional offers of groups the customer has subscribed to (existing or lapsed).
+    public var promotional: [OfferReference]
+
+    public init(introductory: [String] = [], winBack: [OfferReference] = [], promotional: [OfferReference] = []) {
+        self.introductory = introductory
+        self.winBack = winBack
+        self.promotional = promotional
     }
 }

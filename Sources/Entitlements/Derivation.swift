@@ -31,6 +31,9 @@ struct Derivation {
     private var grants: [(entitlements: [String], grant: Grant)] = []
     /// Instants after `now` at which a group's paid-service count resets (a lapse passes 60 days).
     private var paidServiceResets: [Int64] = []
+    /// The configured offers eligible now, and the instants after `now` a win-back window moves.
+    private var offers = EligibleOffers()
+    private var offerBoundaries: [Int64] = []
 
     init(canon: Canon, policy: Policy, now: Int64, environment: Environment) {
         self.canon = canon
@@ -90,7 +93,7 @@ struct Derivation {
             entitlements: entitlements, subscriptionGroups: groups.states,
             nonConsumables: nonConsumables, nonRenewingSubscriptions: nonRenewing,
             consumables: consumables, preorder: preorder, proceeds: proceeds(rates: groups.rates),
-            restoreBehavior: policy.restoreBehavior, nextStatusChangeAt: nextStatusChange())
+            restoreBehavior: policy.restoreBehavior, nextStatusChangeAt: nextStatusChange(), offers: offers)
     }
 
     /// The earliest future instant at which a grant's status changes by time alone.
@@ -106,7 +109,7 @@ struct Derivation {
             }
             if let boundary, boundary > now { next = min(next ?? boundary, boundary) }
         }
-        for reset in paidServiceResets where reset > now { next = min(next ?? reset, reset) }
+        for reset in paidServiceResets + offerBoundaries where reset > now { next = min(next ?? reset, reset) }
         return next
     }
 
@@ -171,16 +174,20 @@ struct Derivation {
             let paid = paidService(members, rates: &rates)
             let customerClass: CustomerClass =
                 current == nil ? .new : (current!.active ? .active : .inactive)
+            let groupOffers = groupOffers(group: name, hasHistory: !members.isEmpty, current: current)
+            offers.append(groupOffers.offers)
+            offerBoundaries += groupOffers.boundaries
             states.append(
                 SubscriptionGroupState(
                     id: name, customerClass: customerClass, current: current,
                     pendingChange: change(from: current?.productId, to: current?.renewsTo),
-                    introOfferEligible: !members.contains { txns[$0].introLike },
+                    introOfferEligible: members.isEmpty,
                     promotionalOfferEligible: !members.isEmpty,
                     winBackOfferIds: newestRenewal?.winBack ?? [],
                     paidServiceDays: Int(paid / Time.day),
                     proceedsRate: policy.smallBusiness || paid >= paidServiceYearDays * Time.day ? 0.85 : 0.70))
         }
+        offers.sort()
         return (states, rates)
     }
 

@@ -44,15 +44,37 @@ public struct ProductPolicy: Hashable, Sendable, Codable {
     public var level: Int?
     /// Length of a non-renewing subscription (`P1M`, `P1Y`, …).
     public var duration: ISODuration?
+    /// Promotional offer identifiers of this (auto-renewable) product, as in App Store Connect.
+    public var promotionalOffers: [String]
+    /// Win-back offers of this (auto-renewable) product, with the lapse they require.
+    public var winBackOffers: [WinBackOfferRule]
 
     public init(
         type: ProductType, entitlements: [String] = [], subscriptionGroup: String? = nil, level: Int? = nil,
-        duration: ISODuration? = nil
+        duration: ISODuration? = nil, promotionalOffers: [String] = [], winBackOffers: [WinBackOfferRule] = []
     ) {
         self.type = type
         self.entitlements = entitlements
         self.subscriptionGroup = subscriptionGroup
         self.level = level
         self.duration = duration
+        self.promotionalOffers = promotionalOffers
+        self.winBackOffers = winBackOffers
+    }
+}
+
+/// A win-back offer's eligibility rule: the customer's subscription in the product's group ended at
+/// least `minimumLapsedDays` (and, when set, at most `maximumLapsedDays`) days ago, and nothing in
+/// the group is current.
+public struct WinBackOfferRule: Hashable, Sendable, Codable {
+    public var offerId: String
+    public var minimumLapsedDays: Int
+    /// nil: no upper bound.
+    public var maximumLapsedDays: Int?
+
+    public init(offerId: String, minimumLapsedDays: Int, maximumLapsedDays: Int? = nil) {
+        self.offerId = offerId
+        self.minimumLapsedDays = minimumLapsedDays
+        self.maximumLapsedDays = maximumLapsedDays
     }
 }

@@ -134,8 +134,16 @@ extension HTTPServer {
 
     /// Waits until `daemon` holds no connection, then stops it (unless shutdown took it first).
     private func retire(_ daemon: DaemonHandle) async {
-        while CMicroHTTPD_currentConnections(daemon.pointer) > 0 {
-            if !state.withLock({ $0.draining.contains { $0 === daemon } }) { return }
+        // The count is read under the lock and only while the daemon is still listed: shutdown
+        // unlists a draining daemon under the same lock before it stops (frees) it, so this never
+        // touches a stopped daemon.
+        while true {
+            let busy = state.withLock { state -> Bool? in
+                guard state.draining.contains(where: { $0 === daemon }) else { return nil }
+                return CMicroHTTPD_currentConnections(daemon.pointer) > 0
+            }
+            guard let busy else { return }
+            if !busy { break }
             try? await Task.sleep(for: .milliseconds(50))
         }
         let mine = state.withLock { state in

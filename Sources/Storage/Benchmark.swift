@@ -72,6 +72,36 @@ package enum _StorageCrashBatch {
             Claim(appUserId: "crash-user-\(index % 16)", behaviour: .transfer)
         )
     }
+
+    /// `entitled _storage-crash-child`'s work: ingests batches `0..<count` with `concurrency`
+    /// workers and the basic projector (the tests rebuild with the same one) at `now`, calling
+    /// `acknowledged` with each batch's notification UUID and status once committed; runs until
+    /// done or killed.
+    package static func run(
+        url: String, postgresSchema: String?, count: Int, concurrency: Int, now: Int64,
+        acknowledged: @escaping @Sendable (String, IngestResult.Status) -> Void
+    ) async throws {
+        var configuration = StoreConfiguration()
+        configuration.postgresSchema = postgresSchema
+        let store = try await openStore(url: url, configuration: configuration)
+        let projector = BasicProjector()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<concurrency {
+                group.addTask {
+                    var index = worker
+                    while index < count {
+                        let batch = batch(index, now: now)
+                        let result = try await store.ingest(
+                            batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
+                        acknowledged(batch.message.notificationUUID ?? "", result.status)
+                        index += concurrency
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await store.close()
+    }
 }
 
 extension Ledger {

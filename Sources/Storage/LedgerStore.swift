@@ -83,6 +83,10 @@ public protocol LedgerStore: EventStore {
     /// A subscription's projection and owner.
     func subscription(originalTransactionId: String) async throws -> OwnedSubscription?
 
+    /// When the notification Apple numbered `notificationUUID` was committed here (epoch ms), nil
+    /// when it never was (a rejected one does not count).
+    func notificationReceivedAt(notificationUUID: String) async throws -> Int64?
+
     /// Checks that the database answers (for `/readyz`).
     func ping() async throws
 
@@ -93,6 +97,19 @@ public protocol LedgerStore: EventStore {
 
     /// Recomputes every projection from the ledger, replaces those that differ and reports them.
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport
+
+    /// Recomputes every projection as ``rebuild(projector:now:)`` does, each at the instant it was
+    /// stored with, and reports those that differ (``RebuildReport/changedCustomers``) and those
+    /// that cannot be projected, writing nothing. Each chunk of customers is read in one read-only
+    /// transaction, so it can run while the server writes.
+    func compareProjections(projector: any Projector) async throws -> RebuildReport
+
+    /// Writes a consistent copy of the database to a new file at `path` while the store keeps
+    /// serving, fsynced (the file and its folder) before it returns. SQLite only: the copy is made
+    /// with `VACUUM INTO` from one read snapshot, into `PATH.partial`, then renamed.
+    /// - Throws: ``StorageError`` `INVALID_ARGUMENT` when `path` exists; `UNSUPPORTED` on
+    ///   PostgreSQL (use `pg_dump` or a base backup).
+    func backup(to path: String) async throws -> BackupReport
 
     /// Finishes queued work and closes every connection. Later calls throw `STORE_CLOSED`.
     func close() async
@@ -239,6 +256,15 @@ extension String {
     }
 }
 
+extension StorageError {
+    /// What ``LedgerStore/backup(to:)`` answers on PostgreSQL.
+    public static var backupUnsupported: StorageError {
+        StorageError(
+            .unsupported,
+            "PostgreSQL databases are backed up with PostgreSQL's own tools: pg_dump for a logical copy, or pg_basebackup with WAL archiving for point-in-time recovery (docs/deploy.md)")
+    }
+}
+
 /// The result of a read that must not wait for a thread, a lock or the network.
 public enum ImmediateRead<Value: Sendable>: Sendable {
     /// The read was done.
@@ -252,6 +278,11 @@ extension LedgerStore {
     public func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport {
         try await ping()
         return IntegrityReport(check: "none", problems: [], complete: true)
+    }
+
+    /// Backends that the server cannot copy itself (PostgreSQL).
+    public func backup(to path: String) async throws -> BackupReport {
+        throw StorageError.backupUnsupported
     }
 
     /// Backends without immediate reads always defer to the asynchronous one.

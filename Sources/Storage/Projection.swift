@@ -6,8 +6,8 @@ import Foundation
 /// Storage keeps the engine's own `Fact`s (as the text ``encode(_:)`` writes, once) and, inside the
 /// write transaction, projects every affected customer with the engine under ``policy``: one
 /// `CustomerState` per environment the customer has facts in, indexed as entitlement and
-/// subscription rows, and the primary one stored as the state document reads serve
-/// (``document(customer:state:)``).
+/// subscription rows, and one stored as the state document reads serve
+/// (``document(customer:state:)``): the ``grantEnvironments`` merged, or the primary environment's.
 ///
 /// Must be pure and deterministic: the same facts and `now` give the same projection, which is what
 /// makes ``LedgerStore/rebuild(projector:now:)`` meaningful. It is called on storage threads inside
@@ -28,6 +28,15 @@ public protocol Projector: Sendable {
     ///   (``StoredProjection/failure``) and every other customer is projected as usual; a later
     ///   successful projection clears the mark.
     func document(customer: CustomerRecord, state: CustomerState) throws -> [UInt8]
+    /// The environments the state document merges, primary first
+    /// (``evaluate(facts:policy:now:environments:)``); nil (the default): the customer's primary
+    /// environment alone (Production when they have any Production facts, else the first they
+    /// have facts in).
+    var grantEnvironments: [Environment]? { get }
+    /// Whether ``LedgerStore/compareProjections(projector:)`` may compare a stored state document
+    /// byte for byte with a fresh one; false for one the projector's reader replaces by itself (an
+    /// older format), compared by its rows alone. Default: true.
+    func isComparable(stateDocument: [UInt8]) -> Bool
 }
 
 extension Projector {
@@ -43,16 +52,28 @@ extension Projector {
         try? JSONDecoder().decode(Fact.self, from: Data(text.utf8))
     }
 
+    /// The primary environment alone.
+    public var grantEnvironments: [Environment]? { nil }
+
+    /// Projectors whose documents never change format: always comparable.
+    public func isComparable(stateDocument: [UInt8]) -> Bool { true }
+
     /// A customer's projection from all of their facts (ordered by `signedDate`, then ledger id).
     ///
-    /// Rows cover every environment the customer has facts in; the document is the primary
-    /// environment's state (Production when they have any Production facts, else the first
-    /// environment they have facts in). Nothing in it depends on the instant itself, only on which
+    /// Rows cover every environment the customer has facts in, each row saying its own; the
+    /// document is the ``grantEnvironments`` merged, or without them the primary environment's
+    /// state (Production when they have any Production facts, else the first environment they
+    /// have facts in). Nothing in it depends on the instant itself, only on which
     /// statuses hold at `now`, so a rebuild at another instant finds no difference unless a status
     /// changed.
     package func projection(customer: CustomerRecord, facts: [Fact], now: Int64) throws -> CustomerProjection {
         let (rows, primary) = rows(facts: facts, now: now)
-        var state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
+        var state: CustomerState
+        if let grantEnvironments {
+            state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
+        } else {
+            state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
+        }
         state.evaluatedAt = 0
         return CustomerProjection(
             entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document(customer: customer, state: state))
@@ -95,9 +116,8 @@ extension Projector {
     /// Environments present, primary first: Production, then the others in a fixed order.
     static func environments(of facts: [Fact]) -> [Environment] {
         let present = Set(facts.map(\.environment))
-        let order: [Environment] = [.production, .sandbox, .xcode, .localTesting]
-        let known = order.filter(present.contains)
-        let others = present.subtracting(order).sorted { $0.rawValue < $1.rawValue }
+        let known = Environment.listingOrder.filter(present.contains)
+        let others = present.subtracting(Environment.listingOrder).sorted { $0.rawValue < $1.rawValue }
         return known + others
     }
 }

@@ -42,6 +42,20 @@ public struct RebuildReport: Sendable, Hashable {
     }
 }
 
+/// What ``LedgerStore/backup(to:)`` wrote.
+public struct BackupReport: Sendable, Hashable {
+    /// The copy's path.
+    public var path: String
+    /// Its size in bytes.
+    public var bytes: Int64
+
+    /// Creates a report.
+    public init(path: String, bytes: Int64) {
+        self.path = path
+        self.bytes = bytes
+    }
+}
+
 /// What ``LedgerStore/checkIntegrity(full:timeLimit:)`` found.
 public struct IntegrityReport: Sendable, Hashable {
     /// The check run: `quick_check`, `integrity_check`, or `none` where the database checks its

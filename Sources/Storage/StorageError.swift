@@ -37,6 +37,8 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
         public static let projectionFailed = Code("PROJECTION_FAILED")
         /// Stored data could not be decoded (corruption or a bug).
         public static let corrupt = Code("DATA_CORRUPT")
+        /// The backend does not offer this operation (e.g. `entitled backup` on PostgreSQL).
+        public static let unsupported = Code("UNSUPPORTED")
         /// Any other database failure.
         public static let `internal` = Code("STORAGE_INTERNAL")
 

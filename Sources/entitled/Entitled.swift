@@ -15,6 +15,7 @@ enum Entitled {
         MigrateCommand.self,
         RebuildCommand.self,
         CheckCommand.self,
+        BackupCommand.self,
         ReconcileCommand.self,
         ImportCommand.self,
         BenchCommand.self,

@@ -20,7 +20,11 @@ func databaseURL(_ arguments: inout Arguments) throws -> String {
     return url
 }
 
-/// Milliseconds since the epoch, now.
+/// Prints a maintenance report; its outcome is the exit status.
+func finish(_ report: MaintenanceReport) -> Int32 {
+    for line in report.lines { print(line) }
+    return report.succeeded ? ExitStatus.ok : ExitStatus.failure
+}
 
 /// `entitled migrate`: applies pending schema migrations.
 enum MigrateCommand: Command {
@@ -40,19 +44,7 @@ enum MigrateCommand: Command {
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         let url = try databaseURL(&arguments)
         try arguments.finish()
-        var configuration = StoreConfiguration()
-        configuration.migrateOnOpen = false
-        let store = try await openStore(url: url, configuration: configuration)
-        do {
-            let report = try await store.migrate()
-            await store.close()
-            let applied = report.applied.isEmpty ? "none" : report.applied.map(String.init).joined(separator: ", ")
-            print("schema version \(report.currentVersion) (applied: \(applied)) — \(try DatabaseURL(parsing: url).redacted)")
-            return ExitStatus.ok
-        } catch {
-            await store.close()
-            throw error
-        }
+        return finish(try await DatabaseMaintenance.migrate(url: url))
     }
 }
 
@@ -78,74 +70,66 @@ enum RebuildCommand: Command {
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         let configuration = try ServeCommand.loadConfiguration(&arguments)
         try arguments.finish()
-        let store = try await openStore(url: configuration.database)
-        do {
-            let report = try await store.rebuild(
-                projector: FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: fastPaths.projectionCache()),
-                now: SystemClock().nowMilliseconds())
-            await store.close()
-            print("customers: \(report.customers), differences: \(report.differences), failed: \(report.failedCustomers.count)")
-            for name in report.changedCustomers { print("  changed: \(name)") }
-            for failure in report.failedCustomers { print("  failed: \(failure.appUserId): \(failure.reason)") }
-            return report.failedCustomers.isEmpty ? ExitStatus.ok : ExitStatus.failure
-        } catch {
-            await store.close()
-            throw error
-        }
+        return finish(
+            try await DatabaseMaintenance.rebuild(
+                configuration: configuration, fastPaths: fastPaths, now: SystemClock().nowMilliseconds()))
     }
 }
 
-/// `entitled check`: looks for damaged pages in the database file.
+/// `entitled check`: damaged pages, then every projection against a recomputation.
 enum CheckCommand: Command {
     static let name = "check"
-    static let summary = "look for damaged pages in the database"
+    static let summary = "look for damaged pages and projections that differ from the ledger"
     static let help = """
-        Usage: entitled check [--database URL] [--full]
+        Usage: entitled check [--config FILE] [--database URL] [--full]
 
         Runs SQLite's PRAGMA quick_check on the database to its end (the server runs it at start
         for 2 s at most) and lists what it finds; --full runs integrity_check, which also checks
-        that every index matches its table. Exit status 0 when nothing was found, 1 otherwise.
-        Nothing is written (no migration). PostgreSQL checks its own pages: the command only
-        checks that the database answers.
+        that every index matches its table. PostgreSQL checks its own pages: there the command
+        only checks that the database answers. Then recomputes every customer's projection from
+        the ledger, as 'entitled rebuild' does but writing nothing, and lists the customers whose
+        stored projection differs or cannot be recomputed. Safe while the server runs.
+        Exit status 0 when nothing was found, 1 otherwise. Nothing is written (no migration).
 
         Options:
-          --database URL   as for 'entitled migrate'
+          --config FILE    the server's configuration (env ENTITLED_CONFIG): its catalog is the
+                           policy the projections are recomputed with
+          --database URL   as for 'entitled migrate' (default: the configuration's database)
           --full           integrity_check instead of quick_check (slower)
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        let url = try databaseURL(&arguments)
         let full = arguments.flag("--full")
+        let configuration = try ServeCommand.loadConfiguration(&arguments)
         try arguments.finish()
-        if case .sqliteFile(let path) = try DatabaseURL(parsing: url), SQLiteFileState(path: path) == .missing {
-            throw RuntimeError("no database file at \(path)")
-        }
-        var configuration = StoreConfiguration()
-        configuration.migrateOnOpen = false
-        let target = try DatabaseURL(parsing: url).redacted
-        let store: any LedgerStore
-        do {
-            store = try await openStore(url: url, configuration: configuration)
-        } catch let error as StorageError where error.code == .corrupt {
-            // So damaged that even the schema cannot be read.
-            print("\(target): the file is damaged: \(error.detail ?? error.message)")
-            return ExitStatus.failure
-        }
-        let report: IntegrityReport
-        do {
-            report = try await store.checkIntegrity(full: full, timeLimit: nil)
-        } catch {
-            await store.close()
-            throw error
-        }
-        await store.close()
-        guard report.problems.isEmpty else {
-            print("\(target): \(report.check) found \(report.problems.count) problem(s):")
-            for problem in report.problems { print("  \(problem)") }
-            return ExitStatus.failure
-        }
-        print("\(target): \(report.check == "none" ? "reachable (PostgreSQL checks its own pages)" : "\(report.check) ok")")
-        return ExitStatus.ok
+        return finish(try await DatabaseMaintenance.check(configuration: configuration, full: full, fastPaths: fastPaths))
+    }
+}
+
+/// `entitled backup`: a consistent copy of the SQLite database, taken while the server serves.
+enum BackupCommand: Command {
+    static let name = "backup"
+    static let summary = "copy the SQLite database to a new file while the server runs"
+    static let help = """
+        Usage: entitled backup --to PATH [--config FILE] [--database URL]
+
+        Writes a consistent copy of the SQLite database (as of one instant, taken with VACUUM INTO
+        while the server keeps serving) to PATH, a new file, and fsyncs it. To restore, stop the
+        server, put the copy in the database's place (removing any -wal and -shm files beside the
+        old one) and start it. On PostgreSQL it refuses (exit 1) and says to use pg_dump or
+        pg_basebackup instead.
+
+        Options:
+          --to PATH        the copy; must not exist (it is written to PATH.partial first)
+          --config FILE    the server's configuration (env ENTITLED_CONFIG), for its database
+          --database URL   as for 'entitled migrate' (default: the configuration's database)
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        guard let path = try arguments.option("--to") else { throw UsageError("--to PATH is required") }
+        let configuration = try ServeCommand.loadConfiguration(&arguments)
+        try arguments.finish()
+        return finish(try await DatabaseMaintenance.backup(url: configuration.database, to: path))
     }
 }
 
@@ -168,27 +152,10 @@ enum StorageCrashChildCommand: Command {
         let concurrency = try arguments.option("--concurrency", as: "a count", { Int($0) }) ?? 16
         let now = try arguments.option("--now", as: "milliseconds", { Int64($0) }) ?? 1_800_000_000_000
         try arguments.finish()
-        var configuration = StoreConfiguration()
-        configuration.postgresSchema = schema
-        let store = try await openStore(url: url, configuration: configuration)
-        let projector = BasicProjector()
         let output = FileHandle.standardOutput
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for worker in 0..<concurrency {
-                group.addTask {
-                    var index = worker
-                    while index < count {
-                        let batch = _StorageCrashBatch.batch(index, now: now)
-                        let result = try await store.ingest(
-                            batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
-                        output.write(Data("ok \(batch.message.notificationUUID ?? "") \(result.status.rawValue)\n".utf8))
-                        index += concurrency
-                    }
-                }
-            }
-            try await group.waitForAll()
+        try await _StorageCrashBatch.run(url: url, postgresSchema: schema, count: count, concurrency: concurrency, now: now) {
+            uuid, status in output.write(Data("ok \(uuid) \(status.rawValue)\n".utf8))
         }
-        await store.close()
         return ExitStatus.ok
     }
 }

@@ -21,8 +21,8 @@ import Testing
                "originalPurchaseDate":null,"expiresAt":"2027-02-15T08:00:00.000Z","gracePeriodExpiresAt":null,"willRenew":true,
                "renewsTo":null,"periodType":"normal","billingIssueDetectedAt":null,"unsubscribeDetectedAt":null,
                "priceIncrease":null,"subscriptionGroup":"pro","environment":"Sandbox","somethingNew":1}},
-             "subscriptions":[],"nonSubscriptions":[],"offers":{"pro":{"introOfferEligible":false,
-               "promotionalOfferEligible":true,"winBackOfferIds":[]}},"preorder":{"isPreordered":false,"preorderDate":null,
+             "subscriptions":[],"nonSubscriptions":[],"offers":{"introductory":[],
+               "winBack":[],"promotional":[{"productId":"pro.monthly","offerId":"half"}]},"preorder":{"isPreordered":false,"preorderDate":null,
                "appOriginalPurchaseDate":null}}
             """#
         let answer = try CustomerAnswer.decode(Data(json.utf8))
@@ -30,7 +30,8 @@ import Testing
         #expect(!answer.grants("extras"))
         #expect(answer.serverTime == Date(timeIntervalSince1970: 1_800_000_000))
         #expect(answer.validUntil == Date(timeIntervalSince1970: 1_802_678_400))
-        #expect(answer.offers["pro"]?.promotionalOfferEligible == true)
+        #expect(answer.offers.promotional.map(\.productId) == ["pro.monthly"])
+        #expect(answer.offers.promotional.map(\.offerId) == ["half"])
     }
 
     #if os(Linux)

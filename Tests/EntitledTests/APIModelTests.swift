@@ -69,7 +69,8 @@ import Testing
         let others = try #require(body["nonSubscriptions"] as? [[String: Any]])
         #expect(others.map { $0["kind"] as? String } == ["nonConsumable", "consumable"])
         #expect(others.last?["balance"] as? Int == 3)
-        #expect((body["offers"] as? [String: Any])?["pro"] as? [String: Any] != nil)
+        let offers = try #require(body["offers"] as? [String: Any])
+        #expect(Set(offers.keys) == ["introductory", "winBack", "promotional"])
     }
 
     @Test(arguments: [
@@ -95,9 +96,9 @@ import Testing
     func aRenderedAnswerIsTheEncodedBodyAtAnyServerTime(expiresIn: Int64?) throws {
         let state = expiresIn == nil ? evaluate(facts: [], policy: policy, now: Self.now) : self.state(expiresIn: expiresIn)
         let body = CustomerBody(customer: customer, state: state, now: 0)
-        let rendered = try #require(RenderedCustomer(body: body))
+        let rendered = try #require(RenderedCustomer(body: body, scope: "Production+Sandbox"))
         #expect(rendered.nextChangeAt == state.nextStatusChangeAt)
-        #expect(rendered.environment == "Production")
+        #expect(rendered.scope == "Production+Sandbox")
         for serverTime in [Self.now, Self.now + 123, 0] {
             var timed = body
             timed.serverTime = serverTime
@@ -105,25 +106,31 @@ import Testing
         }
         // What the projection stores reads back as the same answer.
         #expect(RenderedCustomer(document: rendered.document) == rendered)
-        #expect(rendered.holds(at: Self.now, environment: .production))
-        #expect(!rendered.holds(at: Self.now, environment: .sandbox))
-        if let next = rendered.nextChangeAt { #expect(!rendered.holds(at: next, environment: .production)) }
+        #expect(rendered.holds(at: Self.now, scope: "Production+Sandbox"))
+        // Answers for other environments (a filter, another configuration) are not this one.
+        #expect(!rendered.holds(at: Self.now, scope: "Production"))
+        #expect(!rendered.holds(at: Self.now, scope: "Sandbox+Production"))
+        if let next = rendered.nextChangeAt { #expect(!rendered.holds(at: next, scope: "Production+Sandbox")) }
     }
 
     @Test(arguments: [
-        "", "{}", "entitled-answer/1 Production -\n{}", "entitled-answer/1 Production - 5\n{}",
-        "entitled-answer/1 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
-        "entitled-answer/1 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "", "{}", "entitled-answer/3 Production -\n{}", "entitled-answer/3 Production - 5\n{}",
+        "entitled-answer/3 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/3 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        // Other versions: version 1 answers were evaluated for one environment, not merged; version 2
+        // answers list offers per group.
+        "entitled-answer/1 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/2 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/4 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
     ])
     func documentsThatAreNotRenderedAnswersAreRefused(document: String) {
         #expect(RenderedCustomer(document: Array(document.utf8)) == nil)
     }
 
     @Test func aWellFormedDocumentIsRead() throws {
-        let document = "entitled-answer/1 Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
+        let document = "entitled-answer/3 Production+Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
         let rendered = try #require(RenderedCustomer(document: Array(document.utf8)))
-        #expect(rendered.environment == "Sandbox")
+        #expect(rendered.scope == "Production+Sandbox")
         #expect(rendered.nextChangeAt == 42)
         #expect(String(decoding: rendered.body(serverTime: 1000), as: UTF8.self) == #"{"serverTime":"1970-01-01T00:00:01.000Z"}"#)
     }

@@ -58,23 +58,22 @@ enum FakeJWS {
 
 /// Checks fake signatures, bundle ids and app Apple ids, as the real verifier will.
 struct StubVerifier: NotificationVerifying {
-    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
-        let payload = try FakeJWS.decode(ResponseBodyV2DecodedPayload.self, signedPayload)
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> ResponseBodyV2DecodedPayload {
+        var payload = try FakeJWS.decode(ResponseBodyV2DecodedPayload.self, signedPayload)
         guard payload.verificationBundleId == app.bundleId else { throw VerificationError(.invalidAppIdentifier) }
         if let id = payload.verificationAppAppleId, let expected = app.appAppleId, id != expected {
             throw VerificationError(.invalidAppIdentifier)
         }
-        var result = VerifiedNotification(payload: payload)
         if let jws = payload.data?.signedTransactionInfo {
-            result.transaction = try FakeJWS.decode(JWSTransactionDecodedPayload.self, jws)
+            payload.data?.transactionInfo = try FakeJWS.decode(JWSTransactionDecodedPayload.self, jws)
         }
         if let jws = payload.data?.signedRenewalInfo {
-            result.renewalInfo = try FakeJWS.decode(JWSRenewalInfoDecodedPayload.self, jws)
+            payload.data?.renewalInfo = try FakeJWS.decode(JWSRenewalInfoDecodedPayload.self, jws)
         }
         if let jws = payload.appData?.signedAppTransactionInfo {
-            result.appTransaction = try FakeJWS.decode(AppTransaction.self, jws)
+            payload.appData?.appTransaction = try FakeJWS.decode(AppTransaction.self, jws)
         }
-        return result
+        return payload
     }
 
     func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError) -> JWSTransactionDecodedPayload {
@@ -108,9 +107,12 @@ final class TestLedger: Sendable {
     let store: SQLiteStore
     let switches = Switches()
 
-    init(policy: Policy, cache: ProjectionCache) async throws {
+    init(
+        policy: Policy, cache: ProjectionCache, grantEnvironments: [Environment] = FactLedger.defaultGrantEnvironments
+    ) async throws {
         store = try #require(try await openStore(url: "sqlite::memory:") as? SQLiteStore)
-        ledger = FactLedger(store: SwitchedStore(base: store, switches: switches), policy: policy, cache: cache)
+        ledger = FactLedger(
+            store: SwitchedStore(base: store, switches: switches), policy: policy, cache: cache, grantEnvironments: grantEnvironments)
     }
 
     /// While false, every call fails as an unreachable database does.
@@ -228,6 +230,10 @@ struct SwitchedStore: LedgerStore {
         try up()
         return try await base.subscription(originalTransactionId: originalTransactionId)
     }
+    func notificationReceivedAt(notificationUUID: String) async throws -> Int64? {
+        try up()
+        return try await base.notificationReceivedAt(notificationUUID: notificationUUID)
+    }
     func ping() async throws {
         try up()
         try await base.ping()
@@ -236,7 +242,22 @@ struct SwitchedStore: LedgerStore {
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
         try await base.rebuild(projector: projector, now: now)
     }
+    func compareProjections(projector: any Projector) async throws -> RebuildReport {
+        try await base.compareProjections(projector: projector)
+    }
+    func backup(to path: String) async throws -> BackupReport { try await base.backup(to: path) }
     func close() async { await base.close() }
+}
+
+extension SwitchedStore: OfferSignatureLog {
+    func recordOfferSignature(_ record: OfferSignatureRecord) async throws {
+        try up()
+        try await base.recordOfferSignature(record)
+    }
+    func offerSignatures(appUserId: String, limit: Int) async throws -> [OfferSignatureRecord] {
+        try up()
+        return try await base.offerSignatures(appUserId: appUserId, limit: limit)
+    }
 }
 
 /// One HTTP/1.1 exchange per connection over loopback (`Connection: close`, read to EOF).

@@ -49,7 +49,8 @@ struct APIHarness {
     ) async throws {
         let clock = clock ?? VirtualClock(start)
         let cache = testFastPaths.projectionCache()
-        let ledger = try await TestLedger(policy: FactMapper.policy(for: configuration), cache: cache)
+        let ledger = try await TestLedger(
+            policy: configuration.policy, cache: cache, grantEnvironments: configuration.grantEnvironments)
         let application = Application(
             configuration: configuration, verifier: verifier ?? StubVerifier(), ledger: ledger.ledger, clock: clock,
             rejectionBudget: RejectionBudget(capacity: budgetCapacity, refillPerSecond: 0.001, clock: clock),
@@ -178,7 +179,7 @@ extension Loopback.Reply {
             #expect(pro["periodType"] as? String == "normal")
             #expect(after.entitlement("extras") == nil)
             #expect((after.json["subscriptions"] as? [Any])?.count == 1)
-            #expect((after.json["offers"] as? [String: Any])?["pro"] != nil)
+            #expect((after.json["offers"] as? [String: Any])?["introductory"] as? [String] == [])
             // Cache no longer than the time left until expiry.
             #expect(after.maxAge == 600)
 

@@ -61,10 +61,10 @@ struct AnswerJSONTests {
                         kind: .nonRenewing, id: "season", active: false, expiresAt: 1_790_000_000_000, balance: nil,
                         transactionIds: [], grant: grant(12, status: .expired, type: .nonRenewing, odd: !odd)),
                 ]
-                body.offers = [
-                    "group1": OfferBody(introOfferEligible: odd, promotionalOfferEligible: true, winBackOfferIds: ["a", "B"]),
-                    "Group2": OfferBody(introOfferEligible: false, promotionalOfferEligible: false, winBackOfferIds: []),
-                ]
+                body.offers = OffersBody(
+                    introductory: odd ? ["a/1", "b\"2"] : [],
+                    winBack: [OfferReference(productId: "group1", offerId: "wb/1")],
+                    promotional: odd ? [] : [OfferReference(productId: "p", offerId: "é"), OfferReference(productId: "p", offerId: "z")])
                 body.preorder = PreorderState(
                     isPreordered: odd, preorderDate: odd ? 1_500_000_000_000 : nil, appOriginalPurchaseDate: 1_400_000_000_001)
                 body.nextChangeAt = odd ? nil : 1_800_000_500_000

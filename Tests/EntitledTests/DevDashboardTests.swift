@@ -145,6 +145,37 @@ import Testing
         #expect(try await Self.dev(dev.port, "POST", "/dev/actions", #"{"action": "nonsense"}"#).status == 400)
     }
 
+    /// `entitled dev` runs in Sandbox: a plain `GET /v1/customers/{id}` (no `?environment=`) must
+    /// answer what the dashboard shows, not the empty Production answer.
+    @Test func thePlainAnswerIsWhatTheDashboardShows() async throws {
+        let dev = try await Self.start()
+        defer { dev.terminate() }
+        func plain(_ id: String) async throws -> Loopback.Reply {
+            try await Loopback.send(port: dev.port, "GET", "/v1/customers/\(id)", headers: ["Authorization": "Bearer \(Self.key)"])
+        }
+        #expect(try await Self.dev(dev.port, "POST", "/dev/actions", #"{"action": "customer", "customer": "zoe"}"#).status == 200)
+        let buy = try await Self.dev(
+            dev.port, "POST", "/dev/actions", #"{"action": "purchase", "customer": "zoe", "product": "pro.monthly"}"#)
+        #expect(buy.status == 200)
+        let zoe = try await plain("zoe")
+        #expect(zoe.json["state"] as? String == "active")
+        #expect(zoe.entitlement("pro")?["active"] as? Bool == true)
+        #expect(zoe.entitlement("pro")?["environment"] as? String == "Sandbox")
+        let subscriptions = zoe.json["subscriptions"] as? [[String: Any]] ?? []
+        #expect(subscriptions.map { $0["environment"] as? String } == ["Sandbox"])
+
+        let rows = try await Self.dev(dev.port, "GET", "/dev/customers").json["customers"] as? [[String: Any]] ?? []
+        #expect(rows.count >= 2)
+        for row in rows {
+            let id = try #require(row["appUserId"] as? String)
+            let answer = try await plain(id)
+            #expect(answer.json["state"] as? String == row["state"] as? String, "\(id)")
+            let shown = (row["entitlements"] as? [[String: Any]] ?? []).map { ($0["id"] as? String ?? "", $0["status"] as? String ?? "") }
+            let answered = (answer.json["entitlements"] as? [String: [String: Any]] ?? [:]).map { ($0.key, $0.value["status"] as? String ?? "") }
+            #expect(shown.sorted { $0.0 < $1.0 }.map { "\($0.0)=\($0.1)" } == answered.sorted { $0.0 < $1.0 }.map { "\($0.0)=\($0.1)" }, "\(id)")
+        }
+    }
+
     @Test func timelineListsTheCustomersEntriesNewestFirst() async throws {
         let dev = try await Self.start()
         defer { dev.terminate() }

@@ -19,7 +19,7 @@ import Testing
 
     @Test func appleTransactionFixtureMapsFieldForField() throws {
         let transaction = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
-        let fact = try FactMapper(app: app).transaction(transaction)
+        let fact = try app.transaction(transaction)
         #expect(
             fact
                 == TransactionFact(
@@ -31,14 +31,14 @@ import Testing
                     revocationReason: 1, isUpgraded: true, offerType: .introductory, offerDiscountType: .payAsYouGo,
                     offerIdentifier: "abc.123", environment: .localTesting, storefront: "USA",
                     transactionReason: .purchase, price: 10990, currency: "USD"))
-        let revoked = try FactMapper(app: app).transaction(
+        let revoked = try app.transaction(
             AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransactionWithRevocation.json"))
         #expect(revoked.revocationType == .refundProrated)
     }
 
     @Test func appleRenewalInfoFixture() throws {
         let renewal = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
-        let fact = try FactMapper(app: app).renewalInfo(renewal)
+        let fact = try app.renewalInfo(renewal)
         #expect(
             fact
                 == RenewalInfoFact(
@@ -52,11 +52,10 @@ import Testing
     }
 
     @Test func appleNotificationFixtureGivesNotificationTransactionAndRenewalFacts() throws {
-        let payload = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, "signedNotification.json")
-        let transaction = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
-        let renewal = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
-        let facts = try FactMapper(app: app).facts(
-            from: VerifiedNotification(payload: payload, transaction: transaction, renewalInfo: renewal))
+        var payload = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, "signedNotification.json")
+        payload.data?.transactionInfo = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
+        payload.data?.renewalInfo = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
+        let facts = try app.facts(from: payload)
         #expect(facts.count == 3)
         guard case .notification(let notification) = facts[0] else {
             Issue.record("first fact is not the notification")
@@ -74,13 +73,12 @@ import Testing
 
     @Test func summaryAndRescindConsentNotifications() throws {
         let summary = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, "signedSummaryNotification.json")
-        let facts = try FactMapper(app: app).facts(from: VerifiedNotification(payload: summary))
+        let facts = try app.facts(from: summary)
         #expect(facts.count == 1)
         #expect(facts[0].environment == .localTesting)
-        let rescind = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, "signedRescindConsentNotification.json")
-        let appTransaction = try AppleFixtures.load(AppTransaction.self, "appTransaction.json")
-        let rescindFacts = try FactMapper(app: app).facts(
-            from: VerifiedNotification(payload: rescind, appTransaction: appTransaction))
+        var rescind = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, "signedRescindConsentNotification.json")
+        rescind.appData?.appTransaction = try AppleFixtures.load(AppTransaction.self, "appTransaction.json")
+        let rescindFacts = try app.facts(from: rescind)
         #expect(
             rescindFacts.last
                 == .appTransaction(
@@ -101,16 +99,15 @@ import Testing
         ("signedRescindConsentNotification.json", "RESCIND_CONSENT", nil, "LocalTesting", 2),
     ] as [(String, String, String?, String, Int)])
     func everyNotificationFixture(file: String, type: String, subtype: String?, environment: String, count: Int) throws {
-        let payload = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, file)
-        var verified = VerifiedNotification(payload: payload)
+        var payload = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, file)
         if payload.data != nil {
-            verified.transaction = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
-            verified.renewalInfo = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
+            payload.data?.transactionInfo = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
+            payload.data?.renewalInfo = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
         }
         if payload.appData != nil {
-            verified.appTransaction = try AppleFixtures.load(AppTransaction.self, "appTransaction.json")
+            payload.appData?.appTransaction = try AppleFixtures.load(AppTransaction.self, "appTransaction.json")
         }
-        let facts = try FactMapper(app: app).facts(from: verified)
+        let facts = try app.facts(from: payload)
         #expect(facts.count == count)
         guard case .notification(let notification) = facts.first else {
             Issue.record("no notification fact")
@@ -137,23 +134,48 @@ import Testing
     func productTypeFromWireThenCatalog(
         wire: AppStore.ProductType, productId: String, expires: Int64?, expected: Entitlements.ProductType
     ) {
-        #expect(FactMapper(app: app).productType(wire: wire, productId: productId, expiresDate: expires) == expected)
+        #expect(app.productType(wire: wire, productId: productId, expiresDate: expires) == expected)
+    }
+
+    /// The nested payloads' decodings are the verifier's alone: no JSON (signed or not) can
+    /// supply them, and encoding never writes them, with either codec.
+    @Test func decodedNestedPayloadsAreNeverReadFromJSON() throws {
+        let json = #"""
+            {"notificationType":"SUBSCRIBED","notificationUUID":"u1","signedDate":1700000000000,
+             "data":{"bundleId":"com.example","transactionInfo":{"transactionId":"1","originalTransactionId":"1",
+             "productId":"lifetime","purchaseDate":1700000000000,"signedDate":1700000000000},
+             "renewalInfo":{"originalTransactionId":"1","productId":"lifetime","signedDate":1700000000000}},
+             "appData":{"appTransaction":{"originalPurchaseDate":1700000000000,"receiptCreationDate":1700000000000}}}
+            """#
+        for payload in [
+            try JSONDecoder().decode(ResponseBodyV2DecodedPayload.self, from: Data(json.utf8)),
+            try JSONCodec().decode(ResponseBodyV2DecodedPayload.self, from: Array(json.utf8)),
+        ] {
+            #expect(payload.data?.bundleId == "com.example")
+            #expect(payload.data?.transactionInfo == nil && payload.data?.renewalInfo == nil)
+            #expect(payload.appData?.appTransaction == nil)
+            #expect(try app.facts(from: payload).count == 1)
+        }
+        var verified = try JSONDecoder().decode(ResponseBodyV2DecodedPayload.self, from: Data(json.utf8))
+        verified.data?.transactionInfo = JWSTransactionDecodedPayload(transactionId: "1")
+        let encoded = String(decoding: try JSONEncoder().encode(verified), as: UTF8.self)
+        #expect(!encoded.contains("transactionInfo\""))
     }
 
     @Test func missingRequiredFieldsAreMappingErrors() {
         var transaction = JWSTransactionDecodedPayload(
             originalTransactionId: "1", transactionId: "1", productId: "p", purchaseDate: 1_700_000_000_000,
             signedDate: 1_700_000_000_000)
-        #expect(throws: Never.self) { try FactMapper().transaction(transaction) }
+        #expect(throws: Never.self) { try App(bundleId: "com.example.unconfigured").transaction(transaction) }
         transaction.signedDate = nil
-        #expect(throws: FactMapper.MappingError.self) { try FactMapper().transaction(transaction) }
-        #expect(throws: FactMapper.MappingError.self) {
-            try FactMapper().facts(from: VerifiedNotification(payload: ResponseBodyV2DecodedPayload(notificationType: .test)))
+        #expect(throws: MappingError.self) { try App(bundleId: "com.example.unconfigured").transaction(transaction) }
+        #expect(throws: MappingError.self) {
+            try App(bundleId: "com.example.unconfigured").facts(from: ResponseBodyV2DecodedPayload(notificationType: .test))
         }
     }
 
     @Test func policyFromConfiguration() {
-        let policy = FactMapper.policy(for: app)
+        let policy = app.policy
         #expect(policy.fallbackGraceDays == 6)
         #expect(policy.restoreBehavior == .keep)
         #expect(
@@ -165,7 +187,7 @@ import Testing
         var second = App(bundleId: "com.other", products: [Product(productId: "other", type: .consumable)])
         second.gracePeriodDays = 1
         configuration.apps = [app, second]
-        let merged = FactMapper.policy(for: configuration)
+        let merged = configuration.policy
         #expect(merged.products.count == 5)
         #expect(merged.fallbackGraceDays == 6)
     }
@@ -192,7 +214,7 @@ import Testing
             ]))
 
     @Test func v1NotificationMapsToReceiptEntriesPendingRenewalAndNotification() throws {
-        let facts = try FactMapper(app: app).facts(fromV1: Self.v1Body)
+        let facts = try app.facts(fromV1: Self.v1Body)
         #expect(facts.count == 4)
         #expect(
             facts[0]
@@ -214,9 +236,9 @@ import Testing
                         autoRenewProductId: "com.example.product", autoRenewStatus: true, isInBillingRetryPeriod: false,
                         receiptDate: 1_702_000_000_000, environment: .production)))
         // A repeated delivery maps to the same facts.
-        #expect(try FactMapper(app: app).facts(fromV1: Self.v1Body) == facts)
+        #expect(try app.facts(fromV1: Self.v1Body) == facts)
         // And the engine sees an active subscription granting "pro".
-        let state = evaluate(facts: facts, policy: FactMapper.policy(for: app), now: 1_703_000_000_000)
+        let state = evaluate(facts: facts, policy: app.policy, now: 1_703_000_000_000)
         #expect(state.entitlement("pro")?.status == .active)
     }
 
@@ -237,11 +259,10 @@ import Testing
 
     @Test(arguments: [nil, 1_704_600_000_000 + 16 * 86_400_000] as [Int64?])
     func v1BillingFailureIsDatedAtTheEndOfThePeriodThatFailed(grace: Int64?) throws {
-        let mapper = FactMapper(app: app)
         let expires: Int64 = 1_704_600_000_000
         let day: Int64 = 86_400_000
-        let renewed = try mapper.facts(fromV1: Self.v1Body)
-        let failed = try mapper.facts(fromV1: Self.v1FailureBody(grace: grace))
+        let renewed = try app.facts(fromV1: Self.v1Body)
+        let failed = try app.facts(fromV1: Self.v1FailureBody(grace: grace))
         // The body's newest date is the period's purchase, where DID_RENEW's success lies; the
         // failure happened when the period ended unrenewed.
         guard case .v1Notification(let note) = failed[0], case .pendingRenewal(let pending) = failed[3] else {
@@ -257,9 +278,9 @@ import Testing
         }
         #expect(entry.receiptDate == 1_702_000_000_000)
         // A retried delivery of the same body maps to the same facts.
-        #expect(try mapper.facts(fromV1: Self.v1FailureBody(grace: grace)) == failed)
+        #expect(try app.facts(fromV1: Self.v1FailureBody(grace: grace)) == failed)
 
-        let policy = FactMapper.policy(for: app)  // fallback grace: 6 days
+        let policy = app.policy  // fallback grace: 6 days
         let graceEnd = grace ?? expires + 6 * day
         for facts in [renewed + failed, failed + renewed, failed.reversed() + renewed + failed] {
             let inGrace = evaluate(facts: facts, policy: policy, now: expires + day)
@@ -282,7 +303,7 @@ import Testing
                 originalPurchaseDateMs: "1690000000000", preorderDateMs: "1680000000000",
                 inApp: [LatestReceiptInfo(productId: "lifetime", transactionId: "n1", originalTransactionId: "n1", purchaseDateMs: "1690000000000")]),
             latestReceiptInfo: [LatestReceiptInfo(productId: "lifetime", transactionId: "n1", originalTransactionId: "n1", purchaseDateMs: "1690000000000")])
-        let facts = FactMapper(app: app).facts(fromReceipt: response)
+        let facts = app.facts(fromReceipt: response)
         #expect(facts.count == 2)
         #expect(
             facts[0]
@@ -290,7 +311,7 @@ import Testing
                     AppTransactionFact(
                         originalPurchaseDate: 1_690_000_000_000, preorderDate: 1_680_000_000_000,
                         originalApplicationVersion: "1.0", signedDate: 1_700_000_000_000, environment: .sandbox)))
-        let state = evaluate(facts: facts, policy: FactMapper.policy(for: app), now: 1_700_000_000_000, environment: .sandbox)
+        let state = evaluate(facts: facts, policy: app.policy, now: 1_700_000_000_000, environment: .sandbox)
         #expect(state.preorder.isPreordered)
         #expect(state.entitlement("extras")?.active == true)
     }

@@ -26,7 +26,7 @@ import Testing
 
     /// Off, nothing is stored or reused, and the answer is the same bytes, Foundation's.
     @Test func offStoresNoAnswerAndSendsTheSameBytes() throws {
-        let policy = FactMapper.policy(for: APIHarness.configuration())
+        let policy = APIHarness.configuration().policy
         let body = CustomerBody(
             customer: CustomerRecord(id: 1, appUserId: "u/1", appAccountToken: "tok", createdAt: 1),
             state: evaluate(facts: [], policy: policy, now: Self.now), now: Self.now)
@@ -37,8 +37,8 @@ import Testing
             #expect(try on.bytes(for: body) == foundation)
             #expect(try off.bytes(for: body) == foundation)
         }
-        #expect(off.document(for: body).isEmpty)
-        let document = on.document(for: body)
+        #expect(off.document(for: body, scope: "Production+Sandbox").isEmpty)
+        let document = on.document(for: body, scope: "Production+Sandbox")
         #expect(off.storedAnswer(document) == .unusable)
         #expect(on.storedAnswer(document) == .current(try #require(RenderedCustomer(document: document))))
     }
@@ -84,9 +84,9 @@ import Testing
     func anOlderStoredAnswerIsRenderedAgainOnRead(backend: StoredBackend, stored: Stored) async throws {
         let store = try await backend.open()
         do {
-            let policy = FactMapper.policy(for: APIHarness.configuration())
+            let policy = APIHarness.configuration().policy
             let ledger = FactLedger(store: store, policy: policy, cache: FastPaths(enabled: true).projectionCache())
-            let context = EvaluationContext(policy: policy, environment: .production, now: Self.now)
+            let context = ledger.answerContext(now: Self.now)
             _ = try await ledger.customer(appUserId: "u1", context: context)
             let current = try #require(try await store.projection(appUserId: "u1")).projection.state
             #expect(RenderedCustomer(document: current) != nil)
@@ -95,7 +95,7 @@ import Testing
             let planted = try #require(try await store.projection(appUserId: "u1")).projection.state
             #expect(planted == stored.restate(current))
 
-            let later = EvaluationContext(policy: policy, environment: .production, now: Self.now + 1000)
+            let later = ledger.answerContext(now: Self.now + 1000)
             let answer = try await ledger.renderedCustomer(appUserId: "u1", context: later)
             let after = try #require(try await store.projection(appUserId: "u1"))
             if stored.reRendered {

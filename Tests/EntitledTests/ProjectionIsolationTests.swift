@@ -48,7 +48,7 @@ import Testing
             #expect(try await api.postV2(try notification(uuid: "g1", otid: "og", tid: "tg1", token: goodToken, expires: t0 + 9 * Self.day)).status == 200)
 
             let projector = FactLedger(
-                store: api.store, policy: FactMapper.policy(for: api.configuration), cache: testFastPaths.projectionCache())
+                store: api.store, policy: api.configuration.policy, cache: testFastPaths.projectionCache())
             try await Self.poison(api.store, otid: "ob", at: t0)
             // The next ingest for the customer projects them from every fact: it fails for them alone.
             let poisoned = try await api.store.ingest(
@@ -94,7 +94,7 @@ import Testing
         let database = "sqlite:\(folder.path)/ledger.sqlite"
         let configuration = try SignedAPITests.configuration(trusting: Self.ca)
         let store = try await openStore(url: database)
-        let projector = FactLedger(store: store, policy: FactMapper.policy(for: configuration), cache: testFastPaths.projectionCache())
+        let projector = FactLedger(store: store, policy: configuration.policy, cache: testFastPaths.projectionCache())
         for name in ["a-good", "b-bad", "c-good"] {
             // c-good's stored projection is a placeholder, so the rebuild has work to do after b-bad.
             let projector: any Projector = name == "c-good" ? TrivialTestProjector() : projector

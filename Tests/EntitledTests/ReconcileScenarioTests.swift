@@ -41,6 +41,8 @@ struct ReconcileWorld {
     let jobRunner: JobRunner
     /// `entitled import`'s work for the app.
     let importer: CustomerImport
+    /// The server's metrics (the reconciler reports into them).
+    let metrics: ServerMetrics
     let close: @Sendable () async -> Void
 
     static let customers = ["alice", "bob", "carol"]
@@ -101,6 +103,7 @@ struct ReconcileWorld {
         return ReconcileWorld(
             simulator: simulator, transport: transport, port: server.port, reconciler: reconciler, store: store,
             jobRunner: try #require(assembled.jobRunner), importer: try #require(assembled.customerImport(bundleId: catalog.bundleId)),
+            metrics: assembled.metrics,
             close: {
                 await server.shutdown()
                 await apple.shutdown()
@@ -243,6 +246,31 @@ struct ReconcileWorld {
             await world.simulator.throttleServerAPI(requests: 0)
             let lease = try await state.acquireReconcileLease(key, owner: "probe", now: world.simulator.now, expiresAt: world.simulator.now + 1)
             #expect(lease == .acquired(watermark: first), "the failed pass released its lease and kept the watermark")
+        }
+    }
+
+    /// The lag an operator alerts on: the watermark's time moves with each good pass and stays
+    /// where it was after a failed one, which is counted.
+    @Test func passesAndTheWatermarkAreMetrics() async throws {
+        try await Self.withWorld { world in
+            let app = world.reconciler.bundleId
+            func value(_ prefix: String) -> Double? {
+                world.metrics.registry.render().split(separator: "\n").first { $0.hasPrefix(prefix) }
+                    .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+            }
+            let watermark = "entitled_reconcile_watermark_timestamp_seconds{app=\"\(app)\",environment=\"Production\"} "
+            let passes = "entitled_reconcile_passes_total{app=\"\(app)\",environment=\"Production\",outcome="
+            #expect(value(watermark) == nil, "no pass yet, no watermark series")
+            _ = try await world.reconciler.runOnce()
+            let first = world.simulator.now
+            #expect(value(watermark) == Double(first) / 1000)
+            #expect(value(passes + "\"ok\"}") == 1)
+            _ = try await world.simulator.advance(by: ISODuration("P1D")!)
+            await world.simulator.throttleServerAPI(requests: 50)
+            await #expect(throws: ReconcileError.self) { _ = try await world.reconciler.runOnce() }
+            await world.simulator.throttleServerAPI(requests: 0)
+            #expect(value(passes + "\"failed\"}") == 1)
+            #expect(value(watermark) == Double(first) / 1000, "a failed pass leaves it")
         }
     }
 

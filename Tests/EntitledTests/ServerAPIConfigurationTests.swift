@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import EntitledCrypto
 import EntitledServer
+import Entitlements
 import Foundation
 import Testing
 
@@ -108,5 +109,57 @@ import Testing
         let result = try await CLI.run(["reconcile", "--since", "yesterday"])
         #expect(result.status == 2)
         #expect(result.stderr.contains("--since"))
+    }
+}
+
+/// `apps[].signingKey` and `products[].offers`.
+@Suite struct OfferConfigurationTests {
+    static let pem = ServerAPIConfigurationTests.pem
+
+    static func parse(_ app: String) throws -> App {
+        let configuration = try ConfigurationLoader(environment: ["IAP_KEY": pem, "NOT_A_KEY": "nope"]).parse(
+            Data(#"{"apps": [{"bundleId": "com.example.app", "appAppleId": 1, \#(app)}]}"#.utf8))
+        return try #require(configuration.apps.first)
+    }
+
+    @Test func parsesTheSigningKeyAndOffers() throws {
+        let app = try Self.parse(
+            #"""
+            "signingKey": {"keyId": "ABC123DEFG", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:IAP_KEY"},
+            "products": [{"productId": "pro.monthly", "type": "autoRenewable", "subscriptionGroup": "pro",
+              "offers": {"promotional": ["half", "free.month"],
+                         "winBack": [{"offerId": "comeback", "minimumLapsedDays": 30, "maximumLapsedDays": 365},
+                                     {"offerId": "soon", "minimumLapsedDays": 0}]}}]
+            """#)
+        #expect(app.signingKey == SigningKeySettings(keyId: "ABC123DEFG", issuerId: "57246542-96fe-1a63-e053-0824d011072a", privateKeyPEM: Self.pem))
+        let product = try #require(app.products.first)
+        #expect(product.promotionalOffers == ["half", "free.month"])
+        #expect(
+            product.winBackOffers == [
+                WinBackOfferRule(offerId: "comeback", minimumLapsedDays: 30, maximumLapsedDays: 365),
+                WinBackOfferRule(offerId: "soon", minimumLapsedDays: 0),
+            ])
+        let policy = app.policy.products["pro.monthly"]
+        #expect(policy?.promotionalOffers == product.promotionalOffers)
+        #expect(policy?.winBackOffers == product.winBackOffers)
+    }
+
+    @Test(arguments: [
+        (#""signingKey": {"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:NOT_A_KEY"}"#, "apps[0].signingKey.privateKeyFile"),
+        (#""signingKey": {"keyId": "K1", "issuerId": "team", "privateKeyFile": "env:IAP_KEY"}"#, "apps[0].signingKey.issuerId"),
+        (#""signingKey": {"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:IAP_KEY", "baseURL": "http://x"}"#, "apps[0].signingKey.baseURL"),
+        (#""products": [{"productId": "l", "type": "nonConsumable", "offers": {}}]"#, "apps[0].products[0].offers"),
+        (#""products": [{"productId": "p", "type": "autoRenewable", "subscriptionGroup": "g", "offers": {"promotional": ["a b"]}}]"#, "apps[0].products[0].offers.promotional[0]"),
+        (#""products": [{"productId": "p", "type": "autoRenewable", "subscriptionGroup": "g", "offers": {"promotional": ["a"], "winBack": [{"offerId": "a", "minimumLapsedDays": 1}]}}]"#, "apps[0].products[0].offers.winBack[0].offerId"),
+        (#""products": [{"productId": "p", "type": "autoRenewable", "subscriptionGroup": "g", "offers": {"winBack": [{"offerId": "w", "minimumLapsedDays": -1}]}}]"#, "apps[0].products[0].offers.winBack[0].minimumLapsedDays"),
+        (#""products": [{"productId": "p", "type": "autoRenewable", "subscriptionGroup": "g", "offers": {"winBack": [{"offerId": "w", "minimumLapsedDays": 30, "maximumLapsedDays": 30}]}}]"#, "apps[0].products[0].offers.winBack[0].maximumLapsedDays"),
+        (#""products": [{"productId": "p", "type": "autoRenewable", "subscriptionGroup": "g", "offers": {"introductory": []}}]"#, "apps[0].products[0].offers.introductory"),
+    ])
+    func invalidOffersNameTheirKey(app: String, path: String) throws {
+        #expect {
+            try Self.parse(app)
+        } throws: { error in
+            (error as? ConfigurationError)?.path == path
+        }
     }
 }

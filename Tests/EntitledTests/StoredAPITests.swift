@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTesting
 import EntitledConfig
 import EntitledServer
+import Entitlements
 import Foundation
 import HTTPServer
 import Storage
@@ -186,12 +187,12 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
     func theRenderedAnswerIsTheEvaluatedAnswer(backend: StoredBackend) async throws {
         try await Self.run(backend) { api in
             let ledger = FactLedger(
-                store: api.store, policy: FactMapper.policy(for: api.configuration), cache: testFastPaths.projectionCache())
+                store: api.store, policy: api.configuration.policy, cache: testFastPaths.projectionCache())
             let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
             for note in try steps(token: token) {
                 #expect(try await api.postV2(note).status == 200)
                 let now = api.clock.nowMilliseconds()
-                let context = EvaluationContext(policy: ledger.policy, environment: .production, now: now)
+                let context = ledger.answerContext(now: now)
                 let rendered = try #require(try await ledger.renderedCustomer(appUserId: "u1", context: context))
                 let evaluated = try await ledger.customer(appUserId: "u1", context: context)
                 let expected = try JSONEncoder.entitledDefault.encode(
@@ -207,12 +208,15 @@ func startServer(configuration: Configuration, store: any LedgerStore, clock: an
             let expiry = try #require(
                 try await ledger.renderedCustomer(
                     appUserId: "u1",
-                    context: EvaluationContext(policy: ledger.policy, environment: .production, now: api.clock.nowMilliseconds())
+                    context: ledger.answerContext(now: api.clock.nowMilliseconds())
                 )?.nextChangeAt)
-            let late = EvaluationContext(policy: ledger.policy, environment: .production, now: expiry)
+            let late = ledger.answerContext(now: expiry)
             #expect(try await ledger.renderedCustomer(appUserId: "u1", context: late) == nil)
-            let sandbox = EvaluationContext(policy: ledger.policy, environment: .sandbox, now: api.clock.nowMilliseconds())
-            #expect(try await ledger.renderedCustomer(appUserId: "u1", context: sandbox) == nil)
+            // An `?environment=` filter is another answer than the stored, merged one.
+            for environment in [Environment.production, .sandbox] {
+                let filtered = EvaluationContext(policy: ledger.policy, environment: environment, now: api.clock.nowMilliseconds())
+                #expect(try await ledger.renderedCustomer(appUserId: "u1", context: filtered) == nil)
+            }
         }
     }
 

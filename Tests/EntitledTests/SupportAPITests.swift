@@ -102,6 +102,25 @@ import Testing
             let lost = try await send(world, "POST", "/v1/apps/\(bundleId)/test-notification")
             #expect(lost.status == 200 && lost.json["arrived"] as? Bool == false, "\(lost.text)")
             #expect((lost.json["attempts"] as? [[String: Any]])?.first?["result"] as? String != "SUCCESS")
+            await world.transport.set(down: false)
+
+            // Another server at the configured URL answers 200 without keeping anything: Apple
+            // reports success, but nothing arrived here.
+            var routes = Router()
+            routes.post("/v1/apple/notifications") { _ in .text("ok") }
+            var settings = HTTPServer.Configuration()
+            settings.host = "127.0.0.1"
+            settings.port = 0
+            settings.accessLog = nil
+            settings.errorLog = nil
+            let elsewhere = HTTPServer(configuration: settings, router: routes)
+            try elsewhere.start()
+            await world.transport.point(at: URL(string: "http://127.0.0.1:\(elsewhere.port)/v1/apple/notifications")!)
+            let misdirected = try await send(world, "POST", "/v1/apps/\(bundleId)/test-notification")
+            await elsewhere.shutdown()
+            #expect((misdirected.json["attempts"] as? [[String: Any]])?.first?["result"] as? String == "SUCCESS")
+            #expect(misdirected.status == 200 && misdirected.json["arrived"] as? Bool == false, "\(misdirected.text)")
+            #expect(misdirected.json["arrivedAt"] is NSNull)
         }
     }
 

@@ -21,7 +21,7 @@ import Testing
         var body = FactMapperTests.v1Body
         body.bid = APIHarness.bundleId
         body.password = "v1-shared-secret-value"
-        let facts = try FactMapper(app: configuration.apps[0]).facts(fromV1: body)
+        let facts = try configuration.apps[0].facts(fromV1: body)
         #expect(facts.count == 4)
 
         // The ledger as a binary before version 6 left it after this delivery: each fact's JSON,

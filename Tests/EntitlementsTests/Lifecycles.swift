@@ -51,7 +51,7 @@ enum Lifecycles {
                     checks: [
                         .status("pro", .active), .product("pro", "monthly"), .willRenew("pro", true),
                         .period("pro", .normal), .expires("pro", e1), .customer(.active),
-                        .groupClass("premium", .active), .introEligible("premium", true),
+                        .groupClass("premium", .active), .introEligible("premium", false),
                         .promoEligible("premium", true), .groupClass("reading", .new),
                         .promoEligible("reading", false), .status("plus", nil),
                     ]),

@@ -426,5 +426,17 @@ extension RawClient {
         }
         // The pipe is still full (nobody reads); the writer counted what it could not keep.
         #expect(writer.droppedLines > 0 || writer.flush(timeout: .milliseconds(10)) == false)
+        // Drain until the writer holds nothing: its thread would otherwise write the rest into
+        // whatever reuses these descriptor numbers after the `defer` closes them (a later test's
+        // pipe once received 367 of these lines).
+        _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let deadline = ContinuousClock.now + .seconds(10)
+        var drained = false
+        while !drained && ContinuousClock.now < deadline {
+            while read(ends[0], &buffer, buffer.count) > 0 {}
+            drained = writer.flush(timeout: .milliseconds(20))
+        }
+        #expect(drained)
     }
 }

@@ -71,6 +71,16 @@ public struct NotificationData: Sendable, Hashable, Codable {
     public var status: SubscriptionStatus?
     /// Present for `CONSUMPTION_REQUEST`.
     public var consumptionRequestReason: ConsumptionRequestReason?
+    /// `signedTransactionInfo`, decoded once its own signature verified; never read from or
+    /// written to JSON (the outer signature does not vouch for it), so nil until a verifier set it.
+    public var transactionInfo: JWSTransactionDecodedPayload?
+    /// `signedRenewalInfo`, decoded once its own signature verified; never read from or written to JSON.
+    public var renewalInfo: JWSRenewalInfoDecodedPayload?
+
+    enum CodingKeys: String, CodingKey {
+        case environment, appAppleId, bundleId, bundleVersion, signedTransactionInfo, signedRenewalInfo, status
+        case consumptionRequestReason
+    }
 
     /// Every field defaults to nil (absent).
     public init(
@@ -172,6 +182,13 @@ public struct AppData: Sendable, Hashable, Codable {
     public var environment: AppStoreEnvironment?
     /// A JWS whose payload is an ``AppTransaction``.
     public var signedAppTransactionInfo: String?
+    /// `signedAppTransactionInfo`, decoded once its own signature verified; never read from or
+    /// written to JSON, so nil until a verifier set it.
+    public var appTransaction: AppTransaction?
+
+    enum CodingKeys: String, CodingKey {
+        case appAppleId, bundleId, environment, signedAppTransactionInfo
+    }
 
     /// Every field defaults to nil (absent).
     public init(

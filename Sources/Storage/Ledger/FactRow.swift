@@ -32,32 +32,27 @@ struct FactRow: Sendable {
         self.signed = fact.identity ?? signed ?? payload
         digest = FactDigest.hex(self.signed)
         kind = fact.ledgerKind
+        originalTransactionId = fact.ledgerOriginalTransactionId
         switch fact {
         case .transaction(let f):
             transactionId = f.transactionId
-            originalTransactionId = f.originalTransactionId
             appAccountToken = f.appAccountToken
             signedDate = f.signedDate
         case .renewalInfo(let f):
-            originalTransactionId = f.originalTransactionId
             signedDate = f.signedDate
         case .notification(let f):
             transactionId = f.transactionId
-            originalTransactionId = f.originalTransactionId
             signedDate = f.signedDate
         case .appTransaction(let f):
             signedDate = f.signedDate
         case .receiptEntry(let f):
             transactionId = f.transactionId
-            originalTransactionId = f.originalTransactionId
             appAccountToken = f.appAccountToken
             signedDate = f.receiptDate
         case .pendingRenewal(let f):
-            originalTransactionId = f.originalTransactionId
             signedDate = f.receiptDate
         case .v1Notification(let f):
             transactionId = f.transactionId
-            originalTransactionId = f.originalTransactionId
             signedDate = f.date
         }
     }

@@ -182,10 +182,27 @@ enum Schema {
                     recorded_at {int} NOT NULL
                 );
                 """),
+        // Every offer signature the server hands out, for audit (`OfferSignatureLog`).
+        Migration(
+            version: 10, name: "offer signatures",
+            sql: """
+                CREATE TABLE offer_signatures (
+                    id {id},
+                    app_user_id TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    product_id TEXT NOT NULL,
+                    offer_id TEXT,
+                    kind TEXT NOT NULL,
+                    format TEXT NOT NULL,
+                    nonce TEXT NOT NULL,
+                    signed_at {int} NOT NULL
+                );
+                CREATE INDEX offer_signatures_customer ON offer_signatures (app_user_id, id);
+                """),
         // The event outbox: changes of customers' answers, appended in the ingest's transaction
         // (`seq` is the feed's commit order).
         Migration(
-            version: 10, name: "event outbox",
+            version: 11, name: "event outbox",
             sql: """
                 CREATE TABLE events (
                     seq {id},

@@ -79,19 +79,53 @@ extension SessionBackedStore {
         try await read { try Ledger(session: $0, fault: nil).subscription(otid: originalTransactionId) }
     }
 
+    func notificationReceivedAt(notificationUUID: String) async throws -> Int64? {
+        try await read { session in
+            try session.query(
+                "SELECT received_at FROM notifications WHERE notification_uuid = $1", .text(notificationUUID)
+            ).first.map { try $0.int(0) }
+        }
+    }
+
     func ping() async throws {
         _ = try await read { try $0.query("SELECT 1", []) }
     }
 
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
+        try await chunked { cursor in
+            try await observedWrite {
+                try $0.rebuildChunk(afterID: cursor, limit: rebuildChunk, projector: projector, now: now)
+            }
+        }
+    }
+
+    func compareProjections(projector: any Projector) async throws -> RebuildReport {
+        try await chunked { cursor in
+            try await read { session in
+                // One snapshot per chunk: a customer's state and its facts are read as of one instant
+                // even while the server writes.
+                try session.execute(session.dialect == .postgres ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
+                do {
+                    let chunk = try Ledger(session: session, fault: nil).compareChunk(
+                        afterID: cursor, limit: rebuildChunk, projector: projector)
+                    try session.execute("COMMIT")
+                    return chunk
+                } catch {
+                    try? session.execute("ROLLBACK")
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Runs `step` over every customer, chunk after chunk (each its own transaction), and sums up.
+    private func chunked(_ step: (Int64) async throws -> Ledger.RebuildChunk) async throws -> RebuildReport {
         var after: Int64? = 0
         var total = 0
         var changed: [String] = []
         var failed: [ProjectionFailure] = []
         while let cursor = after {
-            let chunk = try await observedWrite {
-                try $0.rebuildChunk(afterID: cursor, limit: rebuildChunk, projector: projector, now: now)
-            }
+            let chunk = try await step(cursor)
             after = chunk.next
             total += chunk.checked
             changed += chunk.changed
@@ -101,5 +135,4 @@ extension SessionBackedStore {
             customers: total, differences: changed.count, changedCustomers: changed.sorted(),
             failedCustomers: failed.sorted { $0.appUserId < $1.appUserId })
     }
-
 }

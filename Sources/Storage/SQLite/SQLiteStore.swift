@@ -18,8 +18,8 @@ final class SQLiteStore: SessionBackedStore {
         case memory
     }
 
-    private let location: Location
-    private let configuration: StoreConfiguration
+    let location: Location
+    let configuration: StoreConfiguration
     private let queue = JobQueue()
     private let threads = ThreadTracker()
     private let readers: Mutex<[SQLiteConnection]> = Mutex([])

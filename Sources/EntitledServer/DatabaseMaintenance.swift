@@ -1,0 +1,133 @@
+import EntitledConfig
+import Foundation
+import Storage
+
+/// What a maintenance command did: the lines it prints and whether it succeeded (exit status 0).
+public struct MaintenanceReport: Sendable, Equatable {
+    /// Plain lines for the operator, in order.
+    public var lines: [String]
+    /// False when something was found or failed (exit status 1).
+    public var succeeded: Bool
+
+    public init(lines: [String], succeeded: Bool) {
+        self.lines = lines
+        self.succeeded = succeeded
+    }
+}
+
+/// The storage commands' work — `entitled migrate`, `rebuild`, `check` and `backup` — so that the
+/// command-line tool only parses options and prints these reports.
+public enum DatabaseMaintenance {
+    /// Applies pending migrations.
+    public static func migrate(url: String) async throws -> MaintenanceReport {
+        var options = StoreConfiguration()
+        options.migrateOnOpen = false
+        let report = try await withStore(url: url, options: options) { try await $0.migrate() }
+        let applied = report.applied.isEmpty ? "none" : report.applied.map(String.init).joined(separator: ", ")
+        return MaintenanceReport(
+            lines: ["schema version \(report.currentVersion) (applied: \(applied)) — \(try DatabaseURL(parsing: url).redacted)"],
+            succeeded: true)
+    }
+
+    /// Recomputes every projection at `now`, replacing those that differ.
+    public static func rebuild(configuration: Configuration, fastPaths: FastPaths, now: Int64) async throws -> MaintenanceReport {
+        let report = try await withStore(url: configuration.database, options: StoreConfiguration()) {
+            try await $0.rebuild(projector: projector(for: configuration, store: $0, fastPaths: fastPaths), now: now)
+        }
+        var lines = ["customers: \(report.customers), differences: \(report.differences), failed: \(report.failedCustomers.count)"]
+        lines += report.changedCustomers.map { "  changed: \($0)" }
+        lines += report.failedCustomers.map { "  failed: \($0.appUserId): \($0.reason)" }
+        return MaintenanceReport(lines: lines, succeeded: report.failedCustomers.isEmpty)
+    }
+
+    /// Looks for damaged pages (SQLite), then recomputes every projection without writing and lists
+    /// the customers whose stored projection differs or cannot be recomputed. Nothing is written
+    /// (no migration either).
+    public static func check(configuration: Configuration, full: Bool, fastPaths: FastPaths) async throws -> MaintenanceReport {
+        let url = configuration.database
+        let target = try DatabaseURL(parsing: url).redacted
+        if case .sqliteFile(let path) = try DatabaseURL(parsing: url), SQLiteFileState(path: path) == .missing {
+            return MaintenanceReport(lines: ["\(target): no database file at \(path)"], succeeded: false)
+        }
+        var options = StoreConfiguration()
+        options.migrateOnOpen = false
+        let store: any LedgerStore
+        do {
+            store = try await openStore(url: url, configuration: options)
+        } catch let error as StorageError where error.code == .corrupt {
+            // So damaged that even the schema cannot be read.
+            return MaintenanceReport(lines: ["\(target): the file is damaged: \(error.detail ?? error.message)"], succeeded: false)
+        }
+        var lines: [String] = []
+        var succeeded = true
+        do {
+            let integrity = try await store.checkIntegrity(full: full, timeLimit: nil)
+            if integrity.problems.isEmpty {
+                lines.append("\(target): \(integrity.check == "none" ? "reachable (PostgreSQL checks its own pages)" : "\(integrity.check) ok")")
+            } else {
+                lines.append("\(target): \(integrity.check) found \(integrity.problems.count) problem(s):")
+                lines += integrity.problems.map { "  \($0)" }
+                succeeded = false
+            }
+            // Damaged pages make every read suspect: the projections are compared on a sound file only.
+            if succeeded {
+                let report = try await store.compareProjections(projector: projector(for: configuration, store: store, fastPaths: fastPaths))
+                lines.append(
+                    "projections: \(report.customers) customer(s) recomputed, \(report.differences) differ, \(report.failedCustomers.count) cannot be projected")
+                lines += report.changedCustomers.map { "  differs: \($0)" }
+                lines += report.failedCustomers.map { "  failed: \($0.appUserId): \($0.reason)" }
+                if report.differences > 0 || !report.failedCustomers.isEmpty {
+                    lines.append("  'entitled rebuild' recomputes and replaces them")
+                    succeeded = false
+                }
+            }
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+        return MaintenanceReport(lines: lines, succeeded: succeeded)
+    }
+
+    /// Copies the database to a new file at `path` while the server may keep serving; on
+    /// PostgreSQL, says which tools to use instead (and fails).
+    public static func backup(url: String, to path: String) async throws -> MaintenanceReport {
+        let parsed = try DatabaseURL(parsing: url)
+        if case .postgres = parsed {
+            // Said before connecting: no PostgreSQL needs to be reachable to learn it.
+            return MaintenanceReport(lines: ["\(parsed.redacted): \(StorageError.backupUnsupported.message)"], succeeded: false)
+        }
+        if case .sqliteFile(let source) = parsed, SQLiteFileState(path: source) == .missing {
+            return MaintenanceReport(lines: ["\(parsed.redacted): no database file at \(source)"], succeeded: false)
+        }
+        var options = StoreConfiguration()
+        options.migrateOnOpen = false
+        do {
+            let report = try await withStore(url: url, options: options) { try await $0.backup(to: path) }
+            return MaintenanceReport(
+                lines: ["\(parsed.redacted): copied to \(report.path) (\(report.bytes) bytes, synced)"], succeeded: true)
+        } catch let error as StorageError where error.code == .unsupported || error.code == .invalidArgument {
+            return MaintenanceReport(lines: ["\(parsed.redacted): \(error.message)"], succeeded: false)
+        }
+    }
+
+    /// The projector the server uses for `configuration`: its ledger over `store`.
+    static func projector(for configuration: Configuration, store: any LedgerStore, fastPaths: FastPaths) -> FactLedger {
+        FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache())
+    }
+
+    /// Opens the store, runs `body`, closes it (also when `body` throws).
+    static func withStore<T: Sendable>(
+        url: String, options: StoreConfiguration, _ body: (any LedgerStore) async throws -> T
+    ) async throws -> T {
+        let store = try await openStore(url: url, configuration: options)
+        do {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+}

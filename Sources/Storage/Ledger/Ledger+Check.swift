@@ -1,0 +1,41 @@
+// The projection check: every stored projection against a recomputation, writing nothing.
+
+extension Ledger {
+    /// Recomputes the projections of the customers after `afterID` (up to `limit` of them), each at
+    /// the instant it was stored with, and reports those that differ from what is stored (its state
+    /// row or its indexed rows) and those that cannot be projected. Writes nothing; the caller runs
+    /// it in one read transaction, so each customer is compared with a consistent snapshot.
+    func compareChunk(afterID: Int64, limit: Int, projector: any Projector) throws -> RebuildChunk {
+        let ids = try session.query("SELECT id FROM customers WHERE id > $1 ORDER BY id LIMIT $2", .int(afterID), .int(Int64(limit)))
+            .map { try $0.int(0) }
+        var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
+        for id in ids {
+            guard let customer = try customer(id: id) else { continue }
+            guard let stored = try storedState(customerID: id) else {
+                chunk.changed.append(customer.appUserId)
+                continue
+            }
+            let rows = try session.query(Self.factsWithoutJWS, .int(customer.id))
+            let fresh: CustomerProjection
+            do {
+                // The instant it was stored with: a projection that still matches its facts is then
+                // equal byte for byte, however long ago it was computed.
+                fresh = try project(customer, rows: rows, projector: projector, now: stored.computedAt)
+            } catch {
+                chunk.failed.append(ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error)))
+                continue
+            }
+            var kept = stored.projection
+            var tables = try tableRows(customerID: id)
+            // A document of an older format is re-rendered when read: only its rows can be compared.
+            if !projector.isComparable(stateDocument: kept.state) {
+                kept.state = fresh.state
+            }
+            tables.state = fresh.state
+            if stored.failure != nil || kept != fresh || tables != fresh {
+                chunk.changed.append(customer.appUserId)
+            }
+        }
+        return chunk
+    }
+}

@@ -1,0 +1,67 @@
+import Entitlements
+
+// One customer answer over several App Store environments (docs/configuration.md,
+// `apps[].grantEnvironments`): TestFlight, App Review and `entitled dev` purchase in Sandbox, and
+// their customers must read as what they bought without asking for `?environment=Sandbox`. Storage
+// merges them for the answer it stores (`Projector.grantEnvironments`), the server for the answers
+// it evaluates.
+
+extension Environment {
+    /// The App Store's environments in the order answers and rows list them (Production first).
+    public static let listingOrder: [Environment] = [.production, .sandbox, .xcode, .localTesting]
+}
+
+/// The customer's state over `environments` (in order, the first is primary): each environment the
+/// customer has facts in is evaluated on its own, as the engine always does, and the states are
+/// merged (``CustomerState/merging(_:)``). With one environment (an `?environment=` filter) this is
+/// the engine's answer for it alone; with none of them among the facts, a new customer's answer in
+/// the first.
+public func evaluate(facts: [Fact], policy: Policy, now: Int64, environments: [Environment]) -> CustomerState {
+    if environments.count == 1 { return evaluate(facts: facts, policy: policy, now: now, environment: environments[0]) }
+    let present = Set(facts.map(\.environment))
+    let evaluated = environments.filter(present.contains)
+    guard !evaluated.isEmpty else {
+        return evaluate(facts: [], policy: policy, now: now, environment: environments.first ?? .production)
+    }
+    return .merging(evaluated.map { evaluate(facts: facts, policy: policy, now: now, environment: $0) })
+}
+
+extension CustomerState {
+    /// One state from several environments' states, the first being the primary one:
+    ///
+    /// - an entitlement granted in several environments is the one with the best status (active,
+    ///   grace period, billing retry, expired, revoked, refunded), the earlier environment on a tie;
+    /// - subscription groups, non-consumables, non-renewing runs and consumable balances are listed
+    ///   from every environment (each says its own), the primary's first;
+    /// - the customer is `active` when any environment is, else `inactive` when any is, else `new`;
+    /// - the next status change is the earliest; `environment`, the offers eligible now, the
+    ///   pre-order, restore behaviour and `evaluatedAt` are the primary's.
+    public static func merging(_ states: [CustomerState]) -> CustomerState {
+        guard var merged = states.first else {
+            preconditionFailure("merging needs at least one state")
+        }
+        for state in states.dropFirst() {
+            for entitlement in state.entitlements {
+                if let index = merged.entitlements.firstIndex(where: { $0.id == entitlement.id }) {
+                    if rank(entitlement.status) < rank(merged.entitlements[index].status) { merged.entitlements[index] = entitlement }
+                } else {
+                    merged.entitlements.append(entitlement)
+                }
+            }
+            merged.subscriptionGroups += state.subscriptionGroups
+            merged.nonConsumables += state.nonConsumables
+            merged.nonRenewingSubscriptions += state.nonRenewingSubscriptions
+            merged.consumables += state.consumables
+            merged.proceeds += state.proceeds
+            if let next = state.nextStatusChangeAt {
+                merged.nextStatusChangeAt = min(merged.nextStatusChangeAt ?? next, next)
+            }
+        }
+        let classes = Set(states.map(\.customerClass))
+        merged.customerClass = classes.contains(.active) ? .active : classes.contains(.inactive) ? .inactive : .new
+        return merged
+    }
+
+    /// Statuses are declared best first.
+    private static func rank(_ status: EntitlementStatus) -> Int { EntitlementStatus.allCases.firstIndex(of: status) ?? .max }
+}

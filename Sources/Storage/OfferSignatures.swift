@@ -1,0 +1,72 @@
+/// One offer signature handed out: which customer, which offer, when (table `offer_signatures`).
+public struct OfferSignatureRecord: Sendable, Hashable {
+    public var appUserId: String
+    public var bundleId: String
+    public var productId: String
+    /// nil for an introductory-offer eligibility signature.
+    public var offerId: String?
+    /// `promotional`, `introductoryEligibility` or `winBack`.
+    public var kind: String
+    /// `v1` or `jws`.
+    public var format: String
+    /// The signature's nonce (a lowercase UUID), which StoreKit puts in the resulting transaction.
+    public var nonce: String
+    /// Epoch milliseconds.
+    public var signedAt: Int64
+
+    public init(
+        appUserId: String, bundleId: String, productId: String, offerId: String?, kind: String, format: String, nonce: String,
+        signedAt: Int64
+    ) {
+        self.appUserId = appUserId
+        self.bundleId = bundleId
+        self.productId = productId
+        self.offerId = offerId
+        self.kind = kind
+        self.format = format
+        self.nonce = nonce
+        self.signedAt = signedAt
+    }
+}
+
+/// The log of offer signatures, kept beside the ledger (append-only; never read on the hot path).
+public protocol OfferSignatureLog: Sendable {
+    /// Appends `record`, durably, before the signature is answered.
+    func recordOfferSignature(_ record: OfferSignatureRecord) async throws
+
+    /// The customer's most recent signatures, newest first, at most `limit`.
+    func offerSignatures(appUserId: String, limit: Int) async throws -> [OfferSignatureRecord]
+}
+
+extension SQLiteStore: OfferSignatureLog {}
+extension PostgresStore: OfferSignatureLog {}
+
+extension SessionBackedStore {
+    func recordOfferSignature(_ record: OfferSignatureRecord) async throws {
+        _ = try await write { session in
+            try session.query(
+                """
+                INSERT INTO offer_signatures (app_user_id, bundle_id, product_id, offer_id, kind, format, nonce, signed_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                """, .text(record.appUserId), .text(record.bundleId), .text(record.productId),
+                record.offerId.map(SQLValue.text) ?? .null, .text(record.kind), .text(record.format), .text(record.nonce),
+                .int(record.signedAt))
+        }
+    }
+
+    func offerSignatures(appUserId: String, limit: Int) async throws -> [OfferSignatureRecord] {
+        try await read { session in
+            try session.query(
+                """
+                SELECT app_user_id, bundle_id, product_id, offer_id, kind, format, nonce, signed_at
+                FROM offer_signatures WHERE app_user_id = $1 ORDER BY id DESC LIMIT $2
+                """, .text(appUserId), .int(Int64(max(0, limit)))
+            ).map { row in
+                OfferSignatureRecord(
+                    appUserId: try row.text(0), bundleId: try row.text(1), productId: try row.text(2),
+                    offerId: try row.optionalText(3), kind: try row.text(4), format: try row.text(5), nonce: try row.text(6),
+                    signedAt: try row.int(7))
+            }
+        }
+    }
+}
