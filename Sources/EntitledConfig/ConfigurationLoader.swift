@@ -144,6 +144,11 @@ public struct ConfigurationLoader: Sendable {
             configuration.webhooks = nodes.compactMap { node in
                 problems.check { () throws(ConfigurationError) in try webhook(node, problems) }
             }
+            // The URL is the endpoint's identity in the delivery tables.
+            var urls = Set<String>()
+            for (index, endpoint) in configuration.webhooks.enumerated() where !urls.insert(endpoint.url.absoluteString).inserted {
+                problems.record(ConfigurationError(path: "webhooks[\(index)].url", message: "duplicate url '\(endpoint.url.absoluteString)'"))
+            }
         }
         reader.read("tls", problems) { node throws(ConfigurationError) in
             configuration.tls = try tls(node, baseDirectory: baseDirectory, problems)

@@ -85,6 +85,7 @@ public struct API: Sendable {
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
         router.get("/v1/events") { try await api.events($0) }
         registerSupport(on: &router)
+        registerWebhooks(on: &router)
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }
 

@@ -124,11 +124,11 @@ extension API {
         }
         let feed = ledger.store
         let deadline = ContinuousClock.now + .seconds(wait)
-        var events = try await store { () async throws(StorageError) in try await Self.read(feed, after: after, limit: limit) }
+        var events = try await storage { try await feed.events(after: after, limit: limit) }
         while events.isEmpty, ContinuousClock.now < deadline {
             // Woken by a commit of this process; another server's commits are seen within a second.
             await ledger.events.wait(timeout: min(.seconds(1), deadline - ContinuousClock.now))
-            events = try await store { () async throws(StorageError) in try await Self.read(feed, after: after, limit: limit) }
+            events = try await storage { try await feed.events(after: after, limit: limit) }
         }
         var body = Array(#"{"events":["#.utf8)
         for (index, event) in events.enumerated() {
@@ -137,15 +137,5 @@ extension API {
         }
         body += Array(#"],"nextCursor":""#.utf8) + Array(String(events.last?.sequence ?? after).utf8) + Array(#""}"#.utf8)
         return .json(bytes: body)
-    }
-
-    private static func read(_ feed: any EventStore, after: Int64, limit: Int) async throws(StorageError) -> [OutboxEvent] {
-        do {
-            return try await feed.events(after: after, limit: limit)
-        } catch let error as StorageError {
-            throw error
-        } catch {
-            throw StorageError(.unavailable, "event feed read failed", detail: "\(error)")
-        }
     }
 }

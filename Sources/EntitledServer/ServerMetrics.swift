@@ -29,8 +29,11 @@ public final class ServerMetrics: LedgerObserver {
     /// `time() - value`), and passes by outcome.
     let reconcileWatermark: Gauge
     let reconcilePasses: Counter
-    // Webhook deliveries (outbox depth, oldest age, deliveries by outcome) belong here once that
-    // feature exists; nothing is registered before, so nothing reads 0 falsely.
+    /// Webhook attempts by endpoint (its index in `webhooks`) and outcome, pending deliveries per
+    /// endpoint, and each attempt's latency.
+    let webhookDeliveries: Counter
+    let webhookPending: Gauge
+    let webhookAttemptDuration: Histogram
 
     /// Seconds buckets for request, verification and commit latencies.
     static let latencyBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -71,6 +74,15 @@ public final class ServerMetrics: LedgerObserver {
         reconcilePasses = registry.counter(
             "entitled_reconcile_passes_total", "Reconciliation passes, by app, environment and outcome (ok, failed, skipped).",
             labels: ["app", "environment", "outcome"])
+        webhookDeliveries = registry.counter(
+            "entitled_webhook_deliveries_total",
+            "Webhook delivery attempts, by endpoint (index in webhooks) and outcome (delivered, retried, failed).",
+            labels: ["endpoint", "outcome"])
+        webhookPending = registry.gauge(
+            "entitled_webhook_pending_deliveries", "Webhook deliveries not yet delivered or failed, by endpoint.", labels: ["endpoint"])
+        webhookAttemptDuration = registry.histogram(
+            "entitled_webhook_attempt_duration_seconds", "Time of one webhook delivery attempt until its answer or failure, by endpoint.",
+            labels: ["endpoint"], buckets: Self.latencyBuckets + [30, 60])
         customers = registry.gauge(
             "entitled_customers", "Projected customers by state (active: an active entitlement; inactive: purchases, none active; new: none).",
             labels: ["state"])

@@ -166,7 +166,7 @@ struct SwitchedStore: LedgerStore {
     let base: SQLiteStore
     let switches: TestLedger.Switches
 
-    private func up() throws {
+    fileprivate func up() throws {
         if !switches.state.withLock({ $0.available }) { throw StorageError(.unavailable, "switched off") }
     }
 
@@ -353,5 +353,38 @@ enum AppleFixtures {
     static func load<T: Decodable>(_ type: T.Type, _ name: String) throws -> T {
         guard let folder else { throw CocoaError(.fileNoSuchFile) }
         return try AppStoreJSON.decode(type, from: Data(contentsOf: folder.appendingPathComponent(name)))
+    }
+}
+
+/// Webhook deliveries through the same outage switch.
+extension SwitchedStore: WebhookDeliveryStore {
+    func fanOut(endpoint: String, wants: @escaping @Sendable (String, String?) -> Bool, limit: Int, now: Int64) async throws -> Int {
+        try up()
+        return try await base.fanOut(endpoint: endpoint, wants: wants, limit: limit, now: now)
+    }
+
+    func claimDeliveries(endpoint: String, owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [ClaimedDelivery] {
+        try up()
+        return try await base.claimDeliveries(endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+    }
+
+    func finishDelivery(_ id: Int64, owner: String, outcome: WebhookAttemptOutcome, now: Int64) async throws -> Bool {
+        try up()
+        return try await base.finishDelivery(id, owner: owner, outcome: outcome, now: now)
+    }
+
+    func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery] {
+        try up()
+        return try await base.deliveries(status: status, before: before, limit: limit)
+    }
+
+    func retryDelivery(_ id: Int64, now: Int64) async throws -> WebhookDelivery? {
+        try up()
+        return try await base.retryDelivery(id, now: now)
+    }
+
+    func pendingDeliveries() async throws -> [String: Int] {
+        try up()
+        return try await base.pendingDeliveries()
     }
 }

@@ -47,6 +47,7 @@ import Testing
         (#"[{"url": "https://x/h", "secret": "\#(secret)", "retryScheduleSeconds": []}]"#, "webhooks[0].retryScheduleSeconds"),
         (#"[{"url": "https://x/h", "secret": "\#(secret)", "maxRetryHours": 721}]"#, "webhooks[0].maxRetryHours"),
         (#"[{"url": "https://x/h", "secret": "\#(secret)", "retries": 3}]"#, "webhooks[0].retries"),
+        (#"[{"url": "https://x/h", "secret": "\#(secret)"}, {"url": "https://x/h", "secret": "\#(secret)"}]"#, "webhooks[1].url"),
     ])
     func rejectsBadEndpoints(json: String, path: String) throws {
         #expect {

@@ -107,7 +107,11 @@ extension Ledger {
     /// - Returns: whether it was new.
     @discardableResult
     func insertEvent(_ event: OutboxEvent, customerID: Int64?) throws -> Bool {
-        try !session.query(
+        // PostgreSQL: `seq` is drawn at the insert but seen at the commit, so concurrent appenders
+        // could commit out of `seq` order and a reader paging by `seq` skip one. This transaction
+        // lock, held to the commit, makes appends commit in `seq` order.
+        if isPostgres { _ = try session.query("SELECT pg_advisory_xact_lock(7245011)") }
+        return try !session.query(
             """
             INSERT INTO events (event_id, type, customer_id, app_user_id, app_account_token, environment, bundle_id, product_id,
                                 original_transaction_id, entitlements, details, cause, occurred_at, recorded_at, answer)
