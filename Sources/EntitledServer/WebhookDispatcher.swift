@@ -17,7 +17,7 @@ import Storage
 /// Nothing here runs inside an ingest or a read: a slow endpoint only slows its own deliveries.
 public final class WebhookDispatcher: Sendable {
     /// Attempts in flight at once per endpoint.
-    public static let maxInFlightPerEndpoint = 4
+    public static let maxInFlightPerEndpoint = 8
     /// Events read per fan-out transaction.
     static let fanOutBatch = 500
     /// How long a claim lasts beyond the endpoint's timeout: a crashed process's attempts are
@@ -107,21 +107,29 @@ public final class WebhookDispatcher: Sendable {
             == Self.fanOutBatch
         {}
         let lease = Int64(endpoint.timeoutSeconds) * 1000 + Self.leaseMarginMilliseconds
-        return try await withThrowingTaskGroup(of: WebhookAttemptOutcome.self) { group in
+        return try await withThrowingTaskGroup(of: (id: Int64, outcome: WebhookAttemptOutcome).self) { group in
             var report = Report()
             var inFlight = 0
+            var finished: (id: Int64, outcome: WebhookAttemptOutcome)?
             while true {
-                // Claim as many as there is room for; a finished attempt may free a customer's next event.
+                // Claim as many as there is room for — recording the attempt that just ended in
+                // the same commit; it may have freed its customer's next event.
                 let now = clock.nowMilliseconds()
-                let claimed = try await store.claimDeliveries(
-                    endpoint: key, owner: owner, now: now, leaseUntil: now + lease, limit: Self.maxInFlightPerEndpoint - inFlight)
+                let room = Self.maxInFlightPerEndpoint - inFlight
+                let claimed =
+                    if let finished {
+                        try await store.finishAndClaim(finished, endpoint: key, owner: owner, now: now, leaseUntil: now + lease, limit: room)
+                    } else {
+                        try await store.claimDeliveries(endpoint: key, owner: owner, now: now, leaseUntil: now + lease, limit: room)
+                    }
                 for claim in claimed {
                     inFlight += 1
-                    group.addTask { try await self.attempt(claim, to: endpoint, label: label) }
+                    group.addTask { (claim.delivery.id, await self.attempt(claim, to: endpoint, label: label)) }
                 }
-                guard inFlight > 0, let outcome = try await group.next() else { return report }
+                guard inFlight > 0, let next = try await group.next() else { return report }
                 inFlight -= 1
-                switch outcome {
+                finished = next
+                switch next.outcome {
                 case .delivered: report.delivered += 1
                 case .retry: report.retried += 1
                 case .failed: report.failed += 1
@@ -130,8 +138,8 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
-    /// One attempt: sign, post, record the outcome.
-    private func attempt(_ claim: ClaimedDelivery, to endpoint: WebhookEndpoint, label: String) async throws -> WebhookAttemptOutcome {
+    /// One attempt: sign, post, decide the outcome (recorded by the caller).
+    private func attempt(_ claim: ClaimedDelivery, to endpoint: WebhookEndpoint, label: String) async -> WebhookAttemptOutcome {
         let delivery = claim.delivery
         let body = EventJSON.render(claim.event)
         let timestamp = clock.nowMilliseconds() / 1000
@@ -163,7 +171,6 @@ public final class WebhookDispatcher: Sendable {
                 "webhook delivery failed", ["endpoint": label, "delivery": "\(delivery.id)", "eventId": claim.event.id, "error": error],
                 level: .warn)
         }
-        _ = try await store.finishDelivery(delivery.id, owner: owner, outcome: outcome, now: now)
         return outcome
     }
 

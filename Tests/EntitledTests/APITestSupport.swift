@@ -373,6 +373,14 @@ extension SwitchedStore: WebhookDeliveryStore {
         return try await base.finishDelivery(id, owner: owner, outcome: outcome, now: now)
     }
 
+    func finishAndClaim(
+        _ finished: (id: Int64, outcome: WebhookAttemptOutcome), endpoint: String, owner: String, now: Int64, leaseUntil: Int64,
+        limit: Int
+    ) async throws -> [ClaimedDelivery] {
+        try up()
+        return try await base.finishAndClaim(finished, endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+    }
+
     func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery] {
         try up()
         return try await base.deliveries(status: status, before: before, limit: limit)

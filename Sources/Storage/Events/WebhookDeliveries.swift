@@ -72,6 +72,14 @@ public protocol WebhookDeliveryStore: Sendable {
     /// Records how `owner`'s attempt ended; false when `owner` no longer holds the lease.
     func finishDelivery(_ id: Int64, owner: String, outcome: WebhookAttemptOutcome, now: Int64) async throws -> Bool
 
+    /// ``finishDelivery(_:owner:outcome:now:)`` of `finished`, then
+    /// ``claimDeliveries(endpoint:owner:now:leaseUntil:limit:)``, in one transaction (one commit
+    /// per attempt instead of two).
+    func finishAndClaim(
+        _ finished: (id: Int64, outcome: WebhookAttemptOutcome), endpoint: String, owner: String, now: Int64, leaseUntil: Int64,
+        limit: Int
+    ) async throws -> [ClaimedDelivery]
+
     /// Deliveries, newest first, optionally only those with `status`, with ids below `before`
     /// (the cursor; nil: from the newest); at most `limit` (1…1000).
     func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery]
@@ -144,56 +152,76 @@ extension SessionBackedStore {
     func claimDeliveries(endpoint: String, owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [ClaimedDelivery] {
         guard limit > 0 else { return [] }
         return try await write { session in
-            // The lease condition is repeated outside the subquery: on PostgreSQL a second claimer
-            // blocked on a row re-checks it against the first claimer's update and skips the row.
-            let claimed = try session.query(
-                """
-                UPDATE webhook_deliveries SET lease_owner = $2, lease_expires_at = $4, attempts = attempts + 1,
-                    first_attempt_at = COALESCE(first_attempt_at, $3), last_attempt_at = $3, updated_at = $3
-                WHERE id IN (
-                    SELECT d.id FROM webhook_deliveries d
-                    WHERE d.endpoint = $1 AND d.status = 'pending' AND d.next_attempt_at <= $3
-                        AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $3)
-                        AND NOT EXISTS (
-                            SELECT 1 FROM webhook_deliveries e
-                            WHERE e.endpoint = d.endpoint AND e.customer_key = d.customer_key AND e.status = 'pending'
-                                AND e.event_seq < d.event_seq)
-                    ORDER BY d.event_seq LIMIT $5)
-                AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
-                RETURNING \(Self.deliveryColumns)
-                """, .text(endpoint), .text(owner), .int(now), .int(leaseUntil), .int(Int64(limit))
-            ).map(Self.decodeDelivery)
-            guard !claimed.isEmpty else { return [] }
-            var events: [Int64: OutboxEvent] = [:]
-            for delivery in claimed {
-                let rows = try session.query(
-                    "SELECT \(Ledger.eventColumns) FROM events WHERE seq = $1", .int(delivery.eventSequence))
-                if let event = try rows.first.map(Ledger.decodeEvent) { events[delivery.eventSequence] = event }
-            }
-            return claimed.sorted { $0.eventSequence < $1.eventSequence }.compactMap { delivery in
-                events[delivery.eventSequence].map { ClaimedDelivery(delivery: delivery, event: $0) }
-            }
+            try Self.claim(session, endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+        }
+    }
+
+    func finishAndClaim(
+        _ finished: (id: Int64, outcome: WebhookAttemptOutcome), endpoint: String, owner: String, now: Int64, leaseUntil: Int64,
+        limit: Int
+    ) async throws -> [ClaimedDelivery] {
+        try await write { session in
+            try Self.finish(session, finished.id, owner: owner, outcome: finished.outcome, now: now)
+            guard limit > 0 else { return [] }
+            return try Self.claim(session, endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+        }
+    }
+
+    static func claim(
+        _ session: any SQLSession, endpoint: String, owner: String, now: Int64, leaseUntil: Int64, limit: Int
+    ) throws -> [ClaimedDelivery] {
+        // The lease condition is repeated outside the subquery: on PostgreSQL a second claimer
+        // blocked on a row re-checks it against the first claimer's update and skips the row.
+        let claimed = try session.query(
+            """
+            UPDATE webhook_deliveries SET lease_owner = $2, lease_expires_at = $4, attempts = attempts + 1,
+                first_attempt_at = COALESCE(first_attempt_at, $3), last_attempt_at = $3, updated_at = $3
+            WHERE id IN (
+                SELECT d.id FROM webhook_deliveries d
+                WHERE d.endpoint = $1 AND d.status = 'pending' AND d.next_attempt_at <= $3
+                    AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $3)
+                    AND NOT EXISTS (
+                        SELECT 1 FROM webhook_deliveries e
+                        WHERE e.endpoint = d.endpoint AND e.customer_key = d.customer_key AND e.status = 'pending'
+                            AND e.event_seq < d.event_seq)
+                ORDER BY d.event_seq LIMIT $5)
+            AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
+            RETURNING \(Self.deliveryColumns)
+            """, .text(endpoint), .text(owner), .int(now), .int(leaseUntil), .int(Int64(limit))
+        ).map(Self.decodeDelivery)
+        guard !claimed.isEmpty else { return [] }
+        var events: [Int64: OutboxEvent] = [:]
+        for delivery in claimed {
+            let rows = try session.query(
+                "SELECT \(Ledger.eventColumns) FROM events WHERE seq = $1", .int(delivery.eventSequence))
+            if let event = try rows.first.map(Ledger.decodeEvent) { events[delivery.eventSequence] = event }
+        }
+        return claimed.sorted { $0.eventSequence < $1.eventSequence }.compactMap { delivery in
+            events[delivery.eventSequence].map { ClaimedDelivery(delivery: delivery, event: $0) }
         }
     }
 
     func finishDelivery(_ id: Int64, owner: String, outcome: WebhookAttemptOutcome, now: Int64) async throws -> Bool {
+        try await write { session in try Self.finish(session, id, owner: owner, outcome: outcome, now: now) }
+    }
+
+    @discardableResult
+    static func finish(_ session: any SQLSession, _ id: Int64, owner: String, outcome: WebhookAttemptOutcome, now: Int64) throws -> Bool {
         let (status, nextAttempt, httpStatus, error): (WebhookDeliveryStatus, Int64?, Int?, String?) =
-            switch outcome {
-            case .delivered(let status): (.delivered, nil, status, nil)
-            case .retry(let at, let status, let error): (.pending, at, status, error)
-            case .failed(let status, let error): (.failed, nil, status, error)
-            }
-        return try await write { session in
-            try !session.query(
-                """
-                UPDATE webhook_deliveries SET status = $3, next_attempt_at = COALESCE($4, next_attempt_at), last_status = $5,
-                    last_error = $6, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7
-                WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
-                RETURNING id
-                """, .int(id), .text(owner), .text(status.rawValue), nextAttempt.map(SQLValue.int) ?? .null,
-                httpStatus.map { .int(Int64($0)) } ?? .null, error.map { .text(String($0.prefix(1000))) } ?? .null, .int(now)
-            ).isEmpty
+        switch outcome {
+        case .delivered(let status): (.delivered, nil, status, nil)
+        case .retry(let at, let status, let error): (.pending, at, status, error)
+        case .failed(let status, let error): (.failed, nil, status, error)
         }
+        return try !session.query(
+            """
+            UPDATE webhook_deliveries SET status = $3, next_attempt_at = COALESCE($4, next_attempt_at), last_status = $5,
+                last_error = $6, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7
+            WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
+            RETURNING id
+            """, .int(id), .text(owner), .text(status.rawValue), nextAttempt.map(SQLValue.int) ?? .null,
+            httpStatus.map { .int(Int64($0)) } ?? .null, error.map { .text(String($0.prefix(1000))) } ?? .null, .int(now)
+        ).isEmpty
     }
 
     func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery] {

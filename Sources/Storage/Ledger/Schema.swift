@@ -247,8 +247,8 @@ enum Schema {
                     updated_at {int} NOT NULL,
                     UNIQUE (endpoint, event_id)
                 );
-                CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint, status, next_attempt_at);
-                CREATE INDEX webhook_deliveries_order ON webhook_deliveries (endpoint, customer_key, event_seq);
+                CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint, status, event_seq);
+                CREATE INDEX webhook_deliveries_order ON webhook_deliveries (endpoint, customer_key, status, event_seq);
                 CREATE INDEX webhook_deliveries_status ON webhook_deliveries (status, id);
                 """),
     ]
