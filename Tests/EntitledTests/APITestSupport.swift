@@ -260,6 +260,13 @@ extension SwitchedStore: OfferSignatureLog {
     }
 }
 
+extension SwitchedStore: ConsumableSpending {
+    func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome {
+        try up()
+        return try await base.spend(request, projector: projector, now: now)
+    }
+}
+
 /// One HTTP/1.1 exchange per connection over loopback (`Connection: close`, read to EOF).
 enum Loopback {
     struct Reply: Sendable {
@@ -394,5 +401,24 @@ extension SwitchedStore: WebhookDeliveryStore {
     func pendingDeliveries() async throws -> [String: Int] {
         try up()
         return try await base.pendingDeliveries()
+    }
+}
+
+extension SwitchedStore: CustomerDirectory {
+    func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: any Projector, now: Int64) async throws -> AliasOutcome {
+        try up()
+        return try await base.addAlias(alias, to: appUserId, actor: actor, projector: projector, now: now)
+    }
+    func appendCustomerFact(_ fact: Fact, projector: any Projector, now: Int64) async throws -> Bool {
+        try up()
+        return try await base.appendCustomerFact(fact, projector: projector, now: now)
+    }
+    func exportCustomer(appUserId: String) async throws -> CustomerExport? {
+        try up()
+        return try await base.exportCustomer(appUserId: appUserId)
+    }
+    func eraseCustomer(appUserId: String, actor: String?, now: Int64) async throws -> ErasureReport? {
+        try up()
+        return try await base.eraseCustomer(appUserId: appUserId, actor: actor, now: now)
     }
 }

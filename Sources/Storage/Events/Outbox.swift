@@ -110,7 +110,8 @@ extension Ledger {
         // PostgreSQL: `seq` is drawn at the insert but seen at the commit, so concurrent appenders
         // could commit out of `seq` order and a reader paging by `seq` skip one. This transaction
         // lock, held to the commit, makes appends commit in `seq` order.
-        if isPostgres { _ = try session.query("SELECT pg_advisory_xact_lock(7245011)") }
+        // One lock per schema: servers of other schemas in the database never wait for it.
+        if isPostgres { _ = try session.query("SELECT pg_advisory_xact_lock(hashtextextended('entitled.events.' || current_schema(), 0))") }
         return try !session.query(
             """
             INSERT INTO events (event_id, type, customer_id, app_user_id, app_account_token, environment, bundle_id, product_id,

@@ -170,8 +170,10 @@ extension SessionBackedStore {
     static func claim(
         _ session: any SQLSession, endpoint: String, owner: String, now: Int64, leaseUntil: Int64, limit: Int
     ) throws -> [ClaimedDelivery] {
-        // The lease condition is repeated outside the subquery: on PostgreSQL a second claimer
-        // blocked on a row re-checks it against the first claimer's update and skips the row.
+        // PostgreSQL: a concurrent claimer skips the rows another holds (`SKIP LOCKED`) and takes
+        // the next eligible ones; the lease condition is repeated outside the subquery for a row
+        // whose lock was released meanwhile. SQLite has one writer.
+        let skipLocked = session.dialect == .postgres ? " FOR UPDATE OF d SKIP LOCKED" : ""
         let claimed = try session.query(
             """
             UPDATE webhook_deliveries SET lease_owner = $2, lease_expires_at = $4, attempts = attempts + 1,
@@ -184,7 +186,7 @@ extension SessionBackedStore {
                         SELECT 1 FROM webhook_deliveries e
                         WHERE e.endpoint = d.endpoint AND e.customer_key = d.customer_key AND e.status = 'pending'
                             AND e.event_seq < d.event_seq)
-                ORDER BY d.event_seq LIMIT $5)
+                ORDER BY d.event_seq LIMIT $5\(skipLocked))
             AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
             RETURNING \(Self.deliveryColumns)
             """, .text(endpoint), .text(owner), .int(now), .int(leaseUntil), .int(Int64(limit))
