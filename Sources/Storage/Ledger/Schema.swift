@@ -199,6 +199,25 @@ enum Schema {
                 );
                 CREATE INDEX offer_signatures_customer ON offer_signatures (app_user_id, id);
                 """),
+        // Customers under several ids (aliases: a row per id, `merged_into` the customer it
+        // belongs to) and the record of merges and erasures (`customer_events`; an erasure's row
+        // names no erased id).
+        Migration(
+            version: 13, name: "customer aliases and erasures",
+            sql: """
+                ALTER TABLE customers ADD COLUMN merged_into {int} REFERENCES customers (id);
+                CREATE INDEX customers_merged_into ON customers (merged_into);
+                CREATE TABLE customer_events (
+                    id {id},
+                    kind TEXT NOT NULL,
+                    customer_id {int},
+                    subject TEXT,
+                    actor TEXT,
+                    detail TEXT,
+                    recorded_at {int} NOT NULL
+                );
+                CREATE INDEX customer_events_customer ON customer_events (customer_id);
+                """),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }

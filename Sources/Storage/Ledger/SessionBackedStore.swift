@@ -136,3 +136,12 @@ extension SessionBackedStore {
             failedCustomers: failed.sorted { $0.appUserId < $1.appUserId })
     }
 }
+
+extension SessionBackedStore {
+    /// Test support: every row of a query, each value as text (nil for NULL).
+    func _texts(_ sql: String) async throws -> [[String?]] {
+        try await read { session in
+            try session.query(sql, []).map { row in try row.values.indices.map { try row.optionalText($0) } }
+        }
+    }
+}
