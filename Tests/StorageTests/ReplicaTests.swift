@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+@testable import Storage
+
+/// Reads on streaming replicas (``ReplicaReads``): what can be checked without a standby. The
+/// routing to a real standby that replays late is checked by `scripts/test-scale.sh`.
+@Suite struct ReplicaTests {
+    @Test(arguments: [
+        ("0/0", UInt64(0)), ("0/1", 1), ("16/B374D848", 0x16_B374_D848), ("FFFFFFFF/FFFFFFFF", UInt64.max),
+        ("", nil), ("16", nil), ("1/2/3", nil), ("G/0", nil), ("100000000/0", nil), ("0/100000000", nil),
+    ] as [(String, UInt64?)])
+    func parsesWALPositions(text: String, expected: UInt64?) {
+        #expect(CommitPosition.parse(text) == expected)
+    }
+
+    @Test func theCommitPositionOnlyMovesForward() {
+        let position = CommitPosition()
+        position.advance(to: 10)
+        position.advance(to: 7)
+        #expect(position.current == 10)
+        position.advance(to: 11)
+        #expect(position.current == 11)
+    }
+
+    /// A replica that refuses connections, or a server that is no standby (its replay position
+    /// is NULL): every read goes to the primary, and a write is read back at once.
+    @Test(arguments: Backend.postgresOnly.flatMap { backend in ["unreachable", "not a standby"].map { (backend, $0) } })
+    func readsFallBackToThePrimary(backend: Backend, replica: String) async throws {
+        let database = try TestDatabase(backend)
+        var configuration = database.configuration()
+        configuration.postgresReplicas = [replica == "unreachable" ? "postgres://postgres@127.0.0.1:1/postgres" : database.url]
+        let store = try await openStore(url: database.url, configuration: configuration)
+        do {
+            try await store.ping()
+            for index in 0..<20 {
+                _ = try await store.ensureCustomer(appUserId: "u\(index)", appAccountToken: nil, projector: testProjector, now: testNow)
+                #expect(try await store.customer(appUserId: "u\(index)")?.appUserId == "u\(index)")
+            }
+        } catch {
+            await store.close()
+            await database.destroy()
+            throw error
+        }
+        await store.close()
+        await database.destroy()
+    }
+}
