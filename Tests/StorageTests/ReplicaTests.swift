@@ -27,22 +27,13 @@ import Testing
     /// is NULL): every read goes to the primary, and a write is read back at once.
     @Test(arguments: Backend.postgresOnly.flatMap { backend in ["unreachable", "not a standby"].map { (backend, $0) } })
     func readsFallBackToThePrimary(backend: Backend, replica: String) async throws {
-        let database = try TestDatabase(backend)
-        var configuration = database.configuration()
-        configuration.postgresReplicas = [replica == "unreachable" ? "postgres://postgres@127.0.0.1:1/postgres" : database.url]
-        let store = try await openStore(url: database.url, configuration: configuration)
-        do {
+        let url = replica == "unreachable" ? "postgres://postgres@127.0.0.1:1/postgres" : nil
+        try await withStore(backend, configure: { options, database in options.postgresReplicas = [url ?? database.url] }) { store, _ in
             try await store.ping()
             for index in 0..<20 {
                 _ = try await store.ensureCustomer(appUserId: "u\(index)", appAccountToken: nil, projector: testProjector, now: testNow)
                 #expect(try await store.customer(appUserId: "u\(index)")?.appUserId == "u\(index)")
             }
-        } catch {
-            await store.close()
-            await database.destroy()
-            throw error
         }
-        await store.close()
-        await database.destroy()
     }
 }
