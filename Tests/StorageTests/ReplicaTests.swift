@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Storage
@@ -28,12 +29,29 @@ import Testing
     @Test(arguments: Backend.postgresOnly.flatMap { backend in ["unreachable", "not a standby"].map { (backend, $0) } })
     func readsFallBackToThePrimary(backend: Backend, replica: String) async throws {
         let url = replica == "unreachable" ? "postgres://postgres@127.0.0.1:1/postgres" : nil
-        try await withStore(backend, configure: { options, database in options.postgresReplicas = [url ?? database.url] }) { store, _ in
+        let routes = RouteCounter()
+        try await withStore(
+            backend,
+            configure: { options, database in
+                options.postgresReplicas = [url ?? database.url]
+                options.ledgerObserver = routes
+            }
+        ) { store, _ in
             try await store.ping()
             for index in 0..<20 {
                 _ = try await store.ensureCustomer(appUserId: "u\(index)", appAccountToken: nil, projector: testProjector, now: testNow)
                 #expect(try await store.customer(appUserId: "u\(index)")?.appUserId == "u\(index)")
             }
         }
+        // Each ensureCustomer reads first, then the test reads: 40 reads, none on the replica.
+        #expect(routes.counts.withLock { $0 } == [false: 40])
     }
+}
+
+/// Counts where reads were routed (``LedgerObserver/readsRouted(_:onReplica:)``).
+final class RouteCounter: LedgerObserver {
+    let counts = Mutex<[Bool: Int]>([:])
+    func groupCommitted(writes: Int) {}
+    func projectionsChanged(_ change: ProjectionTally) {}
+    func readsRouted(_ reads: Int, onReplica: Bool) { counts.withLock { $0[onReplica, default: 0] += reads } }
 }

@@ -55,10 +55,13 @@ final class ReplicaReads: Sendable {
             for index in 0..<count {
                 let queue = self.queue
                 let position = self.position
+                let observer = configuration.ledgerObserver
                 threads.start(name: "entitled.replica.\(replica).\(index)") {
                     var worker = Worker(url: url, configuration: configuration)
                     while let jobs = queue.take(maxWrites: 1, groupReads: false) {
-                        if worker.serve(jobs, needed: position.current) { continue }
+                        let served = worker.serve(jobs, needed: position.current)
+                        observer?.readsRouted(jobs.count, onReplica: served)
+                        if served { continue }
                         for job in jobs where !primary.enqueue(job) {
                             job.finish(overriding: StorageError(.closed, "the store is closed"))
                         }
