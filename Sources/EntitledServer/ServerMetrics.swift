@@ -87,15 +87,64 @@ public final class ServerMetrics: LedgerObserver {
 
     // MARK: - Recording
 
-    /// Methods outside this set are counted as `other`: the method is the client's word.
-    private static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    /// A method as its label: methods outside the known ones are counted as `other` (the method is
+    /// the client's word, so it must not make series).
+    private static func label(_ method: HTTPMethod) -> HTTPMethod {
+        switch method.rawValue {
+        case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS": method
+        default: HTTPMethod("other")
+        }
+    }
 
-    /// For ``HTTPServer/Configuration/requestObserver``.
+    /// For ``HTTPServer/Configuration/requestObserver``: on the poll thread, once per request.
     public func record(_ request: CompletedRequest) {
-        let method = Self.knownMethods.contains(request.method.rawValue) ? request.method.rawValue : "other"
-        let route = request.route ?? "unmatched"
-        httpRequests.add([method, route, String(request.status)])
-        httpDuration.observe([method, route], request.seconds)
+        let key = RouteKey(method: Self.label(request.method), route: request.route)
+        let series = routeSeries.withLock { $0[key] } ?? resolve(key)
+        series.duration.observe(request.seconds)
+        series.requests(status: request.status).add()
+    }
+
+    /// A request's method and matched route: few (the router's routes, the methods they answer
+    /// and the misses), so their series are resolved once each (``RouteSeries``).
+    private struct RouteKey: Hashable {
+        var method: HTTPMethod
+        var route: String?
+    }
+
+    /// The HTTP series of one method and route, looked up in the families on its first request:
+    /// every later one finds them in one small table and updates them under their own locks,
+    /// instead of building label arrays and hashing them in both families.
+    private final class RouteSeries: Sendable {
+        let labels: [String]
+        let duration: Histogram.Cell
+        private let requests: Counter
+        private let byStatus = Mutex<[Int: Counter.Cell]>([:])
+
+        init(labels: [String], requests: Counter, duration: Histogram) {
+            self.labels = labels
+            self.requests = requests
+            self.duration = duration.cell(labels)
+        }
+
+        func requests(status: Int) -> Counter.Cell {
+            if let cell = byStatus.withLock({ $0[status] }) { return cell }
+            let cell = requests.cell(labels + [String(status)])
+            byStatus.withLock { $0[status] = cell }
+            return cell
+        }
+    }
+
+    private let routeSeries = Mutex<[RouteKey: RouteSeries]>([:])
+
+    private func resolve(_ key: RouteKey) -> RouteSeries {
+        let series = RouteSeries(
+            labels: [key.method.rawValue, key.route ?? "unmatched"], requests: httpRequests, duration: httpDuration)
+        return routeSeries.withLock { table in
+            if let existing = table[key] { return existing }
+            // Bounded like the families (routes are the router's, methods the known ones).
+            if table.count < MetricsRegistry.maxSeries { table[key] = series }
+            return series
+        }
     }
 
     /// An accepted or duplicate notification; `type` and `subtype` are Apple's (verified).
