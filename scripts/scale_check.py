@@ -45,9 +45,6 @@ def psql(url, sql):
 
 
 # The simulator: customers and their stories, every notification kept with its signed payload.
-
-
-
 def _sim_up():
     try:
         return http("GET", args.simulator + "/clock", timeout=2)[0] == 200
@@ -56,7 +53,7 @@ def _sim_up():
 
 
 wait_for("the simulator", _sim_up)
-notifications = []  # (uuid, signedPayload)
+notifications = []  # (uuid, signedPayload, customer)
 
 
 def act(action):
@@ -150,7 +147,6 @@ class Server:
             command += ["--database", self.database]
         with open(self.log, "a") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        offset = os.path.getsize(self.log) if os.path.exists(self.log) else 0
 
         def listening():
             if self.process.poll() is not None:
@@ -199,8 +195,6 @@ for item in reference_plan:
         fail(f"reference delivery {item[0]} {item[1]}: {status} {body[:300]!r}")
 
 acknowledged, stale_reads, lock = set(), [], threading.Lock()
-killed = threading.Event()
-restarted = threading.Event()
 counter = iter(range(10**9))
 
 
