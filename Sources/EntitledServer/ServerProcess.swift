@@ -108,6 +108,7 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     }
 
     let runningJobs = assembled.jobRunner.map { runner in Task { await runner.run() } }
+    let delivering = assembled.application.webhooks.map { dispatcher in Task { await dispatcher.run() } }
     let backfilling = Task {
         do {
             let count = try await MetricBackfill.run(store: store, projector: assembled.ledger)
@@ -122,6 +123,7 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     purging.cancel()
     for task in reconciling { task.cancel() }
     runningJobs?.cancel()
+    delivering?.cancel()
     backfilling.cancel()
     // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()

@@ -79,9 +79,10 @@ extension Ledger {
     /// Recomputes and stores one customer's projection. Returns the customer and, when the
     /// projector failed for it, the failure (then marked on the customer's stored projection
     /// instead: one customer that cannot be projected must not fail everyone's transaction).
+    /// With a `cause`, the change of the customer's answer is written to the outbox as events.
     @discardableResult
     func recompute(
-        customerID: Int64, projector: any Projector, now: Int64, known: [String: Fact] = [:]
+        customerID: Int64, projector: any Projector, now: Int64, known: [String: Fact] = [:], cause: EventCause? = nil
     ) throws -> (CustomerRecord, ProjectionFailure?) {
         // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
         let results = try session.pipeline([
@@ -102,7 +103,8 @@ extension Ledger {
         let projection: CustomerProjection
         let facts: [Fact]
         do {
-            (projection, facts) = try projectWithFacts(customer, rows: results[1], projector: projector, now: now, known: known)
+            facts = try Self.engineFacts(results[1], projector: projector, known: known)
+            projection = try projector.projection(customer: customer, facts: facts, now: now).canonical
         } catch {
             let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
             try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
@@ -112,6 +114,10 @@ extension Ledger {
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
         noteProjection(stored?.projection, projection)
         try updateMetrics(customerID: customer.id, facts: facts, projector: projector)
+        if let cause {
+            let signedDates = try results[1].map { try $0.optionalInt(11) ?? 0 }
+            try emitEvents(for: customer, facts: facts, signedDates: signedDates, after: projection, projector: projector, cause: cause, now: now)
+        }
         return (customer, nil)
     }
 
