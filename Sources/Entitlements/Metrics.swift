@@ -100,18 +100,53 @@ let maxMetricEvaluations = 10_000
 /// Everything one customer contributes to the daily rollups, summed per (environment, day, kind,
 /// currency), zeros dropped, in a fixed order.
 public func metricDeltas(facts: [Fact], policy: Policy) -> [MetricDelta] {
+    metricContribution(facts: facts, policy: policy).deltas
+}
+
+/// A customer's contribution and how many engine evaluations it took.
+public struct MetricContribution: Sendable, Hashable {
+    public var deltas: [MetricDelta]
+    /// Engine evaluations spent (the cost the incremental form saves).
+    public var evaluations: Int
+}
+
+/// ``metricDeltas(facts:policy:)``, recomputing the day-end evaluations only from `day` on when
+/// `stored` is the contribution of the same facts minus some dated on `day` or later: an
+/// evaluation at the end of an earlier day sees only facts dated up to then, so `stored`'s
+/// stock and state-change deltas before `day` stand. The transaction flows (new, renewals,
+/// refunds, revenue) are dated by purchase and revocation, not by the fact, and need no
+/// evaluation: they are always computed from every fact.
+public func metricContribution(facts: [Fact], policy: Policy, reusing stored: (deltas: [MetricDelta], from: Int64)? = nil) -> MetricContribution {
     var sums: [MetricKey: Int64] = [:]
+    var evaluations = 0
+    if let stored {
+        for d in stored.deltas where d.kind.fromTimeline && d.day < stored.from {
+            sums[MetricKey(environment: d.environment, day: d.day, kind: d.kind, currency: d.currency), default: 0] += d.value
+        }
+    }
     let environments = Set(facts.map(\.environment)).sorted { $0.rawValue < $1.rawValue }
     for environment in environments {
         let own = facts.filter { $0.environment == environment }.sorted { $0.date < $1.date }
-        timeline(own, policy: policy, environment: environment, into: &sums)
+        evaluations += timeline(own, policy: policy, environment: environment, from: stored?.from, into: &sums)
         transactionFlows(own, environment: environment, into: &sums)
     }
-    return sums.compactMap { key, value in
+    let deltas = sums.compactMap { key, value in
         value == 0 ? nil
             : MetricDelta(environment: key.environment, day: key.day, kind: key.kind, currency: key.currency, value: value)
     }.sorted {
         ($0.environment.rawValue, $0.day, $0.kind.rawValue, $0.currency) < ($1.environment.rawValue, $1.day, $1.kind.rawValue, $1.currency)
+    }
+    return MetricContribution(deltas: deltas, evaluations: evaluations)
+}
+
+extension MetricKind {
+    /// Whether the series comes from the day-end evaluations (stocks and state changes) rather
+    /// than from the transactions' own dates.
+    var fromTimeline: Bool {
+        switch self {
+        case .newSubscriptions, .renewals, .refunds, .refundAmount, .revenue: false
+        default: true
+        }
     }
 }
 
@@ -133,22 +168,27 @@ private struct Standing: Equatable {
     var paid: Bool { status.grantsAccess && !trial }
 }
 
-/// Stocks and state-change flows, from the engine's answers at the end of each day that matters.
-private func timeline(_ facts: [Fact], policy: Policy, environment: Environment, into sums: inout [MetricKey: Int64]) {
-    guard let first = facts.first else { return }
+/// Stocks and state-change flows, from the engine's answers at the end of each day that matters,
+/// from day `start` on when given (the standings before it from one evaluation at the end of the
+/// day before). Returns the evaluations spent.
+private func timeline(
+    _ facts: [Fact], policy: Policy, environment: Environment, from start: Int64?, into sums: inout [MetricKey: Int64]
+) -> Int {
+    guard let first = facts.first else { return 0 }
     var latest: [String: TransactionFact] = [:]
     var previous: [String: Standing] = [:]
     var index = 0
+    var evaluations = 0
     var day = metricDay(first.date)
-    for _ in 0..<maxMetricEvaluations {
-        let end = (day + 1) * Time.day - 1
+    func absorb(through end: Int64) {
         while index < facts.count, facts[index].date <= end {
             if case .transaction(let t) = facts[index], latest[t.transactionId].map({ $0.signedDate <= t.signedDate }) ?? true {
                 latest[t.transactionId] = t
             }
             index += 1
         }
-        let state = evaluate(facts: Array(facts[..<index]), policy: policy, now: end, environment: environment)
+    }
+    func standings(_ state: CustomerState) -> [String: Standing] {
         var current: [String: Standing] = [:]
         for group in state.subscriptionGroups {
             guard let grant = group.current, grant.productType == .autoRenewable else { continue }
@@ -157,6 +197,26 @@ private func timeline(_ facts: [Fact], policy: Policy, environment: Environment,
                 status: grant.status, trial: grant.periodType == .trial, transactionId: grant.transactionId,
                 monthly: transaction.map(monthlyPrice) ?? 0, currency: transaction?.currency ?? "")
         }
+        return current
+    }
+    if let start, start > day {
+        // Resuming: nothing changes between two evaluation days, so the standings at the end of
+        // the day before `start` are those the full run carries into its first day from `start`.
+        let end = start * Time.day - 1
+        absorb(through: end)
+        let state = evaluate(facts: Array(facts[..<index]), policy: policy, now: end, environment: environment)
+        evaluations += 1
+        previous = standings(state)
+        let nextFact = index < facts.count ? metricDay(facts[index].date) : nil
+        guard let next = [nextFact, state.nextStatusChangeAt.map(metricDay)].compactMap({ $0 }).min() else { return evaluations }
+        day = max(next, start)
+    }
+    for _ in 0..<maxMetricEvaluations {
+        let end = (day + 1) * Time.day - 1
+        absorb(through: end)
+        let state = evaluate(facts: Array(facts[..<index]), policy: policy, now: end, environment: environment)
+        evaluations += 1
+        let current = standings(state)
         func add(_ kind: MetricKind, _ value: Int64, currency: String = "") {
             sums[MetricKey(environment: environment, day: day, kind: kind, currency: currency), default: 0] += value
         }
@@ -175,9 +235,10 @@ private func timeline(_ facts: [Fact], policy: Policy, environment: Environment,
         previous = current
         let nextFact = index < facts.count ? metricDay(facts[index].date) : nil
         let nextChange = state.nextStatusChangeAt.map(metricDay)
-        guard let next = [nextFact, nextChange].compactMap({ $0 }).min() else { return }
+        guard let next = [nextFact, nextChange].compactMap({ $0 }).min() else { return evaluations }
         day = max(next, day + 1)
     }
+    return evaluations
 }
 
 private func addStock(_ standing: Standing, sign: Int64, add: (MetricKind, Int64, String) -> Void) {

@@ -212,7 +212,7 @@ extension _StorageBenchmark {
                 for delta in deltas { daily[MetricRowKey(delta), default: 0] += delta.value }
                 try session.query(
                     "INSERT INTO customer_metrics (customer_id, deltas) VALUES ($1, $2) ON CONFLICT (customer_id) DO NOTHING",
-                    .int(ids[index]), .text(MetricCodec.encode(deltas)))
+                    .int(ids[index]), .text(MetricCodec.encode(StoredMetrics(deltas: deltas, basis: nil))))
             }
             for (key, value) in daily {
                 try session.query(

@@ -8,19 +8,32 @@ import Entitlements
 extension Ledger {
     /// A customer's stored contribution; nil when none was computed yet (a customer from before
     /// schema version 15 that the backfill has not reached).
-    func storedMetrics(customerID: Int64) throws -> [MetricDelta]? {
+    func storedMetrics(customerID: Int64) throws -> StoredMetrics? {
         try session.query("SELECT deltas FROM customer_metrics WHERE customer_id = $1", .int(customerID)).first
             .map { MetricCodec.decode(try $0.text(0)) }
     }
 
     /// Recomputes a customer's contribution from `facts` and adds its change to the daily rows.
-    func updateMetrics(customerID: Int64, facts: [Fact], projector: any Projector) throws {
+    /// With `ids` (the ledger ids of `facts`, one each), only the days from the earliest new
+    /// fact's date on are evaluated again: the facts the stored contribution was computed from
+    /// are recognised by its basis (the highest fact id it saw and how many facts). Without `ids`
+    /// (a rebuild: the policy may have changed) or when the old facts are not exactly those (a
+    /// customer merge brought older facts), everything is computed again.
+    func updateMetrics(customerID: Int64, facts: [Fact], ids: [Int64]? = nil, projector: any Projector) throws {
         guard projector.maintainsMetrics else { return }
-        let fresh = metricDeltas(facts: facts, policy: projector.policy)
         let stored = try storedMetrics(customerID: customerID)
-        if stored == fresh { return }
+        let basis = ids.map { ids in MetricBasis(maxFactID: ids.max() ?? 0, factCount: ids.count) }
+        var reuse: (deltas: [MetricDelta], from: Int64)?
+        if let ids, let stored, let old = stored.basis, ids.count == facts.count,
+           ids.count(where: { $0 <= old.maxFactID }) == old.factCount {
+            let newDays = zip(ids, facts).filter { $0.0 > old.maxFactID }.map { metricDay($0.1.date) }
+            guard let from = newDays.min() else { return }  // No new fact: the same contribution.
+            reuse = (stored.deltas, from)
+        }
+        let fresh = metricContribution(facts: facts, policy: projector.policy, reusing: reuse).deltas
+        if stored?.deltas == fresh && stored?.basis == basis { return }
         var change: [MetricRowKey: Int64] = [:]
-        for delta in stored ?? [] { change[MetricRowKey(delta), default: 0] -= delta.value }
+        for delta in stored?.deltas ?? [] { change[MetricRowKey(delta), default: 0] -= delta.value }
         for delta in fresh { change[MetricRowKey(delta), default: 0] += delta.value }
         var statements: [SQLStatement] = []
         for (key, value) in change.sorted(by: { $0.key < $1.key }) where value != 0 {
@@ -34,7 +47,7 @@ extension Ledger {
             """
             INSERT INTO customer_metrics (customer_id, deltas) VALUES ($1, $2)
             ON CONFLICT (customer_id) DO UPDATE SET deltas = excluded.deltas
-            """, .int(customerID), .text(MetricCodec.encode(fresh))))
+            """, .int(customerID), .text(MetricCodec.encode(StoredMetrics(deltas: fresh, basis: basis)))))
         _ = try session.pipeline(statements)
     }
 
@@ -107,24 +120,45 @@ struct MetricRowKey: Hashable, Comparable {
     }
 }
 
-/// `customer_metrics.deltas`: one delta a line, tab-separated (environment, day, kind, currency,
-/// value). Environments and currencies are Apple's tokens; a tab or newline in one is dropped.
+/// What the stored contribution was computed from: the ledger's fact ids only grow, so the facts
+/// a customer had then are those with an id up to `maxFactID`, if there are still `factCount` of them.
+struct MetricBasis: Hashable {
+    var maxFactID: Int64
+    var factCount: Int
+}
+
+/// One customer's stored contribution and its basis (nil: unknown, computed in full next time).
+struct StoredMetrics: Hashable {
+    var deltas: [MetricDelta]
+    var basis: MetricBasis?
+}
+
+/// `customer_metrics.deltas`: an optional basis line (`#`, max fact id, fact count), then one delta
+/// a line, tab-separated (environment, day, kind, currency, value). Environments and currencies
+/// are Apple's tokens; a tab or newline in one is dropped.
 enum MetricCodec {
-    static func encode(_ deltas: [MetricDelta]) -> String {
-        deltas.map { d in
+    static func encode(_ stored: StoredMetrics) -> String {
+        let basis = stored.basis.map { ["#\t\($0.maxFactID)\t\($0.factCount)"] } ?? []
+        return (basis + stored.deltas.map { d in
             [clean(d.environment.rawValue), String(d.day), d.kind.rawValue, clean(d.currency), String(d.value)]
                 .joined(separator: "\t")
-        }.joined(separator: "\n")
+        }).joined(separator: "\n")
     }
 
-    static func decode(_ text: String) -> [MetricDelta] {
-        text.split(separator: "\n").compactMap { line in
+    static func decode(_ text: String) -> StoredMetrics {
+        var stored = StoredMetrics(deltas: [], basis: nil)
+        for line in text.split(separator: "\n") {
             let parts = line.split(separator: "\t", omittingEmptySubsequences: false)
+            if parts.count == 3, parts[0] == "#", let id = Int64(parts[1]), let count = Int(parts[2]) {
+                stored.basis = MetricBasis(maxFactID: id, factCount: count)
+                continue
+            }
             guard parts.count == 5, let day = Int64(parts[1]), let kind = MetricKind(rawValue: String(parts[2])),
-                  let value = Int64(parts[4]) else { return nil }
-            return MetricDelta(environment: Environment(rawValue: String(parts[0])), day: day, kind: kind,
-                               currency: String(parts[3]), value: value)
+                  let value = Int64(parts[4]) else { continue }
+            stored.deltas.append(MetricDelta(environment: Environment(rawValue: String(parts[0])), day: day, kind: kind,
+                                             currency: String(parts[3]), value: value))
         }
+        return stored
     }
 
     private static func clean(_ text: String) -> String {

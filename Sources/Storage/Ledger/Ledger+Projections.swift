@@ -113,7 +113,7 @@ extension Ledger {
         // A failure mark is only cleared by rewriting every row (the rows kept may be stale).
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
         noteProjection(stored?.projection, projection)
-        try updateMetrics(customerID: customer.id, facts: facts, projector: projector)
+        try updateMetrics(customerID: customer.id, facts: facts, ids: try results[1].map { try $0.int(0) }, projector: projector)
         if let cause {
             let signedDates = try results[1].map { try $0.optionalInt(11) ?? 0 }
             try emitEvents(for: customer, facts: facts, signedDates: signedDates, after: projection, projector: projector, cause: cause, now: now)
