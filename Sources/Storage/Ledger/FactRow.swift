@@ -1,3 +1,4 @@
+import EntitledCrypto
 import Entitlements
 
 /// A fact as the `facts` table holds it: the engine's fact, its JSON text, the kind and key
@@ -15,6 +16,9 @@ struct FactRow: Sendable {
     /// `facts.jws`: the signed text, the identity, or (a signed kind handed in without its text)
     /// the JSON text.
     var signed: String
+    /// `facts.signed_packed`: `signed` packed (``SignedPart``) when it is a compact JWS; set by
+    /// ``FactRow/pack(_:body:)`` once the message's other facts are known.
+    var packed: [SignedPart]? = nil
     /// `facts.jws_sha256`: lower-case hex SHA-256 of what `signed` signs (``FactDigest``).
     var digest: String
     /// `facts.payload`.
@@ -56,6 +60,33 @@ struct FactRow: Sendable {
             signedDate = f.date
         }
     }
+}
+
+extension FactRow {
+    /// Packs each row's signed text, and the message's body, with references to the signed texts
+    /// of the other facts of the same message (a notification's payload carries its transaction's
+    /// and renewal's JWS; the body is the notification's), on the caller's thread.
+    static func pack(_ rows: inout [FactRow], body: [UInt8]) -> PackedMessage {
+        let siblings = SignedSiblings(rows.filter { $0.fact.identity == nil }.map { ($0.kind, $0.signed, $0.digest) })
+        var headers: Set<[UInt8]> = []
+        for index in rows.indices where rows[index].fact.identity == nil {
+            rows[index].packed = SignedTextPacker.packJWS(Array(rows[index].signed.utf8), siblings: siblings).map { [$0] }
+            if let packed = rows[index].packed { SignedTextPacker.headers(in: packed, into: &headers) }
+        }
+        var message = PackedMessage(headers: Dictionary(uniqueKeysWithValues: headers.map { ($0, Hex.encode(SHA256.hash($0))) }))
+        guard !siblings.entries.isEmpty else { return message }
+        let parts = SignedTextPacker.referencing(body, siblings: siblings)
+        if parts.contains(where: { if case .reference = $0 { true } else { false } }) { message.body = parts }
+        return message
+    }
+}
+
+/// What packing a message gives besides its rows: its body packed (nil: stored as it is, when it
+/// refers to none of its facts) and the digests of the JWS headers its rows use.
+struct PackedMessage: Sendable {
+    /// Each distinct header with its SHA-256 (hex), its key in `jws_headers`.
+    var headers: [[UInt8]: String]
+    var body: [SignedPart]? = nil
 }
 
 extension Fact {

@@ -199,7 +199,31 @@ enum Schema {
                 );
                 CREATE INDEX offer_signatures_customer ON offer_signatures (app_user_id, id);
                 """),
+        // A lighter ledger: each distinct JWS header stored once, signed text packed with references
+        // (`SignedPart`), bodies as references to their facts. Rows written before are rewritten
+        // afterwards in resumable batches (`repack_progress`: each table's cursor), outside this
+        // transaction; until then they are read as they are.
+        Migration(
+            version: 14, name: "packed signed text",
+            sql: """
+                CREATE TABLE jws_headers (
+                    id {id},
+                    sha256 TEXT NOT NULL UNIQUE,
+                    header TEXT NOT NULL
+                );
+                ALTER TABLE facts ADD COLUMN signed_packed {blob};
+                ALTER TABLE notifications ADD COLUMN body_packed {blob};
+                CREATE TABLE repack_progress (
+                    phase TEXT NOT NULL PRIMARY KEY,
+                    after_id {int} NOT NULL,
+                    done {int} NOT NULL
+                );
+                INSERT INTO repack_progress (phase, after_id, done) VALUES ('facts', 0, 0), ('notifications', 0, 0);
+                """),
     ]
+
+    /// The version from which signed text is stored packed (`SignedPart`).
+    static let packedSignedTextVersion = 14
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }
 

@@ -12,7 +12,7 @@ import Synchronization
 /// (unique notification UUIDs, unique facts, `ON CONFLICT DO NOTHING`).
 final class PostgresStore: SessionBackedStore {
     private let conninfo: String
-    private let configuration: StoreConfiguration
+    let configuration: StoreConfiguration
     private let queue = JobQueue()
     private let threads = ThreadTracker()
 
@@ -189,6 +189,7 @@ final class PostgresStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
+    var legacySignedLayout: Bool { (configuration.migrationLimit ?? .max) < Schema.packedSignedTextVersion }
     var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction (smaller: each holds row locks on the server).
     var rebuildChunk: Int { 200 }
@@ -197,7 +198,7 @@ final class PostgresStore: SessionBackedStore {
         let stamp = ISO8601DateFormatter().string(from: Date())
         let schema = configuration.postgresSchema
         let limit = configuration.migrationLimit
-        return try await write { session in
+        let report = try await write { session in
             // Waiting for another replica's migration, or rewriting a large table, may take longer
             // than any request should: no statement timeout here.
             let migrate = {
@@ -209,6 +210,8 @@ final class PostgresStore: SessionBackedStore {
             guard let connection = session as? PostgresConnection else { return try migrate() }
             return try connection.withoutStatementTimeout(migrate)
         }
+        try await repackLegacyRows(after: report)
+        return report
     }
 
     func close() async {
