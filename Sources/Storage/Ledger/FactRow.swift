@@ -1,4 +1,3 @@
-import EntitledCrypto
 import Entitlements
 
 /// A fact as the `facts` table holds it: the engine's fact, its JSON text, the kind and key
@@ -68,12 +67,12 @@ extension FactRow {
     /// and renewal's JWS; the body is the notification's), on the caller's thread.
     static func pack(_ rows: inout [FactRow], body: [UInt8]) -> PackedMessage {
         let siblings = SignedSiblings(rows.filter { $0.fact.identity == nil }.map { ($0.kind, $0.signed, $0.digest) })
-        var headers: Set<[UInt8]> = []
+        var headers: Set<JWSHeader> = []
         for index in rows.indices where rows[index].fact.identity == nil {
             rows[index].packed = SignedTextPacker.packJWS(Array(rows[index].signed.utf8), siblings: siblings).map { [$0] }
             if let packed = rows[index].packed { SignedTextPacker.headers(in: packed, into: &headers) }
         }
-        var message = PackedMessage(headers: Dictionary(uniqueKeysWithValues: headers.map { ($0, Hex.encode(SHA256.hash($0))) }))
+        var message = PackedMessage(headers: headers)
         guard !siblings.entries.isEmpty else { return message }
         let parts = SignedTextPacker.referencing(body, siblings: siblings)
         if parts.contains(where: { if case .reference = $0 { true } else { false } }) { message.body = parts }
@@ -84,8 +83,8 @@ extension FactRow {
 /// What packing a message gives besides its rows: its body packed (nil: stored as it is, when it
 /// refers to none of its facts) and the digests of the JWS headers its rows use.
 struct PackedMessage: Sendable {
-    /// Each distinct header with its SHA-256 (hex), its key in `jws_headers`.
-    var headers: [[UInt8]: String]
+    /// Each distinct header, to be given its `jws_headers` id.
+    var headers: Set<JWSHeader>
     var body: [SignedPart]? = nil
 }
 

@@ -4,21 +4,22 @@ import EntitledCrypto
 // rebuilt, and rows of the older layout repacked in resumable batches.
 
 extension Ledger {
-    /// The `jws_headers` id of each header (SHA-256 hex given), inserting the new ones. On
-    /// PostgreSQL a concurrent insert of the same header is waited for (unique index) and then read.
-    func internHeaders(_ headers: [[UInt8]: String]) throws -> [[UInt8]: Int64] {
-        var ids: [[UInt8]: Int64] = [:]
-        for (header, digest) in headers {
+    /// The `jws_headers` id of each header, by its digest, inserting the new ones. On PostgreSQL a
+    /// concurrent insert of the same header is waited for (unique index) and then read.
+    func internHeaders(_ headers: Set<JWSHeader>) throws -> [String: Int64] {
+        var ids: [String: Int64] = [:]
+        for header in headers {
+            let digest = header.digest
             if let row = try session.query("SELECT id FROM jws_headers WHERE sha256 = $1", .text(digest)).first {
-                ids[header] = try row.int(0)
+                ids[digest] = try row.int(0)
                 continue
             }
             let inserted = try session.query(
                 "INSERT INTO jws_headers (sha256, header) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING RETURNING id",
-                .text(digest), .text(String(decoding: header, as: UTF8.self)))
+                .text(digest), .text(String(decoding: header.text, as: UTF8.self)))
             let again = inserted.isEmpty ? try session.query("SELECT id FROM jws_headers WHERE sha256 = $1", .text(digest)) : inserted
             guard let row = again.first else { throw StorageError(.internal, "JWS header could not be stored") }
-            ids[header] = try row.int(0)
+            ids[digest] = try row.int(0)
         }
         return ids
     }
@@ -103,9 +104,9 @@ extension Ledger {
                 siblings = siblingsByNotification[notification]!
             }
             guard let part = SignedTextPacker.packJWS(text, siblings: siblings) else { continue }
-            var headers: Set<[UInt8]> = []
+            var headers: Set<JWSHeader> = []
             SignedTextPacker.headers(in: [part], into: &headers)
-            let ids = try internHeaders(Dictionary(uniqueKeysWithValues: headers.map { ($0, Hex.encode(SHA256.hash($0))) }))
+            let ids = try internHeaders(headers)
             let packed = try SignedTextPacker.encode([part], headerIDs: ids)
             // Only what gives the same bytes back replaces the text.
             guard try reader.unpack(packed, depth: 0) == text else { continue }
@@ -189,18 +190,23 @@ extension SessionBackedStore {
     /// Rewrites rows stored before schema version 14 into the packed layout, batch after batch (each
     /// its own transaction, its cursor stored with it: a process killed half-way continues where
     /// the last committed batch ended), reporting progress to `log`.
-    func repackLegacyRows(after report: MigrationReport) async throws {
-        guard report.currentVersion >= Schema.packedSignedTextVersion else { return }
-        try await repackLegacyRows(log: configuration.log, fault: configuration.repackFault, batch: configuration.repackBatch)
+    /// `pending`: ``Schema/pendingRepack(_:)``, read in the migration's transaction (once done,
+    /// a start costs no statement more).
+    func repackLegacyRows(pending: [String]) async throws {
+        guard !pending.isEmpty else { return }
+        try await repackLegacyRows(pending: pending, log: configuration.log, fault: configuration.repackFault, batch: configuration.repackBatch)
     }
 
-    func repackLegacyRows(log: StorageLog?, fault: RepackFault?, batch: Int) async throws {
-        for phase in Ledger.RepackPhase.allCases {
+    func repackLegacyRows(pending: [String], log: StorageLog?, fault: RepackFault?, batch: Int) async throws {
+        for phase in Ledger.RepackPhase.allCases where pending.contains(phase.rawValue) {
             let total = try await read { try Ledger(session: $0, fault: nil).repackTotal(phase) }
             var done = 0
             while true {
                 let (rows, cursor) = try await write { session in
-                    try Ledger(session: session, fault: nil).repackBatch(phase, limit: batch, fault: fault)
+                    let step = { try Ledger(session: session, fault: nil).repackBatch(phase, limit: batch, fault: fault) }
+                    // Part of the migration: waits as long as it takes, like the migration's SQL.
+                    guard let connection = session as? PostgresConnection else { return try step() }
+                    return try connection.withoutStatementTimeout(step)
                 }
                 done += rows
                 if rows > 0 {

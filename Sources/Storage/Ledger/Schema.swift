@@ -202,7 +202,7 @@ enum Schema {
         // A lighter ledger: each distinct JWS header stored once, signed text packed with references
         // (`SignedPart`), bodies as references to their facts. Rows written before are rewritten
         // afterwards in resumable batches (`repack_progress`: each table's cursor), outside this
-        // transaction; until then they are read as they are.
+        // transaction; until then they are read as they are. An empty table has nothing to rewrite.
         Migration(
             version: 14, name: "packed signed text",
             sql: """
@@ -218,7 +218,9 @@ enum Schema {
                     after_id {int} NOT NULL,
                     done {int} NOT NULL
                 );
-                INSERT INTO repack_progress (phase, after_id, done) VALUES ('facts', 0, 0), ('notifications', 0, 0);
+                INSERT INTO repack_progress (phase, after_id, done)
+                SELECT 'facts', 0, CASE WHEN EXISTS (SELECT 1 FROM facts) THEN 0 ELSE 1 END
+                UNION ALL SELECT 'notifications', 0, CASE WHEN EXISTS (SELECT 1 FROM notifications) THEN 0 ELSE 1 END;
                 """),
     ]
 
@@ -305,6 +307,12 @@ enum Schema {
             applied.append(migration.version)
         }
         return MigrationReport(applied: applied, currentVersion: max(current, applied.last ?? current))
+    }
+
+    /// The tables whose rows of the older layout are still to be repacked (version 14 on).
+    static func pendingRepack(_ session: any SQLSession, version: Int) throws -> [String] {
+        guard version >= packedSignedTextVersion else { return [] }
+        return try session.query("SELECT phase FROM repack_progress WHERE done = 0", []).map { try $0.text(0) }
     }
 
     /// Verifies without migrating: throws `SCHEMA_TOO_NEW` for a newer schema.

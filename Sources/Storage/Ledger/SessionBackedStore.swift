@@ -27,7 +27,7 @@ extension SessionBackedStore {
         // Encoded and digested here, on the caller's thread, not on the single writer.
         var rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
         let legacy = legacySignedLayout
-        let packed = legacy ? PackedMessage(headers: [:]) : FactRow.pack(&rows, body: message.body)
+        let packed = legacy ? PackedMessage(headers: []) : FactRow.pack(&rows, body: message.body)
         return try await observedWrite { [rows] ledger in
             var ledger = ledger
             ledger.legacySignedLayout = legacy

@@ -1,4 +1,5 @@
 import EntitledCrypto
+import Foundation
 
 /// Signed text in the ledger's packed layout (schema version 14): what `facts.signed_packed` and
 /// `notifications.body_packed` hold, from which the exact bytes received are rebuilt.
@@ -21,9 +22,26 @@ indirect enum SignedPart: Sendable, Hashable {
     case literal([UInt8])
     /// A compact JWS: `header` (the base64url text, stored in `jws_headers`), its decoded payload
     /// (itself packed), its decoded signature.
-    case jws(header: [UInt8], payload: [SignedPart], signature: [UInt8])
+    case jws(header: JWSHeader, payload: [SignedPart], signature: [UInt8])
     /// The signed text of the fact stored under `kind` and `digest` (hex), with `signature`.
     case reference(kind: String, digest: String, signature: [UInt8])
+}
+
+/// A JWS protected header (its base64url text) and its SHA-256, its key in `jws_headers`. Equal
+/// and hashed by the digest alone: hashing kilobytes of `x5c` byte by byte was a measurable part
+/// of ingest.
+struct JWSHeader: Sendable, Hashable {
+    var text: [UInt8]
+    /// Lower-case hex SHA-256 of `text`.
+    var digest: String
+
+    init(_ text: [UInt8]) {
+        self.text = text
+        digest = Hex.encode(SHA256.hash(text))
+    }
+
+    static func == (a: JWSHeader, b: JWSHeader) -> Bool { a.digest == b.digest }
+    func hash(into hasher: inout Hasher) { hasher.combine(digest) }
 }
 
 /// The signed texts of one message's facts, by text: what a payload or body may refer to.
@@ -43,7 +61,7 @@ struct SignedSiblings {
     init(_ texts: [(kind: String, text: String, digest: String)]) {
         for (kind, text, digest) in texts {
             guard let split = SignedTextPacker.split(Array(text.utf8)), let signature = SignedTextPacker.urlDecode(split.signature),
-                Base64.urlEncode(signature).utf8.elementsEqual(split.signature)
+                SignedTextPacker.reencodes(signature, to: split.signature)
             else { continue }
             entries.append(Entry(kind: kind, digest: digest, signature: signature, quoted: [UInt8(ascii: "\"")] + Array(text.utf8) + [UInt8(ascii: "\"")]))
         }
@@ -66,6 +84,16 @@ enum SignedTextPacker {
         segment.withUnsafeBytes { Base64.decode(utf8: $0, url: true) }
     }
 
+    /// Whether `decoded` base64url-encodes back to exactly `segment` (no padding, no stray bits).
+    static func reencodes(_ decoded: [UInt8], to segment: ArraySlice<UInt8>) -> Bool {
+        var encoded = Base64.urlEncode(decoded)
+        return encoded.withUTF8 { encoded in
+            segment.withUnsafeBufferPointer { segment in
+                encoded.count == segment.count && (encoded.isEmpty || memcmp(encoded.baseAddress!, segment.baseAddress!, encoded.count) == 0)
+            }
+        }
+    }
+
     /// `text` packed: a JWS as header, payload and signature (references to `siblings` inside its
     /// payload), anything else with references to `siblings` where they appear as JSON strings.
     static func pack(_ text: [UInt8], siblings: SignedSiblings) -> [SignedPart] {
@@ -75,10 +103,10 @@ enum SignedTextPacker {
 
     static func packJWS(_ text: [UInt8], siblings: SignedSiblings) -> SignedPart? {
         guard let (header, payload, signature) = split(text),
-            let payloadBytes = urlDecode(payload), Base64.urlEncode(payloadBytes).utf8.elementsEqual(payload),
-            let signatureBytes = urlDecode(signature), Base64.urlEncode(signatureBytes).utf8.elementsEqual(signature)
+            let payloadBytes = urlDecode(payload), reencodes(payloadBytes, to: payload),
+            let signatureBytes = urlDecode(signature), reencodes(signatureBytes, to: signature)
         else { return nil }
-        return .jws(header: Array(header), payload: referencing(payloadBytes, siblings: siblings), signature: signatureBytes)
+        return .jws(header: JWSHeader(Array(header)), payload: referencing(payloadBytes, siblings: siblings), signature: signatureBytes)
     }
 
     /// `bytes` with every quoted sibling text replaced by a reference (the quotes stay literal).
@@ -106,7 +134,7 @@ enum SignedTextPacker {
     }
 
     /// The distinct JWS headers in `parts` (to be given ids before encoding).
-    static func headers(in parts: [SignedPart], into set: inout Set<[UInt8]>) {
+    static func headers(in parts: [SignedPart], into set: inout Set<JWSHeader>) {
         for part in parts {
             if case .jws(let header, let payload, _) = part {
                 set.insert(header)
@@ -121,13 +149,13 @@ enum SignedTextPacker {
 
     /// The stored bytes: a format byte, then the parts. `headerIDs` maps each header to its
     /// `jws_headers.id`.
-    static func encode(_ parts: [SignedPart], headerIDs: [[UInt8]: Int64]) throws -> [UInt8] {
+    static func encode(_ parts: [SignedPart], headerIDs: [String: Int64]) throws -> [UInt8] {
         var out: [UInt8] = [formatVersion]
         try write(parts, headerIDs: headerIDs, to: &out)
         return out
     }
 
-    private static func write(_ parts: [SignedPart], headerIDs: [[UInt8]: Int64], to out: inout [UInt8]) throws {
+    private static func write(_ parts: [SignedPart], headerIDs: [String: Int64], to out: inout [UInt8]) throws {
         writeVarint(UInt64(parts.count), to: &out)
         for part in parts {
             switch part {
@@ -135,7 +163,7 @@ enum SignedTextPacker {
                 out.append(0)
                 writeBytes(bytes, to: &out)
             case .jws(let header, let payload, let signature):
-                guard let id = headerIDs[header] else { throw StorageError(.internal, "JWS header without an id") }
+                guard let id = headerIDs[header.digest] else { throw StorageError(.internal, "JWS header without an id") }
                 out.append(1)
                 writeVarint(UInt64(id), to: &out)
                 try write(payload, headerIDs: headerIDs, to: &out)

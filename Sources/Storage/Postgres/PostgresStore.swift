@@ -200,19 +200,20 @@ final class PostgresStore: SessionBackedStore {
         let stamp = ISO8601DateFormatter().string(from: Date())
         let schema = configuration.postgresSchema
         let limit = configuration.migrationLimit
-        let report = try await write { session in
+        let (report, pending) = try await write { session in
             // Waiting for another replica's migration, or rewriting a large table, may take longer
             // than any request should: no statement timeout here.
             let migrate = {
                 // Serializes migrators across processes until this transaction commits.
                 try session.query("SELECT pg_advisory_xact_lock(7245001)", [])
                 if let schema { try session.execute("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"") }
-                return try Schema.migrate(session, appliedAt: stamp, upTo: limit)
+                let report = try Schema.migrate(session, appliedAt: stamp, upTo: limit)
+                return (report, try Schema.pendingRepack(session, version: report.currentVersion))
             }
             guard let connection = session as? PostgresConnection else { return try migrate() }
             return try connection.withoutStatementTimeout(migrate)
         }
-        try await repackLegacyRows(after: report)
+        try await repackLegacyRows(pending: pending)
         return report
     }
 

@@ -304,8 +304,11 @@ final class SQLiteStore: SessionBackedStore {
     func migrate() async throws -> MigrationReport {
         let stamp = ISO8601DateFormatter().string(from: Date())
         let limit = configuration.migrationLimit
-        let report = try await write { try Schema.migrate($0, appliedAt: stamp, upTo: limit) }
-        try await repackLegacyRows(after: report)
+        let (report, pending) = try await write { session in
+            let report = try Schema.migrate(session, appliedAt: stamp, upTo: limit)
+            return (report, try Schema.pendingRepack(session, version: report.currentVersion))
+        }
+        try await repackLegacyRows(pending: pending)
         return report
     }
 
