@@ -18,7 +18,7 @@ public enum StoreBenchmark {
         public var projector = "default"
         /// "sqlite" or "postgres" to run one backend only.
         public var only: String?
-        /// Write the ledger as schema version 10 did (signed text unpacked), to compare its size.
+        /// Write the ledger as before schema version 14 (signed text unpacked), to compare its size.
         public var olderLayout = false
         public init() {}
     }
@@ -43,7 +43,7 @@ public enum StoreBenchmark {
         case "trivial": projector = TrivialProjector()
         default: throw BenchmarkError("unknown projector '\(projectorName)'")
         }
-        print("projector: \(projectorName)\(options.olderLayout ? ", older layout (schema 10: signed text unpacked)" : "")")
+        print("projector: \(projectorName)\(options.olderLayout ? ", older layout (before schema 14: signed text unpacked)" : "")")
         let sample = AppleShapedNotification.make(0, run: "sample", token: UUID().uuidString.lowercased(), now: 0).message.body.count
         print("notifications: \(sample) bytes each, of which \(AppleShapedNotification.x5cBytesPerNotification) are x5c chains")
         let layout = options.olderLayout

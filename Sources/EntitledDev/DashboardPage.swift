@@ -298,11 +298,11 @@ extension Dashboard {
         }
 
         function renderAnswer(c) {
-          $('d-state').textContent = `customer ${c.state} · appAccountToken ${c.appAccountToken}`;
+          $('d-state').textContent = `customer ${c.state} · appAccountToken ${c.appAccountToken}` + (c.aliases && c.aliases.length ? ` · aliases ${c.aliases.join(', ')}` : '');
           const ents = Object.entries(c.entitlements);
           if (!ents.length) { $('d-ents').replaceChildren(el('div', { class: 'empty' }, 'No entitlement: the server answers "new" until a purchase arrives.')); return; }
           $('d-ents').replaceChildren(...ents.map(([id, e]) => {
-            const facts = [['product', e.productId], ['expires', when(e.expiresAt)], ['grace until', e.gracePeriodExpiresAt && when(e.gracePeriodExpiresAt)],
+            const facts = [['source', e.source === 'grant' ? 'promotional grant' : null], ['grant', e.grantId], ['product', e.productId || null], ['expires', when(e.expiresAt)], ['grace until', e.gracePeriodExpiresAt && when(e.gracePeriodExpiresAt)],
               ['will renew', e.willRenew == null ? null : (e.willRenew ? 'yes' : 'no') + (e.renewsTo && e.renewsTo !== e.productId ? ` → ${e.renewsTo}` : '')],
               ['period', e.periodType], ['billing issue', e.billingIssueDetectedAt && when(e.billingIssueDetectedAt)],
               ['ownership', e.ownership], ['transaction', e.transactionId]].filter(([, v]) => v != null && v !== '—');
@@ -312,9 +312,9 @@ extension Dashboard {
                 ? el('button', { onclick: () => act('Cancel auto-renew', { action: 'autoRenew', customer: selected, product: e.productId, enabled: false }) }, 'Cancel auto-renew')
                 : el('button', { onclick: () => act('Turn auto-renew on', { action: 'autoRenew', customer: selected, product: e.productId, enabled: true }) }, 'Turn auto-renew on'));
             }
-            if (e.status !== 'refunded' && e.status !== 'revoked') buttons.push(el('button', { class: 'danger', onclick: () => act('Refund', { action: 'refund', customer: selected, product: e.productId }) }, 'Refund'));
+            if (e.source !== 'grant' && e.status !== 'refunded' && e.status !== 'revoked') buttons.push(el('button', { class: 'danger', onclick: () => act('Refund', { action: 'refund', customer: selected, product: e.productId }) }, 'Refund'));
             return el('div', { class: 'ent' }, el('div', { class: 'row' }, el('strong', null, id), badge(e.status), e.active ? el('span', { class: 'small muted' }, 'grants access') : el('span', { class: 'small muted' }, 'no access')),
-              el('dl', null, ...facts.flatMap(([k, v]) => [el('dt', null, k), el('dd', { class: k === 'transaction' || k === 'product' ? 'mono' : '' }, v)])),
+              el('dl', null, ...facts.flatMap(([k, v]) => [el('dt', null, k), el('dd', { class: k === 'transaction' || k === 'product' || k === 'grant' ? 'mono' : '' }, v)])),
               el('div', { class: 'row' }, ...buttons));
           }));
         }

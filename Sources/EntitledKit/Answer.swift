@@ -29,6 +29,11 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
         public var subscriptionGroup: String?
         /// The App Store environment the grant comes from (`Production`, `Sandbox`, …).
         public var environment: String?
+        /// Entitlements only: `purchase`, or `grant` for an operator's promotional grant (then
+        /// ``grantId`` names it and `productId` is empty); nil from an older server.
+        public var source: String?
+        /// Entitlements only: the promotional grant that gives it.
+        public var grantId: String?
 
         /// The last instant at which this grant gives access: its grace end, else its expiry
         /// (nil: it does not lapse with time, e.g. a non-consumable).
@@ -58,8 +63,12 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
         public var id: String
         public var active: Bool
         public var expiresAt: Date?
-        /// A consumable's balance.
+        /// A consumable's balance: ``purchased`` − ``refunded`` − ``spent``.
         public var balance: Int?
+        /// A consumable's units bought, refunded and spent (servers before answer format 4 send none).
+        public var purchased: Int?
+        public var refunded: Int?
+        public var spent: Int?
         public var transactionIds: [String]
     }
 
@@ -87,6 +96,8 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
     }
 
     public var appUserId: String
+    /// The customer's other ids (aliases the server merged with ``appUserId``); nil from an older server.
+    public var aliases: [String]?
     /// The UUID to pass to StoreKit as `appAccountToken` for this customer's purchases.
     public var appAccountToken: UUID
     /// The answer's environment: the one asked for, else (a server merging environments) its primary one.
@@ -100,6 +111,10 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
     public var nonSubscriptions: [NonSubscription]?
     public var offers: Offers
     public var preorder: Preorder?
+    /// The storefront (ISO 3166-1 alpha-3) and Apple's storefront id of the customer's latest
+    /// transaction, when the server knows it.
+    public var storefront: String?
+    public var storefrontId: String?
     /// The next instant at which time alone changes this answer (an expiry or grace end).
     public var nextChangeAt: Date?
 

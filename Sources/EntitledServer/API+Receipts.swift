@@ -124,9 +124,7 @@ extension API {
             let message = ReceivedMessage(
                 notificationUUID: nil, source: .client, body: Self.storedBody("signedTransaction", signed.jws), receivedAt: now,
                 bundleId: app.bundleId)
-            _ = try await store { () async throws(StorageError) in
-                try await ledger.ingest(message, facts: [(.transaction(fact), signed.jws)], claim: claim)
-            }
+            _ = try await ingestRecordingUnknown(message, facts: [(.transaction(fact), signed.jws)], claim: claim)
         }
         return environment
     }

@@ -81,9 +81,14 @@ public struct API: Sendable {
         }
         router.get("/v1/customers/{appUserId}/history") { try await api.history($0) }
         router.post("/v1/customers/{appUserId}/offers/sign") { try await api.signOffer($0) }
+        router.post("/v1/customers/{appUserId}/consumables/{productId}/spend", admit: { _ = try api.authenticate($0) }) {
+            try await api.spendConsumable($0)
+        }
+        router.get("/v1/customers/{appUserId}/products") { try await api.customerProducts($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
         registerSupport(on: &router)
+        registerCustomers(on: &router)
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }
 
@@ -269,9 +274,7 @@ public struct API: Sendable {
             let message = ReceivedMessage(
                 notificationUUID: nil, source: .client, body: Self.storedBody(member, signed), receivedAt: now,
                 bundleId: app.bundleId)
-            _ = try await store { () async throws(StorageError) in
-                try await ledger.ingest(message, facts: [(verified, signed)], claim: claim)
-            }
+            _ = try await ingestRecordingUnknown(message, facts: [(verified, signed)], claim: claim)
             // The answer a plain GET gives next: the grant environments merged.
             let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
             var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
@@ -327,13 +330,7 @@ public struct API: Sendable {
         guard let app = configuration.app(bundleId: bundleId) else {
             throw HTTPError(.appNotFound, "no app with this bundleId")
         }
-        let storefront = request.query["storefront"]
-        if let storefront {
-            guard storefront.count == 3, storefront.allSatisfy({ $0.isASCII && $0.isLetter }) else {
-                throw HTTPError(.invalidStorefront, "storefront must be an ISO 3166-1 alpha-3 code")
-            }
-        }
-        return try .json(CatalogBody(app: app, storefront: storefront))
+        return try .json(CatalogBody(app: app, storefront: try Self.storefrontQuery(request)))
     }
 
     /// `GET /v1/subscriptions/{originalTransactionId}[?environment=…]` (admin).

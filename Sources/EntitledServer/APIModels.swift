@@ -30,11 +30,14 @@ public struct EntitlementBody: Encodable, Sendable, Equatable {
         case active, status, productId, productType, transactionId, originalTransactionId, ownership, purchaseDate
         case originalPurchaseDate, expiresAt, gracePeriodExpiresAt, willRenew, renewsTo, periodType
         case billingIssueDetectedAt, unsubscribeDetectedAt, priceIncrease, subscriptionGroup, environment
+        case source, grantId
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
         let s = state
+        try c.put(s.source.rawValue, .source)
+        try c.put(s.grantId, .grantId)
         try c.put(s.active, .active)
         try c.put(s.status.rawValue, .status)
         try c.put(s.productId, .productId)
@@ -121,10 +124,15 @@ public struct NonSubscriptionBody: Encodable, Sendable, Equatable {
     public var active: Bool
     public var expiresAt: Int64?
     public var balance: Int?
+    /// A consumable's units purchased, refunded and spent (`balance = purchased − refunded − spent`);
+    /// null for other kinds.
+    public var purchased: Int? = nil
+    public var refunded: Int? = nil
+    public var spent: Int? = nil
     public var transactionIds: [String]
     public var grant: Grant?
 
-    enum Key: String, CodingKey { case kind, id, active, expiresAt, balance, transactionIds, grant }
+    enum Key: String, CodingKey { case kind, id, active, expiresAt, balance, purchased, refunded, spent, transactionIds, grant }
 
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
@@ -133,6 +141,9 @@ public struct NonSubscriptionBody: Encodable, Sendable, Equatable {
         try c.put(active, .active)
         try c.date(expiresAt, .expiresAt)
         try c.put(balance, .balance)
+        try c.put(purchased, .purchased)
+        try c.put(refunded, .refunded)
+        try c.put(spent, .spent)
         try c.put(transactionIds, .transactionIds)
         try c.put(grant.map(GrantBody.init), .grant)
     }
@@ -145,6 +156,8 @@ public typealias OffersBody = EligibleOffers
 /// `GET /v1/customers/{appUserId}` (and the answer of `POST …/transactions`).
 public struct CustomerBody: Encodable, Sendable, Equatable {
     public var appUserId: String
+    /// The customer's other ids (aliases, or the id asked was merged into), sorted.
+    public var aliases: [String]
     public var appAccountToken: String
     public var environment: String
     /// `new`, `active` or `inactive`.
@@ -155,12 +168,17 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
     public var nonSubscriptions: [NonSubscriptionBody]
     public var offers: OffersBody
     public var preorder: PreorderState
+    /// The storefront (ISO 3166-1 alpha-3) and Apple's storefront id of the customer's latest
+    /// transaction that names one; null when none does.
+    public var storefront: String?
+    public var storefrontId: String?
     /// The next instant at which time alone changes this answer (an expiry or grace end).
     public var nextChangeAt: Int64?
 
     /// Builds the body from a customer, their state and the server's `now`.
     public init(customer: CustomerRecord, state: CustomerState, now: Int64) {
         appUserId = customer.appUserId
+        aliases = customer.aliases
         appAccountToken = customer.appAccountToken
         environment = state.environment.rawValue
         self.state = state.customerClass.rawValue
@@ -186,17 +204,20 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
             others.append(
                 NonSubscriptionBody(
                     kind: .consumable, id: item.productId, active: item.balance > 0, expiresAt: nil, balance: item.balance,
+                    purchased: item.credited, refunded: item.debited, spent: item.spent,
                     transactionIds: item.transactionIds, grant: nil))
         }
         nonSubscriptions = others
         offers = state.offers
         preorder = state.preorder
+        storefront = state.storefront?.storefront
+        storefrontId = state.storefront?.storefrontId
         nextChangeAt = state.nextStatusChangeAt
     }
 
     enum Key: String, CodingKey {
         case appUserId, appAccountToken, environment, state, serverTime, entitlements, subscriptions, nonSubscriptions
-        case offers, preorder, nextChangeAt
+        case offers, preorder, storefront, storefrontId, nextChangeAt, aliases
     }
 
     enum PreorderKey: String, CodingKey { case isPreordered, preorderDate, appOriginalPurchaseDate }
@@ -204,6 +225,7 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
         try c.put(appUserId, .appUserId)
+        try c.put(aliases, .aliases)
         try c.put(appAccountToken, .appAccountToken)
         try c.put(environment, .environment)
         try c.put(state, .state)
@@ -216,6 +238,8 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
         try p.put(preorder.isPreordered, .isPreordered)
         try p.date(preorder.preorderDate, .preorderDate)
         try p.date(preorder.appOriginalPurchaseDate, .appOriginalPurchaseDate)
+        try c.put(storefront, .storefront)
+        try c.put(storefrontId, .storefrontId)
         try c.date(nextChangeAt, .nextChangeAt)
     }
 
@@ -236,7 +260,7 @@ public struct HistoryItemBody: Encodable, Sendable, Equatable {
 
     enum Key: String, CodingKey {
         case id, kind, type, subtype, occurredAt, receivedAt, environment, productId, transactionId
-        case originalTransactionId, price, currency
+        case originalTransactionId, price, currency, quantity, idempotencyKey
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -253,6 +277,11 @@ public struct HistoryItemBody: Encodable, Sendable, Equatable {
         try c.put(entry.originalTransactionId, .originalTransactionId)
         try c.put(entry.price, .price)
         try c.put(entry.currency, .currency)
+        // Only spends have these; other entries keep their shape.
+        if entry.kind == .consumableSpend {
+            try c.put(entry.quantity, .quantity)
+            try c.put(entry.idempotencyKey, .idempotencyKey)
+        }
     }
 }
 

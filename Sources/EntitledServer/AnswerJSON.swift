@@ -32,6 +32,7 @@ enum AnswerJSON {
     static func value(_ body: CustomerBody) -> Value {
         .object([
             ("appUserId", .string(body.appUserId)),
+            ("aliases", .array(body.aliases.map(Value.string))),
             ("appAccountToken", .string(body.appAccountToken)),
             ("environment", .string(body.environment)),
             ("state", .string(body.state)),
@@ -55,11 +56,18 @@ enum AnswerJSON {
                     ("appOriginalPurchaseDate", date(body.preorder.appOriginalPurchaseDate)),
                 ])
             ),
+            ("storefront", string(body.storefront)),
+            ("storefrontId", string(body.storefrontId)),
             ("nextChangeAt", date(body.nextChangeAt)),
         ])
     }
 
-    static func value(_ s: EntitlementState) -> Value { grant(s) }
+    static func value(_ s: EntitlementState) -> Value {
+        guard case .object(var members) = grant(s) else { return grant(s) }
+        members.append(("source", .string(s.source.rawValue)))
+        members.append(("grantId", string(s.grantId)))
+        return .object(members)
+    }
 
     static func value(_ offer: OfferReference) -> Value {
         .object([("productId", .string(offer.productId)), ("offerId", .string(offer.offerId))])
@@ -87,6 +95,9 @@ enum AnswerJSON {
             ("active", .bool(item.active)),
             ("expiresAt", date(item.expiresAt)),
             ("balance", item.balance.map { .int(Int64($0)) } ?? .null),
+            ("purchased", item.purchased.map { .int(Int64($0)) } ?? .null),
+            ("refunded", item.refunded.map { .int(Int64($0)) } ?? .null),
+            ("spent", item.spent.map { .int(Int64($0)) } ?? .null),
             ("transactionIds", .array(item.transactionIds.map(Value.string))),
             ("grant", item.grant.map(value) ?? .null),
         ])

@@ -37,6 +37,12 @@ extension Fact {
             ("pending_renewal_info", ["grace_period_expires_date_ms": f.gracePeriodExpiresDate, "receipt date": f.receiptDate])
         case .v1Notification(let f):
             ("ResponseBodyV1", ["date": f.date])
+        case .promotionalGrant(let f):
+            ("grant", ["grantedAt": f.grantedAt, "until": f.expiresDate])
+        case .promotionalGrantEnd(let f):
+            ("grant end", ["endedAt": f.endedAt])
+        case .consumableSpend(let f):
+            ("consumable spend", ["spentAt": f.spentAt])
         }
     }
 

@@ -198,6 +198,21 @@ public final class FactLedger: ReadinessProbe, Projector {
         try await mapped { try await log.recordOfferSignature(record) }
     }
 
+    /// Spends units of a consumable (``Storage/ConsumableSpending``), from the first of the
+    /// ``grantEnvironments`` whose balance covers them; the customer's stored answer is
+    /// re-projected in the same transaction.
+    public func spend(
+        appUserId: String, productId: String, quantity: Int, idempotencyKey: String, now: Int64
+    ) async throws(StorageError) -> SpendOutcome {
+        guard let spender = store as? any ConsumableSpending else {
+            throw StorageError(.unavailable, "this store cannot record spends")
+        }
+        let request = SpendRequest(
+            appUserId: appUserId, productId: productId, quantity: quantity, idempotencyKey: idempotencyKey,
+            environments: merged)
+        return try await mapped { try await spender.spend(request, projector: self, now: now) }
+    }
+
     /// A page of the customer's timeline, newest first, or nil when the customer does not exist.
     /// `cursor` is a `nextCursor` from an earlier page; a malformed one is `INVALID_ARGUMENT`.
     public func history(appUserId: String, cursor: String?, limit: Int) async throws(StorageError) -> LedgerHistoryPage? {
@@ -256,7 +271,7 @@ public final class FactLedger: ReadinessProbe, Projector {
     // MARK: - Mapping
 
     /// Runs `body`, its failures as storage's own errors (anything else: the store is unavailable).
-    private func mapped<T>(_ body: () async throws -> T) async throws(StorageError) -> T {
+    func mapped<T>(_ body: () async throws -> T) async throws(StorageError) -> T {
         do {
             return try await body()
         } catch {

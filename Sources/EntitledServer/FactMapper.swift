@@ -160,7 +160,7 @@ extension App {
             offerDiscountType: t.offerDiscountType.map { Entitlements.OfferDiscountType(rawValue: $0.rawValue) },
             offerIdentifier: t.offerIdentifier, environment: Environment(t.environment), storefront: t.storefront,
             transactionReason: t.transactionReason.map { Entitlements.TransactionReason(rawValue: $0.rawValue) },
-            price: t.price, currency: t.currency)
+            price: t.price, currency: t.currency, storefrontId: t.storefrontId)
         return try Fact.checked(fact, Fact.transaction)
     }
 

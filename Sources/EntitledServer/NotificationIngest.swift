@@ -86,7 +86,8 @@ extension API {
             case .transaction: (fact, payload.data?.signedTransactionInfo)
             case .renewalInfo: (fact, payload.data?.signedRenewalInfo)
             case .appTransaction: (fact, payload.appData?.signedAppTransactionInfo)
-            case .receiptEntry, .pendingRenewal, .v1Notification: (fact, nil)
+            case .receiptEntry, .pendingRenewal, .v1Notification, .consumableSpend, .promotionalGrant, .promotionalGrantEnd:
+                (fact, nil)
             }
         }
         if let transaction = payload.data?.transactionInfo {
@@ -95,14 +96,28 @@ extension API {
                 source: source, now: now)
         }
         try await enqueueConsumptionRequest(app: app, payload, transactionId: payload.data?.transactionInfo?.transactionId, now: now)
-        let status = try await store { () async throws(StorageError) in
-            try await ledger.ingest(message, facts: signed)
-        }
+        let status = try await ingestRecordingUnknown(message, facts: signed)
         if let request {
             noteIngested(request, message, signedDate: payload.signedDate, bundleId: app.bundleId, status: status)
         } else {
             metrics.notificationIngested(version: "2", type: message.notificationType, subtype: message.subtype, status: status)
         }
+        return status
+    }
+}
+
+extension API {
+    /// Stores verified facts (``FactLedger/ingest(_:facts:claim:)``) with the members of their
+    /// signed texts this build does not know recorded on them (``UnknownFields``); counts those
+    /// members when the delivery was new.
+    func ingestRecordingUnknown(
+        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim? = nil
+    ) async throws(HTTPError) -> IngestResult.Status {
+        let (annotated, seen) = UnknownFields.annotate(facts, codec: codec)
+        let status = try await store { () async throws(StorageError) in
+            try await ledger.ingest(message, facts: annotated, claim: claim)
+        }
+        if status == .accepted { metrics.unknownFieldsSeen(seen) }
         return status
     }
 }

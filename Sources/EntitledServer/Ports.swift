@@ -92,6 +92,9 @@ public struct CustomerSnapshot: Sendable, Equatable {
 public struct LedgerHistoryEntry: Sendable, Equatable {
     public enum Kind: String, Sendable, Equatable, Codable {
         case notification, transaction, renewalInfo, appTransaction, receiptEntry, pendingRenewal, v1Notification
+        case consumableSpend
+        /// A promotional grant (`type`: the entitlement, `transactionId`: the grant id), or its early end.
+        case promotionalGrant, promotionalGrantEnd
     }
 
     /// Unique within the ledger.
@@ -111,11 +114,16 @@ public struct LedgerHistoryEntry: Sendable, Equatable {
     /// Milli-units of `currency`.
     public var price: Int64?
     public var currency: String?
+    /// Units spent (a consumable spend).
+    public var quantity: Int?
+    /// The app's key of a consumable spend.
+    public var idempotencyKey: String?
 
     public init(
         id: String, kind: Kind, type: String? = nil, subtype: String? = nil, occurredAt: Int64, receivedAt: Int64,
         environment: Environment = .production, productId: String? = nil, transactionId: String? = nil,
-        originalTransactionId: String? = nil, price: Int64? = nil, currency: String? = nil
+        originalTransactionId: String? = nil, price: Int64? = nil, currency: String? = nil, quantity: Int? = nil,
+        idempotencyKey: String? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -129,6 +137,8 @@ public struct LedgerHistoryEntry: Sendable, Equatable {
         self.originalTransactionId = originalTransactionId
         self.price = price
         self.currency = currency
+        self.quantity = quantity
+        self.idempotencyKey = idempotencyKey
     }
 }
 
@@ -169,6 +179,17 @@ extension LedgerHistoryEntry {
                 id: id, kind: .v1Notification, type: f.type.rawValue, occurredAt: f.date, receivedAt: receivedAt,
                 environment: f.environment, productId: f.productId, transactionId: f.transactionId,
                 originalTransactionId: f.originalTransactionId)
+        case .consumableSpend(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .consumableSpend, occurredAt: f.spentAt, receivedAt: receivedAt, environment: f.environment,
+                productId: f.productId, quantity: f.quantity, idempotencyKey: f.idempotencyKey)
+        case .promotionalGrant(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .promotionalGrant, type: f.entitlement, occurredAt: f.grantedAt, receivedAt: receivedAt,
+                transactionId: f.grantId)
+        case .promotionalGrantEnd(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .promotionalGrantEnd, occurredAt: f.endedAt, receivedAt: receivedAt, transactionId: f.grantId)
         }
     }
 }

@@ -41,6 +41,11 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case offerNotFound = "OFFER_NOT_FOUND"
     case offerNotEligible = "OFFER_NOT_ELIGIBLE"
     case signingKeyNotConfigured = "SIGNING_KEY_NOT_CONFIGURED"
+    case aliasConflict = "ALIAS_CONFLICT"
+    case grantNotFound = "GRANT_NOT_FOUND"
+    case invalidGrant = "INVALID_GRANT"
+    case insufficientBalance = "INSUFFICIENT_BALANCE"
+    case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
 
     // A signed payload or V1 body refused (recorded as rejected). `INVALID_ENVIRONMENT` above is
     // also one of these: a payload's environment the app does not accept.
@@ -79,19 +84,20 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             .invalidEnvironment, .invalidLimit, .invalidCursor, .invalidStorefront, .invalidJWTFormat, .invalidAlgorithm,
             .invalidChainLength, .invalidCertificate, .chainUntrusted, .certificateExpired, .missingAppleOID,
             .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
-            .receiptSignatureInvalid, .receiptWrongBundle:
+            .receiptSignatureInvalid, .receiptWrongBundle, .invalidGrant:
             400
         case .unauthorized, .invalidSharedSecret: 401
         case .forbidden: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
-            .offerNotFound:
+            .offerNotFound, .grantNotFound:
             404
         case .methodNotAllowed: 405
         case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
         case .headersTooLarge: 431
         case .tooManyRejections: 429
-        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured: 409
+        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict: 409
+        case .idempotencyKeyReused: 422
         case .appleAPIFailed: 502
         case .internalError, .projectionFailed: 500
         case .shuttingDown, .retryableVerificationFailure, .storageUnavailable, .notReady: 503

@@ -18,7 +18,10 @@ public struct RenderedCustomer: Sendable, Equatable {
     /// or this header changes: stored answers of an older format are then re-rendered lazily.
     /// 2: answers merge the grant environments; subscriptions say their `environment`.
     /// 3: `offers` lists the offers eligible now; subscriptions carry Apple's `winBackOfferIds`.
-    public static let formatVersion = 3
+    /// 4: `storefront` and `storefrontId`; consumables carry `purchased`, `refunded` and `spent`.
+    /// 5: `aliases` (the customer's other ids); entitlements say their `source` (`purchase` or
+    /// `grant`) and `grantId`.
+    public static let formatVersion = 5
 
     /// The environments the answer merges, as ``EvaluationContext/scope`` writes them.
     public let scope: String

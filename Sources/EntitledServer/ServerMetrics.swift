@@ -48,8 +48,9 @@ public final class ServerMetrics: LedgerObserver {
             labels: ["version", "type", "subtype", "outcome", "code"])
         unknownAppleValues = registry.counter(
             "entitled_unknown_apple_values_total",
-            "Verified V2 notifications whose type or subtype this server does not know (accepted, recorded raw, mapped to nothing new).",
-            labels: ["field"])
+            "Values in verified Apple payloads this server does not know (accepted, recorded raw, mapped to nothing new), "
+                + "by payload kind (notification, transaction, renewalInfo) and field (notificationType, subtype, or an unknown member's name).",
+            labels: ["kind", "field"])
         verificationDuration = registry.histogram(
             "entitled_verification_duration_seconds", "Time to verify a signed payload and its certificate chain, by kind.",
             labels: ["kind"], buckets: Self.latencyBuckets)
@@ -99,11 +100,16 @@ public final class ServerMetrics: LedgerObserver {
         // Apple adds types every year: one this build does not know is counted, so operators see
         // it before they read the release notes; the value itself is in the ledger.
         if version == "2", let type, !NotificationTypeV2.known.contains(NotificationTypeV2(rawValue: type)) {
-            unknownAppleValues.add(["notificationType"])
+            unknownAppleValues.add(["notification", "notificationType"])
         }
         if version == "2", let subtype, !NotificationSubtype.known.contains(NotificationSubtype(rawValue: subtype)) {
-            unknownAppleValues.add(["subtype"])
+            unknownAppleValues.add(["notification", "subtype"])
         }
+    }
+
+    /// Members of verified payloads this build does not know (``UnknownFields``), one count each.
+    func unknownFieldsSeen(_ seen: [UnknownFields.Seen]) {
+        for item in seen { unknownAppleValues.add([item.kind, Self.bounded(item.field)]) }
     }
 
     /// A notification refused with `code` (its type is unknown: it did not verify).

@@ -37,9 +37,7 @@ extension API {
         let message = ReceivedMessage(
             notificationUUID: nil, source: source, body: Self.storedBody("signedTransaction", jws), receivedAt: now,
             bundleId: app.bundleId)
-        _ = try await store { () async throws(StorageError) in
-            try await ledger.ingest(message, facts: [(.transaction(fact), jws)], claim: claim)
-        }
+        _ = try await ingestRecordingUnknown(message, facts: [(.transaction(fact), jws)], claim: claim)
         return fact
     }
 
@@ -92,9 +90,7 @@ struct Backfill: Sendable {
                 let message = ReceivedMessage(
                     notificationUUID: nil, source: .backfill, body: API.storedBody("signedRenewalInfo", renewal.jws), receivedAt: now,
                     bundleId: app.bundleId)
-                _ = try await api.store { () async throws(StorageError) in
-                    try await api.ledger.ingest(message, facts: [(.renewalInfo(fact), renewal.jws)])
-                }
+                _ = try await api.ingestRecordingUnknown(message, facts: [(.renewalInfo(fact), renewal.jws)])
             }
         } catch let error as HTTPError {
             throw JobFailure(retryable: error.status >= 500, error.detail ?? "\(error.status)")

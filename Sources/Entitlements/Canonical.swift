@@ -32,7 +32,7 @@ extension TransactionFact {
             key(quantity), key(productType), key(appAccountToken), key(ownership), key(signedDate),
             key(revocationDate), key(revocationReason), key(revocationType), key(isUpgraded), key(offerType),
             key(offerDiscountType), key(offerIdentifier), key(environment), key(storefront),
-            key(transactionReason), key(price), key(currency),
+            key(transactionReason), key(price), key(currency), key(storefrontId),
         ]
     }
 }
@@ -109,6 +109,9 @@ struct Txn {
     var environment: Environment
     var price: Int64?
     var currency: String?
+    /// `storefront` and `storefrontId` (V2 only; receipts carry none).
+    var storefront: String?
+    var storefrontId: String?
     var isV1: Bool
     /// Dense id of `originalTransactionId` (``Canon/chains``).
     var chain = 0
@@ -180,6 +183,10 @@ struct Canon {
     /// Group keys by dense id; `Txn.groupId` points here.
     var groups = Interner()
     var appTransaction: AppTransactionFact?
+    /// Promotional grants (every environment's: they are the operator's), sorted by grantId.
+    var promotions: [PromotionalGrantState] = []
+    /// Consumable spends, one per idempotency key, sorted by key.
+    var spends: [ConsumableSpendFact] = []
 
     /// A candidate version: the fact's index and its (signed or receipt) date.
     private struct Candidate {
@@ -195,6 +202,7 @@ struct Canon {
         var bestRenewal: [Candidate?] = []
         var signals: [String: (date: Int64, signal: RevocationSignal)] = [:]
         var appIndex: Int?
+        var hasPromotions = false
 
         /// The chain id of an originalTransactionId, growing the per-chain arrays.
         func chain(_ otid: String) -> Int {
@@ -246,6 +254,9 @@ struct Canon {
                     Canon.noteSignal(.revoked, transactionId: n.transactionId, at: n.date, into: &signals)
                 }
                 if let otid = n.originalTransactionId { evidence[chain(otid)].apply(n) }
+            case .consumableSpend(let spend):
+                guard spend.environment == environment else { continue }
+                spends.append(spend)
             case .appTransaction(let a):
                 guard a.environment == environment else { continue }
                 let candidate = Candidate(index: i, signed: a.signedDate, isV1: false)
@@ -254,10 +265,14 @@ struct Canon {
                     if !Canon.isNewer(candidate, than: current, in: facts) { continue }
                 }
                 appIndex = i
+            case .promotionalGrant, .promotionalGrantEnd:
+                hasPromotions = true
             }
         }
+        if hasPromotions { promotions = promotionalGrants(in: facts) }
 
         if let appIndex, case .appTransaction(let a) = facts[appIndex] { appTransaction = a }
+        spends = Canon.onePerKey(spends)
         var products = ProductCache(policy: policy)
         // Sort the small (id, candidate) pairs, not the large transactions; newest version first per id.
         versions.sort { a, b in
@@ -331,30 +346,6 @@ struct Canon {
     }
 }
 
-/// What a transaction needs from its product's policy.
-struct ProductInfo {
-    var type: ProductType?
-    var group: String?
-}
-
-/// Product policies by productId, looked up once per distinct product.
-struct ProductCache {
-    let policy: Policy
-    private var ids = Interner()
-    private var cached: [ProductInfo] = []
-
-    init(policy: Policy) { self.policy = policy }
-
-    mutating func info(for productId: String) -> ProductInfo {
-        let id = ids.id(productId)
-        if id == cached.count {
-            let product = policy.products[productId]
-            cached.append(ProductInfo(type: product?.type, group: product?.subscriptionGroup))
-        }
-        return cached[id]
-    }
-}
-
 extension Fact {
     /// The whole fact's content order (tie-breaks between versions of one kind).
     var orderKey: [OrderKey] {
@@ -364,7 +355,8 @@ extension Fact {
         case .renewalInfo(let f): f.orderKey
         case .pendingRenewal(let f): f.orderKey
         case .appTransaction(let f): f.orderKey
-        case .notification, .v1Notification: []
+        case .promotionalGrant(let f): f.orderKey
+        case .notification, .v1Notification, .promotionalGrantEnd, .consumableSpend: []
         }
     }
 
@@ -415,6 +407,8 @@ extension Txn {
         environment = t.environment
         price = t.price
         currency = t.currency
+        storefront = t.storefront
+        storefrontId = t.storefrontId
         isV1 = false
     }
 
@@ -454,6 +448,8 @@ extension Txn {
         environment = e.environment
         price = nil
         currency = nil
+        storefront = nil
+        storefrontId = nil
         isV1 = true
     }
 

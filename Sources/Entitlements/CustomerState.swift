@@ -33,15 +33,19 @@ public struct CustomerState: Hashable, Sendable, Codable {
     public var nextStatusChangeAt: Int64?
     /// The configured offers the customer is eligible for now.
     public var offers: EligibleOffers
+    /// The storefront of the customer's latest transaction that names one; nil when none does.
+    public var storefront: StorefrontState?
 
     public init(
         environment: Environment, evaluatedAt: Int64, customerClass: CustomerClass,
         entitlements: [EntitlementState], subscriptionGroups: [SubscriptionGroupState],
         nonConsumables: [NonConsumableState], nonRenewingSubscriptions: [NonRenewingState],
         consumables: [ConsumableBalance], preorder: PreorderState, proceeds: [ProceedsEstimate],
-        restoreBehavior: RestoreBehavior, nextStatusChangeAt: Int64?, offers: EligibleOffers = EligibleOffers()
+        restoreBehavior: RestoreBehavior, nextStatusChangeAt: Int64?, offers: EligibleOffers = EligibleOffers(),
+        storefront: StorefrontState? = nil
     ) {
         self.offers = offers
+        self.storefront = storefront
         self.environment = environment
         self.evaluatedAt = evaluatedAt
         self.customerClass = customerClass
@@ -228,6 +232,11 @@ public struct EntitlementState: Hashable, Sendable, Codable {
     public var priceIncrease: PriceIncrease?
     public var environment: Environment
     public var subscriptionGroup: String?
+    /// The promotional grant that gives it, nil when a purchase does (``source``).
+    public var grantId: String?
+
+    /// Where the entitlement's access comes from: a purchase, or a promotional grant (`grantId`).
+    public var source: EntitlementSource { grantId == nil ? .purchase : .grant }
 
     /// The entitlement `id` as given by `grant`.
     public init(id: String, grant: Grant) {
@@ -329,25 +338,54 @@ public struct NonRenewingState: Hashable, Sendable, Codable {
     }
 }
 
-/// A consumable product's balance: each transaction credits its quantity once, a refund debits it.
+/// A consumable product's balance: each transaction credits its quantity once, a refund debits it,
+/// each spend (``ConsumableSpendFact``) subtracts its quantity.
 public struct ConsumableBalance: Hashable, Sendable, Codable {
     public var productId: String
+    /// Units purchased.
     public var credited: Int
+    /// Units refunded.
     public var debited: Int
-    /// `credited - debited`; what the app may spend (storage records spending idempotently).
+    /// Units the app spent.
+    public var spent: Int
+    /// `credited - debited - spent`: what the app may spend. Storage refuses a spend larger than it,
+    /// so only a refund of units already spent takes it below zero (the next purchase pays for them).
     public var balance: Int
     /// Transactions credited, sorted.
     public var transactionIds: [String]
     /// Transactions refunded (debited), sorted.
     public var refundedTransactionIds: [String]
+    /// The idempotency keys of the spends, sorted.
+    public var spendKeys: [String]
 
-    public init(productId: String, credited: Int, debited: Int, transactionIds: [String], refundedTransactionIds: [String]) {
+    public init(
+        productId: String, credited: Int, debited: Int, transactionIds: [String], refundedTransactionIds: [String],
+        spent: Int = 0, spendKeys: [String] = []
+    ) {
         self.productId = productId
         self.credited = credited
         self.debited = debited
-        self.balance = credited.minus(debited)
+        self.spent = spent
+        self.balance = credited.minus(debited).minus(spent)
         self.transactionIds = transactionIds
         self.refundedTransactionIds = refundedTransactionIds
+        self.spendKeys = spendKeys
+    }
+}
+
+/// Where the customer buys: the storefront of their latest transaction that names one.
+public struct StorefrontState: Hashable, Sendable, Codable {
+    /// ISO 3166-1 alpha-3 country code (`storefront`).
+    public var storefront: String
+    /// Apple's storefront id (`storefrontId`), when the transaction carried it.
+    public var storefrontId: String?
+    /// The transaction it was read from.
+    public var transactionId: String
+
+    public init(storefront: String, storefrontId: String?, transactionId: String) {
+        self.storefront = storefront
+        self.storefrontId = storefrontId
+        self.transactionId = transactionId
     }
 }
 

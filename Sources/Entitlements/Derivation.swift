@@ -70,7 +70,8 @@ struct Derivation {
                 best[id] = grant
             }
         }
-        let entitlements = best.keys.sorted().map { EntitlementState(id: $0, grant: best[$0]!) }
+        let (entitlements, promotionBoundaries) = applyingPromotions(
+            to: best.keys.sorted().map { EntitlementState(id: $0, grant: best[$0]!) })
 
         let customerClass: CustomerClass
         if txns.allSatisfy({ $0.type == .consumable }) {
@@ -93,11 +94,12 @@ struct Derivation {
             entitlements: entitlements, subscriptionGroups: groups.states,
             nonConsumables: nonConsumables, nonRenewingSubscriptions: nonRenewing,
             consumables: consumables, preorder: preorder, proceeds: proceeds(rates: groups.rates),
-            restoreBehavior: policy.restoreBehavior, nextStatusChangeAt: nextStatusChange(), offers: offers)
+            restoreBehavior: policy.restoreBehavior, nextStatusChangeAt: nextStatusChange(extra: promotionBoundaries),
+            offers: offers, storefront: latestStorefront())
     }
 
     /// The earliest future instant at which a grant's status changes by time alone.
-    private func nextStatusChange() -> Int64? {
+    private func nextStatusChange(extra: [Int64]) -> Int64? {
         var next: Int64?
         for (_, grant) in grants {
             let boundary: Int64?
@@ -109,7 +111,7 @@ struct Derivation {
             }
             if let boundary, boundary > now { next = min(next ?? boundary, boundary) }
         }
-        for reset in paidServiceResets + offerBoundaries where reset > now { next = min(next ?? reset, reset) }
+        for reset in paidServiceResets + offerBoundaries + extra where reset > now { next = min(next ?? reset, reset) }
         return next
     }
 
@@ -451,31 +453,6 @@ struct Derivation {
                     grant: best!))
         }
         return states
-    }
-
-    private func consumableBalances(_ indices: [Int]) -> [ConsumableBalance] {
-        let txns = canon.transactions
-        var byProduct: [String: [Int]] = [:]
-        for index in indices { byProduct[txns[index].productId, default: []].append(index) }
-        return byProduct.keys.sorted().map { productId in
-            var credited = 0
-            var debited = 0
-            var ids: [String] = []
-            var refunded: [String] = []
-            // Indices follow canon order (sorted by transactionId), so the id lists are sorted.
-            for index in byProduct[productId]! {
-                let t = txns[index]
-                credited = credited.plus(t.quantity)
-                ids.append(t.transactionId)
-                if t.revokedAs != nil {
-                    debited = debited.plus(t.quantity)
-                    refunded.append(t.transactionId)
-                }
-            }
-            return ConsumableBalance(
-                productId: productId, credited: credited, debited: debited, transactionIds: ids,
-                refundedTransactionIds: refunded)
-        }
     }
 
     private func proceeds(rates: [Double]) -> [ProceedsEstimate] {

@@ -1,6 +1,8 @@
 extension Fact {
     /// What makes an unsigned fact the same fact when it comes again, or nil for a signed one.
     ///
+    /// Promotional grants are the operator's, unsigned: their identity is their fields too.
+    ///
     /// Signed facts (transactions, renewal infos, V2 notifications, app transactions) are the same
     /// fact when their signed content is; Apple signed that. V1 notifications and receipt data have
     /// no signed form, and keying them on their JSON made any change to the encoder or to a fact's
@@ -44,6 +46,20 @@ extension Fact {
                     .text(f.environment.rawValue), .text(f.type.rawValue), .number(f.date),
                     .text(f.originalTransactionId), .text(f.transactionId), .text(f.productId), .flag(f.autoRenewStatus),
                 ])
+        case .promotionalGrant(let f):
+            return Self.identity(
+                "promotionalGrant",
+                [
+                    .text(f.grantId), .text(f.entitlement), .number(f.grantedAt), .number(f.expiresDate), .text(f.reason),
+                    .text(f.grantedBy), .text(f.appAccountToken),
+                ])
+        case .promotionalGrantEnd(let f):
+            return Self.identity(
+                "promotionalGrantEnd", [.text(f.grantId), .number(f.endedAt), .text(f.endedBy), .text(f.appAccountToken)])
+        case .consumableSpend(let f):
+            // The customer and the app's key alone: the same key sent again (with any content) is
+            // the same spend, so storage finds it and compares instead of spending twice.
+            return Self.identity("consumableSpend", [.text(f.appAccountToken.lowercased()), .text(f.idempotencyKey)])
         }
     }
 

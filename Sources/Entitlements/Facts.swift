@@ -18,9 +18,17 @@ public indirect enum Fact: Hashable, Sendable, Codable {
     case pendingRenewal(PendingRenewalFact)
     /// A V1 notification's metadata (its `unified_receipt` is mapped to receipt facts beside it).
     case v1Notification(V1NotificationFact)
+    /// Units of a consumable the app spent through the server (not Apple's: the server's own fact,
+    /// kept in the ledger beside Apple's so that a balance replays from the ledger alone).
+    case consumableSpend(ConsumableSpendFact)
+    /// An operator's promotional grant of an entitlement (not Apple's: it counts in every environment).
+    case promotionalGrant(PromotionalGrantFact)
+    /// A promotional grant ended early.
+    case promotionalGrantEnd(PromotionalGrantEndFact)
 
     /// Encoded as `{"kind": "transaction", "fact": {…}}` (kinds: `transaction`, `renewalInfo`,
-    /// `notification`, `appTransaction`, `receiptEntry`, `pendingRenewal`, `v1Notification`).
+    /// `notification`, `appTransaction`, `receiptEntry`, `pendingRenewal`, `v1Notification`,
+    /// `consumableSpend`, `promotionalGrant`, `promotionalGrantEnd`).
     private enum CodingKeys: String, CodingKey {
         case kind
         case fact
@@ -37,6 +45,10 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case "receiptEntry": self = .receiptEntry(try container.decode(ReceiptEntryFact.self, forKey: .fact))
         case "pendingRenewal": self = .pendingRenewal(try container.decode(PendingRenewalFact.self, forKey: .fact))
         case "v1Notification": self = .v1Notification(try container.decode(V1NotificationFact.self, forKey: .fact))
+        case "consumableSpend": self = .consumableSpend(try container.decode(ConsumableSpendFact.self, forKey: .fact))
+        case "promotionalGrant": self = .promotionalGrant(try container.decode(PromotionalGrantFact.self, forKey: .fact))
+        case "promotionalGrantEnd":
+            self = .promotionalGrantEnd(try container.decode(PromotionalGrantEndFact.self, forKey: .fact))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .kind, in: container, debugDescription: "unknown fact kind '\(kind)'")
@@ -67,10 +79,20 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case .v1Notification(let fact):
             try container.encode("v1Notification", forKey: .kind)
             try container.encode(fact, forKey: .fact)
+        case .consumableSpend(let fact):
+            try container.encode("consumableSpend", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .promotionalGrant(let fact):
+            try container.encode("promotionalGrant", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .promotionalGrantEnd(let fact):
+            try container.encode("promotionalGrantEnd", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
         }
     }
 
-    /// The environment the fact belongs to.
+    /// The environment the fact belongs to (Production for promotional grants, which are not the
+    /// App Store's and count in every environment's evaluation).
     public var environment: Environment {
         switch self {
         case .transaction(let fact): fact.environment
@@ -80,6 +102,8 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case .receiptEntry(let fact): fact.environment
         case .pendingRenewal(let fact): fact.environment
         case .v1Notification(let fact): fact.environment
+        case .consumableSpend(let fact): fact.environment
+        case .promotionalGrant, .promotionalGrantEnd: .production
         }
     }
 }
@@ -115,10 +139,15 @@ public struct TransactionFact: Hashable, Sendable, Codable {
     public var offerIdentifier: String?
     public var environment: Environment
     public var storefront: String?
+    /// Apple's numeric storefront id (`storefrontId`), beside the country code.
+    public var storefrontId: String?
     public var transactionReason: TransactionReason?
     /// `price` in milli-units of `currency`.
     public var price: Int64?
     public var currency: String?
+    /// Members of the signed payload this build does not know, by name, with their raw JSON
+    /// (bounded, see ``UnknownFields``); nil when there were none. Recorded, never interpreted.
+    public var unknownFields: [String: String]?
 
     public init(
         transactionId: String, originalTransactionId: String, webOrderLineItemId: String? = nil,
@@ -129,7 +158,8 @@ public struct TransactionFact: Hashable, Sendable, Codable {
         revocationType: RevocationType? = nil, isUpgraded: Bool = false, offerType: OfferType? = nil,
         offerDiscountType: OfferDiscountType? = nil, offerIdentifier: String? = nil,
         environment: Environment = .production, storefront: String? = nil,
-        transactionReason: TransactionReason? = nil, price: Int64? = nil, currency: String? = nil
+        transactionReason: TransactionReason? = nil, price: Int64? = nil, currency: String? = nil,
+        storefrontId: String? = nil, unknownFields: [String: String]? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -156,6 +186,8 @@ public struct TransactionFact: Hashable, Sendable, Codable {
         self.transactionReason = transactionReason
         self.price = price
         self.currency = currency
+        self.storefrontId = storefrontId
+        self.unknownFields = unknownFields
     }
 }
 
@@ -183,6 +215,8 @@ public struct RenewalInfoFact: Hashable, Sendable, Codable {
     public var recentSubscriptionStartDate: Int64?
     public var eligibleWinBackOfferIds: [String]
     public var environment: Environment
+    /// Members this build does not know, raw (see ``TransactionFact/unknownFields``).
+    public var unknownFields: [String: String]?
 
     public init(
         originalTransactionId: String, productId: String, autoRenewProductId: String? = nil,
@@ -190,7 +224,8 @@ public struct RenewalInfoFact: Hashable, Sendable, Codable {
         gracePeriodExpiresDate: Int64? = nil, priceIncreaseStatus: Int? = nil, offerType: OfferType? = nil,
         offerIdentifier: String? = nil, offerDiscountType: OfferDiscountType? = nil, signedDate: Int64,
         renewalDate: Int64? = nil, recentSubscriptionStartDate: Int64? = nil,
-        eligibleWinBackOfferIds: [String] = [], environment: Environment = .production
+        eligibleWinBackOfferIds: [String] = [], environment: Environment = .production,
+        unknownFields: [String: String]? = nil
     ) {
         self.originalTransactionId = originalTransactionId
         self.productId = productId
@@ -208,6 +243,7 @@ public struct RenewalInfoFact: Hashable, Sendable, Codable {
         self.recentSubscriptionStartDate = recentSubscriptionStartDate
         self.eligibleWinBackOfferIds = eligibleWinBackOfferIds
         self.environment = environment
+        self.unknownFields = unknownFields
     }
 }
 
@@ -225,11 +261,14 @@ public struct NotificationFact: Hashable, Sendable, Codable {
     public var originalTransactionId: String?
     public var transactionId: String?
     public var productId: String?
+    /// Members of the payload (top level, `data`, `summary`, `externalPurchaseToken`) this build
+    /// does not know, by dotted path, raw (see ``TransactionFact/unknownFields``).
+    public var unknownFields: [String: String]?
 
     public init(
         type: NotificationType, subtype: NotificationSubtype? = nil, notificationUUID: String, signedDate: Int64,
         environment: Environment = .production, originalTransactionId: String? = nil,
-        transactionId: String? = nil, productId: String? = nil
+        transactionId: String? = nil, productId: String? = nil, unknownFields: [String: String]? = nil
     ) {
         self.type = type
         self.subtype = subtype
@@ -239,6 +278,7 @@ public struct NotificationFact: Hashable, Sendable, Codable {
         self.originalTransactionId = originalTransactionId
         self.transactionId = transactionId
         self.productId = productId
+        self.unknownFields = unknownFields
     }
 }
 
@@ -395,5 +435,38 @@ public struct V1NotificationFact: Hashable, Sendable, Codable {
         self.transactionId = transactionId
         self.productId = productId
         self.autoRenewStatus = autoRenewStatus
+    }
+}
+
+/// Units of a consumable the app spent (`POST /v1/customers/{appUserId}/consumables/{productId}/spend`).
+///
+/// The server's own fact: it belongs to the customer whose token it carries, and the
+/// `idempotencyKey` makes it one fact however often the app sends it (``Fact/identity``). The
+/// engine subtracts every spend of a product from its balance.
+public struct ConsumableSpendFact: Hashable, Sendable, Codable {
+    /// The spending customer's `appAccountToken` (lowercase).
+    public var appAccountToken: String
+    public var productId: String
+    public var quantity: Int
+    /// The app's key for this spend: the same key is the same spend.
+    public var idempotencyKey: String
+    /// When the server recorded it.
+    public var spentAt: Int64
+    /// The product's balance right after the spend: what the spend answered, and answers again
+    /// when the same key is sent again. Not read by the engine.
+    public var balanceAfter: Int
+    public var environment: Environment
+
+    public init(
+        appAccountToken: String, productId: String, quantity: Int, idempotencyKey: String, spentAt: Int64,
+        balanceAfter: Int, environment: Environment = .production
+    ) {
+        self.appAccountToken = appAccountToken
+        self.productId = productId
+        self.quantity = quantity
+        self.idempotencyKey = idempotencyKey
+        self.spentAt = spentAt
+        self.balanceAfter = balanceAfter
+        self.environment = environment
     }
 }

@@ -82,7 +82,7 @@ func fuzzDate(_ reader: ByteReader) -> Int64 {
 
 func fuzzFact(_ reader: ByteReader) -> Fact {
     let environment: Environment = reader.byte() % 8 == 0 ? .sandbox : .production
-    switch reader.byte() % 7 {
+    switch reader.byte() % 10 {
     case 0:
         let product = reader.pick(products)
         let type: ProductType =
@@ -148,6 +148,23 @@ func fuzzFact(_ reader: ByteReader) -> Fact {
                 type: reader.pick(types), date: fuzzDate(reader), environment: environment,
                 originalTransactionId: reader.maybe(reader.pick(chains)), transactionId: reader.maybe(reader.pick(ids)),
                 autoRenewStatus: reader.maybe(reader.bool())))
+    case 6:
+        // The server's own spends: any quantity, keys that collide, any product.
+        return .consumableSpend(
+            ConsumableSpendFact(
+                appAccountToken: "6f2d7a1e-0c4b-4b8e-9d3a-2f1e0a9b8c7d", productId: reader.pick(products),
+                quantity: reader.pick([1, 2, 0, -1, .max, .min]), idempotencyKey: reader.pick(["k1", "k2", "k3"]),
+                spentAt: fuzzDate(reader), balanceAfter: reader.pick([0, .max, .min]), environment: environment))
+    case 7:
+        // The operator's grants: any window (ends before starts included), ids that collide.
+        return .promotionalGrant(
+            PromotionalGrantFact(
+                grantId: reader.pick(["g1", "g2"]), entitlement: reader.pick(["pro", "plus", "pass"]), grantedAt: fuzzDate(reader),
+                expiresDate: fuzzDate(reader), reason: reader.maybe("r"), appAccountToken: "6f2d7a1e-0c4b-4b8e-9d3a-2f1e0a9b8c7d"))
+    case 8:
+        return .promotionalGrantEnd(
+            PromotionalGrantEndFact(
+                grantId: reader.pick(["g1", "g2"]), endedAt: fuzzDate(reader), appAccountToken: "6f2d7a1e-0c4b-4b8e-9d3a-2f1e0a9b8c7d"))
     default:
         return .appTransaction(
             AppTransactionFact(

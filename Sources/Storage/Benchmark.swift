@@ -68,11 +68,11 @@ package enum _StorageBenchmark {
         return try rows.map { (try $0.text(0), try $0.int(1)) }
     }
 
-    /// Options that open a store as schema version 10 left it, writing signed text unpacked: the
-    /// older layout, for `bench store --layout 10` to compare with.
+    /// Options that open a store as the schema before version 14 left it, writing signed text
+    /// unpacked: the older layout, for `bench store --older-layout` to compare with.
     package static func olderLayout(_ configuration: StoreConfiguration) -> StoreConfiguration {
         var configuration = configuration
-        configuration.migrationLimit = 10
+        configuration.migrationLimit = Schema.unpackedVersion
         return configuration
     }
 

@@ -45,6 +45,13 @@ public struct ProjectionTally: Sendable, Equatable {
         subscriptions = subscriptions.filter { $0.value != 0 }
     }
 
+    /// Takes a projection that is gone (an erased or merged customer's) out of the counts.
+    mutating func remove(_ before: CustomerProjection) {
+        count(before, -1)
+        customers = customers.filter { $0.value != 0 }
+        subscriptions = subscriptions.filter { $0.value != 0 }
+    }
+
     /// Adds `other`'s counts to these.
     public mutating func add(_ other: ProjectionTally) {
         for (key, value) in other.customers { customers[key, default: 0] += value }
@@ -63,6 +70,11 @@ extension Ledger {
     /// Notes, when observed, that a customer's projection is replaced.
     func noteProjection(_ before: CustomerProjection?, _ after: CustomerProjection) {
         tally?.tally.replace(before, with: after)
+    }
+
+    /// A stored projection deleted (its customer merged into another, or erased).
+    func noteRemoved(_ before: CustomerProjection?) {
+        if let before { tally?.tally.remove(before) }
     }
 
     /// The counts of stored projections (one statement; index lookups per customer, no sort).

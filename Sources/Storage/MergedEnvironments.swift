@@ -30,12 +30,14 @@ extension CustomerState {
     /// One state from several environments' states, the first being the primary one:
     ///
     /// - an entitlement granted in several environments is the one with the best status (active,
-    ///   grace period, billing retry, expired, revoked, refunded), the earlier environment on a tie;
+    ///   grace period, billing retry, expired, revoked, refunded), a purchase over a promotional grant,
+    ///   then the earlier environment on a tie;
     /// - subscription groups, non-consumables, non-renewing runs and consumable balances are listed
     ///   from every environment (each says its own), the primary's first;
     /// - the customer is `active` when any environment is, else `inactive` when any is, else `new`;
     /// - the next status change is the earliest; `environment`, the offers eligible now, the
-    ///   pre-order, restore behaviour and `evaluatedAt` are the primary's.
+    ///   pre-order, restore behaviour and `evaluatedAt` are the primary's; the storefront is the
+    ///   primary's, else the first environment's that has one.
     public static func merging(_ states: [CustomerState]) -> CustomerState {
         guard var merged = states.first else {
             preconditionFailure("merging needs at least one state")
@@ -43,7 +45,15 @@ extension CustomerState {
         for state in states.dropFirst() {
             for entitlement in state.entitlements {
                 if let index = merged.entitlements.firstIndex(where: { $0.id == entitlement.id }) {
-                    if rank(entitlement.status) < rank(merged.entitlements[index].status) { merged.entitlements[index] = entitlement }
+                    let current = merged.entitlements[index]
+                    // A purchase shows over a promotional grant of the same standing (grants count
+                    // in every environment, so the primary's grant must not hide another's purchase).
+                    if rank(entitlement.status) < rank(current.status)
+                        || (rank(entitlement.status) == rank(current.status) && current.source == .grant
+                            && entitlement.source == .purchase)
+                    {
+                        merged.entitlements[index] = entitlement
+                    }
                 } else {
                     merged.entitlements.append(entitlement)
                 }
@@ -52,6 +62,7 @@ extension CustomerState {
             merged.nonConsumables += state.nonConsumables
             merged.nonRenewingSubscriptions += state.nonRenewingSubscriptions
             merged.consumables += state.consumables
+            if merged.storefront == nil { merged.storefront = state.storefront }
             merged.proceeds += state.proceeds
             if let next = state.nextStatusChangeAt {
                 merged.nextStatusChangeAt = min(merged.nextStatusChangeAt ?? next, next)

@@ -176,7 +176,8 @@ public struct IngestResult: Sendable, Hashable {
 
 /// A customer.
 public struct CustomerRecord: Sendable, Hashable {
-    /// Storage-local row id; not part of any external API.
+    /// Storage-local row id of the customer (for an alias, the customer it was merged into); not
+    /// part of any external API.
     public var id: Int64
     /// The app's own user identifier.
     public var appUserId: String
@@ -184,13 +185,17 @@ public struct CustomerRecord: Sendable, Hashable {
     public var appAccountToken: String
     /// When the customer was created (ms).
     public var createdAt: Int64
+    /// The customer's other ids (aliases, or the id they were merged into), sorted; empty for a
+    /// customer under one id. Every id reads the same customer: ``id`` is the merged customer's.
+    public var aliases: [String]
 
     /// Creates a customer record.
-    public init(id: Int64, appUserId: String, appAccountToken: String, createdAt: Int64) {
+    public init(id: Int64, appUserId: String, appAccountToken: String, createdAt: Int64, aliases: [String] = []) {
         self.id = id
         self.appUserId = appUserId
         self.appAccountToken = appAccountToken
         self.createdAt = createdAt
+        self.aliases = aliases
     }
 }
 

@@ -22,6 +22,9 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible, 
         public static let constraint = Code("CONSTRAINT")
         /// A concurrent transaction conflicted and retries were exhausted.
         public static let conflict = Code("CONFLICT")
+        /// An id already belongs to another customer (an alias of someone else, or a customer with
+        /// aliases of its own): it cannot become an alias.
+        public static let aliasConflict = Code("ALIAS_CONFLICT")
         /// A referenced record (customer, …) does not exist.
         public static let notFound = Code("NOT_FOUND")
         /// The database URL could not be parsed or names an unsupported scheme.

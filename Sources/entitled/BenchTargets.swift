@@ -130,7 +130,7 @@ enum StoreBenchmarkCommand: Command {
     static let help = """
         Usage: entitled bench store [--postgres URL] [--customers LIST] [--postgres-customers LIST]
                                     [--notifications N] [--reads N] [--only sqlite|postgres]
-                                    [--projector default|trivial] [--layout 10]
+                                    [--projector default|trivial] [--older-layout]
 
         Durable ingest rate (notifications/s, each an Apple-sized V2 notification — x5c chains of
         Apple's certificate sizes, a nested transaction and renewal — stored as a notification row
@@ -155,8 +155,8 @@ enum StoreBenchmarkCommand: Command {
           --projector NAME           default (storage's reference projector, which derives status
                                      and expiry from the benchmark's own facts) or trivial (a
                                      constant projection: measures the store alone)
-          --layout 10                write signed text as schema version 10 did (unpacked), to
-                                     compare the bytes per notification
+          --older-layout             write signed text as before schema version 14 (unpacked),
+                                     to compare the bytes per notification
         Build with 'swift build -c release' for meaningful figures.
         """
 
@@ -166,10 +166,7 @@ enum StoreBenchmarkCommand: Command {
         options.sizes = try arguments.option("--customers", as: "a list of counts", parseList) ?? options.sizes
         options.postgresSizes = try arguments.option("--postgres-customers", as: "a list of counts", parseList) ?? options.postgresSizes
         options.notifications = try arguments.option("--notifications", as: "a count", { Int($0) }) ?? options.notifications
-        if let layout = try arguments.option("--layout") {
-            guard layout == "10" else { throw UsageError("--layout must be 10 (the older layout)") }
-            options.olderLayout = true
-        }
+        options.olderLayout = arguments.flag("--older-layout")
         options.reads = try arguments.option("--reads", as: "a count", { Int($0) }) ?? options.reads
         options.projector = try arguments.option("--projector") ?? options.projector
         options.only = try arguments.option("--only")

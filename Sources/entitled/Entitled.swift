@@ -16,6 +16,7 @@ enum Entitled {
         RebuildCommand.self,
         CheckCommand.self,
         BackupCommand.self,
+        ExportCustomerCommand.self,
         ReconcileCommand.self,
         ImportCommand.self,
         BenchCommand.self,

@@ -34,6 +34,21 @@ import Testing
         #expect(answer.offers.promotional.map(\.offerId) == ["half"])
     }
 
+    @Test func anAnswerCarriesTheStorefrontAndConsumableCounts() throws {
+        let json = #"""
+            {"appUserId":"u","appAccountToken":"9f1c4e4e-8a0e-4d3b-9c39-0b8b5f6c1d2e","environment":"Production",
+             "state":"new","serverTime":"2027-01-15T08:00:00.000Z","nextChangeAt":null,"entitlements":{},"subscriptions":[],
+             "nonSubscriptions":[{"kind":"consumable","id":"coins","active":true,"expiresAt":null,"balance":3,"purchased":8,
+               "refunded":3,"spent":2,"transactionIds":["t1","t2"],"grant":null}],
+             "offers":{"introductory":[],"winBack":[],"promotional":[]},"storefront":"FRA","storefrontId":"143442"}
+            """#
+        let answer = try CustomerAnswer.decode(Data(json.utf8))
+        #expect(answer.storefront == "FRA")
+        #expect(answer.storefrontId == "143442")
+        let coins = try #require(answer.nonSubscriptions?.first)
+        #expect([coins.balance, coins.purchased, coins.refunded, coins.spent] == [3, 8, 3, 2])
+    }
+
     #if os(Linux)
         /// The default monotonic clock is the boot clock: one origin per boot (so a relaunch keeps
         /// its anchors), and time since boot (sleep included, as /proc/uptime counts it).

@@ -49,8 +49,8 @@ import Testing
         #expect(
             Set(body.keys)
                 == [
-                    "appUserId", "appAccountToken", "environment", "state", "serverTime", "entitlements", "subscriptions",
-                    "nonSubscriptions", "offers", "preorder", "nextChangeAt",
+                    "appUserId", "aliases", "appAccountToken", "environment", "state", "serverTime", "entitlements",
+                    "subscriptions", "nonSubscriptions", "offers", "preorder", "storefront", "storefrontId", "nextChangeAt",
                 ])
         #expect(body["state"] as? String == "active")
         #expect(body["serverTime"] as? String == "2027-01-15T08:00:00.000Z")
@@ -62,9 +62,10 @@ import Testing
                     "active", "status", "productId", "productType", "transactionId", "originalTransactionId", "ownership",
                     "purchaseDate", "originalPurchaseDate", "expiresAt", "gracePeriodExpiresAt", "willRenew", "renewsTo",
                     "periodType", "billingIssueDetectedAt", "unsubscribeDetectedAt", "priceIncrease", "subscriptionGroup",
-                    "environment",
+                    "environment", "source", "grantId",
                 ])
         #expect(pro["willRenew"] is NSNull)
+        #expect(pro["source"] as? String == "purchase" && pro["grantId"] is NSNull)
         #expect((body["entitlements"] as? [String: Any])?["never"] == nil)
         let others = try #require(body["nonSubscriptions"] as? [[String: Any]])
         #expect(others.map { $0["kind"] as? String } == ["nonConsumable", "consumable"])
@@ -114,13 +115,15 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "{}", "entitled-answer/3 Production -\n{}", "entitled-answer/3 Production - 5\n{}",
-        "entitled-answer/3 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
-        "entitled-answer/3 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "", "{}", "entitled-answer/5 Production -\n{}", "entitled-answer/5 Production - 5\n{}",
+        "entitled-answer/5 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/5 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         // Other versions: version 1 answers were evaluated for one environment, not merged; version 2
-        // answers list offers per group.
+        // answers list offers per group; version 3 answers have no storefront nor consumable counts;
+        // version 4 answers have no aliases nor entitlement sources.
         "entitled-answer/1 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/2 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/3 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/4 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
     ])
     func documentsThatAreNotRenderedAnswersAreRefused(document: String) {
@@ -128,7 +131,7 @@ import Testing
     }
 
     @Test func aWellFormedDocumentIsRead() throws {
-        let document = "entitled-answer/3 Production+Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
+        let document = "entitled-answer/5 Production+Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
         let rendered = try #require(RenderedCustomer(document: Array(document.utf8)))
         #expect(rendered.scope == "Production+Sandbox")
         #expect(rendered.nextChangeAt == 42)

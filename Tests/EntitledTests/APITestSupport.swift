@@ -166,7 +166,7 @@ struct SwitchedStore: LedgerStore {
     let base: SQLiteStore
     let switches: TestLedger.Switches
 
-    private func up() throws {
+    fileprivate func up() throws {
         if !switches.state.withLock({ $0.available }) { throw StorageError(.unavailable, "switched off") }
     }
 
@@ -249,6 +249,13 @@ extension SwitchedStore: OfferSignatureLog {
     func offerSignatures(appUserId: String, limit: Int) async throws -> [OfferSignatureRecord] {
         try up()
         return try await base.offerSignatures(appUserId: appUserId, limit: limit)
+    }
+}
+
+extension SwitchedStore: ConsumableSpending {
+    func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome {
+        try up()
+        return try await base.spend(request, projector: projector, now: now)
     }
 }
 
@@ -345,5 +352,24 @@ enum AppleFixtures {
     static func load<T: Decodable>(_ type: T.Type, _ name: String) throws -> T {
         guard let folder else { throw CocoaError(.fileNoSuchFile) }
         return try AppStoreJSON.decode(type, from: Data(contentsOf: folder.appendingPathComponent(name)))
+    }
+}
+
+extension SwitchedStore: CustomerDirectory {
+    func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: any Projector, now: Int64) async throws -> AliasOutcome {
+        try up()
+        return try await base.addAlias(alias, to: appUserId, actor: actor, projector: projector, now: now)
+    }
+    func appendCustomerFact(_ fact: Fact, projector: any Projector, now: Int64) async throws -> Bool {
+        try up()
+        return try await base.appendCustomerFact(fact, projector: projector, now: now)
+    }
+    func exportCustomer(appUserId: String) async throws -> CustomerExport? {
+        try up()
+        return try await base.exportCustomer(appUserId: appUserId)
+    }
+    func eraseCustomer(appUserId: String, actor: String?, now: Int64) async throws -> ErasureReport? {
+        try up()
+        return try await base.eraseCustomer(appUserId: appUserId, actor: actor, now: now)
     }
 }

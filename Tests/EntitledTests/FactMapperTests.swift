@@ -30,7 +30,7 @@ import Testing
                     ownership: .purchased, signedDate: 1_698_148_900_000, revocationDate: 1_698_148_950_000,
                     revocationReason: 1, isUpgraded: true, offerType: .introductory, offerDiscountType: .payAsYouGo,
                     offerIdentifier: "abc.123", environment: .localTesting, storefront: "USA",
-                    transactionReason: .purchase, price: 10990, currency: "USD"))
+                    transactionReason: .purchase, price: 10990, currency: "USD", storefrontId: "143441"))
         let revoked = try app.transaction(
             AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransactionWithRevocation.json"))
         #expect(revoked.revocationType == .refundProrated)

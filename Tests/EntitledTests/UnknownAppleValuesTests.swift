@@ -22,8 +22,11 @@ import Testing
             #expect(after as NSDictionary == before as NSDictionary)
             let text = metrics.registry.render()
             let field = subtype == nil ? "notificationType" : "subtype"
-            #expect(MetricsEndpointTests.value(text, #"entitled_unknown_apple_values_total{field="\#(field)"}"#) == 1)
-            #expect(MetricsEndpointTests.value(text, #"entitled_unknown_apple_values_total{field="\#(subtype == nil ? "subtype" : "notificationType")"}"#) == nil)
+            #expect(MetricsEndpointTests.value(text, #"entitled_unknown_apple_values_total{kind="notification",field="\#(field)"}"#) == 1)
+            #expect(
+                MetricsEndpointTests.value(
+                    text, #"entitled_unknown_apple_values_total{kind="notification",field="\#(subtype == nil ? "subtype" : "notificationType")"}"#)
+                    == nil)
         }
     }
 }

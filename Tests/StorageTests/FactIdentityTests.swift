@@ -66,23 +66,29 @@ struct FactIdentityTests {
         var old = database.configuration()
         old.migrationLimit = 3
         var store = try await openStore(url: database.url, configuration: old)
-        _ = try await store.ensureCustomer(appUserId: "alice", appAccountToken: token, projector: testProjector, now: testNow)
         let original = Self.fact(tid: "t1", signature: "c2lnMQ", token: token)
         let twin = Self.fact(tid: "t1", signature: "c2lnMg", token: token)
         let other = Self.fact(tid: "t2", signature: "c2lnMw", token: token)
-        for fact in [original, other] {
-            _ = try await store.ingest(Fixture.batch(facts: [fact]), projector: testProjector, now: testNow)
+        // Rows as that binary wrote them (written directly: today's statements know today's schema).
+        try await store.raw("INSERT INTO customers (app_user_id, app_account_token, created_at) VALUES ('alice', '\(token)', \(testNow))")
+        try await store.raw(
+            "INSERT INTO notifications (notification_uuid, source, received_at, outcome, body) VALUES ('old', 'apple-v2', \(testNow), 'accepted', '{}')")
+        func insert(_ fact: SignedFact, tid: String) async throws {
+            try await _StorageFixtures.insertFactRow(
+                store, kind: "transaction", signed: try #require(fact.signed), payload: testProjector.encode(fact.fact),
+                transactionId: tid, originalTransactionId: "o1", appAccountToken: token, bundleId: "com.example",
+                signedDate: testNow, receivedAt: testNow)
         }
+        try await insert(original, tid: "t1")
+        try await insert(other, tid: "t2")
         // As a database written before version 4: keys are digests of the whole text, and a twin
         // that the old key let in sits next to the original.
         #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == 3)
-        try await store.raw("UPDATE facts SET jws_sha256 = 'old-' || CAST(id AS TEXT)")
-        let notification = try await store.count("SELECT MAX(notification_id) FROM facts")
-        try await _StorageFixtures.insertFactRow(
-            store, kind: "transaction", signed: try #require(twin.signed), payload: testProjector.encode(twin.fact),
-            transactionId: "t1", originalTransactionId: "o1", appAccountToken: token, bundleId: "com.example",
-            signedDate: testNow, receivedAt: testNow)
-        try await store.raw("UPDATE facts SET jws_sha256 = 'old-twin', notification_id = \(notification) WHERE notification_id IS NULL")
+        try await store.raw(
+            "UPDATE facts SET jws_sha256 = 'old-' || CAST(id AS TEXT), notification_id = (SELECT MAX(id) FROM notifications)")
+        try await insert(twin, tid: "t1")
+        try await store.raw(
+            "UPDATE facts SET jws_sha256 = 'old-twin', notification_id = (SELECT MAX(id) FROM notifications) WHERE notification_id IS NULL")
         await store.close()
 
         store = try await database.open()

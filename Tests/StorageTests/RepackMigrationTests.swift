@@ -5,7 +5,7 @@ import Testing
 
 @testable import Storage
 
-/// Schema version 14 on a database written by version 10: every row repacked in batches, each
+/// Schema version 14 on a database written before it: every row repacked in batches, each
 /// text still exactly what was received, every answer unchanged, and a rewrite killed half-way
 /// goes on where it stopped.
 @Suite("Schema 14: a ledger of the older layout repacked in place")
@@ -19,11 +19,11 @@ struct RepackMigrationTests {
         var customers: [String] = []
     }
 
-    /// Writes a ledger as schema version 10 did: V2 notifications for 12 customers, a client post,
-    /// a rejected message.
+    /// Writes a ledger as the schema before packing (``Schema/packedSignedTextVersion``) did: V2
+    /// notifications for 12 customers, a client post, a rejected message.
     static func writeLegacy(_ database: TestDatabase) async throws -> Legacy {
         var configuration = database.configuration()
-        configuration.migrationLimit = 10
+        configuration.migrationLimit = Schema.unpackedVersion
         let store = try await openStore(url: database.url, configuration: configuration)
         var legacy = Legacy()
         do {
@@ -48,7 +48,7 @@ struct RepackMigrationTests {
             _ = try await store.recordRejected(
                 ReceivedMessage(notificationUUID: "forged", source: .appleV2, body: forged, receivedAt: testNow), code: "SIGNATURE_INVALID")
             legacy.bodies.append(forged)
-            #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == 10)
+            #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == Int64(Schema.unpackedVersion))
         } catch {
             await store.close()
             throw error

@@ -103,6 +103,15 @@ struct SignedTextTests {
             #expect(try await store.facts(appUserId: "sam").map(\.signed).sorted() == sent.sorted())
             #expect(try await store.signedTexts().values.sorted() == sent.sorted())
             #expect(try await store.bodies().values.sorted { $0.lexicographicallyPrecedes($1) } == bodies.sorted { $0.lexicographicallyPrecedes($1) })
+            // The customer's export has the texts and bodies as received, not their packed form.
+            let export = try #require(try await (store as! any CustomerDirectory).exportCustomer(appUserId: "sam"))
+            func exported(_ table: String, _ column: String) -> [CustomerExport.Value] {
+                (export.tables.first { $0.table == table }?.rows ?? []).compactMap { row in row.first { $0.column == column }?.value }
+            }
+            #expect(Set(exported("facts", "jws")) == Set(sent.map(CustomerExport.Value.text)), "exported texts differ")
+            #expect(
+                Set(exported("notifications", "body")) == Set(bodies.map { CustomerExport.Value.text(String(decoding: $0, as: UTF8.self)) }),
+                "exported bodies differ")
             // One header for nine JWS; no fact keeps its text whole, no body its notification.
             #expect(try await store.rows("jws_headers") == 1)
             #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws <> '' OR signed_packed IS NULL") == 0)

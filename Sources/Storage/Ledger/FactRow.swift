@@ -57,6 +57,15 @@ struct FactRow: Sendable {
         case .v1Notification(let f):
             transactionId = f.transactionId
             signedDate = f.date
+        case .consumableSpend(let f):
+            appAccountToken = f.appAccountToken
+            signedDate = f.spentAt
+        case .promotionalGrant(let f):
+            appAccountToken = f.appAccountToken
+            signedDate = f.grantedAt
+        case .promotionalGrantEnd(let f):
+            appAccountToken = f.appAccountToken
+            signedDate = f.endedAt
         }
     }
 }
@@ -99,6 +108,9 @@ extension Fact {
         case .receiptEntry: "receipt"
         case .pendingRenewal: "pendingRenewal"
         case .v1Notification: "v1Notification"
+        case .consumableSpend: Fact.consumableSpendKind
+        case .promotionalGrant: Fact.promotionalGrantKind
+        case .promotionalGrantEnd: Fact.promotionalGrantEndKind
         }
     }
 
@@ -112,6 +124,14 @@ extension Fact {
         case .receiptEntry(let f): f.originalTransactionId
         case .pendingRenewal(let f): f.originalTransactionId
         case .v1Notification(let f): f.originalTransactionId
+        case .consumableSpend: nil
+        case .promotionalGrant, .promotionalGrantEnd: nil
         }
     }
+
+    /// `facts.kind` of the server's own facts about a customer — consumable spends, promotional
+    /// grants and their ends — which erasure deletes with the customer (Apple's facts stay).
+    package static let consumableSpendKind = "consumableSpend"
+    package static let promotionalGrantKind = "promotionalGrant"
+    package static let promotionalGrantEndKind = "promotionalGrantEnd"
 }

@@ -6,11 +6,11 @@ extension Ledger {
     /// row or its indexed rows) and those that cannot be projected. Writes nothing; the caller runs
     /// it in one read transaction, so each customer is compared with a consistent snapshot.
     func compareChunk(afterID: Int64, limit: Int, projector: any Projector) throws -> RebuildChunk {
-        let ids = try session.query("SELECT id FROM customers WHERE id > $1 ORDER BY id LIMIT $2", .int(afterID), .int(Int64(limit)))
-            .map { try $0.int(0) }
+        let ids = try session.query(Self.rootIDsSQL, .int(afterID), .int(Int64(limit))).map { try $0.int(0) }
         var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
         for id in ids {
-            guard let customer = try customer(id: id) else { continue }
+            guard var customer = try customer(id: id) else { continue }
+            customer.aliases = Self.others(try group(rootID: id).map(\.appUserId), than: customer.appUserId)
             guard let stored = try storedState(customerID: id) else {
                 chunk.changed.append(customer.appUserId)
                 continue

@@ -15,11 +15,11 @@ extension Ledger {
         """
         SELECT * FROM (
             SELECT \(factColumns(jws: jws)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
-            WHERE l.customer_id = $1
+            WHERE l.customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)
             UNION ALL
             SELECT \(factColumns(jws: jws)) FROM facts f
             WHERE f.original_transaction_id IS NULL
-              AND f.app_account_token = (SELECT app_account_token FROM customers WHERE id = $1)
+              AND f.app_account_token IN (SELECT app_account_token FROM customers WHERE id = $1 OR merged_into = $1)
         ) AS cf ORDER BY COALESCE(signed_date, 0), id
         """
     }
@@ -27,8 +27,8 @@ extension Ledger {
     static let factsWithJWS = factsSQL(jws: true)
     static let factsWithoutJWS = factsSQL(jws: false)
 
-    /// A customer's facts: those of every linked subscription, plus those without a subscription
-    /// that carry the customer's token, each decoded by `projector` (nil when it does not decode).
+    /// A customer's facts: those of every subscription linked to any of its ids, plus those without
+    /// a subscription that carry any of its ids' tokens, each decoded by `projector` (nil when it does not decode).
     func facts(of customer: CustomerRecord, projector: any Projector) throws -> [StoredFact] {
         let reader = SignedTextReader(session: session)
         return try session.query(Self.factsWithJWS, .int(customer.id)).map { row in
@@ -83,10 +83,16 @@ extension Ledger {
             SQLStatement(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(customerID)),
             SQLStatement(Self.factsWithoutJWS, .int(customerID)),
             SQLStatement(Self.stateByIDSQL, .int(customerID)),
+            SQLStatement(Self.groupSQL, .int(customerID)),
         ])
-        guard let customer = try results[0].first.map(Self.decodeCustomer) else {
+        guard var customer = try results[0].first.map(Self.decodeCustomer) else {
             throw StorageError(.notFound, "customer not found", detail: "id \(customerID)")
         }
+        // Merged meanwhile (another transaction made it an alias): its merged customer is projected.
+        if let root = try results[0].first?.optionalInt(4), root != customerID {
+            return try recompute(customerID: root, projector: projector, now: now, known: known)
+        }
+        customer.aliases = Self.others(try results[3].map { try $0.text(1) }, than: customer.appUserId)
         let stored = try results[2].first.map(Self.decodeState)
         let projection: CustomerProjection
         do {

@@ -38,10 +38,12 @@ extension Ledger {
             """
             WITH cf AS (
                 SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
-                FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id WHERE l.customer_id = $1
+                FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
+                WHERE l.customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)
                 UNION ALL
                 SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
-                FROM facts f WHERE f.original_transaction_id IS NULL AND f.app_account_token = $2
+                FROM facts f WHERE f.original_transaction_id IS NULL
+                  AND f.app_account_token IN (SELECT app_account_token FROM customers WHERE id = $1 OR merged_into = $2)
             ), h AS (
                 SELECT 2 AS rank, cf.id AS id, cf.received_at AS received_at, CAST(NULL AS TEXT) AS source,
                        CAST(NULL AS TEXT) AS uuid, CAST(NULL AS TEXT) AS ntype, CAST(NULL AS TEXT) AS subtype,
@@ -58,7 +60,7 @@ extension Ledger {
             WHERE received_at < $3 OR (received_at = $3 AND (rank < $4 OR (rank = $4 AND id < $5)))
             ORDER BY received_at DESC, rank DESC, id DESC LIMIT $6
             """,
-            .int(customer.id), .text(customer.appAccountToken), .int(after.0), .int(after.1), .int(after.2),
+            .int(customer.id), .int(customer.id), .int(after.0), .int(after.1), .int(after.2),
             .int(Int64(limit) + 1))
         var entries: [HistoryEntry] = []
         var lastKey: (Int64, Int64, Int64)? = nil

@@ -31,11 +31,11 @@ extension Ledger {
     /// Recomputes the customers after `afterID` (up to `limit` of them). A customer the projector
     /// fails for is marked failed and reported; the others go on.
     func rebuildChunk(afterID: Int64, limit: Int, projector: any Projector, now: Int64) throws -> RebuildChunk {
-        let ids = try session.query("SELECT id FROM customers WHERE id > $1 ORDER BY id LIMIT $2", .int(afterID), .int(Int64(limit)))
-            .map { try $0.int(0) }
+        let ids = try session.query(Self.rootIDsSQL, .int(afterID), .int(Int64(limit))).map { try $0.int(0) }
         var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
         for id in ids {
-            guard let customer = try lockedCustomer(id) else { continue }
+            guard var customer = try lockedCustomer(id) else { continue }
+            customer.aliases = Self.others(try group(rootID: id).map(\.appUserId), than: customer.appUserId)
             let stored = try storedState(customerID: id)
             let rows = try session.query(Self.factsWithoutJWS, .int(customer.id))
             let fresh: CustomerProjection

@@ -20,7 +20,7 @@ struct Ledger {
     let fault: FaultInjector?
     /// Collects the transaction's projection changes for a ``LedgerObserver`` (nil: none asked).
     var tally: TallyBuffer? = nil
-    /// Tests only: write as schema version 10 did (no packed columns).
+    /// Tests only: write as before schema version 14 (no packed columns).
     var legacySignedLayout = false
 
     var isPostgres: Bool { session.dialect == .postgres }
@@ -119,7 +119,7 @@ struct Ledger {
                 ]
             }
             if legacySignedLayout {
-                // Version 10's columns: no `signed_packed` (the fifth value of each row, NULL here).
+                // The older columns: no `signed_packed` (the fifth value of each row, NULL here).
                 parameters = parameters.enumerated().filter { $0.offset % 13 != 4 }.map(\.element)
                 inserted = try session.query(Self.makeInsertFactsSQL(count: rows.count, packed: false), parameters).count
             } else {
@@ -169,12 +169,14 @@ struct Ledger {
             statements.append(
                 SQLStatement(
                     """
-                    SELECT (SELECT customer_id FROM links WHERE original_transaction_id = $1),
-                           (SELECT id FROM customers WHERE app_account_token = $2)
+                    SELECT (SELECT \(Self.rootOf("c")) FROM links l JOIN customers c ON c.id = l.customer_id
+                            WHERE l.original_transaction_id = $1),
+                           (SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = $2)
                     """, .text(otid), SQLValue(tokenForOTID[otid])))
         }
         for token in sortedTokens {
-            statements.append(SQLStatement("SELECT id FROM customers WHERE app_account_token = $1", .text(token)))
+            statements.append(
+                SQLStatement("SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = $1", .text(token)))
         }
         var results = try session.pipeline(statements)[...]
         if lockStatement { results = results.dropFirst() }
@@ -242,11 +244,11 @@ struct Ledger {
     // MARK: Customers and links
 
     static let customerColumns = "id, app_user_id, app_account_token, created_at"
-    static let customerByIDSQL = "SELECT \(customerColumns) FROM customers WHERE id = $1"
-    static let customerForUpdateSQL = "SELECT \(customerColumns) FROM customers WHERE id = $1 FOR NO KEY UPDATE"
+    static let customerByIDSQL = "SELECT \(customerColumns), merged_into FROM customers WHERE id = $1"
+    static let customerForUpdateSQL = "SELECT \(customerColumns), merged_into FROM customers WHERE id = $1 FOR NO KEY UPDATE"
 
     /// The notification inserts: with a UUID (a repeat is a duplicate) or without (`$1` NULL);
-    /// then the same two as schema version 10 wrote them (tests of the migration).
+    /// then the same two as before schema version 14 (tests of the migration, the older layout's benchmark).
     static let insertNotificationSQL: [String] = [true, false].flatMap { packed in
         [true, false].map { unique in
             """
@@ -282,10 +284,21 @@ struct Ledger {
         CustomerRecord(id: try row.int(0), appUserId: try row.text(1), appAccountToken: try row.text(2), createdAt: try row.int(3))
     }
 
+    /// The customer an id belongs to: the id's own token and creation, the merged customer's row
+    /// id, and the customer's other ids.
     func customer(appUserId: String) throws -> CustomerRecord? {
-        try session.query("SELECT \(Self.customerColumns) FROM customers WHERE app_user_id = $1", .text(appUserId))
-            .first.map(Self.decodeCustomer)
+        guard
+            var customer = try session.query(
+                "SELECT \(Self.rootOf("c")), app_user_id, app_account_token, created_at FROM customers c WHERE app_user_id = $1",
+                .text(appUserId)
+            ).first.map(Self.decodeCustomer)
+        else { return nil }
+        customer.aliases = Self.others(try group(rootID: customer.id).map(\.appUserId), than: appUserId)
+        return customer
     }
+
+    /// The row id of the customer a `customers` row (alias `table`) belongs to.
+    static func rootOf(_ table: String) -> String { "COALESCE(\(table).merged_into, \(table).id)" }
 
     func customer(id: Int64) throws -> CustomerRecord? {
         try session.query(Self.customerByIDSQL, .int(id)).first.map(Self.decodeCustomer)
@@ -299,8 +312,9 @@ struct Ledger {
     func owner(of otid: String) throws -> CustomerRecord? {
         try session.query(
             """
-            SELECT c.id, c.app_user_id, c.app_account_token, c.created_at
-            FROM links l JOIN customers c ON c.id = l.customer_id WHERE l.original_transaction_id = $1
+            SELECT r.id, r.app_user_id, r.app_account_token, r.created_at
+            FROM links l JOIN customers c ON c.id = l.customer_id JOIN customers r ON r.id = \(Self.rootOf("c"))
+            WHERE l.original_transaction_id = $1
             """, .text(otid)
         ).first.map(Self.decodeCustomer)
     }

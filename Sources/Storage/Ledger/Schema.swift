@@ -199,6 +199,25 @@ enum Schema {
                 );
                 CREATE INDEX offer_signatures_customer ON offer_signatures (app_user_id, id);
                 """),
+        // Customers under several ids (aliases: a row per id, `merged_into` the customer it
+        // belongs to) and the record of merges and erasures (`customer_events`; an erasure's row
+        // names no erased id).
+        Migration(
+            version: 13, name: "customer aliases and erasures",
+            sql: """
+                ALTER TABLE customers ADD COLUMN merged_into {int} REFERENCES customers (id);
+                CREATE INDEX customers_merged_into ON customers (merged_into);
+                CREATE TABLE customer_events (
+                    id {id},
+                    kind TEXT NOT NULL,
+                    customer_id {int},
+                    subject TEXT,
+                    actor TEXT,
+                    detail TEXT,
+                    recorded_at {int} NOT NULL
+                );
+                CREATE INDEX customer_events_customer ON customer_events (customer_id);
+                """),
         // A lighter ledger: each distinct JWS header stored once, signed text packed with references
         // (`SignedPart`), bodies as references to their facts. Rows written before are rewritten
         // afterwards in resumable batches (`repack_progress`: each table's cursor), outside this
@@ -226,6 +245,9 @@ enum Schema {
 
     /// The version from which signed text is stored packed (`SignedPart`).
     static let packedSignedTextVersion = 14
+
+    /// The last version before it: the older layout (tests and `bench store --older-layout`).
+    static var unpackedVersion: Int { migrations.last { $0.version < packedSignedTextVersion }?.version ?? 0 }
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }
 

@@ -10,7 +10,7 @@ protocol SessionBackedStore: LedgerStore {
     var ledgerObserver: (any LedgerObserver)? { get }
     /// The options it was opened with.
     var configuration: StoreConfiguration { get }
-    /// Tests only: write signed text as schema version 10 did (``StoreConfiguration``).
+    /// Tests and `bench store --older-layout`: write signed text as before schema version 14.
     var legacySignedLayout: Bool { get }
     /// Customers recomputed per transaction by `rebuild`.
     var rebuildChunk: Int { get }
@@ -144,5 +144,14 @@ extension SessionBackedStore {
         return RebuildReport(
             customers: total, differences: changed.count, changedCustomers: changed.sorted(),
             failedCustomers: failed.sorted { $0.appUserId < $1.appUserId })
+    }
+}
+
+extension SessionBackedStore {
+    /// Test support: every row of a query, each value as text (nil for NULL).
+    func _texts(_ sql: String) async throws -> [[String?]] {
+        try await read { session in
+            try session.query(sql, []).map { row in try row.values.indices.map { try row.optionalText($0) } }
+        }
     }
 }

@@ -1,0 +1,177 @@
+import AppStore
+import EntitledConfig
+import Entitlements
+import Foundation
+import HTTPServer
+import Storage
+
+/// Customers as people (docs/openapi.yaml, "Customers"): aliases (write scope), promotional grants,
+/// export and erasure (admin).
+extension API {
+    /// Longest `reason` of a grant, in characters.
+    public static let maxGrantReason = 500
+    /// Longest grant in days (about ten years).
+    public static let maxGrantDays = 3650
+
+    func registerCustomers(on router: inout Router) {
+        let api = self
+        router.post("/v1/customers/{appUserId}/aliases") { try await api.addAlias($0) }
+        router.post("/v1/customers/{appUserId}/grants") { try await api.createGrant($0) }
+        router.add(.delete, "/v1/customers/{appUserId}/grants/{grantId}", .async { try await api.endGrant($0) })
+        router.get("/v1/customers/{appUserId}/export") { try await api.exportCustomer($0) }
+        router.add(.delete, "/v1/customers/{appUserId}", .async { try await api.eraseCustomer($0) })
+    }
+
+    /// An API key with `scope` (customer tokens may not act on other ids or as an operator).
+    func requireKey(_ request: Request, scope: APIKey.Scope) throws -> String {
+        let principal = try authenticate(request)
+        guard case .apiKey(let name, _) = principal else {
+            throw HTTPError(.forbidden, "this endpoint needs an API key with the '\(scope.rawValue)' scope")
+        }
+        try authenticator.authorize(principal, scope: scope, appUserId: nil)
+        return name
+    }
+
+    struct AliasRequest: Decodable { var alias: String? }
+
+    /// `POST /v1/customers/{appUserId}/aliases` `{"alias": "…"}`: from then on both ids are one
+    /// customer. Answers the customer as `GET` does for `appUserId`.
+    func addAlias(_ request: Request) async throws -> Response {
+        let appUserId = try Self.appUserId(request)
+        let actor = try requireKey(request, scope: .write)
+        let body = try decodeBody(AliasRequest.self, request)
+        guard let alias = body.alias else { throw HTTPError(.invalidRequest, "alias is required") }
+        guard AppUserID.isValid(alias) else { throw AppUserID.invalid }
+        guard !AppUserID.same(alias, appUserId) else { throw HTTPError(.invalidRequest, "an id cannot be its own alias") }
+        let now = clock.nowMilliseconds()
+        let added = try await store { () async throws(StorageError) -> Bool in
+            do throws(StorageError) {
+                _ = try await ledger.addAlias(alias, to: appUserId, actor: actor, now: now)
+                return true
+            } catch {
+                if error.code == .aliasConflict { return false }
+                throw error
+            }
+        }
+        guard added else { throw HTTPError(.aliasConflict, "\(alias) already belongs to another customer") }
+        let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
+        var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    struct GrantRequest: Decodable {
+        var entitlement: String?
+        var until: String?
+        var days: Int?
+        var reason: String?
+    }
+
+    /// `POST /v1/customers/{appUserId}/grants` (admin): the entitlement until `until` (ISO 8601) or
+    /// for `days` days, without a purchase. 201 with the grant.
+    func createGrant(_ request: Request) async throws -> Response {
+        let appUserId = try Self.appUserId(request)
+        let actor = try requireKey(request, scope: .admin)
+        let body = try decodeBody(GrantRequest.self, request)
+        let now = clock.nowMilliseconds()
+        guard let entitlement = body.entitlement, !entitlement.isEmpty, entitlement.count <= 128 else {
+            throw HTTPError(.invalidGrant, "entitlement is required (1–128 characters)")
+        }
+        guard customerPolicy.products.values.contains(where: { $0.entitlements.contains(entitlement) }) else {
+            throw HTTPError(.invalidGrant, "no configured product gives the entitlement \(entitlement)")
+        }
+        if let reason = body.reason, reason.count > Self.maxGrantReason {
+            throw HTTPError(.invalidGrant, "reason is longer than \(Self.maxGrantReason) characters")
+        }
+        let until: Int64
+        switch (body.until, body.days) {
+        case (let text?, nil):
+            guard let date = Self.parseInstant(text) else { throw HTTPError(.invalidGrant, "until is not an ISO 8601 instant") }
+            until = date
+        case (nil, let days?):
+            guard (1...Self.maxGrantDays).contains(days) else {
+                throw HTTPError(.invalidGrant, "days must be 1…\(Self.maxGrantDays)")
+            }
+            until = now + Int64(days) * 86_400_000
+        default:
+            throw HTTPError(.invalidGrant, "send exactly one of until and days")
+        }
+        guard until > now, Fact.acceptedDates.contains(until) else {
+            throw HTTPError(.invalidGrant, "the grant must end after now and before 2200")
+        }
+        let fact = try await store { () async throws(StorageError) in
+            try await ledger.grant(appUserId: appUserId, entitlement: entitlement, until: until, reason: body.reason, actor: actor, now: now)
+        }
+        let state = promotionalGrants(in: [.promotionalGrant(fact)])[0]
+        return try .json(GrantResponseBody(appUserId: appUserId, state: state, now: now), status: 201)
+    }
+
+    /// `DELETE /v1/customers/{appUserId}/grants/{grantId}` (admin): ends the grant now.
+    func endGrant(_ request: Request) async throws -> Response {
+        let appUserId = try Self.appUserId(request)
+        let actor = try requireKey(request, scope: .admin)
+        let grantId = try request.parameter("grantId")
+        let now = clock.nowMilliseconds()
+        let state = try await store { () async throws(StorageError) in
+            try await ledger.endGrant(appUserId: appUserId, grantId: grantId, actor: actor, now: now)
+        }
+        guard let state else { throw HTTPError(.grantNotFound, "this customer has no grant \(grantId)") }
+        return try .json(GrantResponseBody(appUserId: appUserId, state: state, now: now))
+    }
+
+    /// `GET /v1/customers/{appUserId}/export` (admin): every stored row about the customer.
+    func exportCustomer(_ request: Request) async throws -> Response {
+        let appUserId = try Self.appUserId(request)
+        _ = try requireKey(request, scope: .admin)
+        let now = clock.nowMilliseconds()
+        let export = try await store { () async throws(StorageError) in try await ledger.exportCustomer(appUserId: appUserId) }
+        guard let export else { throw HTTPError(.customerNotFound, "no such customer") }
+        var response = try Response.json(CustomerExportBody(appUserId: appUserId, exportedAt: now, export: export))
+        response.headers.set("Cache-Control", "no-store")
+        return response
+    }
+
+    /// `DELETE /v1/customers/{appUserId}` (admin): erasure of the customer and all of its ids.
+    func eraseCustomer(_ request: Request) async throws -> Response {
+        let appUserId = try Self.appUserId(request)
+        let actor = try requireKey(request, scope: .admin)
+        let now = clock.nowMilliseconds()
+        let report = try await store { () async throws(StorageError) in
+            try await ledger.eraseCustomer(appUserId: appUserId, actor: actor, now: now)
+        }
+        guard let report else { throw HTTPError(.customerNotFound, "no such customer") }
+        return try .json(report)
+    }
+
+    /// An ISO 8601 instant (`2026-01-31T12:00:00Z`, fractional seconds allowed) in ms.
+    static func parseInstant(_ text: String) -> Int64? {
+        guard text.count <= 64 else { return nil }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text).map { Int64($0.timeIntervalSince1970 * 1000) }
+    }
+}
+
+/// A promotional grant as the grant endpoints answer it.
+public struct GrantResponseBody: Encodable, Sendable {
+    public var appUserId: String
+    public var state: PromotionalGrantState
+    public var now: Int64
+
+    enum Key: String, CodingKey { case appUserId, grantId, entitlement, grantedAt, expiresAt, endedEarly, active, reason, source }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
+        try c.put(appUserId, .appUserId)
+        try c.put(state.grantId, .grantId)
+        try c.put(state.entitlement, .entitlement)
+        try c.date(state.grantedAt, .grantedAt)
+        try c.date(state.endsAt, .expiresAt)
+        try c.put(state.endedEarly, .endedEarly)
+        try c.put(state.isActive(at: now), .active)
+        try c.put(state.reason, .reason)
+        try c.put(EntitlementSource.grant.rawValue, .source)
+    }
+}

@@ -1,0 +1,235 @@
+import Entitlements
+import Foundation
+
+// Customers as people: aliases (merges), the operator's facts, export and erasure.
+
+extension Ledger {
+    /// Every `customers` row of the customer `$1` (its own and its aliases').
+    static let groupSQL = "SELECT id, app_user_id, app_account_token, created_at FROM customers WHERE id = $1 OR merged_into = $1"
+    /// Customers with ids of their own (not aliases), in id order, after `$1`, at most `$2`.
+    static let rootIDsSQL = "SELECT id FROM customers WHERE id > $1 AND merged_into IS NULL ORDER BY id LIMIT $2"
+
+    /// The rows of every id of the customer `rootID`.
+    func group(rootID: Int64) throws -> [CustomerRecord] {
+        try session.query(Self.groupSQL, .int(rootID)).map(Self.decodeCustomer)
+    }
+
+    /// `ids` without `id`, sorted: byte equality and order (Swift's `==` on `String` would call two
+    /// spellings of one name equal, while storage keys them apart).
+    static func others(_ ids: [String], than id: String) -> [String] {
+        ids.filter { !$0.utf8.elementsEqual(id.utf8) }.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    /// See ``CustomerDirectory/addAlias(_:to:actor:projector:now:)``.
+    func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: any Projector, now: Int64) throws -> AliasOutcome {
+        guard !alias.utf8.elementsEqual(appUserId.utf8) else { throw StorageError(.invalidArgument, "an id cannot be its own alias") }
+        // Both ids' decisions are taken one transaction at a time (PostgreSQL).
+        try lockKeys([Self.userKey(alias), Self.userKey(appUserId)])
+        var affected: Set<Int64> = []
+        let customer = try ensureCustomerRow(appUserId: appUserId, appAccountToken: nil, now: now, affected: &affected)
+        let root = customer.id
+        _ = try lockedCustomer(root)
+        let existing = try session.query("SELECT id, merged_into FROM customers WHERE app_user_id = $1", .text(alias)).first
+        let outcome: AliasOutcome
+        if let existing {
+            let id = try existing.int(0)
+            let mergedInto = try existing.optionalInt(1)
+            if id == root || mergedInto == root { return .alreadyAlias }
+            // An id of another customer with several ids belongs to that customer.
+            let ownAliases = try session.query("SELECT COUNT(*) FROM customers WHERE merged_into = $1", .int(id)).first?.int(0) ?? 0
+            guard mergedInto == nil, ownAliases == 0 else {
+                throw StorageError(.aliasConflict, "this id already belongs to another customer")
+            }
+            _ = try lockedCustomer(id)
+            // Its projection becomes the merged customer's; its links and tokens stay and resolve.
+            let stored = try storedState(customerID: id)
+            try session.pipeline([
+                SQLStatement("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(id)),
+                SQLStatement("DELETE FROM subscription_projections WHERE customer_id = $1", .int(id)),
+                SQLStatement("DELETE FROM customer_states WHERE customer_id = $1", .int(id)),
+                SQLStatement("UPDATE customers SET merged_into = $1 WHERE id = $2", .int(root), .int(id)),
+            ])
+            noteRemoved(stored?.projection)
+            outcome = .merged
+        } else {
+            var created: Set<Int64> = []
+            let record = try ensureCustomerRow(appUserId: alias, appAccountToken: nil, now: now, affected: &created)
+            try session.query("UPDATE customers SET merged_into = $1 WHERE id = $2", .int(root), .int(record.id))
+            outcome = .added
+        }
+        try session.query(
+            "INSERT INTO customer_events (kind, customer_id, subject, actor, recorded_at) VALUES ('merged', $1, $2, $3, $4)",
+            .int(root), .text(alias), SQLValue(actor), .int(now))
+        try recompute(customerID: root, projector: projector, now: now)
+        try inject(.afterProjections)
+        return outcome
+    }
+
+    static func userKey(_ appUserId: String) -> String { "user:" + appUserId }
+
+    /// See ``CustomerDirectory/appendCustomerFact(_:projector:now:)``.
+    func appendCustomerFact(_ row: FactRow, projector: any Projector, now: Int64) throws -> Bool {
+        let token = row.appAccountToken.map(Self.normalizeToken)
+        let inserted = try session.query(
+            Self.insertFactsSQL(count: 1),
+            .null, .text(row.kind), .text(row.digest), .text(row.signed), .null, .text(row.payload), SQLValue(row.transactionId),
+            SQLValue(row.originalTransactionId), SQLValue(token), .text(row.fact.environment.rawValue), .null,
+            .int(row.signedDate), .int(now)
+        ).count
+        if let token {
+            try lockKeys([Self.tokenKey(token)])
+            if let id = try session.query("SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = $1", .text(token))
+                .first?.int(0)
+            {
+                try recompute(customerID: id, projector: projector, now: now, known: [row.payload: row.fact])
+            }
+        }
+        try inject(.afterProjections)
+        return inserted > 0
+    }
+
+    /// See ``CustomerDirectory/eraseCustomer(appUserId:actor:now:)``.
+    func erase(appUserId: String, actor: String?, now: Int64) throws -> ErasureReport? {
+        guard let customer = try customer(appUserId: appUserId) else { return nil }
+        let root = customer.id
+        _ = try lockedCustomer(root)
+        let members = try group(rootID: root)
+        try lockKeys(members.map { Self.tokenKey($0.appAccountToken) } + members.map { Self.userKey($0.appUserId) })
+        var subscriptions = 0
+        var ownFacts = 0
+        for member in members {
+            subscriptions += try session.query(
+                "DELETE FROM links WHERE customer_id = $1 RETURNING original_transaction_id", .int(member.id)
+            ).count
+            // The server's own facts about the customer (grants, spends) go with it; Apple's stay
+            // (they still verify).
+            ownFacts += try session.query(
+                """
+                DELETE FROM facts WHERE original_transaction_id IS NULL AND app_account_token = $1
+                    AND kind IN ($2, $3, $4) RETURNING id
+                """, .text(member.appAccountToken), .text(Fact.promotionalGrantKind), .text(Fact.promotionalGrantEndKind),
+                .text(Fact.consumableSpendKind)
+            ).count
+            noteRemoved(try storedState(customerID: member.id)?.projection)
+            try session.pipeline([
+                SQLStatement("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(member.id)),
+                SQLStatement("DELETE FROM subscription_projections WHERE customer_id = $1", .int(member.id)),
+                SQLStatement("DELETE FROM customer_states WHERE customer_id = $1", .int(member.id)),
+                SQLStatement("DELETE FROM customer_events WHERE customer_id = $1", .int(member.id)),
+                SQLStatement("DELETE FROM offer_signatures WHERE app_user_id = $1", .text(member.appUserId)),
+                SQLStatement("DELETE FROM customer_consents WHERE app_user_id = $1", .text(member.appUserId)),
+            ])
+        }
+        try session.query("DELETE FROM customers WHERE merged_into = $1", .int(root))
+        try session.query("DELETE FROM customers WHERE id = $1", .int(root))
+        let report = ErasureReport(ids: members.count, subscriptions: subscriptions, ownFacts: ownFacts)
+        let detail = "{\"ownFacts\":\(report.ownFacts),\"ids\":\(report.ids),\"subscriptions\":\(report.subscriptions)}"
+        try session.query(
+            "INSERT INTO customer_events (kind, customer_id, subject, actor, detail, recorded_at) VALUES ('erased', NULL, NULL, $1, $2, $3)",
+            SQLValue(actor), .text(detail), .int(now))
+        try inject(.beforeCommit)
+        return report
+    }
+
+    /// A table's columns for the export: name and whether it holds bytes.
+    private typealias Columns = [(name: String, blob: Bool)]
+
+    private static func columns(_ names: String, blob: Set<String> = []) -> Columns {
+        names.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.map { ($0, blob.contains($0)) }
+    }
+
+    /// Columns exported as the signed text they hold, rebuilt from their packed form
+    /// (``SignedTextReader``): the export has the bytes received, whatever the layout.
+    private static let packedColumns: [String: (column: String, packed: String)] = [
+        "facts": ("jws", "signed_packed"), "notifications": ("body", "body_packed"),
+    ]
+
+    private static let exportTables: [(table: String, columns: Columns, filter: String)] = [
+        ("customers", columns("id, app_user_id, app_account_token, created_at, merged_into"), "id = $1 OR merged_into = $1"),
+        (
+            "links", columns("original_transaction_id, customer_id, linked_at, via"),
+            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
+        ),
+        (
+            "facts",
+            columns(
+                "id, notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id, app_account_token, environment, bundle_id, signed_date, received_at"
+            ), "id IN (SELECT id FROM (\(factsSQL(jws: false))) AS customer_facts)"
+        ),
+        (
+            "notifications",
+            columns(
+                "id, notification_uuid, claimed_uuid, source, received_at, outcome, reject_code, notification_type, subtype, body, body_sha256, body_size",
+                blob: ["body"]),
+            "id IN (SELECT notification_id FROM (\(factsSQL(jws: false))) AS customer_facts)"
+        ),
+        (
+            "customer_states", columns("app_user_id, customer_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"),
+            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
+        ),
+        (
+            "entitlement_projections",
+            columns(
+                "customer_id, entitlement, environment, status, active, product_id, original_transaction_id, expires_at, grace_until, will_renew"),
+            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
+        ),
+        (
+            "subscription_projections",
+            columns("original_transaction_id, customer_id, product_id, group_id, status, expires_at, grace_until, auto_renew, environment"),
+            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
+        ),
+        (
+            "offer_signatures", columns("id, app_user_id, bundle_id, product_id, offer_id, kind, format, nonce, signed_at"),
+            "app_user_id IN (SELECT app_user_id FROM customers WHERE id = $1 OR merged_into = $1)"
+        ),
+        (
+            "customer_consents", columns("app_user_id, consented, recorded_at"),
+            "app_user_id IN (SELECT app_user_id FROM customers WHERE id = $1 OR merged_into = $1)"
+        ),
+        (
+            "customer_events", columns("id, kind, customer_id, subject, actor, detail, recorded_at"),
+            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
+        ),
+    ]
+
+    /// The exported columns that hold integers (times, ids, flags).
+    private static let integerColumns: Set<String> = [
+        "id", "customer_id", "created_at", "merged_into", "linked_at", "notification_id", "signed_date", "received_at",
+        "computed_at", "active", "will_renew", "expires_at", "grace_until", "auto_renew", "signed_at", "consented",
+        "recorded_at", "body_size",
+    ]
+
+    /// See ``CustomerDirectory/exportCustomer(appUserId:)``.
+    func export(appUserId: String) throws -> CustomerExport? {
+        guard let customer = try customer(appUserId: appUserId) else { return nil }
+        var tables: [(table: String, rows: [[(column: String, value: CustomerExport.Value)]])] = []
+        let reader = SignedTextReader(session: session)
+        for (table, columns, filter) in Self.exportTables {
+            let packed = Self.packedColumns[table]
+            let selected = columns.map(\.name) + (packed.map { [$0.packed] } ?? [])
+            let sql = "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE \(filter) ORDER BY 1"
+            let rows = try session.query(sql, .int(customer.id)).map { row in
+                try columns.indices.map { index -> (column: String, value: CustomerExport.Value) in
+                    let value: CustomerExport.Value
+                    if let packed, columns[index].name == packed.column {
+                        let raw = columns[index].blob ? try row.blob(index) : Array((try row.text(index)).utf8)
+                        let text = try reader.text(raw: raw, packed: try row.optionalBlob(columns.count))
+                        value = .text(String(decoding: text, as: UTF8.self))
+                    } else if columns[index].blob {
+                        value = row.values[index] == .null ? .null : .text(String(decoding: try row.blob(index), as: UTF8.self))
+                    } else if case .int(let number) = row.values[index] {
+                        value = .int(number)
+                    } else if Self.integerColumns.contains(columns[index].name), let number = try row.optionalInt(index) {
+                        // PostgreSQL answers every value as text.
+                        value = .int(number)
+                    } else {
+                        value = try row.optionalText(index).map(CustomerExport.Value.text) ?? .null
+                    }
+                    return (columns[index].name, value)
+                }
+            }
+            tables.append((table, rows))
+        }
+        return CustomerExport(tables: tables)
+    }
+}
