@@ -75,10 +75,16 @@ extension FactRow {
     /// of the other facts of the same message (a notification's payload carries its transaction's
     /// and renewal's JWS; the body is the notification's), on the caller's thread.
     static func pack(_ rows: inout [FactRow], body: [UInt8]) -> PackedMessage {
-        let siblings = SignedSiblings(rows.filter { $0.fact.identity == nil }.map { ($0.kind, $0.signed, $0.digest) })
+        // Each text split once, for the siblings and for its own packing.
+        let texts = rows.indices.compactMap { index -> (index: Int, text: [UInt8], split: SignedTextPacker.Split)? in
+            guard rows[index].fact.identity == nil else { return nil }
+            let text = Array(rows[index].signed.utf8)
+            return SignedTextPacker.split(text).map { (index, text, $0) }
+        }
+        let siblings = SignedSiblings(split: texts.map { (rows[$0.index].kind, $0.text, $0.split, rows[$0.index].digest) })
         var headers: Set<JWSHeader> = []
-        for index in rows.indices where rows[index].fact.identity == nil {
-            rows[index].packed = SignedTextPacker.packJWS(Array(rows[index].signed.utf8), siblings: siblings).map { [$0] }
+        for (index, _, split) in texts {
+            rows[index].packed = SignedTextPacker.packJWS(split, siblings: siblings).map { [$0] }
             if let packed = rows[index].packed { SignedTextPacker.headers(in: packed, into: &headers) }
         }
         var message = PackedMessage(headers: headers)

@@ -59,11 +59,23 @@ struct SignedSiblings {
     /// The compact JWS among `texts` (kind, text, key), longest first so that a text containing
     /// another is replaced whole.
     init(_ texts: [(kind: String, text: String, digest: String)]) {
-        for (kind, text, digest) in texts {
-            guard let split = SignedTextPacker.split(Array(text.utf8)), let signature = SignedTextPacker.urlDecode(split.signature),
-                SignedTextPacker.reencodes(signature, to: split.signature)
+        self.init(
+            split: texts.compactMap { kind, text, digest in
+                let bytes = Array(text.utf8)
+                return SignedTextPacker.split(bytes).map { (kind, bytes, $0, digest) }
+            })
+    }
+
+    /// From texts already split (``SignedTextPacker/split(_:)``: each is scanned once).
+    init(split texts: [(kind: String, text: [UInt8], split: SignedTextPacker.Split, digest: String)]) {
+        for (kind, text, split, digest) in texts {
+            guard let signature = SignedTextPacker.urlDecode(split.signature), SignedTextPacker.reencodes(signature, to: split.signature)
             else { continue }
-            entries.append(Entry(kind: kind, digest: digest, signature: signature, quoted: [UInt8(ascii: "\"")] + Array(text.utf8) + [UInt8(ascii: "\"")]))
+            var quoted = [UInt8(ascii: "\"")]
+            quoted.reserveCapacity(text.count + 2)
+            quoted += text
+            quoted.append(UInt8(ascii: "\""))
+            entries.append(Entry(kind: kind, digest: digest, signature: signature, quoted: quoted))
         }
         entries.sort { $0.quoted.count > $1.quoted.count }
     }
@@ -74,7 +86,9 @@ struct SignedSiblings {
 /// Packs signed text (see ``SignedPart``). Pure: runs on the caller's thread.
 enum SignedTextPacker {
     /// The three segments of a compact JWS, each non-empty base64url; nil for any other text.
-    static func split(_ bytes: [UInt8]) -> (header: ArraySlice<UInt8>, payload: ArraySlice<UInt8>, signature: ArraySlice<UInt8>)? {
+    typealias Split = (header: ArraySlice<UInt8>, payload: ArraySlice<UInt8>, signature: ArraySlice<UInt8>)
+
+    static func split(_ bytes: [UInt8]) -> Split? {
         let end = bytes.withUnsafeBufferPointer { FactDigest.signingInputEnd($0) }
         guard end < bytes.count, let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")) else { return nil }
         return (bytes[..<firstDot], bytes[(firstDot + 1)..<end], bytes[(end + 1)...])
@@ -84,13 +98,26 @@ enum SignedTextPacker {
         segment.withUnsafeBytes { Base64.decode(utf8: $0, url: true) }
     }
 
-    /// Whether `decoded` base64url-encodes back to exactly `segment` (no padding, no stray bits).
+    /// Whether `decoded` (what `segment` decodes to) base64url-encodes back to exactly `segment`:
+    /// no padding, and no stray bits in its last character (an encoder leaves them zero; a decoder
+    /// ignores them, so another text decodes to the same bytes). Checked without encoding again:
+    /// this runs on every payload received.
     static func reencodes(_ decoded: [UInt8], to segment: ArraySlice<UInt8>) -> Bool {
-        var encoded = Base64.urlEncode(decoded)
-        return encoded.withUTF8 { encoded in
-            segment.withUnsafeBufferPointer { segment in
-                encoded.count == segment.count && (encoded.isEmpty || memcmp(encoded.baseAddress!, segment.baseAddress!, encoded.count) == 0)
-            }
+        guard let last = segment.last, last != UInt8(ascii: "=") else { return segment.isEmpty }
+        let value: UInt8
+        switch last {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = last - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): value = last - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): value = last - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "-"): value = 62
+        case UInt8(ascii: "_"): value = 63
+        default: return false
+        }
+        switch segment.count % 4 {
+        case 0: return decoded.count == segment.count / 4 * 3
+        case 2: return value & 0x0F == 0 && decoded.count == segment.count / 4 * 3 + 1
+        case 3: return value & 0x03 == 0 && decoded.count == segment.count / 4 * 3 + 2
+        default: return false
         }
     }
 
@@ -102,8 +129,12 @@ enum SignedTextPacker {
     }
 
     static func packJWS(_ text: [UInt8], siblings: SignedSiblings) -> SignedPart? {
-        guard let (header, payload, signature) = split(text),
-            let payloadBytes = urlDecode(payload), reencodes(payloadBytes, to: payload),
+        split(text).flatMap { packJWS($0, siblings: siblings) }
+    }
+
+    static func packJWS(_ split: Split, siblings: SignedSiblings) -> SignedPart? {
+        let (header, payload, signature) = split
+        guard let payloadBytes = urlDecode(payload), reencodes(payloadBytes, to: payload),
             let signatureBytes = urlDecode(signature), reencodes(signatureBytes, to: signature)
         else { return nil }
         return .jws(header: JWSHeader(Array(header)), payload: referencing(payloadBytes, siblings: siblings), signature: signatureBytes)
@@ -111,23 +142,28 @@ enum SignedTextPacker {
 
     /// `bytes` with every quoted sibling text replaced by a reference (the quotes stay literal).
     static func referencing(_ bytes: [UInt8], siblings: SignedSiblings) -> [SignedPart] {
+        guard !siblings.entries.isEmpty, !bytes.isEmpty else { return [.literal(bytes)] }
         var parts: [SignedPart] = []
         var literalStart = 0
-        var index = 0
-        // Only a `"` can start a quoted sibling: scan for those.
-        scan: while index < bytes.count {
-            if bytes[index] == UInt8(ascii: "\"") {
-                for entry in siblings.entries where bytes.count - index >= entry.quoted.count
-                    && bytes[index..<(index + entry.quoted.count)].elementsEqual(entry.quoted)
-                {
-                    parts.append(.literal(Array(bytes[literalStart...index])))
+        bytes.withUnsafeBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            var index = 0
+            // Only a `"` can start a quoted sibling: jump from one to the next (memchr), compare
+            // with memcmp (kilobytes per message, on the request's thread).
+            while index < buffer.count, let found = memchr(base + index, Int32(UInt8(ascii: "\"")), buffer.count - index) {
+                let at = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
+                index = at + 1
+                for entry in siblings.entries where buffer.count - at >= entry.quoted.count {
+                    let equal = entry.quoted.withUnsafeBufferPointer { memcmp(base + at, $0.baseAddress!, $0.count) == 0 }
+                    guard equal else { continue }
+                    parts.append(.literal(Array(buffer[literalStart...at])))
                     parts.append(.reference(kind: entry.kind, digest: entry.digest, signature: entry.signature))
-                    index += entry.quoted.count - 1
-                    literalStart = index
-                    continue scan
+                    // The closing quote starts the next literal.
+                    literalStart = at + entry.quoted.count - 1
+                    index = literalStart + 1
+                    break
                 }
             }
-            index += 1
         }
         if literalStart < bytes.count || parts.isEmpty { parts.append(.literal(Array(bytes[literalStart...]))) }
         return parts
