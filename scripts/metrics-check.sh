@@ -13,7 +13,10 @@ test_venv "$venv" prometheus_client prometheus_client
 key="metrics-secret-0123456789"
 cat > "$dir/entitled.json" <<JSON
 {"apiKeys": [{"name": "prometheus", "secret": "$key", "scopes": ["metrics"]},
-             {"name": "reader", "secret": "reader-secret-0123456789", "scopes": ["read"]}],
+             {"name": "reader", "secret": "reader-secret-0123456789", "scopes": ["read"]},
+             {"name": "admin", "secret": "admin-secret-0123456789", "scopes": ["admin"]}],
+ "webhooks": [{"url": "http://127.0.0.1:9/refused", "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+               "timeoutSeconds": 1, "retryScheduleSeconds": [1]}],
  "apps": [{"bundleId": "com.example.app", "appAppleId": 1234, "sharedSecret": "v1-shared-secret-value",
            "products": [{"productId": "pro.monthly", "type": "autoRenewable", "subscriptionGroup": "pro",
                          "level": 1, "entitlements": ["pro"]}]}],

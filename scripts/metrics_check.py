@@ -8,6 +8,7 @@ and checks that the counters and histograms they touch moved, and that both scra
 """
 import json
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -89,6 +90,23 @@ v1 = [labels for (name, labels) in after if name == "entitled_notifications_tota
 check(len(v1) == 1 and ("outcome", "rejected") in v1[0], "the V1 notification with a wrong password counted as rejected")
 check(value(after, "entitled_customers", state="new") == value(before, "entitled_customers", state="new") + 1,
       "the customer created by the read counts as new")
+# A test event to an endpoint that refuses connections: attempted, retried, pending.
+# (The dispatcher learns the endpoint at its first pass; events before that are not its.)
+deadline = time.time() + 20
+webhooks = before
+while time.time() < deadline:
+    status, _, _ = request("POST", "/v1/webhooks/test", auth="admin-secret-0123456789")
+    assert status == 202, status
+    time.sleep(0.5)
+    webhooks = scrape()
+    if value(webhooks, "entitled_webhook_deliveries_total", endpoint="0", outcome="retried") >= 1:
+        break
+check(value(webhooks, "entitled_webhook_deliveries_total", endpoint="0", outcome="retried") >= 1,
+      "a refused webhook attempt counted as retried")
+check(value(webhooks, "entitled_webhook_attempt_duration_seconds_count", endpoint="0") >= 1,
+      "the attempt's latency observed")
+check(value(webhooks, "entitled_webhook_pending_deliveries", endpoint="0") >= 1, "the retried delivery counted as pending")
+
 unauthenticated = scrape(url=metrics_url, auth=None)
 check(value(unauthenticated, "entitled_http_requests_total", **healthz) >= 2, "metricsListen serves the same registry without a key")
 

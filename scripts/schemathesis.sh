@@ -27,7 +27,9 @@ JSON
 start_serve schemathesis
 port="$(event_port listening)"
 
+# GET /v1/events is left out: its long poll (`wait` up to 30 s on an empty feed) outlasts the
+# request timeout by design; EventFeedTests covers it.
 "$venv/bin/st" run docs/openapi.yaml --url "http://127.0.0.1:$port" \
-  -H "Authorization: Bearer $key" \
+  -H "Authorization: Bearer $key" --exclude-operation-id listEvents \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
   --max-examples "$examples" --request-timeout 10

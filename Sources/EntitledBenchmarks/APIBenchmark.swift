@@ -23,6 +23,8 @@ public enum APIBenchmark {
         public var only: String?
         /// The fast paths' switch (the command reads `ENTITLED_FAST_PATHS`).
         public var fastPaths = FastPaths()
+        /// Alternated rounds of ingest without and with one webhook endpoint (SQLite); 0: none.
+        public var webhookRounds = 3
         public init() {}
     }
 
@@ -83,6 +85,25 @@ public enum APIBenchmark {
                 print("PostgreSQL: skipped (no --postgres URL and no ENTITLED_TEST_POSTGRES)")
             }
         }
+        /// One ingest run of every body through a server over `store` (with `configuration`'s
+        /// webhooks delivered meanwhile); `afterIngest` runs before the server stops.
+        func ingestRun(
+            configuration: Configuration, store: any LedgerStore, commit: Bool, afterIngest: @Sendable () async throws -> Void
+        ) async throws -> (Double, String) {
+            let counter = CountingStore.Counter()
+            return try await withServer(configuration: configuration, store: store, fastPaths: fastPaths, counter: counter, commit: commit) { port in
+                // wrk's main thread sleeps for the whole -d even after every thread stopped, so it
+                // is interrupted (it then prints its report) once the server answered every body.
+                let output = try await Executable.run(
+                    wrk, [
+                        "-t2", "-c\(connections)", "-d600s", "--latency", "-s", ingestScript.path,
+                        "http://127.0.0.1:\(port)", "--", bodiesFile.path, "2",
+                    ], interruptWhen: { counter.value >= notificationCount })
+                let result = (try WrkReport.throughput(output, completed: notificationCount), WrkReport.errors(output))
+                try await afterIngest()
+                return result
+            }
+        }
         for (label, url, schema) in backends {
             var storeConfiguration = StoreConfiguration()
             storeConfiguration.postgresSchema = schema
@@ -92,17 +113,7 @@ public enum APIBenchmark {
             // token), so each notification links its subscription and recomputes their projection.
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<notificationCount, now: now)
             func ingest(commit: Bool) async throws -> (Double, String) {
-                let counter = CountingStore.Counter()
-                return try await withServer(configuration: configuration, store: store, fastPaths: fastPaths, counter: counter, commit: commit) { port in
-                    // wrk's main thread sleeps for the whole -d even after every thread stopped, so it
-                    // is interrupted (it then prints its report) once the server answered every body.
-                    let output = try await Executable.run(
-                        wrk, [
-                            "-t2", "-c\(connections)", "-d600s", "--latency", "-s", ingestScript.path,
-                            "http://127.0.0.1:\(port)", "--", bodiesFile.path, "2",
-                        ], interruptWhen: { counter.value >= notificationCount })
-                    return (try WrkReport.throughput(output, completed: notificationCount), WrkReport.errors(output))
-                }
+                try await ingestRun(configuration: configuration, store: store, commit: commit) {}
             }
             if label == "SQLite" {
                 // What the ledger costs: the same run with the commit skipped (nothing is stored,
@@ -120,6 +131,15 @@ public enum APIBenchmark {
                 String(
                     format: "ingest %@: %8.0f notifications/s durable (ratio to ES256 limit %.2f%@) %@", label, rate,
                     rate / limit, label == "SQLite" ? ", target 0.5" : "", errors))
+        }
+
+        if only != "postgres" && options.webhookRounds > 0 {
+            try await webhookComparison(
+                rounds: options.webhookRounds, configuration: configuration, folder: folder, notificationCount: notificationCount,
+                now: now
+            ) { configuration, store, afterIngest in
+                try await ingestRun(configuration: configuration, store: store, commit: true, afterIngest: afterIngest)
+            }
         }
 
         if only != "postgres" {
@@ -174,7 +194,9 @@ public enum APIBenchmark {
             router: application.router)
         try server.start()
         do {
-            let result = try await body(server.port)
+            let result = try await withDispatcher(configuration: configuration, store: store, ledger: ledger) {
+                try await body(server.port)
+            }
             await server.shutdown()
             return result
         } catch {
@@ -333,6 +355,9 @@ struct CountingStore: LedgerStore {
     let base: any LedgerStore
     let counter: Counter
     var commit = true
+
+    func events(after: Int64, limit: Int) async throws -> [OutboxEvent] { try await base.events(after: after, limit: limit) }
+    func appendEvent(_ event: OutboxEvent) async throws -> OutboxEvent { try await base.appendEvent(event) }
 
     func ingest(
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64

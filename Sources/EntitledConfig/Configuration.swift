@@ -9,6 +9,9 @@ public struct Configuration: Sendable, Equatable {
     public var listen: ListenAddress = .default
     /// `sqlite:PATH` (embedded default) or `postgres://…` / `postgresql://…`.
     public var database: String = Configuration.defaultDatabase
+    /// PostgreSQL streaming replicas (`database.replicas`) that serve customer reads once they have
+    /// replayed this process's last commit; empty (the default) reads the primary.
+    public var databaseReplicas: [String] = []
     /// Storage limits and retention (the `storage` section).
     public var storage: StorageSettings = StorageSettings()
     /// Keys for the customer and admin API.
@@ -27,6 +30,8 @@ public struct Configuration: Sendable, Equatable {
     public var log = LogSettings()
     /// A second address serving only `GET /metrics`, without credentials (plain HTTP); nil: none.
     public var metricsListen: ListenAddress?
+    /// Webhook endpoints events are delivered to (`webhooks`; default none).
+    public var webhooks: [WebhookEndpoint] = []
 
     public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
 
@@ -273,6 +278,8 @@ public struct StorageSettings: Sendable, Equatable {
     public var statementTimeoutMilliseconds: Int = 5000
     /// PostgreSQL: longest a connection attempt may take, in seconds (1–600).
     public var connectTimeoutSeconds: Int = 5
+    /// PostgreSQL: connections this process keeps to the primary, and to each replica (1–100).
+    public var connections: Int = 8
 
     public init() {}
 }

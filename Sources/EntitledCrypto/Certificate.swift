@@ -213,8 +213,9 @@ public final class X509TrustStore: @unchecked Sendable {
 
     /// Trusts exactly `roots`.
     public init(roots: [X509Certificate]) throws(CryptoError) {
-        store = try OpenSSL.pointer("X509_STORE_new") { X509_STORE_new() }
-        self.roots = roots
+        // Filled before `self.store` is set: once every stored property is, a throw runs `deinit`,
+        // which would free the store a second time.
+        let store = try OpenSSL.pointer("X509_STORE_new") { X509_STORE_new() }
         for root in roots {
             do {
                 try OpenSSL.call("X509_STORE_add_cert") { X509_STORE_add_cert(store, root.pointer) }
@@ -223,6 +224,8 @@ public final class X509TrustStore: @unchecked Sendable {
                 throw error
             }
         }
+        self.store = store
+        self.roots = roots
     }
 
     deinit { X509_STORE_free(store) }

@@ -87,7 +87,9 @@ public struct API: Sendable {
         router.get("/v1/customers/{appUserId}/products") { try await api.customerProducts($0) }
         router.get("/v1/apps/{bundleId}/products") { try await api.products($0) }
         router.get("/v1/subscriptions/{originalTransactionId}") { try await api.subscription($0) }
+        router.get("/v1/events") { try await api.events($0) }
         registerSupport(on: &router)
+        registerWebhooks(on: &router)
         registerCustomers(on: &router)
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }

@@ -23,6 +23,9 @@ public struct Application: Sendable {
     public let metrics: ServerMetrics
     /// Runs the durable jobs (backfills) when some app has `serverAPI` and the store keeps jobs.
     public let jobRunner: JobRunner?
+    /// Delivers events to the configured webhook endpoints; nil without any (or a store that
+    /// keeps no deliveries).
+    public let webhooks: WebhookDispatcher?
 
     /// Builds only `/healthz` and `/readyz`: the bare HTTP stack that `entitled bench http`
     /// measures. Neither route reads the time, so this takes no clock.
@@ -34,6 +37,7 @@ public struct Application: Sendable {
         self.router = router
         notifications = nil
         jobRunner = nil
+        webhooks = nil
     }
 
     /// Builds every route of the API: health, readiness (the ledger's), Apple's notifications, customers,
@@ -43,7 +47,7 @@ public struct Application: Sendable {
         clock: any EpochClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
         hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache(),
         metrics: ServerMetrics = ServerMetrics(), serverAPI: [String: AppStoreServerAPIClient] = [:],
-        jobs: (any DurableJobStore)? = nil
+        jobs: (any DurableJobStore)? = nil, webhookTransport: (any OutboundHTTP)? = nil
     ) {
         self.configuration = configuration
         self.metrics = metrics
@@ -66,6 +70,14 @@ public struct Application: Sendable {
                 ])
         } else {
             jobRunner = nil
+        }
+        if !configuration.webhooks.isEmpty, let deliveries = ledger.store as? any WebhookDeliveryStore {
+            webhooks = WebhookDispatcher(
+                endpoints: configuration.webhooks, store: deliveries,
+                transport: webhookTransport ?? URLSessionHTTP(maxConnectionsPerHost: WebhookDispatcher.maxInFlightPerEndpoint),
+                clock: clock, bell: ledger.events, metrics: metrics)
+        } else {
+            webhooks = nil
         }
     }
 

@@ -56,7 +56,8 @@ public enum StartupError: Error, CustomStringConvertible {
 ///     `ledgerObserver`). Its projection gauges are set from the store's counts.
 ///   - fastPaths: The fast paths' switch (``FastPaths``): the verifier's codec and the projection
 ///     cache the ledger and the API share. Callers read it from `ENTITLED_FAST_PATHS`.
-///   - outbound: How the App Store Server API is called; nil: ``URLSessionHTTP`` (tests inject one).
+///   - outbound: How the App Store Server API and webhook endpoints are called; nil: ``URLSessionHTTP``
+///     (tests inject one).
 ///   - apiSleeper: Waits between the API client's retries (tests and virtual time inject one).
 /// - Throws: ``StartupError``.
 public func buildApplication(
@@ -79,7 +80,8 @@ public func buildApplication(
     if let store {
         opened = store
     } else {
-        opened = try await openDatabase(configuration.database, storage: configuration.storage, observer: metrics)
+        opened = try await openDatabase(
+            configuration.database, replicas: configuration.databaseReplicas, storage: configuration.storage, observer: metrics)
     }
     do {
         // One query now; the observer keeps the gauges current from here on.
@@ -100,7 +102,7 @@ public func buildApplication(
     let application = Application(
         configuration: configuration, verifier: TimedVerifier(base: notificationVerifier, metrics: metrics), ledger: ledger,
         clock: clock, rejectionBudget: rejectionBudget, cache: cache, metrics: metrics, serverAPI: clients,
-        jobs: opened as? any DurableJobStore)
+        jobs: opened as? any DurableJobStore, webhookTransport: outbound)
     let reconcilers: [Reconciler]
     do {
         reconcilers = try buildReconcilers(configuration: configuration, clock: clock, store: opened, application: application, clients: clients)

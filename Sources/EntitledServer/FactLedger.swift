@@ -26,8 +26,12 @@ public final class FactLedger: ReadinessProbe, Projector {
     /// The environments whose purchases the stored answer merges, primary first
     /// (``EntitledConfig/Configuration/grantEnvironments``).
     private let merged: [Environment]
+    /// `merged` as stored answers name it (``EvaluationContext/scope``), written once, not per read.
+    private let mergedScope: String
     /// Ingest commit latency goes here (nil: not measured).
     let metrics: ServerMetrics?
+    /// Rung after every committed ingest: wakes the event feed's long polls.
+    public let events = EventBell()
 
     /// - Parameters:
     ///   - store: the opened ledger.
@@ -43,6 +47,7 @@ public final class FactLedger: ReadinessProbe, Projector {
         self.policy = policy
         self.cache = cache
         self.merged = grantEnvironments
+        self.mergedScope = EvaluationContext.scope(grantEnvironments)
         self.metrics = metrics
     }
 
@@ -81,7 +86,7 @@ public final class FactLedger: ReadinessProbe, Projector {
     /// the facts and on which statuses hold at `now`, not on the instant itself — a rebuild then
     /// finds no difference unless a status changed.
     public func document(customer: CustomerRecord, state: CustomerState) -> [UInt8] {
-        cache.document(for: CustomerBody(customer: customer, state: state, now: 0), scope: EvaluationContext.scope(merged))
+        cache.document(for: CustomerBody(customer: customer, state: state, now: 0), scope: mergedScope)
     }
 
     /// False for a stored document the server replaces by itself when it reads it: an answer of an
@@ -112,6 +117,7 @@ public final class FactLedger: ReadinessProbe, Projector {
             let started = ContinuousClock.now
             let result = try await store.ingest(message, facts: facts, claim: claim, projector: self, now: message.receivedAt)
             metrics?.ledgerCommitDuration.observe([], (ContinuousClock.now - started).seconds)
+            if result.status == .accepted { events.ring() }
             return result.status
         }
     }
@@ -161,7 +167,8 @@ public final class FactLedger: ReadinessProbe, Projector {
             // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
             computedAt <= context.now,
             case .current(let answer) = cache.storedAnswer(document),
-            answer.holds(at: context.now, scope: context.scope)
+            // The context's environments are `merged`, so its scope is `mergedScope`.
+            answer.holds(at: context.now, scope: mergedScope)
         else { return nil }
         return answer
     }

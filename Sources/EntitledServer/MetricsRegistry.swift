@@ -3,7 +3,10 @@ import Synchronization
 
 /// Counters, gauges and histograms with fixed buckets, rendered in the Prometheus text exposition
 /// format (version 0.0.4). Families are registered once, at start; series (one per label-value
-/// combination) appear on first use. Each family has its own lock, held for a dictionary update.
+/// combination) appear on first use. Each family has its own lock, held to find or add a series;
+/// each series has its own, held to change its numbers. A caller that records into the same
+/// series over and over resolves it once (``Counter/cell(_:)``, ``Histogram/cell(_:)``) and then
+/// takes only that series' lock.
 ///
 /// A family keeps at most ``maxSeries`` series: label values come from requests (routes, codes,
 /// notification types), and a bug or an attacker must not grow memory or the scrape without bound.
@@ -57,8 +60,21 @@ public struct Counter: Sendable {
 
     /// Adds `amount` (not negative) to the series with these label values (in the family's label order).
     public func add(_ labels: [String] = [], _ amount: Double = 1) {
-        guard amount >= 0 else { return }
-        family.update(labels) { $0.value += amount }
+        cell(labels).add(amount)
+    }
+
+    /// The series with these label values, resolved once.
+    public func cell(_ labels: [String] = []) -> Cell { Cell(series: family.cell(labels)) }
+
+    /// One series of a counter.
+    public struct Cell: Sendable {
+        fileprivate let series: SeriesCell
+
+        /// Adds `amount` (not negative).
+        public func add(_ amount: Double = 1) {
+            guard amount >= 0 else { return }
+            series.numbers.withLock { $0.value += amount }
+        }
     }
 }
 
@@ -77,13 +93,26 @@ public struct Histogram: Sendable {
     fileprivate init(_ family: MetricFamily) { self.family = family }
 
     public func observe(_ labels: [String] = [], _ value: Double) {
-        guard !value.isNaN else { return }
-        let bucket = family.buckets.firstIndex { value <= $0 } ?? family.buckets.count
-        family.update(labels) { series in
-            if series.buckets.isEmpty { series.buckets = Array(repeating: 0, count: family.buckets.count + 1) }
-            series.buckets[bucket] += 1
-            series.value += value
-            series.count += 1
+        cell(labels).observe(value)
+    }
+
+    /// The series with these label values, resolved once.
+    public func cell(_ labels: [String] = []) -> Cell { Cell(bounds: family.buckets, series: family.cell(labels)) }
+
+    /// One series of a histogram.
+    public struct Cell: Sendable {
+        fileprivate let bounds: [Double]
+        fileprivate let series: SeriesCell
+
+        public func observe(_ value: Double) {
+            guard !value.isNaN else { return }
+            let bucket = bounds.firstIndex { value <= $0 } ?? bounds.count
+            series.numbers.withLock { series in
+                if series.buckets.isEmpty { series.buckets = Array(repeating: 0, count: bounds.count + 1) }
+                series.buckets[bucket] += 1
+                series.value += value
+                series.count += 1
+            }
         }
     }
 }
@@ -95,6 +124,12 @@ struct Series: Sendable {
     var count: UInt64 = 0
 }
 
+/// One series' numbers under a lock of their own, so that updating a resolved series never takes
+/// its family's lock.
+final class SeriesCell: Sendable {
+    let numbers = Mutex(Series())
+}
+
 final class MetricFamily: Sendable {
     enum Kind: String, Sendable { case counter, gauge, histogram }
 
@@ -103,7 +138,7 @@ final class MetricFamily: Sendable {
     let kind: Kind
     let labels: [String]
     let buckets: [Double]
-    private let series = Mutex<[[String]: Series]>([:])
+    private let series = Mutex<[[String]: SeriesCell]>([:])
 
     init(name: String, help: String, kind: Kind, labels: [String], buckets: [Double]) {
         self.name = name
@@ -113,20 +148,28 @@ final class MetricFamily: Sendable {
         self.buckets = buckets
     }
 
-    func update(_ values: [String], _ change: (inout Series) -> Void) {
+    /// The series of these label values, added on first use (past ``MetricsRegistry/maxSeries``,
+    /// the one whose labels are all `_other`).
+    func cell(_ values: [String]) -> SeriesCell {
         precondition(values.count == labels.count, "metric \(name) takes labels \(labels)")
-        series.withLock { series in
-            var key = values
-            if series[key] == nil && series.count >= MetricsRegistry.maxSeries {
-                key = Array(repeating: "_other", count: labels.count)
-            }
-            change(&series[key, default: Series()])
+        return series.withLock { series in
+            if let cell = series[values] { return cell }
+            let key = series.count >= MetricsRegistry.maxSeries ? Array(repeating: "_other", count: labels.count) : values
+            if let cell = series[key] { return cell }
+            let cell = SeriesCell()
+            series[key] = cell
+            return cell
         }
+    }
+
+    func update(_ values: [String], _ change: (inout Series) -> Void) {
+        cell(values).numbers.withLock { change(&$0) }
     }
 
     func render(into out: inout String) {
         out += "# HELP \(name) \(Self.escapeHelp(help))\n# TYPE \(name) \(kind.rawValue)\n"
-        let snapshot = series.withLock { $0 }.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let snapshot = series.withLock { $0 }.map { ($0.key, $0.value.numbers.withLock { $0 }) }
+            .sorted { $0.0.lexicographicallyPrecedes($1.0) }
         for (values, series) in snapshot {
             let pairs = zip(labels, values).map { "\($0)=\"\(Self.escapeLabel($1))\"" }
             switch kind {

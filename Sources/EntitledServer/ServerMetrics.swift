@@ -20,6 +20,7 @@ public final class ServerMetrics: LedgerObserver {
     let verificationDuration: Histogram
     let ledgerCommitDuration: Histogram
     let ledgerGroupSize: Histogram
+    let replicaReads: Counter
     let projectionLag: Histogram
     let customers: Gauge
     let subscriptions: Gauge
@@ -29,8 +30,11 @@ public final class ServerMetrics: LedgerObserver {
     /// `time() - value`), and passes by outcome.
     let reconcileWatermark: Gauge
     let reconcilePasses: Counter
-    // Webhook deliveries (outbox depth, oldest age, deliveries by outcome) belong here once that
-    // feature exists; nothing is registered before, so nothing reads 0 falsely.
+    /// Webhook attempts by endpoint (its index in `webhooks`) and outcome, pending deliveries per
+    /// endpoint, and each attempt's latency.
+    let webhookDeliveries: Counter
+    let webhookPending: Gauge
+    let webhookAttemptDuration: Histogram
 
     /// Seconds buckets for request, verification and commit latencies.
     static let latencyBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -61,6 +65,10 @@ public final class ServerMetrics: LedgerObserver {
         ledgerGroupSize = registry.histogram(
             "entitled_ledger_group_commit_size", "Write transactions the storage writer groups into one commit.",
             buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
+        replicaReads = registry.counter(
+            "entitled_replica_reads_total",
+            "Reads with read replicas configured, by where they ran (replica, or primary: no replica had this process's last commit or answered).",
+            labels: ["served_by"])
         projectionLag = registry.histogram(
             "entitled_projection_lag_seconds",
             "From a V2 notification's signedDate to its projections committed (Apple's delivery delay plus ours).",
@@ -72,6 +80,15 @@ public final class ServerMetrics: LedgerObserver {
         reconcilePasses = registry.counter(
             "entitled_reconcile_passes_total", "Reconciliation passes, by app, environment and outcome (ok, failed, skipped).",
             labels: ["app", "environment", "outcome"])
+        webhookDeliveries = registry.counter(
+            "entitled_webhook_deliveries_total",
+            "Webhook delivery attempts, by endpoint (index in webhooks) and outcome (delivered, retried, failed).",
+            labels: ["endpoint", "outcome"])
+        webhookPending = registry.gauge(
+            "entitled_webhook_pending_deliveries", "Webhook deliveries not yet delivered or failed, by endpoint.", labels: ["endpoint"])
+        webhookAttemptDuration = registry.histogram(
+            "entitled_webhook_attempt_duration_seconds", "Time of one webhook delivery attempt until its answer or failure, by endpoint.",
+            labels: ["endpoint"], buckets: Self.latencyBuckets + [30, 60])
         customers = registry.gauge(
             "entitled_customers", "Projected customers by state (active: an active entitlement; inactive: purchases, none active; new: none).",
             labels: ["state"])
@@ -82,15 +99,64 @@ public final class ServerMetrics: LedgerObserver {
 
     // MARK: - Recording
 
-    /// Methods outside this set are counted as `other`: the method is the client's word.
-    private static let knownMethods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    /// A method as its label: methods outside the known ones are counted as `other` (the method is
+    /// the client's word, so it must not make series).
+    private static func label(_ method: HTTPMethod) -> HTTPMethod {
+        switch method.rawValue {
+        case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS": method
+        default: HTTPMethod("other")
+        }
+    }
 
-    /// For ``HTTPServer/Configuration/requestObserver``.
+    /// For ``HTTPServer/Configuration/requestObserver``: on the poll thread, once per request.
     public func record(_ request: CompletedRequest) {
-        let method = Self.knownMethods.contains(request.method.rawValue) ? request.method.rawValue : "other"
-        let route = request.route ?? "unmatched"
-        httpRequests.add([method, route, String(request.status)])
-        httpDuration.observe([method, route], request.seconds)
+        let key = RouteKey(method: Self.label(request.method), route: request.route)
+        let series = routeSeries.withLock { $0[key] } ?? resolve(key)
+        series.duration.observe(request.seconds)
+        series.requests(status: request.status).add()
+    }
+
+    /// A request's method and matched route: few (the router's routes, the methods they answer
+    /// and the misses), so their series are resolved once each (``RouteSeries``).
+    private struct RouteKey: Hashable {
+        var method: HTTPMethod
+        var route: String?
+    }
+
+    /// The HTTP series of one method and route, looked up in the families on its first request:
+    /// every later one finds them in one small table and updates them under their own locks,
+    /// instead of building label arrays and hashing them in both families.
+    private final class RouteSeries: Sendable {
+        let labels: [String]
+        let duration: Histogram.Cell
+        private let requests: Counter
+        private let byStatus = Mutex<[Int: Counter.Cell]>([:])
+
+        init(labels: [String], requests: Counter, duration: Histogram) {
+            self.labels = labels
+            self.requests = requests
+            self.duration = duration.cell(labels)
+        }
+
+        func requests(status: Int) -> Counter.Cell {
+            if let cell = byStatus.withLock({ $0[status] }) { return cell }
+            let cell = requests.cell(labels + [String(status)])
+            byStatus.withLock { $0[status] = cell }
+            return cell
+        }
+    }
+
+    private let routeSeries = Mutex<[RouteKey: RouteSeries]>([:])
+
+    private func resolve(_ key: RouteKey) -> RouteSeries {
+        let series = RouteSeries(
+            labels: [key.method.rawValue, key.route ?? "unmatched"], requests: httpRequests, duration: httpDuration)
+        return routeSeries.withLock { table in
+            if let existing = table[key] { return existing }
+            // Bounded like the families (routes are the router's, methods the known ones).
+            if table.count < MetricsRegistry.maxSeries { table[key] = series }
+            return series
+        }
     }
 
     /// An accepted or duplicate notification; `type` and `subtype` are Apple's (verified).
@@ -123,6 +189,10 @@ public final class ServerMetrics: LedgerObserver {
     // MARK: - LedgerObserver
 
     public func groupCommitted(writes: Int) { ledgerGroupSize.observe([], Double(writes)) }
+
+    public func readsRouted(_ reads: Int, onReplica: Bool) {
+        replicaReads.add([onReplica ? "replica" : "primary"], Double(reads))
+    }
 
     public func projectionsChanged(_ change: ProjectionTally) {
         guard projectionsCounted.load(ordering: .acquiring) else { return }

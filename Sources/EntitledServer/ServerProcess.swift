@@ -108,12 +108,14 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     }
 
     let runningJobs = assembled.jobRunner.map { runner in Task { await runner.run() } }
+    let delivering = assembled.application.webhooks.map { dispatcher in Task { await dispatcher.run() } }
 
     let signal = await signals.wait()
     ServerLog.event("shutting down", ["signal": signal])
     purging.cancel()
     for task in reconciling { task.cancel() }
     runningJobs?.cancel()
+    delivering?.cancel()
     // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()
     await metricsServer?.shutdown()

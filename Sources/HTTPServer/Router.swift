@@ -51,6 +51,9 @@ public struct Router: Sendable {
     }
 
     private var routes: [Route] = []
+    /// The indices of `routes` by segment count, in registration order: a path can only bind to
+    /// routes with as many segments as it has, so a request tries those alone.
+    private var routesBySegmentCount: [Int: [Int]] = [:]
 
     public init() {}
 
@@ -76,6 +79,7 @@ public struct Router: Sendable {
         precondition(
             !routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
         let takesBody = takesBody ?? [HTTPMethod.post, .put, .patch].contains(method)
+        routesBySegmentCount[segments.count, default: []].append(routes.count)
         routes.append(
             Route(method: method, pattern: pattern, segments: segments, handler: handler, takesBody: takesBody, admit: admit))
     }
@@ -112,14 +116,15 @@ public struct Router: Sendable {
     func resolve(_ method: HTTPMethod, _ path: String) -> Resolution {
         let parts = Self.split(path)
         var allowed: [HTTPMethod] = []
-        var getFallback: (Route, [String: String])?
-        for route in routes {
-            guard let parameters = Self.bind(route.segments, parts) else { continue }
-            if route.method == method { return .found(route, parameters: parameters) }
-            if method == .head && route.method == .get { getFallback = (route, parameters) }
-            if !allowed.contains(route.method) { allowed.append(route.method) }
+        var getFallback: (Int, [String: String])?
+        for index in routesBySegmentCount[parts.count] ?? [] {
+            guard let parameters = Self.bind(routes[index].segments, parts) else { continue }
+            let routeMethod = routes[index].method
+            if routeMethod == method { return .found(routes[index], parameters: parameters) }
+            if method == .head && routeMethod == .get { getFallback = (index, parameters) }
+            if !allowed.contains(routeMethod) { allowed.append(routeMethod) }
         }
-        if let (route, parameters) = getFallback { return .found(route, parameters: parameters) }
+        if let (index, parameters) = getFallback { return .found(routes[index], parameters: parameters) }
         if allowed.isEmpty { return .notFound }
         if allowed.contains(.get) && !allowed.contains(.head) { allowed.append(.head) }
         return .methodNotAllowed(allow: allowed)

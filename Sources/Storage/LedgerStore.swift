@@ -6,7 +6,7 @@ import Entitlements
 /// SQLite with the WAL fsynced before any answer, on PostgreSQL with the server's `fsync`).
 /// Implementations: SQLite (embedded default) and PostgreSQL (scale-out); open one with
 /// ``openStore(url:configuration:)``.
-public protocol LedgerStore: Sendable {
+public protocol LedgerStore: EventStore {
     /// Stored projections counted by customer state and subscription status (one query; for
     /// metrics gauges, then kept current from ``LedgerObserver/projectionsChanged(_:)``).
     func projectionTally() async throws -> ProjectionTally
@@ -143,6 +143,9 @@ public struct StoreConfiguration: Sendable {
     public var postgresGroupCommit: Int = 8
     /// PostgreSQL: connections in the pool, each on its own thread. Default 8.
     public var postgresConnections: Int = 8
+    /// PostgreSQL: streaming replicas (libpq URIs) for reads. A read goes to a replica only once
+    /// it has replayed this process's last commit (``PostgresStore``), else to the primary.
+    public var postgresReplicas: [String] = []
     /// PostgreSQL: a schema to use (created when missing) instead of `public`; tests use one per test.
     /// Letters, digits and `_` only.
     public var postgresSchema: String? = nil

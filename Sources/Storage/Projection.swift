@@ -67,6 +67,21 @@ extension Projector {
     /// statuses hold at `now`, so a rebuild at another instant finds no difference unless a status
     /// changed.
     package func projection(customer: CustomerRecord, facts: [Fact], now: Int64) throws -> CustomerProjection {
+        let (rows, primary) = rows(facts: facts, now: now)
+        var state: CustomerState
+        if let grantEnvironments {
+            state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
+        } else {
+            state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
+        }
+        state.evaluatedAt = 0
+        return CustomerProjection(
+            entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document(customer: customer, state: state))
+    }
+
+    /// The projection's rows (its `state` left empty) and the primary environment's state: what
+    /// event derivation compares, without the cost of a document.
+    package func rows(facts: [Fact], now: Int64) -> (CustomerProjection, CustomerState?) {
         var entitlementRows: [EntitlementRow] = []
         var subscriptionRows: [SubscriptionRow] = []
         var primary: CustomerState?
@@ -92,18 +107,10 @@ extension Projector {
                         environment: environment.rawValue))
             }
         }
-        var state: CustomerState
-        if let grantEnvironments {
-            state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
-        } else {
-            state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
-        }
-        state.evaluatedAt = 0
         // One row per subscription: keep the first environment's (the primary one comes first).
         var seen = Set<String>()
         subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
-        return CustomerProjection(
-            entitlements: entitlementRows, subscriptions: subscriptionRows, state: try document(customer: customer, state: state))
+        return (CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: []).canonical, primary)
     }
 
     /// Environments present, primary first: Production, then the others in a fixed order.

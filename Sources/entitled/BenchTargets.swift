@@ -86,6 +86,7 @@ enum APIBenchmarkCommand: Command {
     static let help = """
         Usage: entitled bench api [--notifications N] [--customers N] [--duration SECONDS]
                                   [--connections N] [--postgres URL] [--only sqlite|postgres]
+                                  [--webhook-rounds N]
 
         1. Ingest: N really signed V2 notifications (each with a signed transaction and renewal
            info, so 3 ES256 checks; each a new subscription of one of N existing customers, so it
@@ -97,6 +98,10 @@ enum APIBenchmarkCommand: Command {
            (ES256 verifications/s on all cores, measured in the same run) / 3. Target on SQLite: 0.5.
            Before SQLite, the same bodies once more with the ledger's commit skipped: what HTTP,
            verification and mapping alone reach, so the ledger's share is visible.
+        Then --webhook-rounds (default 3; 0 skips) alternated rounds of the same ingest on SQLite
+           without webhooks and with one endpoint delivering to a receiver on loopback (a fresh
+           database each run): notifications/s of each, their means and the difference (target:
+           the outbox and delivery cost at most 10 %), and deliveries/s of each run.
         2. Reads: GET /v1/customers/{id} for random ids over --customers customers (SQLite) with
            wrk for --duration seconds. Prints requests/s and latency percentiles.
            Target on 2 cores: 30,000 requests/s, p99 under 5 ms.
@@ -117,6 +122,7 @@ enum APIBenchmarkCommand: Command {
         options.connections = try positive("--connections") ?? 32
         options.postgres = try arguments.option("--postgres")
         options.only = try arguments.option("--only")
+        options.webhookRounds = try arguments.option("--webhook-rounds", as: "a number") { Int($0).flatMap { $0 >= 0 ? $0 : nil } } ?? 3
         options.fastPaths = fastPaths
         try arguments.finish()
         if let only = options.only, only != "sqlite" && only != "postgres" { throw UsageError("--only must be sqlite or postgres") }

@@ -22,6 +22,8 @@ enum Entitled {
         BenchCommand.self,
         StorageCrashChildCommand.self,
         SimulateCommand.self,
+        WebhookSecretCommand.self,
+        WebhookSignCommand.self,
         ]
     }
 

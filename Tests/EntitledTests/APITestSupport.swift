@@ -180,6 +180,14 @@ struct SwitchedStore: LedgerStore {
     }
 
     func migrate() async throws -> MigrationReport { try await base.migrate() }
+    func events(after: Int64, limit: Int) async throws -> [OutboxEvent] {
+        try up()
+        return try await base.events(after: after, limit: limit)
+    }
+    func appendEvent(_ event: OutboxEvent) async throws -> OutboxEvent {
+        try up()
+        return try await base.appendEvent(event)
+    }
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
         try up()
         return try await base.recordRejected(message, code: code)
@@ -352,6 +360,47 @@ enum AppleFixtures {
     static func load<T: Decodable>(_ type: T.Type, _ name: String) throws -> T {
         guard let folder else { throw CocoaError(.fileNoSuchFile) }
         return try AppStoreJSON.decode(type, from: Data(contentsOf: folder.appendingPathComponent(name)))
+    }
+}
+
+/// Webhook deliveries through the same outage switch.
+extension SwitchedStore: WebhookDeliveryStore {
+    func fanOut(endpoint: String, wants: @escaping @Sendable (String, String?) -> Bool, limit: Int, now: Int64) async throws -> Int {
+        try up()
+        return try await base.fanOut(endpoint: endpoint, wants: wants, limit: limit, now: now)
+    }
+
+    func claimDeliveries(endpoint: String, owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [ClaimedDelivery] {
+        try up()
+        return try await base.claimDeliveries(endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+    }
+
+    func finishDelivery(_ id: Int64, owner: String, outcome: WebhookAttemptOutcome, now: Int64) async throws -> Bool {
+        try up()
+        return try await base.finishDelivery(id, owner: owner, outcome: outcome, now: now)
+    }
+
+    func finishAndClaim(
+        _ finished: (id: Int64, outcome: WebhookAttemptOutcome), endpoint: String, owner: String, now: Int64, leaseUntil: Int64,
+        limit: Int
+    ) async throws -> [ClaimedDelivery] {
+        try up()
+        return try await base.finishAndClaim(finished, endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+    }
+
+    func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery] {
+        try up()
+        return try await base.deliveries(status: status, before: before, limit: limit)
+    }
+
+    func retryDelivery(_ id: Int64, now: Int64) async throws -> WebhookDelivery? {
+        try up()
+        return try await base.retryDelivery(id, now: now)
+    }
+
+    func pendingDeliveries() async throws -> [String: Int] {
+        try up()
+        return try await base.pendingDeliveries()
     }
 }
 

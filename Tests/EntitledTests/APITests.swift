@@ -11,6 +11,7 @@ struct APIHarness {
     let port: Int
     let ledger: TestLedger
     let clock: VirtualClock
+    let application: Application
 
     static let start: Int64 = 1_800_000_000_000  // 2027-01-15T08:00:00Z
     static let bundleId = "com.example.app"
@@ -63,7 +64,7 @@ struct APIHarness {
         let http = HTTPServer(configuration: server, router: application.router)
         try http.start()
         do {
-            try await body(APIHarness(port: http.port, ledger: ledger, clock: clock))
+            try await body(APIHarness(port: http.port, ledger: ledger, clock: clock, application: application))
         } catch {
             await http.shutdown()
             await ledger.store.close()

@@ -49,6 +49,22 @@ import Testing
                 """)
     }
 
+    @Test func aResolvedCellIsTheSeriesOfItsLabels() {
+        let registry = MetricsRegistry()
+        let counter = registry.counter("c_total", "Cells.", labels: ["id"])
+        let histogram = registry.histogram("h_seconds", "Cells.", labels: ["id"], buckets: [1])
+        let cell = counter.cell(["a"])
+        cell.add()
+        counter.add(["a"], 2)
+        cell.add(-1)  // ignored, as by add(_:_:)
+        histogram.cell(["a"]).observe(0.5)
+        histogram.observe(["a"], 2)
+        let text = registry.render()
+        #expect(text.contains(#"c_total{id="a"} 3"#))
+        #expect(text.contains(#"h_seconds_bucket{id="a",le="1"} 1"#))
+        #expect(text.contains(#"h_seconds_count{id="a"} 2"#))
+    }
+
     @Test func seriesPastTheCapShareOneOtherSeries() {
         let registry = MetricsRegistry()
         let counter = registry.counter("c_total", "Capped.", labels: ["id"])
@@ -137,6 +153,27 @@ import Testing
         for (status, count) in tally.subscriptions {
             #expect(Self.value(after, #"entitled_subscriptions{status="\#(status)"}"#) == Double(count), "\(status)")
         }
+    }
+
+    /// Each request counts in its method's, route's and status's series, whether its route's
+    /// series were resolved by an earlier request or not; unknown methods count as `other`.
+    @Test func requestsCountByMethodRouteAndStatus() {
+        let metrics = ServerMetrics()
+        for status in [200, 200, 404, 200] {
+            metrics.record(CompletedRequest(method: .get, route: "/v1/customers/{appUserId}", status: status, seconds: 0.002))
+        }
+        metrics.record(CompletedRequest(method: .head, route: "/v1/customers/{appUserId}", status: 200, seconds: 0.002))
+        metrics.record(CompletedRequest(method: HTTPMethod("BREW"), route: nil, status: 404, seconds: 0.001))
+        metrics.record(CompletedRequest(method: HTTPMethod("BREW"), route: nil, status: 404, seconds: 0.001))
+        let text = metrics.registry.render()
+        let customer = #"method="GET",route="/v1/customers/{appUserId}""#
+        #expect(Self.value(text, "entitled_http_requests_total{\(customer),status=\"200\"}") == 3)
+        #expect(Self.value(text, "entitled_http_requests_total{\(customer),status=\"404\"}") == 1)
+        #expect(Self.value(text, "entitled_http_request_duration_seconds_count{\(customer)}") == 4)
+        #expect(
+            Self.value(text, #"entitled_http_requests_total{method="HEAD",route="/v1/customers/{appUserId}",status="200"}"#) == 1)
+        #expect(Self.value(text, #"entitled_http_requests_total{method="other",route="unmatched",status="404"}"#) == 2)
+        #expect(!text.contains("BREW"))
     }
 
     @Test func metricsListenServesWithoutCredentials() async throws {

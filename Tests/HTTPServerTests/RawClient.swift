@@ -22,7 +22,17 @@ final class RawClient {
     private var buffer: [UInt8] = []
 
     init(port: Int, timeoutSeconds: Int = 10) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = try Self.connectedSocket(port: port, timeoutSeconds: timeoutSeconds)
+    }
+
+    /// A connected socket, or a throw with nothing left open. Not done on `self.fd`: once every
+    /// stored property is set, a throwing initializer still runs `deinit`, whose `close(fd)` then
+    /// closed the descriptor number a second time — by then possibly another thread's (a test
+    /// server's listening socket: libmicrohttpd aborted with "Failed to remove listen FD from
+    /// epoll set").
+    static func connectedSocket(port: Int, timeoutSeconds: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure.connect(errno) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
@@ -39,6 +49,7 @@ final class RawClient {
             close(fd)
             throw Failure.connect(code)
         }
+        return fd
     }
 
     deinit { close(fd) }

@@ -74,9 +74,10 @@ extension Ledger {
     /// Recomputes and stores one customer's projection. Returns the customer and, when the
     /// projector failed for it, the failure (then marked on the customer's stored projection
     /// instead: one customer that cannot be projected must not fail everyone's transaction).
+    /// With a `cause`, the change of the customer's answer is written to the outbox as events.
     @discardableResult
     func recompute(
-        customerID: Int64, projector: any Projector, now: Int64, known: [String: Fact] = [:]
+        customerID: Int64, projector: any Projector, now: Int64, known: [String: Fact] = [:], cause: EventCause? = nil
     ) throws -> (CustomerRecord, ProjectionFailure?) {
         // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
         let results = try session.pipeline([
@@ -95,8 +96,10 @@ extension Ledger {
         customer.aliases = Self.others(try results[3].map { try $0.text(1) }, than: customer.appUserId)
         let stored = try results[2].first.map(Self.decodeState)
         let projection: CustomerProjection
+        let facts: [Fact]
         do {
-            projection = try project(customer, rows: results[1], projector: projector, now: now, known: known)
+            facts = try Self.engineFacts(results[1], projector: projector, known: known)
+            projection = try projector.projection(customer: customer, facts: facts, now: now).canonical
         } catch {
             let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
             try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
@@ -105,6 +108,10 @@ extension Ledger {
         // A failure mark is only cleared by rewriting every row (the rows kept may be stale).
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
         noteProjection(stored?.projection, projection)
+        if let cause {
+            let signedDates = try results[1].map { try $0.optionalInt(11) ?? 0 }
+            try emitEvents(for: customer, facts: facts, signedDates: signedDates, after: projection, projector: projector, cause: cause, now: now)
+        }
         return (customer, nil)
     }
 

@@ -199,11 +199,19 @@ struct Ledger {
         let known = Dictionary(rows.map { ($0.payload, $0.fact) }, uniquingKeysWith: { first, _ in first })
         var names: [String] = []
         var failures: [ProjectionFailure] = []
+        let newest = rows.max { $0.signedDate < $1.signedDate }
+        let cause = EventCause(
+            notificationID: storedNotification ? notificationID : nil, notificationUUID: message.notificationUUID,
+            notificationType: message.notificationType, subtype: message.subtype, bundleId: message.bundleId,
+            transactionIds: rows.compactMap(\.transactionId), factDigest: newest?.digest,
+            occurredAt: newest.map { $0.signedDate > 0 ? $0.signedDate : message.receivedAt } ?? message.receivedAt,
+            earliestSignedDate: rows.map(\.signedDate).min() ?? .max)
         for id in affected.sorted() {
-            let (customer, failure) = try recompute(customerID: id, projector: projector, now: now, known: known)
+            let (customer, failure) = try recompute(customerID: id, projector: projector, now: now, known: known, cause: cause)
             names.append(customer.appUserId)
             if let failure { failures.append(failure) }
         }
+        try emitMessageEvents(message, links: links, otids: sortedOTIDs, cause: cause, now: now)
         try inject(.afterProjections)
         return IngestResult(
             status: .accepted, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,

@@ -199,6 +199,58 @@ enum Schema {
                 );
                 CREATE INDEX offer_signatures_customer ON offer_signatures (app_user_id, id);
                 """),
+        // The event outbox: changes of customers' answers, appended in the ingest's transaction
+        // (`seq` is the feed's commit order); webhook deliveries of its events, per endpoint, and
+        // how far each endpoint's fan-out has read.
+        Migration(
+            version: 11, name: "event outbox",
+            sql: """
+                CREATE TABLE events (
+                    seq {id},
+                    event_id TEXT NOT NULL UNIQUE,
+                    type TEXT NOT NULL,
+                    customer_id {int},
+                    app_user_id TEXT,
+                    app_account_token TEXT,
+                    environment TEXT,
+                    bundle_id TEXT,
+                    product_id TEXT,
+                    original_transaction_id TEXT,
+                    entitlements TEXT NOT NULL,
+                    details TEXT NOT NULL,
+                    cause TEXT NOT NULL,
+                    occurred_at {int} NOT NULL,
+                    recorded_at {int} NOT NULL,
+                    answer TEXT NOT NULL
+                );
+                CREATE TABLE webhook_cursors (
+                    endpoint TEXT NOT NULL PRIMARY KEY,
+                    after_seq {int} NOT NULL
+                );
+                CREATE TABLE webhook_deliveries (
+                    id {id},
+                    endpoint TEXT NOT NULL,
+                    event_seq {int} NOT NULL,
+                    event_id TEXT NOT NULL,
+                    event_type TEXT NOT NULL,
+                    customer_key TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    attempts {int} NOT NULL,
+                    next_attempt_at {int} NOT NULL,
+                    first_attempt_at {int},
+                    last_attempt_at {int},
+                    last_status {int},
+                    last_error TEXT,
+                    lease_owner TEXT,
+                    lease_expires_at {int},
+                    created_at {int} NOT NULL,
+                    updated_at {int} NOT NULL,
+                    UNIQUE (endpoint, event_id)
+                );
+                CREATE INDEX webhook_deliveries_due ON webhook_deliveries (endpoint, status, event_seq);
+                CREATE INDEX webhook_deliveries_order ON webhook_deliveries (endpoint, customer_key, status, event_seq);
+                CREATE INDEX webhook_deliveries_status ON webhook_deliveries (status, id);
+                """),
         // Customers under several ids (aliases: a row per id, `merged_into` the customer it
         // belongs to) and the record of merges and erasures (`customer_events`; an erasure's row
         // names no erased id).

@@ -1,0 +1,137 @@
+import EntitledCrypto
+import Foundation
+
+/// One webhook endpoint (`webhooks[]`): where events are delivered, signed with its secret.
+public struct WebhookEndpoint: Sendable, Hashable {
+    /// `https://…` (or `http://` for loopback and tests).
+    public var url: URL
+    /// The signing key: the bytes of the secret's base64 part after `whsec_` (never logged).
+    public var secretKey: [UInt8]
+    /// Event types delivered; `["*"]` is every type.
+    public var events: [String]
+    /// Environments whose events are delivered.
+    public var environments: [String]
+    /// A delivery attempt that has no answer after this long is a failure. Default 10, 1…60.
+    public var timeoutSeconds: Int
+    /// The waits before each retry; after the last, the last wait repeats until ``maxRetryHours``.
+    public var retryScheduleSeconds: [Int]
+    /// After this long since the first attempt a delivery is marked failed. Default 72, 1…720.
+    public var maxRetryHours: Int
+
+    public static let defaultRetryScheduleSeconds = [30, 120, 600, 3600, 21600, 43200]
+    /// Limits of the keys (docs/configuration.md lists them).
+    public static let maxEndpoints = 20
+    public static let timeoutSecondsRange = 1...60
+    public static let retryScheduleCountRange = 1...20
+    public static let retryWaitSecondsRange = 1...86400
+    public static let maxRetryHoursRange = 1...720
+
+    public init(
+        url: URL, secretKey: [UInt8], events: [String] = ["*"], environments: [String] = ["Production", "Sandbox"],
+        timeoutSeconds: Int = 10, retryScheduleSeconds: [Int] = WebhookEndpoint.defaultRetryScheduleSeconds, maxRetryHours: Int = 72
+    ) {
+        self.url = url
+        self.secretKey = secretKey
+        self.events = events
+        self.environments = environments
+        self.timeoutSeconds = timeoutSeconds
+        self.retryScheduleSeconds = retryScheduleSeconds
+        self.maxRetryHours = maxRetryHours
+    }
+
+    /// Whether an event of `type` in `environment` (nil: none, e.g. `test`) goes to this endpoint.
+    public func wants(type: String, environment: String?) -> Bool {
+        (events.contains("*") || events.contains(type)) && (environment.map(environments.contains) ?? true)
+    }
+}
+
+/// Webhook secrets: `whsec_` and the base64 of at least 24 random bytes (the Standard Webhooks form).
+public enum WebhookSecret {
+    public static let prefix = "whsec_"
+    public static let minimumBytes = 24
+
+    /// A new secret of 32 random bytes (`entitled webhook-secret`).
+    public static func generate() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return prefix + Base64.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+
+    /// The signing key of a secret; nil when it is not `whsec_` + base64 of at least 24 bytes.
+    public static func key(_ secret: String) -> [UInt8]? {
+        guard secret.hasPrefix(prefix), let bytes = Base64.decode(secret.dropFirst(prefix.count)), bytes.count >= minimumBytes
+        else { return nil }
+        return bytes
+    }
+}
+
+extension ConfigurationLoader {
+    /// Parses `webhooks[]`; problems of optional keys are recorded and parsing goes on.
+    func webhook(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> WebhookEndpoint {
+        var object = try node.object()
+        let urlNode = try object.require("url")
+        let raw = try urlNode.string()
+        guard raw.utf8.count <= 2048, let url = URL(string: raw), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
+            url.host != nil
+        else {
+            throw ConfigurationError(path: urlNode.path, message: "expected an http(s) URL such as https://api.example.com/hooks/entitled")
+        }
+        let secretNode = try object.require("secret")
+        let secret = try resolveSecret(try secretNode.string(), path: secretNode.path, use: "the signing secret of webhook \(node.path)")
+        guard let key = WebhookSecret.key(secret) else {
+            throw ConfigurationError(
+                path: secretNode.path, message: "expected whsec_ and the base64 of at least 24 random bytes (entitled webhook-secret)")
+        }
+        var endpoint = WebhookEndpoint(url: url, secretKey: key)
+        object.read("events", problems) { value throws(ConfigurationError) in
+            endpoint.events = try value.array().compactMap { element in
+                problems.check { () throws(ConfigurationError) -> String in
+                    let type = try element.string()
+                    guard type == "*" || Self.eventTypes.contains(type) else {
+                        throw ConfigurationError(path: element.path, message: "unknown event type '\(type)'")
+                    }
+                    return type
+                }
+            }
+            guard try !value.array().isEmpty else { throw ConfigurationError(path: value.path, message: "must not be empty") }
+        }
+        object.read("environments", problems) { value throws(ConfigurationError) in
+            endpoint.environments = try environments(value, problems)
+        }
+        object.read("timeoutSeconds", problems) { value throws(ConfigurationError) in
+            endpoint.timeoutSeconds = try Self.bounded(value, WebhookEndpoint.timeoutSecondsRange)
+        }
+        object.read("retryScheduleSeconds", problems) { value throws(ConfigurationError) in
+            let waits = try value.array()
+            guard WebhookEndpoint.retryScheduleCountRange.contains(waits.count) else {
+                let range = WebhookEndpoint.retryScheduleCountRange
+                throw ConfigurationError(path: value.path, message: "must list \(range.lowerBound) to \(range.upperBound) waits")
+            }
+            endpoint.retryScheduleSeconds = waits.compactMap { element in
+                problems.check { () throws(ConfigurationError) in try Self.bounded(element, WebhookEndpoint.retryWaitSecondsRange) }
+            }
+        }
+        object.read("maxRetryHours", problems) { value throws(ConfigurationError) in
+            endpoint.maxRetryHours = try Self.bounded(value, WebhookEndpoint.maxRetryHoursRange)
+        }
+        object.finish(problems)
+        return endpoint
+    }
+
+    /// A whole number within `range`.
+    private static func bounded(_ node: Node, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        let value = try node.int()
+        guard range.contains(value) else {
+            throw ConfigurationError(path: node.path, message: "must be between \(range.lowerBound) and \(range.upperBound)")
+        }
+        return value
+    }
+
+    /// Every event type (docs/openapi.yaml lists them with examples).
+    public static let eventTypes: Set<String> = [
+        "subscription.started", "subscription.renewed", "subscription.product_changed", "subscription.auto_renew_disabled",
+        "subscription.auto_renew_enabled", "subscription.billing_issue", "subscription.recovered", "subscription.expired",
+        "subscription.refunded", "subscription.refund_reversed", "subscription.revoked", "subscription.extended",
+        "subscription.price_increase", "subscription.offer_redeemed", "purchase.completed", "purchase.refunded",
+        "customer.transferred", "consumption.requested", "test",
+    ]
+}

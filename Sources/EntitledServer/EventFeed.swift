@@ -1,0 +1,141 @@
+import Foundation
+import HTTPServer
+import Storage
+import Synchronization
+
+/// Wakes long-polling readers of the event feed when the ledger committed something, so that they
+/// read again at once instead of polling in a loop.
+public final class EventBell: Sendable {
+    private struct State {
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        var next: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Wakes every current waiter.
+    public func ring() {
+        let waiters = state.withLock { state in
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns when rung, after `timeout`, or when the task is cancelled, whichever comes first.
+    public func wait(timeout: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: timeout) }
+            group.addTask { await self.waitForRing() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func waitForRing() async {
+        let id = state.withLock { state -> UInt64 in
+            state.next += 1
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resumeNow = state.withLock { state -> Bool in
+                    if Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+}
+
+/// An outbox event as webhooks deliver it and the feed lists it: the event JSON.
+enum EventJSON {
+    private struct Body: Encodable {
+        var id: String
+        var type: String
+        var occurredAt: String
+        var recordedAt: String
+        var environment: String?
+        var appUserId: String?
+        var appAccountToken: String?
+        var bundleId: String?
+        var productId: String?
+        var originalTransactionId: String?
+        var entitlements: [String]
+        var data: [String: String]
+    }
+
+    /// The event's JSON object: its fields, `cause` (the notification or transactions that caused
+    /// it) and `customer` (the customer's answer after it, as `GET /v1/customers/{appUserId}`
+    /// answers at `recordedAt`; null when there is none).
+    static func render(_ event: OutboxEvent) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = Body(
+            id: event.id, type: event.type, occurredAt: ISO8601.format(milliseconds: event.occurredAt),
+            recordedAt: ISO8601.format(milliseconds: event.recordedAt), environment: event.environment, appUserId: event.appUserId,
+            appAccountToken: event.appAccountToken, bundleId: event.bundleId, productId: event.productId,
+            originalTransactionId: event.originalTransactionId, entitlements: event.entitlements, data: event.details)
+        var bytes = Array((try? encoder.encode(body)) ?? Data("{}".utf8))
+        let customer = RenderedCustomer(document: event.answer)?.body(serverTime: event.recordedAt) ?? Array("null".utf8)
+        // Both are JSON this server wrote; appended as members of the object.
+        bytes.removeLast()
+        bytes += Array(#","cause":"#.utf8) + Array(event.cause.utf8) + Array(#","customer":"#.utf8) + customer + [UInt8(ascii: "}")]
+        return bytes
+    }
+}
+
+extension API {
+    /// Feed page size when `limit` is absent, and its maximum; longest long-poll (s).
+    static let defaultFeedLimit = 100
+    static let maxFeedLimit = 1000
+    static let maxFeedWaitSeconds = 30
+
+    /// `GET /v1/events?after=<cursor>&limit=100&wait=30` (an API key with `read`): the events after
+    /// `after` in commit order; with `wait`, an empty page waits up to that long for the next commit.
+    func events(_ request: Request) async throws -> Response {
+        let principal = try authenticate(request)
+        guard case .apiKey = principal else { throw AuthError.forbidden("the event feed needs an API key") }
+        try authenticator.authorize(principal, scope: .read, appUserId: nil)
+        var limit = Self.defaultFeedLimit
+        if let text = request.query["limit"] {
+            guard let value = Int(text), (1...Self.maxFeedLimit).contains(value) else {
+                throw HTTPError(.invalidLimit, "limit must be 1…\(Self.maxFeedLimit)")
+            }
+            limit = value
+        }
+        var after: Int64 = 0
+        if let text = request.query["after"], !text.isEmpty {
+            guard text.count <= 19, let value = Int64(text), value >= 0 else { throw Self.invalidCursor }
+            after = value
+        }
+        var wait = 0
+        if let text = request.query["wait"] {
+            guard let value = Int(text), (0...Self.maxFeedWaitSeconds).contains(value) else {
+                throw HTTPError(.invalidRequest, "wait must be 0…\(Self.maxFeedWaitSeconds) seconds")
+            }
+            wait = value
+        }
+        let feed = ledger.store
+        let deadline = ContinuousClock.now + .seconds(wait)
+        var events = try await storage { try await feed.events(after: after, limit: limit) }
+        while events.isEmpty, ContinuousClock.now < deadline {
+            // Woken by a commit of this process; another server's commits are seen within a second.
+            await ledger.events.wait(timeout: min(.seconds(1), deadline - ContinuousClock.now))
+            events = try await storage { try await feed.events(after: after, limit: limit) }
+        }
+        var body = Array(#"{"events":["#.utf8)
+        for (index, event) in events.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body += EventJSON.render(event)
+        }
+        body += Array(#"],"nextCursor":""#.utf8) + Array(String(events.last?.sequence ?? after).utf8) + Array(#""}"#.utf8)
+        return .json(bytes: body)
+    }
+}

@@ -1,0 +1,262 @@
+/// One event's delivery to one webhook endpoint (table `webhook_deliveries`).
+///
+/// Deliveries are created from the outbox by ``WebhookDeliveryStore/fanOut(endpoint:wants:limit:now:)``,
+/// attempted by whoever holds their lease, and end `delivered` (a 2xx answer) or `failed` (retries
+/// exhausted); a retry through the admin API makes a delivery pending again.
+public struct WebhookDelivery: Sendable, Hashable {
+    public var id: Int64
+    /// The endpoint's URL (its identity in the configuration).
+    public var endpoint: String
+    /// The event's outbox sequence, id and type.
+    public var eventSequence: Int64
+    public var eventId: String
+    public var eventType: String
+    /// Deliveries of one key reach their endpoint in event order: the customer (appUserId; empty
+    /// for events of no customer, e.g. `test`).
+    public var customerKey: String
+    public var status: WebhookDeliveryStatus
+    /// Attempts started so far.
+    public var attempts: Int
+    /// When the next attempt is due (epoch ms).
+    public var nextAttemptAt: Int64
+    /// When the first and the latest attempt started (epoch ms); nil before any.
+    public var firstAttemptAt: Int64?
+    public var lastAttemptAt: Int64?
+    /// The latest attempt's HTTP status (nil: none arrived) and failure, bounded.
+    public var lastStatus: Int?
+    public var lastError: String?
+    public var createdAt: Int64
+    public var updatedAt: Int64
+}
+
+/// Where a delivery is in its life.
+public enum WebhookDeliveryStatus: String, Sendable, Hashable, CaseIterable {
+    /// Waiting for `nextAttemptAt`, or being attempted under a lease.
+    case pending
+    /// The endpoint answered 2xx.
+    case delivered
+    /// Retries exhausted (`maxRetryHours`); the admin API can retry it.
+    case failed
+}
+
+/// How an attempt ended (``WebhookDeliveryStore/finishDelivery(_:owner:outcome:now:)``).
+public enum WebhookAttemptOutcome: Sendable, Hashable {
+    case delivered(status: Int)
+    /// Try again at `at` (epoch ms); `status` is the answer's, nil when none arrived.
+    case retry(at: Int64, status: Int?, error: String)
+    case failed(status: Int?, error: String)
+}
+
+/// A claimed delivery and the event it carries.
+public struct ClaimedDelivery: Sendable, Hashable {
+    public var delivery: WebhookDelivery
+    public var event: OutboxEvent
+}
+
+/// Webhook delivery bookkeeping, on both SQLite and PostgreSQL.
+public protocol WebhookDeliveryStore: Sendable {
+    /// Creates the deliveries of events committed since the endpoint's cursor that `wants` keeps
+    /// (type and environment), at most `limit` events read, and moves the cursor past them — in one
+    /// transaction, idempotent (a repeated event is kept once). An endpoint seen for the first time
+    /// starts after the newest event: it receives what is committed from then on.
+    /// - Returns: events read (less than `limit`: the endpoint is caught up).
+    func fanOut(endpoint: String, wants: @escaping @Sendable (_ type: String, _ environment: String?) -> Bool, limit: Int, now: Int64)
+        async throws -> Int
+
+    /// Claims up to `limit` due pending deliveries of `endpoint` for `owner` until `leaseUntil`,
+    /// counting an attempt: never one under another owner's unexpired lease, and never one of a
+    /// customer whose earlier delivery to this endpoint is still pending (in flight or waiting for
+    /// a retry), so each customer's events arrive in order. Atomic on both backends.
+    func claimDeliveries(endpoint: String, owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [ClaimedDelivery]
+
+    /// Records how `owner`'s attempt ended; false when `owner` no longer holds the lease.
+    func finishDelivery(_ id: Int64, owner: String, outcome: WebhookAttemptOutcome, now: Int64) async throws -> Bool
+
+    /// ``finishDelivery(_:owner:outcome:now:)`` of `finished`, then
+    /// ``claimDeliveries(endpoint:owner:now:leaseUntil:limit:)``, in one transaction (one commit
+    /// per attempt instead of two).
+    func finishAndClaim(
+        _ finished: (id: Int64, outcome: WebhookAttemptOutcome), endpoint: String, owner: String, now: Int64, leaseUntil: Int64,
+        limit: Int
+    ) async throws -> [ClaimedDelivery]
+
+    /// Deliveries, newest first, optionally only those with `status`, with ids below `before`
+    /// (the cursor; nil: from the newest); at most `limit` (1…1000).
+    func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery]
+
+    /// Makes a delivery pending and due at `now` (a new retry window; an attempt in flight keeps
+    /// its lease and records its outcome); nil when there is none.
+    func retryDelivery(_ id: Int64, now: Int64) async throws -> WebhookDelivery?
+
+    /// Pending deliveries of each endpoint (the backlog gauge).
+    func pendingDeliveries() async throws -> [String: Int]
+}
+
+extension SQLiteStore: WebhookDeliveryStore {}
+extension PostgresStore: WebhookDeliveryStore {}
+
+extension SessionBackedStore {
+    static var deliveryColumns: String {
+        """
+        id, endpoint, event_seq, event_id, event_type, customer_key, status, attempts, next_attempt_at, first_attempt_at,
+        last_attempt_at, last_status, last_error, created_at, updated_at
+        """
+    }
+
+    static func decodeDelivery(_ row: SQLRow) throws -> WebhookDelivery {
+        WebhookDelivery(
+            id: try row.int(0), endpoint: try row.text(1), eventSequence: try row.int(2), eventId: try row.text(3),
+            eventType: try row.text(4), customerKey: try row.text(5),
+            status: WebhookDeliveryStatus(rawValue: try row.text(6)) ?? .failed, attempts: Int(try row.int(7)),
+            nextAttemptAt: try row.int(8), firstAttemptAt: try row.optionalInt(9), lastAttemptAt: try row.optionalInt(10),
+            lastStatus: try row.optionalInt(11).map { Int($0) }, lastError: try row.optionalText(12), createdAt: try row.int(13),
+            updatedAt: try row.int(14))
+    }
+
+    func fanOut(endpoint: String, wants: @escaping @Sendable (String, String?) -> Bool, limit: Int, now: Int64) async throws -> Int {
+        try await write { session in
+            guard let cursor = try session.query("SELECT after_seq FROM webhook_cursors WHERE endpoint = $1", .text(endpoint)).first
+            else {
+                let newest = try session.query("SELECT COALESCE(MAX(seq), 0) FROM events").first?.int(0) ?? 0
+                try session.query(
+                    "INSERT INTO webhook_cursors (endpoint, after_seq) VALUES ($1, $2) ON CONFLICT (endpoint) DO NOTHING",
+                    .text(endpoint), .int(newest))
+                return 0
+            }
+            let after = try cursor.int(0)
+            let rows = try session.query(
+                "SELECT seq, event_id, type, environment, app_user_id FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
+                .int(after), .int(Int64(max(1, limit))))
+            guard let last = try rows.last?.int(0) else { return 0 }
+            var statements: [SQLStatement] = []
+            for row in rows where wants(try row.text(2), try row.optionalText(3)) {
+                statements.append(
+                    SQLStatement(
+                        """
+                        INSERT INTO webhook_deliveries (endpoint, event_seq, event_id, event_type, customer_key, status, attempts,
+                            next_attempt_at, created_at, updated_at)
+                        VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)
+                        ON CONFLICT (endpoint, event_id) DO NOTHING
+                        """, .text(endpoint), .int(try row.int(0)), .text(try row.text(1)), .text(try row.text(2)),
+                        .text(try row.optionalText(4) ?? ""), .int(now)))
+            }
+            // Only forward: another server's fan-out may have gone further meanwhile.
+            statements.append(
+                SQLStatement(
+                    "UPDATE webhook_cursors SET after_seq = $2 WHERE endpoint = $1 AND after_seq < $2", .text(endpoint), .int(last)))
+            _ = try session.pipeline(statements)
+            return rows.count
+        }
+    }
+
+    func claimDeliveries(endpoint: String, owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [ClaimedDelivery] {
+        guard limit > 0 else { return [] }
+        return try await write { session in
+            try Self.claim(session, endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+        }
+    }
+
+    func finishAndClaim(
+        _ finished: (id: Int64, outcome: WebhookAttemptOutcome), endpoint: String, owner: String, now: Int64, leaseUntil: Int64,
+        limit: Int
+    ) async throws -> [ClaimedDelivery] {
+        try await write { session in
+            try Self.finish(session, finished.id, owner: owner, outcome: finished.outcome, now: now)
+            guard limit > 0 else { return [] }
+            return try Self.claim(session, endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+        }
+    }
+
+    static func claim(
+        _ session: any SQLSession, endpoint: String, owner: String, now: Int64, leaseUntil: Int64, limit: Int
+    ) throws -> [ClaimedDelivery] {
+        // PostgreSQL: a concurrent claimer skips the rows another holds (`SKIP LOCKED`) and takes
+        // the next eligible ones; the lease condition is repeated outside the subquery for a row
+        // whose lock was released meanwhile. SQLite has one writer.
+        let skipLocked = session.dialect == .postgres ? " FOR UPDATE OF d SKIP LOCKED" : ""
+        let claimed = try session.query(
+            """
+            UPDATE webhook_deliveries SET lease_owner = $2, lease_expires_at = $4, attempts = attempts + 1,
+                first_attempt_at = COALESCE(first_attempt_at, $3), last_attempt_at = $3, updated_at = $3
+            WHERE id IN (
+                SELECT d.id FROM webhook_deliveries d
+                WHERE d.endpoint = $1 AND d.status = 'pending' AND d.next_attempt_at <= $3
+                    AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $3)
+                    AND NOT EXISTS (
+                        SELECT 1 FROM webhook_deliveries e
+                        WHERE e.endpoint = d.endpoint AND e.customer_key = d.customer_key AND e.status = 'pending'
+                            AND e.event_seq < d.event_seq)
+                ORDER BY d.event_seq LIMIT $5\(skipLocked))
+            AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
+            RETURNING \(Self.deliveryColumns)
+            """, .text(endpoint), .text(owner), .int(now), .int(leaseUntil), .int(Int64(limit))
+        ).map(Self.decodeDelivery)
+        guard !claimed.isEmpty else { return [] }
+        var events: [Int64: OutboxEvent] = [:]
+        for delivery in claimed {
+            let rows = try session.query(
+                "SELECT \(Ledger.eventColumns) FROM events WHERE seq = $1", .int(delivery.eventSequence))
+            if let event = try rows.first.map(Ledger.decodeEvent) { events[delivery.eventSequence] = event }
+        }
+        return claimed.sorted { $0.eventSequence < $1.eventSequence }.compactMap { delivery in
+            events[delivery.eventSequence].map { ClaimedDelivery(delivery: delivery, event: $0) }
+        }
+    }
+
+    func finishDelivery(_ id: Int64, owner: String, outcome: WebhookAttemptOutcome, now: Int64) async throws -> Bool {
+        try await write { session in try Self.finish(session, id, owner: owner, outcome: outcome, now: now) }
+    }
+
+    @discardableResult
+    static func finish(_ session: any SQLSession, _ id: Int64, owner: String, outcome: WebhookAttemptOutcome, now: Int64) throws -> Bool {
+        let (status, nextAttempt, httpStatus, error): (WebhookDeliveryStatus, Int64?, Int?, String?) =
+        switch outcome {
+        case .delivered(let status): (.delivered, nil, status, nil)
+        case .retry(let at, let status, let error): (.pending, at, status, error)
+        case .failed(let status, let error): (.failed, nil, status, error)
+        }
+        return try !session.query(
+            """
+            UPDATE webhook_deliveries SET status = $3, next_attempt_at = COALESCE($4, next_attempt_at), last_status = $5,
+                last_error = $6, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7
+            WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
+            RETURNING id
+            """, .int(id), .text(owner), .text(status.rawValue), nextAttempt.map(SQLValue.int) ?? .null,
+            httpStatus.map { .int(Int64($0)) } ?? .null, error.map { .text(String($0.prefix(1000))) } ?? .null, .int(now)
+        ).isEmpty
+    }
+
+    func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery] {
+        guard (1...1000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…1000") }
+        return try await read { session in
+            try session.query(
+                """
+                SELECT \(Self.deliveryColumns) FROM webhook_deliveries
+                WHERE ($1 = '' OR status = $1) AND id < $2 ORDER BY id DESC LIMIT $3
+                """, .text(status?.rawValue ?? ""), .int(before ?? .max), .int(Int64(limit))
+            ).map(Self.decodeDelivery)
+        }
+    }
+
+    func retryDelivery(_ id: Int64, now: Int64) async throws -> WebhookDelivery? {
+        try await write { session in
+            try session.query(
+                """
+                UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2, first_attempt_at = NULL, updated_at = $2
+                WHERE id = $1
+                RETURNING \(Self.deliveryColumns)
+                """, .int(id), .int(now)
+            ).first.map(Self.decodeDelivery)
+        }
+    }
+
+    func pendingDeliveries() async throws -> [String: Int] {
+        try await read { session in
+            var counts: [String: Int] = [:]
+            for row in try session.query("SELECT endpoint, COUNT(*) FROM webhook_deliveries WHERE status = 'pending' GROUP BY endpoint") {
+                counts[try row.text(0)] = Int(try row.int(1))
+            }
+            return counts
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import AppStore
+import EntitledServer
+import Foundation
+import Testing
+
+/// `GET /v1/events`: the outbox in commit order, with long polling.
+@Suite struct EventFeedTests {
+    static let day: Int64 = 86_400_000
+    let t0 = APIHarness.start
+
+    func notifications(token: String) -> [String] {
+        let d = Self.day
+        return [
+            Apple.notification(
+                .subscribed, .initialBuy, uuid: "n1", signed: t0 - 40 * d,
+                transaction: Apple.transaction(tid: "t1", purchase: t0 - 40 * d, expires: t0 + 10 * d, token: token),
+                renewal: Apple.renewal(signed: t0 - 40 * d)),
+            Apple.notification(
+                .didChangeRenewalStatus, .autoRenewDisabled, uuid: "n2", signed: t0 - 5 * d,
+                transaction: Apple.transaction(tid: "t1", purchase: t0 - 40 * d, expires: t0 + 10 * d, signed: t0 - 5 * d, token: token),
+                renewal: Apple.renewal(autoRenew: false, signed: t0 - 5 * d)),
+        ]
+    }
+
+    func page(_ reply: Loopback.Reply) throws -> (types: [String], events: [[String: Any]], cursor: String) {
+        let events = try #require(reply.json["events"] as? [[String: Any]])
+        return (events.compactMap { $0["type"] as? String }, events, try #require(reply.json["nextCursor"] as? String))
+    }
+
+    @Test func feedListsEventsInCommitOrderAndLongPollWakesOnCommit() async throws {
+        try await APIHarness.run { api in
+            let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
+            let steps = notifications(token: token)
+            #expect(try await api.postV2(steps[0]).status == 200)
+            let first = try page(try await api.send("GET", "/v1/events", auth: APIHarness.reader))
+            #expect(first.types == ["subscription.started"])
+            let started = try #require(first.events.first)
+            #expect(started["appUserId"] as? String == "u1")
+            #expect(started["originalTransactionId"] as? String == "o1")
+            #expect(started["productId"] as? String == "pro.monthly")
+            #expect(started["entitlements"] as? [String] == ["pro"])
+            #expect(started["occurredAt"] as? String == "2026-12-06T08:00:00.000Z")
+            #expect((started["cause"] as? [String: Any])?["notificationUUID"] as? String == "n1")
+            if testFastPaths.enabled {
+                #expect((started["customer"] as? [String: Any])?["appUserId"] as? String == "u1")
+            } else {
+                // Without the projection cache no rendered answer is stored to embed.
+                #expect(started["customer"] is NSNull)
+            }
+            #expect((started["id"] as? String)?.hasPrefix("evt_") == true)
+
+            // Nothing new: an immediate empty page with the same cursor.
+            let empty = try page(try await api.send("GET", "/v1/events?after=\(first.cursor)", auth: APIHarness.reader))
+            #expect(empty.types.isEmpty)
+            #expect(empty.cursor == first.cursor)
+
+            // A long poll returns once the next commit lands.
+            let cursor = first.cursor
+            async let polled = api.send("GET", "/v1/events?after=\(cursor)&wait=30", auth: APIHarness.reader)
+            #expect(try await api.postV2(steps[1]).status == 200)
+            let next = try page(try await polled)
+            #expect(next.types == ["subscription.auto_renew_disabled"])
+            #expect(Int(next.cursor)! > Int(first.cursor)!)
+
+            // A duplicate delivery adds nothing.
+            #expect(try await api.postV2(steps[1]).status == 200)
+            #expect(try page(try await api.send("GET", "/v1/events?after=\(next.cursor)", auth: APIHarness.reader)).types.isEmpty)
+        }
+    }
+
+    @Test(arguments: [
+        ("/v1/events?limit=0", APIHarness.reader, 400, "INVALID_LIMIT"),
+        ("/v1/events?after=x", APIHarness.reader, 400, "INVALID_CURSOR"),
+        ("/v1/events?wait=31", APIHarness.reader, 400, "INVALID_REQUEST"),
+        ("/v1/events", APIHarness.admin, 403, "FORBIDDEN"),
+        ("/v1/events", "", 401, "UNAUTHORIZED"),
+    ])
+    func badRequests(path: String, auth: String, status: Int, code: String) async throws {
+        try await APIHarness.run { api in
+            let reply = try await api.send("GET", path, auth: auth.isEmpty ? nil : auth)
+            #expect(reply.status == status)
+            #expect(reply.json["code"] as? String == code)
+        }
+    }
+}
