@@ -212,6 +212,8 @@ def main():
         shot("health")
         ingested = page.evaluate("Number(document.getElementById('health-ingested').dataset.value)")
         checks.append(("health counts the ingest", str(ingested >= expected["minIngested"]), "True"))
+        webhooks = page.evaluate("document.getElementById('webhooks').textContent")
+        checks.append(("health shows the webhook status", str("No webhook endpoint is configured." in webhooks), "True"))
         apps = page.evaluate("[...document.querySelectorAll('#last-notifications td:first-child')].map(t => t.textContent)")
         checks.append(("last notification per app", str(expected["bundleId"] in apps), "True"))
 

@@ -112,14 +112,19 @@ extension API {
         return try .json(TimelineBody(appUserId: appUserId, events: events.reversed()))
     }
 
-    /// `GET /v1/console/health`: the last 24 hours of ingest.
+    /// `GET /v1/console/health`: the last 24 hours of ingest, and each webhook endpoint's deliveries.
     func consoleHealth(_ request: Request) async throws -> Response {
         try requireConsole(request)
         let now = clock.nowMilliseconds()
         let store = try consoleStore
         let health = try await consoleRead { try await store.ingestHealth(since: now - Self.healthWindow, now: now) }
         let reconciled = Set(configuration.apps.filter { serverAPI[$0.bundleId] != nil }.map(\.bundleId))
-        return try .json(HealthBody(health: health, now: now, reconciledApps: reconciled))
+        let endpoints = configuration.webhooks.map(\.url.absoluteString)
+        var webhooks: [WebhookEndpointStatus] = []
+        if !endpoints.isEmpty, let deliveries = ledger.store as? any WebhookDeliveryStore {
+            webhooks = try await consoleRead { try await deliveries.webhookStatus(endpoints: endpoints) }
+        }
+        return try .json(HealthBody(health: health, now: now, reconciledApps: reconciled, webhooks: webhooks))
     }
 }
 

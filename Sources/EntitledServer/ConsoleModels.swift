@@ -172,10 +172,20 @@ struct HealthBody: Encodable {
     var lastNotifications: [Latest]
     var reconciledApps: [String]
     var reconciliation: [Reconciliation]
-    /// Webhook status: filled when webhooks exist (issue 19 leaves the place).
-    var webhooks: [String] = []
+    struct Webhook: Encodable {
+        var endpoint: String
+        var pending: Int
+        var failed: Int
+        var lastDeliveredAt: String?
+    }
+    /// Each configured endpoint's deliveries (empty without webhooks).
+    var webhooks: [Webhook]
 
-    init(health: IngestHealth, now: Int64, reconciledApps: Set<String>) {
+    init(health: IngestHealth, now: Int64, reconciledApps: Set<String>, webhooks: [WebhookEndpointStatus]) {
+        self.webhooks = webhooks.map {
+            Webhook(endpoint: $0.endpoint, pending: $0.pending, failed: $0.failed,
+                    lastDeliveredAt: $0.lastDeliveredAt.map(ISO8601.format(milliseconds:)))
+        }
         serverTime = ISO8601.format(milliseconds: now)
         windowHours = Int(API.healthWindow / 3_600_000)
         hours = health.hours.map { Hour(hour: ISO8601.format(milliseconds: $0.hour * 3_600_000), accepted: $0.accepted, rejected: $0.rejected) }

@@ -223,7 +223,9 @@ enum ConsoleScript {
               table("reconciliation", ["App", "Environment", "Ingested up to", "Running now"], body.reconciliation.map((r) =>
                 el("tr", {}, el("td", { text: r.bundleId }), el("td", { text: r.environment }), el("td", { text: when(r.watermark) }), el("td", { text: r.leased ? "yes" : "no" }))))));
             page.append(el("div", { class: "panel", id: "webhooks" }, el("h2", { text: "Webhooks" }),
-              el("p", { class: "muted", text: "Webhooks are not part of this server yet; their status will appear here." })));
+              body.webhooks.length ? null : el("p", { class: "muted", text: "No webhook endpoint is configured." }),
+              table("webhook-status", ["Endpoint", "Pending", "Failed", "Last delivered"], body.webhooks.map((w) =>
+                el("tr", {}, el("td", { text: w.endpoint }), el("td", { text: w.pending }), el("td", { text: w.failed }), el("td", { text: when(w.lastDeliveredAt) }))))));
           }
 
           async function route() {

@@ -421,6 +421,11 @@ extension SwitchedStore: WebhookDeliveryStore {
         try up()
         return try await base.pendingDeliveries()
     }
+
+    func webhookStatus(endpoints: [String]) async throws -> [WebhookEndpointStatus] {
+        try up()
+        return try await base.webhookStatus(endpoints: endpoints)
+    }
 }
 
 extension SwitchedStore: CustomerDirectory {

@@ -193,6 +193,11 @@ import Testing
             #expect((6...7).contains(made), "\(failed)")
             #expect(receiver.deliveries.count == made)
             #expect(failed["lastError"] as? String == "HTTP 500")
+            // The console's health page shows it: one failed, no backlog, nothing delivered.
+            let health = try await api.send("GET", "/v1/console/health", auth: APIHarness.admin).json
+            let status = try #require((health["webhooks"] as? [[String: Any]])?.first)
+            #expect(status["endpoint"] as? String == receiver.url.absoluteString)
+            #expect(status["failed"] as? Int == 1 && status["pending"] as? Int == 0 && status["lastDeliveredAt"] == nil)
         }
     }
 

@@ -87,6 +87,10 @@ import Testing
             let e2 = try #require(next.first)
             #expect(try await hooks.finishDelivery(e2.delivery.id, owner: "C", outcome: .failed(status: nil, error: "refused"), now: testNow))
             #expect(try await hooks.deliveries(status: .failed, before: nil, limit: 10).map(\.eventId) == ["e2"])
+            #expect(try await hooks.webhookStatus(endpoints: [Self.endpoint, "https://other.example/hook"]) == [
+                WebhookEndpointStatus(endpoint: Self.endpoint, pending: 2, failed: 1, lastDeliveredAt: testNow + 30_000),
+                WebhookEndpointStatus(endpoint: "https://other.example/hook", pending: 0, failed: 0, lastDeliveredAt: nil),
+            ])
             let reset = try #require(try await hooks.retryDelivery(e2.delivery.id, now: testNow + 40_000))
             #expect(reset.status == .pending && reset.nextAttemptAt == testNow + 40_000 && reset.firstAttemptAt == nil)
             #expect(try await hooks.retryDelivery(999_999, now: testNow) == nil)

@@ -90,6 +90,28 @@ public protocol WebhookDeliveryStore: Sendable {
 
     /// Pending deliveries of each endpoint (the backlog gauge).
     func pendingDeliveries() async throws -> [String: Int]
+
+    /// The console's status of `endpoints`, in that order: index ranges only, never a scan of
+    /// the delivered history.
+    func webhookStatus(endpoints: [String]) async throws -> [WebhookEndpointStatus]
+}
+
+/// One endpoint's deliveries at a glance (the console's health page).
+public struct WebhookEndpointStatus: Sendable, Hashable {
+    public var endpoint: String
+    /// Deliveries waiting or in flight (the backlog).
+    public var pending: Int
+    /// Deliveries whose retries ran out.
+    public var failed: Int
+    /// When the attempt that delivered the newest delivered event started; nil: none delivered.
+    public var lastDeliveredAt: Int64?
+
+    public init(endpoint: String, pending: Int, failed: Int, lastDeliveredAt: Int64?) {
+        self.endpoint = endpoint
+        self.pending = pending
+        self.failed = failed
+        self.lastDeliveredAt = lastDeliveredAt
+    }
 }
 
 extension SQLiteStore: WebhookDeliveryStore {}
@@ -257,6 +279,25 @@ extension SessionBackedStore {
                 counts[try row.text(0)] = Int(try row.int(1))
             }
             return counts
+        }
+    }
+
+    func webhookStatus(endpoints: [String]) async throws -> [WebhookEndpointStatus] {
+        try await read { session in
+            try endpoints.map { endpoint in
+                // Each a range of `webhook_deliveries_due` (endpoint, status, event_seq).
+                func count(_ status: WebhookDeliveryStatus) throws -> Int {
+                    Int(try session.query(
+                        "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint = $1 AND status = $2",
+                        .text(endpoint), .text(status.rawValue)).first?.int(0) ?? 0)
+                }
+                let last = try session.query(
+                    """
+                    SELECT last_attempt_at FROM webhook_deliveries WHERE endpoint = $1 AND status = 'delivered'
+                    ORDER BY event_seq DESC LIMIT 1
+                    """, .text(endpoint)).first?.optionalInt(0)
+                return WebhookEndpointStatus(endpoint: endpoint, pending: try count(.pending), failed: try count(.failed), lastDeliveredAt: last)
+            }
         }
     }
 }
