@@ -205,6 +205,8 @@ def main():
         page.evaluate("document.querySelector('#timeline button').click(); true")
         raw = page.evaluate("[...document.querySelectorAll('#timeline pre')].some(p => !p.hidden && p.textContent.includes('transactionId'))")
         checks.append(("raw facts one click away", str(raw), "True"))
+        deliveries = page.evaluate("document.getElementById('deliveries').textContent")
+        checks.append(("customer shows its webhook deliveries", str("No webhook delivery for this customer." in deliveries), "True"))
         shot("customer")
 
         page.evaluate("location.hash = '#health'; true")

@@ -14,6 +14,8 @@ extension API {
     static let maxSearchLimit = 100
     /// The window the health page covers.
     static let healthWindow: Int64 = 24 * 3_600_000
+    /// How many of a customer's newest webhook deliveries the customer page shows.
+    static let customerDeliveries = 50
 
     func registerConsole(on router: inout Router) {
         let api = self
@@ -99,7 +101,8 @@ extension API {
                 nextAfter: found.count > limit ? page.last?.appUserId : nil))
     }
 
-    /// `GET /v1/console/customers/{appUserId}/timeline`: one row per event, newest first.
+    /// `GET /v1/console/customers/{appUserId}/timeline`: one row per event, newest first, and the
+    /// customer's newest webhook deliveries.
     func customerTimeline(_ request: Request) async throws -> Response {
         let appUserId = try Self.appUserId(request)
         try requireConsole(request)
@@ -109,7 +112,14 @@ extension API {
         }
         let facts = try await consoleRead { try await ledger.store.facts(appUserId: appUserId, projector: ledger) }
         let events = ConsoleTimeline.events(facts, encode: ledger.encode)
-        return try .json(TimelineBody(appUserId: appUserId, events: events.reversed()))
+        let endpoints = configuration.webhooks.map(\.url.absoluteString)
+        var deliveries: [WebhookDelivery] = []
+        if !endpoints.isEmpty, let store = ledger.store as? any WebhookDeliveryStore {
+            deliveries = try await consoleRead {
+                try await store.deliveries(customerKey: appUserId, endpoints: endpoints, limit: Self.customerDeliveries)
+            }
+        }
+        return try .json(TimelineBody(appUserId: appUserId, events: events.reversed(), deliveries: deliveries.map(DeliveryBody.init)))
     }
 
     /// `GET /v1/console/health`: the last 24 hours of ingest, and each webhook endpoint's deliveries.

@@ -138,8 +138,8 @@ struct TimelineBody: Encodable {
     var appUserId: String
     /// Newest first.
     var events: [ConsoleTimeline.Event]
-    /// Webhook deliveries for this customer: filled when webhooks exist (issue 19 leaves the place).
-    var deliveries: [String] = []
+    /// The newest webhook deliveries of this customer's events (empty without webhooks).
+    var deliveries: [DeliveryBody]
 }
 
 /// `GET /v1/console/health`.

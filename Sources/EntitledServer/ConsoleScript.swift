@@ -200,7 +200,10 @@ enum ConsoleScript {
             page.append(el("div", { class: "panel" }, el("h2", { text: "Timeline" }),
               el("table", { id: "timeline" }, el("tr", {}, ["When (your time)", "What happened", "Kind", ""].map((h) => el("th", { text: h }))), events)));
             page.append(el("div", { class: "panel", id: "deliveries" }, el("h2", { text: "Webhook deliveries" }),
-              el("p", { class: "muted", text: "Webhooks are not part of this server yet; their deliveries for this customer will appear here." })));
+              timeline.deliveries.length ? null : el("p", { class: "muted", text: "No webhook delivery for this customer." }),
+              el("table", {}, el("tr", {}, ["Event", "Endpoint", "Status", "Attempts", "Last attempt", "Last answer"].map((h) => el("th", { text: h }))),
+                timeline.deliveries.map((d) => el("tr", {}, el("td", { text: d.eventType }), el("td", { text: d.endpoint }), el("td", { text: d.status }),
+                  el("td", { text: d.attempts }), el("td", { text: when(d.lastAttemptAt) }), el("td", { text: d.lastError || (d.lastStatus === null ? "" : String(d.lastStatus)) }))))));
           }
 
           async function health(page) {

@@ -426,6 +426,11 @@ extension SwitchedStore: WebhookDeliveryStore {
         try up()
         return try await base.webhookStatus(endpoints: endpoints)
     }
+
+    func deliveries(customerKey: String, endpoints: [String], limit: Int) async throws -> [WebhookDelivery] {
+        try up()
+        return try await base.deliveries(customerKey: customerKey, endpoints: endpoints, limit: limit)
+    }
 }
 
 extension SwitchedStore: CustomerDirectory {

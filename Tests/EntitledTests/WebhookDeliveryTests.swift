@@ -160,6 +160,11 @@ import Testing
             let u1 = types.filter { $0.hasPrefix("u1 ") }
             #expect(u1 == ["u1 subscription.started", "u1 subscription.auto_renew_disabled"])
             #expect(try await deliveries(api, "?status=delivered").count == 3)
+            // The console's customer page lists u1's deliveries, newest first.
+            let timeline = try await api.send("GET", "/v1/console/customers/u1/timeline", auth: APIHarness.admin).json
+            let mine = try #require(timeline["deliveries"] as? [[String: Any]])
+            #expect(mine.compactMap { $0["eventType"] as? String } == ["subscription.auto_renew_disabled", "subscription.started"])
+            #expect(mine.allSatisfy { $0["appUserId"] as? String == "u1" && $0["status"] as? String == "delivered" })
 
             // A retry by hand re-delivers; a test event reaches the endpoint too.
             let id = try #require(try await deliveries(api, "?status=delivered&limit=1").first?["id"] as? String)

@@ -91,6 +91,10 @@ import Testing
                 WebhookEndpointStatus(endpoint: Self.endpoint, pending: 2, failed: 1, lastDeliveredAt: testNow + 30_000),
                 WebhookEndpointStatus(endpoint: "https://other.example/hook", pending: 0, failed: 0, lastDeliveredAt: nil),
             ])
+            // One customer's deliveries, newest first, bounded; another endpoint has none.
+            let u1 = try await hooks.deliveries(customerKey: "u1", endpoints: [Self.endpoint, "https://other.example/hook"], limit: 10)
+            #expect(u1.map(\.eventId) == ["e2", "e1"])
+            #expect(try await hooks.deliveries(customerKey: "u1", endpoints: [Self.endpoint], limit: 1).map(\.eventId) == ["e2"])
             let reset = try #require(try await hooks.retryDelivery(e2.delivery.id, now: testNow + 40_000))
             #expect(reset.status == .pending && reset.nextAttemptAt == testNow + 40_000 && reset.firstAttemptAt == nil)
             #expect(try await hooks.retryDelivery(999_999, now: testNow) == nil)

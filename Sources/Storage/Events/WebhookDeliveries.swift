@@ -94,6 +94,9 @@ public protocol WebhookDeliveryStore: Sendable {
     /// The console's status of `endpoints`, in that order: index ranges only, never a scan of
     /// the delivered history.
     func webhookStatus(endpoints: [String]) async throws -> [WebhookEndpointStatus]
+
+    /// The newest `limit` deliveries (1…1000) of one customer's events to `endpoints`, newest first.
+    func deliveries(customerKey: String, endpoints: [String], limit: Int) async throws -> [WebhookDelivery]
 }
 
 /// One endpoint's deliveries at a glance (the console's health page).
@@ -298,6 +301,22 @@ extension SessionBackedStore {
                     """, .text(endpoint)).first?.optionalInt(0)
                 return WebhookEndpointStatus(endpoint: endpoint, pending: try count(.pending), failed: try count(.failed), lastDeliveredAt: last)
             }
+        }
+    }
+
+    func deliveries(customerKey: String, endpoints: [String], limit: Int) async throws -> [WebhookDelivery] {
+        let limit = min(max(limit, 1), 1000)
+        return try await read { session in
+            // Per endpoint a range of `webhook_deliveries_order` (endpoint, customer_key, …).
+            let all = try endpoints.flatMap { endpoint in
+                try session.query(
+                    """
+                    SELECT \(Self.deliveryColumns) FROM webhook_deliveries WHERE endpoint = $1 AND customer_key = $2
+                    ORDER BY id DESC LIMIT $3
+                    """, .text(endpoint), .text(customerKey), .int(Int64(limit))
+                ).map(Self.decodeDelivery)
+            }
+            return Array(all.sorted { $0.id > $1.id }.prefix(limit))
         }
     }
 }
