@@ -67,7 +67,7 @@ extension Projector {
     /// statuses hold at `now`, so a rebuild at another instant finds no difference unless a status
     /// changed.
     package func projection(customer: CustomerRecord, facts: [Fact], now: Int64) throws -> CustomerProjection {
-        let (rows, primary) = rows(facts: facts, now: now)
+        let (rows, primary, _) = rows(facts: facts, now: now)
         var state: CustomerState
         if let grantEnvironments {
             state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
@@ -79,11 +79,12 @@ extension Projector {
             entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document(customer: customer, state: state))
     }
 
-    /// The projection's rows (its `state` left empty) and the primary environment's state: what
-    /// event derivation compares, without the cost of a document.
-    package func rows(facts: [Fact], now: Int64) -> (CustomerProjection, CustomerState?) {
+    /// The projection's rows (its `state` left empty), the primary environment's state and each
+    /// subscription's current period: what event derivation compares, without the cost of a document.
+    package func rows(facts: [Fact], now: Int64) -> (CustomerProjection, CustomerState?, [String: SubscriptionPeriod]) {
         var entitlementRows: [EntitlementRow] = []
         var subscriptionRows: [SubscriptionRow] = []
+        var periods: [String: SubscriptionPeriod] = [:]
         var primary: CustomerState?
         for environment in Self.environments(of: facts) {
             var state = evaluate(facts: facts, policy: policy, now: now, environment: environment)
@@ -105,12 +106,17 @@ extension Projector {
                         group: group.id, status: current.status.rawValue, expiresAt: current.expiresAt,
                         graceUntil: current.gracePeriodExpiresAt, autoRenew: current.willRenew ?? false,
                         environment: environment.rawValue))
+                if periods[current.originalTransactionId] == nil {
+                    periods[current.originalTransactionId] = SubscriptionPeriod(
+                        transactionId: current.transactionId, purchaseDate: current.purchaseDate, periodType: current.periodType.rawValue,
+                        priceIncrease: current.priceIncrease?.rawValue)
+                }
             }
         }
         // One row per subscription: keep the first environment's (the primary one comes first).
         var seen = Set<String>()
         subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
-        return (CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: []).canonical, primary)
+        return (CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: []).canonical, primary, periods)
     }
 
     /// Environments present, primary first: Production, then the others in a fixed order.
@@ -171,6 +177,19 @@ package struct CustomerProjection: Sendable, Hashable {
         copy.subscriptions.sort { $0.originalTransactionId < $1.originalTransactionId }
         return copy
     }
+}
+
+/// What the answer says of a subscription's current period beyond its projection row (which does
+/// not store it): the transaction behind it, its offer and a pending price increase. Events compare
+/// it (a renewal is a new transaction, an extension the same one lasting longer).
+package struct SubscriptionPeriod: Sendable, Hashable {
+    package var transactionId: String
+    /// The transaction's `purchaseDate` (ms).
+    package var purchaseDate: Int64
+    /// ``PeriodType`` raw value (`normal`, `trial`, `promotional`, `offerCode`, …).
+    package var periodType: String
+    /// ``PriceIncrease`` raw value, nil when none is announced.
+    package var priceIncrease: String?
 }
 
 /// One `entitlement_projections` row: an entitlement of one environment's `CustomerState`.

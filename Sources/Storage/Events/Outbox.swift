@@ -136,9 +136,12 @@ extension Ledger {
         cause: EventCause, now: Int64
     ) throws {
         let first = signedDates.firstIndex { $0 >= cause.earliestSignedDate } ?? facts.count
-        var previous: CustomerProjection? = nil
-        var steps: [(CustomerProjection, EventCause)] = []
-        func answer(_ count: Int, at time: Int64) -> CustomerProjection { projector.rows(facts: Array(facts[..<count]), now: time).0 }
+        var previous: Step? = nil
+        var steps: [(Step, EventCause)] = []
+        func answer(_ count: Int, at time: Int64) -> Step {
+            let (rows, _, periods) = projector.rows(facts: Array(facts[..<count]), now: time)
+            return Step(rows: rows, periods: periods)
+        }
         if first > 0 {
             previous = answer(first, at: signedDates[first - 1])
             if first < facts.count { steps.append((answer(first, at: signedDates[first] - 1), cause.at(signedDates[first] - 1))) }
@@ -152,14 +155,16 @@ extension Ledger {
                 }
             }
         }
-        var final = after
-        final.state = []
-        steps.append((final, cause.at(max(cause.occurredAt, signedDates.last ?? 0))))
+        // The answer at `now`: its rows are `after`'s; the periods, which `after` does not hold, evaluated.
+        steps.append((answer(facts.count, at: now), cause.at(max(cause.occurredAt, signedDates.last ?? 0))))
         let causeText = Self.json(cause.citation)
         for (answer, stepCause) in steps {
             defer { previous = answer }
             guard previous != answer else { continue }
-            for event in EventDerivation.events(appUserId: customer.appUserId, before: previous, after: answer, cause: stepCause) {
+            let events = EventDerivation.events(
+                appUserId: customer.appUserId, before: previous?.rows, after: answer.rows, cause: stepCause,
+                periods: (previous?.periods ?? [:], answer.periods))
+            for event in events {
                 try insertEvent(
                     OutboxEvent(
                         sequence: 0, id: event.id, type: event.type, appUserId: customer.appUserId,
@@ -171,6 +176,12 @@ extension Ledger {
             }
         }
     }
+}
+
+/// One instant of a customer's history as events compare it.
+private struct Step: Equatable {
+    var rows: CustomerProjection
+    var periods: [String: SubscriptionPeriod]
 }
 
 extension EventCause {
