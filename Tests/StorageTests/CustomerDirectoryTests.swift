@@ -18,7 +18,7 @@ private func grant(_ id: String, token: String, from: Int64 = testNow, until: In
             appAccountToken: token))
 }
 
-private extension LedgerStore {
+extension LedgerStore {
     var directory: any CustomerDirectory { self as! any CustomerDirectory }
 
 }
@@ -209,6 +209,11 @@ struct CustomerDirectoryTests {
 
             let report = try #require(try await store.directory.eraseCustomer(appUserId: "erase-me-alias", actor: "ops-key", now: testNow))
             #expect(report == ErasureReport(ids: 2, subscriptions: 3, ownFacts: 2))
+            // Only the `customer.deleted` event names the erased ids, until it is scrubbed.
+            let tables = try await Self.tables(in: store)
+            #expect(try await Self.occurrences(of: "erase-me", in: store, tables: tables.subtracting(["events"])) == 0)
+            #expect(try await Self.occurrences(of: "erase-me", in: store, tables: ["events"]) > 0)
+            #expect(try await store.scrubErasureEvents(recordedBefore: testNow + 1) == 1)
             #expect(try await Self.occurrences(of: "erase-me", in: store) == 0)
             #expect(try await Self.occurrences(of: token, in: store, tables: ["customers", "customer_states", "links"]) == 0)
             #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE kind IN ('transaction', 'renewal')") == appleFacts)
@@ -276,6 +281,15 @@ struct CustomerDirectoryTests {
 
     /// Rows of every table (every column, as text; PostgreSQL's `bytea` as its UTF-8 text) that
     /// contain `needle`.
+    /// Every table's name.
+    static func tables(in store: any LedgerStore) async throws -> Set<String> {
+        let sql =
+            store is PostgresStore
+            ? "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            : "SELECT name FROM sqlite_master WHERE type = 'table'"
+        return Set(try await store.texts(sql).compactMap { $0[0] })
+    }
+
     static func occurrences(of needle: String, in store: any LedgerStore, tables only: Set<String>? = nil) async throws -> Int64 {
         let postgres = store is PostgresStore
         let columns: [[String?]] =
@@ -295,7 +309,7 @@ struct CustomerDirectoryTests {
     }
 }
 
-private extension LedgerStore {
+extension LedgerStore {
     func texts(_ sql: String) async throws -> [[String?]] {
         switch self {
         case let store as SQLiteStore: return try await store._texts(sql)

@@ -59,6 +59,11 @@ public protocol EventStore: Sendable {
     /// Appends an event that no ledger change caused (the `test` event); a repeated id is kept once.
     /// Returns the stored event (the earlier one for a repeated id).
     func appendEvent(_ event: OutboxEvent) async throws -> OutboxEvent
+    /// Replaces the erased ids a `customer.deleted` event names by a tombstone (ids and token
+    /// nulled, `details` `{"erased":"true"}`, its deliveries' customer key the event id) once it
+    /// was recorded before `recordedBefore`, every endpoint's cursor has passed it and none of its
+    /// deliveries is pending. Returns how many events it scrubbed.
+    func scrubErasureEvents(recordedBefore: Int64) async throws -> Int
 }
 
 extension SessionBackedStore {
@@ -76,6 +81,29 @@ extension SessionBackedStore {
             try ledger.insertEvent(event, customerID: nil)
             return try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE event_id = $1", .text(event.id))
                 .map(Ledger.decodeEvent)[0]
+        }
+    }
+}
+
+extension SessionBackedStore {
+    func scrubErasureEvents(recordedBefore: Int64) async throws -> Int {
+        try await write { session in
+            let ids = try session.query(
+                """
+                SELECT event_id FROM events e WHERE e.type = 'customer.deleted' AND e.app_user_id IS NOT NULL AND e.recorded_at < $1
+                    AND NOT EXISTS (SELECT 1 FROM webhook_cursors c WHERE c.after_seq < e.seq)
+                    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.event_id AND d.status = 'pending')
+                """, .int(recordedBefore)
+            ).map { try $0.text(0) }
+            for id in ids {
+                try session.pipeline([
+                    SQLStatement(
+                        "UPDATE events SET app_user_id = NULL, app_account_token = NULL, details = $2 WHERE event_id = $1", .text(id),
+                        .text(#"{"erased":"true"}"#)),
+                    SQLStatement("UPDATE webhook_deliveries SET customer_key = $1 WHERE event_id = $1", .text(id)),
+                ])
+            }
+            return ids.count
         }
     }
 }
