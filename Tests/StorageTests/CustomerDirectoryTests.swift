@@ -175,8 +175,12 @@ struct CustomerDirectoryTests {
     @Test(arguments: Backend.all)
     func exportsPartitionEveryCustomerRow(backend: Backend) async throws {
         try await withStore(backend) { store, _ in
+            // A webhook endpoint (its cursor set before any event) gets a delivery of every event.
+            let hooks = try #require(store as? any WebhookDeliveryStore)
+            _ = try await hooks.fanOut(endpoint: "https://hooks.example/a", wants: { _, _ in true }, limit: 10, now: testNow)
             try await Self.populate(store, prefix: "x", tag: "1")
             try await Self.populate(store, prefix: "y", tag: "2")
+            #expect(try await hooks.fanOut(endpoint: "https://hooks.example/a", wants: { _, _ in true }, limit: 1000, now: testNow) > 0)
             let x = try #require(try await store.directory.exportCustomer(appUserId: "x-alias"))
             let y = try #require(try await store.directory.exportCustomer(appUserId: "y-main"))
             #expect(try await store.directory.exportCustomer(appUserId: "nobody") == nil)
@@ -185,6 +189,7 @@ struct CustomerDirectoryTests {
                 #expect(Int64(x.rows(table).count + y.rows(table).count) == total, "\(table)")
                 #expect(!x.rows(table).isEmpty, "\(table) has no row of the customer")
             }
+            #expect(Set(x.tables.map(\.table)).isSuperset(of: ["events", "webhook_deliveries"]))
             let ids = x.rows("customers").compactMap { row in row.first { $0.column == "app_user_id" }?.value }
             #expect(Set(ids) == [.text("x-main"), .text("x-alias")])
             // Integers are integers on every backend.
@@ -279,8 +284,6 @@ struct CustomerDirectoryTests {
         guard case .spent = spent else { throw StorageError(.internal, "the spend failed: \(spent)") }
     }
 
-    /// Rows of every table (every column, as text; PostgreSQL's `bytea` as its UTF-8 text) that
-    /// contain `needle`.
     /// Every table's name.
     static func tables(in store: any LedgerStore) async throws -> Set<String> {
         let sql =
@@ -290,6 +293,8 @@ struct CustomerDirectoryTests {
         return Set(try await store.texts(sql).compactMap { $0[0] })
     }
 
+    /// Rows of every table (every column, as text; PostgreSQL's `bytea` as its UTF-8 text) that
+    /// contain `needle`.
     static func occurrences(of needle: String, in store: any LedgerStore, tables only: Set<String>? = nil) async throws -> Int64 {
         let postgres = store is PostgresStore
         let columns: [[String?]] =

@@ -221,13 +221,29 @@ extension Ledger {
             "customer_events", columns("id, kind, customer_id, subject, actor, detail, recorded_at"),
             "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
         ),
+        (
+            "events",
+            columns(
+                "seq, event_id, type, customer_id, app_user_id, app_account_token, environment, bundle_id, product_id, original_transaction_id, entitlements, details, cause, occurred_at, recorded_at, answer"
+            ),
+            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1) OR (customer_id IS NULL AND app_user_id IN (SELECT app_user_id FROM customers WHERE id = $1 OR merged_into = $1))"
+        ),
+        (
+            // Deliveries are keyed by the id the event named.
+            "webhook_deliveries",
+            columns(
+                "id, endpoint, event_seq, event_id, event_type, customer_key, status, attempts, next_attempt_at, first_attempt_at, last_attempt_at, last_status, last_error, created_at, updated_at"
+            ),
+            "customer_key IN (SELECT app_user_id FROM customers WHERE id = $1 OR merged_into = $1)"
+        ),
     ]
 
     /// The exported columns that hold integers (times, ids, flags).
     private static let integerColumns: Set<String> = [
         "id", "customer_id", "created_at", "merged_into", "linked_at", "notification_id", "signed_date", "received_at",
         "computed_at", "active", "will_renew", "expires_at", "grace_until", "auto_renew", "signed_at", "consented",
-        "recorded_at", "body_size",
+        "recorded_at", "body_size", "seq", "occurred_at", "event_seq", "attempts", "next_attempt_at", "first_attempt_at",
+        "last_attempt_at", "last_status", "updated_at",
     ]
 
     /// See ``CustomerDirectory/exportCustomer(appUserId:)``.
