@@ -1,4 +1,5 @@
-# Shared by the scripts that test a live server (schemathesis.sh, metrics-check.sh); source it.
+# Shared by the scripts that test a live server (schemathesis.sh, metrics-check.sh,
+# console-browser-test.sh); source it.
 #   test_venv VENV PACKAGE MODULE   a venv under .build with PACKAGE from PyPI (MODULE importable)
 #   start_serve NAME                runs .build/debug/entitled serve with $dir/entitled.json on a
 #                                   free loopback port and a throwaway SQLite database in $dir;

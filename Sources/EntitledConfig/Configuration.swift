@@ -9,6 +9,9 @@ public struct Configuration: Sendable, Equatable {
     public var listen: ListenAddress = .default
     /// `sqlite:PATH` (embedded default) or `postgres://…` / `postgresql://…`.
     public var database: String = Configuration.defaultDatabase
+    /// PostgreSQL streaming replicas (`database.replicas`) that serve customer reads once they have
+    /// replayed this process's last commit; empty (the default) reads the primary.
+    public var databaseReplicas: [String] = []
     /// Storage limits and retention (the `storage` section).
     public var storage: StorageSettings = StorageSettings()
     /// Keys for the customer and admin API.
@@ -99,6 +102,9 @@ public struct APIKey: Sendable, Equatable {
         case read, write, admin
         /// `GET /metrics` only.
         case metrics
+        /// The console (`/console`, `/v1/metrics/…`, `/v1/console/…`) and every customer's
+        /// answer and history: read-only.
+        case console
     }
 
     public var name: String
@@ -275,6 +281,8 @@ public struct StorageSettings: Sendable, Equatable {
     public var statementTimeoutMilliseconds: Int = 5000
     /// PostgreSQL: longest a connection attempt may take, in seconds (1–600).
     public var connectTimeoutSeconds: Int = 5
+    /// PostgreSQL: connections this process keeps to the primary, and to each replica (1–100).
+    public var connections: Int = 8
 
     public init() {}
 }

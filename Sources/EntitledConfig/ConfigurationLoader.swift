@@ -41,7 +41,9 @@ public struct ConfigurationLoader: Sendable {
         }
         if let value = environment["ENTITLED_DATABASE"] {
             problems.check { () throws(ConfigurationError) in
+                // Replaces the whole `database` of the file, replicas included.
                 configuration.database = try Self.databaseURL(value, path: "ENTITLED_DATABASE")
+                configuration.databaseReplicas = []
             }
         }
         if let listen {
@@ -50,6 +52,7 @@ public struct ConfigurationLoader: Sendable {
         if let database {
             problems.check { () throws(ConfigurationError) in
                 configuration.database = try Self.databaseURL(database, path: "--database")
+                configuration.databaseReplicas = []
             }
         }
         try problems.finish()
@@ -85,7 +88,7 @@ public struct ConfigurationLoader: Sendable {
             configuration.listen = try Self.listenAddress(try node.string(), path: node.path)
         }
         reader.read("database", problems) { node throws(ConfigurationError) in
-            configuration.database = try Self.databaseURL(try node.string(), path: node.path)
+            (configuration.database, configuration.databaseReplicas) = try Self.database(node, problems)
         }
         reader.read("storage", problems) { node throws(ConfigurationError) in configuration.storage = try storage(node, problems) }
         reader.read("apiKeys", problems) { node throws(ConfigurationError) in
@@ -399,6 +402,7 @@ public struct ConfigurationLoader: Sendable {
         bounded("rejectedRetentionDays", 1...3650) { settings.rejectedRetentionDays = $0 }
         bounded("statementTimeoutMilliseconds", 100...600_000) { settings.statementTimeoutMilliseconds = $0 }
         bounded("connectTimeoutSeconds", 1...600) { settings.connectTimeoutSeconds = $0 }
+        bounded("connections", 1...100) { settings.connections = $0 }
         object.finish(problems)
         return settings
     }
@@ -421,6 +425,32 @@ public struct ConfigurationLoader: Sendable {
             throw ConfigurationError(path: path, message: "'\(raw)' is not HOST:PORT")
         }
         return address
+    }
+
+    /// `database`: a URL, or `{"primary": URL, "replicas": [URL]}` (PostgreSQL only, at most 16 replicas).
+    static func database(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> (String, [String]) {
+        if let raw = node.value as? String { return (try databaseURL(raw, path: node.path), []) }
+        var object = try node.object()
+        let primaryNode = try object.require("primary")
+        let primary = try databaseURL(try primaryNode.string(), path: primaryNode.path)
+        var replicas: [String] = []
+        object.read("replicas", problems) { list throws(ConfigurationError) in
+            let nodes = try list.array()
+            guard nodes.count <= 16 else { throw ConfigurationError(path: list.path, message: "at most 16 replicas") }
+            for replica in nodes {
+                let url = try databaseURL(try replica.string(), path: replica.path)
+                guard case .postgres = try? DatabaseURL(parsing: url) else {
+                    throw ConfigurationError(path: replica.path, message: "a replica must be a postgres:// URL")
+                }
+                replicas.append(url)
+            }
+        }
+        object.finish(problems)
+        let primaryIsPostgres: Bool = if case .postgres = try? DatabaseURL(parsing: primary) { true } else { false }
+        guard replicas.isEmpty || primaryIsPostgres else {
+            throw ConfigurationError(path: primaryNode.path, message: "replicas need a postgres:// primary")
+        }
+        return (primary, replicas)
     }
 
     /// Checks `raw` with Storage's ``DatabaseURL`` parser, the one that opens it.

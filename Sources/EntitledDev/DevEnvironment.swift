@@ -73,6 +73,8 @@ public enum DevEnvironment {
         let assembled = try await buildApplication(
             configuration: configuration, clock: clock, fastPaths: options.fastPaths)
         let store = assembled.store
+        // A continued folder from before the rollups (schema version 15): small, so at once.
+        try await MetricBackfill.run(store: store, projector: assembled.ledger)
 
         let driverBox = DriverBox()
         var router = assembled.application.router

@@ -91,6 +91,7 @@ public struct API: Sendable {
         registerSupport(on: &router)
         registerWebhooks(on: &router)
         registerCustomers(on: &router)
+        registerConsole(on: &router)
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }
 

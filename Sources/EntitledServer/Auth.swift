@@ -109,7 +109,10 @@ public struct Authenticator: Sendable {
     public func authorize(_ principal: Principal, scope: APIKey.Scope, appUserId: String?) throws(AuthError) {
         switch principal {
         case .apiKey(_, let scopes):
-            guard scopes.contains(scope) else { throw .forbidden("the API key lacks the '\(scope.rawValue)' scope") }
+            // The console's read-only key reads what a `read` key reads; `admin` may use the console.
+            let granted = scopes.contains(scope) || (scope == .read && scopes.contains(.console))
+                || (scope == .console && scopes.contains(.admin))
+            guard granted else { throw .forbidden("the API key lacks the '\(scope.rawValue)' scope") }
         case .customer(let subject):
             // Bytes, not String ==: that one calls NFC and NFD spellings of one name equal.
             guard scope != .admin, let appUserId, AppUserID.same(appUserId, subject) else {

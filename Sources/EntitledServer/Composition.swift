@@ -80,7 +80,8 @@ public func buildApplication(
     if let store {
         opened = store
     } else {
-        opened = try await openDatabase(configuration.database, storage: configuration.storage, observer: metrics)
+        opened = try await openDatabase(
+            configuration.database, replicas: configuration.databaseReplicas, storage: configuration.storage, observer: metrics)
     }
     do {
         // One query now; the observer keeps the gauges current from here on.

@@ -100,6 +100,9 @@ public final class FactLedger: ReadinessProbe, Projector {
         return version >= RenderedCustomer.formatVersion
     }
 
+    /// The server's projections keep the console's metric rollups.
+    public var maintainsMetrics: Bool { true }
+
     /// For `/readyz`: the database answers.
     public func checkReady() async throws { try await store.ping() }
 

@@ -20,6 +20,7 @@ public final class ServerMetrics: LedgerObserver {
     let verificationDuration: Histogram
     let ledgerCommitDuration: Histogram
     let ledgerGroupSize: Histogram
+    let replicaReads: Counter
     let projectionLag: Histogram
     let customers: Gauge
     let subscriptions: Gauge
@@ -64,6 +65,10 @@ public final class ServerMetrics: LedgerObserver {
         ledgerGroupSize = registry.histogram(
             "entitled_ledger_group_commit_size", "Write transactions the storage writer groups into one commit.",
             buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256])
+        replicaReads = registry.counter(
+            "entitled_replica_reads_total",
+            "Reads with read replicas configured, by where they ran (replica, or primary: no replica had this process's last commit or answered).",
+            labels: ["served_by"])
         projectionLag = registry.histogram(
             "entitled_projection_lag_seconds",
             "From a V2 notification's signedDate to its projections committed (Apple's delivery delay plus ours).",
@@ -184,6 +189,10 @@ public final class ServerMetrics: LedgerObserver {
     // MARK: - LedgerObserver
 
     public func groupCommitted(writes: Int) { ledgerGroupSize.observe([], Double(writes)) }
+
+    public func readsRouted(_ reads: Int, onReplica: Bool) {
+        replicaReads.add([onReplica ? "replica" : "primary"], Double(reads))
+    }
 
     public func projectionsChanged(_ change: ProjectionTally) {
         guard projectionsCounted.load(ordering: .acquiring) else { return }

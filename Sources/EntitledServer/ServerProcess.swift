@@ -109,6 +109,14 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
 
     let runningJobs = assembled.jobRunner.map { runner in Task { await runner.run() } }
     let delivering = assembled.application.webhooks.map { dispatcher in Task { await dispatcher.run() } }
+    let backfilling = Task {
+        do {
+            let count = try await MetricBackfill.run(store: store, projector: assembled.ledger)
+            if count > 0 { ServerLog.event("metric rollups backfilled", ["customers": "\(count)"]) }
+        } catch {
+            ServerLog.event("metric rollup backfill failed", ["error": "\(error)"], level: .error)
+        }
+    }
 
     let signal = await signals.wait()
     ServerLog.event("shutting down", ["signal": signal])
@@ -116,6 +124,7 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     for task in reconciling { task.cancel() }
     runningJobs?.cancel()
     delivering?.cancel()
+    backfilling.cancel()
     // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()
     await metricsServer?.shutdown()

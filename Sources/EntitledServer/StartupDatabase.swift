@@ -7,7 +7,7 @@ import Storage
 /// - Throws: ``StartupError/runtime(_:)``.
 /// `observer` is told of group commits and committed projection changes (``ServerMetrics``).
 public func openDatabase(
-    _ url: String, storage: StorageSettings = StorageSettings(), observer: (any LedgerObserver)? = nil
+    _ url: String, replicas: [String] = [], storage: StorageSettings = StorageSettings(), observer: (any LedgerObserver)? = nil
 ) async throws(StartupError) -> any LedgerStore {
     let parsed: DatabaseURL
     do {
@@ -32,6 +32,7 @@ public func openDatabase(
     do {
         var options = storeConfiguration(storage)
         options.ledgerObserver = observer
+        options.postgresReplicas = replicas
         store = try await openStore(parsed, configuration: options)
     } catch {
         throw .runtime("database: \(error)")
@@ -67,5 +68,6 @@ public func storeConfiguration(_ storage: StorageSettings) -> StoreConfiguration
     configuration.log = { event, fields in ServerLog.event(event, fields) }
     configuration.postgresStatementTimeoutMilliseconds = storage.statementTimeoutMilliseconds
     configuration.postgresConnectTimeoutSeconds = storage.connectTimeoutSeconds
+    configuration.postgresConnections = storage.connections
     return configuration
 }

@@ -176,3 +176,51 @@ package enum _StorageBenchmarkCleanup {
         try await postgres._execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
     }
 }
+
+extension _StorageBenchmark {
+    /// Gives synthetic customers `range` (already bulk-loaded) a contribution to the metric rollups,
+    /// as if each had subscribed on one of the 730 days before `now` and renewed every 30 days for
+    /// 1–13 periods: their `customer_metrics` rows and the summed `metric_daily` rows, in one
+    /// transaction (`entitled bench console`).
+    package static func bulkLoadMetrics(_ store: any LedgerStore, customers range: Range<Int>, now: Int64) async throws {
+        guard let store = store as? any SessionBackedStore else { throw StorageError(.invalidArgument, "unsupported store") }
+        try await store.write { session in
+            let today = metricDay(now)
+            var daily: [MetricRowKey: Int64] = [:]
+            let ids = try session.query(
+                "SELECT id FROM customers ORDER BY id", []
+            ).map { try $0.int(0) }
+            for (index, n) in range.enumerated() where index < ids.count {
+                let start = today - Int64(n % 730)
+                let end = start + 30 * Int64(1 + n % 13)
+                let (currency, price): (String, Int64) = n % 3 == 0 ? ("EUR", 8990) : ("USD", 9990)
+                var deltas = [
+                    MetricDelta(environment: .production, day: start, kind: .activeSubscriptions, value: 1),
+                    MetricDelta(environment: .production, day: start, kind: .mrr, currency: currency, value: price),
+                    MetricDelta(environment: .production, day: start, kind: .newSubscriptions, value: 1),
+                ]
+                var renewal = start + 30
+                while renewal < min(end, today + 1) {
+                    deltas.append(MetricDelta(environment: .production, day: renewal, kind: .renewals, value: 1))
+                    renewal += 30
+                }
+                if end <= today {
+                    deltas.append(MetricDelta(environment: .production, day: end, kind: .activeSubscriptions, value: -1))
+                    deltas.append(MetricDelta(environment: .production, day: end, kind: .mrr, currency: currency, value: -price))
+                    deltas.append(MetricDelta(environment: .production, day: end, kind: .churned, value: 1))
+                }
+                for delta in deltas { daily[MetricRowKey(delta), default: 0] += delta.value }
+                try session.query(
+                    "INSERT INTO customer_metrics (customer_id, deltas) VALUES ($1, $2) ON CONFLICT (customer_id) DO NOTHING",
+                    .int(ids[index]), .text(MetricCodec.encode(deltas)))
+            }
+            for (key, value) in daily {
+                try session.query(
+                    """
+                    INSERT INTO metric_daily (environment, day, kind, currency, value) VALUES ($1, $2, $3, $4, $5)
+                    ON CONFLICT (environment, day, kind, currency) DO UPDATE SET value = metric_daily.value + excluded.value
+                    """, .text(key.environment), .int(key.day), .text(key.kind), .text(key.currency), .int(value))
+            }
+        }
+    }
+}

@@ -6,6 +6,14 @@ public protocol LedgerObserver: Sendable {
     /// A write transaction that re-projected customers committed; `change` is what it did to the
     /// counts of projections by state (only committed transactions are reported, once each).
     func projectionsChanged(_ change: ProjectionTally)
+    /// PostgreSQL with read replicas: `reads` reads were served by a replica (`onReplica`), or
+    /// sent to the primary because no replica had replayed this process's last commit or could be
+    /// reached.
+    func readsRouted(_ reads: Int, onReplica: Bool)
+}
+
+extension LedgerObserver {
+    public func readsRouted(_ reads: Int, onReplica: Bool) {}
 }
 
 /// Projected customers by state and subscriptions by status: counts (``LedgerStore/projectionTally()``)

@@ -143,6 +143,9 @@ public struct StoreConfiguration: Sendable {
     public var postgresGroupCommit: Int = 8
     /// PostgreSQL: connections in the pool, each on its own thread. Default 8.
     public var postgresConnections: Int = 8
+    /// PostgreSQL: streaming replicas (libpq URIs) for reads. A read goes to a replica only once
+    /// it has replayed this process's last commit (``PostgresStore``), else to the primary.
+    public var postgresReplicas: [String] = []
     /// PostgreSQL: a schema to use (created when missing) instead of `public`; tests use one per test.
     /// Letters, digits and `_` only.
     public var postgresSchema: String? = nil

@@ -37,6 +37,9 @@ public protocol Projector: Sendable {
     /// byte for byte with a fresh one; false for one the projector's reader replaces by itself (an
     /// older format), compared by its rows alone. Default: true.
     func isComparable(stateDocument: [UInt8]) -> Bool
+    /// Whether each projection also maintains the metric rollups (``ConsoleStore``) in its
+    /// transaction. Default: false (the rollups stay empty).
+    var maintainsMetrics: Bool { get }
 }
 
 extension Projector {
@@ -57,6 +60,9 @@ extension Projector {
 
     /// Projectors whose documents never change format: always comparable.
     public func isComparable(stateDocument: [UInt8]) -> Bool { true }
+
+    /// No rollups.
+    public var maintainsMetrics: Bool { false }
 
     /// A customer's projection from all of their facts (ordered by `signedDate`, then ledger id).
     ///
@@ -134,10 +140,14 @@ extension Projector {
 /// (`EntitledServer.FactLedger`).
 public struct BasicProjector: Projector {
     public var policy: Policy
+    public var maintainsMetrics: Bool
 
-    /// - Parameter entitlements: product id → the entitlement it grants (auto-renewable products).
-    public init(entitlements: [String: String] = [:]) {
+    /// - Parameters:
+    ///   - entitlements: product id → the entitlement it grants (auto-renewable products).
+    ///   - maintainsMetrics: whether projections keep the metric rollups.
+    public init(entitlements: [String: String] = [:], maintainsMetrics: Bool = false) {
         policy = Policy(products: entitlements.mapValues { ProductPolicy(type: .autoRenewable, entitlements: [$0]) })
+        self.maintainsMetrics = maintainsMetrics
     }
 
     public func document(customer: CustomerRecord, state: CustomerState) throws -> [UInt8] {

@@ -80,6 +80,30 @@ enum VerifyBenchmarkCommand: Command {
     }
 }
 
+enum ConsoleBenchmarkCommand: Command {
+    static let name = "console"
+    static let summary = "the console's overview API over bulk-seeded customers and their rollups"
+    static let help = """
+        Usage: entitled bench console [--customers N] [--requests N]
+
+        Bulk-loads N synthetic customers into a temporary SQLite ledger (printing the seeding rate),
+        gives each a contribution to the metric rollups (a subscription started on one of the last
+        730 days, renewed every 30 days for 1–13 periods, in USD or EUR), then times
+        GET /v1/metrics/overview for the last 365 days by day over HTTP (one keep-alive connection,
+        sequential requests) and prints p50 and p99. Target: under 200 ms at 1,000,000 customers.
+
+        Defaults: 1,000,000 customers, 200 requests. Build with 'swift build -c release' first.
+        """
+
+    static func run(_ arguments: inout Arguments) async throws -> Int32 {
+        var options = ConsoleBenchmark.Options()
+        options.customers = try arguments.option("--customers", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } } ?? options.customers
+        options.requests = try arguments.option("--requests", as: "a positive number") { Int($0).flatMap { $0 > 0 ? $0 : nil } } ?? options.requests
+        try arguments.finish()
+        return try await ConsoleBenchmark.run(options) ? ExitStatus.ok : ExitStatus.failure
+    }
+}
+
 enum APIBenchmarkCommand: Command {
     static let name = "api"
     static let summary = "HTTP API: durable signed-notification ingest and customer reads, with wrk"

@@ -271,6 +271,25 @@ extension SwitchedStore: ConsumableSpending {
     }
 }
 
+extension SwitchedStore: ConsoleStore {
+    func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup {
+        try up()
+        return try await base.metricRollup(environment: environment, fromDay: fromDay, toDay: toDay)
+    }
+    func backfillMetrics(projector: any Projector, limit: Int) async throws -> Int {
+        try up()
+        return try await base.backfillMetrics(projector: projector, limit: limit)
+    }
+    func searchCustomers(_ query: String, after: String?, limit: Int) async throws -> [CustomerMatch] {
+        try up()
+        return try await base.searchCustomers(query, after: after, limit: limit)
+    }
+    func ingestHealth(since: Int64, now: Int64) async throws -> IngestHealth {
+        try up()
+        return try await base.ingestHealth(since: since, now: now)
+    }
+}
+
 /// One HTTP/1.1 exchange per connection over loopback (`Connection: close`, read to EOF).
 enum Loopback {
     struct Reply: Sendable {

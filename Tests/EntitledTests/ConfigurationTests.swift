@@ -86,6 +86,13 @@ import Testing
         (#"{"storage": {"statementTimeoutMilliseconds": 50}}"#, "storage.statementTimeoutMilliseconds", "between 100 and 600000"),
         (#"{"storage": {"connectTimeoutSeconds": 0}}"#, "storage.connectTimeoutSeconds", "between 1 and 600"),
         (#"{"storage": {"retention": 1}}"#, "storage.retention", "unknown key"),
+        (#"{"storage": {"connections": 0}}"#, "storage.connections", "between 1 and 100"),
+        (#"{"database": {"replicas": ["postgres://r/db"]}}"#, "database.primary", "required"),
+        (#"{"database": {"primary": "postgres://p/db", "replicas": ["sqlite:x.sqlite"]}}"#, "database.replicas[0]", "postgres://"),
+        (#"{"database": {"primary": "sqlite:x.sqlite", "replicas": ["postgres://r/db"]}}"#, "database.primary", "postgres:// primary"),
+        (#"{"database": {"primary": "postgres://p/db", "replicas": "postgres://r/db"}}"#, "database.replicas", "array"),
+        (#"{"database": {"primary": "postgres://p/db", "standby": []}}"#, "database.standby", "unknown key"),
+        (#"{"database": 5}"#, "database", "an object"),
         (#"{"http": {"trustedProxies": ["10.0.0.0/8", "10.0.0.0/33"]}}"#, "http.trustedProxies[1]", "CIDR"),
         (#"{"http": {"trustedProxies": ["10.0.0.1/8"]}}"#, "http.trustedProxies[0]", "CIDR"),
         (#"{"http": {"trustedProxies": "10.0.0.0/8"}}"#, "http.trustedProxies", "array"),
@@ -101,6 +108,29 @@ import Testing
             guard let error = error as? ConfigurationError else { return false }
             return error.path == path && error.message.contains(fragment)
         }
+    }
+
+    /// `database` as a primary with replicas; the plain string stays, and an override from the
+    /// environment or a flag replaces the whole of it.
+    @Test func readsThePrimaryAndItsReplicas() throws {
+        let document = #"""
+            {"database": {"primary": "postgres://p@10.0.0.1/db", "replicas": ["postgres://p@10.0.0.2/db", "postgresql://p@10.0.0.3/db"]},
+             "storage": {"connections": 12}}
+            """#
+        let configuration = try loader.parse(Data(document.utf8))
+        #expect(configuration.database == "postgres://p@10.0.0.1/db")
+        #expect(configuration.databaseReplicas == ["postgres://p@10.0.0.2/db", "postgresql://p@10.0.0.3/db"])
+        #expect(configuration.storage.connections == 12)
+        let plain = try loader.parse(Data(#"{"database": "postgres://p@10.0.0.1/db"}"#.utf8))
+        #expect(plain.database == "postgres://p@10.0.0.1/db")
+        #expect(plain.databaseReplicas.isEmpty)
+        #expect(plain.storage.connections == 8)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-replicas-\(UUID()).json")
+        try Data(document.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let overridden = try ConfigurationLoader(environment: [:]).load(path: file.path, database: "sqlite:/tmp/x.sqlite")
+        #expect(overridden.database == "sqlite:/tmp/x.sqlite")
+        #expect(overridden.databaseReplicas.isEmpty)
     }
 
     @Test func readsTheConnectionLimitsAndTrustedProxies() throws {

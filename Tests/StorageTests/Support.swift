@@ -100,13 +100,17 @@ let day: Int64 = 86_400_000
 /// The projector every test uses (and every post-test rebuild).
 let testProjector = BasicProjector(entitlements: ["com.example.pro": "pro"])
 
-/// Opens a fresh store, runs `body`, then checks that a rebuild finds no differences.
+/// Opens a fresh store (its options changed by `configure`), runs `body`, then checks that a
+/// rebuild finds no differences.
 func withStore(
     _ backend: Backend, fault: FaultInjector? = nil, now: Int64 = testNow,
+    configure: (inout StoreConfiguration, TestDatabase) -> Void = { _, _ in },
     _ body: (any LedgerStore, TestDatabase) async throws -> Void
 ) async throws {
     let database = try TestDatabase(backend)
-    let store = try await database.open(fault: fault)
+    var options = database.configuration(fault: fault)
+    configure(&options, database)
+    let store = try await openStore(url: database.url, configuration: options)
     do {
         try await body(store, database)
         let report = try await store.rebuild(projector: testProjector, now: now)

@@ -33,36 +33,26 @@ struct FactRow: Sendable {
         digest = FactDigest.hex(self.signed)
         kind = fact.ledgerKind
         originalTransactionId = fact.ledgerOriginalTransactionId
+        signedDate = fact.date
         switch fact {
         case .transaction(let f):
             transactionId = f.transactionId
             appAccountToken = f.appAccountToken
-            signedDate = f.signedDate
-        case .renewalInfo(let f):
-            signedDate = f.signedDate
         case .notification(let f):
             transactionId = f.transactionId
-            signedDate = f.signedDate
-        case .appTransaction(let f):
-            signedDate = f.signedDate
         case .receiptEntry(let f):
             transactionId = f.transactionId
             appAccountToken = f.appAccountToken
-            signedDate = f.receiptDate
-        case .pendingRenewal(let f):
-            signedDate = f.receiptDate
         case .v1Notification(let f):
             transactionId = f.transactionId
-            signedDate = f.date
         case .consumableSpend(let f):
             appAccountToken = f.appAccountToken
-            signedDate = f.spentAt
         case .promotionalGrant(let f):
             appAccountToken = f.appAccountToken
-            signedDate = f.grantedAt
         case .promotionalGrantEnd(let f):
             appAccountToken = f.appAccountToken
-            signedDate = f.endedAt
+        case .renewalInfo, .appTransaction, .pendingRenewal:
+            break
         }
     }
 }

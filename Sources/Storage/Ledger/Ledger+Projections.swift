@@ -65,8 +65,15 @@ extension Ledger {
     func project(
         _ customer: CustomerRecord, rows: [SQLRow], projector: any Projector, now: Int64, known: [String: Fact] = [:]
     ) throws -> CustomerProjection {
+        try projectWithFacts(customer, rows: rows, projector: projector, now: now, known: known).projection
+    }
+
+    /// ``project(_:rows:projector:now:known:)`` with the engine facts it evaluated (for the rollups).
+    func projectWithFacts(
+        _ customer: CustomerRecord, rows: [SQLRow], projector: any Projector, now: Int64, known: [String: Fact] = [:]
+    ) throws -> (projection: CustomerProjection, facts: [Fact]) {
         let facts = try Self.engineFacts(rows, projector: projector, known: known)
-        return try projector.projection(customer: customer, facts: facts, now: now).canonical
+        return (try projector.projection(customer: customer, facts: facts, now: now).canonical, facts)
     }
 
     /// Recomputes and stores one customer's projection. Returns the customer and, when the
@@ -106,6 +113,7 @@ extension Ledger {
         // A failure mark is only cleared by rewriting every row (the rows kept may be stale).
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
         noteProjection(stored?.projection, projection)
+        try updateMetrics(customerID: customer.id, facts: facts, projector: projector)
         if let cause {
             let signedDates = try results[1].map { try $0.optionalInt(11) ?? 0 }
             try emitEvents(for: customer, facts: facts, signedDates: signedDates, after: projection, projector: projector, cause: cause, now: now)

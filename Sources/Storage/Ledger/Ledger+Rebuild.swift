@@ -1,3 +1,5 @@
+import Entitlements
+
 // Projection failures and the rebuild: what happens when a customer cannot be projected.
 
 extension Ledger {
@@ -39,8 +41,9 @@ extension Ledger {
             let stored = try storedState(customerID: id)
             let rows = try session.query(Self.factsWithoutJWS, .int(customer.id))
             let fresh: CustomerProjection
+            let facts: [Fact]
             do {
-                fresh = try project(customer, rows: rows, projector: projector, now: now)
+                (fresh, facts) = try projectWithFacts(customer, rows: rows, projector: projector, now: now)
             } catch {
                 let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
                 if stored?.failure != failure.reason {
@@ -49,6 +52,7 @@ extension Ledger {
                 chunk.failed.append(failure)
                 continue
             }
+            try updateMetrics(customerID: id, facts: facts, projector: projector)
             // Both copies must match: the state row (the API's read) and the indexed row tables.
             var tables = try tableRows(customerID: id)
             tables.state = fresh.state

@@ -270,6 +270,29 @@ enum Schema {
                 );
                 CREATE INDEX customer_events_customer ON customer_events (customer_id);
                 """),
+        // Version 15 (issue 19): the console's rollups. `metric_daily` sums every customer's
+        // contribution per environment, day (since the epoch, UTC), series and currency (a stock's
+        // change, a flow's amount); `customer_metrics` keeps each customer's own, so a new
+        // projection adds only the difference. Customers stored before this version have no row
+        // until the backfill (`backfillMetrics`) reaches them. Facts get an index on
+        // `transaction_id` for the console's search.
+        Migration(
+            version: 15, name: "metric rollups",
+            sql: """
+                CREATE TABLE metric_daily (
+                    environment TEXT NOT NULL,
+                    day {int} NOT NULL,
+                    kind TEXT NOT NULL,
+                    currency TEXT NOT NULL,
+                    value {int} NOT NULL,
+                    PRIMARY KEY (environment, day, kind, currency)
+                ){without_rowid};
+                CREATE TABLE customer_metrics (
+                    customer_id {int} PRIMARY KEY,
+                    deltas TEXT NOT NULL
+                ){without_rowid};
+                CREATE INDEX facts_transaction_id ON facts (transaction_id);
+                """),
     ]
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }

@@ -13,12 +13,19 @@ import Synchronization
 final class PostgresStore: SessionBackedStore {
     private let conninfo: String
     private let configuration: StoreConfiguration
-    private let queue = JobQueue()
+    private let queue: JobQueue
     private let threads = ThreadTracker()
+    /// Reads on streaming replicas; nil without `postgresReplicas`.
+    private let replicas: ReplicaReads?
 
     private init(conninfo: String, configuration: StoreConfiguration) {
         self.conninfo = conninfo
         self.configuration = configuration
+        let queue = JobQueue()
+        self.queue = queue
+        replicas =
+            configuration.postgresReplicas.isEmpty
+            ? nil : ReplicaReads(urls: configuration.postgresReplicas, primary: queue, configuration: configuration)
     }
 
     static func open(uri: String, configuration: StoreConfiguration) async throws -> PostgresStore {
@@ -36,6 +43,11 @@ final class PostgresStore: SessionBackedStore {
             } else if !configuration.skipSchemaCheck {
                 _ = try await store.write { try Schema.check($0) }
             }
+            if let position = store.replicas?.position {
+                // Replicas serve this process only once they have what the primary has now, so a
+                // restarted process does not read older data than before.
+                try await store.write { try position.advance(reading: $0) }
+            }
         } catch {
             await store.close()
             throw error
@@ -51,17 +63,19 @@ final class PostgresStore: SessionBackedStore {
             let queue = self.queue
             let conninfo = self.conninfo
             let configuration = self.configuration
+            let position = replicas?.position
             threads.start(name: "entitled.postgres.\(index)") {
                 var connection: PostgresConnection? = nil
                 while let jobs = queue.take(maxWrites: max(1, configuration.postgresGroupCommit), groupReads: false) {
-                    Self.run(jobs, connection: &connection, conninfo: conninfo, configuration: configuration)
+                    Self.run(jobs, connection: &connection, conninfo: conninfo, configuration: configuration, position: position)
                 }
             }
         }
     }
 
     private static func run(
-        _ jobs: [any StorageJob], connection: inout PostgresConnection?, conninfo: String, configuration: StoreConfiguration
+        _ jobs: [any StorageJob], connection: inout PostgresConnection?, conninfo: String, configuration: StoreConfiguration,
+        position: CommitPosition?
     ) {
         var attempts = 0
         var reconnected = false
@@ -76,6 +90,9 @@ final class PostgresStore: SessionBackedStore {
                 if jobs[0].isWrite {
                     do {
                         try commitGroup(jobs, on: session, fault: configuration.faultInjector)
+                        // Committed: a failure to read the position only costs this group's
+                        // readers a trip to the primary later (the next commit advances it).
+                        if let position { try? position.advance(reading: session) }
                     } catch let error as StorageError where jobs.count == 1 && error.retry == .none {
                         // A lone job that failed on its own: it keeps its own error.
                         jobs[0].finish(overriding: jobs[0].failure ?? error)
@@ -124,7 +141,9 @@ final class PostgresStore: SessionBackedStore {
                 // Jobs of one group lock customers in no global order, so two groups can deadlock.
                 // Retry each job in a transaction of its own: a lone ingest takes its locks in
                 // sorted order, so these rarely meet again.
-                for job in jobs { run([job], connection: &connection, conninfo: conninfo, configuration: configuration) }
+                for job in jobs {
+                    run([job], connection: &connection, conninfo: conninfo, configuration: configuration, position: position)
+                }
                 return
             } catch let error as StorageError where error.retry == .transaction && attempts + 1 < configuration.postgresTransactionAttempts {
                 attempts += 1
@@ -171,19 +190,27 @@ final class PostgresStore: SessionBackedStore {
         }
     }
 
-    private func submit<T: Sendable>(isWrite: Bool, _ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+    private func submit<T: Sendable>(
+        isWrite: Bool, on target: JobQueue, _ body: @escaping @Sendable (any SQLSession) throws -> T
+    ) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             let job = Job(isWrite: isWrite, body: body, continuation: continuation)
-            if !queue.enqueue(job) { job.finish(overriding: StorageError(.closed, "the store is closed")) }
+            if !target.enqueue(job) { job.finish(overriding: StorageError(.closed, "the store is closed")) }
         }
     }
 
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await submit(isWrite: true, body)
+        try await submit(isWrite: true, on: queue, body)
     }
 
+    /// On a replica that has replayed this process's last commit when there is one (``ReplicaReads``).
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
-        try await submit(isWrite: false, body)
+        try await submit(isWrite: false, on: replicas?.queue ?? queue, body)
+    }
+
+    /// The primary only: `/readyz` tells whether the primary answers, whatever the replicas do.
+    func ping() async throws {
+        _ = try await submit(isWrite: false, on: queue) { try $0.query("SELECT 1", []) }
     }
 
     // MARK: LedgerStore
@@ -212,6 +239,8 @@ final class PostgresStore: SessionBackedStore {
     }
 
     func close() async {
+        // Replica workers hand reads they cannot serve to the primary's queue: close theirs first.
+        await replicas?.close()
         queue.close()
         await threads.waitForAll()
     }

@@ -1,0 +1,134 @@
+import Entitlements
+import Foundation
+import HTTPServer
+import Storage
+
+/// The console's JSON endpoints (`admin` or `console` scope; docs/openapi.yaml, "Console"): the
+/// overview from the metric rollups, customer search, a customer's readable timeline, the
+/// ingest's health. The page itself is ``ConsoleAssets``.
+extension API {
+    /// Longest overview range, in days (ten years of daily points at most).
+    static let maxOverviewDays: Int64 = 3_700
+    /// Customers per search page when `limit` is absent, and its maximum.
+    static let defaultSearchLimit = 25
+    static let maxSearchLimit = 100
+    /// The window the health page covers.
+    static let healthWindow: Int64 = 24 * 3_600_000
+
+    func registerConsole(on router: inout Router) {
+        let api = self
+        router.get("/v1/metrics/overview") { try await api.metricsOverview($0) }
+        router.get("/v1/console/customers") { try await api.searchCustomers($0) }
+        router.get("/v1/console/customers/{appUserId}/timeline") { try await api.customerTimeline($0) }
+        router.get("/v1/console/health") { try await api.consoleHealth($0) }
+        ConsoleAssets.register(on: &router)
+    }
+
+    func requireConsole(_ request: Request) throws {
+        try authenticator.authorize(try authenticate(request), scope: .console, appUserId: nil)
+    }
+
+    /// The store's console reads; 503 when the store has none.
+    var consoleStore: any ConsoleStore {
+        get throws {
+            guard let store = ledger.store as? any ConsoleStore else { throw Self.unavailable }
+            return store
+        }
+    }
+
+    /// Runs a console read, its storage failures answered as every other storage failure.
+    func consoleRead<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as StorageError {
+            return try await store { () async throws(StorageError) -> T in throw error }
+        }
+    }
+
+    /// `GET /v1/metrics/overview?from=YYYY-MM-DD&to=YYYY-MM-DD&interval=day|week|month&environment=…`.
+    func metricsOverview(_ request: Request) async throws -> Response {
+        try requireConsole(request)
+        let from = try Self.day(request, "from")
+        let to = try Self.day(request, "to")
+        guard from <= to else { throw HTTPError(.invalidRequest, "from is after to") }
+        guard to - from < Self.maxOverviewDays else {
+            throw HTTPError(.invalidRequest, "the range is longer than \(Self.maxOverviewDays) days")
+        }
+        let interval = try OverviewInterval(request.query["interval"] ?? "day")
+        let environment = try Self.environment(request)
+        let store = try consoleStore
+        let rollup = try await consoleRead {
+            try await store.metricRollup(environment: environment.rawValue, fromDay: from, toDay: to)
+        }
+        return try .json(OverviewBody(rollup: rollup, from: from, to: to, interval: interval, environment: environment))
+    }
+
+    /// A `YYYY-MM-DD` query parameter as days since the epoch.
+    static func day(_ request: Request, _ name: String) throws -> Int64 {
+        guard let text = request.query[name] else { throw HTTPError(.missingParameter, "\(name) is required (YYYY-MM-DD)") }
+        guard let day = OverviewBody.parseDay(text) else {
+            throw HTTPError(.invalidRequest, "\(name) is not a date YYYY-MM-DD between 2000 and 2199")
+        }
+        return day
+    }
+
+    /// `GET /v1/console/customers?q=…&after=…&limit=…`.
+    func searchCustomers(_ request: Request) async throws -> Response {
+        try requireConsole(request)
+        let query = request.query["q"] ?? ""
+        guard query.unicodeScalars.count <= AppUserID.maxScalars else {
+            throw HTTPError(.invalidRequest, "q is longer than \(AppUserID.maxScalars) characters")
+        }
+        var limit = Self.defaultSearchLimit
+        if let text = request.query["limit"] {
+            guard let parsed = Int(text), (1...Self.maxSearchLimit).contains(parsed) else {
+                throw HTTPError(.invalidLimit, "limit is 1…\(Self.maxSearchLimit)")
+            }
+            limit = parsed
+        }
+        let after = request.query["after"]
+        let store = try consoleStore
+        let found = try await consoleRead { try await store.searchCustomers(query, after: after, limit: limit + 1) }
+        let page = Array(found.prefix(limit))
+        return try .json(
+            CustomerSearchBody(
+                customers: page.map {
+                    CustomerSearchBody.Item(
+                        appUserId: $0.appUserId, appAccountToken: $0.appAccountToken, createdAt: ISO8601.format(milliseconds: $0.createdAt))
+                },
+                nextAfter: found.count > limit ? page.last?.appUserId : nil))
+    }
+
+    /// `GET /v1/console/customers/{appUserId}/timeline`: one row per event, newest first.
+    func customerTimeline(_ request: Request) async throws -> Response {
+        let appUserId = try Self.appUserId(request)
+        try requireConsole(request)
+        let ledger = self.ledger
+        guard try await consoleRead({ try await ledger.store.customer(appUserId: appUserId) }) != nil else {
+            throw HTTPError(.customerNotFound, "no such customer")
+        }
+        let facts = try await consoleRead { try await ledger.store.facts(appUserId: appUserId, projector: ledger) }
+        let events = ConsoleTimeline.events(facts, encode: ledger.encode)
+        return try .json(TimelineBody(appUserId: appUserId, events: events.reversed()))
+    }
+
+    /// `GET /v1/console/health`: the last 24 hours of ingest.
+    func consoleHealth(_ request: Request) async throws -> Response {
+        try requireConsole(request)
+        let now = clock.nowMilliseconds()
+        let store = try consoleStore
+        let health = try await consoleRead { try await store.ingestHealth(since: now - Self.healthWindow, now: now) }
+        let reconciled = Set(configuration.apps.filter { serverAPI[$0.bundleId] != nil }.map(\.bundleId))
+        return try .json(HealthBody(health: health, now: now, reconciledApps: reconciled))
+    }
+}
+
+/// `interval`: how overview points are grouped.
+enum OverviewInterval: String {
+    case day, week, month
+
+    init(_ text: String) throws {
+        guard let value = Self(rawValue: text) else { throw HTTPError(.invalidRequest, "interval is day, week or month") }
+        self = value
+    }
+}

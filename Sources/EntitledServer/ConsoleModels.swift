@@ -1,0 +1,209 @@
+import Entitlements
+import HTTPServer
+import Storage
+
+/// `GET /v1/metrics/overview`: one point per day, week or month. Stocks are the level at the end
+/// of the point's last day (UTC); flows are summed over the point's days. Money is in the
+/// currency's units (Apple's milli-units / 1000), per currency.
+struct OverviewBody: Encodable {
+    struct Point: Encodable {
+        var date: String
+        var activeSubscriptions: Int64 = 0
+        var activeTrials: Int64 = 0
+        var newSubscriptions: Int64 = 0
+        var renewals: Int64 = 0
+        var churned: Int64 = 0
+        var refunds: Int64 = 0
+        var inGracePeriod: Int64 = 0
+        var inBillingRetry: Int64 = 0
+        var conversions: Int64 = 0
+        var recoveries: Int64 = 0
+        var mrr: [String: Double] = [:]
+        var revenue: [String: Double] = [:]
+        var refundAmount: [String: Double] = [:]
+    }
+
+    var from: String
+    var to: String
+    var interval: String
+    var environment: String
+    var series: [Point]
+
+    init(rollup: MetricRollup, from: Int64, to: Int64, interval: OverviewInterval, environment: Environment) {
+        self.from = Self.format(from)
+        self.to = Self.format(to)
+        self.interval = interval.rawValue
+        self.environment = environment.rawValue
+        // Stock levels (milli-units for money), carried from day to day.
+        var level: [String: Int64] = [:]
+        func key(_ d: MetricDelta) -> String { d.kind.rawValue + "\u{0}" + d.currency }
+        for delta in rollup.opening { level[key(delta), default: 0] += delta.value }
+        var byDay: [Int64: [MetricDelta]] = [:]
+        for delta in rollup.days { byDay[delta.day, default: []].append(delta) }
+        var series: [Point] = []
+        var flows: [String: Int64] = [:]
+        var start = from
+        for day in from...to {
+            for delta in byDay[day] ?? [] {
+                if delta.kind.isStock { level[key(delta), default: 0] += delta.value } else { flows[key(delta), default: 0] += delta.value }
+            }
+            guard day == to || Self.bucketEnds(day, interval: interval) else { continue }
+            series.append(Self.point(date: start, level: level, flows: flows))
+            flows = [:]
+            start = day + 1
+        }
+        self.series = series
+    }
+
+    /// Whether `day` is the last of its week (ISO: Sunday) or month.
+    static func bucketEnds(_ day: Int64, interval: OverviewInterval) -> Bool {
+        switch interval {
+        case .day: true
+        // 1970-01-01 was a Thursday: day 3 was a Sunday.
+        case .week: ((day - 3) % 7 + 7) % 7 == 0
+        case .month: Time.civilFromDays(day + 1).day == 1
+        }
+    }
+
+    static func point(date: Int64, level: [String: Int64], flows: [String: Int64]) -> Point {
+        var point = Point(date: format(date))
+        for (source, isStock) in [(level, true), (flows, false)] {
+            for (key, value) in source {
+                let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
+                guard let kind = MetricKind(rawValue: String(parts[0])), kind.isStock == isStock else { continue }
+                let currency = parts.count > 1 ? String(parts[1]) : ""
+                let money = Double(value) / 1000
+                switch kind {
+                case .activeSubscriptions: point.activeSubscriptions += value
+                case .activeTrials: point.activeTrials += value
+                case .inGracePeriod: point.inGracePeriod += value
+                case .inBillingRetry: point.inBillingRetry += value
+                case .newSubscriptions: point.newSubscriptions += value
+                case .renewals: point.renewals += value
+                case .churned: point.churned += value
+                case .refunds: point.refunds += value
+                case .conversions: point.conversions += value
+                case .recoveries: point.recoveries += value
+                case .mrr: if value != 0 { point.mrr[currency] = money }
+                case .revenue: if value != 0 { point.revenue[currency] = money }
+                case .refundAmount: if value != 0 { point.refundAmount[currency] = money }
+                }
+            }
+        }
+        return point
+    }
+
+    static func format(_ day: Int64) -> String {
+        let (y, m, d) = Time.civilFromDays(day)
+        func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(y)-\(two(m))-\(two(d))"
+    }
+
+    /// `YYYY-MM-DD` (years 2000…2199, a real date) as days since the epoch.
+    static func parseDay(_ text: String) -> Int64? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard text.utf8.count == 10, parts.count == 3, parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
+              let y = Int64(parts[0]), let m = Int64(parts[1]), let d = Int64(parts[2]),
+              (2000...2199).contains(y), (1...12).contains(m), (1...31).contains(d)
+        else { return nil }
+        let day = Time.daysFromCivil(year: y, month: m, day: d)
+        guard Time.civilFromDays(day) == (y, m, d) else { return nil }  // 2023-02-30 is no date
+        return day
+    }
+}
+
+/// `GET /v1/console/customers`.
+struct CustomerSearchBody: Encodable {
+    struct Item: Encodable {
+        var appUserId: String
+        var appAccountToken: String
+        var createdAt: String
+    }
+
+    var customers: [Item]
+    /// Pass as `after` for the next page; null on the last.
+    var nextAfter: String?
+
+    enum CodingKeys: CodingKey { case customers, nextAfter }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(customers, forKey: .customers)
+        try c.encode(nextAfter, forKey: .nextAfter)
+    }
+}
+
+/// `GET /v1/console/customers/{appUserId}/timeline`.
+struct TimelineBody: Encodable {
+    var appUserId: String
+    /// Newest first.
+    var events: [ConsoleTimeline.Event]
+    /// Webhook deliveries for this customer: filled when webhooks exist (issue 19 leaves the place).
+    var deliveries: [String] = []
+}
+
+/// `GET /v1/console/health`.
+struct HealthBody: Encodable {
+    struct Hour: Encodable {
+        var hour: String
+        var accepted: Int64
+        var rejected: Int64
+    }
+    struct Rejection: Encodable {
+        var code: String
+        var count: Int64
+    }
+    struct Latest: Encodable {
+        var bundleId: String
+        var environment: String
+        var receivedAt: String
+    }
+    struct Reconciliation: Encodable {
+        var bundleId: String
+        var environment: String
+        var watermark: String?
+        var leased: Bool
+    }
+
+    var serverTime: String
+    var windowHours: Int
+    var hours: [Hour]
+    var rejections: [Rejection]
+    var lastNotifications: [Latest]
+    var reconciledApps: [String]
+    var reconciliation: [Reconciliation]
+    /// Webhook status: filled when webhooks exist (issue 19 leaves the place).
+    var webhooks: [String] = []
+
+    init(health: IngestHealth, now: Int64, reconciledApps: Set<String>) {
+        serverTime = ISO8601.format(milliseconds: now)
+        windowHours = Int(API.healthWindow / 3_600_000)
+        hours = health.hours.map { Hour(hour: ISO8601.format(milliseconds: $0.hour * 3_600_000), accepted: $0.accepted, rejected: $0.rejected) }
+        rejections = health.rejections.map { Rejection(code: $0.code, count: $0.count) }
+        lastNotifications = health.latest.map {
+            Latest(bundleId: $0.bundleId, environment: $0.environment, receivedAt: ISO8601.format(milliseconds: $0.receivedAt))
+        }
+        self.reconciledApps = reconciledApps.sorted()
+        reconciliation = health.reconciliation.map {
+            Reconciliation(
+                bundleId: $0.bundleId, environment: $0.environment, watermark: $0.watermark.map(ISO8601.format(milliseconds:)),
+                leased: $0.leased)
+        }
+    }
+
+    enum CodingKeys: CodingKey {
+        case serverTime, windowHours, hours, rejections, lastNotifications, reconciledApps, reconciliation, webhooks
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(serverTime, forKey: .serverTime)
+        try c.encode(windowHours, forKey: .windowHours)
+        try c.encode(hours, forKey: .hours)
+        try c.encode(rejections, forKey: .rejections)
+        try c.encode(lastNotifications, forKey: .lastNotifications)
+        try c.encode(reconciledApps, forKey: .reconciledApps)
+        try c.encode(reconciliation, forKey: .reconciliation)
+        try c.encode(webhooks, forKey: .webhooks)
+    }
+}

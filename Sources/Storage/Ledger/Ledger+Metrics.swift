@@ -1,0 +1,133 @@
+import Entitlements
+
+// The metric rollups: each customer's contribution (`customer_metrics`, the engine's
+// `metricDeltas`) and their sum per environment, day, series and currency (`metric_daily`).
+// Written in the projection's transaction: when a customer's contribution changes, only the
+// difference is added to the daily rows, so a read never looks at the ledger.
+
+extension Ledger {
+    /// A customer's stored contribution; nil when none was computed yet (a customer from before
+    /// schema version 15 that the backfill has not reached).
+    func storedMetrics(customerID: Int64) throws -> [MetricDelta]? {
+        try session.query("SELECT deltas FROM customer_metrics WHERE customer_id = $1", .int(customerID)).first
+            .map { MetricCodec.decode(try $0.text(0)) }
+    }
+
+    /// Recomputes a customer's contribution from `facts` and adds its change to the daily rows.
+    func updateMetrics(customerID: Int64, facts: [Fact], projector: any Projector) throws {
+        guard projector.maintainsMetrics else { return }
+        let fresh = metricDeltas(facts: facts, policy: projector.policy)
+        let stored = try storedMetrics(customerID: customerID)
+        if stored == fresh { return }
+        var change: [MetricRowKey: Int64] = [:]
+        for delta in stored ?? [] { change[MetricRowKey(delta), default: 0] -= delta.value }
+        for delta in fresh { change[MetricRowKey(delta), default: 0] += delta.value }
+        var statements: [SQLStatement] = []
+        for (key, value) in change.sorted(by: { $0.key < $1.key }) where value != 0 {
+            statements.append(SQLStatement(
+                """
+                INSERT INTO metric_daily (environment, day, kind, currency, value) VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT (environment, day, kind, currency) DO UPDATE SET value = metric_daily.value + excluded.value
+                """, .text(key.environment), .int(key.day), .text(key.kind), .text(key.currency), .int(value)))
+        }
+        statements.append(SQLStatement(
+            """
+            INSERT INTO customer_metrics (customer_id, deltas) VALUES ($1, $2)
+            ON CONFLICT (customer_id) DO UPDATE SET deltas = excluded.deltas
+            """, .int(customerID), .text(MetricCodec.encode(fresh))))
+        _ = try session.pipeline(statements)
+    }
+
+    /// Computes the contribution of up to `limit` customers that have none stored yet (the
+    /// backfill after schema version 15): returns how many it did. A customer whose facts do
+    /// not decode gets an empty contribution (their projection is marked failed anyway).
+    func backfillMetricsChunk(limit: Int, projector: any Projector) throws -> Int {
+        let ids = try session.query(
+            """
+            SELECT c.id FROM customers c LEFT JOIN customer_metrics m ON m.customer_id = c.id
+            WHERE m.customer_id IS NULL ORDER BY c.id LIMIT $1
+            """, .int(Int64(limit))
+        ).map { try $0.int(0) }
+        for id in ids {
+            let rows = try session.query(Self.factsWithoutJWS, .int(id))
+            let facts = (try? Self.engineFacts(rows, projector: projector, known: [:])) ?? []
+            try updateMetrics(customerID: id, facts: facts, projector: projector)
+            if try storedMetrics(customerID: id) == nil {
+                try session.query("INSERT INTO customer_metrics (customer_id, deltas) VALUES ($1, '')", .int(id))
+            }
+        }
+        return ids.count
+    }
+
+    /// The daily rows of `environment` from `fromDay` to `toDay`, and the stocks' levels at the
+    /// start of `fromDay` (the sum of every earlier day's change).
+    func metricRollup(environment: String, fromDay: Int64, toDay: Int64) throws -> MetricRollup {
+        let stocks = MetricKind.allCases.filter(\.isStock).map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        let base = try session.query(
+            """
+            SELECT kind, currency, SUM(value) FROM metric_daily
+            WHERE environment = $1 AND day < $2 AND kind IN (\(stocks)) GROUP BY kind, currency
+            """, .text(environment), .int(fromDay))
+        let days = try session.query(
+            """
+            SELECT day, kind, currency, value FROM metric_daily
+            WHERE environment = $1 AND day >= $2 AND day <= $3 AND value <> 0 ORDER BY day, kind, currency
+            """, .text(environment), .int(fromDay), .int(toDay))
+        var rollup = MetricRollup()
+        for row in base where try row.int(2) != 0 {
+            guard let kind = MetricKind(rawValue: try row.text(0)) else { continue }
+            rollup.opening.append(MetricDelta(environment: Environment(rawValue: environment), day: fromDay, kind: kind,
+                                              currency: try row.text(1), value: try row.int(2)))
+        }
+        for row in days {
+            guard let kind = MetricKind(rawValue: try row.text(1)) else { continue }
+            rollup.days.append(MetricDelta(environment: Environment(rawValue: environment), day: try row.int(0), kind: kind,
+                                           currency: try row.text(2), value: try row.int(3)))
+        }
+        return rollup
+    }
+}
+
+/// One daily row's key, in storage's words.
+struct MetricRowKey: Hashable, Comparable {
+    var environment: String
+    var day: Int64
+    var kind: String
+    var currency: String
+
+    init(_ delta: MetricDelta) {
+        environment = delta.environment.rawValue
+        day = delta.day
+        kind = delta.kind.rawValue
+        currency = delta.currency
+    }
+
+    static func < (a: Self, b: Self) -> Bool {
+        (a.environment, a.day, a.kind, a.currency) < (b.environment, b.day, b.kind, b.currency)
+    }
+}
+
+/// `customer_metrics.deltas`: one delta a line, tab-separated (environment, day, kind, currency,
+/// value). Environments and currencies are Apple's tokens; a tab or newline in one is dropped.
+enum MetricCodec {
+    static func encode(_ deltas: [MetricDelta]) -> String {
+        deltas.map { d in
+            [clean(d.environment.rawValue), String(d.day), d.kind.rawValue, clean(d.currency), String(d.value)]
+                .joined(separator: "\t")
+        }.joined(separator: "\n")
+    }
+
+    static func decode(_ text: String) -> [MetricDelta] {
+        text.split(separator: "\n").compactMap { line in
+            let parts = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard parts.count == 5, let day = Int64(parts[1]), let kind = MetricKind(rawValue: String(parts[2])),
+                  let value = Int64(parts[4]) else { return nil }
+            return MetricDelta(environment: Environment(rawValue: String(parts[0])), day: day, kind: kind,
+                               currency: String(parts[3]), value: value)
+        }
+    }
+
+    private static func clean(_ text: String) -> String {
+        String(text.unicodeScalars.filter { $0 != "\t" && $0 != "\n" })
+    }
+}

@@ -1,0 +1,100 @@
+import AppStore
+import EntitledConfig
+import EntitledServer
+import Foundation
+import Testing
+
+/// The console's page and JSON endpoints: who may call them, what bad queries get, and what a
+/// purchase and a renewal look like in the overview, the search and the timeline.
+@Suite struct ConsoleAPITests {
+    static let console = "Bearer console-secret-0123456789"
+
+    static func configuration() -> Configuration {
+        var configuration = APIHarness.configuration()
+        configuration.apiKeys.append(APIKey(name: "console", secret: "console-secret-0123456789", scopes: [.console]))
+        return configuration
+    }
+
+    @Test func thePageIsEmbeddedUnderAStrictPolicy() async throws {
+        try await APIHarness.run(configuration: Self.configuration()) { api in
+            let page = try await api.send("GET", "/console")
+            #expect(page.status == 200)
+            let csp = try #require(page.headers["content-security-policy"])
+            #expect(csp.contains("script-src 'self'") && csp.contains("default-src 'none'") && !csp.contains("unsafe"))
+            let html = String(decoding: page.body, as: UTF8.self)
+            #expect(html.contains(#"<script src="/console/console.js""#))
+            #expect(html.components(separatedBy: "<script").count == 2, "one script element, and it has a src")
+            #expect(!html.contains("http://") && !html.contains("https://"), "no third-party request")
+            let script = try await api.send("GET", "/console/console.js")
+            #expect(script.headers["content-type"]?.hasPrefix("text/javascript") == true)
+            #expect(!String(decoding: script.body, as: UTF8.self).contains("https://"))
+            #expect(try await api.send("GET", "/console/console.css").status == 200)
+        }
+    }
+
+    @Test(arguments: [
+        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31", APIHarness.reader, 403),
+        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31", nil, 401),
+        ("/v1/console/customers", APIHarness.reader, 403),
+        ("/v1/console/health", APIHarness.writer, 403),
+        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31", ConsoleAPITests.console, 200),
+        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31", APIHarness.admin, 200),
+        ("/v1/console/health", ConsoleAPITests.console, 200),
+        ("/v1/metrics/overview?to=2027-01-31", ConsoleAPITests.console, 400),
+        ("/v1/metrics/overview?from=2027-02-30&to=2027-03-01", ConsoleAPITests.console, 400),
+        ("/v1/metrics/overview?from=2027-01-31&to=2027-01-01", ConsoleAPITests.console, 400),
+        ("/v1/metrics/overview?from=2000-01-01&to=2199-12-31", ConsoleAPITests.console, 400),
+        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31&interval=year", ConsoleAPITests.console, 400),
+        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31&environment=Nope", ConsoleAPITests.console, 400),
+        ("/v1/metrics/overview?from=%FF&to=2027-01-31", ConsoleAPITests.console, 400),
+        ("/v1/console/customers?limit=0", ConsoleAPITests.console, 400),
+        ("/v1/console/customers/nobody/timeline", ConsoleAPITests.console, 404),
+    ] as [(String, String?, Int)])
+    func accessAndBadQueries(_ path: String, _ auth: String?, _ status: Int) async throws {
+        try await APIHarness.run(configuration: Self.configuration()) { api in
+            let reply = try await api.send("GET", path, auth: auth)
+            #expect(reply.status == status)
+        }
+    }
+
+    @Test func aPurchaseAndARenewalShowInTheOverviewSearchAndTimeline() async throws {
+        try await APIHarness.run(configuration: Self.configuration()) { api in
+            let day: Int64 = 86_400_000
+            let start = APIHarness.start
+            let token = try #require(try await api.customer("alice").json["appAccountToken"] as? String)
+            let bought = Apple.transaction(tid: "t1", purchase: start, expires: start + 30 * day, token: token)
+            #expect(try await api.postV2(Apple.notification(.subscribed, .initialBuy, signed: start, transaction: bought)).status == 200)
+            var renewed = Apple.transaction(tid: "t2", purchase: start + 30 * day, expires: start + 60 * day, token: token)
+            renewed.transactionReason = .renewal
+            #expect(try await api.postV2(Apple.notification(.didRenew, signed: start + 30 * day, transaction: renewed)).status == 200)
+
+            let overview = try await api.send(
+                "GET", "/v1/metrics/overview?from=2027-01-14&to=2027-03-31&interval=month", auth: Self.console)
+            let series = try #require(overview.json["series"] as? [[String: Any]])
+            #expect(series.map { $0["date"] as? String } == ["2027-01-14", "2027-02-01", "2027-03-01"])
+            // Each point's level at the end of its last day: expired on March 16.
+            #expect(series.map { $0["activeSubscriptions"] as? Int } == [1, 1, 0])
+            #expect(series.map { $0["newSubscriptions"] as? Int } == [1, 0, 0])
+            #expect(series.map { $0["renewals"] as? Int } == [0, 1, 0])
+            #expect((series[0]["mrr"] as? [String: Double])?["USD"] == 9.99)
+            #expect((series[1]["revenue"] as? [String: Double])?["USD"] == 9.99)
+            let end = try await api.send("GET", "/v1/metrics/overview?from=2027-03-20&to=2027-03-20", auth: Self.console)
+            #expect((end.json["series"] as? [[String: Any]])?.first?["activeSubscriptions"] as? Int == 0)
+
+            for query in ["alice", "ali", token, "o1", "t2"] {
+                let found = try await api.send("GET", "/v1/console/customers?q=\(query)", auth: Self.console)
+                #expect((found.json["customers"] as? [[String: Any]])?.map { $0["appUserId"] as? String } == ["alice"], "\(query)")
+            }
+            let none = try await api.send("GET", "/v1/console/customers?q=zed", auth: Self.console)
+            #expect((none.json["customers"] as? [Any])?.isEmpty == true)
+
+            let timeline = try await api.send("GET", "/v1/console/customers/alice/timeline", auth: Self.console)
+            let events = try #require(timeline.json["events"] as? [[String: Any]])
+            #expect(events.map { $0["text"] as? String } == ["Renewed pro.monthly, $9.99", "Subscribed to pro.monthly, $9.99"])
+            #expect((events.first?["raw"] as? [String])?.count == 2, "the notification and its transaction, one event")
+            // The console key reads the customer's answer, as the page does, but cannot write.
+            #expect(try await api.customer("alice", auth: Self.console).status == 200)
+            #expect(try await api.send("POST", "/v1/customers/alice/transactions", auth: Self.console, json: "{}").status == 403)
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Entitlements
+import Foundation
+import Storage
+import Testing
+
+/// The metric rollups (schema version 15) on every backend: kept in the projection's
+/// transaction, moved by later facts, rebuilt by the backfill from the stored state.
+@Suite struct MetricRollupTests {
+    static let projector = BasicProjector(entitlements: ["com.example.pro": "pro"], maintainsMetrics: true)
+    static let day0 = metricDay(testNow)
+    static let day: Int64 = 86_400_000
+
+    /// A series' level at the end of `day` (stocks) or its amount on `day` (flows).
+    static func value(_ rollup: MetricRollup, _ kind: MetricKind, on day: Int64) -> Int64 {
+        if kind.isStock {
+            return (rollup.opening + rollup.days.filter { $0.day <= day }).filter { $0.kind == kind }.reduce(0) { $0 + $1.value }
+        }
+        return rollup.days.filter { $0.kind == kind && $0.day == day }.reduce(0) { $0 + $1.value }
+    }
+
+    static func rollup(_ store: any LedgerStore) async throws -> MetricRollup {
+        let console = try #require(store as? any ConsoleStore)
+        return try await console.metricRollup(environment: "Production", fromDay: day0 - 1, toDay: day0 + 90)
+    }
+
+    @Test(arguments: Backend.all)
+    func rollupsFollowTheFactsAndTheBackfillRebuildsThem(_ backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let p = Self.projector
+            _ = try await store.ingest(
+                Fixture.batch(facts: [Fixture.transaction(otid: "o1", tid: "t1", expires: testNow + 30 * Self.day, signed: testNow)],
+                              claim: Claim(appUserId: "alice")), projector: p, now: testNow)
+            _ = try await store.ingest(
+                Fixture.batch(facts: [Fixture.transaction(otid: "o2", tid: "t2", expires: testNow + 10 * Self.day, signed: testNow)],
+                              claim: Claim(appUserId: "bob")), projector: p, now: testNow)
+            var rollup = try await Self.rollup(store)
+            #expect(Self.value(rollup, .activeSubscriptions, on: Self.day0 - 1) == 0)
+            #expect(Self.value(rollup, .activeSubscriptions, on: Self.day0) == 2)
+            #expect(Self.value(rollup, .newSubscriptions, on: Self.day0) == 2)
+            #expect(Self.value(rollup, .activeSubscriptions, on: Self.day0 + 10) == 1)
+            #expect(Self.value(rollup, .churned, on: Self.day0 + 10) == 1)
+            #expect(Self.value(rollup, .activeSubscriptions, on: Self.day0 + 30) == 0)
+
+            // alice renews on day 30: the expiry moves to day 60, and a renewal is counted.
+            _ = try await store.ingest(
+                Fixture.batch(facts: [Fixture.transaction(otid: "o1", tid: "t1b", expires: testNow + 60 * Self.day, signed: testNow + 30 * Self.day)]),
+                projector: p, now: testNow + 30 * Self.day)
+            rollup = try await Self.rollup(store)
+            #expect(Self.value(rollup, .activeSubscriptions, on: Self.day0 + 30) == 1)
+            #expect(Self.value(rollup, .renewals, on: Self.day0 + 30) == 1)
+            #expect(Self.value(rollup, .activeSubscriptions, on: Self.day0 + 60) == 0)
+            #expect(Self.value(rollup, .churned, on: Self.day0 + 30) == 0)
+
+            // A database from before version 15: no rollups. The backfill, one customer per
+            // chunk, gives the same rows.
+            try await store.raw("DELETE FROM customer_metrics")
+            try await store.raw("DELETE FROM metric_daily")
+            let console = try #require(store as? any ConsoleStore)
+            #expect(try await console.backfillMetrics(projector: p, limit: 1) == 1)
+            #expect(try await console.backfillMetrics(projector: p, limit: 1) == 1)
+            #expect(try await console.backfillMetrics(projector: p, limit: 1) == 0)
+            #expect(try await Self.rollup(store) == rollup)
+            // Nothing left over: every daily row is some customer's contribution.
+            #expect(try await store.count("SELECT COUNT(*) FROM metric_daily WHERE value = 0") == 0)
+        }
+    }
+
+    @Test func deltasDropZerosAndRoundTrip() {
+        let facts = [Fixture.transaction(otid: "o", tid: "t", expires: testNow + 5 * Self.day, signed: testNow).fact]
+        let deltas = metricDeltas(facts: facts, policy: Self.projector.policy)
+        #expect(deltas.contains(MetricDelta(environment: .production, day: Self.day0, kind: .activeSubscriptions, value: 1)))
+        #expect(deltas.contains(MetricDelta(environment: .production, day: Self.day0 + 5, kind: .activeSubscriptions, value: -1)))
+        #expect(!deltas.contains { $0.value == 0 })
+    }
+}

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""The console in a real browser: headless Chromium, driven over the DevTools protocol (a small
+WebSocket client on the standard library alone), logs in to /console with an API key, opens each
+page, checks the numbers the DOM shows, writes a screenshot of each page and fails on any
+console error, uncaught exception or Content-Security-Policy violation.
+
+    console_browser_test.py BASE_URL API_KEY EXPECTED_JSON SCREENSHOT_DIR
+"""
+import base64
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+
+class DevTools:
+    """One page target's DevTools WebSocket (RFC 6455 text frames, client side)."""
+
+    def __init__(self, url):
+        host_port, path = url[len("ws://"):].split("/", 1)
+        host, port = host_port.split(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=30)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(
+            (f"GET /{path} HTTP/1.1\r\nHost: {host_port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+             f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(1)
+            if not chunk:
+                raise RuntimeError("DevTools closed the handshake")
+            head += chunk
+        if b" 101 " not in head.split(b"\r\n")[0]:
+            raise RuntimeError("DevTools refused the WebSocket: " + head.decode(errors="replace"))
+        self.next_id = 0
+        self.events = []
+
+    def _exact(self, n):
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise RuntimeError("DevTools closed the connection")
+            data += chunk
+        return data
+
+    def _send(self, text):
+        payload = text.encode()
+        mask = os.urandom(4)
+        n = len(payload)
+        header = bytes([0x81]) + (bytes([0x80 | n]) if n < 126 else
+                                  bytes([0x80 | 126]) + struct.pack(">H", n) if n < 65536 else
+                                  bytes([0x80 | 127]) + struct.pack(">Q", n))
+        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+    def _receive(self):
+        message = b""
+        while True:
+            b0, b1 = self._exact(2)
+            n = b1 & 0x7F
+            if n == 126:
+                n = struct.unpack(">H", self._exact(2))[0]
+            elif n == 127:
+                n = struct.unpack(">Q", self._exact(8))[0]
+            payload = self._exact(n)
+            opcode = b0 & 0x0F
+            if opcode == 0x8:
+                raise RuntimeError("DevTools closed the connection")
+            if opcode in (0x9, 0xA):
+                continue
+            message += payload
+            if b0 & 0x80:
+                return json.loads(message)
+
+    def call(self, method, **params):
+        self.next_id += 1
+        wanted = self.next_id
+        self._send(json.dumps({"id": wanted, "method": method, "params": params}))
+        while True:
+            message = self._receive()
+            if message.get("id") == wanted:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+            if "method" in message:
+                self.events.append(message)
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def wait_for(self, expression, what, seconds=20):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.evaluate(expression):
+                return
+            time.sleep(0.1)
+        text = self.evaluate("document.body ? document.body.innerText.slice(0, 2000) : ''")
+        raise AssertionError(f"timed out waiting for {what}; the page shows:\n{text}")
+
+    def errors(self):
+        found = []
+        for event in self.events:
+            method, params = event["method"], event.get("params", {})
+            if method == "Runtime.exceptionThrown":
+                found.append("exception: " + json.dumps(params.get("exceptionDetails", {}))[:500])
+            elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+                found.append("console.error: " + json.dumps(params.get("args", []))[:500])
+            elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+                found.append("log: " + params["entry"].get("text", "")[:500])
+        return found
+
+
+def start_browser(profile):
+    binary = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if not binary:
+        raise SystemExit("console browser test: chromium is not installed (scripts/install-deps.sh installs it)")
+    process = subprocess.Popen(
+        [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+         "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--metrics-recording-only", "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
+         f"--user-data-dir={profile}", "--window-size=1280,1000", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port_file = os.path.join(profile, "DevToolsActivePort")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if os.path.exists(port_file):
+            lines = open(port_file).read().split()
+            if len(lines) >= 2:
+                port = lines[0]
+                for _ in range(100):
+                    try:
+                        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5))
+                        pages = [t for t in targets if t.get("type") == "page"]
+                        if pages:
+                            return process, pages[0]["webSocketDebuggerUrl"]
+                    except OSError:
+                        pass
+                    time.sleep(0.1)
+        if process.poll() is not None:
+            raise SystemExit("console browser test: chromium exited at start")
+        time.sleep(0.1)
+    process.kill()
+    raise SystemExit("console browser test: chromium did not open its DevTools port")
+
+
+def main():
+    base, key, expected_json, shots = sys.argv[1:5]
+    expected = json.loads(expected_json)
+    os.makedirs(shots, exist_ok=True)
+    profile = tempfile.mkdtemp(prefix="entitled-chromium-")
+    process, ws = start_browser(profile)
+    try:
+        page = DevTools(ws)
+        for domain in ("Runtime", "Log", "Page"):
+            page.call(f"{domain}.enable")
+        page.call("Emulation.setDeviceMetricsOverride", width=1280, height=1000, deviceScaleFactor=1, mobile=False)
+
+        def shot(name):
+            data = page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+            with open(os.path.join(shots, f"{name}.png"), "wb") as f:
+                f.write(base64.b64decode(data))
+
+        def text(selector):
+            return page.evaluate(f"(document.querySelector({json.dumps(selector)}) || {{}}).textContent || ''")
+
+        page.call("Page.navigate", url=base + "/console")
+        page.wait_for("document.readyState === 'complete' && !document.getElementById('login').hidden", "the log-in form")
+        shot("login")
+        page.evaluate(
+            f"document.getElementById('login-key').value = {json.dumps(key)};"
+            "document.getElementById('login-form').requestSubmit(); true")
+        page.wait_for("document.body.dataset.ready === 'overview'", "the overview")
+        # Two animation frames: the charts are laid out and painted before the screenshot.
+        page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
+        shot("overview")
+        checks = []
+        for card, value in expected["overview"].items():
+            got = page.evaluate(f"(document.getElementById({json.dumps(card)}) || {{}}).dataset?.value ?? null")
+            checks.append((f"overview {card}", str(got), str(value)))
+        charts = page.evaluate("document.querySelectorAll('.chart svg path').length")
+        checks.append(("overview chart lines drawn", str(charts > 0), "True"))
+        hows = page.evaluate("[...document.querySelectorAll('.chart .how')].every(p => p.textContent.length > 20)")
+        checks.append(("every chart says how it is computed", str(hows), "True"))
+
+        page.evaluate(f"location.hash = '#customers/' + encodeURIComponent({json.dumps(expected['search'])}); true")
+        page.wait_for("document.body.dataset.ready === 'customers'", "the customer list")
+        shot("customers")
+        listed = page.evaluate("[...document.querySelectorAll('#customer-list a')].map(a => a.textContent)")
+        checks.append(("customers found", json.dumps(listed), json.dumps(expected["customers"])))
+
+        page.evaluate(f"location.hash = '#customer/' + encodeURIComponent({json.dumps(expected['customer'])}); true")
+        page.wait_for("document.body.dataset.ready === 'customer'", "the customer page")
+        events = page.evaluate("[...document.querySelectorAll('#timeline .event-text')].map(e => e.textContent)")
+        for want in expected["timeline"]:
+            checks.append((f"timeline has {want!r}", str(want in events), "True"))
+        page.evaluate("document.querySelector('#timeline button').click(); true")
+        raw = page.evaluate("[...document.querySelectorAll('#timeline pre')].some(p => !p.hidden && p.textContent.includes('transactionId'))")
+        checks.append(("raw facts one click away", str(raw), "True"))
+        shot("customer")
+
+        page.evaluate("location.hash = '#health'; true")
+        page.wait_for("document.body.dataset.ready === 'health'", "the health page")
+        shot("health")
+        ingested = page.evaluate("Number(document.getElementById('health-ingested').dataset.value)")
+        checks.append(("health counts the ingest", str(ingested >= expected["minIngested"]), "True"))
+        apps = page.evaluate("[...document.querySelectorAll('#last-notifications td:first-child')].map(t => t.textContent)")
+        checks.append(("last notification per app", str(expected["bundleId"] in apps), "True"))
+
+        failed = [f"{name}: got {got}, want {want}" for name, got, want in checks if got != want]
+        errors = page.errors()
+        for line in failed + errors:
+            print("console browser test: " + line, file=sys.stderr)
+        print(f"console browser test: {len(checks)} checks, {len(failed)} failed, {len(errors)} browser errors; "
+              f"screenshots in {shots}")
+        return 1 if failed or errors else 0
+    finally:
+        process.kill()
+        process.wait()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
