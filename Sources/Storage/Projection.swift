@@ -73,7 +73,15 @@ extension Projector {
     /// statuses hold at `now`, so a rebuild at another instant finds no difference unless a status
     /// changed.
     package func projection(customer: CustomerRecord, facts: [Fact], now: Int64) throws -> CustomerProjection {
-        let (rows, primary, _) = rows(facts: facts, now: now)
+        try projectionAndPeriods(customer: customer, facts: facts, now: now).projection
+    }
+
+    /// ``projection(customer:facts:now:)`` and each subscription's current period at `now`, from
+    /// the same evaluation: event derivation's last step needs both.
+    package func projectionAndPeriods(
+        customer: CustomerRecord, facts: [Fact], now: Int64
+    ) throws -> (projection: CustomerProjection, periods: [String: SubscriptionPeriod]) {
+        let (rows, primary, periods) = rows(facts: facts, now: now)
         var state: CustomerState
         if let grantEnvironments {
             state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
@@ -81,8 +89,9 @@ extension Projector {
             state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
         }
         state.evaluatedAt = 0
-        return CustomerProjection(
+        let projection = CustomerProjection(
             entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document(customer: customer, state: state))
+        return (projection, periods)
     }
 
     /// The projection's rows (its `state` left empty), the primary environment's state and each

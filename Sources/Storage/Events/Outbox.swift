@@ -160,7 +160,8 @@ extension Ledger {
     /// and again just before the next one, so that lapses in between show), then at `now`; each
     /// change between consecutive answers is an event (``EventDerivation``), kept once by its id.
     func emitEvents(
-        for customer: CustomerRecord, facts: [Fact], signedDates: [Int64], after: CustomerProjection, projector: any Projector,
+        for customer: CustomerRecord, facts: [Fact], signedDates: [Int64],
+        after: (projection: CustomerProjection, periods: [String: SubscriptionPeriod]), projector: any Projector,
         cause: EventCause, now: Int64
     ) throws {
         let first = signedDates.firstIndex { $0 >= cause.earliestSignedDate } ?? facts.count
@@ -183,8 +184,10 @@ extension Ledger {
                 }
             }
         }
-        // The answer at `now`: its rows are `after`'s; the periods, which `after` does not hold, evaluated.
-        steps.append((answer(facts.count, at: now), cause.at(max(cause.occurredAt, signedDates.last ?? 0))))
+        // The answer at `now`: the projection's own (no evaluation of its own).
+        var final = after.projection
+        final.state = []
+        steps.append((Step(rows: final, periods: after.periods), cause.at(max(cause.occurredAt, signedDates.last ?? 0))))
         let causeText = Self.json(cause.citation)
         for (answer, stepCause) in steps {
             defer { previous = answer }
@@ -199,7 +202,7 @@ extension Ledger {
                         appAccountToken: customer.appAccountToken, environment: event.environment, bundleId: cause.bundleId,
                         productId: event.productId, originalTransactionId: event.originalTransactionId,
                         entitlements: event.entitlements, details: event.details, cause: causeText,
-                        occurredAt: event.occurredAt ?? stepCause.occurredAt, recordedAt: now, answer: after.state),
+                        occurredAt: event.occurredAt ?? stepCause.occurredAt, recordedAt: now, answer: after.projection.state),
                     customerID: customer.id)
             }
         }
