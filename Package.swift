@@ -121,7 +121,7 @@ let package = Package(
             dependencies: ["AppStoreServerAPI", "AppStore", "AppStoreSimulator", "AppStoreTesting", "HTTPServer", "EntitledCrypto"],
             swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting"], swiftSettings: swiftSettings),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EntitledTests",

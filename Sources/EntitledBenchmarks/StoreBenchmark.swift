@@ -18,6 +18,8 @@ public enum StoreBenchmark {
         public var projector = "default"
         /// "sqlite" or "postgres" to run one backend only.
         public var only: String?
+        /// Write the ledger as before schema version 14 (signed text unpacked), to compare its size.
+        public var olderLayout = false
         public init() {}
     }
 
@@ -41,7 +43,10 @@ public enum StoreBenchmark {
         case "trivial": projector = TrivialProjector()
         default: throw BenchmarkError("unknown projector '\(projectorName)'")
         }
-        print("projector: \(projectorName)")
+        print("projector: \(projectorName)\(options.olderLayout ? ", older layout (before schema 14: signed text unpacked)" : "")")
+        let sample = AppleShapedNotification.make(0, run: "sample", token: UUID().uuidString.lowercased(), now: 0).message.body.count
+        print("notifications: \(sample) bytes each, of which \(AppleShapedNotification.x5cBytesPerNotification) are x5c chains")
+        let layout = options.olderLayout
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -55,8 +60,10 @@ public enum StoreBenchmark {
         if only != "postgres" {
             print("SQLite (WAL, group commit, fsync by the syncer before each answer)")
             for writers in [1, 32] {
-                let rate = try await ingestRate(url: sqliteURL(), schema: nil, writers: writers, notifications: notifications, projector: projector)
+                let (rate, bytes) = try await ingestRate(
+                    url: sqliteURL(), schema: nil, writers: writers, notifications: notifications, projector: projector, olderLayout: layout)
                 print("  ingest, \(writers) writer\(writers == 1 ? "" : "s"): \(Int(rate)) notifications/s")
+                if writers == 32 { printBytes(bytes, notifications: notifications) }
             }
             try await readLatencies(sizes: sizes, reads: reads) { _ in (sqliteURL(), nil) }
         }
@@ -67,9 +74,11 @@ public enum StoreBenchmark {
             print("PostgreSQL (\(try DatabaseURL(parsing: postgres).redacted))")
             for writers in [1, 32] {
                 let schema = "bench_\(UInt32.random(in: 0...UInt32.max))"
-                let rate = try await ingestRate(url: postgres, schema: schema, writers: writers, notifications: notifications, projector: projector)
+                let (rate, bytes) = try await ingestRate(
+                    url: postgres, schema: schema, writers: writers, notifications: notifications, projector: projector, olderLayout: layout)
                 await dropSchema(postgres, schema)
                 print("  ingest, \(writers) writer\(writers == 1 ? "" : "s"): \(Int(rate)) notifications/s")
+                if writers == 32 { printBytes(bytes, notifications: notifications) }
             }
             try await readLatencies(sizes: pgSizes, reads: reads) { _ in (postgres, "bench_\(UInt32.random(in: 0...UInt32.max))") }
         } else {
@@ -78,11 +87,11 @@ public enum StoreBenchmark {
         return true
     }
 
-    static func open(_ url: String, schema: String?) async throws -> any LedgerStore {
+    static func open(_ url: String, schema: String?, olderLayout: Bool = false) async throws -> any LedgerStore {
         var configuration = StoreConfiguration()
         configuration.postgresSchema = schema
         configuration.log = printStorageEvent
-        return try await openStore(url: url, configuration: configuration)
+        return try await openStore(url: url, configuration: olderLayout ? _StorageBenchmark.olderLayout(configuration) : configuration)
     }
 
     static func dropSchema(_ url: String, _ schema: String) async {
@@ -96,11 +105,12 @@ public enum StoreBenchmark {
         }
     }
 
-    /// Notifications per second with `writers` concurrent ingesting tasks.
+    /// Notifications per second with `writers` concurrent ingesting tasks, and the ledger's bytes
+    /// on disk afterwards (``_StorageBenchmark/ledgerBytes(_:)``).
     static func ingestRate(
-        url: String, schema: String?, writers: Int, notifications: Int, projector: any Projector
-    ) async throws -> Double {
-        let store = try await open(url, schema: schema)
+        url: String, schema: String?, writers: Int, notifications: Int, projector: any Projector, olderLayout: Bool
+    ) async throws -> (rate: Double, ledgerBytes: [(name: String, bytes: Int64)]) {
+        let store = try await open(url, schema: schema, olderLayout: olderLayout)
         let now = SystemClock().nowMilliseconds()
         // 10,000 customers (created concurrently, so they share group commits); each notification
         // carries one of their tokens, so it links a new subscription and recomputes that customer.
@@ -135,31 +145,22 @@ public enum StoreBenchmark {
             try await group.waitForAll()
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let bytes = try await _StorageBenchmark.ledgerBytes(store)
         await store.close()
-        return Double(notifications) / seconds
+        return (Double(notifications) / seconds, bytes)
     }
 
-    /// Filler making messages the size of real ones (a signed notification is ~1.5 kB, a JWS ~1 kB),
-    /// built once so that building batches costs the benchmark nothing.
-    static let bodyFiller = String(repeating: "x", count: 1500)
-    static let transactionFiller = String(repeating: "t", count: 900)
-    static let renewalFiller = String(repeating: "r", count: 700)
+    /// `bytes per notification: N`, then each table's and index's share.
+    static func printBytes(_ objects: [(name: String, bytes: Int64)], notifications: Int) {
+        let total = objects.reduce(0) { $0 + $1.bytes }
+        print("  bytes per notification: \(total / Int64(notifications))")
+        print("    " + objects.map { "\($0.name) \($0.bytes / Int64(notifications))" }.joined(separator: ", "))
+    }
 
     static func benchBatch(_ index: Int, run: String, token: String, now: Int64)
         -> (message: ReceivedMessage, facts: [(fact: Fact, signed: String?)])
     {
-        let otid = "\(run)-\(index)"
-        let transaction = TransactionFact(
-            transactionId: otid, originalTransactionId: otid, productId: "pro", purchaseDate: now,
-            expiresDate: now + 2_592_000_000, productType: .autoRenewable, appAccountToken: token, signedDate: now)
-        let renewal = RenewalInfoFact(originalTransactionId: otid, productId: "pro", autoRenewStatus: true, signedDate: now)
-        let body = #"{"signedPayload":"\#(bodyFiller)"}"#
-        return (
-            ReceivedMessage(
-                notificationUUID: "\(run)-n\(index)", source: .appleV2, body: Array(body.utf8), receivedAt: now,
-                notificationType: "SUBSCRIBED", bundleId: "com.example"),
-            [(.transaction(transaction), "h." + transactionFiller + otid), (.renewalInfo(renewal), "h." + renewalFiller + otid)]
-        )
+        AppleShapedNotification.make(index, run: run, token: token, now: now)
     }
 
     static func readLatencies(sizes: [Int], reads: Int, target: (Int) -> (String, String?)) async throws {

@@ -95,6 +95,22 @@ public final class AppStoreVerifier: NotificationVerifying {
         return try verifier.check(receipt, now: now)
     }
 
+    /// Verifies a stored fact's signed text again as it was verified when it arrived: signature
+    /// and chain to the app's configured roots, offline at its `signedDate` unless built `online`.
+    /// A notification's nested JWS are verified with it. False for a kind without a signed form
+    /// (V1 notifications, receipt entries: their identity is stored, not a signature).
+    public func reverify(kind: String, signed: String, app: App) async throws(VerificationError) -> Bool {
+        let verifier = try verifier(for: app)
+        switch kind {
+        case "notification": _ = try await verifyNotification(signedPayload: signed, app: app)
+        case "transaction": _ = try await verifier.verify(signed, as: JWSTransactionDecodedPayload.self)
+        case "renewal": _ = try await verifier.verify(signed, as: JWSRenewalInfoDecodedPayload.self)
+        case "appTransaction": _ = try await verifier.verify(signed, as: AppTransaction.self)
+        default: return false
+        }
+        return true
+    }
+
     /// The app's verifier (for the App Store Server API client's answers).
     public func signedDataVerifier(bundleId: String) -> SignedDataVerifier? { verifiers[bundleId] }
 

@@ -1,3 +1,4 @@
+import AppStore
 import EntitledConfig
 import Foundation
 import Storage
@@ -41,9 +42,13 @@ public enum DatabaseMaintenance {
     }
 
     /// Looks for damaged pages (SQLite), then recomputes every projection without writing and lists
-    /// the customers whose stored projection differs or cannot be recomputed. Nothing is written
-    /// (no migration either).
-    public static func check(configuration: Configuration, full: Bool, fastPaths: FastPaths) async throws -> MaintenanceReport {
+    /// the customers whose stored projection differs or cannot be recomputed; with `reverify`,
+    /// then verifies every stored signature again (``SignatureReverification``, offline at each
+    /// one's signed date, `clock` only for what has none) and lists those that fail. Nothing is
+    /// written (no migration either).
+    public static func check(
+        configuration: Configuration, full: Bool, fastPaths: FastPaths, reverify: Bool = false, clock: any EpochClock = SystemClock()
+    ) async throws -> MaintenanceReport {
         let url = configuration.database
         let target = try DatabaseURL(parsing: url).redacted
         if case .sqliteFile(let path) = try DatabaseURL(parsing: url), SQLiteFileState(path: path) == .missing {
@@ -79,6 +84,13 @@ public enum DatabaseMaintenance {
                 if report.differences > 0 || !report.failedCustomers.isEmpty {
                     lines.append("  'entitled rebuild' recomputes and replaces them")
                     succeeded = false
+                }
+                if reverify {
+                    let signatures = try await SignatureReverification.run(store: store, configuration: configuration, clock: clock)
+                    lines.append(
+                        "signatures: \(signatures.verified) verified again, \(signatures.failures.count) failed, \(signatures.unsigned) without a signed form")
+                    lines += signatures.failures.map { "  failed: \($0)" }
+                    if !signatures.failures.isEmpty { succeeded = false }
                 }
             }
         } catch {

@@ -31,6 +31,51 @@ package enum _StorageBenchmark {
         }
     }
 
+    /// The ledger's own tables (`notifications`, `facts`, `jws_headers`) with their indexes, in
+    /// bytes on disk: SQLite's pages of them (`dbstat`, which counts the pages as of the last
+    /// commit whether they are in the WAL or the file yet), PostgreSQL's relations after a
+    /// `VACUUM` (`pg_total_relation_size`, TOAST included). What `bench store` divides by the
+    /// notifications for `bytes per notification`.
+    package static func ledgerBytes(_ store: any LedgerStore) async throws -> [(name: String, bytes: Int64)] {
+        let rows: [SQLRow]
+        switch store {
+        case let sqlite as SQLiteStore:
+            rows = try await sqlite.read { session in
+                try session.query(
+                    """
+                    SELECT name, SUM(pgsize) FROM dbstat WHERE name IN (
+                        SELECT name FROM sqlite_master WHERE tbl_name IN ('notifications', 'facts', 'jws_headers'))
+                    GROUP BY name ORDER BY name
+                    """, [])
+            }
+        case let postgres as PostgresStore:
+            try await postgres.read { try $0.execute("VACUUM (ANALYZE) notifications, facts\(postgres.hasPackedTables ? ", jws_headers" : "")") }
+            rows = try await postgres.read { session in
+                try session.query(
+                    """
+                    SELECT c.relname, pg_total_relation_size(c.oid) - pg_indexes_size(c.oid) FROM pg_class c
+                    JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname = current_schema() AND c.relname IN ('notifications', 'facts', 'jws_headers')
+                    UNION ALL
+                    SELECT i.indexrelid::regclass::text, pg_relation_size(i.indexrelid) FROM pg_index i
+                    JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                    WHERE n.nspname = current_schema() AND c.relname IN ('notifications', 'facts', 'jws_headers')
+                    ORDER BY 1
+                    """, [])
+            }
+        default: throw StorageError(.invalidArgument, "unsupported store")
+        }
+        return try rows.map { (try $0.text(0), try $0.int(1)) }
+    }
+
+    /// Options that open a store as the schema before version 14 left it, writing signed text
+    /// unpacked: the older layout, for `bench store --older-layout` to compare with.
+    package static func olderLayout(_ configuration: StoreConfiguration) -> StoreConfiguration {
+        var configuration = configuration
+        configuration.migrationLimit = Schema.unpackedVersion
+        return configuration
+    }
+
     /// The `appUserId` of synthetic customer `n`.
     package static func appUserId(_ n: Int) -> String { "user-\(n)" }
 

@@ -104,7 +104,7 @@ extension Ledger {
         let inserted = try session.query(
             Self.insertFactsSQL(count: 1),
             [
-                .null, .text(row.kind), .text(row.digest), .text(row.signed), .text(row.payload), .null, .null,
+                .null, .text(row.kind), .text(row.digest), .text(row.signed), .null, .text(row.payload), .null, .null,
                 SQLValue(row.appAccountToken), .text(environment.rawValue), .null, .int(row.signedDate), .int(now),
             ])
         guard !inserted.isEmpty else { throw StorageError(.conflict, "the spend's key was taken concurrently") }

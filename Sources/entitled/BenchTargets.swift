@@ -160,11 +160,14 @@ enum StoreBenchmarkCommand: Command {
     static let help = """
         Usage: entitled bench store [--postgres URL] [--customers LIST] [--postgres-customers LIST]
                                     [--notifications N] [--reads N] [--only sqlite|postgres]
-                                    [--projector default|trivial]
+                                    [--projector default|trivial] [--older-layout]
 
-        Durable ingest rate (notifications/s, each a notification row, two facts, a customer link and
-        a projection recomputation, committed durably: the WAL fsynced before the answer) with 1 and
-        32 concurrent writers;
+        Durable ingest rate (notifications/s, each an Apple-sized V2 notification — x5c chains of
+        Apple's certificate sizes, a nested transaction and renewal — stored as a notification row
+        and three facts, with a customer link and a projection recomputation, committed durably:
+        the WAL fsynced before the answer) with 1 and 32 concurrent writers, and after the second
+        the ledger's bytes on disk per notification (its tables and indexes, after a checkpoint or
+        VACUUM);
         then customer-read p50/p99 of the projection read at growing customer counts (after one scan
         of the stored answers, so the reader has the file mapped as a running server has), the p50
         ratio between the largest and the smallest count (target: at most 1.5), and bytes per customer.
@@ -182,6 +185,8 @@ enum StoreBenchmarkCommand: Command {
           --projector NAME           default (storage's reference projector, which derives status
                                      and expiry from the benchmark's own facts) or trivial (a
                                      constant projection: measures the store alone)
+          --older-layout             write signed text as before schema version 14 (unpacked),
+                                     to compare the bytes per notification
         Build with 'swift build -c release' for meaningful figures.
         """
 
@@ -191,6 +196,7 @@ enum StoreBenchmarkCommand: Command {
         options.sizes = try arguments.option("--customers", as: "a list of counts", parseList) ?? options.sizes
         options.postgresSizes = try arguments.option("--postgres-customers", as: "a list of counts", parseList) ?? options.postgresSizes
         options.notifications = try arguments.option("--notifications", as: "a count", { Int($0) }) ?? options.notifications
+        options.olderLayout = arguments.flag("--older-layout")
         options.reads = try arguments.option("--reads", as: "a count", { Int($0) }) ?? options.reads
         options.projector = try arguments.option("--projector") ?? options.projector
         options.only = try arguments.option("--only")

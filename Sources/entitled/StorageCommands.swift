@@ -81,14 +81,17 @@ enum CheckCommand: Command {
     static let name = "check"
     static let summary = "look for damaged pages and projections that differ from the ledger"
     static let help = """
-        Usage: entitled check [--config FILE] [--database URL] [--full]
+        Usage: entitled check [--config FILE] [--database URL] [--full] [--reverify]
 
         Runs SQLite's PRAGMA quick_check on the database to its end (the server runs it at start
         for 2 s at most) and lists what it finds; --full runs integrity_check, which also checks
         that every index matches its table. PostgreSQL checks its own pages: there the command
         only checks that the database answers. Then recomputes every customer's projection from
         the ledger, as 'entitled rebuild' does but writing nothing, and lists the customers whose
-        stored projection differs or cannot be recomputed. Safe while the server runs.
+        stored projection differs or cannot be recomputed. With --reverify, then rebuilds every
+        stored signed text byte for byte and verifies it again offline: its signature and its
+        chain to the configured apps' roots, at its own signed date; lists each that fails (fact
+        id, kind, app, verification code). Safe while the server runs.
         Exit status 0 when nothing was found, 1 otherwise. Nothing is written (no migration).
 
         Options:
@@ -96,13 +99,17 @@ enum CheckCommand: Command {
                            policy the projections are recomputed with
           --database URL   as for 'entitled migrate' (default: the configuration's database)
           --full           integrity_check instead of quick_check (slower)
+          --reverify       verify every stored signature again (needs the configuration's apps)
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         let full = arguments.flag("--full")
+        let reverify = arguments.flag("--reverify")
         let configuration = try ServeCommand.loadConfiguration(&arguments)
         try arguments.finish()
-        return finish(try await DatabaseMaintenance.check(configuration: configuration, full: full, fastPaths: fastPaths))
+        return finish(
+            try await DatabaseMaintenance.check(
+                configuration: configuration, full: full, fastPaths: fastPaths, reverify: reverify, clock: SystemClock()))
     }
 }
 

@@ -15,6 +15,9 @@ struct FactRow: Sendable {
     /// `facts.jws`: the signed text, the identity, or (a signed kind handed in without its text)
     /// the JSON text.
     var signed: String
+    /// `facts.signed_packed`: `signed` packed (``SignedPart``) when it is a compact JWS; set by
+    /// ``FactRow/pack(_:body:)`` once the message's other facts are known.
+    var packed: [SignedPart]? = nil
     /// `facts.jws_sha256`: lower-case hex SHA-256 of what `signed` signs (``FactDigest``).
     var digest: String
     /// `facts.payload`.
@@ -55,6 +58,39 @@ struct FactRow: Sendable {
             break
         }
     }
+}
+
+extension FactRow {
+    /// Packs each row's signed text, and the message's body, with references to the signed texts
+    /// of the other facts of the same message (a notification's payload carries its transaction's
+    /// and renewal's JWS; the body is the notification's), on the caller's thread.
+    static func pack(_ rows: inout [FactRow], body: [UInt8]) -> PackedMessage {
+        // Each text split once, for the siblings and for its own packing.
+        let texts = rows.indices.compactMap { index -> (index: Int, text: [UInt8], split: SignedTextPacker.Split)? in
+            guard rows[index].fact.identity == nil else { return nil }
+            let text = Array(rows[index].signed.utf8)
+            return SignedTextPacker.split(text).map { (index, text, $0) }
+        }
+        let siblings = SignedSiblings(split: texts.map { (rows[$0.index].kind, $0.text, $0.split, rows[$0.index].digest) })
+        var headers: Set<JWSHeader> = []
+        for (index, _, split) in texts {
+            rows[index].packed = SignedTextPacker.packJWS(split, siblings: siblings).map { [$0] }
+            if let packed = rows[index].packed { SignedTextPacker.headers(in: packed, into: &headers) }
+        }
+        var message = PackedMessage(headers: headers)
+        guard !siblings.entries.isEmpty else { return message }
+        let parts = SignedTextPacker.referencing(body, siblings: siblings)
+        if parts.contains(where: { if case .reference = $0 { true } else { false } }) { message.body = parts }
+        return message
+    }
+}
+
+/// What packing a message gives besides its rows: its body packed (nil: stored as it is, when it
+/// refers to none of its facts) and the digests of the JWS headers its rows use.
+struct PackedMessage: Sendable {
+    /// Each distinct header, to be given its `jws_headers` id.
+    var headers: Set<JWSHeader>
+    var body: [SignedPart]? = nil
 }
 
 extension Fact {

@@ -92,7 +92,7 @@ extension Ledger {
         let token = row.appAccountToken.map(Self.normalizeToken)
         let inserted = try session.query(
             Self.insertFactsSQL(count: 1),
-            .null, .text(row.kind), .text(row.digest), .text(row.signed), .text(row.payload), SQLValue(row.transactionId),
+            .null, .text(row.kind), .text(row.digest), .text(row.signed), .null, .text(row.payload), SQLValue(row.transactionId),
             SQLValue(row.originalTransactionId), SQLValue(token), .text(row.fact.environment.rawValue), .null,
             .int(row.signedDate), .int(now)
         ).count
@@ -175,6 +175,12 @@ extension Ledger {
         names.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.map { ($0, blob.contains($0)) }
     }
 
+    /// Columns exported as the signed text they hold, rebuilt from their packed form
+    /// (``SignedTextReader``): the export has the bytes received, whatever the layout.
+    private static let packedColumns: [String: (column: String, packed: String)] = [
+        "facts": ("jws", "signed_packed"), "notifications": ("body", "body_packed"),
+    ]
+
     private static let exportTables: [(table: String, columns: Columns, filter: String)] = [
         ("customers", columns("id, app_user_id, app_account_token, created_at, merged_into"), "id = $1 OR merged_into = $1"),
         (
@@ -250,12 +256,19 @@ extension Ledger {
     func export(appUserId: String) throws -> CustomerExport? {
         guard let customer = try customer(appUserId: appUserId) else { return nil }
         var tables: [(table: String, rows: [[(column: String, value: CustomerExport.Value)]])] = []
+        let reader = SignedTextReader(session: session)
         for (table, columns, filter) in Self.exportTables {
-            let sql = "SELECT \(columns.map(\.name).joined(separator: ", ")) FROM \(table) WHERE \(filter) ORDER BY 1"
+            let packed = Self.packedColumns[table]
+            let selected = columns.map(\.name) + (packed.map { [$0.packed] } ?? [])
+            let sql = "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE \(filter) ORDER BY 1"
             let rows = try session.query(sql, .int(customer.id)).map { row in
                 try columns.indices.map { index -> (column: String, value: CustomerExport.Value) in
                     let value: CustomerExport.Value
-                    if columns[index].blob {
+                    if let packed, columns[index].name == packed.column {
+                        let raw = columns[index].blob ? try row.blob(index) : Array((try row.text(index)).utf8)
+                        let text = try reader.text(raw: raw, packed: try row.optionalBlob(columns.count))
+                        value = .text(String(decoding: text, as: UTF8.self))
+                    } else if columns[index].blob {
                         value = row.values[index] == .null ? .null : .text(String(decoding: try row.blob(index), as: UTF8.self))
                     } else if case .int(let number) = row.values[index] {
                         value = .int(number)

@@ -6,7 +6,8 @@ extension Ledger {
     static func factColumns(jws: Bool) -> String {
         """
         f.id, f.notification_id, f.received_at, f.kind, \(jws ? "f.jws" : "''"), f.payload, f.transaction_id,
-        f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date, f.jws_sha256
+        f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date, f.jws_sha256,
+        \(jws ? "f.signed_packed" : "NULL")
         """
     }
 
@@ -29,10 +30,11 @@ extension Ledger {
     /// A customer's facts: those of every subscription linked to any of its ids, plus those without
     /// a subscription that carry any of its ids' tokens, each decoded by `projector` (nil when it does not decode).
     func facts(of customer: CustomerRecord, projector: any Projector) throws -> [StoredFact] {
-        try session.query(Self.factsWithJWS, .int(customer.id)).map { row in
+        let reader = SignedTextReader(session: session)
+        return try session.query(Self.factsWithJWS, .int(customer.id)).map { row in
             StoredFact(
                 id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2), kind: try row.text(3),
-                signed: try row.text(4), bundleId: try row.optionalText(10), fact: projector.decode(try row.text(5)))
+                signed: String(decoding: try reader.text(raw: Array(try row.text(4).utf8), packed: try row.optionalBlob(13)), as: UTF8.self), bundleId: try row.optionalText(10), fact: projector.decode(try row.text(5)))
         }
     }
 

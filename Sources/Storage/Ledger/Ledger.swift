@@ -20,6 +20,8 @@ struct Ledger {
     let fault: FaultInjector?
     /// Collects the transaction's projection changes for a ``LedgerObserver`` (nil: none asked).
     var tally: TallyBuffer? = nil
+    /// Tests only: write as before schema version 14 (no packed columns).
+    var legacySignedLayout = false
 
     var isPostgres: Bool { session.dialect == .postgres }
 
@@ -65,30 +67,25 @@ struct Ledger {
     /// Stores a message and its facts (made into rows on the caller's thread), links and projects;
     /// see ``LedgerStore/ingest(_:facts:claim:projector:now:)``.
     func ingest(
-        _ message: ReceivedMessage, rows: [FactRow], claim: Claim?, projector: any Projector, now: Int64
+        _ message: ReceivedMessage, rows: [FactRow], packed: PackedMessage, claim: Claim?, projector: any Projector,
+        now: Int64
     ) throws -> IngestResult {
         var rows = rows
         let notificationID: Int64
+        // A body that is its facts' signed text and a little JSON is stored as references to them
+        // (see `SignedPart`); a reference needs no header id.
+        let body: [UInt8] = packed.body == nil ? message.body : []
+        var parameters: [SQLValue] = [
+            .text(message.source.rawValue), .int(message.receivedAt), SQLValue(message.notificationType), SQLValue(message.subtype),
+            .blob(body), try packed.body.map { .blob(try SignedTextPacker.encode($0, headerIDs: [:])) } ?? .null,
+        ]
+        if legacySignedLayout { parameters.removeLast() }
         if let uuid = message.notificationUUID {
-            let rows = try session.query(
-                """
-                INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body)
-                VALUES ($1, $2, $3, 'accepted', $4, $5, $6)
-                ON CONFLICT (notification_uuid) DO NOTHING RETURNING id
-                """,
-                .text(uuid), .text(message.source.rawValue), .int(message.receivedAt),
-                SQLValue(message.notificationType), SQLValue(message.subtype), .blob(message.body))
-            guard let row = rows.first else { return IngestResult(status: .duplicate) }
+            guard let row = try session.query(Self.insertNotificationSQL[legacySignedLayout ? 2 : 0], [.text(uuid)] + parameters).first
+            else { return IngestResult(status: .duplicate) }
             notificationID = try row.int(0)
         } else {
-            let rows = try session.query(
-                """
-                INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body)
-                VALUES (NULL, $1, $2, 'accepted', $3, $4, $5) RETURNING id
-                """,
-                .text(message.source.rawValue), .int(message.receivedAt),
-                SQLValue(message.notificationType), SQLValue(message.subtype), .blob(message.body))
-            notificationID = try rows[0].int(0)
+            notificationID = try session.query(Self.insertNotificationSQL[legacySignedLayout ? 3 : 1], [.null] + parameters)[0].int(0)
         }
         try inject(.afterNotificationInsert)
 
@@ -109,17 +106,25 @@ struct Ledger {
         var otids: Set<String> = []
         var looseTokens: Set<String> = []
         if !rows.isEmpty {
+            let headerIDs = try internHeaders(packed.headers)
             var parameters: [SQLValue] = []
-            parameters.reserveCapacity(rows.count * 12)
+            parameters.reserveCapacity(rows.count * 13)
             for row in rows {
+                let signed = try row.packed.map { try SignedTextPacker.encode($0, headerIDs: headerIDs) }
                 parameters += [
-                    .int(notificationID), .text(row.kind), .text(row.digest), .text(row.signed),
-                    .text(row.payload), SQLValue(row.transactionId), SQLValue(row.originalTransactionId),
+                    .int(notificationID), .text(row.kind), .text(row.digest), .text(signed == nil ? row.signed : ""),
+                    signed.map { .blob($0) } ?? .null, .text(row.payload), SQLValue(row.transactionId), SQLValue(row.originalTransactionId),
                     SQLValue(row.appAccountToken.map(Self.normalizeToken)), .text(row.fact.environment.rawValue),
                     SQLValue(message.bundleId), .int(row.signedDate), .int(now),
                 ]
             }
-            inserted = try session.query(Self.insertFactsSQL(count: rows.count), parameters).count
+            if legacySignedLayout {
+                // The older columns: no `signed_packed` (the fifth value of each row, NULL here).
+                parameters = parameters.enumerated().filter { $0.offset % 13 != 4 }.map(\.element)
+                inserted = try session.query(Self.makeInsertFactsSQL(count: rows.count, packed: false), parameters).count
+            } else {
+                inserted = try session.query(Self.insertFactsSQL(count: rows.count), parameters).count
+            }
             replayed = rows.count - inserted
             // A message without a UUID (a client post) whose facts are all replays says nothing
             // new: its row would only grow the ledger with every repost of the same transaction.
@@ -250,6 +255,17 @@ struct Ledger {
     static let customerByIDSQL = "SELECT \(customerColumns), merged_into FROM customers WHERE id = $1"
     static let customerForUpdateSQL = "SELECT \(customerColumns), merged_into FROM customers WHERE id = $1 FOR NO KEY UPDATE"
 
+    /// The notification inserts: with a UUID (a repeat is a duplicate) or without (`$1` NULL);
+    /// then the same two as before schema version 14 (tests of the migration, the older layout's benchmark).
+    static let insertNotificationSQL: [String] = [true, false].flatMap { packed in
+        [true, false].map { unique in
+            """
+            INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body\(packed ? ", body_packed" : ""))
+            VALUES ($1, $2, $3, 'accepted', $4, $5, $6\(packed ? ", $7" : ""))\(unique ? " ON CONFLICT (notification_uuid) DO NOTHING" : "") RETURNING id
+            """
+        }
+    }
+
     /// A multi-row fact insert (one round trip for a notification's facts); returns the ids of
     /// the facts that were new.
     static func insertFactsSQL(count: Int) -> String {
@@ -259,12 +275,13 @@ struct Ledger {
     /// The statements for 1…4 facts, built once (a notification usually carries one to three).
     private static let commonFactInserts = (1...4).map { makeInsertFactsSQL(count: $0) }
 
-    private static func makeInsertFactsSQL(count: Int) -> String {
+    static func makeInsertFactsSQL(count: Int, packed: Bool = true) -> String {
+        let columns = packed ? 13 : 12
         let rows = (0..<count).map { row in
-            "(" + (1...12).map { "$\(row * 12 + $0)" }.joined(separator: ", ") + ")"
+            "(" + (1...columns).map { "$\(row * columns + $0)" }.joined(separator: ", ") + ")"
         }
         return """
-            INSERT INTO facts (notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id,
+            INSERT INTO facts (notification_id, kind, jws_sha256, jws,\(packed ? " signed_packed," : "") payload, transaction_id, original_transaction_id,
                                app_account_token, environment, bundle_id, signed_date, received_at)
             VALUES \(rows.joined(separator: ", "))
             ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id

@@ -21,24 +21,28 @@ enum FactDigest {
     /// Where the signing input of a compact JWS ends (its second `.`), or the end of `bytes` when
     /// they are not one: exactly three segments, each non-empty base64url (`A–Z a–z 0–9 - _`).
     static func signingInputEnd(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        // An index loop, not `enumerated()`: this runs over every signed text received (several
+        // kilobytes each, and more than once since the ledger packs them).
         var dots = 0
         var secondDot = 0
         var segmentStart = 0
-        for (index, byte) in bytes.enumerated() {
-            switch byte {
-            case UInt8(ascii: "."):
-                guard dots < 2, index > segmentStart else { return bytes.count }
+        var index = 0
+        let count = bytes.count
+        while index < count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: ".") {
+                guard dots < 2, index > segmentStart else { return count }
                 dots += 1
                 secondDot = index
                 segmentStart = index + 1
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-                continue
-            default:
-                return bytes.count
+            } else if !(byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) && !(byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                && !(byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) && byte != UInt8(ascii: "-") && byte != UInt8(ascii: "_")
+            {
+                return count
             }
+            index += 1
         }
-        guard dots == 2, segmentStart < bytes.count else { return bytes.count }
+        guard dots == 2, segmentStart < count else { return count }
         return secondDot
     }
 }

@@ -52,6 +52,12 @@ struct SQLRow: Sendable {
         }
     }
 
+    /// The bytes, or nil for NULL.
+    func optionalBlob(_ index: Int) throws -> [UInt8]? {
+        if case .null = values[index] { return nil }
+        return try blob(index)
+    }
+
     func blob(_ index: Int) throws -> [UInt8] {
         switch values[index] {
         case .null: return []

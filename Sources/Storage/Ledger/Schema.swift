@@ -270,6 +270,29 @@ enum Schema {
                 );
                 CREATE INDEX customer_events_customer ON customer_events (customer_id);
                 """),
+        // A lighter ledger: each distinct JWS header stored once, signed text packed with references
+        // (`SignedPart`), bodies as references to their facts. Rows written before are rewritten
+        // afterwards in resumable batches (`repack_progress`: each table's cursor), outside this
+        // transaction; until then they are read as they are. An empty table has nothing to rewrite.
+        Migration(
+            version: 14, name: "packed signed text",
+            sql: """
+                CREATE TABLE jws_headers (
+                    id {id},
+                    sha256 TEXT NOT NULL UNIQUE,
+                    header TEXT NOT NULL
+                );
+                ALTER TABLE facts ADD COLUMN signed_packed {blob};
+                ALTER TABLE notifications ADD COLUMN body_packed {blob};
+                CREATE TABLE repack_progress (
+                    phase TEXT NOT NULL PRIMARY KEY,
+                    after_id {int} NOT NULL,
+                    done {int} NOT NULL
+                );
+                INSERT INTO repack_progress (phase, after_id, done)
+                SELECT 'facts', 0, CASE WHEN EXISTS (SELECT 1 FROM facts) THEN 0 ELSE 1 END
+                UNION ALL SELECT 'notifications', 0, CASE WHEN EXISTS (SELECT 1 FROM notifications) THEN 0 ELSE 1 END;
+                """),
         // Version 15 (issue 19): the console's rollups. `metric_daily` sums every customer's
         // contribution per environment, day (since the epoch, UTC), series and currency (a stock's
         // change, a flow's amount); `customer_metrics` keeps each customer's own, so a new
@@ -294,6 +317,12 @@ enum Schema {
                 CREATE INDEX facts_transaction_id ON facts (transaction_id);
                 """),
     ]
+
+    /// The version from which signed text is stored packed (`SignedPart`).
+    static let packedSignedTextVersion = 14
+
+    /// The last version before it: the older layout (tests and `bench store --older-layout`).
+    static var unpackedVersion: Int { migrations.last { $0.version < packedSignedTextVersion }?.version ?? 0 }
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }
 
@@ -375,6 +404,12 @@ enum Schema {
             applied.append(migration.version)
         }
         return MigrationReport(applied: applied, currentVersion: max(current, applied.last ?? current))
+    }
+
+    /// The tables whose rows of the older layout are still to be repacked (version 14 on).
+    static func pendingRepack(_ session: any SQLSession, version: Int) throws -> [String] {
+        guard version >= packedSignedTextVersion else { return [] }
+        return try session.query("SELECT phase FROM repack_progress WHERE done = 0", []).map { try $0.text(0) }
     }
 
     /// Verifies without migrating: throws `SCHEMA_TOO_NEW` for a newer schema.

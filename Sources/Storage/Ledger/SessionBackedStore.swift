@@ -8,6 +8,10 @@ protocol SessionBackedStore: LedgerStore {
     var faultInjector: FaultInjector? { get }
     /// Told of committed projection changes.
     var ledgerObserver: (any LedgerObserver)? { get }
+    /// The options it was opened with.
+    var configuration: StoreConfiguration { get }
+    /// Tests and `bench store --older-layout`: write signed text as before schema version 14.
+    var legacySignedLayout: Bool { get }
     /// Customers recomputed per transaction by `rebuild`.
     var rebuildChunk: Int { get }
     /// Runs `body` in a write transaction (committed when it returns).
@@ -21,8 +25,14 @@ extension SessionBackedStore {
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
     ) async throws -> IngestResult {
         // Encoded and digested here, on the caller's thread, not on the single writer.
-        let rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
-        return try await observedWrite { try $0.ingest(message, rows: rows, claim: claim, projector: projector, now: now) }
+        var rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
+        let legacy = legacySignedLayout
+        let packed = legacy ? PackedMessage(headers: []) : FactRow.pack(&rows, body: message.body)
+        return try await observedWrite { [rows] ledger in
+            var ledger = ledger
+            ledger.legacySignedLayout = legacy
+            return try ledger.ingest(message, rows: rows, packed: packed, claim: claim, projector: projector, now: now)
+        }
     }
 
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {

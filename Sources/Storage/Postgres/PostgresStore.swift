@@ -12,7 +12,7 @@ import Synchronization
 /// (unique notification UUIDs, unique facts, `ON CONFLICT DO NOTHING`).
 final class PostgresStore: SessionBackedStore {
     private let conninfo: String
-    private let configuration: StoreConfiguration
+    let configuration: StoreConfiguration
     private let queue: JobQueue
     private let threads = ThreadTracker()
     /// Reads on streaming replicas; nil without `postgresReplicas`.
@@ -216,6 +216,9 @@ final class PostgresStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
+    /// Whether the schema has `jws_headers` (version 14 on).
+    var hasPackedTables: Bool { !legacySignedLayout }
+    var legacySignedLayout: Bool { (configuration.migrationLimit ?? .max) < Schema.packedSignedTextVersion }
     var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction (smaller: each holds row locks on the server).
     var rebuildChunk: Int { 200 }
@@ -224,18 +227,21 @@ final class PostgresStore: SessionBackedStore {
         let stamp = ISO8601DateFormatter().string(from: Date())
         let schema = configuration.postgresSchema
         let limit = configuration.migrationLimit
-        return try await write { session in
+        let (report, pending) = try await write { session in
             // Waiting for another replica's migration, or rewriting a large table, may take longer
             // than any request should: no statement timeout here.
             let migrate = {
                 // Serializes migrators across processes until this transaction commits.
                 try session.query("SELECT pg_advisory_xact_lock(7245001)", [])
                 if let schema { try session.execute("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"") }
-                return try Schema.migrate(session, appliedAt: stamp, upTo: limit)
+                let report = try Schema.migrate(session, appliedAt: stamp, upTo: limit)
+                return (report, try Schema.pendingRepack(session, version: report.currentVersion))
             }
             guard let connection = session as? PostgresConnection else { return try migrate() }
             return try connection.withoutStatementTimeout(migrate)
         }
+        try await repackLegacyRows(pending: pending)
+        return report
     }
 
     func close() async {

@@ -296,6 +296,7 @@ final class SQLiteStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
+    var legacySignedLayout: Bool { (configuration.migrationLimit ?? .max) < Schema.packedSignedTextVersion }
     var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction.
     var rebuildChunk: Int { 500 }
@@ -303,7 +304,12 @@ final class SQLiteStore: SessionBackedStore {
     func migrate() async throws -> MigrationReport {
         let stamp = ISO8601DateFormatter().string(from: Date())
         let limit = configuration.migrationLimit
-        return try await write { try Schema.migrate($0, appliedAt: stamp, upTo: limit) }
+        let (report, pending) = try await write { session in
+            let report = try Schema.migrate(session, appliedAt: stamp, upTo: limit)
+            return (report, try Schema.pendingRepack(session, version: report.currentVersion))
+        }
+        try await repackLegacyRows(pending: pending)
+        return report
     }
 
     func close() async {

@@ -1,0 +1,222 @@
+import EntitledCrypto
+
+// Signed text in the packed layout (schema version 14, `SignedPart`): headers interned, texts
+// rebuilt, and rows of the older layout repacked in resumable batches.
+
+extension Ledger {
+    /// The `jws_headers` id of each header, by its digest, inserting the new ones. On PostgreSQL a
+    /// concurrent insert of the same header is waited for (unique index) and then read.
+    func internHeaders(_ headers: Set<JWSHeader>) throws -> [String: Int64] {
+        var ids: [String: Int64] = [:]
+        for header in headers {
+            let digest = header.digest
+            if let row = try session.query("SELECT id FROM jws_headers WHERE sha256 = $1", .text(digest)).first {
+                ids[digest] = try row.int(0)
+                continue
+            }
+            let inserted = try session.query(
+                "INSERT INTO jws_headers (sha256, header) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING RETURNING id",
+                .text(digest), .text(String(decoding: header.text, as: UTF8.self)))
+            let again = inserted.isEmpty ? try session.query("SELECT id FROM jws_headers WHERE sha256 = $1", .text(digest)) : inserted
+            guard let row = again.first else { throw StorageError(.internal, "JWS header could not be stored") }
+            ids[digest] = try row.int(0)
+        }
+        return ids
+    }
+
+    /// A notification's body as received (nil: no such row): the one reconstruction, as for facts.
+    func notificationBody(id: Int64, reader: SignedTextReader) throws -> [UInt8]? {
+        guard let row = try session.query("SELECT body, body_packed FROM notifications WHERE id = $1", .int(id)).first else {
+            return nil
+        }
+        return try reader.text(raw: try row.blob(0), packed: try row.optionalBlob(1))
+    }
+
+    /// Facts after `afterID` (up to `limit`), each with its signed text rebuilt.
+    func signedFacts(afterID: Int64, limit: Int) throws -> [SignedFactText] {
+        let reader = SignedTextReader(session: session)
+        return try session.query(
+            """
+            SELECT id, kind, bundle_id, signed_date, environment, jws, signed_packed FROM facts
+            WHERE id > $1 ORDER BY id LIMIT $2
+            """, .int(afterID), .int(Int64(limit))
+        ).map { row in
+            SignedFactText(
+                id: try row.int(0), kind: try row.text(1), bundleId: try row.optionalText(2), signedDate: try row.optionalInt(3),
+                environment: try row.optionalText(4),
+                text: String(decoding: try reader.text(raw: Array(try row.text(5).utf8), packed: try row.optionalBlob(6)), as: UTF8.self))
+        }
+    }
+
+    // MARK: Repacking rows of the older layout
+
+    /// One batch of the version-14 rewrite: the next `limit` rows of `phase` after its stored
+    /// cursor, packed where that gives the same bytes back (checked by rebuilding each), and the
+    /// cursor moved, in the caller's transaction. Returns the rows looked at (0: the phase is done)
+    /// and the cursor.
+    func repackBatch(_ phase: RepackPhase, limit: Int, fault: RepackFault?) throws -> (rows: Int, cursor: Int64) {
+        let lock = isPostgres ? " FOR UPDATE" : ""
+        guard let state = try session.query("SELECT after_id, done FROM repack_progress WHERE phase = $1\(lock)", .text(phase.rawValue)).first,
+            try state.int(1) == 0
+        else { return (0, 0) }
+        let after = try state.int(0)
+        let reader = SignedTextReader(session: session)
+        let (count, last) =
+            switch phase {
+            case .facts: try repackFacts(after: after, limit: limit, reader: reader)
+            case .notifications: try repackBodies(after: after, limit: limit, reader: reader)
+            }
+        try session.query(
+            "UPDATE repack_progress SET after_id = $1, done = $2 WHERE phase = $3", .int(last ?? after), .int(count < limit ? 1 : 0),
+            .text(phase.rawValue))
+        try fault?(phase.rawValue, last ?? after)
+        return (count, last ?? after)
+    }
+
+    enum RepackPhase: String, CaseIterable, Sendable {
+        case facts
+        case notifications
+    }
+
+    /// The signed texts of a notification's facts, for references (rebuilt when packed).
+    private func siblings(ofNotification id: Int64, reader: SignedTextReader) throws -> SignedSiblings {
+        let rows = try session.query("SELECT kind, jws, signed_packed FROM facts WHERE notification_id = $1", .int(id))
+        return SignedSiblings(
+            try rows.map { row in
+                let text = String(decoding: try reader.text(raw: Array(try row.text(1).utf8), packed: try row.optionalBlob(2)), as: UTF8.self)
+                return (try row.text(0), text, FactDigest.hex(text))
+            })
+    }
+
+    private func repackFacts(after: Int64, limit: Int, reader: SignedTextReader) throws -> (Int, Int64?) {
+        let rows = try session.query(
+            "SELECT id, notification_id, jws, CASE WHEN signed_packed IS NULL THEN 1 ELSE 0 END FROM facts WHERE id > $1 ORDER BY id LIMIT $2",
+            .int(after), .int(Int64(limit)))
+        var siblingsByNotification: [Int64: SignedSiblings] = [:]
+        for row in rows where try row.bool(3) {
+            let text = Array(try row.text(2).utf8)
+            guard SignedTextPacker.split(text) != nil else { continue }
+            var siblings = SignedSiblings()
+            if let notification = try row.optionalInt(1) {
+                if siblingsByNotification[notification] == nil {
+                    siblingsByNotification[notification] = try self.siblings(ofNotification: notification, reader: reader)
+                }
+                siblings = siblingsByNotification[notification]!
+            }
+            guard let part = SignedTextPacker.packJWS(text, siblings: siblings) else { continue }
+            var headers: Set<JWSHeader> = []
+            SignedTextPacker.headers(in: [part], into: &headers)
+            let ids = try internHeaders(headers)
+            let packed = try SignedTextPacker.encode([part], headerIDs: ids)
+            // Only what gives the same bytes back replaces the text.
+            guard try reader.unpack(packed, depth: 0) == text else { continue }
+            try session.query(
+                "UPDATE facts SET jws = '', signed_packed = $1 WHERE id = $2 AND signed_packed IS NULL", .blob(packed), .int(try row.int(0)))
+        }
+        return (rows.count, try rows.last?.int(0))
+    }
+
+    private func repackBodies(after: Int64, limit: Int, reader: SignedTextReader) throws -> (Int, Int64?) {
+        let rows = try session.query(
+            """
+            SELECT id, body, CASE WHEN outcome = 'accepted' AND body_packed IS NULL THEN 1 ELSE 0 END FROM notifications
+            WHERE id > $1 ORDER BY id LIMIT $2
+            """, .int(after), .int(Int64(limit)))
+        for row in rows where try row.bool(2) {
+            let id = try row.int(0)
+            let body = try row.blob(1)
+            let siblings = try siblings(ofNotification: id, reader: reader)
+            guard !siblings.entries.isEmpty else { continue }
+            let parts = SignedTextPacker.referencing(body, siblings: siblings)
+            guard parts.contains(where: { if case .reference = $0 { true } else { false } }) else { continue }
+            let packed = try SignedTextPacker.encode(parts, headerIDs: [:])
+            guard try reader.unpack(packed, depth: 0) == body else { continue }
+            try session.query(
+                "UPDATE notifications SET body = $1, body_packed = $2 WHERE id = $3 AND body_packed IS NULL", .blob([]), .blob(packed),
+                .int(id))
+        }
+        return (rows.count, try rows.last?.int(0))
+    }
+
+    /// The highest row id of a phase's table (progress reports).
+    func repackTotal(_ phase: RepackPhase) throws -> Int64 {
+        try session.query("SELECT COALESCE(MAX(id), 0) FROM \(phase.rawValue)", []).first?.int(0) ?? 0
+    }
+}
+
+/// Tests only: called at the end of each repack batch, before it commits, with the phase and the
+/// cursor it reached; throwing rolls the batch back (a process killed there).
+typealias RepackFault = @Sendable (_ phase: String, _ cursor: Int64) throws -> Void
+
+/// A stored fact with its signed text rebuilt (``SignedLedger/signedFacts(after:limit:)``).
+public struct SignedFactText: Sendable, Hashable {
+    /// The fact's row id.
+    public var id: Int64
+    /// `transaction`, `renewal`, `notification`, …
+    public var kind: String
+    /// The app it came for.
+    public var bundleId: String?
+    /// When it was signed (ms).
+    public var signedDate: Int64?
+    /// `Production`, `Sandbox`, … as stored.
+    public var environment: String?
+    /// The signed text exactly as received (a compact JWS), or a fact's identity when it has no
+    /// signed form.
+    public var text: String
+}
+
+/// Reading back what was signed, byte for byte (`entitled check --reverify`, tests). The server's
+/// stores (SQLite, PostgreSQL) conform.
+public protocol SignedLedger: Sendable {
+    /// Facts after row `afterID` in id order, at most `limit` (1…1000), each with its signed text.
+    func signedFacts(after afterID: Int64, limit: Int) async throws -> [SignedFactText]
+    /// The body of notification row `id` as received (accepted) or as kept (a rejected one's
+    /// prefix); nil when there is no such row.
+    func notificationBody(id: Int64) async throws -> [UInt8]?
+}
+
+extension SessionBackedStore {
+    func signedFacts(after afterID: Int64, limit: Int) async throws -> [SignedFactText] {
+        guard (1...1000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…1000") }
+        return try await read { try Ledger(session: $0, fault: nil).signedFacts(afterID: afterID, limit: limit) }
+    }
+
+    func notificationBody(id: Int64) async throws -> [UInt8]? {
+        try await read { session in
+            try Ledger(session: session, fault: nil).notificationBody(id: id, reader: SignedTextReader(session: session))
+        }
+    }
+
+    /// Rewrites rows stored before schema version 14 into the packed layout, batch after batch (each
+    /// its own transaction, its cursor stored with it: a process killed half-way continues where
+    /// the last committed batch ended), reporting progress to `log`.
+    /// `pending`: ``Schema/pendingRepack(_:)``, read in the migration's transaction (once done,
+    /// a start costs no statement more).
+    func repackLegacyRows(pending: [String]) async throws {
+        guard !pending.isEmpty else { return }
+        try await repackLegacyRows(pending: pending, log: configuration.log, fault: configuration.repackFault, batch: configuration.repackBatch)
+    }
+
+    func repackLegacyRows(pending: [String], log: StorageLog?, fault: RepackFault?, batch: Int) async throws {
+        for phase in Ledger.RepackPhase.allCases where pending.contains(phase.rawValue) {
+            let total = try await read { try Ledger(session: $0, fault: nil).repackTotal(phase) }
+            var done = 0
+            while true {
+                let (rows, cursor) = try await write { session in
+                    let step = { try Ledger(session: session, fault: nil).repackBatch(phase, limit: batch, fault: fault) }
+                    // Part of the migration: waits as long as it takes, like the migration's SQL.
+                    guard let connection = session as? PostgresConnection else { return try step() }
+                    return try connection.withoutStatementTimeout(step)
+                }
+                done += rows
+                if rows > 0 {
+                    log?("ledger repack", ["table": phase.rawValue, "rows": String(done), "at id": String(cursor), "of": String(total)])
+                }
+                if rows < batch { break }
+            }
+        }
+    }
+}
+
+extension SQLiteStore: SignedLedger {}
+extension PostgresStore: SignedLedger {}

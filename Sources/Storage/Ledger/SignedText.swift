@@ -1,0 +1,351 @@
+import EntitledCrypto
+import Foundation
+
+/// Signed text in the ledger's packed layout (schema version 14): what `facts.signed_packed` and
+/// `notifications.body_packed` hold, from which the exact bytes received are rebuilt.
+///
+/// An Apple V2 notification is ~13 KB, most of it three copies of the same `x5c` certificate
+/// chain (the outer JWS's header and, base64url-encoded once more inside its payload, the nested
+/// transaction's and renewal's), and its nested JWS were stored again as facts of their own, and
+/// the whole notification once more as the raw body. Packed:
+/// - a compact JWS is its header's id in `jws_headers` (each distinct header stored once, keyed
+///   by its SHA-256), its payload base64url-decoded, and its signature decoded;
+/// - a JSON string inside a payload or a body that is the signed text of another fact of the same
+///   message is a reference to that fact — its kind and key (`facts.kind`, `jws_sha256`, which is
+///   the digest of its signing input) — with its own signature (a twin stored first under another
+///   ECDSA encoding has the same key but other signature bytes);
+/// - everything else is kept as it is.
+/// Each step is taken only where it gives the same bytes back (a base64url segment that does not
+/// re-encode to itself stays literal), so every packed text rebuilds byte for byte.
+indirect enum SignedPart: Sendable, Hashable {
+    /// Bytes as they are.
+    case literal([UInt8])
+    /// A compact JWS: `header` (the base64url text, stored in `jws_headers`), its decoded payload
+    /// (itself packed), its decoded signature.
+    case jws(header: JWSHeader, payload: [SignedPart], signature: [UInt8])
+    /// The signed text of the fact stored under `kind` and `digest` (hex), with `signature`.
+    case reference(kind: String, digest: String, signature: [UInt8])
+}
+
+/// A JWS protected header (its base64url text) and its SHA-256, its key in `jws_headers`. Equal
+/// and hashed by the digest alone: hashing kilobytes of `x5c` byte by byte was a measurable part
+/// of ingest.
+struct JWSHeader: Sendable, Hashable {
+    var text: [UInt8]
+    /// Lower-case hex SHA-256 of `text`.
+    var digest: String
+
+    init(_ text: [UInt8]) {
+        self.text = text
+        digest = Hex.encode(SHA256.hash(text))
+    }
+
+    static func == (a: JWSHeader, b: JWSHeader) -> Bool { a.digest == b.digest }
+    func hash(into hasher: inout Hasher) { hasher.combine(digest) }
+}
+
+/// The signed texts of one message's facts, by text: what a payload or body may refer to.
+struct SignedSiblings {
+    struct Entry {
+        var kind: String
+        var digest: String
+        var signature: [UInt8]
+        /// `"` + text + `"`: how it appears in JSON (base64url needs no escaping).
+        var quoted: [UInt8]
+    }
+
+    var entries: [Entry] = []
+
+    /// The compact JWS among `texts` (kind, text, key), longest first so that a text containing
+    /// another is replaced whole.
+    init(_ texts: [(kind: String, text: String, digest: String)]) {
+        self.init(
+            split: texts.compactMap { kind, text, digest in
+                let bytes = Array(text.utf8)
+                return SignedTextPacker.split(bytes).map { (kind, bytes, $0, digest) }
+            })
+    }
+
+    /// From texts already split (``SignedTextPacker/split(_:)``: each is scanned once).
+    init(split texts: [(kind: String, text: [UInt8], split: SignedTextPacker.Split, digest: String)]) {
+        for (kind, text, split, digest) in texts {
+            guard let signature = SignedTextPacker.urlDecode(split.signature), SignedTextPacker.reencodes(signature, to: split.signature)
+            else { continue }
+            var quoted = [UInt8(ascii: "\"")]
+            quoted.reserveCapacity(text.count + 2)
+            quoted += text
+            quoted.append(UInt8(ascii: "\""))
+            entries.append(Entry(kind: kind, digest: digest, signature: signature, quoted: quoted))
+        }
+        entries.sort { $0.quoted.count > $1.quoted.count }
+    }
+
+    init() {}
+}
+
+/// Packs signed text (see ``SignedPart``). Pure: runs on the caller's thread.
+enum SignedTextPacker {
+    /// The three segments of a compact JWS, each non-empty base64url; nil for any other text.
+    typealias Split = (header: ArraySlice<UInt8>, payload: ArraySlice<UInt8>, signature: ArraySlice<UInt8>)
+
+    static func split(_ bytes: [UInt8]) -> Split? {
+        let end = bytes.withUnsafeBufferPointer { FactDigest.signingInputEnd($0) }
+        guard end < bytes.count, let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")) else { return nil }
+        return (bytes[..<firstDot], bytes[(firstDot + 1)..<end], bytes[(end + 1)...])
+    }
+
+    static func urlDecode(_ segment: ArraySlice<UInt8>) -> [UInt8]? {
+        segment.withUnsafeBytes { Base64.decode(utf8: $0, url: true) }
+    }
+
+    /// Whether `decoded` (what `segment` decodes to) base64url-encodes back to exactly `segment`:
+    /// no padding, and no stray bits in its last character (an encoder leaves them zero; a decoder
+    /// ignores them, so another text decodes to the same bytes). Checked without encoding again:
+    /// this runs on every payload received.
+    static func reencodes(_ decoded: [UInt8], to segment: ArraySlice<UInt8>) -> Bool {
+        guard let last = segment.last, last != UInt8(ascii: "=") else { return segment.isEmpty }
+        let value: UInt8
+        switch last {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = last - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): value = last - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): value = last - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "-"): value = 62
+        case UInt8(ascii: "_"): value = 63
+        default: return false
+        }
+        switch segment.count % 4 {
+        case 0: return decoded.count == segment.count / 4 * 3
+        case 2: return value & 0x0F == 0 && decoded.count == segment.count / 4 * 3 + 1
+        case 3: return value & 0x03 == 0 && decoded.count == segment.count / 4 * 3 + 2
+        default: return false
+        }
+    }
+
+    /// `text` packed: a JWS as header, payload and signature (references to `siblings` inside its
+    /// payload), anything else with references to `siblings` where they appear as JSON strings.
+    static func pack(_ text: [UInt8], siblings: SignedSiblings) -> [SignedPart] {
+        if let jws = packJWS(text, siblings: siblings) { return [jws] }
+        return referencing(text, siblings: siblings)
+    }
+
+    static func packJWS(_ text: [UInt8], siblings: SignedSiblings) -> SignedPart? {
+        split(text).flatMap { packJWS($0, siblings: siblings) }
+    }
+
+    static func packJWS(_ split: Split, siblings: SignedSiblings) -> SignedPart? {
+        let (header, payload, signature) = split
+        guard let payloadBytes = urlDecode(payload), reencodes(payloadBytes, to: payload),
+            let signatureBytes = urlDecode(signature), reencodes(signatureBytes, to: signature)
+        else { return nil }
+        return .jws(header: JWSHeader(Array(header)), payload: referencing(payloadBytes, siblings: siblings), signature: signatureBytes)
+    }
+
+    /// `bytes` with every quoted sibling text replaced by a reference (the quotes stay literal).
+    static func referencing(_ bytes: [UInt8], siblings: SignedSiblings) -> [SignedPart] {
+        guard !siblings.entries.isEmpty, !bytes.isEmpty else { return [.literal(bytes)] }
+        var parts: [SignedPart] = []
+        var literalStart = 0
+        bytes.withUnsafeBufferPointer { buffer in
+            let base = buffer.baseAddress!
+            var index = 0
+            // Only a `"` can start a quoted sibling: jump from one to the next (memchr), compare
+            // with memcmp (kilobytes per message, on the request's thread).
+            while index < buffer.count, let found = memchr(base + index, Int32(UInt8(ascii: "\"")), buffer.count - index) {
+                let at = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
+                index = at + 1
+                for entry in siblings.entries where buffer.count - at >= entry.quoted.count {
+                    let equal = entry.quoted.withUnsafeBufferPointer { memcmp(base + at, $0.baseAddress!, $0.count) == 0 }
+                    guard equal else { continue }
+                    parts.append(.literal(Array(buffer[literalStart...at])))
+                    parts.append(.reference(kind: entry.kind, digest: entry.digest, signature: entry.signature))
+                    // The closing quote starts the next literal.
+                    literalStart = at + entry.quoted.count - 1
+                    index = literalStart + 1
+                    break
+                }
+            }
+        }
+        if literalStart < bytes.count || parts.isEmpty { parts.append(.literal(Array(bytes[literalStart...]))) }
+        return parts
+    }
+
+    /// The distinct JWS headers in `parts` (to be given ids before encoding).
+    static func headers(in parts: [SignedPart], into set: inout Set<JWSHeader>) {
+        for part in parts {
+            if case .jws(let header, let payload, _) = part {
+                set.insert(header)
+                headers(in: payload, into: &set)
+            }
+        }
+    }
+
+    // MARK: Binary form
+
+    static let formatVersion: UInt8 = 1
+
+    /// The stored bytes: a format byte, then the parts. `headerIDs` maps each header to its
+    /// `jws_headers.id`.
+    static func encode(_ parts: [SignedPart], headerIDs: [String: Int64]) throws -> [UInt8] {
+        var out: [UInt8] = [formatVersion]
+        try write(parts, headerIDs: headerIDs, to: &out)
+        return out
+    }
+
+    private static func write(_ parts: [SignedPart], headerIDs: [String: Int64], to out: inout [UInt8]) throws {
+        writeVarint(UInt64(parts.count), to: &out)
+        for part in parts {
+            switch part {
+            case .literal(let bytes):
+                out.append(0)
+                writeBytes(bytes, to: &out)
+            case .jws(let header, let payload, let signature):
+                guard let id = headerIDs[header.digest] else { throw StorageError(.internal, "JWS header without an id") }
+                out.append(1)
+                writeVarint(UInt64(id), to: &out)
+                try write(payload, headerIDs: headerIDs, to: &out)
+                writeBytes(signature, to: &out)
+            case .reference(let kind, let digest, let signature):
+                guard let digestBytes = Hex.decode(digest), digestBytes.count == 32 else {
+                    throw StorageError(.internal, "reference without a SHA-256 key")
+                }
+                out.append(2)
+                writeBytes(Array(kind.utf8), to: &out)
+                out += digestBytes
+                writeBytes(signature, to: &out)
+            }
+        }
+    }
+
+    private static func writeVarint(_ value: UInt64, to out: inout [UInt8]) {
+        var value = value
+        while value >= 0x80 {
+            out.append(UInt8(value & 0x7F) | 0x80)
+            value >>= 7
+        }
+        out.append(UInt8(value))
+    }
+
+    private static func writeBytes(_ bytes: [UInt8], to out: inout [UInt8]) {
+        writeVarint(UInt64(bytes.count), to: &out)
+        out += bytes
+    }
+}
+
+/// Rebuilds packed signed text. Headers and referenced facts are looked up through the session
+/// (headers cached for the reader's life: a header row never changes).
+final class SignedTextReader {
+    let session: any SQLSession
+    private var headers: [Int64: [UInt8]] = [:]
+
+    init(session: any SQLSession) { self.session = session }
+
+    /// The one reconstruction: a row's signed text from its raw column (the old layout, or text
+    /// that was not packed) and its packed column.
+    func text(raw: [UInt8], packed: [UInt8]?) throws -> [UInt8] {
+        guard let packed, !packed.isEmpty else { return raw }
+        return try unpack(packed, depth: 0)
+    }
+
+    /// References nest (a body → its notification → its transaction): at most this deep.
+    static let maxDepth = 4
+
+    func unpack(_ packed: [UInt8], depth: Int) throws -> [UInt8] {
+        guard depth <= Self.maxDepth else { throw corrupt("references nest too deep") }
+        guard packed.first == SignedTextPacker.formatVersion else { throw corrupt("unknown packed format \(packed.first ?? 0)") }
+        var cursor = Cursor(data: packed, offset: 1)
+        var out: [UInt8] = []
+        try read(&cursor, depth: depth, into: &out)
+        guard cursor.offset == packed.count else { throw corrupt("trailing bytes") }
+        return out
+    }
+
+    private func read(_ cursor: inout Cursor, depth: Int, into out: inout [UInt8]) throws {
+        let count = try cursor.varint()
+        for _ in 0..<count {
+            switch try cursor.byte() {
+            case 0:
+                out += try cursor.lengthPrefixed()
+            case 1:
+                out += try header(Int64(try cursor.varint()))
+                out.append(UInt8(ascii: "."))
+                var payload: [UInt8] = []
+                try read(&cursor, depth: depth, into: &payload)
+                out += Base64.urlEncode(payload).utf8
+                out.append(UInt8(ascii: "."))
+                out += Base64.urlEncode(try cursor.lengthPrefixed()).utf8
+            case 2:
+                let kind = String(decoding: try cursor.lengthPrefixed(), as: UTF8.self)
+                let digest = Hex.encode(try cursor.fixed(32))
+                let signature = try cursor.lengthPrefixed()
+                let referenced = try fact(kind: kind, digest: digest, depth: depth)
+                guard let end = referenced.lastIndex(of: UInt8(ascii: ".")) else { throw corrupt("referenced fact is no JWS") }
+                out += referenced[..<end]
+                out.append(UInt8(ascii: "."))
+                out += Base64.urlEncode(signature).utf8
+            case let tag:
+                throw corrupt("unknown part \(tag)")
+            }
+        }
+    }
+
+    private func header(_ id: Int64) throws -> [UInt8] {
+        if let cached = headers[id] { return cached }
+        guard let row = try session.query("SELECT header FROM jws_headers WHERE id = $1", .int(id)).first else {
+            throw corrupt("JWS header \(id) is missing")
+        }
+        let header = Array(try row.text(0).utf8)
+        headers[id] = header
+        return header
+    }
+
+    private func fact(kind: String, digest: String, depth: Int) throws -> [UInt8] {
+        guard
+            let row = try session.query(
+                "SELECT jws, signed_packed FROM facts WHERE kind = $1 AND jws_sha256 = $2", .text(kind), .text(digest)
+            ).first
+        else { throw corrupt("referenced fact \(kind) \(digest) is missing") }
+        let packed = try row.blob(1)
+        return packed.isEmpty ? Array(try row.text(0).utf8) : try unpack(packed, depth: depth + 1)
+    }
+
+    private func corrupt(_ what: String) -> StorageError {
+        StorageError(.corrupt, "stored signed text cannot be rebuilt", detail: what)
+    }
+
+    struct Cursor {
+        let data: [UInt8]
+        var offset: Int
+
+        mutating func byte() throws -> UInt8 {
+            guard offset < data.count else { throw truncated }
+            defer { offset += 1 }
+            return data[offset]
+        }
+
+        mutating func varint() throws -> UInt64 {
+            var value: UInt64 = 0
+            var shift: UInt64 = 0
+            while true {
+                let byte = try byte()
+                guard shift < 63 else { throw truncated }
+                value |= UInt64(byte & 0x7F) << shift
+                if byte < 0x80 { return value }
+                shift += 7
+            }
+        }
+
+        mutating func fixed(_ count: Int) throws -> ArraySlice<UInt8> {
+            guard count <= data.count - offset else { throw truncated }
+            defer { offset += count }
+            return data[offset..<(offset + count)]
+        }
+
+        mutating func lengthPrefixed() throws -> [UInt8] {
+            let count = try varint()
+            guard count <= UInt64(data.count - offset) else { throw truncated }
+            return Array(try fixed(Int(count)))
+        }
+
+        var truncated: StorageError { StorageError(.corrupt, "stored signed text cannot be rebuilt", detail: "truncated") }
+    }
+}

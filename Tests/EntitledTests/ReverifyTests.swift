@@ -1,0 +1,78 @@
+import AppStore
+import AppStoreTesting
+import EntitledConfig
+import EntitledServer
+import Entitlements
+import Foundation
+import Storage
+import Testing
+
+/// `entitled check --reverify`: every stored signature, rebuilt from the packed ledger, verified
+/// again against the configured roots; one that does not verify is named and fails the check.
+@Suite struct ReverifyTests {
+    @Test func everyStoredSignatureVerifiesAgainAndAForgedOneIsNamed() async throws {
+        let ca = try TestCertificateAuthority()
+        let folder = try DatabaseFileServeTests.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let rootFile = folder.appendingPathComponent("root.der")
+        try Data(ca.rootDER).write(to: rootFile)
+        var configuration = Configuration()
+        configuration.database = "sqlite:" + folder.appendingPathComponent("entitled.sqlite").path
+        configuration.apps = [
+            App(bundleId: APIHarness.bundleId, appAppleId: 1234, environments: ["Production"], appleRootCertificates: [rootFile.path])
+        ]
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let store = try await openStore(url: configuration.database)
+        let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
+
+        // A notification with its nested transaction, as the V2 endpoint stores it.
+        let transaction = Apple.transaction(otid: "o1", tid: "t1", purchase: now - 86_400_000, expires: now + 86_400_000)
+        let signedTransaction = try ca.signer.sign(transaction)
+        let signedPayload = try ca.signer.sign(
+            ResponseBodyV2DecodedPayload(
+                notificationType: .subscribed, subtype: .initialBuy, notificationUUID: "n1",
+                data: NotificationData(
+                    environment: .production, appAppleId: 1234, bundleId: APIHarness.bundleId, bundleVersion: "1",
+                    signedTransactionInfo: signedTransaction),
+                version: "2.0", signedDate: now - 86_400_000))
+        let fact = TransactionFact(
+            transactionId: "t1", originalTransactionId: "o1", productId: "pro.monthly", purchaseDate: now - 86_400_000,
+            expiresDate: now + 86_400_000, productType: .autoRenewable, signedDate: now - 86_400_000)
+        let notification = NotificationFact(type: "SUBSCRIBED", notificationUUID: "n1", signedDate: now - 86_400_000, originalTransactionId: "o1")
+        _ = try await store.ingest(
+            ReceivedMessage(
+                notificationUUID: "n1", source: .appleV2, body: Array(#"{"signedPayload":"\#(signedPayload)"}"#.utf8), receivedAt: now,
+                bundleId: APIHarness.bundleId),
+            facts: [(.notification(notification), signedPayload), (.transaction(fact), signedTransaction)], claim: nil,
+            projector: ledger, now: now)
+        await store.close()
+
+        let sound = try await DatabaseMaintenance.check(
+            configuration: configuration, full: false, fastPaths: FastPaths(enabled: true), reverify: true)
+        #expect(sound.succeeded, "\(sound.lines)")
+        #expect(sound.lines.contains("signatures: 2 verified again, 0 failed, 0 without a signed form"), "\(sound.lines)")
+
+        // A transaction signed by a chain the configuration does not trust, stored as if verified.
+        let forger = try TestCertificateAuthority()
+        let forged = Apple.transaction(otid: "o2", tid: "t2", purchase: now - 86_400_000, expires: now + 86_400_000)
+        let reopened = try await openStore(url: configuration.database)
+        let result = try await reopened.ingest(
+            ReceivedMessage(notificationUUID: nil, source: .client, body: Array("{}".utf8), receivedAt: now, bundleId: APIHarness.bundleId),
+            facts: [
+                (
+                    .transaction(
+                        TransactionFact(
+                            transactionId: "t2", originalTransactionId: "o2", productId: "pro.monthly", purchaseDate: now - 86_400_000,
+                            expiresDate: now + 86_400_000, productType: .autoRenewable, signedDate: now - 86_400_000)),
+                    try forger.signer.sign(forged)
+                )
+            ], claim: Claim(appUserId: "mallory"), projector: ledger, now: now)
+        #expect(result.insertedFacts == 1)
+        await reopened.close()
+        let found = try await DatabaseMaintenance.check(
+            configuration: configuration, full: false, fastPaths: FastPaths(enabled: true), reverify: true)
+        #expect(!found.succeeded)
+        #expect(found.lines.contains("signatures: 2 verified again, 1 failed, 0 without a signed form"), "\(found.lines)")
+        #expect(found.lines.contains { $0.hasPrefix("  failed: fact 3 (transaction, \(APIHarness.bundleId)): ") }, "\(found.lines)")
+    }
+}
