@@ -358,6 +358,7 @@ struct CountingStore: LedgerStore {
 
     func events(after: Int64, limit: Int) async throws -> [OutboxEvent] { try await base.events(after: after, limit: limit) }
     func appendEvent(_ event: OutboxEvent) async throws -> OutboxEvent { try await base.appendEvent(event) }
+    func scrubErasureEvents(recordedBefore: Int64) async throws -> Int { try await base.scrubErasureEvents(recordedBefore: recordedBefore) }
 
     func ingest(
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64

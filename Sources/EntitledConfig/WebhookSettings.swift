@@ -132,6 +132,6 @@ extension ConfigurationLoader {
         "subscription.auto_renew_enabled", "subscription.billing_issue", "subscription.recovered", "subscription.expired",
         "subscription.refunded", "subscription.refund_reversed", "subscription.revoked", "subscription.extended",
         "subscription.price_increase", "subscription.offer_redeemed", "purchase.completed", "purchase.refunded",
-        "customer.transferred", "consumption.requested", "test",
+        "customer.transferred", "customer.merged", "customer.deleted", "consumption.requested", "test",
     ]
 }

@@ -26,11 +26,15 @@ public struct DevOptions: Sendable {
     public var reset: Bool
     /// The fast paths' switch (the command reads `ENTITLED_FAST_PATHS`).
     public var fastPaths: FastPaths
+    /// Webhook endpoints (the `webhooks` section of `--webhooks FILE`): the server delivers its
+    /// events to them as `serve` does.
+    public var webhooks: [WebhookEndpoint]
 
     public init(
         listen: String?, environment: [String: String] = [:], control: ListenAddress, data: String, dayEvery: Double,
-        seed: Bool, reset: Bool = false, fastPaths: FastPaths = FastPaths()
+        seed: Bool, reset: Bool = false, fastPaths: FastPaths = FastPaths(), webhooks: [WebhookEndpoint] = []
     ) {
+        self.webhooks = webhooks
         self.reset = reset
         self.fastPaths = fastPaths
         self.listen = listen
@@ -103,6 +107,9 @@ public enum DevEnvironment {
             pace: DevDriver.Pace(running: dayEvery > 0, dayEvery: dayEvery > 0 ? max(DevDriver.minimumDayEvery, dayEvery) : 2),
             folder: folder, saved: saved)
         driverBox.set(driver)
+        // The dispatcher the composition root built, run as `serve` runs it (nil without endpoints);
+        // started before the seeding, whose events it then delivers.
+        let delivering = assembled.application.webhooks.map { dispatcher in Task { await dispatcher.run() } }
 
         var controlSettings = HTTPServer.Configuration()
         controlSettings.host = options.control.host
@@ -112,6 +119,7 @@ public enum DevEnvironment {
         do {
             try controlServer.start()
         } catch {
+            delivering?.cancel()
             await server.shutdown()
             await store.close()
             throw StartupError.runtime(
@@ -153,6 +161,7 @@ public enum DevEnvironment {
         let signal = await signals.wait()
         ServerLog.event("shutting down", ["signal": signal])
         ticker.cancel()
+        delivering?.cancel()
         await driver.save()
         await controlServer.shutdown()
         await server.shutdown()
@@ -172,6 +181,7 @@ public enum DevEnvironment {
             throw .configuration("configuration: \(error.description)")
         }
         configuration.apiKeys = [APIKey(name: "dev", secret: devKey, scopes: [.read, .write, .admin])]
+        configuration.webhooks = options.webhooks
         configuration.apps = [
             App(
                 bundleId: catalog.bundleId, appAppleId: catalog.appAppleId, environments: ["Sandbox", "Production"],

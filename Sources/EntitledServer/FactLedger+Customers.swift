@@ -21,7 +21,9 @@ extension FactLedger {
     /// Makes `alias` an id of `appUserId`'s customer (see ``Storage/CustomerDirectory``).
     public func addAlias(_ alias: String, to appUserId: String, actor: String?, now: Int64) async throws(StorageError) -> AliasOutcome {
         let directory = try directory
-        return try await mapped { try await directory.addAlias(alias, to: appUserId, actor: actor, projector: self, now: now) }
+        let outcome = try await mapped { try await directory.addAlias(alias, to: appUserId, actor: actor, projector: self, now: now) }
+        if outcome != .alreadyAlias { events.ring() }  // a `customer.merged` event committed
+        return outcome
     }
 
     /// Gives `appUserId`'s customer (created when missing) `entitlement` from `now` until `until`.
@@ -80,7 +82,9 @@ extension FactLedger {
     /// Erases the customer `appUserId` belongs to; nil when there is none.
     public func eraseCustomer(appUserId: String, actor: String?, now: Int64) async throws(StorageError) -> ErasureReport? {
         let directory = try directory
-        return try await mapped { try await directory.eraseCustomer(appUserId: appUserId, actor: actor, now: now) }
+        let report = try await mapped { try await directory.eraseCustomer(appUserId: appUserId, actor: actor, now: now) }
+        if report != nil { events.ring() }  // a `customer.deleted` event committed
+        return report
     }
 }
 

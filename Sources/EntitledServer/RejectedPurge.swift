@@ -2,7 +2,9 @@ import AppStore
 import Storage
 
 /// Deletes the audit records of rejected messages once they are older than the retention
-/// (`storage.rejectedRetentionDays`), judged on the server's clock.
+/// (`storage.rejectedRetentionDays`), judged on the server's clock; in the same pass, scrubs the
+/// erased ids from `customer.deleted` events whose deliveries settled and that the feed kept for
+/// ``erasureEventRetentionMilliseconds`` (docs/privacy.md).
 public struct RejectedPurge: Sendable {
     public let store: any LedgerStore
     public let clock: any EpochClock
@@ -15,10 +17,16 @@ public struct RejectedPurge: Sendable {
         self.retentionMilliseconds = Int64(retentionDays) * 86_400_000
     }
 
-    /// One pass: deletes what was received more than the retention before now; returns how many.
+    /// How long a `customer.deleted` event names the erased ids at least: 7 days, for the pull feed's readers.
+    public static let erasureEventRetentionMilliseconds: Int64 = 7 * 86_400_000
+
+    /// One pass: deletes what was received more than the retention before now and scrubs settled
+    /// erasure events; returns how many rejected messages it deleted.
     @discardableResult
     public func runOnce() async throws -> Int {
-        try await store.purgeRejected(receivedBefore: clock.nowMilliseconds() - retentionMilliseconds)
+        let now = clock.nowMilliseconds()
+        _ = try await store.scrubErasureEvents(recordedBefore: now - Self.erasureEventRetentionMilliseconds)
+        return try await store.purgeRejected(receivedBefore: now - retentionMilliseconds)
     }
 
     /// A pass now and then one every `interval` until the task is cancelled. A failed pass (storage

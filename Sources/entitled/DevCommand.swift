@@ -8,7 +8,7 @@ enum DevCommand: Command {
     static let summary = "server + App Store simulator on a virtual clock, seeded, with a dashboard"
     static let help = """
         Usage: entitled dev [--listen HOST:PORT] [--control HOST:PORT] [--data DIR] [--day-every SECONDS]
-                            [--no-seed] [--reset]
+                            [--no-seed] [--reset] [--webhooks FILE]
 
         Runs the server (SQLite in DIR/entitled.sqlite) and the App Store simulator (its CA in
         DIR/simulator) together. The simulator signs every notification with its own CA, which the
@@ -34,6 +34,8 @@ enum DevCommand: Command {
           --day-every SECONDS  real seconds per virtual day (default 2, at least 0.05; 0 starts paused)
           --no-seed            start without the seeded customers (a continued DIR is never seeded again)
           --reset              remove what dev keeps in DIR (database, simulator CA and state) first
+          --webhooks FILE      a configuration file whose "webhooks" section (docs/configuration.md;
+                               secrets as env:NAME) dev delivers its events to, as serve does
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
@@ -46,11 +48,17 @@ enum DevCommand: Command {
         let dayEvery = try arguments.option("--day-every", as: "a number of seconds") { Double($0).flatMap { $0 >= 0 ? $0 : nil } } ?? 2
         let seed = !arguments.flag("--no-seed")
         let reset = arguments.flag("--reset")
+        let webhooksFile = try arguments.option("--webhooks")
         try arguments.finish()
+        var webhooks: [WebhookEndpoint] = []
+        if let webhooksFile {
+            // Only its `webhooks` are used; their secrets may name any environment variable.
+            webhooks = try ConfigurationLoader(environment: ProcessInfo.processInfo.environment).load(path: webhooksFile).webhooks
+        }
         guard let controlAddress = ListenAddress(parsing: control) else { throw UsageError("--control: '\(control)' is not HOST:PORT") }
         try await DevEnvironment.run(
             DevOptions(listen: listen, environment: environment, control: controlAddress, data: data, dayEvery: dayEvery, seed: seed,
-                reset: reset, fastPaths: fastPaths))
+                reset: reset, fastPaths: fastPaths, webhooks: webhooks))
         return ExitStatus.ok
     }
 }

@@ -188,6 +188,10 @@ struct SwitchedStore: LedgerStore {
         try up()
         return try await base.appendEvent(event)
     }
+    func scrubErasureEvents(recordedBefore: Int64) async throws -> Int {
+        try up()
+        return try await base.scrubErasureEvents(recordedBefore: recordedBefore)
+    }
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
         try up()
         return try await base.recordRejected(message, code: code)

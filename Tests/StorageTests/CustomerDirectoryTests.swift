@@ -18,7 +18,7 @@ private func grant(_ id: String, token: String, from: Int64 = testNow, until: In
             appAccountToken: token))
 }
 
-private extension LedgerStore {
+extension LedgerStore {
     var directory: any CustomerDirectory { self as! any CustomerDirectory }
 
 }
@@ -175,8 +175,12 @@ struct CustomerDirectoryTests {
     @Test(arguments: Backend.all)
     func exportsPartitionEveryCustomerRow(backend: Backend) async throws {
         try await withStore(backend) { store, _ in
+            // A webhook endpoint (its cursor set before any event) gets a delivery of every event.
+            let hooks = try #require(store as? any WebhookDeliveryStore)
+            _ = try await hooks.fanOut(endpoint: "https://hooks.example/a", wants: { _, _ in true }, limit: 10, now: testNow)
             try await Self.populate(store, prefix: "x", tag: "1")
             try await Self.populate(store, prefix: "y", tag: "2")
+            #expect(try await hooks.fanOut(endpoint: "https://hooks.example/a", wants: { _, _ in true }, limit: 1000, now: testNow) > 0)
             let x = try #require(try await store.directory.exportCustomer(appUserId: "x-alias"))
             let y = try #require(try await store.directory.exportCustomer(appUserId: "y-main"))
             #expect(try await store.directory.exportCustomer(appUserId: "nobody") == nil)
@@ -185,6 +189,7 @@ struct CustomerDirectoryTests {
                 #expect(Int64(x.rows(table).count + y.rows(table).count) == total, "\(table)")
                 #expect(!x.rows(table).isEmpty, "\(table) has no row of the customer")
             }
+            #expect(Set(x.tables.map(\.table)).isSuperset(of: ["events", "webhook_deliveries"]))
             let ids = x.rows("customers").compactMap { row in row.first { $0.column == "app_user_id" }?.value }
             #expect(Set(ids) == [.text("x-main"), .text("x-alias")])
             // Integers are integers on every backend.
@@ -209,6 +214,11 @@ struct CustomerDirectoryTests {
 
             let report = try #require(try await store.directory.eraseCustomer(appUserId: "erase-me-alias", actor: "ops-key", now: testNow))
             #expect(report == ErasureReport(ids: 2, subscriptions: 3, ownFacts: 2))
+            // Only the `customer.deleted` event names the erased ids, until it is scrubbed.
+            let tables = try await Self.tables(in: store)
+            #expect(try await Self.occurrences(of: "erase-me", in: store, tables: tables.subtracting(["events"])) == 0)
+            #expect(try await Self.occurrences(of: "erase-me", in: store, tables: ["events"]) > 0)
+            #expect(try await store.scrubErasureEvents(recordedBefore: testNow + 1) == 1)
             #expect(try await Self.occurrences(of: "erase-me", in: store) == 0)
             #expect(try await Self.occurrences(of: token, in: store, tables: ["customers", "customer_states", "links"]) == 0)
             #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE kind IN ('transaction', 'renewal')") == appleFacts)
@@ -274,6 +284,15 @@ struct CustomerDirectoryTests {
         guard case .spent = spent else { throw StorageError(.internal, "the spend failed: \(spent)") }
     }
 
+    /// Every table's name.
+    static func tables(in store: any LedgerStore) async throws -> Set<String> {
+        let sql =
+            store is PostgresStore
+            ? "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            : "SELECT name FROM sqlite_master WHERE type = 'table'"
+        return Set(try await store.texts(sql).compactMap { $0[0] })
+    }
+
     /// Rows of every table (every column, as text; PostgreSQL's `bytea` as its UTF-8 text) that
     /// contain `needle`.
     static func occurrences(of needle: String, in store: any LedgerStore, tables only: Set<String>? = nil) async throws -> Int64 {
@@ -296,7 +315,7 @@ struct CustomerDirectoryTests {
     }
 }
 
-private extension LedgerStore {
+extension LedgerStore {
     func texts(_ sql: String) async throws -> [[String?]] {
         switch self {
         case let store as SQLiteStore: return try await store._texts(sql)

@@ -29,9 +29,42 @@ import Testing
 
     let renewedAt = testNow - 10 * Self.day - 3_600_000
 
+    /// The same subscription renewed into a promotional offer, then a price increase announced,
+    /// the renewal date extended by 5 days, and the increase accepted.
+    func offersLifecycle() -> [TestBatch] {
+        let d = Self.day
+        let claim = Claim(appUserId: "u1")
+        return [
+            lifecycle()[0],
+            Fixture.batch(
+                uuid: "m2", facts: [Fixture.transaction(otid: "o1", tid: "t2", expires: testNow + 20 * d, signed: renewedAt, offer: .promotional)],
+                claim: claim),
+            Fixture.batch(uuid: "m3", facts: [Fixture.renewal(otid: "o1", autoRenew: true, signed: testNow - 8 * d, priceIncrease: 0)], claim: claim),
+            Fixture.batch(
+                uuid: "m4",
+                facts: [
+                    Fixture.transaction(
+                        otid: "o1", tid: "t2", expires: testNow + 25 * d, signed: testNow - 6 * d, offer: .promotional, purchased: renewedAt)
+                ], claim: claim),
+            Fixture.batch(uuid: "m5", facts: [Fixture.renewal(otid: "o1", autoRenew: true, signed: testNow - 4 * d, priceIncrease: 1)], claim: claim),
+        ]
+    }
+
+    static let offersTypes = [
+        "subscription.started", "subscription.renewed", "subscription.offer_redeemed", "subscription.price_increase",
+        "subscription.extended", "subscription.price_increase",
+    ]
+
+    /// When each batch's newest fact happened (the basic lifecycle's three, then the offers one's).
+    func happened(_ offers: Bool) -> [Int64] {
+        offers
+            ? [testNow - 40 * Self.day, renewedAt, testNow - 8 * Self.day, testNow - 6 * Self.day, testNow - 4 * Self.day]
+            : [testNow - 40 * Self.day, renewedAt, testNow - 5 * Self.day]
+    }
+
     /// Each delivery is ingested a minute after the newest fact delivered so far happened.
-    func deliveryTimes(_ order: [Int]) -> [Int64] {
-        let happened = [testNow - 40 * Self.day, renewedAt, testNow - 5 * Self.day]
+    func deliveryTimes(_ order: [Int], offers: Bool = false) -> [Int64] {
+        let happened = happened(offers)
         var newest = Int64.min
         return order.map { index in
             newest = max(newest, happened[index])
@@ -44,11 +77,11 @@ import Testing
     }
 
     /// Ingests the batches at the given indexes (repeats allowed) and returns the outbox.
-    func run(_ backend: Backend, order: [Int]) async throws -> [OutboxEvent] {
+    func run(_ backend: Backend, order: [Int], offers: Bool = false) async throws -> [OutboxEvent] {
         var result: [OutboxEvent] = []
         try await withStore(backend) { store, _ in
-            let batches = lifecycle()
-            for (index, now) in zip(order, deliveryTimes(order)) {
+            let batches = offers ? offersLifecycle() : lifecycle()
+            for (index, now) in zip(order, deliveryTimes(order, offers: offers)) {
                 _ = try await store.ingest(batches[index], projector: testProjector, now: now)
             }
             result = try await events(store)
@@ -93,6 +126,32 @@ import Testing
         }
         let inOrder = try await run(backend, order: [0, 1, 2])
         let shuffled = try await run(backend, order: order)
+        #expect(happened(shuffled) == happened(inOrder))
+    }
+
+    @Test("offers, price increases and extensions: their events, in order", arguments: Backend.all)
+    func offersInOrder(backend: Backend) async throws {
+        let events = try await run(backend, order: [0, 1, 2, 3, 4], offers: true)
+        #expect(events.map(\.type) == Self.offersTypes)
+        let offer = try #require(events.first { $0.type == "subscription.offer_redeemed" })
+        #expect(offer.details == ["offerType": "promotional", "transactionId": "t2"])
+        #expect(offer.cause.contains(#""notificationUUID":"m2""#))
+        #expect(offer.occurredAt == renewedAt)
+        #expect(events.filter { $0.type == "subscription.price_increase" }.map { $0.details["status"] } == ["pending", "accepted"])
+        let extended = try #require(events.first { $0.type == "subscription.extended" })
+        #expect(extended.details == ["from": String(testNow + 20 * Self.day), "to": String(testNow + 25 * Self.day)])
+        #expect(extended.occurredAt == testNow - 6 * Self.day)
+    }
+
+    @Test(
+        "offers lifecycle shuffled or duplicated: the same events, in the order they happened", arguments: Backend.all,
+        [[1, 0, 3, 2, 4], [0, 1, 4, 3, 2], [1, 3, 0, 4, 2], [0, 1, 1, 3, 2, 3, 4, 0, 4]])
+    func offersShuffled(backend: Backend, order: [Int]) async throws {
+        func happened(_ events: [OutboxEvent]) -> [String] {
+            events.sorted { ($0.occurredAt, $0.id) < ($1.occurredAt, $1.id) }.map { "\($0.type) \($0.id)" }
+        }
+        let inOrder = try await run(backend, order: [0, 1, 2, 3, 4], offers: true)
+        let shuffled = try await run(backend, order: order, offers: true)
         #expect(happened(shuffled) == happened(inOrder))
     }
 

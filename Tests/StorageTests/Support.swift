@@ -180,21 +180,23 @@ enum Fixture {
 
     static func transaction(
         otid: String, tid: String, product: String = "com.example.pro", expires: Int64, signed: Int64,
-        token: String? = nil, environment: String = "Production"
+        token: String? = nil, environment: String = "Production", offer: OfferType? = nil, purchased: Int64? = nil
     ) -> SignedFact {
         let fact = Fact.transaction(
             TransactionFact(
-                transactionId: tid, originalTransactionId: otid, productId: product, purchaseDate: signed, expiresDate: expires,
-                productType: .autoRenewable, appAccountToken: token, signedDate: signed,
+                transactionId: tid, originalTransactionId: otid, productId: product, purchaseDate: purchased ?? signed,
+                expiresDate: expires, productType: .autoRenewable, appAccountToken: token, signedDate: signed, offerType: offer,
                 environment: Environment(rawValue: environment)))
         return (fact, Self.signed(fact))
     }
 
-    static func renewal(otid: String, autoRenew: Bool, signed: Int64, environment: String = "Production") -> SignedFact {
+    static func renewal(
+        otid: String, autoRenew: Bool, signed: Int64, environment: String = "Production", priceIncrease: Int? = nil
+    ) -> SignedFact {
         let fact = Fact.renewalInfo(
             RenewalInfoFact(
-                originalTransactionId: otid, productId: "com.example.pro", autoRenewStatus: autoRenew, signedDate: signed,
-                environment: Environment(rawValue: environment)))
+                originalTransactionId: otid, productId: "com.example.pro", autoRenewStatus: autoRenew,
+                priceIncreaseStatus: priceIncrease, signedDate: signed, environment: Environment(rawValue: environment)))
         return (fact, Self.signed(fact))
     }
 

@@ -42,14 +42,20 @@ struct DerivedEvent: Sendable, Hashable {
 /// subscription, the new status, expiry or product), so the same change reached again — another
 /// delivery order, a re-ingest — is the same event and the outbox keeps it once.
 enum EventDerivation {
-    static func events(appUserId: String, before: CustomerProjection?, after: CustomerProjection, cause: EventCause?) -> [DerivedEvent] {
+    /// - Parameter periods: each subscription's current period before and after (what the rows do
+    ///   not hold): a renewal is a new transaction and an extension the same one lasting longer; an
+    ///   offer shows as a new transaction's period type, a price increase as its status changing.
+    static func events(
+        appUserId: String, before: CustomerProjection?, after: CustomerProjection, cause: EventCause?,
+        periods: (before: [String: SubscriptionPeriod], after: [String: SubscriptionPeriod]) = ([:], [:])
+    ) -> [DerivedEvent] {
         var events: [DerivedEvent] = []
         let old = Dictionary((before?.subscriptions ?? []).map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
         func entitlements(_ otid: String?) -> [String] {
             after.entitlements.filter { $0.originalTransactionId == otid && otid != nil }.map(\.entitlement).sorted()
         }
-        func add(_ type: String, _ row: SubscriptionRow, key: [String], details: [String: String] = [:]) {
-            let ended = type == "subscription.expired" ? max(row.expiresAt ?? 0, row.graceUntil ?? 0) : 0
+        func add(_ type: String, _ row: SubscriptionRow, key: [String], details: [String: String] = [:], at instant: Int64? = nil) {
+            let ended = type == "subscription.expired" ? max(row.expiresAt ?? 0, row.graceUntil ?? 0) : instant ?? 0
             events.append(
                 DerivedEvent(
                     id: eventID(appUserId: appUserId, type: type, key: [row.originalTransactionId] + key), type: type,
@@ -58,6 +64,9 @@ enum EventDerivation {
         }
         let expiry = { (row: SubscriptionRow) in String(row.expiresAt ?? 0) }
         for row in after.subscriptions {
+            let period = periods.after[row.originalTransactionId]
+            let previousPeriod = periods.before[row.originalTransactionId]
+            defer { periodEvents(row, period: period, previous: previousPeriod) { add($0, $1, key: $2, details: $3, at: $4) } }
             guard let previous = old[row.originalTransactionId] else {
                 add("subscription.started", row, key: [])
                 if let type = statusEvent(from: nil, to: row.status) { add(type.name, row, key: [row.status, expiry(row)], details: type.details) }
@@ -71,7 +80,13 @@ enum EventDerivation {
             } else if row.status == "active", previous.status == "active" || previous.status == "expired",
                 (row.expiresAt ?? 0) > (previous.expiresAt ?? 0)
             {
-                add("subscription.renewed", row, key: [expiry(row)])
+                if let period, period.transactionId == previousPeriod?.transactionId {
+                    // The same transaction lasting longer: Apple extended the renewal date.
+                    add("subscription.extended", row, key: [period.transactionId, expiry(row)],
+                        details: ["from": String(previous.expiresAt ?? 0), "to": expiry(row)])
+                } else {
+                    add("subscription.renewed", row, key: [expiry(row)])
+                }
             }
             if previous.status != row.status, let type = statusEvent(from: previous.status, to: row.status) {
                 add(type.name, row, key: [row.status, expiry(row)], details: type.details)
@@ -100,6 +115,27 @@ enum EventDerivation {
                     originalTransactionId: otid, productId: row.productId, entitlements: entitlements(otid), details: [:]))
         }
         return events
+    }
+
+    /// Offer types whose redemption is an event (a trial or introductory offer shows on `started`).
+    static let redeemedOffers: Set<String> = ["promotional", "offerCode", "winBack"]
+
+    /// Events of a subscription's current period changing: an offer redeemed (a new transaction in
+    /// an offer period; it happened when that transaction was bought), a price increase announced
+    /// or accepted.
+    static func periodEvents(
+        _ row: SubscriptionRow, period: SubscriptionPeriod?, previous: SubscriptionPeriod?,
+        add: (String, SubscriptionRow, [String], [String: String], Int64?) -> Void
+    ) {
+        guard let period else { return }
+        if period.transactionId != previous?.transactionId, redeemedOffers.contains(period.periodType) {
+            add("subscription.offer_redeemed", row, [period.transactionId, period.periodType],
+                ["offerType": period.periodType, "transactionId": period.transactionId], period.purchaseDate)
+        }
+        if let status = period.priceIncrease, status != previous?.priceIncrease {
+            // Keyed by the product and the transaction it is announced in: re-sent, it is no new event.
+            add("subscription.price_increase", row, [status, row.productId, period.transactionId], ["status": status], nil)
+        }
     }
 
     /// The event a subscription's status change is, if any.

@@ -59,6 +59,11 @@ public protocol EventStore: Sendable {
     /// Appends an event that no ledger change caused (the `test` event); a repeated id is kept once.
     /// Returns the stored event (the earlier one for a repeated id).
     func appendEvent(_ event: OutboxEvent) async throws -> OutboxEvent
+    /// Replaces the erased ids a `customer.deleted` event names by a tombstone (ids and token
+    /// nulled, `details` `{"erased":"true"}`, its deliveries' customer key the event id) once it
+    /// was recorded before `recordedBefore`, every endpoint's cursor has passed it and none of its
+    /// deliveries is pending. Returns how many events it scrubbed.
+    func scrubErasureEvents(recordedBefore: Int64) async throws -> Int
 }
 
 extension SessionBackedStore {
@@ -76,6 +81,29 @@ extension SessionBackedStore {
             try ledger.insertEvent(event, customerID: nil)
             return try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE event_id = $1", .text(event.id))
                 .map(Ledger.decodeEvent)[0]
+        }
+    }
+}
+
+extension SessionBackedStore {
+    func scrubErasureEvents(recordedBefore: Int64) async throws -> Int {
+        try await write { session in
+            let ids = try session.query(
+                """
+                SELECT event_id FROM events e WHERE e.type = 'customer.deleted' AND e.app_user_id IS NOT NULL AND e.recorded_at < $1
+                    AND NOT EXISTS (SELECT 1 FROM webhook_cursors c WHERE c.after_seq < e.seq)
+                    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.event_id AND d.status = 'pending')
+                """, .int(recordedBefore)
+            ).map { try $0.text(0) }
+            for id in ids {
+                try session.pipeline([
+                    SQLStatement(
+                        "UPDATE events SET app_user_id = NULL, app_account_token = NULL, details = $2 WHERE event_id = $1", .text(id),
+                        .text(#"{"erased":"true"}"#)),
+                    SQLStatement("UPDATE webhook_deliveries SET customer_key = $1 WHERE event_id = $1", .text(id)),
+                ])
+            }
+            return ids.count
         }
     }
 }
@@ -132,13 +160,17 @@ extension Ledger {
     /// and again just before the next one, so that lapses in between show), then at `now`; each
     /// change between consecutive answers is an event (``EventDerivation``), kept once by its id.
     func emitEvents(
-        for customer: CustomerRecord, facts: [Fact], signedDates: [Int64], after: CustomerProjection, projector: any Projector,
+        for customer: CustomerRecord, facts: [Fact], signedDates: [Int64],
+        after: (projection: CustomerProjection, periods: [String: SubscriptionPeriod]), projector: any Projector,
         cause: EventCause, now: Int64
     ) throws {
         let first = signedDates.firstIndex { $0 >= cause.earliestSignedDate } ?? facts.count
-        var previous: CustomerProjection? = nil
-        var steps: [(CustomerProjection, EventCause)] = []
-        func answer(_ count: Int, at time: Int64) -> CustomerProjection { projector.rows(facts: Array(facts[..<count]), now: time).0 }
+        var previous: Step? = nil
+        var steps: [(Step, EventCause)] = []
+        func answer(_ count: Int, at time: Int64) -> Step {
+            let (rows, _, periods) = projector.rows(facts: Array(facts[..<count]), now: time)
+            return Step(rows: rows, periods: periods)
+        }
         if first > 0 {
             previous = answer(first, at: signedDates[first - 1])
             if first < facts.count { steps.append((answer(first, at: signedDates[first] - 1), cause.at(signedDates[first] - 1))) }
@@ -152,25 +184,35 @@ extension Ledger {
                 }
             }
         }
-        var final = after
+        // The answer at `now`: the projection's own (no evaluation of its own).
+        var final = after.projection
         final.state = []
-        steps.append((final, cause.at(max(cause.occurredAt, signedDates.last ?? 0))))
+        steps.append((Step(rows: final, periods: after.periods), cause.at(max(cause.occurredAt, signedDates.last ?? 0))))
         let causeText = Self.json(cause.citation)
         for (answer, stepCause) in steps {
             defer { previous = answer }
             guard previous != answer else { continue }
-            for event in EventDerivation.events(appUserId: customer.appUserId, before: previous, after: answer, cause: stepCause) {
+            let events = EventDerivation.events(
+                appUserId: customer.appUserId, before: previous?.rows, after: answer.rows, cause: stepCause,
+                periods: (previous?.periods ?? [:], answer.periods))
+            for event in events {
                 try insertEvent(
                     OutboxEvent(
                         sequence: 0, id: event.id, type: event.type, appUserId: customer.appUserId,
                         appAccountToken: customer.appAccountToken, environment: event.environment, bundleId: cause.bundleId,
                         productId: event.productId, originalTransactionId: event.originalTransactionId,
                         entitlements: event.entitlements, details: event.details, cause: causeText,
-                        occurredAt: event.occurredAt ?? stepCause.occurredAt, recordedAt: now, answer: after.state),
+                        occurredAt: event.occurredAt ?? stepCause.occurredAt, recordedAt: now, answer: after.projection.state),
                     customerID: customer.id)
             }
         }
     }
+}
+
+/// One instant of a customer's history as events compare it.
+private struct Step: Equatable {
+    var rows: CustomerProjection
+    var periods: [String: SubscriptionPeriod]
 }
 
 extension EventCause {

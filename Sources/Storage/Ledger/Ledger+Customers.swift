@@ -61,8 +61,28 @@ extension Ledger {
             "INSERT INTO customer_events (kind, customer_id, subject, actor, recorded_at) VALUES ('merged', $1, $2, $3, $4)",
             .int(root), .text(alias), SQLValue(actor), .int(now))
         try recompute(customerID: root, projector: projector, now: now)
+        try emitCustomerEvent(
+            "customer.merged", customer: customer, key: [alias], details: ["alias": alias, "outcome": outcome == .merged ? "merged" : "added"],
+            answer: try storedState(customerID: root)?.projection.state ?? [], now: now, customerID: root)
         try inject(.afterProjections)
         return outcome
+    }
+
+    /// Appends an event about a customer as a person (`customer.merged`, `customer.deleted`), in the
+    /// transaction of the change; keyed by the change, so a repeated change adds none.
+    /// - Returns: the event's id.
+    @discardableResult
+    func emitCustomerEvent(
+        _ type: String, customer: CustomerRecord, key: [String], details: [String: String], answer: [UInt8], now: Int64,
+        customerID: Int64?
+    ) throws -> String {
+        let event = OutboxEvent(
+            sequence: 0, id: EventDerivation.eventID(appUserId: customer.appUserId, type: type, key: key), type: type,
+            appUserId: customer.appUserId, appAccountToken: customer.appAccountToken, environment: nil, bundleId: nil,
+            productId: nil, originalTransactionId: nil, entitlements: [], details: details, cause: "{}", occurredAt: now,
+            recordedAt: now, answer: answer)
+        try insertEvent(event, customerID: customerID)
+        return event.id
     }
 
     static func userKey(_ appUserId: String) -> String { "user:" + appUserId }
@@ -95,6 +115,7 @@ extension Ledger {
         _ = try lockedCustomer(root)
         let members = try group(rootID: root)
         try lockKeys(members.map { Self.tokenKey($0.appAccountToken) } + members.map { Self.userKey($0.appUserId) })
+        let newestEvent = try session.query("SELECT COALESCE(MAX(seq), 0) FROM events").first?.int(0) ?? 0
         var subscriptions = 0
         var ownFacts = 0
         for member in members {
@@ -125,6 +146,19 @@ extension Ledger {
         }
         try session.query("DELETE FROM customers WHERE merged_into = $1", .int(root))
         try session.query("DELETE FROM customers WHERE id = $1", .int(root))
+        // The backend must learn whom it was: the event names the ids until every endpoint has
+        // settled its delivery and the feed has kept it for a while (``scrubErasureEvents``). Its id
+        // is random (a digest of the erased id would keep a trace of it).
+        let record = members.first { $0.id == root } ?? customer
+        let others = Self.others(members.map(\.appUserId), than: record.appUserId)
+        let deletedID = try emitCustomerEvent(
+            "customer.deleted", customer: record, key: [UUID().uuidString], details: ["aliases": Self.json(others)], answer: [],
+            now: now, customerID: nil)
+        if !isPostgres {
+            // SQLite gives a new row the highest `seq` + 1: with the customer's newest events just
+            // deleted that would reuse a `seq` feed readers and webhook cursors have passed.
+            try session.query("UPDATE events SET seq = $1 WHERE event_id = $2 AND seq <= $3", .int(newestEvent + 1), .text(deletedID), .int(newestEvent))
+        }
         let report = ErasureReport(ids: members.count, subscriptions: subscriptions, ownFacts: ownFacts)
         let detail = "{\"ownFacts\":\(report.ownFacts),\"ids\":\(report.ids),\"subscriptions\":\(report.subscriptions)}"
         try session.query(
@@ -193,13 +227,29 @@ extension Ledger {
             "customer_events", columns("id, kind, customer_id, subject, actor, detail, recorded_at"),
             "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
         ),
+        (
+            "events",
+            columns(
+                "seq, event_id, type, customer_id, app_user_id, app_account_token, environment, bundle_id, product_id, original_transaction_id, entitlements, details, cause, occurred_at, recorded_at, answer"
+            ),
+            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1) OR (customer_id IS NULL AND app_user_id IN (SELECT app_user_id FROM customers WHERE id = $1 OR merged_into = $1))"
+        ),
+        (
+            // Deliveries are keyed by the id the event named.
+            "webhook_deliveries",
+            columns(
+                "id, endpoint, event_seq, event_id, event_type, customer_key, status, attempts, next_attempt_at, first_attempt_at, last_attempt_at, last_status, last_error, created_at, updated_at"
+            ),
+            "customer_key IN (SELECT app_user_id FROM customers WHERE id = $1 OR merged_into = $1)"
+        ),
     ]
 
     /// The exported columns that hold integers (times, ids, flags).
     private static let integerColumns: Set<String> = [
         "id", "customer_id", "created_at", "merged_into", "linked_at", "notification_id", "signed_date", "received_at",
         "computed_at", "active", "will_renew", "expires_at", "grace_until", "auto_renew", "signed_at", "consented",
-        "recorded_at", "body_size",
+        "recorded_at", "body_size", "seq", "occurred_at", "event_seq", "attempts", "next_attempt_at", "first_attempt_at",
+        "last_attempt_at", "last_status", "updated_at",
     ]
 
     /// See ``CustomerDirectory/exportCustomer(appUserId:)``.

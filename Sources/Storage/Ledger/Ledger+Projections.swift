@@ -103,10 +103,12 @@ extension Ledger {
         customer.aliases = Self.others(try results[3].map { try $0.text(1) }, than: customer.appUserId)
         let stored = try results[2].first.map(Self.decodeState)
         let projection: CustomerProjection
+        let periods: [String: SubscriptionPeriod]
         let facts: [Fact]
         do {
             facts = try Self.engineFacts(results[1], projector: projector, known: known)
-            projection = try projector.projection(customer: customer, facts: facts, now: now).canonical
+            let answer = try projector.projectionAndPeriods(customer: customer, facts: facts, now: now)
+            (projection, periods) = (answer.projection.canonical, answer.periods)
         } catch {
             let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
             try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
@@ -118,7 +120,9 @@ extension Ledger {
         try updateMetrics(customerID: customer.id, facts: facts, ids: try results[1].map { try $0.int(0) }, projector: projector)
         if let cause {
             let signedDates = try results[1].map { try $0.optionalInt(11) ?? 0 }
-            try emitEvents(for: customer, facts: facts, signedDates: signedDates, after: projection, projector: projector, cause: cause, now: now)
+            try emitEvents(
+                for: customer, facts: facts, signedDates: signedDates, after: (projection, periods), projector: projector, cause: cause,
+                now: now)
         }
         return (customer, nil)
     }
