@@ -10,6 +10,43 @@ import Testing
 /// `entitled check --reverify`: every stored signature, rebuilt from the packed ledger, verified
 /// again against the configured roots; one that does not verify is named and fails the check.
 @Suite struct ReverifyTests {
+    /// Issue 22: erasure unlinks Apple's facts from the person but keeps them as signed: the
+    /// check still verifies every stored signature afterwards, and nothing is left without one.
+    @Test func signaturesStillVerifyAfterTheirCustomerIsErased() async throws {
+        let ca = try TestCertificateAuthority()
+        let folder = try DatabaseFileServeTests.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let rootFile = folder.appendingPathComponent("root.der")
+        try Data(ca.rootDER).write(to: rootFile)
+        var configuration = Configuration()
+        configuration.database = "sqlite:" + folder.appendingPathComponent("entitled.sqlite").path
+        configuration.apps = [
+            App(bundleId: APIHarness.bundleId, appAppleId: 1234, environments: ["Production"], appleRootCertificates: [rootFile.path])
+        ]
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let store = try await openStore(url: configuration.database)
+        let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
+        for n in 1...2 {
+            let transaction = Apple.transaction(otid: "o\(n)", tid: "t\(n)", purchase: now - 86_400_000, expires: now + 86_400_000)
+            let fact = TransactionFact(
+                transactionId: "t\(n)", originalTransactionId: "o\(n)", productId: "pro.monthly", purchaseDate: now - 86_400_000,
+                expiresDate: now + 86_400_000, productType: .autoRenewable, signedDate: now - 86_400_000)
+            let result = try await store.ingest(
+                ReceivedMessage(notificationUUID: nil, source: .client, body: Array("{}".utf8), receivedAt: now, bundleId: APIHarness.bundleId),
+                facts: [(.transaction(fact), try ca.signer.sign(transaction))], claim: Claim(appUserId: "to-be-erased"),
+                projector: ledger, now: now)
+            #expect(result.insertedFacts == 1)
+        }
+        let erased = try #require(try await ledger.eraseCustomer(appUserId: "to-be-erased", actor: "ops", now: now))
+        #expect(erased.ids == 1 && erased.subscriptions == 2)
+        await store.close()
+
+        let report = try await DatabaseMaintenance.check(
+            configuration: configuration, full: false, fastPaths: FastPaths(enabled: true), reverify: true)
+        #expect(report.succeeded, "\(report.lines)")
+        #expect(report.lines.contains("signatures: 2 verified again, 0 failed, 0 without a signed form"), "\(report.lines)")
+    }
+
     @Test func everyStoredSignatureVerifiesAgainAndAForgedOneIsNamed() async throws {
         let ca = try TestCertificateAuthority()
         let folder = try DatabaseFileServeTests.folder()
