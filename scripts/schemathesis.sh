@@ -21,6 +21,7 @@ cat > "$dir/entitled.json" <<JSON
            "products": [{"productId": "pro.monthly", "type": "autoRenewable", "subscriptionGroup": "pro",
                          "level": 1, "entitlements": ["pro"], "storefronts": ["USA"]},
                         {"productId": "lifetime", "type": "nonConsumable", "entitlements": ["extras"]}]}],
+ "console": {"reportingCurrency": "USD", "rates": {"EUR": 1.08}},
  "http": {"accessLog": false}}
 JSON
 

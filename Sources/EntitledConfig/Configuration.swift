@@ -32,6 +32,8 @@ public struct Configuration: Sendable, Equatable {
     public var metricsListen: ListenAddress?
     /// Webhook endpoints events are delivered to (`webhooks`; default none).
     public var webhooks: [WebhookEndpoint] = []
+    /// The console's reporting currency and rates (`console`; default none).
+    public var console = ConsoleSettings()
 
     public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
 

@@ -89,6 +89,12 @@ struct Node {
         return narrow
     }
 
+    /// Any JSON number (not a boolean).
+    func number() throws(ConfigurationError) -> Double {
+        guard let number = value as? NSNumber, !Self.isBool(number) else { throw mismatch("a number") }
+        return number.doubleValue
+    }
+
     func int64() throws(ConfigurationError) -> Int64 {
         guard let number = value as? NSNumber, !Self.isBool(number) else { throw mismatch("a whole number") }
         let double = number.doubleValue

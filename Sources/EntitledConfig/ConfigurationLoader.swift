@@ -160,6 +160,7 @@ public struct ConfigurationLoader: Sendable {
         reader.read("metricsListen", problems) { node throws(ConfigurationError) in
             configuration.metricsListen = try Self.listenAddress(try node.string(), path: node.path)
         }
+        reader.read("console", problems) { node throws(ConfigurationError) in configuration.console = try console(node, problems) }
         reader.finish(problems)
         try problems.finish()
         return configuration

@@ -62,7 +62,9 @@ extension API {
         let rollup = try await consoleRead {
             try await store.metricRollup(environment: environment.rawValue, fromDay: from, toDay: to)
         }
-        return try .json(OverviewBody(rollup: rollup, from: from, to: to, interval: interval, environment: environment))
+        return try .json(
+            OverviewBody(
+                rollup: rollup, from: from, to: to, interval: interval, environment: environment, console: configuration.console))
     }
 
     /// A `YYYY-MM-DD` query parameter as days since the epoch.

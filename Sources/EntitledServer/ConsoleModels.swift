@@ -1,3 +1,4 @@
+import EntitledConfig
 import Entitlements
 import HTTPServer
 import Storage
@@ -21,6 +22,29 @@ struct OverviewBody: Encodable {
         var mrr: [String: Double] = [:]
         var revenue: [String: Double] = [:]
         var refundAmount: [String: Double] = [:]
+        /// MRR summed in `console.reportingCurrency`; absent without one.
+        var mrrReported: Reported?
+    }
+
+    /// MRR in the reporting currency: the currencies with a rate converted and summed, those
+    /// without one listed in `unconverted` (never guessed).
+    struct Reported: Encodable, Equatable {
+        var currency: String
+        var amount: Double
+        var unconverted: [String]
+
+        init?(mrr: [String: Double], console: ConsoleSettings) {
+            guard let currency = console.reportingCurrency else { return nil }
+            self.currency = currency
+            var amount = 0.0
+            var unconverted: [String] = []
+            // Sorted, so the floating-point sum is the same on every call.
+            for (code, value) in mrr.sorted(by: { $0.key < $1.key }) {
+                if let rate = console.rate(code) { amount += value * rate } else { unconverted.append(code) }
+            }
+            self.amount = (amount * 100).rounded() / 100
+            self.unconverted = unconverted
+        }
     }
 
     var from: String
@@ -29,7 +53,10 @@ struct OverviewBody: Encodable {
     var environment: String
     var series: [Point]
 
-    init(rollup: MetricRollup, from: Int64, to: Int64, interval: OverviewInterval, environment: Environment) {
+    init(
+        rollup: MetricRollup, from: Int64, to: Int64, interval: OverviewInterval, environment: Environment,
+        console: ConsoleSettings
+    ) {
         self.from = Self.format(from)
         self.to = Self.format(to)
         self.interval = interval.rawValue
@@ -48,7 +75,9 @@ struct OverviewBody: Encodable {
                 if delta.kind.isStock { level[key(delta), default: 0] += delta.value } else { flows[key(delta), default: 0] += delta.value }
             }
             guard day == to || Self.bucketEnds(day, interval: interval) else { continue }
-            series.append(Self.point(date: start, level: level, flows: flows))
+            var point = Self.point(date: start, level: level, flows: flows)
+            point.mrrReported = Reported(mrr: point.mrr, console: console)
+            series.append(point)
             flows = [:]
             start = day + 1
         }

@@ -118,6 +118,8 @@ enum ConsoleScript {
             const last = pts[pts.length - 1] || {};
             const sum = (k) => pts.reduce((a, p) => a + (p[k] || 0), 0);
             const currencies = [...new Set(pts.flatMap((p) => Object.keys(p.mrr).concat(Object.keys(p.revenue))))].sort();
+            // MRR in console.reportingCurrency, when the server has one configured.
+            const reported = last.mrrReported;
             const startActive = (pts[0] || {}).activeSubscriptions || 0;
             const churnRate = sum("churned") / Math.max(1, startActive + sum("newSubscriptions"));
             const paidTx = sum("newSubscriptions") + sum("renewals");
@@ -126,6 +128,9 @@ enum ConsoleScript {
               card("card-active", "Active subscriptions", last.activeSubscriptions || 0, "Paid access at the end of the last day (UTC)"),
               card("card-trials", "Active trials", last.activeTrials || 0, "Free trials granting access at the end of the last day"),
               card("card-mrr", "MRR", currencies.map((c) => money(last.mrr[c] || 0, c)).join(" · ") || "0", "Monthly price of the paid active subscriptions"),
+              ...(reported ? [card("card-mrr-reported", "MRR in " + reported.currency, money(reported.amount, reported.currency),
+                   "Every currency's MRR converted at console.rates and summed" +
+                   (reported.unconverted.length ? "; not converted (no rate): " + reported.unconverted.join(", ") : ""))] : []),
               card("card-new", "New subscriptions", sum("newSubscriptions"), "Subscriptions bought for the first time in the range (trials included)"),
               card("card-renewals", "Renewals", sum("renewals"), "Renewal transactions in the range"),
               card("card-churn", "Churn rate", (churnRate * 100).toFixed(1) + "%", "Churned ÷ (active at the start + new) over the range"),
@@ -140,7 +145,8 @@ enum ConsoleScript {
               chart("Active subscriptions and trials", `Level at the end of each ${per} (UTC), from the customers' answers then.`, pts,
                     [{ name: "Subscriptions", value: (p) => p.activeSubscriptions }, { name: "Trials", value: (p) => p.activeTrials }]),
               chart("MRR", "Each paid active subscription's price per month (yearly ÷ 12, weekly × 52/12), per currency, at the end of each " + per + ".", pts,
-                    currencies.map((c) => ({ name: c, value: (p) => p.mrr[c] || 0 }))),
+                    currencies.map((c) => ({ name: c, value: (p) => p.mrr[c] || 0 })).concat(reported
+                      ? [{ name: "All in " + reported.currency, value: (p) => (p.mrrReported || {}).amount || 0 }] : [])),
               chart("New, renewals, churned", `Counted per ${per}: first purchases (trials included), renewal transactions by purchase date, subscriptions that stopped granting access.`, pts,
                     [{ name: "New", value: (p) => p.newSubscriptions }, { name: "Renewals", value: (p) => p.renewals }, { name: "Churned", value: (p) => p.churned }]),
               chart("Grace period and billing retry", `Subscriptions in each state at the end of each ${per}.`, pts,

@@ -78,6 +78,7 @@ import Testing
             #expect(series.map { $0["renewals"] as? Int } == [0, 1, 0])
             #expect((series[0]["mrr"] as? [String: Double])?["USD"] == 9.99)
             #expect((series[1]["revenue"] as? [String: Double])?["USD"] == 9.99)
+            #expect(series[0]["mrrReported"] == nil, "no reporting currency configured")
             let end = try await api.send("GET", "/v1/metrics/overview?from=2027-03-20&to=2027-03-20", auth: Self.console)
             #expect((end.json["series"] as? [[String: Any]])?.first?["activeSubscriptions"] as? Int == 0)
 
@@ -95,6 +96,32 @@ import Testing
             // The console key reads the customer's answer, as the page does, but cannot write.
             #expect(try await api.customer("alice", auth: Self.console).status == 200)
             #expect(try await api.send("POST", "/v1/customers/alice/transactions", auth: Self.console, json: "{}").status == 403)
+        }
+    }
+
+    /// MRR in the reporting currency is the hand-computed sum of the converted currencies; a
+    /// currency without a rate is listed, not converted.
+    @Test func mrrIsSummedInTheReportingCurrency() async throws {
+        var configuration = Self.configuration()
+        configuration.console = ConsoleSettings(reportingCurrency: "USD", rates: ["EUR": 1.08, "GBP": 1.27])
+        try await APIHarness.run(configuration: configuration) { api in
+            let start = APIHarness.start
+            let day: Int64 = 86_400_000
+            for (index, (user, currency, price)) in [("alice", "USD", Int64(9990)), ("bob", "EUR", 8990), ("carol", "JPY", 1_200_000)].enumerated() {
+                let token = try #require(try await api.customer(user).json["appAccountToken"] as? String)
+                var bought = Apple.transaction(otid: "o\(index)", tid: "t\(index)", purchase: start, expires: start + 30 * day, token: token)
+                bought.currency = currency
+                bought.price = price
+                #expect(try await api.postV2(Apple.notification(.subscribed, .initialBuy, signed: start, transaction: bought)).status == 200)
+            }
+            let overview = try await api.send("GET", "/v1/metrics/overview?from=2027-01-15&to=2027-01-15", auth: Self.console)
+            let point = try #require((overview.json["series"] as? [[String: Any]])?.first)
+            #expect(point["mrr"] as? [String: Double] == ["USD": 9.99, "EUR": 8.99, "JPY": 1200])
+            let reported = try #require(point["mrrReported"] as? [String: Any])
+            #expect(reported["currency"] as? String == "USD")
+            // 9.99 + 8.99 × 1.08 = 19.6992, to the cent; JPY has no rate and GBP no MRR.
+            #expect(reported["amount"] as? Double == 19.70)
+            #expect(reported["unconverted"] as? [String] == ["JPY"])
         }
     }
 }
