@@ -10,20 +10,34 @@ import Testing
 /// `entitled check --reverify`: every stored signature, rebuilt from the packed ledger, verified
 /// again against the configured roots; one that does not verify is named and fails the check.
 @Suite struct ReverifyTests {
+    /// A SQLite file and a configuration whose one app trusts `ca`'s root, in a folder of its own.
+    struct Fixture {
+        let folder: URL
+        let configuration: Configuration
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+
+        init(trusting ca: TestCertificateAuthority) throws {
+            folder = try DatabaseFileServeTests.folder()
+            let rootFile = folder.appendingPathComponent("root.der")
+            try Data(ca.rootDER).write(to: rootFile)
+            var configuration = Configuration()
+            configuration.database = "sqlite:" + folder.appendingPathComponent("entitled.sqlite").path
+            configuration.apps = [
+                App(bundleId: APIHarness.bundleId, appAppleId: 1234, environments: ["Production"], appleRootCertificates: [rootFile.path])
+            ]
+            self.configuration = configuration
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: folder) }
+    }
+
     /// Issue 22: erasure unlinks Apple's facts from the person but keeps them as signed: the
     /// check still verifies every stored signature afterwards, and nothing is left without one.
     @Test func signaturesStillVerifyAfterTheirCustomerIsErased() async throws {
         let ca = try TestCertificateAuthority()
-        let folder = try DatabaseFileServeTests.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let rootFile = folder.appendingPathComponent("root.der")
-        try Data(ca.rootDER).write(to: rootFile)
-        var configuration = Configuration()
-        configuration.database = "sqlite:" + folder.appendingPathComponent("entitled.sqlite").path
-        configuration.apps = [
-            App(bundleId: APIHarness.bundleId, appAppleId: 1234, environments: ["Production"], appleRootCertificates: [rootFile.path])
-        ]
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let fixture = try Fixture(trusting: ca)
+        defer { fixture.remove() }
+        let configuration = fixture.configuration, now = fixture.now
         let store = try await openStore(url: configuration.database)
         let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
         for n in 1...2 {
@@ -49,16 +63,9 @@ import Testing
 
     @Test func everyStoredSignatureVerifiesAgainAndAForgedOneIsNamed() async throws {
         let ca = try TestCertificateAuthority()
-        let folder = try DatabaseFileServeTests.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let rootFile = folder.appendingPathComponent("root.der")
-        try Data(ca.rootDER).write(to: rootFile)
-        var configuration = Configuration()
-        configuration.database = "sqlite:" + folder.appendingPathComponent("entitled.sqlite").path
-        configuration.apps = [
-            App(bundleId: APIHarness.bundleId, appAppleId: 1234, environments: ["Production"], appleRootCertificates: [rootFile.path])
-        ]
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let fixture = try Fixture(trusting: ca)
+        defer { fixture.remove() }
+        let configuration = fixture.configuration, now = fixture.now
         let store = try await openStore(url: configuration.database)
         let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
 
