@@ -12,7 +12,7 @@
 ARG SWIFT_IMAGE=swift:6.3-bookworm
 FROM ${SWIFT_IMAGE} AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libssl-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev pkg-config \
+ && apt-get install -y --no-install-recommends libssl-dev libsqlite3-dev zlib1g-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev pkg-config \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./

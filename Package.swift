@@ -30,6 +30,9 @@ let package = Package(
             name: "CPostgres", pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"]), .brew(["libpq"])]),
         .systemLibrary(
+            name: "CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
+        .systemLibrary(
             name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]),
 
@@ -51,9 +54,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The pure domain core: facts + policy + now -> customer state. No I/O, no clock, no C.
         .target(name: "Entitlements", swiftSettings: swiftSettings),
-        // The ledger and projections on SQLite and PostgreSQL.
+        // The ledger and projections on SQLite and PostgreSQL (zlib: the stored JSON, deflated).
         .target(
-            name: "Storage", dependencies: ["Entitlements", "EntitledCrypto", "CSQLite", "CPostgres"],
+            name: "Storage", dependencies: ["Entitlements", "EntitledCrypto", "CSQLite", "CPostgres", "CZlib"],
             swiftSettings: swiftSettings),
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),

@@ -14,7 +14,7 @@ case "$(uname -s)" in
     # libcurl4-openssl-dev: Foundation's URLSession links libcurl; a --static-swift-stdlib build
     # (scripts/docker-equivalent-build.sh, the Dockerfile) needs its development library.
     # chromium: the console's browser test (scripts/console-browser-test.sh) runs it headless.
-    packages=(pkg-config libssl-dev libsqlite3-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev postgresql openssl curl wrk python3 python3-venv chromium)
+    packages=(pkg-config libssl-dev libsqlite3-dev zlib1g-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev postgresql openssl curl wrk python3 python3-venv chromium)
     missing=()
     for p in "${packages[@]}"; do
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

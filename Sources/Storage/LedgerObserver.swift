@@ -120,12 +120,13 @@ extension SessionBackedStore {
     /// `ledgerObserver`.
     func observedWrite<T: Sendable>(_ body: @escaping @Sendable (Ledger) throws -> T) async throws -> T {
         let fault = faultInjector
+        let layout = layout
         guard let observer = ledgerObserver else {
-            return try await write { try body(Ledger(session: $0, fault: fault)) }
+            return try await write { try body(Ledger(session: $0, fault: fault, layout: layout)) }
         }
         let (value, change) = try await write { session in
             let buffer = TallyBuffer()
-            let value = try body(Ledger(session: session, fault: fault, tally: buffer))
+            let value = try body(Ledger(session: session, fault: fault, tally: buffer, layout: layout))
             return (value, buffer.tally)
         }
         if !change.isEmpty { observer.projectionsChanged(change) }

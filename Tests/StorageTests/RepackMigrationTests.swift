@@ -19,11 +19,11 @@ struct RepackMigrationTests {
         var customers: [String] = []
     }
 
-    /// Writes a ledger as the schema before packing (``Schema/packedSignedTextVersion``) did: V2
-    /// notifications for 12 customers, a client post, a rejected message.
-    static func writeLegacy(_ database: TestDatabase) async throws -> Legacy {
+    /// Writes a ledger as the schema before packing (``Schema/packedSignedTextVersion``) did, or
+    /// as `version` did: V2 notifications for 12 customers, a client post, a rejected message.
+    static func writeLegacy(_ database: TestDatabase, version: Int = Schema.unpackedVersion) async throws -> Legacy {
         var configuration = database.configuration()
-        configuration.migrationLimit = Schema.unpackedVersion
+        configuration.migrationLimit = version
         let store = try await openStore(url: database.url, configuration: configuration)
         var legacy = Legacy()
         do {
@@ -48,13 +48,31 @@ struct RepackMigrationTests {
             _ = try await store.recordRejected(
                 ReceivedMessage(notificationUUID: "forged", source: .appleV2, body: forged, receivedAt: testNow), code: "SIGNATURE_INVALID")
             legacy.bodies.append(forged)
-            #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == Int64(Schema.unpackedVersion))
+            #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == Int64(version))
         } catch {
             await store.close()
             throw error
         }
         await store.close()
         return legacy
+    }
+
+    /// After a rewrite: every customer answers as `before`, nothing differs from a fresh
+    /// projection, and (`store` closed) a later start has nothing to rewrite.
+    static func expectFinished(
+        _ store: any LedgerStore, before: [String: StoredProjection], configuration: StoreConfiguration, url: String,
+        events: borrowing Mutex<[[String: String]]>
+    ) async throws {
+        for (name, answer) in before {
+            #expect(try await store.projection(appUserId: name) == answer)
+        }
+        let report = try await store.compareProjections(projector: testProjector)
+        #expect(report.differences == 0 && report.failedCustomers.isEmpty)
+        await store.close()
+        events.withLock { $0.removeAll() }
+        let again = try await openStore(url: url, configuration: configuration)
+        #expect(events.withLock { $0.isEmpty })
+        await again.close()
     }
 
     @Test("every text and answer survives; a rewrite killed half-way continues", arguments: Backend.durable)
@@ -100,17 +118,7 @@ struct RepackMigrationTests {
             #expect(
                 try await store.bodies().values.sorted { $0.lexicographicallyPrecedes($1) }
                     == legacy.bodies.sorted { $0.lexicographicallyPrecedes($1) })
-            for name in legacy.customers {
-                #expect(try await store.projection(appUserId: name) == before[name])
-            }
-            let report = try await store.compareProjections(projector: testProjector)
-            #expect(report.differences == 0 && report.failedCustomers.isEmpty)
-            // Done once: a later start has nothing to rewrite.
-            await store.close()
-            events.withLock { $0.removeAll() }
-            let again = try await openStore(url: database.url, configuration: configuration)
-            #expect(events.withLock { $0.isEmpty })
-            await again.close()
+            try await Self.expectFinished(store, before: before, configuration: configuration, url: database.url, events: events)
         } catch {
             await database.destroy()
             throw error

@@ -20,8 +20,13 @@ struct FactRow: Sendable {
     var packed: [SignedPart]? = nil
     /// `facts.jws_sha256`: lower-case hex SHA-256 of what `signed` signs (``FactDigest``).
     var digest: String
-    /// `facts.payload`.
+    /// The fact's JSON: `facts.payload` in the older layouts; see ``payloadColumns()``.
     var payload: String
+    /// `payload` compressed (``FactPayload``), when made on the caller's thread by ``pack(_:body:layout:)``.
+    var payloadPacked: [UInt8]? = nil
+    /// The signed text's literals compressed with the fact's JSON (``SignedTextFormat``, format 2),
+    /// made with ``packed``.
+    var packedLiterals: [UInt8]? = nil
     var transactionId: String?
     var originalTransactionId: String?
     /// The token linking a fact to its customer (normalized when stored). An app transaction has
@@ -61,10 +66,16 @@ struct FactRow: Sendable {
 }
 
 extension FactRow {
+    /// `facts.payload` and `facts.payload_packed` (schema version 16): `''` and the JSON compressed.
+    func payloadColumns() throws -> [SQLValue] {
+        [.text(""), .blob(try payloadPacked ?? FactPayload.encode(payload))]
+    }
+
     /// Packs each row's signed text, and the message's body, with references to the signed texts
     /// of the other facts of the same message (a notification's payload carries its transaction's
     /// and renewal's JWS; the body is the notification's), on the caller's thread.
-    static func pack(_ rows: inout [FactRow], body: [UInt8]) -> PackedMessage {
+    /// In the compressed layout, also compresses each row's JSON and its signed text's literals.
+    static func pack(_ rows: inout [FactRow], body: [UInt8], layout: LedgerLayout) throws -> PackedMessage {
         // Each text split once, for the siblings and for its own packing.
         let texts = rows.indices.compactMap { index -> (index: Int, text: [UInt8], split: SignedTextPacker.Split)? in
             guard rows[index].fact.identity == nil else { return nil }
@@ -76,6 +87,14 @@ extension FactRow {
         for (index, _, split) in texts {
             rows[index].packed = SignedTextPacker.packJWS(split, siblings: siblings).map { [$0] }
             if let packed = rows[index].packed { SignedTextPacker.headers(in: packed, into: &headers) }
+        }
+        if layout == .compressed {
+            for index in rows.indices {
+                rows[index].payloadPacked = try FactPayload.encode(rows[index].payload)
+                if let packed = rows[index].packed {
+                    rows[index].packedLiterals = try SignedTextPacker.compressedLiterals(packed, context: Array(rows[index].payload.utf8))
+                }
+            }
         }
         var message = PackedMessage(headers: headers)
         guard !siblings.entries.isEmpty else { return message }

@@ -15,7 +15,7 @@ extension Ledger {
                 chunk.changed.append(customer.appUserId)
                 continue
             }
-            let rows = try session.query(Self.factsWithoutJWS, .int(customer.id))
+            let rows = try session.query(factsWithoutJWSSQL, .int(customer.id))
             let fresh: CustomerProjection
             do {
                 // The instant it was stored with: a projection that still matches its facts is then

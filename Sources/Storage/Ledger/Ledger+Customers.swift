@@ -92,9 +92,10 @@ extension Ledger {
         let token = row.appAccountToken.map(Self.normalizeToken)
         let inserted = try session.query(
             Self.insertFactsSQL(count: 1),
-            .null, .text(row.kind), .text(row.digest), .text(row.signed), .null, .text(row.payload), SQLValue(row.transactionId),
-            SQLValue(row.originalTransactionId), SQLValue(token), .text(row.fact.environment.rawValue), .null,
-            .int(row.signedDate), .int(now)
+            [.null, .text(row.kind), .text(row.digest), .text(row.signed), .null] + (try row.payloadColumns()) + [
+                SQLValue(row.transactionId), SQLValue(row.originalTransactionId), SQLValue(token), .text(row.fact.environment.rawValue),
+                .null, .int(row.signedDate), .int(now),
+            ]
         ).count
         if let token {
             try lockKeys([Self.tokenKey(token)])
@@ -259,15 +260,20 @@ extension Ledger {
         let reader = SignedTextReader(session: session)
         for (table, columns, filter) in Self.exportTables {
             let packed = Self.packedColumns[table]
-            let selected = columns.map(\.name) + (packed.map { [$0.packed] } ?? [])
+            // A fact's JSON is exported as the text, whether compressed (`payload_packed`) or not.
+            let payload = table == "facts" ? columns.firstIndex { $0.name == "payload" } : nil
+            let selected = columns.map(\.name) + (packed.map { [$0.packed] } ?? []) + (payload == nil ? [] : ["payload_packed"])
             let sql = "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE \(filter) ORDER BY 1"
             let rows = try session.query(sql, .int(customer.id)).map { row in
-                try columns.indices.map { index -> (column: String, value: CustomerExport.Value) in
+                let json = try payload.map { try FactPayload.bytes(row, text: $0, packed: columns.count + 1) }
+                return try columns.indices.map { index -> (column: String, value: CustomerExport.Value) in
                     let value: CustomerExport.Value
                     if let packed, columns[index].name == packed.column {
                         let raw = columns[index].blob ? try row.blob(index) : Array((try row.text(index)).utf8)
-                        let text = try reader.text(raw: raw, packed: try row.optionalBlob(columns.count))
+                        let text = try reader.text(raw: raw, packed: try row.optionalBlob(columns.count), context: json ?? [])
                         value = .text(String(decoding: text, as: UTF8.self))
+                    } else if let json, index == payload {
+                        value = .text(String(decoding: json, as: UTF8.self))
                     } else if columns[index].blob {
                         value = row.values[index] == .null ? .null : .text(String(decoding: try row.blob(index), as: UTF8.self))
                     } else if case .int(let number) = row.values[index] {

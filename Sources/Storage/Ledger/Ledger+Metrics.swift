@@ -62,7 +62,7 @@ extension Ledger {
             """, .int(Int64(limit))
         ).map { try $0.int(0) }
         for id in ids {
-            let rows = try session.query(Self.factsWithoutJWS, .int(id))
+            let rows = try session.query(factsWithoutJWSSQL, .int(id))
             let facts = (try? Self.engineFacts(rows, projector: projector, known: [:])) ?? []
             try updateMetrics(customerID: id, facts: facts, projector: projector)
             if try storedMetrics(customerID: id) == nil {

@@ -3,21 +3,22 @@ import Entitlements
 // Projections: a customer's facts read back, evaluated and stored as rows and a state document.
 
 extension Ledger {
-    static func factColumns(jws: Bool) -> String {
+    /// `compressed`: the schema has `payload_packed` (version 16); else NULL in its place.
+    static func factColumns(jws: Bool, compressed: Bool = true) -> String {
         """
         f.id, f.notification_id, f.received_at, f.kind, \(jws ? "f.jws" : "''"), f.payload, f.transaction_id,
         f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date, f.jws_sha256,
-        \(jws ? "f.signed_packed" : "NULL")
+        \(jws ? "f.signed_packed" : "NULL"), \(compressed ? "f.payload_packed" : "NULL")
         """
     }
 
-    static func factsSQL(jws: Bool) -> String {
+    static func factsSQL(jws: Bool, compressed: Bool = true) -> String {
         """
         SELECT * FROM (
-            SELECT \(factColumns(jws: jws)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
+            SELECT \(factColumns(jws: jws, compressed: compressed)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
             WHERE l.customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)
             UNION ALL
-            SELECT \(factColumns(jws: jws)) FROM facts f
+            SELECT \(factColumns(jws: jws, compressed: compressed)) FROM facts f
             WHERE f.original_transaction_id IS NULL
               AND f.app_account_token IN (SELECT app_account_token FROM customers WHERE id = $1 OR merged_into = $1)
         ) AS cf ORDER BY COALESCE(signed_date, 0), id
@@ -26,15 +27,23 @@ extension Ledger {
 
     static let factsWithJWS = factsSQL(jws: true)
     static let factsWithoutJWS = factsSQL(jws: false)
+    /// As a store of an older layout reads them (tests, `bench store --older-layout`).
+    static let factsWithoutJWSBeforeCompression = factsSQL(jws: false, compressed: false)
+
+    /// A customer's facts without their signed text, in the columns of the ledger's layout.
+    var factsWithoutJWSSQL: String { layout == .compressed ? Self.factsWithoutJWS : Self.factsWithoutJWSBeforeCompression }
 
     /// A customer's facts: those of every subscription linked to any of its ids, plus those without
     /// a subscription that carry any of its ids' tokens, each decoded by `projector` (nil when it does not decode).
     func facts(of customer: CustomerRecord, projector: any Projector) throws -> [StoredFact] {
         let reader = SignedTextReader(session: session)
         return try session.query(Self.factsWithJWS, .int(customer.id)).map { row in
-            StoredFact(
+            let json = try FactPayload.bytes(row, text: 5, packed: 14)
+            let signed = try reader.text(raw: Array(try row.text(4).utf8), packed: try row.optionalBlob(13), context: json)
+            return StoredFact(
                 id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2), kind: try row.text(3),
-                signed: String(decoding: try reader.text(raw: Array(try row.text(4).utf8), packed: try row.optionalBlob(13)), as: UTF8.self), bundleId: try row.optionalText(10), fact: projector.decode(try row.text(5)))
+                signed: String(decoding: signed, as: UTF8.self), bundleId: try row.optionalText(10),
+                fact: projector.decode(String(decoding: json, as: UTF8.self)))
         }
     }
 
@@ -46,7 +55,7 @@ extension Ledger {
         var facts: [Fact] = []
         facts.reserveCapacity(rows.count)
         for row in rows {
-            let text = try row.text(5)
+            let text = try FactPayload.text(row, text: 5, packed: 14)
             guard let fact = known[text] ?? projector.decode(text) else {
                 throw UndecodableFact(id: try row.int(0), kind: try row.text(3))
             }
@@ -89,7 +98,7 @@ extension Ledger {
         // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
         let results = try session.pipeline([
             SQLStatement(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(customerID)),
-            SQLStatement(Self.factsWithoutJWS, .int(customerID)),
+            SQLStatement(factsWithoutJWSSQL, .int(customerID)),
             SQLStatement(Self.stateByIDSQL, .int(customerID)),
             SQLStatement(Self.groupSQL, .int(customerID)),
         ])

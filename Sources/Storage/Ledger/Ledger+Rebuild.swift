@@ -39,7 +39,7 @@ extension Ledger {
             guard var customer = try lockedCustomer(id) else { continue }
             customer.aliases = Self.others(try group(rootID: id).map(\.appUserId), than: customer.appUserId)
             let stored = try storedState(customerID: id)
-            let rows = try session.query(Self.factsWithoutJWS, .int(customer.id))
+            let rows = try session.query(factsWithoutJWSSQL, .int(customer.id))
             let fresh: CustomerProjection
             let facts: [Fact]
             do {

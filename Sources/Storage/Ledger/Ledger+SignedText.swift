@@ -37,14 +37,15 @@ extension Ledger {
         let reader = SignedTextReader(session: session)
         return try session.query(
             """
-            SELECT id, kind, bundle_id, signed_date, environment, jws, signed_packed FROM facts
+            SELECT id, kind, bundle_id, signed_date, environment, jws, signed_packed, payload, payload_packed FROM facts
             WHERE id > $1 ORDER BY id LIMIT $2
             """, .int(afterID), .int(Int64(limit))
         ).map { row in
-            SignedFactText(
+            let text = try reader.text(
+                raw: Array(try row.text(5).utf8), packed: try row.optionalBlob(6), context: try FactPayload.bytes(row, text: 7, packed: 8))
+            return SignedFactText(
                 id: try row.int(0), kind: try row.text(1), bundleId: try row.optionalText(2), signedDate: try row.optionalInt(3),
-                environment: try row.optionalText(4),
-                text: String(decoding: try reader.text(raw: Array(try row.text(5).utf8), packed: try row.optionalBlob(6)), as: UTF8.self))
+                environment: try row.optionalText(4), text: String(decoding: text, as: UTF8.self))
         }
     }
 
@@ -65,6 +66,7 @@ extension Ledger {
             switch phase {
             case .facts: try repackFacts(after: after, limit: limit, reader: reader)
             case .notifications: try repackBodies(after: after, limit: limit, reader: reader)
+            case .compressFacts: try compressFacts(after: after, limit: limit)
             }
         try session.query(
             "UPDATE repack_progress SET after_id = $1, done = $2 WHERE phase = $3", .int(last ?? after), .int(count < limit ? 1 : 0),
@@ -73,17 +75,26 @@ extension Ledger {
         return (count, last ?? after)
     }
 
+    /// The rewrites, in the order they run: version 14's (signed text packed), version 16's
+    /// (JSON compressed, ``compressFacts(after:limit:)``).
     enum RepackPhase: String, CaseIterable, Sendable {
         case facts
         case notifications
+        case compressFacts = "compress facts"
+
+        /// The table it rewrites.
+        var table: String { self == .notifications ? "notifications" : "facts" }
     }
 
     /// The signed texts of a notification's facts, for references (rebuilt when packed).
     private func siblings(ofNotification id: Int64, reader: SignedTextReader) throws -> SignedSiblings {
-        let rows = try session.query("SELECT kind, jws, signed_packed FROM facts WHERE notification_id = $1", .int(id))
+        let rows = try session.query(
+            "SELECT kind, jws, signed_packed, payload, payload_packed FROM facts WHERE notification_id = $1", .int(id))
         return SignedSiblings(
             try rows.map { row in
-                let text = String(decoding: try reader.text(raw: Array(try row.text(1).utf8), packed: try row.optionalBlob(2)), as: UTF8.self)
+                let raw = try reader.text(
+                    raw: Array(try row.text(1).utf8), packed: try row.optionalBlob(2), context: try FactPayload.bytes(row, text: 3, packed: 4))
+                let text = String(decoding: raw, as: UTF8.self)
                 return (try row.text(0), text, FactDigest.hex(text))
             })
     }
@@ -107,9 +118,9 @@ extension Ledger {
             var headers: Set<JWSHeader> = []
             SignedTextPacker.headers(in: [part], into: &headers)
             let ids = try internHeaders(headers)
-            let packed = try SignedTextPacker.encode([part], headerIDs: ids)
+            let packed = try SignedTextPacker.encode([part], headerIDs: ids, literals: nil)
             // Only what gives the same bytes back replaces the text.
-            guard try reader.unpack(packed, depth: 0) == text else { continue }
+            guard try reader.unpack(packed, context: [], depth: 0) == text else { continue }
             try session.query(
                 "UPDATE facts SET jws = '', signed_packed = $1 WHERE id = $2 AND signed_packed IS NULL", .blob(packed), .int(try row.int(0)))
         }
@@ -129,8 +140,8 @@ extension Ledger {
             guard !siblings.entries.isEmpty else { continue }
             let parts = SignedTextPacker.referencing(body, siblings: siblings)
             guard parts.contains(where: { if case .reference = $0 { true } else { false } }) else { continue }
-            let packed = try SignedTextPacker.encode(parts, headerIDs: [:])
-            guard try reader.unpack(packed, depth: 0) == body else { continue }
+            let packed = try SignedTextPacker.encode(parts, headerIDs: [:], literals: nil)
+            guard try reader.unpack(packed, context: [], depth: 0) == body else { continue }
             try session.query(
                 "UPDATE notifications SET body = $1, body_packed = $2 WHERE id = $3 AND body_packed IS NULL", .blob([]), .blob(packed),
                 .int(id))
@@ -138,9 +149,40 @@ extension Ledger {
         return (rows.count, try rows.last?.int(0))
     }
 
+    /// One batch of the version-16 rewrite: each fact's JSON compressed into `payload_packed`,
+    /// and its signed text, when packed in format 1, rewritten in format 2 with the literals
+    /// compressed with that JSON. Each is checked before it replaces what was stored: the JSON
+    /// decompresses to itself, the new signed form decodes to the very same parts (so it rebuilds
+    /// the same bytes).
+    private func compressFacts(after: Int64, limit: Int) throws -> (Int, Int64?) {
+        let rows = try session.query(
+            """
+            SELECT id, payload, signed_packed, CASE WHEN payload_packed IS NULL THEN 1 ELSE 0 END FROM facts
+            WHERE id > $1 ORDER BY id LIMIT $2
+            """, .int(after), .int(Int64(limit)))
+        for row in rows where try row.bool(3) {
+            let json = Array(try row.text(1).utf8)
+            let payload = try CompressedText.encode(json)
+            guard try CompressedText.decode(payload[...]) == json else { throw StorageError(.internal, "compressed JSON does not read back") }
+            var signed = try row.optionalBlob(2)
+            if let packed = signed, packed.first == SignedTextFormat.inline {
+                let parts = try SignedTextFormat.decode(packed, context: [])
+                let rewritten = SignedTextFormat.encode(parts, literals: try SignedTextFormat.compressedLiterals(parts, context: json))
+                guard try SignedTextFormat.decode(rewritten, context: json) == parts else {
+                    throw StorageError(.internal, "compressed signed text does not read back")
+                }
+                signed = rewritten
+            }
+            try session.query(
+                "UPDATE facts SET payload = '', payload_packed = $1, signed_packed = $2 WHERE id = $3 AND payload_packed IS NULL",
+                .blob(payload), signed.map { .blob($0) } ?? .null, .int(try row.int(0)))
+        }
+        return (rows.count, try rows.last?.int(0))
+    }
+
     /// The highest row id of a phase's table (progress reports).
     func repackTotal(_ phase: RepackPhase) throws -> Int64 {
-        try session.query("SELECT COALESCE(MAX(id), 0) FROM \(phase.rawValue)", []).first?.int(0) ?? 0
+        try session.query("SELECT COALESCE(MAX(id), 0) FROM \(phase.table)", []).first?.int(0) ?? 0
     }
 }
 

@@ -20,8 +20,8 @@ struct Ledger {
     let fault: FaultInjector?
     /// Collects the transaction's projection changes for a ``LedgerObserver`` (nil: none asked).
     var tally: TallyBuffer? = nil
-    /// Tests only: write as before schema version 14 (no packed columns).
-    var legacySignedLayout = false
+    /// Tests only: write as an older schema version did.
+    var layout = LedgerLayout.compressed
 
     var isPostgres: Bool { session.dialect == .postgres }
 
@@ -77,15 +77,16 @@ struct Ledger {
         let body: [UInt8] = packed.body == nil ? message.body : []
         var parameters: [SQLValue] = [
             .text(message.source.rawValue), .int(message.receivedAt), SQLValue(message.notificationType), SQLValue(message.subtype),
-            .blob(body), try packed.body.map { .blob(try SignedTextPacker.encode($0, headerIDs: [:])) } ?? .null,
+            .blob(body), try packed.body.map { .blob(try SignedTextPacker.encode($0, headerIDs: [:], literals: nil)) } ?? .null,
         ]
-        if legacySignedLayout { parameters.removeLast() }
+        let unpacked = layout == .unpacked
+        if unpacked { parameters.removeLast() }
         if let uuid = message.notificationUUID {
-            guard let row = try session.query(Self.insertNotificationSQL[legacySignedLayout ? 2 : 0], [.text(uuid)] + parameters).first
+            guard let row = try session.query(Self.insertNotificationSQL[unpacked ? 2 : 0], [.text(uuid)] + parameters).first
             else { return IngestResult(status: .duplicate) }
             notificationID = try row.int(0)
         } else {
-            notificationID = try session.query(Self.insertNotificationSQL[legacySignedLayout ? 3 : 1], [.null] + parameters)[0].int(0)
+            notificationID = try session.query(Self.insertNotificationSQL[unpacked ? 3 : 1], [.null] + parameters)[0].int(0)
         }
         try inject(.afterNotificationInsert)
 
@@ -108,23 +109,26 @@ struct Ledger {
         if !rows.isEmpty {
             let headerIDs = try internHeaders(packed.headers)
             var parameters: [SQLValue] = []
-            parameters.reserveCapacity(rows.count * 13)
+            parameters.reserveCapacity(rows.count * 14)
             for row in rows {
-                let signed = try row.packed.map { try SignedTextPacker.encode($0, headerIDs: headerIDs) }
+                // Only the structure is assembled here (it needs the header ids): the JSON was
+                // compressed on the caller's thread.
+                let signed = try row.packed.map { try SignedTextPacker.encode($0, headerIDs: headerIDs, literals: row.packedLiterals) }
+                parameters += [.int(notificationID), .text(row.kind), .text(row.digest), .text(signed == nil ? row.signed : "")]
+                if layout != .unpacked { parameters.append(signed.map { .blob($0) } ?? .null) }
+                if layout == .compressed {
+                    parameters += try row.payloadColumns()
+                } else {
+                    parameters.append(.text(row.payload))
+                }
                 parameters += [
-                    .int(notificationID), .text(row.kind), .text(row.digest), .text(signed == nil ? row.signed : ""),
-                    signed.map { .blob($0) } ?? .null, .text(row.payload), SQLValue(row.transactionId), SQLValue(row.originalTransactionId),
+                    SQLValue(row.transactionId), SQLValue(row.originalTransactionId),
                     SQLValue(row.appAccountToken.map(Self.normalizeToken)), .text(row.fact.environment.rawValue),
                     SQLValue(message.bundleId), .int(row.signedDate), .int(now),
                 ]
             }
-            if legacySignedLayout {
-                // The older columns: no `signed_packed` (the fifth value of each row, NULL here).
-                parameters = parameters.enumerated().filter { $0.offset % 13 != 4 }.map(\.element)
-                inserted = try session.query(Self.makeInsertFactsSQL(count: rows.count, packed: false), parameters).count
-            } else {
-                inserted = try session.query(Self.insertFactsSQL(count: rows.count), parameters).count
-            }
+            let sql = layout == .compressed ? Self.insertFactsSQL(count: rows.count) : Self.makeInsertFactsSQL(count: rows.count, layout: layout)
+            inserted = try session.query(sql, parameters).count
             replayed = rows.count - inserted
             // A message without a UUID (a client post) whose facts are all replays says nothing
             // new: its row would only grow the ledger with every repost of the same transaction.
@@ -275,13 +279,16 @@ struct Ledger {
     /// The statements for 1…4 facts, built once (a notification usually carries one to three).
     private static let commonFactInserts = (1...4).map { makeInsertFactsSQL(count: $0) }
 
-    static func makeInsertFactsSQL(count: Int, packed: Bool = true) -> String {
-        let columns = packed ? 13 : 12
+    static func makeInsertFactsSQL(count: Int, layout: LedgerLayout = .compressed) -> String {
+        let packed = layout != .unpacked
+        let compressed = layout == .compressed
+        let columns = 12 + (packed ? 1 : 0) + (compressed ? 1 : 0)
         let rows = (0..<count).map { row in
             "(" + (1...columns).map { "$\(row * columns + $0)" }.joined(separator: ", ") + ")"
         }
         return """
-            INSERT INTO facts (notification_id, kind, jws_sha256, jws,\(packed ? " signed_packed," : "") payload, transaction_id, original_transaction_id,
+            INSERT INTO facts (notification_id, kind, jws_sha256, jws,\(packed ? " signed_packed," : "") payload,\(compressed ? " payload_packed," : "")
+                               transaction_id, original_transaction_id,
                                app_account_token, environment, bundle_id, signed_date, received_at)
             VALUES \(rows.joined(separator: ", "))
             ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id

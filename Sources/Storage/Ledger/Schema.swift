@@ -316,6 +316,7 @@ enum Schema {
                 ){without_rowid};
                 CREATE INDEX facts_transaction_id ON facts (transaction_id);
                 """),
+        compressedJSON,
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).

@@ -10,8 +10,8 @@ protocol SessionBackedStore: LedgerStore {
     var ledgerObserver: (any LedgerObserver)? { get }
     /// The options it was opened with.
     var configuration: StoreConfiguration { get }
-    /// Tests and `bench store --older-layout`: write signed text as before schema version 14.
-    var legacySignedLayout: Bool { get }
+    /// What the ledger writes: the latest layout, or (tests, `bench store --older-layout`) an older one.
+    var layout: LedgerLayout { get }
     /// Customers recomputed per transaction by `rebuild`.
     var rebuildChunk: Int { get }
     /// Runs `body` in a write transaction (committed when it returns).
@@ -26,12 +26,10 @@ extension SessionBackedStore {
     ) async throws -> IngestResult {
         // Encoded and digested here, on the caller's thread, not on the single writer.
         var rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
-        let legacy = legacySignedLayout
-        let packed = legacy ? PackedMessage(headers: []) : FactRow.pack(&rows, body: message.body)
+        let layout = layout
+        let packed = layout == .unpacked ? PackedMessage(headers: []) : try FactRow.pack(&rows, body: message.body, layout: layout)
         return try await observedWrite { [rows] ledger in
-            var ledger = ledger
-            ledger.legacySignedLayout = legacy
-            return try ledger.ingest(message, rows: rows, packed: packed, claim: claim, projector: projector, now: now)
+            try ledger.ingest(message, rows: rows, packed: packed, claim: claim, projector: projector, now: now)
         }
     }
 

@@ -179,55 +179,36 @@ enum SignedTextPacker {
         }
     }
 
-    // MARK: Binary form
+    // MARK: Stored form
 
-    static let formatVersion: UInt8 = 1
-
-    /// The stored bytes: a format byte, then the parts. `headerIDs` maps each header to its
+    /// The stored bytes (``SignedTextFormat``): format 2 with `literals` (``compressedLiterals(_:context:)``,
+    /// made on the caller's thread), format 1 without. `headerIDs` maps each header to its
     /// `jws_headers.id`.
-    static func encode(_ parts: [SignedPart], headerIDs: [String: Int64]) throws -> [UInt8] {
-        var out: [UInt8] = [formatVersion]
-        try write(parts, headerIDs: headerIDs, to: &out)
-        return out
+    static func encode(_ parts: [SignedPart], headerIDs: [String: Int64], literals: [UInt8]?) throws -> [UInt8] {
+        let stored = try stored(parts) { header in
+            guard let id = headerIDs[header.digest] else { throw StorageError(.internal, "JWS header without an id") }
+            return id
+        }
+        return SignedTextFormat.encode(stored, literals: literals)
     }
 
-    private static func write(_ parts: [SignedPart], headerIDs: [String: Int64], to out: inout [UInt8]) throws {
-        writeVarint(UInt64(parts.count), to: &out)
-        for part in parts {
+    /// The text a format 2 row stores for `parts` (``SignedTextFormat/compressedLiterals(_:context:)``;
+    /// no header id is needed for it).
+    static func compressedLiterals(_ parts: [SignedPart], context: [UInt8]) throws -> [UInt8] {
+        try SignedTextFormat.compressedLiterals(try stored(parts) { _ in 0 }, context: context)
+    }
+
+    static func stored(_ parts: [SignedPart], headerID: (JWSHeader) throws -> Int64) throws -> [StoredPart] {
+        try parts.map { part in
             switch part {
-            case .literal(let bytes):
-                out.append(0)
-                writeBytes(bytes, to: &out)
+            case .literal(let bytes): return .literal(bytes)
             case .jws(let header, let payload, let signature):
-                guard let id = headerIDs[header.digest] else { throw StorageError(.internal, "JWS header without an id") }
-                out.append(1)
-                writeVarint(UInt64(id), to: &out)
-                try write(payload, headerIDs: headerIDs, to: &out)
-                writeBytes(signature, to: &out)
+                return .jws(header: try headerID(header), payload: try stored(payload, headerID: headerID), signature: signature)
             case .reference(let kind, let digest, let signature):
-                guard let digestBytes = Hex.decode(digest), digestBytes.count == 32 else {
-                    throw StorageError(.internal, "reference without a SHA-256 key")
-                }
-                out.append(2)
-                writeBytes(Array(kind.utf8), to: &out)
-                out += digestBytes
-                writeBytes(signature, to: &out)
+                guard let key = Hex.decode(digest), key.count == 32 else { throw StorageError(.internal, "reference without a SHA-256 key") }
+                return .reference(kind: kind, key: key, signature: signature)
             }
         }
-    }
-
-    private static func writeVarint(_ value: UInt64, to out: inout [UInt8]) {
-        var value = value
-        while value >= 0x80 {
-            out.append(UInt8(value & 0x7F) | 0x80)
-            value >>= 7
-        }
-        out.append(UInt8(value))
-    }
-
-    private static func writeBytes(_ bytes: [UInt8], to out: inout [UInt8]) {
-        writeVarint(UInt64(bytes.count), to: &out)
-        out += bytes
     }
 }
 
@@ -240,50 +221,42 @@ final class SignedTextReader {
     init(session: any SQLSession) { self.session = session }
 
     /// The one reconstruction: a row's signed text from its raw column (the old layout, or text
-    /// that was not packed) and its packed column.
-    func text(raw: [UInt8], packed: [UInt8]?) throws -> [UInt8] {
+    /// that was not packed), its packed column and, for a fact, its JSON (``FactPayload``: what a
+    /// format 2 row's literals were deflated with).
+    func text(raw: [UInt8], packed: [UInt8]?, context: [UInt8] = []) throws -> [UInt8] {
         guard let packed, !packed.isEmpty else { return raw }
-        return try unpack(packed, depth: 0)
+        return try unpack(packed, context: context, depth: 0)
     }
 
     /// References nest (a body → its notification → its transaction): at most this deep.
     static let maxDepth = 4
 
-    func unpack(_ packed: [UInt8], depth: Int) throws -> [UInt8] {
-        guard depth <= Self.maxDepth else { throw corrupt("references nest too deep") }
-        guard packed.first == SignedTextPacker.formatVersion else { throw corrupt("unknown packed format \(packed.first ?? 0)") }
-        var cursor = Cursor(data: packed, offset: 1)
+    func unpack(_ packed: [UInt8], context: [UInt8], depth: Int) throws -> [UInt8] {
+        guard depth <= Self.maxDepth else { throw Self.corrupt("references nest too deep") }
         var out: [UInt8] = []
-        try read(&cursor, depth: depth, into: &out)
-        guard cursor.offset == packed.count else { throw corrupt("trailing bytes") }
+        try render(try SignedTextFormat.decode(packed, context: context), depth: depth, into: &out)
         return out
     }
 
-    private func read(_ cursor: inout Cursor, depth: Int, into out: inout [UInt8]) throws {
-        let count = try cursor.varint()
-        for _ in 0..<count {
-            switch try cursor.byte() {
-            case 0:
-                out += try cursor.lengthPrefixed()
-            case 1:
-                out += try header(Int64(try cursor.varint()))
+    private func render(_ parts: [StoredPart], depth: Int, into out: inout [UInt8]) throws {
+        for part in parts {
+            switch part {
+            case .literal(let bytes):
+                out += bytes
+            case .jws(let header, let payload, let signature):
+                out += try self.header(header)
                 out.append(UInt8(ascii: "."))
-                var payload: [UInt8] = []
-                try read(&cursor, depth: depth, into: &payload)
-                out += Base64.urlEncode(payload).utf8
+                var text: [UInt8] = []
+                try render(payload, depth: depth, into: &text)
+                out += Base64.urlEncode(text).utf8
                 out.append(UInt8(ascii: "."))
-                out += Base64.urlEncode(try cursor.lengthPrefixed()).utf8
-            case 2:
-                let kind = String(decoding: try cursor.lengthPrefixed(), as: UTF8.self)
-                let digest = Hex.encode(try cursor.fixed(32))
-                let signature = try cursor.lengthPrefixed()
-                let referenced = try fact(kind: kind, digest: digest, depth: depth)
-                guard let end = referenced.lastIndex(of: UInt8(ascii: ".")) else { throw corrupt("referenced fact is no JWS") }
+                out += Base64.urlEncode(signature).utf8
+            case .reference(let kind, let key, let signature):
+                let referenced = try fact(kind: kind, digest: Hex.encode(key), depth: depth)
+                guard let end = referenced.lastIndex(of: UInt8(ascii: ".")) else { throw Self.corrupt("referenced fact is no JWS") }
                 out += referenced[..<end]
                 out.append(UInt8(ascii: "."))
                 out += Base64.urlEncode(signature).utf8
-            case let tag:
-                throw corrupt("unknown part \(tag)")
             }
         }
     }
@@ -291,7 +264,7 @@ final class SignedTextReader {
     private func header(_ id: Int64) throws -> [UInt8] {
         if let cached = headers[id] { return cached }
         guard let row = try session.query("SELECT header FROM jws_headers WHERE id = $1", .int(id)).first else {
-            throw corrupt("JWS header \(id) is missing")
+            throw Self.corrupt("JWS header \(id) is missing")
         }
         let header = Array(try row.text(0).utf8)
         headers[id] = header
@@ -301,51 +274,15 @@ final class SignedTextReader {
     private func fact(kind: String, digest: String, depth: Int) throws -> [UInt8] {
         guard
             let row = try session.query(
-                "SELECT jws, signed_packed FROM facts WHERE kind = $1 AND jws_sha256 = $2", .text(kind), .text(digest)
+                "SELECT jws, signed_packed, payload, payload_packed FROM facts WHERE kind = $1 AND jws_sha256 = $2", .text(kind), .text(digest)
             ).first
-        else { throw corrupt("referenced fact \(kind) \(digest) is missing") }
+        else { throw Self.corrupt("referenced fact \(kind) \(digest) is missing") }
         let packed = try row.blob(1)
-        return packed.isEmpty ? Array(try row.text(0).utf8) : try unpack(packed, depth: depth + 1)
+        guard !packed.isEmpty else { return Array(try row.text(0).utf8) }
+        return try unpack(packed, context: try FactPayload.bytes(row, text: 2, packed: 3), depth: depth + 1)
     }
 
-    private func corrupt(_ what: String) -> StorageError {
+    static func corrupt(_ what: String) -> StorageError {
         StorageError(.corrupt, "stored signed text cannot be rebuilt", detail: what)
-    }
-
-    struct Cursor {
-        let data: [UInt8]
-        var offset: Int
-
-        mutating func byte() throws -> UInt8 {
-            guard offset < data.count else { throw truncated }
-            defer { offset += 1 }
-            return data[offset]
-        }
-
-        mutating func varint() throws -> UInt64 {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                let byte = try byte()
-                guard shift < 63 else { throw truncated }
-                value |= UInt64(byte & 0x7F) << shift
-                if byte < 0x80 { return value }
-                shift += 7
-            }
-        }
-
-        mutating func fixed(_ count: Int) throws -> ArraySlice<UInt8> {
-            guard count <= data.count - offset else { throw truncated }
-            defer { offset += count }
-            return data[offset..<(offset + count)]
-        }
-
-        mutating func lengthPrefixed() throws -> [UInt8] {
-            let count = try varint()
-            guard count <= UInt64(data.count - offset) else { throw truncated }
-            return Array(try fixed(Int(count)))
-        }
-
-        var truncated: StorageError { StorageError(.corrupt, "stored signed text cannot be rebuilt", detail: "truncated") }
     }
 }

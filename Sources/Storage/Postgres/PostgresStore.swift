@@ -217,8 +217,8 @@ final class PostgresStore: SessionBackedStore {
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
     /// Whether the schema has `jws_headers` (version 14 on).
-    var hasPackedTables: Bool { !legacySignedLayout }
-    var legacySignedLayout: Bool { (configuration.migrationLimit ?? .max) < Schema.packedSignedTextVersion }
+    var hasPackedTables: Bool { layout != .unpacked }
+    var layout: LedgerLayout { LedgerLayout(migrationLimit: configuration.migrationLimit) }
     var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction (smaller: each holds row locks on the server).
     var rebuildChunk: Int { 200 }

@@ -296,7 +296,7 @@ final class SQLiteStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
-    var legacySignedLayout: Bool { (configuration.migrationLimit ?? .max) < Schema.packedSignedTextVersion }
+    var layout: LedgerLayout { LedgerLayout(migrationLimit: configuration.migrationLimit) }
     var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction.
     var rebuildChunk: Int { 500 }

@@ -1,0 +1,35 @@
+/// What the ledger writes: the latest layout, or (tests, `bench store --older-layout`) the one an
+/// older schema version wrote.
+enum LedgerLayout: Sendable, Equatable {
+    /// Before version 14: signed text as received.
+    case unpacked
+    /// Versions 14 and 15: signed text packed (``SignedTextFormat`` format 1), fact JSON as text.
+    case packed
+    /// Version 16 on: the JSON compressed (format 2, `facts.payload_packed`).
+    case compressed
+
+    /// The layout of a store migrated up to `migrationLimit` (nil: the latest).
+    init(migrationLimit: Int?) {
+        let version = migrationLimit ?? Schema.latestVersion
+        self =
+            version < Schema.packedSignedTextVersion ? .unpacked : version < Schema.compressedJSONVersion ? .packed : .compressed
+    }
+}
+
+extension Schema {
+    /// The version from which stored JSON is compressed (``CompressedText``).
+    static let compressedJSONVersion = 16
+
+    /// Version 16: the ledger's JSON deflated with a preset dictionary (``CompressedText``): a
+    /// fact's JSON moves to `payload_packed`, and its signed text's literals are compressed with it
+    /// (``SignedTextFormat`` format 2). Rows written before are rewritten afterwards in resumable
+    /// batches (`repack_progress` phase `compress facts`, ``Ledger/RepackPhase``), outside this
+    /// transaction, like version 14's; until then they are read as they are.
+    static let compressedJSON = Migration(
+        version: compressedJSONVersion, name: "compressed ledger JSON",
+        sql: """
+            ALTER TABLE facts ADD COLUMN payload_packed {blob};
+            INSERT INTO repack_progress (phase, after_id, done)
+            SELECT 'compress facts', 0, CASE WHEN EXISTS (SELECT 1 FROM facts) THEN 0 ELSE 1 END;
+            """)
+}
