@@ -44,7 +44,7 @@ public enum StoreBenchmark {
         default: throw BenchmarkError("unknown projector '\(projectorName)'")
         }
         print("projector: \(projectorName)\(options.olderLayout ? ", older layout (before schema 14: signed text unpacked)" : "")")
-        let sample = AppleShapedNotification.make(0, run: "sample", token: UUID().uuidString.lowercased(), now: 0).message.body.count
+        let sample = AppleShapedNotification.make(0, run: 0, token: UUID().uuidString.lowercased(), now: 0).message.body.count
         print("notifications: \(sample) bytes each, of which \(AppleShapedNotification.x5cBytesPerNotification) are x5c chains")
         let layout = options.olderLayout
 
@@ -129,7 +129,7 @@ public enum StoreBenchmark {
             return try await group.reduce(into: [String]()) { $0 += $1 }
         }
         let shared = tokens
-        let runID = UUID().uuidString
+        let runID = Int.random(in: 0..<100_000_000)
         let start = DispatchTime.now().uptimeNanoseconds
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in 0..<writers {
@@ -157,7 +157,7 @@ public enum StoreBenchmark {
         print("    " + objects.map { "\($0.name) \($0.bytes / Int64(notifications))" }.joined(separator: ", "))
     }
 
-    static func benchBatch(_ index: Int, run: String, token: String, now: Int64)
+    static func benchBatch(_ index: Int, run: Int, token: String, now: Int64)
         -> (message: ReceivedMessage, facts: [(fact: Fact, signed: String?)])
     {
         AppleShapedNotification.make(index, run: run, token: token, now: now)

@@ -27,14 +27,16 @@ enum AppleShapedNotification {
         header + "." + Base64.urlEncode(Array(payload.utf8)) + "." + Base64.urlEncode(pseudoRandom(64, seed: seed))
     }
 
-    /// Notification `index` of run `run`: a SUBSCRIBED notification for a new subscription whose
-    /// transaction carries `token`; the message (body `{"signedPayload":"…"}`, as the API stores
-    /// it) and its three facts with their texts, as the V2 endpoint hands them to the ledger.
-    static func make(_ index: Int, run: String, token: String, now: Int64)
+    /// Notification `index` of run `run` (any number below 10^8): a SUBSCRIBED notification for a
+    /// new subscription whose transaction carries `token`; the message (body
+    /// `{"signedPayload":"…"}`, as the API stores it) and its three facts with their texts, as the
+    /// V2 endpoint hands them to the ledger. Its ids have Apple's shapes: a 16-digit transaction
+    /// id, a UUID for the notification (what the ledger indexes is then as long as in production).
+    static func make(_ index: Int, run: Int, token: String, now: Int64)
         -> (message: ReceivedMessage, facts: [(fact: Fact, signed: String?)])
     {
-        let otid = "\(run)-\(index)"
-        let uuid = "\(run)-n\(index)"
+        let otid = String(2_000_000_000_000_000 + run % 100_000_000 * 10_000_000 + index)
+        let uuid = uuid(pseudoRandom(16, seed: UInt64(run) << 32 | UInt64(index)))
         let expires = now + 2_592_000_000
         let product = "com.example.app.pro.monthly"
         let transactionJSON = """
@@ -73,6 +75,17 @@ enum AppleShapedNotification {
                 receivedAt: now, notificationType: "SUBSCRIBED", subtype: "INITIAL_BUY", bundleId: "com.example.app"),
             [(.notification(notification), signedPayload), (.transaction(transaction), transactionJWS), (.renewalInfo(renewal), renewalJWS)]
         )
+    }
+
+    /// `bytes` as a version 4 UUID's lowercase text.
+    static func uuid(_ bytes: [UInt8]) -> String {
+        var bytes = bytes
+        bytes[6] = bytes[6] & 0x0F | 0x40
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let hex = Hex.encode(bytes)
+        return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
+            String(hex[hex.index(hex.startIndex, offsetBy: range.lowerBound)..<hex.index(hex.startIndex, offsetBy: range.upperBound)])
+        }.joined(separator: "-")
     }
 
     /// Bytes of `x5c` headers in one notification's body (the outer JWS's, and the nested ones',
