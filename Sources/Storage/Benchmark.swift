@@ -76,6 +76,14 @@ package enum _StorageBenchmark {
         return configuration
     }
 
+    /// Options that open a store as schema version 15 left it: signed text packed, the JSON not
+    /// compressed (tests of the version 16 rewrite outside this module).
+    package static func layoutBeforeCompression(_ configuration: StoreConfiguration) -> StoreConfiguration {
+        var configuration = configuration
+        configuration.migrationLimit = Schema.compressedJSONVersion - 1
+        return configuration
+    }
+
     /// The `appUserId` of synthetic customer `n`.
     package static func appUserId(_ n: Int) -> String { "user-\(n)" }
 

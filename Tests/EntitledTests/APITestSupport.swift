@@ -137,6 +137,15 @@ final class TestLedger: Sendable {
 
     func count(_ sql: String) async throws -> Int { Int(try await store._scalar(sql)) }
 
+    /// The JSON of every fact of `kind`, in id order (decompressed: schema 16 stores it in `payload_packed`).
+    func factJSON(kind: String) async throws -> [String] {
+        try await store.read { session in
+            try session.query("SELECT payload, payload_packed FROM facts WHERE kind = $1 ORDER BY id", .text(kind)).map {
+                try FactPayload.text($0, text: 0, packed: 1)
+            }
+        }
+    }
+
     /// Facts in the ledger.
     func factCount() async throws -> Int { try await count("SELECT COUNT(*) FROM facts") }
 

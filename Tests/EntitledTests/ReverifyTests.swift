@@ -62,11 +62,23 @@ import Testing
     }
 
     @Test func everyStoredSignatureVerifiesAgainAndAForgedOneIsNamed() async throws {
+        try await storedSignaturesVerify(writtenBeforeCompression: false)
+    }
+
+    /// Schema 16: a ledger written by version 15 (the JSON not compressed) is rewritten on open and
+    /// every signature still verifies, every answer the same.
+    @Test func aLedgerWrittenBeforeCompressionStillVerifiesAfterItsRewrite() async throws {
+        try await storedSignaturesVerify(writtenBeforeCompression: true)
+    }
+
+    func storedSignaturesVerify(writtenBeforeCompression: Bool) async throws {
         let ca = try TestCertificateAuthority()
         let fixture = try Fixture(trusting: ca)
         defer { fixture.remove() }
         let configuration = fixture.configuration, now = fixture.now
-        let store = try await openStore(url: configuration.database)
+        let options = StoreConfiguration()
+        let store = try await openStore(
+            url: configuration.database, configuration: writtenBeforeCompression ? _StorageBenchmark.layoutBeforeCompression(options) : options)
         let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
 
         // A notification with its nested transaction, as the V2 endpoint stores it.
@@ -87,9 +99,17 @@ import Testing
             ReceivedMessage(
                 notificationUUID: "n1", source: .appleV2, body: Array(#"{"signedPayload":"\#(signedPayload)"}"#.utf8), receivedAt: now,
                 bundleId: APIHarness.bundleId),
-            facts: [(.notification(notification), signedPayload), (.transaction(fact), signedTransaction)], claim: nil,
+            facts: [(.notification(notification), signedPayload), (.transaction(fact), signedTransaction)], claim: Claim(appUserId: "sam"),
             projector: ledger, now: now)
+        let answer = try await store.projection(appUserId: "sam")
         await store.close()
+        if writtenBeforeCompression {
+            // Opened by this version: rewritten, and answering as before.
+            let rewritten = try await openStore(url: configuration.database)
+            #expect(try await rewritten.projection(appUserId: "sam") == answer)
+            #expect(try await rewritten.compareProjections(projector: ledger).differences == 0)
+            await rewritten.close()
+        }
 
         let sound = try await DatabaseMaintenance.check(
             configuration: configuration, full: false, fastPaths: FastPaths(enabled: true), reverify: true)
