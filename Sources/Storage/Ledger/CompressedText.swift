@@ -13,11 +13,13 @@ enum CompressedText {
     /// The longest text stored compressed: a larger length is corruption, not an allocation.
     static let maxLength = 16 << 20
 
+    /// `text` as stored: deflated with the current dictionary and `context`, or as it is when that is not smaller.
     static func encode(_ text: [UInt8], context: [UInt8] = []) throws -> [UInt8] {
         guard text.count <= maxLength else { throw StorageError(.invalidArgument, "text too large to store", detail: "\(text.count) bytes") }
         var out: [UInt8] = []
         let id = LedgerDictionary.current
-        let deflated = try Deflate.compress(text, dictionary: LedgerDictionary.first + context)
+        guard let dictionary = LedgerDictionary.bytes(id) else { throw StorageError(.internal, "no dictionary \(id)") }
+        let deflated = try Deflate.compress(text, dictionary: dictionary + context)
         let stored = deflated.count < text.count
         Varint.write(stored ? id : 0, to: &out)
         Varint.write(UInt64(text.count), to: &out)
@@ -25,6 +27,8 @@ enum CompressedText {
         return out
     }
 
+    /// The text `stored` holds; `context` must be the one it was encoded with.
+    /// - Throws: `DATA_CORRUPT` for anything but a well-formed row.
     static func decode(_ stored: ArraySlice<UInt8>, context: [UInt8] = []) throws -> [UInt8] {
         var cursor = ByteCursor(data: Array(stored), offset: 0)
         let id = try cursor.varint()
