@@ -24,9 +24,17 @@ extension API {
         return try .json(SessionBody(key: name, admin: scopes.contains(.admin), serverAPIApps: serverAPI.keys.sorted()))
     }
 
-    /// An order id as Apple prints it on the receipt email: letters and digits.
-    static func isOrderId(_ text: String) -> Bool {
+    /// An id of Apple's as it appears in its answers and on receipt emails (an order id, a
+    /// transaction id): 1–64 letters and digits.
+    static func isAppleId(_ text: String) -> Bool {
         (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
+    }
+
+    /// The path's originalTransactionId, refused (400 `INVALID_REQUEST`) unless Apple could have made it.
+    static func originalTransactionId(_ request: Request) throws -> String {
+        let otid = try request.parameter("originalTransactionId")
+        guard isAppleId(otid) else { throw HTTPError(.invalidRequest, "originalTransactionId is 1…64 letters and digits") }
+        return otid
     }
 
     /// `GET /v1/console/customers?orderId=…[&bundleId=…]`: Look Up Order ID at each app with
@@ -38,7 +46,7 @@ extension API {
         guard request.query["q"] == nil, request.query["after"] == nil else {
             throw HTTPError(.invalidRequest, "orderId cannot be combined with q or after")
         }
-        guard Self.isOrderId(orderId) else { throw HTTPError(.invalidRequest, "orderId is 1…64 letters and digits") }
+        guard Self.isAppleId(orderId) else { throw HTTPError(.invalidRequest, "orderId is 1…64 letters and digits") }
         let clients: [(bundleId: String, client: AppStoreServerAPIClient)]
         if request.query["bundleId"] != nil {
             clients = [try client(request)]

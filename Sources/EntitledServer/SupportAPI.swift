@@ -126,7 +126,7 @@ extension API {
     /// `GET /v1/subscriptions/{originalTransactionId}/refunds`: Apple's refund history, every page.
     func refunds(_ request: Request) async throws -> Response {
         let actor = try requireKey(request, scope: .admin)
-        let otid = try request.parameter("originalTransactionId")
+        let otid = try Self.originalTransactionId(request)
         let store = try consoleStore
         var audit = SupportAudit(action: "refund_lookup", subject: otid, actor: actor)
         audit.appUserIds = try await owners(of: otid, store: store)
@@ -183,7 +183,7 @@ extension API {
     /// `POST /v1/subscriptions/{originalTransactionId}/extend`: Extend a Subscription Renewal Date.
     func extend(_ request: Request) async throws -> Response {
         let actor = try requireKey(request, scope: .admin)
-        let otid = try request.parameter("originalTransactionId")
+        let otid = try Self.originalTransactionId(request)
         let store = try consoleStore
         var audit = SupportAudit(action: "extend", subject: otid, actor: actor)
         audit.appUserIds = try await owners(of: otid, store: store)

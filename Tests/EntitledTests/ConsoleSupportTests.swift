@@ -125,6 +125,12 @@ import Testing
             #expect(extended.status == 200, "\(extended.text)")
             let bad = try await send(world, "POST", extend, json: #"{"days":91,"reason":1,"requestIdentifier":"r-2"}"#)
             #expect(bad.status == 400 && bad.code == "INVALID_REQUEST")
+            for path in ["/v1/subscriptions/not-an-id/refunds", "/v1/subscriptions/\(String(repeating: "1", count: 65))/refunds"] {
+                let refused = try await get(world, path)
+                #expect(refused.status == 400 && refused.code == "INVALID_REQUEST", "\(path): \(refused.text)")
+            }
+            let malformed = try await send(world, "POST", "/v1/subscriptions/o%2F1/extend", json: #"{"days":5,"reason":1,"requestIdentifier":"r-3"}"#)
+            #expect(malformed.status == 400 && malformed.code == "INVALID_REQUEST")
             let refunds = try await get(world, "/v1/subscriptions/\(otid)/refunds")
             #expect(refunds.status == 200 && (refunds.json["refunds"] as? [Any])?.isEmpty == true)
 
