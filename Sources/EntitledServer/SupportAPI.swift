@@ -83,11 +83,13 @@ extension API {
     func lookUpOrder(_ request: Request) async throws -> Response {
         let actor = try requireKey(request, scope: .admin)
         let orderId = try request.parameter("orderId")
-        let (bundleId, client) = try client(request)
+        guard Self.isAppleId(orderId) else { throw HTTPError(.invalidRequest, "orderId is 1…64 letters and digits") }
         let store = try consoleStore
-        var audit = SupportAudit(action: "order_lookup", subject: orderId, actor: actor, detail: ["bundleIds": bundleId])
+        var audit = SupportAudit(action: "order_lookup", subject: orderId, actor: actor)
         return try await audited(&audit, store: store) { audit in
-            try await lookUpOrder(orderId, bundleId: bundleId, client: client, audit: &audit)
+            let (bundleId, client) = try client(request)
+            audit.detail["bundleIds"] = bundleId
+            return try await lookUpOrder(orderId, bundleId: bundleId, client: client, audit: &audit)
         }
     }
 

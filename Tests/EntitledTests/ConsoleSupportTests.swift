@@ -68,6 +68,11 @@ import Testing
             #expect(actions.first?["subject"] as? String == orderId && actions.first?["actor"] as? String == "console")
             #expect((actions.first?["detail"] as? [String: String])?["outcome"] == "OK")
 
+            // The admin endpoint's lookup is recorded too, under the admin key.
+            #expect(try await get(world, "/v1/apple/orders/\(orderId)").status == 200)
+            let both = try await supportActions(world, "alice")
+            #expect(both.map { "\($0["action"] ?? "") \($0["actor"] ?? "")" } == ["order_lookup admin", "order_lookup console"])
+
             let unknown = try await get(world, "/v1/console/customers?orderId=NOSUCHORDER", auth: Self.console)
             #expect(unknown.status == 200 && (unknown.json["order"] as? [String: Any])?["status"] as? String == "invalid")
             #expect((unknown.json["customers"] as? [Any])?.isEmpty == true)
@@ -101,6 +106,8 @@ import Testing
         ("/v1/console/customers?orderId=ABC&bundleId=com.nope", ConsoleSupportTests.console, 404, "APP_NOT_FOUND"),
         ("/v1/console/customers?orderId=ABC", APIHarness.reader, 403, "FORBIDDEN"),
         ("/v1/console/customers?orderId=ABC", nil, 401, "UNAUTHORIZED"),
+        ("/v1/apple/orders/not-an-id", APIHarness.admin, 400, "INVALID_REQUEST"),
+        ("/v1/apple/orders/ABC", ConsoleSupportTests.console, 403, "FORBIDDEN"),
     ] as [(String, String?, Int, String)])
     func orderSearchRefusals(_ path: String, _ auth: String?, _ status: Int, _ code: String) async throws {
         try await withWorld { world in
