@@ -73,8 +73,9 @@ extension FactRow {
         }
         let siblings = SignedSiblings(split: texts.map { (rows[$0.index].kind, $0.text, $0.split, rows[$0.index].digest) })
         var headers: Set<JWSHeader> = []
+        var made: [JWSHeader] = []
         for (index, _, split) in texts {
-            rows[index].packed = SignedTextPacker.packJWS(split, siblings: siblings).map { [$0] }
+            rows[index].packed = SignedTextPacker.packJWS(split, siblings: siblings, headers: &made).map { [$0] }
             if let packed = rows[index].packed { SignedTextPacker.headers(in: packed, into: &headers) }
         }
         var message = PackedMessage(headers: headers)
