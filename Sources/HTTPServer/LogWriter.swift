@@ -255,6 +255,10 @@ public struct JSONLine {
             var run = 0
             for index in utf8.indices {
                 let byte = utf8[index]
+                // Most bytes need nothing: one test for them before the cases.
+                if byte >= 0x20, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\"), byte != UInt8(ascii: "/") || !escapingSlashes {
+                    continue
+                }
                 let escaped: [UInt8]
                 switch byte {
                 case UInt8(ascii: "\""): escaped = [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
