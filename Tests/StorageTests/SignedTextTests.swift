@@ -179,4 +179,16 @@ struct SignedTextTests {
         #expect(made.count == 2)
         #expect(third.digest == JWSHeader(other).digest && third.text == other)
     }
+
+    /// A fact's text is scanned once: the digest's scan also says where packing splits it.
+    @Test(arguments: ["eyJhbGciOiJFUzI1NiJ9.eyJhIjoxfQ.c2ln", "not.a-jws!", "{\"v1\":true}", "a..b"])
+    func theDigestsScanGivesPackingsSplit(text: String) {
+        let bytes = Array(text.utf8)
+        let (hex, end) = FactDigest.hexAndSigningInputEnd(text)
+        #expect(hex == FactDigest.hex(text))
+        #expect(end == bytes.withUnsafeBufferPointer { FactDigest.signingInputEnd($0) })
+        let once = SignedTextPacker.split(bytes, signingInputEnd: end)
+        let twice = SignedTextPacker.split(bytes)
+        #expect(once.map { [Array($0.header), Array($0.payload), Array($0.signature)] } == twice.map { [Array($0.header), Array($0.payload), Array($0.signature)] })
+    }
 }

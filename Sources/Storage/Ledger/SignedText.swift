@@ -107,7 +107,11 @@ enum SignedTextPacker {
     typealias Split = (header: ArraySlice<UInt8>, payload: ArraySlice<UInt8>, signature: ArraySlice<UInt8>)
 
     static func split(_ bytes: [UInt8]) -> Split? {
-        let end = bytes.withUnsafeBufferPointer { FactDigest.signingInputEnd($0) }
+        split(bytes, signingInputEnd: bytes.withUnsafeBufferPointer { FactDigest.signingInputEnd($0) })
+    }
+
+    /// ``split(_:)`` where ``FactDigest/signingInputEnd(_:)`` of `bytes` is known: `end`.
+    static func split(_ bytes: [UInt8], signingInputEnd end: Int) -> Split? {
         guard end < bytes.count, let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")) else { return nil }
         return (bytes[..<firstDot], bytes[(firstDot + 1)..<end], bytes[(end + 1)...])
     }
