@@ -308,6 +308,22 @@ extension SwitchedStore: ConsoleStore {
         try up()
         return try await base.ingestHealth(since: since, now: now)
     }
+    func exactCustomers(_ ids: [String]) async throws -> [CustomerMatch] {
+        try up()
+        return try await base.exactCustomers(ids)
+    }
+    func knownTransactions(_ transactionIds: [String]) async throws -> Set<String> {
+        try up()
+        return try await base.knownTransactions(transactionIds)
+    }
+    func recordSupportAction(_ action: SupportAction, appUserIds: [String]) async throws {
+        try up()
+        try await base.recordSupportAction(action, appUserIds: appUserIds)
+    }
+    func supportActions(appUserId: String, limit: Int) async throws -> [SupportAction] {
+        try up()
+        return try await base.supportActions(appUserId: appUserId, limit: limit)
+    }
 }
 
 /// One HTTP/1.1 exchange per connection over loopback (`Connection: close`, read to EOF).
