@@ -339,15 +339,18 @@ enum Loopback {
 
     static func send(
         port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8] = [],
-        host: String = "127.0.0.1"
+        host: String = "127.0.0.1", timeoutSeconds: Int = 10
     ) async throws -> Reply {
-        try await blocking { try exchange(port: port, method, path, headers: headers, body: body, host: host) }
+        try await blocking {
+            try exchange(port: port, method, path, headers: headers, body: body, host: host, timeoutSeconds: timeoutSeconds)
+        }
     }
 
     static func exchange(
-        port: Int, _ method: String, _ path: String, headers: [String: String], body: [UInt8], host: String = "127.0.0.1"
+        port: Int, _ method: String, _ path: String, headers: [String: String], body: [UInt8], host: String = "127.0.0.1",
+        timeoutSeconds: Int = 10
     ) throws -> Reply {
-        let fd = try connect(port: port)
+        let fd = try connect(port: port, timeoutSeconds: timeoutSeconds)
         defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }
