@@ -180,6 +180,9 @@ struct Ledger {
         }
         var results = try session.pipeline(statements)[...]
         if lockStatement { results = results.dropFirst() }
+        // A subscription newly linked may bring facts that came before it (unlinked, or the
+        // previous owner's): the customer's events are then derived from their whole history.
+        var linkedNow = links.contains { if case .linked = $0.outcome { true } else { false } }
         for otid in sortedOTIDs {
             let row = results.removeFirst()[0]
             if let owner = try row.optionalInt(0) {
@@ -187,6 +190,7 @@ struct Ledger {
             } else if let customerID = try row.optionalInt(1) {
                 try insertLink(otid: otid, customerID: customerID, now: now, via: "appAccountToken")
                 affected.insert(customerID)
+                linkedNow = true
             }
         }
         for _ in sortedTokens {
@@ -205,7 +209,7 @@ struct Ledger {
             notificationType: message.notificationType, subtype: message.subtype, bundleId: message.bundleId,
             transactionIds: rows.compactMap(\.transactionId), factDigest: newest?.digest,
             occurredAt: newest.map { $0.signedDate > 0 ? $0.signedDate : message.receivedAt } ?? message.receivedAt,
-            earliestSignedDate: rows.map(\.signedDate).min() ?? .max)
+            earliestSignedDate: linkedNow ? .min : rows.map(\.signedDate).min() ?? .max)
         for id in affected.sorted() {
             let (customer, failure) = try recompute(customerID: id, projector: projector, now: now, known: known, cause: cause)
             names.append(customer.appUserId)
