@@ -16,7 +16,8 @@ struct EventCause: Sendable {
     var factDigest: String?
     /// When it happened at Apple: the newest fact's signed date (ms), or the receipt time.
     var occurredAt: Int64
-    /// The earliest signed date of the message's facts: the customer's history is re-derived from there.
+    /// The earliest signed date of the message's facts, or of the facts of a subscription it linked:
+    /// the customer's history is re-derived from there.
     var earliestSignedDate: Int64
 }
 
