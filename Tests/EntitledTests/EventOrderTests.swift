@@ -4,8 +4,10 @@ import Storage
 import Testing
 
 /// The simulator's lifecycles (the scenario files) delivered in order, reversed, shuffled and
-/// duplicated: the outbox ends with the same events — ids, types, instants and payloads — each
-/// once, and a rebuild adds none.
+/// duplicated, on SQLite and PostgreSQL: the outbox ends with the same events — ids, types,
+/// instants and payloads but what the commit that found them says (``OutboxEvent/orderIndependent``)
+/// — each once, and a rebuild adds none. Out of order, auto-renew and price-increase events may
+/// also be dated by a later fact (``datedByTheirFact``); none of the in-order ones is lost.
 @Suite struct EventOrderTests {
     /// Each scenario recorded once and its in-order run, shared by the other orders.
     actor References {
