@@ -316,6 +316,40 @@ enum Schema {
                 ){without_rowid};
                 CREATE INDEX facts_transaction_id ON facts (transaction_id);
                 """),
+        // Version 19 (issue 19): the console's health from counters kept by the ingest, in its
+        // transaction, instead of a scan of the last day's messages. `ingest_hourly` counts
+        // messages per hour (since the epoch) and code ('' = accepted, else the rejection code);
+        // `ingest_latest` keeps the newest accepted message per app ('' = none named) and
+        // environment. Both are split over `shard` (the message id modulo ``IngestCounters/shards``)
+        // so concurrent PostgreSQL ingests rarely wait on one row; reads sum or take the maximum.
+        // Seeded from the last 48 hours of messages before the newest one (an index range).
+        Migration(
+            version: 19, name: "ingest counters",
+            sql: """
+                CREATE TABLE ingest_hourly (
+                    hour {int} NOT NULL,
+                    code TEXT NOT NULL,
+                    shard {int} NOT NULL,
+                    count {int} NOT NULL,
+                    PRIMARY KEY (hour, code, shard)
+                ){without_rowid};
+                CREATE TABLE ingest_latest (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    shard {int} NOT NULL,
+                    received_at {int} NOT NULL,
+                    PRIMARY KEY (bundle_id, environment, shard)
+                ){without_rowid};
+                INSERT INTO ingest_hourly (hour, code, shard, count)
+                SELECT received_at / 3600000, CASE WHEN outcome = 'accepted' THEN '' ELSE COALESCE(reject_code, 'UNKNOWN') END, 0, COUNT(*)
+                FROM notifications WHERE received_at >= (SELECT COALESCE(MAX(received_at), 0) FROM notifications) - 172800000
+                GROUP BY received_at / 3600000, CASE WHEN outcome = 'accepted' THEN '' ELSE COALESCE(reject_code, 'UNKNOWN') END;
+                INSERT INTO ingest_latest (bundle_id, environment, shard, received_at)
+                SELECT COALESCE(f.bundle_id, ''), COALESCE(f.environment, ''), 0, MAX(n.received_at)
+                FROM notifications n JOIN facts f ON f.notification_id = n.id
+                WHERE n.received_at >= (SELECT COALESCE(MAX(received_at), 0) FROM notifications) - 172800000
+                GROUP BY COALESCE(f.bundle_id, ''), COALESCE(f.environment, '');
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
