@@ -155,64 +155,115 @@ extension Ledger {
     }
 
     /// Writes the events of a customer's answer changing, derived from their history rather than
-    /// from the stored answer, so that the order facts arrive in does not matter: the answer after
-    /// each fact from the earliest one this message brought (evaluated when that fact happened,
-    /// and again just before the next one, so that lapses in between show), then at `now`; each
-    /// change between consecutive answers is an event (``EventDerivation``), kept once by its id.
+    /// from the stored answer, so that the order facts arrive in does not matter: the answer at
+    /// each instant a fact happened, from the earliest one this message brought on (the answers
+    /// before it were compared when their facts came), then at `now`; each change between
+    /// consecutive answers is an event (``EventDerivation``), kept once by its id. A lapse shows
+    /// at the fact that tells it (Apple's `EXPIRED`) or at `now`, never between two facts: a gap
+    /// there may be a renewal still on its way, and an event is never taken back.
+    /// Each event cites the facts of its instant and the message that brought them, whichever
+    /// message is being committed.
     func emitEvents(
-        for customer: CustomerRecord, facts: [Fact], signedDates: [Int64],
+        for customer: CustomerRecord, facts: [Fact], origins: [FactOrigin],
         after: (projection: CustomerProjection, periods: [String: SubscriptionPeriod]), projector: any Projector,
         cause: EventCause, now: Int64
     ) throws {
+        let signedDates = origins.map(\.signedDate)
         let first = signedDates.firstIndex { $0 >= cause.earliestSignedDate } ?? facts.count
+        var history = EventHistory(entitlements: projector.policy.products.mapValues(\.entitlements))
+        for fact in facts[..<first] { history.note(fact) }
         var previous: Step? = nil
-        var steps: [(Step, EventCause)] = []
-        func answer(_ count: Int, at time: Int64) -> Step {
-            let (rows, _, periods) = projector.rows(facts: Array(facts[..<count]), now: time)
-            return Step(rows: rows, periods: periods)
-        }
         if first > 0 {
-            previous = answer(first, at: signedDates[first - 1])
-            if first < facts.count { steps.append((answer(first, at: signedDates[first] - 1), cause.at(signedDates[first] - 1))) }
+            let (rows, _, periods) = projector.rows(facts: Array(facts[..<first]), now: signedDates[first - 1])
+            previous = Step(rows: rows, periods: periods, history: history, facts: first - 1..<first, at: signedDates[first - 1])
         }
-        if first < facts.count {
-            // Facts of one instant are one change.
-            for index in first..<facts.count where index + 1 == facts.count || signedDates[index + 1] != signedDates[index] {
-                steps.append((answer(index + 1, at: signedDates[index]), cause.at(signedDates[index])))
-                if index + 1 < facts.count {
-                    steps.append((answer(index + 1, at: signedDates[index + 1] - 1), cause.at(signedDates[index + 1] - 1)))
-                }
-            }
+        // Facts of one instant are one change.
+        var steps: [Step] = []
+        var start = first
+        for index in first..<facts.count {
+            history.note(facts[index])
+            guard index + 1 == facts.count || signedDates[index + 1] != signedDates[index] else { continue }
+            let (rows, _, periods) = projector.rows(facts: Array(facts[..<(index + 1)]), now: signedDates[index])
+            steps.append(Step(rows: rows, periods: periods, history: history, facts: start..<index + 1, at: signedDates[index]))
+            start = index + 1
         }
-        // The answer at `now`: the projection's own (no evaluation of its own).
+        // The answer at `now`: the projection's own (no evaluation of its own); a change there
+        // without a fact of its own cites the newest fact.
         var final = after.projection
         final.state = []
-        steps.append((Step(rows: final, periods: after.periods), cause.at(max(cause.occurredAt, signedDates.last ?? 0))))
-        let causeText = Self.json(cause.citation)
-        for (answer, stepCause) in steps {
-            defer { previous = answer }
-            guard previous != answer else { continue }
+        steps.append(
+            Step(rows: final, periods: after.periods, history: history, facts: max(0, facts.count - 1)..<facts.count,
+                 at: max(cause.occurredAt, signedDates.last ?? 0)))
+        var citations: [Int64: EventCause.Citation] = [:]
+        var found: [OutboxEvent] = []
+        for step in steps {
+            defer { previous = step }
+            guard previous?.rows != step.rows || previous?.periods != step.periods
+                || previous?.history.revokedPurchases != step.history.revokedPurchases
+            else { continue }
             let events = EventDerivation.events(
-                appUserId: customer.appUserId, before: previous?.rows, after: answer.rows, cause: stepCause,
-                periods: (previous?.periods ?? [:], answer.periods))
+                appUserId: customer.appUserId, before: previous?.rows, after: step.rows, cause: cause.at(step.at),
+                periods: (previous?.periods ?? [:], step.periods), history: step.history, previousHistory: previous?.history)
+            guard !events.isEmpty else { continue }
+            let causeText = Self.json(try citation(of: step.facts, origins: origins, cause: cause, cache: &citations))
             for event in events {
-                try insertEvent(
+                found.append(
                     OutboxEvent(
                         sequence: 0, id: event.id, type: event.type, appUserId: customer.appUserId,
                         appAccountToken: customer.appAccountToken, environment: event.environment, bundleId: cause.bundleId,
                         productId: event.productId, originalTransactionId: event.originalTransactionId,
                         entitlements: event.entitlements, details: event.details, cause: causeText,
-                        occurredAt: event.occurredAt ?? stepCause.occurredAt, recordedAt: now, answer: after.projection.state),
-                    customerID: customer.id)
+                        occurredAt: event.occurredAt ?? step.at, recordedAt: now, answer: after.projection.state))
             }
         }
+        // Several found at once (facts that came late): appended in the order they happened.
+        for event in found.sorted(by: { ($0.occurredAt, $0.id) < ($1.occurredAt, $1.id) }) {
+            try insertEvent(event, customerID: customer.id)
+        }
+    }
+
+    /// What a step's events cite: the transactions of its facts and the message that brought the
+    /// newest of them (the committed one when it is that, or a fact came without a message).
+    private func citation(
+        of range: Range<Int>, origins: [FactOrigin], cause: EventCause, cache: inout [Int64: EventCause.Citation]
+    ) throws -> EventCause.Citation {
+        let transactionIds = origins[range].compactMap(\.transactionId)
+        guard let notificationID = range.last.flatMap({ origins[$0].notificationID }), notificationID != cause.notificationID else {
+            var citation = cause.citation
+            if !range.isEmpty { citation.transactionIds = transactionIds }
+            return citation
+        }
+        if var known = cache[notificationID] {
+            known.transactionIds = transactionIds
+            return known
+        }
+        let row = try session.query(
+            "SELECT notification_uuid, notification_type, subtype FROM notifications WHERE id = $1", .int(notificationID)
+        ).first
+        let citation = EventCause.Citation(
+            notificationUUID: try row?.optionalText(0), notificationType: try row?.optionalText(1), subtype: try row?.optionalText(2),
+            transactionIds: transactionIds)
+        cache[notificationID] = citation
+        return citation
     }
 }
 
+/// Where a customer's fact came from, as its ledger row says.
+struct FactOrigin: Sendable {
+    var notificationID: Int64?
+    var transactionId: String?
+    var signedDate: Int64
+}
+
 /// One instant of a customer's history as events compare it.
-private struct Step: Equatable {
+private struct Step {
     var rows: CustomerProjection
     var periods: [String: SubscriptionPeriod]
+    /// What the facts up to it say.
+    var history: EventHistory
+    /// The facts of its instant (indexes into the customer's facts).
+    var facts: Range<Int>
+    var at: Int64
 }
 
 extension EventCause {

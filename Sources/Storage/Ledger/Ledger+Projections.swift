@@ -128,10 +128,10 @@ extension Ledger {
         noteProjection(stored?.projection, projection)
         try updateMetrics(customerID: customer.id, facts: facts, ids: try results[1].map { try $0.int(0) }, projector: projector)
         if let cause {
-            let signedDates = try results[1].map { try $0.optionalInt(11) ?? 0 }
-            try emitEvents(
-                for: customer, facts: facts, signedDates: signedDates, after: (projection, periods), projector: projector, cause: cause,
-                now: now)
+            let origins = try results[1].map {
+                FactOrigin(notificationID: try $0.optionalInt(1), transactionId: try $0.optionalText(6), signedDate: try $0.optionalInt(11) ?? 0)
+            }
+            try emitEvents(for: customer, facts: facts, origins: origins, after: (projection, periods), projector: projector, cause: cause, now: now)
         }
         return (customer, nil)
     }

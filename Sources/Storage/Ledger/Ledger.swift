@@ -187,6 +187,10 @@ struct Ledger {
         }
         var results = try session.pipeline(statements)[...]
         if lockStatement { results = results.dropFirst() }
+        // A subscription newly linked may bring facts that came before this message (unlinked, a
+        // family member's app posting it after Apple's notifications): the customer's events are
+        // then derived from the earliest of them.
+        var linkedNow = links.compactMap { if case .linked = $0.outcome { $0.originalTransactionId } else { nil } }
         for otid in sortedOTIDs {
             let row = results.removeFirst()[0]
             if let owner = try row.optionalInt(0) {
@@ -194,7 +198,16 @@ struct Ledger {
             } else if let customerID = try row.optionalInt(1) {
                 try insertLink(otid: otid, customerID: customerID, now: now, via: "appAccountToken")
                 affected.insert(customerID)
+                linkedNow.append(otid)
             }
+        }
+        var earliestSignedDate = rows.map(\.signedDate).min() ?? .max
+        if !linkedNow.isEmpty {
+            let earliest = try session.pipeline(
+                linkedNow.map {
+                    SQLStatement("SELECT MIN(COALESCE(signed_date, 0)) FROM facts WHERE original_transaction_id = $1", .text($0))
+                })
+            for result in earliest { if let date = try result.first?.optionalInt(0) { earliestSignedDate = min(earliestSignedDate, date) } }
         }
         for _ in sortedTokens {
             if let id = try results.removeFirst().first?.int(0) { affected.insert(id) }
@@ -212,7 +225,7 @@ struct Ledger {
             notificationType: message.notificationType, subtype: message.subtype, bundleId: message.bundleId,
             transactionIds: rows.compactMap(\.transactionId), factDigest: newest?.digest,
             occurredAt: newest.map { $0.signedDate > 0 ? $0.signedDate : message.receivedAt } ?? message.receivedAt,
-            earliestSignedDate: rows.map(\.signedDate).min() ?? .max)
+            earliestSignedDate: earliestSignedDate)
         for id in affected.sorted() {
             let (customer, failure) = try recompute(customerID: id, projector: projector, now: now, known: known, cause: cause)
             names.append(customer.appUserId)
