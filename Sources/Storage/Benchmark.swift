@@ -211,6 +211,20 @@ package enum _StorageFixtures {
     }
 }
 
+extension _StorageBenchmark {
+    /// The accepted notifications in the ledger (`bench api` waits for its ingest with it).
+    package static func notificationCount(_ store: any LedgerStore) async throws -> Int64 {
+        guard let store = store as? any SessionBackedStore else { throw StorageError(.invalidArgument, "unsupported store") }
+        return try await store.read { try $0.query("SELECT count(*) FROM notifications", []).first?.int(0) ?? 0 }
+    }
+
+    /// The process id of one of a PostgreSQL store's server backends (`pg_backend_pid()`).
+    package static func backendPID(_ store: any LedgerStore) async throws -> Int32 {
+        guard let store = store as? PostgresStore else { throw StorageError(.invalidArgument, "not a PostgreSQL store") }
+        return Int32(try await store.read { try $0.query("SELECT pg_backend_pid()", []).first?.int(0) ?? 0 })
+    }
+}
+
 /// Not API (`package`): drops a benchmark's PostgreSQL schema.
 package enum _StorageBenchmarkCleanup {
     /// Drops `schema` (PostgreSQL only; letters, digits and `_`).

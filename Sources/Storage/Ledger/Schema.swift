@@ -316,6 +316,24 @@ enum Schema {
                 ){without_rowid};
                 CREATE INDEX facts_transaction_id ON facts (transaction_id);
                 """),
+        // Version 17 (issue 20): read-your-writes across servers. Every write of a customer's state
+        // row stamps it with the primary's WAL insert position at that moment (a trigger, so no
+        // writer can forget it); a server about to read a customer on a replica compares the
+        // replica's position and its copy of the row with the primary's stamp
+        // (``ReplicaNeed``). The stamp is taken before the commit record, so it is not the commit
+        // position itself: see ``ReplicaRoute``.
+        Migration(
+            version: 17, name: "customer commit positions", only: .postgres,
+            sql: """
+                ALTER TABLE customer_states ADD COLUMN commit_lsn BIGINT;
+                CREATE FUNCTION customer_states_commit_lsn() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    NEW.commit_lsn := (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint;
+                    RETURN NEW;
+                END $$;
+                CREATE TRIGGER customer_states_commit_lsn BEFORE INSERT OR UPDATE ON customer_states
+                    FOR EACH ROW EXECUTE FUNCTION customer_states_commit_lsn();
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
