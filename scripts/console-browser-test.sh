@@ -2,7 +2,8 @@
 # The console in headless Chromium (docs/operations.md, "Console"): `entitled dev` (server and
 # App Store simulator on one virtual clock) gets a small simulated history through its /dev/
 # control routes, then scripts/console_browser_test.py logs in to /console with the dev API key,
-# checks the numbers each page shows against the history, fails on any browser console error or
+# checks the numbers each page shows against the history, searches an order id and extends a
+# subscription through the simulator's fake App Store Server API, fails on any browser console error or
 # CSP violation, and writes a screenshot of each page under .build/console-screenshots/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,8 +39,10 @@ act '{"action":"refund","customer":"dave","product":"basic.monthly"}'
 curl -sf -X POST "$base/dev/clock/advance" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
   -d '{"days":1}' >/dev/null
 
-# Expected: 2 paid (MRR 9.99 + 99.99/12), 1 trial, 4 new, 1 refund; the timeline in words.
+# Expected: 2 paid (MRR 9.99 + 99.99/12), 1 trial, 4 new, 1 refund; the timeline in words; alice's
+# order found through the fake App Store Server API, and a support action (extend) recorded.
 expected='{"overview": {"card-active": 2, "card-trials": 1, "card-new": 4, "card-renewals": 0},
   "search": "ali", "customers": ["alice"], "customer": "alice",
-  "timeline": ["Subscribed to pro.monthly, $9.99"], "minIngested": 5, "bundleId": "com.example.app"}'
+  "timeline": ["Subscribed to pro.monthly, $9.99"], "minIngested": 5, "bundleId": "com.example.app",
+  "orderCustomer": "alice"}'
 python3 scripts/console_browser_test.py "$base" "$key" "$expected" .build/console-screenshots

@@ -152,6 +152,19 @@ def start_browser(profile):
     raise SystemExit("console browser test: chromium did not open its DevTools port")
 
 
+def order_id_of(base, key, who):
+    """The order id of `who`'s first transaction, as the simulator bills it (Simulator.orderId)."""
+    request = urllib.request.Request(f"{base}/v1/customers/{who}", headers={"Authorization": f"Bearer {key}"})
+    answer = json.load(urllib.request.urlopen(request, timeout=10))
+    ids = sorted(int(e["transactionId"]) for e in answer["entitlements"].values() if e.get("transactionId", "").isdigit())
+    number, digits = ids[0] % 2_821_109_907_456, ""
+    while True:
+        number, rest = divmod(number, 36)
+        digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[rest] + digits
+        if number == 0:
+            return "M" + digits
+
+
 def main():
     base, key, expected_json, shots = sys.argv[1:5]
     expected = json.loads(expected_json)
@@ -208,6 +221,39 @@ def main():
         deliveries = page.evaluate("document.getElementById('deliveries').textContent")
         checks.append(("customer shows its webhook deliveries", str("No webhook delivery for this customer." in deliveries), "True"))
         shot("customer")
+
+        # Order-id search through the simulator's fake App Store Server API (Look Up Order ID).
+        who = expected["orderCustomer"]
+        order_id = order_id_of(base, key, who)
+        page.evaluate(f"location.hash = '#orders/' + encodeURIComponent({json.dumps(order_id)}); true")
+        page.wait_for("document.body.dataset.ready === 'orders'", "the order search")
+        shot("order-search")
+        checks.append(("order found at Apple", text("#order-status"), "valid order"))
+        owners = page.evaluate("[...document.querySelectorAll('#order-transactions a')].map(a => a.textContent)")
+        checks.append(("order's customer", json.dumps(owners), json.dumps([who])))
+
+        # A support action: extend the customer's subscription, then look up refunds.
+        page.evaluate(f"location.hash = '#customer/' + encodeURIComponent({json.dumps(who)}); true")
+        page.wait_for("document.body.dataset.ready === 'customer'", "the customer page")
+        checks.append(("support actions offered to an admin key", str(page.evaluate("!document.getElementById('extend').disabled")), "True"))
+        page.evaluate("document.getElementById('extend-days').value = '3'; document.getElementById('extend').click(); true")
+        page.wait_for("!!(document.getElementById('extend-done') || document.querySelector('#support-result .error'))", "the extension")
+        checks.append(("extension applied", str(page.evaluate("!!document.getElementById('extend-done')")), "True"))
+        shot("support-extend")
+        page.evaluate("document.getElementById('refunds').click(); true")
+        page.wait_for("!!(document.getElementById('refunds-none') || document.getElementById('refund-list') || "
+                      "document.querySelector('#support-result .error'))", "the refund lookup")
+        checks.append(("refund lookup answered", str(page.evaluate("!document.querySelector('#support-result .error')")), "True"))
+        page.evaluate("location.hash = '#health'; true")
+        page.wait_for("document.body.dataset.ready === 'health'", "the health page")
+        page.evaluate(f"location.hash = '#customer/' + encodeURIComponent({json.dumps(who)}); true")
+        page.wait_for("document.body.dataset.ready === 'customer'", "the customer page")
+        recorded = page.evaluate("[...document.querySelectorAll('#support-actions tr')].slice(1)"
+                                 ".map(r => r.children[1].textContent + ' ' + r.children[4].textContent)")
+        checks.append(("support actions recorded", json.dumps(recorded), json.dumps(["refund_lookup OK", "extend OK", "order_lookup OK"])))
+        events = page.evaluate("[...document.querySelectorAll('#timeline .event-text')].map(e => e.textContent)")
+        checks.append(("the extension's notification is in the timeline", str(any("extended" in e for e in events)), "True"))
+        shot("support")
 
         page.evaluate("location.hash = '#health'; true")
         page.wait_for("document.body.dataset.ready === 'health'", "the health page")

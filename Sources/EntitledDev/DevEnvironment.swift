@@ -64,14 +64,16 @@ public enum DevEnvironment {
         let ca = try SimulatorCA.loadOrCreate(in: folder.caFolder)
         try Data(ca.rootDER).write(to: folder.rootFile)
         let catalog = saved?.simulator.catalog ?? Catalog.demo
-        let configuration = try configuration(options, catalog: catalog, rootFile: folder.rootFile.path)
+        var configuration = try configuration(options, catalog: catalog, rootFile: folder.rootFile.path)
+        let serverAPI = try DevServerAPI()
+        configuration.apps[0].serverAPI = try serverAPI.settings()
 
         // The composition root: the only place `dev` reads the wall clock, to start the virtual one
         // (a continued folder starts it where it was saved).
         let clock = AppStoreSimulator.VirtualClock(
             milliseconds: saved?.simulator.now ?? Int64(Date().timeIntervalSince1970 * 1000))
         let assembled = try await buildApplication(
-            configuration: configuration, clock: clock, fastPaths: options.fastPaths)
+            configuration: configuration, clock: clock, fastPaths: options.fastPaths, outbound: serverAPI.redirect)
         let store = assembled.store
         // A continued folder from before the rollups (schema version 15): small, so at once.
         try await MetricBackfill.run(store: store, projector: assembled.ledger)
@@ -115,7 +117,9 @@ public enum DevEnvironment {
         controlSettings.host = options.control.host
         controlSettings.port = options.control.port
         controlSettings.accessLog = nil
-        let controlServer = HTTPServer(configuration: controlSettings, router: ControlAPI.router(for: simulator))
+        var controlRouter = ControlAPI.router(for: simulator)
+        FakeServerAPI.register(simulator, keys: [try serverAPI.acceptedKey()], on: &controlRouter)
+        let controlServer = HTTPServer(configuration: controlSettings, router: controlRouter)
         do {
             try controlServer.start()
         } catch {
@@ -125,6 +129,8 @@ public enum DevEnvironment {
             throw StartupError.runtime(
                 "control API: \(error.description); choose another address with --control HOST:PORT")
         }
+        let controlHost = ["0.0.0.0", "::", "[::]"].contains(options.control.host) ? "127.0.0.1" : options.control.host
+        serverAPI.redirect.point(at: URL(string: "http://\(controlHost.contains(":") ? "[\(controlHost)]" : controlHost):\(controlServer.port)")!)
 
         if !isLoopback(configuration.listen.host) {
             ServerLog.event(

@@ -23,6 +23,7 @@ extension API {
         router.get("/v1/console/customers") { try await api.searchCustomers($0) }
         router.get("/v1/console/customers/{appUserId}/timeline") { try await api.customerTimeline($0) }
         router.get("/v1/console/health") { try await api.consoleHealth($0) }
+        router.get("/v1/console/session") { try await api.consoleSession($0) }
         ConsoleAssets.register(on: &router)
     }
 
@@ -76,8 +77,11 @@ extension API {
         return day
     }
 
-    /// `GET /v1/console/customers?q=…&after=…&limit=…`.
+    /// `GET /v1/console/customers?q=…&after=…&limit=…`, or `?orderId=…` (``searchByOrder(_:orderId:actor:)``).
     func searchCustomers(_ request: Request) async throws -> Response {
+        if let orderId = request.query["orderId"] {
+            return try await searchByOrder(request, orderId: orderId, actor: try requireKey(request, scope: .console))
+        }
         try requireConsole(request)
         let query = request.query["q"] ?? ""
         guard query.unicodeScalars.count <= AppUserID.maxScalars else {
@@ -103,8 +107,8 @@ extension API {
                 nextAfter: found.count > limit ? page.last?.appUserId : nil))
     }
 
-    /// `GET /v1/console/customers/{appUserId}/timeline`: one row per event, newest first, and the
-    /// customer's newest webhook deliveries.
+    /// `GET /v1/console/customers/{appUserId}/timeline`: one row per event, newest first, the
+    /// customer's newest webhook deliveries and support actions.
     func customerTimeline(_ request: Request) async throws -> Response {
         let appUserId = try Self.appUserId(request)
         try requireConsole(request)
@@ -121,7 +125,12 @@ extension API {
                 try await store.deliveries(customerKey: appUserId, endpoints: endpoints, limit: Self.customerDeliveries)
             }
         }
-        return try .json(TimelineBody(appUserId: appUserId, events: events.reversed(), deliveries: deliveries.map(DeliveryBody.init)))
+        let store = try consoleStore
+        let actions = try await consoleRead { try await store.supportActions(appUserId: appUserId, limit: Self.customerSupportActions) }
+        return try .json(
+            TimelineBody(
+                appUserId: appUserId, events: events.reversed(), deliveries: deliveries.map(DeliveryBody.init),
+                supportActions: actions.map(SupportActionBody.init)))
     }
 
     /// `GET /v1/console/health`: the last 24 hours of ingest, and each webhook endpoint's deliveries.

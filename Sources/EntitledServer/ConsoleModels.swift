@@ -169,6 +169,8 @@ struct TimelineBody: Encodable {
     var events: [ConsoleTimeline.Event]
     /// The newest webhook deliveries of this customer's events (empty without webhooks).
     var deliveries: [DeliveryBody]
+    /// The newest support actions about this customer (order and refund lookups, extensions).
+    var supportActions: [SupportActionBody]
 }
 
 /// `GET /v1/console/health`.

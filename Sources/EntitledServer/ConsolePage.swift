@@ -66,7 +66,7 @@ enum ConsolePage {
         th { font-weight: 600; font-size: .85em; color: var(--muted); }
         .panel { margin-bottom: 1em; overflow-x: auto; }
         pre { background: #f2f4f7; padding: .5em; overflow-x: auto; font-size: .8em; max-width: 100%; }
-        .error { color: var(--c3); } .muted { color: var(--muted); }
+        .error { color: var(--c3); } .muted { color: var(--muted); } .ok { color: var(--c2); }
         #tip { position: fixed; pointer-events: none; background: #101828; color: #fff; font-size: 12px; padding: .4em .6em;
                border-radius: 6px; z-index: 10; white-space: pre; }
         button, select, input { font: inherit; padding: .3em .6em; }

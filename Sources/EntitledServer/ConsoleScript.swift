@@ -22,13 +22,22 @@ enum ConsoleScript {
             return node;
           }
 
-          async function api(path) {
+          async function api(path, method, json) {
             const key = sessionStorage.getItem(KEY);
-            const response = await fetch(path, { headers: { Authorization: "Bearer " + key }, cache: "no-store" });
+            const headers = { Authorization: "Bearer " + key };
+            if (json !== undefined) headers["Content-Type"] = "application/json";
+            const response = await fetch(path, { method: method || "GET", headers, cache: "no-store",
+                                                 body: json === undefined ? undefined : JSON.stringify(json) });
             if (response.status === 401) { sessionStorage.removeItem(KEY); show(); throw new Error("unauthorized"); }
             const body = await response.json();
-            if (!response.ok) throw new Error((body.code || response.status) + ": " + (body.detail || ""));
+            if (!response.ok) { const e = new Error((body.code || response.status) + ": " + (body.detail || "")); e.code = body.code; throw e; }
             return body;
+          }
+
+          // What this key may do here (`/v1/console/session`), asked once per log-in.
+          async function session() {
+            if (!state.session) state.session = await api("/v1/console/session");
+            return state.session;
           }
 
           // Dates: the API's days are UTC; instants are shown in the viewer's time zone.
@@ -164,54 +173,7 @@ enum ConsoleScript {
             return s;
           }
 
-          async function customers(page, query, after) {
-            const input = el("input", { id: "search", type: "search", placeholder: "appUserId, appAccountToken, originalTransactionId or transactionId", value: query || "", size: 50 });
-            const form = el("form", { class: "controls", onsubmit: (e) => { e.preventDefault(); location.hash = "#customers/" + encodeURIComponent(input.value); } },
-              input, el("button", { type: "submit", text: "Search" }));
-            page.append(el("h1", { text: "Customers" }), form);
-            const body = await api(`/v1/console/customers?limit=25&q=${encodeURIComponent(query || "")}` + (after ? "&after=" + encodeURIComponent(after) : ""));
-            const rows = body.customers.map((c) => el("tr", {},
-              el("td", {}, el("a", { href: "#customer/" + encodeURIComponent(c.appUserId), text: c.appUserId })),
-              el("td", { text: c.appAccountToken }), el("td", { text: when(c.createdAt) })));
-            page.append(el("div", { class: "panel" }, el("table", { id: "customer-list" },
-              el("tr", {}, el("th", { text: "appUserId" }), el("th", { text: "appAccountToken" }), el("th", { text: "Created" })), rows),
-              rows.length ? null : el("p", { class: "muted", text: "No customer matches." }),
-              body.nextAfter ? el("p", {}, el("a", { href: `#customers/${encodeURIComponent(query || "")}/${encodeURIComponent(body.nextAfter)}`, text: "Next page →" })) : null));
-          }
-
-          async function customer(page, id) {
-            const [answer, timeline] = await Promise.all([
-              api("/v1/customers/" + encodeURIComponent(id)), api(`/v1/console/customers/${encodeURIComponent(id)}/timeline`)]);
-            page.append(el("h1", { text: "Customer " + id }));
-            const ents = Object.entries(answer.entitlements || {}).map(([name, e]) => el("tr", {}, el("td", { text: name }),
-              el("td", { text: e.status }), el("td", { text: e.productId || "" }), el("td", { text: when(e.expiresAt) })));
-            const subs = (answer.subscriptions || []).map((s) => {
-              const c = s.current || {};
-              return el("tr", {}, el("td", { text: s.subscriptionGroup }), el("td", { text: c.productId || "" }), el("td", { text: c.status || s.state || "" }),
-                el("td", { text: c.periodType || "" }), el("td", { text: when(c.expiresAt) }), el("td", { text: c.willRenew === false ? "off" : "on" }),
-                el("td", { text: c.originalTransactionId || "" }));
-            });
-            page.append(el("div", { class: "panel" }, el("h2", { text: "Answer" }),
-              el("p", {}, "State: ", el("strong", { id: "customer-state", text: answer.state || "" }),
-                " · next change: " + when(answer.nextChangeAt) + " · appAccountToken " + (answer.appAccountToken || "")),
-              el("table", {}, el("tr", {}, ["Entitlement", "Status", "Product", "Expires"].map((h) => el("th", { text: h }))), ents)));
-            page.append(el("div", { class: "panel" }, el("h2", { text: "Subscriptions" }),
-              el("table", {}, el("tr", {}, ["Group", "Product", "Status", "Period", "Expires", "Auto-renew", "originalTransactionId"].map((h) => el("th", { text: h }))), subs)));
-            const events = timeline.events.map((ev) => {
-              const raw = el("pre", { hidden: true, text: ev.raw.map((r) => { try { return JSON.stringify(JSON.parse(r), null, 2); } catch (e) { return r; } }).join("\n\n") });
-              return el("tr", { class: "event" }, el("td", { text: when(ev.at) }), el("td", {}, el("span", { class: "event-text", text: ev.text }), raw),
-                el("td", { class: "muted", text: ev.kind + " · " + ev.environment }),
-                el("td", {}, el("button", { type: "button", text: "raw", onclick: () => { raw.hidden = !raw.hidden; } })));
-            });
-            page.append(el("div", { class: "panel" }, el("h2", { text: "Timeline" }),
-              el("table", { id: "timeline" }, el("tr", {}, ["When (your time)", "What happened", "Kind", ""].map((h) => el("th", { text: h }))), events)));
-            page.append(el("div", { class: "panel", id: "deliveries" }, el("h2", { text: "Webhook deliveries" }),
-              timeline.deliveries.length ? null : el("p", { class: "muted", text: "No webhook delivery for this customer." }),
-              el("table", {}, el("tr", {}, ["Event", "Endpoint", "Status", "Attempts", "Last attempt", "Last answer"].map((h) => el("th", { text: h }))),
-                timeline.deliveries.map((d) => el("tr", {}, el("td", { text: d.eventType }), el("td", { text: d.endpoint }), el("td", { text: d.status }),
-                  el("td", { text: d.attempts }), el("td", { text: when(d.lastAttemptAt) }), el("td", { text: d.lastError || (d.lastStatus === null ? "" : String(d.lastStatus)) }))))));
-          }
-
+"""# + ConsoleCustomerScript.js + #"""
           async function health(page) {
             const body = await api("/v1/console/health");
             page.append(el("h1", { text: "Health" }), el("p", { class: "muted", text: "Last " + body.windowHours + " hours, server time " + when(body.serverTime) }));
@@ -242,9 +204,10 @@ enum ConsoleScript {
             page.replaceChildren();
             delete document.body.dataset.ready;
             const [name, ...rest] = (location.hash.slice(1) || "overview").split("/");
-            for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.getAttribute("href") === "#" + name || (name === "customer" && a.getAttribute("href") === "#customers"));
+            for (const a of document.querySelectorAll("nav a")) a.classList.toggle("on", a.getAttribute("href") === "#" + name || ((name === "customer" || name === "orders") && a.getAttribute("href") === "#customers"));
             try {
               if (name === "customers") await customers(page, decodeURIComponent(rest[0] || ""), rest[1] ? decodeURIComponent(rest[1]) : null);
+              else if (name === "orders") await orders(page, decodeURIComponent(rest[0] || ""));
               else if (name === "customer") await customer(page, decodeURIComponent(rest.join("/")));
               else if (name === "health") await health(page);
               else await overview(page);
@@ -268,11 +231,12 @@ enum ConsoleScript {
               const probe = await fetch("/v1/console/health", { headers: { Authorization: "Bearer " + key } });
               if (!probe.ok) { $("login-error").textContent = probe.status === 403 ? "This key lacks the console or admin scope." : "This key is not valid."; return; }
               sessionStorage.setItem(KEY, key);
+              delete state.session;
               $("login-key").value = "";
               $("login-error").textContent = "";
               show();
             });
-            $("logout").addEventListener("click", () => { sessionStorage.removeItem(KEY); show(); });
+            $("logout").addEventListener("click", () => { sessionStorage.removeItem(KEY); delete state.session; show(); });
             window.addEventListener("hashchange", () => { if (sessionStorage.getItem(KEY)) route(); });
             show();
           });

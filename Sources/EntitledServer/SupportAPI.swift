@@ -81,9 +81,21 @@ extension API {
     /// `GET /v1/apple/orders/{orderId}?bundleId=…`: Look Up Order ID, with each transaction's
     /// customer when the ledger links it, and that customer's answer.
     func lookUpOrder(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
+        let actor = try requireKey(request, scope: .admin)
         let orderId = try request.parameter("orderId")
-        let (bundleId, client) = try client(request)
+        guard Self.isAppleId(orderId) else { throw HTTPError(.invalidRequest, "orderId is 1…64 letters and digits") }
+        let store = try consoleStore
+        var audit = SupportAudit(action: "order_lookup", subject: orderId, actor: actor)
+        return try await audited(&audit, store: store) { audit in
+            let (bundleId, client) = try client(request)
+            audit.detail["bundleIds"] = bundleId
+            return try await lookUpOrder(orderId, bundleId: bundleId, client: client, audit: &audit)
+        }
+    }
+
+    private func lookUpOrder(
+        _ orderId: String, bundleId: String, client: AppStoreServerAPIClient, audit: inout SupportAudit
+    ) async throws -> Response {
         let lookup = try await apple { () async throws(ServerAPIError) in try await client.lookUpOrderId(orderId) }
         let now = clock.nowMilliseconds()
         var transactions: [[String: Any]] = []
@@ -104,6 +116,8 @@ extension API {
             }
             transactions.append(item)
         }
+        audit.appUserIds = customers.keys.sorted()
+        audit.detail["status"] = lookup.status == .valid ? "valid" : "invalid"
         let body: [String: Any] = [
             "orderId": orderId, "bundleId": bundleId, "status": Int(lookup.status?.rawValue ?? 1),
             "environment": lookup.environment.rawValue, "transactions": transactions, "customers": customers,
@@ -113,9 +127,22 @@ extension API {
 
     /// `GET /v1/subscriptions/{originalTransactionId}/refunds`: Apple's refund history, every page.
     func refunds(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
-        let otid = try request.parameter("originalTransactionId")
-        let (_, client) = try client(request)
+        let actor = try requireKey(request, scope: .admin)
+        let otid = try Self.originalTransactionId(request)
+        let store = try consoleStore
+        var audit = SupportAudit(action: "refund_lookup", subject: otid, actor: actor)
+        audit.appUserIds = try await owners(of: otid, store: store)
+        return try await audited(&audit, store: store) { audit in
+            let (bundleId, client) = try client(request)
+            audit.detail["bundleId"] = bundleId
+            let refunds = try await refundHistory(otid, client: client)
+            audit.detail["refunds"] = String(refunds.count)
+            return try .json(RefundsBody(originalTransactionId: otid, refunds: refunds))
+        }
+    }
+
+    /// Every page of Apple's refund history of `otid`.
+    private func refundHistory(_ otid: String, client: AppStoreServerAPIClient) async throws -> [JWSTransactionDecodedPayload] {
         var refunds: [JWSTransactionDecodedPayload] = []
         var revision: String?
         for _ in 0..<AppStoreServerAPIClient.maxPages {
@@ -124,7 +151,7 @@ extension API {
             guard page.hasMore, let next = page.revision else { break }
             revision = next
         }
-        return try .json(RefundsBody(originalTransactionId: otid, refunds: refunds))
+        return refunds
     }
 
     /// The body of the extend endpoints: Apple's limits checked here, before anything is sent.
@@ -157,16 +184,26 @@ extension API {
 
     /// `POST /v1/subscriptions/{originalTransactionId}/extend`: Extend a Subscription Renewal Date.
     func extend(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
-        let otid = try request.parameter("originalTransactionId")
-        let body = try decodeBody(ExtendBody.self, request).checked(mass: false)
-        let (_, client) = try client(request)
-        let answer = try await apple { () async throws(ServerAPIError) in
-            try await client.extendRenewalDate(
-                originalTransactionId: otid, days: Int32(body.days), reason: body.reasonCode,
-                requestIdentifier: body.requestIdentifier)
+        let actor = try requireKey(request, scope: .admin)
+        let otid = try Self.originalTransactionId(request)
+        let store = try consoleStore
+        var audit = SupportAudit(action: "extend", subject: otid, actor: actor)
+        audit.appUserIds = try await owners(of: otid, store: store)
+        return try await audited(&audit, store: store) { audit in
+            let body = try decodeBody(ExtendBody.self, request).checked(mass: false)
+            audit.detail["days"] = String(body.days)
+            audit.detail["reason"] = String(body.reason)
+            audit.detail["requestIdentifier"] = body.requestIdentifier
+            let (bundleId, client) = try client(request)
+            audit.detail["bundleId"] = bundleId
+            let answer = try await apple { () async throws(ServerAPIError) in
+                try await client.extendRenewalDate(
+                    originalTransactionId: otid, days: Int32(body.days), reason: body.reasonCode,
+                    requestIdentifier: body.requestIdentifier)
+            }
+            audit.detail["effectiveDate"] = answer.effectiveDate.map(ISO8601.format(milliseconds:))
+            return try .json(answer)
         }
-        return try .json(answer)
     }
 
     /// `POST /v1/apps/{bundleId}/extend`: extend every active subscriber of a product (mass).

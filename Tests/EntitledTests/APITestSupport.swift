@@ -288,6 +288,22 @@ extension SwitchedStore: ConsoleStore {
         try up()
         return try await base.ingestHealth(since: since, now: now)
     }
+    func exactCustomers(_ ids: [String]) async throws -> [CustomerMatch] {
+        try up()
+        return try await base.exactCustomers(ids)
+    }
+    func knownTransactions(_ transactionIds: [String]) async throws -> Set<String> {
+        try up()
+        return try await base.knownTransactions(transactionIds)
+    }
+    func recordSupportAction(_ action: SupportAction, appUserIds: [String]) async throws {
+        try up()
+        try await base.recordSupportAction(action, appUserIds: appUserIds)
+    }
+    func supportActions(appUserId: String, limit: Int) async throws -> [SupportAction] {
+        try up()
+        return try await base.supportActions(appUserId: appUserId, limit: limit)
+    }
 }
 
 /// One HTTP/1.1 exchange per connection over loopback (`Connection: close`, read to EOF).
@@ -303,15 +319,18 @@ enum Loopback {
 
     static func send(
         port: Int, _ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8] = [],
-        host: String = "127.0.0.1"
+        host: String = "127.0.0.1", timeoutSeconds: Int = 10
     ) async throws -> Reply {
-        try await blocking { try exchange(port: port, method, path, headers: headers, body: body, host: host) }
+        try await blocking {
+            try exchange(port: port, method, path, headers: headers, body: body, host: host, timeoutSeconds: timeoutSeconds)
+        }
     }
 
     static func exchange(
-        port: Int, _ method: String, _ path: String, headers: [String: String], body: [UInt8], host: String = "127.0.0.1"
+        port: Int, _ method: String, _ path: String, headers: [String: String], body: [UInt8], host: String = "127.0.0.1",
+        timeoutSeconds: Int = 10
     ) throws -> Reply {
-        let fd = try connect(port: port)
+        let fd = try connect(port: port, timeoutSeconds: timeoutSeconds)
         defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { head += "\(name): \(value)\r\n" }

@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import EntitledServer
 import Foundation
+import HTTPServer
 import Testing
 
 /// The console's page and JSON endpoints: who may call them, what bad queries get, and what a
@@ -122,6 +123,38 @@ import Testing
             // 9.99 + 8.99 × 1.08 = 19.6992, to the cent; JPY has no rate and GBP no MRR.
             #expect(reported["amount"] as? Double == 19.70)
             #expect(reported["unconverted"] as? [String] == ["JPY"])
+        }
+    }
+
+    /// Health comes from the counters the ingest keeps: per hour of the last 24, rejections by
+    /// code, and each app's newest message even when it is older than the window (a scan of the
+    /// window's messages could not say when a quiet app last spoke).
+    @Test func healthComesFromTheIngestCounters() async throws {
+        try await APIHarness.run(configuration: Self.configuration()) { api in
+            let start = APIHarness.start
+            let hour: Int64 = 3_600_000
+            let token = try #require(try await api.customer("alice").json["appAccountToken"] as? String)
+            let bought = Apple.transaction(tid: "t1", purchase: start, expires: start + 720 * hour, token: token)
+            #expect(try await api.postV2(Apple.notification(.subscribed, .initialBuy, signed: start, transaction: bought)).status == 200)
+            #expect(try await api.postV2("not-a-jws").code == "MALFORMED_PAYLOAD")
+            api.clock.advance(by: 2 * hour)
+            var renewed = Apple.transaction(tid: "t2", purchase: start + 2 * hour, expires: start + 1440 * hour, token: token)
+            renewed.transactionReason = .renewal
+            #expect(try await api.postV2(Apple.notification(.didRenew, signed: start + 2 * hour, transaction: renewed)).status == 200)
+
+            let early = try await api.send("GET", "/v1/console/health", auth: Self.console).json
+            let hours = try #require(early["hours"] as? [[String: Any]])
+            #expect(hours.map { [$0["accepted"] as? Int, $0["rejected"] as? Int] } == [[1, 1], [1, 0]])
+            #expect(hours.first?["hour"] as? String == ISO8601.format(milliseconds: start / hour * hour))
+            #expect((early["rejections"] as? [[String: Any]])?.map { "\($0["code"] ?? "")=\($0["count"] ?? "")" } == ["MALFORMED_PAYLOAD=1"])
+
+            api.clock.advance(by: 48 * hour)
+            #expect(try await api.postV2("not-a-jws").code == "MALFORMED_PAYLOAD")
+            let late = try await api.send("GET", "/v1/console/health", auth: Self.console).json
+            #expect((late["hours"] as? [[String: Any]])?.map { [$0["accepted"] as? Int, $0["rejected"] as? Int] } == [[0, 1]])
+            let last = try #require(late["lastNotifications"] as? [[String: Any]])
+            #expect(last.map { $0["receivedAt"] as? String } == [ISO8601.format(milliseconds: start + 2 * hour)], "\(late)")
+            #expect(last.first?["environment"] as? String == "Production")
         }
     }
 }

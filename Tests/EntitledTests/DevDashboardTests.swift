@@ -14,10 +14,13 @@ import Testing
         }
     }
 
-    static func dev(_ port: Int, _ method: String, _ path: String, _ body: String? = nil) async throws -> Loopback.Reply {
+    static func dev(
+        _ port: Int, _ method: String, _ path: String, _ body: String? = nil, timeoutSeconds: Int = 10
+    ) async throws -> Loopback.Reply {
         var headers = ["Authorization": "Bearer \(key)"]
         if body != nil { headers["Content-Type"] = "application/json" }
-        return try await Loopback.send(port: port, method, path, headers: headers, body: Array((body ?? "").utf8))
+        return try await Loopback.send(
+            port: port, method, path, headers: headers, body: Array((body ?? "").utf8), timeoutSeconds: timeoutSeconds)
     }
 
     static func samples(_ reply: Loopback.Reply) -> [[String: Any]] { reply.json["samples"] as? [[String: Any]] ?? [] }
@@ -62,7 +65,10 @@ import Testing
     @Test func theRingOfSamplesIsBounded() async throws {
         let dev = try await Self.start()
         defer { dev.terminate() }
-        #expect(try await Self.dev(dev.port, "POST", "/dev/clock/advance", #"{"days": 420}"#).status == 200)
+        // 420 simulated days are one long request (11–21 s on a loaded 2-core machine): the read
+        // timeout only guards against a hang, so it is generous here rather than racing the load.
+        let advanced = try await Self.dev(dev.port, "POST", "/dev/clock/advance", #"{"days": 420}"#, timeoutSeconds: 120)
+        #expect(advanced.status == 200)
         let metrics = try await Self.dev(dev.port, "GET", "/dev/metrics")
         let capacity = Self.int(metrics.json["capacity"])
         let days = Self.samples(metrics).map { Self.int($0["day"]) }

@@ -47,8 +47,10 @@ struct ReconcileWorld {
 
     static let customers = ["alice", "bob", "carol"]
 
-    /// - Parameter receiptRoot: when set, the app's `receiptRootCertificates` (receipt tests).
-    static func start(folder: URL, receiptRoot: [UInt8]? = nil) async throws -> ReconcileWorld {
+    /// - Parameters:
+    ///   - receiptRoot: when set, the app's `receiptRootCertificates` (receipt tests).
+    ///   - storeURL: the ledger (default: a SQLite file in `folder`).
+    static func start(folder: URL, receiptRoot: [UInt8]? = nil, storeURL: String? = nil) async throws -> ReconcileWorld {
         let ca = try SimulatorCA.ephemeral()
         let rootFile = folder.appendingPathComponent("root.der")
         try Data(ca.rootDER).write(to: rootFile)
@@ -70,6 +72,7 @@ struct ReconcileWorld {
         try apple.start()
 
         var configuration = APIHarness.configuration()
+        configuration.apiKeys.append(EntitledConfig.APIKey(name: "console", secret: "console-secret-0123456789", scopes: [.console]))
         var app = App(
             bundleId: catalog.bundleId, appAppleId: catalog.appAppleId, environments: ["Production"],
             appleRootCertificates: [rootFile.path], gracePeriodDays: 0,
@@ -88,7 +91,7 @@ struct ReconcileWorld {
         }
         app.consumptionAutoRespond = true
         configuration.apps = [app]
-        let store = try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite")
+        let store = try await openStore(url: storeURL ?? "sqlite:\(folder.path)/ledger.sqlite")
         let assembled = try await buildApplication(
             configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths, outbound: URLSessionHTTP(),
             apiSleeper: NoWait())
@@ -171,11 +174,13 @@ struct ReconcileWorld {
 }
 
 @Suite(.serialized) struct ReconcileScenarioTests {
-    static func withWorld<T>(receiptRoot: [UInt8]? = nil, _ body: (ReconcileWorld) async throws -> T) async throws -> T {
+    static func withWorld<T>(
+        receiptRoot: [UInt8]? = nil, storeURL: String? = nil, _ body: (ReconcileWorld) async throws -> T
+    ) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-reconcile-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let world = try await ReconcileWorld.start(folder: folder, receiptRoot: receiptRoot)
+        let world = try await ReconcileWorld.start(folder: folder, receiptRoot: receiptRoot, storeURL: storeURL)
         do {
             let result = try await body(world)
             await world.close()

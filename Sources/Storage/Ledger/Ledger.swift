@@ -22,6 +22,9 @@ struct Ledger {
     var tally: TallyBuffer? = nil
     /// Tests only: write as before schema version 14 (no packed columns).
     var legacySignedLayout = false
+    /// Whether the ingest counters exist (schema version 19; not in a store a test opened at an
+    /// older version).
+    var countsIngest = true
 
     var isPostgres: Bool { session.dialect == .postgres }
 
@@ -212,6 +215,7 @@ struct Ledger {
             if let failure { failures.append(failure) }
         }
         try emitMessageEvents(message, links: links, otids: sortedOTIDs, cause: cause, now: now)
+        if storedNotification && countsIngest { try countAccepted(message, id: notificationID, rows: rows) }
         try inject(.afterProjections)
         return IngestResult(
             status: .accepted, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
@@ -233,12 +237,15 @@ struct Ledger {
             SQLValue(message.notificationType.map { String($0.prefix(64)) }), SQLValue(message.subtype.map { String($0.prefix(64)) }),
             .blob(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))),
             .text(Hex.encode(SHA256.hash(message.body))), .int(Int64(message.body.count)))
-        return try rows[0].int(0)
+        let id = try rows[0].int(0)
+        if countsIngest { try countRejected(message, id: id, code: code) }
+        return id
     }
 
     /// Deletes up to `limit` rejected messages received before `cutoff`; returns how many.
     func purgeRejected(receivedBefore cutoff: Int64, limit: Int) throws -> Int {
-        try session.query(
+        if countsIngest { try purgeIngestCounts(before: cutoff) }
+        return try session.query(
             """
             DELETE FROM notifications WHERE id IN (
                 SELECT id FROM notifications WHERE outcome = 'rejected' AND received_at < $1 ORDER BY id LIMIT $2)

@@ -334,6 +334,40 @@ enum Schema {
                 CREATE TRIGGER customer_states_commit_lsn BEFORE INSERT OR UPDATE ON customer_states
                     FOR EACH ROW EXECUTE FUNCTION customer_states_commit_lsn();
                 """),
+        // Version 19 (issue 19): the console's health from counters kept by the ingest, in its
+        // transaction, instead of a scan of the last day's messages. `ingest_hourly` counts
+        // messages per hour (since the epoch) and code ('' = accepted, else the rejection code);
+        // `ingest_latest` keeps the newest accepted message per app ('' = none named) and
+        // environment. Both are split over `shard` (the message id modulo ``IngestCounters/shards``)
+        // so concurrent PostgreSQL ingests rarely wait on one row; reads sum or take the maximum.
+        // Seeded from the last 48 hours of messages before the newest one (an index range).
+        Migration(
+            version: 19, name: "ingest counters",
+            sql: """
+                CREATE TABLE ingest_hourly (
+                    hour {int} NOT NULL,
+                    code TEXT NOT NULL,
+                    shard {int} NOT NULL,
+                    count {int} NOT NULL,
+                    PRIMARY KEY (hour, code, shard)
+                ){without_rowid};
+                CREATE TABLE ingest_latest (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    shard {int} NOT NULL,
+                    received_at {int} NOT NULL,
+                    PRIMARY KEY (bundle_id, environment, shard)
+                ){without_rowid};
+                INSERT INTO ingest_hourly (hour, code, shard, count)
+                SELECT received_at / 3600000, CASE WHEN outcome = 'accepted' THEN '' ELSE COALESCE(reject_code, 'UNKNOWN') END, 0, COUNT(*)
+                FROM notifications WHERE received_at >= (SELECT COALESCE(MAX(received_at), 0) FROM notifications) - 172800000
+                GROUP BY received_at / 3600000, CASE WHEN outcome = 'accepted' THEN '' ELSE COALESCE(reject_code, 'UNKNOWN') END;
+                INSERT INTO ingest_latest (bundle_id, environment, shard, received_at)
+                SELECT COALESCE(f.bundle_id, ''), COALESCE(f.environment, ''), 0, MAX(n.received_at)
+                FROM notifications n JOIN facts f ON f.notification_id = n.id
+                WHERE n.received_at >= (SELECT COALESCE(MAX(received_at), 0) FROM notifications) - 172800000
+                GROUP BY COALESCE(f.bundle_id, ''), COALESCE(f.environment, '');
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
@@ -410,8 +444,12 @@ enum Schema {
             throw StorageError(
                 .schemaTooNew, "the database schema (version \(current)) is newer than this binary (version \(latestVersion))")
         }
+        // Every version not recorded yet, not only those above the highest: versions are numbered
+        // as the work that needs them is planned, so one may land after a higher one (17 after 19),
+        // and a database the higher one already migrated still needs it.
+        let recorded = Set(try session.query("SELECT version FROM schema_migrations", []).map { Int(try $0.int(0)) })
         var applied: [Int] = []
-        for migration in migrations where migration.version > current && migration.version <= (limit ?? latestVersion) {
+        for migration in migrations where !recorded.contains(migration.version) && migration.version <= (limit ?? latestVersion) {
             if migration.only == nil || migration.only == session.dialect {
                 if !migration.sql.isEmpty { try session.execute(render(migration.sql, for: session.dialect)) }
                 try migration.step?(session)
@@ -421,7 +459,7 @@ enum Schema {
                 .int(Int64(migration.version)), .text(migration.name), .text(appliedAt))
             applied.append(migration.version)
         }
-        return MigrationReport(applied: applied, currentVersion: max(current, applied.last ?? current))
+        return MigrationReport(applied: applied, currentVersion: max(current, applied.max() ?? current))
     }
 
     /// The tables whose rows of the older layout are still to be repacked (version 14 on).

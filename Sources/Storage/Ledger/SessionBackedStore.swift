@@ -31,22 +31,32 @@ extension SessionBackedStore {
 }
 
 extension SessionBackedStore {
+    /// Whether the schema has the ingest counters (a store opened at an older version for a test has not).
+    var countsIngest: Bool { (configuration.migrationLimit ?? .max) >= IngestCounters.schemaVersion }
+
     func ingest(
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
     ) async throws -> IngestResult {
         // Encoded and digested here, on the caller's thread, not on the single writer.
         var rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
         let legacy = legacySignedLayout
+        let counts = countsIngest
         let packed = legacy ? PackedMessage(headers: []) : FactRow.pack(&rows, body: message.body)
         return try await observedWrite { [rows] ledger in
             var ledger = ledger
             ledger.legacySignedLayout = legacy
+            ledger.countsIngest = counts
             return try ledger.ingest(message, rows: rows, packed: packed, claim: claim, projector: projector, now: now)
         }
     }
 
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
-        try await write { try Ledger(session: $0, fault: nil).recordRejected(message, code: code) }
+        let counts = countsIngest
+        return try await write { session in
+            var ledger = Ledger(session: session, fault: nil)
+            ledger.countsIngest = counts
+            return try ledger.recordRejected(message, code: code)
+        }
     }
 
     func purgeRejected(receivedBefore cutoff: Int64) async throws -> Int {
@@ -54,7 +64,12 @@ extension SessionBackedStore {
         let chunk = 1000
         var total = 0
         while true {
-            let deleted = try await write { try Ledger(session: $0, fault: nil).purgeRejected(receivedBefore: cutoff, limit: chunk) }
+            let counts = countsIngest
+            let deleted = try await write { session in
+                var ledger = Ledger(session: session, fault: nil)
+                ledger.countsIngest = counts
+                return try ledger.purgeRejected(receivedBefore: cutoff, limit: chunk)
+            }
             total += deleted
             if deleted < chunk { return total }
         }

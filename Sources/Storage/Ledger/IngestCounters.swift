@@ -1,0 +1,95 @@
+// The ingest's counters (schema version 19): messages per hour and code, and the newest accepted
+// message per app and environment, written in the ingest's own transaction so the console's health
+// page reads a few dozen rows instead of a day of messages.
+
+/// How the ingest counters are kept and read.
+enum IngestCounters {
+    /// The schema version that made the counters.
+    static let schemaVersion = 19
+    /// Rows each counter is split over (by message id), so concurrent PostgreSQL ingests seldom
+    /// update the same row; a read adds the shards up.
+    static let shards: Int64 = 8
+    /// `ingest_hourly.code` of accepted messages.
+    static let accepted = ""
+    /// The longest rejection code kept (as the notification's own `reject_code`).
+    static let maxCodeLength = 64
+
+    static let countSQL = """
+        INSERT INTO ingest_hourly (hour, code, shard, count) VALUES ($1, $2, $3, 1)
+        ON CONFLICT (hour, code, shard) DO UPDATE SET count = ingest_hourly.count + 1
+        """
+
+    static let latestSQL = """
+        INSERT INTO ingest_latest (bundle_id, environment, shard, received_at) VALUES ($1, $2, $3, $4)
+        ON CONFLICT (bundle_id, environment, shard) DO UPDATE SET received_at =
+            CASE WHEN excluded.received_at > ingest_latest.received_at THEN excluded.received_at ELSE ingest_latest.received_at END
+        """
+
+    /// The statements that count one message: its hour and code, and for an accepted one the
+    /// newest message of each (app, environment) its facts belong to.
+    static func statements(
+        messageID: Int64, receivedAt: Int64, code: String, latest: Set<[String]> = []
+    ) -> [SQLStatement] {
+        let shard = SQLValue.int(messageID % shards)
+        var statements = [
+            SQLStatement(countSQL, .int(receivedAt / 3_600_000), .text(String(code.prefix(maxCodeLength))), shard)
+        ]
+        for key in latest.sorted(by: { $0.lexicographicallyPrecedes($1) }) where key.count == 2 {
+            statements.append(SQLStatement(latestSQL, .text(key[0]), .text(key[1]), shard, .int(receivedAt)))
+        }
+        return statements
+    }
+}
+
+extension Ledger {
+    /// Counts an accepted message whose facts are `rows` (see ``IngestCounters``).
+    func countAccepted(_ message: ReceivedMessage, id: Int64, rows: [FactRow]) throws {
+        let latest = Set(rows.map { [message.bundleId ?? "", $0.fact.environment.rawValue] })
+        _ = try session.pipeline(IngestCounters.statements(messageID: id, receivedAt: message.receivedAt, code: IngestCounters.accepted, latest: latest))
+    }
+
+    /// Counts a rejected message under its code.
+    func countRejected(_ message: ReceivedMessage, id: Int64, code: String) throws {
+        _ = try session.pipeline(IngestCounters.statements(messageID: id, receivedAt: message.receivedAt, code: code))
+    }
+
+    /// Deletes the hourly counts of hours that ended before `cutoff` (ms): they go with the
+    /// rejected messages' retention.
+    func purgeIngestCounts(before cutoff: Int64) throws {
+        try session.query("DELETE FROM ingest_hourly WHERE hour < $1", .int(cutoff / 3_600_000))
+    }
+
+    /// The console's health from the counters: hours from `since` (ms), rejections by code over
+    /// them, the newest message per app and environment, and the reconciliation state at `now`.
+    func ingestHealth(since: Int64, now: Int64) throws -> IngestHealth {
+        var health = IngestHealth()
+        let fromHour = since / 3_600_000
+        for row in try session.query(
+            """
+            SELECT hour, SUM(CASE WHEN code = '' THEN count ELSE 0 END), SUM(CASE WHEN code = '' THEN 0 ELSE count END)
+            FROM ingest_hourly WHERE hour >= $1 GROUP BY hour ORDER BY hour
+            """, .int(fromHour))
+        {
+            health.hours.append((try row.int(0), try row.int(1), try row.int(2)))
+        }
+        for row in try session.query(
+            """
+            SELECT code, SUM(count) FROM ingest_hourly WHERE hour >= $1 AND code <> '' GROUP BY code ORDER BY 2 DESC, 1
+            """, .int(fromHour))
+        {
+            health.rejections.append((try row.text(0), try row.int(1)))
+        }
+        for row in try session.query(
+            "SELECT bundle_id, environment, MAX(received_at) FROM ingest_latest GROUP BY bundle_id, environment ORDER BY 1, 2")
+        {
+            health.latest.append((try row.text(0), try row.text(1), try row.int(2)))
+        }
+        for row in try session.query(
+            "SELECT bundle_id, environment, watermark, lease_expires_at FROM reconcile_state ORDER BY bundle_id, environment")
+        {
+            let leased = (try row.optionalInt(3)).map { $0 > now } ?? false
+            health.reconciliation.append((try row.text(0), try row.text(1), try row.optionalInt(2), leased))
+        }
+        return health
+    }
+}
