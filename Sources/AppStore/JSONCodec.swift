@@ -23,5 +23,5 @@ public struct JSONCodec: Sendable, Equatable {
     }
 
     // Never mutated after creation, so one instance serves every thread.
-    private static let decoder = JSONDecoder()
+    static let decoder = JSONDecoder()
 }

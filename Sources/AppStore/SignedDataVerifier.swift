@@ -31,6 +31,9 @@ public struct VerifiedPayload<Payload: VerifiablePayload>: Sendable {
     public var payloadJSON: [UInt8]
     /// False for Xcode and LocalTesting payloads, which are decoded without signature or chain checks.
     public var signatureChecked: Bool
+    /// The members of the payload JSON its model does not read, for types that report them
+    /// (``ReportsUnknownMembers``), found by the same decode; empty for other types.
+    public var unknownMembers: [UnknownMember] = []
 }
 
 /// Verifies Apple's signed data (compact JWS with an `x5c` chain) and decodes it.
@@ -204,7 +207,9 @@ public final class SignedDataVerifier: Sendable {
         -> (result: VerifiedPayload<P>, chain: [X509Certificate]?)
     {
         let jws = try CompactJWS.parse(token, limits: configuration.limits, memo: headerMemo)
-        let decoded = decode(P.self, jws.payload)
+        let result = decode(P.self, jws.payload)
+        let unknownMembers = (try? result.get())?.unknown ?? []
+        let decoded = result.map(\.value)
 
         if case .success(let payload) = decoded, let environment = payload.verificationEnvironment, environment.isLocal,
             configuration.environments.contains(environment)
@@ -212,7 +217,9 @@ public final class SignedDataVerifier: Sendable {
             // Xcode and LocalTesting are signed by a local key that chains to nothing; accept them
             // unsigned, but only when the operator listed the environment.
             try checkApp(payload)
-            return (VerifiedPayload(value: payload, payloadJSON: jws.payload, signatureChecked: false), nil)
+            return (
+                VerifiedPayload(value: payload, payloadJSON: jws.payload, signatureChecked: false, unknownMembers: unknownMembers), nil
+            )
         }
 
         guard let algorithm = jws.algorithm else { throw VerificationError(.invalidAlgorithm, "header has no alg") }
@@ -258,7 +265,10 @@ public final class SignedDataVerifier: Sendable {
             throw VerificationError(.invalidSignature, "signature does not verify")
         }
         try checkApp(payload)
-        return (VerifiedPayload(value: payload, payloadJSON: jws.payload, signatureChecked: true), entry.chain)
+        return (
+            VerifiedPayload(value: payload, payloadJSON: jws.payload, signatureChecked: true, unknownMembers: unknownMembers),
+            entry.chain
+        )
     }
 
     /// Verifies an `x5c`-style chain (DER, leaf first, exactly three; the third is ignored in favour
@@ -280,9 +290,13 @@ public final class SignedDataVerifier: Sendable {
 
     private let codec: JSONCodec
 
-    private func decode<P: Decodable>(_ type: P.Type, _ bytes: [UInt8]) -> Result<P, VerificationError> {
+    /// The payload, with its unknown members when `P` reports them (from the same decode).
+    private func decode<P: Decodable>(_ type: P.Type, _ bytes: [UInt8]) -> Result<(value: P, unknown: [UnknownMember]), VerificationError> {
         do {
-            return .success(try codec.decode(P.self, from: bytes))
+            if let known = (P.self as? any ReportsUnknownMembers.Type)?.knownMembers {
+                return .success(try codec.decodeReportingUnknown(P.self, from: bytes, known: known))
+            }
+            return .success((try codec.decode(P.self, from: bytes), []))
         } catch let error as DecodingError {
             return .failure(VerificationError(.malformedPayload, Self.describe(error)))
         } catch {

@@ -21,10 +21,15 @@ public enum TapeJSONDecoder {
 
     /// The fast path alone: the value, or nil where ``decode(_:from:fallback:)`` would ask Foundation.
     public static func decodeWithoutFallback<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) -> T? {
+        decodeKeepingTape(type, from: bytes)?.value
+    }
+
+    /// The fast path alone, with the parsed document (for what the model did not read).
+    static func decodeKeepingTape<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) -> (value: T, tape: JSONTape)? {
         guard let tape = JSONTape(parsing: bytes) else { return nil }
         let decoder = TapeDecoder(tape: tape)
         guard let value = try? decoder.value(T.self, at: 0), !decoder.bailed else { return nil }
-        return value
+        return (value, tape)
     }
 }
 

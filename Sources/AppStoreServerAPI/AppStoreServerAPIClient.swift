@@ -183,7 +183,8 @@ public final class AppStoreServerAPIClient: Sendable {
     /// Verifies one signed payload from Apple's answer.
     func verified<P: VerifiablePayload>(_ jws: String, as type: P.Type = P.self) async throws(ServerAPIError) -> Signed<P> {
         do {
-            return Signed(jws: jws, payload: try await verifier.verify(jws, as: type))
+            let verified = try await verifier.verifyPayload(jws, as: type)
+            return Signed(jws: jws, payload: verified.value, unknownMembers: verified.unknownMembers)
         } catch {
             throw .verification(error)
         }
@@ -217,9 +218,13 @@ public struct Signed<Payload: Sendable>: Sendable {
     public var jws: String
     /// The verified payload.
     public var payload: Payload
+    /// The members of its JSON this build does not know, where the payload type reports them
+    /// (``VerifiedPayload/unknownMembers``).
+    public var unknownMembers: [UnknownMember]
 
-    public init(jws: String, payload: Payload) {
+    public init(jws: String, payload: Payload, unknownMembers: [UnknownMember] = []) {
         self.jws = jws
         self.payload = payload
+        self.unknownMembers = unknownMembers
     }
 }

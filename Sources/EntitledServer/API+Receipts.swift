@@ -50,7 +50,7 @@ extension API {
                     ?? environment
             } else {
                 let message = ReceivedMessage(
-                    notificationUUID: nil, source: .client, body: Self.storedReceiptBody(text), receivedAt: now,
+                    notificationUUID: nil, source: .client, body: storedReceiptBody(text), receivedAt: now,
                     bundleId: content.app.bundleId)
                 // Receipt facts have no signed form of their own (as V1's): their identity keys them.
                 _ = try await store { () async throws(StorageError) in
@@ -62,9 +62,9 @@ extension API {
             response.headers.set("Cache-Control", "no-store")
             return response
         } catch let error as VerificationError {
-            throw await reject(Rejection(error), .clientSignature, request: request, now: now, redactedBody: Self.storedReceiptBody(text))
+            throw await reject(Rejection(error), .clientSignature, request: request, now: now, redactedBody: storedReceiptBody(text))
         } catch let rejection as Rejection {
-            throw await reject(rejection, .clientSignature, request: request, now: now, redactedBody: Self.storedReceiptBody(text))
+            throw await reject(rejection, .clientSignature, request: request, now: now, redactedBody: storedReceiptBody(text))
         }
     }
 
@@ -122,16 +122,16 @@ extension API {
             do { fact = try app.transaction(signed.payload) } catch { throw Self.rejection(error) }
             environment = fact.environment
             let message = ReceivedMessage(
-                notificationUUID: nil, source: .client, body: Self.storedBody("signedTransaction", signed.jws), receivedAt: now,
+                notificationUUID: nil, source: .client, body: Self.storedBody("signedTransaction", signed.jws, codec: codec), receivedAt: now,
                 bundleId: app.bundleId)
-            _ = try await ingestRecordingUnknown(message, facts: [(.transaction(fact), signed.jws)], claim: claim)
+            _ = try await ingestRecordingUnknown(message, facts: [(.transaction(fact), signed.jws, signed.unknownMembers)], claim: claim)
         }
         return environment
     }
 
     /// A receipt as the ledger keeps it: its digest, not its bytes (receipts are large and
     /// repeat the customer's whole purchase list at every post).
-    static func storedReceiptBody(_ text: String) -> [UInt8] {
-        storedBody("receiptSHA256", Hex.encode(Digests.hash(Array(text.utf8))))
+    func storedReceiptBody(_ text: String) -> [UInt8] {
+        Self.storedBody("receiptSHA256", Hex.encode(Digests.hash(Array(text.utf8))), codec: codec)
     }
 }

@@ -165,9 +165,10 @@ public struct API: Sendable {
     }
 
     /// An accepted signed message's body as the ledger keeps it: only the member that was
-    /// verified, so that unknown keys posted beside it (padding) are not stored.
-    static func storedBody(_ key: String, _ jws: String) -> [UInt8] {
-        (try? JSONEncoder().encode([key: jws])).map(Array.init) ?? []
+    /// verified, so that unknown keys posted beside it (padding) are not stored. Written by the
+    /// codec's writer (`JSONEncoder`'s bytes; with the fast paths without its string detour).
+    static func storedBody(_ key: String, _ jws: String, codec: JSONCodec) -> [UInt8] {
+        (try? codec.encodeSorted([key: jws])) ?? []
     }
 
     /// The V1 body without its password, for the ledger (secrets are never stored or logged).
@@ -245,6 +246,7 @@ public struct API: Sendable {
             let claim: Claim
             let signed: String
             let member: String
+            var unknown: [UnknownMember] = []
             switch (posted.signedTransaction, posted.signedAppTransaction) {
             case (let jws?, nil):
                 let checked = try await verifiedTransaction(jws)
@@ -252,6 +254,7 @@ public struct API: Sendable {
                 try await enqueueBackfillIfUnseen(
                     app: app, checked.fact.originalTransactionId, environment: checked.fact.environment, source: .client, now: now)
                 verified = .transaction(checked.fact)
+                unknown = checked.unknown
                 signed = jws
                 member = "signedTransaction"
                 claim = Claim(appUserId: appUserId, behaviour: app.restoreBehavior)
@@ -275,9 +278,9 @@ public struct API: Sendable {
                 throw HTTPError(.invalidRequest, "send exactly one of signedTransaction and signedAppTransaction")
             }
             let message = ReceivedMessage(
-                notificationUUID: nil, source: .client, body: Self.storedBody(member, signed), receivedAt: now,
+                notificationUUID: nil, source: .client, body: Self.storedBody(member, signed, codec: codec), receivedAt: now,
                 bundleId: app.bundleId)
-            _ = try await ingestRecordingUnknown(message, facts: [(verified, signed)], claim: claim)
+            _ = try await ingestRecordingUnknown(message, facts: [(verified, signed, unknown)], claim: claim)
             // The answer a plain GET gives next: the grant environments merged.
             let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
             var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)

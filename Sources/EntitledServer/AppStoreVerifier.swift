@@ -58,28 +58,32 @@ public final class AppStoreVerifier: NotificationVerifying {
         self.receiptVerifiers = receiptVerifiers
     }
 
-    public func verifyNotification(signedPayload: String, app: App) async throws(VerificationError)
-        -> ResponseBodyV2DecodedPayload
-    {
+    public func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
         let verifier = try verifier(for: app)
-        var payload = try await verifier.verify(signedPayload, as: ResponseBodyV2DecodedPayload.self)
+        let outer = try await verifier.verifyPayload(signedPayload, as: ResponseBodyV2DecodedPayload.self)
+        var result = VerifiedNotification(payload: outer.value, unknownMembers: outer.unknownMembers)
         // Each nested JWS is verified on its own: the outer signature does not vouch for them.
-        if let signed = payload.data?.signedTransactionInfo {
-            payload.data?.transactionInfo = try await verifier.verify(signed, as: JWSTransactionDecodedPayload.self)
+        if let signed = outer.value.data?.signedTransactionInfo {
+            let transaction = try await verifier.verifyPayload(signed, as: JWSTransactionDecodedPayload.self)
+            result.payload.data?.transactionInfo = transaction.value
+            result.transactionUnknownMembers = transaction.unknownMembers
         }
-        if let signed = payload.data?.signedRenewalInfo {
-            payload.data?.renewalInfo = try await verifier.verify(signed, as: JWSRenewalInfoDecodedPayload.self)
+        if let signed = outer.value.data?.signedRenewalInfo {
+            let renewal = try await verifier.verifyPayload(signed, as: JWSRenewalInfoDecodedPayload.self)
+            result.payload.data?.renewalInfo = renewal.value
+            result.renewalUnknownMembers = renewal.unknownMembers
         }
-        if let signed = payload.appData?.signedAppTransactionInfo {
-            payload.appData?.appTransaction = try await verifier.verify(signed, as: AppTransaction.self)
+        if let signed = outer.value.appData?.signedAppTransactionInfo {
+            result.payload.appData?.appTransaction = try await verifier.verify(signed, as: AppTransaction.self)
         }
-        return payload
+        return result
     }
 
     public func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError)
-        -> JWSTransactionDecodedPayload
+        -> (payload: JWSTransactionDecodedPayload, unknownMembers: [UnknownMember])
     {
-        try await verifier(for: app).verify(signedTransaction, as: JWSTransactionDecodedPayload.self)
+        let verified = try await verifier(for: app).verifyPayload(signedTransaction, as: JWSTransactionDecodedPayload.self)
+        return (verified.value, verified.unknownMembers)
     }
 
     public func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError)

@@ -43,7 +43,7 @@ public struct NotificationIngest: Sendable {
             throw .storage("\(error)")
         }
         if rejection.code == .retryableVerificationFailure { throw .storage(rejection.message) }
-        let body = API.storedBody("signedPayload", signedPayload)
+        let body = API.storedBody("signedPayload", signedPayload, codec: api.codec)
         try? await api.ledger.recordRejected(
             ReceivedMessage(notificationUUID: nil, source: source, body: body, receivedAt: now), code: rejection.code.rawValue)
         api.metrics.notificationRejected(version: "2", code: rejection.code.rawValue)
@@ -66,7 +66,8 @@ extension API {
             throw VerificationError.malformed("signedPayload is not a JWS")
         }
         let app = try self.app(claimed)
-        let payload = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
+        let verified = try await verifier.verifyNotification(signedPayload: signedPayload, app: app)
+        let payload = verified.payload
         try checkEnvironment(payload.verificationEnvironment, app: app)
         let facts: [Fact]
         do {
@@ -76,18 +77,18 @@ extension API {
         }
         let message = ReceivedMessage(
             notificationUUID: payload.notificationUUID, source: source,
-            body: Self.storedBody("signedPayload", signedPayload), receivedAt: now,
+            body: Self.storedBody("signedPayload", signedPayload, codec: codec), receivedAt: now,
             notificationType: payload.notificationType?.rawValue ?? "", subtype: payload.subtype?.rawValue,
             bundleId: app.bundleId)
-        // Each fact with the JWS it was verified from.
-        let signed = facts.map { fact -> (fact: Fact, signed: String?) in
+        // Each fact with the JWS it was verified from and what the verifier did not know in it.
+        let signed = facts.map { fact -> (fact: Fact, signed: String?, unknown: [UnknownMember]) in
             switch fact {
-            case .notification: (fact, signedPayload)
-            case .transaction: (fact, payload.data?.signedTransactionInfo)
-            case .renewalInfo: (fact, payload.data?.signedRenewalInfo)
-            case .appTransaction: (fact, payload.appData?.signedAppTransactionInfo)
+            case .notification: (fact, signedPayload, verified.unknownMembers)
+            case .transaction: (fact, payload.data?.signedTransactionInfo, verified.transactionUnknownMembers)
+            case .renewalInfo: (fact, payload.data?.signedRenewalInfo, verified.renewalUnknownMembers)
+            case .appTransaction: (fact, payload.appData?.signedAppTransactionInfo, [])
             case .receiptEntry, .pendingRenewal, .v1Notification, .consumableSpend, .promotionalGrant, .promotionalGrantEnd:
-                (fact, nil)
+                (fact, nil, [])
             }
         }
         if let transaction = payload.data?.transactionInfo {
@@ -108,12 +109,12 @@ extension API {
 
 extension API {
     /// Stores verified facts (``FactLedger/ingest(_:facts:claim:)``) with the members of their
-    /// signed texts this build does not know recorded on them (``UnknownFields``); counts those
-    /// members when the delivery was new.
+    /// signed texts this build does not know (as the verifier found them) recorded on them
+    /// (``UnknownFields``); counts those members when the delivery was new.
     func ingestRecordingUnknown(
-        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim? = nil
+        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?, unknown: [UnknownMember])], claim: Claim? = nil
     ) async throws(HTTPError) -> IngestResult.Status {
-        let (annotated, seen) = UnknownFields.annotate(facts, codec: codec)
+        let (annotated, seen) = UnknownFields.annotate(facts)
         let status = try await store { () async throws(StorageError) in
             try await ledger.ingest(message, facts: annotated, claim: claim)
         }

@@ -22,17 +22,41 @@ extension VerificationError {
 public protocol NotificationVerifying: Sendable {
     /// Verifies a V2 notification's `signedPayload` and each JWS nested in it, returned decoded
     /// beside its text (`data.transactionInfo`, `data.renewalInfo`, `appData.appTransaction`).
-    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError)
-        -> ResponseBodyV2DecodedPayload
-    /// Verifies a transaction the app posted (StoreKit 2 `jwsRepresentation`).
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification
+    /// Verifies a transaction the app posted (StoreKit 2 `jwsRepresentation`), with the members of
+    /// its JSON this build does not know.
     func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError)
-        -> JWSTransactionDecodedPayload
+        -> (payload: JWSTransactionDecodedPayload, unknownMembers: [UnknownMember])
     /// Verifies an app transaction the app posted (`AppTransaction.shared`'s `jwsRepresentation`).
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError)
         -> AppTransaction
     /// Checks an app receipt (PKCS#7) decoded by ``ReceiptVerifier/decode(base64:)`` for `app`:
     /// signature and chain to a receipt root at its creation date, bundle id, environment.
     func verifyReceipt(_ receipt: ReceiptVerifier.Decoded, app: App, now: Int64) throws(VerificationError) -> AppReceipt
+}
+
+/// A verified V2 notification, with the members of its signed JSON this build does not know (the
+/// verifier's decode finds them, ``JSONCodec/decodeReportingUnknown(_:from:known:)``;
+/// ``UnknownFields`` records them on the facts).
+public struct VerifiedNotification: Sendable {
+    /// The payload, its nested JWS decoded.
+    public var payload: ResponseBodyV2DecodedPayload
+    /// The notification's own (its nested objects' dotted: `data.newField`).
+    public var unknownMembers: [UnknownMember]
+    /// Those of `data.signedTransactionInfo`.
+    public var transactionUnknownMembers: [UnknownMember]
+    /// Those of `data.signedRenewalInfo`.
+    public var renewalUnknownMembers: [UnknownMember]
+
+    public init(
+        payload: ResponseBodyV2DecodedPayload, unknownMembers: [UnknownMember] = [], transactionUnknownMembers: [UnknownMember] = [],
+        renewalUnknownMembers: [UnknownMember] = []
+    ) {
+        self.payload = payload
+        self.unknownMembers = unknownMembers
+        self.transactionUnknownMembers = transactionUnknownMembers
+        self.renewalUnknownMembers = renewalUnknownMembers
+    }
 }
 
 extension NotificationVerifying {

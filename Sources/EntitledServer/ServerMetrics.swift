@@ -220,13 +220,15 @@ struct TimedVerifier: NotificationVerifying {
         return try await body()
     }
 
-    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> ResponseBodyV2DecodedPayload {
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
         try await timed("notification") { () async throws(VerificationError) in
             try await base.verifyNotification(signedPayload: signedPayload, app: app)
         }
     }
 
-    func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError) -> JWSTransactionDecodedPayload {
+    func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError)
+        -> (payload: JWSTransactionDecodedPayload, unknownMembers: [UnknownMember])
+    {
         try await timed("transaction") { () async throws(VerificationError) in
             try await base.verifyTransaction(signedTransaction: signedTransaction, app: app)
         }

@@ -12,17 +12,18 @@ extension API {
     /// The job kind that fetches a subscription's whole history from Apple (``Backfill``).
     static let backfillJobKind = "backfill"
 
-    /// Verifies a signed transaction with its app's verifier and maps it to a fact.
+    /// Verifies a signed transaction with its app's verifier and maps it to a fact, with the
+    /// members of its JSON this build does not know.
     /// - Throws: ``VerificationError`` or ``Rejection``.
-    func verifiedTransaction(_ jws: String) async throws -> (app: App, fact: TransactionFact) {
+    func verifiedTransaction(_ jws: String) async throws -> (app: App, fact: TransactionFact, unknown: [UnknownMember]) {
         guard let peeked = JWSPeek.payload(JWSTransactionDecodedPayload.self, jws, codec: codec) else {
             throw VerificationError.malformed("signedTransaction is not a JWS")
         }
         let app = try self.app(peeked.bundleId)
-        let transaction = try await verifier.verifyTransaction(signedTransaction: jws, app: app)
+        let (transaction, unknown) = try await verifier.verifyTransaction(signedTransaction: jws, app: app)
         try checkEnvironment(transaction.environment, app: app)
         do {
-            return (app, try app.transaction(transaction))
+            return (app, try app.transaction(transaction), unknown)
         } catch {
             throw Self.rejection(error)
         }
@@ -32,12 +33,12 @@ extension API {
     /// given (else through its appAccountToken or the subscription's existing link).
     /// - Throws: ``VerificationError`` or ``Rejection`` (nothing stored), or the storage ``HTTPError``.
     func ingestTransaction(_ jws: String, source: IngestSource, claim: Claim?, now: Int64) async throws -> TransactionFact {
-        let (app, fact) = try await verifiedTransaction(jws)
+        let (app, fact, unknown) = try await verifiedTransaction(jws)
         try await enqueueBackfillIfUnseen(app: app, fact.originalTransactionId, environment: fact.environment, source: source, now: now)
         let message = ReceivedMessage(
-            notificationUUID: nil, source: source, body: Self.storedBody("signedTransaction", jws), receivedAt: now,
+            notificationUUID: nil, source: source, body: Self.storedBody("signedTransaction", jws, codec: codec), receivedAt: now,
             bundleId: app.bundleId)
-        _ = try await ingestRecordingUnknown(message, facts: [(.transaction(fact), jws)], claim: claim)
+        _ = try await ingestRecordingUnknown(message, facts: [(.transaction(fact), jws, unknown)], claim: claim)
         return fact
     }
 
@@ -88,9 +89,9 @@ struct Backfill: Sendable {
                 guard let renewal = status.renewalInfo, let transaction = status.transaction else { continue }
                 let fact = try app.renewalInfo(renewal.payload, fallbackProductId: transaction.payload.productId)
                 let message = ReceivedMessage(
-                    notificationUUID: nil, source: .backfill, body: API.storedBody("signedRenewalInfo", renewal.jws), receivedAt: now,
-                    bundleId: app.bundleId)
-                _ = try await api.ingestRecordingUnknown(message, facts: [(.renewalInfo(fact), renewal.jws)])
+                    notificationUUID: nil, source: .backfill,
+                    body: API.storedBody("signedRenewalInfo", renewal.jws, codec: api.codec), receivedAt: now, bundleId: app.bundleId)
+                _ = try await api.ingestRecordingUnknown(message, facts: [(.renewalInfo(fact), renewal.jws, renewal.unknownMembers)])
             }
         } catch let error as HTTPError {
             throw JobFailure(retryable: error.status >= 500, error.detail ?? "\(error.status)")

@@ -21,22 +21,6 @@ enum UnknownFields {
         var field: String
     }
 
-    static let notificationKeys = KnownKeys.of(ResponseBodyV2DecodedPayload.self)
-    static let transactionKeys = KnownKeys.of(JWSTransactionDecodedPayload.self)
-    static let renewalKeys = KnownKeys.of(JWSRenewalInfoDecodedPayload.self)
-    /// The notification's nested objects, each with the members its model knows.
-    static let notificationParts: [(name: String, keys: Set<String>)] = [
-        ("data", KnownKeys.of(NotificationData.self)), ("summary", KnownKeys.of(Summary.self)),
-        ("externalPurchaseToken", KnownKeys.of(ExternalPurchaseToken.self)), ("appData", KnownKeys.of(AppData.self)),
-    ]
-
-    /// The unknown members of one decoded payload object, `prefix`ed, raw and bounded.
-    static func unknown(_ members: [String: RawJSON], known: Set<String>, prefix: String = "") -> [(String, String)] {
-        members.keys.sorted().filter { !known.contains($0) }.map { name in
-            (String((prefix + name).prefix(maxNameLength)), raw(members[name]!))
-        }
-    }
-
     /// A value as compact JSON, at most ``maxValueBytes`` bytes.
     static func raw(_ value: RawJSON) -> String {
         let text = (try? AppStoreJSON.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
@@ -49,54 +33,32 @@ enum UnknownFields {
         return cut + "…"
     }
 
-    /// Everything unknown in a notification's payload: its top level and its nested objects.
-    static func ofNotification(_ jws: String, codec: JSONCodec) -> [(String, String)] {
-        guard let members = JWSPeek.payload([String: RawJSON].self, jws, codec: codec) else { return [] }
-        return inNotification(members)
-    }
-
-    /// The unknown members of a decoded notification payload's members.
-    static func inNotification(_ members: [String: RawJSON]) -> [(String, String)] {
-        var found = unknown(members, known: notificationKeys)
-        for part in notificationParts {
-            if case .object(let nested)? = members[part.name] {
-                found += unknown(nested, known: part.keys, prefix: part.name + ".")
-            }
-        }
-        return found
-    }
-
-    /// The unknown members of a signed transaction or renewal info.
-    static func of(_ jws: String?, known: Set<String>, codec: JSONCodec) -> [(String, String)] {
-        guard let jws, let members = JWSPeek.payload([String: RawJSON].self, jws, codec: codec) else { return [] }
-        return unknown(members, known: known)
-    }
-
-    /// `facts` with the unknown members of the signed texts they came from recorded on them
-    /// (`unknownFields`, at most ``maxFields`` each), and every unknown member seen.
+    /// `facts` with the unknown members of the signed texts they came from (as the verifier's
+    /// decode found them) recorded on them (`unknownFields`, at most ``maxFields`` each, names cut
+    /// to ``maxNameLength``, values to ``maxValueBytes``), and every unknown member seen.
     static func annotate(
-        _ facts: [(fact: Fact, signed: String?)], codec: JSONCodec
+        _ facts: [(fact: Fact, signed: String?, unknown: [UnknownMember])]
     ) -> (facts: [(fact: Fact, signed: String?)], seen: [Seen]) {
         var seen: [Seen] = []
-        func record(_ found: [(String, String)], kind: String) -> [String: String]? {
-            guard !found.isEmpty else { return nil }
+        func record(_ members: [UnknownMember], kind: String) -> [String: String]? {
+            guard !members.isEmpty else { return nil }
+            let found = members.map { (String($0.name.prefix(maxNameLength)), $0) }
             seen += found.map { Seen(kind: kind, field: $0.0) }
-            return Dictionary(found.prefix(maxFields).map { ($0.0, $0.1) }, uniquingKeysWith: { first, _ in first })
+            return Dictionary(found.prefix(maxFields).map { ($0.0, raw($0.1.value)) }, uniquingKeysWith: { first, _ in first })
         }
         let annotated = facts.map { item -> (fact: Fact, signed: String?) in
             switch item.fact {
             case .notification(var f):
-                guard let signed = item.signed else { return item }
-                f.unknownFields = record(ofNotification(signed, codec: codec), kind: "notification")
+                f.unknownFields = record(item.unknown, kind: "notification")
                 return (.notification(f), item.signed)
             case .transaction(var f):
-                f.unknownFields = record(of(item.signed, known: transactionKeys, codec: codec), kind: "transaction")
+                f.unknownFields = record(item.unknown, kind: "transaction")
                 return (.transaction(f), item.signed)
             case .renewalInfo(var f):
-                f.unknownFields = record(of(item.signed, known: renewalKeys, codec: codec), kind: "renewalInfo")
+                f.unknownFields = record(item.unknown, kind: "renewalInfo")
                 return (.renewalInfo(f), item.signed)
             default:
-                return item
+                return (item.fact, item.signed)
             }
         }
         return (annotated, seen)

@@ -39,6 +39,14 @@ enum FakeJWS {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ jws: String) throws(VerificationError) -> T {
+        try decodeReportingUnknown(type, jws).value
+    }
+
+    /// The payload and the members its model does not know, as the real verifier's decode
+    /// reports them (with the fast paths' switch of this test run).
+    static func decodeReportingUnknown<T: Decodable>(_ type: T.Type, _ jws: String) throws(VerificationError)
+        -> (value: T, unknown: [UnknownMember])
+    {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let bytes = Base64URL.decode(parts[1]) else { throw VerificationError(.malformedPayload, "not a JWS") }
         switch parts[2] {
@@ -49,37 +57,49 @@ enum FakeJWS {
         default: throw VerificationError(.invalidSignature, "bad signature")
         }
         do {
-            return try AppStoreJSON.decode(type, from: Data(bytes))
-        } catch {
+            // Decoded first as before for the errors' wording; then as the verifier decodes.
+            let value = try AppStoreJSON.decode(type, from: Data(bytes))
+            guard let known = (T.self as? any ReportsUnknownMembers.Type)?.knownMembers else { return (value, []) }
+            return try testFastPaths.codec.decodeReportingUnknown(type, from: bytes, known: known)
+        } catch let error as AppStoreDecodingError {
             throw VerificationError(.malformedPayload, error.description)
+        } catch {
+            throw VerificationError(.malformedPayload, "\(error)")
         }
     }
 }
 
 /// Checks fake signatures, bundle ids and app Apple ids, as the real verifier will.
 struct StubVerifier: NotificationVerifying {
-    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> ResponseBodyV2DecodedPayload {
-        var payload = try FakeJWS.decode(ResponseBodyV2DecodedPayload.self, signedPayload)
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
+        let (payload, unknown) = try FakeJWS.decodeReportingUnknown(ResponseBodyV2DecodedPayload.self, signedPayload)
+        var verified = VerifiedNotification(payload: payload, unknownMembers: unknown)
         guard payload.verificationBundleId == app.bundleId else { throw VerificationError(.invalidAppIdentifier) }
         if let id = payload.verificationAppAppleId, let expected = app.appAppleId, id != expected {
             throw VerificationError(.invalidAppIdentifier)
         }
         if let jws = payload.data?.signedTransactionInfo {
-            payload.data?.transactionInfo = try FakeJWS.decode(JWSTransactionDecodedPayload.self, jws)
+            let transaction = try FakeJWS.decodeReportingUnknown(JWSTransactionDecodedPayload.self, jws)
+            verified.payload.data?.transactionInfo = transaction.value
+            verified.transactionUnknownMembers = transaction.unknown
         }
         if let jws = payload.data?.signedRenewalInfo {
-            payload.data?.renewalInfo = try FakeJWS.decode(JWSRenewalInfoDecodedPayload.self, jws)
+            let renewal = try FakeJWS.decodeReportingUnknown(JWSRenewalInfoDecodedPayload.self, jws)
+            verified.payload.data?.renewalInfo = renewal.value
+            verified.renewalUnknownMembers = renewal.unknown
         }
         if let jws = payload.appData?.signedAppTransactionInfo {
-            payload.appData?.appTransaction = try FakeJWS.decode(AppTransaction.self, jws)
+            verified.payload.appData?.appTransaction = try FakeJWS.decode(AppTransaction.self, jws)
         }
-        return payload
+        return verified
     }
 
-    func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError) -> JWSTransactionDecodedPayload {
-        let transaction = try FakeJWS.decode(JWSTransactionDecodedPayload.self, signedTransaction)
+    func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError)
+        -> (payload: JWSTransactionDecodedPayload, unknownMembers: [UnknownMember])
+    {
+        let (transaction, unknown) = try FakeJWS.decodeReportingUnknown(JWSTransactionDecodedPayload.self, signedTransaction)
         guard transaction.bundleId == app.bundleId else { throw VerificationError(.invalidAppIdentifier) }
-        return transaction
+        return (transaction, unknown)
     }
 
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {
@@ -402,6 +422,11 @@ enum AppleFixtures {
     static func load<T: Decodable>(_ type: T.Type, _ name: String) throws -> T {
         guard let folder else { throw CocoaError(.fileNoSuchFile) }
         return try AppStoreJSON.decode(type, from: Data(contentsOf: folder.appendingPathComponent(name)))
+    }
+
+    static func bytes(_ name: String) throws -> [UInt8] {
+        guard let folder else { throw CocoaError(.fileNoSuchFile) }
+        return Array(try Data(contentsOf: folder.appendingPathComponent(name)))
     }
 }
 

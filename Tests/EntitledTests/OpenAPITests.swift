@@ -54,10 +54,12 @@ enum OpenAPISpec {
 
 /// A verifier that is never called: only the routes matter here.
 private struct Unused: NotificationVerifying {
-    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> ResponseBodyV2DecodedPayload {
+    func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
         throw VerificationError(.init(rawValue: "UNUSED"))
     }
-    func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError) -> JWSTransactionDecodedPayload {
+    func verifyTransaction(signedTransaction: String, app: App) async throws(VerificationError)
+        -> (payload: JWSTransactionDecodedPayload, unknownMembers: [UnknownMember])
+    {
         throw VerificationError(.init(rawValue: "UNUSED"))
     }
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {

@@ -1,4 +1,5 @@
 import AppStore
+import Entitlements
 import Foundation
 import Testing
 
@@ -108,8 +109,33 @@ import Testing
         #expect(cut.hasSuffix("…"))
         #expect(cut.utf8.count <= UnknownFields.maxValueBytes + "…".utf8.count)
         #expect(cut.dropLast().allSatisfy { $0 == "é" || $0 == "\"" })
-        let many = Dictionary(uniqueKeysWithValues: (0..<40).map { ("f\($0)", RawJSON.integer(Int64($0))) })
-        #expect(UnknownFields.unknown(many, known: []).count == 40)
+    }
+
+    @Test func atMostSixteenMembersAreRecordedButEveryOneIsCounted() throws {
+        let members = (0..<40).map { UnknownMember(name: "f\($0)", value: .integer(Int64($0))) }
+        let fact = RenewalInfoFact(originalTransactionId: "1", productId: "pro.monthly", autoRenewStatus: true, signedDate: Self.t0)
+        let (facts, seen) = UnknownFields.annotate([(.renewalInfo(fact), nil, members)])
+        guard case .renewalInfo(let recorded)? = facts.first?.fact else { Issue.record("not a renewal"); return }
+        #expect(recorded.unknownFields?.count == UnknownFields.maxFields)
+        #expect(seen.count == 40)
+    }
+
+    /// The one decode reports the members its model does not read — from the fast reader's parse
+    /// and, with the fast paths off, from Foundation's — the same either way: the top level and
+    /// a notification's nested objects, each by name, raw.
+    @Test(arguments: [true, false])
+    func theDecodeReportsWhatItsModelDoesNotRead(fastPaths: Bool) throws {
+        let json = #"{"zeta":{"b":1,"a":[true,null]},"notificationType":"SUBSCRIBED","data":{"bundleId":"b","new":"x"},"alpha":-3}"#
+        let (payload, unknown) = try JSONCodec(fastPaths: fastPaths).decodeReportingUnknown(
+            ResponseBodyV2DecodedPayload.self, from: Array(json.utf8), known: ResponseBodyV2DecodedPayload.knownMembers)
+        #expect(payload.notificationType == .subscribed)
+        #expect(payload.data?.bundleId == "b")
+        #expect(
+            unknown == [
+                UnknownMember(name: "alpha", value: .integer(-3)),
+                UnknownMember(name: "zeta", value: .object(["a": .array([.bool(true), .null]), "b": .integer(1)])),
+                UnknownMember(name: "data.new", value: .string("x")),
+            ])
     }
 
     /// Apple's own payload fixtures use no member our models do not know: the known-key lists,
@@ -120,27 +146,40 @@ import Testing
             "signedRescindConsentNotification.json", "signedConsumptionRequestNotification.json",
         ])
     func appleNotificationFixturesHaveNoUnknownMembers(name: String) throws {
-        let members = try AppleFixtures.load([String: RawJSON].self, name)
-        #expect(UnknownFields.inNotification(members).map(\.0) == [])
+        let bytes = try AppleFixtures.bytes(name)
+        for codec in [JSONCodec(fastPaths: true), JSONCodec(fastPaths: false)] {
+            let known = ResponseBodyV2DecodedPayload.knownMembers
+            #expect(try codec.decodeReportingUnknown(ResponseBodyV2DecodedPayload.self, from: bytes, known: known).unknown == [])
+        }
     }
 
     @Test(arguments: [("signedTransaction.json", true), ("signedTransactionWithRevocation.json", true), ("signedRenewalInfo.json", false)])
     func appleTransactionFixturesHaveNoUnknownMembers(name: String, isTransaction: Bool) throws {
-        let members = try AppleFixtures.load([String: RawJSON].self, name)
-        let known = isTransaction ? UnknownFields.transactionKeys : UnknownFields.renewalKeys
-        #expect(UnknownFields.unknown(members, known: known).map(\.0) == [])
+        let bytes = try AppleFixtures.bytes(name)
+        for codec in [JSONCodec(fastPaths: true), JSONCodec(fastPaths: false)] {
+            let unknown =
+                isTransaction
+                ? try codec.decodeReportingUnknown(JWSTransactionDecodedPayload.self, from: bytes, known: JWSTransactionDecodedPayload.knownMembers).unknown
+                : try codec.decodeReportingUnknown(JWSRenewalInfoDecodedPayload.self, from: bytes, known: JWSRenewalInfoDecodedPayload.knownMembers).unknown
+            #expect(unknown == [])
+        }
     }
 
     @Test func knownKeysComeFromTheModels() {
-        let transaction = UnknownFields.transactionKeys
+        let transaction = JWSTransactionDecodedPayload.knownMembers.keys
         for field in ["offerPeriod", "appTransactionId", "billingPlanType", "commitmentInfo", "advancedCommerceInfo", "storefrontId"] {
             #expect(transaction.contains(field), "\(field)")
         }
-        #expect(UnknownFields.renewalKeys.isSuperset(of: ["renewalBillingPlanType", "commitmentInfo", "offerPeriod", "appTransactionId"]))
-        let externalToken = UnknownFields.notificationParts.first { $0.name == "externalPurchaseToken" }?.keys ?? []
+        #expect(
+            JWSRenewalInfoDecodedPayload.knownMembers.keys.isSuperset(of: [
+                "renewalBillingPlanType", "commitmentInfo", "offerPeriod", "appTransactionId",
+            ]))
+        let parts = ResponseBodyV2DecodedPayload.knownMembers.nested
+        #expect(parts.map(\.name) == ["data", "summary", "externalPurchaseToken", "appData"])
+        let externalToken = parts.first { $0.name == "externalPurchaseToken" }?.keys ?? []
         #expect(externalToken.isSuperset(of: ["externalPurchaseId", "tokenType", "tokenExpirationDate"]))
         // Set by the verifier, never read from JSON: a payload carrying it is carrying something unknown.
-        #expect(!UnknownFields.notificationParts[0].keys.contains("transactionInfo"))
-        #expect(UnknownFields.notificationKeys.isSuperset(of: ["notificationType", "subtype", "data", "signedDate", "appData"]))
+        #expect(!parts[0].keys.contains("transactionInfo"))
+        #expect(ResponseBodyV2DecodedPayload.knownMembers.keys.isSuperset(of: ["notificationType", "subtype", "data", "signedDate", "appData"]))
     }
 }

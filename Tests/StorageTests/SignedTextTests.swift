@@ -163,4 +163,32 @@ struct SignedTextTests {
             #expect(Array(try await store.bodies().values) == [body])
         }
     }
+
+    /// A message's JWS that share one header (the notification and its nested JWS, signed by the
+    /// same chain) give one `JWSHeader`, digested once; another header is a header of its own.
+    @Test func aMessagesSharedHeaderIsMadeOnce() {
+        let chain = Array("eyJhbGciOiJFUzI1NiIsIng1YyI6WyJNSUkiXX0".utf8)
+        let other = Array("eyJhbGciOiJFUzI1NiJ9".utf8)
+        var made: [JWSHeader] = []
+        let first = JWSHeader(chain[...], reusing: &made)
+        let again = JWSHeader(chain[...], reusing: &made)
+        #expect(made.count == 1)
+        #expect(again.digest == first.digest && again.text == chain)
+        #expect(first.digest == JWSHeader(chain).digest)
+        let third = JWSHeader(other[...], reusing: &made)
+        #expect(made.count == 2)
+        #expect(third.digest == JWSHeader(other).digest && third.text == other)
+    }
+
+    /// A fact's text is scanned once: the digest's scan also says where packing splits it.
+    @Test(arguments: ["eyJhbGciOiJFUzI1NiJ9.eyJhIjoxfQ.c2ln", "not.a-jws!", "{\"v1\":true}", "a..b"])
+    func theDigestsScanGivesPackingsSplit(text: String) {
+        let bytes = Array(text.utf8)
+        let (hex, end) = FactDigest.hexAndSigningInputEnd(text)
+        #expect(hex == FactDigest.hex(text))
+        #expect(end == bytes.withUnsafeBufferPointer { FactDigest.signingInputEnd($0) })
+        let once = SignedTextPacker.split(bytes, signingInputEnd: end)
+        let twice = SignedTextPacker.split(bytes)
+        #expect(once.map { [Array($0.header), Array($0.payload), Array($0.signature)] } == twice.map { [Array($0.header), Array($0.payload), Array($0.signature)] })
+    }
 }

@@ -20,6 +20,9 @@ struct FactRow: Sendable {
     var packed: [SignedPart]? = nil
     /// `facts.jws_sha256`: lower-case hex SHA-256 of what `signed` signs (``FactDigest``).
     var digest: String
+    /// Where `signed`'s signing input ends (its UTF-8 length when it is no compact JWS), found with
+    /// the digest: packing splits the text there without scanning it again.
+    var signingInputEnd: Int
     /// `facts.payload`.
     var payload: String
     var transactionId: String?
@@ -33,7 +36,7 @@ struct FactRow: Sendable {
         self.fact = fact
         payload = projector.encode(fact)
         self.signed = fact.identity ?? signed ?? payload
-        digest = FactDigest.hex(self.signed)
+        (digest, signingInputEnd) = FactDigest.hexAndSigningInputEnd(self.signed)
         kind = fact.ledgerKind
         originalTransactionId = fact.ledgerOriginalTransactionId
         signedDate = fact.date
@@ -69,12 +72,13 @@ extension FactRow {
         let texts = rows.indices.compactMap { index -> (index: Int, text: [UInt8], split: SignedTextPacker.Split)? in
             guard rows[index].fact.identity == nil else { return nil }
             let text = Array(rows[index].signed.utf8)
-            return SignedTextPacker.split(text).map { (index, text, $0) }
+            return SignedTextPacker.split(text, signingInputEnd: rows[index].signingInputEnd).map { (index, text, $0) }
         }
         let siblings = SignedSiblings(split: texts.map { (rows[$0.index].kind, $0.text, $0.split, rows[$0.index].digest) })
         var headers: Set<JWSHeader> = []
+        var made: [JWSHeader] = []
         for (index, _, split) in texts {
-            rows[index].packed = SignedTextPacker.packJWS(split, siblings: siblings).map { [$0] }
+            rows[index].packed = SignedTextPacker.packJWS(split, siblings: siblings, headers: &made).map { [$0] }
             if let packed = rows[index].packed { SignedTextPacker.headers(in: packed, into: &headers) }
         }
         var message = PackedMessage(headers: headers)

@@ -10,11 +10,15 @@ import EntitledCrypto
 enum FactDigest {
     /// Lower-case hex SHA-256 of the signing input of `text` when it is a compact JWS, else of
     /// all of `text`'s UTF-8 bytes (OpenSSL, through EntitledCrypto).
-    static func hex(_ text: String) -> String {
+    static func hex(_ text: String) -> String { hexAndSigningInputEnd(text).hex }
+
+    /// ``hex(_:)`` and where the signing input ends (``signingInputEnd(_:)``), from one scan of
+    /// `text`: packing splits the same text there.
+    static func hexAndSigningInputEnd(_ text: String) -> (hex: String, signingInputEnd: Int) {
         var text = text
         return text.withUTF8 { bytes in
-            let signed = UnsafeBufferPointer(rebasing: bytes[..<signingInputEnd(bytes)])
-            return Hex.encode(SHA256.hash(UnsafeRawBufferPointer(signed)))
+            let end = signingInputEnd(bytes)
+            return (Hex.encode(SHA256.hash(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[..<end])))), end)
         }
     }
 
@@ -22,7 +26,7 @@ enum FactDigest {
     /// they are not one: exactly three segments, each non-empty base64url (`A–Z a–z 0–9 - _`).
     static func signingInputEnd(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
         // An index loop, not `enumerated()`: this runs over every signed text received (several
-        // kilobytes each, and more than once since the ledger packs them).
+        // kilobytes each; a fact row keeps the answer for packing, ``FactRow/signingInputEnd``).
         var dots = 0
         var secondDot = 0
         var segmentStart = 0

@@ -40,6 +40,24 @@ struct JWSHeader: Sendable, Hashable {
         digest = Hex.encode(SHA256.hash(text))
     }
 
+    /// The header `text` is: one of `made` with the same bytes, else a new one added to `made`.
+    /// A message's JWS usually share one header (the same `x5c` chain signs the notification and
+    /// its nested JWS), so its digest is taken once per message, not once per JWS.
+    init(_ text: ArraySlice<UInt8>, reusing made: inout [JWSHeader]) {
+        let known = text.withUnsafeBytes { wanted in
+            made.first { header in
+                header.text.count == wanted.count
+                    && header.text.withUnsafeBytes { memcmp($0.baseAddress!, wanted.baseAddress!, wanted.count) == 0 }
+            }
+        }
+        if let known {
+            self = known
+        } else {
+            self.init(Array(text))
+            made.append(self)
+        }
+    }
+
     static func == (a: JWSHeader, b: JWSHeader) -> Bool { a.digest == b.digest }
     func hash(into hasher: inout Hasher) { hasher.combine(digest) }
 }
@@ -89,7 +107,11 @@ enum SignedTextPacker {
     typealias Split = (header: ArraySlice<UInt8>, payload: ArraySlice<UInt8>, signature: ArraySlice<UInt8>)
 
     static func split(_ bytes: [UInt8]) -> Split? {
-        let end = bytes.withUnsafeBufferPointer { FactDigest.signingInputEnd($0) }
+        split(bytes, signingInputEnd: bytes.withUnsafeBufferPointer { FactDigest.signingInputEnd($0) })
+    }
+
+    /// ``split(_:)`` where ``FactDigest/signingInputEnd(_:)`` of `bytes` is known: `end`.
+    static func split(_ bytes: [UInt8], signingInputEnd end: Int) -> Split? {
         guard end < bytes.count, let firstDot = bytes.firstIndex(of: UInt8(ascii: ".")) else { return nil }
         return (bytes[..<firstDot], bytes[(firstDot + 1)..<end], bytes[(end + 1)...])
     }
@@ -133,11 +155,20 @@ enum SignedTextPacker {
     }
 
     static func packJWS(_ split: Split, siblings: SignedSiblings) -> SignedPart? {
+        var headers: [JWSHeader] = []
+        return packJWS(split, siblings: siblings, headers: &headers)
+    }
+
+    /// ``packJWS(_:siblings:)`` for one of a message's texts: `headers` are those its other texts
+    /// made (``JWSHeader/init(_:reusing:)``).
+    static func packJWS(_ split: Split, siblings: SignedSiblings, headers: inout [JWSHeader]) -> SignedPart? {
         let (header, payload, signature) = split
         guard let payloadBytes = urlDecode(payload), reencodes(payloadBytes, to: payload),
             let signatureBytes = urlDecode(signature), reencodes(signatureBytes, to: signature)
         else { return nil }
-        return .jws(header: JWSHeader(Array(header)), payload: referencing(payloadBytes, siblings: siblings), signature: signatureBytes)
+        return .jws(
+            header: JWSHeader(header, reusing: &headers), payload: referencing(payloadBytes, siblings: siblings),
+            signature: signatureBytes)
     }
 
     /// `bytes` with every quoted sibling text replaced by a reference (the quotes stay literal).
