@@ -8,6 +8,9 @@ p = argparse.ArgumentParser()
 for name in ("entitled", "dir", "simulator", "primary", "replica"):
     p.add_argument("--" + name, required=True)
 p.add_argument("--customers", type=int, default=24)
+# "thisServer" turns the cross-server check off: the phase at the end must then fail.
+p.add_argument("--read-your-writes", default="allServers")
+p.add_argument("--cross-reads", type=int, default=8)
 args = p.parse_args()
 rng = random.Random(20)
 started = time.monotonic()
@@ -127,7 +130,7 @@ config = {
                   {"productId": "basic.monthly", "type": "autoRenewable", "subscriptionGroup": "premium", "level": 3, "entitlements": ["basic"]},
                   {"productId": "lifetime", "type": "nonConsumable", "entitlements": ["pro"]},
                   {"productId": "pass.month", "type": "nonRenewing", "entitlements": ["pass"], "subscriptionGroup": "pass", "duration": "P1M"}]}],
-    "database": {"primary": args.primary, "replicas": [args.replica]},
+    "database": {"primary": args.primary, "replicas": [args.replica], "readYourWrites": args.read_your_writes},
     "storage": {"connections": 4},
     "http": {"accessLog": False},
 }
@@ -314,8 +317,45 @@ if differences:
 replica_reads = replica_transactions() - replica_before
 if replica_reads < len(customers):
     fail(f"the replica served {replica_reads} reads of the {len(customers) * 4} customer reads once caught up")
+
+# Read-your-writes across servers: a client posts a new purchase through one server and reads
+# its answer at once through the next one (round-robin). Before each write the replica has
+# replayed everything, so the reading server's own last commit is no reason to avoid it: only the
+# customer's stamp on the primary (database.readYourWrites: allServers) keeps the read off the
+# replica, which replays the write 200 ms late.
+# Not those who own the lifetime product already (i % 6 == 3) or whose payments fail (i % 6 == 5).
+cross = [c for i, c in enumerate(customers) if i % 6 not in (3, 5)][:args.cross_reads]
+purchases = []
+for customer in cross:
+    before = len(notifications)
+    act({"action": "purchase", "customer": customer, "product": "lifetime"})
+    signed = [claims(n[1])["data"].get("signedTransactionInfo") for n in notifications[before:]]
+    if not signed or not signed[0]:
+        fail(f"no signed transaction for {customer}'s purchase")
+    purchases.append((customer, signed[0]))
+
+
+def replica_caught_up():
+    lsn = psql(args.primary, "SELECT pg_current_wal_lsn()")
+    return psql(args.replica, f"SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn") == "t"
+
+
+missed = []
+for k, (customer, signed) in enumerate(purchases):
+    wait_for("the replica to replay", replica_caught_up)
+    writer, reader = cluster[k % len(cluster)], cluster[(k + 1) % len(cluster)]
+    status, body = http("POST", f"{writer.url}/v1/customers/{customer}/transactions", {"signedTransaction": signed})
+    if status != 200:
+        fail(f"{writer.name}: posting {customer}'s purchase: {status} {body[:300]!r}")
+    status, answer = http("GET", f"{reader.url}/v1/customers/{customer}")
+    if status != 200 or b'"lifetime"' not in answer:
+        missed.append(f"{customer} (written through {writer.name}, read through {reader.name})")
+if missed:
+    fail(f"readYourWrites {args.read_your_writes}: {len(missed)} of {len(purchases)} reads through another server "
+         f"missed the write just made: {missed[:3]}")
 for server in cluster:
     server.process.terminate()
 reference.process.terminate()
 print(f"test-scale: ok: {len(customers)} customers, {len(otids)} subscriptions equal on 3 servers and the reference; "
-      f"{jobs} backfill jobs ran once; the replica served {replica_reads} of the final reads; {time.monotonic() - started:.1f} s", file=sys.stderr)
+      f"{jobs} backfill jobs ran once; the replica served {replica_reads} of the final reads; "
+      f"{len(purchases)} reads through another server right after a write saw it; {time.monotonic() - started:.1f} s", file=sys.stderr)

@@ -7,6 +7,9 @@
 # answer equals the reference's, every acknowledged notification is in the ledger, every backfill
 # job ran once, and a client's read after its own write sees it. The replica replays 200 ms late
 # (recovery_min_apply_delay), so a read routed to it without regard to its position would miss it.
+# Last, a client writes through one server and reads at once through the next: with
+# ENTITLED_SCALE_READ_YOUR_WRITES=thisServer (database.readYourWrites) that read misses the write
+# and the script fails, which shows the check is what keeps it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=env.sh
@@ -65,4 +68,4 @@ sim_pid=$!
 python3 scripts/scale_check.py --entitled "$entitled" --dir "$dir" --simulator "http://127.0.0.1:$sim_port" \
   --primary "postgres://postgres@127.0.0.1:$primary_port/postgres" \
   --replica "postgres://postgres@127.0.0.1:$replica_port/postgres" \
-  --customers "${ENTITLED_SCALE_CUSTOMERS:-24}"
+  --customers "${ENTITLED_SCALE_CUSTOMERS:-24}" --read-your-writes "${ENTITLED_SCALE_READ_YOUR_WRITES:-allServers}"

@@ -75,6 +75,8 @@ public enum APIBenchmark {
         try Data(bodies.joined(separator: "\n").utf8).write(to: bodiesFile)
         let ingestScript = folder.appendingPathComponent("ingest.lua")
         try Data(ingestLua.utf8).write(to: ingestScript)
+        let readScript = folder.appendingPathComponent("read.lua")
+        try Data(readLua.utf8).write(to: readScript)
 
         var backends: [(String, String, String?)] = []
         if only != "postgres" { backends.append(("SQLite", "sqlite:\(folder.path)/ingest.sqlite", nil)) }
@@ -133,6 +135,12 @@ public enum APIBenchmark {
                     rate / limit, label == "SQLite" ? ", target 0.5" : "", errors))
         }
 
+        if only != "sqlite", let postgresURL {
+            try await processComparison(
+                postgresURL: postgresURL, bodies: bodies, folder: folder, rootFile: rootFile, duration: duration,
+                connections: connections, now: now, wrk: wrk)
+        }
+
         if only != "postgres" && options.webhookRounds > 0 {
             try await webhookComparison(
                 rounds: options.webhookRounds, configuration: configuration, folder: folder, notificationCount: notificationCount,
@@ -149,8 +157,6 @@ public enum APIBenchmark {
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
                 syntheticProjection(n: n, user: user, token: token, now: now, projector: projector)
             }
-            let readScript = folder.appendingPathComponent("read.lua")
-            try Data(readLua.utf8).write(to: readScript)
             let report = try await withServer(configuration: configuration, store: store, fastPaths: fastPaths) { port in
                 let output = try await Executable.run(
                     wrk, [

@@ -2,6 +2,7 @@ import enum Entitlements.RestoreBehavior
 import struct Entitlements.WinBackOfferRule
 import Foundation
 import HTTPServer
+import enum Storage.ReadYourWrites
 
 /// The whole configuration of an `entitled` server (the JSON file documented in docs/configuration.md).
 public struct Configuration: Sendable, Equatable {
@@ -12,6 +13,9 @@ public struct Configuration: Sendable, Equatable {
     /// PostgreSQL streaming replicas (`database.replicas`) that serve customer reads once they have
     /// replayed this process's last commit; empty (the default) reads the primary.
     public var databaseReplicas: [String] = []
+    /// With replicas (`database.readYourWrites`): whether a customer read sees that customer's
+    /// writes made through every server (default) or through this one only.
+    public var databaseReadYourWrites: ReadYourWrites = .allServers
     /// Storage limits and retention (the `storage` section).
     public var storage: StorageSettings = StorageSettings()
     /// Keys for the customer and admin API.

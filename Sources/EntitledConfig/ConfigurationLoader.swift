@@ -44,6 +44,7 @@ public struct ConfigurationLoader: Sendable {
                 // Replaces the whole `database` of the file, replicas included.
                 configuration.database = try Self.databaseURL(value, path: "ENTITLED_DATABASE")
                 configuration.databaseReplicas = []
+                configuration.databaseReadYourWrites = .allServers
             }
         }
         if let listen {
@@ -53,6 +54,7 @@ public struct ConfigurationLoader: Sendable {
             problems.check { () throws(ConfigurationError) in
                 configuration.database = try Self.databaseURL(database, path: "--database")
                 configuration.databaseReplicas = []
+                configuration.databaseReadYourWrites = .allServers
             }
         }
         try problems.finish()
@@ -88,7 +90,8 @@ public struct ConfigurationLoader: Sendable {
             configuration.listen = try Self.listenAddress(try node.string(), path: node.path)
         }
         reader.read("database", problems) { node throws(ConfigurationError) in
-            (configuration.database, configuration.databaseReplicas) = try Self.database(node, problems)
+            (configuration.database, configuration.databaseReplicas, configuration.databaseReadYourWrites) = try Self.database(
+                node, problems)
         }
         reader.read("storage", problems) { node throws(ConfigurationError) in configuration.storage = try storage(node, problems) }
         reader.read("apiKeys", problems) { node throws(ConfigurationError) in
@@ -428,9 +431,10 @@ public struct ConfigurationLoader: Sendable {
         return address
     }
 
-    /// `database`: a URL, or `{"primary": URL, "replicas": [URL]}` (PostgreSQL only, at most 16 replicas).
-    static func database(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> (String, [String]) {
-        if let raw = node.value as? String { return (try databaseURL(raw, path: node.path), []) }
+    /// `database`: a URL, or `{"primary": URL, "replicas": [URL], "readYourWrites": …}` (PostgreSQL
+    /// only, at most 16 replicas).
+    static func database(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> (String, [String], ReadYourWrites) {
+        if let raw = node.value as? String { return (try databaseURL(raw, path: node.path), [], .allServers) }
         var object = try node.object()
         let primaryNode = try object.require("primary")
         let primary = try databaseURL(try primaryNode.string(), path: primaryNode.path)
@@ -446,12 +450,19 @@ public struct ConfigurationLoader: Sendable {
                 replicas.append(url)
             }
         }
+        var readYourWrites = ReadYourWrites.allServers
+        object.read("readYourWrites", problems) { value throws(ConfigurationError) in
+            guard let choice = ReadYourWrites(rawValue: try value.string()) else {
+                throw ConfigurationError(path: value.path, message: "must be 'allServers' or 'thisServer'")
+            }
+            readYourWrites = choice
+        }
         object.finish(problems)
         let primaryIsPostgres: Bool = if case .postgres = try? DatabaseURL(parsing: primary) { true } else { false }
         guard replicas.isEmpty || primaryIsPostgres else {
             throw ConfigurationError(path: primaryNode.path, message: "replicas need a postgres:// primary")
         }
-        return (primary, replicas)
+        return (primary, replicas, readYourWrites)
     }
 
     /// Checks `raw` with Storage's ``DatabaseURL`` parser, the one that opens it.

@@ -81,7 +81,8 @@ public func buildApplication(
         opened = store
     } else {
         opened = try await openDatabase(
-            configuration.database, replicas: configuration.databaseReplicas, storage: configuration.storage, observer: metrics)
+            configuration.database, replicas: configuration.databaseReplicas, readYourWrites: configuration.databaseReadYourWrites,
+            storage: configuration.storage, observer: metrics)
     }
     do {
         // One query now; the observer keeps the gauges current from here on.

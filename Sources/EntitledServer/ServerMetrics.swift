@@ -249,7 +249,7 @@ struct TimedVerifier: NotificationVerifying {
 
 extension Duration {
     /// In seconds, as a Double.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    package var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 extension ServerMetrics {

@@ -7,7 +7,8 @@ import Storage
 /// - Throws: ``StartupError/runtime(_:)``.
 /// `observer` is told of group commits and committed projection changes (``ServerMetrics``).
 public func openDatabase(
-    _ url: String, replicas: [String] = [], storage: StorageSettings = StorageSettings(), observer: (any LedgerObserver)? = nil
+    _ url: String, replicas: [String] = [], readYourWrites: ReadYourWrites = .allServers, storage: StorageSettings = StorageSettings(),
+    observer: (any LedgerObserver)? = nil
 ) async throws(StartupError) -> any LedgerStore {
     let parsed: DatabaseURL
     do {
@@ -33,6 +34,7 @@ public func openDatabase(
         var options = storeConfiguration(storage)
         options.ledgerObserver = observer
         options.postgresReplicas = replicas
+        options.readYourWrites = readYourWrites
         store = try await openStore(parsed, configuration: options)
     } catch {
         throw .runtime("database: \(error)")

@@ -219,6 +219,46 @@ package enum _StorageFixtures {
     }
 }
 
+extension _StorageBenchmark {
+    /// The accepted notifications in the ledger (`bench api` waits for its ingest with it).
+    package static func notificationCount(_ store: any LedgerStore) async throws -> Int64 {
+        guard let store = store as? any SessionBackedStore else { throw StorageError(.invalidArgument, "unsupported store") }
+        return try await store.read { try $0.query("SELECT count(*) FROM notifications", []).first?.int(0) ?? 0 }
+    }
+
+    /// What a customer read costs the primary with `readYourWrites: allServers`.
+    package enum CustomerReadStep: Sendable {
+        /// The customer's stamp and the primary's position (``ReplicaNeed/lookup(_:appUserId:)``).
+        case stampLookup
+        /// The customer answer itself (what a replica, or the primary, then serves).
+        case answer
+    }
+
+    /// Runs `step` for `count` random customers of `user-0` … `user-(customers-1)`, one after
+    /// another on one PostgreSQL connection, and returns the seconds it took.
+    package static func time(_ step: CustomerReadStep, _ store: any LedgerStore, customers: Int, count: Int) async throws -> Double {
+        guard let store = store as? PostgresStore else { throw StorageError(.invalidArgument, "not a PostgreSQL store") }
+        return try await store.read { session in
+            let started = ContinuousClock.now
+            for _ in 0..<count {
+                let user = "user-\(Int.random(in: 0..<max(1, customers)))"
+                switch step {
+                case .stampLookup: _ = try ReplicaNeed.lookup(session, appUserId: user)
+                case .answer: _ = try Ledger(session: session, fault: nil).projection(appUserId: user)
+                }
+            }
+            let elapsed = (ContinuousClock.now - started).components
+            return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        }
+    }
+
+    /// The process id of one of a PostgreSQL store's server backends (`pg_backend_pid()`).
+    package static func backendPID(_ store: any LedgerStore) async throws -> Int32 {
+        guard let store = store as? PostgresStore else { throw StorageError(.invalidArgument, "not a PostgreSQL store") }
+        return Int32(try await store.read { try $0.query("SELECT pg_backend_pid()", []).first?.int(0) ?? 0 })
+    }
+}
+
 /// Not API (`package`): drops a benchmark's PostgreSQL schema.
 package enum _StorageBenchmarkCleanup {
     /// Drops `schema` (PostgreSQL only; letters, digits and `_`).

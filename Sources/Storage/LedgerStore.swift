@@ -146,6 +146,8 @@ public struct StoreConfiguration: Sendable {
     /// PostgreSQL: streaming replicas (libpq URIs) for reads. A read goes to a replica only once
     /// it has replayed this process's last commit (``PostgresStore``), else to the primary.
     public var postgresReplicas: [String] = []
+    /// PostgreSQL with replicas: whose writes a customer read must see. Default ``ReadYourWrites/allServers``.
+    public var readYourWrites: ReadYourWrites = .allServers
     /// PostgreSQL: a schema to use (created when missing) instead of `public`; tests use one per test.
     /// Letters, digits and `_` only.
     public var postgresSchema: String? = nil
@@ -176,6 +178,17 @@ public struct StoreConfiguration: Sendable {
 
     /// Creates the default configuration.
     public init() {}
+}
+
+/// Which committed writes a customer read on a PostgreSQL replica is sure to see
+/// (`database.readYourWrites`, docs/scaling.md).
+public enum ReadYourWrites: String, Sendable, CaseIterable {
+    /// Every write committed for that customer before the read began, by any server: one indexed
+    /// lookup on the primary before each customer read, then the replica only when it has it.
+    case allServers
+    /// This process's own writes only (no lookup): a client that writes through one server and
+    /// reads through another can miss its write until the replica replays it.
+    case thisServer
 }
 
 /// A parsed database URL.

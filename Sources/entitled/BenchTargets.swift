@@ -129,6 +129,12 @@ enum APIBenchmarkCommand: Command {
         2. Reads: GET /v1/customers/{id} for random ids over --customers customers (SQLite) with
            wrk for --duration seconds. Prints requests/s and latency percentiles.
            Target on 2 cores: 30,000 requests/s, p99 under 5 ms.
+        3. PostgreSQL scale-out: the same ingest, then --duration seconds of reads of the N
+           customers, through 1 and then 2 'entitled serve' child processes (this executable) on
+           one database (a fresh schema each; the connections and wrk threads split between the
+           processes). Prints the rates, the ratio 2/1, and the CPU each server process,
+           PostgreSQL (when on this machine) and the whole machine used, per second and per
+           notification or read (docs/scaling.md).
 
         Defaults: 10,000 notifications, 100,000 customers, 10 seconds, 32 connections.
         ENTITLED_FAST_PATHS=off measures the same without the fast paths (JSON codec, projection cache).

@@ -98,6 +98,7 @@ import Testing
         (#"{"http": {"trustedProxies": "10.0.0.0/8"}}"#, "http.trustedProxies", "array"),
         (#"{"http": {"perIPConnectionLimit": -1}}"#, "http.perIPConnectionLimit", "0 (no limit)"),
         (#"{"http": {"headerTimeoutSeconds": 0}}"#, "http.headerTimeoutSeconds", "positive"),
+        (#"{"database": {"primary": "postgres://p@h/db", "readYourWrites": "never"}}"#, "database.readYourWrites", "'allServers' or 'thisServer'"),
         (#"[1, 2]"#, "$", "object"),
         (#"{"listen": "#, "$", "not valid JSON"),
     ])
@@ -121,6 +122,10 @@ import Testing
         #expect(configuration.database == "postgres://p@10.0.0.1/db")
         #expect(configuration.databaseReplicas == ["postgres://p@10.0.0.2/db", "postgresql://p@10.0.0.3/db"])
         #expect(configuration.storage.connections == 12)
+        #expect(configuration.databaseReadYourWrites == .allServers)
+        let thisServer = try loader.parse(
+            Data(#"{"database": {"primary": "postgres://p@10.0.0.1/db", "replicas": [], "readYourWrites": "thisServer"}}"#.utf8))
+        #expect(thisServer.databaseReadYourWrites == .thisServer)
         let plain = try loader.parse(Data(#"{"database": "postgres://p@10.0.0.1/db"}"#.utf8))
         #expect(plain.database == "postgres://p@10.0.0.1/db")
         #expect(plain.databaseReplicas.isEmpty)

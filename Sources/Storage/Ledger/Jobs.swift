@@ -17,16 +17,28 @@ protocol StorageJob: AnyObject, Sendable {
     var failure: (any Error)? { get }
     /// Resumes the caller with the body's result, or with `error` when the whole group failed.
     func finish(overriding error: (any Error)?)
+    /// A read of one customer on a PostgreSQL replica: what the replica must have (nil: this
+    /// process's last commit is enough).
+    var replicaNeed: ReplicaNeed? { get }
+}
+
+extension StorageJob {
+    var replicaNeed: ReplicaNeed? { nil }
 }
 
 final class Job<T: Sendable>: StorageJob, @unchecked Sendable {
     let isWrite: Bool
+    let replicaNeed: ReplicaNeed?
     private let body: @Sendable (any SQLSession) throws -> T
     private var continuation: CheckedContinuation<T, any Error>?
     private var result: Result<T, any Error>?
 
-    init(isWrite: Bool, body: @escaping @Sendable (any SQLSession) throws -> T, continuation: CheckedContinuation<T, any Error>) {
+    init(
+        isWrite: Bool, replicaNeed: ReplicaNeed? = nil, body: @escaping @Sendable (any SQLSession) throws -> T,
+        continuation: CheckedContinuation<T, any Error>
+    ) {
         self.isWrite = isWrite
+        self.replicaNeed = replicaNeed
         self.body = body
         self.continuation = continuation
     }

@@ -317,6 +317,24 @@ enum Schema {
                 CREATE INDEX facts_transaction_id ON facts (transaction_id);
                 """),
         compressedJSON,
+        // Version 17 (issue 20): read-your-writes across servers. Every write of a customer's state
+        // row stamps it with the primary's WAL insert position at that moment (a trigger, so no
+        // writer can forget it); a server about to read a customer on a replica compares the
+        // replica's position and its copy of the row with the primary's stamp
+        // (``ReplicaNeed``). The stamp is taken before the commit record, so it is not the commit
+        // position itself: see ``ReplicaRoute``.
+        Migration(
+            version: 17, name: "customer commit positions", only: .postgres,
+            sql: """
+                ALTER TABLE customer_states ADD COLUMN commit_lsn BIGINT;
+                CREATE FUNCTION customer_states_commit_lsn() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    NEW.commit_lsn := (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint;
+                    RETURN NEW;
+                END $$;
+                CREATE TRIGGER customer_states_commit_lsn BEFORE INSERT OR UPDATE ON customer_states
+                    FOR EACH ROW EXECUTE FUNCTION customer_states_commit_lsn();
+                """),
         // Version 19 (issue 19): the console's health from counters kept by the ingest, in its
         // transaction, instead of a scan of the last day's messages. `ingest_hourly` counts
         // messages per hour (since the epoch) and code ('' = accepted, else the rejection code);
@@ -427,8 +445,12 @@ enum Schema {
             throw StorageError(
                 .schemaTooNew, "the database schema (version \(current)) is newer than this binary (version \(latestVersion))")
         }
+        // Every version not recorded yet, not only those above the highest: versions are numbered
+        // as the work that needs them is planned, so one may land after a higher one (17 after 19),
+        // and a database the higher one already migrated still needs it.
+        let recorded = Set(try session.query("SELECT version FROM schema_migrations", []).map { Int(try $0.int(0)) })
         var applied: [Int] = []
-        for migration in migrations where migration.version > current && migration.version <= (limit ?? latestVersion) {
+        for migration in migrations where !recorded.contains(migration.version) && migration.version <= (limit ?? latestVersion) {
             if migration.only == nil || migration.only == session.dialect {
                 if !migration.sql.isEmpty { try session.execute(render(migration.sql, for: session.dialect)) }
                 try migration.step?(session)
@@ -438,7 +460,7 @@ enum Schema {
                 .int(Int64(migration.version)), .text(migration.name), .text(appliedAt))
             applied.append(migration.version)
         }
-        return MigrationReport(applied: applied, currentVersion: max(current, applied.last ?? current))
+        return MigrationReport(applied: applied, currentVersion: max(current, applied.max() ?? current))
     }
 
     /// The tables whose rows of the older layout are still to be repacked (version 14 on).

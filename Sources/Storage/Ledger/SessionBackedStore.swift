@@ -18,6 +18,16 @@ protocol SessionBackedStore: LedgerStore {
     func write<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
     /// Runs `body` on a read session.
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
+    /// Runs `body`, a read of the customer `appUserId`, on a read session that has every write
+    /// committed for that customer before the call (PostgreSQL replicas: ``ReplicaNeed``).
+    func read<T: Sendable>(customer appUserId: String, _ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
+}
+
+extension SessionBackedStore {
+    /// One database (SQLite, or PostgreSQL without replicas): every read sees every commit.
+    func read<T: Sendable>(customer appUserId: String, _ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        try await read(body)
+    }
 }
 
 extension SessionBackedStore {
@@ -65,7 +75,7 @@ extension SessionBackedStore {
     }
 
     func customer(appUserId: String) async throws -> CustomerRecord? {
-        try await read { try Ledger(session: $0, fault: nil).customer(appUserId: appUserId) }
+        try await read(customer: appUserId) { try Ledger(session: $0, fault: nil).customer(appUserId: appUserId) }
     }
 
     func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws -> CustomerRecord {
@@ -76,7 +86,7 @@ extension SessionBackedStore {
     }
 
     func projection(appUserId: String) async throws -> StoredProjection? {
-        try await read { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) }
+        try await read(customer: appUserId) { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) }
     }
 
     func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection? {
@@ -88,7 +98,7 @@ extension SessionBackedStore {
     }
 
     func facts(appUserId: String, projector: any Projector) async throws -> [StoredFact] {
-        try await read { session in
+        try await read(customer: appUserId) { session in
             let ledger = Ledger(session: session, fault: nil)
             guard let customer = try ledger.customer(appUserId: appUserId) else { return [] }
             return try ledger.facts(of: customer, projector: projector)
@@ -96,7 +106,7 @@ extension SessionBackedStore {
     }
 
     func history(appUserId: String, cursor: String?, limit: Int) async throws -> HistoryPage {
-        try await read { try Ledger(session: $0, fault: nil).history(appUserId: appUserId, cursor: cursor, limit: limit) }
+        try await read(customer: appUserId) { try Ledger(session: $0, fault: nil).history(appUserId: appUserId, cursor: cursor, limit: limit) }
     }
 
     func subscription(originalTransactionId: String) async throws -> OwnedSubscription? {

@@ -36,6 +36,78 @@ final class CommitPosition: Sendable {
     }
 }
 
+/// What a read of one customer needs from a replica to see every write committed for that
+/// customer before the read began, on any server (``ReadYourWrites/allServers``): looked up on the
+/// primary just before the read (one indexed statement, ``lookup(_:appUserId:)``).
+struct ReplicaNeed: Sendable, Equatable {
+    /// The customer whose read this is.
+    var appUserId: String
+    /// The stamp (`customer_states.commit_lsn`) of the customer's last write on the primary: the
+    /// primary's WAL insert position inside that write's transaction, so *before* its commit
+    /// record. nil for a row written before the stamp existed (schema version 17).
+    var stamp: UInt64?
+    /// The primary's WAL insert position when the stamp was read: the commit of every row the
+    /// lookup saw lies before it.
+    var horizon: UInt64
+
+    /// The customer's stamp and the primary's position, in one statement; nil when the primary
+    /// has no state row for the customer (none yet, erased, or merged into another): such a read
+    /// goes to the primary, whose answer is the current one, not to a replica that may still hold
+    /// the erased row.
+    static func lookup(_ session: any SQLSession, appUserId: String) throws -> ReplicaNeed? {
+        guard
+            let row = try session.query(
+                """
+                SELECT (s.app_user_id IS NOT NULL)::int, s.commit_lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint
+                FROM (SELECT 1) AS one LEFT JOIN customer_states s ON s.app_user_id = $1
+                """, .text(appUserId)
+            ).first, try row.bool(0)
+        else { return nil }
+        return ReplicaNeed(
+            appUserId: appUserId, stamp: try row.optionalInt(1).map { UInt64(max(0, $0)) }, horizon: UInt64(max(0, try row.int(2))))
+    }
+
+    /// The replica's replay position and its copy of the customer's stamp, in one statement.
+    static let replicaSQL =
+        "SELECT pg_last_wal_replay_lsn()::text, (SELECT commit_lsn FROM customer_states WHERE app_user_id = $1)"
+}
+
+/// Where a read goes, given what the replica is known to have.
+///
+/// A replica that has replayed past ``ReplicaNeed/horizon`` holds every commit the primary's
+/// lookup saw, so the customer's last write. Short of that, the stamp alone does not tell: it
+/// is taken inside the write's transaction, before the commit record, so a replica can have
+/// replayed past the stamp and still wait at the commit (a standby with
+/// `recovery_min_apply_delay` waits exactly there). Then the replica's own copy of the row
+/// decides: stamps of one customer only grow (its writers hold its row lock, and each stamps
+/// after the previous one committed), so a copy stamped at or past the primary's is the last
+/// write or a later one.
+enum ReplicaRoute: Equatable {
+    /// Read on the replica.
+    case replica
+    /// Ask the replica for its position (and copy of the customer's stamp), then decide again.
+    case ask
+    /// Read on the primary.
+    case primary
+
+    /// - Parameters:
+    ///   - position: This process's last commit (``CommitPosition``).
+    ///   - need: The customer's need (nil: a read of no one customer, or ``ReadYourWrites/thisServer``).
+    ///   - replayed: The replica's last known replay position.
+    ///   - copy: The replica's copy of the customer's stamp, when asked (`.some(nil)`: it has no row
+    ///     or no stamp); nil when not asked yet.
+    static func decide(position: UInt64, need: ReplicaNeed?, replayed: UInt64, copy: UInt64?? = nil) -> ReplicaRoute {
+        let everything = max(position, need?.horizon ?? 0)
+        if replayed >= everything { return .replica }
+        guard let need, let stamp = need.stamp, replayed >= max(position, stamp) else {
+            return copy == nil ? .ask : .primary
+        }
+        guard let copy else { return .ask }
+        if let copy, copy >= stamp { return .replica }
+        return .primary
+    }
+}
+
 /// Reads served by PostgreSQL streaming replicas (`StoreConfiguration.postgresReplicas`).
 ///
 /// `connections` threads per replica, each owning one libpq connection, take reads from their own
@@ -59,7 +131,7 @@ final class ReplicaReads: Sendable {
                 threads.start(name: "entitled.replica.\(replica).\(index)") {
                     var worker = Worker(url: url, configuration: configuration)
                     while let jobs = queue.take(maxWrites: 1, groupReads: false) {
-                        let served = worker.serve(jobs, needed: position.current)
+                        let served = worker.serve(jobs, position: position.current)
                         observer?.readsRouted(jobs.count, onReplica: served)
                         if served { continue }
                         for job in jobs where !primary.enqueue(job) {
@@ -91,7 +163,7 @@ final class ReplicaReads: Sendable {
         }
 
         /// Runs `jobs` on the replica and finishes them; false when they must go to the primary.
-        mutating func serve(_ jobs: [any StorageJob], needed: UInt64) -> Bool {
+        mutating func serve(_ jobs: [any StorageJob], position: UInt64) -> Bool {
             let now = DispatchTime.now().uptimeNanoseconds
             guard now >= retryAt else { return false }
             do {
@@ -108,11 +180,23 @@ final class ReplicaReads: Sendable {
                         connectTimeoutSeconds: configuration.postgresConnectTimeoutSeconds)
                     connection = session
                 }
-                if replayed < needed {
+                // Reads are taken one at a time (`groupReads: false`).
+                let need = jobs.first?.replicaNeed
+                var route = ReplicaRoute.decide(position: position, need: need, replayed: replayed)
+                if route == .ask {
                     // NULL: not a standby (e.g. promoted), whose data may be older than the primary's.
-                    replayed = try CommitPosition.lsn(session, "SELECT pg_last_wal_replay_lsn()::text") ?? 0
-                    guard replayed >= needed else { return false }
+                    let copy: UInt64??
+                    if let need {
+                        let row = try session.query(ReplicaNeed.replicaSQL, .text(need.appUserId)).first
+                        replayed = try row?.optionalText(0).flatMap(CommitPosition.parse) ?? 0
+                        copy = .some(try row?.optionalInt(1).map { UInt64(max(0, $0)) })
+                    } else {
+                        replayed = try CommitPosition.lsn(session, "SELECT pg_last_wal_replay_lsn()::text") ?? 0
+                        copy = .some(nil)
+                    }
+                    route = ReplicaRoute.decide(position: position, need: need, replayed: replayed, copy: copy)
                 }
+                guard route == .replica else { return false }
                 for job in jobs where !job.perform(session) {
                     if let error = job.failure as? StorageError, error.retry != .none { throw error }
                 }

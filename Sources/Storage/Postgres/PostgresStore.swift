@@ -191,10 +191,10 @@ final class PostgresStore: SessionBackedStore {
     }
 
     private func submit<T: Sendable>(
-        isWrite: Bool, on target: JobQueue, _ body: @escaping @Sendable (any SQLSession) throws -> T
+        isWrite: Bool, on target: JobQueue, need: ReplicaNeed? = nil, _ body: @escaping @Sendable (any SQLSession) throws -> T
     ) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let job = Job(isWrite: isWrite, body: body, continuation: continuation)
+            let job = Job(isWrite: isWrite, replicaNeed: need, body: body, continuation: continuation)
             if !target.enqueue(job) { job.finish(overriding: StorageError(.closed, "the store is closed")) }
         }
     }
@@ -206,6 +206,17 @@ final class PostgresStore: SessionBackedStore {
     /// On a replica that has replayed this process's last commit when there is one (``ReplicaReads``).
     func read<T: Sendable>(_ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
         try await submit(isWrite: false, on: replicas?.queue ?? queue, body)
+    }
+
+    /// With ``ReadYourWrites/allServers``, first the customer's stamp on the primary
+    /// (``ReplicaNeed/lookup(_:appUserId:)``), then a replica that has that write, else the primary.
+    func read<T: Sendable>(customer appUserId: String, _ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T {
+        guard let replicas, configuration.readYourWrites == .allServers else { return try await read(body) }
+        guard let need = try await submit(isWrite: false, on: queue, { try ReplicaNeed.lookup($0, appUserId: appUserId) }) else {
+            configuration.ledgerObserver?.readsRouted(1, onReplica: false)
+            return try await submit(isWrite: false, on: queue, body)
+        }
+        return try await submit(isWrite: false, on: replicas.queue, need: need, body)
     }
 
     /// The primary only: `/readyz` tells whether the primary answers, whatever the replicas do.
