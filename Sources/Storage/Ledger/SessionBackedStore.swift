@@ -41,7 +41,7 @@ extension SessionBackedStore {
         var rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
         let layout = layout
         let counts = countsIngest
-        let packed = layout == .unpacked ? PackedMessage(headers: []) : try FactRow.pack(&rows, body: message.body, layout: layout)
+        let packed = layout == .unpacked ? PackedMessage(headers: []) : try FactRow.pack(&rows, body: message.body, decoded: message.decoded, layout: layout)
         return try await observedWrite { [rows] ledger in
             var ledger = ledger
             ledger.countsIngest = counts
