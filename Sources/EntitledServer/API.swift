@@ -166,17 +166,10 @@ public struct API: Sendable {
 
     /// An accepted signed message's body as the ledger keeps it: only the member that was
     /// verified, so that unknown keys posted beside it (padding) are not stored. Written by the
-    /// codec's writer (`JSONEncoder`'s bytes; with the fast paths without its string detour) —
-    /// unless `verified` holds the text bare (``EntitledCrypto/DecodedJWS/isBare``): such a text is
-    /// base64url, `=` and two dots, its own JSON string, so the body is those same bytes written
-    /// around it, not encoded. `key` is one of the endpoints' member names, which need no escaping.
+    /// codec's writer (`JSONEncoder`'s bytes; with the fast paths without its string detour, and
+    /// around a JWS that `verified` holds bare as it is: ``JSONCodec/encodeMember(_:_:plain:)``).
     static func storedBody(_ key: String, _ jws: String, codec: JSONCodec, verified: [DecodedJWS] = []) -> [UInt8] {
-        guard verified.contains(where: { $0.isBare && $0.text == jws }) else { return (try? codec.encodeSorted([key: jws])) ?? [] }
-        var body = Array("{\"\(key)\":\"".utf8)
-        body.reserveCapacity(body.count + jws.utf8.count + 2)
-        body += jws.utf8
-        body += "\"}".utf8
-        return body
+        (try? codec.encodeMember(key, jws, plain: verified.contains { $0.isBare && $0.text == jws })) ?? []
     }
 
     /// The V1 body without its password, for the ledger (secrets are never stored or logged).
