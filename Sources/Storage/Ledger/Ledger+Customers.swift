@@ -138,6 +138,7 @@ extension Ledger {
                 SQLStatement("DELETE FROM subscription_projections WHERE customer_id = $1", .int(member.id)),
                 SQLStatement("DELETE FROM customer_states WHERE customer_id = $1", .int(member.id)),
                 SQLStatement("DELETE FROM customer_events WHERE customer_id = $1", .int(member.id)),
+                SQLStatement("DELETE FROM event_holds WHERE customer_id = $1", .int(member.id)),
                 SQLStatement("DELETE FROM offer_signatures WHERE app_user_id = $1", .text(member.appUserId)),
                 SQLStatement("DELETE FROM customer_consents WHERE app_user_id = $1", .text(member.appUserId)),
                 // Their events (which carry their ids and answers) and those events' deliveries.
