@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreSimulator
+import EntitledConfig
 import EntitledServer
 import Foundation
 import Storage
@@ -102,6 +103,41 @@ struct RecordedDeliveries: Sendable {
     /// is released after the last delivery. Either way, the holds left are released at the end,
     /// `maxHoldSeconds` after the newest delivery.
     func deliver(order: [Int], backend: EventOrderBackend, releasing: Bool = true, settleSeconds: Int = 5) async throws -> Outcome {
+        try await serve(backend: backend, settleSeconds: settleSeconds) { server in
+            for index in order {
+                server.clock.set(milliseconds: deliveries[index].sentAt)
+                if releasing { try await server.releaser.releaseDue() }
+                try await server.post(index)
+            }
+            server.clock.advance(milliseconds: Int64(server.configuration.events.maxHoldSeconds) * 1000)
+            try await server.releaser.releaseDue()
+            let events = try await Self.events(server.store)
+            _ = try await server.store.rebuild(projector: server.ledger, now: server.clock.nowMilliseconds())
+            return Outcome(events: events, addedByRebuild: try await Self.events(server.store).count - events.count)
+        }
+    }
+
+    /// A fresh server on `backend` for this scenario's customers, on a virtual clock at the start.
+    struct Served {
+        var recorded: RecordedDeliveries
+        var port: Int
+        var store: any LedgerStore
+        var ledger: FactLedger
+        var clock: AppStoreSimulator.VirtualClock
+        var releaser: EventReleaser
+        var configuration: Configuration
+
+        /// Posts delivery `index` now.
+        func post(_ index: Int) async throws {
+            let delivery = recorded.deliveries[index]
+            var headers = ["Content-Type": "application/json"]
+            if let authorization = delivery.authorization { headers["Authorization"] = authorization }
+            let reply = try await Loopback.send(port: port, "POST", delivery.path, headers: headers, body: delivery.body)
+            #expect(reply.status == 200, "\(recorded.name) delivery \(index): \(reply.status) \(reply.text)")
+        }
+    }
+
+    func serve<T: Sendable>(backend: EventOrderBackend, settleSeconds: Int, _ body: (Served) async throws -> T) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-events-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -113,28 +149,18 @@ struct RecordedDeliveries: Sendable {
             var configuration = try ScenarioRunner.configuration(rootFile: rootFile)
             configuration.events.settleSeconds = settleSeconds
             let (http, ledger) = try await startServer(configuration: configuration, store: store, clock: clock)
-            let releaser = try EventReleaser(store: #require(store as? any EventHoldStore), ledger: ledger, clock: clock)
             defer { Task { await http.shutdown() } }
+            let releaser = try EventReleaser(store: #require(store as? any EventHoldStore), ledger: ledger, clock: clock)
             for (customer, token) in tokens.sorted(by: { $0.key < $1.key }) {
                 _ = try await store.ensureCustomer(appUserId: customer, appAccountToken: token, projector: ledger, now: clock.nowMilliseconds())
             }
-            for index in order {
-                let delivery = deliveries[index]
-                clock.set(milliseconds: delivery.sentAt)
-                if releasing { try await releaser.releaseDue() }
-                var headers = ["Content-Type": "application/json"]
-                if let authorization = delivery.authorization { headers["Authorization"] = authorization }
-                let reply = try await Loopback.send(port: http.port, "POST", delivery.path, headers: headers, body: delivery.body)
-                #expect(reply.status == 200, "\(name) delivery \(index): \(reply.status) \(reply.text)")
-            }
-            clock.advance(milliseconds: Int64(configuration.events.maxHoldSeconds) * 1000)
-            try await releaser.releaseDue()
-            let events = try await Self.events(store)
-            _ = try await store.rebuild(projector: ledger, now: clock.nowMilliseconds())
-            let added = try await Self.events(store).count - events.count
+            let result = try await body(
+                Served(
+                    recorded: self, port: http.port, store: store, ledger: ledger, clock: clock, releaser: releaser,
+                    configuration: configuration))
             await http.shutdown()
             await store.close()
-            return Outcome(events: events, addedByRebuild: added)
+            return result
         } catch {
             await store.close()
             throw error
