@@ -14,25 +14,25 @@ import Testing
 /// its own (it takes its receipt's newest purchase, so a later V1 message's renewal info joins an
 /// instant already released in order; docs/storage.md).
 @Suite struct EventOrderTests {
-    /// Each scenario recorded once and its in-order run, shared by the other orders.
+    /// Each scenario recorded once and its in-order run, shared by the other orders. Tasks, so
+    /// that tests asking at once (the actor is reentrant across the awaits) share one recording:
+    /// a second one would have other notification UUIDs, which events cite.
     actor References {
         static let shared = References()
-        private var recordings: [String: RecordedDeliveries] = [:]
-        private var outcomes: [String: RecordedDeliveries.Outcome] = [:]
+        private var recordings: [String: Task<RecordedDeliveries, any Error>] = [:]
+        private var outcomes: [String: Task<RecordedDeliveries.Outcome, any Error>] = [:]
 
         func reference(_ name: String, _ backend: EventOrderBackend) async throws -> (RecordedDeliveries, RecordedDeliveries.Outcome) {
-            let recorded: RecordedDeliveries
-            if let known = recordings[name] {
-                recorded = known
-            } else {
-                recorded = try await RecordedDeliveries.record(try Scenario.load(name))
-                recordings[name] = recorded
-            }
+            let recording = recordings[name] ?? Task { try await RecordedDeliveries.record(try Scenario.load(name)) }
+            recordings[name] = recording
             let key = "\(name) \(backend.rawValue)"
-            if let outcome = outcomes[key] { return (recorded, outcome) }
-            let outcome = try await recorded.deliver(order: Array(recorded.deliveries.indices), backend: backend)
+            let outcome =
+                outcomes[key] ?? Task {
+                    let recorded = try await recording.value
+                    return try await recorded.deliver(order: Array(recorded.deliveries.indices), backend: backend)
+                }
             outcomes[key] = outcome
-            return (recorded, outcome)
+            return (try await recording.value, try await outcome.value)
         }
     }
 
