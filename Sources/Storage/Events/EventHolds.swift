@@ -11,6 +11,9 @@ public struct EventHold: Sendable, Hashable {
     public var settleMilliseconds: Int64
     public var maxHoldMilliseconds: Int64
 
+    /// The schema version that adds `event_holds`.
+    static let schemaVersion = 21
+
     /// Nil for `settleSeconds` 0: events are derived at the commit.
     public init?(settleSeconds: Int, maxHoldSeconds: Int) {
         guard settleSeconds > 0 else { return nil }
@@ -35,6 +38,7 @@ extension PostgresStore: EventHoldStore {}
 
 extension SessionBackedStore {
     func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {
+        guard holdsEvents else { return 0 }
         let due = try await read { session in
             try session.query(
                 "SELECT customer_id FROM event_holds WHERE release_at <= $1 ORDER BY release_at, customer_id LIMIT $2", .int(now),
@@ -49,7 +53,8 @@ extension SessionBackedStore {
     }
 
     func nextEventHoldRelease() async throws -> Int64? {
-        try await read { try $0.query("SELECT MIN(release_at) FROM event_holds").first?.optionalInt(0) }
+        guard holdsEvents else { return nil }
+        return try await read { try $0.query("SELECT MIN(release_at) FROM event_holds").first?.optionalInt(0) }
     }
 }
 

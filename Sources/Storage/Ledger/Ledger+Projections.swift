@@ -130,7 +130,7 @@ extension Ledger {
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
         noteProjection(stored?.projection, projection)
         try updateMetrics(customerID: customer.id, facts: facts, ids: try results[1].map { try $0.int(0) }, projector: projector)
-        if let cause, let hold = projector.eventHold {
+        if let cause, holdsEvents, let hold = projector.eventHold {
             try holdEvents(customerID: customer.id, earliestSignedDate: cause.earliestSignedDate, hold: hold, now: now)
         } else if cause != nil || releasing != nil {
             let origins = try results[1].map {
