@@ -27,7 +27,8 @@ public struct EventHold: Sendable, Hashable {
 public protocol EventHoldStore: Sendable {
     /// Releases every hold due at `now` (at most `limit`), each in its own transaction: replays the
     /// customer's facts from the hold's earliest signed date, appends the events not in the outbox
-    /// yet and deletes the hold. Returns how many holds it released.
+    /// yet and deletes the hold. Returns how many holds it released; throws only when none could be
+    /// released (a failing one stays held and is tried again).
     func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int
     /// The earliest `release_at` of any hold (nil: none held).
     func nextEventHoldRelease() async throws -> Int64?
@@ -46,9 +47,16 @@ extension SessionBackedStore {
             ).map { try $0.int(0) }
         }
         var released = 0
+        var failure: (any Error)?
         for customerID in due {
-            if try await observedWrite({ try $0.releaseHold(customerID: customerID, projector: projector, now: now) }) { released += 1 }
+            // One customer whose release fails (its hold stays, tried again next pass) holds up no other.
+            do {
+                if try await observedWrite({ try $0.releaseHold(customerID: customerID, projector: projector, now: now) }) { released += 1 }
+            } catch {
+                failure = failure ?? error
+            }
         }
+        if let failure, released == 0 { throw failure }
         return released
     }
 
