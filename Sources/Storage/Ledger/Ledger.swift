@@ -232,7 +232,7 @@ struct Ledger {
             if let failure { failures.append(failure) }
         }
         try emitMessageEvents(message, links: links, otids: sortedOTIDs, cause: cause, now: now)
-        if storedNotification && countsIngest { try countAccepted(message, id: notificationID, rows: rows) }
+        if storedNotification && countsIngest { countAccepted(message, id: notificationID, rows: rows) }
         try inject(.afterProjections)
         return IngestResult(
             status: .accepted, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
@@ -255,7 +255,7 @@ struct Ledger {
             .blob(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))),
             .text(Hex.encode(SHA256.hash(message.body))), .int(Int64(message.body.count)))
         let id = try rows[0].int(0)
-        if countsIngest { try countRejected(message, id: id, code: code) }
+        if countsIngest { countRejected(message, id: id, code: code) }
         return id
     }
 
