@@ -99,6 +99,47 @@ import Testing
         }
     }
 
+    @Test("the tail sums per row, sorts, drops a rolled-back job's share and erased events")
+    func tailStatements() {
+        let tail = TransactionTail()
+        tail.begin()
+        let later = MetricRowKey(MetricDelta(environment: .production, day: 9, kind: .activeSubscriptions, value: 0))
+        let earlier = MetricRowKey(MetricDelta(environment: .production, day: 3, kind: .activeSubscriptions, value: 0))
+        let event = { (id: String, user: String) in
+            OutboxEvent(
+                sequence: 0, id: id, type: "t", appUserId: user, appAccountToken: nil, environment: nil, bundleId: nil,
+                productId: nil, originalTransactionId: nil, entitlements: [], details: [:], cause: "{}", occurredAt: 0,
+                recordedAt: 0, answer: [])
+        }
+        tail.addMetric(later, 2)
+        tail.countMessage(hour: 5, code: "", shard: 1)
+        tail.appendEvent(event("e1", "ann"), customerID: 1)
+        tail.release()
+        // A job rolled back to its savepoint: its share goes with it.
+        tail.addMetric(earlier, 7)
+        tail.appendEvent(event("e2", "bob"), customerID: 2)
+        tail.rollBack()
+        tail.addMetric(earlier, 1)
+        tail.addMetric(later, -2)
+        tail.countMessage(hour: 5, code: "", shard: 1)
+        tail.noteLatest(bundleId: "b", environment: "Production", shard: 1, receivedAt: 10)
+        tail.noteLatest(bundleId: "b", environment: "Production", shard: 1, receivedAt: 4)
+        tail.appendEvent(event("e3", "cat"), customerID: 3)
+        tail.appendEvent(event("e4", "dan"), customerID: 4)
+        tail.dropEvents(customerIDs: [3], appUserIds: ["dan"])
+        let statements = tail.statements(dialect: .postgres)
+        // `later` summed to nothing: left alone. Then the counters, the lock, the one event left.
+        #expect(statements.map(\.parameters.first) == [.text("Production"), .int(5), .text("b"), nil, .text("e1")])
+        #expect(statements[0].parameters == [.text("Production"), .int(3), .text("activeSubscriptions"), .text(""), .int(1)])
+        #expect(statements[1].parameters.last == .int(2))
+        #expect(statements[2].parameters.last == .int(10))
+        #expect(statements[3].sql.contains("pg_advisory_xact_lock"))
+        #expect(tail.statements(dialect: .postgres).isEmpty)
+        // SQLite: the same writes, without the lock.
+        tail.appendEvent(event("e5", "eve"), customerID: 5)
+        #expect(tail.statements(dialect: .sqlite).map(\.parameters.first) == [.text("e5")])
+    }
+
     /// A database of the test's own: on PostgreSQL a new database (so that its
     /// `pg_stat_database` row counts this test's deadlocks only) and an administrative connection.
     static func database(_ backend: Backend) throws -> (TestOwnDatabase, PostgresConnection?) {

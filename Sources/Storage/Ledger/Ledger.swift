@@ -14,6 +14,9 @@ import Foundation
 ///   projection rows referencing the customer are inserted, which deadlocked) on the customer before its facts are read for a
 ///   recomputation, so the last writer always projects from every committed fact.
 /// Locks are taken in sorted order where possible; remaining deadlocks are retried by the backend.
+/// Rows and locks every transaction shares (rollups, ingest counters, the outbox) are not taken
+/// here: they are noted in the session's ``TransactionTail`` and taken at the commit, in one
+/// global order.
 /// On SQLite there is one writer, so the locks are skipped.
 struct Ledger {
     let session: any SQLSession
