@@ -69,11 +69,16 @@ extension APIBenchmark {
         WebhookEndpoint(url: receiver.url, secretKey: Array(repeating: 7, count: 32), timeoutSeconds: 10, retryScheduleSeconds: [1])
     }
 
-    /// Runs the dispatcher of `configuration.webhooks` (none: nothing) over `store` while `body` runs.
+    /// Runs the dispatcher of `configuration.webhooks` (none: nothing) over `store` while `body` runs,
+    /// and the release of held events (as `serve` does).
     static func withDispatcher<T: Sendable>(
         configuration: Configuration, store: any LedgerStore, ledger: FactLedger, _ body: () async throws -> T
     ) async throws -> T {
         guard !configuration.webhooks.isEmpty, let deliveries = store as? any WebhookDeliveryStore else { return try await body() }
+        let releasing = (store as? any EventHoldStore).flatMap { holds in
+            ledger.eventHold.map { _ in Task { await EventReleaser(store: holds, ledger: ledger, clock: SystemClock()).run() } }
+        }
+        defer { releasing?.cancel() }
         let dispatcher = WebhookDispatcher(
             endpoints: configuration.webhooks, store: deliveries,
             transport: URLSessionHTTP(maxConnectionsPerHost: WebhookDispatcher.maxInFlightPerEndpoint), clock: SystemClock(),
@@ -107,9 +112,13 @@ extension APIBenchmark {
                 do {
                     (rate, errors) = try await ingest(runConfiguration, store) {
                         guard hooked else { return }
-                        // Delivery goes on after the ingest: wait for every event to arrive.
-                        let events = try await eventCount(store) - expected
+                        // Delivery goes on after the ingest: wait for the held events' release
+                        // (`events.settleSeconds`), then for every event to arrive.
                         let deadline = ContinuousClock.now + .seconds(300)
+                        while try await (store as? any EventHoldStore)?.nextEventHoldRelease() != nil, ContinuousClock.now < deadline {
+                            try await Task.sleep(for: .milliseconds(50))
+                        }
+                        let events = try await eventCount(store) - expected
                         while receiver.count < events, ContinuousClock.now < deadline {
                             try await Task.sleep(for: .milliseconds(50))
                         }

@@ -36,6 +36,8 @@ public struct Configuration: Sendable, Equatable {
     public var metricsListen: ListenAddress?
     /// Webhook endpoints events are delivered to (`webhooks`; default none).
     public var webhooks: [WebhookEndpoint] = []
+    /// How long answer-change events are held back before they are released (`events`).
+    public var events = EventSettings()
     /// The console's reporting currency and rates (`console`; default none).
     public var console = ConsoleSettings()
 

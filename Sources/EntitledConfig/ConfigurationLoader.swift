@@ -156,6 +156,7 @@ public struct ConfigurationLoader: Sendable {
                 problems.record(ConfigurationError(path: "webhooks[\(index)].url", message: "duplicate url '\(endpoint.url.absoluteString)'"))
             }
         }
+        reader.read("events", problems) { node throws(ConfigurationError) in configuration.events = try eventSettings(node, problems) }
         reader.read("tls", problems) { node throws(ConfigurationError) in
             configuration.tls = try tls(node, baseDirectory: baseDirectory, problems)
         }

@@ -64,7 +64,42 @@ public enum WebhookSecret {
     }
 }
 
+/// The `events` section: how long a customer's answer-change events are held back so that facts
+/// arriving out of order within the window give the same events (docs/storage.md, "Events").
+public struct EventSettings: Sendable, Equatable {
+    /// Events are released this long after the customer's last change (0: derived at the commit,
+    /// as without a hold).
+    public var settleSeconds = 5
+    /// …but at most this long after the first change held.
+    public var maxHoldSeconds = 300
+
+    public static let settleSecondsRange = 0...300
+    public static let maxHoldSecondsRange = 1...3600
+
+    public init(settleSeconds: Int = 5, maxHoldSeconds: Int = 300) {
+        self.settleSeconds = settleSeconds
+        self.maxHoldSeconds = maxHoldSeconds
+    }
+}
+
 extension ConfigurationLoader {
+    /// Parses `events`: `settleSeconds` 0…300, `maxHoldSeconds` 1…3600 and not below `settleSeconds`.
+    func eventSettings(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> EventSettings {
+        var object = try node.object()
+        var settings = EventSettings()
+        object.read("settleSeconds", problems) { value throws(ConfigurationError) in
+            settings.settleSeconds = try Self.bounded(value, EventSettings.settleSecondsRange)
+        }
+        object.read("maxHoldSeconds", problems) { value throws(ConfigurationError) in
+            settings.maxHoldSeconds = try Self.bounded(value, EventSettings.maxHoldSecondsRange)
+        }
+        object.finish(problems)
+        guard settings.maxHoldSeconds >= settings.settleSeconds else {
+            throw ConfigurationError(path: node.path + ".maxHoldSeconds", message: "must not be below settleSeconds")
+        }
+        return settings
+    }
+
     /// Parses `webhooks[]`; problems of optional keys are recorded and parsing goes on.
     func webhook(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> WebhookEndpoint {
         var object = try node.object()

@@ -188,6 +188,9 @@ public enum DevEnvironment {
         }
         configuration.apiKeys = [APIKey(name: "dev", secret: devKey, scopes: [.read, .write, .admin])]
         configuration.webhooks = options.webhooks
+        // Events at the commit: the virtual clock stands still while paused, and a hold is
+        // released on it (docs/configuration.md, `events`).
+        configuration.events.settleSeconds = 0
         configuration.apps = [
             App(
                 bundleId: catalog.bundleId, appAppleId: catalog.appAppleId, environments: ["Sandbox", "Production"],

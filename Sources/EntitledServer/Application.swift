@@ -26,6 +26,8 @@ public struct Application: Sendable {
     /// Delivers events to the configured webhook endpoints; nil without any (or a store that
     /// keeps no deliveries).
     public let webhooks: WebhookDispatcher?
+    /// Releases held events (``EventHold``); nil when events are derived at the commit.
+    public let eventReleaser: EventReleaser?
 
     /// Builds only `/healthz` and `/readyz`: the bare HTTP stack that `entitled bench http`
     /// measures. Neither route reads the time, so this takes no clock.
@@ -38,6 +40,7 @@ public struct Application: Sendable {
         notifications = nil
         jobRunner = nil
         webhooks = nil
+        eventReleaser = nil
     }
 
     /// Builds every route of the API: health, readiness (the ledger's), Apple's notifications, customers,
@@ -78,6 +81,11 @@ public struct Application: Sendable {
                 clock: clock, bell: ledger.events, metrics: metrics)
         } else {
             webhooks = nil
+        }
+        if ledger.eventHold != nil, let holds = ledger.store as? any EventHoldStore {
+            eventReleaser = EventReleaser(store: holds, ledger: ledger, clock: clock)
+        } else {
+            eventReleaser = nil
         }
     }
 

@@ -32,6 +32,8 @@ public final class FactLedger: ReadinessProbe, Projector {
     let metrics: ServerMetrics?
     /// Rung after every committed ingest: wakes the event feed's long polls.
     public let events = EventBell()
+    /// How long answer-change events are held back (`events`); nil: derived at the commit.
+    public let eventHold: EventHold?
 
     /// - Parameters:
     ///   - store: the opened ledger.
@@ -39,10 +41,13 @@ public final class FactLedger: ReadinessProbe, Projector {
     ///   - cache: the projection path's fast paths and codec (share the API's).
     ///   - grantEnvironments: the environments stored answers merge
     ///     (``EntitledConfig/Configuration/grantEnvironments``).
+    ///   - eventHold: how long answer-change events are held back; nil derives them at the commit.
     public init(
         store: any LedgerStore, policy: Policy, cache: ProjectionCache = ProjectionCache(),
-        grantEnvironments: [Environment] = FactLedger.defaultGrantEnvironments, metrics: ServerMetrics? = nil
+        grantEnvironments: [Environment] = FactLedger.defaultGrantEnvironments, metrics: ServerMetrics? = nil,
+        eventHold: EventHold? = nil
     ) {
+        self.eventHold = eventHold
         self.store = store
         self.policy = policy
         self.cache = cache
@@ -57,7 +62,8 @@ public final class FactLedger: ReadinessProbe, Projector {
     ) {
         self.init(
             store: store, policy: configuration.policy, cache: cache,
-            grantEnvironments: configuration.grantEnvironments, metrics: metrics)
+            grantEnvironments: configuration.grantEnvironments, metrics: metrics,
+            eventHold: EventHold(settleSeconds: configuration.events.settleSeconds, maxHoldSeconds: configuration.events.maxHoldSeconds))
     }
 
     /// `apps[].grantEnvironments`' default.

@@ -109,6 +109,7 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
 
     let runningJobs = assembled.jobRunner.map { runner in Task { await runner.run() } }
     let delivering = assembled.application.webhooks.map { dispatcher in Task { await dispatcher.run() } }
+    let releasing = assembled.application.eventReleaser.map { releaser in Task { await releaser.run() } }
     let backfilling = Task {
         do {
             let count = try await MetricBackfill.run(store: store, projector: assembled.ledger)
@@ -124,6 +125,7 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     for task in reconciling { task.cancel() }
     runningJobs?.cancel()
     delivering?.cancel()
+    releasing?.cancel()
     backfilling.cancel()
     // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()

@@ -40,6 +40,9 @@ public protocol Projector: Sendable {
     /// Whether each projection also maintains the metric rollups (``ConsoleStore``) in its
     /// transaction. Default: false (the rollups stay empty).
     var maintainsMetrics: Bool { get }
+    /// How a committed change's answer-change events are written: at the commit, or held back
+    /// (``EventHold``) and released once the customer's history settles. Default: at the commit.
+    var eventHold: EventHold? { get }
 }
 
 extension Projector {
@@ -63,6 +66,9 @@ extension Projector {
 
     /// No rollups.
     public var maintainsMetrics: Bool { false }
+
+    /// Events derived at the commit.
+    public var eventHold: EventHold? { nil }
 
     /// A customer's projection from all of their facts (ordered by `signedDate`, then ledger id).
     ///
@@ -150,6 +156,8 @@ extension Projector {
 public struct BasicProjector: Projector {
     public var policy: Policy
     public var maintainsMetrics: Bool
+    /// How long events are held back (nil: derived at the commit).
+    public var eventHold: EventHold?
 
     /// - Parameters:
     ///   - entitlements: product id → the entitlement it grants (auto-renewable products).

@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreSimulator
+import EntitledConfig
 import EntitledServer
 import Foundation
 import Storage
@@ -95,7 +96,48 @@ struct RecordedDeliveries: Sendable {
 
     /// Posts the deliveries at `order`'s indexes (repeats allowed) to a fresh server on `backend`,
     /// each when the newest one posted so far was sent (virtual time never goes back), then rebuilds.
-    func deliver(order: [Int], backend: EventOrderBackend) async throws -> Outcome {
+    ///
+    /// Events are held (``EventHold``, `settleSeconds` of the configuration, 0: at the commit).
+    /// `releasing`: before each delivery the holds due then are released, as a server's loop
+    /// releases them as time goes by; without, the whole run came within one settle window and
+    /// is released after the last delivery. Either way, the holds left are released at the end,
+    /// `maxHoldSeconds` after the newest delivery.
+    func deliver(order: [Int], backend: EventOrderBackend, releasing: Bool = true, settleSeconds: Int = 5) async throws -> Outcome {
+        try await serve(backend: backend, settleSeconds: settleSeconds) { server in
+            for index in order {
+                server.clock.set(milliseconds: deliveries[index].sentAt)
+                if releasing { try await server.releaser.releaseDue() }
+                try await server.post(index)
+            }
+            server.clock.advance(milliseconds: Int64(server.configuration.events.maxHoldSeconds) * 1000)
+            try await server.releaser.releaseDue()
+            let events = try await Self.events(server.store)
+            _ = try await server.store.rebuild(projector: server.ledger, now: server.clock.nowMilliseconds())
+            return Outcome(events: events, addedByRebuild: try await Self.events(server.store).count - events.count)
+        }
+    }
+
+    /// A fresh server on `backend` for this scenario's customers, on a virtual clock at the start.
+    struct Served {
+        var recorded: RecordedDeliveries
+        var port: Int
+        var store: any LedgerStore
+        var ledger: FactLedger
+        var clock: AppStoreSimulator.VirtualClock
+        var releaser: EventReleaser
+        var configuration: Configuration
+
+        /// Posts delivery `index` now.
+        func post(_ index: Int) async throws {
+            let delivery = recorded.deliveries[index]
+            var headers = ["Content-Type": "application/json"]
+            if let authorization = delivery.authorization { headers["Authorization"] = authorization }
+            let reply = try await Loopback.send(port: port, "POST", delivery.path, headers: headers, body: delivery.body)
+            #expect(reply.status == 200, "\(recorded.name) delivery \(index): \(reply.status) \(reply.text)")
+        }
+    }
+
+    func serve<T: Sendable>(backend: EventOrderBackend, settleSeconds: Int, _ body: (Served) async throws -> T) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-events-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -104,26 +146,21 @@ struct RecordedDeliveries: Sendable {
         let clock = AppStoreSimulator.VirtualClock(milliseconds: ScenarioRunner.start)
         let store = try await backend.open()
         do {
-            let (http, ledger) = try await startServer(
-                configuration: try ScenarioRunner.configuration(rootFile: rootFile), store: store, clock: clock)
+            var configuration = try ScenarioRunner.configuration(rootFile: rootFile)
+            configuration.events.settleSeconds = settleSeconds
+            let (http, ledger) = try await startServer(configuration: configuration, store: store, clock: clock)
             defer { Task { await http.shutdown() } }
+            let releaser = try EventReleaser(store: #require(store as? any EventHoldStore), ledger: ledger, clock: clock)
             for (customer, token) in tokens.sorted(by: { $0.key < $1.key }) {
                 _ = try await store.ensureCustomer(appUserId: customer, appAccountToken: token, projector: ledger, now: clock.nowMilliseconds())
             }
-            for index in order {
-                let delivery = deliveries[index]
-                clock.set(milliseconds: delivery.sentAt)
-                var headers = ["Content-Type": "application/json"]
-                if let authorization = delivery.authorization { headers["Authorization"] = authorization }
-                let reply = try await Loopback.send(port: http.port, "POST", delivery.path, headers: headers, body: delivery.body)
-                #expect(reply.status == 200, "\(name) delivery \(index): \(reply.status) \(reply.text)")
-            }
-            let events = try await Self.events(store)
-            _ = try await store.rebuild(projector: ledger, now: clock.nowMilliseconds())
-            let added = try await Self.events(store).count - events.count
+            let result = try await body(
+                Served(
+                    recorded: self, port: http.port, store: store, ledger: ledger, clock: clock, releaser: releaser,
+                    configuration: configuration))
             await http.shutdown()
             await store.close()
-            return Outcome(events: events, addedByRebuild: added)
+            return result
         } catch {
             await store.close()
             throw error
@@ -158,14 +195,18 @@ enum EventOrderBackend: String, Sendable, CustomTestStringConvertible {
 }
 
 extension OutboxEvent {
-    /// What must be the same whatever the delivery order: all but what the commit that found it
-    /// says (`sequence`, `recordedAt`, `answer`: the customer's answer then, and `cause`: the message
-    /// that showed the change, which from a partial history is a later one than in order).
-    var orderIndependent: String {
+    /// Events a message is by itself, appended at its commit rather than held: their answer is
+    /// the customer's at that commit (docs/storage.md).
+    static let immediateTypes: Set<String> = ["consumption.requested", "customer.transferred"]
+
+    /// Every field but what only the release that appended it says (`sequence`, `recordedAt`):
+    /// what must be the same whatever the delivery order. `answer: false` leaves the answer out.
+    func orderIndependent(answer withAnswer: Bool = true) -> String {
         let details = details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
         return [
             id, type, String(occurredAt), appUserId ?? "-", appAccountToken ?? "-", environment ?? "-", bundleId ?? "-",
-            productId ?? "-", originalTransactionId ?? "-", entitlements.joined(separator: ","), details,
+            productId ?? "-", originalTransactionId ?? "-", entitlements.joined(separator: ","), details, cause,
+            withAnswer ? String(decoding: answer, as: UTF8.self) : "(answer not compared)",
         ].joined(separator: " | ")
     }
 }

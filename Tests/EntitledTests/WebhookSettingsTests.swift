@@ -57,6 +57,27 @@ import Testing
         }
     }
 
+    @Test func eventsSectionDefaultsAndKeys() throws {
+        #expect(try loader.parse(Data("{}".utf8)).events == EventSettings(settleSeconds: 5, maxHoldSeconds: 300))
+        let configuration = try loader.parse(Data(#"{"events": {"settleSeconds": 0, "maxHoldSeconds": 60}}"#.utf8))
+        #expect(configuration.events == EventSettings(settleSeconds: 0, maxHoldSeconds: 60))
+    }
+
+    @Test(arguments: [
+        (#"{"settleSeconds": -1}"#, "events.settleSeconds"),
+        (#"{"settleSeconds": 301}"#, "events.settleSeconds"),
+        (#"{"maxHoldSeconds": 0}"#, "events.maxHoldSeconds"),
+        (#"{"settleSeconds": 30, "maxHoldSeconds": 10}"#, "events.maxHoldSeconds"),
+        (#"{"settle": 3}"#, "events.settle"),
+    ])
+    func rejectsBadEventsSection(json: String, path: String) throws {
+        #expect {
+            try loader.parse(Data(#"{"events": \#(json)}"#.utf8))
+        } throws: { error in
+            (error as? ConfigurationError)?.path == path
+        }
+    }
+
     /// The Standard Webhooks reference vector (its libraries' shared test case).
     @Test func signatureMatchesTheStandardWebhooksVector() throws {
         let key = try #require(WebhookSecret.key(Self.secret))

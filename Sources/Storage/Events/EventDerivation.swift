@@ -90,6 +90,8 @@ struct EventHistory: Sendable {
 /// subscription, the new status, expiry or product), so the same change reached again — another
 /// delivery order, a re-ingest — is the same event and the outbox keeps it once.
 enum EventDerivation {
+    /// - Parameter instant: when the change happened (the instant of the facts that show it): part of
+    ///   the key of events only a fact distinguishes (an auto-renew toggle).
     /// - Parameter periods: each subscription's current period before and after (what the rows do
     ///   not hold): a renewal is a new transaction and an extension the same one lasting longer; an
     ///   offer shows as a new transaction's period type, a price increase as its status changing.
@@ -97,7 +99,7 @@ enum EventDerivation {
     ///   expired): an event's instant and details come from the facts, not from the answers compared,
     ///   so that the same change found from a partial history (facts still on their way) is the same event.
     static func events(
-        appUserId: String, before: CustomerProjection?, after: CustomerProjection, cause: EventCause?,
+        appUserId: String, before: CustomerProjection?, after: CustomerProjection, instant: Int64?,
         periods: (before: [String: SubscriptionPeriod], after: [String: SubscriptionPeriod]) = ([:], [:]),
         history: EventHistory = EventHistory(), previousHistory: EventHistory? = nil
     ) -> [DerivedEvent] {
@@ -162,7 +164,7 @@ enum EventDerivation {
             }
             if previous.autoRenew != row.autoRenew {
                 add(row.autoRenew ? "subscription.auto_renew_enabled" : "subscription.auto_renew_disabled", row,
-                    key: [String(row.autoRenew), cause.map { String($0.occurredAt) } ?? ""])
+                    key: [String(row.autoRenew), instant.map { String($0) } ?? ""])
             }
         }
         // Purchases that are no subscription: entitlement rows of a transaction no subscription row has.

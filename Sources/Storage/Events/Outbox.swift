@@ -154,44 +154,72 @@ extension Ledger {
 
     /// Writes the events of a customer's answer changing, derived from their history rather than
     /// from the stored answer, so that the order facts arrive in does not matter: the answer at
-    /// each instant a fact happened, from the earliest one this message brought on (the answers
-    /// before it were compared when their facts came), then at `now`; each change between
-    /// consecutive answers is an event (``EventDerivation``), kept once by its id. A lapse shows
-    /// at the fact that tells it (Apple's `EXPIRED`) or at `now`, never between two facts: a gap
-    /// there may be a renewal still on its way, and an event is never taken back.
-    /// Each event cites the facts of its instant and the message that brought them, whichever
-    /// message is being committed.
+    /// each instant a fact happened, from the first at or after `earliest` (the answers before it
+    /// were compared when their facts came), then at `now`; each change between consecutive
+    /// answers is an event (``EventDerivation``), kept once by its id.
+    ///
+    /// With a `cause` (derived at the commit, no ``EventHold``): a lapse shows at the fact that
+    /// tells it (Apple's `EXPIRED`) or at `now`, never between two facts — a gap there may be a
+    /// renewal still on its way, and an event is never taken back; each event cites the facts of
+    /// its instant and the message that brought them, and carries the answer after the commit.
+    ///
+    /// Without one (a hold's release: the history complete as far as it goes), each event cites
+    /// the facts of the instant the replay finds it at and the message that brought them, and
+    /// carries the answer just after that instant; before each instant the answer of the facts
+    /// before it is compared too, evaluated at that instant (a lapse between two facts shows there,
+    /// as a release in between would have found it: dated and cited by the earlier facts). So a
+    /// release finds the same events, causes and answers whatever order the facts came in.
     func emitEvents(
         for customer: CustomerRecord, facts: [Fact], origins: [FactOrigin],
         after: (projection: CustomerProjection, periods: [String: SubscriptionPeriod]), projector: any Projector,
-        cause: EventCause, now: Int64
+        cause: EventCause?, from earliest: Int64, now: Int64
     ) throws {
         let signedDates = origins.map(\.signedDate)
-        let first = signedDates.firstIndex { $0 >= cause.earliestSignedDate } ?? facts.count
+        let first = signedDates.firstIndex { $0 >= earliest } ?? facts.count
         var history = EventHistory(entitlements: projector.policy.products.mapValues(\.entitlements))
         for fact in facts[..<first] { history.note(fact) }
+        /// The facts of the instant the fact at `index` happened at.
+        func instant(of index: Int) -> Range<Int> {
+            var lower = index
+            while lower > 0 && signedDates[lower - 1] == signedDates[index] { lower -= 1 }
+            return lower..<index + 1
+        }
         var previous: Step? = nil
         if first > 0 {
             let (rows, _, periods) = projector.rows(facts: Array(facts[..<first]), now: signedDates[first - 1])
-            previous = Step(rows: rows, periods: periods, history: history, facts: first - 1..<first, at: signedDates[first - 1])
+            previous = Step(
+                rows: rows, periods: periods, history: history, facts: cause == nil ? instant(of: first - 1) : first - 1..<first,
+                count: first, at: signedDates[first - 1], evaluatedAt: signedDates[first - 1])
         }
         // Facts of one instant are one change.
         var steps: [Step] = []
         var start = first
+        var lastInstant = previous?.facts
         for index in first..<facts.count {
+            if cause == nil, index == start, let last = lastInstant {
+                let (rows, _, periods) = projector.rows(facts: Array(facts[..<start]), now: signedDates[start])
+                steps.append(
+                    Step(rows: rows, periods: periods, history: history, facts: last, count: start, at: signedDates[start - 1],
+                         evaluatedAt: signedDates[start]))
+            }
             history.note(facts[index])
             guard index + 1 == facts.count || signedDates[index + 1] != signedDates[index] else { continue }
             let (rows, _, periods) = projector.rows(facts: Array(facts[..<(index + 1)]), now: signedDates[index])
-            steps.append(Step(rows: rows, periods: periods, history: history, facts: start..<index + 1, at: signedDates[index]))
+            steps.append(
+                Step(rows: rows, periods: periods, history: history, facts: start..<index + 1, count: index + 1, at: signedDates[index],
+                     evaluatedAt: signedDates[index]))
+            lastInstant = start..<index + 1
             start = index + 1
         }
         // The answer at `now`: the projection's own (no evaluation of its own); a change there
-        // without a fact of its own cites the newest fact.
+        // without a fact of its own cites the newest fact (a release: the newest instant's facts).
         var final = after.projection
         final.state = []
         steps.append(
-            Step(rows: final, periods: after.periods, history: history, facts: max(0, facts.count - 1)..<facts.count,
-                 at: max(cause.occurredAt, signedDates.last ?? 0)))
+            Step(rows: final, periods: after.periods, history: history,
+                 facts: cause == nil ? lastInstant ?? max(0, facts.count - 1)..<facts.count : max(0, facts.count - 1)..<facts.count,
+                 count: facts.count, at: cause.map { max($0.occurredAt, signedDates.last ?? 0) } ?? signedDates.last ?? now,
+                 evaluatedAt: now))
         var citations: [Int64: EventCause.Citation] = [:]
         var found: [OutboxEvent] = []
         for step in steps {
@@ -200,18 +228,29 @@ extension Ledger {
                 || previous?.history.revokedPurchases != step.history.revokedPurchases
             else { continue }
             let events = EventDerivation.events(
-                appUserId: customer.appUserId, before: previous?.rows, after: step.rows, cause: cause.at(step.at),
+                appUserId: customer.appUserId, before: previous?.rows, after: step.rows, instant: step.at,
                 periods: (previous?.periods ?? [:], step.periods), history: step.history, previousHistory: previous?.history)
             guard !events.isEmpty else { continue }
-            let causeText = Self.json(try citation(of: step.facts, origins: origins, cause: cause, cache: &citations))
+            let causeText: String
+            var answer = after.projection.state
+            if let cause {
+                causeText = Self.json(try citation(of: step.facts, origins: origins, cause: cause, cache: &citations))
+            } else {
+                causeText = Self.json(try citation(of: step.facts, origins: origins, cache: &citations))
+                if step.count < facts.count || step.evaluatedAt != now {
+                    answer = try projector.projectionAndPeriods(customer: customer, facts: Array(facts[..<step.count]), now: step.evaluatedAt)
+                        .projection.state
+                }
+            }
+            let bundleId = cause?.bundleId ?? origins[step.facts].compactMap(\.bundleId).min()
             for event in events {
                 found.append(
                     OutboxEvent(
                         sequence: 0, id: event.id, type: event.type, appUserId: customer.appUserId,
-                        appAccountToken: customer.appAccountToken, environment: event.environment, bundleId: cause.bundleId,
+                        appAccountToken: customer.appAccountToken, environment: event.environment, bundleId: bundleId,
                         productId: event.productId, originalTransactionId: event.originalTransactionId,
                         entitlements: event.entitlements, details: event.details, cause: causeText,
-                        occurredAt: event.occurredAt ?? step.at, recordedAt: now, answer: after.projection.state))
+                        occurredAt: event.occurredAt ?? step.at, recordedAt: now, answer: answer))
             }
         }
         // Several found at once (facts that came late): appended in the order they happened.
@@ -231,16 +270,36 @@ extension Ledger {
             if !range.isEmpty { citation.transactionIds = transactionIds }
             return citation
         }
-        if var known = cache[notificationID] {
-            known.transactionIds = transactionIds
-            return known
-        }
+        var known = try storedCitation(notificationID, cache: &cache)
+        known.transactionIds = transactionIds
+        return known
+    }
+
+    /// What a released step's events cite, from the stored facts alone (whichever order they came
+    /// in): the transactions of its facts, sorted, and the message that brought them (of several
+    /// messages at one instant, the one whose UUID sorts first).
+    private func citation(
+        of range: Range<Int>, origins: [FactOrigin], cache: inout [Int64: EventCause.Citation]
+    ) throws -> EventCause.Citation {
+        let transactionIds = Set(origins[range].compactMap(\.transactionId)).sorted()
+        var messages: [EventCause.Citation] = []
+        for id in Set(origins[range].compactMap(\.notificationID)) { messages.append(try storedCitation(id, cache: &cache)) }
+        var citation =
+            messages.min { ($0.notificationUUID ?? "\u{10FFFF}", $0.notificationType ?? "") < ($1.notificationUUID ?? "\u{10FFFF}", $1.notificationType ?? "") }
+            ?? EventCause.Citation(transactionIds: [])
+        citation.transactionIds = transactionIds
+        return citation
+    }
+
+    /// The stored message a fact came with, as events cite it (`transactionIds` left empty).
+    private func storedCitation(_ notificationID: Int64, cache: inout [Int64: EventCause.Citation]) throws -> EventCause.Citation {
+        if let known = cache[notificationID] { return known }
         let row = try session.query(
             "SELECT notification_uuid, notification_type, subtype FROM notifications WHERE id = $1", .int(notificationID)
         ).first
         let citation = EventCause.Citation(
             notificationUUID: try row?.optionalText(0), notificationType: try row?.optionalText(1), subtype: try row?.optionalText(2),
-            transactionIds: transactionIds)
+            transactionIds: [])
         cache[notificationID] = citation
         return citation
     }
@@ -251,6 +310,7 @@ struct FactOrigin: Sendable {
     var notificationID: Int64?
     var transactionId: String?
     var signedDate: Int64
+    var bundleId: String?
 }
 
 /// One instant of a customer's history as events compare it.
@@ -259,9 +319,14 @@ private struct Step {
     var periods: [String: SubscriptionPeriod]
     /// What the facts up to it say.
     var history: EventHistory
-    /// The facts of its instant (indexes into the customer's facts).
+    /// The facts of its instant (indexes into the customer's facts): what its events cite.
     var facts: Range<Int>
+    /// How many of the customer's facts its answer holds.
+    var count: Int
+    /// When its events happened, unless the change itself says.
     var at: Int64
+    /// The instant its answer is evaluated at.
+    var evaluatedAt: Int64
 }
 
 extension EventCause {
@@ -271,13 +336,6 @@ extension EventCause {
         var notificationType: String?
         var subtype: String?
         var transactionIds: [String]
-    }
-
-    /// The same cause, at the instant of one step of the history.
-    func at(_ instant: Int64) -> EventCause {
-        var copy = self
-        copy.occurredAt = instant
-        return copy
     }
 
     var citation: Citation {

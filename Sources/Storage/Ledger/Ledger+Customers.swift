@@ -144,6 +144,8 @@ extension Ledger {
                 SQLStatement("DELETE FROM webhook_deliveries WHERE customer_key = $1", .text(member.appUserId)),
                 SQLStatement("DELETE FROM events WHERE customer_id = $1 OR app_user_id = $2", .int(member.id), .text(member.appUserId)),
             ])
+            // Their held events (none are released for an erased customer).
+            if holdsEvents { try session.query("DELETE FROM event_holds WHERE customer_id = $1", .int(member.id)) }
         }
         // Events of theirs still waiting for the commit (an earlier job of this group) go too.
         session.tail.dropEvents(customerIDs: Set(members.map(\.id)), appUserIds: Set(members.map(\.appUserId)))

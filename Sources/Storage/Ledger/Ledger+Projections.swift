@@ -90,10 +90,13 @@ extension Ledger {
     /// Recomputes and stores one customer's projection. Returns the customer and, when the
     /// projector failed for it, the failure (then marked on the customer's stored projection
     /// instead: one customer that cannot be projected must not fail everyone's transaction).
-    /// With a `cause`, the change of the customer's answer is written to the outbox as events.
+    /// With a `cause`, the change of the customer's answer is written to the outbox as events, or
+    /// held back (``Projector/eventHold``); `releasing` releases a hold: the events of the
+    /// customer's history from that signed date (``emitEvents(for:facts:origins:after:projector:cause:from:now:)``).
     @discardableResult
     func recompute(
-        customerID: Int64, projector: any Projector, now: Int64, known: [String: Fact] = [:], cause: EventCause? = nil
+        customerID: Int64, projector: any Projector, now: Int64, known: [String: Fact] = [:], cause: EventCause? = nil,
+        releasing: Int64? = nil
     ) throws -> (CustomerRecord, ProjectionFailure?) {
         // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
         let results = try session.pipeline([
@@ -107,7 +110,7 @@ extension Ledger {
         }
         // Merged meanwhile (another transaction made it an alias): its merged customer is projected.
         if let root = try results[0].first?.optionalInt(4), root != customerID {
-            return try recompute(customerID: root, projector: projector, now: now, known: known)
+            return try recompute(customerID: root, projector: projector, now: now, known: known, releasing: releasing)
         }
         customer.aliases = Self.others(try results[3].map { try $0.text(1) }, than: customer.appUserId)
         let stored = try results[2].first.map(Self.decodeState)
@@ -127,11 +130,17 @@ extension Ledger {
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
         noteProjection(stored?.projection, projection)
         try updateMetrics(customerID: customer.id, facts: facts, ids: try results[1].map { try $0.int(0) }, projector: projector)
-        if let cause {
+        if let cause, holdsEvents, let hold = projector.eventHold {
+            try holdEvents(customerID: customer.id, earliestSignedDate: cause.earliestSignedDate, hold: hold, now: now)
+        } else if cause != nil || releasing != nil {
             let origins = try results[1].map {
-                FactOrigin(notificationID: try $0.optionalInt(1), transactionId: try $0.optionalText(6), signedDate: try $0.optionalInt(11) ?? 0)
+                FactOrigin(
+                    notificationID: try $0.optionalInt(1), transactionId: try $0.optionalText(6), signedDate: try $0.optionalInt(11) ?? 0,
+                    bundleId: try $0.optionalText(10))
             }
-            try emitEvents(for: customer, facts: facts, origins: origins, after: (projection, periods), projector: projector, cause: cause, now: now)
+            try emitEvents(
+                for: customer, facts: facts, origins: origins, after: (projection, periods), projector: projector, cause: cause,
+                from: cause?.earliestSignedDate ?? releasing ?? 0, now: now)
         }
         return (customer, nil)
     }

@@ -28,6 +28,9 @@ struct Ledger {
     /// Whether the ingest counters exist (schema version 19; not in a store a test opened at an
     /// older version).
     var countsIngest = true
+    /// Whether the schema has `event_holds` (``EventHold/schemaVersion``); without, events are
+    /// derived at the commit whatever the projector's ``Projector/eventHold``.
+    var holdsEvents = true
 
     var isPostgres: Bool { session.dialect == .postgres }
 

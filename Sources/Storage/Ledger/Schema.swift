@@ -369,6 +369,19 @@ enum Schema {
                 WHERE n.received_at >= (SELECT COALESCE(MAX(received_at), 0) FROM notifications) - 172800000
                 GROUP BY COALESCE(f.bundle_id, ''), COALESCE(f.environment, '');
                 """),
+        // Customers whose answer-change events are held back until their history settles
+        // (`EventHold`): one row per customer, released (and deleted) at `release_at`.
+        Migration(
+            version: 21, name: "event holds",
+            sql: """
+                CREATE TABLE event_holds (
+                    customer_id {int} NOT NULL PRIMARY KEY,
+                    earliest_signed_date {int} NOT NULL,
+                    first_held_at {int} NOT NULL,
+                    release_at {int} NOT NULL
+                ){without_rowid};
+                CREATE INDEX event_holds_due ON event_holds (release_at);
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).

@@ -33,6 +33,8 @@ extension SessionBackedStore {
 extension SessionBackedStore {
     /// Whether the schema has the ingest counters (a store opened at an older version for a test has not).
     var countsIngest: Bool { (configuration.migrationLimit ?? .max) >= IngestCounters.schemaVersion }
+    /// Whether the schema has the event holds.
+    var holdsEvents: Bool { (configuration.migrationLimit ?? .max) >= EventHold.schemaVersion }
 
     func ingest(
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
@@ -41,10 +43,12 @@ extension SessionBackedStore {
         var rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
         let layout = layout
         let counts = countsIngest
+        let holds = holdsEvents
         let packed = layout == .unpacked ? PackedMessage(headers: []) : try FactRow.pack(&rows, body: message.body, layout: layout)
         return try await observedWrite { [rows] ledger in
             var ledger = ledger
             ledger.countsIngest = counts
+            ledger.holdsEvents = holds
             return try ledger.ingest(message, rows: rows, packed: packed, claim: claim, projector: projector, now: now)
         }
     }

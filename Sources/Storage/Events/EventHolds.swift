@@ -1,0 +1,106 @@
+import Entitlements
+
+/// How long a customer's answer-change events are held back (the `events` configuration section).
+///
+/// A committed change writes a hold for the customer (table `event_holds`) in its own transaction
+/// instead of events; the hold is released ``settleMilliseconds`` after the customer's last change,
+/// at most ``maxHoldMilliseconds`` after the first change held. Its release replays the customer's
+/// complete facts from the earliest one a held change brought, so facts arriving out of order within
+/// that window give the same events — the same causes and answers too — as in order.
+public struct EventHold: Sendable, Hashable {
+    public var settleMilliseconds: Int64
+    public var maxHoldMilliseconds: Int64
+
+    /// The schema version that adds `event_holds`.
+    static let schemaVersion = 21
+
+    /// Nil for `settleSeconds` 0: events are derived at the commit.
+    public init?(settleSeconds: Int, maxHoldSeconds: Int) {
+        guard settleSeconds > 0 else { return nil }
+        settleMilliseconds = Int64(settleSeconds) * 1000
+        maxHoldMilliseconds = Int64(max(maxHoldSeconds, settleSeconds)) * 1000
+    }
+}
+
+/// The release side of ``EventHold``: run by the server's background loop (several servers on one
+/// PostgreSQL release each hold once: the customer's row lock, then `SKIP LOCKED` on the hold).
+public protocol EventHoldStore: Sendable {
+    /// Releases every hold due at `now` (at most `limit`), each in its own transaction: replays the
+    /// customer's facts from the hold's earliest signed date, appends the events not in the outbox
+    /// yet and deletes the hold. Returns how many holds it released; throws only when none could be
+    /// released (a failing one stays held and is tried again).
+    func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int
+    /// The earliest `release_at` of any hold (nil: none held).
+    func nextEventHoldRelease() async throws -> Int64?
+}
+
+extension SQLiteStore: EventHoldStore {}
+extension PostgresStore: EventHoldStore {}
+
+extension SessionBackedStore {
+    func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {
+        guard holdsEvents else { return 0 }
+        let due = try await read { session in
+            try session.query(
+                "SELECT customer_id FROM event_holds WHERE release_at <= $1 ORDER BY release_at, customer_id LIMIT $2", .int(now),
+                .int(Int64(min(max(limit, 1), 1000)))
+            ).map { try $0.int(0) }
+        }
+        var released = 0
+        var failure: (any Error)?
+        for customerID in due {
+            // One customer whose release fails (its hold stays, tried again next pass) holds up no other.
+            do {
+                if try await observedWrite({ try $0.releaseHold(customerID: customerID, projector: projector, now: now) }) { released += 1 }
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        if let failure, released == 0 { throw failure }
+        return released
+    }
+
+    func nextEventHoldRelease() async throws -> Int64? {
+        guard holdsEvents else { return nil }
+        return try await read { try $0.query("SELECT MIN(release_at) FROM event_holds").first?.optionalInt(0) }
+    }
+}
+
+extension Ledger {
+    /// Holds a customer's events back after a committed change (in the change's transaction, so
+    /// none is lost): the release moves to `now` + settle, never past the first held change + the
+    /// cap, and the replay starts at the earliest signed date any held change brought.
+    func holdEvents(customerID: Int64, earliestSignedDate: Int64, hold: EventHold, now: Int64) throws {
+        try session.query(
+            """
+            INSERT INTO event_holds (customer_id, earliest_signed_date, first_held_at, release_at) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (customer_id) DO UPDATE SET
+                earliest_signed_date = CASE WHEN excluded.earliest_signed_date < event_holds.earliest_signed_date
+                    THEN excluded.earliest_signed_date ELSE event_holds.earliest_signed_date END,
+                release_at = CASE WHEN event_holds.first_held_at + $5 < excluded.release_at
+                    THEN event_holds.first_held_at + $5 ELSE excluded.release_at END
+            """, .int(customerID), .int(earliestSignedDate), .int(now), .int(now + hold.settleMilliseconds),
+            .int(hold.maxHoldMilliseconds))
+    }
+
+    /// Releases one due hold (see ``EventHoldStore/releaseEventHolds(projector:now:limit:)``).
+    /// The customer's row is locked first, as an ingest locks it before writing the hold: two
+    /// releasers wait on it, and the second finds the hold gone.
+    /// - Returns: whether a due hold was there to release.
+    func releaseHold(customerID: Int64, projector: any Projector, now: Int64) throws -> Bool {
+        _ = try lockedCustomer(customerID)
+        let skipLocked = isPostgres ? " FOR UPDATE SKIP LOCKED" : ""
+        guard
+            let earliest = try session.query(
+                "SELECT earliest_signed_date FROM event_holds WHERE customer_id = $1 AND release_at <= $2\(skipLocked)",
+                .int(customerID), .int(now)
+            ).first?.int(0)
+        else { return false }
+        try session.query("DELETE FROM event_holds WHERE customer_id = $1", .int(customerID))
+        // Gone meanwhile (erased): nothing to replay. Merged into another: its root is replayed.
+        if try customer(id: customerID) != nil {
+            try recompute(customerID: customerID, projector: projector, now: now, releasing: earliest)
+        }
+        return true
+    }
+}
