@@ -147,7 +147,8 @@ import Testing
         guard backend == .postgres, var components = URLComponents(string: test.url) else {
             return (TestOwnDatabase(test: test, name: "", url: test.url, schema: nil), nil)
         }
-        let admin = try PostgresConnection(conninfo: test.url, schema: nil)
+        // Creating and dropping a database copies and syncs files: slow on a busy machine.
+        let admin = try PostgresConnection(conninfo: test.url, schema: nil, statementTimeoutMilliseconds: 120_000)
         let name = "hot_" + (test.schema ?? "x")
         try admin.execute("CREATE DATABASE \"\(name)\"")
         components.path = "/" + name
