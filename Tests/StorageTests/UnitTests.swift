@@ -103,6 +103,7 @@ struct WALSyncerTests {
     /// A session the jobs above never touch.
     final class NoSession: SQLSession, @unchecked Sendable {
         let dialect: SQLDialect = .sqlite
+        let tail = TransactionTail()
         func execute(_ sql: String) throws {}
         func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] { [] }
         func pipeline(_ statements: [SQLStatement]) throws -> [[SQLRow]] { [] }

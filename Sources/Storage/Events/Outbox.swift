@@ -76,10 +76,10 @@ extension SessionBackedStore {
     }
 
     func appendEvent(_ event: OutboxEvent) async throws -> OutboxEvent {
-        try await write { session in
-            let ledger = Ledger(session: session, fault: nil)
-            try ledger.insertEvent(event, customerID: nil)
-            return try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE event_id = $1", .text(event.id))
+        // The event is appended at the commit (``TransactionTail``): read back once committed.
+        try await write { session in Ledger(session: session, fault: nil).insertEvent(event, customerID: nil) }
+        return try await write { session in
+            try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE event_id = $1", .text(event.id))
                 .map(Ledger.decodeEvent)[0]
         }
     }
@@ -131,27 +131,25 @@ extension Ledger {
         return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
     }
 
-    /// Appends an event unless one with its id is stored (a replay of the same change).
-    /// - Returns: whether it was new.
-    @discardableResult
-    func insertEvent(_ event: OutboxEvent, customerID: Int64?) throws -> Bool {
-        // PostgreSQL: `seq` is drawn at the insert but seen at the commit, so concurrent appenders
-        // could commit out of `seq` order and a reader paging by `seq` skip one. This transaction
-        // lock, held to the commit, makes appends commit in `seq` order.
-        // One lock per schema: servers of other schemas in the database never wait for it.
-        if isPostgres { _ = try session.query("SELECT pg_advisory_xact_lock(hashtextextended('entitled.events.' || current_schema(), 0))") }
-        return try !session.query(
+    /// Appends an event unless one with its id is stored (a replay of the same change), at the
+    /// transaction's commit (``TransactionTail``: the outbox lock is taken last).
+    func insertEvent(_ event: OutboxEvent, customerID: Int64?) {
+        session.tail.appendEvent(event, customerID: customerID)
+    }
+
+    /// The statement that appends `event` unless one with its id is stored.
+    static func insertEventStatement(_ event: OutboxEvent, customerID: Int64?) -> SQLStatement {
+        SQLStatement(
             """
             INSERT INTO events (event_id, type, customer_id, app_user_id, app_account_token, environment, bundle_id, product_id,
                                 original_transaction_id, entitlements, details, cause, occurred_at, recorded_at, answer)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-            ON CONFLICT (event_id) DO NOTHING RETURNING seq
+            ON CONFLICT (event_id) DO NOTHING
             """,
             .text(event.id), .text(event.type), SQLValue(customerID), SQLValue(event.appUserId), SQLValue(event.appAccountToken),
             SQLValue(event.environment), SQLValue(event.bundleId), SQLValue(event.productId), SQLValue(event.originalTransactionId),
-            .text(Self.json(event.entitlements)), .text(Self.json(event.details)), .text(event.cause), .int(event.occurredAt),
-            .int(event.recordedAt), .text(String(decoding: event.answer, as: UTF8.self))
-        ).isEmpty
+            .text(json(event.entitlements)), .text(json(event.details)), .text(event.cause), .int(event.occurredAt),
+            .int(event.recordedAt), .text(String(decoding: event.answer, as: UTF8.self)))
     }
 
     /// Writes the events of a customer's answer changing, derived from their history rather than
@@ -257,7 +255,7 @@ extension Ledger {
         }
         // Several found at once (facts that came late): appended in the order they happened.
         for event in found.sorted(by: { ($0.occurredAt, $0.id) < ($1.occurredAt, $1.id) }) {
-            try insertEvent(event, customerID: customer.id)
+            insertEvent(event, customerID: customer.id)
         }
     }
 
@@ -374,7 +372,7 @@ extension Ledger {
                 entitlements: (stored?.projection.entitlements ?? []).filter { $0.originalTransactionId == otid }.map(\.entitlement).sorted(),
                 details: details, cause: Self.json(cause.citation), occurredAt: cause.occurredAt, recordedAt: now,
                 answer: stored?.projection.state ?? [])
-            try insertEvent(event, customerID: owner.id)
+            insertEvent(event, customerID: owner.id)
         }
     }
 }

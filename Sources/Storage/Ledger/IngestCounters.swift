@@ -14,9 +14,10 @@ enum IngestCounters {
     /// The longest rejection code kept (as the notification's own `reject_code`).
     static let maxCodeLength = 64
 
+    /// Adds `$4` messages to an hour's count (`$1` hour, `$2` code, `$3` shard).
     static let countSQL = """
-        INSERT INTO ingest_hourly (hour, code, shard, count) VALUES ($1, $2, $3, 1)
-        ON CONFLICT (hour, code, shard) DO UPDATE SET count = ingest_hourly.count + 1
+        INSERT INTO ingest_hourly (hour, code, shard, count) VALUES ($1, $2, $3, $4)
+        ON CONFLICT (hour, code, shard) DO UPDATE SET count = ingest_hourly.count + excluded.count
         """
 
     static let latestSQL = """
@@ -25,32 +26,30 @@ enum IngestCounters {
             CASE WHEN excluded.received_at > ingest_latest.received_at THEN excluded.received_at ELSE ingest_latest.received_at END
         """
 
-    /// The statements that count one message: its hour and code, and for an accepted one the
-    /// newest message of each (app, environment) its facts belong to.
-    static func statements(
-        messageID: Int64, receivedAt: Int64, code: String, latest: Set<[String]> = []
-    ) -> [SQLStatement] {
-        let shard = SQLValue.int(messageID % shards)
-        var statements = [
-            SQLStatement(countSQL, .int(receivedAt / 3_600_000), .text(String(code.prefix(maxCodeLength))), shard)
-        ]
-        for key in latest.sorted(by: { $0.lexicographicallyPrecedes($1) }) where key.count == 2 {
-            statements.append(SQLStatement(latestSQL, .text(key[0]), .text(key[1]), shard, .int(receivedAt)))
+    /// Counts one message in the transaction's tail (written at its commit, ``TransactionTail``):
+    /// its hour and code, and for an accepted one the newest message of each (app, environment)
+    /// its facts belong to.
+    static func count(
+        in tail: TransactionTail, messageID: Int64, receivedAt: Int64, code: String, latest: Set<[String]> = []
+    ) {
+        let shard = messageID % shards
+        tail.countMessage(hour: receivedAt / 3_600_000, code: String(code.prefix(maxCodeLength)), shard: shard)
+        for key in latest where key.count == 2 {
+            tail.noteLatest(bundleId: key[0], environment: key[1], shard: shard, receivedAt: receivedAt)
         }
-        return statements
     }
 }
 
 extension Ledger {
     /// Counts an accepted message whose facts are `rows` (see ``IngestCounters``).
-    func countAccepted(_ message: ReceivedMessage, id: Int64, rows: [FactRow]) throws {
+    func countAccepted(_ message: ReceivedMessage, id: Int64, rows: [FactRow]) {
         let latest = Set(rows.map { [message.bundleId ?? "", $0.fact.environment.rawValue] })
-        _ = try session.pipeline(IngestCounters.statements(messageID: id, receivedAt: message.receivedAt, code: IngestCounters.accepted, latest: latest))
+        IngestCounters.count(in: session.tail, messageID: id, receivedAt: message.receivedAt, code: IngestCounters.accepted, latest: latest)
     }
 
     /// Counts a rejected message under its code.
-    func countRejected(_ message: ReceivedMessage, id: Int64, code: String) throws {
-        _ = try session.pipeline(IngestCounters.statements(messageID: id, receivedAt: message.receivedAt, code: code))
+    func countRejected(_ message: ReceivedMessage, id: Int64, code: String) {
+        IngestCounters.count(in: session.tail, messageID: id, receivedAt: message.receivedAt, code: code)
     }
 
     /// Deletes the hourly counts of hours that ended before `cutoff` (ms): they go with the

@@ -81,7 +81,7 @@ extension Ledger {
             appUserId: customer.appUserId, appAccountToken: customer.appAccountToken, environment: nil, bundleId: nil,
             productId: nil, originalTransactionId: nil, entitlements: [], details: details, cause: "{}", occurredAt: now,
             recordedAt: now, answer: answer)
-        try insertEvent(event, customerID: customerID)
+        insertEvent(event, customerID: customerID)
         return event.id
     }
 
@@ -147,6 +147,8 @@ extension Ledger {
             // Their held events (none are released for an erased customer).
             if holdsEvents { try session.query("DELETE FROM event_holds WHERE customer_id = $1", .int(member.id)) }
         }
+        // Events of theirs still waiting for the commit (an earlier job of this group) go too.
+        session.tail.dropEvents(customerIDs: Set(members.map(\.id)), appUserIds: Set(members.map(\.appUserId)))
         try session.query("DELETE FROM customers WHERE merged_into = $1", .int(root))
         try session.query("DELETE FROM customers WHERE id = $1", .int(root))
         // The backend must learn whom it was: the event names the ids until every endpoint has
@@ -159,7 +161,11 @@ extension Ledger {
             now: now, customerID: nil)
         if !isPostgres {
             // SQLite gives a new row the highest `seq` + 1: with the customer's newest events just
-            // deleted that would reuse a `seq` feed readers and webhook cursors have passed.
+            // deleted that would reuse a `seq` feed readers and webhook cursors have passed. So
+            // this event is written now (one writer: no lock order to keep) and moved past them;
+            // events still in the tail are appended after it.
+            let pending = session.tail.takeEvent(id: deletedID)
+            if let pending { try session.pipeline([Self.insertEventStatement(pending.event, customerID: pending.customerID)]) }
             try session.query("UPDATE events SET seq = $1 WHERE event_id = $2 AND seq <= $3", .int(newestEvent + 1), .text(deletedID), .int(newestEvent))
         }
         let report = ErasureReport(ids: members.count, subscriptions: subscriptions, ownFacts: ownFacts)

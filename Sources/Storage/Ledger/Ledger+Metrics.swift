@@ -35,21 +35,21 @@ extension Ledger {
         var change: [MetricRowKey: Int64] = [:]
         for delta in stored?.deltas ?? [] { change[MetricRowKey(delta), default: 0] -= delta.value }
         for delta in fresh { change[MetricRowKey(delta), default: 0] += delta.value }
-        var statements: [SQLStatement] = []
-        for (key, value) in change.sorted(by: { $0.key < $1.key }) where value != 0 {
-            statements.append(SQLStatement(
-                """
-                INSERT INTO metric_daily (environment, day, kind, currency, value) VALUES ($1, $2, $3, $4, $5)
-                ON CONFLICT (environment, day, kind, currency) DO UPDATE SET value = metric_daily.value + excluded.value
-                """, .text(key.environment), .int(key.day), .text(key.kind), .text(key.currency), .int(value)))
-        }
-        statements.append(SQLStatement(
+        // The daily rows are shared by every transaction: their change waits for the commit
+        // (``TransactionTail``); the customer's own row is written now, under the customer's lock.
+        for (key, value) in change where value != 0 { session.tail.addMetric(key, value) }
+        try session.query(
             """
             INSERT INTO customer_metrics (customer_id, deltas) VALUES ($1, $2)
             ON CONFLICT (customer_id) DO UPDATE SET deltas = excluded.deltas
-            """, .int(customerID), .text(MetricCodec.encode(StoredMetrics(deltas: fresh, basis: basis)))))
-        _ = try session.pipeline(statements)
+            """, .int(customerID), .text(MetricCodec.encode(StoredMetrics(deltas: fresh, basis: basis))))
     }
+
+    /// Adds a change to one daily row (`$1`…`$5`: environment, day, kind, currency, change).
+    static let metricDailySQL = """
+        INSERT INTO metric_daily (environment, day, kind, currency, value) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (environment, day, kind, currency) DO UPDATE SET value = metric_daily.value + excluded.value
+        """
 
     /// Computes the contribution of up to `limit` customers that have none stored yet (the
     /// backfill after schema version 15): returns how many it did. A customer whose facts do

@@ -14,6 +14,9 @@ import Foundation
 ///   projection rows referencing the customer are inserted, which deadlocked) on the customer before its facts are read for a
 ///   recomputation, so the last writer always projects from every committed fact.
 /// Locks are taken in sorted order where possible; remaining deadlocks are retried by the backend.
+/// Rows and locks every transaction shares (rollups, ingest counters, the outbox) are not taken
+/// here: they are noted in the session's ``TransactionTail`` and taken at the commit, in one
+/// global order.
 /// On SQLite there is one writer, so the locks are skipped.
 struct Ledger {
     let session: any SQLSession
@@ -235,7 +238,7 @@ struct Ledger {
             if let failure { failures.append(failure) }
         }
         try emitMessageEvents(message, links: links, otids: sortedOTIDs, cause: cause, now: now)
-        if storedNotification && countsIngest { try countAccepted(message, id: notificationID, rows: rows) }
+        if storedNotification && countsIngest { countAccepted(message, id: notificationID, rows: rows) }
         try inject(.afterProjections)
         return IngestResult(
             status: .accepted, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
@@ -258,7 +261,7 @@ struct Ledger {
             .blob(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))),
             .text(Hex.encode(SHA256.hash(message.body))), .int(Int64(message.body.count)))
         let id = try rows[0].int(0)
-        if countsIngest { try countRejected(message, id: id, code: code) }
+        if countsIngest { countRejected(message, id: id, code: code) }
         return id
     }
 

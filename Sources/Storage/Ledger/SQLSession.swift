@@ -93,6 +93,8 @@ protocol SQLSession: AnyObject {
     /// Runs statements in order — on PostgreSQL in one round trip — and returns each one's rows.
     /// Stops at the first error and throws it.
     func pipeline(_ statements: [SQLStatement]) throws -> [[SQLRow]]
+    /// The current write transaction's hot writes, made right before its commit.
+    var tail: TransactionTail { get }
 }
 
 /// A statement and its parameters, for ``SQLSession/pipeline(_:)``.

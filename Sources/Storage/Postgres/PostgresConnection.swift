@@ -12,6 +12,7 @@ import Foundation
 /// to one pool worker thread for its whole life (hence `@unchecked Sendable`).
 final class PostgresConnection: SQLSession, @unchecked Sendable {
     let dialect: SQLDialect = .postgres
+    let tail = TransactionTail()
     private var connection: OpaquePointer?
     private var prepared: [String: String] = [:]
     private var nextStatement = 0

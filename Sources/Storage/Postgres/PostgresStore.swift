@@ -138,9 +138,11 @@ final class PostgresStore: SessionBackedStore {
                 }
                 continue
             } catch let error as StorageError where error.retry == .transaction && jobs.count > 1 {
-                // Jobs of one group lock customers in no global order, so two groups can deadlock.
-                // Retry each job in a transaction of its own: a lone ingest takes its locks in
-                // sorted order, so these rarely meet again.
+                // The shared rows are locked in one global order at the commit (TransactionTail),
+                // but jobs of one group lock their customers in no global order, so two groups
+                // working on the same two customers can still deadlock. Retry each job in a
+                // transaction of its own: a lone ingest takes its locks in sorted order, so these
+                // rarely meet again.
                 for job in jobs {
                     run([job], connection: &connection, conninfo: conninfo, configuration: configuration, position: position)
                 }
@@ -171,6 +173,7 @@ final class PostgresStore: SessionBackedStore {
         let single = jobs.count == 1
         // BEGIN and the savepoints ride along with each job's first statement (deferred).
         if single { session.defer("BEGIN") } else { session.defer("BEGIN", "SAVEPOINT ingest") }
+        session.tail.begin()
         do {
             for (index, job) in jobs.enumerated() {
                 if !job.perform(session) {
@@ -179,11 +182,17 @@ final class PostgresStore: SessionBackedStore {
                     // A lone job's failure is its group's failure; otherwise undo just this job.
                     if single { throw job.failure ?? StorageError(.internal) }
                     try session.execute("ROLLBACK TO SAVEPOINT ingest")
+                    session.tail.rollBack()
+                } else {
+                    session.tail.release()
                 }
                 if !single && index < jobs.count - 1 { session.defer("RELEASE SAVEPOINT ingest", "SAVEPOINT ingest") }
             }
+            if !single { session.defer("RELEASE SAVEPOINT ingest") }
+            // The shared rows and the outbox lock, once, in the global lock order (TransactionTail).
+            try session.tail.flush(session)
             if let fault { try Ledger(session: session, fault: fault).inject(.beforeCommit) }
-            try session.execute(single ? "COMMIT" : "RELEASE SAVEPOINT ingest; COMMIT")
+            try session.execute("COMMIT")
         } catch {
             if session.isHealthy { try? session.execute("ROLLBACK") }
             throw error

@@ -12,6 +12,7 @@ import Dispatch
 /// discipline is what the `@unchecked Sendable` stands for.
 final class SQLiteConnection: SQLSession, @unchecked Sendable {
     let dialect: SQLDialect = .sqlite
+    let tail = TransactionTail()
     private let db: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 

@@ -180,6 +180,7 @@ final class SQLiteStore: SessionBackedStore {
             var t1 = t0
             do {
                 try connection.query("BEGIN IMMEDIATE", [])
+                connection.tail.begin()
             } catch {
                 for job in jobs { job.finish(overriding: error) }
                 return
@@ -195,7 +196,9 @@ final class SQLiteStore: SessionBackedStore {
                     if savepoints {
                         if !succeeded { try connection.query("ROLLBACK TO ingest", []) }
                         try connection.query("RELEASE ingest", [])
-                    } else if !succeeded {
+                    }
+                    if succeeded { connection.tail.release() } else { connection.tail.rollBack() }
+                    if !savepoints && !succeeded {
                         failed = index
                         break
                     }
@@ -208,6 +211,8 @@ final class SQLiteStore: SessionBackedStore {
                     savepoints = true
                     continue
                 }
+                // The shared rows and the outbox last, as on PostgreSQL (TransactionTail).
+                try connection.tail.flush(connection)
                 if let fault { try Ledger(session: connection, fault: fault).inject(.beforeCommit) }
                 t1 = DispatchTime.now().uptimeNanoseconds
                 try connection.query("COMMIT", [])

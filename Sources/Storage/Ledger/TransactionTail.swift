@@ -1,0 +1,156 @@
+// The writes that many concurrent transactions share ("hot" rows and locks), made last.
+//
+// Lock order (PostgreSQL; docs/storage.md "Lock order"). A write transaction takes its locks in
+// two phases:
+// 1. While its jobs run: locks of the entities it works on — advisory locks per subscription,
+//    token and user (sorted within a job), customer rows (`FOR NO KEY UPDATE`), their projection,
+//    metric and fact rows.
+// 2. Just before COMMIT, once, in this order and in sorted key order within each:
+//    `metric_daily` rows, `ingest_hourly` rows, `ingest_latest` rows, then the outbox lock
+//    (`pg_advisory_xact_lock` on `entitled.events.<schema>`) and the transaction's events.
+// A transaction in phase 2 never waits for a phase-1 lock, and every phase-2 transaction takes
+// the shared locks in the same order, so the shared rows cannot be part of a deadlock however
+// many servers and group commits run at once. (Phase-1 locks of two groups can still meet when
+// both touch the same two customers; those are rare and retried by the store.) The outbox lock
+// being last also keeps it held for one round trip rather than most of the transaction.
+
+/// A transaction's share of the hot writes, collected while its jobs run and written by
+/// ``statements(dialect:)`` right before the commit, summed per row and in the lock order above.
+///
+/// Owned by the session (one per connection, used by its thread only). The store's commit loop
+/// calls ``begin()`` at `BEGIN`, ``release()`` when a job's savepoint is released and
+/// ``rollBack()`` when it is rolled back, so a failed job's share is dropped with its rows.
+final class TransactionTail {
+    /// One job's (or the released jobs') writes.
+    struct Share {
+        var metrics: [MetricRowKey: Int64] = [:]
+        var hourly: [HourlyKey: Int64] = [:]
+        var latest: [LatestKey: Int64] = [:]
+        var events: [PendingEvent] = []
+
+        var isEmpty: Bool { metrics.isEmpty && hourly.isEmpty && latest.isEmpty && events.isEmpty }
+
+        mutating func merge(_ other: Share) {
+            metrics.merge(other.metrics, uniquingKeysWith: +)
+            hourly.merge(other.hourly, uniquingKeysWith: +)
+            latest.merge(other.latest, uniquingKeysWith: max)
+            events += other.events
+        }
+    }
+
+    /// An `ingest_hourly` row: hour since the epoch, code, shard.
+    struct HourlyKey: Hashable, Comparable {
+        var hour: Int64
+        var code: String
+        var shard: Int64
+        static func < (a: Self, b: Self) -> Bool { (a.hour, a.code, a.shard) < (b.hour, b.code, b.shard) }
+    }
+
+    /// An `ingest_latest` row: app, environment, shard.
+    struct LatestKey: Hashable, Comparable {
+        var bundleId: String
+        var environment: String
+        var shard: Int64
+        static func < (a: Self, b: Self) -> Bool {
+            (a.bundleId, a.environment, a.shard) < (b.bundleId, b.environment, b.shard)
+        }
+    }
+
+    /// An outbox event to append, and the customer row it belongs to.
+    struct PendingEvent {
+        var event: OutboxEvent
+        var customerID: Int64?
+    }
+
+    /// What released jobs (or a job without a savepoint) wrote.
+    private var kept = Share()
+    /// What the running job wrote since its savepoint.
+    private var current = Share()
+
+    /// A new transaction: forget anything of an earlier one (rolled back or failed).
+    func begin() {
+        kept = Share()
+        current = Share()
+    }
+
+    /// The running job's savepoint was released: its share stays.
+    func release() {
+        kept.merge(current)
+        current = Share()
+    }
+
+    /// The running job's savepoint was rolled back: so is its share.
+    func rollBack() {
+        current = Share()
+    }
+
+    func addMetric(_ key: MetricRowKey, _ value: Int64) {
+        current.metrics[key, default: 0] += value
+    }
+
+    func countMessage(hour: Int64, code: String, shard: Int64) {
+        current.hourly[HourlyKey(hour: hour, code: code, shard: shard), default: 0] += 1
+    }
+
+    func noteLatest(bundleId: String, environment: String, shard: Int64, receivedAt: Int64) {
+        let key = LatestKey(bundleId: bundleId, environment: environment, shard: shard)
+        current.latest[key] = max(current.latest[key] ?? receivedAt, receivedAt)
+    }
+
+    func appendEvent(_ event: OutboxEvent, customerID: Int64?) {
+        current.events.append(PendingEvent(event: event, customerID: customerID))
+    }
+
+    /// Drops the pending events of customers being erased in this transaction (their stored
+    /// events are deleted by the same erasure).
+    func dropEvents(customerIDs: Set<Int64>, appUserIds: Set<String>) {
+        func erased(_ pending: PendingEvent) -> Bool {
+            pending.customerID.map(customerIDs.contains) == true || pending.event.appUserId.map(appUserIds.contains) == true
+        }
+        kept.events.removeAll(where: erased)
+        current.events.removeAll(where: erased)
+    }
+
+    /// Removes the running job's pending event `id` and returns it (to be written at once).
+    func takeEvent(id: String) -> PendingEvent? {
+        guard let index = current.events.lastIndex(where: { $0.event.id == id }) else { return nil }
+        return current.events.remove(at: index)
+    }
+
+    /// The statements that write the transaction's share, in the lock order (see the top of this
+    /// file); empties the tail. Rows whose changes sum to nothing are left alone.
+    func statements(dialect: SQLDialect) -> [SQLStatement] {
+        release()
+        defer { kept = Share() }
+        guard !kept.isEmpty else { return [] }
+        var statements: [SQLStatement] = []
+        for (key, value) in kept.metrics.sorted(by: { $0.key < $1.key }) where value != 0 {
+            statements.append(SQLStatement(
+                Ledger.metricDailySQL, .text(key.environment), .int(key.day), .text(key.kind), .text(key.currency), .int(value)))
+        }
+        for (key, count) in kept.hourly.sorted(by: { $0.key < $1.key }) {
+            statements.append(SQLStatement(IngestCounters.countSQL, .int(key.hour), .text(key.code), .int(key.shard), .int(count)))
+        }
+        for (key, receivedAt) in kept.latest.sorted(by: { $0.key < $1.key }) {
+            statements.append(
+                SQLStatement(IngestCounters.latestSQL, .text(key.bundleId), .text(key.environment), .int(key.shard), .int(receivedAt)))
+        }
+        if !kept.events.isEmpty {
+            // PostgreSQL: `seq` is drawn at the insert but seen at the commit, so concurrent
+            // appenders could commit out of `seq` order and a reader paging by `seq` skip one. This
+            // lock, held to the commit that follows at once, makes appends commit in `seq` order.
+            // One lock per schema: servers of other schemas in the database never wait for it.
+            if dialect == .postgres {
+                statements.append(SQLStatement("SELECT pg_advisory_xact_lock(hashtextextended('entitled.events.' || current_schema(), 0))"))
+            }
+            for pending in kept.events { statements.append(Ledger.insertEventStatement(pending.event, customerID: pending.customerID)) }
+        }
+        return statements
+    }
+
+    /// Writes the transaction's share (``statements(dialect:)``) on `session`, in one round trip.
+    func flush(_ session: any SQLSession) throws {
+        let statements = statements(dialect: session.dialect)
+        if !statements.isEmpty { _ = try session.pipeline(statements) }
+    }
+}
