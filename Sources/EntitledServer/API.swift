@@ -166,9 +166,10 @@ public struct API: Sendable {
 
     /// An accepted signed message's body as the ledger keeps it: only the member that was
     /// verified, so that unknown keys posted beside it (padding) are not stored. Written by the
-    /// codec's writer (`JSONEncoder`'s bytes; with the fast paths without its string detour).
-    static func storedBody(_ key: String, _ jws: String, codec: JSONCodec) -> [UInt8] {
-        (try? codec.encodeSorted([key: jws])) ?? []
+    /// codec's writer (`JSONEncoder`'s bytes; with the fast paths without its string detour, and
+    /// around a JWS that `verified` holds bare as it is: ``JSONCodec/encodeMember(_:_:plain:)``).
+    static func storedBody(_ key: String, _ jws: String, codec: JSONCodec, verified: [DecodedJWS] = []) -> [UInt8] {
+        (try? codec.encodeMember(key, jws, plain: verified.contains { $0.isBare && $0.text == jws })) ?? []
     }
 
     /// The V1 body without its password, for the ledger (secrets are never stored or logged).

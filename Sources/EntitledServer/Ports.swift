@@ -1,5 +1,6 @@
 import AppStore
 import EntitledConfig
+import EntitledCrypto
 import Entitlements
 import Foundation
 import Storage
@@ -47,15 +48,19 @@ public struct VerifiedNotification: Sendable {
     public var transactionUnknownMembers: [UnknownMember]
     /// Those of `data.signedRenewalInfo`.
     public var renewalUnknownMembers: [UnknownMember]
+    /// Each signed text verified — the notification's, then its nested ones' — with its segments
+    /// as verification decoded them: the ledger stores them from these bytes (``ReceivedMessage/decoded``).
+    public var signed: [DecodedJWS]
 
     public init(
         payload: ResponseBodyV2DecodedPayload, unknownMembers: [UnknownMember] = [], transactionUnknownMembers: [UnknownMember] = [],
-        renewalUnknownMembers: [UnknownMember] = []
+        renewalUnknownMembers: [UnknownMember] = [], signed: [DecodedJWS] = []
     ) {
         self.payload = payload
         self.unknownMembers = unknownMembers
         self.transactionUnknownMembers = transactionUnknownMembers
         self.renewalUnknownMembers = renewalUnknownMembers
+        self.signed = signed
     }
 }
 

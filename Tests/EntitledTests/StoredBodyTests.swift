@@ -46,6 +46,50 @@ import Testing
         }
     }
 
+    /// How a V2 notification's `signedPayload` may arrive, and what the ledger must give back:
+    /// the posted body and the text around the JWS (`%@`), and the body it stores — the one member
+    /// that was verified, as the codec writes it — with `%@` the JWS.
+    static let postedForms: [(name: String, posted: String, text: String, stored: String)] = [
+        ("as Apple posts it", #"{"signedPayload":"%@"}"#, "%@", #"{"signedPayload":"%@"}"#),
+        ("spaced, with a key beside it", #"{ "pad" : [1, 2], "signedPayload" : "%@" }"#, "%@", #"{"signedPayload":"%@"}"#),
+        ("a newline after the JWS", #"{"signedPayload":"%@\n"}"#, "%@\n", #"{"signedPayload":"%@\n"}"#),
+        ("a space before the JWS", #"{"signedPayload":" %@"}"#, " %@", #"{"signedPayload":" %@"}"#),
+        ("a padded signature", #"{"signedPayload":"%@=="}"#, "%@==", #"{"signedPayload":"%@=="}"#),
+    ]
+
+    /// The verifier's decode is what the ledger stores a notification from (its texts packed from
+    /// the decoded segments, its body written around a bare JWS instead of encoded): whatever form
+    /// the JWS came in, its body and every signed text come back byte for byte and verify again.
+    @Test(arguments: StoredBackend.all.flatMap { backend in Self.postedForms.indices.map { (backend, $0) } })
+    func anAcceptedNotificationComesBackByteForByte(backend: StoredBackend, form: Int) async throws {
+        let (_, posted, text, stored) = Self.postedForms[form]
+        try await StoredAPITests.run(backend) { api in
+            let signer = StoredAPITests.ca.signer
+            let signedTransaction = try signer.sign(
+                Apple.transaction(otid: "o-b", tid: "t-b", purchase: t0 - Self.day, expires: t0 + 29 * Self.day))
+            let signedRenewal = try signer.sign(Apple.renewal(otid: "o-b", signed: t0 - Self.day))
+            let jws = try signer.sign(
+                ResponseBodyV2DecodedPayload(
+                    notificationType: .subscribed, subtype: .initialBuy, notificationUUID: "n-b",
+                    data: NotificationData(
+                        environment: .production, appAppleId: 1234, bundleId: APIHarness.bundleId, bundleVersion: "1",
+                        signedTransactionInfo: signedTransaction, signedRenewalInfo: signedRenewal),
+                    version: "2.0", signedDate: t0 - Self.day))
+            func fill(_ form: String) -> String { form.replacingOccurrences(of: "%@", with: jws) }
+            let reply = try await api.send("POST", "/v1/apple/notifications", json: fill(posted))
+            #expect(reply.status == 200, "\(reply.status)")
+            let signed = api.store as! any SignedLedger
+            let id = try await Self.scalar(api.store, "SELECT MAX(id) FROM notifications WHERE outcome = 'accepted'")
+            #expect(try await signed.notificationBody(id: id) == Array(fill(stored).utf8))
+            let facts = try await signed.signedFacts(after: 0, limit: 10)
+            #expect(Set(facts.map(\.text)) == [fill(text), signedTransaction, signedRenewal])
+            let verifier = try AppStoreVerifier(apps: api.configuration.apps, clock: api.clock)
+            for fact in facts {
+                #expect(try await verifier.reverify(kind: fact.kind, signed: fact.text, app: api.configuration.apps[0]), "\(fact.kind)")
+            }
+        }
+    }
+
     @Test(arguments: StoredBackend.all)
     func rejectedBodiesAreBoundedAndPurgedAfterTheRetention(backend: StoredBackend) async throws {
         try await StoredAPITests.run(backend) { (api: StoredAPITests.Harness) async throws in
