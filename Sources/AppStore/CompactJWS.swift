@@ -106,8 +106,6 @@ public struct CompactJWS: Sendable {
     public var signature: [UInt8]
     /// The ASCII bytes of `header.payload`, which the signature covers.
     public var signingInput: [UInt8]
-    /// Whether the token was the three segments alone (no whitespace trimmed around them).
-    var isBare: Bool
 
     /// The header's `alg`, if it is a string.
     public var algorithm: String? {
@@ -192,9 +190,7 @@ public struct CompactJWS: Sendable {
             throw VerificationError(.malformedPayload, "payload is not a JSON object")
         }
         let signingInput = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<second]))
-        return CompactJWS(
-            decodedHeader: decodedHeader, payload: payload, signature: signature, signingInput: signingInput,
-            isBare: start == 0 && end == bytes.count)
+        return CompactJWS(decodedHeader: decodedHeader, payload: payload, signature: signature, signingInput: signingInput)
     }
 
     /// Where the three segments are: `start..<first` header, `first+1..<second` payload,

@@ -28,10 +28,7 @@ public struct VerifiedPayload<Payload: VerifiablePayload>: Sendable {
     /// The decoded payload.
     public var value: Payload
     /// The payload JSON exactly as signed.
-    public var payloadJSON: [UInt8] { signed.payload }
-    /// The signed text with its segments as verification decoded them (``EntitledCrypto/DecodedJWS``):
-    /// what storing the text takes instead of decoding it again.
-    public var signed: DecodedJWS
+    public var payloadJSON: [UInt8]
     /// False for Xcode and LocalTesting payloads, which are decoded without signature or chain checks.
     public var signatureChecked: Bool
     /// The members of the payload JSON its model does not read, for types that report them
@@ -210,7 +207,6 @@ public final class SignedDataVerifier: Sendable {
         -> (result: VerifiedPayload<P>, chain: [X509Certificate]?)
     {
         let jws = try CompactJWS.parse(token, limits: configuration.limits, memo: headerMemo)
-        let signed = DecodedJWS(text: token, payload: jws.payload, signature: jws.signature, isBare: jws.isBare)
         let result = decode(P.self, jws.payload)
         let unknownMembers = (try? result.get())?.unknown ?? []
         let decoded = result.map(\.value)
@@ -222,7 +218,7 @@ public final class SignedDataVerifier: Sendable {
             // unsigned, but only when the operator listed the environment.
             try checkApp(payload)
             return (
-                VerifiedPayload(value: payload, signed: signed, signatureChecked: false, unknownMembers: unknownMembers), nil
+                VerifiedPayload(value: payload, payloadJSON: jws.payload, signatureChecked: false, unknownMembers: unknownMembers), nil
             )
         }
 
@@ -270,7 +266,7 @@ public final class SignedDataVerifier: Sendable {
         }
         try checkApp(payload)
         return (
-            VerifiedPayload(value: payload, signed: signed, signatureChecked: true, unknownMembers: unknownMembers),
+            VerifiedPayload(value: payload, payloadJSON: jws.payload, signatureChecked: true, unknownMembers: unknownMembers),
             entry.chain
         )
     }

@@ -61,24 +61,20 @@ public final class AppStoreVerifier: NotificationVerifying {
     public func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
         let verifier = try verifier(for: app)
         let outer = try await verifier.verifyPayload(signedPayload, as: ResponseBodyV2DecodedPayload.self)
-        var result = VerifiedNotification(payload: outer.value, unknownMembers: outer.unknownMembers, signed: [outer.signed])
+        var result = VerifiedNotification(payload: outer.value, unknownMembers: outer.unknownMembers)
         // Each nested JWS is verified on its own: the outer signature does not vouch for them.
         if let signed = outer.value.data?.signedTransactionInfo {
             let transaction = try await verifier.verifyPayload(signed, as: JWSTransactionDecodedPayload.self)
             result.payload.data?.transactionInfo = transaction.value
             result.transactionUnknownMembers = transaction.unknownMembers
-            result.signed.append(transaction.signed)
         }
         if let signed = outer.value.data?.signedRenewalInfo {
             let renewal = try await verifier.verifyPayload(signed, as: JWSRenewalInfoDecodedPayload.self)
             result.payload.data?.renewalInfo = renewal.value
             result.renewalUnknownMembers = renewal.unknownMembers
-            result.signed.append(renewal.signed)
         }
         if let signed = outer.value.appData?.signedAppTransactionInfo {
-            let appTransaction = try await verifier.verifyPayload(signed, as: AppTransaction.self)
-            result.payload.appData?.appTransaction = appTransaction.value
-            result.signed.append(appTransaction.signed)
+            result.payload.appData?.appTransaction = try await verifier.verify(signed, as: AppTransaction.self)
         }
         return result
     }

@@ -77,9 +77,9 @@ extension API {
         }
         let message = ReceivedMessage(
             notificationUUID: payload.notificationUUID, source: source,
-            body: Self.storedBody("signedPayload", signedPayload, codec: codec, verified: verified.signed), receivedAt: now,
+            body: Self.storedBody("signedPayload", signedPayload, codec: codec), receivedAt: now,
             notificationType: payload.notificationType?.rawValue ?? "", subtype: payload.subtype?.rawValue,
-            bundleId: app.bundleId, decoded: verified.signed)
+            bundleId: app.bundleId)
         // Each fact with the JWS it was verified from and what the verifier did not know in it.
         let signed = facts.map { fact -> (fact: Fact, signed: String?, unknown: [UnknownMember]) in
             switch fact {

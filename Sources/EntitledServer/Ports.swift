@@ -1,6 +1,5 @@
 import AppStore
 import EntitledConfig
-import EntitledCrypto
 import Entitlements
 import Foundation
 import Storage
@@ -48,19 +47,15 @@ public struct VerifiedNotification: Sendable {
     public var transactionUnknownMembers: [UnknownMember]
     /// Those of `data.signedRenewalInfo`.
     public var renewalUnknownMembers: [UnknownMember]
-    /// Each signed text verified — the notification's, then its nested ones' — with its segments
-    /// as verification decoded them: the ledger stores them from these bytes (``ReceivedMessage/decoded``).
-    public var signed: [DecodedJWS]
 
     public init(
         payload: ResponseBodyV2DecodedPayload, unknownMembers: [UnknownMember] = [], transactionUnknownMembers: [UnknownMember] = [],
-        renewalUnknownMembers: [UnknownMember] = [], signed: [DecodedJWS] = []
+        renewalUnknownMembers: [UnknownMember] = []
     ) {
         self.payload = payload
         self.unknownMembers = unknownMembers
         self.transactionUnknownMembers = transactionUnknownMembers
         self.renewalUnknownMembers = renewalUnknownMembers
-        self.signed = signed
     }
 }
 

@@ -1,7 +1,6 @@
 // Public value types of the ledger. Times are milliseconds since the Unix epoch (`Int64`),
 // the unit Apple uses in signed payloads; `now` is always a parameter, never read from a clock here.
 
-import EntitledCrypto
 import Entitlements
 
 /// Where a received message came from.
@@ -38,17 +37,12 @@ public struct ReceivedMessage: Sendable, Hashable {
     public var subtype: String?
     /// The app the message is for, stored with each of its facts (`facts.bundle_id`).
     public var bundleId: String?
-    /// Its signed texts as their verification decoded them: a fact whose signed text is one of
-    /// these is packed from these bytes instead of decoding it again. A text not among them is
-    /// decoded when packed.
-    public var decoded: [DecodedJWS]
 
     /// Creates a received message.
     public init(
         notificationUUID: String?, source: IngestSource, body: [UInt8], receivedAt: Int64,
-        notificationType: String? = nil, subtype: String? = nil, bundleId: String? = nil, decoded: [DecodedJWS] = []
+        notificationType: String? = nil, subtype: String? = nil, bundleId: String? = nil
     ) {
-        self.decoded = decoded
         self.notificationUUID = notificationUUID
         self.source = source
         self.body = body

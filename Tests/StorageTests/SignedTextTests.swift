@@ -180,41 +180,6 @@ struct SignedTextTests {
         #expect(third.digest == JWSHeader(other).digest && third.text == other)
     }
 
-    /// The verifier hands each text it decoded on with the message (`ReceivedMessage.decoded`):
-    /// packing takes those bytes instead of decoding again, and must pack exactly what decoding
-    /// gives — the same parts for every row and the body, and nothing packed that decoding would
-    /// keep as it is (stray bits, padding, surrounding whitespace).
-    @Test(
-        "packing from the verifier's decode gives the parts decoding gives",
-        arguments: [nil, "eyJhbGciOiJFUzI1NiJ9.eyJhIjoxfQ.c2lnBB", "eyJhbGciOiJFUzI1NiJ9.eyJhIjoxfQ==.c2ln", "eyJhbGciOiJFUzI1NiJ9.eyJhIjoxfQ.c2ln\n"])
-    func packingTakesTheVerifiersDecode(transactionText: String?) throws {
-        let (message, facts) = AppleShaped.notification(uuid: "n", otid: "o", token: nil, seed: 7, transactionJWS: transactionText)
-        // As the verifier decodes: whitespace around the three segments trimmed, `=` tolerated
-        // (stray bits are not: such a text has no decode).
-        let decoded = facts.compactMap(\.signed).compactMap { text -> DecodedJWS? in
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            let segments = trimmed.split(separator: ".", omittingEmptySubsequences: false).map { Array($0.utf8) }
-            func decode(_ segment: [UInt8]) -> [UInt8]? { segment.withUnsafeBytes { Base64.decode(utf8: $0, url: true) } }
-            guard let payload = decode(segments[1]), let signature = decode(segments[2]) else { return nil }
-            return DecodedJWS(text: text, payload: payload, signature: signature, isBare: trimmed == text)
-        }
-        #expect(decoded.count == (transactionText?.hasSuffix("BB") == true ? 2 : 3))
-        func packed(_ decoded: [DecodedJWS]) throws -> (rows: [[SignedPart]?], message: PackedMessage) {
-            var rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: testProjector) }
-            let message = try FactRow.pack(&rows, body: message.body, decoded: decoded, layout: .compressed)
-            return (rows.map(\.packed), message)
-        }
-        let decoding = try packed([])
-        let taking = try packed(decoded)
-        #expect(taking.rows == decoding.rows)
-        #expect(taking.message.body == decoding.message.body)
-        #expect(taking.message.headers == decoding.message.headers)
-        // The notification and the renewal pack whatever the transaction's text is; a text that
-        // is no canonical JWS does not, with or without its decode.
-        #expect(taking.rows[0] != nil && taking.rows[2] != nil)
-        #expect((taking.rows[1] != nil) == (transactionText == nil))
-    }
-
     /// A fact's text is scanned once: the digest's scan also says where packing splits it.
     @Test(arguments: ["eyJhbGciOiJFUzI1NiJ9.eyJhIjoxfQ.c2ln", "not.a-jws!", "{\"v1\":true}", "a..b"])
     func theDigestsScanGivesPackingsSplit(text: String) {

@@ -1,4 +1,3 @@
-import EntitledCrypto
 import Entitlements
 
 /// A fact as the `facts` table holds it: the engine's fact, its JSON text, the kind and key
@@ -17,7 +16,7 @@ struct FactRow: Sendable {
     /// the JSON text.
     var signed: String
     /// `facts.signed_packed`: `signed` packed (``SignedPart``) when it is a compact JWS; set by
-    /// ``FactRow/pack(_:body:decoded:layout:)`` once the message's other facts are known.
+    /// ``FactRow/pack(_:body:)`` once the message's other facts are known.
     var packed: [SignedPart]? = nil
     /// `facts.jws_sha256`: lower-case hex SHA-256 of what `signed` signs (``FactDigest``).
     var digest: String
@@ -26,7 +25,7 @@ struct FactRow: Sendable {
     var signingInputEnd: Int
     /// The fact's JSON: `facts.payload` in the older layouts; see ``payloadColumns()``.
     var payload: String
-    /// `payload` compressed (``FactPayload``), when made on the caller's thread by ``pack(_:body:decoded:layout:)``.
+    /// `payload` compressed (``FactPayload``), when made on the caller's thread by ``pack(_:body:layout:)``.
     var payloadPacked: [UInt8]? = nil
     /// The signed text's literals compressed with the fact's JSON (``SignedTextFormat``, format 2),
     /// made with ``packed``.
@@ -79,25 +78,18 @@ extension FactRow {
     /// of the other facts of the same message (a notification's payload carries its transaction's
     /// and renewal's JWS; the body is the notification's), on the caller's thread.
     /// In the compressed layout, also compresses each row's JSON and its signed text's literals.
-    /// `decoded`: the message's texts as their verification decoded them (``ReceivedMessage/decoded``);
-    /// a text among them is packed from those bytes, any other decoded here.
-    static func pack(_ rows: inout [FactRow], body: [UInt8], decoded: [DecodedJWS], layout: LedgerLayout) throws -> PackedMessage {
-        // Each text split once, for the siblings and for its own packing. Its segments split at the
-        // same dots as its verification's (a compact JWS without whitespace or padding, or no split).
-        let texts = rows.indices.compactMap { index -> (index: Int, text: [UInt8], split: SignedTextPacker.Split, known: DecodedJWS?)? in
+    static func pack(_ rows: inout [FactRow], body: [UInt8], layout: LedgerLayout) throws -> PackedMessage {
+        // Each text split once, for the siblings and for its own packing.
+        let texts = rows.indices.compactMap { index -> (index: Int, text: [UInt8], split: SignedTextPacker.Split)? in
             guard rows[index].fact.identity == nil else { return nil }
             let text = Array(rows[index].signed.utf8)
-            let known = decoded.first { $0.text == rows[index].signed }
-            return SignedTextPacker.split(text, signingInputEnd: rows[index].signingInputEnd).map { (index, text, $0, known) }
+            return SignedTextPacker.split(text, signingInputEnd: rows[index].signingInputEnd).map { (index, text, $0) }
         }
-        let siblings = SignedSiblings(
-            split: texts.map { text in
-                (rows[text.index].kind, text.text, SignedTextPacker.decode(text.split.signature, known: text.known?.signature), rows[text.index].digest)
-            })
+        let siblings = SignedSiblings(split: texts.map { (rows[$0.index].kind, $0.text, $0.split, rows[$0.index].digest) })
         var headers: Set<JWSHeader> = []
         var made: [JWSHeader] = []
-        for (index, _, split, known) in texts {
-            rows[index].packed = SignedTextPacker.packJWS(split, siblings: siblings, headers: &made, known: known).map { [$0] }
+        for (index, _, split) in texts {
+            rows[index].packed = SignedTextPacker.packJWS(split, siblings: siblings, headers: &made).map { [$0] }
             if let packed = rows[index].packed { SignedTextPacker.headers(in: packed, into: &headers) }
         }
         if layout == .compressed {

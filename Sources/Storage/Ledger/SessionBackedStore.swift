@@ -44,7 +44,7 @@ extension SessionBackedStore {
         let layout = layout
         let counts = countsIngest
         let holds = holdsEvents
-        let packed = layout == .unpacked ? PackedMessage(headers: []) : try FactRow.pack(&rows, body: message.body, decoded: message.decoded, layout: layout)
+        let packed = layout == .unpacked ? PackedMessage(headers: []) : try FactRow.pack(&rows, body: message.body, layout: layout)
         return try await observedWrite { [rows] ledger in
             var ledger = ledger
             ledger.countsIngest = counts

@@ -80,15 +80,15 @@ struct SignedSiblings {
         self.init(
             split: texts.compactMap { kind, text, digest in
                 let bytes = Array(text.utf8)
-                return SignedTextPacker.split(bytes).map { (kind, bytes, SignedTextPacker.decode($0.signature), digest) }
+                return SignedTextPacker.split(bytes).map { (kind, bytes, $0, digest) }
             })
     }
 
-    /// From texts already split (``SignedTextPacker/split(_:)``: each is scanned once), each with
-    /// its signature decoded (``SignedTextPacker/decode(_:known:)``; nil: it does not re-encode).
-    init(split texts: [(kind: String, text: [UInt8], signature: [UInt8]?, digest: String)]) {
-        for (kind, text, signature, digest) in texts {
-            guard let signature else { continue }
+    /// From texts already split (``SignedTextPacker/split(_:)``: each is scanned once).
+    init(split texts: [(kind: String, text: [UInt8], split: SignedTextPacker.Split, digest: String)]) {
+        for (kind, text, split, digest) in texts {
+            guard let signature = SignedTextPacker.urlDecode(split.signature), SignedTextPacker.reencodes(signature, to: split.signature)
+            else { continue }
             var quoted = [UInt8(ascii: "\"")]
             quoted.reserveCapacity(text.count + 2)
             quoted += text
@@ -118,14 +118,6 @@ enum SignedTextPacker {
 
     static func urlDecode(_ segment: ArraySlice<UInt8>) -> [UInt8]? {
         segment.withUnsafeBytes { Base64.decode(utf8: $0, url: true) }
-    }
-
-    /// `segment` decoded, nil unless the bytes re-encode to exactly it (``reencodes(_:to:)``).
-    /// `known`: what the text's verification decoded the same segment to (``EntitledCrypto/DecodedJWS``),
-    /// taken instead of decoding it again.
-    static func decode(_ segment: ArraySlice<UInt8>, known: [UInt8]? = nil) -> [UInt8]? {
-        guard let bytes = known ?? urlDecode(segment), reencodes(bytes, to: segment) else { return nil }
-        return bytes
     }
 
     /// Whether `decoded` (what `segment` decodes to) base64url-encodes back to exactly `segment`:
@@ -168,12 +160,15 @@ enum SignedTextPacker {
     }
 
     /// ``packJWS(_:siblings:)`` for one of a message's texts: `headers` are those its other texts
-    /// made (``JWSHeader/init(_:reusing:)``); `known`, the text as its verification decoded it.
-    static func packJWS(_ split: Split, siblings: SignedSiblings, headers: inout [JWSHeader], known: DecodedJWS? = nil) -> SignedPart? {
-        guard let payload = decode(split.payload, known: known?.payload),
-            let signature = decode(split.signature, known: known?.signature)
+    /// made (``JWSHeader/init(_:reusing:)``).
+    static func packJWS(_ split: Split, siblings: SignedSiblings, headers: inout [JWSHeader]) -> SignedPart? {
+        let (header, payload, signature) = split
+        guard let payloadBytes = urlDecode(payload), reencodes(payloadBytes, to: payload),
+            let signatureBytes = urlDecode(signature), reencodes(signatureBytes, to: signature)
         else { return nil }
-        return .jws(header: JWSHeader(split.header, reusing: &headers), payload: referencing(payload, siblings: siblings), signature: signature)
+        return .jws(
+            header: JWSHeader(header, reusing: &headers), payload: referencing(payloadBytes, siblings: siblings),
+            signature: signatureBytes)
     }
 
     /// `bytes` with every quoted sibling text replaced by a reference (the quotes stay literal).
