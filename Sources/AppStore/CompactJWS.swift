@@ -106,6 +106,10 @@ public struct CompactJWS: Sendable {
     public var signature: [UInt8]
     /// The ASCII bytes of `header.payload`, which the signature covers.
     public var signingInput: [UInt8]
+    /// Whether the token was its three segments alone, no whitespace trimmed around them. Parsed,
+    /// such a token holds nothing but base64url characters, `=` and two dots (every segment is
+    /// decoded strictly), so it is its own JSON string.
+    public var isBare: Bool
 
     /// The header's `alg`, if it is a string.
     public var algorithm: String? {
@@ -190,7 +194,9 @@ public struct CompactJWS: Sendable {
             throw VerificationError(.malformedPayload, "payload is not a JSON object")
         }
         let signingInput = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<second]))
-        return CompactJWS(decodedHeader: decodedHeader, payload: payload, signature: signature, signingInput: signingInput)
+        return CompactJWS(
+            decodedHeader: decodedHeader, payload: payload, signature: signature, signingInput: signingInput,
+            isBare: start == 0 && end == bytes.count)
     }
 
     /// Where the three segments are: `start..<first` header, `first+1..<second` payload,

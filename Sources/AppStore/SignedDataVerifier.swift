@@ -31,6 +31,9 @@ public struct VerifiedPayload<Payload: VerifiablePayload>: Sendable {
     public var payloadJSON: [UInt8]
     /// False for Xcode and LocalTesting payloads, which are decoded without signature or chain checks.
     public var signatureChecked: Bool
+    /// Whether the text was the token alone, without whitespace around it (``CompactJWS/isBare``):
+    /// nothing in it needs JSON escaping.
+    public var isBare: Bool = false
     /// The members of the payload JSON its model does not read, for types that report them
     /// (``ReportsUnknownMembers``), found by the same decode; empty for other types.
     public var unknownMembers: [UnknownMember] = []
@@ -218,7 +221,9 @@ public final class SignedDataVerifier: Sendable {
             // unsigned, but only when the operator listed the environment.
             try checkApp(payload)
             return (
-                VerifiedPayload(value: payload, payloadJSON: jws.payload, signatureChecked: false, unknownMembers: unknownMembers), nil
+                VerifiedPayload(
+                    value: payload, payloadJSON: jws.payload, signatureChecked: false, isBare: jws.isBare, unknownMembers: unknownMembers),
+                nil
             )
         }
 
@@ -266,7 +271,7 @@ public final class SignedDataVerifier: Sendable {
         }
         try checkApp(payload)
         return (
-            VerifiedPayload(value: payload, payloadJSON: jws.payload, signatureChecked: true, unknownMembers: unknownMembers),
+            VerifiedPayload(value: payload, payloadJSON: jws.payload, signatureChecked: true, isBare: jws.isBare, unknownMembers: unknownMembers),
             entry.chain
         )
     }

@@ -166,10 +166,10 @@ public struct API: Sendable {
 
     /// An accepted signed message's body as the ledger keeps it: only the member that was
     /// verified, so that unknown keys posted beside it (padding) are not stored. Written by the
-    /// codec's writer (`JSONEncoder`'s bytes; with the fast paths a JWS of nothing but base64url,
-    /// `=` and dots is copied as it is: ``JSONCodec/encodeMember(_:_:)``).
-    static func storedBody(_ key: String, _ jws: String, codec: JSONCodec) -> [UInt8] {
-        (try? codec.encodeMember(key, jws)) ?? []
+    /// codec's writer (`JSONEncoder`'s bytes; with the fast paths without its string detour, and
+    /// around a JWS its verification found `bare` as it is: ``JSONCodec/encodeMember(_:_:plain:)``).
+    static func storedBody(_ key: String, _ jws: String, codec: JSONCodec, bare: Bool = false) -> [UInt8] {
+        (try? codec.encodeMember(key, jws, plain: bare)) ?? []
     }
 
     /// The V1 body without its password, for the ledger (secrets are never stored or logged).

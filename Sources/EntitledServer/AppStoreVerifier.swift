@@ -61,7 +61,7 @@ public final class AppStoreVerifier: NotificationVerifying {
     public func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
         let verifier = try verifier(for: app)
         let outer = try await verifier.verifyPayload(signedPayload, as: ResponseBodyV2DecodedPayload.self)
-        var result = VerifiedNotification(payload: outer.value, unknownMembers: outer.unknownMembers)
+        var result = VerifiedNotification(payload: outer.value, unknownMembers: outer.unknownMembers, isBare: outer.isBare)
         // Each nested JWS is verified on its own: the outer signature does not vouch for them.
         if let signed = outer.value.data?.signedTransactionInfo {
             let transaction = try await verifier.verifyPayload(signed, as: JWSTransactionDecodedPayload.self)

@@ -12,28 +12,18 @@ extension JSONCodec {
         return Array(try Self.sortedEncoder.encode(value))
     }
 
-    /// `{"key":"value"}` as ``encodeSorted(_:)`` writes it. With the fast paths, a `value` of
-    /// nothing but base64url characters, `=` and `.` (a compact JWS, as Apple sends it) needs no
-    /// escaping and is copied as it is rather than run through the escaper — an accepted
-    /// notification's body is 13 KB of it. `key` is a member name of this code's, which needs no
-    /// escaping either.
-    func encodeMember(_ key: String, _ value: String) throws -> [UInt8] {
-        guard fastPaths, value.utf8.allSatisfy(Self.isCompactJWSByte) else { return try encodeSorted([key: value]) }
+    /// `{"key":"value"}` as ``encodeSorted(_:)`` writes it. With the fast paths, a `value` known
+    /// to hold nothing JSON escapes (`plain`: a JWS its verification found bare,
+    /// ``AppStore/CompactJWS/isBare``, is base64url, `=` and two dots) is copied as it is rather
+    /// than scanned by the escaper — an accepted notification's body is 13 KB of it. `key` is a
+    /// member name of this code's, which needs no escaping either.
+    func encodeMember(_ key: String, _ value: String, plain: Bool) throws -> [UInt8] {
+        guard fastPaths, plain else { return try encodeSorted([key: value]) }
         var bytes = Array("{\"\(key)\":\"".utf8)
         bytes.reserveCapacity(bytes.count + value.utf8.count + 2)
         bytes += value.utf8
         bytes += "\"}".utf8
         return bytes
-    }
-
-    /// A byte of base64url text or the `=` and `.` a compact JWS may hold: none is escaped in JSON.
-    private static func isCompactJWSByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "="), UInt8(ascii: "."):
-            true
-        default: false
-        }
     }
 
     /// A customer answer as `JSONEncoder.entitledDefault` writes it: with the fast paths by

@@ -77,7 +77,7 @@ extension API {
         }
         let message = ReceivedMessage(
             notificationUUID: payload.notificationUUID, source: source,
-            body: Self.storedBody("signedPayload", signedPayload, codec: codec), receivedAt: now,
+            body: Self.storedBody("signedPayload", signedPayload, codec: codec, bare: verified.isBare), receivedAt: now,
             notificationType: payload.notificationType?.rawValue ?? "", subtype: payload.subtype?.rawValue,
             bundleId: app.bundleId)
         // Each fact with the JWS it was verified from and what the verifier did not know in it.

@@ -47,11 +47,15 @@ public struct VerifiedNotification: Sendable {
     public var transactionUnknownMembers: [UnknownMember]
     /// Those of `data.signedRenewalInfo`.
     public var renewalUnknownMembers: [UnknownMember]
+    /// Whether the signed payload was the token alone (``AppStore/CompactJWS/isBare``): its
+    /// accepted body is then written around it as it is (``JSONCodec/encodeMember(_:_:plain:)``).
+    public var isBare: Bool
 
     public init(
         payload: ResponseBodyV2DecodedPayload, unknownMembers: [UnknownMember] = [], transactionUnknownMembers: [UnknownMember] = [],
-        renewalUnknownMembers: [UnknownMember] = []
+        renewalUnknownMembers: [UnknownMember] = [], isBare: Bool = false
     ) {
+        self.isBare = isBare
         self.payload = payload
         self.unknownMembers = unknownMembers
         self.transactionUnknownMembers = transactionUnknownMembers
