@@ -1,5 +1,6 @@
 import Entitlements
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Storage
@@ -87,6 +88,38 @@ import Testing
             _ = try await store.ingest(outbox.lifecycle()[0], projector: projector, now: t0)
             #expect(try await store.rows("event_holds") == 1)
             #expect(try await outbox.events(store).isEmpty)
+        }
+    }
+
+    /// Whose events the outbox holds, in its order, each customer's run once.
+    func owners(_ store: any LedgerStore) async throws -> [String] {
+        try await outbox.events(store).map { $0.appUserId ?? "-" }.reduce(into: []) { if $0.last != $1 { $0.append($1) } }
+    }
+
+    @Test("a release that fails moves its hold back, behind the holds due after it", arguments: Backend.all)
+    func failedReleaseMovesBack(backend: Backend) async throws {
+        let projector = Self.projector()
+        let failures = FailingCommits()
+        let now = t0 + 10_000
+        try await withStore(backend, fault: failures.injector, now: now) { store, _ in
+            let holds = try await holds(store)
+            // u1's hold is due at t0 + 5 s, u2's a second later.
+            _ = try await store.ingest(outbox.lifecycle()[0], projector: projector, now: t0)
+            let other = Fixture.batch(
+                uuid: "m1", facts: [Fixture.transaction(otid: "o2", tid: "o2", expires: testNow + 20 * day, signed: testNow - day)],
+                claim: Claim(appUserId: "u2"))
+            _ = try await store.ingest(other, projector: projector, now: t0 + 1_000)
+            failures.failNext(1)
+            await #expect(throws: StorageError.self) { _ = try await holds.releaseEventHolds(projector: projector, now: now, limit: 1) }
+            // Held 10 s when it failed: tried again 10 s later, so u2's is next.
+            #expect(try await holds.nextEventHoldRelease() == t0 + 6_000)
+            #expect(try await holds.releaseEventHolds(projector: projector, now: now, limit: 1) == 1)
+            #expect(try await owners(store) == ["u2"])
+            #expect(try await holds.nextEventHoldRelease() == now + 10_000)
+            #expect(try await holds.releaseEventHolds(projector: projector, now: now + 9_999, limit: 1) == 0)
+            #expect(try await holds.releaseEventHolds(projector: projector, now: now + 10_000, limit: 1) == 1)
+            #expect(try await owners(store) == ["u2", "u1"])
+            #expect(try await store.rows("event_holds") == 0)
         }
     }
 
@@ -195,6 +228,25 @@ import Testing
             #expect(Set(events.map(\.id)).count == events.count)
             #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
             #expect(try await store.rows("event_holds") == 0)
+        }
+    }
+}
+
+/// Fails the next commits it is told to (``FaultPoint/beforeCommit``), then lets every one through.
+final class FailingCommits: Sendable {
+    private let left = Mutex(0)
+
+    func failNext(_ count: Int) { left.withLock { $0 = count } }
+
+    var injector: FaultInjector {
+        { [self] point in
+            guard point == .beforeCommit else { return }
+            let fail = left.withLock { left in
+                guard left > 0 else { return false }
+                left -= 1
+                return true
+            }
+            if fail { throw StorageError(.faultInjected, "test fault before a commit") }
         }
     }
 }

@@ -13,6 +13,9 @@ public struct EventHold: Sendable, Hashable {
 
     /// The schema version that adds `event_holds`.
     static let schemaVersion = 21
+    /// The shortest and the longest wait before a hold whose release failed is tried again.
+    static let minimumRetryMilliseconds: Int64 = 1_000
+    static let maximumRetryMilliseconds: Int64 = 60_000
 
     /// Nil for `settleSeconds` 0: events are derived at the commit.
     public init?(settleSeconds: Int, maxHoldSeconds: Int) {
@@ -28,7 +31,7 @@ public protocol EventHoldStore: Sendable {
     /// Releases every hold due at `now` (at most `limit`), each in its own transaction: replays the
     /// customer's facts from the hold's earliest signed date, appends the events not in the outbox
     /// yet and deletes the hold. Returns how many holds it released; throws only when none could be
-    /// released (a failing one stays held and is tried again).
+    /// released (a failing one stays held, moved back, and is tried again).
     func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int
     /// The earliest `release_at` of any hold (nil: none held).
     func nextEventHoldRelease() async throws -> Int64?
@@ -49,11 +52,13 @@ extension SessionBackedStore {
         var released = 0
         var failure: (any Error)?
         for customerID in due {
-            // One customer whose release fails (its hold stays, tried again next pass) holds up no other.
+            // One customer whose release fails holds up no other: its hold stays, moved back behind
+            // the holds due meanwhile (else holds that keep failing would fill every pass's `limit`).
             do {
                 if try await observedWrite({ try $0.releaseHold(customerID: customerID, projector: projector, now: now) }) { released += 1 }
             } catch {
                 failure = failure ?? error
+                try? await write { try Ledger(session: $0, fault: nil).postponeHold(customerID: customerID, now: now) }
             }
         }
         if let failure, released == 0 { throw failure }
@@ -81,6 +86,18 @@ extension Ledger {
                     THEN event_holds.first_held_at + $5 ELSE excluded.release_at END
             """, .int(customerID), .int(earliestSignedDate), .int(now), .int(now + hold.settleMilliseconds),
             .int(hold.maxHoldMilliseconds))
+    }
+
+    /// Moves the hold of a customer whose release failed back by as long as it has been held, at
+    /// least ``EventHold/minimumRetryMilliseconds`` and at most ``EventHold/maximumRetryMilliseconds``:
+    /// a backoff that roughly doubles with each failure, without a count to store.
+    func postponeHold(customerID: Int64, now: Int64) throws {
+        try session.query(
+            """
+            UPDATE event_holds SET release_at = $2 + CASE
+                WHEN $2 - first_held_at < $3 THEN $3 WHEN $2 - first_held_at > $4 THEN $4 ELSE $2 - first_held_at END
+            WHERE customer_id = $1
+            """, .int(customerID), .int(now), .int(EventHold.minimumRetryMilliseconds), .int(EventHold.maximumRetryMilliseconds))
     }
 
     /// Releases one due hold (see ``EventHoldStore/releaseEventHolds(projector:now:limit:)``).
