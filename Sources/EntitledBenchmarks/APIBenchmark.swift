@@ -114,25 +114,30 @@ public enum APIBenchmark {
             // The customers exist (an app asks for its customer before StoreKit buys with their
             // token), so each notification links its subscription and recomputes their projection.
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<notificationCount, now: now)
-            func ingest(commit: Bool) async throws -> (Double, String) {
-                try await ingestRun(configuration: configuration, store: store, commit: commit) {}
+            // The rate and this process's CPU per notification (the server runs in it; wrk does
+            // not): the work a notification costs, beside how fast the machine got through them.
+            func ingest(commit: Bool) async throws -> (rate: Double, errors: String, cpu: String) {
+                let started = processCPUSeconds()
+                let (rate, errors) = try await ingestRun(configuration: configuration, store: store, commit: commit) {}
+                let cpu = String(format: "process CPU %.0f µs per notification", (processCPUSeconds() - started) / Double(notificationCount) * 1e6)
+                return (rate, errors, cpu)
             }
             if label == "SQLite" {
                 // What the ledger costs: the same run with the commit skipped (nothing is stored,
                 // so the real run below still finds every notification new).
-                let (rate, errors) = try await ingest(commit: false)
+                let run = try await ingest(commit: false)
                 print(
                     String(
-                        format: "ingest without the ledger: %8.0f notifications/s (ratio %.2f): HTTP, verification, mapping %@",
-                        rate, rate / limit, errors))
+                        format: "ingest without the ledger: %8.0f notifications/s (ratio %.2f): HTTP, verification, mapping; %@ %@",
+                        run.rate, run.rate / limit, run.cpu, run.errors))
             }
-            let (rate, errors) = try await ingest(commit: true)
+            let run = try await ingest(commit: true)
             if let schema { try? await _StorageBenchmarkCleanup.dropSchema(store, schema) }
             await store.close()
             print(
                 String(
-                    format: "ingest %@: %8.0f notifications/s durable (ratio to ES256 limit %.2f%@) %@", label, rate,
-                    rate / limit, label == "SQLite" ? ", target 0.5" : "", errors))
+                    format: "ingest %@: %8.0f notifications/s durable (ratio to ES256 limit %.2f%@); %@ %@", label, run.rate,
+                    run.rate / limit, label == "SQLite" ? ", target 0.5" : "", run.cpu, run.errors))
         }
 
         if only != "sqlite", let postgresURL {
@@ -173,6 +178,13 @@ public enum APIBenchmark {
                     customerCount, report.requestsPerSecond, report.p50, report.p99, report.errors == "none" ? "" : report.errors))
         }
         return true
+    }
+
+    /// CPU time of this whole process so far (every thread), in seconds.
+    static func processCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
     static let bundleId = "com.example.bench"

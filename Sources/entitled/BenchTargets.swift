@@ -120,6 +120,8 @@ enum APIBenchmarkCommand: Command {
            (a temporary file, WAL fsynced before each answer) and on PostgreSQL (--postgres URL or
            ENTITLED_TEST_POSTGRES). Prints notifications/s and the ratio to the raw ES256 limit,
            (ES256 verifications/s on all cores, measured in the same run) / 3. Target on SQLite: 0.5.
+           Each ingest line also gives this process's CPU time per notification (the server
+           runs in it, wrk does not), so a change's cost in work shows beside its rate.
            Before SQLite, the same bodies once more with the ledger's commit skipped: what HTTP,
            verification and mapping alone reach, so the ledger's share is visible.
         Then --webhook-rounds (default 3; 0 skips) alternated rounds of the same ingest on SQLite
