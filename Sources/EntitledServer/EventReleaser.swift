@@ -6,8 +6,8 @@ import Storage
 ///
 /// Work lives in the database (``EventHoldStore``): several servers on one PostgreSQL release each
 /// hold once. A pass releases every hold due on the injected clock and rings the ledger's bell (the
-/// feed's long polls and the webhook dispatcher wake); between passes it waits for a commit or at
-/// most ``idleWait``, so a hold is released within about a second of its `release_at`.
+/// feed's long polls and the webhook dispatcher wake); between passes it sleeps ``idleWait``, so a
+/// hold is released within about a second of its `release_at`.
 public final class EventReleaser: Sendable {
     /// The longest wait between passes.
     static let idleWait: Duration = .seconds(1)

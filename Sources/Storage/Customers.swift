@@ -128,11 +128,6 @@ extension SessionBackedStore {
     }
 
     func eraseCustomer(appUserId: String, actor: String?, now: Int64) async throws -> ErasureReport? {
-        let holds = holdsEvents
-        return try await observedWrite { ledger in
-            var ledger = ledger
-            ledger.holdsEvents = holds
-            return try ledger.erase(appUserId: appUserId, actor: actor, now: now)
-        }
+        try await observedWrite { try $0.erase(appUserId: appUserId, actor: actor, now: now) }
     }
 }

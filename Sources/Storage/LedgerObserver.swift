@@ -116,17 +116,20 @@ extension Ledger {
 }
 
 extension SessionBackedStore {
-    /// Runs `body` in a write transaction; once it committed, reports its projection changes to
+    /// Runs `body` in a write transaction, on a ledger that knows this store's schema (layout,
+    /// ingest counters, event holds); once it committed, reports its projection changes to
     /// `ledgerObserver`.
     func observedWrite<T: Sendable>(_ body: @escaping @Sendable (Ledger) throws -> T) async throws -> T {
-        let fault = faultInjector
-        let layout = layout
+        let (fault, layout, counts, holds) = (faultInjector, layout, countsIngest, holdsEvents)
+        @Sendable func ledger(_ session: any SQLSession, tally: TallyBuffer?) -> Ledger {
+            Ledger(session: session, fault: fault, tally: tally, layout: layout, countsIngest: counts, holdsEvents: holds)
+        }
         guard let observer = ledgerObserver else {
-            return try await write { try body(Ledger(session: $0, fault: fault, layout: layout)) }
+            return try await write { try body(ledger($0, tally: nil)) }
         }
         let (value, change) = try await write { session in
             let buffer = TallyBuffer()
-            let value = try body(Ledger(session: session, fault: fault, tally: buffer, layout: layout))
+            let value = try body(ledger(session, tally: buffer))
             return (value, buffer.tally)
         }
         if !change.isEmpty { observer.projectionsChanged(change) }

@@ -42,14 +42,9 @@ extension SessionBackedStore {
         // Encoded and digested here, on the caller's thread, not on the single writer.
         var rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
         let layout = layout
-        let counts = countsIngest
-        let holds = holdsEvents
         let packed = layout == .unpacked ? PackedMessage(headers: []) : try FactRow.pack(&rows, body: message.body, layout: layout)
         return try await observedWrite { [rows] ledger in
-            var ledger = ledger
-            ledger.countsIngest = counts
-            ledger.holdsEvents = holds
-            return try ledger.ingest(message, rows: rows, packed: packed, claim: claim, projector: projector, now: now)
+            try ledger.ingest(message, rows: rows, packed: packed, claim: claim, projector: projector, now: now)
         }
     }
 
