@@ -11,8 +11,9 @@ import Synchronization
 ///
 /// - `GET /dev/customers` — every simulator customer with the server's answer.
 /// - `GET /dev/metrics` — live counts and the ring of per-virtual-day samples behind the charts.
-/// - `GET /dev/customers/{appUserId}/timeline[?cursor=&limit=]` — the customer's answer, their
-///   ledger history newest first (cursor-paged like `/v1/…/history`) and the simulator's deliveries.
+/// - `GET /dev/customers/{appUserId}/timeline[?cursor=&limit=]` — the customer's answer and their
+///   ledger history newest first (cursor-paged like `/v1/…/history`), each notification once with
+///   what it carried and the simulator's delivery of it.
 /// - `GET /dev/catalog` — the simulator's products.
 /// - `GET /dev/clock`, `POST /dev/clock` `{"running", "dayEvery"}` — the auto-advance.
 /// - `POST /dev/clock/advance` `{"by": "P1M"}` or `{"days": N}` — move virtual time, a day at a time.
@@ -106,11 +107,10 @@ enum Dashboard {
         var appUserId: String
         var serverTime: String
         var customer: CustomerBody
-        /// The ledger's entries, newest first.
-        var items: [HistoryItemBody]
+        /// The ledger's entries and the simulator's deliveries (first page only), newest first,
+        /// each notification once (``timelineEntries(_:deliveries:)``).
+        var entries: [TimelineEntry]
         var nextCursor: String?
-        /// The simulator's deliveries for this customer, newest first (only on the first page).
-        var deliveries: [Delivery]
     }
 
     struct ProductBody: Encodable {
@@ -237,24 +237,25 @@ enum Dashboard {
         let snapshot = try await driver.ledger.customer(
             appUserId: appUserId, context: driver.ledger.answerContext(now: now))
         let page = try await history(driver.ledger, appUserId: appUserId, cursor: cursor, limit: limit)
-        var deliveries: [Delivery] = []
+        var deliveries: [(signedAt: Int64, delivery: Delivery)] = []
         if cursor == nil {
             for record in await driver.simulator.sender.history().reversed() where record.customerId == appUserId {
                 let last = record.attempts.last
                 deliveries.append(
-                    Delivery(
+                    (signedAt: record.signedDate,
+                     delivery: Delivery(
                         notificationUUID: record.notificationUUID, notificationType: record.notificationType,
                         subtype: record.subtype, signedDate: ISO8601.format(milliseconds: record.signedDate),
                         delivered: record.delivered, attempts: record.attempts.count, lastStatus: last?.httpStatus,
-                        lastError: last?.error))
+                        lastError: last?.error)))
                 if deliveries.count == deliveryLimit { break }
             }
         }
         return Timeline(
             appUserId: appUserId, serverTime: ISO8601.format(milliseconds: now),
             customer: CustomerBody(customer: snapshot.customer, state: snapshot.state, now: now),
-            items: (page?.entries ?? []).map(HistoryItemBody.init), nextCursor: page?.nextCursor.map(HistoryCursor.wrap),
-            deliveries: deliveries)
+            entries: timelineEntries(page?.entries ?? [], deliveries: deliveries),
+            nextCursor: page?.nextCursor.map(HistoryCursor.wrap))
     }
 
     private static func history(_ ledger: FactLedger, appUserId: String, cursor: String?, limit: Int) async throws

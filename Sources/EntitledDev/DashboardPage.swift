@@ -54,6 +54,8 @@ extension Dashboard {
           .toast { background: #1d1d1f; color: #fff; padding: .5rem .8rem; border-radius: 8px; font-size: .85rem; box-shadow: 0 4px 16px rgba(0,0,0,.2); }
           .toast.error { background: var(--refunded); }
           .empty { color: var(--muted); padding: .6rem 0; }
+          tr.carried td { font-size: .8rem; } tr.carried td:first-child { padding-left: 1.2rem; }
+          .links { display: flex; flex-wrap: wrap; gap: .3rem 1rem; flex-basis: 100%; } .links a { color: var(--accent); font-weight: 600; }
         </style></head>
         <body>
         <header>
@@ -68,6 +70,11 @@ extension Dashboard {
             </select>
             <button data-advance="P1D">+1 day</button><button data-advance="P7D">+1 week</button><button data-advance="P1M">+1 month</button>
           </div>
+          <nav class="links small" id="links">
+            <a href="/console" target="_blank" rel="noopener" title="The operator console: charts, customers, health; log in with the dev API key, __DEV_KEY__">Console (/console)</a>
+            <span class="muted" title="Deliver the server's events to your backend: entitled dev --webhooks FILE">Webhooks: docs/operations.md#webhooks</span>
+            <span class="muted" title="The Swift client for your app and backend">EntitledKit: Sources/EntitledKit/EntitledKit.docc</span>
+          </nav>
         </header>
         <div class="wrap">
           <section class="cards" id="cards" aria-label="Counts"></section>
@@ -85,14 +92,14 @@ extension Dashboard {
               <table><thead><tr><th>Customer</th><th>Status</th><th>Entitlement</th><th>Product</th><th>Expires</th><th>Renews</th></tr></thead>
                 <tbody id="rows" class="click"><tr><td colspan="6" class="empty">loading…</td></tr></tbody></table>
               <form class="add" id="add">
-                <input id="new-name" placeholder="new customer" required maxlength="64" pattern="[A-Za-z0-9._@-]+" title="letters, digits, . _ @ -" size="14">
+                <input id="new-name" placeholder="new customer" required maxlength="64" pattern="[A-Za-z0-9._@\-]+" title="letters, digits, . _ @ -" size="14">
                 <select id="new-product" aria-label="Product"></select>
                 <label class="small"><input type="checkbox" id="new-intro"> intro offer</label>
                 <button class="primary">Add &amp; buy</button>
               </form>
             </div>
             <div class="panel" id="detail">
-              <div class="empty" id="detail-empty">Select a customer to see the server's answer, their history and the simulator's deliveries.</div>
+              <div class="empty" id="detail-empty">Select a customer to see the server's answer and their timeline: each notification the simulator posted, and what the server stored.</div>
               <div id="detail-body" hidden>
                 <div class="row"><h2 id="d-name" style="margin:0"></h2><span id="d-state" class="muted small"></span>
                   <span class="row" style="margin-left:auto">
@@ -100,12 +107,10 @@ extension Dashboard {
                     <button id="d-card"></button>
                   </span></div>
                 <div class="ents" id="d-ents"></div>
-                <h3>Timeline <span class="muted small">— what the server stored, newest first</span></h3>
-                <table><thead><tr><th>Apple date</th><th>Entry</th><th>Product</th><th>Price</th><th>Transaction</th></tr></thead>
+                <h3>Timeline <span class="muted small">— newest first: each notification the simulator posted, whether the server took it, and what it carried</span></h3>
+                <table><thead><tr><th>Apple date</th><th>Entry</th><th>Product</th><th>Price</th><th>Transaction</th><th>Delivery</th></tr></thead>
                   <tbody id="d-timeline"></tbody></table>
                 <button id="d-more" hidden>Older entries…</button>
-                <h3>Deliveries <span class="muted small">— what the simulator posted, newest first</span></h3>
-                <table><thead><tr><th>Signed</th><th>Notification</th><th>Result</th></tr></thead><tbody id="d-deliveries"></tbody></table>
               </div>
             </div>
           </section>
@@ -292,7 +297,7 @@ extension Dashboard {
           selected = id; timelineKey = ''; olderCursor = null;
           for (const tr of $('rows').children) tr.classList.toggle('selected', tr.dataset.customer === id);
           $('detail-empty').hidden = true; $('detail-body').hidden = false;
-          $('d-name').textContent = id; $('d-ents').replaceChildren(); $('d-timeline').replaceChildren(); $('d-deliveries').replaceChildren();
+          $('d-name').textContent = id; $('d-ents').replaceChildren(); $('d-timeline').replaceChildren();
           history.replaceState(null, '', '#' + encodeURIComponent(id));
           refresh();
         }
@@ -319,12 +324,29 @@ extension Dashboard {
           }));
         }
 
-        function timelineRow(item) {
+        function itemCells(item, carried) {
           const what = item.type ? `${item.type}${item.subtype ? ' / ' + item.subtype : ''}` : '';
-          return el('tr', null, el('td', null, when(item.occurredAt)),
-            el('td', null, el('span', { class: 'small muted' }, item.kind), what ? el('div', null, what) : null),
+          return [el('td', null, when(item.occurredAt)),
+            el('td', null, el('span', { class: 'small muted' }, (carried ? '↳ ' : '') + item.kind), what ? el('div', null, what) : null),
             el('td', { class: 'mono' }, item.productId || '—'), el('td', null, price(item.price, item.currency)),
-            el('td', { class: 'mono' }, item.transactionId || '—'));
+            el('td', { class: 'mono' }, item.transactionId || '—')];
+        }
+
+        function deliveryCell(d) {
+          if (!d) return el('td', { class: 'muted' }, '—');
+          return el('td', null, d.delivered ? el('span', { style: 'color: var(--active)' }, `✓ ${d.lastStatus || ''}`)
+            : el('span', { style: 'color: var(--refunded)' }, `✗ ${d.lastStatus || d.lastError || 'not delivered'}`), d.attempts > 1 ? ` (${d.attempts} attempts)` : '');
+        }
+
+        // One notification a row (with its delivery), what it carried in muted rows under it.
+        function timelineRows(entry) {
+          const d = entry.delivery;
+          const head = entry.item
+            ? el('tr', d ? { 'data-notification': d.notificationUUID } : null, ...itemCells(entry.item, false), deliveryCell(d))
+            : el('tr', { 'data-notification': d.notificationUUID }, el('td', null, when(d.signedDate)),
+                el('td', null, el('span', { class: 'small muted' }, 'notification, not stored'), el('div', null, d.notificationType + (d.subtype ? ' / ' + d.subtype : ''))),
+                el('td', null, '—'), el('td', null, '—'), el('td', null, '—'), deliveryCell(d));
+          return [head, ...entry.carried.map(item => el('tr', { class: 'carried muted' }, ...itemCells(item, true), el('td', null, '')))];
         }
 
         async function loadTimeline(force) {
@@ -343,19 +365,16 @@ extension Dashboard {
           if (id !== selected) return;
           timelineKey = key; olderCursor = t.nextCursor;
           renderAnswer(t.customer);
-          $('d-timeline').replaceChildren(...(t.items.length ? t.items.map(timelineRow) : [el('tr', null, el('td', { colspan: 5, class: 'empty' }, 'Nothing stored yet.'))]));
+          $('d-timeline').replaceChildren(...(t.entries.length ? t.entries.flatMap(timelineRows)
+            : [el('tr', null, el('td', { colspan: 6, class: 'empty' }, 'Nothing yet: buy a product above, and the simulator posts its notification here.'))]));
           $('d-more').hidden = !olderCursor;
-          $('d-deliveries').replaceChildren(...(t.deliveries.length ? t.deliveries.map(d => el('tr', null, el('td', null, when(d.signedDate)),
-            el('td', null, d.notificationType + (d.subtype ? ' / ' + d.subtype : '')),
-            el('td', null, d.delivered ? el('span', { style: 'color: var(--active)' }, `✓ ${d.lastStatus || ''}`)
-              : el('span', { style: 'color: var(--refunded)' }, `✗ ${d.lastStatus || d.lastError || 'not delivered'}`), d.attempts > 1 ? ` (${d.attempts} attempts)` : ''))) : [el('tr', null, el('td', { colspan: 3, class: 'empty' }, 'None.'))]));
         }
 
         $('d-more').onclick = async () => {
           if (!olderCursor || !selected) return;
           try {
             const t = await api(`/dev/customers/${encodeURIComponent(selected)}/timeline?limit=50&cursor=${encodeURIComponent(olderCursor)}`);
-            $('d-timeline').append(...t.items.map(timelineRow)); olderCursor = t.nextCursor; $('d-more').hidden = !olderCursor;
+            $('d-timeline').append(...t.entries.flatMap(timelineRows)); olderCursor = t.nextCursor; $('d-more').hidden = !olderCursor;
           } catch (e) { toast(e.message, true); }
         };
 

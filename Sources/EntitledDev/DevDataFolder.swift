@@ -49,6 +49,15 @@ struct DevDataFolder: Sendable {
         }
     }
 
+    /// Removes what `entitled dev` put here after a start that failed, and the folder itself when
+    /// this start created it and nothing else is in it; errors are ignored (it is already failing).
+    func discard(removingFolder: Bool) {
+        for entry in entries { try? FileManager.default.removeItem(at: entry) }
+        if removingFolder, (try? FileManager.default.contentsOfDirectory(atPath: url.path))?.isEmpty == true {
+            try? FileManager.default.removeItem(at: url)
+        }
+    }
+
     /// The saved state; nil for a new folder. A database without a saved state (or the other way
     /// round) is refused: the simulator would start its ids and clock over and mix its new state
     /// with the old.

@@ -14,8 +14,10 @@ public struct DevOptions: Sendable {
     public var listen: String?
     /// The environment variables the configuration may read (`entitled dev` passes `ENTITLED_LISTEN` only).
     public var environment: [String: String]
-    /// Where the simulator's control API listens.
-    public var control: ListenAddress
+    /// Where the simulator's control API listens; nil follows the server's address
+    /// (``controlAddress(following:)``), so that a second `entitled dev` on another `--listen`
+    /// needs no `--control` of its own.
+    public var control: ListenAddress?
     /// The folder of the database and the simulator's CA.
     public var data: String
     /// Real seconds per virtual day; 0 starts paused.
@@ -31,7 +33,7 @@ public struct DevOptions: Sendable {
     public var webhooks: [WebhookEndpoint]
 
     public init(
-        listen: String?, environment: [String: String] = [:], control: ListenAddress, data: String, dayEvery: Double,
+        listen: String?, environment: [String: String] = [:], control: ListenAddress? = nil, data: String, dayEvery: Double,
         seed: Bool, reset: Bool = false, fastPaths: FastPaths = FastPaths(), webhooks: [WebhookEndpoint] = []
     ) {
         self.webhooks = webhooks
@@ -59,8 +61,13 @@ public enum DevEnvironment {
     public static func run(_ options: DevOptions) async throws {
         let folder = DevDataFolder(url: URL(fileURLWithPath: options.data))
         if options.reset { try folder.reset() }
+        let folderExisted = FileManager.default.fileExists(atPath: folder.url.path)
         try FileManager.default.createDirectory(at: folder.url, withIntermediateDirectories: true)
         let saved = try folder.load()
+        // A new folder whose start fails is removed again (what dev put there only): a database
+        // without a saved state would refuse the next start.
+        var started = false
+        defer { if !started && saved == nil { folder.discard(removingFolder: !folderExisted) } }
         let ca = try SimulatorCA.loadOrCreate(in: folder.caFolder)
         try Data(ca.rootDER).write(to: folder.rootFile)
         let catalog = saved?.simulator.catalog ?? Catalog.demo
@@ -113,9 +120,10 @@ public enum DevEnvironment {
         // started before the seeding, whose events it then delivers.
         let delivering = assembled.application.webhooks.map { dispatcher in Task { await dispatcher.run() } }
 
+        let control = options.control ?? controlAddress(following: configuration.listen)
         var controlSettings = HTTPServer.Configuration()
-        controlSettings.host = options.control.host
-        controlSettings.port = options.control.port
+        controlSettings.host = control.host
+        controlSettings.port = control.port
         controlSettings.accessLog = nil
         var controlRouter = ControlAPI.router(for: simulator)
         FakeServerAPI.register(simulator, keys: [try serverAPI.acceptedKey()], on: &controlRouter)
@@ -129,8 +137,9 @@ public enum DevEnvironment {
             throw StartupError.runtime(
                 "control API: \(error.description); choose another address with --control HOST:PORT")
         }
-        let controlHost = ["0.0.0.0", "::", "[::]"].contains(options.control.host) ? "127.0.0.1" : options.control.host
-        serverAPI.redirect.point(at: URL(string: "http://\(controlHost.contains(":") ? "[\(controlHost)]" : controlHost):\(controlServer.port)")!)
+        let controlHost = ["0.0.0.0", "::", "[::]"].contains(control.host) ? "127.0.0.1" : control.host
+        let controlURL = "http://\(ListenAddress(host: controlHost, port: controlServer.port))"
+        serverAPI.redirect.point(at: URL(string: controlURL)!)
 
         if !isLoopback(configuration.listen.host) {
             ServerLog.event(
@@ -147,18 +156,18 @@ public enum DevEnvironment {
         await driver.sample()
         // Saved at once, so that even a killed process continues this folder's clock and ids.
         await driver.save()
+        started = true
         // Announced once seeded, so that whoever opens the dashboard on this line sees customers.
+        let serverURL = "http://\(ListenAddress(host: configuration.listen.host, port: server.port))"
         ServerLog.event(
             "listening",
             [
                 "address": "\(configuration.listen.host):\(server.port)",
-                "control": "\(options.control.host):\(controlServer.port)", "database": configuration.database,
-                "apiKey": devKey, "dashboard": "http://\(configuration.listen.host):\(server.port)/",
+                "control": "\(ListenAddress(host: control.host, port: controlServer.port))", "database": configuration.database,
+                "apiKey": devKey, "dashboard": "\(serverURL)/", "console": "\(serverURL)/console",
             ])
         // The same as plain lines, for a person reading the terminal.
-        for line in announcement(
-            dashboard: "http://\(configuration.listen.host):\(server.port)/", folder: folder.url.path, continued: saved != nil)
-        {
+        for line in announcement(server: serverURL, control: controlURL, folder: folder.url.path, continued: saved != nil) {
             LogWriter.standardOutput.write(line: line)
         }
         LogWriter.standardOutput.flush()
@@ -200,22 +209,29 @@ public enum DevEnvironment {
         return configuration
     }
 
-    /// The server's product for a simulator product: a subscription grants its group's name,
-    /// a non-consumable its own id.
+    /// The entitlements of the demo catalog's products, named as examples/entitled.json names
+    /// them: the pro plans and the lifetime unlock grant `pro`, the basic plan `basic`.
+    static let demoEntitlements: [String: [String]] = [
+        "pro.monthly": ["pro"], "pro.yearly": ["pro"], "basic.monthly": ["basic"], "lifetime": ["pro"],
+    ]
+
+    /// The server's product for a simulator product: the demo catalog's entitlements
+    /// (``demoEntitlements``); another product grants its group's name (a subscription) or its own id.
     static func product(from simulated: SimulatedProduct) -> Product {
+        let entitlements = demoEntitlements[simulated.id] ?? [simulated.group ?? simulated.id]
         switch simulated.kind {
         case .autoRenewable:
             return Product(
                 productId: simulated.id, type: .autoRenewable, subscriptionGroup: simulated.group, level: simulated.level,
-                entitlements: [simulated.group ?? simulated.id])
+                entitlements: entitlements)
         case .nonConsumable:
-            return Product(productId: simulated.id, type: .nonConsumable, entitlements: [simulated.id])
+            return Product(productId: simulated.id, type: .nonConsumable, entitlements: entitlements)
         case .consumable:
             return Product(productId: simulated.id, type: .consumable)
         case .nonRenewing:
             return Product(
                 productId: simulated.id, type: .nonRenewing, duration: simulated.period?.description ?? "P1M",
-                entitlements: [simulated.group ?? simulated.id])
+                entitlements: entitlements)
         }
     }
 
@@ -257,15 +273,29 @@ public enum DevEnvironment {
         await driver.schedule(refund, at: driver.origin + 9 * Milliseconds.day)
     }
 
-    /// What `entitled dev` tells a person at start, one plain line each.
-    static func announcement(dashboard: String, folder: String, continued: Bool) -> [String] {
+    /// What `entitled dev` tells a person at start, one plain line each: where to look, the key,
+    /// and where the next steps (webhooks, the app's client) are described.
+    static func announcement(server: String, control: String, folder: String, continued: Bool) -> [String] {
         [
-            "Dashboard: \(dashboard)",
+            "Dashboard: \(server)/",
+            "Console:   \(server)/console (the operator console; log in with the API key)",
             "API key:   \(devKey)",
+            "Control:   \(control)/ (the simulator's control API, docs/simulator.md)",
             continued
                 ? "Data:      \(folder) (continued from where it stopped; --reset starts afresh)"
                 : "Data:      \(folder)",
+            "Webhooks:  --webhooks FILE delivers the server's events to your endpoint (docs/operations.md#webhooks)",
+            "Your app:  EntitledKit, the Swift client (Sources/EntitledKit/EntitledKit.docc/GettingStarted.md)",
         ]
+    }
+
+    /// The control API's address when `--control` is not given: the server's port + 1, on the
+    /// server's host when that is a loopback address and on 127.0.0.1 otherwise (the control API
+    /// takes no key, so it never follows the server beyond loopback). A server on port 0 (or
+    /// 65535) gets a control API on any free port, printed at start.
+    public static func controlAddress(following listen: ListenAddress) -> ListenAddress {
+        let host = isLoopback(listen.host) ? listen.host : "127.0.0.1"
+        return ListenAddress(host: host, port: listen.port == 0 || listen.port == 65535 ? 0 : listen.port + 1)
     }
 
     static func isLoopback(_ host: String) -> Bool {

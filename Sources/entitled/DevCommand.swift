@@ -20,7 +20,10 @@ enum DevCommand: Command {
         Open http://HOST:PORT/ for the dashboard: live counts and charts over virtual time, each
         customer's timeline, and controls (buy, cancel auto-renew, fail or fix the card, refund,
         add a customer, advance a day or a month, pause, speed). Its JSON is under /dev/ (see
-        docs/simulator.md), served by this command only, with the API key printed at start.
+        docs/simulator.md), served by this command only, with the API key printed at start. The same
+        key logs in to the operator console at http://HOST:PORT/console; --webhooks delivers the
+        server's events (docs/operations.md#webhooks); EntitledKit is the client for your app
+        (Sources/EntitledKit/EntitledKit.docc).
 
         DIR is continued on a restart: the simulator's customers, subscriptions, virtual clock and
         transaction ids go on from where they stopped (saved in DIR/dev-state.json after every
@@ -29,7 +32,8 @@ enum DevCommand: Command {
         Options:
           --listen HOST:PORT   the server (env ENTITLED_LISTEN; default 127.0.0.1:8080; the dashboard
                                answers loopback names only unless HOST is 0.0.0.0 or ::)
-          --control HOST:PORT  the simulator's control API (default 127.0.0.1:8081; see docs/simulator.md)
+          --control HOST:PORT  the simulator's control API (see docs/simulator.md; default: --listen's port + 1,
+                               on its host when that is loopback, else on 127.0.0.1: 127.0.0.1:8081 by default)
           --data DIR           where the database and the simulator's CA live (default ./data/dev)
           --day-every SECONDS  real seconds per virtual day (default 2, at least 0.05; 0 starts paused)
           --no-seed            start without the seeded customers (a continued DIR is never seeded again)
@@ -43,7 +47,7 @@ enum DevCommand: Command {
         // ENTITLED_* settings are serve's (dev owns its database and configuration).
         let environment = ProcessInfo.processInfo.environment.filter { $0.key == "ENTITLED_LISTEN" }
         let listen = try arguments.option("--listen")
-        let control = try arguments.option("--control") ?? "127.0.0.1:8081"
+        let control = try arguments.option("--control")
         let data = try arguments.option("--data") ?? "./data/dev"
         let dayEvery = try arguments.option("--day-every", as: "a number of seconds") { Double($0).flatMap { $0 >= 0 ? $0 : nil } } ?? 2
         let seed = !arguments.flag("--no-seed")
@@ -55,7 +59,11 @@ enum DevCommand: Command {
             // Only its `webhooks` are used; their secrets may name any environment variable.
             webhooks = try ConfigurationLoader(environment: ProcessInfo.processInfo.environment).load(path: webhooksFile).webhooks
         }
-        guard let controlAddress = ListenAddress(parsing: control) else { throw UsageError("--control: '\(control)' is not HOST:PORT") }
+        var controlAddress: ListenAddress?
+        if let control {
+            guard let parsed = ListenAddress(parsing: control) else { throw UsageError("--control: '\(control)' is not HOST:PORT") }
+            controlAddress = parsed
+        }
         try await DevEnvironment.run(
             DevOptions(listen: listen, environment: environment, control: controlAddress, data: data, dayEvery: dayEvery, seed: seed,
                 reset: reset, fastPaths: fastPaths, webhooks: webhooks))

@@ -108,6 +108,22 @@ import Testing
         #expect(invalid.status == 400)
     }
 
+    @Test func theDemoCatalogGrantsWhatTheExampleConfigurationGrants() async throws {
+        let dev = try await Self.start()
+        defer { dev.terminate() }
+        func entitlements(_ id: String) async throws -> [String: String] {
+            let reply = try await Loopback.send(
+                port: dev.port, "GET", "/v1/customers/\(id)?environment=Sandbox", headers: ["Authorization": "Bearer \(Self.key)"])
+            let all = reply.json["entitlements"] as? [String: [String: Any]] ?? [:]
+            return all.compactMapValues { $0["productId"] as? String }
+        }
+        // As examples/entitled.json: the pro plans and the lifetime unlock grant pro.
+        #expect(try await entitlements("alice") == ["pro": "pro.monthly"])
+        #expect(try await entitlements("bob") == ["pro": "pro.yearly"])
+        #expect(try await entitlements("dave") == ["pro": "lifetime"])
+        #expect(try await entitlements("erin") == ["basic": "basic.monthly"])
+    }
+
     @Test func actionsPostedThroughDevActionsChangeTheServersAnswer() async throws {
         let dev = try await Self.start()
         defer { dev.terminate() }
@@ -182,7 +198,7 @@ import Testing
         }
     }
 
-    @Test func timelineListsTheCustomersEntriesNewestFirst() async throws {
+    @Test func timelineListsEachNotificationOnceNewestFirstWithWhatItCarried() async throws {
         let dev = try await Self.start()
         defer { dev.terminate() }
         // 62 days hold two monthly renewals whatever the months, and never a third.
@@ -190,31 +206,37 @@ import Testing
 
         let timeline = try await Self.dev(dev.port, "GET", "/dev/customers/alice/timeline")
         #expect(timeline.status == 200)
-        let items = timeline.json["items"] as? [[String: Any]] ?? []
+        let entries = timeline.json["entries"] as? [[String: Any]] ?? []
+        let items = entries.compactMap { $0["item"] as? [String: Any] }
+        #expect(items.count == entries.count)
         let dates = items.compactMap { $0["occurredAt"] as? String }
-        #expect(dates.count == items.count && items.count >= 4)
         #expect(dates == dates.sorted(by: >))
-        let notifications = items.filter { $0["kind"] as? String == "notification" }
-        #expect(notifications.first?["type"] as? String == "DID_RENEW")
-        #expect(notifications.last?["type"] as? String == "SUBSCRIBED")
-        #expect(notifications.last?["subtype"] as? String == "INITIAL_BUY")
-        #expect(items.contains { $0["kind"] as? String == "transaction" && $0["price"] as? Int == 9990 })
+        // Each notification the simulator posted once, with its delivery, newest first.
+        #expect(items.map { $0["type"] as? String } == ["DID_RENEW", "DID_RENEW", "SUBSCRIBED"])
+        #expect(items.last?["subtype"] as? String == "INITIAL_BUY")
+        let deliveries = entries.compactMap { $0["delivery"] as? [String: Any] }
+        #expect(deliveries.map { $0["notificationType"] as? String } == ["DID_RENEW", "DID_RENEW", "SUBSCRIBED"])
+        #expect(deliveries.allSatisfy { $0["delivered"] as? Bool == true && $0["lastStatus"] as? Int == 200 })
+        #expect(Set(deliveries.compactMap { $0["notificationUUID"] as? String }).count == 3)
+        // What each carried comes under it: the purchase's transaction and renewal info.
+        let first = entries.last?["carried"] as? [[String: Any]] ?? []
+        #expect(first.contains { $0["kind"] as? String == "transaction" && $0["price"] as? Int == 9990 })
+        #expect(entries.allSatisfy { ($0["carried"] as? [[String: Any]] ?? []).allSatisfy { $0["kind"] as? String != "notification" } })
         let customer = timeline.json["customer"] as? [String: Any]
         let pro = (customer?["entitlements"] as? [String: Any])?["pro"] as? [String: Any]
         #expect(pro?["status"] as? String == "active")
-        let deliveries = timeline.json["deliveries"] as? [[String: Any]] ?? []
-        #expect(deliveries.map { $0["notificationType"] as? String } == ["DID_RENEW", "DID_RENEW", "SUBSCRIBED"])
-        #expect(deliveries.allSatisfy { $0["delivered"] as? Bool == true && $0["lastStatus"] as? Int == 200 })
 
-        // Cursor paging continues where the first page stopped.
+        // Cursor paging continues where the first page stopped, without the deliveries again.
         let page1 = try await Self.dev(dev.port, "GET", "/dev/customers/alice/timeline?limit=2")
-        let first = page1.json["items"] as? [[String: Any]] ?? []
         let cursor = try #require(page1.json["nextCursor"] as? String)
         let page2 = try await Self.dev(dev.port, "GET", "/dev/customers/alice/timeline?limit=2&cursor=\(cursor)")
-        let second = page2.json["items"] as? [[String: Any]] ?? []
-        #expect(first.compactMap { $0["id"] as? String } + second.compactMap { $0["id"] as? String }
-            == items.prefix(4).compactMap { $0["id"] as? String })
-        #expect((page2.json["deliveries"] as? [Any])?.isEmpty == true)
+        let ids = { (reply: Loopback.Reply) in
+            (reply.json["entries"] as? [[String: Any]] ?? []).flatMap { entry in
+                [entry["item"] as? [String: Any]].compactMap { $0 } + (entry["carried"] as? [[String: Any]] ?? [])
+            }.compactMap { $0["id"] as? String }
+        }
+        #expect(ids(page1).count == 2 && ids(page2).count >= 1 && Set(ids(page1)).isDisjoint(with: ids(page2)))
+        #expect((page2.json["entries"] as? [[String: Any]] ?? []).allSatisfy { $0["delivery"] == nil })
 
         #expect(try await Self.dev(dev.port, "GET", "/dev/customers/nobody/timeline").status == 404)
         #expect(try await Self.dev(dev.port, "GET", "/dev/customers/alice/timeline?cursor=bogus").status == 400)
@@ -241,6 +263,9 @@ import Testing
         #expect(page.text.contains("Bearer ${KEY}") && page.text.contains(Self.key))
         #expect(!page.text.contains("src=") && !page.text.contains("<link") && !page.text.contains("https://"))
         #expect(page.headers["content-security-policy"]?.contains("default-src 'none'") == true)
+        // It names the console, the webhooks guide and EntitledKit.
+        #expect(page.text.contains(#"href="/console""#))
+        #expect(page.text.contains("docs/operations.md#webhooks") && page.text.contains("EntitledKit"))
     }
 
     @Test func serveHasNoDevRoutes() async throws {

@@ -1,4 +1,9 @@
+import EntitledConfig
+import EntitledDev
 import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Testing
 
 /// Issue 17, the first five minutes of `entitled dev`: plain lines naming the dashboard and the
@@ -102,7 +107,7 @@ import Testing
         #expect(result.stderr.contains("--reset"))
     }
 
-    @Test func aTakenPortIsNamedWithTheOptionThatMovesIt() async throws {
+    @Test func aTakenPortIsNamedWithTheOptionThatMovesItAndLeavesTheFolderAsItWas() async throws {
         let blocker = try await ServeProcess.start()
         defer { blocker.terminate() }
         let folder = Self.folder()
@@ -113,5 +118,84 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stderr.contains("cannot listen"))
         #expect(result.stderr.contains("--listen HOST:PORT"))
+        // Nothing half-made is left (a database without a saved state would refuse the next start).
+        #expect(!FileManager.default.fileExists(atPath: folder.path))
+
+        // A folder that held something of its own keeps it, and only it.
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let mine = folder.appendingPathComponent("notes.txt")
+        try Data("keep me".utf8).write(to: mine)
+        let again = try await CLI.run([
+            "dev", "--listen", "127.0.0.1:\(blocker.port)", "--control", "127.0.0.1:0", "--data", folder.path, "--no-seed",
+        ])
+        #expect(again.status == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["notes.txt"])
+
+        // The next start on a free address just works.
+        let dev = try await ServeProcess.start(folder: folder) { Self.devArguments($0, ["--no-seed"]) }
+        defer { dev.terminate() }
+        #expect(try await DevDashboardTests.dev(dev.port, "GET", "/dev/clock").status == 200)
+    }
+
+    @Test(arguments: [
+        ("127.0.0.1:9000", "127.0.0.1:9001"), ("localhost:8080", "localhost:8081"), ("[::1]:8080", "[::1]:8081"),
+        // The control API takes no key: it never follows the server beyond loopback.
+        ("0.0.0.0:8080", "127.0.0.1:8081"), ("192.0.2.7:8080", "127.0.0.1:8081"),
+        ("127.0.0.1:0", "127.0.0.1:0"), ("127.0.0.1:65535", "127.0.0.1:0"),
+    ])
+    func theControlAPIFollowsTheServersAddress(listen: String, control: String) throws {
+        let address = DevEnvironment.controlAddress(following: try #require(ListenAddress(parsing: listen)))
+        #expect(address.description == control)
+    }
+
+    @Test func twoDevsOnTwoAddressesStartWithoutControlOptions() async throws {
+        var devs: [ServeProcess] = []
+        defer { for dev in devs { dev.terminate() } }
+        for _ in 0..<2 {
+            let port = try FreePorts.pair()
+            let dev = try await ServeProcess.start { folder in
+                ["dev", "--listen", "127.0.0.1:\(port)", "--data", folder.path, "--day-every", "0", "--no-seed"]
+            }
+            devs.append(dev)
+            #expect(dev.port == port)
+            let listening = dev.outputSoFar().split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }.first { $0["event"] as? String == "listening" }
+            #expect(listening?["control"] as? String == "127.0.0.1:\(port + 1)")
+            #expect(await eventually { dev.outputSoFar().contains("Control:   http://127.0.0.1:\(port + 1)/") })
+        }
+    }
+}
+
+/// Free loopback ports, found by binding them (another process may take one before it is used:
+/// a rare failure, never a false pass).
+enum FreePorts {
+    /// A port P such that P and P + 1 are both free now.
+    static func pair() throws -> Int {
+        for _ in 0..<50 {
+            let port = try bind(0)
+            if port < 65535, (try? bind(port + 1)) != nil { return port }
+        }
+        throw CocoaError(.fileWriteUnknown)
+    }
+
+    /// Binds 127.0.0.1:`port` (0: any), closes it and returns the port bound.
+    static func bind(_ port: Int) throws -> Int {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw CocoaError(.fileWriteUnknown) }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw CocoaError(.fileWriteUnknown) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
