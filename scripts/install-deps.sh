@@ -1,10 +1,24 @@
 #!/usr/bin/env bash
-# Installs the system packages Entitled builds and tests with, when they are missing.
+# Installs the system packages Entitled needs, when they are missing.
+#   scripts/install-deps.sh [run|test] [--list]
+# run: what building and running the server needs (scripts/run). test (the default): that and
+# what the tests need besides (scripts/test, CI): PostgreSQL, a browser, a load generator, Python.
+# --list prints the packages of the set, one a line, and installs nothing.
 # Debian/Ubuntu: apt-get (as root, or through sudo). macOS: Homebrew.
 # The Swift 6 toolchain itself is a prerequisite (https://www.swift.org/install).
 set -euo pipefail
 
-if ! command -v swift >/dev/null 2>&1; then
+set_name=test
+list=false
+for argument in "$@"; do
+  case "$argument" in
+    run | test) set_name="$argument" ;;
+    --list) list=true ;;
+    *) echo "usage: scripts/install-deps.sh [run|test] [--list]" >&2; exit 2 ;;
+  esac
+done
+
+if ! $list && ! command -v swift >/dev/null 2>&1; then
   echo "install-deps: the Swift toolchain (6.0 or newer) is required: https://www.swift.org/install" >&2
   exit 1
 fi
@@ -13,8 +27,12 @@ case "$(uname -s)" in
   Linux)
     # libcurl4-openssl-dev: Foundation's URLSession links libcurl; a --static-swift-stdlib build
     # (scripts/docker-equivalent-build.sh, the Dockerfile) needs its development library.
-    # chromium: the console's browser test (scripts/console-browser-test.sh) runs it headless.
-    packages=(pkg-config libssl-dev libsqlite3-dev zlib1g-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev postgresql openssl curl wrk python3 python3-venv chromium)
+    packages=(pkg-config libssl-dev libsqlite3-dev zlib1g-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev)
+    # postgresql: the storage suites' throwaway cluster; chromium: the console's browser test
+    # (scripts/console-browser-test.sh) runs it headless; wrk: the HTTP benchmarks; python3: the
+    # scripted checks (schemathesis, metrics, webhooks, scale); openssl and curl: the shell checks.
+    [ "$set_name" = test ] && packages+=(postgresql openssl curl wrk python3 python3-venv chromium)
+    if $list; then printf '%s\n' "${packages[@]}"; exit 0; fi
     missing=()
     for p in "${packages[@]}"; do
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -28,8 +46,11 @@ case "$(uname -s)" in
     fi
     ;;
   Darwin)
+    packages=(pkg-config openssl@3 sqlite libpq libmicrohttpd)
+    [ "$set_name" = test ] && packages+=(postgresql@16 wrk python@3)
+    if $list; then printf '%s\n' "${packages[@]}"; exit 0; fi
     command -v brew >/dev/null 2>&1 || { echo "install-deps: Homebrew is required on macOS: https://brew.sh" >&2; exit 1; }
-    for p in pkg-config openssl@3 sqlite libpq libmicrohttpd postgresql@16 wrk python@3; do
+    for p in "${packages[@]}"; do
       brew list --versions "$p" >/dev/null 2>&1 || brew install "$p"
     done
     ;;
