@@ -23,8 +23,14 @@ enum ServeCommand: Command {
         SIGHUP reads the TLS certificate and key again (configuration key tls) and serves them
         without dropping connections.
 
-        Endpoints: GET /healthz (process alive), GET /readyz (storage reachable).
-        See docs/configuration.md for the file format.
+        Endpoints: GET /healthz (process alive), GET /readyz (storage reachable); Apple's notifications
+        arrive at POST /v1/apple/notifications; apps and backends ask GET /v1/customers/{appUserId}
+        (docs/openapi.yaml).
+        Console: http://HOST:PORT/console, the operator console (charts, customers, health), for a key
+        with the console or admin scope (docs/operations.md#console).
+        Webhooks: the events your backend receives (configuration key webhooks; docs/operations.md#webhooks).
+        EntitledKit: the Swift client for your app and backend (Sources/EntitledKit/EntitledKit.docc).
+        See docs/configuration.md for the file format, docs/deploy.md to run it in production.
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
