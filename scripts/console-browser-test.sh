@@ -40,9 +40,11 @@ curl -sf -X POST "$base/dev/clock/advance" -H "Authorization: Bearer $key" -H 'C
   -d '{"days":1}' >/dev/null
 
 # Expected: 2 paid (MRR 9.99 + 99.99/12), 1 trial, 4 new, 1 refund; the timeline in words; alice's
-# order found through the fake App Store Server API, and a support action (extend) recorded.
+# order found through the fake App Store Server API, and a support action (extend) recorded; the
+# revenue of the range (alice's, bob's and dave's purchases, before the refund); dave granted pro
+# by hand (the catalog gives pro and basic).
 expected='{"overview": {"card-active": 2, "card-trials": 1, "card-new": 4, "card-renewals": 0},
   "search": "ali", "customers": ["alice"], "customer": "alice",
   "timeline": ["Subscribed to pro.monthly, $9.99"], "minIngested": 5, "bundleId": "com.example.app",
-  "orderCustomer": "alice"}'
+  "orderCustomer": "alice", "revenue": "$114.97", "grant": ["dave", "pro"], "entitlements": ["basic", "pro"]}'
 python3 scripts/console_browser_test.py "$base" "$key" "$expected" .build/console-screenshots

@@ -152,6 +152,44 @@ def start_browser(profile):
     raise SystemExit("console browser test: chromium did not open its DevTools port")
 
 
+def chart_checks(page, where):
+    """Counts are bars with whole-number ticks, and no axis label is cut off at a chart's border."""
+    charts = page.evaluate("""[...document.querySelectorAll('.chart')].map(c => {
+        const svg = c.querySelector('svg'), width = svg.viewBox.baseVal.width;
+        const labels = [...svg.querySelectorAll('text.axis')];
+        return { title: c.querySelector('h2').textContent, bars: c.dataset.kind === 'bars',
+                 ticks: labels.filter(t => t.getAttribute('text-anchor') === 'end' && +t.getAttribute('x') < 40).map(t => t.textContent),
+                 clipped: labels.filter(t => { const b = t.getBBox(); return b.x < -0.5 || b.x + b.width > width + 0.5; }).map(t => t.textContent) };
+    })""")
+    checks = [(f"{where}: some chart draws bars", str(any(c["bars"] for c in charts)), "True")]
+    for c in charts:
+        checks.append((f"{where} {c['title']!r}: no label cut off", json.dumps(c["clipped"]), "[]"))
+        if c["bars"]:
+            whole = all(t.isdigit() for t in c["ticks"]) and len(c["ticks"]) >= 2
+            checks.append((f"{where} {c['title']!r}: whole-number ticks {c['ticks']}", str(whole), "True"))
+    return checks
+
+
+def dashboard_checks(page, base, shot):
+    """The dev dashboard: the new-customer field validates (its pattern compiles in Chromium), it
+    links the console, and a customer's timeline lists each notification once."""
+    page.call("Page.navigate", url=base + "/")
+    page.wait_for("document.querySelectorAll('#rows tr[data-customer]').length > 0", "the dashboard's customers")
+    checks = []
+    validity = page.evaluate("""(() => { const i = document.getElementById('new-name'), out = {};
+        for (const v of ['zoe-1.b_c@x', 'not valid!', 'a b']) { i.value = v; out[v] = i.checkValidity(); }
+        i.value = ''; return out; })()""")
+    checks.append(("dashboard name field validates", json.dumps(validity, sort_keys=True),
+                   json.dumps({"a b": False, "not valid!": False, "zoe-1.b_c@x": True}, sort_keys=True)))
+    checks.append(("dashboard links the console", str(page.evaluate("!!document.querySelector('a[href=\"/console\"]')")), "True"))
+    page.evaluate("document.querySelector('#rows tr[data-customer=\"alice\"]').click(); true")
+    page.wait_for("document.querySelectorAll('#d-timeline tr').length > 0", "alice's timeline")
+    uuids = page.evaluate("[...document.querySelectorAll('#d-timeline tr[data-notification]')].map(r => r.dataset.notification)")
+    checks.append(("dashboard timeline lists each notification once", str(len(uuids) > 0 and len(uuids) == len(set(uuids))), "True"))
+    shot("dashboard")
+    return checks
+
+
 def order_id_of(base, key, who):
     """The order id of `who`'s first transaction, as the simulator bills it (Simulator.orderId)."""
     request = urllib.request.Request(f"{base}/v1/customers/{who}", headers={"Authorization": f"Bearer {key}"})
@@ -203,12 +241,24 @@ def main():
         checks.append(("overview chart lines drawn", str(charts > 0), "True"))
         hows = page.evaluate("[...document.querySelectorAll('.chart .how')].every(p => p.textContent.length > 20)")
         checks.append(("every chart says how it is computed", str(hows), "True"))
+        checks += chart_checks(page, "overview")
+        windows = page.evaluate("[...document.querySelectorAll('.card')].every(c => (c.querySelector('.w') || {}).textContent?.length > 10)")
+        checks.append(("every card says over which window it counts", str(windows), "True"))
+        checks.append(("revenue total card", text("#card-revenue"), expected["revenue"]))
+        # The dev server hears from Sandbox only: Production is empty and says what to do next.
+        page.evaluate("const s = document.querySelectorAll('.controls select')[2]; s.value = 'Production'; s.dispatchEvent(new Event('change')); true")
+        page.wait_for("document.body.dataset.ready === 'overview' && !!document.getElementById('overview-empty')", "the empty overview")
+        checks.append(("an empty overview says where notifications go", str("/v1/apple/notifications" in text("#overview-empty")), "True"))
+        shot("overview-empty")
 
         page.evaluate(f"location.hash = '#customers/' + encodeURIComponent({json.dumps(expected['search'])}); true")
         page.wait_for("document.body.dataset.ready === 'customers'", "the customer list")
         shot("customers")
         listed = page.evaluate("[...document.querySelectorAll('#customer-list a')].map(a => a.textContent)")
         checks.append(("customers found", json.dumps(listed), json.dumps(expected["customers"])))
+        page.evaluate("location.hash = '#customers/nobody-by-this-name'; true")
+        page.wait_for("document.body.dataset.ready === 'customers' && !!document.getElementById('customers-empty')", "no customer found")
+        checks.append(("no match says how to search", str("appAccountToken" in text("#customers-empty")), "True"))
 
         page.evaluate(f"location.hash = '#customer/' + encodeURIComponent({json.dumps(expected['customer'])}); true")
         page.wait_for("document.body.dataset.ready === 'customer'", "the customer page")
@@ -255,15 +305,38 @@ def main():
         checks.append(("the extension's notification is in the timeline", str(any("extended" in e for e in events)), "True"))
         shot("support")
 
+        # Grant an entitlement (admin key): the answer then shows it, from the grant.
+        grantee, entitlement = expected["grant"]
+        page.evaluate(f"location.hash = '#customer/' + encodeURIComponent({json.dumps(grantee)}); true")
+        page.wait_for("document.body.dataset.ready === 'customer'", "the customer page")
+        offered = page.evaluate("[...document.querySelectorAll('#grant-entitlement option')].map(o => o.value)")
+        checks.append(("grant offers the configured entitlements", json.dumps(offered), json.dumps(expected["entitlements"])))
+        page.evaluate(f"document.getElementById('grant-entitlement').value = {json.dumps(entitlement)};"
+                      "document.getElementById('grant-days').value = '5'; document.getElementById('grant-reason').value = 'browser test';"
+                      "document.getElementById('grant-button').click(); true")
+        page.wait_for("!!(document.getElementById('grant-done') || document.getElementById('grant-error'))", "the grant")
+        checks.append(("grant applied", text("#grant-done")[:8], "Granted "))
+        rows = page.evaluate("[...document.querySelectorAll('#answer-entitlements tr')].map(r => [...r.children].map(c => c.textContent).join('|'))")
+        checks.append(("the answer shows the granted entitlement", str(any(r.startswith(entitlement + "|active") for r in rows)), "True"))
+        shot("grant")
+
         page.evaluate("location.hash = '#health'; true")
         page.wait_for("document.body.dataset.ready === 'health'", "the health page")
         shot("health")
+        checks += chart_checks(page, "health")
+        checks.append(("health draws the hours as bars", str(page.evaluate("document.querySelectorAll('.chart rect.bar').length > 0")), "True"))
+        rejected = page.evaluate("[...document.querySelectorAll('.legend span')].filter(s => s.textContent === 'Rejected')"
+                                 ".map(s => getComputedStyle(s.querySelector('i')).backgroundColor)")
+        checks.append(("rejected is drawn red, not green", json.dumps(rejected), json.dumps(["rgb(220, 38, 38)"])))
         ingested = page.evaluate("Number(document.getElementById('health-ingested').dataset.value)")
         checks.append(("health counts the ingest", str(ingested >= expected["minIngested"]), "True"))
         webhooks = page.evaluate("document.getElementById('webhooks').textContent")
         checks.append(("health shows the webhook status", str("No webhook endpoint is configured." in webhooks), "True"))
+        checks.append(("no webhook says where to read how", str("docs/operations.md#webhooks" in webhooks), "True"))
         apps = page.evaluate("[...document.querySelectorAll('#last-notifications td:first-child')].map(t => t.textContent)")
         checks.append(("last notification per app", str(expected["bundleId"] in apps), "True"))
+
+        checks += dashboard_checks(page, base, shot)
 
         failed = [f"{name}: got {got}, want {want}" for name, got, want in checks if got != want]
         errors = page.errors()

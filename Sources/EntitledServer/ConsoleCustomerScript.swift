@@ -22,7 +22,9 @@ enum ConsoleCustomerScript {
               el("td", { text: c.appAccountToken }), el("td", { text: when(c.createdAt) })));
             return [el("table", { id: "customer-list" },
               el("tr", {}, el("th", { text: "appUserId" }), el("th", { text: "appAccountToken" }), el("th", { text: "Created" })), rows),
-              rows.length ? null : el("p", { class: "muted", text: "No customer matches." })];
+              rows.length ? null : el("p", { class: "muted empty", id: "customers-empty", text: "No customer matches. Search by appUserId, " +
+                "appAccountToken, originalTransactionId or transactionId (the beginning of an id is enough), or by an order id from the customer's " +
+                "receipt email; a customer appears once your app posts a transaction or Apple's notification names their appAccountToken." })];
           }
 
           async function customers(page, query, after) {
@@ -75,9 +77,10 @@ enum ConsoleCustomerScript {
             page.append(el("div", { class: "panel" }, el("h2", { text: "Answer" }),
               el("p", {}, "State: ", el("strong", { id: "customer-state", text: answer.state || "" }),
                 " · next change: " + when(answer.nextChangeAt) + " · appAccountToken " + (answer.appAccountToken || "")),
-              el("table", {}, el("tr", {}, ["Entitlement", "Status", "Product", "Expires"].map((h) => el("th", { text: h }))), ents)));
+              el("table", { id: "answer-entitlements" }, el("tr", {}, ["Entitlement", "Status", "Product", "Expires"].map((h) => el("th", { text: h }))), ents)));
             page.append(el("div", { class: "panel" }, el("h2", { text: "Subscriptions" }),
               el("table", {}, el("tr", {}, ["Group", "Product", "Status", "Period", "Expires", "Auto-renew", "originalTransactionId"].map((h) => el("th", { text: h }))), subs)));
+            page.append(grantPanel(id, me));
             page.append(supportPanel(id, answer, timeline, me));
             const events = timeline.events.map((ev) => {
               const raw = el("pre", { hidden: true, text: ev.raw.map((r) => { try { return JSON.stringify(JSON.parse(r), null, 2); } catch (e) { return r; } }).join("\n\n") });
@@ -86,12 +89,48 @@ enum ConsoleCustomerScript {
                 el("td", {}, el("button", { type: "button", text: "raw", onclick: () => { raw.hidden = !raw.hidden; } })));
             });
             page.append(el("div", { class: "panel" }, el("h2", { text: "Timeline" }),
-              el("table", { id: "timeline" }, el("tr", {}, ["When (your time)", "What happened", "Kind", ""].map((h) => el("th", { text: h }))), events)));
+              el("table", { id: "timeline" }, el("tr", {}, ["When (your time)", "What happened", "Kind", ""].map((h) => el("th", { text: h }))), events),
+              events.length ? null : el("p", { class: "muted empty", id: "timeline-empty", text: "Nothing stored for this customer yet: their " +
+                "purchases arrive when the app posts its transactions (EntitledKit) or when Apple's notifications name their appAccountToken." })));
             page.append(el("div", { class: "panel", id: "deliveries" }, el("h2", { text: "Webhook deliveries" }),
               timeline.deliveries.length ? null : el("p", { class: "muted", text: "No webhook delivery for this customer." }),
               el("table", {}, el("tr", {}, ["Event", "Endpoint", "Status", "Attempts", "Last attempt", "Last answer"].map((h) => el("th", { text: h }))),
                 timeline.deliveries.map((d) => el("tr", {}, el("td", { text: d.eventType }), el("td", { text: d.endpoint }), el("td", { text: d.status }),
                   el("td", { text: d.attempts }), el("td", { text: when(d.lastAttemptAt) }), el("td", { text: d.lastError || (d.lastStatus === null ? "" : String(d.lastStatus)) }))))));
+          }
+
+          // A promotional grant (`POST /v1/customers/{id}/grants`, admin keys): the entitlement for a
+          // number of days without a purchase; the page is drawn again to show it in the answer.
+          function grantPanel(id, me) {
+            const panel = el("div", { class: "panel", id: "grant" }, el("h2", { text: "Grant an entitlement" }));
+            const why = !me.admin ? "Granting needs an API key with the admin scope (this key is read-only)."
+                      : !me.entitlements.length ? "No configured product gives an entitlement." : null;
+            if (why) panel.append(el("p", { class: "muted", id: "grant-disabled", text: why }));
+            const entitlement = select(me.entitlements.map((e) => [e, e]), me.entitlements[0], () => {});
+            entitlement.id = "grant-entitlement";
+            const days = el("input", { id: "grant-days", type: "number", min: 1, max: 3650, value: 7, size: 4, required: true });
+            const reason = el("input", { id: "grant-reason", type: "text", maxlength: 500, size: 30, placeholder: "reason (recorded with the grant)" });
+            const result = el("div", { id: "grant-result" });
+            if (state.flash) { result.append(el("p", { class: "ok", id: "grant-done", text: state.flash })); delete state.flash; }
+            const button = el("button", { type: "submit", id: "grant-button", text: "Grant entitlement", disabled: !!why });
+            const form = el("form", { class: "controls", onsubmit: async (event) => {
+              event.preventDefault();
+              button.disabled = true;
+              result.replaceChildren();
+              try {
+                const body = { entitlement: entitlement.value, days: Number(days.value) };
+                if (reason.value.trim()) body.reason = reason.value.trim();
+                const grant = await api(`/v1/customers/${encodeURIComponent(id)}/grants`, "POST", body);
+                state.flash = `Granted ${grant.entitlement} until ${when(grant.expiresAt)} (grant ${grant.grantId}).`;
+                await route();
+              } catch (error) {
+                result.append(el("p", { class: "error", id: "grant-error", text: String(error.message) }));
+                button.disabled = false;
+              }
+            } }, entitlement, "for", days, "days", reason, button);
+            panel.append(form, result, el("p", { class: "muted note", text: "A grant never hides a purchase: the answer shows the purchase while it " +
+              "gives access, and the grant after it lapses. End a grant with DELETE /v1/customers/{appUserId}/grants/{grantId}." }));
+            return panel;
           }
 
           // A fresh requestIdentifier (a UUID) per extension: Apple applies one identifier once.

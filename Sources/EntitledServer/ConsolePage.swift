@@ -54,7 +54,9 @@ enum ConsolePage {
         .controls { display: flex; gap: .6em; flex-wrap: wrap; margin-bottom: 1em; align-items: center; }
         .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(160px, 1fr)); gap: .6em; margin-bottom: 1em; }
         .card, .chart, .panel { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .7em .9em; }
-        .card .v { font-size: 1.5em; font-weight: 600; } .card .l { color: var(--muted); font-size: .85em; }
+        .card .v { font-size: 1.5em; font-weight: 600; } .card .l { font-size: .85em; font-weight: 600; }
+        .card .w { color: var(--muted); font-size: .75em; }
+        .empty { background: #fffbeb; border: 1px solid #fde68a; border-radius: 6px; padding: .5em .7em; color: #713f12; }
         .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(340px, 1fr)); gap: .8em; }
         .chart svg { width: 100%; height: auto; display: block; }
         .chart .how, .note { color: var(--muted); font-size: .8em; margin: .3em 0 0; }

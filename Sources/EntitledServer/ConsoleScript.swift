@@ -52,30 +52,59 @@ enum ConsoleScript {
           const fmt = (v) => Number.isInteger(v) ? String(v) : v.toFixed(2);
 
           // ---- charts ----
-          function chart(title, how, points, series) {
+          // Gridlines at 1, 2 or 5 × 10^k, about four of them; counts (`whole`) only at whole numbers.
+          function scale(max, whole) {
+            const m = max > 0 ? max : 1, raw = m / 4, p = Math.pow(10, Math.floor(Math.log10(raw)));
+            let step = [1, 2, 5, 10].map((x) => x * p).find((x) => x >= raw);
+            if (whole) step = Math.max(1, Math.round(step));
+            return { step, top: step * Math.ceil(m / step) };
+          }
+
+          // A chart of `series` over `points`: lines for levels and amounts, grouped bars for counts
+          // (`options.bars`, whole-number ticks). `options.label(p)` and `options.tip(p)` name a
+          // point on the axis and in the tooltip (default: its UTC day), `options.ticks` how many
+          // labels the axis has at most (default 6).
+          function chart(title, how, points, series, options) {
+            const o = options || {};
             const W = 360, H = 180, L = 40, R = 8, T = 8, B = 24;
             const n = points.length;
+            const label = o.label || ((p) => dayFormat.format(utcDay(p.date)));
+            const tipTitle = o.tip || ((p) => longDay.format(utcDay(p.date)) + " (UTC)");
+            const color = (s, si) => s.color || colors[si % colors.length];
             let max = 0;
             for (const s of series) for (const p of points) max = Math.max(max, s.value(p) || 0);
-            if (max === 0) max = 1;
-            const nice = Math.pow(10, Math.floor(Math.log10(max)));
-            const top = Math.ceil(max / nice) * nice;
-            const x = (i) => L + (n <= 1 ? (W - L - R) / 2 : i * (W - L - R) / (n - 1));
+            const { step, top } = scale(max, o.bars || o.whole);
+            const slot = (W - L - R) / Math.max(1, o.bars ? n : n - 1);
+            const x = (i) => o.bars ? L + slot * (i + 0.5) : L + (n <= 1 ? (W - L - R) / 2 : i * slot);
             const y = (v) => T + (H - T - B) * (1 - v / top);
             const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": title });
-            for (let k = 0; k <= 4; k++) {
-              const v = top * k / 4;
+            for (let v = 0; v <= top + step / 2; v += step) {
               svg.append(el("line", { x1: L, x2: W - R, y1: y(v), y2: y(v), class: "grid" }));
-              svg.append(el("text", { x: L - 4, y: y(v) + 3, "text-anchor": "end", class: "axis", text: fmt(v) }));
+              svg.append(el("text", { x: L - 4, y: y(v) + 3, "text-anchor": "end", class: "axis", text: fmt(Math.round(v * 100) / 100) }));
             }
-            const ticks = Math.min(n, 6);
+            // The first label starts at its point's left edge and the last ends at its right edge, so
+            // neither is cut off by the chart's border.
+            const ticks = Math.min(n, o.ticks || 6);
             for (let k = 0; k < ticks; k++) {
               const i = ticks === 1 ? 0 : Math.round(k * (n - 1) / (ticks - 1));
-              svg.append(el("text", { x: x(i), y: H - 6, "text-anchor": "middle", class: "axis", text: dayFormat.format(utcDay(points[i].date)) }));
+              const half = o.bars ? slot / 2 : 0;
+              const [at, anchor] = ticks === 1 ? [x(i), "middle"] : k === 0 ? [x(i) - half, "start"] : k === ticks - 1 ? [x(i) + half, "end"] : [x(i), "middle"];
+              svg.append(el("text", { x: at, y: H - 6, "text-anchor": anchor, class: "axis", text: label(points[i]) }));
             }
             series.forEach((s, si) => {
+              if (o.bars) {
+                const w = Math.max(1, slot * 0.8 / series.length);
+                points.forEach((p, i) => {
+                  const v = s.value(p) || 0;
+                  if (v > 0) svg.append(el("rect", { x: (x(i) - slot * 0.4 + si * w).toFixed(1), y: y(v).toFixed(1), width: w.toFixed(1),
+                                                     height: (y(0) - y(v)).toFixed(1), fill: color(s, si), class: "bar" }));
+                });
+                return;
+              }
               const d = points.map((p, i) => `${i ? "L" : "M"}${x(i).toFixed(1)},${y(s.value(p) || 0).toFixed(1)}`).join(" ");
-              svg.append(el("path", { d, fill: "none", stroke: colors[si % colors.length], "stroke-width": 2 }));
+              svg.append(el("path", { d, fill: "none", stroke: color(s, si), "stroke-width": 2 }));
+              // A single point is a dot: a path of one point draws nothing.
+              if (n === 1) svg.append(el("circle", { cx: x(0), cy: y(s.value(points[0]) || 0), r: 3, fill: color(s, si) }));
             });
             const cursor = el("line", { y1: T, y2: H - B, stroke: "#98a2b3", "stroke-dasharray": "3 3", visibility: "hidden" });
             svg.append(cursor);
@@ -85,24 +114,31 @@ enum ConsoleScript {
             hit.addEventListener("mousemove", (event) => {
               const box = svg.getBoundingClientRect();
               const px = (event.clientX - box.left) * W / box.width;
-              const i = Math.max(0, Math.min(n - 1, Math.round(n <= 1 ? 0 : (px - L) / ((W - L - R) / (n - 1)))));
+              const at = o.bars ? Math.floor((px - L) / slot) : Math.round(n <= 1 ? 0 : (px - L) / slot);
+              const i = Math.max(0, Math.min(n - 1, at));
               cursor.setAttribute("x1", x(i)); cursor.setAttribute("x2", x(i)); cursor.setAttribute("visibility", "visible");
               const p = points[i];
-              tip.textContent = longDay.format(utcDay(p.date)) + " (UTC)\n" + series.map((s) => s.name + ": " + fmt(s.value(p) || 0)).join("\n");
+              tip.textContent = tipTitle(p) + "\n" + series.map((s) => s.name + ": " + fmt(s.value(p) || 0)).join("\n");
               tip.hidden = false;
               tip.style.left = (event.clientX + 12) + "px"; tip.style.top = (event.clientY + 12) + "px";
             });
             hit.addEventListener("mouseleave", () => { tip.hidden = true; cursor.setAttribute("visibility", "hidden"); });
             const legend = el("div", { class: "legend" }, series.map((s, si) => {
-              const swatch = el("i"); swatch.style.background = colors[si % colors.length];
+              const swatch = el("i"); swatch.style.background = color(s, si);
               return el("span", {}, swatch, s.name);
             }));
-            return el("div", { class: "chart" }, el("h2", { text: title }), legend, svg, el("p", { class: "how", text: how }));
+            return el("div", { class: "chart", "data-kind": o.bars ? "bars" : "lines" }, el("h2", { text: title }), legend, svg, el("p", { class: "how", text: how }));
           }
 
-          function card(id, label, value, title) {
-            return el("div", { class: "card", title }, el("div", { class: "v", id, "data-value": value, text: value }), el("div", { class: "l", text: label }));
+          // A number and what it counts over which window (`window`, shown under the label).
+          function card(id, label, value, window, title) {
+            return el("div", { class: "card", title }, el("div", { class: "v", id, "data-value": value, text: value }),
+              el("div", { class: "l", text: label }), el("div", { class: "w", text: window }));
           }
+
+          // What to do when there is nothing to show yet: where Apple's notifications go.
+          function notificationsURL() { return location.origin + "/v1/apple/notifications"; }
+          function nothingYet(id, text) { return el("p", { class: "muted empty", id, text }); }
 
           // ---- pages ----
           async function overview(page) {
@@ -133,38 +169,53 @@ enum ConsoleScript {
             const churnRate = sum("churned") / Math.max(1, startActive + sum("newSubscriptions"));
             const paidTx = sum("newSubscriptions") + sum("renewals");
             const troubled = sum("recoveries") + (last.inGracePeriod || 0) + (last.inBillingRetry || 0);
+            // The window each card covers: the range's days, or the end of its last day.
+            const range = `${dayFormat.format(utcDay(isoDay(from)))} – ${dayFormat.format(utcDay(isoDay(to)))} (${state.range} days, UTC)`;
+            const atEnd = "at the end of " + dayFormat.format(utcDay(isoDay(to))) + " (UTC)";
+            const revenue = currencies.map((c) => [c, pts.reduce((a, p) => a + (p.revenue[c] || 0), 0)]).filter(([, v]) => v > 0);
             page.append(el("div", { class: "cards" },
-              card("card-active", "Active subscriptions", last.activeSubscriptions || 0, "Paid access at the end of the last day (UTC)"),
-              card("card-trials", "Active trials", last.activeTrials || 0, "Free trials granting access at the end of the last day"),
-              card("card-mrr", "MRR", currencies.map((c) => money(last.mrr[c] || 0, c)).join(" · ") || "0", "Monthly price of the paid active subscriptions"),
-              ...(reported ? [card("card-mrr-reported", "MRR in " + reported.currency, money(reported.amount, reported.currency),
+              card("card-active", "Active paid subscriptions", last.activeSubscriptions || 0, atEnd, "Subscriptions granting paid access"),
+              card("card-trials", "Active free trials", last.activeTrials || 0, atEnd, "Free trials granting access"),
+              card("card-mrr", "MRR (monthly recurring revenue)", currencies.map((c) => money(last.mrr[c] || 0, c)).join(" · ") || "0", atEnd,
+                   "Monthly price of the paid active subscriptions, per currency"),
+              ...(reported ? [card("card-mrr-reported", "MRR in " + reported.currency, money(reported.amount, reported.currency), atEnd,
                    "Every currency's MRR converted at console.rates and summed" +
                    (reported.unconverted.length ? "; not converted (no rate): " + reported.unconverted.join(", ") : ""))] : []),
-              card("card-new", "New subscriptions", sum("newSubscriptions"), "Subscriptions bought for the first time in the range (trials included)"),
-              card("card-renewals", "Renewals", sum("renewals"), "Renewal transactions in the range"),
-              card("card-churn", "Churn rate", (churnRate * 100).toFixed(1) + "%", "Churned ÷ (active at the start + new) over the range"),
-              card("card-refunds", "Refunds", sum("refunds") + " (" + (100 * sum("refunds") / Math.max(1, paidTx)).toFixed(1) + "%)",
+              card("card-revenue", "Revenue (before Apple's commission)", revenue.map(([c, v]) => money(v, c)).join(" · ") || "0", range,
+                   "Prices of the paid subscription transactions purchased in the range, per currency"),
+              card("card-new", "New subscriptions (trials included)", sum("newSubscriptions"), range, "Subscriptions bought for the first time"),
+              card("card-renewals", "Renewals", sum("renewals"), range, "Renewal transactions, by purchase date"),
+              card("card-churn", "Churn rate", (churnRate * 100).toFixed(1) + "%", range, "Churned ÷ (active at the start + new)"),
+              card("card-refunds", "Refunds (share of paid transactions)", sum("refunds") + " (" + (100 * sum("refunds") / Math.max(1, paidTx)).toFixed(1) + "%)", range,
                    "Refunded transactions, and as a share of new subscriptions and renewals"),
-              card("card-retry", "Grace / billing retry", (last.inGracePeriod || 0) + " / " + (last.inBillingRetry || 0), "At the end of the last day"),
-              card("card-recovery", "Recovery rate", (100 * sum("recoveries") / Math.max(1, troubled)).toFixed(1) + "%",
+              card("card-retry", "In grace period / billing retry", (last.inGracePeriod || 0) + " / " + (last.inBillingRetry || 0), atEnd,
+                   "Subscriptions whose renewal payment failed"),
+              card("card-recovery", "Recovery rate", (100 * sum("recoveries") / Math.max(1, troubled)).toFixed(1) + "%", range,
                    "Recovered ÷ (recovered + still in grace or billing retry)"),
-              card("card-conversions", "Trial → paid", sum("conversions"), "Free trials that became paid in the range")));
+              card("card-conversions", "Trials converted to paid", sum("conversions"), range, "Free trials that became paid")));
+            if (!pts.some((p) => p.activeSubscriptions || p.activeTrials || p.newSubscriptions || p.churned || p.refunds)) {
+              page.append(nothingYet("overview-empty", `No subscription in ${state.environment} in this range yet. Purchases arrive as Apple's ` +
+                `notifications (point App Store Connect's App Store Server Notifications URL at ${notificationsURL()}) and as ` +
+                "transactions your app posts (EntitledKit); try another environment or a longer range above."));
+            }
             const per = state.interval === "day" ? "day" : state.interval;
+            const bars = { bars: true };
             page.append(el("div", { class: "charts" },
               chart("Active subscriptions and trials", `Level at the end of each ${per} (UTC), from the customers' answers then.`, pts,
-                    [{ name: "Subscriptions", value: (p) => p.activeSubscriptions }, { name: "Trials", value: (p) => p.activeTrials }]),
+                    [{ name: "Subscriptions", value: (p) => p.activeSubscriptions }, { name: "Trials", value: (p) => p.activeTrials }], { whole: true }),
               chart("MRR", "Each paid active subscription's price per month (yearly ÷ 12, weekly × 52/12), per currency, at the end of each " + per + ".", pts,
                     currencies.map((c) => ({ name: c, value: (p) => p.mrr[c] || 0 })).concat(reported
                       ? [{ name: "All in " + reported.currency, value: (p) => (p.mrrReported || {}).amount || 0 }] : [])),
               chart("New, renewals, churned", `Counted per ${per}: first purchases (trials included), renewal transactions by purchase date, subscriptions that stopped granting access.`, pts,
-                    [{ name: "New", value: (p) => p.newSubscriptions }, { name: "Renewals", value: (p) => p.renewals }, { name: "Churned", value: (p) => p.churned }]),
+                    [{ name: "New", value: (p) => p.newSubscriptions }, { name: "Renewals", value: (p) => p.renewals },
+                     { name: "Churned", value: (p) => p.churned, color: colors[2] }], bars),
               chart("Grace period and billing retry", `Subscriptions in each state at the end of each ${per}.`, pts,
-                    [{ name: "Grace period", value: (p) => p.inGracePeriod }, { name: "Billing retry", value: (p) => p.inBillingRetry }]),
-              chart("Refunds", `Refunded transactions per ${per}, by Apple's revocation date.`, pts, [{ name: "Refunds", value: (p) => p.refunds }]),
+                    [{ name: "Grace period", value: (p) => p.inGracePeriod, color: colors[3] }, { name: "Billing retry", value: (p) => p.inBillingRetry, color: colors[2] }], { whole: true }),
+              chart("Refunds", `Refunded transactions per ${per}, by Apple's revocation date.`, pts, [{ name: "Refunds", value: (p) => p.refunds, color: colors[2] }], bars),
               chart("Trial conversions and recoveries", `Per ${per}: trials that became paid; subscriptions back to active from grace or retry.`, pts,
-                    [{ name: "Conversions", value: (p) => p.conversions }, { name: "Recoveries", value: (p) => p.recoveries }]),
+                    [{ name: "Conversions", value: (p) => p.conversions }, { name: "Recoveries", value: (p) => p.recoveries, color: colors[1] }], bars),
               chart("Revenue", `Prices of paid subscription transactions per ${per}, by purchase date, per currency (before Apple's commission).`, pts,
-                    currencies.map((c) => ({ name: c, value: (p) => p.revenue[c] || 0 })))));
+                    currencies.map((c) => ({ name: c, value: (p) => p.revenue[c] || 0 })), bars)));
           }
 
           function select(options, value, change) {
@@ -176,25 +227,46 @@ enum ConsoleScript {
 """# + ConsoleCustomerScript.js + #"""
           async function health(page) {
             const body = await api("/v1/console/health");
+            const window = `the last ${body.windowHours} hours, to ${when(body.serverTime)}`;
             page.append(el("h1", { text: "Health" }), el("p", { class: "muted", text: "Last " + body.windowHours + " hours, server time " + when(body.serverTime) }));
-            const pts = body.hours.map((h) => ({ date: h.hour.slice(0, 10), hour: h.hour, accepted: h.accepted, rejected: h.rejected }));
+            const hourLabel = new Intl.DateTimeFormat(undefined, { hour: "numeric" });
+            // Every hour of the window, those without a message at zero, so that bars stand at their hour.
+            const hourMs = 3600000, end = Math.floor(Date.parse(body.serverTime) / hourMs) * hourMs;
+            const byHour = new Map(body.hours.map((h) => [Date.parse(h.hour), h]));
+            const start = Math.min(end - (body.windowHours - 1) * hourMs, ...byHour.keys());
+            const pts = [];
+            for (let t = start; t <= end; t += hourMs) {
+              const h = byHour.get(t) || { accepted: 0, rejected: 0 };
+              pts.push({ date: new Date(t).toISOString().slice(0, 10), hour: new Date(t).toISOString(), accepted: h.accepted, rejected: h.rejected });
+            }
             const total = body.hours.reduce((a, h) => a + h.accepted + h.rejected, 0);
-            page.append(el("div", { class: "cards" }, card("health-ingested", "Messages (24 h)", total, "Accepted and rejected messages"),
-              card("health-rate", "Per hour", (total / Math.max(1, body.windowHours)).toFixed(1), "Average over the window")));
-            if (pts.length) page.append(el("div", { class: "charts" }, chart("Ingest per hour", "Messages received per hour, accepted and rejected.", pts,
-              [{ name: "Accepted", value: (p) => p.accepted }, { name: "Rejected", value: (p) => p.rejected }])));
+            const rejected = body.hours.reduce((a, h) => a + h.rejected, 0);
+            page.append(el("div", { class: "cards" },
+              card("health-ingested", "Messages received", total, window, "Apple's notifications and your app's transactions, accepted and rejected"),
+              card("health-rejected", "Rejected", rejected, window, "Messages refused (bad signature, unknown app, …): the codes are below"),
+              card("health-rate", "Per hour", (total / Math.max(1, body.windowHours)).toFixed(1), "average over " + window, "Messages received ÷ hours")));
+            if (total) page.append(el("div", { class: "charts" }, chart("Ingest per hour", "Messages received per hour (your time), accepted and rejected.", pts,
+              [{ name: "Accepted", value: (p) => p.accepted, color: colors[1] }, { name: "Rejected", value: (p) => p.rejected, color: colors[2] }],
+              { bars: true, ticks: 5, label: (p) => hourLabel.format(new Date(p.hour)), tip: (p) => when(p.hour) })));
+            else page.append(nothingYet("health-empty", `No message in ${window}. Point App Store Connect's App Store Server Notifications ` +
+              `URL (Production and Sandbox) at ${notificationsURL()}, or ask Apple for a test notification (docs/deploy.md).`));
             const table = (id, heads, rows) => el("table", { id }, el("tr", {}, heads.map((h) => el("th", { text: h }))), rows);
             page.append(el("div", { class: "panel" }, el("h2", { text: "Rejections by code" }),
-              table("rejections", ["Code", "Count"], body.rejections.map((r) => el("tr", {}, el("td", { text: r.code }), el("td", { text: r.count }))))));
+              table("rejections", ["Code", "Count"], body.rejections.map((r) => el("tr", {}, el("td", { text: r.code }), el("td", { text: r.count })))),
+              body.rejections.length ? null : nothingYet("rejections-empty", "No rejection in " + window + ".")));
             page.append(el("div", { class: "panel" }, el("h2", { text: "Last notification per app and environment" }),
               table("last-notifications", ["App", "Environment", "Received"], body.lastNotifications.map((r) =>
-                el("tr", {}, el("td", { text: r.bundleId }), el("td", { text: r.environment }), el("td", { text: when(r.receivedAt) }))))));
+                el("tr", {}, el("td", { text: r.bundleId }), el("td", { text: r.environment }), el("td", { text: when(r.receivedAt) })))),
+              body.lastNotifications.length ? null : nothingYet("notifications-empty",
+                `No notification yet: point App Store Connect at ${notificationsURL()} (App Information, App Store Server Notifications, Version 2).`)));
             page.append(el("div", { class: "panel" }, el("h2", { text: "Reconciliation with Apple" }),
-              body.reconciledApps.length ? null : el("p", { class: "muted", text: "No app has serverAPI configured: nothing is reconciled." }),
+              body.reconciledApps.length ? null : nothingYet("reconciliation-empty", "No app has serverAPI configured: nothing is reconciled. " +
+                "Give an app your In-App Purchase key as serverAPI (docs/configuration.md) to fetch what Apple's notifications missed."),
               table("reconciliation", ["App", "Environment", "Ingested up to", "Running now"], body.reconciliation.map((r) =>
                 el("tr", {}, el("td", { text: r.bundleId }), el("td", { text: r.environment }), el("td", { text: when(r.watermark) }), el("td", { text: r.leased ? "yes" : "no" }))))));
             page.append(el("div", { class: "panel", id: "webhooks" }, el("h2", { text: "Webhooks" }),
-              body.webhooks.length ? null : el("p", { class: "muted", text: "No webhook endpoint is configured." }),
+              body.webhooks.length ? null : nothingYet("webhooks-empty", "No webhook endpoint is configured. Add one under webhooks in the " +
+                "configuration to receive an event whenever a customer's answer changes (docs/operations.md#webhooks)."),
               table("webhook-status", ["Endpoint", "Pending", "Failed", "Last delivered"], body.webhooks.map((w) =>
                 el("tr", {}, el("td", { text: w.endpoint }), el("td", { text: w.pending }), el("td", { text: w.failed }), el("td", { text: when(w.lastDeliveredAt) }))))));
           }

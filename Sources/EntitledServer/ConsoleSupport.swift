@@ -21,7 +21,10 @@ extension API {
         let principal = try authenticate(request)
         try authenticator.authorize(principal, scope: .console, appUserId: nil)
         guard case .apiKey(let name, let scopes) = principal else { throw HTTPError(.forbidden, "the console needs an API key") }
-        return try .json(SessionBody(key: name, admin: scopes.contains(.admin), serverAPIApps: serverAPI.keys.sorted()))
+        return try .json(
+            SessionBody(
+                key: name, admin: scopes.contains(.admin), serverAPIApps: serverAPI.keys.sorted(),
+                entitlements: Set(customerPolicy.products.values.flatMap(\.entitlements)).sorted()))
     }
 
     /// An id of Apple's as it appears in its answers and on receipt emails (an order id, a
@@ -160,6 +163,8 @@ struct SessionBody: Encodable {
     var key: String
     var admin: Bool
     var serverAPIApps: [String]
+    /// Every entitlement a configured product gives: what a promotional grant may give.
+    var entitlements: [String]
 }
 
 /// `GET /v1/console/customers?orderId=…`: the customers found and what Apple said of the order.

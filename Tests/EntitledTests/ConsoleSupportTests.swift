@@ -160,6 +160,8 @@ import Testing
             if status == 200 {
                 #expect(reply.json["admin"] as? Bool == admin)
                 #expect(reply.json["serverAPIApps"] as? [String] == [world.reconciler.bundleId])
+                // What the grant form offers: each configured entitlement once, sorted.
+                #expect(reply.json["entitlements"] as? [String] == ["basic", "pro"])
             }
         }
     }
