@@ -63,6 +63,10 @@ public struct ConfigurationLoader: Sendable {
 
     /// Parses configuration JSON. Relative certificate paths are resolved against `baseDirectory`.
     public func parse(_ data: Data, baseDirectory: String? = nil) throws(ConfigurationError) -> Configuration {
+        // Strict, and where: Foundation's parser accepts trailing commas and says nothing of the place.
+        if let mistake = JSONSyntax.firstMistake(in: Array(data)) {
+            throw ConfigurationError(path: "$", message: "not valid JSON: \(mistake)")
+        }
         let root: Any
         do {
             root = try JSONSerialization.jsonObject(with: data)
@@ -178,7 +182,7 @@ public struct ConfigurationLoader: Sendable {
                 problems.check { () throws(ConfigurationError) in
                     let raw = try scopeNode.string()
                     guard let scope = APIKey.Scope(rawValue: raw) else {
-                        throw ConfigurationError(path: scopeNode.path, message: "unknown scope '\(raw)' (read, write, admin, metrics)")
+                        throw ConfigurationError(path: scopeNode.path, message: "unknown scope '\(raw)' (\(APIKey.Scope.allCases.map(\.rawValue).joined(separator: ", ")))")
                     }
                     scopes.insert(scope)
                 }

@@ -45,6 +45,12 @@ public func configureLogs(_ settings: LogSettings) {
 /// - Throws: ``StartupError`` when the server cannot start.
 public func runServer(configuration: Configuration, fastPaths: FastPaths = FastPaths()) async throws(StartupError) {
     configureLogs(configuration.log)
+    // Before the database is created or opened: a taken port must not leave one behind.
+    do {
+        try HTTPServer.checkCanListen(host: configuration.listen.host, port: configuration.listen.port)
+    } catch {
+        throw .runtime(error.description)
+    }
     for warning in configuration.sources.fileValuesReplacedByEnvironment {
         ServerLog.event("setting replaced", ["detail": warning], level: .warn)
     }
