@@ -83,54 +83,48 @@ enum JSONSyntax {
         }
 
         mutating func object(depth: Int) throws(Mistake) {
-            index += 1
-            skipSpace()
-            if current == UInt8(ascii: "}") {
-                index += 1
-                return
-            }
-            while true {
-                guard current == UInt8(ascii: "\"") else {
-                    throw mistake(current == UInt8(ascii: "}") ? "a trailing comma before '}' is not JSON" : "expected a key in double quotes, found \(found())")
+            try container(closing: UInt8(ascii: "}"), depth: depth) { (scanner: inout Scanner) throws(Mistake) in
+                guard scanner.current == UInt8(ascii: "\"") else {
+                    throw scanner.mistake("expected a key in double quotes, found \(scanner.found())")
                 }
-                try string()
-                skipSpace()
-                guard current == UInt8(ascii: ":") else { throw mistake("expected ':' after the key, found \(found())") }
-                index += 1
-                skipSpace()
-                try value(depth: depth)
-                skipSpace()
-                switch current {
-                case UInt8(ascii: ","):
-                    index += 1
-                    skipSpace()
-                case UInt8(ascii: "}"):
-                    index += 1
-                    return
-                default: throw mistake("expected ',' or '}', found \(found())")
-                }
+                try scanner.string()
+                scanner.skipSpace()
+                guard scanner.current == UInt8(ascii: ":") else { throw scanner.mistake("expected ':' after the key, found \(scanner.found())") }
+                scanner.index += 1
+                scanner.skipSpace()
+                try scanner.value(depth: depth)
             }
         }
 
         mutating func array(depth: Int) throws(Mistake) {
+            try container(closing: UInt8(ascii: "]"), depth: depth) { (scanner: inout Scanner) throws(Mistake) in
+                try scanner.value(depth: depth)
+            }
+        }
+
+        /// An object or an array: `element` read between commas up to `closing`, no trailing comma.
+        mutating func container(
+            closing: UInt8, depth: Int, _ element: (inout Scanner) throws(Mistake) -> Void
+        ) throws(Mistake) {
+            let name = "'\(Character(Unicode.Scalar(closing)))'"
             index += 1
             skipSpace()
-            if current == UInt8(ascii: "]") {
+            if current == closing {
                 index += 1
                 return
             }
             while true {
-                if current == UInt8(ascii: "]") { throw mistake("a trailing comma before ']' is not JSON") }
-                try value(depth: depth)
+                if current == closing { throw mistake("a trailing comma before \(name) is not JSON") }
+                try element(&self)
                 skipSpace()
                 switch current {
                 case UInt8(ascii: ","):
                     index += 1
                     skipSpace()
-                case UInt8(ascii: "]"):
+                case closing:
                     index += 1
                     return
-                default: throw mistake("expected ',' or ']', found \(found())")
+                default: throw mistake("expected ',' or \(name), found \(found())")
                 }
             }
         }

@@ -19,25 +19,27 @@ extension HTTPServer {
         var yes: Int32 = 1
         // As the server binds: a port left in TIME_WAIT by a previous run is free.
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        let bound: Int32
+        /// bind(2) on `address`, a sockaddr_in or sockaddr_in6.
+        func bound<Address>(_ address: inout Address) -> Int32 {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<Address>.size)) }
+            }
+        }
+        let result: Int32
         if ipv6 {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = UInt16(port).bigEndian
             guard inet_pton(AF_INET6, host, &address.sin6_addr) == 1 else { return }
-            bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
+            result = bound(&address)
         } else {
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = UInt16(port).bigEndian
             guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else { return }
-            bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
+            result = bound(&address)
         }
-        guard bound != 0 else { return }
+        guard result != 0 else { return }
         let code = errno
         let reason = String(cString: strerror(code))
         let hint = switch code {

@@ -94,20 +94,15 @@ import Testing
             {"action": "purchase", "customer": "alice", "product": "pro.monthly"}
             """)
         defer { try? FileManager.default.removeItem(at: folder) }
+        let output = Pipe()
         let process = Process()
-        process.executableURL = CLI.binary
+        (process.executableURL, process.standardOutput, process.standardError) = (CLI.binary, output, FileHandle.nullDevice)
         // With --listen it keeps serving after the scenario: its lines must not wait for its exit.
         process.arguments = [
             "simulate", "--data", folder.appendingPathComponent("d").path, "--scenario", scenario.path, "--listen", "127.0.0.1:0",
         ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
         try process.runSerialized()
-        defer {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        defer { process.terminate(); process.waitUntilExit() }
         let reader = output.fileHandleForReading
         let collected = LockedData()
         Thread.detachNewThread {
