@@ -34,9 +34,9 @@ RUN apt-get update \
 COPY --from=build /out/entitled /usr/local/bin/entitled
 USER entitled
 WORKDIR /var/lib/entitled
-ENV ENTITLED_CONFIG=/etc/entitled/entitled.json \
-    ENTITLED_DATABASE=sqlite:/var/lib/entitled/entitled.sqlite \
-    ENTITLED_LISTEN=0.0.0.0:8080
+# Only where the file is: listen and database are the file's ("listen": "0.0.0.0:8080",
+# "database": "sqlite:/var/lib/entitled/entitled.sqlite"), never replaced by the image.
+ENV ENTITLED_CONFIG=/etc/entitled/entitled.json
 VOLUME /var/lib/entitled
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/entitled"]

@@ -3,7 +3,9 @@
 # - deploy/entitled.service passes `systemd-analyze verify` and keeps a low exposure score
 #   (`systemd-analyze security --offline`), when systemd-analyze is installed;
 # - the Dockerfile's runtime packages are what the built binary loads
-#   (scripts/docker-equivalent-build.sh --check), and that check fails when one is missing.
+#   (scripts/docker-equivalent-build.sh --check), and that check fails when one is missing;
+# - every command of docs/deploy.md works as written, against a throwaway install
+#   (scripts/check-deploy-doc.py: it lists what cannot run here and why).
 #
 #   scripts/check-deploy.sh [BINARY]    default .build/debug/entitled (built by `swift build`)
 set -euo pipefail
@@ -32,3 +34,5 @@ if DOCKERFILE="$work/Dockerfile" scripts/docker-equivalent-build.sh --check "$bi
   exit 1
 fi
 grep -q "libpq.so.5 comes from libpq5" "$work/missing.txt"
+
+python3 scripts/check-deploy-doc.py "$binary"

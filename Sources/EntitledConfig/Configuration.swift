@@ -40,6 +40,8 @@ public struct Configuration: Sendable, Equatable {
     public var events = EventSettings()
     /// The console's reporting currency and rates (`console`; default none).
     public var console = ConsoleSettings()
+    /// Where `listen` and `database` came from, and which values of the file the environment replaced.
+    public var sources = SettingSources()
 
     public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
 

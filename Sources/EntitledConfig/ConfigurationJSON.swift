@@ -26,13 +26,22 @@ public struct ConfigurationError: Error, Equatable, CustomStringConvertible {
 
     /// One line per problem (`path: message`).
     public var description: String { all.map { "\($0.path): \($0.message)" }.joined(separator: "\n") }
+
+    /// A secret that was deliberately not read (``ConfigurationLoader/resolvesSecrets``): never reported.
+    var isUnresolvedSecret = false
+
+    static func unresolvedSecret(path: String) -> ConfigurationError {
+        var error = ConfigurationError(path: path, message: "not read (this command needs no secrets)")
+        error.isUnresolvedSecret = true
+        return error
+    }
 }
 
 /// The problems found so far in one pass over a file.
 final class Problems {
     private(set) var found: [ConfigurationError] = []
 
-    func record(_ error: ConfigurationError) { found += error.all }
+    func record(_ error: ConfigurationError) { found += error.all.filter { !$0.isUnresolvedSecret } }
 
     /// Runs `body`; a problem it throws is recorded and nil returned, so parsing goes on.
     @discardableResult

@@ -6,15 +6,23 @@ import Storage
 /// Reads, validates and resolves configuration.
 ///
 /// Precedence, highest first: command-line flags, environment (`ENTITLED_LISTEN`,
-/// `ENTITLED_DATABASE`), the file, built-in defaults. Values written `env:NAME` are read from the
-/// environment, so that secrets stay out of the file. Every problem in a file is reported at once
-/// (``ConfigurationError/others``). A key named `//` in any object is documentation and ignored.
+/// `ENTITLED_DATABASE`), the file, built-in defaults; ``Configuration/sources`` says which gave
+/// each. Values written `env:NAME` are read from the environment, so that secrets stay out of the
+/// file. Relative paths in the file are relative to the file's folder. Every problem in a file is
+/// reported at once (``ConfigurationError/others``). A key named `//` in any object is
+/// documentation and ignored.
 public struct ConfigurationLoader: Sendable {
     /// The environment variables consulted (injected so tests need not touch the process's).
     public var environment: [String: String]
+    /// False for commands that only need the database (`backup`, `check`, `migrate`, …): values
+    /// written `env:NAME` for secrets are then not read, and what needs them (API keys, customer
+    /// tokens, webhooks, shared secrets, Server API keys, TLS) is left out of the result instead
+    /// of failing for a variable that a cron job's environment does not have.
+    public var resolvesSecrets: Bool
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, resolvesSecrets: Bool = true) {
         self.environment = environment
+        self.resolvesSecrets = resolvesSecrets
     }
 
     /// Loads the file at `path` (nil: defaults only; relative to the working directory), then
@@ -34,29 +42,7 @@ public struct ConfigurationLoader: Sendable {
             configuration = try parse(data, baseDirectory: URL(fileURLWithPath: absolute).deletingLastPathComponent().path)
         }
         let problems = Problems()
-        if let value = environment["ENTITLED_LISTEN"] {
-            problems.check { () throws(ConfigurationError) in
-                configuration.listen = try Self.listenAddress(value, path: "ENTITLED_LISTEN")
-            }
-        }
-        if let value = environment["ENTITLED_DATABASE"] {
-            problems.check { () throws(ConfigurationError) in
-                // Replaces the whole `database` of the file, replicas included.
-                configuration.database = try Self.databaseURL(value, path: "ENTITLED_DATABASE")
-                configuration.databaseReplicas = []
-                configuration.databaseReadYourWrites = .allServers
-            }
-        }
-        if let listen {
-            problems.check { () throws(ConfigurationError) in configuration.listen = try Self.listenAddress(listen, path: "--listen") }
-        }
-        if let database {
-            problems.check { () throws(ConfigurationError) in
-                configuration.database = try Self.databaseURL(database, path: "--database")
-                configuration.databaseReplicas = []
-                configuration.databaseReadYourWrites = .allServers
-            }
-        }
+        applyOverrides(to: &configuration, listen: listen, database: database, problems)
         try problems.finish()
         return configuration
     }
@@ -77,6 +63,10 @@ public struct ConfigurationLoader: Sendable {
 
     /// Parses configuration JSON. Relative certificate paths are resolved against `baseDirectory`.
     public func parse(_ data: Data, baseDirectory: String? = nil) throws(ConfigurationError) -> Configuration {
+        // Strict, and where: Foundation's parser accepts trailing commas and says nothing of the place.
+        if let mistake = JSONSyntax.firstMistake(in: Array(data)) {
+            throw ConfigurationError(path: "$", message: "not valid JSON: \(mistake)")
+        }
         let root: Any
         do {
             root = try JSONSerialization.jsonObject(with: data)
@@ -88,10 +78,13 @@ public struct ConfigurationLoader: Sendable {
         let problems = Problems()
         reader.read("listen", problems) { node throws(ConfigurationError) in
             configuration.listen = try Self.listenAddress(try node.string(), path: node.path)
+            configuration.sources.listen = .file
         }
         reader.read("database", problems) { node throws(ConfigurationError) in
             (configuration.database, configuration.databaseReplicas, configuration.databaseReadYourWrites) = try Self.database(
                 node, problems)
+            configuration.database = Self.sqlitePath(configuration.database, relativeTo: baseDirectory)
+            configuration.sources.database = .file
         }
         reader.read("storage", problems) { node throws(ConfigurationError) in configuration.storage = try storage(node, problems) }
         reader.read("apiKeys", problems) { node throws(ConfigurationError) in
@@ -189,7 +182,7 @@ public struct ConfigurationLoader: Sendable {
                 problems.check { () throws(ConfigurationError) in
                     let raw = try scopeNode.string()
                     guard let scope = APIKey.Scope(rawValue: raw) else {
-                        throw ConfigurationError(path: scopeNode.path, message: "unknown scope '\(raw)' (read, write, admin, metrics)")
+                        throw ConfigurationError(path: scopeNode.path, message: "unknown scope '\(raw)' (\(APIKey.Scope.allCases.map(\.rawValue).joined(separator: ", ")))")
                     }
                     scopes.insert(scope)
                 }
@@ -282,11 +275,13 @@ public struct ConfigurationLoader: Sendable {
         object.read("signingKey", problems) { value throws(ConfigurationError) in
             app.signingKey = try signingKey(value, baseDirectory: baseDirectory, problems)
         }
+        let hadServerAPI = object.had("serverAPI")
         object.read("consumption", problems) { value throws(ConfigurationError) in
             var consumption = try value.object()
             consumption.read("autoRespond", problems) { autoRespond throws(ConfigurationError) in
                 app.consumptionAutoRespond = try autoRespond.bool()
-                if app.consumptionAutoRespond && app.serverAPI == nil {
+                // A serverAPI that was given but had a problem (reported already) is no second problem.
+                if app.consumptionAutoRespond && app.serverAPI == nil && !hadServerAPI {
                     throw ConfigurationError(path: autoRespond.path, message: "needs serverAPI: the answer is sent through Apple's API")
                 }
             }
@@ -415,9 +410,11 @@ public struct ConfigurationLoader: Sendable {
     // MARK: - Values
 
     /// `raw`, or for `env:NAME` the variable's value. `use` says what the value is for, so that a
-    /// missing variable's message says why it is needed.
+    /// missing variable's message says why it is needed. Without ``resolvesSecrets``, an `env:`
+    /// value throws a problem that is not reported: what needs it is left out.
     func resolveSecret(_ raw: String, path: String, use: String) throws(ConfigurationError) -> String {
         guard raw.hasPrefix("env:") else { return raw }
+        guard resolvesSecrets else { throw ConfigurationError.unresolvedSecret(path: path) }
         let name = String(raw.dropFirst(4))
         guard let value = environment[name], !value.isEmpty else {
             throw ConfigurationError(path: path, message: "environment variable \(name) is not set (it holds \(use))")
@@ -464,6 +461,13 @@ public struct ConfigurationLoader: Sendable {
             throw ConfigurationError(path: primaryNode.path, message: "replicas need a postgres:// primary")
         }
         return (primary, replicas, readYourWrites)
+    }
+
+    /// A `sqlite:` URL with a relative path made absolute against `base` (the configuration file's
+    /// folder); any other URL, or no base, as it is.
+    static func sqlitePath(_ url: String, relativeTo base: String?) -> String {
+        guard let base, case .sqliteFile(let path) = try? DatabaseURL(parsing: url), !path.hasPrefix("/") else { return url }
+        return "sqlite:" + absolutePath(path, relativeTo: base)
     }
 
     /// Checks `raw` with Storage's ``DatabaseURL`` parser, the one that opens it.

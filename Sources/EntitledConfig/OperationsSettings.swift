@@ -64,7 +64,8 @@ extension ConfigurationLoader {
         let certificate = file("certificateFile", "the path of the TLS certificate chain")
         let key = file("privateKeyFile", "the path of the TLS private key")
         object.finish(problems)
-        guard let certificate, let key else { return nil }
+        // Commands that only need the database neither serve TLS nor need to read its key.
+        guard let certificate, let key, resolvesSecrets else { return nil }
         let settings = TLSSettings(certificateFile: certificate, privateKeyFile: key)
         _ = try settings.load()
         return settings

@@ -14,7 +14,8 @@ public enum Principal: Sendable, Equatable {
 
 /// The API's auth failures, as problem+json.
 public struct AuthError: HTTPResponseError, Equatable {
-    /// The row of ``ProblemCode``: `UNAUTHORIZED` or `FORBIDDEN`.
+    /// The row of ``ProblemCode``: `UNAUTHORIZED` or `FORBIDDEN`, or for a customer token the
+    /// check it failed (`TOKEN_…`).
     public var problem: ProblemCode
     public var detail: String?
     /// Which rejection budget a 401 spends (see ``RejectionBudget``).
@@ -24,7 +25,7 @@ public struct AuthError: HTTPResponseError, Equatable {
     public var code: String { problem.rawValue }
 
     public var headers: HTTPHeaders {
-        problem == .unauthorized ? ["WWW-Authenticate": #"Bearer realm="entitled""#] : [:]
+        problem.status == 401 ? ["WWW-Authenticate": #"Bearer realm="entitled""#] : [:]
     }
 
     /// 401: no credentials, or unknown / invalid ones.
@@ -82,7 +83,7 @@ public struct Authenticator: Sendable {
                 let appUserId = try tokens.verify(credential, now: clock.nowMilliseconds())
                 return .customer(appUserId: appUserId)
             } catch {
-                var failure = AuthError.unauthorized("invalid customer token")
+                var failure = AuthError(problem: error.problem, detail: error.detail(maxLifetimeSeconds: tokens.maxLifetimeSeconds))
                 failure.credential = .customerToken
                 throw failure
             }
@@ -115,8 +116,13 @@ public struct Authenticator: Sendable {
             guard granted else { throw .forbidden("the API key lacks the '\(scope.rawValue)' scope") }
         case .customer(let subject):
             // Bytes, not String ==: that one calls NFC and NFD spellings of one name equal.
-            guard scope != .admin, let appUserId, AppUserID.same(appUserId, subject) else {
-                throw .forbidden("a customer token may only access its own customer")
+            guard scope != .admin, let appUserId else {
+                throw .forbidden("a customer token may only access its own customer's routes: use an API key")
+            }
+            guard AppUserID.same(appUserId, subject) else {
+                throw AuthError(
+                    problem: .tokenCustomerMismatch,
+                    detail: "the token's sub is another customer than the one asked for: a customer token may only access its own customer")
             }
         }
     }
@@ -125,7 +131,11 @@ public struct Authenticator: Sendable {
 /// Verifies HS256 JWTs: `{"alg":"HS256"}` header, `sub` (the appUserId), `exp` (seconds) required.
 public struct CustomerTokenVerifier: Sendable {
     public enum Failure: Error, Equatable {
-        case malformed, algorithm, signature, expired, missingClaim
+        case malformed, algorithm, signature, expired
+        /// No `sub`.
+        case missingClaim
+        /// No `exp` (or not a number).
+        case missingExpiry
         /// `sub` is not a valid appUserId (see ``AppUserID``).
         case invalidSubject
         /// `exp` is not a finite number, or lies more than `maxLifetimeSeconds` beyond now.
@@ -158,9 +168,8 @@ public struct CustomerTokenVerifier: Sendable {
         guard header["alg"] as? String == "HS256" else { throw .algorithm }
         let expected = hmac.hmacSHA256(key: secret, message: Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8))
         guard constantTimeEquals(expected, signature) else { throw .signature }
-        guard let subject = payload["sub"] as? String, !subject.isEmpty, let exp = payload["exp"] as? NSNumber else {
-            throw .missingClaim
-        }
+        guard let subject = payload["sub"] as? String, !subject.isEmpty else { throw .missingClaim }
+        guard let exp = payload["exp"] as? NSNumber else { throw .missingExpiry }
         // Compared in seconds as Double: exp may be anything JSON can spell (1e308, fractions);
         // Int conversions of it could trap.
         let seconds = exp.doubleValue
@@ -190,5 +199,34 @@ public enum Base64URL {
     public static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
         guard !text.utf8.contains(0x3D) else { return nil }
         return Base64.urlDecode(text)
+    }
+}
+
+extension CustomerTokenVerifier.Failure {
+    /// The problem a token refused for this reason is answered with: one code per check, so that
+    /// whoever mints the tokens can tell which one to fix.
+    var problem: ProblemCode {
+        switch self {
+        case .malformed, .algorithm, .missingClaim, .invalidSubject: .tokenMalformed
+        case .signature: .tokenSignatureInvalid
+        case .missingExpiry: .tokenExpiryMissing
+        case .lifetime: .tokenLifetimeTooLong
+        case .expired: .tokenExpired
+        }
+    }
+
+    /// The problem's detail: what failed and what to do (never the token or the secret).
+    func detail(maxLifetimeSeconds: Int) -> String {
+        switch self {
+        case .malformed: "not a JWT: three base64url parts, the first two JSON objects"
+        case .algorithm: "the token's header must say \"alg\":\"HS256\""
+        case .missingClaim: "the token has no sub claim (the customer's appUserId)"
+        case .invalidSubject: "the token's sub is not a valid appUserId"
+        case .signature: "the signature does not match: sign with customerTokens.secret (HS256)"
+        case .missingExpiry: "the token has no exp claim (seconds since 1970 when it expires)"
+        case .lifetime:
+            "exp lies more than customerTokens.maxLifetimeSeconds (\(maxLifetimeSeconds)) from now, or is not a finite number: mint shorter-lived tokens"
+        case .expired: "the token has expired (exp is past): mint a new one"
+        }
     }
 }

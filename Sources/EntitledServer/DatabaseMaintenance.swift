@@ -51,8 +51,8 @@ public enum DatabaseMaintenance {
     ) async throws -> MaintenanceReport {
         let url = configuration.database
         let target = try DatabaseURL(parsing: url).redacted
-        if case .sqliteFile(let path) = try DatabaseURL(parsing: url), SQLiteFileState(path: path) == .missing {
-            return MaintenanceReport(lines: ["\(target): no database file at \(path)"], succeeded: false)
+        if case .sqliteFile(let path) = try DatabaseURL(parsing: url), let missing = missingFile(path) {
+            return MaintenanceReport(lines: ["\(target): \(missing)"], succeeded: false)
         }
         var options = StoreConfiguration()
         options.migrateOnOpen = false
@@ -109,8 +109,8 @@ public enum DatabaseMaintenance {
             // Said before connecting: no PostgreSQL needs to be reachable to learn it.
             return MaintenanceReport(lines: ["\(parsed.redacted): \(StorageError.backupUnsupported.message)"], succeeded: false)
         }
-        if case .sqliteFile(let source) = parsed, SQLiteFileState(path: source) == .missing {
-            return MaintenanceReport(lines: ["\(parsed.redacted): no database file at \(source)"], succeeded: false)
+        if case .sqliteFile(let source) = parsed, let missing = missingFile(source) {
+            return MaintenanceReport(lines: ["\(parsed.redacted): \(missing)"], succeeded: false)
         }
         var options = StoreConfiguration()
         options.migrateOnOpen = false
@@ -121,6 +121,16 @@ public enum DatabaseMaintenance {
         } catch let error as StorageError where error.code == .unsupported || error.code == .invalidArgument {
             return MaintenanceReport(lines: ["\(parsed.redacted): \(error.message)"], succeeded: false)
         }
+    }
+
+    /// Nil when a database file is at `path`; else what an operator needs: the absolute path
+    /// looked at and the system's reason (a folder it may not enter is not "no file").
+    static func missingFile(_ path: String) -> String? {
+        guard SQLiteFileState(path: path) == .missing else { return nil }
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        var status = stat()
+        let reason = stat(absolute, &status) == 0 ? "unreadable" : String(cString: strerror(errno))
+        return "no database file at \(absolute) (\(reason)); give --config FILE or --database URL"
     }
 
     /// The projector the server uses for `configuration`: its ledger over `store`.

@@ -24,6 +24,13 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     // Credentials and abuse.
     case unauthorized = "UNAUTHORIZED"
     case forbidden = "FORBIDDEN"
+    // A customer token refused: which check failed, so that its issuer can fix it.
+    case tokenMalformed = "TOKEN_MALFORMED"
+    case tokenSignatureInvalid = "TOKEN_SIGNATURE_INVALID"
+    case tokenExpiryMissing = "TOKEN_EXP_MISSING"
+    case tokenLifetimeTooLong = "TOKEN_LIFETIME_TOO_LONG"
+    case tokenExpired = "TOKEN_EXPIRED"
+    case tokenCustomerMismatch = "TOKEN_CUSTOMER_MISMATCH"
     case tooManyRejections = "TOO_MANY_REJECTIONS"
 
     // The request itself.
@@ -86,8 +93,10 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
             .receiptSignatureInvalid, .receiptWrongBundle, .invalidGrant:
             400
-        case .unauthorized, .invalidSharedSecret: 401
-        case .forbidden: 403
+        case .unauthorized, .invalidSharedSecret, .tokenMalformed, .tokenSignatureInvalid, .tokenExpiryMissing,
+            .tokenLifetimeTooLong, .tokenExpired:
+            401
+        case .forbidden, .tokenCustomerMismatch: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
             .offerNotFound, .grantNotFound:
             404

@@ -45,6 +45,15 @@ public func configureLogs(_ settings: LogSettings) {
 /// - Throws: ``StartupError`` when the server cannot start.
 public func runServer(configuration: Configuration, fastPaths: FastPaths = FastPaths()) async throws(StartupError) {
     configureLogs(configuration.log)
+    // Before the database is created or opened: a taken port must not leave one behind.
+    do {
+        try HTTPServer.checkCanListen(host: configuration.listen.host, port: configuration.listen.port)
+    } catch {
+        throw .runtime(error.description)
+    }
+    for warning in configuration.sources.fileValuesReplacedByEnvironment {
+        ServerLog.event("setting replaced", ["detail": warning], level: .warn)
+    }
     let clock = SystemClock()
     let assembled = try await buildApplication(configuration: configuration, clock: clock, fastPaths: fastPaths)
     let store = assembled.store
@@ -78,6 +87,7 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
         [
             "address": "\(configuration.listen.host):\(server.port)", "database": redactedDatabase(configuration.database),
             "scheme": configuration.tls == nil ? "http" : "https",
+            "addressFrom": configuration.sources.listen.description, "databaseFrom": configuration.sources.database.description,
         ])
     StartupHint.print(for: configuration, address: "\(configuration.listen.host):\(server.port)")
     let purge = RejectedPurge(store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays)

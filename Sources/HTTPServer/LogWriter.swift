@@ -94,10 +94,15 @@ private final class WriterState: @unchecked Sendable {
             droppedTotal += 1
             return
         }
+        let wasEmpty = pending.isEmpty
         pending.append(contentsOf: line.utf8)
         pending.append(0x0A)
         if pending.count >= threshold && !wake {
             wake = true
+            condition.signal()
+        } else if wasEmpty {
+            // The thread sleeps until something is pending: the first line starts its 200 ms
+            // batch, so a line is written within that time however quiet the server is.
             condition.signal()
         }
     }

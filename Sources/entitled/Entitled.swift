@@ -10,6 +10,7 @@ enum Entitled {
     static var commands: [any Command.Type] {
         [
         ServeCommand.self,
+        ConfigCommand.self,
         DevCommand.self,
         VerifyCommand.self,
         MigrateCommand.self,

@@ -22,7 +22,7 @@ enum ExportCustomerCommand: Command {
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        let configuration = try ServeCommand.loadConfiguration(&arguments)
+        let configuration = try ServeCommand.loadConfiguration(&arguments, resolvingSecrets: false)
         let ids = try arguments.positionals()
         guard ids.count == 1, let appUserId = ids.first else { throw UsageError("give exactly one APP_USER_ID") }
         try arguments.finish()

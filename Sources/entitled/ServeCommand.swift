@@ -40,8 +40,10 @@ enum ServeCommand: Command {
         return ExitStatus.ok
     }
 
-    /// Reads `--config`, `--listen` and `--database` (and their environment variables).
-    static func loadConfiguration(_ arguments: inout Arguments) throws -> Configuration {
+    /// Reads `--config`, `--listen` and `--database` (and their environment variables). Commands
+    /// that only need the database pass `resolvingSecrets: false`: the file's `env:` secrets are
+    /// then not needed (a cron job has none of them).
+    static func loadConfiguration(_ arguments: inout Arguments, resolvingSecrets: Bool = true) throws -> Configuration {
         let environment = ProcessInfo.processInfo.environment
         let path = try arguments.option("--config") ?? environment["ENTITLED_CONFIG"]
         let listen = try arguments.option("--listen")
@@ -49,7 +51,8 @@ enum ServeCommand: Command {
         let format = try arguments.option("--log-format")
         let level = try arguments.option("--log-level")
         do {
-            var configuration = try ConfigurationLoader(environment: environment).load(path: path, listen: listen, database: database)
+            var configuration = try ConfigurationLoader(environment: environment, resolvesSecrets: resolvingSecrets).load(
+                path: path, listen: listen, database: database)
             if let format { configuration.log.format = try ConfigurationLoader.logFormat(format, path: "--log-format") }
             if let level { configuration.log.level = try ConfigurationLoader.logLevel(level, path: "--log-level") }
             return configuration

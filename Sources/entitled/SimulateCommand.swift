@@ -114,7 +114,11 @@ enum SimulateCommand: Command {
             guard scenarioPath == nil, listen == nil else { throw UsageError("load mode takes no --scenario or --listen") }
             options.load = .init(customers: loadCustomers, months: loadMonths, url: url, concurrency: concurrency ?? 16)
         }
-        try await SimulateRunner.run(options, output: .init(line: { print($0) }, note: { printError($0) }))
+        try await SimulateRunner.run(options, output: .init(line: { line in
+            print(line)
+            // Line by line also into a file or a pipe, where stdout would otherwise wait for 4 KiB.
+            fflush(nil)
+        }, note: { printError($0) }))
         return ExitStatus.ok
     }
 }

@@ -3,8 +3,8 @@ import EntitledServer
 import Foundation
 import Storage
 
-/// The database URL from `--database`, then `ENTITLED_DATABASE`, then the embedded default.
-/// A malformed URL is a usage error (exit status 2).
+/// The database URL from `--database`, then `ENTITLED_DATABASE`, then the embedded default (for
+/// the test helper below, which has no configuration file). A malformed URL is a usage error (exit status 2).
 func databaseURL(_ arguments: inout Arguments) throws -> String {
     var url = "sqlite:./data/entitled.sqlite"
     if let option = try arguments.option("--database") {
@@ -31,20 +31,23 @@ enum MigrateCommand: Command {
     static let name = "migrate"
     static let summary = "apply database schema migrations"
     static let help = """
-        Usage: entitled migrate [--database URL]
+        Usage: entitled migrate [--config FILE] [--database URL]
 
         Applies pending schema migrations and prints the schema version. Refuses (exit 1,
-        SCHEMA_TOO_NEW) a database migrated by a newer entitled.
+        SCHEMA_TOO_NEW) a database migrated by a newer entitled. Needs none of the
+        configuration's secrets.
 
         Options:
+          --config FILE    the server's configuration (env ENTITLED_CONFIG), for its database
           --database URL   sqlite:./path.sqlite, sqlite::memory: or postgres://user:pass@host:port/db
-                           (default: $ENTITLED_DATABASE, else sqlite:./data/entitled.sqlite)
+                           (default: $ENTITLED_DATABASE, else the configuration's database,
+                           else sqlite:./data/entitled.sqlite)
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        let url = try databaseURL(&arguments)
+        let configuration = try ServeCommand.loadConfiguration(&arguments, resolvingSecrets: false)
         try arguments.finish()
-        return finish(try await DatabaseMaintenance.migrate(url: url))
+        return finish(try await DatabaseMaintenance.migrate(url: configuration.database))
     }
 }
 
@@ -68,7 +71,7 @@ enum RebuildCommand: Command {
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
-        let configuration = try ServeCommand.loadConfiguration(&arguments)
+        let configuration = try ServeCommand.loadConfiguration(&arguments, resolvingSecrets: false)
         try arguments.finish()
         return finish(
             try await DatabaseMaintenance.rebuild(
@@ -93,6 +96,7 @@ enum CheckCommand: Command {
         chain to the configured apps' roots, at its own signed date; lists each that fails (fact
         id, kind, app, verification code). Safe while the server runs.
         Exit status 0 when nothing was found, 1 otherwise. Nothing is written (no migration).
+        Needs none of the configuration's secrets.
 
         Options:
           --config FILE    the server's configuration (env ENTITLED_CONFIG): its catalog is the
@@ -105,7 +109,7 @@ enum CheckCommand: Command {
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         let full = arguments.flag("--full")
         let reverify = arguments.flag("--reverify")
-        let configuration = try ServeCommand.loadConfiguration(&arguments)
+        let configuration = try ServeCommand.loadConfiguration(&arguments, resolvingSecrets: false)
         try arguments.finish()
         return finish(
             try await DatabaseMaintenance.check(
@@ -124,7 +128,8 @@ enum BackupCommand: Command {
         while the server keeps serving) to PATH, a new file, and fsyncs it. To restore, stop the
         server, put the copy in the database's place (removing any -wal and -shm files beside the
         old one) and start it. On PostgreSQL it refuses (exit 1) and says to use pg_dump or
-        pg_basebackup instead.
+        pg_basebackup instead. The copy is readable by its owner only (mode 0600). Needs none of
+        the configuration's secrets.
 
         Options:
           --to PATH        the copy; must not exist (it is written to PATH.partial first)
@@ -134,7 +139,7 @@ enum BackupCommand: Command {
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         guard let path = try arguments.option("--to") else { throw UsageError("--to PATH is required") }
-        let configuration = try ServeCommand.loadConfiguration(&arguments)
+        let configuration = try ServeCommand.loadConfiguration(&arguments, resolvingSecrets: false)
         try arguments.finish()
         return finish(try await DatabaseMaintenance.backup(url: configuration.database, to: path))
     }

@@ -1,22 +1,13 @@
 import AppStore
 import AppStoreServerAPI
+import AppStoreTesting
 import Foundation
 import Testing
 
 /// Apple's model files for the Server API endpoints, answered by a scripted transport through the
 /// client's own decoding.
 enum AppleModels {
-    static let directory: URL = {
-        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        while directory.path != "/" {
-            if FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
-                return directory.deletingLastPathComponent().appendingPathComponent(
-                    "shared/apple-fixtures/app-store-server-library-python/tests/resources/models")
-            }
-            directory.deleteLastPathComponent()
-        }
-        return URL(fileURLWithPath: "/nonexistent-apple-fixtures")
-    }()
+    static let directory = AppleTestData.pythonResources.appendingPathComponent("models")
 
     static func body(_ name: String) throws -> String {
         try String(contentsOf: directory.appendingPathComponent(name + ".json"), encoding: .utf8)
@@ -25,7 +16,7 @@ enum AppleModels {
 
 @Suite struct AppleModelFixtureTests {
     /// Error bodies: each becomes a typed error carrying Apple's code.
-    @Test(arguments: [
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [
         ("apiException", 500, 5_000_000), ("apiTooManyRequestsException", 429, 4_290_000), ("apiUnknownError", 400, 9_990_000),
         ("appTransactionDoesNotExistError", 404, 4_040_019), ("familyTransactionNotSupportedError", 400, 4_000_185),
         ("invalidAppAccountTokenUUIDError", 400, 4_000_183), ("invalidTransactionIdError", 400, 4_000_006),
@@ -40,7 +31,7 @@ enum AppleModels {
     }
 
     /// Response bodies without signed payloads decode through the endpoints.
-    @Test func unsignedResponsesDecode() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func unsignedResponsesDecode() async throws {
         let fixture = try Fixture()
         let transport = ScriptedTransport([
             json(200, try AppleModels.body("extendSubscriptionRenewalDateResponse")),
@@ -66,7 +57,7 @@ enum AppleModels {
 
     /// Responses carrying signed payloads decode, and then their placeholder JWS strings are refused by the
     /// verifier: nothing unverified reaches the caller.
-    @Test(arguments: [
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [
         "transactionInfoResponse", "appTransactionInfoResponse", "transactionHistoryResponse", "getRefundHistoryResponse",
         "getAllSubscriptionStatusesResponse", "lookupOrderIdResponse", "getNotificationHistoryResponse",
         "getTestNotificationStatusResponse",

@@ -1,23 +1,12 @@
 import AppStore
+import AppStoreTesting
 import Foundation
 import Testing
 
-/// Apple's own test payloads, read from `../shared/apple-fixtures` next to the package root.
+/// Apple's own test payloads (``AppleTestData``: `../shared/apple-fixtures` next to the package root).
 enum AppleFixtures {
-    /// Walks up from this file to the directory holding `Package.swift`, so the lookup does not depend on the
-    /// working directory `swift test` was started from.
-    static let root: URL = {
-        var directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        while directory.path != "/" {
-            if FileManager.default.fileExists(atPath: directory.appendingPathComponent("Package.swift").path) {
-                return directory.deletingLastPathComponent().appendingPathComponent("shared/apple-fixtures")
-            }
-            directory.deleteLastPathComponent()
-        }
-        return URL(fileURLWithPath: "/nonexistent-apple-fixtures")
-    }()
-
-    static let pythonResources = root.appendingPathComponent("app-store-server-library-python/tests/resources")
+    static let root = AppleTestData.root
+    static let pythonResources = AppleTestData.pythonResources
     static let swiftResources = root.appendingPathComponent(
         "app-store-server-library-swift/Tests/AppStoreServerLibraryTests/resources")
 
@@ -48,11 +37,11 @@ enum AppleFixtures {
 
 @Suite("Apple fixture compatibility: V2 notifications")
 struct AppleNotificationFixtureTests {
-    @Test func fixturesArePresent() {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func fixturesArePresent() {
         #expect(FileManager.default.fileExists(atPath: AppleFixtures.root.appendingPathComponent("INDEX.md").path))
     }
 
-    @Test func signedNotification() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func signedNotification() throws {
         let payload = try AppleFixtures.decodeModel(ResponseBodyV2DecodedPayload.self, "signedNotification")
         #expect(payload.notificationType == .subscribed)
         #expect(payload.subtype == .initialBuy)
@@ -75,7 +64,7 @@ struct AppleNotificationFixtureTests {
         #expect(payload.verificationAppAppleId == 41234)
     }
 
-    @Test func consumptionRequestNotification() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func consumptionRequestNotification() throws {
         let payload = try AppleFixtures.decodeModel(
             ResponseBodyV2DecodedPayload.self, "signedConsumptionRequestNotification")
         #expect(payload.notificationType == .consumptionRequest)
@@ -85,7 +74,7 @@ struct AppleNotificationFixtureTests {
         #expect(payload.data?.appAppleId == 41234)
     }
 
-    @Test func summaryNotification() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func summaryNotification() throws {
         let payload = try AppleFixtures.decodeModel(ResponseBodyV2DecodedPayload.self, "signedSummaryNotification")
         #expect(payload.notificationType == .renewalExtension)
         #expect(payload.subtype == .summary)
@@ -104,7 +93,7 @@ struct AppleNotificationFixtureTests {
         #expect(payload.verificationAppAppleId == 41234)
     }
 
-    @Test(arguments: [
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [
         (
             "signedExternalPurchaseTokenNotification", "b2158121-7af9-49d4-9561-1f588205523e",
             AppStoreEnvironment.production
@@ -130,7 +119,7 @@ struct AppleNotificationFixtureTests {
         #expect(payload.verificationAppAppleId == 55555)
     }
 
-    @Test func rescindConsentNotification() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func rescindConsentNotification() throws {
         let payload = try AppleFixtures.decodeModel(
             ResponseBodyV2DecodedPayload.self, "signedRescindConsentNotification")
         #expect(payload.notificationType == .rescindConsent)
@@ -145,7 +134,7 @@ struct AppleNotificationFixtureTests {
         #expect(payload.verificationAppAppleId == 41234)
     }
 
-    @Test func appDataDecodedDirectly() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func appDataDecodedDirectly() throws {
         let appData = try AppleFixtures.decodeModel(AppData.self, "appData")
         #expect(appData.appAppleId == 987_654_321)
         #expect(appData.bundleId == "com.example")
@@ -153,7 +142,7 @@ struct AppleNotificationFixtureTests {
         #expect(appData.signedAppTransactionInfo == "signed-app-transaction-info")
     }
 
-    @Test func retentionMessagingRealtimeRequest() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func retentionMessagingRealtimeRequest() throws {
         let request = try AppleFixtures.decodeModel(DecodedRealtimeRequestBody.self, "decodedRealtimeRequest")
         #expect(request.originalTransactionId == "99371282")
         #expect(request.appAppleId == 531_412)
@@ -166,7 +155,7 @@ struct AppleNotificationFixtureTests {
         #expect(request.verificationBundleId == nil)
     }
 
-    @Test func mockSignedPayloads() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func mockSignedPayloads() throws {
         let test = try AppStoreJSON.decode(
             ResponseBodyV2DecodedPayload.self, from: AppleFixtures.jwsPayload("mock_signed_data/testNotification"))
         #expect(test.notificationType == .test)
@@ -195,7 +184,7 @@ struct AppleNotificationFixtureTests {
 
 @Suite("Apple fixture compatibility: signed transactions, renewal info, app transactions")
 struct AppleSignedDataFixtureTests {
-    @Test func signedTransactionEveryField() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func signedTransactionEveryField() throws {
         let transaction = try AppleFixtures.decodeModel(JWSTransactionDecodedPayload.self, "signedTransaction")
         #expect(transaction.transactionId == "23456")
         #expect(transaction.originalTransactionId == "12345")
@@ -263,7 +252,7 @@ struct AppleSignedDataFixtureTests {
         #expect(transaction.verificationAppAppleId == nil)
     }
 
-    @Test func signedTransactionWithRevocation() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func signedTransactionWithRevocation() throws {
         let transaction = try AppleFixtures.decodeModel(
             JWSTransactionDecodedPayload.self, "signedTransactionWithRevocation")
         #expect(transaction.revocationType == .refundProrated)
@@ -275,7 +264,7 @@ struct AppleSignedDataFixtureTests {
         #expect(transaction.price == 10990)
     }
 
-    @Test func signedRenewalInfoEveryField() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func signedRenewalInfoEveryField() throws {
         let renewal = try AppleFixtures.decodeModel(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo")
         #expect(renewal.expirationIntent == .customerCancelled)
         #expect(renewal.originalTransactionId == "12345")
@@ -314,7 +303,7 @@ struct AppleSignedDataFixtureTests {
         #expect(renewal.verificationSignedDate == 1_698_148_800_000)
     }
 
-    @Test func appTransactionEveryField() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func appTransactionEveryField() throws {
         let app = try AppleFixtures.decodeModel(AppTransaction.self, "appTransaction")
         #expect(app.receiptType == .localTesting)
         #expect(app.appAppleId == 531_412)
@@ -335,7 +324,7 @@ struct AppleSignedDataFixtureTests {
         #expect(app.verificationAppAppleId == 531_412)
     }
 
-    @Test func swiftCopyOfSignedModelsDecodesTheSame() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func swiftCopyOfSignedModelsDecodesTheSame() throws {
         #expect(
             try AppleFixtures.decodeModel(JWSTransactionDecodedPayload.self, "signedTransaction", swift: true)
                 == AppleFixtures.decodeModel(JWSTransactionDecodedPayload.self, "signedTransaction"))
@@ -345,7 +334,7 @@ struct AppleSignedDataFixtureTests {
     }
 
     // StoreKit in Xcode writes fractional milliseconds; they must come out floored to whole milliseconds.
-    @Test func xcodeAppTransaction() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func xcodeAppTransaction() throws {
         let app = try AppStoreJSON.decode(
             AppTransaction.self, from: AppleFixtures.jwsPayload("xcode/xcode-signed-app-transaction"))
         #expect(app.receiptType == .xcode)
@@ -362,7 +351,7 @@ struct AppleSignedDataFixtureTests {
         #expect(app.verificationEnvironment == .xcode)
     }
 
-    @Test func xcodeTransaction() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func xcodeTransaction() throws {
         let transaction = try AppStoreJSON.decode(
             JWSTransactionDecodedPayload.self, from: AppleFixtures.jwsPayload("xcode/xcode-signed-transaction"))
         #expect(transaction.originalTransactionId == "0")
@@ -390,7 +379,7 @@ struct AppleSignedDataFixtureTests {
         #expect(transaction.price == nil && transaction.currency == nil)
     }
 
-    @Test func xcodeRenewalInfo() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func xcodeRenewalInfo() throws {
         let renewal = try AppStoreJSON.decode(
             JWSRenewalInfoDecodedPayload.self, from: AppleFixtures.jwsPayload("xcode/xcode-signed-renewal-info"))
         #expect(renewal.expirationIntent == nil)
@@ -411,7 +400,7 @@ struct AppleSignedDataFixtureTests {
 
 @Suite("Apple fixture compatibility: App Store Server API bodies")
 struct AppleAPIFixtureTests {
-    @Test func transactionInfoResponses() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func transactionInfoResponses() throws {
         #expect(
             try AppleFixtures.decodeModel(TransactionInfoResponse.self, "transactionInfoResponse").signedTransactionInfo
                 == "signed_transaction_info_value")
@@ -420,7 +409,7 @@ struct AppleAPIFixtureTests {
                 .signedAppTransactionInfo == "signed_app_transaction_info_value")
     }
 
-    @Test func allSubscriptionStatuses() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func allSubscriptionStatuses() throws {
         let response = try AppleFixtures.decodeModel(StatusResponse.self, "getAllSubscriptionStatusesResponse")
         #expect(response.environment == .localTesting)
         #expect(response.bundleId == "com.example")
@@ -442,7 +431,7 @@ struct AppleAPIFixtureTests {
         #expect(groups[1].lastTransactions?.first?.originalTransactionId == "3413453")
     }
 
-    @Test func notificationHistory() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func notificationHistory() throws {
         let response = try AppleFixtures.decodeModel(NotificationHistoryResponse.self, "getNotificationHistoryResponse")
         #expect(response.paginationToken == "57715481-805a-4283-8499-1c19b5d6b20a")
         #expect(response.hasMore == true)
@@ -462,7 +451,7 @@ struct AppleAPIFixtureTests {
             ])
     }
 
-    @Test func testNotificationBodies() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func testNotificationBodies() throws {
         let status = try AppleFixtures.decodeModel(
             CheckTestNotificationResponse.self, "getTestNotificationStatusResponse")
         #expect(status.signedPayload == "signed_payload")
@@ -473,14 +462,14 @@ struct AppleAPIFixtureTests {
         #expect(request.testNotificationToken == "ce3af791-365e-4c60-841b-1674b43c1609")
     }
 
-    @Test func refundHistory() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func refundHistory() throws {
         let response = try AppleFixtures.decodeModel(RefundHistoryResponse.self, "getRefundHistoryResponse")
         #expect(response.signedTransactions == ["signed_transaction_one", "signed_transaction_two"])
         #expect(response.revision == "revision_output")
         #expect(response.hasMore == true)
     }
 
-    @Test func transactionHistory() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func transactionHistory() throws {
         let response = try AppleFixtures.decodeModel(HistoryResponse.self, "transactionHistoryResponse")
         #expect(response.revision == "revision_output")
         #expect(response.hasMore == true)
@@ -490,7 +479,7 @@ struct AppleAPIFixtureTests {
         #expect(response.signedTransactions == ["signed_transaction_value", "signed_transaction_value2"])
     }
 
-    @Test func transactionHistoryWithMalformedEnvironmentKeepsRawValue() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func transactionHistoryWithMalformedEnvironmentKeepsRawValue() throws {
         let response = try AppleFixtures.decodeModel(
             HistoryResponse.self, "transactionHistoryResponseWithMalformedEnvironment")
         let environment = try #require(response.environment)
@@ -500,7 +489,7 @@ struct AppleAPIFixtureTests {
     }
 
     // Python's copy has appAppleId "hi" and hasMore 1; Swift's has appAppleId "blue". Both must be rejected.
-    @Test(arguments: [false, true])
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [false, true])
     func transactionHistoryWithMalformedAppAppleIdFails(swiftCopy: Bool) throws {
         let data = try AppleFixtures.model("transactionHistoryResponseWithMalformedAppAppleId", swift: swiftCopy)
         do {
@@ -513,13 +502,13 @@ struct AppleAPIFixtureTests {
         }
     }
 
-    @Test func orderLookup() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func orderLookup() throws {
         let response = try AppleFixtures.decodeModel(OrderLookupResponse.self, "lookupOrderIdResponse")
         #expect(response.status == .invalid)
         #expect(response.signedTransactions == ["signed_transaction_one", "signed_transaction_two"])
     }
 
-    @Test func renewalDateExtensions() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func renewalDateExtensions() throws {
         let single = try AppleFixtures.decodeModel(
             ExtendRenewalDateResponse.self, "extendSubscriptionRenewalDateResponse")
         #expect(
@@ -539,7 +528,7 @@ struct AppleAPIFixtureTests {
                     completeDate: 1_698_148_900_000, succeededCount: 30, failedCount: 2))
     }
 
-    @Test(arguments: [
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [
         ("apiException", APIErrorCode.generalInternal, true),
         ("apiTooManyRequestsException", .rateLimitExceeded, true),
         ("apiUnknownError", APIErrorCode(rawValue: 9_990_000), false),

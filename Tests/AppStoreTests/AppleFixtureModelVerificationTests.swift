@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreTesting
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 struct AppleFixtureModelVerificationTests {
     typealias Fixtures = AppleFixtureVerificationTests
 
-    @Test func testNotificationAsModel() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func testNotificationAsModel() async throws {
         let token = try Fixtures.text("mock_signed_data/testNotification")
         let notification = try await Fixtures.verifier().verify(token, as: ResponseBodyV2DecodedPayload.self)
         #expect(notification.notificationType == .test)
@@ -23,14 +24,14 @@ struct AppleFixtureModelVerificationTests {
         } == .invalidAppIdentifier)
     }
 
-    @Test func notificationDecodedAsTransactionLacksTheBundle() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func notificationDecodedAsTransactionLacksTheBundle() async throws {
         let token = try Fixtures.text("mock_signed_data/testNotification")
         #expect(await verificationCode {
             try await Fixtures.verifier(appAppleId: 1235).verify(token, as: JWSTransactionDecodedPayload.self)
         } == .invalidAppIdentifier)
     }
 
-    @Test func transactionAndRenewalAsModels() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func transactionAndRenewalAsModels() async throws {
         let transactionToken = try Fixtures.text("mock_signed_data/transactionInfo")
         let transaction = try await Fixtures.verifier().verify(transactionToken, as: JWSTransactionDecodedPayload.self)
         #expect(transaction.environment == .sandbox)
@@ -42,14 +43,14 @@ struct AppleFixtureModelVerificationTests {
         #expect(renewal.environment == .sandbox)
     }
 
-    @Test func wrongBundleIdIsRejected() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func wrongBundleIdIsRejected() async throws {
         let token = try Fixtures.text("mock_signed_data/wrongBundleId")
         #expect(await verificationCode {
             try await Fixtures.verifier().verify(token, as: ResponseBodyV2DecodedPayload.self)
         } == .invalidAppIdentifier)
     }
 
-    @Test func xcodeTransactionDecodesOnlyForXcode() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func xcodeTransactionDecodesOnlyForXcode() async throws {
         let token = try Fixtures.text("xcode/xcode-signed-transaction")
         let transaction = try await Fixtures.verifier(
             environment: .xcode, bundleId: "com.example.naturelab.backyardbirds.example"

@@ -37,13 +37,13 @@ struct AppleFixtureVerificationTests {
             clock: FixedClock(seconds: effectiveDate))
     }
 
-    @Test func fixturesArePresent() {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func fixturesArePresent() {
         #expect(FileManager.default.fileExists(atPath: Self.resources.appendingPathComponent("mock_signed_data/testNotification").path))
     }
 
     // MARK: mock_signed_data
 
-    @Test func testNotificationVerifies() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func testNotificationVerifies() async throws {
         let notification = try await Self.verifier().verify(
             try Self.text("mock_signed_data/testNotification"), as: NotificationLikePayload.self)
         #expect(notification.notificationType == "TEST")
@@ -51,7 +51,7 @@ struct AppleFixtureVerificationTests {
         #expect(notification.signedDate == 1_681_314_324_000)
     }
 
-    @Test func testNotificationAgainstProduction() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func testNotificationAgainstProduction() async throws {
         let token = try Self.text("mock_signed_data/testNotification")
         #expect(await verificationCode { try await Self.verifier(environment: .production).verify(token, as: NotificationLikePayload.self) }
             == .invalidEnvironment)
@@ -61,12 +61,12 @@ struct AppleFixtureVerificationTests {
         } == .invalidAppIdentifier)
     }
 
-    @Test func testNotificationDecodedAsTransactionHasNoBundle() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func testNotificationDecodedAsTransactionHasNoBundle() async throws {
         let token = try Self.text("mock_signed_data/testNotification")
         #expect(await verificationCode { try await Self.verifier(appAppleId: 1235).verify(token, as: FlatPayload.self) } == .invalidAppIdentifier)
     }
 
-    @Test func transactionInfoVerifies() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func transactionInfoVerifies() async throws {
         let token = try Self.text("mock_signed_data/transactionInfo")
         let transaction = try await Self.verifier().verify(token, as: FlatPayload.self)
         #expect(transaction.environment == "Sandbox")
@@ -74,29 +74,29 @@ struct AppleFixtureVerificationTests {
             == .invalidAppIdentifier)
     }
 
-    @Test func renewalInfoVerifies() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func renewalInfoVerifies() async throws {
         let renewal = try await Self.verifier().verify(try Self.text("mock_signed_data/renewalInfo"), as: RenewalLikePayload.self)
         #expect(renewal.environment == "Sandbox")
     }
 
-    @Test(arguments: ["com.examplex", "com.example"])
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: ["com.examplex", "com.example"])
     func wrongBundleId(configured: String) async throws {
         let token = try Self.text("mock_signed_data/wrongBundleId")
         #expect(await verificationCode { try await Self.verifier(bundleId: configured).verify(token, as: NotificationLikePayload.self) }
             == .invalidAppIdentifier)
     }
 
-    @Test func missingX5CHeaderClaim() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func missingX5CHeaderClaim() async throws {
         let token = try Self.text("mock_signed_data/missingX5CHeaderClaim")
         #expect(await verificationCode { try await Self.verifier().verify(token, as: NotificationLikePayload.self) } == .invalidJWTFormat)
     }
 
-    @Test(arguments: ["a.b.c.d", "a.b.c"])
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: ["a.b.c.d", "a.b.c"])
     func garbageTokens(token: String) async throws {
         #expect(await verificationCode { try await Self.verifier().verify(token, as: NotificationLikePayload.self) } == .invalidJWTFormat)
     }
 
-    @Test func chainAAndChainBShareTheCacheOnlyByLeafAndIntermediate() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func chainAAndChainBShareTheCacheOnlyByLeafAndIntermediate() async throws {
         // testNotification and transactionInfo carry an alternate x5c[2]; both verify against testCA.der.
         let verifier = try Self.verifier()
         _ = try await verifier.verify(try Self.text("mock_signed_data/testNotification"), as: NotificationLikePayload.self)
@@ -122,7 +122,7 @@ struct AppleFixtureVerificationTests {
         var verificationAppAppleId: Int64? { nil }
     }
 
-    @Test(arguments: ["xcode-signed-app-transaction", "xcode-signed-transaction", "xcode-signed-renewal-info"])
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: ["xcode-signed-app-transaction", "xcode-signed-transaction", "xcode-signed-renewal-info"])
     func xcodePayloadsDecodeWithXcodeConfiguration(name: String) async throws {
         let verifier = try Self.verifier(environment: .xcode, bundleId: "com.example.naturelab.backyardbirds.example")
         let verified = try await verifier.verifyPayload(try Self.text("xcode/\(name)"), as: XcodePayload.self)
@@ -134,7 +134,7 @@ struct AppleFixtureVerificationTests {
         }
     }
 
-    @Test func xcodeAppTransactionFailsForProduction() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func xcodeAppTransactionFailsForProduction() async throws {
         let verifier = try Self.verifier(environment: .production, bundleId: "com.example.naturelab.backyardbirds.example")
         #expect(await verificationCode { try await verifier.verify(try Self.text("xcode/xcode-signed-app-transaction"), as: XcodePayload.self) }
             == .invalidChainLength)
@@ -142,7 +142,7 @@ struct AppleFixtureVerificationTests {
 
     // MARK: models turned into LocalTesting JWS, as Apple's tests do (alg ES256, no x5c, random key)
 
-    @Test(arguments: [
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [
         ("signedNotification.json", 41234 as Int64?), ("signedConsumptionRequestNotification.json", 41234),
         ("signedRescindConsentNotification.json", 41234),
     ])
@@ -173,7 +173,7 @@ struct AppleFixtureVerificationTests {
 
     // MARK: extracted certificate constants (chain B)
 
-    @Test func validChainReturnsTheLeafKey() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func validChainReturnsTheLeafKey() throws {
         let key = try Self.verifier().verifyCertificateChain(
             [try Self.der("test_leaf.der"), try Self.der("test_intermediate_ca.der"), try Self.der("test_root_ca.der")],
             at: Self.effectiveDate)
@@ -182,7 +182,7 @@ struct AppleFixtureVerificationTests {
         #expect(try Self.der("test_root_ca.der") == (try Self.testRoot))
     }
 
-    @Test func chainFailures() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func chainFailures() throws {
         let leaf = try Self.der("test_leaf.der")
         let intermediate = try Self.der("test_intermediate_ca.der")
         let root = try Self.der("test_root_ca.der")
@@ -208,7 +208,7 @@ struct AppleFixtureVerificationTests {
         #expect(throws: VerificationError(.invalidCertificate)) { try Self.verifier(roots: [Array("abc".utf8)]) }
     }
 
-    @Test func realAppleChainValidatesOfflineAtTheEffectiveDate() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func realAppleChainValidatesOfflineAtTheEffectiveDate() throws {
         let verifier = try SignedDataVerifier(
             configuration: .init(bundleId: nil, environment: .production),  // default roots: the embedded G3
             clock: FixedClock(seconds: Self.effectiveDate))

@@ -121,7 +121,7 @@ struct CryptoTests {
         #expect(throws: CryptoError.self) { try P256PrivateKey(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
     }
 
-    @Test func readsApplesTestSigningKey() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func readsApplesTestSigningKey() throws {
         let url = AppleFixturePaths.root.appendingPathComponent(
             "app-store-server-library-python/tests/resources/certs/testSigningKey.p8")
         let pem = try String(contentsOf: url, encoding: .utf8)

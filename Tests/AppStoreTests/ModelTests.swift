@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreTesting
 import Foundation
 import Testing
 
@@ -318,7 +319,7 @@ struct SignedModelTests {
         #expect(payload.verificationBundleId == "data" && payload.verificationAppAppleId == 1)
     }
 
-    @Test(arguments: ["signedTransaction", "signedTransactionWithRevocation", "signedRenewalInfo", "appTransaction",
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: ["signedTransaction", "signedTransactionWithRevocation", "signedRenewalInfo", "appTransaction",
                       "signedNotification", "signedSummaryNotification", "signedRescindConsentNotification",
                       "signedExternalPurchaseTokenNotification"])
     func appleFixturesSurviveReencoding(name: String) throws {

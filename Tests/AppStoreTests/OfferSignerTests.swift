@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreTesting
 import EntitledCrypto
 import Foundation
 import Testing
@@ -38,7 +39,7 @@ struct OfferSignerTests {
         return process.terminationStatus == 0
     }
 
-    @Test func v1MessageIsTheDocumentedString() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func v1MessageIsTheDocumentedString() throws {
         let (signer, _) = try Self.signer()
         #expect(
             signer.v1Message(Self.fields)
@@ -46,7 +47,7 @@ struct OfferSignerTests {
                 + "\u{2063}2a1b8c5e-5f0b-4df4-b6e4-1c3a0c1e9f02\u{2063}1698148900000")
     }
 
-    @Test func v1SignatureVerifiesWithOpenSSL() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func v1SignatureVerifiesWithOpenSSL() throws {
         let (signer, publicKey) = try Self.signer()
         let signed = try signer.promotionalV1(Self.fields)
         #expect(signed.keyId == "keyId")
@@ -77,7 +78,7 @@ struct OfferSignerTests {
 
     static let nonce = UUID(uuidString: "2A1B8C5E-5F0B-4DF4-B6E4-1C3A0C1E9F02")!
 
-    @Test(arguments: [String?.some("transactionId"), nil])
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [String?.some("transactionId"), nil])
     func promotionalJWSCarriesApplesClaims(transactionId: String?) throws {
         let (signer, publicKey) = try Self.signer()
         let jws = try signer.promotionalJWS(
@@ -93,7 +94,7 @@ struct OfferSignerTests {
         #expect(claims["exp"] == nil)
     }
 
-    @Test(arguments: [true, false])
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [true, false])
     func introductoryEligibilityJWSCarriesApplesClaims(allow: Bool) throws {
         let (signer, publicKey) = try Self.signer()
         let jws = try signer.introductoryEligibilityJWS(

@@ -54,7 +54,7 @@ struct TapeJSONDecoderTests {
 
     // The long loops yield: tests share Swift's two pool threads with the servers other tests run,
     // and a loop that held one for seconds made those servers' answers time out under CI's load.
-    @Test func appleModelFilesDecodeAsFoundationDecodesThem() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func appleModelFilesDecodeAsFoundationDecodesThem() async throws {
         let files = try Self.modelFiles()
         #expect(files.count > 100)
         var fast = 0
@@ -66,7 +66,7 @@ struct TapeJSONDecoderTests {
     }
 
     /// The payloads of every notification take the fast path (else the speed is gone unnoticed).
-    @Test(arguments: [
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [
         ("signedNotification", "ResponseBodyV2DecodedPayload"), ("signedSummaryNotification", "ResponseBodyV2DecodedPayload"),
         ("signedTransaction", "JWSTransactionDecodedPayload"), ("signedRenewalInfo", "JWSRenewalInfoDecodedPayload"),
         ("appTransaction", "AppTransaction"),
@@ -149,7 +149,7 @@ struct TapeJSONDecoderTests {
 
     /// Apple's payloads with seeded random damage: wherever the fast path answers, it answers
     /// Foundation's value; and it answers often enough for this to mean something.
-    @Test func damagedPayloadsDecodeAsFoundationDecodesThem() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func damagedPayloadsDecodeAsFoundationDecodesThem() async throws {
         var generator = SplitMix64(seed: 0x7A9E)
         let sources = try ["signedNotification", "signedTransaction", "signedRenewalInfo", "appTransaction", "signedSummaryNotification"]
             .map { [UInt8](try AppleFixtures.model($0)) }

@@ -81,7 +81,7 @@ func appStorePackageRoot(file: String = #filePath) -> URL {
     fatalError("no Package.swift above \(file)")
 }
 
-/// Where Apple's test data lives (outside the package, next to it).
+/// Where Apple's test data lives (outside the package, next to it: ``AppleTestData``).
 enum AppleFixturePaths {
-    static let root = appStorePackageRoot().appendingPathComponent("../shared/apple-fixtures").standardized
+    static let root = AppleTestData.root
 }

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreTesting
 import EntitledConfig
 import EntitledServer
 import Entitlements
@@ -415,18 +416,9 @@ enum Loopback {
     }
 }
 
-/// Apple's model fixtures (app-store-server-library-python), found by walking up from this file.
+/// Apple's model fixtures (app-store-server-library-python, ``AppleTestData``).
 enum AppleFixtures {
-    static let folder: URL? = {
-        var url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        for _ in 0..<8 {
-            let candidate = url.appendingPathComponent(
-                "shared/apple-fixtures/app-store-server-library-python/tests/resources/models")
-            if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
-            url = url.deletingLastPathComponent()
-        }
-        return nil
-    }()
+    static let folder: URL? = AppleTestData.isPresent ? AppleTestData.pythonResources.appendingPathComponent("models") : nil
 
     static func load<T: Decodable>(_ type: T.Type, _ name: String) throws -> T {
         guard let folder else { throw CocoaError(.fileNoSuchFile) }

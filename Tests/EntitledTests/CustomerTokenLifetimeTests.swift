@@ -48,13 +48,13 @@ import Testing
         }
     }
 
-    /// Over HTTP: the usual 401 problem.
+    /// Over HTTP: a 401 problem naming the check that failed.
     @Test func aTokenForeverIs401() async throws {
         let harness = Array(APIHarness.tokenSecret.utf8)
         try await APIHarness.run { api in
             let reply = try await api.customer("u1", auth: "Bearer " + Self.token(exp: "1e308", secret: harness))
             #expect(reply.status == 401)
-            #expect(reply.code == "UNAUTHORIZED")
+            #expect(reply.code == "TOKEN_LIFETIME_TOO_LONG")
             #expect(reply.headers["content-type"]?.hasPrefix("application/problem+json") == true)
             let day = try await api.customer("u1", auth: "Bearer " + Self.token(exp: "\(APIHarness.start / 1000 + 86_400)", secret: harness))
             #expect(day.status == 200)

@@ -128,7 +128,7 @@ import Testing
         let header = String(parts[0])
         let claims = Base64URL.encode(Array(#"{"sub":"u1"}"#.utf8))
         let mac = Digests().hmacSHA256(key: secret, message: Array("\(header).\(claims)".utf8))
-        #expect(throws: CustomerTokenVerifier.Failure.missingClaim) {
+        #expect(throws: CustomerTokenVerifier.Failure.missingExpiry) {
             try verifier.verify("\(header).\(claims).\(Base64URL.encode(mac))", now: now)
         }
     }

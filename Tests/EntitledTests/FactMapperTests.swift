@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreTesting
 import EntitledConfig
 import EntitledServer
 import Entitlements
@@ -17,7 +18,7 @@ import Testing
             Product(productId: "lifetime", type: .nonConsumable, entitlements: ["pro", "extras"]),
         ])
 
-    @Test func appleTransactionFixtureMapsFieldForField() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func appleTransactionFixtureMapsFieldForField() throws {
         let transaction = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
         let fact = try app.transaction(transaction)
         #expect(
@@ -36,7 +37,7 @@ import Testing
         #expect(revoked.revocationType == .refundProrated)
     }
 
-    @Test func appleRenewalInfoFixture() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func appleRenewalInfoFixture() throws {
         let renewal = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
         let fact = try app.renewalInfo(renewal)
         #expect(
@@ -51,7 +52,7 @@ import Testing
                     environment: .localTesting))
     }
 
-    @Test func appleNotificationFixtureGivesNotificationTransactionAndRenewalFacts() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func appleNotificationFixtureGivesNotificationTransactionAndRenewalFacts() throws {
         var payload = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, "signedNotification.json")
         payload.data?.transactionInfo = try AppleFixtures.load(JWSTransactionDecodedPayload.self, "signedTransaction.json")
         payload.data?.renewalInfo = try AppleFixtures.load(JWSRenewalInfoDecodedPayload.self, "signedRenewalInfo.json")
@@ -71,7 +72,7 @@ import Testing
         #expect(facts.contains { if case .renewalInfo = $0 { true } else { false } })
     }
 
-    @Test func summaryAndRescindConsentNotifications() throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func summaryAndRescindConsentNotifications() throws {
         let summary = try AppleFixtures.load(ResponseBodyV2DecodedPayload.self, "signedSummaryNotification.json")
         let facts = try app.facts(from: summary)
         #expect(facts.count == 1)
@@ -90,7 +91,7 @@ import Testing
     /// Every V2 notification fixture of Apple's library: the notification fact's type, subtype and
     /// environment, and how many facts it yields with the fixture transaction and renewal info attached
     /// where the payload carries `data`.
-    @Test(arguments: [
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [
         ("signedNotification.json", "SUBSCRIBED", "INITIAL_BUY", "LocalTesting", 3),
         ("signedConsumptionRequestNotification.json", "CONSUMPTION_REQUEST", nil, "LocalTesting", 3),
         ("signedSummaryNotification.json", "RENEWAL_EXTENSION", "SUMMARY", "LocalTesting", 1),

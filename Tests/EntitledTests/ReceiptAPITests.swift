@@ -65,7 +65,7 @@ import Testing
         }
     }
 
-    @Test func applesXcodeReceiptIsAppliedForAnAppThatAcceptsXcode() async throws {
+    @Test(.enabled(if: AppleTestData.suitesRun)) func applesXcodeReceiptIsAppliedForAnAppThatAcceptsXcode() async throws {
         try await Self.run { api in
             let fixture = try #require(AppleFixtures.folder).deletingLastPathComponent().appendingPathComponent("xcode/xcode-app-receipt-with-transaction")
             let text = try String(contentsOf: fixture, encoding: .utf8).filter { !$0.isWhitespace }
@@ -76,7 +76,7 @@ import Testing
     }
 
     /// Each kind of bad receipt, its code, and that nothing is applied.
-    @Test(arguments: [
+    @Test(.enabled(if: AppleTestData.suitesRun), arguments: [
         ("garbage", "INVALID_RECEIPT"), ("notBase64", "INVALID_RECEIPT"), ("otherCA", "RECEIPT_SIGNATURE_INVALID"),
         ("otherApp", "RECEIPT_WRONG_BUNDLE"), ("legacyWithoutServerAPI", "INVALID_RECEIPT"),
     ])

@@ -24,8 +24,10 @@ final class ServeProcess: @unchecked Sendable {
     /// Starts the server (its database in `folder`, a new temporary one by default) and waits for
     /// its "listening" log line.
     /// `command` replaces the default `serve` arguments (e.g. to start `entitled dev`).
-    static func start(extraArguments: [String] = [], folder given: URL? = nil, command: ((URL) -> [String])? = nil)
-        async throws -> ServeProcess
+    static func start(
+        extraArguments: [String] = [], folder given: URL? = nil, environment extra: [String: String] = [:],
+        command: ((URL) -> [String])? = nil
+    ) async throws -> ServeProcess
     {
         let folder = given ?? FileManager.default.temporaryDirectory.appendingPathComponent("entitled-serve-\(UUID())")
         let process = Process()
@@ -36,6 +38,7 @@ final class ServeProcess: @unchecked Sendable {
             + extraArguments
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "ENTITLED_CONFIG")
+        environment.merge(extra) { $1 }
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output

@@ -10,6 +10,14 @@ extension SQLiteStore {
         let partial = path + ".partial"
         // A leftover from an interrupted backup is no copy of anything.
         unlink(partial)
+        // The copy holds every customer's data: readable by its owner only, whatever the umask.
+        // VACUUM INTO accepts an empty file and keeps its mode.
+        let created = Foundation.open(partial, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard created >= 0 else {
+            throw StorageError(.unavailable, "cannot create \(partial): \(String(cString: strerror(errno)))")
+        }
+        _ = fchmod(created, 0o600)
+        _ = Foundation.close(created)
         let copy: @Sendable (any SQLSession) throws -> Void = { session in
             // One read transaction: the copy is the database as of one instant, while the writer
             // goes on committing (WAL). SQLite does not fsync the file it writes: done below.
