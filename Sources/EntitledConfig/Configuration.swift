@@ -40,6 +40,8 @@ public struct Configuration: Sendable, Equatable {
     public var events = EventSettings()
     /// The console's reporting currency and rates (`console`; default none).
     public var console = ConsoleSettings()
+    /// Rate limits of anonymous customers' creation, refresh and login (`appKeyRateLimits`).
+    public var appKeyRateLimits = AppKeyRateLimits()
 
     public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
 
@@ -158,6 +160,11 @@ public struct App: Sendable, Equatable {
     /// `consumption.autoRespond`: answer Apple's `CONSUMPTION_REQUEST`s from the ledger (needs
     /// `serverAPI`); false leaves the answer to the app's backend.
     public var consumptionAutoRespond = false
+    /// Public keys the app ships to create anonymous customers (`appKeys`); empty: none.
+    public var appKeys: [AppKey] = []
+    /// `allowAppKeyLogin`: an anonymous customer may log in to any id without a backend-minted
+    /// token (docs/app-keys.md explains the risk). Off by default.
+    public var allowAppKeyLogin = false
 
     public init(
         bundleId: String, appAppleId: Int64? = nil, environments: [String] = ["Production", "Sandbox"],

@@ -25,6 +25,12 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case unauthorized = "UNAUTHORIZED"
     case forbidden = "FORBIDDEN"
     case tooManyRejections = "TOO_MANY_REJECTIONS"
+    /// An app key's creations of anonymous customers are over its rate.
+    case appKeyRateLimited = "APP_KEY_RATE_LIMITED"
+    /// One client address's anonymous creations, refreshes or logins are over its rate.
+    case addressRateLimited = "ADDRESS_RATE_LIMITED"
+    /// A login's `token` is not a valid customer token for the `appUserId` it names.
+    case invalidLoginToken = "INVALID_LOGIN_TOKEN"
 
     // The request itself.
     case jsonTooDeep = "JSON_TOO_DEEP"
@@ -87,7 +93,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             .receiptSignatureInvalid, .receiptWrongBundle, .invalidGrant:
             400
         case .unauthorized, .invalidSharedSecret: 401
-        case .forbidden: 403
+        case .forbidden, .invalidLoginToken: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
             .offerNotFound, .grantNotFound:
             404
@@ -95,7 +101,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
         case .headersTooLarge: 431
-        case .tooManyRejections: 429
+        case .tooManyRejections, .appKeyRateLimited, .addressRateLimited: 429
         case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict: 409
         case .idempotencyKeyReused: 422
         case .appleAPIFailed: 502
