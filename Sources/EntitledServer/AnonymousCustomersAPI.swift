@@ -39,8 +39,8 @@ extension API {
     }
 
     /// `POST /v1/customers/{appUserId}/token` with that customer's token: a fresh token. Only for
-    /// anonymous ids, unless an app allows app-key login (then every id is one login away anyway):
-    /// a backend's token keeps the expiry its backend chose.
+    /// anonymous ids that have not logged in, unless an app allows app-key login (then every id is
+    /// one login away anyway): a backend's token keeps the expiry its backend chose.
     func refreshToken(_ request: Request) async throws -> Response {
         let appUserId = try Self.appUserId(request)
         try requireOwnToken(request, appUserId)
@@ -48,7 +48,19 @@ extension API {
             throw HTTPError(.forbidden, "only an anonymous customer's token is refreshed here; ask your backend for a new one")
         }
         try AppKeyGate.spend(appKeys.perAddress, "refresh " + request.remoteAddress, .addressRateLimited)
-        guard let minted = appKeys.mint(appUserId, now: clock.nowMilliseconds()) else { throw Self.tokensNotConfigured }
+        let now = clock.nowMilliseconds()
+        if !appKeys.allowKeyLogin {
+            // Logged in, the anonymous id reads the known customer: refreshing it would outlive
+            // the backend's token.
+            let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
+            let snapshot = try await store { () async throws(StorageError) in
+                try await ledger.customer(appUserId: appUserId, context: context)
+            }
+            guard snapshot.customer.aliases.isEmpty else {
+                throw HTTPError(.forbidden, "this anonymous customer has logged in; use a token for the id it logged in to")
+            }
+        }
+        guard let minted = appKeys.mint(appUserId, now: now) else { throw Self.tokensNotConfigured }
         return try Self.noStore(
             .json(MintedTokenBody(appUserId: appUserId, token: minted.token, expiresAt: ISO8601.format(milliseconds: minted.expiresAt))))
     }

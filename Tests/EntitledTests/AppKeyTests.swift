@@ -162,6 +162,10 @@ import Testing
             let known = try await api.send("GET", "/v1/customers/user-1", auth: "Bearer " + token)
             #expect(known.entitlement("pro")?["active"] as? Bool == true)
             #expect(try await api.send("GET", "/v1/customers/user-2", auth: "Bearer " + token).status == 403)
+            // The anonymous token no longer refreshes: it would outlive the backend's token.
+            let refresh = try await api.send("POST", anonymous.path + "/token", auth: anonymous.bearer)
+            #expect(refresh.status == 403)
+            #expect(refresh.code == "FORBIDDEN")
             // Logging in again to the same id is harmless; a token of a non-anonymous id does not log in.
             let again = try await api.send(
                 "POST", anonymous.path + "/login", auth: anonymous.bearer,
