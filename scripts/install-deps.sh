@@ -30,8 +30,9 @@ case "$(uname -s)" in
     packages=(pkg-config libssl-dev libsqlite3-dev zlib1g-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev)
     # postgresql: the storage suites' throwaway cluster; chromium: the console's browser test
     # (scripts/console-browser-test.sh) runs it headless; wrk: the HTTP benchmarks; python3: the
-    # scripted checks (schemathesis, metrics, webhooks, scale); openssl and curl: the shell checks.
-    [ "$set_name" = test ] && packages+=(postgresql openssl curl wrk python3 python3-venv chromium)
+    # scripted checks (schemathesis, metrics, webhooks, scale); openssl and curl: the shell checks;
+    # nodejs and golang-go: the token-minting examples (scripts/minting-check.sh).
+    [ "$set_name" = test ] && packages+=(postgresql openssl curl wrk python3 python3-venv chromium nodejs golang-go)
     if $list; then printf '%s\n' "${packages[@]}"; exit 0; fi
     missing=()
     for p in "${packages[@]}"; do
@@ -47,7 +48,7 @@ case "$(uname -s)" in
     ;;
   Darwin)
     packages=(pkg-config openssl@3 sqlite libpq libmicrohttpd)
-    [ "$set_name" = test ] && packages+=(postgresql@16 wrk python@3)
+    [ "$set_name" = test ] && packages+=(postgresql@16 wrk python@3 node go)
     if $list; then printf '%s\n' "${packages[@]}"; exit 0; fi
     command -v brew >/dev/null 2>&1 || { echo "install-deps: Homebrew is required on macOS: https://brew.sh" >&2; exit 1; }
     for p in "${packages[@]}"; do

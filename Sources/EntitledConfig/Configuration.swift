@@ -42,6 +42,8 @@ public struct Configuration: Sendable, Equatable {
     public var console = ConsoleSettings()
     /// Where `listen` and `database` came from, and which values of the file the environment replaced.
     public var sources = SettingSources()
+    /// Rate limits of anonymous customers' creation, refresh and login (`appKeyRateLimits`).
+    public var appKeyRateLimits = AppKeyRateLimits()
 
     public static let defaultDatabase = "sqlite:./data/entitled.sqlite"
 
@@ -160,6 +162,11 @@ public struct App: Sendable, Equatable {
     /// `consumption.autoRespond`: answer Apple's `CONSUMPTION_REQUEST`s from the ledger (needs
     /// `serverAPI`); false leaves the answer to the app's backend.
     public var consumptionAutoRespond = false
+    /// Public keys the app ships to create anonymous customers (`appKeys`); empty: none.
+    public var appKeys: [AppKey] = []
+    /// `allowAppKeyLogin`: an anonymous customer may log in to any id without a backend-minted
+    /// token (docs/app-keys.md explains the risk). Off by default.
+    public var allowAppKeyLogin = false
 
     public init(
         bundleId: String, appAppleId: Int64? = nil, environments: [String] = ["Production", "Sandbox"],

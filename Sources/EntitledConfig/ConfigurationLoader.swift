@@ -158,7 +158,11 @@ public struct ConfigurationLoader: Sendable {
             configuration.metricsListen = try Self.listenAddress(try node.string(), path: node.path)
         }
         reader.read("console", problems) { node throws(ConfigurationError) in configuration.console = try console(node, problems) }
+        reader.read("appKeyRateLimits", problems) { node throws(ConfigurationError) in
+            configuration.appKeyRateLimits = try appKeyRateLimits(node, problems)
+        }
         reader.finish(problems)
+        Self.checkAppKeys(configuration, problems)
         try problems.finish()
         return configuration
     }
@@ -287,6 +291,10 @@ public struct ConfigurationLoader: Sendable {
             }
             consumption.finish(problems)
         }
+        object.read("appKeys", problems) { value throws(ConfigurationError) in
+            app.appKeys = try appKeys(value, bundleId: bundleId, problems)
+        }
+        object.read("allowAppKeyLogin", problems) { value throws(ConfigurationError) in app.allowAppKeyLogin = try value.bool() }
         object.finish(problems)
         return app
     }

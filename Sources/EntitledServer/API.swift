@@ -43,6 +43,8 @@ public struct API: Sendable {
     let serverAPI: [String: AppStoreServerAPIClient]
     /// Durable jobs (backfills); nil when the store keeps none.
     let jobs: (any DurableJobStore)?
+    /// App keys, the token minter and their rate limits (``AppKeyGate``).
+    let appKeys: AppKeyGate
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
@@ -64,6 +66,7 @@ public struct API: Sendable {
         self.customerPolicy = configuration.policy
         self.grantEnvironments = configuration.grantEnvironments
         self.signers = Self.offerSigners(configuration)
+        self.appKeys = AppKeyGate(configuration: configuration, hmac: hmac, clock: clock)
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -91,6 +94,7 @@ public struct API: Sendable {
         registerSupport(on: &router)
         registerWebhooks(on: &router)
         registerCustomers(on: &router)
+        registerAnonymousCustomers(on: &router)
         registerConsole(on: &router)
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }

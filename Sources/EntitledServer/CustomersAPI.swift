@@ -41,9 +41,14 @@ extension API {
         let actor = try requireKey(request, scope: .write)
         let body = try decodeBody(AliasRequest.self, request)
         guard let alias = body.alias else { throw HTTPError(.invalidRequest, "alias is required") }
+        return Self.noStore(.json(bytes: try await mergeAlias(alias, into: appUserId, actor: actor, now: clock.nowMilliseconds())))
+    }
+
+    /// Makes `alias` an id of `appUserId`'s customer (the one merge, for aliases and logins);
+    /// the customer's answer as `GET` gives it for `appUserId`.
+    func mergeAlias(_ alias: String, into appUserId: String, actor: String, now: Int64) async throws -> [UInt8] {
         guard AppUserID.isValid(alias) else { throw AppUserID.invalid }
         guard !AppUserID.same(alias, appUserId) else { throw HTTPError(.invalidRequest, "an id cannot be its own alias") }
-        let now = clock.nowMilliseconds()
         let added = try await store { () async throws(StorageError) -> Bool in
             do throws(StorageError) {
                 _ = try await ledger.addAlias(alias, to: appUserId, actor: actor, now: now)
@@ -55,9 +60,7 @@ extension API {
         }
         guard added else { throw HTTPError(.aliasConflict, "\(alias) already belongs to another customer") }
         let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
-        var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        return try await customerAnswer(appUserId: appUserId, context: context).body
     }
 
     struct GrantRequest: Decodable {

@@ -32,6 +32,12 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case tokenExpired = "TOKEN_EXPIRED"
     case tokenCustomerMismatch = "TOKEN_CUSTOMER_MISMATCH"
     case tooManyRejections = "TOO_MANY_REJECTIONS"
+    /// An app key's creations of anonymous customers are over its rate.
+    case appKeyRateLimited = "APP_KEY_RATE_LIMITED"
+    /// One client address's anonymous creations, refreshes or logins are over its rate.
+    case addressRateLimited = "ADDRESS_RATE_LIMITED"
+    /// A login's `token` is not a valid customer token for the `appUserId` it names.
+    case invalidLoginToken = "INVALID_LOGIN_TOKEN"
 
     // The request itself.
     case jsonTooDeep = "JSON_TOO_DEEP"
@@ -96,7 +102,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .unauthorized, .invalidSharedSecret, .tokenMalformed, .tokenSignatureInvalid, .tokenExpiryMissing,
             .tokenLifetimeTooLong, .tokenExpired:
             401
-        case .forbidden, .tokenCustomerMismatch: 403
+        case .forbidden, .tokenCustomerMismatch, .invalidLoginToken: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
             .offerNotFound, .grantNotFound:
             404
@@ -104,7 +110,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
         case .headersTooLarge: 431
-        case .tooManyRejections: 429
+        case .tooManyRejections, .appKeyRateLimited, .addressRateLimited: 429
         case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict: 409
         case .idempotencyKeyReused: 422
         case .appleAPIFailed: 502
