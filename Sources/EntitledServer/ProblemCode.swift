@@ -25,6 +25,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case unauthorized = "UNAUTHORIZED"
     case forbidden = "FORBIDDEN"
     case tooManyRejections = "TOO_MANY_REJECTIONS"
+    case offerRateLimited = "OFFER_RATE_LIMITED"
 
     // The request itself.
     case jsonTooDeep = "JSON_TOO_DEEP"
@@ -95,7 +96,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
         case .headersTooLarge: 431
-        case .tooManyRejections: 429
+        case .tooManyRejections, .offerRateLimited: 429
         case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict: 409
         case .idempotencyKeyReused: 422
         case .appleAPIFailed: 502

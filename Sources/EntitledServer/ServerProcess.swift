@@ -80,7 +80,9 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
             "scheme": configuration.tls == nil ? "http" : "https",
         ])
     StartupHint.print(for: configuration, address: "\(configuration.listen.host):\(server.port)")
-    let purge = RejectedPurge(store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays)
+    let purge = RejectedPurge(
+        store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays,
+        offerSignatureRetentionDays: configuration.offerSigning.retentionDays)
     let purging = Task {
         await purge.run(every: .seconds(3600)) { result in
             switch result {
