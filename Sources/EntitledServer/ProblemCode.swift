@@ -66,6 +66,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case invalidReceipt = "INVALID_RECEIPT"
     case receiptSignatureInvalid = "RECEIPT_SIGNATURE_INVALID"
     case receiptWrongBundle = "RECEIPT_WRONG_BUNDLE"
+    case receiptTooLarge = "RECEIPT_TOO_LARGE"
 
     // The server's side.
     case retryableVerificationFailure = "RETRYABLE_VERIFICATION_FAILURE"
@@ -85,7 +86,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             .invalidEnvironment, .invalidLimit, .invalidCursor, .invalidStorefront, .invalidJWTFormat, .invalidAlgorithm,
             .invalidChainLength, .invalidCertificate, .chainUntrusted, .certificateExpired, .missingAppleOID,
             .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
-            .receiptSignatureInvalid, .receiptWrongBundle, .invalidGrant:
+            .receiptSignatureInvalid, .receiptWrongBundle, .receiptTooLarge, .invalidGrant:
             400
         case .unauthorized, .invalidSharedSecret: 401
         case .forbidden: 403
