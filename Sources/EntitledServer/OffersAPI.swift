@@ -150,13 +150,12 @@ extension API {
         return response
     }
 
-    /// A field that goes into a signature: 1…``maxOfferFieldBytes`` bytes, no control characters
-    /// and no U+2063 (the v1 separator: one inside a field would shift the others).
+    /// A field that goes into a signature: 1…``maxOfferFieldBytes`` bytes, no control or format
+    /// characters (``Unicode/Scalar/isInvisibleInID``; U+2063, the v1 separator, is one: inside a
+    /// field it would shift the others).
     static func checkOfferField(_ value: String, name: String) throws(HTTPError) {
-        guard (1...maxOfferFieldBytes).contains(value.utf8.count),
-            !value.unicodeScalars.contains(where: { $0 == "\u{2063}" || $0.properties.generalCategory == .control })
-        else {
-            throw HTTPError(.invalidRequest, "\(name) must be 1–\(maxOfferFieldBytes) bytes without control characters")
+        guard (1...maxOfferFieldBytes).contains(value.utf8.count), !value.unicodeScalars.contains(where: \.isInvisibleInID) else {
+            throw HTTPError(.invalidRequest, "\(name) must be 1–\(maxOfferFieldBytes) bytes without control or format characters")
         }
     }
 

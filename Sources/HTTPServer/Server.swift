@@ -377,6 +377,10 @@ public final class HTTPServer: Sendable {
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
         _ = MHD_add_response_header(mhdResponse, "X-Request-Id", exchange.requestId)
+        // Every answer is what its Content-Type says: a browser must not guess another type.
+        if response.headers["X-Content-Type-Options"] == nil {
+            _ = MHD_add_response_header(mhdResponse, "X-Content-Type-Options", "nosniff")
+        }
         if exchange.logic.closeAfter || stopping.load(ordering: .relaxed) || isDraining(connection) {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }

@@ -34,3 +34,18 @@ import Testing
         }
     }
 }
+
+/// Headers every answer carries, whatever produced it.
+@Suite struct EveryResponseHeaderTests {
+    @Test func everyAnswerForbidsContentTypeSniffing() async throws {
+        try await withServer(routes: { router in
+            router.get("/json") { _ in try Response.json(["a": 1]) }
+        }) { server in
+            let replies = try await blocking { [port = server.port] in
+                try ["/json", "/missing"].map { try RawClient(port: port).request("GET", $0) }
+            }
+            #expect(replies.map(\.status) == [200, 404])
+            for reply in replies { #expect(reply.headers["x-content-type-options"] == "nosniff") }
+        }
+    }
+}
