@@ -129,6 +129,8 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     delivering?.cancel()
     releasing?.cancel()
     backfilling.cancel()
+    // Feed long-polls answer now rather than hold the grace period.
+    assembled.ledger.events.close()
     // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()
     await metricsServer?.shutdown()
