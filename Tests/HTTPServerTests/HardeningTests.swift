@@ -159,17 +159,7 @@ final class Gate: Sendable {
     @Test func admissionRefusesBeforeTheBodyIsRead() async throws {
         let handled = Atomic<Int>(0)
         try await withServer(routes: { router in
-            router.post(
-                "/guarded",
-                admit: { request in
-                    guard request.headers["Authorization"] == "Bearer good" else {
-                        throw HTTPError(status: 401, code: "UNAUTHORIZED", detail: "bad key")
-                    }
-                }
-            ) { request in
-                handled.add(1, ordering: .relaxed)
-                return Response(status: 200, body: request.body)
-            }
+            addGuardedEcho(&router) { handled.add(1, ordering: .relaxed) }
         }) { server in
             let (large, small, admitted) = try await blocking { [port = server.port] in
                 let client = try RawClient(port: port, timeoutSeconds: 5)

@@ -10,16 +10,7 @@ import Testing
 /// it; the server drains what the client still sends first, so the answer always arrives.
 @Suite struct LingeringCloseTests {
     @Test func aRefusalBeforeALargeBodyIsAlwaysRead() async throws {
-        try await withServer(routes: { router in
-            router.post(
-                "/guarded",
-                admit: { request in
-                    guard request.headers["Authorization"] == "Bearer good" else {
-                        throw HTTPError(status: 401, code: "UNAUTHORIZED", detail: "bad key")
-                    }
-                }
-            ) { request in Response(status: 200, body: request.body) }
-        }) { server in
+        try await withServer(routes: { addGuardedEcho(&$0) }) { server in
             let outcomes = try await blocking { [port = server.port] in
                 let body = [UInt8](repeating: 65, count: 1_000_000)
                 return try (0..<50).map { _ -> Outcome in
@@ -32,6 +23,22 @@ import Testing
             }
             #expect(outcomes.filter { $0 != .status(401) }.count == 0)
         }
+    }
+}
+
+/// `POST /guarded`: admitted only with `Authorization: Bearer good` (else 401 before the body is
+/// read); echoes the body, calling `handled` first.
+func addGuardedEcho(_ router: inout Router, handled: @escaping @Sendable () -> Void = {}) {
+    router.post(
+        "/guarded",
+        admit: { request in
+            guard request.headers["Authorization"] == "Bearer good" else {
+                throw HTTPError(status: 401, code: "UNAUTHORIZED", detail: "bad key")
+            }
+        }
+    ) { request in
+        handled()
+        return Response(status: 200, body: request.body)
     }
 }
 
