@@ -43,13 +43,15 @@ public struct VerificationError: Error, Sendable, Equatable, CustomStringConvert
         public static let receiptSignatureInvalid = Code(rawValue: "RECEIPT_SIGNATURE_INVALID")
         /// An app receipt for another bundle id.
         public static let receiptWrongBundle = Code(rawValue: "RECEIPT_WRONG_BUNDLE")
+        /// An app receipt with more in-app records than ``AppReceipt/maxInAppPurchases``.
+        public static let receiptTooLarge = Code(rawValue: "RECEIPT_TOO_LARGE")
 
         /// Every code the verifier produces.
         public static let all: [Code] = [
             .invalidJWTFormat, .invalidAlgorithm, .invalidChainLength, .invalidCertificate, .chainUntrusted,
             .certificateExpired, .missingAppleOID, .certificateRevoked, .invalidSignature, .invalidAppIdentifier,
             .invalidEnvironment, .malformedPayload, .retryableVerificationFailure, .invalidReceipt,
-            .receiptSignatureInvalid, .receiptWrongBundle,
+            .receiptSignatureInvalid, .receiptWrongBundle, .receiptTooLarge,
         ]
     }
 

@@ -38,6 +38,8 @@ public struct Configuration: Sendable, Equatable {
     public var webhooks: [WebhookEndpoint] = []
     /// How long answer-change events are held back before they are released (`events`).
     public var events = EventSettings()
+    /// Offer-signing rate limits and the signature log's retention (`offerSigning`).
+    public var offerSigning = OfferSigningSettings()
     /// The console's reporting currency and rates (`console`; default none).
     public var console = ConsoleSettings()
     /// Where `listen` and `database` came from, and which values of the file the environment replaced.

@@ -150,6 +150,9 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         reader.read("events", problems) { node throws(ConfigurationError) in configuration.events = try eventSettings(node, problems) }
+        reader.read("offerSigning", problems) { node throws(ConfigurationError) in
+            configuration.offerSigning = try offerSigningSettings(node, problems)
+        }
         reader.read("tls", problems) { node throws(ConfigurationError) in
             configuration.tls = try tls(node, baseDirectory: baseDirectory, problems)
         }

@@ -56,3 +56,46 @@ extension ConfigurationLoader {
         return days
     }
 }
+
+/// The `offerSigning` section: how fast offer signatures are handed out (token buckets per
+/// customer and per signing key) and how long their log (`offer_signatures`) is kept.
+public struct OfferSigningSettings: Sendable, Equatable {
+    /// Signatures one customer may get at once…
+    public var customerBurst = 10
+    /// …and regains per minute.
+    public var customerPerMinute = 10
+    /// Signatures one signing key (an app's `signingKey`) may make at once, all customers together…
+    public var keyBurst = 200
+    /// …and regains per second.
+    public var keyPerSecond = 50
+    /// A logged signature is deleted this many days after it was made (by the hourly purge).
+    public var retentionDays = 180
+
+    public static let customerBurstRange = 1...1000
+    public static let customerPerMinuteRange = 1...6000
+    public static let keyBurstRange = 1...100_000
+    public static let keyPerSecondRange = 1...100_000
+    public static let retentionDaysRange = 1...3650
+
+    public init() {}
+}
+
+extension ConfigurationLoader {
+    /// Parses `offerSigning`; every key is optional and bounded.
+    func offerSigningSettings(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> OfferSigningSettings {
+        var object = try node.object()
+        var settings = OfferSigningSettings()
+        let keys: [(String, WritableKeyPath<OfferSigningSettings, Int>, ClosedRange<Int>)] = [
+            ("customerBurst", \.customerBurst, OfferSigningSettings.customerBurstRange),
+            ("customerPerMinute", \.customerPerMinute, OfferSigningSettings.customerPerMinuteRange),
+            ("keyBurst", \.keyBurst, OfferSigningSettings.keyBurstRange),
+            ("keyPerSecond", \.keyPerSecond, OfferSigningSettings.keyPerSecondRange),
+            ("retentionDays", \.retentionDays, OfferSigningSettings.retentionDaysRange),
+        ]
+        for (name, path, range) in keys {
+            object.read(name, problems) { value throws(ConfigurationError) in settings[keyPath: path] = try Self.bounded(value, range) }
+        }
+        object.finish(problems)
+        return settings
+    }
+}

@@ -153,7 +153,7 @@ extension ConfigurationLoader {
     }
 
     /// A whole number within `range`.
-    private static func bounded(_ node: Node, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+    static func bounded(_ node: Node, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         let value = try node.int()
         guard range.contains(value) else {
             throw ConfigurationError(path: node.path, message: "must be between \(range.lowerBound) and \(range.upperBound)")

@@ -39,6 +39,8 @@ public struct API: Sendable {
     let metrics: ServerMetrics
     /// Per bundleId, for apps with `signingKey`: their offer signer.
     let signers: [String: OfferSigner]
+    /// Bounds how fast signatures are handed out, per customer and per signing key.
+    let offerLimiter: OfferSigningLimiter
     /// The App Store Server API client of each app with `serverAPI`, by bundleId.
     let serverAPI: [String: AppStoreServerAPIClient]
     /// Durable jobs (backfills); nil when the store keeps none.
@@ -67,6 +69,7 @@ public struct API: Sendable {
         self.grantEnvironments = configuration.grantEnvironments
         self.signers = Self.offerSigners(configuration)
         self.appKeys = AppKeyGate(configuration: configuration, hmac: hmac, clock: clock)
+        self.offerLimiter = OfferSigningLimiter(configuration.offerSigning, clock: clock)
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).

@@ -4,8 +4,9 @@ import HTTPServer
 /// The one definition of a valid appUserId, for every place one enters: the URL path, a customer
 /// token's `sub`.
 ///
-/// Valid: 1…``maxScalars`` Unicode scalars, none a control character (general category Cc:
-/// U+0000–U+001F, U+007F–U+009F, NUL included), in Unicode Normalization Form C. Ids that are not
+/// Valid: 1…``maxScalars`` Unicode scalars, none invisible (``Unicode/Scalar/isInvisibleInID``:
+/// control characters, NUL included, format characters such as the bidi override U+202E or a
+/// zero-width space, and line or paragraph separators), in Unicode Normalization Form C. Ids that are not
 /// NFC are refused rather than normalized: a client's id is then stored and answered byte for byte
 /// as sent, one customer has exactly one spelling, and equality is plain byte equality everywhere
 /// (Swift's `==` on `String` treats canonically equivalent spellings as equal, which is how an NFC
@@ -22,7 +23,7 @@ public enum AppUserID {
         // Printable ASCII, the usual case, is NFC and control-free by construction.
         if utf8.count <= maxScalars && utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return true }
         let scalars = id.unicodeScalars
-        guard scalars.count <= maxScalars, !scalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard scalars.count <= maxScalars, !scalars.contains(where: \.isInvisibleInID) else {
             return false
         }
         return id.precomposedStringWithCanonicalMapping.utf8.elementsEqual(utf8)
@@ -34,7 +35,7 @@ public enum AppUserID {
     /// The 400 for a path id that is not valid percent-encoded UTF-8 or not a valid id.
     public static let invalid = HTTPError(
         .invalidAppUserId,
-        "appUserId must be 1–\(maxScalars) Unicode characters in NFC, percent-encoded UTF-8, without control characters")
+        "appUserId must be 1–\(maxScalars) Unicode characters in NFC, percent-encoded UTF-8, without control or format characters")
 
     /// The request's `{appUserId}` path segment, percent-decoded and checked.
     public static func parameter(_ request: Request) throws(HTTPError) -> String {
@@ -42,5 +43,18 @@ public enum AppUserID {
             throw invalid
         }
         return id
+    }
+}
+
+extension Unicode.Scalar {
+    /// Whether an identifier must not contain this scalar: a control character (Cc), a format
+    /// character (Cf: bidi overrides and isolates, zero-width spaces and joiners, U+2063…) or a
+    /// line or paragraph separator. They are invisible or reorder what is shown, so an id holding
+    /// one reads as another in logs, the console and exports.
+    public var isInvisibleInID: Bool {
+        switch properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: true
+        default: false
+        }
     }
 }

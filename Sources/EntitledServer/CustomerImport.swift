@@ -51,14 +51,19 @@ public struct CustomerImport: Sendable {
     let client: AppStoreServerAPIClient
 
     /// Parses the input: one line each, CSV `appUserId,transactionId` or a JSON object; blank lines
-    /// and lines starting with `#` are skipped. A line that is neither is a failure with its number.
-    public static func parse(_ text: String) -> (lines: [Line], failures: [String]) {
+    /// and lines starting with `#` are skipped. A line that is neither, or that is not UTF-8 (its
+    /// bytes are never repaired into U+FFFD: that would import another id), is a failure with its number.
+    public static func parse(_ input: [UInt8]) -> (lines: [Line], failures: [String]) {
         var lines: [Line] = []
         var failures: [String] = []
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, bytes) in input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            let number = index + 1
+            guard let raw = String(validating: bytes, as: UTF8.self) else {
+                failures.append("line \(number): not UTF-8")
+                continue
+            }
             let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { continue }
-            let number = index + 1
             var pair: (String, String)?
             if trimmed.hasPrefix("{") {
                 if let object = try? JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [String: Any],
@@ -153,7 +158,7 @@ extension AssembledServer {
 /// `entitled import`: imports `text` (the file's lines) for `bundleId` on the system clock.
 /// - Throws: ``StartupError``: `.configuration` for an unknown app or one without `serverAPI`.
 public func runImport(
-    configuration: Configuration, bundleId: String, text: String, outbound: (any OutboundHTTP)? = nil,
+    configuration: Configuration, bundleId: String, input: [UInt8], outbound: (any OutboundHTTP)? = nil,
     clock: any EpochClock = SystemClock(), progress: @Sendable (CustomerImport.Report) -> Void = { _ in }
 ) async throws(StartupError) -> CustomerImport.Report {
     guard let app = configuration.app(bundleId: bundleId) else { throw .configuration("--app: no app \(bundleId) in the configuration") }
@@ -163,7 +168,7 @@ public func runImport(
         await assembled.store.close()
         throw .configuration("--app: \(bundleId) has no serverAPI client")
     }
-    let (lines, unreadable) = CustomerImport.parse(text)
+    let (lines, unreadable) = CustomerImport.parse(input)
     var report = await importer.run(lines, progress: progress)
     report.lines += unreadable.count
     report.failed += unreadable.count

@@ -148,12 +148,37 @@ extension API {
 
     /// An ISO 8601 instant (`2026-01-31T12:00:00Z`, fractional seconds allowed) in ms.
     static func parseInstant(_ text: String) -> Int64? {
-        guard text.count <= 64 else { return nil }
+        // Foundation's parser rolls impossible dates over (`2027-02-30` becomes 2 March): the
+        // calendar fields are checked first.
+        guard text.count <= 64, isCalendarDateTime(text) else { return nil }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = formatter.date(from: text) { return Int64((date.timeIntervalSince1970 * 1000).rounded()) }
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.date(from: text).map { Int64($0.timeIntervalSince1970 * 1000) }
+    }
+
+    /// Whether `text` starts with `YYYY-MM-DDTHH:MM:SS` naming a day that exists (30 April, 28 or
+    /// 29 February) and a time of day below 24:00:00.
+    static func isCalendarDateTime(_ text: String) -> Bool {
+        let b = Array(text.utf8.prefix(19))
+        guard b.count == 19, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[13] == UInt8(ascii: ":"),
+            b[16] == UInt8(ascii: ":")
+        else { return false }
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for index in range {
+                guard (48...57).contains(b[index]) else { return nil }
+                value = value * 10 + Int(b[index] - 48)
+            }
+            return value
+        }
+        guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
+            let minute = number(14..<16), let second = number(17..<19), (1...12).contains(month)
+        else { return false }
+        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+        return (1...days).contains(day) && hour < 24 && minute < 60 && second < 60
     }
 }
 

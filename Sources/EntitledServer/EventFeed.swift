@@ -1,3 +1,4 @@
+import EntitledConfig
 import Foundation
 import HTTPServer
 import Storage
@@ -9,6 +10,7 @@ public final class EventBell: Sendable {
     private struct State {
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
         var next: UInt64 = 0
+        var closed = false
     }
 
     private let state = Mutex(State())
@@ -24,8 +26,20 @@ public final class EventBell: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Returns when rung, after `timeout`, or when the task is cancelled, whichever comes first.
+    /// Whether the server is stopping (``close()``): long-polls end at once.
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// The server is stopping: wakes every waiter, and every later ``wait(timeout:)`` returns at
+    /// once, so a long-poll answers now instead of holding the shutdown for its whole wait.
+    public func close() {
+        state.withLock { $0.closed = true }
+        ring()
+    }
+
+    /// Returns when rung, after `timeout`, when the task is cancelled or once the bell is closed,
+    /// whichever comes first.
     public func wait(timeout: Duration) async {
+        guard !isClosed else { return }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await Task.sleep(for: timeout) }
             group.addTask { await self.waitForRing() }
@@ -42,7 +56,7 @@ public final class EventBell: Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let resumeNow = state.withLock { state -> Bool in
-                    if Task.isCancelled { return true }
+                    if Task.isCancelled || state.closed { return true }
                     state.waiters[id] = continuation
                     return false
                 }
@@ -97,12 +111,20 @@ extension API {
     static let maxFeedLimit = 1000
     static let maxFeedWaitSeconds = 30
 
-    /// `GET /v1/events?after=<cursor>&limit=100&wait=30` (an API key with `read`): the events after
-    /// `after` in commit order; with `wait`, an empty page waits up to that long for the next commit.
+    /// The scopes whose keys read the event feed: a backend's (`read`) and an operator's (`admin`).
+    /// Not `console`: the console shows no feed, and the feed carries every customer's ids and
+    /// answers, which a console key reads only one customer at a time.
+    static let feedScopes: Set<APIKey.Scope> = [.read, .admin]
+
+    /// `GET /v1/events?after=<cursor>&limit=100&wait=30` (an API key with `read` or `admin`): the
+    /// events after `after` in commit order; with `wait`, an empty page waits up to that long for
+    /// the next commit (and ends at once when the server stops).
     func events(_ request: Request) async throws -> Response {
         let principal = try authenticate(request)
-        guard case .apiKey = principal else { throw AuthError.forbidden("the event feed needs an API key") }
-        try authenticator.authorize(principal, scope: .read, appUserId: nil)
+        guard case .apiKey(_, let scopes) = principal else { throw AuthError.forbidden("the event feed needs an API key") }
+        guard !Self.feedScopes.isDisjoint(with: scopes) else {
+            throw AuthError.forbidden("the event feed needs an API key with the 'read' or 'admin' scope")
+        }
         var limit = Self.defaultFeedLimit
         if let text = request.query["limit"] {
             guard let value = Int(text), (1...Self.maxFeedLimit).contains(value) else {
@@ -125,7 +147,7 @@ extension API {
         let feed = ledger.store
         let deadline = ContinuousClock.now + .seconds(wait)
         var events = try await storage { try await feed.events(after: after, limit: limit) }
-        while events.isEmpty, ContinuousClock.now < deadline {
+        while events.isEmpty, ContinuousClock.now < deadline, !ledger.events.isClosed, !Task.isCancelled {
             // Woken by a commit of this process; another server's commits are seen within a second.
             await ledger.events.wait(timeout: min(.seconds(1), deadline - ContinuousClock.now))
             events = try await storage { try await feed.events(after: after, limit: limit) }

@@ -91,9 +91,16 @@ extension API {
         case .introductoryEligibility: offered = true
         }
         guard offered else { throw HTTPError(.offerNotFound, "the product has no such \(kind.rawValue) offer configured") }
+        // Before the customer is read: a refused request costs no storage either.
+        try offerLimiter.admit(appUserId: appUserId, signingKey: app.signingKey?.keyId ?? app.bundleId)
 
         let now = clock.nowMilliseconds()
-        let context = EvaluationContext(policy: customerPolicy, environment: try Self.environment(request), now: now)
+        // The environments the customer's answer merges, so that what it advertises in `offers`
+        // is what is signed; none Apple signs (`?environment=Xcode`) makes no one eligible.
+        let context = try answerContext(request, now: now)
+        guard context.environments.contains(where: \.isSignedByApple) else {
+            throw HTTPError(.offerNotEligible, "offers are signed on purchases Apple signed (Production, Sandbox) only")
+        }
         let snapshot = try await store { () async throws(StorageError) in
             try await ledger.customer(appUserId: appUserId, context: context)
         }
@@ -143,21 +150,22 @@ extension API {
         return response
     }
 
-    /// A field that goes into a signature: 1…``maxOfferFieldBytes`` bytes, no control characters
-    /// and no U+2063 (the v1 separator: one inside a field would shift the others).
+    /// A field that goes into a signature: 1…``maxOfferFieldBytes`` bytes, no control or format
+    /// characters (``Unicode/Scalar/isInvisibleInID``; U+2063, the v1 separator, is one: inside a
+    /// field it would shift the others).
     static func checkOfferField(_ value: String, name: String) throws(HTTPError) {
-        guard (1...maxOfferFieldBytes).contains(value.utf8.count),
-            !value.unicodeScalars.contains(where: { $0 == "\u{2063}" || $0.properties.generalCategory == .control })
-        else {
-            throw HTTPError(.invalidRequest, "\(name) must be 1–\(maxOfferFieldBytes) bytes without control characters")
+        guard (1...maxOfferFieldBytes).contains(value.utf8.count), !value.unicodeScalars.contains(where: \.isInvisibleInID) else {
+            throw HTTPError(.invalidRequest, "\(name) must be 1–\(maxOfferFieldBytes) bytes without control or format characters")
         }
     }
 
-    /// A transaction of the customer for the JWS `transactionId` claim: the current one in `group`,
-    /// else any group's current one, else the first entitlement's; nil for a customer with none.
+    /// A transaction of the customer for the JWS `transactionId` claim, from an environment Apple
+    /// signs (an id from any other is whatever its poster wrote): the current one in `group`, else
+    /// any group's current one, else the first purchased entitlement's; nil for a customer with none.
     static func anyTransactionId(_ state: CustomerState, group: String?) -> String? {
-        if let group, let id = state.group(group)?.current?.transactionId { return id }
-        if let id = state.subscriptionGroups.lazy.compactMap({ $0.current?.transactionId }).first { return id }
-        return state.entitlements.first?.transactionId
+        let signed = state.subscriptionGroups.filter { $0.current?.environment.isSignedByApple == true }
+        if let group, let id = signed.first(where: { $0.id == group })?.current?.transactionId { return id }
+        if let id = signed.first?.current?.transactionId { return id }
+        return state.entitlements.first { $0.source == .purchase && $0.environment.isSignedByApple }?.transactionId
     }
 }

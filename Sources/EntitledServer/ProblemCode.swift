@@ -38,6 +38,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case addressRateLimited = "ADDRESS_RATE_LIMITED"
     /// A login's `token` is not a valid customer token for the `appUserId` it names.
     case invalidLoginToken = "INVALID_LOGIN_TOKEN"
+    case offerRateLimited = "OFFER_RATE_LIMITED"
 
     // The request itself.
     case jsonTooDeep = "JSON_TOO_DEEP"
@@ -78,6 +79,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case invalidReceipt = "INVALID_RECEIPT"
     case receiptSignatureInvalid = "RECEIPT_SIGNATURE_INVALID"
     case receiptWrongBundle = "RECEIPT_WRONG_BUNDLE"
+    case receiptTooLarge = "RECEIPT_TOO_LARGE"
 
     // The server's side.
     case retryableVerificationFailure = "RETRYABLE_VERIFICATION_FAILURE"
@@ -97,7 +99,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             .invalidEnvironment, .invalidLimit, .invalidCursor, .invalidStorefront, .invalidJWTFormat, .invalidAlgorithm,
             .invalidChainLength, .invalidCertificate, .chainUntrusted, .certificateExpired, .missingAppleOID,
             .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
-            .receiptSignatureInvalid, .receiptWrongBundle, .invalidGrant:
+            .receiptSignatureInvalid, .receiptWrongBundle, .receiptTooLarge, .invalidGrant:
             400
         case .unauthorized, .invalidSharedSecret, .tokenMalformed, .tokenSignatureInvalid, .tokenExpiryMissing,
             .tokenLifetimeTooLong, .tokenExpired:
@@ -110,7 +112,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
         case .headersTooLarge: 431
-        case .tooManyRejections, .appKeyRateLimited, .addressRateLimited: 429
+        case .tooManyRejections, .appKeyRateLimited, .addressRateLimited, .offerRateLimited: 429
         case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict: 409
         case .idempotencyKeyReused: 422
         case .appleAPIFailed: 502

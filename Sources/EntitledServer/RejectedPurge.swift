@@ -1,20 +1,27 @@
 import AppStore
+import EntitledConfig
 import Storage
 
 /// Deletes the audit records of rejected messages once they are older than the retention
-/// (`storage.rejectedRetentionDays`), judged on the server's clock; in the same pass, scrubs the
-/// erased ids from `customer.deleted` events whose deliveries settled and that the feed kept for
+/// (`storage.rejectedRetentionDays`), judged on the server's clock; in the same pass, deletes
+/// logged offer signatures older than `offerSigning.retentionDays` and scrubs the erased ids from `customer.deleted` events whose deliveries settled and that the feed kept for
 /// ``erasureEventRetentionMilliseconds`` (docs/privacy.md).
 public struct RejectedPurge: Sendable {
     public let store: any LedgerStore
     public let clock: any EpochClock
     /// How long a rejected message is kept, in milliseconds.
     public let retentionMilliseconds: Int64
+    /// How long a logged offer signature is kept, in milliseconds (`offerSigning.retentionDays`).
+    public let offerSignatureRetentionMilliseconds: Int64
 
-    public init(store: any LedgerStore, clock: any EpochClock, retentionDays: Int) {
+    public init(
+        store: any LedgerStore, clock: any EpochClock, retentionDays: Int,
+        offerSignatureRetentionDays: Int = OfferSigningSettings().retentionDays
+    ) {
         self.store = store
         self.clock = clock
         self.retentionMilliseconds = Int64(retentionDays) * 86_400_000
+        self.offerSignatureRetentionMilliseconds = Int64(offerSignatureRetentionDays) * 86_400_000
     }
 
     /// How long a `customer.deleted` event names the erased ids at least: 7 days, for the pull feed's readers.
@@ -26,6 +33,9 @@ public struct RejectedPurge: Sendable {
     public func runOnce() async throws -> Int {
         let now = clock.nowMilliseconds()
         _ = try await store.scrubErasureEvents(recordedBefore: now - Self.erasureEventRetentionMilliseconds)
+        if let log = store as? any OfferSignatureLog {
+            _ = try await log.purgeOfferSignatures(signedBefore: now - offerSignatureRetentionMilliseconds)
+        }
         return try await store.purgeRejected(receivedBefore: now - retentionMilliseconds)
     }
 

@@ -1,6 +1,5 @@
 import AppStore
 import HTTPServer
-import Synchronization
 
 /// Token buckets for rejected credentials, one per (client address, ``Credential`` class), so junk
 /// cannot make the server burn CPU on signature checks nor probe keys at full speed.
@@ -27,64 +26,35 @@ public final class RejectionBudget: Sendable {
         case clientSignature
     }
 
-    struct Key: Hashable {
+    struct Key: Hashable, Sendable {
         var address: String
         var credential: Credential
     }
 
-    struct Bucket {
-        var tokens: Double
-        var updatedAt: Int64
-    }
-
     /// Rejections a fresh address may cause at once, per class.
-    public let capacity: Double
+    public var capacity: Double { buckets.capacity }
     /// Tokens regained per second.
-    public let refillPerSecond: Double
+    public var refillPerSecond: Double { buckets.refillPerSecond }
     /// (address, class) pairs tracked at most; beyond it, the fullest buckets are forgotten.
-    public let maxAddresses: Int
+    public var maxAddresses: Int { buckets.maxKeys }
     private let clock: any EpochClock
-    private let buckets = Mutex<[Key: Bucket]>([:])
+    private let buckets: TokenBuckets<Key>
 
     public init(capacity: Double = 20, refillPerSecond: Double = 1, maxAddresses: Int = 10_000, clock: any EpochClock) {
-        self.capacity = capacity
-        self.refillPerSecond = refillPerSecond
-        self.maxAddresses = maxAddresses
+        self.buckets = TokenBuckets(capacity: capacity, refillPerSecond: refillPerSecond, maxKeys: maxAddresses)
         self.clock = clock
     }
 
     /// Whether `address` has budget left for `credential` failures; costs nothing.
     public func allows(_ address: String, _ credential: Credential) -> Bool {
-        let now = clock.nowMilliseconds()
-        return buckets.withLock { buckets in
-            guard let bucket = buckets[Key(address: address, credential: credential)] else { return true }
-            return refilled(bucket, now: now).tokens >= 1
-        }
+        buckets.allows(Key(address: address, credential: credential), now: clock.nowMilliseconds())
     }
 
     /// Spends one token of `address`'s `credential` bucket for a rejection; answers whether there
     /// was one to spend (false: the class is out of budget, the answer should be 429).
     @discardableResult
     public func charge(_ address: String, _ credential: Credential) -> Bool {
-        let now = clock.nowMilliseconds()
-        let key = Key(address: address, credential: credential)
-        return buckets.withLock { buckets in
-            var bucket = buckets[key].map { refilled($0, now: now) } ?? Bucket(tokens: capacity, updatedAt: now)
-            let had = bucket.tokens >= 1
-            bucket.tokens = max(0, bucket.tokens - 1)
-            buckets[key] = bucket
-            if buckets.count > maxAddresses {
-                let full = buckets.filter { refilled($0.value, now: now).tokens >= capacity - 1 }.map(\.key)
-                for key in full { buckets.removeValue(forKey: key) }
-                if buckets.count > maxAddresses { buckets.removeAll(keepingCapacity: true) }
-            }
-            return had
-        }
-    }
-
-    private func refilled(_ bucket: Bucket, now: Int64) -> Bucket {
-        let elapsed = Double(max(0, now - bucket.updatedAt)) / 1000
-        return Bucket(tokens: min(capacity, bucket.tokens + elapsed * refillPerSecond), updatedAt: now)
+        buckets.charge(Key(address: address, credential: credential), now: clock.nowMilliseconds())
     }
 
     /// The 429 answer for an address out of budget.

@@ -90,7 +90,9 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
             "addressFrom": configuration.sources.listen.description, "databaseFrom": configuration.sources.database.description,
         ])
     StartupHint.print(for: configuration, address: "\(configuration.listen.host):\(server.port)")
-    let purge = RejectedPurge(store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays)
+    let purge = RejectedPurge(
+        store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays,
+        offerSignatureRetentionDays: configuration.offerSigning.retentionDays)
     let purging = Task {
         await purge.run(every: .seconds(3600)) { result in
             switch result {
@@ -137,6 +139,8 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     delivering?.cancel()
     releasing?.cancel()
     backfilling.cancel()
+    // Feed long-polls answer now rather than hold the grace period.
+    assembled.ledger.events.close()
     // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()
     await metricsServer?.shutdown()

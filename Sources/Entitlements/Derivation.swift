@@ -176,9 +176,13 @@ struct Derivation {
             let paid = paidService(members, rates: &rates)
             let customerClass: CustomerClass =
                 current == nil ? .new : (current!.active ? .active : .inactive)
-            let groupOffers = groupOffers(group: name, hasHistory: !members.isEmpty, current: current)
-            offers.append(groupOffers.offers)
-            offerBoundaries += groupOffers.boundaries
+            // Offers are signed with the app's real key: an environment Apple does not sign makes
+            // no one eligible for any.
+            if environment.isSignedByApple {
+                let groupOffers = groupOffers(group: name, hasHistory: !members.isEmpty, current: current)
+                offers.append(groupOffers.offers)
+                offerBoundaries += groupOffers.boundaries
+            }
             states.append(
                 SubscriptionGroupState(
                     id: name, customerClass: customerClass, current: current,

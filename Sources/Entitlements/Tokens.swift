@@ -23,6 +23,11 @@ public struct Environment: StringToken {
     public static let sandbox: Environment = "Sandbox"
     public static let xcode: Environment = "Xcode"
     public static let localTesting: Environment = "LocalTesting"
+
+    /// Whether Apple signs this environment's payloads (Production, Sandbox). Xcode's and
+    /// LocalTesting's are only decoded (anyone can write them): they may show what a developer
+    /// bought while testing, but nothing signed with a real key (an offer) rests on them.
+    public var isSignedByApple: Bool { self == .production || self == .sandbox }
 }
 
 /// A V2 `notificationType` (`ResponseBodyV2DecodedPayload.notificationType`).

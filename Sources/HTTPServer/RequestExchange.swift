@@ -52,6 +52,9 @@ struct RequestExchange {
     private(set) var refusal: Response?
     /// Whether the answer carries `Connection: close`.
     private(set) var closeAfter = false
+    /// Whether the answer leaves body bytes unread, so the connection must be drained before it
+    /// is closed (a lingering close; closing with unread input resets it under the answer).
+    private(set) var lingers = false
     private var request: Request?
     private var handler: Handler?
     private var body: [UInt8] = []
@@ -78,7 +81,15 @@ struct RequestExchange {
             peer: head.peer,
             forwardedFor: head.headers.compactMap { $0.name.caseInsensitiveEquals("X-Forwarded-For") ? $0.value : nil })
         decide(head, router: router, errorResponse: errorResponse)
-        if let refusal, head.headers["Expect"]?.lowercased() == "100-continue" { return .answer(refusal) }
+        guard let refusal else { return .proceed }
+        if head.headers["Expect"]?.lowercased() == "100-continue" { return .answer(refusal) }
+        // libmicrohttpd takes an answer only before the body or after all of it: a body longer
+        // than the drain (or of unknown length) is answered now, and drained at the close.
+        let declared = head.headers["Content-Length"].flatMap { Int($0) }
+        if head.headers["Transfer-Encoding"] != nil || (declared ?? 0) > discardLimit {
+            lingers = true
+            return .answer(refusal)
+        }
         return .proceed
     }
 
@@ -120,13 +131,14 @@ struct RequestExchange {
     }
 
     /// Body bytes arrived. A refused request's body is drained, and answered at once past its
-    /// drain limit (libmicrohttpd then cuts the connection; closing with unread input makes the
-    /// kernel send RST, so a moderately large body is read to let the answer arrive intact). A body
-    /// past `maxBodyBytes` turns into a 413 refusal and is drained from then on.
+    /// drain limit (libmicrohttpd then cuts the connection, after a lingering close). A body past
+    /// `maxBodyBytes` turns into a 413 refusal and is drained from then on.
     mutating func receive(_ bytes: UnsafeBufferPointer<UInt8>) -> Step {
         if let refusal {
             discarded += bytes.count
-            return discarded > discardLimit ? .answer(refusal) : .proceed
+            guard discarded > discardLimit else { return .proceed }
+            lingers = true
+            return .answer(refusal)
         }
         if body.count + bytes.count > limits.maxBodyBytes {
             refuse(HTTPError.payloadTooLarge(limit: limits.maxBodyBytes), drain: limits.discardBudget)

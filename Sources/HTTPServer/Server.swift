@@ -248,6 +248,7 @@ public final class HTTPServer: Sendable {
             let step = exchange.logic.admit(head, router: router, trustedProxies: configuration.trustedProxies) {
                 self.errorResponse($0, request: $1)
             }
+            if exchange.logic.lingers { watch.lingerOnClose(connection) }
             return perform(step, on: connection, exchange: exchange)
         }
         if let response = exchange.response {
@@ -264,6 +265,7 @@ public final class HTTPServer: Sendable {
                     }
                 } ?? exchange.logic.receive(UnsafeBufferPointer(start: nil, count: 0))
             if case .proceed = step { uploadSize.pointee = 0 }
+            if exchange.logic.lingers { watch.lingerOnClose(connection) }
             return perform(step, on: connection, exchange: exchange)
         }
         // Final call: the whole request is here.
@@ -375,6 +377,10 @@ public final class HTTPServer: Sendable {
             _ = MHD_add_response_header(mhdResponse, field.name, field.value)
         }
         _ = MHD_add_response_header(mhdResponse, "X-Request-Id", exchange.requestId)
+        // Every answer is what its Content-Type says: a browser must not guess another type.
+        if response.headers["X-Content-Type-Options"] == nil {
+            _ = MHD_add_response_header(mhdResponse, "X-Content-Type-Options", "nosniff")
+        }
         if exchange.logic.closeAfter || stopping.load(ordering: .relaxed) || isDraining(connection) {
             _ = MHD_add_response_header(mhdResponse, "Connection", "close")
         }

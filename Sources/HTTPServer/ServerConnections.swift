@@ -77,6 +77,9 @@ final class ConnectionWatch: Sendable {
         let socket: Int32
         /// Uptime nanoseconds by which the headers must be in; 0 while a request is being served.
         let deadline: Atomic<UInt64>
+        /// Set when an answer was queued with the request's body still arriving: the connection
+        /// is drained before it is closed (``LingeringClose``).
+        let linger = Atomic<Bool>(false)
 
         init(socket: Int32, deadline: UInt64) {
             self.socket = socket
@@ -110,6 +113,13 @@ final class ConnectionWatch: Sendable {
         context.pointee = nil
         let entry = Unmanaged<Entry>.fromOpaque(raw).takeRetainedValue()
         state.withLock { _ = $0.entries.removeValue(forKey: ObjectIdentifier(entry)) }
+        // libmicrohttpd closes the socket right after this notification.
+        if entry.linger.load(ordering: .relaxed) { LingeringClose.start(socket: entry.socket) }
+    }
+
+    /// The answer being queued leaves part of the request's body unread: drain it at the close.
+    func lingerOnClose(_ connection: OpaquePointer) {
+        entry(connection)?.linger.store(true, ordering: .relaxed)
     }
 
     func headersReceived(_ connection: OpaquePointer) {
@@ -181,4 +191,52 @@ func shutdownSocket(_ fd: Int32) -> Int32 {
     #else
         return Darwin.shutdown(fd, SHUT_RDWR)
     #endif
+}
+
+/// A lingering close: closing a socket with unread input makes the kernel reset the connection,
+/// and a reset can destroy an answer the client has not read yet (a refusal sent while the client
+/// is still sending its body). So the write side is shut (the answer is followed by FIN) and what
+/// the client still sends is read and dropped — until it closes, pauses for ``quietMilliseconds``,
+/// or ``maxBytes`` or ``maxMilliseconds`` are reached — before the socket is really closed. The
+/// drain runs on a duplicate of the socket, on its own thread, at most ``maxConcurrent`` at once
+/// (beyond that the socket is closed at once, as without lingering).
+enum LingeringClose {
+    static let maxConcurrent = 64
+    static let maxBytes = 16 << 20
+    static let maxMilliseconds = 5_000
+    static let quietMilliseconds: Int32 = 500
+    private static let active = Atomic<Int>(0)
+
+    static func start(socket: Int32) {
+        guard active.add(1, ordering: .relaxed).newValue <= maxConcurrent else {
+            active.subtract(1, ordering: .relaxed)
+            return
+        }
+        let copy = dup(socket)
+        guard copy >= 0 else {
+            active.subtract(1, ordering: .relaxed)
+            return
+        }
+        _ = shutdown(copy, Int32(SHUT_WR))
+        let thread = Thread {
+            drain(copy)
+            _ = close(copy)
+            active.subtract(1, ordering: .relaxed)
+        }
+        thread.name = "entitled-http-linger"
+        thread.start()
+    }
+
+    private static func drain(_ socket: Int32) {
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(maxMilliseconds))
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var total = 0
+        while total < maxBytes && ContinuousClock.now < deadline {
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, quietMilliseconds) == 1 else { return }
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return }
+            total += count
+        }
+    }
 }

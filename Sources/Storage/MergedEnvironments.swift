@@ -35,9 +35,11 @@ extension CustomerState {
     /// - subscription groups, non-consumables, non-renewing runs and consumable balances are listed
     ///   from every environment (each says its own), the primary's first;
     /// - the customer is `active` when any environment is, else `inactive` when any is, else `new`;
-    /// - the next status change is the earliest; `environment`, the offers eligible now, the
-    ///   pre-order, restore behaviour and `evaluatedAt` are the primary's; the storefront is the
-    ///   primary's, else the first environment's that has one.
+    /// - the next status change is the earliest; `environment`, the pre-order, restore behaviour
+    ///   and `evaluatedAt` are the primary's; the storefront is the primary's, else the first
+    ///   environment's that has one;
+    /// - the offers eligible now are those of the first environment Apple signs
+    ///   (``Environment/isSignedByApple``; the others have none), none without one.
     public static func merging(_ states: [CustomerState]) -> CustomerState {
         guard var merged = states.first else {
             preconditionFailure("merging needs at least one state")
@@ -68,6 +70,7 @@ extension CustomerState {
                 merged.nextStatusChangeAt = min(merged.nextStatusChangeAt ?? next, next)
             }
         }
+        merged.offers = states.first { $0.environment.isSignedByApple }?.offers ?? EligibleOffers()
         let classes = Set(states.map(\.customerClass))
         merged.customerClass = classes.contains(.active) ? .active : classes.contains(.inactive) ? .inactive : .new
         return merged

@@ -36,7 +36,14 @@ public protocol OfferSignatureLog: Sendable {
 
     /// The customer's most recent signatures, newest first, at most `limit`.
     func offerSignatures(appUserId: String, limit: Int) async throws -> [OfferSignatureRecord]
+
+    /// Deletes the signatures made before `signedBefore`, oldest first, in batches of
+    /// ``offerSignaturePurgeBatch`` (each its own transaction); returns how many it deleted.
+    func purgeOfferSignatures(signedBefore: Int64) async throws -> Int
 }
+
+/// Rows deleted per transaction by ``OfferSignatureLog/purgeOfferSignatures(signedBefore:)``.
+public let offerSignaturePurgeBatch = 1000
 
 extension SQLiteStore: OfferSignatureLog {}
 extension PostgresStore: OfferSignatureLog {}
@@ -69,4 +76,23 @@ extension SessionBackedStore {
             }
         }
     }
+
+    func purgeOfferSignatures(signedBefore: Int64) async throws -> Int {
+        // Rows are appended in time order: walk them by id (the primary key), oldest first, and
+        // stop at the first one still kept — no index on the time is needed.
+        var deleted = 0
+        while true {
+            let batch = try await write { session -> (count: Int, more: Bool) in
+                let rows = try session.query(
+                    "SELECT id, signed_at FROM offer_signatures ORDER BY id LIMIT $1", .int(Int64(offerSignaturePurgeBatch)))
+                let old = try rows.prefix { try $0.int(1) < signedBefore }
+                guard let last = old.last else { return (0, false) }
+                try session.query("DELETE FROM offer_signatures WHERE id <= $1", .int(try last.int(0)))
+                return (old.count, old.count == rows.count && rows.count == offerSignaturePurgeBatch)
+            }
+            deleted += batch.count
+            if !batch.more { return deleted }
+        }
+    }
 }
+

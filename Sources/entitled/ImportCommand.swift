@@ -28,7 +28,7 @@ enum ImportCommand: Command {
         try arguments.finish()
         guard files.count == 1, let file = files.first else { throw UsageError("give exactly one FILE") }
         guard let data = FileManager.default.contents(atPath: file) else { throw UsageError("cannot read \(file)") }
-        let report = try await runImport(configuration: configuration, bundleId: app, text: String(decoding: data, as: UTF8.self)) {
+        let report = try await runImport(configuration: configuration, bundleId: app, input: Array(data)) {
             report in
             let done = report.imported + report.failed
             if done % 1000 == 0 || done == report.lines {

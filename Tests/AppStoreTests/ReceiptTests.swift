@@ -48,6 +48,31 @@ import Testing
         #expect(receipt.verifyReceiptResponse.environment?.appStoreEnvironment == .xcode)
     }
 
+    /// Each in-app record becomes a fact applied in the request: past the documented maximum the
+    /// receipt is refused with its own code before any is applied.
+    @Test func aReceiptWithTooManyInAppRecordsIsRefused() throws {
+        func receipt(_ count: Int) throws -> String {
+            let purchases = (0..<count).map { index in
+                TestReceipt.Purchase(productId: "coins", transactionId: String(2_000_000_000 + index), purchaseDate: Self.created - 1000)
+            }
+            return try TestReceipt(receiptType: "Xcode", bundleId: Self.bundleId, creationDate: Self.created, purchases: purchases)
+                .signed(by: Self.ca)
+        }
+        #expect(try ReceiptVerifier.decode(base64: try receipt(AppReceipt.maxInAppPurchases)).receipt.inAppPurchases.count == 1_000)
+        let error = #expect(throws: VerificationError.self) { try ReceiptVerifier.decode(base64: try receipt(AppReceipt.maxInAppPurchases + 1)) }
+        #expect(error?.code == .receiptTooLarge)
+    }
+
+    @Test(arguments: ["pro\u{0}monthly", "pro\u{1B}monthly", "pro\u{7F}"])
+    func anIdentifierWithAControlCharacterIsRefused(productId: String) throws {
+        let text = try TestReceipt(
+            bundleId: Self.bundleId, creationDate: Self.created,
+            purchases: [TestReceipt.Purchase(productId: productId, transactionId: "1", purchaseDate: Self.created - 1000)]
+        ).signed(by: Self.ca)
+        let error = #expect(throws: VerificationError.self) { try ReceiptVerifier.decode(base64: text) }
+        #expect(error?.code == .invalidReceipt)
+    }
+
     @Test(.enabled(if: AppleTestData.suitesRun)) func theEmptyXcodeReceiptHasNoTransactionId() throws {
         let verifier = try Self.verifier(bundleId: "com.example.naturelab.backyardbirds.example", environments: [.xcode])
         let receipt = try verifier.verify(base64: try Self.fixture("xcode/xcode-app-receipt-empty"), now: 0)

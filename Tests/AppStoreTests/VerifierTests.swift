@@ -136,6 +136,11 @@ struct VerifierTests {
             "receipt from another root")
         record(.receiptWrongBundle, receiptCode(try TestReceipt(bundleId: "com.example.other", creationDate: created).signed(by: ca)),
             "receipt for another app")
+        let records = (0...AppReceipt.maxInAppPurchases).map {
+            TestReceipt.Purchase(productId: "coins", transactionId: String($0), purchaseDate: created - 1000)
+        }
+        record(.receiptTooLarge, receiptCode(try TestReceipt(bundleId: "com.example", creationDate: created, purchases: records).signed(by: ca)),
+            "receipt with too many in-app records")
         #expect(seen == Set(VerificationError.Code.all))
         #expect(VerificationError(.retryableVerificationFailure).isRetryable)
         #expect(!VerificationError(.invalidSignature).isRetryable)

@@ -292,6 +292,10 @@ extension SwitchedStore: OfferSignatureLog {
         try up()
         return try await base.offerSignatures(appUserId: appUserId, limit: limit)
     }
+    func purgeOfferSignatures(signedBefore: Int64) async throws -> Int {
+        try up()
+        return try await base.purgeOfferSignatures(signedBefore: signedBefore)
+    }
 }
 
 extension SwitchedStore: ConsumableSpending {

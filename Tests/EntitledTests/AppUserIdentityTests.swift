@@ -31,6 +31,11 @@ import Testing
         ("abc%0Adef", false),  // LF
         ("%7F", false),  // DEL
         ("%C2%85", false),  // NEL, a C1 control
+        ("admin%E2%80%AEgpj.exe", false),  // U+202E, a bidi override: reads as another id
+        ("a%E2%81%A6b", false),  // U+2066, a bidi isolate
+        ("a%E2%80%8Bb", false),  // U+200B, a zero-width space
+        ("%EF%BB%BFu1", false),  // U+FEFF, a byte-order mark
+        ("a%E2%80%A8b", false),  // U+2028, a line separator
         ("ab%", false),  // a lone %
         ("ab%2", false),  // a short escape
         ("ab%zz", false),  // not hex

@@ -1,4 +1,5 @@
 import AppStore
+import EntitledConfig
 import EntitledServer
 import Foundation
 import Testing
@@ -72,7 +73,6 @@ import Testing
         ("/v1/events?limit=0", APIHarness.reader, 400, "INVALID_LIMIT"),
         ("/v1/events?after=x", APIHarness.reader, 400, "INVALID_CURSOR"),
         ("/v1/events?wait=31", APIHarness.reader, 400, "INVALID_REQUEST"),
-        ("/v1/events", APIHarness.admin, 403, "FORBIDDEN"),
         ("/v1/events", "", 401, "UNAUTHORIZED"),
     ])
     func badRequests(path: String, auth: String, status: Int, code: String) async throws {
@@ -80,6 +80,43 @@ import Testing
             let reply = try await api.send("GET", path, auth: auth.isEmpty ? nil : auth)
             #expect(reply.status == status)
             #expect(reply.json["code"] as? String == code)
+        }
+    }
+
+    /// A backend's (`read`) or an operator's (`admin`) key reads the feed; a console key, a
+    /// write-only key and a customer token do not.
+    @Test func whichCredentialsReadTheFeed() async throws {
+        var configuration = APIHarness.configuration()
+        configuration.apiKeys += [
+            APIKey(name: "console", secret: "console-secret-0123456789", scopes: [.console]),
+            APIKey(name: "poster", secret: "poster-secret-0123456789", scopes: [.write]),
+        ]
+        try await APIHarness.run(configuration: configuration) { api in
+            let customer = "Bearer " + OfferSigningAPITests.tokens.sign(subject: "u1", expiresAt: t0 / 1000 + 60)
+            var statuses: [Int] = []
+            for auth in [APIHarness.reader, APIHarness.admin, "Bearer console-secret-0123456789", "Bearer poster-secret-0123456789", customer] {
+                statuses.append(try await api.send("GET", "/v1/events", auth: auth).status)
+            }
+            #expect(statuses == [200, 200, 403, 403, 403])
+        }
+    }
+
+    /// A server that is stopping answers an open long-poll at once (an empty page), rather than
+    /// holding the shutdown for the rest of its wait.
+    @Test func aLongPollEndsAtOnceWhenTheServerStops() async throws {
+        try await APIHarness.run { api in
+            let started = ContinuousClock.now
+            async let polled = api.send("GET", "/v1/events?after=0&wait=30", auth: APIHarness.reader)
+            try await Task.sleep(for: .milliseconds(200))
+            api.ledger.ledger.events.close()
+            let reply = try await polled
+            #expect(reply.status == 200)
+            #expect(try page(reply).types.isEmpty)
+            #expect(ContinuousClock.now - started < .seconds(5))
+            // Later long-polls do not wait either.
+            let again = ContinuousClock.now
+            #expect(try await api.send("GET", "/v1/events?after=0&wait=30", auth: APIHarness.reader).status == 200)
+            #expect(ContinuousClock.now - again < .seconds(5))
         }
     }
 }

@@ -16,9 +16,17 @@ import Testing
         ("alice", [], 1), ("alice,1000,extra", [], 1), (",1000", [], 1), ("alice,10/00", [], 1), (#"{"appUserId":"a"}"#, [], 1),
     ] as [(String, [CustomerImport.Line], Int)])
     func parsesCSVAndJSONLines(text: String, lines: [CustomerImport.Line], failures: Int) {
-        let parsed = CustomerImport.parse(text)
+        let parsed = CustomerImport.parse(Array(text.utf8))
         #expect(parsed.lines == lines)
         #expect(parsed.failures.count == failures)
+    }
+
+    /// An id that is not UTF-8 is refused with its line, never imported as U+FFFD.
+    @Test func aLineThatIsNotUTF8IsRefused() {
+        let input = Array("alice,1000\n".utf8) + [0x62, 0xFF, 0x62] + Array(",2000\n".utf8) + [0xC0, 0xAF] + Array(",3000".utf8)
+        let parsed = CustomerImport.parse(input)
+        #expect(parsed.lines == [CustomerImport.Line(number: 1, appUserId: "alice", transactionId: "1000")])
+        #expect(parsed.failures == ["line 2: not UTF-8", "line 3: not UTF-8"])
     }
 
     @Test func customersWhoBoughtBeforeTheServerAreLinkedAndASecondRunChangesNothing() async throws {
@@ -42,7 +50,7 @@ import Testing
                 carol,\(firsts[2])
                 dave,999999
                 """
-            let (lines, unreadable) = CustomerImport.parse(text)
+            let (lines, unreadable) = CustomerImport.parse(Array(text.utf8))
             #expect(unreadable.isEmpty)
             let progress = ProgressLog()
             let first = await world.importer.run(lines) { progress.note($0) }

@@ -176,6 +176,114 @@ import Testing
         }
     }
 
+    /// An app that accepts Xcode: a customer token posts an unsigned Xcode subscription (decoded,
+    /// never verified). Its answer for Xcode advertises no offer, and nothing is signed for it.
+    @Test func anUnsignedXcodePurchaseUnlocksNoSignature() async throws {
+        var configuration = Self.configuration()
+        configuration.apps[0].environments.append("Xcode")
+        let clock = VirtualClock(Self.t0)
+        let verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: testFastPaths.codec)
+        try await APIHarness.run(configuration: configuration, verifier: verifier, clock: clock) { api in
+            let customer = "Bearer " + Self.tokens.sign(subject: "u1", expiresAt: Self.t0 / 1000 + 60)
+            let lapsed = Apple.transaction(tid: "x1", purchase: Self.t0 - 40 * Self.day, expires: Self.t0 - 10 * Self.day, environment: .xcode)
+            let posted = try await api.send(
+                "POST", "/v1/customers/u1/transactions", auth: customer,
+                json: #"{"signedTransaction":"\#(FakeJWS.make(lapsed, signature: "AAAA"))"}"#)
+            #expect(posted.status == 200)
+            let answer = try await api.send("GET", "/v1/customers/u1?environment=Xcode", auth: customer)
+            #expect(answer.status == 200)
+            #expect((answer.json["subscriptions"] as? [Any])?.isEmpty == false)
+            let offers = try #require(answer.json["offers"] as? [String: Any])
+            #expect((offers["promotional"] as? [Any])?.isEmpty == true)
+            for query in ["?environment=Xcode", ""] {
+                for body in [
+                    #"{"productId":"pro.monthly","offerId":"half","kind":"promotional","format":"v1"}"#,
+                    #"{"productId":"pro.monthly","offerId":"half","kind":"promotional","format":"jws"}"#,
+                ] {
+                    let reply = try await api.send("POST", "/v1/customers/u1/offers/sign\(query)", auth: customer, json: body)
+                    #expect(reply.status == 409)
+                    #expect(reply.code == "OFFER_NOT_ELIGIBLE")
+                }
+            }
+            let intro = try await api.send(
+                "POST", "/v1/customers/u1/offers/sign?environment=Xcode", auth: customer,
+                json: #"{"productId":"pro.monthly","kind":"introductoryEligibility","format":"jws"}"#)
+            #expect(intro.status == 409)
+            #expect(try await api.ledger.count("SELECT COUNT(*) FROM offer_signatures") == 0)
+        }
+    }
+
+    /// A Sandbox subscriber (TestFlight) read without `?environment`: the answer merges Production
+    /// and Sandbox, and signing follows the same rule as the `offers` it advertises.
+    @Test func signingWithoutAnEnvironmentFollowsTheAnswersOffers() async throws {
+        try await APIHarness.run(configuration: Self.configuration()) { api in
+            let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
+            let reply = try await api.postV2(
+                Apple.notification(
+                    .subscribed, .initialBuy, signed: Self.t0 - 40 * Self.day,
+                    transaction: Apple.transaction(
+                        tid: "s1", purchase: Self.t0 - 40 * Self.day, expires: Self.t0 - 10 * Self.day, token: token, environment: .sandbox),
+                    environment: .sandbox))
+            #expect(reply.status == 200)
+            let offers = try #require(try await api.customer("u1").json["offers"] as? [String: Any])
+            #expect((offers["promotional"] as? [[String: String]]) == [["productId": "pro.monthly", "offerId": "half"]])
+            let signed = try await Self.sign(api, #"{"productId":"pro.monthly","offerId":"half","kind":"promotional","format":"jws"}"#)
+            #expect(signed.status == 200)
+            #expect(try Self.claims(try #require(signed.json["jws"] as? String))["transactionId"] as? String == "s1")
+            // A product of the group Apple saw them subscribe to: no introductory offer, as advertised.
+            let intro = try await Self.sign(api, #"{"productId":"pro.yearly","kind":"introductoryEligibility","format":"jws"}"#)
+            #expect(intro.json["allowIntroductoryOffer"] as? Bool == false)
+            #expect(offers["introductory"] as? [String] == [])
+        }
+    }
+
+    /// One customer's token asking as fast as it can: `customerBurst` signatures, then 429 with
+    /// `Retry-After` and nothing signed or logged, until the bucket refills; the signing key's own
+    /// bucket bounds all customers together.
+    @Test func signingIsRateLimitedPerCustomerAndPerKey() async throws {
+        var configuration = Self.configuration()
+        configuration.offerSigning.customerBurst = 3
+        configuration.offerSigning.customerPerMinute = 6
+        configuration.offerSigning.keyBurst = 5
+        configuration.offerSigning.keyPerSecond = 1
+        let clock = VirtualClock(Self.t0)
+        try await APIHarness.run(configuration: configuration, clock: clock) { api in
+            let token = "Bearer " + Self.tokens.sign(subject: "u1", expiresAt: Self.t0 / 1000 + 600)
+            let body = #"{"productId":"pro.monthly","kind":"introductoryEligibility","format":"jws"}"#
+            var statuses: [Int] = []
+            for _ in 0..<5 { statuses.append(try await Self.sign(api, body, user: "u1", auth: token).status) }
+            #expect(statuses == [200, 200, 200, 429, 429])
+            let refused = try await Self.sign(api, body, user: "u1", auth: token)
+            #expect(refused.code == "OFFER_RATE_LIMITED")
+            #expect(refused.headers["retry-after"] == "10")
+            #expect(refused.json["jws"] == nil)
+            #expect(try await api.ledger.count("SELECT COUNT(*) FROM offer_signatures") == 3)
+            // Another customer is not refused for u1's requests, but the key's bucket (5) is shared.
+            #expect(try await Self.sign(api, body, user: "u2").status == 200)
+            #expect(try await Self.sign(api, body, user: "u3").status == 200)
+            let keyBound = try await Self.sign(api, body, user: "u4")
+            #expect(keyBound.status == 429)
+            #expect(keyBound.headers["retry-after"] == "1")
+            clock.advance(by: 10_000)
+            #expect(try await Self.sign(api, body, user: "u1", auth: token).status == 200)
+            #expect(try await api.ledger.count("SELECT COUNT(*) FROM offer_signatures") == 6)
+        }
+    }
+
+    /// The hourly purge deletes logged signatures older than `offerSigning.retentionDays`.
+    @Test func loggedSignaturesAreKeptForTheRetention() async throws {
+        let clock = VirtualClock(Self.t0)
+        try await APIHarness.run(configuration: Self.configuration(), clock: clock) { api in
+            let body = #"{"productId":"pro.monthly","kind":"introductoryEligibility","format":"jws"}"#
+            #expect(try await Self.sign(api, body).status == 200)
+            clock.advance(by: 2 * Self.day)
+            #expect(try await Self.sign(api, body).status == 200)
+            let purge = RejectedPurge(store: api.ledger.store, clock: clock, retentionDays: 30, offerSignatureRetentionDays: 1)
+            try await purge.runOnce()
+            #expect(try await api.ledger.texts("SELECT CAST(signed_at AS TEXT) FROM offer_signatures") == ["\(Self.t0 + 2 * Self.day)"])
+        }
+    }
+
     @Test func theCustomersOwnTokenMaySignOnlyForThatCustomer() async throws {
         try await APIHarness.run(configuration: Self.configuration()) { api in
             let token = "Bearer " + Self.tokens.sign(subject: "u1", expiresAt: Self.t0 / 1000 + 60)

@@ -122,6 +122,23 @@ import Testing
         return try #require(configuration.apps.first)
     }
 
+    @Test func offerSigningLimitsAreBounded() throws {
+        let loader = ConfigurationLoader(environment: [:])
+        let parsed = try loader.parse(Data(#"{"offerSigning": {"customerBurst": 2, "keyPerSecond": 7, "retentionDays": 30}}"#.utf8))
+        var expected = OfferSigningSettings()
+        expected.customerBurst = 2
+        expected.keyPerSecond = 7
+        expected.retentionDays = 30
+        #expect(parsed.offerSigning == expected)
+        #expect(try loader.parse(Data("{}".utf8)).offerSigning == OfferSigningSettings())
+        let error = #expect(throws: ConfigurationError.self) {
+            try loader.parse(Data(#"{"offerSigning": {"customerBurst": 0, "keyBurst": 1e9, "retentionDays": 0, "perHour": 1}}"#.utf8))
+        }
+        #expect(error?.all.map(\.path) == [
+            "offerSigning.customerBurst", "offerSigning.keyBurst", "offerSigning.retentionDays", "offerSigning.perHour",
+        ])
+    }
+
     @Test func parsesTheSigningKeyAndOffers() throws {
         let app = try Self.parse(
             #"""

@@ -68,7 +68,6 @@ import Testing
         ("GET", "/nothing", [:], nil, 100, 404, "NOT_FOUND", false),
         ("DELETE", "/items/1", [:], nil, 100, 405, "METHOD_NOT_ALLOWED", false),
         ("GET", "/items/1", ["Content-Length": "5"], nil, 100, 413, "BODY_NOT_ALLOWED", true),
-        ("GET", "/items/1", ["Transfer-Encoding": "chunked"], nil, 100, 413, "BODY_NOT_ALLOWED", true),
         ("POST", "/echo", ["Content-Length": "17"], nil, 100, 413, "PAYLOAD_TOO_LARGE", false),
         ("POST", "/guarded", ["Content-Length": "2"], nil, 100, 401, "UNAUTHORIZED", true),
         ("POST", "/guarded", [:], nil, 100, 401, "UNAUTHORIZED", false),
@@ -132,12 +131,18 @@ import Testing
     }
 
     @Test func aBodyRefusedBeforeReadingIsDrainedOnlyALittle() {
-        var exchange = Self.admit("POST", "/guarded", headers: ["Content-Length": "10"]).exchange
-        #expect(Self.proceeds(Self.receive(&exchange, "12345678")))  // 8: the drain limit
-        #expect(Self.answered(Self.receive(&exchange, "9"))?.status == 401)
+        // Longer than the drain (8), or of unknown length: answered before the body, drained at the close.
+        for headers: HTTPHeaders in [["Content-Length": "10"], ["Transfer-Encoding": "chunked"]] {
+            let outcome = Self.admit("POST", "/guarded", headers: headers)
+            #expect(Self.answered(outcome.admitted)?.status == 401)
+            #expect(outcome.exchange.lingers)
+        }
+        let chunked = Self.admit("GET", "/items/1", headers: ["Transfer-Encoding": "chunked"])
+        #expect(Self.answered(chunked.admitted).flatMap(Self.code) == "BODY_NOT_ALLOWED")
         var drained = Self.admit("POST", "/guarded", headers: ["Content-Length": "3"]).exchange
         #expect(Self.proceeds(Self.receive(&drained, "abc")))
         #expect(Self.answered(drained.complete())?.status == 401)
+        #expect(!drained.lingers)
     }
 
     @Test func anAdmittedRequestPassesItsAdmission() {

@@ -41,8 +41,13 @@ public struct AppReceipt: Sendable, Equatable {
         public init() {}
     }
 
-    /// Most in-app records read from one receipt (Apple's receipts carry at most a few thousand).
-    public static let maxInAppPurchases = 10_000
+    /// Most in-app records accepted in one receipt: each becomes a fact applied in one request, so
+    /// a receipt with thousands costs seconds of CPU. A receipt lists every renewal of a
+    /// subscription (ten years of weekly renewals is 520) and only unfinished consumables.
+    public static let maxInAppPurchases = 1_000
+
+    /// The error a receipt with more than ``maxInAppPurchases`` in-app records is refused with.
+    public static let tooManyInAppPurchases = DERError("more than \(maxInAppPurchases) in-app purchase records")
 
     /// The receipt's environment, as the V2 API names it (`ProductionSandbox` is Sandbox).
     public var environment: AppStoreEnvironment? {
@@ -64,7 +69,7 @@ public struct AppReceipt: Sendable, Equatable {
             case 3: receipt.applicationVersion = try utf8(value)
             case 12: receipt.creationDate = try date(value)
             case 17:
-                guard receipt.inAppPurchases.count < maxInAppPurchases else { throw DERError("too many in-app purchases") }
+                guard receipt.inAppPurchases.count < maxInAppPurchases else { throw tooManyInAppPurchases }
                 receipt.inAppPurchases.append(try inAppPurchase(value))
             case 19: receipt.originalApplicationVersion = try utf8(value)
             case 21: receipt.expirationDate = try date(value)
@@ -79,10 +84,10 @@ public struct AppReceipt: Sendable, Equatable {
         for (type, value) in try attributes(try DERReader.single(bytes)) {
             switch type {
             case 1701: record.quantity = try integer(value)
-            case 1702: record.productId = try utf8(value)
-            case 1703: record.transactionId = try utf8(value)
+            case 1702: record.productId = try identifier(value)
+            case 1703: record.transactionId = try identifier(value)
             case 1704: record.purchaseDate = try date(value)
-            case 1705: record.originalTransactionId = try utf8(value)
+            case 1705: record.originalTransactionId = try identifier(value)
             case 1706: record.originalPurchaseDate = try date(value)
             case 1708: record.expiresDate = try date(value)
             case 1711: record.webOrderLineItemId = try integer(value)
@@ -110,6 +115,16 @@ public struct AppReceipt: Sendable, Equatable {
 
     static func utf8(_ value: [UInt8]) throws(DERError) -> String { try DERReader.single(value).string() }
     static func integer(_ value: [UInt8]) throws(DERError) -> Int64 { try DERReader.single(value).int64() }
+
+    /// A product or transaction id: text without control characters (a NUL would end it for C
+    /// readers and make two ids look the same in logs).
+    static func identifier(_ value: [UInt8]) throws(DERError) -> String {
+        let text = try utf8(value)
+        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw DERError("an identifier with a control character")
+        }
+        return text
+    }
 
     /// An IA5String RFC 3339 date (`2023-10-19T01:45:36Z`, fractions allowed); empty means absent.
     static func date(_ value: [UInt8]) throws(DERError) -> Int64? {

@@ -54,7 +54,7 @@ public struct ReceiptVerifier: Sendable {
     /// Decodes and parses a base64 app receipt without trusting it (which app it claims to be
     /// for decides which verifier checks it).
     /// - Throws: `INVALID_RECEIPT` for anything that is not base64 PKCS#7 signed data with a
-    ///   well-formed ASN.1 payload.
+    ///   well-formed ASN.1 payload; `RECEIPT_TOO_LARGE` past ``AppReceipt/maxInAppPurchases`` records.
     public static func decode(base64 text: String) throws(VerificationError) -> Decoded {
         try decode(der: try decodeBase64(text))
     }
@@ -63,6 +63,8 @@ public struct ReceiptVerifier: Sendable {
     public static func decode(der: [UInt8]) throws(VerificationError) -> Decoded {
         do {
             return Decoded(der: der, receipt: try AppReceipt.parse(payload: try signedContent(der)))
+        } catch AppReceipt.tooManyInAppPurchases {
+            throw VerificationError(.receiptTooLarge, "the receipt has \(AppReceipt.tooManyInAppPurchases.description)")
         } catch {
             throw VerificationError(.invalidReceipt, "the receipt does not parse: \(error.description)")
         }

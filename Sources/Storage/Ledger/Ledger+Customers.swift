@@ -149,6 +149,7 @@ extension Ledger {
         }
         // Events of theirs still waiting for the commit (an earlier job of this group) go too.
         session.tail.dropEvents(customerIDs: Set(members.map(\.id)), appUserIds: Set(members.map(\.appUserId)))
+        try scrubOtherEvents(naming: Set(members.map(\.appUserId)))
         try session.query("DELETE FROM customers WHERE merged_into = $1", .int(root))
         try session.query("DELETE FROM customers WHERE id = $1", .int(root))
         // The backend must learn whom it was: the event names the ids until every endpoint has
@@ -175,6 +176,38 @@ extension Ledger {
             SQLValue(actor), .text(detail), .int(now))
         try inject(.beforeCommit)
         return report
+    }
+
+    /// Event fields that name another customer: a `customer.transferred` event's previous owner
+    /// (`data.from`). The event belongs to the new owner and stays; the field goes when its
+    /// customer is erased.
+    static let namingDetails: [String: Set<String>] = ["customer.transferred": ["from"]]
+
+    /// `event`'s details without the ``namingDetails`` fields whose value is one of `appUserIds`;
+    /// nil when it names none of them.
+    static func scrubbed(_ event: OutboxEvent, naming appUserIds: Set<String>) -> [String: String]? {
+        guard let keys = namingDetails[event.type] else { return nil }
+        let details = event.details.filter { !(keys.contains($0.key) && appUserIds.contains($0.value)) }
+        return details.count == event.details.count ? nil : details
+    }
+
+    /// Removes the erased ids from other customers' stored events (and so from their exports,
+    /// the feed and webhook deliveries, which render the stored event at each attempt) and from
+    /// those still pending in this transaction. Erasure is rare: this reads the events of the
+    /// types that can name a customer, whose details contain one of the ids.
+    private func scrubOtherEvents(naming appUserIds: Set<String>) throws {
+        session.tail.scrubDetails(naming: appUserIds)
+        let contains = isPostgres ? "strpos(details, $2) > 0" : "instr(details, $2) > 0"
+        for type in Self.namingDetails.keys.sorted() {
+            for id in appUserIds.sorted() {
+                let rows = try session.query(
+                    "SELECT \(Self.eventColumns) FROM events WHERE type = $1 AND \(contains)", .text(type), .text(Self.json(id)))
+                for event in try rows.map(Self.decodeEvent) {
+                    guard let details = Self.scrubbed(event, naming: appUserIds) else { continue }
+                    try session.query("UPDATE events SET details = $1 WHERE event_id = $2", .text(Self.json(details)), .text(event.id))
+                }
+            }
+        }
     }
 
     /// A table's columns for the export: name and whether it holds bytes.

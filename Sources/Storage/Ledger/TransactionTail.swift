@@ -111,6 +111,18 @@ final class TransactionTail {
         current.events.removeAll(where: erased)
     }
 
+    /// Removes from the pending events' details every field ``Ledger/namingDetails`` lists whose
+    /// value is one of `appUserIds` (customers erased in this transaction).
+    func scrubDetails(naming appUserIds: Set<String>) {
+        func scrub(_ events: inout [PendingEvent]) {
+            for index in events.indices {
+                events[index].event.details = Ledger.scrubbed(events[index].event, naming: appUserIds) ?? events[index].event.details
+            }
+        }
+        scrub(&kept.events)
+        scrub(&current.events)
+    }
+
     /// Removes the running job's pending event `id` and returns it (to be written at once).
     func takeEvent(id: String) -> PendingEvent? {
         guard let index = current.events.lastIndex(where: { $0.event.id == id }) else { return nil }
