@@ -5,6 +5,7 @@ import EntitledConfig
 import EntitledCrypto
 import EntitledServer
 import Foundation
+import HTTPClient
 import HTTPServer
 import Storage
 import Synchronization
@@ -12,10 +13,10 @@ import Testing
 
 /// Posts to the server unless the server is "down" (then every attempt fails, as a refused connection).
 actor SwitchableTransport: NotificationTransport {
-    var target: URLSessionTransport?
+    var target: HTTPNotificationTransport?
     var down = false
 
-    func point(at url: URL) { target = URLSessionTransport(url: url) }
+    func point(at url: URL) { target = HTTPNotificationTransport(url: url) }
     func set(down: Bool) { self.down = down }
 
     func post(_ body: [UInt8]) async -> TransportOutcome {
@@ -93,7 +94,7 @@ struct ReconcileWorld {
         configuration.apps = [app]
         let store = try await openStore(url: storeURL ?? "sqlite:\(folder.path)/ledger.sqlite")
         let assembled = try await buildApplication(
-            configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths, outbound: URLSessionHTTP(),
+            configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths, outbound: CurlHTTP(),
             apiSleeper: NoWait())
         var settings = HTTPServer.Configuration()
         settings.port = 0
