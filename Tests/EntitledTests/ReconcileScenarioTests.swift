@@ -51,7 +51,11 @@ struct ReconcileWorld {
     /// - Parameters:
     ///   - receiptRoot: when set, the app's `receiptRootCertificates` (receipt tests).
     ///   - storeURL: the ledger (default: a SQLite file in `folder`).
-    static func start(folder: URL, receiptRoot: [UInt8]? = nil, storeURL: String? = nil) async throws -> ReconcileWorld {
+    ///   - outbound: wraps the server's outbound client (a test that rewrites Apple's answers).
+    static func start(
+        folder: URL, receiptRoot: [UInt8]? = nil, storeURL: String? = nil,
+        outbound: (any OutboundHTTP) -> any OutboundHTTP = { $0 }
+    ) async throws -> ReconcileWorld {
         let ca = try SimulatorCA.ephemeral()
         let rootFile = folder.appendingPathComponent("root.der")
         try Data(ca.rootDER).write(to: rootFile)
@@ -94,7 +98,7 @@ struct ReconcileWorld {
         configuration.apps = [app]
         let store = try await openStore(url: storeURL ?? "sqlite:\(folder.path)/ledger.sqlite")
         let assembled = try await buildApplication(
-            configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths, outbound: CurlHTTP(),
+            configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths, outbound: outbound(CurlHTTP()),
             apiSleeper: NoWait())
         var settings = HTTPServer.Configuration()
         settings.port = 0
@@ -176,12 +180,13 @@ struct ReconcileWorld {
 
 @Suite(.serialized) struct ReconcileScenarioTests {
     static func withWorld<T>(
-        receiptRoot: [UInt8]? = nil, storeURL: String? = nil, _ body: (ReconcileWorld) async throws -> T
+        receiptRoot: [UInt8]? = nil, storeURL: String? = nil, outbound: (any OutboundHTTP) -> any OutboundHTTP = { $0 },
+        _ body: (ReconcileWorld) async throws -> T
     ) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-reconcile-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let world = try await ReconcileWorld.start(folder: folder, receiptRoot: receiptRoot, storeURL: storeURL)
+        let world = try await ReconcileWorld.start(folder: folder, receiptRoot: receiptRoot, storeURL: storeURL, outbound: outbound)
         do {
             let result = try await body(world)
             await world.close()
