@@ -23,8 +23,7 @@ RUN swift build -c release --static-swift-stdlib --product entitled \
  && install -D -m 0755 .build/release/entitled /out/entitled
 
 # Runtime stage: the five C libraries' runtime packages (OpenSSL 3, SQLite, libpq,
-# libmicrohttpd, libcurl: the outbound HTTP client, HTTPClient, links it directly; Foundation's
-# URLSession, still linked by the benchmarks' clients, loads it too); nothing else.
+# libmicrohttpd, and libcurl, which the outbound HTTP client, HTTPClient, links); nothing else.
 FROM debian:bookworm-slim
 ARG RUNTIME_PACKAGES="libssl3 libsqlite3-0 libpq5 libmicrohttpd12 libcurl4"
 RUN apt-get update \

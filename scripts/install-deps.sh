@@ -11,8 +11,8 @@ fi
 
 case "$(uname -s)" in
   Linux)
-    # libcurl4-openssl-dev: the CCurl system library (HTTPClient, every outbound call) links libcurl,
-    # and so does Foundation's URLSession in a --static-swift-stdlib build.
+    # libcurl4-openssl-dev: the CCurl system library (HTTPClient, every outbound call) links libcurl
+    # (and a --static-swift-stdlib build links Foundation's networking, which needs it too).
     # chromium: the console's browser test (scripts/console-browser-test.sh) runs it headless.
     packages=(pkg-config libssl-dev libsqlite3-dev zlib1g-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev postgresql openssl curl wrk python3 python3-venv chromium)
     missing=()
