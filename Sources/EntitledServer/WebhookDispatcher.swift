@@ -122,15 +122,19 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
+    /// One pass over `endpoint`: fan out, then attempt due deliveries until none is left. While
+    /// attempts are in flight, new events (a commit rings ``bell``, or ``idleWait`` passes) are fanned
+    /// out and claimed into the free room, so one slow attempt does not hold up other customers.
     private func runDue(_ endpoint: WebhookEndpoint, label: String) async throws -> Report {
         let key = endpoint.url.absoluteString
-        while try await store.fanOut(endpoint: key, wants: { endpoint.wants(type: $0, environment: $1) }, limit: Self.fanOutBatch, now: clock.nowMilliseconds())
-            == Self.fanOutBatch
-        {}
+        try await fanOut(endpoint)
         let lease = Int64(endpoint.timeoutSeconds) * 1000 + Self.leaseMarginMilliseconds
-        return try await withThrowingTaskGroup(of: (id: Int64, outcome: WebhookAttemptOutcome).self) { group in
+        // A child's result: an attempt that ended, or nil when the wait for new events did.
+        return try await withThrowingTaskGroup(of: (id: Int64, outcome: WebhookAttemptOutcome)?.self) { group in
+            defer { group.cancelAll() }
             var report = Report()
             var inFlight = 0
+            var waiting = false
             var finished: (id: Int64, outcome: WebhookAttemptOutcome)?
             while true {
                 // Claim as many as there is room for — recording the attempt that just ended in
@@ -140,14 +144,30 @@ public final class WebhookDispatcher: Sendable {
                 let claimed =
                     if let finished {
                         try await store.finishAndClaim(finished, endpoint: key, owner: owner, now: now, leaseUntil: now + lease, limit: room)
-                    } else {
+                    } else if room > 0 {
                         try await store.claimDeliveries(endpoint: key, owner: owner, now: now, leaseUntil: now + lease, limit: room)
+                    } else {
+                        [ClaimedDelivery]()
                     }
+                finished = nil
                 for claim in claimed {
                     inFlight += 1
                     group.addTask { (claim.delivery.id, await self.attempt(claim, to: endpoint, label: label)) }
                 }
-                guard inFlight > 0, let next = try await group.next() else { return report }
+                guard inFlight > 0 else { return report }
+                if !waiting {
+                    waiting = true
+                    group.addTask {
+                        await self.bell.wait(timeout: Self.idleWait)
+                        return nil
+                    }
+                }
+                guard let next = try await group.next() else { return report }
+                guard let next else {
+                    waiting = false
+                    try await fanOut(endpoint)
+                    continue
+                }
                 inFlight -= 1
                 finished = next
                 switch next.outcome {
@@ -157,6 +177,15 @@ public final class WebhookDispatcher: Sendable {
                 }
             }
         }
+    }
+
+    /// Copies the events `endpoint` has not seen into its deliveries.
+    private func fanOut(_ endpoint: WebhookEndpoint) async throws {
+        let key = endpoint.url.absoluteString
+        while try await store.fanOut(
+            endpoint: key, wants: { endpoint.wants(type: $0, environment: $1) }, limit: Self.fanOutBatch, now: clock.nowMilliseconds())
+            == Self.fanOutBatch
+        {}
     }
 
     /// One attempt: sign, post, decide the outcome (recorded by the caller).

@@ -27,14 +27,19 @@ extension HTTPServer {
         private let server: HTTPServer
         private let released = Mutex(false)
         let hits = Mutex(0)
+        /// The bodies answered (not those still held).
+        let answered = Mutex<[String]>([])
 
-        init(hanging: Bool = false, answer: @escaping @Sendable () -> Response) throws {
+        /// - Parameter hanging: which requests get no answer until ``shutdown()``.
+        init(hanging: @escaping @Sendable (String) -> Bool = { _ in false }, answer: @escaping @Sendable () -> Response) throws {
             let box = Mutex<Endpoint?>(nil)
             var routes = Router()
-            routes.post("/hook") { _ in
+            routes.post("/hook") { request in
                 guard let endpoint = box.withLock({ $0 }) else { return Response(status: 503) }
                 endpoint.hits.withLock { $0 += 1 }
-                while hanging, !endpoint.released.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(50)) }
+                let body = String(decoding: request.body, as: UTF8.self)
+                while hanging(body), !endpoint.released.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(50)) }
+                endpoint.answered.withLock { $0.append(body) }
                 return answer()
             }
             server = try HTTPServer.quietLoopback(routes)
@@ -78,7 +83,7 @@ extension HTTPServer {
     }
 
     @Test func aHangingEndpointDoesNotHoldUpAHealthyOne() async throws {
-        let hanging = try Endpoint(hanging: true) { Response(status: 204) }
+        let hanging = try Endpoint(hanging: { _ in true }) { Response(status: 204) }
         let healthy = try Receiver(failing: 0)
         var configuration = APIHarness.configuration()
         configuration.webhooks = [try Self.endpoint(hanging.url, timeoutSeconds: 60), try Self.endpoint(healthy.url)]
@@ -101,5 +106,41 @@ extension HTTPServer {
         }
         await hanging.shutdown()
         await healthy.shutdown()
+    }
+
+    @Test func aHangingAttemptDoesNotHoldUpAnotherCustomersEvent() async throws {
+        // The endpoint holds every delivery about u1 and answers the others at once.
+        let endpoint = try Endpoint(hanging: { $0.contains(#""appUserId":"u1""#) }) { Response(status: 204) }
+        var configuration = APIHarness.configuration()
+        configuration.webhooks = [try Self.endpoint(endpoint.url, timeoutSeconds: 60)]
+        try await APIHarness.run(configuration: configuration) { api in
+            let dispatcher = try #require(api.application.webhooks)
+            try await dispatcher.runDue()
+            let running = Task { await dispatcher.run() }
+            defer { running.cancel() }
+            func subscribe(_ user: String) async throws {
+                let token = try #require(try await api.customer(user).json["appAccountToken"] as? String)
+                let t0 = APIHarness.start
+                #expect(
+                    try await api.postV2(
+                        Apple.notification(
+                            .subscribed, .initialBuy, uuid: "n-\(user)", signed: t0 - 1000,
+                            transaction: Apple.transaction(otid: "o-\(user)", tid: "t-\(user)", purchase: t0 - 1000, expires: t0 + 86_400_000, token: token),
+                            renewal: Apple.renewal(otid: "o-\(user)", signed: t0 - 1000))
+                    ).status == 200)
+            }
+            try await subscribe("u1")
+            var deadline = ContinuousClock.now + .seconds(5)
+            while endpoint.hits.withLock({ $0 }) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(endpoint.hits.withLock { $0 } == 1, "u1's event is being attempted (and held)")
+            try await subscribe("u2")
+            deadline = ContinuousClock.now + .seconds(5)
+            while endpoint.answered.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            let answered = endpoint.answered.withLock { $0 }
+            #expect(answered.count == 1 && answered.first?.contains(#""appUserId":"u2""#) == true, "u2's event arrived within 5 s")
+            running.cancel()
+            await running.value
+        }
+        await endpoint.shutdown()
     }
 }
