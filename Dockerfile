@@ -22,9 +22,8 @@ COPY certs ./certs
 RUN swift build -c release --static-swift-stdlib --product entitled \
  && install -D -m 0755 .build/release/entitled /out/entitled
 
-# Runtime stage: the four C libraries' runtime packages (OpenSSL 3, SQLite, libpq,
-# libmicrohttpd), and libcurl, which Foundation's URLSession (OCSP revocation checks) loads once the
-# Swift runtime is linked in; nothing else.
+# Runtime stage: the five C libraries' runtime packages (OpenSSL 3, SQLite, libpq,
+# libmicrohttpd, and libcurl, which the outbound HTTP client, HTTPClient, links); nothing else.
 FROM debian:bookworm-slim
 ARG RUNTIME_PACKAGES="libssl3 libsqlite3-0 libpq5 libmicrohttpd12 libcurl4"
 RUN apt-get update \

@@ -33,24 +33,29 @@ let package = Package(
             name: "CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+        .systemLibrary(
             name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]),
 
         // Wraps COpenSSL: digests, HMAC, ECDSA P-256, X.509, OCSP, certificate minting.
         .target(name: "EntitledCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
-        // Apple's wire formats and the JWS / X.509 verifier.
-        .target(name: "AppStore", dependencies: ["EntitledCrypto"], swiftSettings: swiftSettings),
-        // The App Store Server API client: JWT auth, retries, every endpoint, verified answers; the
-        // one outbound HTTP client (URLSession) of the server.
+        // Wraps CCurl: the one outbound HTTP client (byte cap, total deadline, no redirects) behind
+        // the `OutboundHTTP` protocol; webhooks, the Server API client and OCSP all call out through it.
+        .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: swiftSettings),
+        // Apple's wire formats and the JWS / X.509 verifier (HTTPClient: OCSP revocation checks).
+        .target(name: "AppStore", dependencies: ["EntitledCrypto", "HTTPClient"], swiftSettings: swiftSettings),
+        // The App Store Server API client: JWT auth, retries, every endpoint, verified answers.
         .target(
-            name: "AppStoreServerAPI", dependencies: ["AppStore", "EntitledCrypto"], swiftSettings: swiftSettings),
+            name: "AppStoreServerAPI", dependencies: ["AppStore", "EntitledCrypto", "HTTPClient"], swiftSettings: swiftSettings),
         // A test certificate authority and JWS signer for tests, benchmarks and the simulator.
         .target(
             name: "AppStoreTesting", dependencies: ["AppStore", "EntitledCrypto"],
             swiftSettings: swiftSettings),
         // A local fake App Store: virtual clock, catalog, customers, signed V2 notifications, delivery, control API.
         .target(
-            name: "AppStoreSimulator", dependencies: ["AppStore", "AppStoreTesting", "HTTPServer", "EntitledCrypto"],
+            name: "AppStoreSimulator", dependencies: ["AppStore", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto"],
             swiftSettings: swiftSettings),
         // The pure domain core: facts + policy + now -> customer state. No I/O, no clock, no C.
         .target(name: "Entitlements", swiftSettings: swiftSettings),
@@ -69,23 +74,25 @@ let package = Package(
         // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
             name: "EntitledServer",
-            dependencies: ["AppStore", "AppStoreServerAPI", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig"],
+            dependencies: [
+                "AppStore", "AppStoreServerAPI", "HTTPClient", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig",
+            ],
             swiftSettings: swiftSettings),
         // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes;
         // `entitled simulate`'s runner.
         .target(
             name: "EntitledDev",
             dependencies: [
-                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "Entitlements", "Storage", "AppStoreSimulator",
-                "EntitledCrypto",
+                "EntitledServer", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "Entitlements", "Storage",
+                "AppStoreSimulator", "EntitledCrypto",
             ],
             swiftSettings: swiftSettings),
         // `entitled bench`'s benchmarks (the command parses their options).
         .target(
             name: "EntitledBenchmarks",
             dependencies: [
-                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
-                "EntitledCrypto",
+                "EntitledServer", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting", "Entitlements",
+                "Storage", "EntitledCrypto",
             ],
             swiftSettings: swiftSettings),
         // The command-line tool: command parsing and help; the targets above do the work.
@@ -117,20 +124,24 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AppStoreSimulatorTests",
-            dependencies: ["AppStoreSimulator", "AppStore", "AppStoreTesting", "HTTPServer", "EntitledCrypto"],
+            dependencies: ["AppStoreSimulator", "AppStore", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto"],
             exclude: ["Fixtures"], swiftSettings: swiftSettings),
         .testTarget(
             name: "AppStoreServerAPITests",
-            dependencies: ["AppStoreServerAPI", "AppStore", "AppStoreSimulator", "AppStoreTesting", "HTTPServer", "EntitledCrypto"],
+            dependencies: [
+                "AppStoreServerAPI", "AppStore", "AppStoreSimulator", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto",
+            ],
             swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
+        // The outbound client against hostile servers on loopback (endless, trickling, redirecting).
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: swiftSettings),
         .testTarget(
             name: "EntitledTests",
             dependencies: [
-                "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreTesting", "Entitlements", "Storage",
-                "AppStoreSimulator", "EntitledDev",
+                "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
+                "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),
         // EntitledKit against a real server and the simulator over loopback (the tests may use the

@@ -25,8 +25,8 @@ fi
 
 case "$(uname -s)" in
   Linux)
-    # libcurl4-openssl-dev: Foundation's URLSession links libcurl; a --static-swift-stdlib build
-    # (scripts/docker-equivalent-build.sh, the Dockerfile) needs its development library.
+    # libcurl4-openssl-dev: the CCurl system library (HTTPClient, every outbound call) links libcurl
+    # (and a --static-swift-stdlib build links Foundation's networking, which needs it too).
     packages=(pkg-config libssl-dev libsqlite3-dev zlib1g-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev)
     # postgresql: the storage suites' throwaway cluster; chromium: the console's browser test
     # (scripts/console-browser-test.sh) runs it headless; wrk: the HTTP benchmarks; python3: the

@@ -1,10 +1,7 @@
 import EntitledCrypto
 import Foundation
+import HTTPClient
 import Synchronization
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// Checks that a certificate has not been revoked (online mode).
 public protocol RevocationChecker: Sendable {
@@ -27,32 +24,31 @@ public protocol OCSPTransport: Sendable {
     func post(_ request: [UInt8], to url: String) async throws -> [UInt8]
 }
 
-/// OCSP over HTTP POST with `URLSession`.
-public struct URLSessionOCSPTransport: OCSPTransport {
-    /// Seconds to wait for the responder.
+/// OCSP over HTTP POST through ``OutboundHTTP`` (``CurlHTTP`` by default).
+public struct HTTPOCSPTransport: OCSPTransport {
+    /// Seconds the whole exchange may take.
     public var timeout: Double
+    let http: any OutboundHTTP
 
-    /// - Parameter timeout: seconds to wait for the responder (default 10).
-    public init(timeout: Double = 10) { self.timeout = timeout }
+    /// - Parameters:
+    ///   - timeout: seconds the whole exchange may take (default 10).
+    ///   - http: the client; by default one accepting answers up to 1 MiB (OCSP answers are a few KiB).
+    public init(timeout: Double = 10, http: any OutboundHTTP = CurlHTTP(maxResponseBytes: 1 << 20)) {
+        self.timeout = timeout
+        self.http = http
+    }
 
     public func post(_ request: [UInt8], to url: String) async throws -> [UInt8] {
         guard let endpoint = URL(string: url), endpoint.scheme == "http" || endpoint.scheme == "https" else {
-            throw URLError(.badURL)
+            throw OutboundHTTPError(message: "not an http URL: \(url)", kind: .invalidRequest)
         }
-        var urlRequest = URLRequest(url: endpoint, timeoutInterval: timeout)
-        urlRequest.httpMethod = "POST"
-        urlRequest.setValue("application/ocsp-request", forHTTPHeaderField: "Content-Type")
-        urlRequest.setValue("application/ocsp-response", forHTTPHeaderField: "Accept")
-        urlRequest.httpBody = Data(request)
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        let session = URLSession(configuration: configuration)
-        defer { session.finishTasksAndInvalidate() }
-        let (data, response) = try await session.data(for: urlRequest)
-        guard let http = response as? HTTPURLResponse, http.statusCode == 200 else {
-            throw URLError(.badServerResponse)
-        }
-        return Array(data)
+        let response = try await http.send(
+            OutboundRequest(
+                method: "POST", url: endpoint,
+                headers: ["Content-Type": "application/ocsp-request", "Accept": "application/ocsp-response"], body: request,
+                timeoutSeconds: timeout))
+        guard response.status == 200 else { throw OutboundHTTPError(message: "HTTP \(response.status)") }
+        return response.body
     }
 }
 
@@ -78,7 +74,7 @@ public final class OCSPRevocationChecker: RevocationChecker {
     ///   - timeToLive: milliseconds an answer is reused at most (default 15 minutes).
     ///   - responderURLOverride: a responder for every certificate, instead of the one each names.
     public init(
-        transport: any OCSPTransport = URLSessionOCSPTransport(), timeToLive: Int64 = 15 * 60 * 1000,
+        transport: any OCSPTransport = HTTPOCSPTransport(), timeToLive: Int64 = 15 * 60 * 1000,
         responderURLOverride: String? = nil
     ) {
         self.transport = transport

@@ -136,7 +136,7 @@ public final class SignedDataVerifier: Sendable {
     /// - Parameters:
     ///   - configuration: roots, app identity, environments, mode.
     ///   - clock: the source of now (cache expiry; validity in `.clockTime`/`.online`, or offline without `signedDate`).
-    ///   - revocationChecker: used in `.online` mode; defaults to OCSP over `URLSession`.
+    ///   - revocationChecker: used in `.online` mode; defaults to OCSP over ``HTTPOCSPTransport``.
     ///   - chainCache: where verified chains are remembered.
     ///   - codec: decodes the payloads (``JSONCodec``).
     /// - Throws: `INVALID_CERTIFICATE` when a configured root is not a certificate.

@@ -1,6 +1,7 @@
 import AppStore
 import EntitledCrypto
 import Foundation
+import HTTPClient
 
 /// A client of Apple's App Store Server API for one app.
 ///
@@ -58,7 +59,7 @@ public final class AppStoreServerAPIClient: Sendable {
     ///
     /// - Parameters:
     ///   - verifier: the app's verifier; it must accept the environments called.
-    ///   - transport: ``URLSessionHTTP`` in production, a fake in tests.
+    ///   - transport: ``CurlHTTP`` in production, a fake in tests.
     ///   - clock: times the tokens.
     ///   - sleeper: waits between retries.
     ///   - random: values in `0..<1` for the backoff's jitter.
@@ -109,6 +110,10 @@ public final class AppStoreServerAPIClient: Sendable {
             do {
                 let response = try await transport.send(request)
                 if (200..<300).contains(response.status) { return response }
+                // Never followed (the transport does not): the bearer token stays with the configured origin.
+                if (300..<400).contains(response.status) {
+                    throw ServerAPIError.invalidResponse(message: "redirect (\(response.status)) not followed")
+                }
                 if response.status == 401 {
                     tokens.invalidate()
                     throw ServerAPIError.unauthorized(bundleId: tokens.credentials.bundleId, keyId: tokens.credentials.keyId)
@@ -116,6 +121,8 @@ public final class AppStoreServerAPIClient: Sendable {
                 failure = Self.appleError(response)
                 if response.status == 429 { retryAfter = policy.retryAfterMilliseconds(response.headers["retry-after"]) }
             } catch let error as OutboundHTTPError {
+                // An oversized answer is not a passing fault: asking again would only fetch it again.
+                if error.kind == .tooLarge { throw ServerAPIError.invalidResponse(message: error.message) }
                 failure = .network(message: error.message)
             } catch let error as ServerAPIError {
                 throw error

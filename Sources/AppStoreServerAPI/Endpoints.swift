@@ -5,7 +5,8 @@ import AppStore
 /// `environment` nil means the configured environment, with the Sandbox fallback for transaction
 /// lookups; pass one to ask exactly that environment (the next page of a Sandbox answer, say).
 extension AppStoreServerAPIClient {
-    /// The most pages a `…AllPages` helper follows before failing (a loop guard: 1000 pages of 20).
+    /// The most pages a `…AllPages` helper follows before failing (1000 pages of 20); a repeated
+    /// `revision` fails at once (``PageTrail``).
     public static let maxPages = 1000
 
     // MARK: Transactions
@@ -42,14 +43,12 @@ extension AppStoreServerAPIClient {
     public func transactionHistoryAllPages(
         _ transactionId: String, query: TransactionHistoryQuery = TransactionHistoryQuery(), environment: AppStoreEnvironment? = nil
     ) async throws(ServerAPIError) -> [Signed<JWSTransactionDecodedPayload>] {
+        var trail = PageTrail(maxPages: Self.maxPages)
         var page = try await transactionHistory(transactionId, query: query, environment: environment)
         var all = page.transactions
-        var pages = 1
-        while page.hasMore, let revision = page.revision {
-            guard pages < Self.maxPages else { throw .invalidResponse(message: "more than \(Self.maxPages) pages of history") }
+        while let revision = try trail.next(hasMore: page.hasMore, token: page.revision) {
             page = try await transactionHistory(transactionId, revision: revision, query: query, environment: page.environment)
             all += page.transactions
-            pages += 1
         }
         return all
     }
@@ -74,6 +73,20 @@ extension AppStoreServerAPIClient {
         return TransactionPage(
             transactions: try await verified(response.signedTransactions), revision: response.revision,
             hasMore: response.hasMore ?? false, environment: served)
+    }
+
+    /// Every page of Get Refund History, in order.
+    public func refundHistoryAllPages(
+        _ transactionId: String, environment: AppStoreEnvironment? = nil
+    ) async throws(ServerAPIError) -> [Signed<JWSTransactionDecodedPayload>] {
+        var trail = PageTrail(maxPages: Self.maxPages)
+        var page = try await refundHistory(transactionId, environment: environment)
+        var all = page.transactions
+        while let revision = try trail.next(hasMore: page.hasMore, token: page.revision) {
+            page = try await refundHistory(transactionId, revision: revision, environment: page.environment)
+            all += page.transactions
+        }
+        return all
     }
 
     /// Get App Transaction Info: `GET /inApps/v1/transactions/appTransactions/{transactionId}`.
@@ -199,13 +212,22 @@ extension AppStoreServerAPIClient {
             NotificationHistoryResponse.self,
             from: try await send("POST", "/inApps/v1/notifications/history", query: query, body: body, environment: environment))
         var notifications: [HistoricalNotification] = []
+        var unverified: [UnverifiedNotification] = []
         for item in response.notificationHistory ?? [] {
-            guard let jws = item.signedPayload else { throw .invalidResponse(message: "a history item has no signedPayload") }
-            notifications.append(
-                HistoricalNotification(notification: try await verified(jws), sendAttempts: item.sendAttempts ?? []))
+            // One item that does not verify is set aside; the rest of the page is still usable.
+            guard let jws = item.signedPayload else {
+                unverified.append(UnverifiedNotification(signedPayload: "", error: .invalidResponse(message: "a history item has no signedPayload")))
+                continue
+            }
+            do throws(ServerAPIError) {
+                notifications.append(HistoricalNotification(notification: try await verified(jws), sendAttempts: item.sendAttempts ?? []))
+            } catch {
+                unverified.append(UnverifiedNotification(signedPayload: jws, error: error))
+            }
         }
         return NotificationHistoryPage(
-            notifications: notifications, paginationToken: response.paginationToken, hasMore: response.hasMore ?? false)
+            notifications: notifications, unverified: unverified, paginationToken: response.paginationToken,
+            hasMore: response.hasMore ?? false)
     }
 
     /// Request a Test Notification: `POST /inApps/v1/notifications/test`; returns the token to check it with.

@@ -42,9 +42,19 @@ public struct HistoricalNotification: Sendable {
     public var sendAttempts: [SendAttemptItem]
 }
 
+/// A history item whose signed payload did not verify (or was missing: then `signedPayload` is empty).
+public struct UnverifiedNotification: Sendable {
+    public var signedPayload: String
+    /// Why it was not used.
+    public var error: ServerAPIError
+}
+
 /// One page of Get Notification History.
 public struct NotificationHistoryPage: Sendable {
+    /// The items that verified, in Apple's order.
     public var notifications: [HistoricalNotification]
+    /// The items that did not: one bad item does not spoil the page.
+    public var unverified: [UnverifiedNotification]
     /// Pass back for the next page; nil on the last page.
     public var paginationToken: String?
     public var hasMore: Bool

@@ -2,10 +2,6 @@ import AppStore
 import Foundation
 import Synchronization
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
 /// Posts with up to `concurrency` requests in flight and counts outcomes; `post` returns as soon as a slot
 /// is free (the real outcome is counted, not returned), so the simulation is not paced by the server.
 public actor LoadTransport: NotificationTransport {

@@ -1,9 +1,6 @@
 import AppStore
 import Foundation
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
+import HTTPClient
 
 /// What one delivery attempt came back with.
 public enum TransportOutcome: Sendable, Hashable {
@@ -25,34 +22,29 @@ public protocol NotificationTransport: Sendable {
     func post(_ body: [UInt8]) async -> TransportOutcome
 }
 
-/// Posts over HTTP(S) with `URLSession` (FoundationNetworking on Linux).
-public struct URLSessionTransport: NotificationTransport {
+/// Posts over HTTP(S) through ``OutboundHTTP`` (``CurlHTTP`` unless given another).
+public struct HTTPNotificationTransport: NotificationTransport {
     /// The notification URL.
     public var url: URL
     /// Seconds before an attempt counts as timed out.
     public var timeout: TimeInterval
+    let http: any OutboundHTTP
 
     /// Posts to `url`, giving up on an attempt after `timeout` seconds.
-    public init(url: URL, timeout: TimeInterval = 10) {
+    public init(url: URL, timeout: TimeInterval = 10, http: any OutboundHTTP = CurlHTTP()) {
         self.url = url
         self.timeout = timeout
+        self.http = http
     }
 
     /// POSTs `body` as `application/json`; any HTTP answer is a status, anything else a failure.
     public func post(_ body: [UInt8]) async -> TransportOutcome {
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = Data(body)
-        return await withCheckedContinuation { continuation in
-            let task = URLSession.shared.dataTask(with: request) { _, response, error in
-                if let http = response as? HTTPURLResponse {
-                    continuation.resume(returning: .status(http.statusCode))
-                } else {
-                    continuation.resume(returning: .failure(error.map { "\($0.localizedDescription)" } ?? "no response"))
-                }
-            }
-            task.resume()
+        let request = OutboundRequest(
+            method: "POST", url: url, headers: ["Content-Type": "application/json"], body: body, timeoutSeconds: timeout)
+        do throws(OutboundHTTPError) {
+            return .status(try await http.send(request).status)
+        } catch {
+            return .failure(error.message)
         }
     }
 }

@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import EntitledConfig
 import EntitledServer
 import Foundation
+import HTTPClient
 import HTTPServer
 import Storage
 import Synchronization
@@ -81,7 +82,7 @@ extension APIBenchmark {
         defer { releasing?.cancel() }
         let dispatcher = WebhookDispatcher(
             endpoints: configuration.webhooks, store: deliveries,
-            transport: URLSessionHTTP(maxConnectionsPerHost: WebhookDispatcher.maxInFlightPerEndpoint), clock: SystemClock(),
+            transport: CurlHTTP(), clock: SystemClock(),
             bell: ledger.events)
         try await dispatcher.runDue()  // the endpoint is known from here: the events below are its
         let running = Task { await dispatcher.run() }

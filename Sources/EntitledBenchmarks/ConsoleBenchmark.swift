@@ -3,9 +3,7 @@ import EntitledConfig
 import EntitledServer
 import Entitlements
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import HTTPClient
 import HTTPServer
 import Storage
 
@@ -60,18 +58,17 @@ public enum ConsoleBenchmark {
             return String(format: "%04d-%02d-%02d", Int(y), Int(m), Int(dd))
         }
         let url = URL(string: "http://127.0.0.1:\(server.port)/v1/metrics/overview?from=\(day(from))&to=\(day(to))&interval=day")!
-        var request = URLRequest(url: url)
-        request.setValue("Bearer \(secret)", forHTTPHeaderField: "Authorization")
-        let session = URLSession(configuration: .ephemeral)
+        let request = OutboundRequest(method: "GET", url: url, headers: ["Authorization": "Bearer \(secret)"])
+        let client = CurlHTTP()
         var samples: [Double] = []
         var points = 0
         for index in 0..<(options.requests + 10) {
             let begin = ContinuousClock.now
-            let (data, response) = try await session.data(for: request)
+            let response = try await client.send(request)
             let elapsed = seconds(ContinuousClock.now - begin) * 1000
-            guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw BenchmarkError("overview answered \(response)") }
+            guard response.status == 200 else { throw BenchmarkError("overview answered \(response.status)") }
             if index == 0 {
-                let body = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+                let body = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
                 points = (body?["series"] as? [Any])?.count ?? 0
             }
             if index >= 10 { samples.append(elapsed) }  // the first ones warm the connection and the page cache

@@ -100,7 +100,7 @@ public enum DevEnvironment {
         }
         let notificationsURL = URL(string: "http://\(configuration.listen.host):\(server.port)/v1/apple/notifications")!
         let simulator = Simulator(
-            catalog: catalog, ca: ca, clock: clock, transport: URLSessionTransport(url: notificationsURL))
+            catalog: catalog, ca: ca, clock: clock, transport: HTTPNotificationTransport(url: notificationsURL))
         if let saved {
             do {
                 try await simulator.restore(saved.simulator)

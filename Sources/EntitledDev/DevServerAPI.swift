@@ -3,6 +3,7 @@ import AppStoreSimulator
 import EntitledConfig
 import EntitledCrypto
 import Foundation
+import HTTPClient
 import Synchronization
 
 /// `entitled dev`'s App Store Server API: the simulator's fake (``FakeServerAPI``) on the control
@@ -41,7 +42,7 @@ struct DevServerAPI {
     final class Redirect: OutboundHTTP {
         private let placeholder = DevServerAPI.placeholder
         private let target = Mutex<URLComponents?>(nil)
-        private let http = URLSessionHTTP()
+        private let http = CurlHTTP()
 
         func point(at url: URL) {
             target.withLock { $0 = URLComponents(url: url, resolvingAgainstBaseURL: false) }

@@ -123,13 +123,13 @@ public enum SimulateRunner {
         if let load = options.load {
             let result = try await LoadBenchmark.run(
                 customers: load.customers, months: load.months, catalog: catalog, ca: ca, start: start,
-                transport: URLSessionTransport(url: load.url), concurrency: load.concurrency)
+                transport: HTTPNotificationTransport(url: load.url), concurrency: load.concurrency)
             output.line(result.description)
             return
         }
         let simulator = Simulator(
             catalog: catalog, environment: options.environment, ca: ca, clock: VirtualClock(milliseconds: start),
-            transport: options.target.map { URLSessionTransport(url: $0) }, v1SharedSecret: options.v1SharedSecret)
+            transport: options.target.map { HTTPNotificationTransport(url: $0) }, v1SharedSecret: options.v1SharedSecret)
         if let renewalRate = options.renewalRate {
             var request = ActionRequest("renewalRate")
             request.rate = renewalRate.rawValue

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import EntitledConfig
 import Foundation
+import HTTPClient
 import HTTPServer
 import Storage
 
@@ -77,7 +78,7 @@ public struct Application: Sendable {
         if !configuration.webhooks.isEmpty, let deliveries = ledger.store as? any WebhookDeliveryStore {
             webhooks = WebhookDispatcher(
                 endpoints: configuration.webhooks, store: deliveries,
-                transport: webhookTransport ?? URLSessionHTTP(maxConnectionsPerHost: WebhookDispatcher.maxInFlightPerEndpoint),
+                transport: webhookTransport ?? CurlHTTP(),
                 clock: clock, bell: ledger.events, metrics: metrics)
         } else {
             webhooks = nil

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import EntitledConfig
 import EntitledCrypto
+import HTTPClient
 import HTTPServer
 import Storage
 
@@ -56,7 +57,7 @@ public enum StartupError: Error, CustomStringConvertible {
 ///     `ledgerObserver`). Its projection gauges are set from the store's counts.
 ///   - fastPaths: The fast paths' switch (``FastPaths``): the verifier's codec and the projection
 ///     cache the ledger and the API share. Callers read it from `ENTITLED_FAST_PATHS`.
-///   - outbound: How the App Store Server API and webhook endpoints are called; nil: ``URLSessionHTTP``
+///   - outbound: How the App Store Server API and webhook endpoints are called; nil: ``CurlHTTP``
 ///     (tests inject one).
 ///   - apiSleeper: Waits between the API client's retries (tests and virtual time inject one).
 /// - Throws: ``StartupError``.
@@ -130,7 +131,7 @@ func buildServerAPIClients(
     } catch {
         throw .configuration("configuration: \(error.description)")
     }
-    let transport = outbound ?? URLSessionHTTP()
+    let transport = outbound ?? CurlHTTP()
     var clients: [String: AppStoreServerAPIClient] = [:]
     for app in apps {
         let settings = app.serverAPI!

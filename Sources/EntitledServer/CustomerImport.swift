@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import EntitledConfig
 import Foundation
+import HTTPClient
 import Storage
 
 /// `entitled import`: links existing customers to their App Store purchases. Each line names a

@@ -70,8 +70,10 @@ public struct Reconciler: Sendable {
     public static let historyLimitMilliseconds: Int64 = 180 * 86_400_000
     /// How long a lease lasts without renewal (renewed at every page).
     public static let leaseMilliseconds: Int64 = 15 * 60_000
-    /// Pages read per window at most (a loop guard; 20 notifications per page).
-    public static let maxPages = 100_000
+    /// Pages read per window at most (20 notifications per page: 200,000 notifications). A window
+    /// that holds more, or a history whose pagination token repeats, fails the pass with the
+    /// watermark unmoved; smaller windows (`entitled reconcile --since/--until`) get through.
+    public static let maxPages = 10_000
 
     public let bundleId: String
     /// Production and/or Sandbox: where the app's notifications come from.
@@ -86,11 +88,13 @@ public struct Reconciler: Sendable {
     let owner: String
     /// Where passes and the watermark are reported, if anywhere.
     let metrics: ServerMetrics?
+    /// Pages read per window at most (``maxPages`` unless a test sets fewer).
+    let pageLimit: Int
 
     public init(
         bundleId: String, environments: [AppStoreEnvironment], everyMinutes: Int, client: AppStoreServerAPIClient,
         ingest: NotificationIngest, state: any ReconcileStateStore, clock: any EpochClock, owner: String = UUID().uuidString,
-        metrics: ServerMetrics? = nil
+        metrics: ServerMetrics? = nil, pageLimit: Int = Reconciler.maxPages
     ) {
         self.bundleId = bundleId
         self.environments = environments
@@ -101,6 +105,7 @@ public struct Reconciler: Sendable {
         self.clock = clock
         self.owner = owner
         self.metrics = metrics
+        self.pageLimit = pageLimit
     }
 
     /// One pass over each environment. `since` and `until` (epoch ms) replace the window's start
@@ -161,6 +166,7 @@ public struct Reconciler: Sendable {
         do throws(ReconcileError) {
             let request = NotificationHistoryRequest(startDate: start, endDate: end)
             var token: String?
+            var trail = PageTrail(maxPages: pageLimit)
             repeat {
                 let page: NotificationHistoryPage
                 do throws(ServerAPIError) {
@@ -169,10 +175,12 @@ public struct Reconciler: Sendable {
                     throw ReconcileError.api(error)
                 }
                 report.pages += 1
-                for item in page.notifications {
+                // Items that failed the client's verification go through the ingest too: it refuses
+                // them again and records each as rejected, and the rest of the window goes on.
+                for signedPayload in page.notifications.map(\.notification.jws) + page.unverified.map(\.signedPayload) {
                     report.notifications += 1
                     do throws(NotificationIngest.Failure) {
-                        switch try await ingest.ingest(signedPayload: item.notification.jws, source: .reconcile) {
+                        switch try await ingest.ingest(signedPayload: signedPayload, source: .reconcile) {
                         case .accepted: report.new += 1
                         case .duplicate: report.duplicates += 1
                         }
@@ -183,9 +191,12 @@ public struct Reconciler: Sendable {
                         }
                     }
                 }
-                token = page.hasMore ? page.paginationToken : nil
+                do throws(ServerAPIError) {
+                    token = try trail.next(hasMore: page.hasMore, token: page.paginationToken)
+                } catch {
+                    throw ReconcileError.api(error)
+                }
                 if token != nil {
-                    guard report.pages < Self.maxPages else { throw ReconcileError.api(.invalidResponse(message: "endless history")) }
                     guard case .acquired = try await lease(key, now: clock.nowMilliseconds()) else { throw ReconcileError.leaseLost(key) }
                 }
             } while token != nil

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import EntitledConfig
 import Foundation
+import HTTPClient
 import HTTPServer
 import Storage
 import Synchronization

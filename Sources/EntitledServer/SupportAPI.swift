@@ -143,15 +143,7 @@ extension API {
 
     /// Every page of Apple's refund history of `otid`.
     private func refundHistory(_ otid: String, client: AppStoreServerAPIClient) async throws -> [JWSTransactionDecodedPayload] {
-        var refunds: [JWSTransactionDecodedPayload] = []
-        var revision: String?
-        for _ in 0..<AppStoreServerAPIClient.maxPages {
-            let page = try await apple { () async throws(ServerAPIError) in try await client.refundHistory(otid, revision: revision) }
-            refunds += page.transactions.map(\.payload)
-            guard page.hasMore, let next = page.revision else { break }
-            revision = next
-        }
-        return refunds
+        try await apple { () async throws(ServerAPIError) in try await client.refundHistoryAllPages(otid) }.map(\.payload)
     }
 
     /// The body of the extend endpoints: Apple's limits checked here, before anything is sent.

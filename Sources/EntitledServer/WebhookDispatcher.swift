@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import EntitledConfig
 import Foundation
+import HTTPClient
 import Storage
 
 /// Delivers outbox events to the configured webhook endpoints, at least once, signed (Standard
@@ -11,10 +12,11 @@ import Storage
 /// out into deliveries, then claims due ones under a lease (so several servers on one PostgreSQL
 /// never attempt one delivery at once, and a crashed process's claims come back when their lease
 /// expires), posts them through ``OutboundHTTP`` with at most ``maxInFlightPerEndpoint`` at once per
-/// endpoint, and records each outcome: 2xx is delivered; anything else, or no answer within
-/// `timeoutSeconds`, is retried after the endpoint's `retryScheduleSeconds` (plus up to 10 %
+/// endpoint, and records each outcome: 2xx is delivered; anything else (a 3xx too: redirects are
+/// never followed), or no answer within `timeoutSeconds`, is retried after the endpoint's `retryScheduleSeconds` (plus up to 10 %
 /// jitter; the last wait repeats) until `maxRetryHours` after the first attempt, then failed.
-/// Nothing here runs inside an ingest or a read: a slow endpoint only slows its own deliveries.
+/// Nothing here runs inside an ingest or a read, and each endpoint passes on its own: a slow
+/// endpoint only slows its own deliveries.
 public final class WebhookDispatcher: Sendable {
     /// Attempts in flight at once per endpoint.
     public static let maxInFlightPerEndpoint = 8
@@ -81,15 +83,34 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// Passes until the task is cancelled, waiting between them for a commit (or ``idleWait``).
+    ///
+    /// Each endpoint passes on its own: an endpoint that hangs until its timeout holds up only its
+    /// own deliveries, never another endpoint's.
     public func run() async {
-        while !Task.isCancelled {
-            do {
-                try await runDue()
-                try await updateBacklog()
-            } catch {
-                ServerLog.event("webhook deliveries could not be read", ["error": "\(error)"], level: .error)
+        await withTaskGroup(of: Void.self) { group in
+            for (index, endpoint) in endpoints.enumerated() {
+                group.addTask {
+                    while !Task.isCancelled {
+                        do {
+                            _ = try await self.runDue(endpoint, label: String(index))
+                        } catch {
+                            ServerLog.event("webhook deliveries could not be read", ["endpoint": String(index), "error": "\(error)"], level: .error)
+                        }
+                        await self.bell.wait(timeout: Self.idleWait)
+                    }
+                }
             }
-            await bell.wait(timeout: Self.idleWait)
+            guard metrics != nil else { return }
+            group.addTask {
+                while !Task.isCancelled {
+                    do {
+                        try await self.updateBacklog()
+                    } catch {
+                        ServerLog.event("webhook backlog could not be read", ["error": "\(error)"], level: .error)
+                    }
+                    try? await Task.sleep(for: Self.idleWait)
+                }
+            }
         }
     }
 
@@ -101,15 +122,19 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
+    /// One pass over `endpoint`: fan out, then attempt due deliveries until none is left. While
+    /// attempts are in flight, new events (a commit rings ``bell``, or ``idleWait`` passes) are fanned
+    /// out and claimed into the free room, so one slow attempt does not hold up other customers.
     private func runDue(_ endpoint: WebhookEndpoint, label: String) async throws -> Report {
         let key = endpoint.url.absoluteString
-        while try await store.fanOut(endpoint: key, wants: { endpoint.wants(type: $0, environment: $1) }, limit: Self.fanOutBatch, now: clock.nowMilliseconds())
-            == Self.fanOutBatch
-        {}
+        try await fanOut(endpoint)
         let lease = Int64(endpoint.timeoutSeconds) * 1000 + Self.leaseMarginMilliseconds
-        return try await withThrowingTaskGroup(of: (id: Int64, outcome: WebhookAttemptOutcome).self) { group in
+        // A child's result: an attempt that ended, or nil when the wait for new events did.
+        return try await withThrowingTaskGroup(of: (id: Int64, outcome: WebhookAttemptOutcome)?.self) { group in
+            defer { group.cancelAll() }
             var report = Report()
             var inFlight = 0
+            var waiting = false
             var finished: (id: Int64, outcome: WebhookAttemptOutcome)?
             while true {
                 // Claim as many as there is room for — recording the attempt that just ended in
@@ -119,14 +144,30 @@ public final class WebhookDispatcher: Sendable {
                 let claimed =
                     if let finished {
                         try await store.finishAndClaim(finished, endpoint: key, owner: owner, now: now, leaseUntil: now + lease, limit: room)
-                    } else {
+                    } else if room > 0 {
                         try await store.claimDeliveries(endpoint: key, owner: owner, now: now, leaseUntil: now + lease, limit: room)
+                    } else {
+                        [ClaimedDelivery]()
                     }
+                finished = nil
                 for claim in claimed {
                     inFlight += 1
                     group.addTask { (claim.delivery.id, await self.attempt(claim, to: endpoint, label: label)) }
                 }
-                guard inFlight > 0, let next = try await group.next() else { return report }
+                guard inFlight > 0 else { return report }
+                if !waiting {
+                    waiting = true
+                    group.addTask {
+                        await self.bell.wait(timeout: Self.idleWait)
+                        return nil
+                    }
+                }
+                guard let next = try await group.next() else { return report }
+                guard let next else {
+                    waiting = false
+                    try await fanOut(endpoint)
+                    continue
+                }
                 inFlight -= 1
                 finished = next
                 switch next.outcome {
@@ -136,6 +177,15 @@ public final class WebhookDispatcher: Sendable {
                 }
             }
         }
+    }
+
+    /// Copies the events `endpoint` has not seen into its deliveries.
+    private func fanOut(_ endpoint: WebhookEndpoint) async throws {
+        let key = endpoint.url.absoluteString
+        while try await store.fanOut(
+            endpoint: key, wants: { endpoint.wants(type: $0, environment: $1) }, limit: Self.fanOutBatch, now: clock.nowMilliseconds())
+            == Self.fanOutBatch
+        {}
     }
 
     /// One attempt: sign, post, decide the outcome (recorded by the caller).
@@ -157,6 +207,10 @@ public final class WebhookDispatcher: Sendable {
         switch answer {
         case .success(let response) where (200..<300).contains(response.status):
             outcome = .delivered(status: response.status)
+        case .success(let response) where (300..<400).contains(response.status):
+            // The transport never follows one: a re-sent or re-methoded body is not a delivery.
+            outcome = Self.afterFailure(
+                delivery, endpoint: endpoint, status: response.status, error: "redirect (\(response.status)) not followed", now: now)
         case .success(let response):
             outcome = Self.afterFailure(delivery, endpoint: endpoint, status: response.status, error: "HTTP \(response.status)", now: now)
         case .failure(let error):
@@ -202,13 +256,13 @@ public final class WebhookDispatcher: Sendable {
             }
             group.addTask {
                 try? await Task.sleep(for: limit)
-                return Task.isCancelled ? nil : .failure(OutboundHTTPError(message: "no answer within \(limit)", timedOut: true))
+                return Task.isCancelled ? nil : .failure(OutboundHTTPError(message: "no answer within \(limit)", kind: .timedOut))
             }
             defer { group.cancelAll() }
             while let next = await group.next() {
                 if let next { return next }
             }
-            return .failure(OutboundHTTPError(message: "cancelled"))
+            return .failure(OutboundHTTPError(message: "cancelled", kind: .cancelled))
         }
     }
 }

@@ -74,7 +74,9 @@ enum AppleModels {
             case "getAllSubscriptionStatusesResponse": _ = try await client.subscriptionStatuses("1")
             case "lookupOrderIdResponse": _ = try await client.lookUpOrderId("MTV1")
             case "getNotificationHistoryResponse":
-                _ = try await client.notificationHistory(NotificationHistoryRequest(startDate: 0, endDate: 1))
+                // A page keeps what verifies and sets each other item aside with its error.
+                let page = try await client.notificationHistory(NotificationHistoryRequest(startDate: 0, endDate: 1))
+                if let first = page.unverified.first { throw first.error }
             default: _ = try await client.testNotificationStatus("t")
             }
         }

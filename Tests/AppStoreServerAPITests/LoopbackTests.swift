@@ -3,10 +3,11 @@ import AppStoreServerAPI
 import AppStoreSimulator
 import EntitledCrypto
 import Foundation
+import HTTPClient
 import HTTPServer
 import Testing
 
-/// The simulator's fake Server API on a loopback port, and a client of it over ``URLSessionHTTP``.
+/// The simulator's fake Server API on a loopback port, and a client of it over ``CurlHTTP``.
 struct FakeAppleOnLoopback {
     let simulator: Simulator
     let server: HTTPServer
@@ -47,7 +48,7 @@ struct FakeAppleOnLoopback {
         AppStoreServerAPIClient(
             credentials: ServerAPICredentials(bundleId: bundleId, keyId: "ABC123DEFG", issuerId: issuerId, privateKey: key ?? self.key),
             settings: .init(environment: verifier.configuration.environments.first!, baseURL: baseURL, timeoutSeconds: 10),
-            verifier: verifier, transport: URLSessionHTTP(), clock: simulator.clock, sleeper: sleeper)
+            verifier: verifier, transport: CurlHTTP(), clock: simulator.clock, sleeper: sleeper)
     }
 
     func act(_ action: String, customer: String, product: String? = nil) async throws {

@@ -3,6 +3,7 @@ import AppStoreServerAPI
 import AppStoreSimulator
 import EntitledCrypto
 import Foundation
+import HTTPClient
 import Synchronization
 import Testing
 

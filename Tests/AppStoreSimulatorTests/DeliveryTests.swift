@@ -173,7 +173,7 @@ func startServer(_ router: Router) throws -> HTTPServer {
         let ca = try SimulatorCA.ephemeral()
         let simulator = Simulator(
             catalog: testCatalog(), environment: .production, ca: ca, clock: VirtualClock(milliseconds: start),
-            transport: URLSessionTransport(url: URL(string: "http://127.0.0.1:\(receiver.port)/apple")!))
+            transport: HTTPNotificationTransport(url: URL(string: "http://127.0.0.1:\(receiver.port)/apple")!))
         let control = try startServer(ControlAPI.router(for: simulator))
         let base = "http://127.0.0.1:\(control.port)"
         do {

@@ -244,7 +244,7 @@ struct OCSPTests {
         let setup = try LiveOCSPSetup()
         defer { setup.stop() }
         let other = try TestCertificateAuthority(options: .init(name: "Other"))
-        let responseForOther = try await URLSessionOCSPTransport().post(
+        let responseForOther = try await HTTPOCSPTransport().post(
             try OCSP.requestDER(for: setup.ca.leaf, issuer: setup.ca.intermediate), to: "http://127.0.0.1:\(setup.leafResponder.port)/")
         #expect(throws: CryptoError.self) {
             try OCSP.status(

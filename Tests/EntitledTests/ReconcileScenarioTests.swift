@@ -5,6 +5,7 @@ import EntitledConfig
 import EntitledCrypto
 import EntitledServer
 import Foundation
+import HTTPClient
 import HTTPServer
 import Storage
 import Synchronization
@@ -12,10 +13,10 @@ import Testing
 
 /// Posts to the server unless the server is "down" (then every attempt fails, as a refused connection).
 actor SwitchableTransport: NotificationTransport {
-    var target: URLSessionTransport?
+    var target: HTTPNotificationTransport?
     var down = false
 
-    func point(at url: URL) { target = URLSessionTransport(url: url) }
+    func point(at url: URL) { target = HTTPNotificationTransport(url: url) }
     func set(down: Bool) { self.down = down }
 
     func post(_ body: [UInt8]) async -> TransportOutcome {
@@ -50,7 +51,11 @@ struct ReconcileWorld {
     /// - Parameters:
     ///   - receiptRoot: when set, the app's `receiptRootCertificates` (receipt tests).
     ///   - storeURL: the ledger (default: a SQLite file in `folder`).
-    static func start(folder: URL, receiptRoot: [UInt8]? = nil, storeURL: String? = nil) async throws -> ReconcileWorld {
+    ///   - outbound: wraps the server's outbound client (a test that rewrites Apple's answers).
+    static func start(
+        folder: URL, receiptRoot: [UInt8]? = nil, storeURL: String? = nil,
+        outbound: (any OutboundHTTP) -> any OutboundHTTP = { $0 }
+    ) async throws -> ReconcileWorld {
         let ca = try SimulatorCA.ephemeral()
         let rootFile = folder.appendingPathComponent("root.der")
         try Data(ca.rootDER).write(to: rootFile)
@@ -93,7 +98,7 @@ struct ReconcileWorld {
         configuration.apps = [app]
         let store = try await openStore(url: storeURL ?? "sqlite:\(folder.path)/ledger.sqlite")
         let assembled = try await buildApplication(
-            configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths, outbound: URLSessionHTTP(),
+            configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths, outbound: outbound(CurlHTTP()),
             apiSleeper: NoWait())
         var settings = HTTPServer.Configuration()
         settings.port = 0
@@ -175,12 +180,13 @@ struct ReconcileWorld {
 
 @Suite(.serialized) struct ReconcileScenarioTests {
     static func withWorld<T>(
-        receiptRoot: [UInt8]? = nil, storeURL: String? = nil, _ body: (ReconcileWorld) async throws -> T
+        receiptRoot: [UInt8]? = nil, storeURL: String? = nil, outbound: (any OutboundHTTP) -> any OutboundHTTP = { $0 },
+        _ body: (ReconcileWorld) async throws -> T
     ) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-reconcile-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let world = try await ReconcileWorld.start(folder: folder, receiptRoot: receiptRoot, storeURL: storeURL)
+        let world = try await ReconcileWorld.start(folder: folder, receiptRoot: receiptRoot, storeURL: storeURL, outbound: outbound)
         do {
             let result = try await body(world)
             await world.close()

@@ -438,7 +438,7 @@ enum ScenarioRunner {
                 rng = SplitMix64(seed: seed)
             } else {
                 held = nil
-                transport = URLSessionTransport(url: URL(string: "http://127.0.0.1:\(server.port)\(path)")!)
+                transport = HTTPNotificationTransport(url: URL(string: "http://127.0.0.1:\(server.port)\(path)")!)
                 rng = SplitMix64(seed: 0)
             }
             simulator = Simulator(

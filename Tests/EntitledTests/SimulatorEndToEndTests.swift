@@ -56,7 +56,7 @@ import Testing
         let clock = AppStoreSimulator.VirtualClock(milliseconds: APIHarness.start)
         let store = try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite")
         let (server, ledger) = try await startServer(configuration: configuration, store: store, clock: clock)
-        let transport = URLSessionTransport(url: URL(string: "http://127.0.0.1:\(server.port)/v1/apple/notifications")!)
+        let transport = HTTPNotificationTransport(url: URL(string: "http://127.0.0.1:\(server.port)/v1/apple/notifications")!)
         let simulator = Simulator(catalog: catalog, ca: ca, clock: clock, transport: transport)
         do {
             try await body(World(simulator: simulator, port: server.port))

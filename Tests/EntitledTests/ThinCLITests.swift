@@ -11,7 +11,7 @@ import Testing
     /// What only a command's runner may do: bind servers, open stores, start simulators, wait for signals.
     static let runnerWork = [
         "HTTPServer(", "Simulator(", "openStore(", "buildApplication(", "TerminationSignals(", "SimulatorCA.", "LoadBenchmark.",
-        "URLSessionTransport(",
+        "HTTPNotificationTransport(",
     ]
 
     @Test func theCommandsOnlyParseAndCallALibrary() throws {

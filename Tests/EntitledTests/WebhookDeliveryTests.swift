@@ -34,13 +34,7 @@ import Testing
                 guard let receiver = box.withLock({ $0 }) else { return .text("not ready", status: 503) }
                 return receiver.receive(request)
             }
-            var settings = HTTPServer.Configuration()
-            settings.host = "127.0.0.1"
-            settings.port = 0
-            settings.accessLog = nil
-            settings.errorLog = nil
-            server = HTTPServer(configuration: settings, router: routes)
-            try server.start()
+            server = try HTTPServer.quietLoopback(routes)
             box.withLock { $0 = self }
         }
 
