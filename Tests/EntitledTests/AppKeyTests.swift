@@ -265,7 +265,7 @@ import Testing
     static func load(_ app: String, top: String = tokens, environment: [String: String] = [:]) throws(ConfigurationError)
         -> Configuration
     {
-        let json = #"{\#(top.isEmpty ? "" : top + ",") "apps": [{"bundleId": "com.example.app", "environments": ["Sandbox"], \#(app)}]}"#
+        let json = #"{\#(top.isEmpty ? "" : top + ",") "apps": [{"bundleId": "com.example.app", "environments": ["Sandbox"]\#(app.isEmpty ? "" : ", " + app)}]}"#
         return try ConfigurationLoader(environment: environment).parse(Data(json.utf8))
     }
 
