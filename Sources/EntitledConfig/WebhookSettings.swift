@@ -1,4 +1,5 @@
 import EntitledCrypto
+import Entitlements
 import Foundation
 
 /// One webhook endpoint (`webhooks[]`): where events are delivered, signed with its secret.
@@ -161,12 +162,6 @@ extension ConfigurationLoader {
         return value
     }
 
-    /// Every event type (docs/openapi.yaml lists them with examples).
-    public static let eventTypes: Set<String> = [
-        "subscription.started", "subscription.renewed", "subscription.product_changed", "subscription.auto_renew_disabled",
-        "subscription.auto_renew_enabled", "subscription.billing_issue", "subscription.recovered", "subscription.expired",
-        "subscription.refunded", "subscription.refund_reversed", "subscription.revoked", "subscription.extended",
-        "subscription.price_increase", "subscription.offer_redeemed", "purchase.completed", "purchase.refunded",
-        "customer.transferred", "customer.merged", "customer.deleted", "consumption.requested", "test",
-    ]
+    /// Every event type (the engine's vocabulary, ``EventType``; docs/events.md describes each).
+    public static let eventTypes: Set<String> = Set(EventType.allDocumented.map(\.rawValue))
 }
