@@ -122,7 +122,7 @@ extension ConfigurationLoader {
             endpoint.events = try value.array().compactMap { element in
                 problems.check { () throws(ConfigurationError) -> String in
                     let type = try element.string()
-                    guard type == "*" || Self.eventTypes.contains(type) else {
+                    guard type == "*" || EventType.allDocumented.contains(EventType(rawValue: type)) else {
                         throw ConfigurationError(path: element.path, message: "unknown event type '\(type)'")
                     }
                     return type
@@ -161,7 +161,4 @@ extension ConfigurationLoader {
         }
         return value
     }
-
-    /// Every event type (the engine's vocabulary, ``EventType``; docs/events.md describes each).
-    public static let eventTypes: Set<String> = Set(EventType.allDocumented.map(\.rawValue))
 }
