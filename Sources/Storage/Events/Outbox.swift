@@ -168,24 +168,28 @@ extension Ledger {
     /// whatever order the facts came in.
     func emitEvents(
         for customer: CustomerRecord, facts: [Fact], origins: [FactOrigin],
-        after: (projection: CustomerProjection, periods: [String: SubscriptionPeriod]), projector: any Projector,
+        after: CustomerProjection, projector: any Projector,
         cause: EventCause?, from earliest: Int64, now: Int64
     ) throws {
-        var found: [CustomerEvent] = []
+        var found: [(event: CustomerEvent, id: String)] = []
         for environment in Set(facts.map(\.environment)).sorted() {
-            found += eventTimeline(facts: facts, policy: projector.policy, now: now, environment: environment)
-                .filter { $0.basis >= earliest || $0.occurredAt > $0.basis }
+            for event in eventTimeline(facts: facts, policy: projector.policy, now: now, environment: environment)
+            where event.basis >= earliest || event.occurredAt > event.basis {
+                found.append((event, EventDerivation.eventID(appUserId: customer.appUserId, type: event.type.rawValue, key: event.identityKey)))
+            }
         }
+        // Those already in the outbox (a replay, a duplicate) need no answer or citation.
+        let known = try storedEventIDs(found.map(\.id))
+        found.removeAll { known.contains($0.id) }
         var citations: [Int64: EventCause.Citation] = [:]
         // A release carries, with each event, the answer of the facts it rests on, just after it
         // (whatever order they came in); a commit the answer after the commit.
         var answers: [[Int64]: [UInt8]] = [:]
         func answer(_ event: CustomerEvent) throws -> [UInt8] {
             let at = max(event.occurredAt, event.basis)
-            guard cause == nil, at < now || facts.contains(where: { $0.date > event.basis }) else { return after.projection.state }
+            guard cause == nil, at < now || facts.contains(where: { $0.date > event.basis }) else { return after.state }
             if let known = answers[[event.basis, at]] { return known }
-            let state = try projector.projectionAndPeriods(customer: customer, facts: facts.filter { $0.date <= event.basis }, now: at)
-                .projection.state
+            let state = try projector.projection(customer: customer, facts: facts.filter { $0.date <= event.basis }, now: at).state
             answers[[event.basis, at]] = state
             return state
         }
@@ -200,7 +204,7 @@ extension Ledger {
             }
         }
         // Several found at once (facts that came late): appended in the order they happened.
-        for event in found.sorted(by: CustomerEvent.happensBefore) {
+        for (event, id) in found.sorted(by: { CustomerEvent.happensBefore($0.event, $1.event) }) {
             let origin = origins.indices.contains(event.causeIndex) ? origins[event.causeIndex] : nil
             var citation: EventCause.Citation
             if let cause, fromCommit.contains(event.basis) {
@@ -217,14 +221,30 @@ extension Ledger {
             citation.transactionIds = [event.transactionId]
             insertEvent(
                 OutboxEvent(
-                    sequence: 0, id: EventDerivation.eventID(appUserId: customer.appUserId, type: event.type.rawValue,
-                                                             key: event.identityKey),
+                    sequence: 0, id: id,
                     type: event.type.rawValue, appUserId: customer.appUserId, appAccountToken: customer.appAccountToken,
                     environment: event.environment.rawValue, bundleId: origin?.bundleId ?? cause?.bundleId, productId: event.productId,
                     originalTransactionId: event.originalTransactionId, entitlements: event.entitlements, details: event.details,
                     cause: Self.json(citation), occurredAt: event.occurredAt, recordedAt: now, answer: try answer(event)),
                 customerID: customer.id)
         }
+    }
+
+    /// Which of `ids` the outbox holds (one query per 500).
+    private func storedEventIDs(_ ids: [String]) throws -> Set<String> {
+        var stored = Set<String>()
+        var start = 0
+        while start < ids.count {
+            let chunk = Array(ids[start..<min(start + 500, ids.count)])
+            start += chunk.count
+            let placeholders = chunk.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
+            for row in try session.query(
+                "SELECT event_id FROM events WHERE event_id IN (\(placeholders))", chunk.map { SQLValue.text($0) })
+            {
+                stored.insert(try row.text(0))
+            }
+        }
+        return stored
     }
 
     /// The stored message a fact came with, as events cite it (`transactionIds` left empty).
