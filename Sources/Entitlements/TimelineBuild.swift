@@ -20,7 +20,8 @@ extension TimelineBuilder {
             }
         }
         for otid in chains.keys.sorted() {
-            let chain = chains[otid]!.sorted { ($0.purchaseDate, $0.id) < ($1.purchaseDate, $1.id) }
+            chains[otid]!.sort { ($0.purchaseDate, $0.id) < ($1.purchaseDate, $1.id) }
+            let chain = chains[otid]!
             subscription(chain, infos: Self.distinct(infos[otid] ?? [], key: \.key), notes: notes[otid] ?? [],
                          signed: (signed[otid] ?? []).sorted { ($0.date, $0.index) < ($1.date, $1.index) })
         }
@@ -86,8 +87,8 @@ extension TimelineBuilder {
         var previous: TimelineInfo?
         for info in ordered {
             defer { previous = info }
-            // The period the change happened in (the first one before it started).
-            let period = chain.last { $0.purchaseDate <= info.signedDate } ?? chain.min { ($0.purchaseDate, $0.id) < ($1.purchaseDate, $1.id) }!
+            // The period the change happened in (the first one, when it came before any).
+            let period = chain.last { $0.purchaseDate <= info.signedDate } ?? chain[0]
             let facts = [(date: info.signedDate, index: info.index)]
             if let previous, previous.autoRenew != info.autoRenew {
                 emit(info.autoRenew ? .subscriptionAutoRenewEnabled : .subscriptionAutoRenewDisabled, at: info.signedDate,
@@ -127,7 +128,8 @@ extension TimelineBuilder {
                 }
             } else {
                 let decided = next.revealed
-                let outcome = periodEnd(previous, end: end, before: next.purchaseDate, decided: decided, infos: infos, notes: notes, signed: signed)
+                let outcome = periodEnd(
+                    previous, end: end, before: next.purchaseDate, decided: decided, infos: infos, notes: notes, signed: signed)
                 emit(.subscriptionRenewed, at: next.purchaseDate, tx: next, subject: next.otid, also: involved)
                 if outcome == .inRetry {
                     emit(.subscriptionRecovered, at: next.purchaseDate, tx: next, subject: next.otid, also: involved)

@@ -146,6 +146,19 @@ import Testing
         }
     }
 
+    @Test("an auto-renew change carries the period it happened in, whatever the transaction ids")
+    func autoRenewCarriesItsPeriod() {
+        let facts: [Fact] = [
+            tx("z1", purchase: T0, expires: months(1)), renewal(signed: T0),
+            tx("a2", purchase: months(1), expires: months(2)), renewal(signed: months(1)),
+            renewal(autoRenew: false, signed: months(1) + 3 * day),
+        ]
+        let events = eventTimeline(facts: facts, policy: policy, now: months(1) + 4 * day, environment: .production)
+        let disabled = try! #require(events.first { $0.type == .subscriptionAutoRenewDisabled })
+        #expect(disabled.transactionId == "a2" && disabled.occurredAt == months(1) + 3 * day)
+        #expect(events.first { $0.type == .subscriptionStarted }?.transactionId == "z1")
+    }
+
     @Test("analytics fields: store, product, price, currency, period type, offer")
     func analyticsFields() {
         let facts: [Fact] = [

@@ -215,7 +215,9 @@ extension Ledger {
                 var candidates: [EventCause.Citation] = []
                 for id in (messages[event.basis] ?? []).sorted() { candidates.append(try storedCitation(id, cache: &citations)) }
                 citation =
-                    candidates.min { ($0.notificationUUID ?? "\u{10FFFF}", $0.notificationType ?? "") < ($1.notificationUUID ?? "\u{10FFFF}", $1.notificationType ?? "") }
+                    candidates.min {
+                        ($0.notificationUUID ?? "\u{10FFFF}", $0.notificationType ?? "") < ($1.notificationUUID ?? "\u{10FFFF}", $1.notificationType ?? "")
+                    }
                     ?? cause?.citation ?? EventCause.Citation(transactionIds: [])
             }
             citation.transactionIds = [event.transactionId]
