@@ -1,4 +1,5 @@
 import EntitledCrypto
+import Entitlements
 import Foundation
 
 /// One webhook endpoint (`webhooks[]`): where events are delivered, signed with its secret.
@@ -121,7 +122,7 @@ extension ConfigurationLoader {
             endpoint.events = try value.array().compactMap { element in
                 problems.check { () throws(ConfigurationError) -> String in
                     let type = try element.string()
-                    guard type == "*" || Self.eventTypes.contains(type) else {
+                    guard type == "*" || EventType.allDocumented.contains(EventType(rawValue: type)) else {
                         throw ConfigurationError(path: element.path, message: "unknown event type '\(type)'")
                     }
                     return type
@@ -160,13 +161,4 @@ extension ConfigurationLoader {
         }
         return value
     }
-
-    /// Every event type (docs/openapi.yaml lists them with examples).
-    public static let eventTypes: Set<String> = [
-        "subscription.started", "subscription.renewed", "subscription.product_changed", "subscription.auto_renew_disabled",
-        "subscription.auto_renew_enabled", "subscription.billing_issue", "subscription.recovered", "subscription.expired",
-        "subscription.refunded", "subscription.refund_reversed", "subscription.revoked", "subscription.extended",
-        "subscription.price_increase", "subscription.offer_redeemed", "purchase.completed", "purchase.refunded",
-        "customer.transferred", "customer.merged", "customer.deleted", "consumption.requested", "test",
-    ]
 }

@@ -1,5 +1,6 @@
 import AppStore
 import EntitledCrypto
+import Entitlements
 import Foundation
 import HTTPServer
 import Storage
@@ -72,13 +73,13 @@ extension API {
         var random = SystemRandomNumberGenerator()
         let id = "evt_" + Hex.encode((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) })
         let event = OutboxEvent(
-            sequence: 0, id: id, type: "test", appUserId: nil, appAccountToken: nil, environment: nil, bundleId: nil, productId: nil,
+            sequence: 0, id: id, type: EventType.test.rawValue, appUserId: nil, appAccountToken: nil, environment: nil, bundleId: nil, productId: nil,
             originalTransactionId: nil, entitlements: [], details: [:], cause: #"{"request":"POST /v1/webhooks/test"}"#,
             occurredAt: now, recordedAt: now, answer: [])
         let feed = ledger.store
         let stored = try await storage { try await feed.appendEvent(event) }
         ledger.events.ring()
-        let endpoints = configuration.webhooks.filter { $0.wants(type: "test", environment: nil) }.count
+        let endpoints = configuration.webhooks.filter { $0.wants(type: EventType.test.rawValue, environment: nil) }.count
         return .json(bytes: Array(#"{"endpoints":\#(endpoints),"event":"#.utf8) + EventJSON.render(stored) + [UInt8(ascii: "}")], status: 202)
     }
 

@@ -79,15 +79,7 @@ extension Projector {
     /// statuses hold at `now`, so a rebuild at another instant finds no difference unless a status
     /// changed.
     package func projection(customer: CustomerRecord, facts: [Fact], now: Int64) throws -> CustomerProjection {
-        try projectionAndPeriods(customer: customer, facts: facts, now: now).projection
-    }
-
-    /// ``projection(customer:facts:now:)`` and each subscription's current period at `now`, from
-    /// the same evaluation: event derivation's last step needs both.
-    package func projectionAndPeriods(
-        customer: CustomerRecord, facts: [Fact], now: Int64
-    ) throws -> (projection: CustomerProjection, periods: [String: SubscriptionPeriod]) {
-        let (rows, primary, periods) = rows(facts: facts, now: now)
+        let (rows, primary) = rows(facts: facts, now: now)
         var state: CustomerState
         if let grantEnvironments {
             state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
@@ -95,17 +87,14 @@ extension Projector {
             state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
         }
         state.evaluatedAt = 0
-        let projection = CustomerProjection(
+        return CustomerProjection(
             entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document(customer: customer, state: state))
-        return (projection, periods)
     }
 
-    /// The projection's rows (its `state` left empty), the primary environment's state and each
-    /// subscription's current period: what event derivation compares, without the cost of a document.
-    package func rows(facts: [Fact], now: Int64) -> (CustomerProjection, CustomerState?, [String: SubscriptionPeriod]) {
+    /// The projection's rows (its `state` left empty) and the primary environment's state.
+    package func rows(facts: [Fact], now: Int64) -> (CustomerProjection, CustomerState?) {
         var entitlementRows: [EntitlementRow] = []
         var subscriptionRows: [SubscriptionRow] = []
-        var periods: [String: SubscriptionPeriod] = [:]
         var primary: CustomerState?
         for environment in Self.environments(of: facts) {
             var state = evaluate(facts: facts, policy: policy, now: now, environment: environment)
@@ -127,17 +116,12 @@ extension Projector {
                         group: group.id, status: current.status.rawValue, expiresAt: current.expiresAt,
                         graceUntil: current.gracePeriodExpiresAt, autoRenew: current.willRenew ?? false,
                         environment: environment.rawValue))
-                if periods[current.originalTransactionId] == nil {
-                    periods[current.originalTransactionId] = SubscriptionPeriod(
-                        transactionId: current.transactionId, purchaseDate: current.purchaseDate, periodType: current.periodType.rawValue,
-                        priceIncrease: current.priceIncrease?.rawValue)
-                }
             }
         }
         // One row per subscription: keep the first environment's (the primary one comes first).
         var seen = Set<String>()
         subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
-        return (CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: []).canonical, primary, periods)
+        return (CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: []).canonical, primary)
     }
 
     /// Environments present, primary first: Production, then the others in a fixed order.
@@ -204,19 +188,6 @@ package struct CustomerProjection: Sendable, Hashable {
         copy.subscriptions.sort { $0.originalTransactionId < $1.originalTransactionId }
         return copy
     }
-}
-
-/// What the answer says of a subscription's current period beyond its projection row (which does
-/// not store it): the transaction behind it, its offer and a pending price increase. Events compare
-/// it (a renewal is a new transaction, an extension the same one lasting longer).
-package struct SubscriptionPeriod: Sendable, Hashable {
-    package var transactionId: String
-    /// The transaction's `purchaseDate` (ms).
-    package var purchaseDate: Int64
-    /// ``PeriodType`` raw value (`normal`, `trial`, `promotional`, `offerCode`, …).
-    package var periodType: String
-    /// ``PriceIncrease`` raw value, nil when none is announced.
-    package var priceIncrease: String?
 }
 
 /// One `entitlement_projections` row: an entitlement of one environment's `CustomerState`.

@@ -134,12 +134,13 @@ import Testing
         let events = try await run(backend, order: [0, 1, 2, 3, 4], offers: true)
         #expect(events.map(\.type) == Self.offersTypes)
         let offer = try #require(events.first { $0.type == "subscription.offer_redeemed" })
-        #expect(offer.details == ["offerType": "promotional", "transactionId": "t2"])
+        #expect(offer.details["offerType"] == "promotional" && offer.details["transactionId"] == "t2")
+        #expect(offer.details["periodType"] == "offer" && offer.details["store"] == "appStore")
         #expect(offer.cause.contains(#""notificationUUID":"m2""#))
         #expect(offer.occurredAt == renewedAt)
         #expect(events.filter { $0.type == "subscription.price_increase" }.map { $0.details["status"] } == ["pending", "accepted"])
         let extended = try #require(events.first { $0.type == "subscription.extended" })
-        #expect(extended.details == ["from": String(testNow + 20 * Self.day), "to": String(testNow + 25 * Self.day)])
+        #expect(extended.details["from"] == String(testNow + 20 * Self.day) && extended.details["to"] == String(testNow + 25 * Self.day))
         #expect(extended.occurredAt == testNow - 6 * Self.day)
     }
 

@@ -152,143 +152,101 @@ extension Ledger {
             .int(event.recordedAt), .text(String(decoding: event.answer, as: UTF8.self)))
     }
 
-    /// Writes the events of a customer's answer changing, derived from their history rather than
-    /// from the stored answer, so that the order facts arrive in does not matter: the answer at
-    /// each instant a fact happened, from the first at or after `earliest` (the answers before it
-    /// were compared when their facts came), then at `now`; each change between consecutive
-    /// answers is an event (``EventDerivation``), kept once by its id.
+    /// Writes the events of the customer's timeline (``eventTimeline(facts:policy:now:environment:)``,
+    /// the engine's, from all their facts in hindsight) that facts signed at or after `earliest`
+    /// revealed, or that time alone revealed (an event dated after every fact it rests on); each
+    /// is kept once by its id (type, instant, subject), so recomputing the timeline after every
+    /// ingest appends only what is new. An event is never taken back: a late fact that changes
+    /// history adds the events it reveals, with their true `occurredAt`, which may come before
+    /// events already sent.
     ///
-    /// With a `cause` (derived at the commit, no ``EventHold``): a lapse shows at the fact that
-    /// tells it (Apple's `EXPIRED`) or at `now`, never between two facts — a gap there may be a
-    /// renewal still on its way, and an event is never taken back; each event cites the facts of
-    /// its instant and the message that brought them, and carries the answer after the commit.
-    ///
-    /// Without one (a hold's release: the history complete as far as it goes), each event cites
-    /// the facts of the instant the replay finds it at and the message that brought them, and
-    /// carries the answer just after that instant; before each instant the answer of the facts
-    /// before it is compared too, evaluated at that instant (a lapse between two facts shows there,
-    /// as a release in between would have found it: dated and cited by the earlier facts). So a
-    /// release finds the same events, causes and answers whatever order the facts came in.
+    /// Each event cites the message that brought the newest fact it rests on (the committed one,
+    /// `cause`, when that is it) and the transaction it concerns. At a commit it carries the answer
+    /// after the commit (one pass over the facts per environment: no evaluation of the engine); at
+    /// a hold's release the answer of the facts it rests on just after it (one evaluation per
+    /// distinct instant released), so a release finds the same events, causes and answers
+    /// whatever order the facts came in.
     func emitEvents(
         for customer: CustomerRecord, facts: [Fact], origins: [FactOrigin],
-        after: (projection: CustomerProjection, periods: [String: SubscriptionPeriod]), projector: any Projector,
+        after: CustomerProjection, projector: any Projector,
         cause: EventCause?, from earliest: Int64, now: Int64
     ) throws {
-        let signedDates = origins.map(\.signedDate)
-        let first = signedDates.firstIndex { $0 >= earliest } ?? facts.count
-        var history = EventHistory(entitlements: projector.policy.products.mapValues(\.entitlements))
-        for fact in facts[..<first] { history.note(fact) }
-        /// The facts of the instant the fact at `index` happened at.
-        func instant(of index: Int) -> Range<Int> {
-            var lower = index
-            while lower > 0 && signedDates[lower - 1] == signedDates[index] { lower -= 1 }
-            return lower..<index + 1
-        }
-        var previous: Step? = nil
-        if first > 0 {
-            let (rows, _, periods) = projector.rows(facts: Array(facts[..<first]), now: signedDates[first - 1])
-            previous = Step(
-                rows: rows, periods: periods, history: history, facts: cause == nil ? instant(of: first - 1) : first - 1..<first,
-                count: first, at: signedDates[first - 1], evaluatedAt: signedDates[first - 1])
-        }
-        // Facts of one instant are one change.
-        var steps: [Step] = []
-        var start = first
-        var lastInstant = previous?.facts
-        for index in first..<facts.count {
-            if cause == nil, index == start, let last = lastInstant {
-                let (rows, _, periods) = projector.rows(facts: Array(facts[..<start]), now: signedDates[start])
-                steps.append(
-                    Step(rows: rows, periods: periods, history: history, facts: last, count: start, at: signedDates[start - 1],
-                         evaluatedAt: signedDates[start]))
+        var found: [(event: CustomerEvent, id: String)] = []
+        for environment in Set(facts.map(\.environment)).sorted() {
+            for event in eventTimeline(facts: facts, policy: projector.policy, now: now, environment: environment)
+            where event.basis >= earliest || event.occurredAt > event.basis {
+                found.append((event, EventDerivation.eventID(appUserId: customer.appUserId, type: event.type.rawValue, key: event.identityKey)))
             }
-            history.note(facts[index])
-            guard index + 1 == facts.count || signedDates[index + 1] != signedDates[index] else { continue }
-            let (rows, _, periods) = projector.rows(facts: Array(facts[..<(index + 1)]), now: signedDates[index])
-            steps.append(
-                Step(rows: rows, periods: periods, history: history, facts: start..<index + 1, count: index + 1, at: signedDates[index],
-                     evaluatedAt: signedDates[index]))
-            lastInstant = start..<index + 1
-            start = index + 1
         }
-        // The answer at `now`: the projection's own (no evaluation of its own); a change there
-        // without a fact of its own cites the newest fact (a release: the newest instant's facts).
-        var final = after.projection
-        final.state = []
-        steps.append(
-            Step(rows: final, periods: after.periods, history: history,
-                 facts: cause == nil ? lastInstant ?? max(0, facts.count - 1)..<facts.count : max(0, facts.count - 1)..<facts.count,
-                 count: facts.count, at: cause.map { max($0.occurredAt, signedDates.last ?? 0) } ?? signedDates.last ?? now,
-                 evaluatedAt: now))
+        // Those already in the outbox (a replay, a duplicate) need no answer or citation.
+        let known = try storedEventIDs(found.map(\.id))
+        found.removeAll { known.contains($0.id) }
         var citations: [Int64: EventCause.Citation] = [:]
-        var found: [OutboxEvent] = []
-        for step in steps {
-            defer { previous = step }
-            guard previous?.rows != step.rows || previous?.periods != step.periods
-                || previous?.history.revokedPurchases != step.history.revokedPurchases
-            else { continue }
-            let events = EventDerivation.events(
-                appUserId: customer.appUserId, before: previous?.rows, after: step.rows, instant: step.at,
-                periods: (previous?.periods ?? [:], step.periods), history: step.history, previousHistory: previous?.history)
-            guard !events.isEmpty else { continue }
-            let causeText: String
-            var answer = after.projection.state
-            if let cause {
-                causeText = Self.json(try citation(of: step.facts, origins: origins, cause: cause, cache: &citations))
+        // A release carries, with each event, the answer of the facts it rests on, just after it
+        // (whatever order they came in); a commit the answer after the commit.
+        var answers: [[Int64]: [UInt8]] = [:]
+        func answer(_ event: CustomerEvent) throws -> [UInt8] {
+            let at = max(event.occurredAt, event.basis)
+            guard cause == nil, at < now || facts.contains(where: { $0.date > event.basis }) else { return after.state }
+            if let known = answers[[event.basis, at]] { return known }
+            let state = try projector.projection(customer: customer, facts: facts.filter { $0.date <= event.basis }, now: at).state
+            answers[[event.basis, at]] = state
+            return state
+        }
+        // The messages of the facts of each instant: an event cites one of those of its basis.
+        var messages: [Int64: Set<Int64>] = [:]
+        var fromCommit: Set<Int64> = []
+        for (index, origin) in origins.enumerated() where index < facts.count {
+            if let id = origin.notificationID, id != cause?.notificationID {
+                messages[facts[index].date, default: []].insert(id)
             } else {
-                causeText = Self.json(try citation(of: step.facts, origins: origins, cache: &citations))
-                if step.count < facts.count || step.evaluatedAt != now {
-                    answer = try projector.projectionAndPeriods(customer: customer, facts: Array(facts[..<step.count]), now: step.evaluatedAt)
-                        .projection.state
-                }
-            }
-            let bundleId = cause?.bundleId ?? origins[step.facts].compactMap(\.bundleId).min()
-            for event in events {
-                found.append(
-                    OutboxEvent(
-                        sequence: 0, id: event.id, type: event.type, appUserId: customer.appUserId,
-                        appAccountToken: customer.appAccountToken, environment: event.environment, bundleId: bundleId,
-                        productId: event.productId, originalTransactionId: event.originalTransactionId,
-                        entitlements: event.entitlements, details: event.details, cause: causeText,
-                        occurredAt: event.occurredAt ?? step.at, recordedAt: now, answer: answer))
+                fromCommit.insert(facts[index].date)
             }
         }
         // Several found at once (facts that came late): appended in the order they happened.
-        for event in found.sorted(by: { ($0.occurredAt, $0.id) < ($1.occurredAt, $1.id) }) {
-            insertEvent(event, customerID: customer.id)
+        for (event, id) in found.sorted(by: { CustomerEvent.happensBefore($0.event, $1.event) }) {
+            let origin = origins.indices.contains(event.causeIndex) ? origins[event.causeIndex] : nil
+            var citation: EventCause.Citation
+            if let cause, fromCommit.contains(event.basis) {
+                citation = cause.citation
+            } else {
+                // Of several messages that brought facts of that instant, the one whose UUID sorts
+                // first: the same whichever of them came first.
+                var candidates: [EventCause.Citation] = []
+                for id in (messages[event.basis] ?? []).sorted() { candidates.append(try storedCitation(id, cache: &citations)) }
+                citation =
+                    candidates.min {
+                        ($0.notificationUUID ?? "\u{10FFFF}", $0.notificationType ?? "") < ($1.notificationUUID ?? "\u{10FFFF}", $1.notificationType ?? "")
+                    }
+                    ?? cause?.citation ?? EventCause.Citation(transactionIds: [])
+            }
+            citation.transactionIds = [event.transactionId]
+            insertEvent(
+                OutboxEvent(
+                    sequence: 0, id: id,
+                    type: event.type.rawValue, appUserId: customer.appUserId, appAccountToken: customer.appAccountToken,
+                    environment: event.environment.rawValue, bundleId: origin?.bundleId ?? cause?.bundleId, productId: event.productId,
+                    originalTransactionId: event.originalTransactionId, entitlements: event.entitlements, details: event.details,
+                    cause: Self.json(citation), occurredAt: event.occurredAt, recordedAt: now, answer: try answer(event)),
+                customerID: customer.id)
         }
     }
 
-    /// What a step's events cite: the transactions of its facts and the message that brought the
-    /// newest of them (the committed one when it is that, or a fact came without a message).
-    private func citation(
-        of range: Range<Int>, origins: [FactOrigin], cause: EventCause, cache: inout [Int64: EventCause.Citation]
-    ) throws -> EventCause.Citation {
-        let transactionIds = origins[range].compactMap(\.transactionId)
-        guard let notificationID = range.last.flatMap({ origins[$0].notificationID }), notificationID != cause.notificationID else {
-            var citation = cause.citation
-            if !range.isEmpty { citation.transactionIds = transactionIds }
-            return citation
+    /// Which of `ids` the outbox holds (one query per 500).
+    private func storedEventIDs(_ ids: [String]) throws -> Set<String> {
+        var stored = Set<String>()
+        var start = 0
+        while start < ids.count {
+            let chunk = Array(ids[start..<min(start + 500, ids.count)])
+            start += chunk.count
+            let placeholders = chunk.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
+            for row in try session.query(
+                "SELECT event_id FROM events WHERE event_id IN (\(placeholders))", chunk.map { SQLValue.text($0) })
+            {
+                stored.insert(try row.text(0))
+            }
         }
-        var known = try storedCitation(notificationID, cache: &cache)
-        known.transactionIds = transactionIds
-        return known
-    }
-
-    /// What a released step's events cite, from the stored facts alone (whichever order they came
-    /// in): the transactions of its facts, sorted, and the message that brought them (of several
-    /// messages at one instant, the one whose UUID sorts first).
-    private func citation(
-        of range: Range<Int>, origins: [FactOrigin], cache: inout [Int64: EventCause.Citation]
-    ) throws -> EventCause.Citation {
-        let transactionIds = Set(origins[range].compactMap(\.transactionId)).sorted()
-        var messages: [EventCause.Citation] = []
-        for id in Set(origins[range].compactMap(\.notificationID)) { messages.append(try storedCitation(id, cache: &cache)) }
-        var citation =
-            messages.min { ($0.notificationUUID ?? "\u{10FFFF}", $0.notificationType ?? "") < ($1.notificationUUID ?? "\u{10FFFF}", $1.notificationType ?? "") }
-            ?? EventCause.Citation(transactionIds: [])
-        citation.transactionIds = transactionIds
-        return citation
+        return stored
     }
 
     /// The stored message a fact came with, as events cite it (`transactionIds` left empty).
@@ -311,22 +269,6 @@ struct FactOrigin: Sendable {
     var transactionId: String?
     var signedDate: Int64
     var bundleId: String?
-}
-
-/// One instant of a customer's history as events compare it.
-private struct Step {
-    var rows: CustomerProjection
-    var periods: [String: SubscriptionPeriod]
-    /// What the facts up to it say.
-    var history: EventHistory
-    /// The facts of its instant (indexes into the customer's facts): what its events cite.
-    var facts: Range<Int>
-    /// How many of the customer's facts its answer holds.
-    var count: Int
-    /// When its events happened, unless the change itself says.
-    var at: Int64
-    /// The instant its answer is evaluated at.
-    var evaluatedAt: Int64
 }
 
 extension EventCause {
@@ -353,11 +295,11 @@ extension Ledger {
         var events: [(String, String, [String: String])] = []
         for link in links {
             if case .transferred(let from) = link.outcome {
-                events.append(("customer.transferred", link.originalTransactionId, ["from": from]))
+                events.append((EventType.customerTransferred.rawValue, link.originalTransactionId, ["from": from]))
             }
         }
         if message.notificationType == "CONSUMPTION_REQUEST" {
-            for otid in otids { events.append(("consumption.requested", otid, [:])) }
+            for otid in otids { events.append((EventType.consumptionRequested.rawValue, otid, [:])) }
         }
         for (type, otid, details) in events {
             guard let owner = try owner(of: otid) else { continue }

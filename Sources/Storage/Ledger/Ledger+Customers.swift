@@ -62,7 +62,7 @@ extension Ledger {
             .int(root), .text(alias), SQLValue(actor), .int(now))
         try recompute(customerID: root, projector: projector, now: now)
         try emitCustomerEvent(
-            "customer.merged", customer: customer, key: [alias], details: ["alias": alias, "outcome": outcome == .merged ? "merged" : "added"],
+            .customerMerged, customer: customer, key: [alias], details: ["alias": alias, "outcome": outcome == .merged ? "merged" : "added"],
             answer: try storedState(customerID: root)?.projection.state ?? [], now: now, customerID: root)
         try inject(.afterProjections)
         return outcome
@@ -73,11 +73,11 @@ extension Ledger {
     /// - Returns: the event's id.
     @discardableResult
     func emitCustomerEvent(
-        _ type: String, customer: CustomerRecord, key: [String], details: [String: String], answer: [UInt8], now: Int64,
+        _ type: EventType, customer: CustomerRecord, key: [String], details: [String: String], answer: [UInt8], now: Int64,
         customerID: Int64?
     ) throws -> String {
         let event = OutboxEvent(
-            sequence: 0, id: EventDerivation.eventID(appUserId: customer.appUserId, type: type, key: key), type: type,
+            sequence: 0, id: EventDerivation.eventID(appUserId: customer.appUserId, type: type.rawValue, key: key), type: type.rawValue,
             appUserId: customer.appUserId, appAccountToken: customer.appAccountToken, environment: nil, bundleId: nil,
             productId: nil, originalTransactionId: nil, entitlements: [], details: details, cause: "{}", occurredAt: now,
             recordedAt: now, answer: answer)
@@ -158,7 +158,7 @@ extension Ledger {
         let record = members.first { $0.id == root } ?? customer
         let others = Self.others(members.map(\.appUserId), than: record.appUserId)
         let deletedID = try emitCustomerEvent(
-            "customer.deleted", customer: record, key: [UUID().uuidString], details: ["aliases": Self.json(others)], answer: [],
+            .customerDeleted, customer: record, key: [UUID().uuidString], details: ["aliases": Self.json(others)], answer: [],
             now: now, customerID: nil)
         if !isPostgres {
             // SQLite gives a new row the highest `seq` + 1: with the customer's newest events just

@@ -115,12 +115,10 @@ extension Ledger {
         customer.aliases = Self.others(try results[3].map { try $0.text(1) }, than: customer.appUserId)
         let stored = try results[2].first.map(Self.decodeState)
         let projection: CustomerProjection
-        let periods: [String: SubscriptionPeriod]
         let facts: [Fact]
         do {
             facts = try Self.engineFacts(results[1], projector: projector, known: known)
-            let answer = try projector.projectionAndPeriods(customer: customer, facts: facts, now: now)
-            (projection, periods) = (answer.projection.canonical, answer.periods)
+            projection = try projector.projection(customer: customer, facts: facts, now: now).canonical
         } catch {
             let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
             try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
@@ -139,7 +137,7 @@ extension Ledger {
                     bundleId: try $0.optionalText(10))
             }
             try emitEvents(
-                for: customer, facts: facts, origins: origins, after: (projection, periods), projector: projector, cause: cause,
+                for: customer, facts: facts, origins: origins, after: projection, projector: projector, cause: cause,
                 from: cause?.earliestSignedDate ?? releasing ?? 0, now: now)
         }
         return (customer, nil)
