@@ -75,8 +75,6 @@ public enum DevEnvironment {
         let assembled = try await buildApplication(
             configuration: configuration, clock: clock, fastPaths: options.fastPaths, outbound: serverAPI.redirect)
         let store = assembled.store
-        // A continued folder from before the rollups (schema version 15): small, so at once.
-        try await MetricBackfill.run(store: store, projector: assembled.ledger)
 
         let driverBox = DriverBox()
         var router = assembled.application.router
@@ -109,9 +107,6 @@ public enum DevEnvironment {
             pace: DevDriver.Pace(running: dayEvery > 0, dayEvery: dayEvery > 0 ? max(DevDriver.minimumDayEvery, dayEvery) : 2),
             folder: folder, saved: saved)
         driverBox.set(driver)
-        // The dispatcher the composition root built, run as `serve` runs it (nil without endpoints);
-        // started before the seeding, whose events it then delivers.
-        let delivering = assembled.application.webhooks.map { dispatcher in Task { await dispatcher.run() } }
 
         var controlSettings = HTTPServer.Configuration()
         controlSettings.host = options.control.host
@@ -123,7 +118,6 @@ public enum DevEnvironment {
         do {
             try controlServer.start()
         } catch {
-            delivering?.cancel()
             await server.shutdown()
             await store.close()
             throw StartupError.runtime(
@@ -131,6 +125,10 @@ public enum DevEnvironment {
         }
         let controlHost = ["0.0.0.0", "::", "[::]"].contains(options.control.host) ? "127.0.0.1" : options.control.host
         serverAPI.redirect.point(at: URL(string: "http://\(controlHost.contains(":") ? "[\(controlHost)]" : controlHost):\(controlServer.port)")!)
+        // The background services `serve` runs, on the virtual clock, once the simulator's Server
+        // API answers (backfills and reconciliation call it) and before the seeding, whose events
+        // the dispatcher then delivers.
+        let running = ServiceRunner(assembled.services).start()
 
         if !isLoopback(configuration.listen.host) {
             ServerLog.event(
@@ -167,7 +165,7 @@ public enum DevEnvironment {
         let signal = await signals.wait()
         ServerLog.event("shutting down", ["signal": signal])
         ticker.cancel()
-        delivering?.cancel()
+        await running.stop()
         await driver.save()
         await controlServer.shutdown()
         await server.shutdown()
