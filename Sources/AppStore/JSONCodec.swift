@@ -7,8 +7,8 @@ import Foundation
 /// `entitled bench api`/`bench verify` (docs/operations.md): ``TapeJSONDecoder`` here, and in
 /// `EntitledServer` the sorted-keys fact writer and the answer writer (its extension of this type).
 /// Off, it uses Foundation's `JSONDecoder`/`JSONEncoder` alone. Both give the same values and the
-/// same bytes (the fast paths' tests and the fuzzer hold them to it), so the switch exists to
-/// prove that: CI runs the API and storage suites once with it off (`ENTITLED_FAST_PATHS=off`).
+/// same bytes (the fast paths' tests and the fuzzer hold them to it): off is the reference the
+/// differential tests compare the fast paths with (`ENTITLED_FAST_PATHS=off` for a whole process).
 public struct JSONCodec: Sendable, Equatable {
     /// Whether the fast readers and writers are used; off means Foundation only.
     public var fastPaths: Bool

@@ -70,26 +70,6 @@ extension APIBenchmark {
         WebhookEndpoint(url: receiver.url, secretKey: Array(repeating: 7, count: 32), timeoutSeconds: 10, retryScheduleSeconds: [1])
     }
 
-    /// Runs the dispatcher of `configuration.webhooks` (none: nothing) over `store` while `body` runs,
-    /// and the release of held events (as `serve` does).
-    static func withDispatcher<T: Sendable>(
-        configuration: Configuration, store: any LedgerStore, ledger: FactLedger, _ body: () async throws -> T
-    ) async throws -> T {
-        guard !configuration.webhooks.isEmpty, let deliveries = store as? any WebhookDeliveryStore else { return try await body() }
-        let releasing = (store as? any EventHoldStore).flatMap { holds in
-            ledger.eventHold.map { _ in Task { await EventReleaser(store: holds, ledger: ledger, clock: SystemClock()).run() } }
-        }
-        defer { releasing?.cancel() }
-        let dispatcher = WebhookDispatcher(
-            endpoints: configuration.webhooks, store: deliveries,
-            transport: CurlHTTP(), clock: SystemClock(),
-            bell: ledger.events)
-        try await dispatcher.runDue()  // the endpoint is known from here: the events below are its
-        let running = Task { await dispatcher.run() }
-        defer { running.cancel() }
-        return try await body()
-    }
-
     /// `rounds` × (ingest without webhooks, ingest with one endpoint) on fresh SQLite files;
     /// prints each figure and the deliveries/s of each run with the endpoint.
     static func webhookComparison(
@@ -160,4 +140,58 @@ extension APIBenchmark {
             after = last.sequence
         }
     }
+}
+
+/// The delivery and hold capabilities of the store under the count, so the application's own
+/// dispatcher and releaser run over it (as over the store `serve` opens).
+extension CountingStore: WebhookDeliveryStore {
+    var deliveryStore: any WebhookDeliveryStore {
+        get throws {
+            guard let deliveries = base as? any WebhookDeliveryStore else { throw BenchmarkError("the store keeps no webhook deliveries") }
+            return deliveries
+        }
+    }
+
+    func fanOut(endpoint: String, wants: @escaping @Sendable (_ type: String, _ environment: String?) -> Bool, limit: Int, now: Int64)
+        async throws -> Int
+    {
+        try await deliveryStore.fanOut(endpoint: endpoint, wants: wants, limit: limit, now: now)
+    }
+    func claimDeliveries(endpoint: String, owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [ClaimedDelivery] {
+        try await deliveryStore.claimDeliveries(endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+    }
+    func finishDelivery(_ id: Int64, owner: String, outcome: WebhookAttemptOutcome, now: Int64) async throws -> Bool {
+        try await deliveryStore.finishDelivery(id, owner: owner, outcome: outcome, now: now)
+    }
+    func finishAndClaim(
+        _ finished: (id: Int64, outcome: WebhookAttemptOutcome), endpoint: String, owner: String, now: Int64, leaseUntil: Int64,
+        limit: Int
+    ) async throws -> [ClaimedDelivery] {
+        try await deliveryStore.finishAndClaim(finished, endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+    }
+    func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery] {
+        try await deliveryStore.deliveries(status: status, before: before, limit: limit)
+    }
+    func retryDelivery(_ id: Int64, now: Int64) async throws -> WebhookDelivery? { try await deliveryStore.retryDelivery(id, now: now) }
+    func pendingDeliveries() async throws -> [String: Int] { try await deliveryStore.pendingDeliveries() }
+    func webhookStatus(endpoints: [String]) async throws -> [WebhookEndpointStatus] {
+        try await deliveryStore.webhookStatus(endpoints: endpoints)
+    }
+    func deliveries(customerKey: String, endpoints: [String], limit: Int) async throws -> [WebhookDelivery] {
+        try await deliveryStore.deliveries(customerKey: customerKey, endpoints: endpoints, limit: limit)
+    }
+}
+
+extension CountingStore: EventHoldStore {
+    var holdStore: any EventHoldStore {
+        get throws {
+            guard let holds = base as? any EventHoldStore else { throw BenchmarkError("the store keeps no event holds") }
+            return holds
+        }
+    }
+
+    func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {
+        try await holdStore.releaseEventHolds(projector: projector, now: now, limit: limit)
+    }
+    func nextEventHoldRelease() async throws -> Int64? { try await holdStore.nextEventHoldRelease() }
 }

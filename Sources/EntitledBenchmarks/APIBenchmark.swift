@@ -190,35 +190,42 @@ public enum APIBenchmark {
     static let bundleId = "com.example.bench"
     static let benchSecret = "bench-secret-0123456789abcdef"
 
-    /// Runs `body` against a server on a free port over `store`, with the access log to /dev/null.
+    /// Runs `body` against a server on a free port over `store`, built and run as `serve` builds
+    /// and runs it (the composition root's application and background services: with
+    /// `configuration.webhooks`, its dispatcher delivers meanwhile), with the access log to /dev/null.
     static func withServer<T: Sendable>(
         configuration: Configuration, store: any LedgerStore, fastPaths: FastPaths, counter: CountingStore.Counter = .init(),
         commit: Bool = true,
         _ body: (Int) async throws -> T
     ) async throws -> T {
         let clock = SystemClock()
-        let cache = fastPaths.projectionCache()
-        let ledger = FactLedger(
-            store: CountingStore(base: store, counter: counter, commit: commit), configuration: configuration, cache: cache)
-        let application = Application(
-            configuration: configuration,
-            verifier: try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: fastPaths.codec), ledger: ledger,
-            clock: clock, rejectionBudget: RejectionBudget(capacity: 1_000_000, refillPerSecond: 1_000_000, clock: clock),
-            cache: cache)
+        let assembled = try await buildApplication(
+            configuration: configuration, clock: clock, store: CountingStore(base: store, counter: counter, commit: commit),
+            rejectionBudget: RejectionBudget(capacity: 1_000_000, refillPerSecond: 1_000_000, clock: clock), fastPaths: fastPaths)
+        let application = assembled.application
         let devNull = open("/dev/null", O_WRONLY)
         defer { close(devNull) }
         let server = HTTPServer(
             configuration: application.serverConfiguration(accessLog: LogWriter(fileDescriptor: devNull)),
             router: application.router)
         try server.start()
+        let running: RunningServices
         do {
-            let result = try await withDispatcher(configuration: configuration, store: store, ledger: ledger) {
-                try await body(server.port)
-            }
+            // The endpoint is known from here: the events the body's ingest commits are its.
+            try await application.webhooks?.runDue()
+            running = ServiceRunner(assembled.services).start()
+        } catch {
             await server.shutdown()
+            throw error
+        }
+        do {
+            let result = try await body(server.port)
+            await server.shutdown()
+            await running.stop()
             return result
         } catch {
             await server.shutdown()
+            await running.stop()
             throw error
         }
     }

@@ -82,8 +82,6 @@ public enum DevEnvironment {
         let assembled = try await buildApplication(
             configuration: configuration, clock: clock, fastPaths: options.fastPaths, outbound: serverAPI.redirect)
         let store = assembled.store
-        // A continued folder from before the rollups (schema version 15): small, so at once.
-        try await MetricBackfill.run(store: store, projector: assembled.ledger)
 
         let driverBox = DriverBox()
         var router = assembled.application.router
@@ -116,9 +114,6 @@ public enum DevEnvironment {
             pace: DevDriver.Pace(running: dayEvery > 0, dayEvery: dayEvery > 0 ? max(DevDriver.minimumDayEvery, dayEvery) : 2),
             folder: folder, saved: saved)
         driverBox.set(driver)
-        // The dispatcher the composition root built, run as `serve` runs it (nil without endpoints);
-        // started before the seeding, whose events it then delivers.
-        let delivering = assembled.application.webhooks.map { dispatcher in Task { await dispatcher.run() } }
 
         let control = options.control ?? controlAddress(following: configuration.listen)
         var controlSettings = HTTPServer.Configuration()
@@ -131,7 +126,6 @@ public enum DevEnvironment {
         do {
             try controlServer.start()
         } catch {
-            delivering?.cancel()
             await server.shutdown()
             await store.close()
             throw StartupError.runtime(
@@ -140,6 +134,10 @@ public enum DevEnvironment {
         let controlHost = ["0.0.0.0", "::", "[::]"].contains(control.host) ? "127.0.0.1" : control.host
         let controlURL = "http://\(ListenAddress(host: controlHost, port: controlServer.port))"
         serverAPI.redirect.point(at: URL(string: controlURL)!)
+        // The background services `serve` runs, on the virtual clock, once the simulator's Server
+        // API answers (backfills and reconciliation call it) and before the seeding, whose events
+        // the dispatcher then delivers.
+        let running = ServiceRunner(assembled.services).start()
 
         if !isLoopback(configuration.listen.host) {
             ServerLog.event(
@@ -176,7 +174,7 @@ public enum DevEnvironment {
         let signal = await signals.wait()
         ServerLog.event("shutting down", ["signal": signal])
         ticker.cancel()
-        delivering?.cancel()
+        await running.stop()
         await driver.save()
         await controlServer.shutdown()
         await server.shutdown()

@@ -11,6 +11,8 @@ import Storage
 public struct AssembledServer: Sendable {
     /// The configuration it was built from.
     public let configuration: Configuration
+    /// Where the server reads "now".
+    public let clock: any EpochClock
     /// Every route of the API, and the HTTP settings derived from the configuration.
     public let application: Application
     /// The open store; whoever assembled the server closes it.
@@ -22,10 +24,28 @@ public struct AssembledServer: Sendable {
     public let serverAPIClients: [String: AppStoreServerAPIClient]
     /// One per app with `serverAPI`: reconciliation with Apple's notification history.
     public let reconcilers: [Reconciler]
-    /// Runs the durable jobs (backfills) in `serve`; nil without an app with `serverAPI`.
+    /// Runs the durable jobs (backfills; one of ``services``); nil without an app with `serverAPI`.
     public var jobRunner: JobRunner? { application.jobRunner }
     /// What `/metrics` reports (``Application/metrics``).
     public var metrics: ServerMetrics { application.metrics }
+
+    /// The background services this configuration needs, for ``ServiceRunner`` (what `serve`,
+    /// `dev` and the benchmarks run beside the routes): the purge of rejected messages, the
+    /// metric backfill, each app's reconciler, the job runner, the webhook dispatcher and the
+    /// release of held events, each of the last three only when configured.
+    public var services: [any Service] {
+        var services: [any Service] = [
+            RejectedPurge(
+                store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays,
+                offerSignatureRetentionDays: configuration.offerSigning.retentionDays),
+            MetricBackfill(store: store, projector: ledger),
+        ]
+        services += reconcilers as [any Service]
+        if let jobRunner { services.append(jobRunner) }
+        if let webhooks = application.webhooks { services.append(webhooks) }
+        if let releaser = application.eventReleaser { services.append(releaser) }
+        return services
+    }
 }
 
 /// Why a server could not be assembled: its configuration (exit status 2 in the CLI) or its
@@ -113,7 +133,7 @@ public func buildApplication(
         throw error
     }
     return AssembledServer(
-        configuration: configuration, application: application, store: opened, ledger: ledger, serverAPIClients: clients,
+        configuration: configuration, clock: clock, application: application, store: opened, ledger: ledger, serverAPIClients: clients,
         reconcilers: reconcilers)
 }
 

@@ -8,7 +8,7 @@ import Storage
 /// hold once. A pass releases every hold due on the injected clock and rings the ledger's bell (the
 /// feed's long polls and the webhook dispatcher wake); between passes it sleeps ``idleWait``, so a
 /// hold is released within about a second of its `release_at`.
-public final class EventReleaser: Sendable {
+public final class EventReleaser: Service {
     /// The longest wait between passes.
     static let idleWait: Duration = .seconds(1)
     /// Holds released per pass before the next look.

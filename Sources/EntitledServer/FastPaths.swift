@@ -5,7 +5,8 @@ import AppStore
 /// composition root; every component gets its seam from here, none reads the environment.
 ///
 /// `ENTITLED_FAST_PATHS=off` turns both off (Foundation's JSON, no stored answers, no reuse): the
-/// answers stay the same bytes, only slower. CI runs the API and storage suites once that way.
+/// answers stay the same bytes, only slower: Foundation is the reference the fast paths are
+/// tested against (differential tests on generated inputs).
 public struct FastPaths: Sendable, Equatable {
     /// The environment variable the composition root reads.
     public static let environmentVariable = "ENTITLED_FAST_PATHS"

@@ -30,7 +30,7 @@ public struct JobRunReport: Sendable, Equatable {
 /// Runs durable jobs (``DurableJobStore``): claims the due ones under a lease — so one process
 /// runs each, also with several servers on one PostgreSQL — runs them by kind, and records the
 /// outcome; a failed run is retried with exponential backoff up to ``maxAttempts``.
-public struct JobRunner: Sendable {
+public struct JobRunner: Service {
     /// How long a claimed job stays this process's without being finished.
     public static let leaseMilliseconds: Int64 = 10 * 60_000
     /// Runs of a job before it is given up.
@@ -92,8 +92,13 @@ public struct JobRunner: Sendable {
         return report
     }
 
-    /// Runs due jobs every ``pollMilliseconds`` until the task is cancelled.
-    public func run(sleeper: any Sleeper = TaskSleeper()) async {
+    /// Runs due jobs every ``pollMilliseconds`` of real time until the task is cancelled.
+    public func run() async {
+        await run(sleeper: TaskSleeper())
+    }
+
+    /// Runs due jobs every ``pollMilliseconds`` on `sleeper` until the task is cancelled.
+    public func run(sleeper: any Sleeper) async {
         while !Task.isCancelled {
             do {
                 try await runDue()

@@ -1,22 +1,40 @@
 import Storage
 
-/// Computes the metric rollups of customers stored before schema version 15 (issue 19), in
-/// chunks of ``chunk`` customers, each its own transaction: an interrupted backfill resumes with
-/// the customers still missing. Run by `entitled serve` and `entitled dev` at start.
-public enum MetricBackfill {
+/// Computes the metric rollups of customers stored before the rollups existed, in chunks of
+/// ``chunk`` customers, each its own transaction: an interrupted backfill resumes with the
+/// customers still missing. A service of `entitled serve` and `entitled dev` that ends once done.
+public struct MetricBackfill: Service {
     public static let chunk = 500
+
+    let store: any LedgerStore
+    let projector: any Projector
+
+    public init(store: any LedgerStore, projector: any Projector) {
+        self.store = store
+        self.projector = projector
+    }
 
     /// Backfills until no customer is missing or the task is cancelled; returns how many it did.
     /// A storage failure ends it (the next start resumes).
     @discardableResult
-    public static func run(store: any LedgerStore, projector: any Projector) async throws -> Int {
+    public func backfill() async throws -> Int {
         guard let console = store as? any ConsoleStore else { return 0 }
         var total = 0
         while !Task.isCancelled {
-            let done = try await console.backfillMetrics(projector: projector, limit: chunk)
+            let done = try await console.backfillMetrics(projector: projector, limit: Self.chunk)
             total += done
-            if done < chunk { break }
+            if done < Self.chunk { break }
         }
         return total
+    }
+
+    /// ``backfill()``, its outcome logged.
+    public func run() async {
+        do {
+            let count = try await backfill()
+            if count > 0 { ServerLog.event("metric rollups backfilled", ["customers": "\(count)"]) }
+        } catch {
+            ServerLog.event("metric rollup backfill failed", ["error": "\(error)"], level: .error)
+        }
     }
 }

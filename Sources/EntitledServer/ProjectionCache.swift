@@ -9,8 +9,8 @@ import Entitlements
 /// - encoded answers reused between reads while unchanged (``EncodedBodyCache``).
 ///
 /// Off, projections store no answer (every read evaluates the facts) and every answer is encoded,
-/// all with ``codec``. The answers are the same bytes either way: CI runs
-/// the API and storage suites once with it off (`ENTITLED_FAST_PATHS=off`, see ``FastPaths``).
+/// all with ``codec``. The answers are the same bytes either way: a differential test compares two
+/// servers, one with it off (`ENTITLED_FAST_PATHS=off` for a whole process, see ``FastPaths``).
 public final class ProjectionCache: Sendable {
     /// Whether the two speed-ups are used.
     public let enabled: Bool

@@ -59,7 +59,7 @@ public enum ReconcileError: Error, Sendable, CustomStringConvertible {
 /// through ``NotificationIngest`` with source `reconcile` (duplicates stay duplicates). The
 /// watermark advances only after every notification of the window is committed. One process at a
 /// time per app and environment (a lease in ``ReconcileStateStore``).
-public struct Reconciler: Sendable {
+public struct Reconciler: Service {
     /// Each window starts this much before the watermark: a notification signed just before the
     /// last pass ended, but listed by Apple only later, is still read.
     public static let overlapMilliseconds: Int64 = 3_600_000
@@ -119,9 +119,25 @@ public struct Reconciler: Sendable {
         return report
     }
 
+    /// ``run(sleeper:report:)`` on real time, each pass's report logged.
+    public func run() async {
+        await run(sleeper: TaskSleeper()) { result in
+            switch result {
+            case .success(let report):
+                ServerLog.event(
+                    "reconciled",
+                    ["app": bundleId, "pages": "\(report.pages)", "notifications": "\(report.notifications)",
+                     "new": "\(report.new)", "duplicates": "\(report.duplicates)", "rejected": "\(report.rejected)",
+                     "skipped": "\(report.skipped.count)"])
+            case .failure(let error):
+                ServerLog.event("reconciliation failed", ["app": bundleId, "error": error.description], level: .error)
+            }
+        }
+    }
+
     /// A pass now and then every ``everyMinutes`` until the task is cancelled; a failed pass is
     /// reported and the next one starts from the same watermark.
-    public func run(sleeper: any Sleeper = TaskSleeper(), report: @Sendable (Result<ReconcileReport, ReconcileError>) -> Void) async {
+    public func run(sleeper: any Sleeper, report: @Sendable (Result<ReconcileReport, ReconcileError>) -> Void) async {
         while !Task.isCancelled {
             do {
                 report(.success(try await runOnce()))

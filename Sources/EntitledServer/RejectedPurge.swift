@@ -6,7 +6,7 @@ import Storage
 /// (`storage.rejectedRetentionDays`), judged on the server's clock; in the same pass, deletes
 /// logged offer signatures older than `offerSigning.retentionDays` and scrubs the erased ids from `customer.deleted` events whose deliveries settled and that the feed kept for
 /// ``erasureEventRetentionMilliseconds`` (docs/privacy.md).
-public struct RejectedPurge: Sendable {
+public struct RejectedPurge: Service {
     public let store: any LedgerStore
     public let clock: any EpochClock
     /// How long a rejected message is kept, in milliseconds.
@@ -37,6 +37,20 @@ public struct RejectedPurge: Sendable {
             _ = try await log.purgeOfferSignatures(signedBefore: now - offerSignatureRetentionMilliseconds)
         }
         return try await store.purgeRejected(receivedBefore: now - retentionMilliseconds)
+    }
+
+    /// How often `serve` and `dev` purge.
+    public static let interval: Duration = .seconds(3600)
+
+    /// A pass now and then one every ``interval`` until the task is cancelled, each logged.
+    public func run() async {
+        await run(every: Self.interval) { result in
+            switch result {
+            case .success(let count) where count > 0: ServerLog.event("rejected messages purged", ["count": "\(count)"])
+            case .success: break
+            case .failure(let error): ServerLog.event("rejected messages purge failed", ["error": "\(error)"], level: .error)
+            }
+        }
     }
 
     /// A pass now and then one every `interval` until the task is cancelled. A failed pass (storage

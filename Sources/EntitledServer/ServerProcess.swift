@@ -91,60 +91,19 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
             "addressFrom": configuration.sources.listen.description, "databaseFrom": configuration.sources.database.description,
         ])
     StartupHint.print(for: configuration, address: "\(configuration.listen.host):\(server.port)")
-    let purge = RejectedPurge(
-        store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays,
-        offerSignatureRetentionDays: configuration.offerSigning.retentionDays)
-    let purging = Task {
-        await purge.run(every: .seconds(3600)) { result in
-            switch result {
-            case .success(let count) where count > 0: ServerLog.event("rejected messages purged", ["count": "\(count)"])
-            case .success: break
-            case .failure(let error): ServerLog.event("rejected messages purge failed", ["error": "\(error)"], level: .error)
-            }
-        }
-    }
-    let reconciling = assembled.reconcilers.map { reconciler in
-        Task {
-            await reconciler.run { result in
-                switch result {
-                case .success(let report):
-                    ServerLog.event(
-                        "reconciled",
-                        ["app": reconciler.bundleId, "pages": "\(report.pages)", "notifications": "\(report.notifications)",
-                         "new": "\(report.new)", "duplicates": "\(report.duplicates)", "rejected": "\(report.rejected)",
-                         "skipped": "\(report.skipped.count)"])
-                case .failure(let error):
-                    ServerLog.event("reconciliation failed", ["app": reconciler.bundleId, "error": error.description], level: .error)
-                }
-            }
-        }
-    }
-
-    let runningJobs = assembled.jobRunner.map { runner in Task { await runner.run() } }
-    let delivering = assembled.application.webhooks.map { dispatcher in Task { await dispatcher.run() } }
-    let releasing = assembled.application.eventReleaser.map { releaser in Task { await releaser.run() } }
-    let backfilling = Task {
-        do {
-            let count = try await MetricBackfill.run(store: store, projector: assembled.ledger)
-            if count > 0 { ServerLog.event("metric rollups backfilled", ["customers": "\(count)"]) }
-        } catch {
-            ServerLog.event("metric rollup backfill failed", ["error": "\(error)"], level: .error)
-        }
-    }
+    let running = ServiceRunner(assembled.services).start()
 
     let signal = await signals.wait()
     ServerLog.event("shutting down", ["signal": signal])
-    purging.cancel()
-    for task in reconciling { task.cancel() }
-    runningJobs?.cancel()
-    delivering?.cancel()
-    releasing?.cancel()
-    backfilling.cancel()
+    running.cancel()
     // Feed long-polls answer now rather than hold the grace period.
     assembled.ledger.events.close()
     // Answers requests still waiting on storage 503 after the grace period (no abort).
     await server.shutdown()
     await metricsServer?.shutdown()
+    if !(await running.stop(within: .seconds(configuration.http.shutdownGraceSeconds))) {
+        ServerLog.event("background services did not stop in time", [:], level: .warn)
+    }
     if !(await close(store, within: .seconds(configuration.http.shutdownGraceSeconds))) {
         // A frozen database keeps a storage thread in a call that may never return; every
         // request has been answered, and nothing unacknowledged is lost by exiting.
@@ -215,10 +174,15 @@ func reloadCertificate(_ settings: TLSSettings?, server: HTTPServer) {
 }
 
 /// Closes `store`, waiting at most `limit`; false when it did not finish in time.
-///
-/// Whichever ends first, the close or the timer, answers; the other finds the answer given.
 /// `store.close()` cannot be cancelled, so it is left running past a timeout.
 func close(_ store: any LedgerStore, within limit: Duration) async -> Bool {
+    await finishes(within: limit) { await store.close() }
+}
+
+/// Runs `work`, waiting at most `limit` for it; false when it did not finish in time (it is then
+/// left running). Whichever ends first, the work or the timer, answers; the other finds the
+/// answer given.
+func finishes(within limit: Duration, _ work: @escaping @Sendable () async -> Void) async -> Bool {
     await withCheckedContinuation { continuation in
         let answer = FirstAnswer(continuation)
         let timer = Task {
@@ -226,7 +190,7 @@ func close(_ store: any LedgerStore, within limit: Duration) async -> Bool {
             answer.give(false)
         }
         Task {
-            await store.close()
+            await work()
             timer.cancel()
             answer.give(true)
         }

@@ -19,7 +19,8 @@ import Testing
 // The stub verifier, the real ledger on `sqlite::memory:` with an outage switch, and a loopback client.
 
 /// The tests' composition root reads the fast paths' switch once, as `entitled` does: with
-/// `ENTITLED_FAST_PATHS=off` (scripts/test's second run) every server in these tests runs without them.
+/// `ENTITLED_FAST_PATHS=off` (by hand; CI compares the two in `FastPathsDifferentialTests`) every
+/// server in these tests runs without them.
 let testFastPaths = FastPaths(environment: ProcessInfo.processInfo.environment)
 
 /// A settable clock.

@@ -42,11 +42,11 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
 
 /// The real server on `store` — verifier, engine projector, ledger — on loopback, logs off; `port` 0
 /// picks a free one (a fixed port lets a test restart the server where its clients expect it).
-func startServer(configuration: Configuration, store: any LedgerStore, clock: any EpochClock, port: Int = 0) async throws
-    -> (HTTPServer, FactLedger)
-{
+func startServer(
+    configuration: Configuration, store: any LedgerStore, clock: any EpochClock, port: Int = 0, fastPaths: FastPaths = testFastPaths
+) async throws -> (HTTPServer, FactLedger) {
     let assembled = try await buildApplication(
-        configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths)
+        configuration: configuration, clock: clock, store: store, fastPaths: fastPaths)
     let (application, ledger) = (assembled.application, assembled.ledger)
     var settings = HTTPServer.Configuration()
     settings.port = port
