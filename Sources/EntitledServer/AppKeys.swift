@@ -46,14 +46,7 @@ struct AppKeyGate: Sendable {
     /// The configured key `credential` is, compared as SHA-256 digests in constant time against
     /// every key without an early exit (which key matched, or where a mismatch lies, does not show).
     func match(_ credential: String) -> Key? {
-        guard !keys.isEmpty else { return nil }
-        let digest = Digests.hash(Array(credential.utf8))
-        var found = -1
-        for (index, key) in keys.enumerated() {
-            let take = constantTimeEquals(digest, key.digest) && found < 0
-            found = take ? index : found
-        }
-        return found >= 0 ? keys[found] : nil
+        Authenticator.firstMatch(credential, in: keys, digest: { $0.digest }).map { keys[$0] }
     }
 
     /// A fresh anonymous id: the prefix and 128 random bits in hex.
@@ -81,10 +74,7 @@ struct AppKeyGate: Sendable {
 
     /// The bearer credential of `request`, trimmed; nil without one.
     static func bearer(_ request: Request) -> String? {
-        guard let header = request.headers["Authorization"] else { return nil }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return parts[1].trimmingCharacters(in: .whitespaces)
+        request.headers["Authorization"].flatMap(Authenticator.bearerCredential)
     }
 }
 

@@ -68,15 +68,9 @@ public struct Authenticator: Sendable {
     /// The principal behind the request's bearer credentials.
     public func authenticate(_ request: Request) throws(AuthError) -> Principal {
         guard let header = request.headers["Authorization"] else { throw .unauthorized("missing bearer credentials") }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+        guard let credential = Self.bearerCredential(header) else {
             throw .unauthorized("expected 'Authorization: Bearer <secret>'")
         }
-        // Plain loops: Foundation's trimmingCharacters costs more than the whole key check.
-        var trimmed = parts[1]
-        while let first = trimmed.first, first == " " || first == "\t" { trimmed.removeFirst() }
-        while let last = trimmed.last, last == " " || last == "\t" { trimmed.removeLast() }
-        let credential = String(trimmed)
         if let principal = matchKey(credential) { return principal }
         if let tokens, credential.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
             do {
@@ -93,16 +87,35 @@ public struct Authenticator: Sendable {
 
     /// Compares against every key; no early exit.
     func matchKey(_ credential: String) -> Principal? {
-        let digest = Digests.hash(Array(credential.utf8))
+        guard let found = Self.firstMatch(credential, in: keys, digest: { $0.digest }) else { return nil }
+        return .apiKey(name: keys[found].name, scopes: keys[found].scopes)
+    }
+
+    /// The credential of an `Authorization` header value of the form `Bearer <credential>`, without
+    /// surrounding blanks; nil for any other form.
+    static func bearerCredential(_ header: String) -> String? {
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        // Plain loops: Foundation's trimmingCharacters costs more than the whole key check.
+        var trimmed = parts[1]
+        while let first = trimmed.first, first == " " || first == "\t" { trimmed.removeFirst() }
+        while let last = trimmed.last, last == " " || last == "\t" { trimmed.removeLast() }
+        return String(trimmed)
+    }
+
+    /// The index of the first of `candidates` whose digest equals the SHA-256 of `credential`,
+    /// compared in constant time against every one without an early exit (which matched, or where a
+    /// mismatch lies, does not show in the time taken).
+    static func firstMatch<Candidate>(_ credential: String, in candidates: [Candidate], digest: (Candidate) -> [UInt8]) -> Int? {
+        let hashed = Digests.hash(Array(credential.utf8))
         var found: Int = -1
-        for (index, key) in keys.enumerated() {
-            let equal = constantTimeEquals(digest, key.digest)
+        for (index, candidate) in candidates.enumerated() {
+            let equal = constantTimeEquals(hashed, digest(candidate))
             // Branch-free select: keeps the first match without stopping the loop.
             let take = equal && found < 0
             found = take ? index : found
         }
-        guard found >= 0 else { return nil }
-        return .apiKey(name: keys[found].name, scopes: keys[found].scopes)
+        return found >= 0 ? found : nil
     }
 
     /// Requires `scope` (API key) or, for a customer token, that the request is about its own customer
