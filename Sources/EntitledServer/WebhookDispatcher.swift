@@ -93,6 +93,8 @@ public final class WebhookDispatcher: Sendable {
                     while !Task.isCancelled {
                         do {
                             _ = try await self.runDue(endpoint, label: String(index))
+                            // The backlog as this pass left it, so the gauge follows each pass.
+                            try await self.updateBacklog()
                         } catch {
                             ServerLog.event("webhook deliveries could not be read", ["endpoint": String(index), "error": "\(error)"], level: .error)
                         }
