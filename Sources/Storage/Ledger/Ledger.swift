@@ -212,7 +212,7 @@ struct Ledger {
                 try insertLink(otid: otid, customerID: tokenOwner, now: now, via: "appAccountToken")
                 affected.insert(tokenOwner)
                 linkedNow.append(otid)
-            } else if tokenForOTID[otid] == nil, UnlinkedSubscription.key(otid).utf8.count <= 512 {
+            } else if tokenForOTID[otid] == nil, try placeholderMayHold(otid) {
                 let placeholder = try ensureCustomerRow(
                     appUserId: UnlinkedSubscription.key(otid), appAccountToken: nil, now: now, affected: &affected)
                 try insertLink(otid: otid, customerID: placeholder.id, now: now, via: "unlinked")
@@ -378,6 +378,16 @@ struct Ledger {
             INSERT INTO links (original_transaction_id, customer_id, linked_at, via) VALUES ($1, $2, $3, $4)
             ON CONFLICT (original_transaction_id) DO NOTHING
             """, .text(otid), .int(customerID), .int(now), .text(via))
+    }
+
+    /// Whether a subscription nobody owns goes to a placeholder (``UnlinkedSubscription``): not
+    /// when a stored fact of it carries a token, which waits for its customer instead (a customer
+    /// the app has not created yet, or one erased: its purchases stay linked to nobody).
+    func placeholderMayHold(_ otid: String) throws -> Bool {
+        guard UnlinkedSubscription.key(otid).utf8.count <= 512 else { return false }
+        return try session.query(
+            "SELECT 1 FROM facts WHERE original_transaction_id = $1 AND app_account_token IS NOT NULL LIMIT 1", .text(otid)
+        ).isEmpty
     }
 
     /// Gives the subscription `otid`, already linked, to another customer.
