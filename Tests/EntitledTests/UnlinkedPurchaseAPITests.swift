@@ -36,6 +36,7 @@ import Testing
             var last = try #require((overview.json["series"] as? [[String: Any]])?.last)
             #expect(last["activeSubscriptions"] as? Int == 1)
             #expect((last["mrr"] as? [String: Double])?["USD"] == 9.99)
+            #expect(Self.revenue(overview) == 9.99)
 
             let events = try await api.send("GET", "/v1/events?after=0&limit=100", auth: APIHarness.reader)
             let unlinked = try #require(events.json["events"] as? [[String: Any]])
@@ -54,6 +55,12 @@ import Testing
             #expect(overview.json["unlinkedActiveSubscriptions"] as? Int == 0)
             last = try #require((overview.json["series"] as? [[String: Any]])?.last)
             #expect(last["activeSubscriptions"] as? Int == 1)
+            #expect(Self.revenue(overview) == 9.99, "moved to bob, not bought again")
         }
+    }
+
+    /// The overview's USD revenue over its whole range.
+    static func revenue(_ overview: Loopback.Reply) -> Double {
+        ((overview.json["series"] as? [[String: Any]]) ?? []).reduce(0) { $0 + ((($1["revenue"] as? [String: Double])?["USD"]) ?? 0) }
     }
 }

@@ -68,6 +68,8 @@ import Testing
             let rollup = try await console.metricRollup(environment: "Production", fromDay: Self.day0 - 1, toDay: Self.day0 + 90)
             #expect(rollup.unlinkedActive == 0)
             #expect(MetricRollupTests.value(rollup, .activeSubscriptions, on: Self.day0) == 1)
+            #expect(MetricRollupTests.value(rollup, .newSubscriptions, on: Self.day0) == 1, "moved, not bought again")
+            #expect(MetricRollupTests.value(rollup, .churned, on: Self.day0) == 0)
 
             let linked = try await store.events(after: 0, limit: 100).dropFirst(before)
             #expect(!linked.contains { $0.type == "customer.transferred" })
