@@ -52,7 +52,7 @@ import Testing
         try await withStore(backend, now: testNow + Self.day) { store, _ in
             _ = try await Self.unlinkedPurchase(store)
             let before = try await store.events(after: 0, limit: 100).count
-            // The default restore behaviour keeps a subscription with its owner: a placeholder is none.
+            // Linked, not transferred: a placeholder is nobody to transfer from.
             let claim = try await store.ingest(
                 Fixture.batch(
                     uuid: nil, facts: [Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * Self.day, signed: testNow)],
@@ -81,6 +81,21 @@ import Testing
                 projector: Self.projector, now: testNow + Self.day)
             let renewed = try await store.events(after: 0, limit: 100).filter { $0.type == "subscription.renewed" }
             #expect(renewed.map(\.appUserId) == ["alice"])
+        }
+    }
+
+    @Test("a claim under an alias links the unlinked subscription to the merged customer", arguments: Backend.all)
+    func aliasClaimsIt(backend: Backend) async throws {
+        try await withStore(backend, now: testNow + Self.day) { store, _ in
+            _ = try await store.directory.addAlias("alice-phone", to: "alice", actor: nil, projector: Self.projector, now: testNow)
+            _ = try await Self.unlinkedPurchase(store)
+            let claim = try await store.ingest(
+                Fixture.batch(
+                    uuid: nil, facts: [Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * Self.day, signed: testNow)],
+                    source: .client, claim: Claim(appUserId: "alice-phone", behaviour: .keep)),
+                projector: Self.projector, now: testNow + 1000)
+            #expect(claim.links == [LinkResult(originalTransactionId: "u-1", outcome: .linked)])
+            #expect(try await store.subscription(originalTransactionId: "u-1")?.appUserId == "alice")
         }
     }
 
