@@ -6,7 +6,10 @@
 #    verifies every delivery and fails the first two: they are retried and delivered;
 # 3. kill -9 of the server while deliveries are in flight, then a restart: every event is
 #    delivered at least once, a duplicate carries the same id and body, and the events arrive in
-#    commit order (`test` events share one ordering key, as one customer's events do).
+#    commit order (`test` events share one ordering key, as one customer's events do);
+# 4. a late-history burst: a healthy monthly subscriber's 100 days, signed by `entitled simulate`
+#    and posted within seconds after the fact, reach the receiver as a start and renewals, with no
+#    `subscription.expired` and no `subscription.auto_renew_disabled`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -126,4 +129,69 @@ if failures:
     sys.exit("webhook-check: " + "; ".join(failures))
 print(f"webhook-check: {len(appended)} events delivered across kill -9, {duplicates} duplicate(s) with the same id, in order;"
       " retries after 500 delivered")
+PY
+
+# 4. The late-history burst. The simulator's CA first (a run that only makes a customer), so the
+# server can trust its root; then the server with the app, and the subscriber's token.
+kill "$pid"; wait "$pid" 2>/dev/null || true
+catalog=Tests/EntitledTests/Scenarios/catalog.json
+printf '{"action":"customer","customer":"ca-only"}\n' > "$dir/ca.jsonl"
+.build/debug/entitled simulate --data "$dir/sim" --scenario "$dir/ca.jsonl" --catalog "$catalog" > /dev/null 2>&1
+cat > "$dir/entitled.json" <<JSON
+{"apiKeys": [{"name": "admin", "secret": "$admin", "scopes": ["read", "write", "admin"]}],
+ "http": {"accessLog": false},
+ "apps": [{"bundleId": "com.example.scenarios", "appAppleId": 1234567890, "environments": ["Sandbox"],
+           "grantEnvironments": ["Sandbox"], "appleRootCertificates": ["$dir/sim/ca/root.der"],
+           "products": [{"productId": "pro.monthly", "type": "autoRenewable", "subscriptionGroup": "premium",
+                         "level": 2, "entitlements": ["pro"]}]}],
+ "webhooks": [{"url": "http://127.0.0.1:$(cat "$dir/receiver.port")/hook", "secret": "$secret",
+               "timeoutSeconds": 1, "retryScheduleSeconds": [1]}]}
+JSON
+start_serve webhook-check
+port="$(event_port listening)"
+token="$(curl -fsS -H "Authorization: Bearer $admin" "http://127.0.0.1:$port/v1/customers/late" \
+  | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["appAccountToken"])')"
+cat > "$dir/late.jsonl" <<JSONL
+{"action":"customer","customer":"late"}
+{"action":"purchase","customer":"late","product":"pro.monthly","appAccountToken":"$token"}
+{"action":"advance","by":"P100D"}
+JSONL
+# Virtual time starts 101 days ago: the whole history is in the past when it is posted.
+start=$(( ($(date +%s) - 101 * 86400) * 1000 ))
+.build/debug/entitled simulate --data "$dir/sim" --scenario "$dir/late.jsonl" --catalog "$catalog" --start "$start" \
+  --target "http://127.0.0.1:$port/v1/apple/notifications" > "$dir/late.out" 2>&1 \
+  || { cat "$dir/late.out" >&2; echo "webhook-check: the simulator failed" >&2; exit 1; }
+
+# Delivered once nothing new has arrived for two seconds (each delivery takes 0.2 s).
+late_count() { grep -c '\\"appUserId\\":\\"late\\"' "$dir/received.jsonl" 2>/dev/null || true; }
+last=-1
+for _ in $(seq 1 60); do
+  now_count="$(late_count)"
+  [ "$now_count" -gt 0 ] && [ "$now_count" = "$last" ] && break
+  last="$now_count"
+  sleep 2
+done
+
+"$venv/bin/python" - "$dir/received.jsonl" "$dir/late.out" <<'PY'
+import json, sys
+received = [json.loads(line) for line in open(sys.argv[1])]
+posted = sum(1 for line in open(sys.argv[2]) if line.startswith("{"))
+events = {}
+for r in received:
+    if r["status"] == 204 and r["verified"]:
+        body = json.loads(r["body"])
+        if body.get("appUserId") == "late":
+            events[body["id"]] = body
+types = [e["type"] for e in sorted(events.values(), key=lambda e: (e["occurredAt"], e["id"]))]
+failures = []
+if types.count("subscription.started") != 1:
+    failures.append("not one subscription.started")
+if types.count("subscription.renewed") < 3:
+    failures.append("fewer than 3 subscription.renewed")
+for wrong in ("subscription.expired", "subscription.auto_renew_disabled", "subscription.billing_issue"):
+    if wrong in types:
+        failures.append(f"{wrong} for a healthy subscriber")
+if failures:
+    sys.exit("webhook-check: late-history burst: " + "; ".join(failures) + f" (got {types})")
+print(f"webhook-check: 100 days of history posted at once ({posted} notifications): {', '.join(types)}")
 PY

@@ -224,9 +224,11 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
 
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
-        try c.put(appUserId, .appUserId)
+        // An unlinked subscription's placeholder (an event's answer) names nobody.
+        let unlinked = UnlinkedSubscription.isKey(appUserId)
+        try c.put(unlinked ? nil : appUserId, .appUserId)
         try c.put(aliases, .aliases)
-        try c.put(appAccountToken, .appAccountToken)
+        try c.put(unlinked ? nil : appAccountToken, .appAccountToken)
         try c.put(environment, .environment)
         try c.put(state, .state)
         try c.date(serverTime, .serverTime)

@@ -1,5 +1,6 @@
 import Entitlements
 import HTTPServer
+import Storage
 
 /// The customer answer's JSON written directly, byte for byte what `JSONEncoder.entitledDefault`
 /// writes for a ``CustomerBody`` (sorted keys, unescaped slashes, `null` for absent optionals).
@@ -31,9 +32,9 @@ enum AnswerJSON {
 
     static func value(_ body: CustomerBody) -> Value {
         .object([
-            ("appUserId", .string(body.appUserId)),
+            ("appUserId", UnlinkedSubscription.isKey(body.appUserId) ? .null : .string(body.appUserId)),
             ("aliases", .array(body.aliases.map(Value.string))),
-            ("appAccountToken", .string(body.appAccountToken)),
+            ("appAccountToken", UnlinkedSubscription.isKey(body.appUserId) ? .null : .string(body.appAccountToken)),
             ("environment", .string(body.environment)),
             ("state", .string(body.state)),
             ("serverTime", date(body.serverTime)),

@@ -100,10 +100,7 @@ extension API {
         let page = Array(found.prefix(limit))
         return try .json(
             CustomerSearchBody(
-                customers: page.map {
-                    CustomerSearchBody.Item(
-                        appUserId: $0.appUserId, appAccountToken: $0.appAccountToken, createdAt: ISO8601.format(milliseconds: $0.createdAt))
-                },
+                customers: page.map(CustomerSearchBody.Item.init),
                 nextAfter: found.count > limit ? page.last?.appUserId : nil))
     }
 

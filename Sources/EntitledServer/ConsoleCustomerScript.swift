@@ -18,8 +18,9 @@ enum ConsoleCustomerScript {
 
           function customerTable(list) {
             const rows = list.map((c) => el("tr", {},
-              el("td", {}, el("a", { href: "#customer/" + encodeURIComponent(c.appUserId), text: c.appUserId })),
-              el("td", { text: c.appAccountToken }), el("td", { text: when(c.createdAt) })));
+              el("td", {}, c.appUserId ? el("a", { href: "#customer/" + encodeURIComponent(c.appUserId), text: c.appUserId })
+                : el("span", { class: "muted unlinked", text: "unlinked: subscription " + c.originalTransactionId + " has no customer yet (bought without an appAccountToken)" })),
+              el("td", { text: c.appAccountToken || "" }), el("td", { text: when(c.createdAt) })));
             return [el("table", { id: "customer-list" },
               el("tr", {}, el("th", { text: "appUserId" }), el("th", { text: "appAccountToken" }), el("th", { text: "Created" })), rows),
               rows.length ? null : el("p", { class: "muted empty", id: "customers-empty", text: "No customer matches. Search by appUserId, " +

@@ -51,6 +51,9 @@ struct OverviewBody: Encodable {
     var to: String
     var interval: String
     var environment: String
+    /// Subscriptions granting access now that no customer has claimed yet (purchases without an
+    /// `appAccountToken` the app has not posted): counted in the series like the others.
+    var unlinkedActiveSubscriptions: Int64
     var series: [Point]
 
     init(
@@ -61,6 +64,7 @@ struct OverviewBody: Encodable {
         self.to = Self.format(to)
         self.interval = interval.rawValue
         self.environment = environment.rawValue
+        self.unlinkedActiveSubscriptions = rollup.unlinkedActive
         // Stock levels (milli-units for money), carried from day to day.
         var level: [String: Int64] = [:]
         func key(_ d: MetricDelta) -> String { d.kind.rawValue + "\u{0}" + d.currency }
@@ -143,10 +147,31 @@ struct OverviewBody: Encodable {
 
 /// `GET /v1/console/customers`.
 struct CustomerSearchBody: Encodable {
+    /// A customer, or an unlinked subscription: `appUserId` and `appAccountToken` null, its
+    /// `originalTransactionId` set.
     struct Item: Encodable {
-        var appUserId: String
-        var appAccountToken: String
+        var appUserId: String?
+        var appAccountToken: String?
+        var originalTransactionId: String?
         var createdAt: String
+
+        init(_ match: CustomerMatch) {
+            let unlinked = UnlinkedSubscription.originalTransactionId(match.appUserId)
+            appUserId = unlinked == nil ? match.appUserId : nil
+            appAccountToken = unlinked == nil ? match.appAccountToken : nil
+            originalTransactionId = unlinked
+            createdAt = ISO8601.format(milliseconds: match.createdAt)
+        }
+
+        enum CodingKeys: CodingKey { case appUserId, appAccountToken, originalTransactionId, createdAt }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(appUserId, forKey: .appUserId)
+            try c.encode(appAccountToken, forKey: .appAccountToken)
+            if let originalTransactionId { try c.encode(originalTransactionId, forKey: .originalTransactionId) }
+            try c.encode(createdAt, forKey: .createdAt)
+        }
     }
 
     var customers: [Item]

@@ -175,6 +175,8 @@ enum ConsoleScript {
             const revenue = currencies.map((c) => [c, pts.reduce((a, p) => a + (p.revenue[c] || 0), 0)]).filter(([, v]) => v > 0);
             page.append(el("div", { class: "cards" },
               card("card-active", "Active paid subscriptions", last.activeSubscriptions || 0, atEnd, "Subscriptions granting paid access"),
+              ...(body.unlinkedActiveSubscriptions ? [card("card-unlinked", "Of them unlinked (no customer yet)", body.unlinkedActiveSubscriptions, "now, whatever the range",
+                   "Bought without an appAccountToken and not yet claimed by a customer; counted in the figures. Search one by its originalTransactionId.")] : []),
               card("card-trials", "Active free trials", last.activeTrials || 0, atEnd, "Free trials granting access"),
               card("card-mrr", "MRR (monthly recurring revenue)", currencies.map((c) => money(last.mrr[c] || 0, c)).join(" · ") || "0", atEnd,
                    "Monthly price of the paid active subscriptions, per currency"),

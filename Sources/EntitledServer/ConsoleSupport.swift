@@ -76,10 +76,7 @@ extension API {
             audit.appUserIds = customers.map(\.appUserId)
             return try .json(
                 OrderSearchBody(
-                    customers: customers.map {
-                        CustomerSearchBody.Item(
-                            appUserId: $0.appUserId, appAccountToken: $0.appAccountToken, createdAt: ISO8601.format(milliseconds: $0.createdAt))
-                    }, order: order))
+                    customers: customers.map(CustomerSearchBody.Item.init), order: order))
         }
     }
 
@@ -111,7 +108,8 @@ extension API {
         return OrderSearchBody.Transaction(
             bundleId: bundleId, environment: payload.environment?.rawValue, transactionId: payload.transactionId,
             originalTransactionId: payload.originalTransactionId, productId: payload.productId,
-            purchaseDate: payload.purchaseDate, appUserId: owner?.appUserId, learned: learned)
+            purchaseDate: payload.purchaseDate,
+            appUserId: owner.flatMap { UnlinkedSubscription.isKey($0.appUserId) ? nil : $0.appUserId }, learned: learned)
     }
 
     /// Runs a support action and records it (``SupportAction``) with its outcome: `OK`, or the

@@ -83,6 +83,29 @@ enum EventJSON {
         var originalTransactionId: String?
         var entitlements: [String]
         var data: [String: String]
+
+        enum CodingKeys: CodingKey {
+            case id, type, occurredAt, recordedAt, environment, appUserId, appAccountToken, bundleId, productId
+            case originalTransactionId, entitlements, data
+        }
+
+        /// `appUserId` and `appAccountToken` are always present: null for an unlinked subscription's
+        /// events and a scrubbed erasure; the other optional fields are left out when absent.
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(id, forKey: .id)
+            try c.encode(type, forKey: .type)
+            try c.encode(occurredAt, forKey: .occurredAt)
+            try c.encode(recordedAt, forKey: .recordedAt)
+            try c.encodeIfPresent(environment, forKey: .environment)
+            try c.encode(appUserId, forKey: .appUserId)
+            try c.encode(appAccountToken, forKey: .appAccountToken)
+            try c.encodeIfPresent(bundleId, forKey: .bundleId)
+            try c.encodeIfPresent(productId, forKey: .productId)
+            try c.encodeIfPresent(originalTransactionId, forKey: .originalTransactionId)
+            try c.encode(entitlements, forKey: .entitlements)
+            try c.encode(data, forKey: .data)
+        }
     }
 
     /// The event's JSON object: its fields, `cause` (the notification or transactions that caused

@@ -269,7 +269,8 @@ public final class FactLedger: ReadinessProbe, Projector {
             guard let owned = try await store.subscription(originalTransactionId: originalTransactionId) else {
                 return nil
             }
-            let customer = try await store.customer(appUserId: owned.appUserId)
+            // An unlinked subscription's placeholder is nobody's: answered without a customer.
+            let customer = UnlinkedSubscription.isKey(owned.appUserId) ? nil : try await store.customer(appUserId: owned.appUserId)
             let stored = try await store.facts(appUserId: owned.appUserId, projector: self)
                 .filter { $0.fact?.ledgerOriginalTransactionId == originalTransactionId }
             let pairs = stored.compactMap { entry in entry.fact.map { (entry, $0) } }

@@ -9,10 +9,14 @@ public struct MetricRollup: Sendable, Hashable {
     public var opening: [MetricDelta] = []
     /// Every nonzero daily row of the range, by day: a stock's change or a flow's amount.
     public var days: [MetricDelta] = []
+    /// Subscriptions of the environment granting access now (active or in grace) that no customer
+    /// has claimed yet (``UnlinkedSubscription``); the stocks and flows include them.
+    public var unlinkedActive: Int64 = 0
 
-    public init(opening: [MetricDelta] = [], days: [MetricDelta] = []) {
+    public init(opening: [MetricDelta] = [], days: [MetricDelta] = [], unlinkedActive: Int64 = 0) {
         self.opening = opening
         self.days = days
+        self.unlinkedActive = unlinkedActive
     }
 }
 
@@ -59,7 +63,8 @@ public protocol ConsoleStore: Sendable {
     func backfillMetrics(projector: any Projector, limit: Int) async throws -> Int
     /// Customers whose appUserId, appAccountToken, or a subscription's originalTransactionId or
     /// transactionId is `query` (exact), or whose appUserId starts with it; by appUserId, after
-    /// `after`, at most `limit`.
+    /// `after`, at most `limit`. An unlinked subscription (``UnlinkedSubscription``) is found by
+    /// its ids only, never by a prefix.
     func searchCustomers(_ query: String, after: String?, limit: Int) async throws -> [CustomerMatch]
     /// Customers owning one of `ids` exactly (each an appUserId, appAccountToken,
     /// originalTransactionId or transactionId), by appUserId; at most 100 ids are looked at.
@@ -95,8 +100,11 @@ extension SessionBackedStore {
             let prefix = try session.query(
                 """
                 SELECT app_user_id, app_account_token, created_at FROM customers
-                WHERE app_user_id >= $1 AND app_user_id > $2 AND app_user_id < $3 ORDER BY app_user_id LIMIT $4
-                """, .text(query), .text(after ?? ""), .text(query + "\u{10FFFF}"), .int(Int64(limit))).map(Self.decodeMatch)
+                WHERE app_user_id >= $1 AND app_user_id > $2 AND app_user_id < $3 AND app_user_id NOT LIKE $5
+                ORDER BY app_user_id LIMIT $4
+                """, .text(query), .text(after ?? ""), .text(query + "\u{10FFFF}"), .int(Int64(limit)),
+                .text(UnlinkedSubscription.prefix + "%")
+            ).map(Self.decodeMatch)
             var seen = Set<String>()
             return (exact.filter { match in after.map { match.appUserId > $0 } ?? true } + prefix)
                 .filter { seen.insert($0.appUserId).inserted }

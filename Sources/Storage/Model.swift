@@ -197,6 +197,35 @@ public struct CustomerRecord: Sendable, Hashable {
         self.createdAt = createdAt
         self.aliases = aliases
     }
+
+    /// Whether this is the placeholder of an unlinked subscription (``UnlinkedSubscription``):
+    /// its ``appUserId`` is storage's key, never an app's id, and is answered as null.
+    public var isUnlinked: Bool { UnlinkedSubscription.isKey(appUserId) }
+
+    /// The app's id, nil for an unlinked subscription's placeholder.
+    public var linkedAppUserId: String? { isUnlinked ? nil : appUserId }
+}
+
+/// A subscription stored before any customer claimed it (a purchase without `appAccountToken`,
+/// or one whose token names nobody yet) lives under a placeholder customer keyed by its
+/// `originalTransactionId`, so it is projected, counted, searchable and produces events like any
+/// other; the key starts with a control character, which no valid appUserId holds, and is never
+/// answered as an appUserId. A claim (the app posting the transaction, an alias) or a customer
+/// created with the token moves the subscription to that customer.
+public enum UnlinkedSubscription {
+    /// The start of every placeholder key.
+    public static let prefix = "\u{1}unlinked:"
+
+    /// The placeholder key of the subscription `originalTransactionId`.
+    public static func key(_ originalTransactionId: String) -> String { prefix + originalTransactionId }
+
+    /// Whether `appUserId` is a placeholder key.
+    public static func isKey(_ appUserId: String) -> Bool { appUserId.utf8.starts(with: prefix.utf8) }
+
+    /// The subscription a placeholder key stands for.
+    public static func originalTransactionId(_ key: String) -> String? {
+        isKey(key) ? String(key.dropFirst(prefix.count)) : nil
+    }
 }
 
 /// A customer's stored projection: the API's hot read.

@@ -78,7 +78,9 @@ struct CustomerDirectoryTests {
                 try await store.raw("DELETE FROM \(table)")
             }
             let rebuilt = try await store.rebuild(projector: testProjector, now: testNow)
-            #expect(rebuilt.changedCustomers == ["a"])
+            // A renewal info that came before its token-bearing transaction was held by a
+            // placeholder meanwhile; it stays, with nothing linked (its empty answer rewritten).
+            #expect(rebuilt.changedCustomers.filter { !UnlinkedSubscription.isKey($0) } == ["a"])
             #expect(try await store.projection(appUserId: "a")?.projection == stored.projection)
             #expect(try await store.projection(appUserId: "b") == nil)
         }

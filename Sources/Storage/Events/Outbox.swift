@@ -224,7 +224,8 @@ extension Ledger {
             insertEvent(
                 OutboxEvent(
                     sequence: 0, id: id,
-                    type: event.type.rawValue, appUserId: customer.appUserId, appAccountToken: customer.appAccountToken,
+                    type: event.type.rawValue, appUserId: customer.linkedAppUserId,
+                    appAccountToken: customer.isUnlinked ? nil : customer.appAccountToken,
                     environment: event.environment.rawValue, bundleId: origin?.bundleId ?? cause?.bundleId, productId: event.productId,
                     originalTransactionId: event.originalTransactionId, entitlements: event.entitlements, details: event.details,
                     cause: Self.json(citation), occurredAt: event.occurredAt, recordedAt: now, answer: try answer(event)),
@@ -309,7 +310,7 @@ extension Ledger {
             let key = [otid, details["from"] ?? "", cause.notificationUUID ?? cause.factDigest ?? ""]
             let event = OutboxEvent(
                 sequence: 0, id: EventDerivation.eventID(appUserId: owner.appUserId, type: type, key: key), type: type,
-                appUserId: owner.appUserId, appAccountToken: owner.appAccountToken, environment: row?.environment,
+                appUserId: owner.linkedAppUserId, appAccountToken: owner.isUnlinked ? nil : owner.appAccountToken, environment: row?.environment,
                 bundleId: cause.bundleId, productId: row?.productId, originalTransactionId: otid,
                 entitlements: (stored?.projection.entitlements ?? []).filter { $0.originalTransactionId == otid }.map(\.entitlement).sorted(),
                 details: details, cause: Self.json(cause.citation), occurredAt: cause.occurredAt, recordedAt: now,

@@ -87,6 +87,12 @@ extension Ledger {
             WHERE environment = $1 AND day >= $2 AND day <= $3 AND value <> 0 ORDER BY day, kind, currency
             """, .text(environment), .int(fromDay), .int(toDay))
         var rollup = MetricRollup()
+        rollup.unlinkedActive = try session.query(
+            """
+            SELECT COUNT(*) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
+            WHERE c.app_user_id LIKE $1 AND s.environment = $2 AND s.status IN ('active', 'gracePeriod')
+            """, .text(UnlinkedSubscription.prefix + "%"), .text(environment)
+        ).first?.int(0) ?? 0
         for row in base where try row.int(2) != 0 {
             guard let kind = MetricKind(rawValue: try row.text(0)) else { continue }
             rollup.opening.append(MetricDelta(environment: Environment(rawValue: environment), day: fromDay, kind: kind,

@@ -199,11 +199,23 @@ struct Ledger {
         var linkedNow = links.compactMap { if case .linked = $0.outcome { $0.originalTransactionId } else { nil } }
         for otid in sortedOTIDs {
             let row = results.removeFirst()[0]
+            let tokenOwner = try row.optionalInt(1)
             if let owner = try row.optionalInt(0) {
                 affected.insert(owner)
-            } else if let customerID = try row.optionalInt(1) {
-                try insertLink(otid: otid, customerID: customerID, now: now, via: "appAccountToken")
-                affected.insert(customerID)
+                // A token that names a customer claims the subscription from its placeholder.
+                if let tokenOwner, tokenOwner != owner, try customer(id: owner)?.isUnlinked == true {
+                    try moveLink(otid: otid, to: tokenOwner, now: now, via: "appAccountToken")
+                    affected.insert(tokenOwner)
+                    linkedNow.append(otid)
+                }
+            } else if let tokenOwner {
+                try insertLink(otid: otid, customerID: tokenOwner, now: now, via: "appAccountToken")
+                affected.insert(tokenOwner)
+                linkedNow.append(otid)
+            } else if tokenForOTID[otid] == nil, try placeholderMayHold(otid) {
+                let placeholder = try ensureCustomerRow(
+                    appUserId: UnlinkedSubscription.key(otid), appAccountToken: nil, now: now, affected: &affected)
+                try insertLink(otid: otid, customerID: placeholder.id, now: now, via: "unlinked")
                 linkedNow.append(otid)
             }
         }
@@ -234,7 +246,7 @@ struct Ledger {
             earliestSignedDate: earliestSignedDate)
         for id in affected.sorted() {
             let (customer, failure) = try recompute(customerID: id, projector: projector, now: now, known: known, cause: cause)
-            names.append(customer.appUserId)
+            if !customer.isUnlinked { names.append(customer.appUserId) }
             if let failure { failures.append(failure) }
         }
         try emitMessageEvents(message, links: links, otids: sortedOTIDs, cause: cause, now: now)
@@ -368,6 +380,23 @@ struct Ledger {
             """, .text(otid), .int(customerID), .int(now), .text(via))
     }
 
+    /// Whether a subscription nobody owns goes to a placeholder (``UnlinkedSubscription``): not
+    /// when a stored fact of it carries a token, which waits for its customer instead (a customer
+    /// the app has not created yet, or one erased: its purchases stay linked to nobody).
+    func placeholderMayHold(_ otid: String) throws -> Bool {
+        guard UnlinkedSubscription.key(otid).utf8.count <= 512 else { return false }
+        return try session.query(
+            "SELECT 1 FROM facts WHERE original_transaction_id = $1 AND app_account_token IS NOT NULL LIMIT 1", .text(otid)
+        ).isEmpty
+    }
+
+    /// Gives the subscription `otid`, already linked, to another customer.
+    func moveLink(otid: String, to customerID: Int64, now: Int64, via: String) throws {
+        try session.query(
+            "UPDATE links SET customer_id = $1, linked_at = $2, via = $3 WHERE original_transaction_id = $4",
+            .int(customerID), .int(now), .text(via), .text(otid))
+    }
+
     /// Returns the customer, creating it (and linking facts that already carry its token) when missing.
     func ensureCustomerRow(
         appUserId: String, appAccountToken: String?, now: Int64, affected: inout Set<Int64>
@@ -398,8 +427,14 @@ struct Ledger {
             """, .text(token)
         ).map { try $0.text(0) }
         try lockKeys(orphans.map(Self.otidKey))
-        for otid in orphans.sorted() where try owner(of: otid) == nil {
-            try insertLink(otid: otid, customerID: created.id, now: now, via: "appAccountToken")
+        for otid in orphans.sorted() {
+            if let current = try owner(of: otid) {
+                guard current.isUnlinked else { continue }
+                try moveLink(otid: otid, to: created.id, now: now, via: "appAccountToken")
+                affected.insert(current.id)
+            } else {
+                try insertLink(otid: otid, customerID: created.id, now: now, via: "appAccountToken")
+            }
         }
         affected.insert(created.id)
         return created
@@ -418,13 +453,18 @@ struct Ledger {
             affected.insert(customer.id)
             return LinkResult(originalTransactionId: otid, outcome: .alreadyLinked)
         }
+        // An unlinked subscription goes to the first customer that claims it, whatever the behaviour.
+        if current.isUnlinked {
+            try moveLink(otid: otid, to: customer.id, now: now, via: "claim")
+            affected.insert(customer.id)
+            affected.insert(current.id)
+            return LinkResult(originalTransactionId: otid, outcome: .linked)
+        }
         switch behaviour {
         case .keep:
             return LinkResult(originalTransactionId: otid, outcome: .kept(owner: current.appUserId))
         case .transfer:
-            try session.query(
-                "UPDATE links SET customer_id = $1, linked_at = $2, via = 'transfer' WHERE original_transaction_id = $3",
-                .int(customer.id), .int(now), .text(otid))
+            try moveLink(otid: otid, to: customer.id, now: now, via: "transfer")
             affected.insert(customer.id)
             affected.insert(current.id)
             return LinkResult(originalTransactionId: otid, outcome: .transferred(from: current.appUserId))
