@@ -151,6 +151,27 @@ import Testing
         #expect(store.state.withLock { $0.purchases.isEmpty })
     }
 
+    @Test func customerUpdatesYieldAfterARestoreAndATransactionUpdate() async throws {
+        let server = ScriptedServer(clock: wall)
+        let store = FakeStore(log: EventLog()) { _, _ in ("t1", "jws-t1") }
+        let entitled = server.entitled(InMemoryIdentityStore(), store: store)
+        let updates = entitled.customerUpdates
+        store.state.withLock { $0.unfinished = [store.transaction(id: "t0", product: "pro.monthly", jws: "jws-t0")] }
+        let restored = try await entitled.launch()
+        #expect(restored.posted == 1)
+        // A renewal arrives through Transaction.updates: delivered, finished, and streamed.
+        store.continuation.yield(store.transaction(id: "t2", product: "pro.monthly", jws: "jws-t2"))
+        var seen = 0
+        for await answer in updates {
+            #expect(answer.appUserId == "$anon:1")
+            seen += 1
+            if seen == 2 { break }
+        }
+        while store.finishCount("t2") == 0 { await Task.yield() }
+        #expect(store.finishCount("t0") == 1)
+        #expect(server.sent("POST", "/$anon:1/transactions").map(\.body["signedTransaction"]) == ["jws-t0", "jws-t2"])
+    }
+
     @Test func refreshIgnoresTheHTTPCache() async throws {
         let server = ScriptedServer(clock: wall)
         let entitled = server.entitled(InMemoryIdentityStore())
