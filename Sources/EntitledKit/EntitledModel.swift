@@ -19,7 +19,8 @@
         /// The latest failure of ``refresh()`` (nil after a success).
         @Published public private(set) var error: (any Error)?
         public let entitled: Entitled
-        private var task: Task<Void, Never>?
+        /// Cancelled in `deinit`, which is nonisolated; written only in `init`.
+        nonisolated(unsafe) private var task: Task<Void, Never>?
 
         /// Starts following `entitled`'s answers and asks for the current one.
         public init(_ entitled: Entitled) {
