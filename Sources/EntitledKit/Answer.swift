@@ -83,6 +83,11 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
     public struct Offer: Sendable, Codable, Hashable {
         public var productId: String
         public var offerId: String
+
+        public init(productId: String, offerId: String) {
+            self.productId = productId
+            self.offerId = offerId
+        }
     }
 
     /// The configured offers the customer is eligible for now (the server's `offers`).
@@ -93,6 +98,12 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
         public var winBack: [Offer]
         /// Promotional offers for the groups the customer subscribed to; ask the server to sign one.
         public var promotional: [Offer]
+
+        public init(introductory: [String], winBack: [Offer], promotional: [Offer]) {
+            self.introductory = introductory
+            self.winBack = winBack
+            self.promotional = promotional
+        }
     }
 
     public var appUserId: String

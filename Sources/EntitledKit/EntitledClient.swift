@@ -35,6 +35,8 @@ public actor EntitledClient {
         public var wallClock: any WallClock
         /// Seconds one attempt may take before it counts as unreachable (and is retried).
         public var requestTimeout: TimeInterval = 20
+        /// Called with every answer the client receives (fetched, or after a posted transaction).
+        public var onAnswer: (@Sendable (CustomerAnswer) -> Void)?
 
         public init(
             cacheDirectory: URL? = nil, environment: String? = nil, retry: RetryPolicy = RetryPolicy(),
@@ -149,7 +151,7 @@ public actor EntitledClient {
         AnswerCache.key(appUserId: appUserId, environment: configuration.environment)
     }
 
-    private func resolve(_ appUserId: String?) throws -> String {
+    func resolve(_ appUserId: String?) throws -> String {
         if let appUserId { return appUserId }
         if case .customer(let id, _) = credentials { return id }
         throw EntitledError.missingAppUserId
@@ -183,7 +185,9 @@ public actor EntitledClient {
     }
 
     private func fetch(_ id: String) async throws -> CustomerAnswer {
-        let (data, response) = try await send(URLRequest(url: customerURL(id, "", query: true)))
+        // The client keeps its own cache: a refresh must reach the server, never URLSession's cache.
+        let request = URLRequest(url: customerURL(id, "", query: true), cachePolicy: .reloadIgnoringLocalCacheData)
+        let (data, response) = try await send(request)
         return try remember(id, data: data, response: response)
     }
 
@@ -200,6 +204,7 @@ public actor EntitledClient {
             key: key(id), body: data, maxAgeSeconds: Self.maxAge(response.value(forHTTPHeaderField: "Cache-Control")),
             anchor: TimeAnchor(serverTime: answer.serverTime, monotonic: configuration.monotonicClock, wall: configuration.wallClock))
         cache.store(entry, answer: answer)
+        configuration.onAnswer?(answer)
         return answer
     }
 
@@ -217,10 +222,15 @@ public actor EntitledClient {
     }
 
     /// One request with authorization, retried on a 5xx or an unreachable server (never on a 4xx).
-    private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await Self.send(request, bearer: try await bearer(), configuration: configuration)
+    }
+
+    /// One request with `bearer`, retried on a 5xx or an unreachable server (never on a 4xx).
+    static func send(_ request: URLRequest, bearer: String, configuration: Configuration) async throws -> (Data, HTTPURLResponse) {
         var request = request
         request.timeoutInterval = configuration.requestTimeout
-        request.setValue("Bearer \(try await bearer())", forHTTPHeaderField: "Authorization")
+        request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         let policy = configuration.retry
         var attempt = 1
@@ -258,7 +268,7 @@ public actor EntitledClient {
         }
     }
 
-    private func customerURL(_ id: String, _ suffix: String, query: Bool) -> URL {
+    func customerURL(_ id: String, _ suffix: String, query: Bool) -> URL {
         let url = path("/v1/customers/\(Self.escape(id))\(suffix)")
         guard query, let environment = configuration.environment else { return url }
         var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
@@ -267,7 +277,9 @@ public actor EntitledClient {
     }
 
     /// `baseURL` + an already-escaped path (kept escaped: `appendingPathComponent` would re-escape `%`).
-    private func path(_ escaped: String) -> URL {
+    func path(_ escaped: String) -> URL { Self.url(baseURL, escaped) }
+
+    static func url(_ baseURL: URL, _ escaped: String) -> URL {
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
         return URL(string: base + escaped)!

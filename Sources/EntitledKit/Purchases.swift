@@ -21,8 +21,9 @@ public enum StorePurchaseResult: Sendable {
 
 /// The store calls the portable core makes; StoreKit 2 implements it in ``StoreKitGateway``.
 public protocol StoreGateway: Sendable {
-    /// Shows the purchase sheet for `productID`, tagging the purchase with `appAccountToken`.
-    func purchase(productID: String, appAccountToken: UUID) async throws -> StorePurchaseResult
+    /// Shows the purchase sheet for `productID`, tagging the purchase with `appAccountToken` and
+    /// applying `offer` (signed by the server) when given.
+    func purchase(productID: String, appAccountToken: UUID, offer: SignedPurchaseOffer?) async throws -> StorePurchaseResult
     /// Transactions not yet finished (StoreKit's `Transaction.unfinished`).
     func unfinished() async -> [any StoreTransaction]
     /// The customer's current entitlements (StoreKit's `Transaction.currentEntitlements`).
@@ -71,18 +72,35 @@ public actor Purchases {
         self.bundleId = bundleId
     }
 
-    /// Buys `productID` for the client's customer: checks the storefront, passes the customer's
-    /// `appAccountToken` (from the answer), posts the transaction, finishes it after the 200.
-    public func purchase(productID: String) async throws -> PurchaseOutcome {
+    /// Buys `productID` for the client's customer: checks the storefront, has the server sign
+    /// `offer`, passes the customer's `appAccountToken` (from the answer), posts the transaction,
+    /// finishes it after the 200. `.introductory` throws ``OfferNotEligible`` unless the answer's
+    /// ``CustomerAnswer/Offers/introductory`` lists the product; the server refuses (409
+    /// `OFFER_NOT_ELIGIBLE`) a promotional or win-back offer the customer may not take.
+    public func purchase(productID: String, offer: PurchaseOffer? = nil) async throws -> PurchaseOutcome {
         if let storefront = await store.storefront(), !(await shouldContinue(productID: productID, storefront: storefront)) {
             return .notSoldInStorefront
         }
         let answer = try await client.customer()
-        switch try await store.purchase(productID: productID, appAccountToken: answer.appAccountToken) {
+        let signed = try await sign(offer, productID: productID, answer: answer)
+        switch try await store.purchase(productID: productID, appAccountToken: answer.appAccountToken, offer: signed) {
         case .purchased(let transaction): return .purchased(try await deliver(transaction))
         case .pending: return .pending
         case .cancelled: return .cancelled
         }
+    }
+
+    private func sign(_ offer: PurchaseOffer?, productID: String, answer: CustomerAnswer) async throws -> SignedPurchaseOffer? {
+        guard let offer else { return nil }
+        let signed: SignedOffer
+        switch offer {
+        case .promotional(let id): signed = try await client.signOffer(productID: productID, kind: .promotional, offerId: id, format: .v1)
+        case .winBack(let id): signed = try await client.signOffer(productID: productID, kind: .winBack, offerId: id, format: .v1)
+        case .introductory:
+            guard answer.offers.introductory.contains(productID) else { throw OfferNotEligible(productID: productID, offer: offer) }
+            signed = try await client.signOffer(productID: productID, kind: .introductoryEligibility, offerId: nil, format: .jws)
+        }
+        return SignedPurchaseOffer(offer: offer, signed: signed)
     }
 
     /// Posts `transaction`, then finishes it; a failed post throws and leaves it unfinished. One

@@ -40,16 +40,52 @@
         /// The product is not in the App Store's catalog for this app.
         public struct UnknownProduct: Error, Sendable { public var productID: String }
 
-        public func purchase(productID: String, appAccountToken: UUID) async throws -> StorePurchaseResult {
+        public func purchase(productID: String, appAccountToken: UUID, offer: SignedPurchaseOffer?) async throws
+            -> StorePurchaseResult
+        {
             guard let product = try await Product.products(for: [productID]).first else {
                 throw UnknownProduct(productID: productID)
             }
-            switch try await purchaseCall(product, [.appAccountToken(appAccountToken)]) {
+            var options: Set<Product.PurchaseOption> = [.appAccountToken(appAccountToken)]
+            if let offer { options.formUnion(try Self.options(for: offer, product: product)) }
+            switch try await purchaseCall(product, options) {
             case .success(let result): return .purchased(Self.signed(result))
             case .pending: return .pending
             case .userCancelled: return .cancelled
             @unknown default: return .cancelled
             }
+        }
+
+        /// The server's signature does not fit the offer (a server older or newer than this client).
+        public struct UnusableSignature: Error, Sendable { public var offer: PurchaseOffer }
+
+        /// The purchase options that carry the server's signature: `v1` for promotional (and, before
+        /// StoreKit's own win-back option, win-back) offers; the eligibility JWS where StoreKit takes one.
+        static func options(for offer: SignedPurchaseOffer, product: Product) throws -> Set<Product.PurchaseOption> {
+            let signed = offer.signed
+            switch offer.offer {
+            case .introductory:
+                if #available(iOS 18.4, macOS 15.4, tvOS 18.4, watchOS 11.4, visionOS 2.4, *), let jws = signed.jws {
+                    return [.introductoryOfferEligibility(compactJWS: jws)]
+                }
+                return []  // StoreKit applies the introductory offer itself when Apple deems the customer eligible
+            case .winBack(let id):
+                if #available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *),
+                    let winBack = product.subscription?.winBackOffers.first(where: { $0.id == id })
+                {
+                    return [.winBackOffer(winBack)]
+                }
+                return try promotional(id, signed, offer.offer)
+            case .promotional(let id):
+                return try promotional(id, signed, offer.offer)
+            }
+        }
+
+        static func promotional(_ id: String, _ signed: SignedOffer, _ offer: PurchaseOffer) throws -> Set<Product.PurchaseOption> {
+            guard let keyID = signed.keyId, let timestamp = signed.timestamp,
+                let signature = signed.signature.flatMap({ Data(base64Encoded: $0) })
+            else { throw UnusableSignature(offer: offer) }
+            return [.promotionalOffer(offerID: id, keyID: keyID, nonce: signed.nonce, signature: signature, timestamp: Int(timestamp))]
         }
 
         public func unfinished() async -> [any StoreTransaction] {

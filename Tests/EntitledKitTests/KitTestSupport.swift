@@ -118,6 +118,7 @@ final class FakeStore: StoreGateway {
         var storefront: String?
         var finishes: [String: Int] = [:]
         var purchases: [(productID: String, token: UUID)] = []
+        var offers: [SignedPurchaseOffer?] = []
     }
 
     let state = Mutex(State())
@@ -147,8 +148,11 @@ final class FakeStore: StoreGateway {
     func finishCount(_ id: String) -> Int { state.withLock { $0.finishes[id] ?? 0 } }
     var unfinishedIDs: [String] { state.withLock { $0.unfinished.map(\.transactionID) } }
 
-    func purchase(productID: String, appAccountToken: UUID) async throws -> StorePurchaseResult {
-        state.withLock { $0.purchases.append((productID, appAccountToken)) }
+    func purchase(productID: String, appAccountToken: UUID, offer: SignedPurchaseOffer?) async throws -> StorePurchaseResult {
+        state.withLock {
+            $0.purchases.append((productID, appAccountToken))
+            $0.offers.append(offer)
+        }
         let (id, jws) = try await onPurchase(productID, appAccountToken)
         let transaction = transaction(id: id, product: productID, jws: jws)
         // StoreKit keeps a purchased transaction unfinished until the app finishes it.
