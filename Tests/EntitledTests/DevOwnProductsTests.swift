@@ -54,10 +54,7 @@ import Testing
         #expect(try await Self.buy(dev.port, "yann", "pro.monthly") == 404)
     }
 
-    @Test func devWithAStoreKitFileSellsItsProducts() async throws {
-        let (folder, storeKit) = try Self.file(
-            "Products.storekit",
-            #"""
+    static let storeKitFile = #"""
             {"identifier": "A1", "products": [
                {"displayPrice": "4.99", "familyShareable": false, "productID": "com.acme.coins", "type": "Consumable"},
                {"displayPrice": "29.99", "familyShareable": false, "productID": "com.acme.unlock", "type": "NonConsumable"}],
@@ -66,7 +63,10 @@ import Testing
                 "recurringSubscriptionPeriod": "P1M", "subscriptionGroupID": "21430000", "type": "RecurringSubscription",
                 "introductoryOffer": {"paymentMode": "free", "subscriptionPeriod": "P1W", "numberOfPeriods": 1}}]}],
              "version": {"major": 3, "minor": 0}}
-            """#)
+            """#
+
+    @Test func devWithAStoreKitFileSellsItsProducts() async throws {
+        let (folder, storeKit) = try Self.file("Products.storekit", Self.storeKitFile)
         defer { try? FileManager.default.removeItem(at: folder) }
         let dev = try await ServeProcess.start {
             DevRestartTests.devArguments($0, ["--storekit", storeKit.path, "--bundle-id", "com.acme.app"])
@@ -79,6 +79,27 @@ import Testing
         #expect(try await Self.entitlements(dev.port, "yann") == ["com.acme.unlock": "com.acme.unlock"])
         let state = try await DevDashboardTests.dev(dev.port, "GET", "/dev/customers")
         #expect(state.status == 200)
+    }
+
+    @Test func aStoreKitFilesProductsGrantWhatTheConfigurationSays() async throws {
+        let (folder, storeKit) = try Self.file("Products.storekit", Self.storeKitFile)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let config = folder.appendingPathComponent("entitled.json")
+        try Data(
+            #"""
+            {"apps": [{"bundleId": "com.acme.app", "environments": ["Sandbox"], "products": [
+              {"productId": "com.acme.pro.monthly", "type": "autoRenewable", "subscriptionGroup": "21430000", "entitlements": ["pro"]}]}]}
+            """#.utf8
+        ).write(to: config)
+        let dev = try await ServeProcess.start {
+            DevRestartTests.devArguments($0, ["--config", config.path, "--storekit", storeKit.path])
+        }
+        defer { dev.terminate() }
+        #expect(try await Self.buy(dev.port, "zoe", "com.acme.pro.monthly") == 200)
+        #expect(try await Self.buy(dev.port, "yann", "com.acme.unlock") == 200)
+        // The configured product grants its entitlement; the one it does not list grants its id.
+        #expect(try await Self.entitlements(dev.port, "zoe") == ["pro": "com.acme.pro.monthly"])
+        #expect(try await Self.entitlements(dev.port, "yann") == ["com.acme.unlock": "com.acme.unlock"])
     }
 
     @Test(.enabled(if: AppleTestData.suitesRun)) func anXcodeTransactionFromApplesFixturesPostsToDevAndGrants() async throws {
