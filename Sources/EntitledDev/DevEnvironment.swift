@@ -31,11 +31,26 @@ public struct DevOptions: Sendable {
     /// Webhook endpoints (the `webhooks` section of `--webhooks FILE`): the server delivers its
     /// events to them as `serve` does.
     public var webhooks: [WebhookEndpoint]
+    /// Your configuration file (`--config`): its apps, products, policy and webhooks, with dev's
+    /// database, address and API key; nil runs the demo catalog.
+    public var configurationFile: String?
+    /// An Xcode StoreKit configuration file (`--storekit`) whose products the simulator sells.
+    public var storeKit: String?
+    /// The bundle id the simulator sells under (`--bundle-id`): picks the configuration's app,
+    /// and names the `.storekit` file's app.
+    public var bundleId: String?
+    /// The virtual clock's start for a new data folder (epoch milliseconds); nil reads the wall clock.
+    public var start: Int64?
 
     public init(
         listen: String?, environment: [String: String] = [:], control: ListenAddress? = nil, data: String, dayEvery: Double,
-        seed: Bool, reset: Bool = false, fastPaths: FastPaths = FastPaths(), webhooks: [WebhookEndpoint] = []
+        seed: Bool, reset: Bool = false, fastPaths: FastPaths = FastPaths(), webhooks: [WebhookEndpoint] = [],
+        configurationFile: String? = nil, storeKit: String? = nil, bundleId: String? = nil, start: Int64? = nil
     ) {
+        self.configurationFile = configurationFile
+        self.storeKit = storeKit
+        self.bundleId = bundleId
+        self.start = start
         self.webhooks = webhooks
         self.reset = reset
         self.fastPaths = fastPaths
@@ -70,15 +85,19 @@ public enum DevEnvironment {
         defer { if !started && saved == nil { folder.discard(removingFolder: !folderExisted) } }
         let ca = try SimulatorCA.loadOrCreate(in: folder.caFolder)
         try Data(ca.rootDER).write(to: folder.rootFile)
-        let catalog = saved?.simulator.catalog ?? Catalog.demo
-        var configuration = try configuration(options, catalog: catalog, rootFile: folder.rootFile.path)
+        let file = try options.configurationFile.map { path throws(StartupError) in try loadFile(path, options) }
+        // A continued folder keeps the catalog its simulator was saved with (--reset takes a new one).
+        let catalog = try saved?.simulator.catalog ?? DevCatalog.simulatorCatalog(options: options, file: file)
+        let built = try Self.configuration(options, file: file, catalog: catalog, rootFile: folder.rootFile.path)
+        var configuration = built.0
+        let simulated = built.simulated
         let serverAPI = try DevServerAPI()
-        configuration.apps[0].serverAPI = try serverAPI.settings()
+        configuration.apps[simulated].serverAPI = try serverAPI.settings()
 
         // The composition root: the only place `dev` reads the wall clock, to start the virtual one
         // (a continued folder starts it where it was saved).
         let clock = AppStoreSimulator.VirtualClock(
-            milliseconds: saved?.simulator.now ?? Int64(Date().timeIntervalSince1970 * 1000))
+            milliseconds: saved?.simulator.now ?? options.start ?? Int64(Date().timeIntervalSince1970 * 1000))
         let assembled = try await buildApplication(
             configuration: configuration, clock: clock, fastPaths: options.fastPaths, outbound: serverAPI.redirect)
         let store = assembled.store
@@ -144,7 +163,8 @@ public enum DevEnvironment {
                 "warning",
                 ["detail": "entitled dev listens beyond loopback: anyone who can reach it can drive the simulator with the printed key"])
         }
-        if options.seed && saved == nil {
+        // The seeded scenario buys the demo catalog's products.
+        if options.seed && saved == nil && options.configurationFile == nil && options.storeKit == nil {
             do {
                 try await seedScenario(driver: driver)
             } catch {
@@ -182,29 +202,43 @@ public enum DevEnvironment {
         ServerLog.event("stopped", [:])
     }
 
-    /// The server's configuration in this mode: SQLite in the data folder, the development key,
-    /// and one app whose products are the simulator catalog's, trusting the simulator's root.
-    static func configuration(_ options: DevOptions, catalog: Catalog, rootFile: String) throws(StartupError) -> Configuration {
-        var configuration: Configuration
+    /// Your configuration file, with dev's address and database.
+    static func loadFile(_ path: String, _ options: DevOptions) throws(StartupError) -> Configuration {
         do {
-            configuration = try ConfigurationLoader(environment: options.environment).load(
-                path: nil, listen: options.listen,
-                database: "sqlite:\(URL(fileURLWithPath: options.data).path)/entitled.sqlite")
+            return try ConfigurationLoader(environment: options.environment).load(
+                path: path, listen: options.listen, database: database(options))
         } catch {
-            throw .configuration("configuration: \(error.description)")
+            throw .configuration("\(path): \(error.description)")
+        }
+    }
+
+    static func database(_ options: DevOptions) -> String { "sqlite:\(URL(fileURLWithPath: options.data).path)/entitled.sqlite" }
+
+    /// The server's configuration in this mode: `file` (your configuration, or the defaults) with
+    /// SQLite in the data folder and the development key; its apps accept the local environments,
+    /// and the catalog's app (index `simulated`, added when `file` has none) trusts the simulator's root.
+    static func configuration(_ options: DevOptions, file: Configuration?, catalog: Catalog, rootFile: String)
+        throws(StartupError) -> (Configuration, simulated: Int)
+    {
+        var configuration: Configuration
+        if let file {
+            configuration = file
+        } else {
+            do {
+                configuration = try ConfigurationLoader(environment: options.environment).load(
+                    path: nil, listen: options.listen, database: database(options))
+            } catch {
+                throw .configuration("configuration: \(error.description)")
+            }
         }
         configuration.apiKeys = [APIKey(name: "dev", secret: devKey, scopes: [.read, .write, .admin])]
-        configuration.webhooks = options.webhooks
+        if !options.webhooks.isEmpty || file == nil { configuration.webhooks = options.webhooks }
         // Events at the commit: the virtual clock stands still while paused, and a hold is
         // released on it (docs/configuration.md, `events`).
         configuration.events.settleSeconds = 0
-        configuration.apps = [
-            App(
-                bundleId: catalog.bundleId, appAppleId: catalog.appAppleId, environments: ["Sandbox", "Production"],
-                appleRootCertificates: [rootFile], gracePeriodDays: 16,
-                products: catalog.products.map(product(from:)))
-        ]
-        return configuration
+        let (apps, simulated) = DevCatalog.apps(file?.apps ?? [], catalog: catalog, rootFile: rootFile)
+        configuration.apps = apps
+        return (configuration, simulated)
     }
 
     /// The entitlements of the demo catalog's products, named as examples/entitled.json names

@@ -4,6 +4,7 @@ import EntitledConfig
 import EntitledCrypto
 import EntitledServer
 import Foundation
+import HTTPClient
 import HTTPServer
 
 /// What `entitled simulate` was asked for (its options, parsed by the command).
@@ -64,6 +65,8 @@ public struct SimulateOptions: Sendable {
     public var v1SharedSecret: String?
     public var serverAPIKey: ServerAPIKey?
     public var load: Load?
+    /// Trusted authorities (PEM) for an HTTPS `target` or load URL, replacing the system's (`--ca-file`).
+    public var caFile: String?
 
     public init(
         data: String, listen: ListenAddress? = nil, target: URL? = nil, scenarioPath: String? = nil,
@@ -123,13 +126,14 @@ public enum SimulateRunner {
         if let load = options.load {
             let result = try await LoadBenchmark.run(
                 customers: load.customers, months: load.months, catalog: catalog, ca: ca, start: start,
-                transport: HTTPNotificationTransport(url: load.url), concurrency: load.concurrency)
+                transport: HTTPNotificationTransport(url: load.url, http: CurlHTTP(caFile: options.caFile)), concurrency: load.concurrency)
             output.line(result.description)
             return
         }
         let simulator = Simulator(
             catalog: catalog, environment: options.environment, ca: ca, clock: VirtualClock(milliseconds: start),
-            transport: options.target.map { HTTPNotificationTransport(url: $0) }, v1SharedSecret: options.v1SharedSecret)
+            transport: options.target.map { ReportingTransport(HTTPNotificationTransport(url: $0, http: CurlHTTP(caFile: options.caFile)), note: output.note) },
+            v1SharedSecret: options.v1SharedSecret)
         if let renewalRate = options.renewalRate {
             var request = ActionRequest("renewalRate")
             request.rate = renewalRate.rawValue
@@ -165,6 +169,27 @@ public enum SimulateRunner {
         output.note("entitled simulate: control API on \(listen.host):\(server.port)")
         _ = await signals.wait()
         await server.shutdown()
+    }
+
+    /// Tells a person of every post the target did not accept: the error (a TLS failure, a refused
+    /// connection) or the status, which would otherwise show only in the control API's history.
+    struct ReportingTransport: NotificationTransport {
+        let inner: HTTPNotificationTransport
+        let note: @Sendable (String) -> Void
+        init(_ inner: HTTPNotificationTransport, note: @escaping @Sendable (String) -> Void) {
+            self.inner = inner
+            self.note = note
+        }
+        func post(_ body: [UInt8]) async -> TransportOutcome {
+            let outcome = await inner.post(body)
+            switch outcome {
+            case .failure(let message): note("entitled simulate: delivery to \(inner.url.absoluteString) failed: \(message)")
+            case .status(let status) where !outcome.isSuccess:
+                note("entitled simulate: delivery to \(inner.url.absoluteString) answered HTTP \(status)")
+            default: break
+            }
+            return outcome
+        }
     }
 
     static func loadCatalog(_ options: SimulateOptions) throws -> Catalog {

@@ -8,7 +8,8 @@ enum DevCommand: Command {
     static let summary = "server + App Store simulator on a virtual clock, seeded, with a dashboard"
     static let help = """
         Usage: entitled dev [--listen HOST:PORT] [--control HOST:PORT] [--data DIR] [--day-every SECONDS]
-                            [--no-seed] [--reset] [--webhooks FILE]
+                            [--no-seed] [--reset] [--webhooks FILE] [--config FILE]
+                            [--storekit FILE] [--bundle-id ID] [--start EPOCH_MS]
 
         Runs the server (SQLite in DIR/entitled.sqlite) and the App Store simulator (its CA in
         DIR/simulator) together. The simulator signs every notification with its own CA, which the
@@ -29,6 +30,13 @@ enum DevCommand: Command {
         transaction ids go on from where they stopped (saved in DIR/dev-state.json after every
         action and day, and at exit). --reset starts from an empty DIR instead.
 
+        Your own products (docs/test-your-app.md): --config runs your configuration's apps, products,
+        entitlements and policy (with dev's database, address and key), --storekit sells your Xcode
+        StoreKit configuration file's products; neither is seeded. Every app accepts and grants
+        Sandbox and Xcode transactions, so an app in the iOS Simulator with StoreKit testing can post
+        its purchases (POST /v1/customers/{id}/transactions). A continued DIR keeps the catalog it was
+        started with (--reset to change it).
+
         Options:
           --listen HOST:PORT   the server (env ENTITLED_LISTEN; default 127.0.0.1:8080; the dashboard
                                answers loopback names only unless HOST is 0.0.0.0 or ::)
@@ -40,12 +48,21 @@ enum DevCommand: Command {
           --reset              remove what dev keeps in DIR (database, simulator CA and state) first
           --webhooks FILE      a configuration file whose "webhooks" section (docs/configuration.md;
                                secrets as env:NAME) dev delivers its events to, as serve does
+          --config FILE        your configuration file (docs/configuration.md): its apps and their
+                               products and entitlements; the simulator sells the first app's
+                               products (or --bundle-id's), free and monthly, unless --storekit
+          --storekit FILE      an Xcode .storekit file: the simulator sells its products and prices;
+                               products your --config does not list grant their group's name or id
+          --bundle-id ID       the app the simulator sells for (default: --config's first app, else
+                               com.example.app)
+          --start EPOCH_MS     the virtual clock's start for a new DIR (default: the wall clock)
         """
 
     static func run(_ arguments: inout Arguments) async throws -> Int32 {
         // The address as `serve` takes it: --listen, then ENTITLED_LISTEN, then the default. The other
         // ENTITLED_* settings are serve's (dev owns its database and configuration).
-        let environment = ProcessInfo.processInfo.environment.filter { $0.key == "ENTITLED_LISTEN" }
+        // With --config, its secrets may name any environment variable (env:NAME).
+        let listenOnly = ProcessInfo.processInfo.environment.filter { $0.key == "ENTITLED_LISTEN" }
         let listen = try arguments.option("--listen")
         let control = try arguments.option("--control")
         let data = try arguments.option("--data") ?? "./data/dev"
@@ -53,6 +70,10 @@ enum DevCommand: Command {
         let seed = !arguments.flag("--no-seed")
         let reset = arguments.flag("--reset")
         let webhooksFile = try arguments.option("--webhooks")
+        let configurationFile = try arguments.option("--config")
+        let storeKit = try arguments.option("--storekit")
+        let bundleId = try arguments.option("--bundle-id")
+        let start = try arguments.option("--start", as: "epoch milliseconds") { Int64($0) }
         try arguments.finish()
         var webhooks: [WebhookEndpoint] = []
         if let webhooksFile {
@@ -65,8 +86,10 @@ enum DevCommand: Command {
             controlAddress = parsed
         }
         try await DevEnvironment.run(
-            DevOptions(listen: listen, environment: environment, control: controlAddress, data: data, dayEvery: dayEvery, seed: seed,
-                reset: reset, fastPaths: fastPaths, webhooks: webhooks))
+            DevOptions(
+                listen: listen, environment: configurationFile == nil ? listenOnly : ProcessInfo.processInfo.environment,
+                control: controlAddress, data: data, dayEvery: dayEvery, seed: seed, reset: reset, fastPaths: fastPaths,
+                webhooks: webhooks, configurationFile: configurationFile, storeKit: storeKit, bundleId: bundleId, start: start))
         return ExitStatus.ok
     }
 }

@@ -9,7 +9,7 @@ enum SimulateCommand: Command {
     static let name = "simulate"
     static let summary = "run the App Store simulator (virtual clock, signed V2 notifications, control API)"
     static let help = """
-        Usage: entitled simulate [--data DIR] [--listen HOST:PORT] [--target URL] [--scenario FILE]
+        Usage: entitled simulate [--data DIR] [--listen HOST:PORT] [--target URL [--ca-file PEM]] [--scenario FILE]
                                  [--catalog FILE | --storekit FILE] [--bundle-id ID]
                                  [--environment Sandbox|Production] [--start EPOCH_MS]
                                  [--api-key P8FILE --key-id KID --issuer-id ISS] [--renewal-rate RATE]
@@ -30,7 +30,10 @@ enum SimulateCommand: Command {
                               GET /state, GET /notifications, GET /clock, GET /ca/root.pem,
                               GET /customers/ID/receipt) and a fake verifyReceipt
                               (POST /verifyReceipt, /sandbox/verifyReceipt, /production/verifyReceipt)
-          --target URL        where notifications are POSTed (default: recorded only)
+          --target URL        where notifications are POSTed (default: recorded only); each
+                              failed delivery is printed on standard error
+          --ca-file PEM       trust these authorities (PEM) instead of the system's for an https
+                              --target or --load URL, e.g. your server's private CA
           --scenario FILE     JSON lines, e.g. {"at": "P3D", "action": "purchase", "customer": "alice",
                               "product": "pro.monthly", "offer": "intro"}; see docs/simulator.md
           --catalog FILE      the simulator's catalog JSON (default: a built-in demo catalog)
@@ -73,11 +76,13 @@ enum SimulateCommand: Command {
         let apiKeyPath = try arguments.option("--api-key")
         let keyId = try arguments.option("--key-id")
         let issuerId = try arguments.option("--issuer-id")
+        let caFile = try arguments.option("--ca-file")
         try arguments.finish()
 
         var options = SimulateOptions(data: dataDirectory, bundleId: bundleIdOption, start: startOption, renewalRate: renewalRate,
             v1SharedSecret: v1SharedSecret)
         options.scenarioPath = scenarioPath
+        options.caFile = caFile
         if let apiKeyPath {
             guard let keyId, let issuerId else { throw UsageError("--api-key needs --key-id and --issuer-id") }
             guard listen != nil else { throw UsageError("--api-key needs --listen") }
