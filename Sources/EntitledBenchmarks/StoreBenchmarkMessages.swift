@@ -6,7 +6,7 @@ import Storage
 /// ledger stores per notification is what it stores in production. Storage verifies nothing, so
 /// the texts are built, not signed: every JWS carries an `x5c` chain of three certificates of
 /// 420, 419 and 390 bytes (the sizes of the minted chain the simulator and `bench api` sign with,
-/// and of Apple's test chain: ~8.3 KB of `x5c` per notification, as issue 20 measured Apple's;
+/// and of Apple's test chain: ~8.3 KB of `x5c` per notification, as measured on Apple's;
 /// one chain for all, as Apple signs with one), Apple's payload members, a 64-byte signature.
 enum AppleShapedNotification {
     static func pseudoRandom(_ count: Int, seed: UInt64) -> [UInt8] {

@@ -69,7 +69,7 @@ public enum DevEnvironment {
     /// The development API key (this mode only; printed at start).
     public static let devKey = "dev-key-entitled-local-only"
 
-    /// Runs the server (through ``buildApplication(configuration:clock:store:verifier:rejectionBudget:fastPaths:)``,
+    /// Runs the server (through ``buildApplication(configuration:clock:store:verifier:rejectionBudget:fastPaths:metrics:outbound:apiSleeper:)``,
     /// on the simulator's virtual clock), the simulator and its control API until SIGTERM or SIGINT.
     /// A data folder used before is continued: the simulator's store, virtual time and ids go on
     /// from where they were saved (after every action and day, and at exit).

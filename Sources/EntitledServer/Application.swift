@@ -12,7 +12,7 @@ public protocol ReadinessProbe: Sendable {
     func checkReady() async throws
 }
 
-/// The router and settings of the HTTP layer (``buildApplication(configuration:clock:store:verifier:rejectionBudget:fastPaths:)`` assembles one
+/// The router and settings of the HTTP layer (``buildApplication(configuration:clock:store:verifier:rejectionBudget:fastPaths:metrics:outbound:apiSleeper:)`` assembles one
 /// for `entitled serve`, `entitled dev` and the tests).
 public struct Application: Sendable {
     public let configuration: Configuration

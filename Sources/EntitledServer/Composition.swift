@@ -61,8 +61,9 @@ public enum StartupError: Error, CustomStringConvertible {
     }
 }
 
-/// The composition root: builds the verifier, opens the database (unless `store` is given) and
-/// wires the API over the ledger. The only place the server's parts meet.
+/// The composition root: builds the verifier, opens the database (unless `store` is given), the
+/// ledger, the App Store Server API clients and reconcilers, and the ``Application`` over them
+/// (which builds the API and the workers that call into it).
 ///
 /// - Parameters:
 ///   - configuration: The loaded configuration.

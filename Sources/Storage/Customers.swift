@@ -1,6 +1,6 @@
 import Entitlements
 
-/// Customers as people (issue 22): one customer under several ids, the operator's facts about a
+/// Customers as people: one customer under several ids, the operator's facts about a
 /// customer (promotional grants), a copy of everything stored about a customer, and erasure.
 ///
 /// An alias is a `customers` row of its own (its own `appAccountToken`, which keeps resolving)

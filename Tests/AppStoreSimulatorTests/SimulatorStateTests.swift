@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// A saved ``SimulatorState`` continues the store: same customers and subscriptions, the clock
-/// where it was, and ids that go on instead of starting over (issue 17, `entitled dev` restarts).
+/// where it was, and ids that go on instead of starting over (so that `entitled dev` can restart).
 @Suite struct SimulatorStateTests {
     @Test func aRestoredSimulatorContinuesTimeAndIdsWhereTheSavedOneStopped() async throws {
         let first = try await Harness()

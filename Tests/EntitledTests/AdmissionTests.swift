@@ -7,7 +7,7 @@ import Testing
     import Darwin
 #endif
 
-/// Issue 13 item 7: requests that need a key are refused before their body is read.
+/// Requests that need a key are refused before their body is read.
 @Suite struct AdmissionTests {
     /// How the server ended an exchange whose body was announced but only partly sent.
     enum Outcome: Equatable { case status(Int), closed, timedOut }

@@ -4,7 +4,7 @@ import Foundation
 import HTTPServer
 import Testing
 
-/// Issue 13 items 3 and 4: one appUserId has one spelling. Ids that are not NFC, not valid
+/// One appUserId has one spelling, so one person is never two customers. Ids that are not NFC, not valid
 /// percent-encoded UTF-8, or hold control characters are refused (400 `INVALID_APP_USER_ID`),
 /// and a customer token's `sub` obeys the same rule and is compared byte for byte.
 @Suite struct AppUserIdentityTests {

@@ -4,7 +4,7 @@ import Foundation
 import HTTPServer
 import Testing
 
-/// Issue 13 item 15: `exp` had no ceiling (`exp: 1e308` was accepted).
+/// A customer token's `exp` has a ceiling, so a leaked token cannot live for ever (`exp: 1e308`).
 @Suite struct CustomerTokenLifetimeTests {
     static let secret = Array(String(repeating: "k", count: 32).utf8)
     static let now: Int64 = 1_800_000_000_000

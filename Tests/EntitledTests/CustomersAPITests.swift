@@ -5,7 +5,7 @@ import HTTPServer
 import Storage
 import Testing
 
-/// Issue 22 over HTTP: aliases, promotional grants, export and erasure, and their typed errors.
+/// Customers as people over HTTP: aliases, promotional grants, export and erasure, and their typed errors.
 @Suite struct CustomersAPITests {
     static let day: Int64 = 86_400_000
     let t0 = APIHarness.start

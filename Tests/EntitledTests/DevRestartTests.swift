@@ -6,7 +6,7 @@ import Foundation
 #endif
 import Testing
 
-/// Issue 17, the first five minutes of `entitled dev`: plain lines naming the dashboard and the
+/// The first five minutes of `entitled dev`: plain lines naming the dashboard and the
 /// key, a data folder that a restart continues (clock and ids) or `--reset` empties, and a port
 /// that is taken named with the option that moves it.
 @Suite struct DevRestartTests {

@@ -6,7 +6,7 @@ import Foundation
 import HTTPServer
 import Testing
 
-/// Issue 17: a customer answer merges the environments the configuration lets grant access
+/// A customer answer merges the environments the configuration lets grant access
 /// (`apps[].grantEnvironments`, default Production and Sandbox); each entitlement and subscription
 /// says its environment, and `?environment=` still filters.
 @Suite struct EnvironmentAnswerTests {

@@ -3,7 +3,7 @@ import EntitledServer
 import Foundation
 import Testing
 
-/// Issue 17, "the first five minutes": the shipped example configuration, every configuration
+/// "The first five minutes": the shipped example configuration, every configuration
 /// problem reported at once with its path, the absolute path tried for an unreadable relative one,
 /// and the line a server that can answer nothing prints at start.
 @Suite struct FirstStartTests {

@@ -3,7 +3,7 @@ import EntitledServer
 import Foundation
 import Testing
 
-/// Issue 13 item 14: the history listed a Sandbox notification's own row as "Production".
+/// A Sandbox notification's own row in the history says Sandbox, not "Production".
 @Suite struct HistoryEnvironmentTests {
     @Test(arguments: StoredBackend.all)
     func aSandboxNotificationsOwnRowSaysSandbox(backend: StoredBackend) async throws {

@@ -6,7 +6,7 @@ import Foundation
 import HTTPServer
 import Testing
 
-/// Issue 13 item 1 (boundary): a date outside 2000…2199 on any ingest path is answered 400
+/// A date outside 2000…2199 on any ingest path is answered 400
 /// `INVALID_DATE`, recorded as rejected, and never becomes a fact.
 @Suite struct IngestDateBoundaryTests {
     static let t0 = APIHarness.start

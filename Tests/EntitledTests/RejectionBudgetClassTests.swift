@@ -5,8 +5,8 @@ import Foundation
 import HTTPServer
 import Testing
 
-/// Issue 13 item 9 (budget half): after 21 bad keys from one address, that address's valid key and
-/// Apple's valid notifications got 429. The budget is per (address, credential class) now.
+/// The rejection budget is per (address, credential class): bad keys from one address must not
+/// make that address's valid key, or Apple's valid notifications, answer 429.
 @Suite struct RejectionBudgetClassTests {
     static let t0 = APIHarness.start
     static let capacity = 3
@@ -97,7 +97,7 @@ import Testing
         }
     }
 
-    /// The issue's reproduction: 21 bad keys (the default capacity is 20), then a valid key and a
+    /// One more bad key than the default capacity of 20, then a valid key and a
     /// valid notification from the same address.
     @Test func twentyOneBadKeysDoNotLockOutAValidKeyOrApple() async throws {
         try await APIHarness.run(budgetCapacity: 20) { api in

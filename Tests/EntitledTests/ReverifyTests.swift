@@ -31,7 +31,7 @@ import Testing
         func remove() { try? FileManager.default.removeItem(at: folder) }
     }
 
-    /// Issue 22: erasure unlinks Apple's facts from the person but keeps them as signed: the
+    /// Erasure unlinks Apple's facts from the person but keeps them as signed: the
     /// check still verifies every stored signature afterwards, and nothing is left without one.
     @Test func signaturesStillVerifyAfterTheirCustomerIsErased() async throws {
         let ca = try TestCertificateAuthority()

@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// The `entitled` target parses commands and prints help; what they do lives in library targets,
-/// where it runs (and is tested) without a process (issue 14 item 5).
+/// where it runs (and is tested) without a process.
 @Suite struct ThinCLITests {
     /// What only a command's runner may do: bind servers, open stores, start simulators, wait for signals.
     static let runnerWork = [

@@ -1,7 +1,7 @@
 import Entitlements
 import Testing
 
-/// A history and what must hold at `now` (issue #23: paid service and restore classes as Apple counts them).
+/// A history and what must hold at `now` (paid service and restore classes as Apple counts them).
 struct PaidServiceCase: Sendable, CustomTestStringConvertible {
     var label: String
     var facts: [Fact]

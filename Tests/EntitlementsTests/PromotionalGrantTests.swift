@@ -2,7 +2,7 @@ import Testing
 
 @testable import Entitlements
 
-// Promotional grants (issue 22): an operator's grant gives an entitlement without a purchase and
+// Promotional grants: an operator's grant gives an entitlement without a purchase and
 // never changes what a purchase says.
 
 private let token = "11111111-2222-4333-8444-555555555555"

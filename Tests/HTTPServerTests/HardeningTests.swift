@@ -36,8 +36,8 @@ final class Gate: Sendable {
 }
 
 @Suite struct ShutdownTests {
-    /// Issue 13 item 2: libmicrohttpd aborted in MHD_stop_daemon ("called while we have suspended
-    /// connections") when a handler had not finished by the end of the grace period.
+    /// libmicrohttpd aborts in MHD_stop_daemon ("called while we have suspended connections")
+    /// unless a handler that has not finished by the end of the grace period is answered first.
     @Test func shutdownAnswersRequestsWhoseHandlersNeverFinish() async throws {
         let gate = Gate()
         var configuration = HTTPServer.Configuration()
@@ -91,7 +91,7 @@ final class Gate: Sendable {
 }
 
 @Suite struct LimitTests {
-    /// Issue 13 item 6: a 30,000-byte header and a 20,000-byte query string got 200.
+    /// An oversized header or query string is refused (431, 414), never served.
     @Test(arguments: [
         ("header", 431, "HEADERS_TOO_LARGE"),
         ("query", 414, "URI_TOO_LONG"),
@@ -123,7 +123,7 @@ final class Gate: Sendable {
         }
     }
 
-    /// Issue 13 item 7: a body on a route that takes none was buffered up to the body limit.
+    /// A body on a route that takes none is refused, not buffered up to the body limit.
     @Test func bodyOnARouteThatTakesNoneIsRefusedBeforeItIsRead() async throws {
         try await withServer { server in
             let outcome = try await blocking { [port = server.port] in
@@ -155,7 +155,7 @@ final class Gate: Sendable {
         }
     }
 
-    /// Issue 13 item 7: a route that needs credentials refuses bad ones before reading the body.
+    /// A route that needs credentials refuses bad ones before reading the body.
     @Test func admissionRefusesBeforeTheBodyIsRead() async throws {
         let handled = Atomic<Int>(0)
         try await withServer(routes: { router in
@@ -183,7 +183,7 @@ final class Gate: Sendable {
         }
     }
 
-    /// Issue 13 item 8: connections from one address filled `connectionLimit`.
+    /// One address cannot fill `connectionLimit` with its connections.
     @Test func connectionsBeyondThePerIPLimitAreRefused() async throws {
         try await withServer(configure: { $0.perIPConnectionLimit = 3 }) { server in
             let port = server.port
@@ -201,7 +201,7 @@ final class Gate: Sendable {
         }
     }
 
-    /// Issue 13 item 8: one header line per second kept a connection open past the idle timeout.
+    /// Headers trickled one line per second cannot keep a connection open past the header timeout.
     @Test func headersTricklingPastTheHeaderTimeoutAreCut() async throws {
         try await withServer(configure: { $0.headerTimeoutSeconds = 1; $0.idleTimeoutSeconds = 30 }) { server in
             let (closed, elapsed) = try await blocking { [port = server.port] in
@@ -354,8 +354,8 @@ extension RawClient {
     }
 }
 
-/// Issue 13 item 13: with the access log on a pipe nobody reads, the server hung after a few
-/// hundred requests.
+/// An access log on a pipe nobody reads must never block the server: the writer drops lines and
+/// reports the drops.
 @Suite struct LogWriterTests {
     @Test func aPipeNobodyReadsNeverBlocksTheWriterAndDropsAreReported() async throws {
         var ends: [Int32] = [0, 0]

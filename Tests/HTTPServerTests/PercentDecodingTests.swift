@@ -2,8 +2,8 @@ import Foundation
 import HTTPServer
 import Testing
 
-/// Issue 13 item 4: libmicrohttpd's decoding truncated `%00` and turned every invalid UTF-8
-/// sequence into U+FFFD. URLs now arrive as sent and are decoded by `PercentDecoding`.
+/// libmicrohttpd's own decoding truncates at `%00` and turns every invalid UTF-8 sequence into
+/// U+FFFD, so URLs arrive as sent and are decoded by `PercentDecoding`.
 @Suite struct PercentDecodingServerTests {
     @Test(arguments: [
         ("/items/a%20b?q=%41%2Bc+d", 200, Array("item a b q=A+c d".utf8)),

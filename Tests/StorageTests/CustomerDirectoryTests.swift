@@ -5,7 +5,7 @@ import Testing
 
 @testable import Storage
 
-// Issue 22 in storage: aliases (merges), promotional grants as facts, export and erasure, on every
+// Customers as people in storage: aliases (merges), promotional grants as facts, export and erasure, on every
 // backend. Every test ends with a rebuild that must find no difference (`withStore`).
 
 private let tokenA = "aaaaaaaa-0000-4000-8000-000000000001"

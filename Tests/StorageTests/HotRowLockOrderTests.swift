@@ -7,7 +7,7 @@ import Testing
 
 /// The rows every ingest shares — the metric rollups, the ingest counters, the outbox lock — are
 /// written once per transaction, at its commit, in one global order (``TransactionTail``): group
-/// commits of several servers on one PostgreSQL never deadlock on them (issue 20), and a job
+/// commits of several servers on one PostgreSQL never deadlock on them, and a job
 /// rolled back to its savepoint takes its share of them along.
 @Suite struct HotRowLockOrderTests {
     static let projector = BasicProjector(entitlements: ["com.example.pro": "pro"], maintainsMetrics: true)

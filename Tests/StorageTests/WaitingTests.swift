@@ -21,7 +21,7 @@ private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async ->
     }
 }
 
-/// Issue 14 item 7: the SQLite writer and checkpointer wait for work instead of polling with
+/// The SQLite writer and checkpointer wait for work instead of polling with
 /// `usleep`, and Storage reports through an injected log, not the environment and stderr.
 @Suite struct WaitingTests {
     @Test func aGatheringWriterWakesWhenAWriteArrivesNotAtItsDeadline() async {

@@ -293,10 +293,10 @@ enum Schema {
                 SELECT 'facts', 0, CASE WHEN EXISTS (SELECT 1 FROM facts) THEN 0 ELSE 1 END
                 UNION ALL SELECT 'notifications', 0, CASE WHEN EXISTS (SELECT 1 FROM notifications) THEN 0 ELSE 1 END;
                 """),
-        // Version 15 (issue 19): the console's rollups. `metric_daily` sums every customer's
-        // contribution per environment, day (since the epoch, UTC), series and currency (a stock's
-        // change, a flow's amount); `customer_metrics` keeps each customer's own, so a new
-        // projection adds only the difference. Customers stored before this version have no row
+        // Version 15: the console's rollups, so that its overview never scans every customer.
+        // `metric_daily` sums every customer's contribution per environment, day (since the epoch,
+        // UTC), series and currency (a stock's change, a flow's amount); `customer_metrics` keeps
+        // each customer's own, so a new projection adds only the difference. Customers stored before this version have no row
         // until the backfill (`backfillMetrics`) reaches them. Facts get an index on
         // `transaction_id` for the console's search.
         Migration(
@@ -317,7 +317,7 @@ enum Schema {
                 CREATE INDEX facts_transaction_id ON facts (transaction_id);
                 """),
         compressedJSON,
-        // Version 17 (issue 20): read-your-writes across servers. Every write of a customer's state
+        // Version 17: read-your-writes across servers. Every write of a customer's state
         // row stamps it with the primary's WAL insert position at that moment (a trigger, so no
         // writer can forget it); a server about to read a customer on a replica compares the
         // replica's position and its copy of the row with the primary's stamp
@@ -335,7 +335,7 @@ enum Schema {
                 CREATE TRIGGER customer_states_commit_lsn BEFORE INSERT OR UPDATE ON customer_states
                     FOR EACH ROW EXECUTE FUNCTION customer_states_commit_lsn();
                 """),
-        // Version 19 (issue 19): the console's health from counters kept by the ingest, in its
+        // Version 19: the console's health from counters kept by the ingest, in its
         // transaction, instead of a scan of the last day's messages. `ingest_hourly` counts
         // messages per hour (since the epoch) and code ('' = accepted, else the rejection code);
         // `ingest_latest` keeps the newest accepted message per app ('' = none named) and
