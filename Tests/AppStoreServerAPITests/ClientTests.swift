@@ -149,13 +149,18 @@ import Testing
         let body = #"{"signedTransactionInfo":"\#(signed)"}"#
         let production = ScriptedTransport([json(200, body)])
         _ = try await fixture.client(production).transactionInfo("1000")
-        #expect(production.sent.first?.url.absoluteString == "https://api.storekit.itunes.apple.com/inApps/v1/transactions/1000")
+        #expect(production.sent.first?.url.absoluteString == "https://api.storekit.apple.com/inApps/v1/transactions/1000")
         #expect(production.sent.first?.headers["Authorization"]?.hasPrefix("Bearer ") == true)
         let sandbox = ScriptedTransport([json(200, #"{"signedTransactionInfo":"\#(try fixture.transaction("1000", environment: .sandbox))"}"#)])
         _ = try await fixture.client(sandbox, settings: .init(environment: .sandbox)).transactionInfo("1000")
-        #expect(sandbox.sent.first?.url.absoluteString == "https://api.storekit-sandbox.itunes.apple.com/inApps/v1/transactions/1000")
+        #expect(sandbox.sent.first?.url.absoluteString == "https://api.storekit-sandbox.apple.com/inApps/v1/transactions/1000")
+        let legacy = ScriptedTransport([json(200, body), json(200, body)])
+        let legacyClient = fixture.client(legacy, settings: .init(hosts: .legacy))
+        _ = try await legacyClient.transactionInfo("1000")
+        #expect(legacy.sent.first?.url.absoluteString == "https://api.storekit.itunes.apple.com/inApps/v1/transactions/1000")
+        #expect(try legacyClient.baseURL(for: .sandbox).absoluteString == "https://api.storekit-sandbox.itunes.apple.com")
         let proxied = ScriptedTransport([json(200, body)])
-        _ = try await fixture.client(proxied, settings: .init(baseURL: URL(string: "http://127.0.0.1:9/")!)).transactionInfo("10/00")
+        _ = try await fixture.client(proxied, settings: .init(hosts: .legacy, baseURL: URL(string: "http://127.0.0.1:9/")!)).transactionInfo("10/00")
         #expect(proxied.sent.first?.url.absoluteString == "http://127.0.0.1:9/inApps/v1/transactions/10%2F00")
     }
 
@@ -170,7 +175,7 @@ import Testing
         if fallback {
             let found = try await client.transactionInfo("77")
             #expect(found.payload.environment == .sandbox)
-            #expect(transport.sent.map { $0.url.host ?? "" } == ["api.storekit.itunes.apple.com", "api.storekit-sandbox.itunes.apple.com"])
+            #expect(transport.sent.map { $0.url.host ?? "" } == ["api.storekit.apple.com", "api.storekit-sandbox.apple.com"])
         } else {
             let error = await apiError { _ = try await client.transactionInfo("77") }
             #expect(error?.appleErrorCode == .transactionIdNotFound)
