@@ -108,6 +108,8 @@ public actor Simulator {
     var massExtensions: [String: MassExtendRenewalDateStatusResponse] = [:]
     /// Consumption information sent through the fake Server API, by transaction id (raw JSON bodies).
     public private(set) var consumptionInformation: [String: [UInt8]] = [:]
+    /// The transaction ids Finish Transaction was called for, in order, once per call.
+    public private(set) var finishedTransactions: [String] = []
     /// Fake Server API calls answered 429 on request (``throttleServerAPI(requests:retryAfterSeconds:)``).
     var serverAPIThrottle = ServerAPIThrottle()
     /// Fake Server API calls received with a valid token.
@@ -402,6 +404,11 @@ public actor Simulator {
     /// Records consumption information for a transaction (fake Server API).
     func recordConsumptionInformation(_ transactionId: String, body: [UInt8]) {
         consumptionInformation[transactionId] = body
+    }
+
+    /// Records a Finish Transaction call (fake Server API).
+    func recordFinished(_ transactionId: String) {
+        finishedTransactions.append(transactionId)
     }
 
     /// Records a mass extension's outcome (fake Server API).

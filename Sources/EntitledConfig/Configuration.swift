@@ -164,6 +164,9 @@ public struct App: Sendable, Equatable {
     /// `consumption.autoRespond`: answer Apple's `CONSUMPTION_REQUEST`s from the ledger (needs
     /// `serverAPI`); false leaves the answer to the app's backend.
     public var consumptionAutoRespond = false
+    /// `finishTransactions`: call Apple's Finish Transaction for each transaction once it is
+    /// stored (a durable job; needs `serverAPI`), so the app need not finish it on the device.
+    public var finishTransactions = false
     /// Public keys the app ships to create anonymous customers (`appKeys`); empty: none.
     public var appKeys: [AppKey] = []
     /// `allowAppKeyLogin`: an anonymous customer may log in to any id without a backend-minted

@@ -196,17 +196,20 @@ import Testing
 
     @Test func requestBodiesAreApples() async throws {
         let fixture = try Fixture()
-        let transport = ScriptedTransport([json(202, ""), json(202, ""), json(200, "")])
+        let transport = ScriptedTransport([json(202, ""), json(202, ""), json(200, ""), json(200, "")])
         let client = fixture.client(transport)
         try await client.sendConsumptionInformation(
             transactionId: "5", ConsumptionRequestV2(customerConsented: true, deliveryStatus: .delivered, sampleContentProvided: false))
         try await client.sendConsumptionInformationV1(transactionId: "5", ConsumptionRequest(customerConsented: true, deliveryStatus: .deliveredAndWorkingProperly))
         try await client.setAppAccountToken(originalTransactionId: "5", appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138")
+        try await client.finishTransaction("5")
         let sent = transport.sent
-        #expect(sent.map(\.method) == ["PUT", "PUT", "PUT"])
+        #expect(sent.map(\.method) == ["PUT", "PUT", "PUT", "POST"])
         #expect(sent.map(\.url.path) == [
             "/inApps/v2/transactions/consumption/5", "/inApps/v1/transactions/consumption/5", "/inApps/v1/transactions/5/appAccountToken",
+            "/inApps/v1/transactions/5/finish",
         ])
+        #expect(sent[3].body == nil)
         #expect(String(decoding: sent[0].body ?? [], as: UTF8.self)
             == #"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":false}"#)
         #expect(String(decoding: sent[1].body ?? [], as: UTF8.self) == #"{"customerConsented":true,"deliveryStatus":0}"#)

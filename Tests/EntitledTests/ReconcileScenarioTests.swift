@@ -52,9 +52,10 @@ struct ReconcileWorld {
     ///   - receiptRoot: when set, the app's `receiptRootCertificates` (receipt tests).
     ///   - storeURL: the ledger (default: a SQLite file in `folder`).
     ///   - outbound: wraps the server's outbound client (a test that rewrites Apple's answers).
+    ///   - configureApp: changes the app's configuration before the server is built.
     static func start(
         folder: URL, receiptRoot: [UInt8]? = nil, storeURL: String? = nil,
-        outbound: (any OutboundHTTP) -> any OutboundHTTP = { $0 }
+        outbound: (any OutboundHTTP) -> any OutboundHTTP = { $0 }, configureApp: (inout App) -> Void = { _ in }
     ) async throws -> ReconcileWorld {
         let ca = try SimulatorCA.ephemeral()
         let rootFile = folder.appendingPathComponent("root.der")
@@ -95,6 +96,7 @@ struct ReconcileWorld {
             app.receiptRootCertificates = [file.path]
         }
         app.consumptionAutoRespond = true
+        configureApp(&app)
         configuration.apps = [app]
         let store = try await openStore(url: storeURL ?? "sqlite:\(folder.path)/ledger.sqlite")
         let assembled = try await buildApplication(
@@ -181,12 +183,13 @@ struct ReconcileWorld {
 @Suite(.serialized) struct ReconcileScenarioTests {
     static func withWorld<T>(
         receiptRoot: [UInt8]? = nil, storeURL: String? = nil, outbound: (any OutboundHTTP) -> any OutboundHTTP = { $0 },
-        _ body: (ReconcileWorld) async throws -> T
+        configureApp: (inout App) -> Void = { _ in }, _ body: (ReconcileWorld) async throws -> T
     ) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-reconcile-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let world = try await ReconcileWorld.start(folder: folder, receiptRoot: receiptRoot, storeURL: storeURL, outbound: outbound)
+        let world = try await ReconcileWorld.start(
+            folder: folder, receiptRoot: receiptRoot, storeURL: storeURL, outbound: outbound, configureApp: configureApp)
         do {
             let result = try await body(world)
             await world.close()

@@ -91,6 +91,25 @@ import Testing
         }
     }
 
+    @Test func finishTransactionsNeedsServerAPI() throws {
+        let loader = ConfigurationLoader(environment: ["APPLE_KEY": Self.pem])
+        let on = try loader.parse(
+            Data(
+                #"{"apps": [{"bundleId": "a", "appAppleId": 1, "serverAPI": {"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY"}, "finishTransactions": true}]}"#
+                    .utf8))
+        #expect(on.apps.first?.finishTransactions == true)
+        #expect(try loader.parse(Data(#"{"apps": [{"bundleId": "a", "appAppleId": 1}]}"#.utf8)).apps.first?.finishTransactions == false)
+        for text in [
+            #"{"apps": [{"bundleId": "a", "appAppleId": 1, "finishTransactions": true}]}"#,
+            #"{"apps": [{"bundleId": "a", "appAppleId": 1, "finishTransactions": "yes"}]}"#,
+        ] {
+            do {
+                _ = try loader.parse(Data(text.utf8))
+                Issue.record("accepted \(text)")
+            } catch { #expect(error.path == "apps[0].finishTransactions", "\(text)") }
+        }
+    }
+
     @Test func reconcileRefusesAnAppWithoutServerAPI() async throws {
         var configuration = Configuration()
         configuration.apps = [App(bundleId: "com.example.app", environments: ["Sandbox"])]
