@@ -37,13 +37,7 @@ final class FailingFinish: OutboundHTTP {
         try await ReconcileScenarioTests.withWorld(
             outbound: { FailingFinish($0, failures: failures) }, configureApp: { $0.finishTransactions = true }
         ) { world in
-            let token = try await world.tokenOf("alice")
-            try await world.act("customer") { $0.customer = "alice" }
-            try await world.act("purchase") {
-                $0.customer = "alice"
-                $0.product = "pro.monthly"
-                $0.appAccountToken = token
-            }
+            try await world.subscribeMonthly("alice")
             let transactionId = try #require(await world.simulator.store.transactionOrder.last)
             let first = try await world.jobRunner.runDue()
             #expect(first.retried == 1 && first.failed == 0, "the finish job failed and waits for its retry: \(first)")

@@ -139,15 +139,7 @@ struct ReconcileWorld {
     /// Three subscribers; then, during `outage` (or with the server up), renewals, a cancellation,
     /// an upgrade and a refund, and enough virtual time for Apple to give up retrying.
     func play(outage: Bool) async throws -> (before: ReconcileReport, after: ReconcileReport) {
-        for id in Self.customers {
-            let token = try await tokenOf(id)
-            try await act("customer") { $0.customer = id }
-            try await act("purchase") {
-                $0.customer = id
-                $0.product = "pro.monthly"
-                $0.appAccountToken = token
-            }
-        }
+        for id in Self.customers { try await subscribeMonthly(id) }
         // Serve reconciles hourly; the last pass before the outage sets the watermark.
         let before = try await reconciler.runOnce()
         if outage { await transport.set(down: true) }
@@ -171,6 +163,17 @@ struct ReconcileWorld {
         if outage { await transport.set(down: false) }
         let after = try await reconciler.runOnce()
         return (before, after)
+    }
+
+    /// Customer `id`, created on the server and at Apple, buys pro.monthly with the server's appAccountToken.
+    func subscribeMonthly(_ id: String) async throws {
+        let token = try await tokenOf(id)
+        try await act("customer") { $0.customer = id }
+        try await act("purchase") {
+            $0.customer = id
+            $0.product = "pro.monthly"
+            $0.appAccountToken = token
+        }
     }
 
     func tokenOf(_ id: String) async throws -> String {
