@@ -22,6 +22,8 @@ public final class AppStoreServerAPIClient: Sendable {
         public var environment: AppStoreEnvironment
         /// Repeat transaction lookups on Sandbox when Production does not know the transaction.
         public var sandboxFallback: Bool
+        /// Which of Apple's host pairs calls go to when ``baseURL`` is nil.
+        public var hosts: Hosts
         /// Replaces the scheme, host and port of both environments (tests, the simulator, a proxy);
         /// paths stay Apple's (`/inApps/v1/…`).
         public var baseURL: URL?
@@ -30,21 +32,42 @@ public final class AppStoreServerAPIClient: Sendable {
         public var retry: RetryPolicy
 
         public init(
-            environment: AppStoreEnvironment = .production, sandboxFallback: Bool = false, baseURL: URL? = nil,
-            timeoutSeconds: Double = 30, retry: RetryPolicy = RetryPolicy()
+            environment: AppStoreEnvironment = .production, sandboxFallback: Bool = false, hosts: Hosts = .current,
+            baseURL: URL? = nil, timeoutSeconds: Double = 30, retry: RetryPolicy = RetryPolicy()
         ) {
             self.environment = environment
             self.sandboxFallback = sandboxFallback
+            self.hosts = hosts
             self.baseURL = baseURL
             self.timeoutSeconds = timeoutSeconds
             self.retry = retry
         }
     }
 
-    /// Apple's Production host.
-    public static let productionURL = URL(string: "https://api.storekit.itunes.apple.com")!
-    /// Apple's Sandbox host.
-    public static let sandboxURL = URL(string: "https://api.storekit-sandbox.itunes.apple.com")!
+    /// Apple's two pairs of hosts for the API; both answer the same calls.
+    public enum Hosts: String, Sendable, CaseIterable {
+        /// `api.storekit.apple.com` and `api.storekit-sandbox.apple.com`: the ones Apple recommends.
+        case current
+        /// `api.storekit.itunes.apple.com` and `api.storekit-sandbox.itunes.apple.com`: the earlier
+        /// ones, still served (for a firewall or proxy that only allows them).
+        case legacy
+
+        /// The Production host.
+        public var productionURL: URL {
+            switch self {
+            case .current: URL(string: "https://api.storekit.apple.com")!
+            case .legacy: URL(string: "https://api.storekit.itunes.apple.com")!
+            }
+        }
+
+        /// The Sandbox host.
+        public var sandboxURL: URL {
+            switch self {
+            case .current: URL(string: "https://api.storekit-sandbox.apple.com")!
+            case .legacy: URL(string: "https://api.storekit-sandbox.itunes.apple.com")!
+            }
+        }
+    }
 
     public let settings: Settings
     /// The app's bundle identifier.
@@ -79,8 +102,8 @@ public final class AppStoreServerAPIClient: Sendable {
     /// The scheme, host and port calls to `environment` go to.
     public func baseURL(for environment: AppStoreEnvironment) throws(ServerAPIError) -> URL {
         switch environment {
-        case .production: return settings.baseURL ?? Self.productionURL
-        case .sandbox: return settings.baseURL ?? Self.sandboxURL
+        case .production: return settings.baseURL ?? settings.hosts.productionURL
+        case .sandbox: return settings.baseURL ?? settings.hosts.sandboxURL
         default: throw .environmentNotCallable(environment)
         }
     }

@@ -112,6 +112,16 @@ extension AppStoreServerAPIClient {
         }
     }
 
+    /// Finish Transaction: `POST /inApps/v1/transactions/{transactionId}/finish` — tells Apple the
+    /// server delivered the purchase, as `Transaction.finish()` does on the device (for servers
+    /// that manage entitlements). Finishing a finished transaction again succeeds.
+    public func finishTransaction(_ transactionId: String, environment: AppStoreEnvironment? = nil) async throws(ServerAPIError) {
+        let path = "/inApps/v1/transactions/" + (try Self.segment(transactionId, name: "transactionId")) + "/finish"
+        _ = try await lookup(environment) { (environment) async throws(ServerAPIError) in
+            try await send("POST", path, environment: environment)
+        }
+    }
+
     // MARK: Subscriptions
 
     /// Get All Subscription Statuses: `GET /inApps/v1/subscriptions/{transactionId}?status=…`.

@@ -105,6 +105,7 @@ public struct APITokenVerifier: Sendable {
 /// - `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken`
 /// - `PUT /inApps/v1/transactions/consumption/{transactionId}` and `/inApps/v2/…` (recorded, 202)
 /// - `GET /inApps/v1/transactions/appTransactions/{transactionId}`
+/// - `POST /inApps/v1/transactions/{transactionId}/finish` (recorded: ``Simulator/finishedTransactions``)
 ///
 /// ``Simulator/throttleServerAPI(requests:retryAfterSeconds:)`` makes the next calls answer 429.
 /// Every request needs a valid bearer token (``APITokenVerifier``), checked against the virtual clock.

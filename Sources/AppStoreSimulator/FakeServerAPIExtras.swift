@@ -19,7 +19,7 @@ extension FakeServerAPI {
         return response
     }
 
-    /// Get App Transaction Info and Send Consumption Information v2.
+    /// Get App Transaction Info, Send Consumption Information v2 and Finish Transaction.
     static func registerAppTransactionAndConsumptionV2(
         _ simulator: Simulator,
         _ route: (HTTPMethod, String, @escaping @Sendable (Request) async throws -> Response) -> Void
@@ -47,6 +47,14 @@ extension FakeServerAPI {
             }
             await simulator.recordConsumptionInformation(id, body: request.body)
             return Response(status: 202)
+        }
+        route(.post, "/inApps/v1/transactions/{transactionId}/finish") { request in
+            let id = try request.parameter("transactionId")
+            guard await simulator.store.transactions[id] != nil else {
+                throw Failure(status: 404, code: .transactionIdNotFound, message: "Transaction id not found.")
+            }
+            await simulator.recordFinished(id)
+            return Response(status: 200)
         }
     }
 }

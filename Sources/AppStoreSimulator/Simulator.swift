@@ -6,7 +6,7 @@ import Foundation
 /// | action | fields |
 /// |---|---|
 /// | `customer` | `customer`, `storefront`?, `paymentMethod`? (`ok`/`failing`) |
-/// | `purchase` | `customer`, `product`, `offer`? (`intro`, `promotional`, `offerCode`, `winBack`), `offerId`?, `appAccountToken`?, `quantity`? |
+/// | `purchase` | `customer`, `product`, `offer`? (`intro`, `promotional`, `offerCode`, `winBack`, `retention`), `offerId`?, `appAccountToken`?, `quantity`? |
 /// | `advance` | `by` (ISO 8601 duration) |
 /// | `autoRenew` | `customer`, `product`, `enabled` |
 /// | `upgrade`, `downgrade`, `crossgrade`, `changeProduct` | `customer`, `product` (current), `to` |
@@ -40,7 +40,7 @@ public struct ActionRequest: Sendable, Codable, Hashable {
     public var product: String?
     /// The product to change to.
     public var to: String?
-    /// `intro`, `promotional`, `offerCode` or `winBack`.
+    /// `intro`, `promotional`, `offerCode`, `winBack` or `retention`.
     public var offer: String?
     /// The offer identifier.
     public var offerId: String?
@@ -108,6 +108,8 @@ public actor Simulator {
     var massExtensions: [String: MassExtendRenewalDateStatusResponse] = [:]
     /// Consumption information sent through the fake Server API, by transaction id (raw JSON bodies).
     public private(set) var consumptionInformation: [String: [UInt8]] = [:]
+    /// The transaction ids Finish Transaction was called for, in order, once per call.
+    public private(set) var finishedTransactions: [String] = []
     /// Fake Server API calls answered 429 on request (``throttleServerAPI(requests:retryAfterSeconds:)``).
     var serverAPIThrottle = ServerAPIThrottle()
     /// Fake Server API calls received with a valid token.
@@ -259,6 +261,7 @@ public actor Simulator {
             case "promotional", "promo": choice = .promotional(try need(request.offerId, "offerId"))
             case "offerCode", "code": choice = .offerCode(try need(request.offerId, "offerId"))
             case "winBack", "winback": choice = .winBack(try need(request.offerId, "offerId"))
+            case "retention": choice = .retention(try need(request.offerId, "offerId"))
             case let other?: throw SimulatorError.invalid("unknown offer kind '\(other)'")
             }
             return try await applyLocked {
@@ -402,6 +405,11 @@ public actor Simulator {
     /// Records consumption information for a transaction (fake Server API).
     func recordConsumptionInformation(_ transactionId: String, body: [UInt8]) {
         consumptionInformation[transactionId] = body
+    }
+
+    /// Records a Finish Transaction call (fake Server API).
+    func recordFinished(_ transactionId: String) {
+        finishedTransactions.append(transactionId)
     }
 
     /// Records a mass extension's outcome (fake Server API).

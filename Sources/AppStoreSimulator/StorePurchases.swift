@@ -11,6 +11,9 @@ extension SimulatedStore {
         case promotional(String)
         case offerCode(String)
         case winBack(String)
+        /// One of the product's promotional offers given as a retention offer (`offerType` 5): what
+        /// Apple applies when the cancel sheet's retention answer offers it to a subscriber.
+        case retention(String)
     }
 
     /// Buys `productId`. Auto-renewables start (`SUBSCRIBED` `INITIAL_BUY`) or restart (`RESUBSCRIBE`, same
@@ -62,6 +65,12 @@ extension SimulatedStore {
                     throw SimulatorError(code: "NOT_ELIGIBLE", "win-back offers need an expired subscription")
                 }
                 applied = AppliedOffer(type: .winBackOffer, offer: offer, remainingPeriods: 0)
+            case .retention(let id):
+                guard let offer = product.promotionalOffers.first(where: { $0.id == id }) else { throw .unknown("offer", id) }
+                guard existing != nil, isActive else {
+                    throw SimulatorError(code: "NOT_ELIGIBLE", "retention offers keep an active subscription")
+                }
+                applied = AppliedOffer(type: .retentionOffer, offer: offer, remainingPeriods: 0)
             }
         }
         if var offer = applied {

@@ -164,6 +164,9 @@ public struct App: Sendable, Equatable {
     /// `consumption.autoRespond`: answer Apple's `CONSUMPTION_REQUEST`s from the ledger (needs
     /// `serverAPI`); false leaves the answer to the app's backend.
     public var consumptionAutoRespond = false
+    /// `finishTransactions`: call Apple's Finish Transaction for each transaction once it is
+    /// stored (a durable job; needs `serverAPI`), so the app need not finish it on the device.
+    public var finishTransactions = false
     /// Public keys the app ships to create anonymous customers (`appKeys`); empty: none.
     public var appKeys: [AppKey] = []
     /// `allowAppKeyLogin`: an anonymous customer may log in to any id without a backend-minted
@@ -196,6 +199,10 @@ public struct ServerAPISettings: Sendable, Equatable {
     public var issuerId: String
     /// The `.p8` key's PEM text (read from `privateKeyFile`, or from the variable it names with `env:NAME`).
     public var privateKeyPEM: String
+    /// Calls go to Apple's earlier hosts (`api.storekit.itunes.apple.com`,
+    /// `api.storekit-sandbox.itunes.apple.com`) instead of the recommended `api.storekit.apple.com`
+    /// and `api.storekit-sandbox.apple.com`; both pairs answer the same calls.
+    public var legacyHosts: Bool
     /// Replaces Apple's scheme, host and port for both environments; nil: Apple's hosts.
     public var baseURL: URL?
     /// How often `serve` reconciles with Apple's notification history.
@@ -204,10 +211,14 @@ public struct ServerAPISettings: Sendable, Equatable {
     /// Allowed `reconcileEveryMinutes`: at least every 5 minutes, at most daily.
     public static let reconcileEveryMinutesRange = 5...1440
 
-    public init(keyId: String, issuerId: String, privateKeyPEM: String, baseURL: URL? = nil, reconcileEveryMinutes: Int = 60) {
+    public init(
+        keyId: String, issuerId: String, privateKeyPEM: String, legacyHosts: Bool = false, baseURL: URL? = nil,
+        reconcileEveryMinutes: Int = 60
+    ) {
         self.keyId = keyId
         self.issuerId = issuerId
         self.privateKeyPEM = privateKeyPEM
+        self.legacyHosts = legacyHosts
         self.baseURL = baseURL
         self.reconcileEveryMinutes = reconcileEveryMinutes
     }

@@ -294,6 +294,12 @@ public struct ConfigurationLoader: Sendable {
             }
             consumption.finish(problems)
         }
+        object.read("finishTransactions", problems) { value throws(ConfigurationError) in
+            app.finishTransactions = try value.bool()
+            if app.finishTransactions && app.serverAPI == nil && !hadServerAPI {
+                throw ConfigurationError(path: value.path, message: "needs serverAPI: transactions are finished through Apple's API")
+            }
+        }
         object.read("appKeys", problems) { value throws(ConfigurationError) in
             app.appKeys = try appKeys(value, bundleId: bundleId, problems)
         }

@@ -17,6 +17,8 @@ extension ConfigurationLoader {
             }
             baseURL = url
         }
+        var legacyHosts: Bool?
+        object.read("legacyHosts", problems) { value throws(ConfigurationError) in legacyHosts = try value.bool() }
         var minutes: Int?
         object.read("reconcileEveryMinutes", problems) { value throws(ConfigurationError) in
             let value = (try value.int(), value.path)
@@ -29,6 +31,7 @@ extension ConfigurationLoader {
         object.finish(problems)
         guard let key else { return nil }
         var settings = ServerAPISettings(keyId: key.keyId, issuerId: key.issuerId, privateKeyPEM: key.privateKeyPEM)
+        if let legacyHosts { settings.legacyHosts = legacyHosts }
         if let baseURL { settings.baseURL = baseURL }
         if let minutes { settings.reconcileEveryMinutes = minutes }
         return settings

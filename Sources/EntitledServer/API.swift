@@ -289,6 +289,9 @@ public struct API: Sendable {
                 notificationUUID: nil, source: .client, body: Self.storedBody(member, signed, codec: codec), receivedAt: now,
                 bundleId: app.bundleId)
             _ = try await ingestRecordingUnknown(message, facts: [(verified, signed, unknown)], claim: claim)
+            if case .transaction(let fact) = verified {
+                try await enqueueFinish(app: app, transactionId: fact.transactionId, environment: fact.environment, source: .client, now: now)
+            }
             // The answer a plain GET gives next: the grant environments merged.
             let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
             var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)

@@ -66,11 +66,13 @@ public struct Application: Sendable {
         if let jobs, !serverAPI.isEmpty {
             let backfill = Backfill(api: api)
             let consumption = ConsumptionResponder(api: api)
+            let finisher = TransactionFinisher(api: api)
             jobRunner = JobRunner(
                 jobs: jobs, clock: clock,
                 handlers: [
                     API.backfillJobKind: { (job) async throws(JobFailure) in try await backfill.run(job) },
                     API.consumptionJobKind: { (job) async throws(JobFailure) in try await consumption.run(job) },
+                    API.finishJobKind: { (job) async throws(JobFailure) in try await finisher.run(job) },
                 ])
         } else {
             jobRunner = nil

@@ -166,7 +166,9 @@ func buildServerAPIClients(
         guard let primary = environments.first, let verifier = verifiers.signedDataVerifier(bundleId: app.bundleId) else { continue }
         clients[app.bundleId] = AppStoreServerAPIClient(
             credentials: ServerAPICredentials(bundleId: app.bundleId, keyId: settings.keyId, issuerId: settings.issuerId, privateKey: key),
-            settings: .init(environment: primary, sandboxFallback: environments.count == 2, baseURL: settings.baseURL),
+            settings: .init(
+                environment: primary, sandboxFallback: environments.count == 2, hosts: settings.legacyHosts ? .legacy : .current,
+                baseURL: settings.baseURL),
             verifier: verifier, transport: transport, clock: clock, sleeper: sleeper)
     }
     return clients

@@ -98,6 +98,10 @@ extension API {
         }
         try await enqueueConsumptionRequest(app: app, payload, transactionId: payload.data?.transactionInfo?.transactionId, now: now)
         let status = try await ingestRecordingUnknown(message, facts: signed)
+        for case .transaction(let transaction) in facts {
+            try await enqueueFinish(
+                app: app, transactionId: transaction.transactionId, environment: transaction.environment, source: source, now: now)
+        }
         if let request {
             noteIngested(request, message, signedDate: payload.signedDate, bundleId: app.bundleId, status: status)
         } else {

@@ -402,6 +402,7 @@ extension Txn {
         case .promotional?: period = .promotional
         case .offerCode?: period = .offerCode
         case .winBack?: period = .winBack
+        case .retentionOffer?: period = .retentionOffer
         case nil: period = .normal
         }
         environment = t.environment

@@ -120,6 +120,8 @@ public enum PeriodType: String, Hashable, Sendable, Codable, CaseIterable {
     case promotional
     case offerCode
     case winBack
+    /// A retention offer (`offerType` 5): the price that kept a subscriber who was cancelling.
+    case retentionOffer
     case normal
 }
 

@@ -154,7 +154,7 @@ struct TimelineBuilder {
         let periodType: String
         switch t.offerType {
         case .introductory?: periodType = t.offerDiscountType == .freeTrial ? "trial" : "intro"
-        case .promotional?, .offerCode?, .winBack?: periodType = "offer"
+        case .promotional?, .offerCode?, .winBack?, .retentionOffer?: periodType = "offer"
         case nil: periodType = "normal"
         }
         var details = analytics(
@@ -190,6 +190,7 @@ struct TimelineBuilder {
         case .promotional: "promotional"
         case .offerCode: "offerCode"
         case .winBack: "winBack"
+        case .retentionOffer: "retentionOffer"
         }
     }
 

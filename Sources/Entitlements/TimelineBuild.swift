@@ -143,9 +143,9 @@ extension TimelineBuilder {
         _ = periodEnd(last, end: end, before: nil, decided: decided, infos: infos, notes: notes, signed: signed)
     }
 
-    /// A transaction in a promotional, offer-code or win-back offer.
+    /// A transaction in a promotional, offer-code, win-back or retention offer.
     mutating func offer(_ t: TimelineTx) {
-        guard let type = t.details["offerType"], ["promotional", "offerCode", "winBack"].contains(type) else { return }
+        guard let type = t.details["offerType"], ["promotional", "offerCode", "winBack", "retentionOffer"].contains(type) else { return }
         emit(.subscriptionOfferRedeemed, at: t.purchaseDate, tx: t, subject: t.id)
     }
 

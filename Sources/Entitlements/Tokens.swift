@@ -165,10 +165,12 @@ public enum Ownership: String, Hashable, Sendable, Codable, CaseIterable {
     case familyShared
 }
 
-/// `offerType`: 1 introductory, 2 promotional, 3 offer code, 4 win-back.
+/// `offerType`: 1 introductory, 2 promotional, 3 offer code, 4 win-back, 5 retention (an offer
+/// that kept a cancelling subscriber).
 public enum OfferType: Int, Hashable, Sendable, Codable, CaseIterable {
     case introductory = 1
     case promotional = 2
     case offerCode = 3
     case winBack = 4
+    case retentionOffer = 5
 }

@@ -149,13 +149,18 @@ import Testing
         let body = #"{"signedTransactionInfo":"\#(signed)"}"#
         let production = ScriptedTransport([json(200, body)])
         _ = try await fixture.client(production).transactionInfo("1000")
-        #expect(production.sent.first?.url.absoluteString == "https://api.storekit.itunes.apple.com/inApps/v1/transactions/1000")
+        #expect(production.sent.first?.url.absoluteString == "https://api.storekit.apple.com/inApps/v1/transactions/1000")
         #expect(production.sent.first?.headers["Authorization"]?.hasPrefix("Bearer ") == true)
         let sandbox = ScriptedTransport([json(200, #"{"signedTransactionInfo":"\#(try fixture.transaction("1000", environment: .sandbox))"}"#)])
         _ = try await fixture.client(sandbox, settings: .init(environment: .sandbox)).transactionInfo("1000")
-        #expect(sandbox.sent.first?.url.absoluteString == "https://api.storekit-sandbox.itunes.apple.com/inApps/v1/transactions/1000")
+        #expect(sandbox.sent.first?.url.absoluteString == "https://api.storekit-sandbox.apple.com/inApps/v1/transactions/1000")
+        let legacy = ScriptedTransport([json(200, body), json(200, body)])
+        let legacyClient = fixture.client(legacy, settings: .init(hosts: .legacy))
+        _ = try await legacyClient.transactionInfo("1000")
+        #expect(legacy.sent.first?.url.absoluteString == "https://api.storekit.itunes.apple.com/inApps/v1/transactions/1000")
+        #expect(try legacyClient.baseURL(for: .sandbox).absoluteString == "https://api.storekit-sandbox.itunes.apple.com")
         let proxied = ScriptedTransport([json(200, body)])
-        _ = try await fixture.client(proxied, settings: .init(baseURL: URL(string: "http://127.0.0.1:9/")!)).transactionInfo("10/00")
+        _ = try await fixture.client(proxied, settings: .init(hosts: .legacy, baseURL: URL(string: "http://127.0.0.1:9/")!)).transactionInfo("10/00")
         #expect(proxied.sent.first?.url.absoluteString == "http://127.0.0.1:9/inApps/v1/transactions/10%2F00")
     }
 
@@ -170,7 +175,7 @@ import Testing
         if fallback {
             let found = try await client.transactionInfo("77")
             #expect(found.payload.environment == .sandbox)
-            #expect(transport.sent.map { $0.url.host ?? "" } == ["api.storekit.itunes.apple.com", "api.storekit-sandbox.itunes.apple.com"])
+            #expect(transport.sent.map { $0.url.host ?? "" } == ["api.storekit.apple.com", "api.storekit-sandbox.apple.com"])
         } else {
             let error = await apiError { _ = try await client.transactionInfo("77") }
             #expect(error?.appleErrorCode == .transactionIdNotFound)
@@ -191,17 +196,20 @@ import Testing
 
     @Test func requestBodiesAreApples() async throws {
         let fixture = try Fixture()
-        let transport = ScriptedTransport([json(202, ""), json(202, ""), json(200, "")])
+        let transport = ScriptedTransport([json(202, ""), json(202, ""), json(200, ""), json(200, "")])
         let client = fixture.client(transport)
         try await client.sendConsumptionInformation(
             transactionId: "5", ConsumptionRequestV2(customerConsented: true, deliveryStatus: .delivered, sampleContentProvided: false))
         try await client.sendConsumptionInformationV1(transactionId: "5", ConsumptionRequest(customerConsented: true, deliveryStatus: .deliveredAndWorkingProperly))
         try await client.setAppAccountToken(originalTransactionId: "5", appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138")
+        try await client.finishTransaction("5")
         let sent = transport.sent
-        #expect(sent.map(\.method) == ["PUT", "PUT", "PUT"])
+        #expect(sent.map(\.method) == ["PUT", "PUT", "PUT", "POST"])
         #expect(sent.map(\.url.path) == [
             "/inApps/v2/transactions/consumption/5", "/inApps/v1/transactions/consumption/5", "/inApps/v1/transactions/5/appAccountToken",
+            "/inApps/v1/transactions/5/finish",
         ])
+        #expect(sent[3].body == nil)
         #expect(String(decoding: sent[0].body ?? [], as: UTF8.self)
             == #"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":false}"#)
         #expect(String(decoding: sent[1].body ?? [], as: UTF8.self) == #"{"customerConsented":true,"deliveryStatus":0}"#)

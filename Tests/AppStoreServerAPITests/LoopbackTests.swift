@@ -134,4 +134,20 @@ struct FakeAppleOnLoopback {
             ConsumptionRequestV2(customerConsented: true, deliveryStatus: .delivered, sampleContentProvided: false, consumptionPercentage: 100_000))
         #expect(await apple.simulator.consumptionInformation[id] != nil)
     }
+
+    @Test func finishTransactionIsRecordedAndAnUnknownOneIsNotFound() async throws {
+        let apple = try FakeAppleOnLoopback()
+        defer { Task { await apple.server.shutdown() } }
+        try await apple.act("customer", customer: "carol")
+        try await apple.act("purchase", customer: "carol", product: "coins")
+        let id = try #require(await apple.simulator.store.transactionOrder.first)
+        await apple.simulator.throttleServerAPI(requests: 1)
+        let client = apple.client()
+        try await client.finishTransaction(id)
+        #expect(await apple.simulator.serverAPIRequests == 2, "the 429 was retried")
+        #expect(await apple.simulator.finishedTransactions == [id])
+        let error = await apiError { try await client.finishTransaction("999999") }
+        #expect(error?.appleErrorCode == .transactionIdNotFound)
+        #expect(await apple.simulator.finishedTransactions == [id])
+    }
 }

@@ -28,6 +28,15 @@ struct EnumerationTests {
         }
     }
 
+    @Test func aRetentionOfferDecodesInTransactionsAndRenewalInfos() throws {
+        let transaction = try AppStoreJSON.decode(
+            JWSTransactionDecodedPayload.self, from: json(#"{"offerType":5,"offerIdentifier":"stay50","offerDiscountType":"PAY_AS_YOU_GO"}"#))
+        #expect(transaction.offerType == .retentionOffer && transaction.offerType?.isKnown == true)
+        let renewal = try AppStoreJSON.decode(JWSRenewalInfoDecodedPayload.self, from: json(#"{"offerType":5,"offerIdentifier":"stay50"}"#))
+        #expect(renewal.offerType == .retentionOffer && renewal.offerType?.isKnown == true)
+        #expect(try roundTrip(transaction) == transaction)
+    }
+
     @Test func unknownValuesDecodeAndRoundTrip() throws {
         let body = json(
             """

@@ -163,6 +163,18 @@ import Testing
         #expect(!encoded.contains("transactionInfo\""))
     }
 
+    @Test func aRetentionOfferMapsToItsOfferType() throws {
+        var transaction = JWSTransactionDecodedPayload(
+            originalTransactionId: "1", transactionId: "2", productId: "com.example.product", purchaseDate: 1_700_000_000_000,
+            signedDate: 1_700_000_000_000)
+        transaction.offerType = .retentionOffer
+        transaction.offerIdentifier = "stay50"
+        #expect(try app.transaction(transaction).offerType == .retentionOffer)
+        var renewal = JWSRenewalInfoDecodedPayload(originalTransactionId: "1", productId: "com.example.product", signedDate: 1_700_000_000_000)
+        renewal.offerType = .retentionOffer
+        #expect(try app.renewalInfo(renewal).offerType == .retentionOffer)
+    }
+
     @Test func missingRequiredFieldsAreMappingErrors() {
         var transaction = JWSTransactionDecodedPayload(
             originalTransactionId: "1", transactionId: "1", productId: "p", purchaseDate: 1_700_000_000_000,

@@ -52,9 +52,10 @@ struct ReconcileWorld {
     ///   - receiptRoot: when set, the app's `receiptRootCertificates` (receipt tests).
     ///   - storeURL: the ledger (default: a SQLite file in `folder`).
     ///   - outbound: wraps the server's outbound client (a test that rewrites Apple's answers).
+    ///   - configureApp: changes the app's configuration before the server is built.
     static func start(
         folder: URL, receiptRoot: [UInt8]? = nil, storeURL: String? = nil,
-        outbound: (any OutboundHTTP) -> any OutboundHTTP = { $0 }
+        outbound: (any OutboundHTTP) -> any OutboundHTTP = { $0 }, configureApp: (inout App) -> Void = { _ in }
     ) async throws -> ReconcileWorld {
         let ca = try SimulatorCA.ephemeral()
         let rootFile = folder.appendingPathComponent("root.der")
@@ -95,6 +96,7 @@ struct ReconcileWorld {
             app.receiptRootCertificates = [file.path]
         }
         app.consumptionAutoRespond = true
+        configureApp(&app)
         configuration.apps = [app]
         let store = try await openStore(url: storeURL ?? "sqlite:\(folder.path)/ledger.sqlite")
         let assembled = try await buildApplication(
@@ -137,15 +139,7 @@ struct ReconcileWorld {
     /// Three subscribers; then, during `outage` (or with the server up), renewals, a cancellation,
     /// an upgrade and a refund, and enough virtual time for Apple to give up retrying.
     func play(outage: Bool) async throws -> (before: ReconcileReport, after: ReconcileReport) {
-        for id in Self.customers {
-            let token = try await tokenOf(id)
-            try await act("customer") { $0.customer = id }
-            try await act("purchase") {
-                $0.customer = id
-                $0.product = "pro.monthly"
-                $0.appAccountToken = token
-            }
-        }
+        for id in Self.customers { try await subscribeMonthly(id) }
         // Serve reconciles hourly; the last pass before the outage sets the watermark.
         let before = try await reconciler.runOnce()
         if outage { await transport.set(down: true) }
@@ -171,6 +165,17 @@ struct ReconcileWorld {
         return (before, after)
     }
 
+    /// Customer `id`, created on the server and at Apple, buys pro.monthly with the server's appAccountToken.
+    func subscribeMonthly(_ id: String) async throws {
+        let token = try await tokenOf(id)
+        try await act("customer") { $0.customer = id }
+        try await act("purchase") {
+            $0.customer = id
+            $0.product = "pro.monthly"
+            $0.appAccountToken = token
+        }
+    }
+
     func tokenOf(_ id: String) async throws -> String {
         let reply = try await Loopback.send(
             port: port, "GET", "/v1/customers/\(id)?environment=Production", headers: ["Authorization": APIHarness.reader])
@@ -181,12 +186,13 @@ struct ReconcileWorld {
 @Suite(.serialized) struct ReconcileScenarioTests {
     static func withWorld<T>(
         receiptRoot: [UInt8]? = nil, storeURL: String? = nil, outbound: (any OutboundHTTP) -> any OutboundHTTP = { $0 },
-        _ body: (ReconcileWorld) async throws -> T
+        configureApp: (inout App) -> Void = { _ in }, _ body: (ReconcileWorld) async throws -> T
     ) async throws -> T {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-reconcile-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let world = try await ReconcileWorld.start(folder: folder, receiptRoot: receiptRoot, storeURL: storeURL, outbound: outbound)
+        let world = try await ReconcileWorld.start(
+            folder: folder, receiptRoot: receiptRoot, storeURL: storeURL, outbound: outbound, configureApp: configureApp)
         do {
             let result = try await body(world)
             await world.close()

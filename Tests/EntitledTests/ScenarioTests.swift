@@ -28,7 +28,7 @@ import Testing
         #expect(
             Self.names == [
                 "billing-retry-without-grace", "consumable", "family-sharing", "non-consumable", "non-renewing",
-                "price-increase-expiry", "refund-reversal", "subscription-v1", "subscription-v2", "trial-to-paid",
+                "price-increase-expiry", "refund-reversal", "retention-offer", "subscription-v1", "subscription-v2", "trial-to-paid",
                 "voluntary-churn-win-back",
             ])
         for name in Self.names {

@@ -36,16 +36,18 @@ import Testing
         #expect(settings.issuerId == "57246542-96fe-1a63-e053-0824d011072a")
         #expect(settings.privateKeyPEM == Self.pem)
         #expect(settings.baseURL == nil)
+        #expect(settings.legacyHosts == false)
         #expect(settings.reconcileEveryMinutes == 60)
     }
 
     @Test func privateKeyFromTheEnvironmentAndABaseURL() throws {
         let configuration = try ConfigurationLoader(environment: ["APPLE_KEY": Self.pem]).parse(
             Self.config(
-                #"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY", "baseURL": "http://127.0.0.1:9000", "reconcileEveryMinutes": 15}"#
+                #"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY", "baseURL": "http://127.0.0.1:9000", "reconcileEveryMinutes": 15, "legacyHosts": true}"#
             ))
         let settings = try #require(configuration.apps.first?.serverAPI)
         #expect(settings.privateKeyPEM == Self.pem)
+        #expect(settings.legacyHosts == true)
         #expect(settings.baseURL?.absoluteString == "http://127.0.0.1:9000")
         #expect(settings.reconcileEveryMinutes == 15)
     }
@@ -59,6 +61,7 @@ import Testing
         (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "/nonexistent/key.p8"}"#, "apps[0].serverAPI.privateKeyFile"),
         (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY", "baseURL": "ftp://x"}"#, "apps[0].serverAPI.baseURL"),
         (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY", "reconcileEveryMinutes": 1}"#, "apps[0].serverAPI.reconcileEveryMinutes"),
+        (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY", "legacyHosts": "yes"}"#, "apps[0].serverAPI.legacyHosts"),
         (#"{"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY", "extra": 1}"#, "apps[0].serverAPI.extra"),
     ])
     func invalidSettingsNameTheirKey(serverAPI: String, path: String) throws {
@@ -85,6 +88,25 @@ import Testing
         ] {
             #expect(throws: ConfigurationError.self) { try loader.parse(Data(text.utf8)) }
             do { _ = try loader.parse(Data(text.utf8)) } catch { #expect(error.path == path, "\(text)") }
+        }
+    }
+
+    @Test func finishTransactionsNeedsServerAPI() throws {
+        let loader = ConfigurationLoader(environment: ["APPLE_KEY": Self.pem])
+        let on = try loader.parse(
+            Data(
+                #"{"apps": [{"bundleId": "a", "appAppleId": 1, "serverAPI": {"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY"}, "finishTransactions": true}]}"#
+                    .utf8))
+        #expect(on.apps.first?.finishTransactions == true)
+        #expect(try loader.parse(Data(#"{"apps": [{"bundleId": "a", "appAppleId": 1}]}"#.utf8)).apps.first?.finishTransactions == false)
+        for text in [
+            #"{"apps": [{"bundleId": "a", "appAppleId": 1, "finishTransactions": true}]}"#,
+            #"{"apps": [{"bundleId": "a", "appAppleId": 1, "finishTransactions": "yes"}]}"#,
+        ] {
+            do {
+                _ = try loader.parse(Data(text.utf8))
+                Issue.record("accepted \(text)")
+            } catch { #expect(error.path == "apps[0].finishTransactions", "\(text)") }
         }
     }
 

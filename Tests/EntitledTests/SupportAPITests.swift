@@ -20,13 +20,7 @@ import Testing
 
     /// alice buys pro.monthly; her first transaction.
     func alicesPurchase(_ world: ReconcileWorld) async throws -> JWSTransactionDecodedPayload {
-        let token = try await world.tokenOf("alice")
-        try await world.act("customer") { $0.customer = "alice" }
-        try await world.act("purchase") {
-            $0.customer = "alice"
-            $0.product = "pro.monthly"
-            $0.appAccountToken = token
-        }
+        try await world.subscribeMonthly("alice")
         return try #require(await world.simulator.snapshot().transactions.first)
     }
 

@@ -173,4 +173,21 @@ import Testing
         #expect(offer.details["periodType"] == "offer" && offer.details["offerType"] == "promotional")
         #expect(offer.occurredAt == months(1) && offer.productId == "monthly")
     }
+
+    @Test("a retention offer: period type retentionOffer in the answer, offerType retentionOffer in the events")
+    func retentionOffer() {
+        let facts: [Fact] = [
+            tx("t1", purchase: T0, expires: months(1)),
+            tx("t2", purchase: months(1), expires: months(2), offer: .retentionOffer, discount: .payAsYouGo),
+            renewal(offer: .retentionOffer, signed: months(1)),
+        ]
+        let now = months(1) + day
+        #expect(state(facts, at: now).entitlement("pro")?.periodType == .retentionOffer)
+        let events = eventTimeline(facts: facts, policy: policy, now: now, environment: .production)
+        let offer = try! #require(events.first { $0.type == .subscriptionOfferRedeemed })
+        #expect(offer.transactionId == "t2" && offer.occurredAt == months(1))
+        #expect(offer.details["offerType"] == "retentionOffer" && offer.details["periodType"] == "offer")
+        let renewed = try! #require(events.first { $0.type == .subscriptionRenewed })
+        #expect(renewed.details["offerType"] == "retentionOffer")
+    }
 }

@@ -78,9 +78,11 @@ public struct OfferType: AppStoreEnumeration {
     public static let promotionalOffer = OfferType(rawValue: 2)
     public static let offerCode = OfferType(rawValue: 3)
     public static let winBackOffer = OfferType(rawValue: 4)
+    /// An offer made to keep a subscriber who is cancelling (Retention Messaging).
+    public static let retentionOffer = OfferType(rawValue: 5)
 
     public static let known: [OfferType] = [
-        .introductoryOffer, .promotionalOffer, .offerCode, .winBackOffer,
+        .introductoryOffer, .promotionalOffer, .offerCode, .winBackOffer, .retentionOffer,
     ]
 }
 
