@@ -18,6 +18,8 @@ WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
+# The client's package: the manifest depends on it by path (unused by `entitled`).
+COPY Clients ./Clients
 COPY certs ./certs
 RUN swift build -c release --static-swift-stdlib --product entitled \
  && install -D -m 0755 .build/release/entitled /out/entitled

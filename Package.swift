@@ -9,14 +9,18 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Entitled",
-    // iOS/tvOS/watchOS/visionOS: EntitledKit only (Duration, AppTransaction); the server targets build on macOS and Linux.
-    platforms: [.macOS(.v15), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
+    // The server targets build on macOS and Linux. EntitledKit (Clients/EntitledKit) is a package
+    // of its own, with the client's lower floor; depending on it by path puts it in this
+    // package's one build and test run.
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "entitled", targets: ["entitled"]),
         .library(name: "AppStore", targets: ["AppStore"]),
         .library(name: "Entitlements", targets: ["Entitlements"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
-        .library(name: "EntitledKit", targets: ["EntitledKit"]),
+    ],
+    dependencies: [
+        .package(path: "Clients/EntitledKit"),
     ],
     targets: [
         // System libraries: each is imported (`internal import`) by exactly one wrapper module.
@@ -104,10 +108,6 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
 
-        // The Swift client for apps and backends: Foundation only (and StoreKit where it exists), no
-        // server target and no C library, so it builds for every Apple platform and Linux.
-        .target(name: "EntitledKit", swiftSettings: swiftSettings),
-
         // libFuzzer target for the JWS/JSON parsing path (scripts/fuzz.sh); a plain corpus runner otherwise.
         .executableTarget(
             name: "FuzzJWS", dependencies: ["AppStore", "EntitledCrypto", "FuzzSupport"], swiftSettings: swiftSettings),
@@ -149,7 +149,8 @@ let package = Package(
         .testTarget(
             name: "EntitledKitTests",
             dependencies: [
-                "EntitledKit", "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreSimulator", "Storage",
+                .product(name: "EntitledKit", package: "EntitledKit"),
+                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreSimulator", "Storage",
             ],
             swiftSettings: swiftSettings),
     ]

@@ -73,7 +73,7 @@ extension Dashboard {
           <nav class="links small" id="links">
             <a href="/console" target="_blank" rel="noopener" title="The operator console: charts, customers, health; log in with the dev API key, __DEV_KEY__">Console (/console)</a>
             <span class="muted" title="Deliver the server's events to your backend: entitled dev --webhooks FILE">Webhooks: docs/operations.md#webhooks</span>
-            <span class="muted" title="The Swift client for your app and backend">EntitledKit: Sources/EntitledKit/EntitledKit.docc</span>
+            <span class="muted" title="The Swift client for your app and backend">EntitledKit: Clients/EntitledKit/Sources/EntitledKit/EntitledKit.docc</span>
           </nav>
         </header>
         <div class="wrap">

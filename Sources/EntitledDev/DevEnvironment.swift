@@ -317,7 +317,7 @@ public enum DevEnvironment {
                 ? "Data:      \(folder) (continued from where it stopped; --reset starts afresh)"
                 : "Data:      \(folder)",
             "Webhooks:  --webhooks FILE delivers the server's events to your endpoint (docs/operations.md#webhooks)",
-            "Your app:  EntitledKit, the Swift client (Sources/EntitledKit/EntitledKit.docc/GettingStarted.md)",
+            "Your app:  EntitledKit, the Swift client (Clients/EntitledKit/Sources/EntitledKit/EntitledKit.docc/GettingStarted.md)",
         ]
     }
 

@@ -24,7 +24,7 @@ enum DevCommand: Command {
         docs/simulator.md), served by this command only, with the API key printed at start. The same
         key logs in to the operator console at http://HOST:PORT/console; --webhooks delivers the
         server's events (docs/operations.md#webhooks); EntitledKit is the client for your app
-        (Sources/EntitledKit/EntitledKit.docc).
+        (Clients/EntitledKit/Sources/EntitledKit/EntitledKit.docc).
 
         DIR is continued on a restart: the simulator's customers, subscriptions, virtual clock and
         transaction ids go on from where they stopped (saved in DIR/dev-state.json after every

@@ -29,7 +29,8 @@ enum ServeCommand: Command {
         Console: http://HOST:PORT/console, the operator console (charts, customers, health), for a key
         with the console or admin scope (docs/operations.md#console).
         Webhooks: the events your backend receives (configuration key webhooks; docs/operations.md#webhooks).
-        EntitledKit: the Swift client for your app and backend (Sources/EntitledKit/EntitledKit.docc).
+        EntitledKit: the Swift client for your app and backend (Clients/EntitledKit; its guide in
+        Clients/EntitledKit/Sources/EntitledKit/EntitledKit.docc).
         See docs/configuration.md for the file format, docs/deploy.md to run it in production.
         """
 

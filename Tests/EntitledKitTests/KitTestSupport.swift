@@ -26,11 +26,11 @@ final class EventLog: Sendable {
 
 /// A monotonic clock the test moves; a new origin models a relaunch.
 final class FakeMonotonic: MonotonicClock {
-    private let now = Mutex<Duration>(.seconds(1_000))
+    private let now = Mutex<TimeInterval>(1_000)
     let origin: String
     init(origin: String = UUID().uuidString) { self.origin = origin }
-    func elapsed() -> Duration { now.withLock { $0 } }
-    func advance(seconds: Int64) { now.withLock { $0 += .seconds(seconds) } }
+    func elapsed() -> TimeInterval { now.withLock { $0 } }
+    func advance(seconds: Int64) { now.withLock { $0 += Double(seconds) } }
 }
 
 /// A wall clock the device's owner sets.
@@ -44,9 +44,9 @@ final class FakeWall: WallClock {
 
 /// Records the waits instead of waiting.
 final class RecordingSleeper: Sleeper {
-    private let waits = Mutex<[Duration]>([])
-    func sleep(for duration: Duration) async throws { waits.withLock { $0.append(duration) } }
-    var all: [Duration] { waits.withLock { $0 } }
+    private let waits = Mutex<[TimeInterval]>([])
+    func sleep(seconds: TimeInterval) async throws { waits.withLock { $0.append(seconds) } }
+    var all: [TimeInterval] { waits.withLock { $0 } }
 }
 
 /// URLSession to the server, or, while `offline`, to a closed loopback port (connection refused);
@@ -204,7 +204,7 @@ struct KitWorld {
     {
         EntitledClient.Configuration(
             cacheDirectory: disk ? cacheDirectory : nil, environment: environment,
-            retry: RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(500)), transport: transport, sleeper: sleeper,
+            retry: RetryPolicy(maxAttempts: 3, initialDelay: 0.5), transport: transport, sleeper: sleeper,
             monotonicClock: monotonic ?? self.monotonic, wallClock: wall)
     }
 
@@ -257,17 +257,27 @@ struct KitWorld {
 
     static let start: Int64 = 1_800_000_000_000  // 2027-01-15T08:00:00Z
 
-    static func run(_ body: (KitWorld) async throws -> Void) async throws {
+    /// Runs `body` against a server with the test apps, or with `configured`'s apps (their roots
+    /// replaced by the simulator's, Sandbox accepted and granted), the simulator selling `catalog`.
+    static func run(
+        configured: Configuration? = nil, catalog: AppStoreSimulator.Catalog = .demo, _ body: (KitWorld) async throws -> Void
+    ) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitledkit-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let ca = try SimulatorCA.ephemeral()
         let rootFile = folder.appendingPathComponent("root.der")
         try Data(ca.rootDER).write(to: rootFile)
-        var configuration = Configuration()
+        var configuration = configured ?? Configuration()
         configuration.apiKeys = [APIKey(name: "backend", secret: apiKey, scopes: [.read, .write])]
-        configuration.customerTokens = CustomerTokenSettings(secret: tokenSecret)
-        configuration.apps = [
+        configuration.customerTokens = configured?.customerTokens ?? CustomerTokenSettings(secret: tokenSecret)
+        for index in configuration.apps.indices {
+            configuration.apps[index].appleRootCertificates = [rootFile.path]
+            for list in [\App.environments, \App.grantEnvironments] where !configuration.apps[index][keyPath: list].contains("Sandbox") {
+                configuration.apps[index][keyPath: list].append("Sandbox")
+            }
+        }
+        if configured == nil { configuration.apps = [
             App(
                 bundleId: Catalog.demo.bundleId, appAppleId: Catalog.demo.appAppleId, environments: ["Production", "Sandbox"],
                 appleRootCertificates: [rootFile.path], gracePeriodDays: 0,
@@ -278,7 +288,7 @@ struct KitWorld {
                         storefronts: ["USA"]),
                     Product(productId: "lifetime", type: .nonConsumable, entitlements: ["lifetime"]),
                 ])
-        ]
+        ] }
         let serverClock = AppStoreSimulator.VirtualClock(milliseconds: start)
         let store = try await openStore(url: "sqlite::memory:")
         let assembled = try await buildApplication(configuration: configuration, clock: serverClock, store: store)
@@ -290,7 +300,7 @@ struct KitWorld {
         let server = HTTPServer(configuration: settings, router: assembled.application.router)
         try server.start()
         // No transport: Apple's notifications are not delivered, so the server learns only what the client posts.
-        let simulator = Simulator(catalog: .demo, ca: ca, clock: serverClock, transport: nil)
+        let simulator = Simulator(catalog: catalog, ca: ca, clock: serverClock, transport: nil)
         let log = EventLog()
         let world = KitWorld(
             simulator: simulator, port: server.port, serverClock: serverClock,

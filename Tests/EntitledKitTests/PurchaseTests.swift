@@ -43,7 +43,7 @@ import Testing
             let id = try #require(store.unfinishedIDs.first)
             #expect(store.finishCount(id) == 0)
             // Retried with backoff before giving up: 3 attempts, 2 waits, each twice the last.
-            #expect(world.sleeper.all == [.milliseconds(500), .seconds(1)])
+            #expect(world.sleeper.all == [0.5, 1])
             #expect(world.log.all.filter { $0.hasPrefix("POST") }.count == 3)
 
             // The next launch, with the server back: delivered, finished once.
@@ -94,7 +94,7 @@ import Testing
             let answer = try await client.customer()
             #expect(answer.state == .new)
             #expect(world.transport.requests == 3)
-            #expect(world.sleeper.all == [.milliseconds(500), .seconds(1)])
+            #expect(world.sleeper.all == [0.5, 1])
         }
     }
 

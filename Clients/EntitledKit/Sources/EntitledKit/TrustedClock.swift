@@ -3,8 +3,8 @@ import Foundation
 /// A clock that the device's wall clock cannot move: elapsed time since an origin (a process
 /// start, a boot). Readings taken under different ``origin`` values are not comparable.
 public protocol MonotonicClock: Sendable {
-    /// Time elapsed since the origin.
-    func elapsed() -> Duration
+    /// Seconds elapsed since the origin.
+    func elapsed() -> TimeInterval
     /// Names the origin: a reading is only compared with readings of the same origin.
     var origin: String { get }
 }
@@ -20,20 +20,19 @@ public protocol WallClock: Sendable {
 /// process (a relaunch then falls back to the corrected wall clock, see the docs).
 public struct SystemMonotonicClock: MonotonicClock {
     public let origin: String
-    private let fallbackStart = ContinuousClock.now
 
     public init() { origin = Self.bootSession().map { "boot-" + $0 } ?? "process-" + UUID().uuidString }
 
-    public func elapsed() -> Duration {
+    public func elapsed() -> TimeInterval {
         #if canImport(Darwin)
             // CLOCK_MONOTONIC counts while asleep on Darwin (CLOCK_UPTIME_RAW would not).
-            return .nanoseconds(Int64(clamping: clock_gettime_nsec_np(CLOCK_MONOTONIC)))
+            return Double(clock_gettime_nsec_np(CLOCK_MONOTONIC)) / 1e9
         #elseif os(Linux)
             var now = timespec()
-            guard clock_gettime(CLOCK_BOOTTIME, &now) == 0 else { return fallbackStart.duration(to: .now) }
-            return .seconds(Int64(now.tv_sec)) + .nanoseconds(Int64(now.tv_nsec))
+            guard clock_gettime(CLOCK_BOOTTIME, &now) == 0 else { return ProcessInfo.processInfo.systemUptime }
+            return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
         #else
-            return fallbackStart.duration(to: .now)
+            return ProcessInfo.processInfo.systemUptime
         #endif
     }
 
@@ -75,7 +74,7 @@ struct TimeAnchor: Codable, Sendable, Hashable {
 
     init(serverTime: Date, monotonic: any MonotonicClock, wall: any WallClock) {
         self.serverTime = serverTime
-        monotonicSeconds = monotonic.elapsed().seconds
+        monotonicSeconds = monotonic.elapsed()
         origin = monotonic.origin
         wallTime = wall.now()
     }
@@ -88,17 +87,10 @@ struct TimeAnchor: Codable, Sendable, Hashable {
     /// has already reached), so a clock set back cannot rewind past what was already observed.
     func now(monotonic: any MonotonicClock, wall: any WallClock, floor: Date?) -> Date {
         if monotonic.origin == origin {
-            let elapsed = monotonic.elapsed().seconds - monotonicSeconds
+            let elapsed = monotonic.elapsed() - monotonicSeconds
             return serverTime.addingTimeInterval(Swift.max(0, elapsed))
         }
         let estimate = wall.now().addingTimeInterval(serverTime.timeIntervalSince(wallTime))
         return [estimate, floor ?? serverTime, serverTime].max()!
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

@@ -22,15 +22,18 @@ public struct URLSessionTransport: HTTPTransport {
     }
 }
 
-/// Waits between retries; injected so tests do not wait.
+/// Waits between retries; injected so tests do not wait. Seconds, not `Duration`: the client's
+/// platform floor (iOS 15, macOS 12) predates `Duration` and `Clock`.
 public protocol Sleeper: Sendable {
-    func sleep(for duration: Duration) async throws
+    func sleep(seconds: TimeInterval) async throws
 }
 
-/// `Task.sleep`.
+/// `Task.sleep(nanoseconds:)`.
 public struct TaskSleeper: Sleeper {
     public init() {}
-    public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
+    public func sleep(seconds: TimeInterval) async throws {
+        try await Task.sleep(nanoseconds: UInt64(max(0, min(seconds, 86_400)) * 1e9))
+    }
 }
 
 /// How often and how patiently a request is retried after a 5xx or an unreachable server.
@@ -38,21 +41,22 @@ public struct TaskSleeper: Sleeper {
 public struct RetryPolicy: Sendable, Hashable {
     /// Attempts in all (1: no retry).
     public var maxAttempts: Int
-    /// The wait before the first retry; each further retry waits twice as long.
-    public var initialDelay: Duration
-    /// No wait is longer, a server's `Retry-After` included.
-    public var maxDelay: Duration
+    /// The wait before the first retry, in seconds; each further retry waits twice as long.
+    public var initialDelay: TimeInterval
+    /// No wait is longer (seconds), a server's `Retry-After` included.
+    public var maxDelay: TimeInterval
 
-    public init(maxAttempts: Int = 4, initialDelay: Duration = .milliseconds(500), maxDelay: Duration = .seconds(30)) {
+    public init(maxAttempts: Int = 4, initialDelay: TimeInterval = 0.5, maxDelay: TimeInterval = 30) {
         self.maxAttempts = max(1, maxAttempts)
         self.initialDelay = initialDelay
         self.maxDelay = maxDelay
     }
 
-    /// The wait after failed attempt `attempt` (1-based); `retryAfter` (seconds) from the server wins when longer.
-    public func delay(after attempt: Int, retryAfter: Int? = nil) -> Duration {
-        let backoff = initialDelay * (1 << min(max(0, attempt - 1), 20))
-        let asked = retryAfter.map { Duration.seconds(max(0, $0)) } ?? .zero
+    /// The wait in seconds after failed attempt `attempt` (1-based); `retryAfter` (seconds) from
+    /// the server wins when longer.
+    public func delay(after attempt: Int, retryAfter: Int? = nil) -> TimeInterval {
+        let backoff = initialDelay * Double(1 << min(max(0, attempt - 1), 20))
+        let asked = Double(max(0, retryAfter ?? 0))
         return min(max(backoff, asked), maxDelay)
     }
 }

@@ -33,8 +33,8 @@ public final class InMemoryIdentityStore: IdentityStore, @unchecked Sendable {
     private let lock = NSLock()
     private var identity: StoredIdentity?
     public init(_ identity: StoredIdentity? = nil) { self.identity = identity }
-    public func load() -> StoredIdentity? { lock.withLock { identity } }
-    public func save(_ identity: StoredIdentity?) { lock.withLock { self.identity = identity } }
+    public func load() -> StoredIdentity? { lock.locked { identity } }
+    public func save(_ identity: StoredIdentity?) { lock.locked { self.identity = identity } }
 }
 
 /// One JSON file, written atomically (e.g. in an app group container, so an extension shares it).

@@ -6,7 +6,10 @@
     ///
     /// Signatures are not checked here: the server verifies each `jwsRepresentation` and answers
     /// 400 to a forged one, which then stays unfinished.
-    @available(iOS 16.0, macOS 13.0, tvOS 16.0, watchOS 9.0, visionOS 1.0, *)
+    ///
+    /// Available at the package's floor (iOS 15, macOS 12, tvOS 15, watchOS 8, visionOS 1), StoreKit
+    /// 2's own; newer calls (`AppTransaction`, win-back and introductory-eligibility options) are
+    /// behind `#available` checks.
     public struct StoreKitGateway: StoreGateway {
         /// Runs StoreKit's purchase sheet. Default: `Product.purchase(options:)`; on visionOS (which
         /// needs a scene to present in) pass SwiftUI's `PurchaseAction` or
@@ -100,8 +103,12 @@
             return out
         }
 
+        /// Nil before iOS 16 / macOS 13 (no `AppTransaction` there): restores then post transactions only.
         public func appTransaction() async throws -> String? {
-            try await AppTransaction.shared.jwsRepresentation
+            if #available(iOS 16.0, macOS 13.0, tvOS 16.0, watchOS 9.0, visionOS 1.0, *) {
+                return try await AppTransaction.shared.jwsRepresentation
+            }
+            return nil
         }
 
         public func updates() -> AsyncStream<any StoreTransaction> {

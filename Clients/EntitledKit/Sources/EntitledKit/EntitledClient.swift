@@ -255,7 +255,7 @@ public actor EntitledClient {
                 failure = .offline(unreachable)
             }
             guard attempt < policy.maxAttempts else { throw failure }
-            try await configuration.sleeper.sleep(for: policy.delay(after: attempt, retryAfter: retryAfter))
+            try await configuration.sleeper.sleep(seconds: policy.delay(after: attempt, retryAfter: retryAfter))
             attempt += 1
         }
     }

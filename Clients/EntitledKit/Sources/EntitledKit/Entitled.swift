@@ -170,8 +170,17 @@ final class LockedValue<Value: Sendable>: @unchecked Sendable {
     private var stored: Value
     init(_ value: Value) { stored = value }
     var value: Value {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
+        get { lock.locked { stored } }
+        set { lock.locked { stored = newValue } }
+    }
+}
+
+extension NSLock {
+    /// Runs `body` holding the lock (Foundation's `withLock` needs iOS 16 / macOS 13 on Apple platforms).
+    func locked<Result>(_ body: () throws -> Result) rethrows -> Result {
+        lock()
+        defer { unlock() }
+        return try body()
     }
 }
 
@@ -181,17 +190,18 @@ final class Broadcaster<Element: Sendable>: @unchecked Sendable {
     private var continuations: [UUID: AsyncStream<Element>.Continuation] = [:]
 
     func subscribe() -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream<Element>.makeStream(bufferingPolicy: .bufferingNewest(16))
         let id = UUID()
-        lock.withLock { continuations[id] = continuation }
-        continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            _ = self.lock.withLock { self.continuations.removeValue(forKey: id) }
+        // The closure runs before `init` returns (`makeStream` needs the Swift 5.9 runtime).
+        return AsyncStream(bufferingPolicy: .bufferingNewest(16)) { continuation in
+            lock.locked { continuations[id] = continuation }
+            continuation.onTermination = { [weak self] _ in
+                guard let self else { return }
+                _ = self.lock.locked { self.continuations.removeValue(forKey: id) }
+            }
         }
-        return stream
     }
 
     func yield(_ element: Element) {
-        for continuation in lock.withLock({ Array(continuations.values) }) { continuation.yield(element) }
+        for continuation in lock.locked({ Array(continuations.values) }) { continuation.yield(element) }
     }
 }
