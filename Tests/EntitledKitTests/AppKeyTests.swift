@@ -63,6 +63,26 @@ import Testing
         #expect(server.sent("POST", "/anonymous").count == 2)
     }
 
+    @Test func anAppOpenedNowAndThenRenewsItsTokenAndKeepsItsAnonymousCustomer() async throws {
+        let server = ScriptedServer(clock: wall)
+        let identities = InMemoryIdentityStore()
+        let entitled = server.entitled(identities)
+        _ = try await entitled.refresh()
+        // Opened every 40 minutes with hour-long tokens: each use past half a token's life renews
+        // it, so the token never expires between two uses and the customer stays the same.
+        for _ in 0..<6 {
+            wall.advance(seconds: 40 * 60)
+            #expect(try await entitled.refresh().appUserId == "$anon:1")
+        }
+        #expect(server.sent("POST", "/anonymous").count == 1)
+        #expect(server.sent("POST", "/$anon:1/token").count == 6)
+        #expect(identities.load()?.receivedAt == wall.now())
+        // A token within its first half is used as is.
+        wall.advance(seconds: 20 * 60)
+        _ = try await entitled.refresh()
+        #expect(server.sent("POST", "/$anon:1/token").count == 6)
+    }
+
     @Test func logInMergesIntoTheKnownIdAndLogOutStartsAnew() async throws {
         let server = ScriptedServer(clock: wall)
         let identities = InMemoryIdentityStore()
@@ -75,7 +95,8 @@ import Testing
         #expect(login.authorization == "Bearer token-1")
         #expect(login.body == ["appUserId": "user-42", "token": "minted-for-user-42"])
         #expect(identities.load() == StoredIdentity(
-            appUserId: "user-42", token: "token-2", expiresAt: wall.now().addingTimeInterval(3600), anonymous: false))
+            appUserId: "user-42", token: "token-2", expiresAt: wall.now().addingTimeInterval(3600), anonymous: false,
+            receivedAt: wall.now()))
         #expect(try await entitled.refresh().appUserId == "user-42")
         #expect(server.sent("GET", "/user-42").last?.authorization == "Bearer token-2")
         var seen: [String] = []

@@ -33,7 +33,7 @@ actor AppKeySession {
             loaded = true
         }
         let now = configuration.wallClock.now()
-        if let identity, now < identity.expiresAt.addingTimeInterval(-refreshMargin) { return identity }
+        if let identity, now < identity.renewsAt(margin: refreshMargin) { return identity }
         let previous = identity
         let task = Task { () throws -> StoredIdentity in
             if let previous, now < previous.expiresAt {
@@ -81,7 +81,10 @@ actor AppKeySession {
         do { result = try JSONDecoder.entitled.decode(LoginResult.self, from: data) } catch {
             throw EntitledError.invalidResponse("login: \(error)")
         }
-        adopt(StoredIdentity(appUserId: result.appUserId, token: result.token, expiresAt: result.expiresAt, anonymous: false))
+        adopt(
+            StoredIdentity(
+                appUserId: result.appUserId, token: result.token, expiresAt: result.expiresAt, anonymous: false,
+                receivedAt: configuration.wallClock.now()))
         return result.customer
     }
 
@@ -108,7 +111,9 @@ actor AppKeySession {
         var request = URLRequest(url: url("/v1/customers/anonymous"))
         request.httpMethod = "POST"
         let minted = try await mint(request, bearer: appKey)
-        return StoredIdentity(appUserId: minted.appUserId, token: minted.token, expiresAt: minted.expiresAt, anonymous: true)
+        return StoredIdentity(
+            appUserId: minted.appUserId, token: minted.token, expiresAt: minted.expiresAt, anonymous: true,
+            receivedAt: configuration.wallClock.now())
     }
 
     private func refreshed(_ identity: StoredIdentity) async throws -> StoredIdentity {
@@ -116,7 +121,8 @@ actor AppKeySession {
         request.httpMethod = "POST"
         let minted = try await mint(request, bearer: identity.token)
         return StoredIdentity(
-            appUserId: identity.appUserId, token: minted.token, expiresAt: minted.expiresAt, anonymous: identity.anonymous)
+            appUserId: identity.appUserId, token: minted.token, expiresAt: minted.expiresAt, anonymous: identity.anonymous,
+            receivedAt: configuration.wallClock.now())
     }
 
     private func mint(_ request: URLRequest, bearer: String) async throws -> MintedToken {

@@ -11,12 +11,25 @@ public struct StoredIdentity: Sendable, Codable, Hashable {
     public var expiresAt: Date
     /// Whether the id is an anonymous customer (`$anon:…`) this install created.
     public var anonymous: Bool
+    /// When the token arrived (the device's clock); nil from an older version of the client. The
+    /// token is renewed once half its life has passed (``renewsAt``).
+    public var receivedAt: Date?
 
-    public init(appUserId: String, token: String, expiresAt: Date, anonymous: Bool) {
+    public init(appUserId: String, token: String, expiresAt: Date, anonymous: Bool, receivedAt: Date? = nil) {
         self.appUserId = appUserId
         self.token = token
         self.expiresAt = expiresAt
         self.anonymous = anonymous
+        self.receivedAt = receivedAt
+    }
+
+    /// From when the token is renewed: half-way through its life, and at the latest `margin`
+    /// seconds before it expires. An expired anonymous token cannot be renewed (the install then
+    /// becomes a new anonymous customer), so an app opened once in a while, not only one open in the
+    /// token's last minutes, must renew it.
+    public func renewsAt(margin: TimeInterval) -> Date {
+        let halfLife = receivedAt.map { expiresAt.timeIntervalSince($0) / 2 } ?? 0
+        return expiresAt.addingTimeInterval(-max(margin, halfLife))
     }
 }
 
