@@ -18,8 +18,9 @@ WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
-# The client's package: the manifest depends on it by path (unused by `entitled`).
+# The client and the sample's packages: the manifest depends on them by path (unused by `entitled`).
 COPY Clients ./Clients
+COPY Examples ./Examples
 COPY certs ./certs
 RUN swift build -c release --static-swift-stdlib --product entitled \
  && install -D -m 0755 .build/release/entitled /out/entitled

@@ -9,9 +9,9 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Entitled",
-    // The server targets build on macOS and Linux. EntitledKit (Clients/EntitledKit) is a package
-    // of its own, with the client's lower floor; depending on it by path puts it in this
-    // package's one build and test run.
+    // The server targets build on macOS and Linux. EntitledKit (Clients/EntitledKit) and the
+    // sample app's logic (Examples/EntitledSample) are packages of their own, with the client's
+    // lower floor; depending on them by path puts them in this package's one build and test run.
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "entitled", targets: ["entitled"]),
@@ -21,6 +21,7 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "Clients/EntitledKit"),
+        .package(path: "Examples/EntitledSample"),
     ],
     targets: [
         // System libraries: each is imported (`internal import`) by exactly one wrapper module.
@@ -144,13 +145,14 @@ let package = Package(
                 "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),
-        // EntitledKit against a real server and the simulator over loopback (the tests may use the
-        // server's targets; the library may not).
+        // EntitledKit and the sample app's logic against a real server and the simulator over
+        // loopback (the tests may use the server's targets; the library may not).
         .testTarget(
             name: "EntitledKitTests",
             dependencies: [
                 .product(name: "EntitledKit", package: "EntitledKit"),
-                "EntitledServer", "EntitledConfig", "HTTPServer", "AppStore", "AppStoreSimulator", "Storage",
+                .product(name: "EntitledSampleCore", package: "EntitledSample"), "EntitledServer", "EntitledConfig", "EntitledCrypto",
+                "HTTPServer", "AppStore", "AppStoreSimulator", "Storage",
             ],
             swiftSettings: swiftSettings),
     ]

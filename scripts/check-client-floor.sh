@@ -4,7 +4,8 @@
 #
 #   scripts/check-client-floor.sh
 #
-# 1. `swiftc -parse` of every file of EntitledKit: a syntax error fails here, not first in Xcode.
+# 1. `swiftc -parse` of every file of EntitledKit and of the sample's app (Examples/EntitledSample/App,
+#    SwiftUI views that no package target builds): a syntax error fails here, not first in Xcode.
 # 2. APIs newer than the floor may appear only behind an availability check: a line naming one
 #    (comments aside) fails unless it or one of the three lines before it holds `#available(` or
 #    `@available(`. On a Mac, `swift build --package-path Clients/EntitledKit` type-checks the
@@ -12,7 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-files=(Clients/EntitledKit/Sources/EntitledKit/*.swift)
+files=(Clients/EntitledKit/Sources/EntitledKit/*.swift
+)
 status=0
 for file in "${files[@]}"; do
   swiftc -parse "$file" || { echo "$file: does not parse" >&2; status=1; }
