@@ -36,14 +36,7 @@ final class RealtimeEndpoint: Sendable {
                 received.list.withLock { $0.append(verified.value) }
                 return Response.json(bytes: Array(#"{"message":{"messageIdentifier":"a1b2c3d4-e5f6-7890-a1b2-c3d4e5f67890"}}"#.utf8), status: status)
             })
-        var configuration = HTTPServer.Configuration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.threads = 2
-        configuration.accessLog = nil
-        configuration.errorLog = nil
-        server = HTTPServer(configuration: configuration, router: router)
-        try server.start()
+        server = try HTTPServer.quietLoopback(router)
     }
 }
 
@@ -172,6 +165,18 @@ func appleCode(_ body: () async throws -> Void) async -> APIErrorCode? {
         #expect(try await client.realtimeURL() == "https://entitled.example.com/v1/apple/retention")
     }
 
+    /// Sets the fake's performance test to `requests` requests, `concurrency` at once, and returns the
+    /// original transaction id of a new active subscription.
+    func subscriber(_ apple: FakeAppleOnLoopback, requests: Int64, concurrency: Int64) async throws -> String {
+        await apple.simulator.retentionMessaging.setPerformanceTestConfig(
+            PerformanceTestConfig(
+                maxConcurrentRequests: concurrency, totalRequests: requests, totalDuration: 60_000, responseTimeThreshold: 2000,
+                successRateThreshold: 95))
+        try await apple.act("customer", customer: "alice")
+        try await apple.act("purchase", customer: "alice", product: "pro.monthly")
+        return try #require(await apple.simulator.store.transactionOrder.first)
+    }
+
     /// Polls the result until it is no longer PENDING (real time: the fake really calls the endpoint).
     func finished(_ client: AppStoreServerAPIClient, _ requestId: String) async throws -> PerformanceTestResultResponse {
         for _ in 0..<400 {
@@ -188,11 +193,7 @@ func appleCode(_ body: () async throws -> Void) async -> APIErrorCode? {
         defer { Task { await apple.server.shutdown() } }
         let endpoint = try RealtimeEndpoint(verifier: apple.verifier)
         defer { Task { await endpoint.server.shutdown() } }
-        await apple.simulator.retentionMessaging.setPerformanceTestConfig(
-            PerformanceTestConfig(maxConcurrentRequests: 4, totalRequests: 20, totalDuration: 60_000, responseTimeThreshold: 2000, successRateThreshold: 95))
-        try await apple.act("customer", customer: "alice")
-        try await apple.act("purchase", customer: "alice", product: "pro.monthly")
-        let original = try #require(await apple.simulator.store.transactionOrder.first)
+        let original = try await subscriber(apple, requests: 20, concurrency: 4)
         let client = apple.client()
         #expect(await appleCode { _ = try await client.initiatePerformanceTest(originalTransactionId: original) } == .realtimeURLNotFound)
         try await client.configureRealtimeURL(endpoint.url)
@@ -219,11 +220,7 @@ func appleCode(_ body: () async throws -> Void) async -> APIErrorCode? {
         defer { Task { await apple.server.shutdown() } }
         let endpoint = try RealtimeEndpoint(verifier: apple.verifier, status: 500)
         defer { Task { await endpoint.server.shutdown() } }
-        await apple.simulator.retentionMessaging.setPerformanceTestConfig(
-            PerformanceTestConfig(maxConcurrentRequests: 3, totalRequests: 6, totalDuration: 60_000, responseTimeThreshold: 2000, successRateThreshold: 95))
-        try await apple.act("customer", customer: "bob")
-        try await apple.act("purchase", customer: "bob", product: "pro.monthly")
-        let original = try #require(await apple.simulator.store.transactionOrder.first)
+        let original = try await subscriber(apple, requests: 6, concurrency: 3)
         let client = apple.client()
         try await client.configureRealtimeURL(endpoint.url)
         let started = try await client.initiatePerformanceTest(originalTransactionId: original)

@@ -28,10 +28,10 @@ import Testing
             FakeServerAPI.register(
                 simulator, keys: [APIKey(keyId: "ABC123DEFG", issuerId: "57246542-96fe-1a63-e053-0824d011072a", publicKey: try key.publicKey)],
                 on: &routes)
-            apple = try Self.serve(routes)
+            apple = try HTTPServer.quietLoopback(routes)
             var answer = Router()
             answer.add(.post, "/v1/apple/retention", .inline { _ in Response.json(bytes: Array(#"{"message":{"messageIdentifier":"m"}}"#.utf8)) })
-            endpoint = try Self.serve(answer)
+            endpoint = try HTTPServer.quietLoopback(answer)
             let file = """
                 {"apiKeys": [{"name": "backend", "secret": "env:RETENTION_TEST_UNSET_SECRET", "scopes": ["read"]}],
                  "apps": [{"bundleId": "\(Catalog.demo.bundleId)", "environments": ["Sandbox"],
@@ -39,17 +39,6 @@ import Testing
                                 "privateKeyFile": "SubscriptionKey_ABC123DEFG.p8", "baseURL": "http://127.0.0.1:\(apple.port)"}}]}
                 """
             try Data(file.utf8).write(to: folder.appendingPathComponent("entitled.json"))
-        }
-
-        static func serve(_ router: Router) throws -> HTTPServer {
-            var settings = HTTPServer.Configuration()
-            settings.host = "127.0.0.1"
-            settings.port = 0
-            settings.accessLog = nil
-            settings.errorLog = nil
-            let server = HTTPServer(configuration: settings, router: router)
-            try server.start()
-            return server
         }
 
         func run(_ arguments: [String]) async throws -> CLI.Result {
