@@ -19,7 +19,8 @@ public enum RetentionOperation: Sendable {
     case setURL(String)
     case deleteURL
     case startPerformanceTest(originalTransactionId: String)
-    case performanceTestResult(requestId: String)
+    /// With `wait`, asks again every ``RetentionCalls/pollMilliseconds`` while the test is `PENDING`.
+    case performanceTestResult(requestId: String, wait: Bool)
 }
 
 /// Runs `operation` for the app `bundleId` (nil: the only app with `serverAPI`) against
@@ -55,6 +56,10 @@ public func runRetention(
 struct RetentionCalls {
     let client: AppStoreServerAPIClient
     let environment: AppStoreEnvironment
+    /// How often a waiting `performance-test result` asks, and for how long at most (Apple's test
+    /// takes about a minute).
+    static let pollMilliseconds = 1000
+    static let maxPolls = 900
 
     func run(_ operation: RetentionOperation) async throws(ServerAPIError) -> String {
         let env = environment
@@ -98,8 +103,19 @@ struct RetentionCalls {
         case .startPerformanceTest(let originalTransactionId):
             let started = try await client.initiatePerformanceTest(originalTransactionId: originalTransactionId)
             return (["requestId \(started.requestId ?? "?")"] + Self.configLines(started.config)).joined(separator: "\n")
-        case .performanceTestResult(let requestId):
-            return Self.resultLines(try await client.performanceTestResult(requestId: requestId)).joined(separator: "\n")
+        case .performanceTestResult(let requestId, let wait):
+            var result = try await client.performanceTestResult(requestId: requestId)
+            var polls = 0
+            while wait, result.result == .pending, polls < Self.maxPolls {
+                do {
+                    try await Task.sleep(for: .milliseconds(Self.pollMilliseconds))
+                } catch {
+                    break  // interrupted: print what is known
+                }
+                polls += 1
+                result = try await client.performanceTestResult(requestId: requestId)
+            }
+            return Self.resultLines(result).joined(separator: "\n")
         }
     }
 

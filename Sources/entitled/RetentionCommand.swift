@@ -29,7 +29,8 @@ enum RetentionCommand: Command {
           url set URL                 your server's POST /v1/apple/retention (https://…, ≤ 256 characters);
                                       Production only after a performance test passed
           performance-test start ORIGINAL_TRANSACTION_ID   an active Sandbox subscription; runs in Sandbox
-          performance-test result REQUEST_ID               PENDING, then PASS or FAIL with response times
+          performance-test result REQUEST_ID [--wait]      PENDING, then PASS or FAIL with response times;
+                                                           --wait asks every second until it is decided
 
         Options:
           --config FILE        the server's configuration (env ENTITLED_CONFIG)
@@ -86,7 +87,9 @@ enum RetentionCommand: Command {
         case ("url", "set"): return .setURL(try one(&arguments, "URL"))
         case ("url", "delete"): return try none(&arguments, .deleteURL)
         case ("performance-test", "start"): return .startPerformanceTest(originalTransactionId: try one(&arguments, "ORIGINAL_TRANSACTION_ID"))
-        case ("performance-test", "result"): return .performanceTestResult(requestId: try one(&arguments, "REQUEST_ID"))
+        case ("performance-test", "result"):
+            let wait = arguments.flag("--wait")
+            return .performanceTestResult(requestId: try one(&arguments, "REQUEST_ID"), wait: wait)
         default: throw UsageError("\(group): unknown verb '\(verb)' (see 'entitled retention --help')")
         }
     }
