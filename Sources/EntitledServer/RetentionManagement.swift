@@ -152,3 +152,40 @@ struct RetentionCalls {
         }.joined(separator: "\n")
     }
 }
+
+/// What the console shows of one app's retention messaging in one environment, read from Apple.
+struct RetentionSetup: Encodable, Sendable {
+    var bundleId: String
+    var environment: String
+    /// Nil when none is configured.
+    var realtimeURL: String?
+    var messages: [GetMessageListResponseItem]
+    var images: [GetImageListResponseItem]
+    /// Why Apple could not be read (the stable code and the message); the lists are then empty.
+    var error: String?
+
+    /// Each app with a Server API client, in configuration order, in each of its environments
+    /// among Production and Sandbox.
+    static func read(apps: [App], clients: [String: AppStoreServerAPIClient]) async -> [RetentionSetup] {
+        var out: [RetentionSetup] = []
+        for app in apps {
+            guard let client = clients[app.bundleId] else { continue }
+            for environment in [AppStoreEnvironment.production, .sandbox] where app.environments.contains(environment.rawValue) {
+                var setup = RetentionSetup(bundleId: app.bundleId, environment: environment.rawValue, messages: [], images: [])
+                do {
+                    setup.messages = try await client.messageList(environment: environment)
+                    setup.images = try await client.imageList(environment: environment)
+                    do {
+                        setup.realtimeURL = try await client.realtimeURL(environment: environment)
+                    } catch where error.appleErrorCode == .realtimeURLNotFound {
+                        setup.realtimeURL = nil
+                    }
+                } catch {
+                    setup.error = "\(error.code): \(error.description)"
+                }
+                out.append(setup)
+            }
+        }
+        return out
+    }
+}
