@@ -107,6 +107,31 @@ import Testing
         await world.stop()
     }
 
+    @Test func aMessageWithBulletPointsIsUploadedFromAFile() async throws {
+        let world = try World()
+        let icon = world.folder.appendingPathComponent("icon.png")
+        func be(_ value: Int) -> [UInt8] { [24, 16, 8, 0].map { UInt8((value >> $0) & 0xFF) } }
+        try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + be(13) + Array("IHDR".utf8) + be(96) + be(96) + [8, 2, 0, 0, 0]).write(to: icon)
+        #expect(try await world.run(["images", "upload", Self.image, icon.path, "--size", "bullet_point"]).status == 0)
+        let body = world.folder.appendingPathComponent("message.json")
+        try Data(
+            #"""
+            {"header": "Before you go", "body": "Your plan includes:",
+             "bulletPoints": [{"text": "Offline maps", "imageIdentifier": "\#(Self.image)", "altText": "map"},
+                              {"text": "Sync", "imageIdentifier": "\#(Self.image)", "altText": "sync"}]}
+            """#.utf8
+        ).write(to: body)
+        let uploaded = try await world.run(["messages", "upload", Self.message, "--file", body.path])
+        #expect(uploaded.status == 0, "\(uploaded.stderr)")
+        #expect(try await world.run(["messages", "list"]).stdout == "\(Self.message)  APPROVED\n")
+        #expect(try await world.run(["images", "list"]).stdout == "\(Self.image)  APPROVED  BULLET_POINT\n")
+        // The icon is in use by the message's bullet points.
+        #expect(try await world.run(["images", "delete", Self.image]).stderr.contains("4030019"))
+        let both = try await world.run(["messages", "upload", Self.message, "--file", body.path, "--header", "x"])
+        #expect(both.status == 2 && both.stderr.contains("--file replaces"))
+        await world.stop()
+    }
+
     @Test func theRealtimeURLIsSetAndAPerformanceTestRunsAgainstIt() async throws {
         let world = try World()
         await world.simulator.retentionMessaging.setPerformanceTestConfig(
