@@ -113,7 +113,7 @@ public final class AppStoreServerAPIClient: Sendable {
     /// Sends one call, retrying as ``Settings/retry`` allows, and returns a 2xx response.
     func send(
         _ method: String, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil,
-        environment: AppStoreEnvironment? = nil
+        contentType: String = "application/json", environment: AppStoreEnvironment? = nil
     ) async throws(ServerAPIError) -> OutboundResponse {
         let url = try url(path, query: query, environment: environment ?? settings.environment)
         let policy = settings.retry
@@ -126,7 +126,7 @@ public final class AppStoreServerAPIClient: Sendable {
                 throw .invalidRequest(message: "the private key cannot sign: \(error.message)")
             }
             var headers = ["Authorization": "Bearer " + token, "Accept": "application/json", "User-Agent": "entitled"]
-            if body != nil { headers["Content-Type"] = "application/json" }
+            if body != nil { headers["Content-Type"] = contentType }
             let request = OutboundRequest(method: method, url: url, headers: headers, body: body, timeoutSeconds: settings.timeoutSeconds)
             let failure: ServerAPIError
             var retryAfter: Int64?

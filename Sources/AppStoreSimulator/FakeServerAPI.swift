@@ -106,6 +106,7 @@ public struct APITokenVerifier: Sendable {
 /// - `PUT /inApps/v1/transactions/consumption/{transactionId}` and `/inApps/v2/…` (recorded, 202)
 /// - `GET /inApps/v1/transactions/appTransactions/{transactionId}`
 /// - `POST /inApps/v1/transactions/{transactionId}/finish` (recorded: ``Simulator/finishedTransactions``)
+/// - the Retention Messaging API (``registerRetentionMessaging(_:_:)``)
 ///
 /// ``Simulator/throttleServerAPI(requests:retryAfterSeconds:)`` makes the next calls answer 429.
 /// Every request needs a valid bearer token (``APITokenVerifier``), checked against the virtual clock.
@@ -199,6 +200,7 @@ public enum FakeServerAPI {
         }
         registerMore(simulator, route)
         registerAppTransactionAndConsumptionV2(simulator, route)
+        registerRetentionMessaging(simulator, route)
     }
 
     /// Adds the write endpoints and refund lookup (split out to keep ``register(_:keys:on:)`` readable).

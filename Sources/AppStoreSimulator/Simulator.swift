@@ -114,6 +114,8 @@ public actor Simulator {
     var serverAPIThrottle = ServerAPIThrottle()
     /// Fake Server API calls received with a valid token.
     public internal(set) var serverAPIRequests = 0
+    /// The fake Retention Messaging API's messages, images, defaults, realtime URL and performance tests.
+    public nonisolated let retentionMessaging = FakeRetentionMessaging()
 
     /// - Parameters:
     ///   - catalog: the app and its products.

@@ -19,10 +19,17 @@ public struct ConfigurationLoader: Sendable {
     /// tokens, webhooks, shared secrets, Server API keys, TLS) is left out of the result instead
     /// of failing for a variable that a cron job's environment does not have.
     public var resolvesSecrets: Bool
+    /// Whether `apps[].serverAPI` keys written `env:NAME` are read even without ``resolvesSecrets``
+    /// (commands that call Apple but need no other secret, such as `retention`).
+    public var resolvesServerAPIKeys: Bool
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment, resolvesSecrets: Bool = true) {
+    public init(
+        environment: [String: String] = ProcessInfo.processInfo.environment, resolvesSecrets: Bool = true,
+        resolvesServerAPIKeys: Bool? = nil
+    ) {
         self.environment = environment
         self.resolvesSecrets = resolvesSecrets
+        self.resolvesServerAPIKeys = resolvesServerAPIKeys ?? resolvesSecrets
     }
 
     /// Loads the file at `path` (nil: defaults only; relative to the working directory), then
@@ -429,9 +436,9 @@ public struct ConfigurationLoader: Sendable {
     /// `raw`, or for `env:NAME` the variable's value. `use` says what the value is for, so that a
     /// missing variable's message says why it is needed. Without ``resolvesSecrets``, an `env:`
     /// value throws a problem that is not reported: what needs it is left out.
-    func resolveSecret(_ raw: String, path: String, use: String) throws(ConfigurationError) -> String {
+    func resolveSecret(_ raw: String, path: String, use: String, resolves: Bool? = nil) throws(ConfigurationError) -> String {
         guard raw.hasPrefix("env:") else { return raw }
-        guard resolvesSecrets else { throw ConfigurationError.unresolvedSecret(path: path) }
+        guard resolves ?? resolvesSecrets else { throw ConfigurationError.unresolvedSecret(path: path) }
         let name = String(raw.dropFirst(4))
         guard let value = environment[name], !value.isEmpty else {
             throw ConfigurationError(path: path, message: "environment variable \(name) is not set (it holds \(use))")

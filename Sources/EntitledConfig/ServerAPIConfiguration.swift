@@ -6,7 +6,7 @@ extension ConfigurationLoader {
     /// Nil when a required key's problem was recorded.
     func serverAPI(_ node: Node, baseDirectory: String?, _ problems: Problems) throws(ConfigurationError) -> ServerAPISettings? {
         var object = try node.object()
-        let key = inAppPurchaseKey(&object, baseDirectory: baseDirectory, problems)
+        let key = inAppPurchaseKey(&object, baseDirectory: baseDirectory, resolves: resolvesServerAPIKeys, problems)
         var baseURL: URL?
         object.read("baseURL", problems) { value throws(ConfigurationError) in
             let raw = try value.string()
@@ -41,15 +41,16 @@ extension ConfigurationLoader {
     /// Nil when a problem was recorded.
     func signingKey(_ node: Node, baseDirectory: String?, _ problems: Problems) throws(ConfigurationError) -> SigningKeySettings? {
         var object = try node.object()
-        let key = inAppPurchaseKey(&object, baseDirectory: baseDirectory, problems)
+        let key = inAppPurchaseKey(&object, baseDirectory: baseDirectory, resolves: nil, problems)
         object.finish(problems)
         return key
     }
 
     /// `keyId`, `issuerId` and `privateKeyFile` of an in-app purchase key, taken from `object`; every
-    /// problem is recorded, nil when there was one.
+    /// problem is recorded, nil when there was one. `resolves` overrides ``resolvesSecrets`` for an
+    /// `env:` key.
     private func inAppPurchaseKey(
-        _ object: inout ObjectReader, baseDirectory: String?, _ problems: Problems
+        _ object: inout ObjectReader, baseDirectory: String?, resolves: Bool?, _ problems: Problems
     ) -> SigningKeySettings? {
         let keyId = problems.check { () throws(ConfigurationError) -> String in
             let keyIdNode = try object.require("keyId")
@@ -69,7 +70,7 @@ extension ConfigurationLoader {
         }
         let pem = problems.check { () throws(ConfigurationError) -> String in
             let keyNode = try object.require("privateKeyFile")
-            return try privateKeyPEM(try keyNode.string(), path: keyNode.path, baseDirectory: baseDirectory)
+            return try privateKeyPEM(try keyNode.string(), path: keyNode.path, baseDirectory: baseDirectory, resolves: resolves)
         }
         guard let keyId, let issuerId, let pem else { return nil }
         return SigningKeySettings(keyId: keyId, issuerId: issuerId, privateKeyPEM: pem)
@@ -77,10 +78,10 @@ extension ConfigurationLoader {
 
     /// The PEM of `raw`: a file path (relative to the configuration file's folder), or `env:NAME`
     /// whose variable holds the PEM itself. Checked to be a P-256 private key; its text never appears in errors.
-    private func privateKeyPEM(_ raw: String, path: String, baseDirectory: String?) throws(ConfigurationError) -> String {
+    private func privateKeyPEM(_ raw: String, path: String, baseDirectory: String?, resolves: Bool?) throws(ConfigurationError) -> String {
         let pem: String
         if raw.hasPrefix("env:") {
-            pem = try resolveSecret(raw, path: path, use: "the App Store Server API private key (PEM)")
+            pem = try resolveSecret(raw, path: path, use: "the App Store Server API private key (PEM)", resolves: resolves)
         } else {
             let resolved = Self.absolutePath(raw, relativeTo: baseDirectory)
             guard let data = FileManager.default.contents(atPath: resolved), data.count <= 16_384 else {

@@ -99,6 +99,7 @@ public struct API: Sendable {
         registerCustomers(on: &router)
         registerAnonymousCustomers(on: &router)
         registerConsole(on: &router)
+        RetentionRoutes(apps: configuration.apps, clients: serverAPI, requireConsole: { try api.requireConsole($0) }).register(on: &router)
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }
 

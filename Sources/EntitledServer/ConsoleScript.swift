@@ -273,6 +273,22 @@ enum ConsoleScript {
                 el("tr", {}, el("td", { text: w.endpoint }), el("td", { text: w.pending }), el("td", { text: w.failed }), el("td", { text: when(w.lastDeliveredAt) }))))));
           }
 
+          async function retention(page) {
+            const body = await api("/v1/console/retention");
+            page.append(el("h1", { text: "Retention messaging" }), el("p", { class: "muted", text: "Read live from Apple's Retention " +
+              "Messaging API. Change it with entitled retention (docs/retention.md#managing-messages-from-the-cli)." }));
+            if (!body.apps.length) page.append(nothingYet("retention-empty", "No app has serverAPI configured: Entitled cannot read " +
+              "its retention messages. Give an app your In-App Purchase key as serverAPI (docs/configuration.md)."));
+            const table = (heads, rows) => el("table", {}, el("tr", {}, heads.map((h) => el("th", { text: h }))), rows);
+            for (const a of body.apps) {
+              page.append(el("div", { class: "panel retention" }, el("h2", { text: a.bundleId + " · " + a.environment }),
+                a.error ? el("p", { class: "error", text: a.error }) : null,
+                el("p", { text: "Realtime URL: " + (a.realtimeURL || "not configured") }),
+                table(["Message", "State"], a.messages.map((m) => el("tr", {}, el("td", { text: m.messageIdentifier }), el("td", { text: m.messageState })))),
+                table(["Image", "State", "Size"], a.images.map((i) => el("tr", {}, el("td", { text: i.imageIdentifier }), el("td", { text: i.imageState }), el("td", { text: i.imageSize }))))));
+            }
+          }
+
           async function route() {
             const page = $("page");
             page.replaceChildren();
@@ -284,6 +300,7 @@ enum ConsoleScript {
               else if (name === "orders") await orders(page, decodeURIComponent(rest[0] || ""));
               else if (name === "customer") await customer(page, decodeURIComponent(rest.join("/")));
               else if (name === "health") await health(page);
+              else if (name === "retention") await retention(page);
               else await overview(page);
               document.body.dataset.ready = name;
             } catch (error) {

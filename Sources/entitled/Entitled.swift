@@ -19,6 +19,7 @@ enum Entitled {
         BackupCommand.self,
         ExportCustomerCommand.self,
         ReconcileCommand.self,
+        RetentionCommand.self,
         ImportCommand.self,
         BenchCommand.self,
         StorageCrashChildCommand.self,

@@ -43,8 +43,11 @@ enum ServeCommand: Command {
 
     /// Reads `--config`, `--listen` and `--database` (and their environment variables). Commands
     /// that only need the database pass `resolvingSecrets: false`: the file's `env:` secrets are
-    /// then not needed (a cron job has none of them).
-    static func loadConfiguration(_ arguments: inout Arguments, resolvingSecrets: Bool = true) throws -> Configuration {
+    /// then not needed (a cron job has none of them); `resolvingServerAPIKeys` still reads the
+    /// Server API keys for a command that calls Apple.
+    static func loadConfiguration(
+        _ arguments: inout Arguments, resolvingSecrets: Bool = true, resolvingServerAPIKeys: Bool? = nil
+    ) throws -> Configuration {
         let environment = ProcessInfo.processInfo.environment
         let path = try arguments.option("--config") ?? environment["ENTITLED_CONFIG"]
         let listen = try arguments.option("--listen")
@@ -52,7 +55,9 @@ enum ServeCommand: Command {
         let format = try arguments.option("--log-format")
         let level = try arguments.option("--log-level")
         do {
-            var configuration = try ConfigurationLoader(environment: environment, resolvesSecrets: resolvingSecrets).load(
+            var configuration = try ConfigurationLoader(
+                environment: environment, resolvesSecrets: resolvingSecrets, resolvesServerAPIKeys: resolvingServerAPIKeys
+            ).load(
                 path: path, listen: listen, database: database)
             if let format { configuration.log.format = try ConfigurationLoader.logFormat(format, path: "--log-format") }
             if let level { configuration.log.level = try ConfigurationLoader.logLevel(level, path: "--log-level") }

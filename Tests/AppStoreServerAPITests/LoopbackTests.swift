@@ -29,14 +29,7 @@ struct FakeAppleOnLoopback {
         key = try P256PrivateKey()
         var router = Router()
         FakeServerAPI.register(simulator, keys: [APIKey(keyId: "ABC123DEFG", issuerId: issuerId, publicKey: try key.publicKey)], on: &router)
-        var configuration = HTTPServer.Configuration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.threads = 1
-        configuration.accessLog = nil
-        configuration.errorLog = nil
-        server = HTTPServer(configuration: configuration, router: router)
-        try server.start()
+        server = try HTTPServer.quietLoopback(router, threads: 1)
         baseURL = URL(string: "http://127.0.0.1:\(server.port)")!
         verifier = try SignedDataVerifier(
             configuration: .init(

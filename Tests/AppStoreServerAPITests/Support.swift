@@ -4,6 +4,7 @@ import AppStoreSimulator
 import EntitledCrypto
 import Foundation
 import HTTPClient
+import HTTPServer
 import Synchronization
 import Testing
 
@@ -91,5 +92,16 @@ func apiError(_ body: () async throws -> Void) async -> ServerAPIError? {
     } catch {
         Issue.record("unexpected error \(error)")
         return nil
+    }
+}
+
+extension HTTPServer {
+    /// A started server on a free loopback port, without logs.
+    static func quietLoopback(_ routes: Router, threads: Int = 2) throws -> HTTPServer {
+        var settings = HTTPServer.Configuration()
+        (settings.host, settings.port, settings.threads, settings.accessLog, settings.errorLog) = ("127.0.0.1", 0, threads, nil, nil)
+        let server = HTTPServer(configuration: settings, router: routes)
+        try server.start()
+        return server
     }
 }

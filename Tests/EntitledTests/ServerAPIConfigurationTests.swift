@@ -40,6 +40,23 @@ import Testing
         #expect(settings.reconcileEveryMinutes == 60)
     }
 
+    /// A command that calls Apple reads the Server API key from the environment and no other secret.
+    @Test func serverAPIKeysAloneCanBeResolved() throws {
+        let file = Data(
+            #"""
+            {"apiKeys": [{"name": "backend", "secret": "env:UNSET_API_SECRET", "scopes": ["read"]}],
+             "apps": [{"bundleId": "com.example.app", "appAppleId": 1,
+                       "serverAPI": {"keyId": "K1", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "privateKeyFile": "env:APPLE_KEY"}}]}
+            """#.utf8)
+        let loader = ConfigurationLoader(environment: ["APPLE_KEY": Self.pem], resolvesSecrets: false, resolvesServerAPIKeys: true)
+        let configuration = try loader.parse(file)
+        #expect(configuration.apps.first?.serverAPI?.privateKeyPEM == Self.pem)
+        #expect(configuration.apiKeys.isEmpty)
+        // Without it, the key is left out like every other secret.
+        let none = try ConfigurationLoader(environment: ["APPLE_KEY": Self.pem], resolvesSecrets: false).parse(file)
+        #expect(none.apps.first?.serverAPI == nil)
+    }
+
     @Test func privateKeyFromTheEnvironmentAndABaseURL() throws {
         let configuration = try ConfigurationLoader(environment: ["APPLE_KEY": Self.pem]).parse(
             Self.config(

@@ -34,9 +34,30 @@ public struct APIErrorCode: AppStoreEnumeration {
     /// Family Sharing transactions aren't supported by this endpoint.
     public static let familyTransactionNotSupported = APIErrorCode(rawValue: 4_000_185)
     public static let transactionIdIsNotOriginalTransactionId = APIErrorCode(rawValue: 4_000_187)
+    // Retention Messaging API.
+    public static let invalidImage = APIErrorCode(rawValue: 4_000_161)
+    public static let headerTooLong = APIErrorCode(rawValue: 4_000_162)
+    public static let bodyTooLong = APIErrorCode(rawValue: 4_000_163)
+    public static let invalidLocale = APIErrorCode(rawValue: 4_000_164)
+    public static let altTextTooLong = APIErrorCode(rawValue: 4_000_175)
+    public static let invalidPerformanceTestRequest = APIErrorCode(rawValue: 4_000_211)
+    public static let invalidRequestId = APIErrorCode(rawValue: 4_000_212)
+    public static let existingPerformanceTestRun = APIErrorCode(rawValue: 4_000_213)
+    public static let badRequestRealtimeURL = APIErrorCode(rawValue: 4_000_215)
+    public static let badRequestImageSize = APIErrorCode(rawValue: 4_000_216)
+    public static let badRequestTooManyBulletPoints = APIErrorCode(rawValue: 4_000_218)
+    public static let badRequestBulletPointTextTooLong = APIErrorCode(rawValue: 4_000_219)
+    public static let badRequestAboveImageRequiresAnImage = APIErrorCode(rawValue: 4_000_224)
     public static let subscriptionExtensionIneligible = APIErrorCode(rawValue: 4_030_004)
     public static let subscriptionMaxExtension = APIErrorCode(rawValue: 4_030_005)
     public static let familySharedSubscriptionExtensionIneligible = APIErrorCode(rawValue: 4_030_007)
+    public static let maximumNumberOfImagesReached = APIErrorCode(rawValue: 4_030_014)
+    public static let maximumNumberOfMessagesReached = APIErrorCode(rawValue: 4_030_016)
+    public static let messageNotApproved = APIErrorCode(rawValue: 4_030_017)
+    public static let imageNotApproved = APIErrorCode(rawValue: 4_030_018)
+    public static let imageInUse = APIErrorCode(rawValue: 4_030_019)
+    /// The production realtime URL needs a passed performance test first.
+    public static let forbiddenNoPassingTest = APIErrorCode(rawValue: 4_030_026)
     public static let accountNotFound = APIErrorCode(rawValue: 4_040_001)
     public static let accountNotFoundRetryable = APIErrorCode(rawValue: 4_040_002)
     public static let appNotFound = APIErrorCode(rawValue: 4_040_003)
@@ -48,7 +69,14 @@ public struct APIErrorCode: AppStoreEnumeration {
     public static let statusRequestNotFound = APIErrorCode(rawValue: 4_040_009)
     /// Also the answer when a transaction is asked of the wrong environment.
     public static let transactionIdNotFound = APIErrorCode(rawValue: 4_040_010)
+    public static let imageNotFound = APIErrorCode(rawValue: 4_040_014)
+    public static let messageNotFound = APIErrorCode(rawValue: 4_040_015)
+    public static let performanceTestRunNotFound = APIErrorCode(rawValue: 4_040_018)
     public static let appTransactionDoesNotExist = APIErrorCode(rawValue: 4_040_019)
+    public static let defaultMessageNotFound = APIErrorCode(rawValue: 4_040_020)
+    public static let realtimeURLNotFound = APIErrorCode(rawValue: 4_040_021)
+    public static let imageAlreadyExists = APIErrorCode(rawValue: 4_090_000)
+    public static let messageAlreadyExists = APIErrorCode(rawValue: 4_090_001)
     /// Back off until the `Retry-After` header (UNIX milliseconds).
     public static let rateLimitExceeded = APIErrorCode(rawValue: 4_290_000)
     public static let generalInternal = APIErrorCode(rawValue: 5_000_000)
@@ -62,11 +90,16 @@ public struct APIErrorCode: AppStoreEnumeration {
         .invalidSort, .invalidProductType, .invalidProductId, .invalidSubscriptionGroupIdentifier,
         .invalidInAppOwnershipType, .invalidEmptyStorefrontCountryCodeList, .invalidStorefrontCountryCode,
         .invalidRevoked, .invalidStatus, .invalidAppAccountTokenUUID, .familyTransactionNotSupported,
-        .transactionIdIsNotOriginalTransactionId, .subscriptionExtensionIneligible, .subscriptionMaxExtension,
-        .familySharedSubscriptionExtensionIneligible, .accountNotFound, .accountNotFoundRetryable, .appNotFound,
+        .transactionIdIsNotOriginalTransactionId, .invalidImage, .headerTooLong, .bodyTooLong, .invalidLocale,
+        .altTextTooLong, .invalidPerformanceTestRequest, .invalidRequestId, .existingPerformanceTestRun,
+        .badRequestRealtimeURL, .badRequestImageSize, .badRequestTooManyBulletPoints, .badRequestBulletPointTextTooLong,
+        .badRequestAboveImageRequiresAnImage, .subscriptionExtensionIneligible, .subscriptionMaxExtension,
+        .familySharedSubscriptionExtensionIneligible, .maximumNumberOfImagesReached, .maximumNumberOfMessagesReached,
+        .messageNotApproved, .imageNotApproved, .imageInUse, .forbiddenNoPassingTest, .accountNotFound, .accountNotFoundRetryable, .appNotFound,
         .appNotFoundRetryable, .originalTransactionIdNotFound, .originalTransactionIdNotFoundRetryable,
         .serverNotificationURLNotFound, .testNotificationNotFound, .statusRequestNotFound, .transactionIdNotFound,
-        .appTransactionDoesNotExist, .rateLimitExceeded, .generalInternal, .generalInternalRetryable,
+        .imageNotFound, .messageNotFound, .performanceTestRunNotFound, .appTransactionDoesNotExist, .defaultMessageNotFound,
+        .realtimeURLNotFound, .imageAlreadyExists, .messageAlreadyExists, .rateLimitExceeded, .generalInternal, .generalInternalRetryable,
     ]
 
     /// Codes Apple documents as transient: retrying the same request later may succeed.
