@@ -14,7 +14,8 @@ public struct TaskSleeper: Sleeper {
     }
 }
 
-/// How often and how long to wait before retrying a failed call.
+/// How often and how long to wait before retrying a failed call to a store's API (the App Store
+/// Server API client and the Google Play Developer API client share it).
 ///
 /// Exponential backoff with jitter: before retry `n` (1-based) the wait is
 /// `min(maxDelay, baseDelay · 2^(n-1))`, of which the upper half is random ("equal jitter"), so
