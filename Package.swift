@@ -57,6 +57,15 @@ let package = Package(
         .target(
             name: "AppStoreSimulator", dependencies: ["AppStore", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto"],
             swiftSettings: swiftSettings),
+        // Google Play's wire formats (Pub/Sub push, developer notifications, Developer API resources),
+        // push OIDC verification, service-account auth and the Developer API client.
+        .target(
+            name: "GooglePlay", dependencies: ["AppStore", "Entitlements", "EntitledCrypto", "HTTPClient"],
+            swiftSettings: swiftSettings),
+        // A local fake Google: token endpoint, Developer API with stateful purchases, JWKS, OIDC-signed Pub/Sub pushes.
+        .target(
+            name: "GooglePlaySimulator", dependencies: ["GooglePlay", "AppStore", "EntitledCrypto", "HTTPClient", "HTTPServer"],
+            swiftSettings: swiftSettings),
         // The pure domain core: facts + policy + now -> customer state. No I/O, no clock, no C.
         .target(name: "Entitlements", swiftSettings: swiftSettings),
         // The ledger and projections on SQLite and PostgreSQL (zlib: the stored JSON, deflated).
@@ -131,6 +140,9 @@ let package = Package(
             dependencies: [
                 "AppStoreServerAPI", "AppStore", "AppStoreSimulator", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto",
             ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlaySimulator", "AppStore", "EntitledCrypto", "HTTPClient", "HTTPServer"],
             swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], swiftSettings: swiftSettings),
