@@ -76,9 +76,9 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
         // The configuration file: value types, loading, validation (HTTPServer for its address types,
         // Storage's parser for database URLs, Entitlements for the one RestoreBehavior, EntitledCrypto
-        // to check the Server API key).
+        // to check the Server API key, GooglePlay to check a service-account key file).
         .target(
-            name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage", "EntitledCrypto"],
+            name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage", "EntitledCrypto", "GooglePlay"],
             swiftSettings: swiftSettings),
         // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
@@ -142,7 +142,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlaySimulator", "AppStore", "EntitledCrypto", "HTTPClient", "HTTPServer"],
+            name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlaySimulator", "EntitledConfig", "AppStore", "EntitledCrypto", "HTTPClient", "HTTPServer"],
             swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], swiftSettings: swiftSettings),
