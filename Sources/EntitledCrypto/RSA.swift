@@ -65,19 +65,7 @@ public final class RSAPublicKey: Sendable, Equatable {
     /// Checks an RS256 (PKCS#1 v1.5, SHA-256) signature over `message`; any failure answers false.
     public func isValidRS256Signature(_ signature: some ContiguousBytes, for message: some ContiguousBytes) -> Bool {
         signature.withUnsafeBytes { signature in
-            message.withUnsafeBytes { message in
-                guard let context = EVP_MD_CTX_new() else { return false }
-                defer { EVP_MD_CTX_free(context) }
-                guard EVP_DigestVerifyInit(context, nil, fetchedSHA256, nil, key.pointer) == 1 else {
-                    OpenSSL.clearErrors()
-                    return false
-                }
-                let result = EVP_DigestVerify(
-                    context, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
-                    message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
-                if result != 1 { OpenSSL.clearErrors() }
-                return result == 1
-            }
+            message.withUnsafeBytes { message in key.isValidSHA256Signature(signature, message: message) }
         }
     }
 }
@@ -97,25 +85,12 @@ public final class RSAPrivateKey: Sendable {
     /// Reads a PEM private key, PKCS#8 (`PRIVATE KEY`, as in a service-account key file) or
     /// PKCS#1 (`RSA PRIVATE KEY`); throws unless it is an acceptable RSA key.
     public init(pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        let pointer: OpaquePointer = try bytes.withUnsafeBufferPointer { buffer throws(CryptoError) in
-            let bio = try MemoryBIO(readOnly: UnsafeRawBufferPointer(buffer))
-            return try OpenSSL.pointer("PEM_read_bio_PrivateKey", .invalidInput) {
-                PEM_read_bio_PrivateKey(bio.pointer, nil, nil, nil)
-            }
-        }
-        key = OwnedKey(pointer)
+        key = try OwnedKey(privateKeyPEM: pem)
         _ = try RSAPublicKey(subjectPublicKeyInfo: try key.subjectPublicKeyInfo())
     }
 
     /// The unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`).
-    public func pkcs8PEM() throws(CryptoError) -> String {
-        let bio = try MemoryBIO()
-        try OpenSSL.call("PEM_write_bio_PKCS8PrivateKey") {
-            PEM_write_bio_PKCS8PrivateKey(bio.pointer, key.pointer, nil, nil, 0, nil, nil)
-        }
-        return String(decoding: bio.contents, as: UTF8.self)
-    }
+    public func pkcs8PEM() throws(CryptoError) -> String { try key.pkcs8PEM() }
 
     /// The matching public key.
     public var publicKey: RSAPublicKey {
@@ -124,15 +99,7 @@ public final class RSAPrivateKey: Sendable {
 
     /// Signs `message` with RS256 (PKCS#1 v1.5, SHA-256).
     public func rs256Signature(for message: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
-        let context = try OpenSSL.pointer("EVP_MD_CTX_new") { EVP_MD_CTX_new() }
-        defer { EVP_MD_CTX_free(context) }
-        try OpenSSL.call("EVP_DigestSignInit") { EVP_DigestSignInit(context, nil, fetchedSHA256, nil, key.pointer) }
-        let bytes = message.withUnsafeBytes { Array($0) }
-        var length = 0
-        try OpenSSL.call("EVP_DigestSign") { EVP_DigestSign(context, nil, &length, bytes, bytes.count) }
-        var out = [UInt8](repeating: 0, count: length)
-        try OpenSSL.call("EVP_DigestSign") { EVP_DigestSign(context, &out, &length, bytes, bytes.count) }
-        return Array(out.prefix(length))
+        try key.sha256Signature(message)
     }
 }
 

@@ -87,13 +87,10 @@ public final class DeveloperAPIClient: Sendable {
             } catch {
                 failure = GooglePlayError(.network, String(describing: error))
             }
-            guard failure.isRetryable, attempt < policy.maxAttempts else { throw failure }
-            let wait = retryAfter ?? policy.delayMilliseconds(beforeRetry: attempt, random: random())
-            do {
-                try await sleeper.sleep(milliseconds: wait)
-            } catch {
-                throw failure  // cancelled while waiting: report what went wrong
-            }
+            guard
+                await policy.waitBeforeRetry(
+                    after: attempt, retryable: failure.isRetryable, retryAfterMilliseconds: retryAfter, sleeper: sleeper, random: random)
+            else { throw failure }
             attempt += 1
         }
     }
@@ -138,9 +135,7 @@ public final class DeveloperAPIClient: Sendable {
         guard !value.isEmpty, value.utf8.count <= maxBytes else {
             throw GooglePlayError(.invalidRequest, "\(name) must be 1 to \(maxBytes) bytes")
         }
-        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
-        allowed.insert(charactersIn: "-._~")
-        guard let encoded = value.addingPercentEncoding(withAllowedCharacters: allowed) else {
+        guard let encoded = PercentEncoding.encodeUnreserved(value) else {
             throw GooglePlayError(.invalidRequest, "\(name) is not encodable")
         }
         return encoded

@@ -229,8 +229,6 @@ public final class AccessTokenProvider: Sendable {
 
     /// `application/x-www-form-urlencoded` encoding of one value.
     static func formEncode(_ value: String) -> String {
-        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
-        allowed.insert(charactersIn: "-._~")
-        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+        PercentEncoding.encodeUnreserved(value) ?? ""
     }
 }

@@ -60,3 +60,21 @@ public struct RetryPolicy: Sendable, Hashable {
         return min(seconds, maxRetryAfterMilliseconds / 1000) * 1000
     }
 }
+
+extension RetryPolicy {
+    /// The retry step of a client's loop: after failed attempt `attempt` (1-based), waits the
+    /// backoff (or `retryAfterMilliseconds`, a 429's `Retry-After`) and answers true when another
+    /// attempt should follow; false when the failure is not `retryable`, the attempts are used up,
+    /// or the wait was cancelled (the caller then reports the failure).
+    public func waitBeforeRetry(
+        after attempt: Int, retryable: Bool, retryAfterMilliseconds: Int64?, sleeper: any Sleeper, random: () -> Double
+    ) async -> Bool {
+        guard retryable, attempt < maxAttempts else { return false }
+        do {
+            try await sleeper.sleep(milliseconds: retryAfterMilliseconds ?? delayMilliseconds(beforeRetry: attempt, random: random()))
+        } catch {
+            return false
+        }
+        return true
+    }
+}

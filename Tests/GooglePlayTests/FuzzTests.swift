@@ -1,3 +1,4 @@
+import AppStoreTesting
 import EntitledCrypto
 import Foundation
 import GooglePlay
@@ -5,32 +6,20 @@ import Testing
 
 /// Mutated versions of real bodies: every decoder must either decode or throw its typed error.
 @Suite struct FuzzTests {
-    /// A deterministic generator, so a failure reproduces.
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(max(n, 1))) }
-    }
-
-    static func mutate(_ input: [UInt8], _ g: inout Generator) -> [UInt8] {
+    static func mutate(_ input: [UInt8], _ g: inout SplitMix64) -> [UInt8] {
+        func below(_ n: Int) -> Int { Int(g.next() % UInt64(max(n, 1))) }
         var bytes = input
         let interesting: [UInt8] = Array("{}[]\",:0-9eE.\\ntrufalsn".utf8) + [0, 0xFF, 0xC3, 0x80]
-        for _ in 0..<(1 + g.below(8)) {
-            guard !bytes.isEmpty else { bytes = [interesting[g.below(interesting.count)]]; continue }
-            let at = g.below(bytes.count)
-            switch g.below(5) {
-            case 0: bytes[at] = interesting[g.below(interesting.count)]
+        for _ in 0..<(1 + below(8)) {
+            guard !bytes.isEmpty else { bytes = [interesting[below(interesting.count)]]; continue }
+            let at = below(bytes.count)
+            switch below(5) {
+            case 0: bytes[at] = interesting[below(interesting.count)]
             case 1: bytes.remove(at: at)
-            case 2: bytes.insert(interesting[g.below(interesting.count)], at: at)
+            case 2: bytes.insert(interesting[below(interesting.count)], at: at)
             case 3: bytes = Array(bytes[..<at])
             default:
-                let end = min(bytes.count, at + g.below(16))
+                let end = min(bytes.count, at + below(16))
                 bytes.insert(contentsOf: bytes[at..<end], at: at)
             }
         }
@@ -41,7 +30,7 @@ import Testing
         let notification = Array(#"{"version":"1.0","packageName":"p","eventTimeMillis":"1","subscriptionNotification":{"notificationType":4,"purchaseToken":"T","subscriptionId":"s"}}"#.utf8)
         let push = ModelTests.push(String(decoding: notification, as: UTF8.self))
         let subscription = json(ModelTests.subscriptionV2)
-        var g = Generator(state: 42)
+        var g = SplitMix64(seed: 42)
         var decoded = 0
         for round in 0..<3000 {
             let pick = round % 4
@@ -66,7 +55,7 @@ import Testing
 
     @Test func mutatedTokensNeverCrash() throws {
         let token = try RS256JWT.sign(claims: ["iss": "https://accounts.google.com"], keyId: "k", key: TestKeys.google)
-        var g = Generator(state: 7)
+        var g = SplitMix64(seed: 7)
         for _ in 0..<2000 {
             let text = String(decoding: Self.mutate(Array(token.utf8), &g), as: UTF8.self)
             if let parsed = try? RS256JWT.parse(text) { _ = parsed.headerString("alg") }
