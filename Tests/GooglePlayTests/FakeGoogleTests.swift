@@ -74,6 +74,35 @@ import Testing
         #expect(world.google.takeNotifications().compactMap { $0.subscriptionNotification?.notificationType } == [.expired])
     }
 
+    @Test func pauseResumesAndRevokeVoids() async throws {
+        let world = try World()
+        defer { Task { await world.server.shutdown() } }
+        let token = try world.google.buySubscription(packageName: Self.package, productId: "premium")
+        // Acknowledged, or the sweep ten days on would refund it.
+        try await world.client.acknowledgeSubscription(packageName: Self.package, subscriptionId: "premium", purchaseToken: token)
+        let resume = world.clock.nowMilliseconds() + 10 * 86_400_000
+        try world.google.pause(token, resumeAtMillis: resume)
+        var purchase = try await world.client.subscriptionV2(packageName: Self.package, purchaseToken: token)
+        #expect(purchase.subscriptionState == .paused)
+        #expect(purchase.pausedStateContext?.autoResumeTime?.milliseconds == resume)
+        world.clock.advance(seconds: 10 * 86_400)
+        world.google.sweep()
+        purchase = try await world.client.subscriptionV2(packageName: Self.package, purchaseToken: token)
+        #expect(purchase.subscriptionState == .active)
+        #expect(purchase.expiryTime!.milliseconds > world.clock.nowMilliseconds())
+        try world.google.revoke(token)
+        purchase = try await world.client.subscriptionV2(packageName: Self.package, purchaseToken: token)
+        #expect(purchase.subscriptionState == .expired)
+        let voided = try await world.client.allVoidedPurchases(packageName: Self.package)
+        #expect(voided.map(\.purchaseToken) == [token])
+        let notifications = world.google.takeNotifications()
+        #expect(notifications.compactMap { $0.subscriptionNotification?.notificationType } == [.purchased, .paused, .renewed, .revoked])
+        #expect(notifications.last?.voidedPurchaseNotification?.productType == .subscription)
+        // Only live subscriptions move on.
+        #expect(throws: FakeGoogleError.self) { try world.google.renew(token) }
+        #expect(throws: FakeGoogleError.self) { try world.google.revoke(token) }
+    }
+
     @Test func upgradeLinksTheNewTokenAndSupersedesTheOld() async throws {
         let world = try World()
         defer { Task { await world.server.shutdown() } }
