@@ -3,6 +3,7 @@ import EntitledCrypto
 import Foundation
 import GooglePlay
 import HTTPClient
+import Synchronization
 import Testing
 
 @Suite struct PushVerifierTests {
@@ -153,6 +154,38 @@ import Testing
             try await group.waitForAll()
         }
         #expect(world.fetches == 1)
+    }
+
+    @Test func anOutageKeepsLastKeysForADayAndIsNotHammered() async throws {
+        let clock = TestClock()
+        let up = Mutex(true)
+        let body = PlayJSON.encode(JWKSet(keys: [JWK(publicKey: try TestKeys.google.publicKey, kid: "key-1")]))
+        let transport = ScriptedTransport { _ in
+            up.withLock { $0 } ? OutboundResponse(status: 200, headers: ["Cache-Control": "max-age=600"], body: body) : OutboundResponse(status: 503)
+        }
+        let verifier = PushVerifier(
+            settings: .init(audience: Self.audience, serviceAccountEmail: Self.account), keys: GoogleKeySet(transport: transport, clock: clock),
+            clock: clock)
+        _ = try await verifier.verify(token: Self.token(Self.claims(now: clock.seconds)))
+        up.withLock { $0 = false }
+        // Expired cache, Google down: the refetch fails and the keys Google last published still serve.
+        clock.advance(seconds: 700)
+        _ = try await verifier.verify(token: Self.token(Self.claims(now: clock.seconds)))
+        #expect(transport.requests.count == 2)
+        // Within the interval nothing is fetched again.
+        _ = try await verifier.verify(token: Self.token(Self.claims(now: clock.seconds)))
+        #expect(transport.requests.count == 2)
+        // A day after expiry they no longer do.
+        clock.advance(seconds: 86_400)
+        await #expect(throws: GooglePlayError(.keysUnavailable, "")) {
+            try await verifier.verify(token: Self.token(Self.claims(now: clock.seconds)))
+        }
+    }
+
+    @Test func errorCodesAreStableAndDistinct() {
+        let raw = GooglePlayError.Code.all.map(\.rawValue)
+        #expect(Set(raw).count == raw.count)
+        #expect(raw.allSatisfy { $0.hasPrefix("GOOGLE_") && $0 == $0.uppercased() })
     }
 
     @Test func unusableKeySetsAreRefused() async throws {
