@@ -91,8 +91,9 @@ public struct GoogleTimestamp: Sendable, Hashable, Comparable, Codable, CustomSt
 
     public static func < (lhs: GoogleTimestamp, rhs: GoogleTimestamp) -> Bool { lhs.milliseconds < rhs.milliseconds }
 
-    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+    /// `YYYY-MM-DDTHH:MM:SS.mmmZ`; instants outside years 1 to 9999 print as the nearest end.
     public var description: String {
+        let milliseconds = min(max(self.milliseconds, -62_135_596_800_000), 253_402_300_799_999)
         let days = milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
         let rest = milliseconds - days * 86_400_000
         let (year, month, day) = Self.civil(fromDays: days)

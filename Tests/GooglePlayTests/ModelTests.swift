@@ -167,5 +167,8 @@ import Testing
             let text = GoogleTimestamp(milliseconds: ms).description
             #expect(GoogleTimestamp(rfc3339: text)?.milliseconds == ms, "\(text)")
         }
+        // Extreme values print (clamped) rather than trap.
+        #expect(GoogleTimestamp(milliseconds: .min).description == "0001-01-01T00:00:00.000Z")
+        #expect(GoogleTimestamp(milliseconds: .max).description == "9999-12-31T23:59:59.999Z")
     }
 }
