@@ -18,11 +18,19 @@ public struct FakePlayProduct: Sendable, Hashable {
     }
 }
 
-/// Why the fake refused a lifecycle action.
+/// Why the fake refused a lifecycle action or an API call (answered with `status`).
 public struct FakeGoogleError: Error, Sendable, Hashable, CustomStringConvertible {
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// The HTTP status the Developer API answers with.
+    public var status: Int
+    public init(_ message: String, status: Int = 400) {
+        self.message = message
+        self.status = status
+    }
     public var description: String { message }
+
+    /// Google's answer for a token or product it does not know.
+    public static let notFound = FakeGoogleError("The purchase token was not found.", status: 404)
 }
 
 /// One subscription purchase token's state in the fake.

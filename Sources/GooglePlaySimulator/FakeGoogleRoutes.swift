@@ -29,7 +29,7 @@ extension FakeGoogle {
             try api(request) { () throws(FakeGoogleError) in
                 let token = request.pathParameters["token"] ?? ""
                 guard let s = state.withLock({ $0.subscriptions[token] }), s.packageName == request.pathParameters["packageName"] else {
-                    throw FakeGoogleError("404")
+                    throw .notFound
                 }
                 return PlayJSON.encode(s.purchase)
             }
@@ -37,11 +37,11 @@ extension FakeGoogle {
         router.post(base + "/subscriptions/{subscriptionId}/tokens/{tokenAction}") { [self] request in
             try api(request) { () throws(FakeGoogleError) in
                 let (token, action) = Self.split(request.pathParameters["tokenAction"])
-                guard action == "acknowledge" else { throw FakeGoogleError("404") }
+                guard action == "acknowledge" else { throw .notFound }
                 try state.withLock { (state) throws(FakeGoogleError) in
                     guard let s = state.subscriptions[token], s.packageName == request.pathParameters["packageName"],
                         s.productId == request.pathParameters["subscriptionId"]
-                    else { throw FakeGoogleError("404") }
+                    else { throw .notFound }
                     state.subscriptions[token]?.acknowledged = true
                 }
                 return Array("{}".utf8)
@@ -52,7 +52,7 @@ extension FakeGoogle {
                 let token = request.pathParameters["token"] ?? ""
                 guard let p = state.withLock({ $0.productPurchases[token] }), p.packageName == request.pathParameters["packageName"],
                     p.productId == request.pathParameters["productId"]
-                else { throw FakeGoogleError("404") }
+                else { throw .notFound }
                 return PlayJSON.encode(p.purchase(token: token))
             }
         }
@@ -62,15 +62,15 @@ extension FakeGoogle {
                 try state.withLock { (state) throws(FakeGoogleError) in
                     guard let p = state.productPurchases[token], p.packageName == request.pathParameters["packageName"],
                         p.productId == request.pathParameters["productId"]
-                    else { throw FakeGoogleError("404") }
+                    else { throw .notFound }
                     switch action {
                     case "acknowledge": state.productPurchases[token]?.acknowledged = true
                     case "consume":
-                        guard !p.canceled, !p.consumed else { throw FakeGoogleError("400") }
+                        guard !p.canceled, !p.consumed else { throw FakeGoogleError("The purchase is not in a state that allows this.") }
                         // Consuming acknowledges implicitly, as Play does.
                         state.productPurchases[token]?.consumed = true
                         state.productPurchases[token]?.acknowledged = true
-                    default: throw FakeGoogleError("404")
+                    default: throw .notFound
                     }
                 }
                 return Array("{}".utf8)
@@ -92,7 +92,7 @@ extension FakeGoogle {
                         return owner == packageName && time >= start && time <= end && (includeSubscriptions || !isSubscription)
                     }
                 }
-                guard offset >= 0, offset <= all.count else { throw FakeGoogleError("400") }
+                guard offset >= 0, offset <= all.count else { throw FakeGoogleError("Invalid page token.") }
                 let page = Array(all[offset..<min(all.count, offset + pageSize)])
                 let next = offset + pageSize < all.count ? String(offset + pageSize) : nil
                 return PlayJSON.encode(
@@ -110,7 +110,7 @@ extension FakeGoogle {
     }
 
     /// Runs a Developer API handler behind the access-token check and the injected failures; a
-    /// thrown `FakeGoogleError("404")` (or "400") becomes Google's error body with that status.
+    /// thrown ``FakeGoogleError`` becomes Google's error body with its status.
     func api(_ request: Request, _ body: () throws(FakeGoogleError) -> [UInt8]) throws -> Response {
         let now = nowMillis / 1000
         let authorized = state.withLock { state -> Bool in
@@ -126,10 +126,7 @@ extension FakeGoogle {
         do {
             return Response.json(bytes: try body())
         } catch {
-            switch error.message {
-            case "400": return Self.error(400, "INVALID_ARGUMENT", "The purchase is not in a state that allows this.")
-            default: return Self.error(404, "NOT_FOUND", "The purchase token was not found.")
-            }
+            return Self.error(error.status, error.status == 404 ? "NOT_FOUND" : "INVALID_ARGUMENT", error.message)
         }
     }
 
