@@ -62,6 +62,15 @@ let package = Package(
         .target(
             name: "AppStoreSimulator", dependencies: ["AppStore", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto"],
             swiftSettings: swiftSettings),
+        // Google Play's wire formats (Pub/Sub push, developer notifications, Developer API resources),
+        // push OIDC verification, service-account auth and the Developer API client.
+        .target(
+            name: "GooglePlay", dependencies: ["AppStore", "Entitlements", "EntitledCrypto", "HTTPClient"],
+            swiftSettings: swiftSettings),
+        // A local fake Google: token endpoint, Developer API with stateful purchases, JWKS, OIDC-signed Pub/Sub pushes.
+        .target(
+            name: "GooglePlaySimulator", dependencies: ["GooglePlay", "AppStore", "EntitledCrypto", "HTTPClient", "HTTPServer"],
+            swiftSettings: swiftSettings),
         // The pure domain core: facts + policy + now -> customer state. No I/O, no clock, no C.
         .target(name: "Entitlements", swiftSettings: swiftSettings),
         // The ledger and projections on SQLite and PostgreSQL (zlib: the stored JSON, deflated).
@@ -72,9 +81,9 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
         // The configuration file: value types, loading, validation (HTTPServer for its address types,
         // Storage's parser for database URLs, Entitlements for the one RestoreBehavior, EntitledCrypto
-        // to check the Server API key).
+        // to check the Server API key, GooglePlay to check a service-account key file).
         .target(
-            name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage", "EntitledCrypto"],
+            name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage", "EntitledCrypto", "GooglePlay"],
             swiftSettings: swiftSettings),
         // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
@@ -132,6 +141,9 @@ let package = Package(
             dependencies: [
                 "AppStoreServerAPI", "AppStore", "AppStoreSimulator", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto",
             ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlaySimulator", "EntitledConfig", "AppStore", "AppStoreTesting", "EntitledCrypto", "HTTPClient", "HTTPServer"],
             swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], swiftSettings: swiftSettings),

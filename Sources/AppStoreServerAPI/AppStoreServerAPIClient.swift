@@ -152,13 +152,10 @@ public final class AppStoreServerAPIClient: Sendable {
             } catch {
                 failure = .network(message: String(describing: error))
             }
-            guard failure.isRetryable, attempt < policy.maxAttempts else { throw failure }
-            let wait = retryAfter ?? policy.delayMilliseconds(beforeRetry: attempt, random: random())
-            do {
-                try await sleeper.sleep(milliseconds: wait)
-            } catch {
-                throw failure  // cancelled while waiting: report what went wrong
-            }
+            guard
+                await policy.waitBeforeRetry(
+                    after: attempt, retryable: failure.isRetryable, retryAfterMilliseconds: retryAfter, sleeper: sleeper, random: random)
+            else { throw failure }
             attempt += 1
         }
     }
@@ -184,9 +181,7 @@ public final class AppStoreServerAPIClient: Sendable {
     /// `value` as one percent-encoded path segment; ids longer than 256 bytes or empty are refused.
     static func segment(_ value: String, name: String) throws(ServerAPIError) -> String {
         guard !value.isEmpty, value.utf8.count <= 256 else { throw .invalidRequest(message: "\(name) must be 1 to 256 bytes") }
-        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
-        allowed.insert(charactersIn: "-._~")
-        guard let encoded = value.addingPercentEncoding(withAllowedCharacters: allowed) else {
+        guard let encoded = PercentEncoding.encodeUnreserved(value) else {
             throw .invalidRequest(message: "\(name) is not encodable")
         }
         return encoded

@@ -39,6 +39,9 @@ static inline const char *COpenSSL_sk_OPENSSL_STRING_value(const STACK_OF(OPENSS
 /// `EVP_EC_gen` is a macro over the variadic `EVP_PKEY_Q_keygen`.
 static inline EVP_PKEY *COpenSSL_EC_gen_P256(void) { return EVP_EC_gen("P-256"); }
 
+/// `EVP_RSA_gen` is a macro over the variadic `EVP_PKEY_Q_keygen`.
+static inline EVP_PKEY *COpenSSL_RSA_gen(unsigned int bits) { return EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)bits); }
+
 /// `BIO_get_mem_data` is a macro over `BIO_ctrl`.
 static inline long COpenSSL_BIO_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
 

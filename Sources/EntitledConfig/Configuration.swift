@@ -22,6 +22,8 @@ public struct Configuration: Sendable, Equatable {
     public var apiKeys: [APIKey] = []
     /// The apps whose purchases this server tracks.
     public var apps: [App] = []
+    /// The `apps[]` entries with a `packageName`: Android apps sold through Google Play.
+    public var playApps: [PlayApp] = []
     /// HTTP limits.
     public var http: HTTPSettings = HTTPSettings()
     /// Upper bound of `Cache-Control: max-age` on customer answers, in seconds.

@@ -104,8 +104,17 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         reader.read("apps", problems) { node throws(ConfigurationError) in
-            configuration.apps = try node.array().compactMap { node in
-                problems.check { () throws(ConfigurationError) in try app(node, baseDirectory: baseDirectory, problems) }
+            for node in try node.array() {
+                if Self.isPlayApp(node) {
+                    let parsed = problems.check { () throws(ConfigurationError) -> PlayApp? in try playApp(node, baseDirectory: baseDirectory, problems) }
+                    if let parsed = parsed ?? nil { configuration.playApps.append(parsed) }
+                } else if let parsed = problems.check({ () throws(ConfigurationError) -> App in try app(node, baseDirectory: baseDirectory, problems) }) {
+                    configuration.apps.append(parsed)
+                }
+            }
+            var packages = Set<String>()
+            for app in configuration.playApps where !packages.insert(app.packageName).inserted {
+                problems.record(ConfigurationError(path: "apps", message: "duplicate packageName '\(app.packageName)'"))
             }
             var bundles = Set<String>()
             for (index, app) in configuration.apps.enumerated() where !bundles.insert(app.bundleId).inserted {

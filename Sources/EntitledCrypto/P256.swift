@@ -29,6 +29,56 @@ final class OwnedKey: @unchecked Sendable {
         }
     }
 
+    /// Reads a PEM private key of any type (PKCS#8, or the type's own form such as SEC 1 or PKCS#1).
+    convenience init(privateKeyPEM pem: String) throws(CryptoError) {
+        let bytes = Array(pem.utf8)
+        let pointer: OpaquePointer = try bytes.withUnsafeBufferPointer { buffer throws(CryptoError) in
+            let bio = try MemoryBIO(readOnly: UnsafeRawBufferPointer(buffer))
+            return try OpenSSL.pointer("PEM_read_bio_PrivateKey", .invalidInput) {
+                PEM_read_bio_PrivateKey(bio.pointer, nil, nil, nil)
+            }
+        }
+        self.init(pointer)
+    }
+
+    /// The unencrypted PKCS#8 PEM of a private key.
+    func pkcs8PEM() throws(CryptoError) -> String {
+        let bio = try MemoryBIO()
+        try OpenSSL.call("PEM_write_bio_PKCS8PrivateKey") {
+            PEM_write_bio_PKCS8PrivateKey(bio.pointer, pointer, nil, nil, 0, nil, nil)
+        }
+        return String(decoding: bio.contents, as: UTF8.self)
+    }
+
+    /// Signs `message` with SHA-256 and the key's own scheme (ECDSA DER, or RSA PKCS#1 v1.5).
+    func sha256Signature(_ message: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+        let context = try OpenSSL.pointer("EVP_MD_CTX_new") { EVP_MD_CTX_new() }
+        defer { EVP_MD_CTX_free(context) }
+        try OpenSSL.call("EVP_DigestSignInit") { EVP_DigestSignInit(context, nil, fetchedSHA256, nil, pointer) }
+        let bytes = message.withUnsafeBytes { Array($0) }
+        var length = 0
+        try OpenSSL.call("EVP_DigestSign") { EVP_DigestSign(context, nil, &length, bytes, bytes.count) }
+        var out = [UInt8](repeating: 0, count: length)
+        try OpenSSL.call("EVP_DigestSign") { EVP_DigestSign(context, &out, &length, bytes, bytes.count) }
+        return Array(out.prefix(length))
+    }
+
+    /// Whether `signature` (the key's own scheme over SHA-256) verifies for `message`; any failure answers false.
+    func isValidSHA256Signature(_ signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) -> Bool {
+        guard let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit(context, nil, fetchedSHA256, nil, pointer) == 1 else {
+            OpenSSL.clearErrors()
+            return false
+        }
+        let result = EVP_DigestVerify(
+            context, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+            message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
+        // A bad signature leaves an entry on the error queue; it is an answer, not a failure.
+        if result != 1 { OpenSSL.clearErrors() }
+        return result == 1
+    }
+
     /// The SubjectPublicKeyInfo DER of the key's public half.
     func subjectPublicKeyInfo() throws(CryptoError) -> [UInt8] {
         let length = try OpenSSL.length("i2d_PUBKEY") { i2d_PUBKEY(pointer, nil) }
@@ -104,18 +154,7 @@ public final class P256PublicKey: Sendable, Equatable {
     }
 
     func isValidSignature(der: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer) -> Bool {
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, fetchedSHA256, nil, key.pointer) == 1 else {
-            OpenSSL.clearErrors()
-            return false
-        }
-        let result = EVP_DigestVerify(
-            context, der.baseAddress?.assumingMemoryBound(to: UInt8.self), der.count,
-            message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count)
-        // A bad signature leaves an entry on the error queue; it is an answer, not a failure.
-        if result != 1 { OpenSSL.clearErrors() }
-        return result == 1
+        key.isValidSHA256Signature(der, message: message)
     }
 }
 
@@ -130,14 +169,7 @@ public final class P256PrivateKey: Sendable {
 
     /// Reads a PEM private key: PKCS#8 (`PRIVATE KEY`) or SEC 1 (`EC PRIVATE KEY`). Throws unless P-256.
     public init(pem: String) throws(CryptoError) {
-        let bytes = Array(pem.utf8)
-        let pointer: OpaquePointer = try bytes.withUnsafeBufferPointer { buffer throws(CryptoError) in
-            let bio = try MemoryBIO(readOnly: UnsafeRawBufferPointer(buffer))
-            return try OpenSSL.pointer("PEM_read_bio_PrivateKey", .invalidInput) {
-                PEM_read_bio_PrivateKey(bio.pointer, nil, nil, nil)
-            }
-        }
-        key = OwnedKey(pointer)
+        key = try OwnedKey(privateKeyPEM: pem)
         try key.requireP256()
     }
 
@@ -155,13 +187,7 @@ public final class P256PrivateKey: Sendable {
     }
 
     /// The unencrypted PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`).
-    public func pkcs8PEM() throws(CryptoError) -> String {
-        let bio = try MemoryBIO()
-        try OpenSSL.call("PEM_write_bio_PKCS8PrivateKey") {
-            PEM_write_bio_PKCS8PrivateKey(bio.pointer, key.pointer, nil, nil, 0, nil, nil)
-        }
-        return String(decoding: bio.contents, as: UTF8.self)
-    }
+    public func pkcs8PEM() throws(CryptoError) -> String { try key.pkcs8PEM() }
 
     /// The matching public key.
     public var publicKey: P256PublicKey {
@@ -172,15 +198,7 @@ public final class P256PrivateKey: Sendable {
 
     /// Signs `message` with ECDSA-SHA256 and returns the DER signature.
     public func signature(der message: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
-        let context = try OpenSSL.pointer("EVP_MD_CTX_new") { EVP_MD_CTX_new() }
-        defer { EVP_MD_CTX_free(context) }
-        try OpenSSL.call("EVP_DigestSignInit") { EVP_DigestSignInit(context, nil, fetchedSHA256, nil, key.pointer) }
-        let bytes = message.withUnsafeBytes { Array($0) }
-        var length = 0
-        try OpenSSL.call("EVP_DigestSign") { EVP_DigestSign(context, nil, &length, bytes, bytes.count) }
-        var out = [UInt8](repeating: 0, count: length)
-        try OpenSSL.call("EVP_DigestSign") { EVP_DigestSign(context, &out, &length, bytes, bytes.count) }
-        return Array(out.prefix(length))
+        try key.sha256Signature(message)
     }
 
     /// Signs `message` for a JWS: ES256, raw r||s (64 bytes).

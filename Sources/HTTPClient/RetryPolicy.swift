@@ -14,7 +14,8 @@ public struct TaskSleeper: Sleeper {
     }
 }
 
-/// How often and how long to wait before retrying a failed call.
+/// How often and how long to wait before retrying a failed call to a store's API (the App Store
+/// Server API client and the Google Play Developer API client share it).
 ///
 /// Exponential backoff with jitter: before retry `n` (1-based) the wait is
 /// `min(maxDelay, baseDelay · 2^(n-1))`, of which the upper half is random ("equal jitter"), so
@@ -57,5 +58,23 @@ public struct RetryPolicy: Sendable, Hashable {
     public func retryAfterMilliseconds(_ header: String?) -> Int64? {
         guard let header, let seconds = Int64(header.trimmingCharacters(in: .whitespaces)), seconds >= 0 else { return nil }
         return min(seconds, maxRetryAfterMilliseconds / 1000) * 1000
+    }
+}
+
+extension RetryPolicy {
+    /// The retry step of a client's loop: after failed attempt `attempt` (1-based), waits the
+    /// backoff (or `retryAfterMilliseconds`, a 429's `Retry-After`) and answers true when another
+    /// attempt should follow; false when the failure is not `retryable`, the attempts are used up,
+    /// or the wait was cancelled (the caller then reports the failure).
+    public func waitBeforeRetry(
+        after attempt: Int, retryable: Bool, retryAfterMilliseconds: Int64?, sleeper: any Sleeper, random: () -> Double
+    ) async -> Bool {
+        guard retryable, attempt < maxAttempts else { return false }
+        do {
+            try await sleeper.sleep(milliseconds: retryAfterMilliseconds ?? delayMilliseconds(beforeRetry: attempt, random: random()))
+        } catch {
+            return false
+        }
+        return true
     }
 }
