@@ -22,7 +22,6 @@ public struct API: Sendable {
     public static let maxHistoryLimit = 200
 
     let configuration: Configuration
-    let verifier: any NotificationVerifying
     let ledger: FactLedger
     let clock: any EpochClock
     let authenticator: Authenticator
@@ -47,9 +46,11 @@ public struct API: Sendable {
     let jobs: (any DurableJobStore)?
     /// App keys, the token minter and their rate limits (``AppKeyGate``).
     let appKeys: AppKeyGate
+    /// Verifies, maps and stores what Apple and the apps send.
+    let ingest: Ingest
 
-    public init(
-        configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
+    init(
+        configuration: Configuration, ingest: Ingest, ledger: FactLedger,
         clock: any EpochClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
         cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics(),
         serverAPI: [String: AppStoreServerAPIClient] = [:], jobs: (any DurableJobStore)? = nil
@@ -59,7 +60,6 @@ public struct API: Sendable {
         self.jobs = jobs
         self.cache = cache
         self.metrics = metrics
-        self.verifier = verifier
         self.ledger = ledger
         self.clock = clock
         self.authenticator = Authenticator(
@@ -70,6 +70,7 @@ public struct API: Sendable {
         self.signers = Self.offerSigners(configuration)
         self.appKeys = AppKeyGate(configuration: configuration, hmac: hmac, clock: clock)
         self.offerLimiter = OfferSigningLimiter(configuration.offerSigning, clock: clock)
+        self.ingest = ingest
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -111,17 +112,17 @@ public struct API: Sendable {
         // Verification is the expensive part: refused at once only after this address's own
         // notification failures, never for its bad keys or anyone's V1 failures.
         guard budget.allows(request.remoteAddress, .appleSignature) else { throw RejectionBudget.exhausted }
-        do {
-            guard let envelope = try? codec.decode(ResponseBodyV2.self, from: request.body) else {
-                throw Rejection(.invalidJSON, "the body is not {\"signedPayload\": \"…\"}")
-            }
-            let status = try await ingestNotification(
-                signedPayload: envelope.signedPayload, source: .appleV2, now: now, request: request)
-            return .acknowledgment(status)
-        } catch let error as VerificationError {
-            throw await reject(Rejection(error), .appleSignature, request: request, now: now)
-        } catch let rejection as Rejection {
-            throw await reject(rejection, .appleSignature, request: request, now: now)
+        guard let envelope = try? codec.decode(ResponseBodyV2.self, from: request.body) else {
+            throw await reject(
+                Rejection(.invalidJSON, "the body is not {\"signedPayload\": \"…\"}"), .appleSignature, source: .appleV2,
+                request: request, now: now)
+        }
+        do throws(IngestError) {
+            let ingested = try await ingest.notification(signedPayload: envelope.signedPayload, source: .appleV2, now: now)
+            noteIngested(request, ingested)
+            return .acknowledgment(ingested.status)
+        } catch {
+            throw await answer(error, .appleSignature, source: .appleV2, request: request, now: now)
         }
     }
 
@@ -135,55 +136,13 @@ public struct API: Sendable {
         } catch {
             throw HTTPError(.invalidJSON, "the body is not a V1 notification: \(error.description)")
         }
-        let app = body.bid.flatMap { configuration.app(bundleId: $0) }
-        // Compare even when the app or its secret is unknown, so timing does not tell which it was.
-        let expected = app?.sharedSecret ?? "\u{0}no shared secret configured"
-        let matches = constantTimeSecretEquals(body.password ?? "", expected)
-        guard let app, app.sharedSecret != nil, matches else {
-            let error = Rejection(.invalidSharedSecret, "password does not match the app's shared secret")
-            throw await reject(
-                error, .sharedSecret, request: request, now: now, redactedBody: redacted(body))
-        }
-        let raw = redacted(body)
-        let facts: [Fact]
-        do {
-            facts = try app.facts(fromV1: body)
+        do throws(IngestError) {
+            let ingested = try await ingest.notificationV1(body, now: now)
+            noteIngested(request, ingested)
+            return .acknowledgment(ingested.status)
         } catch {
-            throw await reject(
-                Self.rejection(error), .sharedSecret, request: request, now: now, redactedBody: raw)
+            throw await answer(error, .sharedSecret, source: .appleV1, request: request, now: now, body: ingest.redacted(body))
         }
-        let environment = Environment(
-            body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
-        do {
-            try checkEnvironment(AppStoreEnvironment(rawValue: environment.rawValue), app: app)
-        } catch {
-            throw await reject(Rejection(error), .sharedSecret, request: request, now: now, redactedBody: raw)
-        }
-        // V1 has no id: the body's digest (without the password) stands in for one.
-        let message = ReceivedMessage(
-            notificationUUID: "v1:" + Hex.encode(Digests.hash(raw)), source: .appleV1, body: raw, receivedAt: now,
-            notificationType: body.notificationType?.rawValue ?? "", bundleId: app.bundleId)
-        // V1 facts have no signed form: their identity keys them.
-        let status = try await store { () async throws(StorageError) in
-            try await ledger.ingest(message, facts: facts.map { ($0, nil) })
-        }
-        noteIngested(request, message, signedDate: nil, bundleId: app.bundleId, status: status)
-        return .acknowledgment(status)
-    }
-
-    /// An accepted signed message's body as the ledger keeps it: only the member that was
-    /// verified, so that unknown keys posted beside it (padding) are not stored. Written by the
-    /// codec's writer (`JSONEncoder`'s bytes; with the fast paths without its string detour, and
-    /// around a JWS its verification found `bare` as it is: ``JSONCodec/encodeMember(_:_:plain:)``).
-    static func storedBody(_ key: String, _ jws: String, codec: JSONCodec, bare: Bool = false) -> [UInt8] {
-        (try? codec.encodeMember(key, jws, plain: bare)) ?? []
-    }
-
-    /// The V1 body without its password, for the ledger (secrets are never stored or logged).
-    func redacted(_ body: ResponseBodyV1) -> [UInt8] {
-        var copy = body
-        copy.password = nil
-        return (try? AppStoreJSON.encode(copy)).map(Array.init) ?? []
     }
 
     // MARK: - Customers
@@ -248,60 +207,22 @@ public struct API: Sendable {
         guard request.body.count <= Self.maxNotificationBytes else { throw HTTPError.payloadTooLarge(limit: Self.maxNotificationBytes) }
         let posted = try decodeBody(PostedTransaction.self, request)
         guard budget.allows(request.remoteAddress, .clientSignature) else { throw RejectionBudget.exhausted }
-        do {
-            let verified: Fact
-            let app: App
-            let claim: Claim
-            let signed: String
-            let member: String
-            var unknown: [UnknownMember] = []
-            switch (posted.signedTransaction, posted.signedAppTransaction) {
-            case (let jws?, nil):
-                let checked = try await verifiedTransaction(jws)
-                app = checked.app
-                try await enqueueBackfillIfUnseen(
-                    app: app, checked.fact.originalTransactionId, environment: checked.fact.environment, source: .client, now: now)
-                verified = .transaction(checked.fact)
-                unknown = checked.unknown
-                signed = jws
-                member = "signedTransaction"
-                claim = Claim(appUserId: appUserId, behaviour: app.restoreBehavior)
-            case (nil, let jws?):
-                guard let peeked = JWSPeek.payload(AppTransaction.self, jws, codec: codec) else {
-                    throw VerificationError.malformed("signedAppTransaction is not a JWS")
-                }
-                app = try self.app(peeked.bundleId)
-                let appTransaction = try await verifier.verifyAppTransaction(signedAppTransaction: jws, app: app)
-                try checkEnvironment(appTransaction.receiptType, app: app)
-                let fact: AppTransactionFact
-                do { fact = try app.appTransaction(appTransaction) } catch {
-                    throw Self.rejection(error)
-                }
-                verified = .appTransaction(fact)
-                signed = jws
-                member = "signedAppTransaction"
-                // No subscription to link: the app transaction is the customer's through their token.
-                claim = Claim(appUserId: appUserId, behaviour: .keep)
-            default:
-                throw HTTPError(.invalidRequest, "send exactly one of signedTransaction and signedAppTransaction")
-            }
-            let message = ReceivedMessage(
-                notificationUUID: nil, source: .client, body: Self.storedBody(member, signed, codec: codec), receivedAt: now,
-                bundleId: app.bundleId)
-            _ = try await ingestRecordingUnknown(message, facts: [(verified, signed, unknown)], claim: claim)
-            if case .transaction(let fact) = verified {
-                try await enqueueFinish(app: app, transactionId: fact.transactionId, environment: fact.environment, source: .client, now: now)
-            }
-            // The answer a plain GET gives next: the grant environments merged.
-            let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
-            var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
-            response.headers.set("Cache-Control", "no-store")
-            return response
-        } catch let error as VerificationError {
-            throw await reject(Rejection(error), .clientSignature, request: request, now: now)
-        } catch let rejection as Rejection {
-            throw await reject(rejection, .clientSignature, request: request, now: now)
+        let signed: Ingest.PostedSignedData
+        switch (posted.signedTransaction, posted.signedAppTransaction) {
+        case (let jws?, nil): signed = .transaction(jws)
+        case (nil, let jws?): signed = .appTransaction(jws)
+        default: throw HTTPError(.invalidRequest, "send exactly one of signedTransaction and signedAppTransaction")
         }
+        do throws(IngestError) {
+            try await ingest.posted(signed, appUserId: appUserId, now: now)
+        } catch {
+            throw await answer(error, .clientSignature, source: .client, request: request, now: now)
+        }
+        // The answer a plain GET gives next: the grant environments merged.
+        let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
+        var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
+        response.headers.set("Cache-Control", "no-store")
+        return response
     }
 
     /// A history request's `limit` (default ``defaultHistoryLimit``, at most ``maxHistoryLimit``) and
@@ -378,26 +299,16 @@ public struct API: Sendable {
 
     // MARK: - Helpers
 
-    static let unavailable = HTTPError(
-        .storageUnavailable, "storage is unavailable; retry later", headers: ["Retry-After": "10"])
+    static let unavailable = Problems.unavailable
 
-    /// This customer's answer cannot be computed (its projection failed); others are unaffected.
-    static let projectionFailed = HTTPError(.projectionFailed, "this customer's entitlements cannot be computed now")
-
-    /// Runs a ledger call: the one place a storage failure becomes an HTTP answer. 503
-    /// `STORAGE_UNAVAILABLE`, or the request's own error: `invalidRequest` (400 `INVALID_REQUEST`
-    /// unless the route names a more precise one, e.g. history's `INVALID_CURSOR`), 500 `PROJECTION_FAILED`.
+    /// Runs a ledger call, its failure answered as ``Problems/storage(_:invalidRequest:)`` says.
     func store<T>(
-        invalidRequest: HTTPError = HTTPError(.invalidRequest, "invalid request"), _ body: () async throws(StorageError) -> T
+        invalidRequest: HTTPError = Problems.invalidRequest, _ body: () async throws(StorageError) -> T
     ) async throws(HTTPError) -> T {
         do {
             return try await body()
         } catch {
-            switch error.code {
-            case .invalidArgument: throw invalidRequest
-            case .projectionFailed: throw Self.projectionFailed
-            default: throw Self.unavailable
-            }
+            throw Problems.storage(error, invalidRequest: invalidRequest)
         }
     }
 
@@ -414,52 +325,31 @@ public struct API: Sendable {
         return try request.decodeJSON(type)
     }
 
-    func app(_ bundleId: String?) throws(VerificationError) -> App {
-        guard let bundleId, let app = configuration.app(bundleId: bundleId) else {
-            throw VerificationError(.invalidAppIdentifier, "the payload's bundleId is not a configured app")
-        }
-        return app
-    }
-
-    /// A payload that verified but does not map to facts: `INVALID_DATE` for a date outside
-    /// ``Fact/acceptedDates``, else `MALFORMED_PAYLOAD`. Either is recorded as rejected.
-    static func rejection(_ error: MappingError) -> Rejection {
-        switch error.reason {
-        case .missing: Rejection(.malformedPayload, error.description)
-        case .dateOutOfRange: Rejection(.invalidDate, error.description)
-        }
-    }
-
-    func checkEnvironment(_ environment: AppStoreEnvironment?, app: App) throws(VerificationError) {
-        let name = environment?.rawValue ?? "Production"
-        guard app.environments.contains(name) else {
-            throw VerificationError(.invalidEnvironment, "environment \(name) is not accepted for this app")
-        }
-    }
-
-    /// Records the rejection (best effort), charges the sender's `credential` budget, and returns
-    /// the answer: 503 for retryable failures (nothing recorded, nothing charged), 429 when that
-    /// budget was already spent (nothing recorded), else 4xx with the code.
-    func reject(
-        _ error: Rejection, _ credential: RejectionBudget.Credential, request: Request,
-        now: Int64, redactedBody: [UInt8]? = nil
+    /// An ingest failure's answer: a refusal through ``reject(_:_:source:request:now:body:)``, a
+    /// storage failure as ``Problems/storage(_:invalidRequest:)`` says.
+    func answer(
+        _ error: IngestError, _ credential: RejectionBudget.Credential, source: IngestSource, request: Request, now: Int64,
+        body: [UInt8]? = nil
     ) async -> HTTPError {
-        if error.code == .retryableVerificationFailure {
-            return HTTPError(
-                .retryableVerificationFailure, "verification could not complete; retry later", headers: ["Retry-After": "30"])
+        switch error {
+        case .rejected(let rejection): await reject(rejection, credential, source: source, request: request, now: now, body: body)
+        case .storage(let failure): Problems.storage(failure)
         }
-        let source: IngestSource =
-            switch request.path {
-            case "/v1/apple/notifications": .appleV2
-            case "/v1/apple/notifications/v1": .appleV1
-            default: .client
-            }
+    }
+
+    /// Records the rejection from `source` (best effort), charges the sender's `credential` budget,
+    /// and returns the answer: 503 for retryable failures (nothing recorded, nothing charged), 429
+    /// when that budget was already spent (nothing recorded), else 4xx with the code. `body` is
+    /// what may be kept of the request (the request's body when nil).
+    func reject(
+        _ error: Rejection, _ credential: RejectionBudget.Credential, source: IngestSource, request: Request,
+        now: Int64, body: [UInt8]? = nil
+    ) async -> HTTPError {
+        if error.isRetryable { return Problems.retryableVerification }
         noteRejected(request, source: source, code: error.code.rawValue)
         guard budget.charge(request.remoteAddress, credential) else { return RejectionBudget.exhausted }
-        try? await ledger.recordRejected(
-            ReceivedMessage(notificationUUID: nil, source: source, body: redactedBody ?? request.body, receivedAt: now),
-            code: error.code.rawValue)
-        return HTTPError(error.code, error.message.isEmpty ? "verification failed" : error.message)
+        await ingest.recordRejected(error, source: source, body: body ?? request.body, now: now)
+        return Problems.rejected(error)
     }
 
     /// The caller's principal. Keys and tokens are cheap to check, so they are always checked: a

@@ -11,20 +11,18 @@ extension API {
         return metrics.response()
     }
 
-    /// Counts an ingested notification (and, for an applied one with a `signedDate`, its projection
-    /// lag) and logs it with the request id: identifiers only, never the payload.
-    func noteIngested(
-        _ request: Request, _ message: ReceivedMessage, signedDate: Int64?, bundleId: String, status: IngestResult.Status
-    ) {
+    /// Observes an ingested notification's projection lag (an applied one with a `signedDate`)
+    /// and logs it with the request id: identifiers only, never the payload. (``Ingest`` counts it.)
+    func noteIngested(_ request: Request, _ ingested: IngestedNotification) {
+        let message = ingested.message
         let version = message.source == .appleV1 ? "1" : "2"
         let (uuid, type, subtype) = (message.notificationUUID, message.notificationType, message.subtype)
-        metrics.notificationIngested(version: version, type: type, subtype: subtype, status: status)
-        if status == .accepted, let signedDate {
+        if ingested.status == .accepted, let signedDate = ingested.signedDate {
             metrics.projectionLag.observe([], Double(clock.nowMilliseconds() - signedDate) / 1000)
         }
         ServerLog.request(
-            .info, "notification \(status.rawValue)", requestId: request.requestId,
-            ["version": version, "notificationUUID": uuid ?? "", "type": type ?? "", "subtype": subtype ?? "", "bundleId": bundleId])
+            .info, "notification \(ingested.status.rawValue)", requestId: request.requestId,
+            ["version": version, "notificationUUID": uuid ?? "", "type": type ?? "", "subtype": subtype ?? "", "bundleId": ingested.bundleId])
     }
 
     /// Counts a rejected notification (not a posted transaction) and logs any rejection: the code

@@ -92,16 +92,15 @@ extension API {
             let app = configuration.app(bundleId: bundleId)
         {
             let now = clock.nowMilliseconds()
-            do {
-                try await enqueueBackfillIfUnseen(
+            do throws(IngestError) {
+                try await ingest.enqueueBackfillIfUnseen(
                     app: app, payload.originalTransactionId, environment: Environment(payload.environment), source: .client, now: now)
-                _ = try await ingestTransaction(signed.jws, source: .backfill, claim: nil, now: now)
+                _ = try await ingest.transaction(signed.jws, source: .backfill, claim: nil, now: now)
                 learned = true
-            } catch let error as HTTPError {
-                throw error
             } catch {
                 // Verified by Apple's client but refused by the app's mapping (an unconfigured
                 // product, say): shown, not stored.
+                if case .storage(let failure) = error { throw Problems.storage(failure) }
             }
         }
         let owner = try await consoleRead { try await store.exactCustomers(ids) }.first
