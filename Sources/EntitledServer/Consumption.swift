@@ -24,10 +24,7 @@ extension Ingest {
     }
 }
 
-extension API {
-    /// Consent as the backend recorded it; nil when the store keeps none.
-    var consents: (any ConsentStore)? { jobs as? any ConsentStore }
-
+extension SupportRoutes {
     /// The body of `PUT /v1/customers/{appUserId}/consent`.
     struct ConsentBody: Codable {
         var consented: Bool
@@ -36,14 +33,14 @@ extension API {
     /// `PUT /v1/customers/{appUserId}/consent` (write): whether the customer consented to sharing
     /// consumption data with Apple.
     func putConsent(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        try authorize(request, scope: .write, appUserId: appUserId)
-        let body = try decodeBody(ConsentBody.self, request)
-        guard let consents else { throw Self.unavailable }
+        let appUserId = try RequestInput.appUserId(request)
+        try gate.authorize(request, scope: .write, appUserId: appUserId)
+        let body = try RequestInput.decode(ConsentBody.self, request)
+        guard let consents else { throw Problems.unavailable }
         do {
             try await consents.recordConsent(appUserId: appUserId, consented: body.consented, now: clock.nowMilliseconds())
         } catch {
-            throw Self.unavailable
+            throw Problems.unavailable
         }
         return try .json(body)
     }

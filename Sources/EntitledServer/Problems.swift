@@ -33,3 +33,42 @@ enum Problems {
         HTTPError(rejection.code, rejection.message.isEmpty ? "verification failed" : rejection.message)
     }
 }
+
+extension Problems {
+    /// Runs a ledger call, its failure answered as ``storage(_:invalidRequest:)`` says.
+    static func store<T>(
+        invalidRequest: HTTPError = invalidRequest, _ body: () async throws(StorageError) -> T
+    ) async throws(HTTPError) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw storage(error, invalidRequest: invalidRequest)
+        }
+    }
+
+    /// Runs a call of a store whose errors are untyped (webhook deliveries, the event feed): a
+    /// ``StorageError`` as ``storage(_:invalidRequest:)`` says, anything else 503.
+    static func storeAny<T>(_ body: () async throws -> T) async throws(HTTPError) -> T {
+        try await store { () async throws(StorageError) in
+            do {
+                return try await body()
+            } catch let error as StorageError {
+                throw error
+            } catch {
+                throw StorageError(.unavailable, "storage call failed", detail: "\(error)")
+            }
+        }
+    }
+}
+
+extension Problems {
+    /// Runs a console read: its storage failures answered as ``storage(_:invalidRequest:)`` says,
+    /// anything else thrown as it is.
+    static func consoleRead<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as StorageError {
+            throw storage(error)
+        }
+    }
+}
