@@ -14,7 +14,6 @@ struct OfferRoutes: Sendable {
     /// Longest `productId` / `offerId` accepted in a signing request.
     static let maxOfferFieldBytes = 200
 
-    /// What to sign.
     let gate: AccessGate
     /// Per bundleId, for apps with `signingKey`: their offer signer.
     let signers: [String: OfferSigner]
@@ -30,6 +29,7 @@ struct OfferRoutes: Sendable {
         router.post("/v1/customers/{appUserId}/offers/sign") { try await routes.signOffer($0) }
     }
 
+    /// What to sign.
     enum OfferKind: String, Sendable {
         case promotional, introductoryEligibility, winBack
     }
