@@ -8,7 +8,8 @@ import Testing
 @testable import EntitledServer
 
 /// The ingest as reconciliation, backfill and import use it: no request, no router, no HTTP
-/// error anywhere (this file imports no HTTP module), the rejection's source named by the caller.
+/// error anywhere (this file imports no HTTP module; this suite starts no server), the rejection's
+/// source named by the caller.
 @Suite struct IngestTests {
     let t0 = APIHarness.start
 
@@ -92,6 +93,33 @@ import Testing
             }
             ledger.available = true
             #expect(try await ledger.rejectedCodes().isEmpty)
+        }
+    }
+}
+
+/// Each route names the source its refusals are recorded under: the endpoint that refused them,
+/// whatever the request's path looked like.
+@Suite struct RejectionSourceTests {
+    @Test func eachRouteRecordsItsRefusalsUnderItsOwnSource() async throws {
+        try await APIHarness.run { api in
+            let t0 = APIHarness.start
+            let forged = Apple.notification(.didRenew, uuid: "n-9", signed: t0, signature: "forged")
+            #expect(try await api.postV2(forged).code == "INVALID_SIGNATURE")
+
+            var body = FactMapperTests.v1Body
+            body.bid = APIHarness.bundleId
+            body.password = "not-the-shared-secret"
+            let v1 = try await api.send("POST", "/v1/apple/notifications/v1", body: Array(AppStoreJSON.encode(body)))
+            #expect(v1.code == "INVALID_SHARED_SECRET")
+
+            let transaction = FakeJWS.make(Apple.transaction(purchase: t0 - 1_000, expires: t0 + 600_000), signature: "forged")
+            let posted = try await api.send(
+                "POST", "/v1/customers/u1/transactions", auth: APIHarness.writer, json: #"{"signedTransaction":"\#(transaction)"}"#)
+            #expect(posted.code == "INVALID_SIGNATURE")
+
+            #expect(
+                try await api.ledger.texts("SELECT source || ' ' || reject_code FROM notifications WHERE outcome = 'rejected' ORDER BY id")
+                    == ["apple-v2 INVALID_SIGNATURE", "apple-v1 INVALID_SHARED_SECRET", "client INVALID_SIGNATURE"])
         }
     }
 }
