@@ -17,9 +17,9 @@ public protocol ReadinessProbe: Sendable {
 public struct Application: Sendable {
     public let configuration: Configuration
     public let router: Router
-    /// The V2 endpoint's ingest, for notifications that arrive another way (reconciliation);
-    /// nil for the bare health-only application.
-    public let notifications: NotificationIngest?
+    /// Verifies, maps and stores what Apple and the apps send, for every caller: the routes,
+    /// reconciliation, backfills and imports; nil for the bare health-only application.
+    public let ingest: Ingest?
     /// What `GET /metrics` reports; the HTTP server records every request into it.
     public let metrics: ServerMetrics
     /// Runs the durable jobs (backfills) when some app has `serverAPI` and the store keeps jobs.
@@ -38,7 +38,7 @@ public struct Application: Sendable {
         var router = Router()
         Health.register(on: &router, readiness: readiness)
         self.router = router
-        notifications = nil
+        ingest = nil
         jobRunner = nil
         webhooks = nil
         eventReleaser = nil
@@ -57,22 +57,26 @@ public struct Application: Sendable {
         self.metrics = metrics
         var router = Router()
         Health.register(on: &router, readiness: ledger)
+        let ingest = Ingest(
+            configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, codec: cache.codec, metrics: metrics,
+            serverAPI: serverAPI, jobs: jobs)
         let api = API(
-            configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, budget: rejectionBudget,
+            configuration: configuration, ingest: ingest, ledger: ledger, clock: clock, budget: rejectionBudget,
             hmac: hmac, cache: cache, metrics: metrics, serverAPI: serverAPI, jobs: jobs)
         api.register(on: &router)
         self.router = router
-        notifications = NotificationIngest(api: api)
+        self.ingest = ingest
         if let jobs, !serverAPI.isEmpty {
-            let backfill = Backfill(api: api)
-            let consumption = ConsumptionResponder(api: api)
-            let finisher = TransactionFinisher(api: api)
+            let backfill = Backfill(ingest: ingest)
+            let consumption = ConsumptionResponder(
+                configuration: configuration, serverAPI: serverAPI, ledger: ledger, consents: jobs as? any ConsentStore, clock: clock)
+            let finisher = TransactionFinisher(serverAPI: serverAPI)
             jobRunner = JobRunner(
                 jobs: jobs, clock: clock,
                 handlers: [
-                    API.backfillJobKind: { (job) async throws(JobFailure) in try await backfill.run(job) },
-                    API.consumptionJobKind: { (job) async throws(JobFailure) in try await consumption.run(job) },
-                    API.finishJobKind: { (job) async throws(JobFailure) in try await finisher.run(job) },
+                    Backfill.jobKind: { (job) async throws(JobFailure) in try await backfill.run(job) },
+                    ConsumptionResponder.jobKind: { (job) async throws(JobFailure) in try await consumption.run(job) },
+                    TransactionFinisher.jobKind: { (job) async throws(JobFailure) in try await finisher.run(job) },
                 ])
         } else {
             jobRunner = nil

@@ -180,7 +180,7 @@ func buildReconcilers(
     configuration: Configuration, clock: any EpochClock, store: any LedgerStore, application: Application,
     clients: [String: AppStoreServerAPIClient]
 ) throws(StartupError) -> [Reconciler] {
-    guard !clients.isEmpty, let ingest = application.notifications else { return [] }
+    guard !clients.isEmpty, let ingest = application.ingest else { return [] }
     guard let state = store as? any ReconcileStateStore else {
         throw .runtime("this store cannot keep reconciliation state (apps[].serverAPI needs SQLite or PostgreSQL)")
     }

@@ -243,7 +243,7 @@ struct HealthBody: Encodable {
                     lastDeliveredAt: $0.lastDeliveredAt.map(ISO8601.format(milliseconds:)))
         }
         serverTime = ISO8601.format(milliseconds: now)
-        windowHours = Int(API.healthWindow / 3_600_000)
+        windowHours = Int(ConsoleRoutes.healthWindow / 3_600_000)
         hours = health.hours.map { Hour(hour: ISO8601.format(milliseconds: $0.hour * 3_600_000), accepted: $0.accepted, rejected: $0.rejected) }
         rejections = health.rejections.map { Rejection(code: $0.code, count: $0.count) }
         lastNotifications = health.latest.map {

@@ -7,9 +7,9 @@ import HTTPServer
 import Storage
 
 /// The console's questions to Apple: the customers of an order id (Look Up Order ID, `console`
-/// scope: it changes nothing anyone decides), what the page may offer the key (`/v1/console/session`),
-/// and the audit record every support action leaves (``SupportAction``).
-extension API {
+/// scope: it changes nothing anyone decides), and what the page may offer the key
+/// (`/v1/console/session`). Each is audited through ``SupportAuditor``.
+extension ConsoleRoutes {
     /// Most transactions of one order looked at (an order is one checkout: a few at most).
     static let maxOrderTransactions = 50
     /// How many of a customer's newest support actions the customer page shows.
@@ -18,26 +18,13 @@ extension API {
     /// `GET /v1/console/session`: the key's name, whether it may take support actions (`admin`)
     /// and which apps can ask Apple (`serverAPI`), so the page offers only what will work.
     func consoleSession(_ request: Request) async throws -> Response {
-        let principal = try authenticate(request)
-        try authenticator.authorize(principal, scope: .console, appUserId: nil)
+        let principal = try gate.authenticate(request)
+        try gate.authenticator.authorize(principal, scope: .console, appUserId: nil)
         guard case .apiKey(let name, let scopes) = principal else { throw HTTPError(.forbidden, "the console needs an API key") }
         return try .json(
             SessionBody(
-                key: name, admin: scopes.contains(.admin), serverAPIApps: serverAPI.keys.sorted(),
-                entitlements: Set(customerPolicy.products.values.flatMap(\.entitlements)).sorted()))
-    }
-
-    /// An id of Apple's as it appears in its answers and on receipt emails (an order id, a
-    /// transaction id): 1–64 letters and digits.
-    static func isAppleId(_ text: String) -> Bool {
-        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
-    }
-
-    /// The path's originalTransactionId, refused (400 `INVALID_REQUEST`) unless Apple could have made it.
-    static func originalTransactionId(_ request: Request) throws -> String {
-        let otid = try request.parameter("originalTransactionId")
-        guard isAppleId(otid) else { throw HTTPError(.invalidRequest, "originalTransactionId is 1…64 letters and digits") }
-        return otid
+                key: name, admin: scopes.contains(.admin), serverAPIApps: apple.serverAPI.keys.sorted(),
+                entitlements: Set(policy.products.values.flatMap(\.entitlements)).sorted()))
     }
 
     /// `GET /v1/console/customers?orderId=…[&bundleId=…]`: Look Up Order ID at each app with
@@ -49,27 +36,27 @@ extension API {
         guard request.query["q"] == nil, request.query["after"] == nil else {
             throw HTTPError(.invalidRequest, "orderId cannot be combined with q or after")
         }
-        guard Self.isAppleId(orderId) else { throw HTTPError(.invalidRequest, "orderId is 1…64 letters and digits") }
+        guard AppleCalls.isAppleId(orderId) else { throw HTTPError(.invalidRequest, "orderId is 1…64 letters and digits") }
         let clients: [(bundleId: String, client: AppStoreServerAPIClient)]
         if request.query["bundleId"] != nil {
-            clients = [try client(request)]
+            clients = [try apple.client(request)]
         } else {
-            clients = serverAPI.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-            guard !clients.isEmpty else { throw Self.serverAPINotConfigured(nil) }
+            clients = apple.serverAPI.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+            guard !clients.isEmpty else { throw AppleCalls.serverAPINotConfigured(nil) }
         }
-        let store = try consoleStore
+        let store = try auditor.consoleStore
         var audit = SupportAudit(action: "order_lookup", subject: orderId, actor: actor)
         audit.detail["bundleIds"] = clients.map(\.bundleId).joined(separator: ",")
-        return try await audited(&audit, store: store) { audit in
+        return try await auditor.audited(&audit, store: store) { audit in
             var order = OrderSearchBody.Order(orderId: orderId, status: "invalid", transactions: [])
             for (bundleId, client) in clients {
-                let lookup = try await apple { () async throws(ServerAPIError) in try await client.lookUpOrderId(orderId) }
+                let lookup = try await apple.call { () async throws(ServerAPIError) in try await client.lookUpOrderId(orderId) }
                 if lookup.status == .valid { order.status = "valid" }
                 for signed in lookup.transactions.prefix(Self.maxOrderTransactions) {
                     order.transactions.append(try await orderTransaction(signed, bundleId: bundleId, store: store))
                 }
             }
-            let customers = try await consoleRead {
+            let customers = try await Problems.consoleRead {
                 try await store.exactCustomers(order.transactions.compactMap(\.appUserId))
             }
             audit.detail["status"] = order.status
@@ -88,61 +75,27 @@ extension API {
         let ids = [payload.transactionId, payload.originalTransactionId].compactMap { $0 }
         var learned = false
         if let transactionId = payload.transactionId,
-            try await consoleRead({ try await store.knownTransactions([transactionId]) }).isEmpty,
+            try await Problems.consoleRead({ try await store.knownTransactions([transactionId]) }).isEmpty,
             let app = configuration.app(bundleId: bundleId)
         {
             let now = clock.nowMilliseconds()
-            do {
-                try await enqueueBackfillIfUnseen(
+            do throws(IngestError) {
+                try await ingest.enqueueBackfillIfUnseen(
                     app: app, payload.originalTransactionId, environment: Environment(payload.environment), source: .client, now: now)
-                _ = try await ingestTransaction(signed.jws, source: .backfill, claim: nil, now: now)
+                _ = try await ingest.transaction(signed.jws, source: .backfill, claim: nil, now: now)
                 learned = true
-            } catch let error as HTTPError {
-                throw error
             } catch {
                 // Verified by Apple's client but refused by the app's mapping (an unconfigured
                 // product, say): shown, not stored.
+                if case .storage(let failure) = error { throw Problems.storage(failure) }
             }
         }
-        let owner = try await consoleRead { try await store.exactCustomers(ids) }.first
+        let owner = try await Problems.consoleRead { try await store.exactCustomers(ids) }.first
         return OrderSearchBody.Transaction(
             bundleId: bundleId, environment: payload.environment?.rawValue, transactionId: payload.transactionId,
             originalTransactionId: payload.originalTransactionId, productId: payload.productId,
             purchaseDate: payload.purchaseDate,
             appUserId: owner.flatMap { UnlinkedSubscription.isKey($0.appUserId) ? nil : $0.appUserId }, learned: learned)
-    }
-
-    /// Runs a support action and records it (``SupportAction``) with its outcome: `OK`, or the
-    /// problem code it answered. The record is written before the answer goes out; when it
-    /// cannot be written the request fails (503), and an extension repeated with the same
-    /// `requestIdentifier` is not applied twice by Apple.
-    func audited(
-        _ audit: inout SupportAudit, store: any ConsoleStore, _ body: (inout SupportAudit) async throws -> Response
-    ) async throws -> Response {
-        let response: Response
-        do {
-            response = try await body(&audit)
-            audit.detail["outcome"] = "OK"
-        } catch {
-            audit.detail["outcome"] = (error as? HTTPError)?.code ?? "INTERNAL"
-            try await record(audit, store: store)
-            throw error
-        }
-        try await record(audit, store: store)
-        return response
-    }
-
-    private func record(_ audit: SupportAudit, store: any ConsoleStore) async throws {
-        let detail = String(decoding: try JSONEncoder.entitledDefault.encode(audit.detail), as: UTF8.self)
-        let action = SupportAction(
-            action: audit.action, subject: audit.subject, actor: audit.actor, detail: detail, recordedAt: clock.nowMilliseconds())
-        let ids = audit.appUserIds
-        try await consoleRead { try await store.recordSupportAction(action, appUserIds: ids) }
-    }
-
-    /// The customers owning `originalTransactionId` (for the audit record).
-    func owners(of originalTransactionId: String, store: any ConsoleStore) async throws -> [String] {
-        try await consoleRead { try await store.exactCustomers([originalTransactionId]) }.map(\.appUserId)
     }
 }
 

@@ -9,28 +9,22 @@ import Storage
 /// each one becomes a durable job; with `apps[].consumption.autoRespond` the server answers Apple
 /// from what the ledger knows, else the app's backend answers through
 /// `POST /v1/transactions/{transactionId}/consumption`.
-extension API {
-    /// The job kind that answers a `CONSUMPTION_REQUEST` (``ConsumptionResponder``).
-    static let consumptionJobKind = "consumption"
-
-    /// Consent as the backend recorded it; nil when the store keeps none.
-    var consents: (any ConsentStore)? { jobs as? any ConsentStore }
-
+extension Ingest {
     /// Creates the answer job of a `CONSUMPTION_REQUEST` (once per notification) before the
     /// notification is stored, so a crash in between loses nothing.
-    func enqueueConsumptionRequest(app: App, _ payload: ResponseBodyV2DecodedPayload, transactionId: String?, now: Int64) async throws {
-        guard payload.notificationType == .consumptionRequest, let jobs, serverAPI[app.bundleId] != nil,
+    func enqueueConsumptionRequest(
+        app: App, _ payload: ResponseBodyV2DecodedPayload, transactionId: String?, now: Int64
+    ) async throws(IngestError) {
+        guard payload.notificationType == .consumptionRequest, serverAPI[app.bundleId] != nil,
             let uuid = payload.notificationUUID, let transactionId, !transactionId.isEmpty
         else { return }
-        do {
-            _ = try await jobs.enqueueJob(
-                kind: Self.consumptionJobKind, key: app.bundleId + " " + uuid, bundleId: app.bundleId, subject: transactionId, now: now,
-                unlessFactsOf: nil)
-        } catch {
-            throw Self.unavailable
-        }
+        try await enqueue(
+            kind: ConsumptionResponder.jobKind, key: app.bundleId + " " + uuid, app: app, subject: transactionId, now: now,
+            unlessFactsOf: nil)
     }
+}
 
+extension SupportRoutes {
     /// The body of `PUT /v1/customers/{appUserId}/consent`.
     struct ConsentBody: Codable {
         var consented: Bool
@@ -39,14 +33,14 @@ extension API {
     /// `PUT /v1/customers/{appUserId}/consent` (write): whether the customer consented to sharing
     /// consumption data with Apple.
     func putConsent(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        try authorize(request, scope: .write, appUserId: appUserId)
-        let body = try decodeBody(ConsentBody.self, request)
-        guard let consents else { throw Self.unavailable }
+        let appUserId = try RequestInput.appUserId(request)
+        try gate.authorize(request, scope: .write, appUserId: appUserId)
+        let body = try RequestInput.decode(ConsentBody.self, request)
+        guard let consents else { throw Problems.unavailable }
         do {
             try await consents.recordConsent(appUserId: appUserId, consented: body.consented, now: clock.nowMilliseconds())
         } catch {
-            throw Self.unavailable
+            throw Problems.unavailable
         }
         return try .json(body)
     }
@@ -57,11 +51,19 @@ extension API {
 /// lifetime bands, how long the customer has been one, and `customerConsented` — sent only when
 /// the app recorded the customer's consent (Apple refuses an answer without it).
 struct ConsumptionResponder: Sendable {
-    let api: API
+    /// The job kind that answers a `CONSUMPTION_REQUEST`.
+    static let jobKind = "consumption"
+
+    let configuration: Configuration
+    let serverAPI: [String: AppStoreServerAPIClient]
+    let ledger: FactLedger
+    /// Consent as the backend recorded it; nil when the store keeps none.
+    let consents: (any ConsentStore)?
+    let clock: any EpochClock
 
     func run(_ job: DurableJob) async throws(JobFailure) {
-        guard let app = api.configuration.app(bundleId: job.bundleId), app.consumptionAutoRespond else { return }
-        guard let client = api.serverAPI[job.bundleId] else { throw JobFailure(retryable: false, "app \(job.bundleId) has no serverAPI") }
+        guard let app = configuration.app(bundleId: job.bundleId), app.consumptionAutoRespond else { return }
+        guard let client = serverAPI[job.bundleId] else { throw JobFailure(retryable: false, "app \(job.bundleId) has no serverAPI") }
         let transaction: JWSTransactionDecodedPayload
         do {
             transaction = try await client.transactionInfo(job.subject).payload
@@ -80,14 +82,14 @@ struct ConsumptionResponder: Sendable {
     func answer(_ transaction: JWSTransactionDecodedPayload) async throws(JobFailure) -> ConsumptionRequest? {
         do {
             guard let otid = transaction.originalTransactionId,
-                let owned = try await api.ledger.store.subscription(originalTransactionId: otid),
-                let customer = try await api.ledger.store.customer(appUserId: owned.appUserId),
-                try await api.consents?.consent(appUserId: customer.appUserId) == true
+                let owned = try await ledger.store.subscription(originalTransactionId: otid),
+                let customer = try await ledger.store.customer(appUserId: owned.appUserId),
+                try await consents?.consent(appUserId: customer.appUserId) == true
             else { return nil }
-            let facts = try await api.ledger.store.facts(appUserId: customer.appUserId, projector: api.ledger).compactMap { stored -> TransactionFact? in
+            let facts = try await ledger.store.facts(appUserId: customer.appUserId, projector: ledger).compactMap { stored -> TransactionFact? in
                 if case .transaction(let fact) = stored.fact { fact } else { nil }
             }
-            let now = api.clock.nowMilliseconds()
+            let now = clock.nowMilliseconds()
             let delivered = facts.contains { $0.transactionId == transaction.transactionId && $0.revocationDate == nil }
             var request = ConsumptionRequest()
             request.customerConsented = true

@@ -47,7 +47,7 @@ public struct CustomerImport: Sendable {
     /// Lines fetched from Apple at once.
     public static let concurrency = 8
 
-    let api: API
+    let ingest: Ingest
     let bundleId: String
     let client: AppStoreServerAPIClient
 
@@ -134,12 +134,12 @@ public struct CustomerImport: Sendable {
         } catch {
             return .failure(ImportFailure(message: "\(error.code): \(error.description)"))
         }
-        guard let app = api.configuration.app(bundleId: bundleId) else { return .failure(ImportFailure(message: "no app \(bundleId)")) }
+        guard let app = ingest.configuration.app(bundleId: bundleId) else { return .failure(ImportFailure(message: "no app \(bundleId)")) }
         let claim = Claim(appUserId: line.appUserId, behaviour: app.restoreBehavior)
-        let now = api.clock.nowMilliseconds()
+        let now = ingest.clock.nowMilliseconds()
         for transaction in history {
             do {
-                _ = try await api.ingestTransaction(transaction.jws, source: .backfill, claim: claim, now: now)
+                _ = try await ingest.transaction(transaction.jws, source: .backfill, claim: claim, now: now)
             } catch {
                 return .failure(ImportFailure(message: "\(error)"))
             }
@@ -151,8 +151,8 @@ public struct CustomerImport: Sendable {
 extension AssembledServer {
     /// The import of `bundleId`'s customers; nil when the app has no `serverAPI`.
     public func customerImport(bundleId: String) -> CustomerImport? {
-        guard let client = serverAPIClients[bundleId], let api = application.notifications?.api else { return nil }
-        return CustomerImport(api: api, bundleId: bundleId, client: client)
+        guard let client = serverAPIClients[bundleId], let ingest = application.ingest else { return nil }
+        return CustomerImport(ingest: ingest, bundleId: bundleId, client: client)
     }
 }
 

@@ -136,7 +136,7 @@ extension HTTPError {
 }
 
 /// A signed payload or V1 body the API refuses: recorded as rejected under ``code``, answered
-/// with the code's status (see ``API/reject(_:_:request:now:redactedBody:)``).
+/// with the code's status (see ``Ingest/recordRejected(_:source:body:now:)``).
 struct Rejection: Error {
     var code: ProblemCode
     /// For the problem's `detail`; never contains secrets.
@@ -151,4 +151,8 @@ struct Rejection: Error {
     init(_ error: VerificationError) {
         self.init(ProblemCode(error.code), error.message)
     }
+
+    /// Verification could not complete (Apple or a certificate check unreachable): nothing is
+    /// recorded, and the sender is told to retry.
+    var isRetryable: Bool { code == .retryableVerificationFailure }
 }

@@ -56,7 +56,7 @@ public enum ReconcileError: Error, Sendable, CustomStringConvertible {
 
 /// Reconciles one app with Apple's notification history: reads every notification Apple sent from
 /// the stored watermark (minus ``overlapMilliseconds``) to now, page by page, and ingests each one
-/// through ``NotificationIngest`` with source `reconcile` (duplicates stay duplicates). The
+/// through ``Ingest`` with source `reconcile` (duplicates stay duplicates). The
 /// watermark advances only after every notification of the window is committed. One process at a
 /// time per app and environment (a lease in ``ReconcileStateStore``).
 public struct Reconciler: Service {
@@ -81,7 +81,7 @@ public struct Reconciler: Service {
     /// The interval of ``run(every:sleeper:report:)`` in `serve`.
     public let everyMinutes: Int
     let client: AppStoreServerAPIClient
-    let ingest: NotificationIngest
+    let ingest: Ingest
     let state: any ReconcileStateStore
     let clock: any EpochClock
     /// This process's lease owner id.
@@ -93,7 +93,7 @@ public struct Reconciler: Service {
 
     public init(
         bundleId: String, environments: [AppStoreEnvironment], everyMinutes: Int, client: AppStoreServerAPIClient,
-        ingest: NotificationIngest, state: any ReconcileStateStore, clock: any EpochClock, owner: String = UUID().uuidString,
+        ingest: Ingest, state: any ReconcileStateStore, clock: any EpochClock, owner: String = UUID().uuidString,
         metrics: ServerMetrics? = nil, pageLimit: Int = Reconciler.maxPages
     ) {
         self.bundleId = bundleId
@@ -195,15 +195,16 @@ public struct Reconciler: Service {
                 // them again and records each as rejected, and the rest of the window goes on.
                 for signedPayload in page.notifications.map(\.notification.jws) + page.unverified.map(\.signedPayload) {
                     report.notifications += 1
-                    do throws(NotificationIngest.Failure) {
-                        switch try await ingest.ingest(signedPayload: signedPayload, source: .reconcile) {
+                    do throws(IngestError) {
+                        switch try await ingest.notificationRecordingRejection(signedPayload: signedPayload, source: .reconcile) {
                         case .accepted: report.new += 1
                         case .duplicate: report.duplicates += 1
                         }
                     } catch {
                         switch error {
+                        case .rejected(let rejection) where rejection.isRetryable: throw ReconcileError.storage(rejection.message)
                         case .rejected: report.rejected += 1
-                        case .storage(let message): throw ReconcileError.storage(message)
+                        case .storage(let failure): throw ReconcileError.storage(failure.message)
                         }
                     }
                 }

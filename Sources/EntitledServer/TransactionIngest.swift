@@ -2,16 +2,12 @@ import AppStore
 import AppStoreServerAPI
 import EntitledConfig
 import Entitlements
-import HTTPServer
 import Storage
 
 /// Signed transactions that arrive without a notification — posted by the app, or fetched from
-/// Apple's transaction history by a backfill — and the backfill job a subscription seen for the
-/// first time gets.
-extension API {
-    /// The job kind that fetches a subscription's whole history from Apple (``Backfill``).
-    static let backfillJobKind = "backfill"
-
+/// Apple's transaction history by a backfill or an import — and the backfill job a subscription
+/// seen for the first time gets.
+extension Ingest {
     /// Verifies a signed transaction with its app's verifier and maps it to a fact, with the
     /// members of its JSON this build does not know.
     /// - Throws: ``VerificationError`` or ``Rejection``.
@@ -31,15 +27,32 @@ extension API {
 
     /// Verifies and stores one signed transaction from `source`, linked to `claim`'s customer when
     /// given (else through its appAccountToken or the subscription's existing link).
-    /// - Throws: ``VerificationError`` or ``Rejection`` (nothing stored), or the storage ``HTTPError``.
-    func ingestTransaction(_ jws: String, source: IngestSource, claim: Claim?, now: Int64) async throws -> TransactionFact {
-        let (app, fact, unknown) = try await verifiedTransaction(jws)
-        try await enqueueBackfillIfUnseen(app: app, fact.originalTransactionId, environment: fact.environment, source: source, now: now)
+    func transaction(_ jws: String, source: IngestSource, claim: Claim?, now: Int64) async throws(IngestError) -> TransactionFact {
+        try await Self.typed { () async throws -> TransactionFact in
+            let (app, fact, unknown) = try await verifiedTransaction(jws)
+            try await enqueueBackfillIfUnseen(
+                app: app, fact.originalTransactionId, environment: fact.environment, source: source, now: now)
+            let message = ReceivedMessage(
+                notificationUUID: nil, source: source, body: Self.storedBody("signedTransaction", jws, codec: codec), receivedAt: now,
+                bundleId: app.bundleId)
+            _ = try await commitRecordingUnknown(message, facts: [(.transaction(fact), jws, unknown)], claim: claim)
+            return fact
+        }
+    }
+
+    /// Maps and stores a subscription's renewal info as Apple's Server API answered it (source
+    /// `backfill`; the API client verified it).
+    func renewal(_ renewal: Signed<JWSRenewalInfoDecodedPayload>, fallbackProductId: String?, app: App, now: Int64) async throws(IngestError) {
+        let fact: RenewalInfoFact
+        do {
+            fact = try app.renewalInfo(renewal.payload, fallbackProductId: fallbackProductId)
+        } catch {
+            throw .rejected(Self.rejection(error))
+        }
         let message = ReceivedMessage(
-            notificationUUID: nil, source: source, body: Self.storedBody("signedTransaction", jws, codec: codec), receivedAt: now,
-            bundleId: app.bundleId)
-        _ = try await ingestRecordingUnknown(message, facts: [(.transaction(fact), jws, unknown)], claim: claim)
-        return fact
+            notificationUUID: nil, source: .backfill,
+            body: Self.storedBody("signedRenewalInfo", renewal.jws, codec: codec), receivedAt: now, bundleId: app.bundleId)
+        _ = try await commitRecordingUnknown(message, facts: [(.renewalInfo(fact), renewal.jws, renewal.unknownMembers)])
     }
 
     /// Creates the backfill job of `originalTransactionId` when its app has `serverAPI` and the
@@ -48,17 +61,13 @@ extension API {
     /// backfill of a subscription the next delivery brings again).
     func enqueueBackfillIfUnseen(
         app: App, _ originalTransactionId: String?, environment: Environment, source: IngestSource, now: Int64
-    ) async throws {
-        guard source != .backfill, let originalTransactionId, !originalTransactionId.isEmpty, let jobs,
+    ) async throws(IngestError) {
+        guard source != .backfill, let originalTransactionId, !originalTransactionId.isEmpty,
             serverAPI[app.bundleId] != nil, environment == .production || environment == .sandbox
         else { return }
-        do {
-            _ = try await jobs.enqueueJob(
-                kind: Self.backfillJobKind, key: app.bundleId + " " + originalTransactionId, bundleId: app.bundleId,
-                subject: originalTransactionId, now: now, unlessFactsOf: originalTransactionId)
-        } catch {
-            throw Self.unavailable
-        }
+        try await enqueue(
+            kind: Backfill.jobKind, key: app.bundleId + " " + originalTransactionId, app: app, subject: originalTransactionId,
+            now: now, unlessFactsOf: originalTransactionId)
     }
 }
 
@@ -66,10 +75,13 @@ extension API {
 /// signed transaction and renewal info (source `backfill`) through the same path as a posted
 /// transaction, so the customer's answer comes from the complete history.
 struct Backfill: Sendable {
-    let api: API
+    /// The job kind that fetches a subscription's whole history from Apple.
+    static let jobKind = "backfill"
+
+    let ingest: Ingest
 
     func run(_ job: DurableJob) async throws(JobFailure) {
-        guard let client = api.serverAPI[job.bundleId], let app = api.configuration.app(bundleId: job.bundleId) else {
+        guard let client = ingest.serverAPI[job.bundleId], let app = ingest.configuration.app(bundleId: job.bundleId) else {
             throw JobFailure(retryable: false, "app \(job.bundleId) has no serverAPI any more")
         }
         let history: [Signed<JWSTransactionDecodedPayload>]
@@ -80,24 +92,24 @@ struct Backfill: Sendable {
         } catch {
             throw JobFailure(retryable: error.isRetryable, "\(error.code): \(error.description)")
         }
-        let now = api.clock.nowMilliseconds()
-        do {
+        let now = ingest.clock.nowMilliseconds()
+        do throws(IngestError) {
             for transaction in history {
-                _ = try await api.ingestTransaction(transaction.jws, source: .backfill, claim: nil, now: now)
+                _ = try await ingest.transaction(transaction.jws, source: .backfill, claim: nil, now: now)
             }
             for status in statuses.subscriptions {
                 guard let renewal = status.renewalInfo, let transaction = status.transaction else { continue }
-                let fact = try app.renewalInfo(renewal.payload, fallbackProductId: transaction.payload.productId)
-                let message = ReceivedMessage(
-                    notificationUUID: nil, source: .backfill,
-                    body: API.storedBody("signedRenewalInfo", renewal.jws, codec: api.codec), receivedAt: now, bundleId: app.bundleId)
-                _ = try await api.ingestRecordingUnknown(message, facts: [(.renewalInfo(fact), renewal.jws, renewal.unknownMembers)])
+                try await ingest.renewal(renewal, fallbackProductId: transaction.payload.productId, app: app, now: now)
             }
-        } catch let error as HTTPError {
-            throw JobFailure(retryable: error.status >= 500, error.detail ?? "\(error.status)")
         } catch {
-            // Refused by verification or mapping: trying again gives the same answer.
-            throw JobFailure(retryable: false, "\(error)")
+            switch error {
+            case .storage(let failure):
+                // An argument storage refuses is refused again; anything else may pass later.
+                throw JobFailure(retryable: failure.code != .invalidArgument, failure.description)
+            case .rejected:
+                // Refused by verification or mapping: trying again gives the same answer.
+                throw JobFailure(retryable: false, error.description)
+            }
         }
     }
 }

@@ -120,13 +120,13 @@ struct SortedJSONEncoderTests {
         #expect((try? SortedJSONEncoder.encode(Small())) == Array(#"{"a":7,"b":-3,"c":[1,2]}"#.utf8))
     }
 
-    /// An accepted message's stored body (`API.storedBody`) is the codec's sorted writer over one
+    /// An accepted message's stored body (`Ingest.storedBody`) is the codec's sorted writer over one
     /// member: the same bytes `JSONEncoder()` wrote for it, with the fast paths on or off.
     @Test(arguments: [true, false])
     func aStoredBodyIsJSONEncodersBytes(fastPaths: Bool) throws {
         for value in ["eyJhbGciOiJFUzI1NiJ9.eyJhIjoxfQ.c2ln", "a/b", "q\"u\\o", "\n\t\u{1}\u{7f}", "é中😀", "", "\u{2028}"] {
             let expected = Array(try JSONEncoder().encode(["signedPayload": value]))
-            #expect(API.storedBody("signedPayload", value, codec: JSONCodec(fastPaths: fastPaths)) == expected)
+            #expect(Ingest.storedBody("signedPayload", value, codec: JSONCodec(fastPaths: fastPaths)) == expected)
         }
     }
 }

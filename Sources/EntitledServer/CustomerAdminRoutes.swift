@@ -7,29 +7,26 @@ import Storage
 
 /// Customers as people (docs/openapi.yaml, "Customers"): aliases (write scope), promotional grants,
 /// export and erasure (admin).
-extension API {
+struct CustomerAdminRoutes: Sendable {
     /// Longest `reason` of a grant, in characters.
-    public static let maxGrantReason = 500
+    static let maxGrantReason = 500
     /// Longest grant in days (about ten years).
-    public static let maxGrantDays = 3650
+    static let maxGrantDays = 3650
 
-    func registerCustomers(on router: inout Router) {
-        let api = self
-        router.post("/v1/customers/{appUserId}/aliases") { try await api.addAlias($0) }
-        router.post("/v1/customers/{appUserId}/grants") { try await api.createGrant($0) }
-        router.add(.delete, "/v1/customers/{appUserId}/grants/{grantId}", .async { try await api.endGrant($0) })
-        router.get("/v1/customers/{appUserId}/export") { try await api.exportCustomer($0) }
-        router.add(.delete, "/v1/customers/{appUserId}", .async { try await api.eraseCustomer($0) })
-    }
+    let gate: AccessGate
+    let ledger: FactLedger
+    let aliases: AliasMerger
+    /// The policy every answer is evaluated with: a grant gives an entitlement some product gives.
+    let policy: Policy
+    let clock: any EpochClock
 
-    /// An API key with `scope` (customer tokens may not act on other ids or as an operator).
-    func requireKey(_ request: Request, scope: APIKey.Scope) throws -> String {
-        let principal = try authenticate(request)
-        guard case .apiKey(let name, _) = principal else {
-            throw HTTPError(.forbidden, "this endpoint needs an API key with the '\(scope.rawValue)' scope")
-        }
-        try authenticator.authorize(principal, scope: scope, appUserId: nil)
-        return name
+    func register(on router: inout Router) {
+        let routes = self
+        router.post("/v1/customers/{appUserId}/aliases") { try await routes.addAlias($0) }
+        router.post("/v1/customers/{appUserId}/grants") { try await routes.createGrant($0) }
+        router.add(.delete, "/v1/customers/{appUserId}/grants/{grantId}", .async { try await routes.endGrant($0) })
+        router.get("/v1/customers/{appUserId}/export") { try await routes.exportCustomer($0) }
+        router.add(.delete, "/v1/customers/{appUserId}", .async { try await routes.eraseCustomer($0) })
     }
 
     struct AliasRequest: Decodable { var alias: String? }
@@ -37,30 +34,11 @@ extension API {
     /// `POST /v1/customers/{appUserId}/aliases` `{"alias": "…"}`: from then on both ids are one
     /// customer. Answers the customer as `GET` does for `appUserId`.
     func addAlias(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        let actor = try requireKey(request, scope: .write)
-        let body = try decodeBody(AliasRequest.self, request)
+        let appUserId = try RequestInput.appUserId(request)
+        let actor = try gate.requireKey(request, scope: .write)
+        let body = try RequestInput.decode(AliasRequest.self, request)
         guard let alias = body.alias else { throw HTTPError(.invalidRequest, "alias is required") }
-        return Self.noStore(.json(bytes: try await mergeAlias(alias, into: appUserId, actor: actor, now: clock.nowMilliseconds())))
-    }
-
-    /// Makes `alias` an id of `appUserId`'s customer (the one merge, for aliases and logins);
-    /// the customer's answer as `GET` gives it for `appUserId`.
-    func mergeAlias(_ alias: String, into appUserId: String, actor: String, now: Int64) async throws -> [UInt8] {
-        guard AppUserID.isValid(alias) else { throw AppUserID.invalid }
-        guard !AppUserID.same(alias, appUserId) else { throw HTTPError(.invalidRequest, "an id cannot be its own alias") }
-        let added = try await store { () async throws(StorageError) -> Bool in
-            do throws(StorageError) {
-                _ = try await ledger.addAlias(alias, to: appUserId, actor: actor, now: now)
-                return true
-            } catch {
-                if error.code == .aliasConflict { return false }
-                throw error
-            }
-        }
-        guard added else { throw HTTPError(.aliasConflict, "\(alias) already belongs to another customer") }
-        let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
-        return try await customerAnswer(appUserId: appUserId, context: context).body
+        return RequestInput.noStore(.json(bytes: try await aliases.merge(alias, into: appUserId, actor: actor, now: clock.nowMilliseconds())))
     }
 
     struct GrantRequest: Decodable {
@@ -73,14 +51,14 @@ extension API {
     /// `POST /v1/customers/{appUserId}/grants` (admin): the entitlement until `until` (ISO 8601) or
     /// for `days` days, without a purchase. 201 with the grant.
     func createGrant(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        let actor = try requireKey(request, scope: .admin)
-        let body = try decodeBody(GrantRequest.self, request)
+        let appUserId = try RequestInput.appUserId(request)
+        let actor = try gate.requireKey(request, scope: .admin)
+        let body = try RequestInput.decode(GrantRequest.self, request)
         let now = clock.nowMilliseconds()
         guard let entitlement = body.entitlement, !entitlement.isEmpty, entitlement.count <= 128 else {
             throw HTTPError(.invalidGrant, "entitlement is required (1–128 characters)")
         }
-        guard customerPolicy.products.values.contains(where: { $0.entitlements.contains(entitlement) }) else {
+        guard policy.products.values.contains(where: { $0.entitlements.contains(entitlement) }) else {
             throw HTTPError(.invalidGrant, "no configured product gives the entitlement \(entitlement)")
         }
         if let reason = body.reason, reason.count > Self.maxGrantReason {
@@ -102,7 +80,7 @@ extension API {
         guard until > now, Fact.acceptedDates.contains(until) else {
             throw HTTPError(.invalidGrant, "the grant must end after now and before 2200")
         }
-        let fact = try await store { () async throws(StorageError) in
+        let fact = try await Problems.store { () async throws(StorageError) in
             try await ledger.grant(appUserId: appUserId, entitlement: entitlement, until: until, reason: body.reason, actor: actor, now: now)
         }
         let state = promotionalGrants(in: [.promotionalGrant(fact)])[0]
@@ -111,11 +89,11 @@ extension API {
 
     /// `DELETE /v1/customers/{appUserId}/grants/{grantId}` (admin): ends the grant now.
     func endGrant(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        let actor = try requireKey(request, scope: .admin)
+        let appUserId = try RequestInput.appUserId(request)
+        let actor = try gate.requireKey(request, scope: .admin)
         let grantId = try request.parameter("grantId")
         let now = clock.nowMilliseconds()
-        let state = try await store { () async throws(StorageError) in
+        let state = try await Problems.store { () async throws(StorageError) in
             try await ledger.endGrant(appUserId: appUserId, grantId: grantId, actor: actor, now: now)
         }
         guard let state else { throw HTTPError(.grantNotFound, "this customer has no grant \(grantId)") }
@@ -124,10 +102,10 @@ extension API {
 
     /// `GET /v1/customers/{appUserId}/export` (admin): every stored row about the customer.
     func exportCustomer(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        _ = try requireKey(request, scope: .admin)
+        let appUserId = try RequestInput.appUserId(request)
+        _ = try gate.requireKey(request, scope: .admin)
         let now = clock.nowMilliseconds()
-        let export = try await store { () async throws(StorageError) in try await ledger.exportCustomer(appUserId: appUserId) }
+        let export = try await Problems.store { () async throws(StorageError) in try await ledger.exportCustomer(appUserId: appUserId) }
         guard let export else { throw HTTPError(.customerNotFound, "no such customer") }
         var response = try Response.json(CustomerExportBody(appUserId: appUserId, exportedAt: now, export: export))
         response.headers.set("Cache-Control", "no-store")
@@ -136,10 +114,10 @@ extension API {
 
     /// `DELETE /v1/customers/{appUserId}` (admin): erasure of the customer and all of its ids.
     func eraseCustomer(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        let actor = try requireKey(request, scope: .admin)
+        let appUserId = try RequestInput.appUserId(request)
+        let actor = try gate.requireKey(request, scope: .admin)
         let now = clock.nowMilliseconds()
-        let report = try await store { () async throws(StorageError) in
+        let report = try await Problems.store { () async throws(StorageError) in
             try await ledger.eraseCustomer(appUserId: appUserId, actor: actor, now: now)
         }
         guard let report else { throw HTTPError(.customerNotFound, "no such customer") }
@@ -179,6 +157,31 @@ extension API {
         let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
         let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
         return (1...days).contains(day) && hour < 24 && minute < 60 && second < 60
+    }
+}
+
+/// Makes one id an alias of another customer: `POST /v1/customers/{appUserId}/aliases` and an
+/// anonymous customer's login.
+struct AliasMerger: Sendable {
+    let ledger: FactLedger
+    let answers: CustomerAnswers
+
+    /// Makes `alias` an id of `appUserId`'s customer (the one merge, for aliases and logins);
+    /// the customer's answer as `GET` gives it for `appUserId`.
+    func merge(_ alias: String, into appUserId: String, actor: String, now: Int64) async throws -> [UInt8] {
+        guard AppUserID.isValid(alias) else { throw AppUserID.invalid }
+        guard !AppUserID.same(alias, appUserId) else { throw HTTPError(.invalidRequest, "an id cannot be its own alias") }
+        let added = try await Problems.store { () async throws(StorageError) -> Bool in
+            do throws(StorageError) {
+                _ = try await ledger.addAlias(alias, to: appUserId, actor: actor, now: now)
+                return true
+            } catch {
+                if error.code == .aliasConflict { return false }
+                throw error
+            }
+        }
+        guard added else { throw HTTPError(.aliasConflict, "\(alias) already belongs to another customer") }
+        return try await answers.answer(appUserId: appUserId, context: answers.merged(now: now)).body
     }
 }
 

@@ -7,59 +7,34 @@ import Storage
 
 /// Support and operations endpoints (admin scope): questions the server answers by asking Apple's
 /// App Store Server API (docs/openapi.yaml, "Support"), and the durable jobs' state.
-extension API {
-    func registerSupport(on router: inout Router) {
-        let api = self
-        router.get("/v1/jobs") { try await api.listJobs($0) }
-        router.get("/v1/apple/orders/{orderId}") { try await api.lookUpOrder($0) }
-        router.get("/v1/subscriptions/{originalTransactionId}/refunds") { try await api.refunds($0) }
-        router.post("/v1/subscriptions/{originalTransactionId}/extend") { try await api.extend($0) }
-        router.post("/v1/apps/{bundleId}/extend") { try await api.massExtend($0) }
-        router.get("/v1/apps/{bundleId}/extend/{productId}/{requestIdentifier}") { try await api.massExtendStatus($0) }
-        router.post("/v1/apps/{bundleId}/test-notification") { try await api.testNotification($0) }
-        router.post("/v1/transactions/{transactionId}/consumption") { try await api.consumption($0) }
-        router.add(.put, "/v1/customers/{appUserId}/consent", .async { try await api.putConsent($0) })
-    }
+struct SupportRoutes: Sendable {
+    let gate: AccessGate
+    let apple: AppleCalls
+    let auditor: SupportAuditor
+    let ledger: FactLedger
+    let answers: CustomerAnswers
+    /// Durable jobs (backfills); nil when the store keeps none.
+    let jobs: (any DurableJobStore)?
+    /// Consent as the backend recorded it; nil when the store keeps none.
+    let consents: (any ConsentStore)?
+    let clock: any EpochClock
 
-    func requireAdmin(_ request: Request) throws {
-        try authenticator.authorize(try authenticate(request), scope: .admin, appUserId: nil)
-    }
-
-    /// The client of the app named by `bundleId` (the path's, or the `bundleId` query), or of the
-    /// only app with `serverAPI` when none is named.
-    func client(_ request: Request, bundleId named: String? = nil) throws -> (bundleId: String, client: AppStoreServerAPIClient) {
-        let bundleId = named ?? request.query["bundleId"]
-        if let bundleId {
-            guard configuration.app(bundleId: bundleId) != nil else { throw HTTPError(.appNotFound, "no app with this bundleId") }
-            guard let client = serverAPI[bundleId] else { throw Self.serverAPINotConfigured(bundleId) }
-            return (bundleId, client)
-        }
-        guard let only = serverAPI.first else { throw Self.serverAPINotConfigured(nil) }
-        guard serverAPI.count == 1 else { throw HTTPError(.invalidRequest, "several apps have serverAPI: name one with bundleId") }
-        return (only.key, only.value)
-    }
-
-    static func serverAPINotConfigured(_ bundleId: String?) -> HTTPError {
-        HTTPError(
-            .serverAPINotConfigured,
-            (bundleId.map { "app \($0) has" } ?? "no app has") + " no serverAPI in the configuration (see docs/configuration.md)")
-    }
-
-    /// Calls Apple; its failures become `APPLE_NOT_FOUND` (404) or `APPLE_API_FAILED` (502), with
-    /// the client's code and Apple's `errorCode` in the detail.
-    func apple<T>(_ body: () async throws(ServerAPIError) -> T) async throws(HTTPError) -> T {
-        do {
-            return try await body()
-        } catch {
-            let appleCode = error.appleErrorCode.map { " (Apple errorCode \($0.rawValue))" } ?? ""
-            if case .apple(404, _, _) = error { throw HTTPError(.appleNotFound, "Apple knows no such item" + appleCode) }
-            throw HTTPError(.appleAPIFailed, "\(error.code)\(appleCode): \(error.description)")
-        }
+    func register(on router: inout Router) {
+        let routes = self
+        router.get("/v1/jobs") { try await routes.listJobs($0) }
+        router.get("/v1/apple/orders/{orderId}") { try await routes.lookUpOrder($0) }
+        router.get("/v1/subscriptions/{originalTransactionId}/refunds") { try await routes.refunds($0) }
+        router.post("/v1/subscriptions/{originalTransactionId}/extend") { try await routes.extend($0) }
+        router.post("/v1/apps/{bundleId}/extend") { try await routes.massExtend($0) }
+        router.get("/v1/apps/{bundleId}/extend/{productId}/{requestIdentifier}") { try await routes.massExtendStatus($0) }
+        router.post("/v1/apps/{bundleId}/test-notification") { try await routes.testNotification($0) }
+        router.post("/v1/transactions/{transactionId}/consumption") { try await routes.consumption($0) }
+        router.add(.put, "/v1/customers/{appUserId}/consent", .async { try await routes.putConsent($0) })
     }
 
     /// `GET /v1/jobs?status=…&limit=…`: durable jobs, newest first.
     func listJobs(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
+        try gate.require(request, scope: .admin)
         var status: DurableJobStatus?
         if let text = request.query["status"] {
             guard let parsed = DurableJobStatus(rawValue: text) else {
@@ -67,13 +42,13 @@ extension API {
             }
             status = parsed
         }
-        let (_, limit) = try Self.historyPaging(request)
+        let (_, limit) = try API.historyPaging(request)
         guard let jobs else { return try .json(JobsBody(jobs: [])) }
         let list: [DurableJob]
         do {
             list = try await jobs.jobs(status: status, limit: limit)
         } catch {
-            throw Self.unavailable
+            throw Problems.unavailable
         }
         return try .json(JobsBody(jobs: list.map(JobBody.init)))
     }
@@ -81,13 +56,13 @@ extension API {
     /// `GET /v1/apple/orders/{orderId}?bundleId=…`: Look Up Order ID, with each transaction's
     /// customer when the ledger links it, and that customer's answer.
     func lookUpOrder(_ request: Request) async throws -> Response {
-        let actor = try requireKey(request, scope: .admin)
+        let actor = try gate.requireKey(request, scope: .admin)
         let orderId = try request.parameter("orderId")
-        guard Self.isAppleId(orderId) else { throw HTTPError(.invalidRequest, "orderId is 1…64 letters and digits") }
-        let store = try consoleStore
+        guard AppleCalls.isAppleId(orderId) else { throw HTTPError(.invalidRequest, "orderId is 1…64 letters and digits") }
+        let store = try auditor.consoleStore
         var audit = SupportAudit(action: "order_lookup", subject: orderId, actor: actor)
-        return try await audited(&audit, store: store) { audit in
-            let (bundleId, client) = try client(request)
+        return try await auditor.audited(&audit, store: store) { audit in
+            let (bundleId, client) = try apple.client(request)
             audit.detail["bundleIds"] = bundleId
             return try await lookUpOrder(orderId, bundleId: bundleId, client: client, audit: &audit)
         }
@@ -96,21 +71,21 @@ extension API {
     private func lookUpOrder(
         _ orderId: String, bundleId: String, client: AppStoreServerAPIClient, audit: inout SupportAudit
     ) async throws -> Response {
-        let lookup = try await apple { () async throws(ServerAPIError) in try await client.lookUpOrderId(orderId) }
+        let lookup = try await apple.call { () async throws(ServerAPIError) in try await client.lookUpOrderId(orderId) }
         let now = clock.nowMilliseconds()
         var transactions: [[String: Any]] = []
         var customers: [String: Any] = [:]
         for signed in lookup.transactions {
             var item = try JSONSerialization.jsonObject(with: JSONEncoder.entitledDefault.encode(signed.payload)) as? [String: Any] ?? [:]
             if let otid = signed.payload.originalTransactionId,
-                let record = try await store({ () async throws(StorageError) in try await ledger.subscription(originalTransactionId: otid) }),
+                let record = try await Problems.store({ () async throws(StorageError) in try await ledger.subscription(originalTransactionId: otid) }),
                 let appUserId = record.customer?.appUserId
             {
                 item["appUserId"] = appUserId
                 if customers[appUserId] == nil {
                     let context = EvaluationContext(
-                        policy: customerPolicy, environment: Environment(signed.payload.environment), now: now)
-                    let answer = try await customerAnswer(appUserId: appUserId, context: context).body
+                        policy: answers.policy, environment: Environment(signed.payload.environment), now: now)
+                    let answer = try await answers.answer(appUserId: appUserId, context: context).body
                     customers[appUserId] = try JSONSerialization.jsonObject(with: Data(answer))
                 }
             }
@@ -127,13 +102,13 @@ extension API {
 
     /// `GET /v1/subscriptions/{originalTransactionId}/refunds`: Apple's refund history, every page.
     func refunds(_ request: Request) async throws -> Response {
-        let actor = try requireKey(request, scope: .admin)
-        let otid = try Self.originalTransactionId(request)
-        let store = try consoleStore
+        let actor = try gate.requireKey(request, scope: .admin)
+        let otid = try AppleCalls.originalTransactionId(request)
+        let store = try auditor.consoleStore
         var audit = SupportAudit(action: "refund_lookup", subject: otid, actor: actor)
-        audit.appUserIds = try await owners(of: otid, store: store)
-        return try await audited(&audit, store: store) { audit in
-            let (bundleId, client) = try client(request)
+        audit.appUserIds = try await auditor.owners(of: otid, store: store)
+        return try await auditor.audited(&audit, store: store) { audit in
+            let (bundleId, client) = try apple.client(request)
             audit.detail["bundleId"] = bundleId
             let refunds = try await refundHistory(otid, client: client)
             audit.detail["refunds"] = String(refunds.count)
@@ -143,7 +118,7 @@ extension API {
 
     /// Every page of Apple's refund history of `otid`.
     private func refundHistory(_ otid: String, client: AppStoreServerAPIClient) async throws -> [JWSTransactionDecodedPayload] {
-        try await apple { () async throws(ServerAPIError) in try await client.refundHistoryAllPages(otid) }.map(\.payload)
+        try await apple.call { () async throws(ServerAPIError) in try await client.refundHistoryAllPages(otid) }.map(\.payload)
     }
 
     /// The body of the extend endpoints: Apple's limits checked here, before anything is sent.
@@ -176,19 +151,19 @@ extension API {
 
     /// `POST /v1/subscriptions/{originalTransactionId}/extend`: Extend a Subscription Renewal Date.
     func extend(_ request: Request) async throws -> Response {
-        let actor = try requireKey(request, scope: .admin)
-        let otid = try Self.originalTransactionId(request)
-        let store = try consoleStore
+        let actor = try gate.requireKey(request, scope: .admin)
+        let otid = try AppleCalls.originalTransactionId(request)
+        let store = try auditor.consoleStore
         var audit = SupportAudit(action: "extend", subject: otid, actor: actor)
-        audit.appUserIds = try await owners(of: otid, store: store)
-        return try await audited(&audit, store: store) { audit in
-            let body = try decodeBody(ExtendBody.self, request).checked(mass: false)
+        audit.appUserIds = try await auditor.owners(of: otid, store: store)
+        return try await auditor.audited(&audit, store: store) { audit in
+            let body = try RequestInput.decode(ExtendBody.self, request).checked(mass: false)
             audit.detail["days"] = String(body.days)
             audit.detail["reason"] = String(body.reason)
             audit.detail["requestIdentifier"] = body.requestIdentifier
-            let (bundleId, client) = try client(request)
+            let (bundleId, client) = try apple.client(request)
             audit.detail["bundleId"] = bundleId
-            let answer = try await apple { () async throws(ServerAPIError) in
+            let answer = try await apple.call { () async throws(ServerAPIError) in
                 try await client.extendRenewalDate(
                     originalTransactionId: otid, days: Int32(body.days), reason: body.reasonCode,
                     requestIdentifier: body.requestIdentifier)
@@ -200,10 +175,10 @@ extension API {
 
     /// `POST /v1/apps/{bundleId}/extend`: extend every active subscriber of a product (mass).
     func massExtend(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
-        let (_, client) = try client(request, bundleId: try request.parameter("bundleId"))
-        let body = try decodeBody(ExtendBody.self, request).checked(mass: true)
-        let answer = try await apple { () async throws(ServerAPIError) in
+        try gate.require(request, scope: .admin)
+        let (_, client) = try apple.client(request, bundleId: try request.parameter("bundleId"))
+        let body = try RequestInput.decode(ExtendBody.self, request).checked(mass: true)
+        let answer = try await apple.call { () async throws(ServerAPIError) in
             try await client.massExtendRenewalDate(
                 MassExtendRenewalDateRequest(
                     extendByDays: Int32(body.days), extendReasonCode: body.reasonCode,
@@ -215,12 +190,12 @@ extension API {
 
     /// `GET /v1/apps/{bundleId}/extend/{productId}/{requestIdentifier}`: a mass extension's status.
     func massExtendStatus(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
-        let (_, client) = try client(request, bundleId: try request.parameter("bundleId"))
+        try gate.require(request, scope: .admin)
+        let (_, client) = try apple.client(request, bundleId: try request.parameter("bundleId"))
         let productId = try request.parameter("productId")
         let requestIdentifier = try request.parameter("requestIdentifier")
         return try .json(
-            try await apple { () async throws(ServerAPIError) in
+            try await apple.call { () async throws(ServerAPIError) in
                 try await client.massExtensionStatus(productId: productId, requestIdentifier: requestIdentifier)
             })
     }
@@ -228,16 +203,16 @@ extension API {
     /// `POST /v1/apps/{bundleId}/test-notification`: asks Apple for a TEST notification, then asks
     /// Apple how sending it went and the ledger whether it arrived here.
     func testNotification(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
-        let (bundleId, client) = try client(request, bundleId: try request.parameter("bundleId"))
-        let token = try await apple { () async throws(ServerAPIError) in try await client.requestTestNotification() }
+        try gate.require(request, scope: .admin)
+        let (bundleId, client) = try apple.client(request, bundleId: try request.parameter("bundleId"))
+        let token = try await apple.call { () async throws(ServerAPIError) in try await client.requestTestNotification() }
         let status = try? await client.testNotificationStatus(token)
         let attempts = status?.sendAttempts ?? []
         // Apple's "success" only says some server at the configured URL answered 200; the ledger
         // says whether this one committed it.
         var arrivedAt: Int64?
         if let uuid = status?.notification.payload.notificationUUID {
-            arrivedAt = try await store { () async throws(StorageError) in
+            arrivedAt = try await Problems.store { () async throws(StorageError) in
                 try await ledger.notificationReceivedAt(notificationUUID: uuid)
             }
         }
@@ -251,14 +226,14 @@ extension API {
     /// `POST /v1/transactions/{transactionId}/consumption[?bundleId=…]`: Apple's Send Consumption
     /// Information (v2) body, forwarded.
     func consumption(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
+        try gate.require(request, scope: .admin)
         let transactionId = try request.parameter("transactionId")
-        let information = try decodeBody(ConsumptionRequestV2.self, request)
+        let information = try RequestInput.decode(ConsumptionRequestV2.self, request)
         guard information.customerConsented != nil, information.deliveryStatus != nil else {
             throw HTTPError(.invalidRequest, "customerConsented and deliveryStatus are required")
         }
-        let (_, client) = try client(request)
-        try await apple { () async throws(ServerAPIError) in
+        let (_, client) = try apple.client(request)
+        try await apple.call { () async throws(ServerAPIError) in
             try await client.sendConsumptionInformation(transactionId: transactionId, information)
         }
         return try .json(["sent": true], status: 202)

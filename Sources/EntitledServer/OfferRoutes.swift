@@ -8,11 +8,26 @@ import Storage
 
 /// `POST /v1/customers/{appUserId}/offers/sign`: the server holds the in-app purchase key and
 /// decides eligibility from the ledger; apps never hold the key.
-extension API {
+struct OfferRoutes: Sendable {
     /// Offer-signing request bodies are small; larger ones get 413.
     static let maxOfferRequestBytes = 4096
     /// Longest `productId` / `offerId` accepted in a signing request.
     static let maxOfferFieldBytes = 200
+
+    let gate: AccessGate
+    /// Per bundleId, for apps with `signingKey`: their offer signer.
+    let signers: [String: OfferSigner]
+    /// Bounds how fast signatures are handed out, per customer and per signing key.
+    let offerLimiter: OfferSigningLimiter
+    let answers: CustomerAnswers
+    let ledger: FactLedger
+    let configuration: Configuration
+    let clock: any EpochClock
+
+    func register(on router: inout Router) {
+        let routes = self
+        router.post("/v1/customers/{appUserId}/offers/sign") { try await routes.signOffer($0) }
+    }
 
     /// What to sign.
     enum OfferKind: String, Sendable {
@@ -59,10 +74,10 @@ extension API {
     }
 
     func signOffer(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        try authorize(request, scope: .write, appUserId: appUserId)
+        let appUserId = try RequestInput.appUserId(request)
+        try gate.authorize(request, scope: .write, appUserId: appUserId)
         guard request.body.count <= Self.maxOfferRequestBytes else { throw HTTPError.payloadTooLarge(limit: Self.maxOfferRequestBytes) }
-        let body = try decodeBody(OfferSignRequest.self, request)
+        let body = try RequestInput.decode(OfferSignRequest.self, request)
         guard let kind = OfferKind(rawValue: body.kind) else {
             throw HTTPError(.invalidRequest, "kind must be promotional, introductoryEligibility or winBack")
         }
@@ -97,11 +112,11 @@ extension API {
         let now = clock.nowMilliseconds()
         // The environments the customer's answer merges, so that what it advertises in `offers`
         // is what is signed; none Apple signs (`?environment=Xcode`) makes no one eligible.
-        let context = try answerContext(request, now: now)
+        let context = try answers.context(request, now: now)
         guard context.environments.contains(where: \.isSignedByApple) else {
             throw HTTPError(.offerNotEligible, "offers are signed on purchases Apple signed (Production, Sandbox) only")
         }
-        let snapshot = try await store { () async throws(StorageError) in
+        let snapshot = try await Problems.store { () async throws(StorageError) in
             try await ledger.customer(appUserId: appUserId, context: context)
         }
         let state = snapshot.state
@@ -145,7 +160,7 @@ extension API {
             appUserId: appUserId, bundleId: app.bundleId, productId: product.productId,
             offerId: kind == .introductoryEligibility ? nil : offerId, kind: kind.rawValue, format: format.rawValue,
             nonce: nonce.uuidString.lowercased(), signedAt: now)
-        try await store { () async throws(StorageError) in try await ledger.recordOfferSignature(record) }
+        try await Problems.store { () async throws(StorageError) in try await ledger.recordOfferSignature(record) }
         response.headers.set("Cache-Control", "no-store")
         return response
     }

@@ -1,4 +1,5 @@
 import AppStore
+import EntitledConfig
 import EntitledCrypto
 import Entitlements
 import Foundation
@@ -6,23 +7,28 @@ import HTTPServer
 import Storage
 
 /// Webhook administration (admin scope): deliveries by status, a retry by hand, a `test` event.
-extension API {
+struct WebhookRoutes: Sendable {
     /// Delivery list page size when `limit` is absent, and its maximum.
     static let defaultDeliveriesLimit = 50
     static let maxDeliveriesLimit = 200
 
-    func registerWebhooks(on router: inout Router) {
-        let api = self
-        router.get("/v1/webhooks/deliveries") { try await api.listDeliveries($0) }
-        router.post("/v1/webhooks/deliveries/{deliveryId}/retry") { try await api.retryDelivery($0) }
-        router.post("/v1/webhooks/test") { try await api.sendTestEvent($0) }
+    let gate: AccessGate
+    let ledger: FactLedger
+    let configuration: Configuration
+    let clock: any EpochClock
+
+    func register(on router: inout Router) {
+        let routes = self
+        router.get("/v1/webhooks/deliveries") { try await routes.listDeliveries($0) }
+        router.post("/v1/webhooks/deliveries/{deliveryId}/retry") { try await routes.retryDelivery($0) }
+        router.post("/v1/webhooks/test") { try await routes.sendTestEvent($0) }
     }
 
     var deliveries: (any WebhookDeliveryStore)? { ledger.store as? any WebhookDeliveryStore }
 
     /// `GET /v1/webhooks/deliveries?status=failed|pending|delivered&cursor=&limit=`: newest first.
     func listDeliveries(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
+        try gate.require(request, scope: .admin)
         var status: WebhookDeliveryStatus?
         if let text = request.query["status"] {
             guard let parsed = WebhookDeliveryStatus(rawValue: text) else {
@@ -39,11 +45,11 @@ extension API {
         }
         var before: Int64?
         if let text = request.query["cursor"], !text.isEmpty {
-            guard text.count <= 19, let value = Int64(text), value > 0 else { throw Self.invalidCursor }
+            guard text.count <= 19, let value = Int64(text), value > 0 else { throw API.invalidCursor }
             before = value
         }
         guard let deliveries else { return try .json(DeliveriesBody(deliveries: [], nextCursor: nil)) }
-        let page = try await storage { try await deliveries.deliveries(status: status, before: before, limit: limit) }
+        let page = try await Problems.storeAny { try await deliveries.deliveries(status: status, before: before, limit: limit) }
         return try .json(
             DeliveriesBody(
                 deliveries: page.map(DeliveryBody.init), nextCursor: page.count == limit ? page.last.map { String($0.id) } : nil))
@@ -52,13 +58,13 @@ extension API {
     /// `POST /v1/webhooks/deliveries/{deliveryId}/retry`: pending again, due now, with a new
     /// `maxRetryHours` window.
     func retryDelivery(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
+        try gate.require(request, scope: .admin)
         let text = try request.parameter("deliveryId")
         guard text.count <= 19, let id = Int64(text), id > 0 else {
             throw HTTPError(.invalidPathParameter, "deliveryId must be a delivery's numeric id")
         }
         let now = clock.nowMilliseconds()
-        guard let deliveries, let delivery = try await storage({ try await deliveries.retryDelivery(id, now: now) }) else {
+        guard let deliveries, let delivery = try await Problems.storeAny({ try await deliveries.retryDelivery(id, now: now) }) else {
             throw HTTPError(.notFound, "no delivery with this id")
         }
         ledger.events.ring()
@@ -68,7 +74,7 @@ extension API {
     /// `POST /v1/webhooks/test`: appends a `test` event; every endpoint whose `events` include it
     /// receives it (and the feed lists it).
     func sendTestEvent(_ request: Request) async throws -> Response {
-        try requireAdmin(request)
+        try gate.require(request, scope: .admin)
         let now = clock.nowMilliseconds()
         var random = SystemRandomNumberGenerator()
         let id = "evt_" + Hex.encode((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &random) })
@@ -77,23 +83,10 @@ extension API {
             originalTransactionId: nil, entitlements: [], details: [:], cause: #"{"request":"POST /v1/webhooks/test"}"#,
             occurredAt: now, recordedAt: now, answer: [])
         let feed = ledger.store
-        let stored = try await storage { try await feed.appendEvent(event) }
+        let stored = try await Problems.storeAny { try await feed.appendEvent(event) }
         ledger.events.ring()
         let endpoints = configuration.webhooks.filter { $0.wants(type: EventType.test.rawValue, environment: nil) }.count
         return .json(bytes: Array(#"{"endpoints":\#(endpoints),"event":"#.utf8) + EventJSON.render(stored) + [UInt8(ascii: "}")], status: 202)
-    }
-
-    /// Runs a storage call of the webhook and feed stores: their errors as the API's.
-    func storage<T>(_ body: () async throws -> T) async throws(HTTPError) -> T {
-        try await store { () async throws(StorageError) in
-            do {
-                return try await body()
-            } catch let error as StorageError {
-                throw error
-            } catch {
-                throw StorageError(.unavailable, "storage call failed", detail: "\(error)")
-            }
-        }
     }
 }
 

@@ -1,3 +1,4 @@
+import AppStore
 import EntitledConfig
 import Entitlements
 import Foundation
@@ -6,12 +7,21 @@ import Storage
 
 /// Anonymous customers for apps without a backend (docs/app-keys.md): created with an app key,
 /// then acting only through their own customer token.
-extension API {
-    func registerAnonymousCustomers(on router: inout Router) {
-        let api = self
-        router.post("/v1/customers/anonymous") { try await api.createAnonymous($0) }
-        router.post("/v1/customers/{appUserId}/token") { try await api.refreshToken($0) }
-        router.post("/v1/customers/{appUserId}/login") { try await api.logIn($0) }
+struct AnonymousCustomerRoutes: Sendable {
+    let gate: AccessGate
+    /// App keys, the token minter and their rate limits.
+    let appKeys: AppKeyGate
+    let budget: RejectionBudget
+    let ledger: FactLedger
+    let answers: CustomerAnswers
+    let aliases: AliasMerger
+    let clock: any EpochClock
+
+    func register(on router: inout Router) {
+        let routes = self
+        router.post("/v1/customers/anonymous") { try await routes.createAnonymous($0) }
+        router.post("/v1/customers/{appUserId}/token") { try await routes.refreshToken($0) }
+        router.post("/v1/customers/{appUserId}/login") { try await routes.logIn($0) }
     }
 
     /// `POST /v1/customers/anonymous` with `Authorization: Bearer app_…`: a new anonymous customer
@@ -25,12 +35,12 @@ extension API {
         try AppKeyGate.spend(appKeys.perKey, key.bundleId + " " + key.name, .appKeyRateLimited)
         let now = clock.nowMilliseconds()
         let appUserId = AppKeyGate.newAnonymousId()
-        let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
-        let snapshot = try await store { () async throws(StorageError) in
+        let context = answers.merged(now: now)
+        let snapshot = try await Problems.store { () async throws(StorageError) in
             try await ledger.customer(appUserId: appUserId, context: context)
         }
         guard let minted = appKeys.mint(appUserId, now: now) else { throw Self.tokensNotConfigured }
-        return try Self.noStore(
+        return try RequestInput.noStore(
             .json(
                 MintedTokenBody(
                     appUserId: appUserId, appAccountToken: snapshot.customer.appAccountToken, token: minted.token,
@@ -42,7 +52,7 @@ extension API {
     /// anonymous ids that have not logged in, unless an app allows app-key login (then every id is
     /// one login away anyway): a backend's token keeps the expiry its backend chose.
     func refreshToken(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
+        let appUserId = try RequestInput.appUserId(request)
         try requireOwnToken(request, appUserId)
         guard AppKeyGate.isAnonymous(appUserId) || appKeys.allowKeyLogin else {
             throw HTTPError(.forbidden, "only an anonymous customer's token is refreshed here; ask your backend for a new one")
@@ -52,8 +62,8 @@ extension API {
         if !appKeys.allowKeyLogin {
             // Logged in, the anonymous id reads the known customer: refreshing it would outlive
             // the backend's token.
-            let context = EvaluationContext(policy: customerPolicy, environments: grantEnvironments, now: now)
-            let snapshot = try await store { () async throws(StorageError) in
+            let context = answers.merged(now: now)
+            let snapshot = try await Problems.store { () async throws(StorageError) in
                 try await ledger.customer(appUserId: appUserId, context: context)
             }
             guard snapshot.customer.aliases.isEmpty else {
@@ -61,7 +71,7 @@ extension API {
             }
         }
         guard let minted = appKeys.mint(appUserId, now: now) else { throw Self.tokensNotConfigured }
-        return try Self.noStore(
+        return try RequestInput.noStore(
             .json(MintedTokenBody(appUserId: appUserId, token: minted.token, expiresAt: ISO8601.format(milliseconds: minted.expiresAt))))
     }
 
@@ -75,13 +85,13 @@ extension API {
     /// that customer; the anonymous id becomes its alias. Answers a token for `appUserId` and the
     /// merged customer.
     func logIn(_ request: Request) async throws -> Response {
-        let anonymousId = try Self.appUserId(request)
+        let anonymousId = try RequestInput.appUserId(request)
         try requireOwnToken(request, anonymousId)
         guard AppKeyGate.isAnonymous(anonymousId) else {
             throw HTTPError(.invalidRequest, "only an anonymous customer (\(AppKeyGate.anonymousPrefix)…) logs in")
         }
         try AppKeyGate.spend(appKeys.perAddress, "login " + request.remoteAddress, .addressRateLimited)
-        let body = try decodeBody(LoginRequest.self, request)
+        let body = try RequestInput.decode(LoginRequest.self, request)
         guard let target = body.appUserId else { throw HTTPError(.invalidRequest, "appUserId is required") }
         guard AppUserID.isValid(target) else { throw AppUserID.invalid }
         guard !AppKeyGate.isAnonymous(target) else {
@@ -97,7 +107,7 @@ extension API {
         } else if !appKeys.allowKeyLogin {
             throw HTTPError(.invalidLoginToken, "token is required: a customer token your backend minted for appUserId")
         }
-        let customer = try await mergeAlias(anonymousId, into: target, actor: "login", now: now)
+        let customer = try await aliases.merge(anonymousId, into: target, actor: "login", now: now)
         guard let minted = appKeys.mint(target, now: now) else { throw Self.tokensNotConfigured }
         // The token's fields, then the merged customer as `GET` answers it.
         var bytes = Array(
@@ -105,22 +115,16 @@ extension API {
                 MintedTokenBody(appUserId: target, token: minted.token, expiresAt: ISO8601.format(milliseconds: minted.expiresAt))))
         bytes.removeLast()
         bytes += Array(#","customer":"#.utf8) + customer + [UInt8(ascii: "}")]
-        return Self.noStore(.json(bytes: bytes))
+        return RequestInput.noStore(.json(bytes: bytes))
     }
 
     /// A customer token for exactly `appUserId` (API keys are refused: they mint nothing).
     func requireOwnToken(_ request: Request, _ appUserId: String) throws {
-        let principal = try authenticate(request)
+        let principal = try gate.authenticate(request)
         guard case .customer = principal else {
             throw HTTPError(.forbidden, "this endpoint needs the customer's own token")
         }
-        try authenticator.authorize(principal, scope: .write, appUserId: appUserId)
-    }
-
-    static func noStore(_ response: Response) -> Response {
-        var response = response
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        try gate.authenticator.authorize(principal, scope: .write, appUserId: appUserId)
     }
 
     /// Unreachable with a loaded configuration (app keys need `customerTokens`).

@@ -1,3 +1,5 @@
+import AppStore
+import EntitledConfig
 import Entitlements
 import Foundation
 import HTTPServer
@@ -6,7 +8,7 @@ import Storage
 /// The console's JSON endpoints (`admin` or `console` scope; docs/openapi.yaml, "Console"): the
 /// overview from the metric rollups, customer search, a customer's readable timeline, the
 /// ingest's health. The page itself is ``ConsoleAssets``.
-extension API {
+struct ConsoleRoutes: Sendable {
     /// Longest overview range, in days (ten years of daily points at most).
     static let maxOverviewDays: Int64 = 3_700
     /// Customers per search page when `limit` is absent, and its maximum.
@@ -17,40 +19,30 @@ extension API {
     /// How many of a customer's newest webhook deliveries the customer page shows.
     static let customerDeliveries = 50
 
-    func registerConsole(on router: inout Router) {
-        let api = self
-        router.get("/v1/metrics/overview") { try await api.metricsOverview($0) }
-        router.get("/v1/console/customers") { try await api.searchCustomers($0) }
-        router.get("/v1/console/customers/{appUserId}/timeline") { try await api.customerTimeline($0) }
-        router.get("/v1/console/health") { try await api.consoleHealth($0) }
-        router.get("/v1/console/session") { try await api.consoleSession($0) }
+    let gate: AccessGate
+    let apple: AppleCalls
+    let auditor: SupportAuditor
+    /// Brings a transaction an order lookup finds into the ledger.
+    let ingest: Ingest
+    let ledger: FactLedger
+    let configuration: Configuration
+    /// The policy every answer is evaluated with: the entitlements a grant may give.
+    let policy: Policy
+    let clock: any EpochClock
+
+    func register(on router: inout Router) {
+        let routes = self
+        router.get("/v1/metrics/overview") { try await routes.metricsOverview($0) }
+        router.get("/v1/console/customers") { try await routes.searchCustomers($0) }
+        router.get("/v1/console/customers/{appUserId}/timeline") { try await routes.customerTimeline($0) }
+        router.get("/v1/console/health") { try await routes.consoleHealth($0) }
+        router.get("/v1/console/session") { try await routes.consoleSession($0) }
         ConsoleAssets.register(on: &router)
-    }
-
-    func requireConsole(_ request: Request) throws {
-        try authenticator.authorize(try authenticate(request), scope: .console, appUserId: nil)
-    }
-
-    /// The store's console reads; 503 when the store has none.
-    var consoleStore: any ConsoleStore {
-        get throws {
-            guard let store = ledger.store as? any ConsoleStore else { throw Self.unavailable }
-            return store
-        }
-    }
-
-    /// Runs a console read, its storage failures answered as every other storage failure.
-    func consoleRead<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as StorageError {
-            return try await store { () async throws(StorageError) -> T in throw error }
-        }
     }
 
     /// `GET /v1/metrics/overview?from=YYYY-MM-DD&to=YYYY-MM-DD&interval=day|week|month&environment=…`.
     func metricsOverview(_ request: Request) async throws -> Response {
-        try requireConsole(request)
+        try gate.require(request, scope: .console)
         let from = try Self.day(request, "from")
         let to = try Self.day(request, "to")
         guard from <= to else { throw HTTPError(.invalidRequest, "from is after to") }
@@ -58,9 +50,9 @@ extension API {
             throw HTTPError(.invalidRequest, "the range is longer than \(Self.maxOverviewDays) days")
         }
         let interval = try OverviewInterval(request.query["interval"] ?? "day")
-        let environment = try Self.environment(request)
-        let store = try consoleStore
-        let rollup = try await consoleRead {
+        let environment = try RequestInput.environment(request)
+        let store = try auditor.consoleStore
+        let rollup = try await Problems.consoleRead {
             try await store.metricRollup(environment: environment.rawValue, fromDay: from, toDay: to)
         }
         return try .json(
@@ -80,9 +72,9 @@ extension API {
     /// `GET /v1/console/customers?q=…&after=…&limit=…`, or `?orderId=…` (``searchByOrder(_:orderId:actor:)``).
     func searchCustomers(_ request: Request) async throws -> Response {
         if let orderId = request.query["orderId"] {
-            return try await searchByOrder(request, orderId: orderId, actor: try requireKey(request, scope: .console))
+            return try await searchByOrder(request, orderId: orderId, actor: try gate.requireKey(request, scope: .console))
         }
-        try requireConsole(request)
+        try gate.require(request, scope: .console)
         let query = request.query["q"] ?? ""
         guard query.unicodeScalars.count <= AppUserID.maxScalars else {
             throw HTTPError(.invalidRequest, "q is longer than \(AppUserID.maxScalars) characters")
@@ -95,8 +87,8 @@ extension API {
             limit = parsed
         }
         let after = request.query["after"]
-        let store = try consoleStore
-        let found = try await consoleRead { try await store.searchCustomers(query, after: after, limit: limit + 1) }
+        let store = try auditor.consoleStore
+        let found = try await Problems.consoleRead { try await store.searchCustomers(query, after: after, limit: limit + 1) }
         let page = Array(found.prefix(limit))
         return try .json(
             CustomerSearchBody(
@@ -107,23 +99,23 @@ extension API {
     /// `GET /v1/console/customers/{appUserId}/timeline`: one row per event, newest first, the
     /// customer's newest webhook deliveries and support actions.
     func customerTimeline(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        try requireConsole(request)
+        let appUserId = try RequestInput.appUserId(request)
+        try gate.require(request, scope: .console)
         let ledger = self.ledger
-        guard try await consoleRead({ try await ledger.store.customer(appUserId: appUserId) }) != nil else {
+        guard try await Problems.consoleRead({ try await ledger.store.customer(appUserId: appUserId) }) != nil else {
             throw HTTPError(.customerNotFound, "no such customer")
         }
-        let facts = try await consoleRead { try await ledger.store.facts(appUserId: appUserId, projector: ledger) }
+        let facts = try await Problems.consoleRead { try await ledger.store.facts(appUserId: appUserId, projector: ledger) }
         let events = ConsoleTimeline.events(facts, encode: ledger.encode)
         let endpoints = configuration.webhooks.map(\.url.absoluteString)
         var deliveries: [WebhookDelivery] = []
         if !endpoints.isEmpty, let store = ledger.store as? any WebhookDeliveryStore {
-            deliveries = try await consoleRead {
+            deliveries = try await Problems.consoleRead {
                 try await store.deliveries(customerKey: appUserId, endpoints: endpoints, limit: Self.customerDeliveries)
             }
         }
-        let store = try consoleStore
-        let actions = try await consoleRead { try await store.supportActions(appUserId: appUserId, limit: Self.customerSupportActions) }
+        let store = try auditor.consoleStore
+        let actions = try await Problems.consoleRead { try await store.supportActions(appUserId: appUserId, limit: Self.customerSupportActions) }
         return try .json(
             TimelineBody(
                 appUserId: appUserId, events: events.reversed(), deliveries: deliveries.map(DeliveryBody.init),
@@ -132,15 +124,15 @@ extension API {
 
     /// `GET /v1/console/health`: the last 24 hours of ingest, and each webhook endpoint's deliveries.
     func consoleHealth(_ request: Request) async throws -> Response {
-        try requireConsole(request)
+        try gate.require(request, scope: .console)
         let now = clock.nowMilliseconds()
-        let store = try consoleStore
-        let health = try await consoleRead { try await store.ingestHealth(since: now - Self.healthWindow, now: now) }
-        let reconciled = Set(configuration.apps.filter { serverAPI[$0.bundleId] != nil }.map(\.bundleId))
+        let store = try auditor.consoleStore
+        let health = try await Problems.consoleRead { try await store.ingestHealth(since: now - Self.healthWindow, now: now) }
+        let reconciled = Set(configuration.apps.filter { apple.serverAPI[$0.bundleId] != nil }.map(\.bundleId))
         let endpoints = configuration.webhooks.map(\.url.absoluteString)
         var webhooks: [WebhookEndpointStatus] = []
         if !endpoints.isEmpty, let deliveries = ledger.store as? any WebhookDeliveryStore {
-            webhooks = try await consoleRead { try await deliveries.webhookStatus(endpoints: endpoints) }
+            webhooks = try await Problems.consoleRead { try await deliveries.webhookStatus(endpoints: endpoints) }
         }
         return try .json(HealthBody(health: health, now: now, reconciledApps: reconciled, webhooks: webhooks))
     }

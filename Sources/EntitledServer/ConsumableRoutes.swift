@@ -1,16 +1,29 @@
+import AppStore
 import EntitledConfig
 import Entitlements
 import HTTPServer
 import Storage
 
-/// Spending consumables, and the products a customer's storefront sells.
-extension API {
+/// Spending consumables (`write` scope, or the customer's own token).
+struct ConsumableRoutes: Sendable {
     /// Spend request bodies are small; larger ones get 413.
     static let maxSpendRequestBytes = 4096
     /// The most units one spend may take.
     static let maxSpendQuantity = 1_000_000
     /// The longest `idempotencyKey` (UTF-8 bytes).
     static let maxIdempotencyKeyBytes = 128
+
+    let gate: AccessGate
+    let ledger: FactLedger
+    let configuration: Configuration
+    let clock: any EpochClock
+
+    func register(on router: inout Router) {
+        let routes = self
+        router.post("/v1/customers/{appUserId}/consumables/{productId}/spend", admit: { _ = try routes.gate.authenticate($0) }) {
+            try await routes.spendConsumable($0)
+        }
+    }
 
     struct SpendRequestBody: Decodable {
         var quantity: Int
@@ -44,13 +57,13 @@ extension API {
 
     /// `POST /v1/customers/{appUserId}/consumables/{productId}/spend` `{"quantity": n, "idempotencyKey": "…"}`.
     func spendConsumable(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        try authorize(request, scope: .write, appUserId: appUserId)
+        let appUserId = try RequestInput.appUserId(request)
+        try gate.authorize(request, scope: .write, appUserId: appUserId)
         let productId = try request.parameter("productId")
         guard request.body.count <= Self.maxSpendRequestBytes else {
             throw HTTPError.payloadTooLarge(limit: Self.maxSpendRequestBytes)
         }
-        let body = try decodeBody(SpendRequestBody.self, request)
+        let body = try RequestInput.decode(SpendRequestBody.self, request)
         try Self.checkSpend(productId: productId, body)
         if let product = configuration.apps.lazy.flatMap(\.products).first(where: { $0.productId == productId }),
             product.type != .consumable
@@ -58,7 +71,7 @@ extension API {
             throw HTTPError(.productNotFound, "productId is configured, but not as a consumable")
         }
         let now = clock.nowMilliseconds()
-        let outcome = try await store { () async throws(StorageError) in
+        let outcome = try await Problems.store { () async throws(StorageError) in
             try await ledger.spend(
                 appUserId: appUserId, productId: productId, quantity: body.quantity, idempotencyKey: body.idempotencyKey,
                 now: now)
@@ -92,43 +105,9 @@ extension API {
         else {
             throw HTTPError(.invalidRequest, "idempotencyKey must be 1…\(maxIdempotencyKeyBytes) bytes without control characters")
         }
-        guard productId.utf8.count <= maxOfferFieldBytes else {
-            throw HTTPError(.invalidRequest, "productId is longer than \(maxOfferFieldBytes) bytes")
+        guard productId.utf8.count <= OfferRoutes.maxOfferFieldBytes else {
+            throw HTTPError(.invalidRequest, "productId is longer than \(OfferRoutes.maxOfferFieldBytes) bytes")
         }
-    }
-
-    // MARK: - The customer's storefront
-
-    /// `GET /v1/customers/{appUserId}/products[?bundleId=…][&storefront=…]`.
-    func customerProducts(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        try authorize(request, scope: .read, appUserId: appUserId)
-        let app: App
-        if let bundleId = request.query["bundleId"] {
-            guard let found = configuration.app(bundleId: bundleId) else { throw HTTPError(.appNotFound, "no app with this bundleId") }
-            app = found
-        } else {
-            guard configuration.apps.count == 1, let only = configuration.apps.first else {
-                throw HTTPError(.invalidRequest, "bundleId is required when several apps are configured")
-            }
-            app = only
-        }
-        let asked = try Self.storefrontQuery(request)
-        let now = clock.nowMilliseconds()
-        let context = ledger.answerContext(now: now)
-        let snapshot = try await store { () async throws(StorageError) in
-            try await ledger.customer(appUserId: appUserId, context: context)
-        }
-        return try .json(CustomerProductsBody(app: app, appUserId: appUserId, state: snapshot.state, storefront: asked))
-    }
-
-    /// `?storefront=` checked (ISO 3166-1 alpha-3), upper-cased; nil when absent.
-    static func storefrontQuery(_ request: Request) throws(HTTPError) -> String? {
-        guard let storefront = request.query["storefront"] else { return nil }
-        guard storefront.count == 3, storefront.allSatisfy({ $0.isASCII && $0.isLetter }) else {
-            throw HTTPError(.invalidStorefront, "storefront must be an ISO 3166-1 alpha-3 code")
-        }
-        return storefront.uppercased()
     }
 }
 

@@ -3,23 +3,11 @@ import AppStoreServerAPI
 import EntitledConfig
 import EntitledCrypto
 import Entitlements
-import Foundation
-import HTTPServer
 import Storage
 
-/// `POST /v1/customers/{appUserId}/receipts`: StoreKit 1 app receipts (and legacy transaction
-/// receipts), verified and applied as posted transactions are.
-extension API {
-    /// Largest receipt body accepted (receipts of apps with long histories reach a few hundred KiB).
-    public static let maxReceiptBodyBytes = 1024 * 1024
-
-    /// The body: the base64 receipt, and for a legacy transaction receipt (which names no app) the
-    /// app's bundleId when more than one app is configured.
-    struct PostedReceipt: Decodable {
-        var receiptData: String?
-        var bundleId: String?
-    }
-
+/// StoreKit 1 app receipts (and legacy transaction receipts) an app posts for its customer,
+/// verified and applied as posted transactions are.
+extension Ingest {
     /// What a receipt yields: the app, the facts to apply (empty when history replaces them), and
     /// the transaction ids to look up at Apple when the app has `serverAPI`.
     struct ReceiptContent {
@@ -29,42 +17,26 @@ extension API {
         var environment: Environment
     }
 
-    func postReceipt(_ request: Request) async throws -> Response {
-        let appUserId = try Self.appUserId(request)
-        try authorize(request, scope: .write, appUserId: appUserId)
-        let now = clock.nowMilliseconds()
-        guard request.body.count <= Self.maxReceiptBodyBytes else { throw HTTPError.payloadTooLarge(limit: Self.maxReceiptBodyBytes) }
-        let posted = try decodeBody(PostedReceipt.self, request)
-        guard let text = posted.receiptData, !text.isEmpty else {
-            throw HTTPError(.invalidRequest, "receiptData (the base64 app receipt) is required")
-        }
-        guard budget.allows(request.remoteAddress, .clientSignature) else { throw RejectionBudget.exhausted }
-        do {
-            let content = try receiptContent(text, bundleId: posted.bundleId, now: now)
+    /// Verifies and applies the base64 receipt `text` for `appUserId` (source `client`); returns
+    /// the environment the customer's answer is evaluated in. `bundleId` names the app of a legacy
+    /// transaction receipt when more than one app has `serverAPI`. A refusal's body to record is
+    /// ``storedReceiptBody(_:)``.
+    func receipt(_ text: String, bundleId: String?, appUserId: String, now: Int64) async throws(IngestError) -> Environment {
+        try await Self.typed { () async throws -> Environment in
+            let content = try receiptContent(text, bundleId: bundleId, now: now)
             let claim = Claim(appUserId: appUserId, behaviour: content.app.restoreBehavior)
-            var environment = content.environment
             if let client = serverAPI[content.app.bundleId], let first = content.transactionIds.first {
                 // Apple's migration path: the receipt only names the purchases; the full signed
                 // history is what is applied (each transaction as a posted one would be).
-                environment = try await applyHistory(client, transactionId: first, app: content.app, claim: claim, now: now)
-                    ?? environment
-            } else {
-                let message = ReceivedMessage(
-                    notificationUUID: nil, source: .client, body: storedReceiptBody(text), receivedAt: now,
-                    bundleId: content.app.bundleId)
-                // Receipt facts have no signed form of their own (as V1's): their identity keys them.
-                _ = try await store { () async throws(StorageError) in
-                    try await ledger.ingest(message, facts: content.facts.map { ($0, nil) }, claim: claim)
-                }
+                return try await applyHistory(client, transactionId: first, app: content.app, claim: claim, now: now)
+                    ?? content.environment
             }
-            let context = EvaluationContext(policy: customerPolicy, environment: environment, now: now)
-            var response = Response.json(bytes: try await customerAnswer(appUserId: appUserId, context: context).body)
-            response.headers.set("Cache-Control", "no-store")
-            return response
-        } catch let error as VerificationError {
-            throw await reject(Rejection(error), .clientSignature, request: request, now: now, redactedBody: storedReceiptBody(text))
-        } catch let rejection as Rejection {
-            throw await reject(rejection, .clientSignature, request: request, now: now, redactedBody: storedReceiptBody(text))
+            let message = ReceivedMessage(
+                notificationUUID: nil, source: .client, body: storedReceiptBody(text), receivedAt: now,
+                bundleId: content.app.bundleId)
+            // Receipt facts have no signed form of their own (as V1's): their identity keys them.
+            _ = try await ledger.ingest(message, facts: content.facts.map { ($0, nil) }, claim: claim)
+            return content.environment
         }
     }
 
@@ -124,7 +96,7 @@ extension API {
             let message = ReceivedMessage(
                 notificationUUID: nil, source: .client, body: Self.storedBody("signedTransaction", signed.jws, codec: codec), receivedAt: now,
                 bundleId: app.bundleId)
-            _ = try await ingestRecordingUnknown(message, facts: [(.transaction(fact), signed.jws, signed.unknownMembers)], claim: claim)
+            _ = try await commitRecordingUnknown(message, facts: [(.transaction(fact), signed.jws, signed.unknownMembers)], claim: claim)
         }
         return environment
     }
