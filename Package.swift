@@ -141,7 +141,7 @@ let package = Package(
             name: "EntitledTests",
             dependencies: [
                 "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
-                "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev",
+                "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "EntitledKit",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),
         // EntitledKit against a real server and the simulator over loopback (the tests may use the
