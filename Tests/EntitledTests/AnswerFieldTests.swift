@@ -1,3 +1,4 @@
+import AppStore
 import EntitledKit
 import Entitlements
 import Foundation
@@ -5,49 +6,12 @@ import Testing
 
 @testable import EntitledServer
 
-/// A JSON document as read back for comparison: booleans, integers and other numbers kept apart.
-indirect enum JSONValue: Decodable, Equatable {
-    case null, bool(Bool), integer(Int64), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
-
-    init(from decoder: any Decoder) throws {
-        let single = try decoder.singleValueContainer()
-        if single.decodeNil() {
-            self = .null
-        } else if let value = try? single.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? single.decode(Int64.self) {
-            self = .integer(value)
-        } else if let value = try? single.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? single.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? single.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try single.decode([String: JSONValue].self))
-        }
-    }
-
-    static func parse(_ bytes: some Sequence<UInt8>) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-    }
-
-    var json: Data { get throws { try JSONSerialization.data(withJSONObject: foundation, options: [.fragmentsAllowed]) } }
-
-    private var foundation: Any {
-        switch self {
-        case .null: NSNull()
-        case .bool(let value): value
-        case .integer(let value): value
-        case .number(let value): value
-        case .string(let value): value
-        case .array(let items): items.map(\.foundation)
-        case .object(let members): members.mapValues(\.foundation)
-        }
-    }
+/// JSON documents read back for comparison (`RawJSON.parse`, in ScenarioSupport.swift).
+extension RawJSON {
+    var json: Data { get throws { try JSONEncoder().encode(self) } }
 
     /// The document with every member `shape` declares nullable set to `null`, at every depth.
-    func nullingEveryNullable(_ type: AnswerType) -> JSONValue {
+    func nullingEveryNullable(_ type: AnswerType) -> RawJSON {
         switch (type, self) {
         case (.nullable, _): .null
         case (.array(let item), .array(let items)): .array(items.map { $0.nullingEveryNullable(item) })
@@ -66,11 +30,11 @@ indirect enum JSONValue: Decodable, Equatable {
 /// What in a JSON document differs from the answer's declared members: a member missing or extra
 /// (`exact`), or of another type. Not `exact`: only members the document has are checked (a client
 /// leaves out what it does not model and what it holds as nil).
-func answerMismatches(_ value: JSONValue, _ type: AnswerType, at path: String = "$", exact: Bool = true) -> [String] {
+func answerMismatches(_ value: RawJSON, _ type: AnswerType, at path: String = "$", exact: Bool = true) -> [String] {
     switch (type, value) {
     case (.nullable, .null): return []
     case (.nullable(let inner), _): return answerMismatches(value, inner, at: path, exact: exact)
-    case (.string, .string), (.boolean, .bool), (.integer, .integer), (.number, .integer), (.number, .number): return []
+    case (.string, .string), (.boolean, .bool), (.integer, .integer), (.number, .integer), (.number, .double): return []
     case (.timestamp, .string(let text)):
         return text.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z/) == nil ? ["\(path): \(text) is no timestamp"] : []
     case (.array(let item), .array(let items)):
@@ -105,13 +69,13 @@ struct AnswerFieldTests {
 
     @Test("the Foundation encoder writes exactly the declared members", arguments: 0..<4)
     func foundationEncoder(index: Int) throws {
-        let answer = try JSONValue.parse(try JSONEncoder.entitledDefault.encode(Self.bodies()[index]))
+        let answer = try RawJSON.parse(try JSONEncoder.entitledDefault.encode(Self.bodies()[index]))
         #expect(answerMismatches(answer, .object(.customer)) == [])
     }
 
     @Test("the fast writer writes exactly the declared members", arguments: 0..<4)
     func fastWriter(index: Int) throws {
-        let answer = try JSONValue.parse(AnswerJSON.encode(Self.bodies()[index]))
+        let answer = try RawJSON.parse(AnswerJSON.encode(Self.bodies()[index]))
         #expect(answerMismatches(answer, .object(.customer)) == [])
     }
 
@@ -120,12 +84,12 @@ struct AnswerFieldTests {
     /// of an unlinked subscription carries, which no client reads).
     @Test("EntitledKit's CustomerAnswer reads only declared members", arguments: 0..<4)
     func entitledKitDecoder(index: Int) throws {
-        let sent = try JSONValue.parse(try JSONEncoder.entitledDefault.encode(Self.bodies()[index]))
+        let sent = try RawJSON.parse(try JSONEncoder.entitledDefault.encode(Self.bodies()[index]))
         let answer = try CustomerAnswer.decode(try sent.json)
         // Synthesized coding: the members it writes back are the members it reads.
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        let read = try JSONValue.parse(try encoder.encode(answer))
+        let read = try RawJSON.parse(try encoder.encode(answer))
         #expect(answerMismatches(read, .object(.customer), exact: false) == [])
         guard case .object(var nulled) = sent.nullingEveryNullable(.object(.customer)), case .object(let members) = sent else {
             Issue.record("an answer is an object")
@@ -133,12 +97,12 @@ struct AnswerFieldTests {
         }
         nulled["appUserId"] = members["appUserId"]
         nulled["appAccountToken"] = members["appAccountToken"]
-        _ = try CustomerAnswer.decode(try JSONValue.object(nulled).json)
+        _ = try CustomerAnswer.decode(try RawJSON.object(nulled).json)
     }
 
     /// The comparison itself: a member left out, one added and one of another type are all found.
     @Test func mismatchesAreFound() throws {
-        guard case .object(var members) = try JSONValue.parse(AnswerJSON.encode(Self.bodies()[1])) else {
+        guard case .object(var members) = try RawJSON.parse(AnswerJSON.encode(Self.bodies()[1])) else {
             Issue.record("an answer is an object")
             return
         }
