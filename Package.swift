@@ -49,8 +49,9 @@ let package = Package(
         // Wraps CCurl: the one outbound HTTP client (byte cap, total deadline, no redirects) behind
         // the `OutboundHTTP` protocol; webhooks, the Server API client and OCSP all call out through it.
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: swiftSettings),
-        // Apple's wire formats and the JWS / X.509 verifier (HTTPClient: OCSP revocation checks).
-        .target(name: "AppStore", dependencies: ["EntitledCrypto", "HTTPClient"], swiftSettings: swiftSettings),
+        // Apple's wire formats and the JWS / X.509 verifier (HTTPClient: OCSP revocation checks;
+        // Entitlements: the App Store's open vocabularies, `Tokens.swift`, which its payloads use).
+        .target(name: "AppStore", dependencies: ["EntitledCrypto", "HTTPClient", "Entitlements"], swiftSettings: swiftSettings),
         // The App Store Server API client: JWT auth, retries, every endpoint, verified answers.
         .target(
             name: "AppStoreServerAPI", dependencies: ["AppStore", "EntitledCrypto", "HTTPClient"], swiftSettings: swiftSettings),
@@ -60,7 +61,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         // A local fake App Store: virtual clock, catalog, customers, signed V2 notifications, delivery, control API.
         .target(
-            name: "AppStoreSimulator", dependencies: ["AppStore", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto"],
+            name: "AppStoreSimulator",
+            dependencies: ["AppStore", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto", "Entitlements"],
             swiftSettings: swiftSettings),
         // Google Play's wire formats (Pub/Sub push, developer notifications, Developer API resources),
         // push OIDC verification, service-account auth and the Developer API client.
@@ -130,11 +132,13 @@ let package = Package(
         .executableTarget(name: "FuzzEngine", dependencies: ["Entitlements", "FuzzSupport"], swiftSettings: swiftSettings),
 
         .testTarget(
-            name: "AppStoreTests", dependencies: ["AppStore", "AppStoreTesting", "EntitledCrypto"],
+            name: "AppStoreTests", dependencies: ["AppStore", "AppStoreTesting", "EntitledCrypto", "Entitlements"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AppStoreSimulatorTests",
-            dependencies: ["AppStoreSimulator", "AppStore", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto"],
+            dependencies: [
+                "AppStoreSimulator", "AppStore", "AppStoreTesting", "HTTPServer", "HTTPClient", "EntitledCrypto", "Entitlements",
+            ],
             exclude: ["Fixtures"], swiftSettings: swiftSettings),
         .testTarget(
             name: "AppStoreServerAPITests",
@@ -154,7 +158,7 @@ let package = Package(
             name: "EntitledTests",
             dependencies: [
                 "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
-                "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev",
+                "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "EntitledKit",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),
         // EntitledKit and the sample app's logic against a real server and the simulator over

@@ -1,4 +1,5 @@
 import AppStore
+import struct Entitlements.OfferDiscountType
 import Foundation
 
 /// What kind of in-app purchase a product is.

@@ -1,4 +1,7 @@
 import AppStore
+import struct Entitlements.NotificationType
+import struct Entitlements.NotificationSubtype
+import struct Entitlements.TransactionReason
 import Foundation
 
 /// The simulated App Store's state and every action on it, as pure functions of the state and `now`.
@@ -192,7 +195,7 @@ public struct SimulatedStore: Sendable {
     }
 
     func notification(
-        _ type: NotificationTypeV2, _ subtype: NotificationSubtype?, subscription id: String,
+        _ type: NotificationType, _ subtype: NotificationSubtype?, subscription id: String,
         transaction: JWSTransactionDecodedPayload? = nil, now: Int64
     ) -> PendingNotification {
         // Every caller passes an id it just read from the table; a missing one still yields no trap.

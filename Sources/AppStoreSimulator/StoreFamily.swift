@@ -1,4 +1,6 @@
 import AppStore
+import struct Entitlements.NotificationType
+import struct Entitlements.NotificationSubtype
 import Foundation
 
 /// Family Sharing: groups, sharing a purchase with the members, and mirroring the purchaser's changes to their views.
@@ -128,7 +130,7 @@ extension SimulatedStore {
     }
 
     /// Copies the purchaser's change to each family member's view and emits the same notification for them.
-    mutating func mirrorToFamily(_ id: String, _ type: NotificationTypeV2, _ subtype: NotificationSubtype?, now: Int64)
+    mutating func mirrorToFamily(_ id: String, _ type: NotificationType, _ subtype: NotificationSubtype?, now: Int64)
         -> [PendingNotification]
     {
         guard let source = subscriptions[id] else { return [] }

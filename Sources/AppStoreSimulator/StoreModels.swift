@@ -1,4 +1,6 @@
 import AppStore
+import struct Entitlements.NotificationType
+import struct Entitlements.NotificationSubtype
 import Foundation
 
 /// How fast subscription periods pass. Apple's accelerated rates (StoreKit testing and the sandbox's
@@ -183,7 +185,7 @@ public struct SimulatedSubscription: Sendable, Codable, Hashable {
 /// A notification the store decided to send, before signing.
 public struct PendingNotification: Sendable, Hashable {
     /// The notification type.
-    public var type: NotificationTypeV2
+    public var type: NotificationType
     /// The notification subtype, if any.
     public var subtype: NotificationSubtype?
     /// `data.status`; nil for types without one.

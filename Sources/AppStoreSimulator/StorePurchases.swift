@@ -1,4 +1,5 @@
 import AppStore
+import struct Entitlements.NotificationSubtype
 import Foundation
 
 /// Purchases, product changes, auto-renew preferences and price increases.

@@ -1,4 +1,5 @@
 import AppStore
+import struct Entitlements.NotificationSubtype
 import Foundation
 
 /// Time: renewals and their failure (billing retry, grace), recovery, expiry and renewal-date extensions.

@@ -1,5 +1,6 @@
 import AppStore
 import EntitledCrypto
+import struct Entitlements.V1NotificationType
 import Foundation
 
 /// Which notification format the simulated app is configured for in App Store Connect.
@@ -40,7 +41,7 @@ public struct V1NotificationBuilder: Sendable {
     /// The V1 bodies for `pending`, given the store's state after the event.
     public func bodies(for pending: PendingNotification, store: SimulatedStore) -> [ResponseBodyV1] {
         let isSubscription = pending.transaction?.type == .autoRenewableSubscription
-        let types: [NotificationTypeV1]
+        let types: [V1NotificationType]
         switch (pending.type, pending.subtype) {
         case (.subscribed, .initialBuy?): types = [.initialBuy]
         case (.subscribed, .resubscribe?): types = [.interactiveRenewal]

@@ -26,7 +26,9 @@ public struct EntitlementBody: Encodable, Sendable, Equatable {
 
     public init(_ state: EntitlementState) { self.state = state }
 
-    enum Key: String, CodingKey {
+    /// The members of an entitlement (``AnswerShape/entitlement``); a grant's are all but `source`
+    /// and `grantId` (``AnswerShape/grant``).
+    enum Key: String, CodingKey, CaseIterable {
         case active, status, productId, productType, transactionId, originalTransactionId, ownership, purchaseDate
         case originalPurchaseDate, expiresAt, gracePeriodExpiresAt, willRenew, renewsTo, periodType
         case billingIssueDetectedAt, unsubscribeDetectedAt, priceIncrease, subscriptionGroup, environment
@@ -97,7 +99,7 @@ public struct SubscriptionBody: Encodable, Sendable, Equatable {
 
     public init(_ group: SubscriptionGroupState) { self.group = group }
 
-    enum Key: String, CodingKey {
+    enum Key: String, CodingKey, CaseIterable {
         case subscriptionGroup, state, current, pendingChange, paidServiceDays, proceedsRate, winBackOfferIds, environment
     }
 
@@ -132,7 +134,7 @@ public struct NonSubscriptionBody: Encodable, Sendable, Equatable {
     public var transactionIds: [String]
     public var grant: Grant?
 
-    enum Key: String, CodingKey { case kind, id, active, expiresAt, balance, purchased, refunded, spent, transactionIds, grant }
+    enum Key: String, CodingKey, CaseIterable { case kind, id, active, expiresAt, balance, purchased, refunded, spent, transactionIds, grant }
 
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
@@ -215,12 +217,12 @@ public struct CustomerBody: Encodable, Sendable, Equatable {
         nextChangeAt = state.nextStatusChangeAt
     }
 
-    enum Key: String, CodingKey {
+    enum Key: String, CodingKey, CaseIterable {
         case appUserId, appAccountToken, environment, state, serverTime, entitlements, subscriptions, nonSubscriptions
         case offers, preorder, storefront, storefrontId, nextChangeAt, aliases
     }
 
-    enum PreorderKey: String, CodingKey { case isPreordered, preorderDate, appOriginalPurchaseDate }
+    enum PreorderKey: String, CodingKey, CaseIterable { case isPreordered, preorderDate, appOriginalPurchaseDate }
 
     public func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))

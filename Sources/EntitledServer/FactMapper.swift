@@ -129,7 +129,7 @@ extension App {
             facts.append(.appTransaction(try self.appTransaction(appTransaction)))
         }
         let notificationFact = NotificationFact(
-            type: NotificationType(rawValue: type), subtype: payload.subtype.map { NotificationSubtype(rawValue: $0.rawValue) },
+            type: NotificationType(rawValue: type), subtype: payload.subtype,
             notificationUUID: uuid, signedDate: signedDate, environment: environment,
             originalTransactionId: transactionFact?.originalTransactionId, transactionId: transactionFact?.transactionId,
             productId: transactionFact?.productId)
@@ -155,11 +155,11 @@ extension App {
             appAccountToken: t.appAccountToken.map { $0.lowercased() }, ownership: ownership(t.inAppOwnershipType),
             signedDate: try need(t.signedDate, "signedDate"), revocationDate: t.revocationDate,
             revocationReason: t.revocationReason.map { Int($0.rawValue) },
-            revocationType: t.revocationType.map { Entitlements.RevocationType(rawValue: $0.rawValue) },
+            revocationType: t.revocationType,
             isUpgraded: t.isUpgraded ?? false, offerType: t.offerType.flatMap { Entitlements.OfferType(rawValue: Int($0.rawValue)) },
-            offerDiscountType: t.offerDiscountType.map { Entitlements.OfferDiscountType(rawValue: $0.rawValue) },
+            offerDiscountType: t.offerDiscountType,
             offerIdentifier: t.offerIdentifier, environment: Environment(t.environment), storefront: t.storefront,
-            transactionReason: t.transactionReason.map { Entitlements.TransactionReason(rawValue: $0.rawValue) },
+            transactionReason: t.transactionReason,
             price: t.price, currency: t.currency, storefrontId: t.storefrontId)
         return try Fact.checked(fact, Fact.transaction)
     }
@@ -184,7 +184,7 @@ extension App {
             priceIncreaseStatus: r.priceIncreaseStatus.map { Int($0.rawValue) },
             offerType: r.offerType.flatMap { Entitlements.OfferType(rawValue: Int($0.rawValue)) },
             offerIdentifier: r.offerIdentifier,
-            offerDiscountType: r.offerDiscountType.map { Entitlements.OfferDiscountType(rawValue: $0.rawValue) },
+            offerDiscountType: r.offerDiscountType,
             signedDate: signedDate, renewalDate: r.renewalDate, recentSubscriptionStartDate: r.recentSubscriptionStartDate,
             eligibleWinBackOfferIds: r.eligibleWinBackOfferIds ?? [], environment: Environment(r.environment))
         return try Fact.checked(fact, Fact.renewalInfo)

@@ -1,5 +1,7 @@
 import AppStore
 import EntitledConfig
+import struct Entitlements.NotificationType
+import struct Entitlements.NotificationSubtype
 import HTTPServer
 import Storage
 import Synchronization
@@ -165,10 +167,10 @@ public final class ServerMetrics: LedgerObserver {
         notifications.add([version, Self.bounded(type), Self.bounded(subtype), outcome, ""])
         // Apple adds types every year: one this build does not know is counted, so operators see
         // it before they read the release notes; the value itself is in the ledger.
-        if version == "2", let type, !NotificationTypeV2.known.contains(NotificationTypeV2(rawValue: type)) {
+        if version == "2", let type, !NotificationType.allDocumented.contains(NotificationType(rawValue: type)) {
             unknownAppleValues.add(["notification", "notificationType"])
         }
-        if version == "2", let subtype, !NotificationSubtype.known.contains(NotificationSubtype(rawValue: subtype)) {
+        if version == "2", let subtype, !NotificationSubtype.allDocumented.contains(NotificationSubtype(rawValue: subtype)) {
             unknownAppleValues.add(["notification", "subtype"])
         }
     }

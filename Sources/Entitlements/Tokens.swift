@@ -1,5 +1,6 @@
 /// A string-backed value whose set of values is open: the constants name what Apple documents,
 /// and any other string passes through unchanged (so a new notification type never fails a decode).
+/// The App Store's own vocabulary: Apple's payloads (the `AppStore` module) decode into these.
 public protocol StringToken: RawRepresentable, Hashable, Sendable, Codable, Comparable,
     ExpressibleByStringLiteral, CustomStringConvertible where RawValue == String
 {
@@ -35,28 +36,51 @@ public struct NotificationType: StringToken {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
 
+    /// A subscription was bought (`INITIAL_BUY`), resubscribed, or an offer was redeemed on an inactive one.
     public static let subscribed: Self = "SUBSCRIBED"
+    /// The customer changed the product the subscription renews to (`UPGRADE`, `DOWNGRADE`, or reverted).
     public static let didChangeRenewalPref: Self = "DID_CHANGE_RENEWAL_PREF"
+    /// Auto-renew was turned on or off.
     public static let didChangeRenewalStatus: Self = "DID_CHANGE_RENEWAL_STATUS"
+    /// An offer was redeemed on an active subscription.
     public static let offerRedeemed: Self = "OFFER_REDEEMED"
+    /// The subscription renewed (`BILLING_RECOVERY` after a billing failure).
     public static let didRenew: Self = "DID_RENEW"
+    /// The subscription expired; the subtype gives the reason.
     public static let expired: Self = "EXPIRED"
+    /// Renewal failed; `GRACE_PERIOD` means service continues for now.
     public static let didFailToRenew: Self = "DID_FAIL_TO_RENEW"
+    /// The billing grace period ended without a renewal.
     public static let gracePeriodExpired: Self = "GRACE_PERIOD_EXPIRED"
+    /// A price increase needs (`PENDING`) or got (`ACCEPTED`) the customer's consent.
     public static let priceIncrease: Self = "PRICE_INCREASE"
+    /// A refund was granted; the transaction carries the revocation fields.
     public static let refund: Self = "REFUND"
+    /// A refund request was declined.
     public static let refundDeclined: Self = "REFUND_DECLINED"
+    /// A granted refund was reversed after a dispute; reinstate access.
     public static let refundReversed: Self = "REFUND_REVERSED"
+    /// Apple asks for consumption information about a refund request.
     public static let consumptionRequest: Self = "CONSUMPTION_REQUEST"
+    /// One subscription's renewal date was extended.
     public static let renewalExtended: Self = "RENEWAL_EXTENDED"
+    /// Result of a mass renewal-date extension (`SUMMARY` or `FAILURE`).
     public static let renewalExtension: Self = "RENEWAL_EXTENSION"
+    /// A Family Sharing entitlement is no longer shared with this customer.
     public static let revoke: Self = "REVOKE"
+    /// Sent only when requested through the API.
     public static let test: Self = "TEST"
+    /// External Purchase API token event.
     public static let externalPurchaseToken: Self = "EXTERNAL_PURCHASE_TOKEN"
+    /// A consumable, non-consumable or non-renewing subscription was bought.
     public static let oneTimeCharge: Self = "ONE_TIME_CHARGE"
+    /// A parent or guardian withdrew consent; the payload is in `appData`.
     public static let rescindConsent: Self = "RESCIND_CONSENT"
+    /// Advanced Commerce API: subscription metadata changed.
     public static let metadataUpdate: Self = "METADATA_UPDATE"
+    /// Advanced Commerce API: a subscription was migrated.
     public static let migration: Self = "MIGRATION"
+    /// Advanced Commerce API: a subscription price changed.
     public static let priceChange: Self = "PRICE_CHANGE"
 
     /// The 23 types Apple documents (as of 2026).
@@ -90,8 +114,17 @@ public struct NotificationSubtype: StringToken {
     public static let summary: Self = "SUMMARY"
     public static let failure: Self = "FAILURE"
     public static let unreported: Self = "UNREPORTED"
+    /// External purchase token created (documented 2025-06-26; missing from Apple's libraries).
     public static let created: Self = "CREATED"
+    /// External purchase token still active (documented 2025-06-26; missing from Apple's libraries).
     public static let activeTokenReminder: Self = "ACTIVE_TOKEN_REMINDER"
+
+    /// The subtypes Apple documents (as of 2026).
+    public static let allDocumented: [NotificationSubtype] = [
+        .initialBuy, .resubscribe, .downgrade, .upgrade, .autoRenewEnabled, .autoRenewDisabled, .voluntary,
+        .billingRetry, .priceIncrease, .gracePeriod, .pending, .accepted, .billingRecovery, .productNotForSale,
+        .summary, .failure, .unreported, .created, .activeTokenReminder,
+    ]
 }
 
 /// A V1 `notification_type` (deprecated by Apple on 2023-06-05, still sent to apps that chose V1).
@@ -130,6 +163,8 @@ public struct OfferDiscountType: StringToken {
     public static let payAsYouGo: Self = "PAY_AS_YOU_GO"
     public static let payUpFront: Self = "PAY_UP_FRONT"
     public static let oneTime: Self = "ONE_TIME"
+
+    public static let allDocumented: [OfferDiscountType] = [.freeTrial, .payAsYouGo, .payUpFront, .oneTime]
 }
 
 /// `revocationType` (since December 2025): `REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`.
@@ -140,6 +175,8 @@ public struct RevocationType: StringToken {
     public static let refundFull: Self = "REFUND_FULL"
     public static let refundProrated: Self = "REFUND_PRORATED"
     public static let familyRevoke: Self = "FAMILY_REVOKE"
+
+    public static let allDocumented: [RevocationType] = [.refundFull, .refundProrated, .familyRevoke]
 }
 
 /// `transactionReason`: `PURCHASE` or `RENEWAL`.
@@ -149,6 +186,8 @@ public struct TransactionReason: StringToken {
 
     public static let purchase: Self = "PURCHASE"
     public static let renewal: Self = "RENEWAL"
+
+    public static let allDocumented: [TransactionReason] = [.purchase, .renewal]
 }
 
 /// The kind of in-app product (`type` of a transaction).

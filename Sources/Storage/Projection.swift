@@ -96,7 +96,7 @@ extension Projector {
         var entitlementRows: [EntitlementRow] = []
         var subscriptionRows: [SubscriptionRow] = []
         var primary: CustomerState?
-        for environment in Self.environments(of: facts) {
+        for environment in Environment.present(in: facts) {
             var state = evaluate(facts: facts, policy: policy, now: now, environment: environment)
             state.evaluatedAt = 0
             if primary == nil { primary = state }
@@ -122,14 +122,6 @@ extension Projector {
         var seen = Set<String>()
         subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
         return (CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: []).canonical, primary)
-    }
-
-    /// Environments present, primary first: Production, then the others in a fixed order.
-    static func environments(of facts: [Fact]) -> [Environment] {
-        let present = Set(facts.map(\.environment))
-        let known = Environment.listingOrder.filter(present.contains)
-        let others = present.subtracting(Environment.listingOrder).sorted { $0.rawValue < $1.rawValue }
-        return known + others
     }
 }
 

@@ -1,6 +1,8 @@
 import AppStore
 import AppStoreSimulator
 import AppStoreTesting
+import struct Entitlements.NotificationType
+import struct Entitlements.NotificationSubtype
 import Foundation
 import Testing
 
@@ -100,7 +102,7 @@ struct Opened {
     var transaction: JWSTransactionDecodedPayload?
     var renewal: JWSRenewalInfoDecodedPayload?
 
-    var type: NotificationTypeV2? { payload.notificationType }
+    var type: NotificationType? { payload.notificationType }
     var subtype: NotificationSubtype? { payload.subtype }
     var status: SubscriptionStatus? { payload.data?.status }
     /// `TYPE/SUBTYPE` or `TYPE`, for compact assertions.

@@ -1,5 +1,11 @@
 import AppStore
 import AppStoreTesting
+import struct Entitlements.NotificationType
+import struct Entitlements.V1NotificationType
+import struct Entitlements.NotificationSubtype
+import struct Entitlements.OfferDiscountType
+import struct Entitlements.RevocationType
+import struct Entitlements.TransactionReason
 import Foundation
 import Testing
 
@@ -16,13 +22,13 @@ private func roundTrip<T: Codable & Equatable>(_ value: T) throws -> T {
 @Suite("Open enumerations")
 struct EnumerationTests {
     @Test func notificationTypesAreComplete() {
-        #expect(NotificationTypeV2.known.count == 23)
-        #expect(Set(NotificationTypeV2.known.map(\.rawValue)).count == 23)
-        #expect(NotificationTypeV1.known.count == 12)
-        #expect(Set(NotificationTypeV1.known.map(\.rawValue)).count == 12)
-        #expect(!NotificationTypeV1(rawValue: "RENEWAL").isKnown)
-        let subtypes = Set(NotificationSubtype.known.map(\.rawValue))
-        #expect(subtypes.count == NotificationSubtype.known.count)
+        #expect(NotificationType.allDocumented.count == 23)
+        #expect(Set(NotificationType.allDocumented.map(\.rawValue)).count == 23)
+        #expect(V1NotificationType.allDocumented.count == 12)
+        #expect(Set(V1NotificationType.allDocumented.map(\.rawValue)).count == 12)
+        #expect(!V1NotificationType.allDocumented.contains(V1NotificationType(rawValue: "RENEWAL")))
+        let subtypes = Set(NotificationSubtype.allDocumented.map(\.rawValue))
+        #expect(subtypes.count == NotificationSubtype.allDocumented.count)
         for subtype in ["CREATED", "ACTIVE_TOKEN_REMINDER", "UNREPORTED", "SUMMARY", "FAILURE", "BILLING_RECOVERY"] {
             #expect(subtypes.contains(subtype))
         }
@@ -60,7 +66,7 @@ struct EnumerationTests {
         let notification = try AppStoreJSON.decode(
             ResponseBodyV2DecodedPayload.self,
             from: json(#"{"notificationType":"SOMETHING_NEW","subtype":"NEWER","data":{"status":9}}"#))
-        #expect(notification.notificationType == NotificationTypeV2(rawValue: "SOMETHING_NEW"))
+        #expect(notification.notificationType == NotificationType(rawValue: "SOMETHING_NEW"))
         #expect(notification.subtype == NotificationSubtype(rawValue: "NEWER"))
         #expect(notification.data?.status == SubscriptionStatus(rawValue: 9))
         let encoded = try encodedString(notification)
@@ -497,6 +503,25 @@ struct LegacyModelTests {
         #expect(LatestReceiptInfo(purchaseDateMs: text).purchaseDate == expected)
     }
 
+    /// Apple's vocabulary is declared once, in the engine: payloads decode straight into its tokens.
+    @Test func payloadsDecodeIntoTheEnginesVocabulary() throws {
+        let notification = try AppStoreJSON.decode(
+            ResponseBodyV2DecodedPayload.self, from: json(#"{"notificationType":"DID_RENEW","subtype":"BILLING_RECOVERY"}"#))
+        let type: NotificationType? = notification.notificationType
+        let subtype: NotificationSubtype? = notification.subtype
+        #expect(type == .didRenew && subtype == .billingRecovery)
+        let transaction = try AppStoreJSON.decode(
+            JWSTransactionDecodedPayload.self,
+            from: json(#"{"revocationType":"REFUND_PRORATED","offerDiscountType":"PAY_UP_FRONT","transactionReason":"RENEWAL"}"#))
+        let revocation: RevocationType? = transaction.revocationType
+        let discount: OfferDiscountType? = transaction.offerDiscountType
+        let reason: TransactionReason? = transaction.transactionReason
+        #expect(revocation == .refundProrated && discount == .payUpFront && reason == .renewal)
+        let v1 = try AppStoreJSON.decode(ResponseBodyV1.self, from: json(#"{"notification_type":"DID_RECOVER"}"#))
+        let v1Type: V1NotificationType? = v1.notificationType
+        #expect(v1Type == .didRecover)
+    }
+
     @Test(arguments: [("true", true as Bool?), ("false", false), ("1", true), ("0", false), ("yes", nil), ("", nil)])
     func v1FlagsParseOrGiveNil(text: String, expected: Bool?) {
         #expect(ResponseBodyV1(autoRenewStatus: text).isAutoRenewEnabled == expected)
@@ -507,7 +532,7 @@ struct LegacyModelTests {
         let body = try AppStoreJSON.decode(
             ResponseBodyV1.self, from: json(#"{"notification_type":"RENEWAL","environment":"Staging"}"#))
         #expect(body.notificationType?.rawValue == "RENEWAL")
-        #expect(body.notificationType?.isKnown == false)
+        #expect(body.notificationType.map(V1NotificationType.allDocumented.contains) == false)
         #expect(body.environment?.rawValue == "Staging")
         #expect(body.environment?.appStoreEnvironment == nil)
         #expect(try encodedString(body) == #"{"environment":"Staging","notification_type":"RENEWAL"}"#)

@@ -117,7 +117,7 @@ enum Apple {
     }
 
     static func notification(
-        _ type: NotificationTypeV2, _ subtype: AppStore.NotificationSubtype? = nil, uuid: String = UUID().uuidString,
+        _ type: NotificationType, _ subtype: Entitlements.NotificationSubtype? = nil, uuid: String = UUID().uuidString,
         signed: Int64, transaction: JWSTransactionDecodedPayload? = nil, renewal: JWSRenewalInfoDecodedPayload? = nil,
         bundleId: String = APIHarness.bundleId, environment: AppStoreEnvironment = .production, signature: String = "valid"
     ) -> String {

@@ -2,6 +2,8 @@ import AppStore
 import AppStoreTesting
 import EntitledConfig
 import EntitledServer
+import struct Entitlements.NotificationType
+import struct Entitlements.NotificationSubtype
 import Foundation
 import HTTPServer
 import Storage
@@ -134,8 +136,8 @@ import Testing
     }
 
     struct Step {
-        let type: NotificationTypeV2
-        let subtype: AppStore.NotificationSubtype?
+        let type: NotificationType
+        let subtype: Entitlements.NotificationSubtype?
         var transaction: JWSTransactionDecodedPayload
         let renewal: JWSRenewalInfoDecodedPayload?
         let environment: AppStoreEnvironment

@@ -108,7 +108,7 @@ func startServer(
     func steps(token: String) throws -> [String] {
         let d = Self.day
         func note(
-            _ type: NotificationTypeV2, _ subtype: AppStore.NotificationSubtype?, uuid: String, signed: Int64,
+            _ type: NotificationType, _ subtype: Entitlements.NotificationSubtype?, uuid: String, signed: Int64,
             tid: String, purchase: Int64, expires: Int64, autoRenew: Bool = true
         ) throws -> String {
             let signer = Self.ca.signer

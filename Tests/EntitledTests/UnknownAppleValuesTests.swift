@@ -1,5 +1,7 @@
 import AppStore
 import EntitledServer
+import struct Entitlements.NotificationType
+import struct Entitlements.NotificationSubtype
 import Foundation
 import Testing
 
@@ -12,7 +14,7 @@ import Testing
         try await APIHarness.run(metrics: metrics) { api in
             let before = try await api.customer("u1").json
             let payload = Apple.notification(
-                NotificationTypeV2(rawValue: type), subtype.map(NotificationSubtype.init(rawValue:)), signed: APIHarness.start)
+                NotificationType(rawValue: type), subtype.map(NotificationSubtype.init(rawValue:)), signed: APIHarness.start)
             let reply = try await api.postV2(payload)
             #expect(reply.status == 200)
             #expect(reply.json["status"] as? String == "accepted")

@@ -158,20 +158,6 @@ struct CustomerDirectoryTests {
         }
     }
 
-    /// Grants count in every environment: a purchase active in another environment shows over
-    /// the primary environment's grant in the merged answer.
-    @Test func mergedEnvironmentsPreferAPurchaseOverAGrant() {
-        let purchase = Fixture.transaction(
-            otid: "o", tid: "t", expires: testNow + 10 * day, signed: testNow - day, environment: "Sandbox").fact
-        let merged = evaluate(
-            facts: [purchase, grant("g", token: tokenA, until: testNow + 60 * day)], policy: testProjector.policy, now: testNow,
-            environments: [.production, .sandbox])
-        #expect(merged.entitlement("pro")?.source == .purchase)
-        #expect(merged.entitlement("pro")?.environment == .sandbox)
-        let alone = evaluate(facts: [grant("g", token: tokenA, until: testNow + 60 * day)], policy: testProjector.policy, now: testNow, environments: [.production, .sandbox])
-        #expect(alone.entitlement("pro")?.source == .grant)
-    }
-
     /// Every row of the database that belongs to a customer is in that customer's export, and in
     /// no one else's.
     @Test(arguments: Backend.all)

@@ -1,3 +1,5 @@
+import Entitlements
+
 /// The body of an App Store Server API error, next to a 4xx or 5xx HTTP status.
 ///
 /// An unlisted code decodes and keeps its number (``APIErrorCode/isKnown`` is false).
@@ -165,7 +167,7 @@ public struct OrderLookupResponse: Sendable, Hashable, Codable {
 public struct NotificationHistoryRequest: Sendable, Hashable, Codable {
     @EpochMilliseconds public var startDate: Int64?
     @EpochMilliseconds public var endDate: Int64?
-    public var notificationType: NotificationTypeV2?
+    public var notificationType: NotificationType?
     public var notificationSubtype: NotificationSubtype?
     public var transactionId: String?
     /// Only notifications that never reached the server.
@@ -175,7 +177,7 @@ public struct NotificationHistoryRequest: Sendable, Hashable, Codable {
     public init(
         startDate: Int64? = nil,
         endDate: Int64? = nil,
-        notificationType: NotificationTypeV2? = nil,
+        notificationType: NotificationType? = nil,
         notificationSubtype: NotificationSubtype? = nil,
         transactionId: String? = nil,
         onlyFailures: Bool? = nil

@@ -1,3 +1,5 @@
+import Entitlements
+
 /// Subscription renewal information as the App Store signs it (`signedRenewalInfo`).
 public struct JWSRenewalInfoDecodedPayload: Sendable, Hashable, Codable {
     public var originalTransactionId: String?

@@ -1,3 +1,5 @@
+import Entitlements
+
 /// A transaction as the App Store signs it (`signedTransactionInfo`, history and refund lists).
 ///
 /// Prices are in milli-units of `currency` (10990 = 10.99). Dates are epoch milliseconds.

@@ -1,3 +1,5 @@
+import Entitlements
+
 /// The HTTP body of a V2 App Store Server Notification: one JWS.
 public struct ResponseBodyV2: Sendable, Hashable, Codable {
     /// The notification as a JWS whose payload is a ``ResponseBodyV2DecodedPayload``.
@@ -15,7 +17,7 @@ public struct ResponseBodyV2: Sendable, Hashable, Codable {
 ///
 /// Exactly one of `data`, `summary`, `externalPurchaseToken` or `appData` is expected to be present.
 public struct ResponseBodyV2DecodedPayload: Sendable, Hashable, Codable {
-    public var notificationType: NotificationTypeV2?
+    public var notificationType: NotificationType?
     public var subtype: NotificationSubtype?
     /// Unique per notification and stable across Apple's retries; the deduplication key.
     public var notificationUUID: String?
@@ -34,7 +36,7 @@ public struct ResponseBodyV2DecodedPayload: Sendable, Hashable, Codable {
 
     /// Every field defaults to nil (absent).
     public init(
-        notificationType: NotificationTypeV2? = nil,
+        notificationType: NotificationType? = nil,
         subtype: NotificationSubtype? = nil,
         notificationUUID: String? = nil,
         data: NotificationData? = nil,

@@ -26,19 +26,6 @@ public struct InAppOwnershipType: AppStoreEnumeration {
     ]
 }
 
-/// Whether a transaction is a customer purchase or an automatic renewal.
-public struct TransactionReason: AppStoreEnumeration {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-
-    public static let purchase = TransactionReason(rawValue: "PURCHASE")
-    public static let renewal = TransactionReason(rawValue: "RENEWAL")
-
-    public static let known: [TransactionReason] = [
-        .purchase, .renewal,
-    ]
-}
-
 /// Why Apple refunded or revoked a transaction (`revocationReason`).
 public struct RevocationReason: AppStoreEnumeration {
     public var rawValue: Int32
@@ -51,21 +38,6 @@ public struct RevocationReason: AppStoreEnumeration {
 
     public static let known: [RevocationReason] = [
         .other, .appIssue,
-    ]
-}
-
-/// How a transaction was revoked (`revocationType`, since December 2025).
-public struct RevocationType: AppStoreEnumeration {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-
-    public static let refundFull = RevocationType(rawValue: "REFUND_FULL")
-    /// Partial refund; see `revocationPercentage`.
-    public static let refundProrated = RevocationType(rawValue: "REFUND_PRORATED")
-    public static let familyRevoke = RevocationType(rawValue: "FAMILY_REVOKE")
-
-    public static let known: [RevocationType] = [
-        .refundFull, .refundProrated, .familyRevoke,
     ]
 }
 
@@ -83,21 +55,6 @@ public struct OfferType: AppStoreEnumeration {
 
     public static let known: [OfferType] = [
         .introductoryOffer, .promotionalOffer, .offerCode, .winBackOffer, .retentionOffer,
-    ]
-}
-
-/// How an offer discounts the price (`offerDiscountType`).
-public struct OfferDiscountType: AppStoreEnumeration {
-    public var rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-
-    public static let freeTrial = OfferDiscountType(rawValue: "FREE_TRIAL")
-    public static let payAsYouGo = OfferDiscountType(rawValue: "PAY_AS_YOU_GO")
-    public static let payUpFront = OfferDiscountType(rawValue: "PAY_UP_FRONT")
-    public static let oneTime = OfferDiscountType(rawValue: "ONE_TIME")
-
-    public static let known: [OfferDiscountType] = [
-        .freeTrial, .payAsYouGo, .payUpFront, .oneTime,
     ]
 }
 

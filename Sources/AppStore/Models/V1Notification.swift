@@ -1,3 +1,5 @@
+import Entitlements
+
 // Legacy receipts and V1 notifications write dates as strings of epoch milliseconds and flags as strings.
 // The models keep those strings exactly as sent; the typed views (dates without the `Ms` suffix, other
 // values with a `Value` suffix) parse them and give nil for anything malformed instead of failing the decode.
@@ -32,7 +34,7 @@ public struct LegacyEnvironment: AppStoreEnumeration {
 ///
 /// `password` is the app's shared secret and the only proof the body came from Apple: compare it in constant time.
 public struct ResponseBodyV1: Sendable, Hashable, Codable {
-    public var notificationType: NotificationTypeV1?
+    public var notificationType: V1NotificationType?
     public var password: String?
     public var environment: LegacyEnvironment?
     /// The app's bundle identifier.
@@ -50,7 +52,7 @@ public struct ResponseBodyV1: Sendable, Hashable, Codable {
 
     /// Every field defaults to nil (absent).
     public init(
-        notificationType: NotificationTypeV1? = nil,
+        notificationType: V1NotificationType? = nil,
         password: String? = nil,
         environment: LegacyEnvironment? = nil,
         bid: String? = nil,

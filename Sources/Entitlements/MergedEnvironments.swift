@@ -1,14 +1,20 @@
-import Entitlements
-
 // One customer answer over several App Store environments (docs/configuration.md,
 // `apps[].grantEnvironments`): TestFlight, App Review and `entitled dev` purchase in Sandbox, and
-// their customers must read as what they bought without asking for `?environment=Sandbox`. Storage
-// merges them for the answer it stores (`Projector.grantEnvironments`), the server for the answers
-// it evaluates.
+// their customers must read as what they bought without asking for `?environment=Sandbox`. The
+// engine decides how their states merge; storage and the server only name the environments.
 
 extension Environment {
     /// The App Store's environments in the order answers and rows list them (Production first).
     public static let listingOrder: [Environment] = [.production, .sandbox, .xcode, .localTesting]
+
+    /// The environments `facts` are in, primary first: Production, then the others of
+    /// ``listingOrder``, then any other in name order.
+    public static func present(in facts: [Fact]) -> [Environment] {
+        let present = Set(facts.map(\.environment))
+        let known = listingOrder.filter(present.contains)
+        let others = present.subtracting(listingOrder).sorted { $0.rawValue < $1.rawValue }
+        return known + others
+    }
 }
 
 /// The customer's state over `environments` (in order, the first is primary): each environment the
