@@ -47,6 +47,8 @@ public struct API: Sendable {
     let jobs: (any DurableJobStore)?
     /// App keys, the token minter and their rate limits (``AppKeyGate``).
     let appKeys: AppKeyGate
+    /// Apple's retention-messaging requests and the save-rate report.
+    let retention: RetentionRoutes
 
     public init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
@@ -70,6 +72,9 @@ public struct API: Sendable {
         self.signers = Self.offerSigners(configuration)
         self.appKeys = AppKeyGate(configuration: configuration, hmac: hmac, clock: clock)
         self.offerLimiter = OfferSigningLimiter(configuration.offerSigning, clock: clock)
+        self.retention = RetentionRoutes(
+            configuration: configuration, verifier: verifier, ledger: ledger, signers: signers,
+            authenticator: authenticator, budget: self.budget, clock: clock, codec: cache.codec)
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -99,6 +104,7 @@ public struct API: Sendable {
         registerCustomers(on: &router)
         registerAnonymousCustomers(on: &router)
         registerConsole(on: &router)
+        retention.register(on: &router)
         router.add(.get, "/metrics", .inline { try api.metricsPage($0) })  // quick, no storage
     }
 

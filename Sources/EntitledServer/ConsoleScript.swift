@@ -273,6 +273,21 @@ enum ConsoleScript {
                 el("tr", {}, el("td", { text: w.endpoint }), el("td", { text: w.pending }), el("td", { text: w.failed }), el("td", { text: when(w.lastDeliveredAt) }))))));
           }
 
+          async function retention(page) {
+            const body = await api("/v1/retention/save-rates?days=" + (state.retentionDays || 90));
+            page.append(el("h1", { text: "Retention" }), el("p", { class: "muted", text: "Apple's retention-messaging requests of the last " +
+              body.days + " days, per rule, and what became of each subscription since (server time " + when(body.serverTime) + ")" }),
+              el("div", { class: "controls" }, select([30, 90, 180, 400].map((d) => [d, d + " days"]), body.days, (v) => { state.retentionDays = Number(v); route(); })));
+            const pct = (r) => r.saveRate === null ? "—" : (100 * r.saveRate).toFixed(1) + " %";
+            page.append(el("div", { class: "panel" }, el("h2", { text: "Save rate per rule" }),
+              el("table", { id: "retention-rules" }, el("tr", {}, ["App", "Rule", "Requests", "Renewed", "Expired", "Undecided", "Save rate"].map((h) => el("th", { text: h }))),
+                body.rules.map((r) => el("tr", {}, [r.bundleId, r.ruleId, r.requests, r.renewed, r.expired, r.undecided, pct(r)].map((v) => el("td", { text: v }))))),
+              el("p", { class: "note", text: "Renewed: the subscription renewed (or was bought again or switched) after the answer. Expired: it ended without that. " +
+                "Save rate: renewed ÷ (renewed + expired). 'default' is the rule set's default answer; 'none': nothing was answered." }),
+              body.rules.length ? null : nothingYet("retention-empty", "No retention request yet. Register " + location.origin +
+                "/v1/apple/retention as the Get Retention Message URL at Apple and configure apps[].retention (docs/retention.md).")));
+          }
+
           async function route() {
             const page = $("page");
             page.replaceChildren();
@@ -284,6 +299,7 @@ enum ConsoleScript {
               else if (name === "orders") await orders(page, decodeURIComponent(rest[0] || ""));
               else if (name === "customer") await customer(page, decodeURIComponent(rest.join("/")));
               else if (name === "health") await health(page);
+              else if (name === "retention") await retention(page);
               else await overview(page);
               document.body.dataset.ready = name;
             } catch (error) {

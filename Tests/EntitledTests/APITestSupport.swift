@@ -299,6 +299,29 @@ extension SwitchedStore: OfferSignatureLog {
     }
 }
 
+extension SwitchedStore: RetentionLog {
+    func recordRetentionRequests(_ records: [RetentionRequestRecord]) async throws {
+        try up()
+        try await base.recordRetentionRequests(records)
+    }
+    func undecidedRetentionRequests(requestedBefore: Int64, limit: Int) async throws -> [RetentionRequestRecord] {
+        try up()
+        return try await base.undecidedRetentionRequests(requestedBefore: requestedBefore, limit: limit)
+    }
+    func decideRetentionRequests(_ decisions: [(id: Int64, outcome: String?)], checkedAt: Int64) async throws {
+        try up()
+        try await base.decideRetentionRequests(decisions, checkedAt: checkedAt)
+    }
+    func retentionRuleCounts(since: Int64) async throws -> [RetentionRuleCounts] {
+        try up()
+        return try await base.retentionRuleCounts(since: since)
+    }
+    func purgeRetentionRequests(requestedBefore: Int64) async throws -> Int {
+        try up()
+        return try await base.purgeRetentionRequests(requestedBefore: requestedBefore)
+    }
+}
+
 extension SwitchedStore: ConsumableSpending {
     func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome {
         try up()
