@@ -68,7 +68,9 @@ public enum RetentionBenchmark {
             for body in requests.prefix(50) { _ = try await http.send(OutboundRequest(method: "POST", url: url, body: body)) }
             let result = await send(requests, to: url, rate: options.rate, maxInFlight: options.maxInFlight, http: http)
             print(result.description)
-            let passed = result.p99 < targetP99Milliseconds && result.achievedRate >= 0.95 * Double(options.rate) && result.failures == 0
+            let refused = result.answered.filter { $0.key != 200 && $0.key != 204 }.values.reduce(0, +)
+            let passed =
+                result.p99 < targetP99Milliseconds && result.achievedRate >= 0.95 * Double(options.rate) && result.failures == 0 && refused == 0
             print(passed ? "target met: p99 < \(Int(targetP99Milliseconds)) ms at the rate" : "target missed")
             return passed
         }
@@ -115,7 +117,7 @@ public enum RetentionBenchmark {
                     do {
                         let reply = try await http.send(OutboundRequest(method: "POST", url: url, body: body, timeoutSeconds: 10))
                         let elapsed = clock.now - due
-                        tally.answered(status: reply.status, milliseconds: Self.milliseconds(elapsed))
+                        tally.answered(status: reply.status, body: reply.body, milliseconds: Self.milliseconds(elapsed))
                     } catch {
                         tally.failed()
                     }
@@ -124,7 +126,8 @@ public enum RetentionBenchmark {
         }
         let elapsed = clock.now - start
         let seconds = Self.milliseconds(elapsed) / 1000
-        let (latencies, statuses, failures) = tally.state.withLock { ($0.latencies, $0.statuses, $0.failures) }
+        let (latencies, statuses, failures, refusal) = tally.state.withLock { ($0.latencies, $0.statuses, $0.failures, $0.firstRefusal) }
+        if let refusal { print("first refusal: \(refusal)") }
         let sorted = latencies.sorted()
         func percentile(_ p: Double) -> Double { sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
         return Result(
@@ -143,13 +146,16 @@ public enum RetentionBenchmark {
             var latencies: [Double] = []
             var statuses: [Int: Int] = [:]
             var failures = 0
+            /// The body of the first answer that was neither 200 nor 204, to show why.
+            var firstRefusal: String?
         }
         let state = Mutex(State())
 
-        func answered(status: Int, milliseconds: Double) {
+        func answered(status: Int, body: [UInt8], milliseconds: Double) {
             state.withLock {
                 $0.latencies.append(milliseconds)
                 $0.statuses[status, default: 0] += 1
+                if status != 200 && status != 204 && $0.firstRefusal == nil { $0.firstRefusal = String(decoding: body.prefix(300), as: UTF8.self) }
             }
         }
 

@@ -66,11 +66,6 @@ public struct VerifiedNotification: Sendable {
 }
 
 extension NotificationVerifying {
-    /// Refuses every realtime request: a verifier without Apple's chain answers none.
-    public func verifyRealtimeRequest(signedPayload: String, app: App) async throws(VerificationError) -> DecodedRealtimeRequestBody {
-        throw VerificationError(.chainUntrusted, "this verifier does not check realtime requests")
-    }
-
     /// Checks an app receipt for `app` against Apple's receipt roots (``AppleRootCertificates/defaultReceiptRoots``);
     /// ``AppStoreVerifier`` uses the app's `receiptRootCertificates` instead.
     public func verifyReceipt(_ receipt: ReceiptVerifier.Decoded, app: App, now: Int64) throws(VerificationError) -> AppReceipt {

@@ -245,6 +245,12 @@ struct TimedVerifier: NotificationVerifying {
             try await base.verifyAppTransaction(signedAppTransaction: signedAppTransaction, app: app)
         }
     }
+
+    func verifyRealtimeRequest(signedPayload: String, app: App) async throws(VerificationError) -> DecodedRealtimeRequestBody {
+        try await timed("retention") { () async throws(VerificationError) in
+            try await base.verifyRealtimeRequest(signedPayload: signedPayload, app: app)
+        }
+    }
 }
 
 extension Duration {

@@ -109,6 +109,10 @@ struct StubVerifier: NotificationVerifying {
         guard appTransaction.bundleId == app.bundleId else { throw VerificationError(.invalidAppIdentifier) }
         return appTransaction
     }
+
+    func verifyRealtimeRequest(signedPayload: String, app: App) async throws(VerificationError) -> DecodedRealtimeRequestBody {
+        try FakeJWS.decode(DecodedRealtimeRequestBody.self, signedPayload)
+    }
 }
 
 /// The real ledger (`FactLedger` on a private `sqlite::memory:` database) behind two switches

@@ -65,6 +65,9 @@ private struct Unused: NotificationVerifying {
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {
         throw VerificationError(.init(rawValue: "UNUSED"))
     }
+    func verifyRealtimeRequest(signedPayload: String, app: App) async throws(VerificationError) -> DecodedRealtimeRequestBody {
+        throw VerificationError(.init(rawValue: "UNUSED"))
+    }
 }
 
 @Suite struct OpenAPITests {

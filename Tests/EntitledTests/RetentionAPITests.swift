@@ -5,6 +5,8 @@ import EntitledCrypto
 import EntitledServer
 import Entitlements
 import Foundation
+import HTTPServer
+import Storage
 import Testing
 
 /// `POST /v1/apple/retention` with the real verifier and requests signed by a test CA: the rules
@@ -162,6 +164,26 @@ import Testing
             let reply = try await Self.ask(api, try Self.request())
             #expect(reply.code == "INVALID_APP_IDENTIFIER")
         }
+    }
+
+    /// The server as `serve` composes it (its verifier timed into the metrics) answers as well.
+    @Test func theComposedServerVerifiesRequestsToo() async throws {
+        let store = try await openStore(url: "sqlite::memory:")
+        let assembled = try await buildApplication(configuration: try Self.configuration(), clock: VirtualClock(Self.t0), store: store)
+        var settings = HTTPServer.Configuration()
+        settings.host = "127.0.0.1"
+        settings.port = 0
+        settings.accessLog = nil
+        settings.errorLog = nil
+        let http = HTTPServer(configuration: settings, router: assembled.application.router)
+        try http.start()
+        let reply = try await Loopback.send(
+            port: http.port, "POST", "/v1/apple/retention", headers: ["Content-Type": "application/json"],
+            body: Array(#"{"signedPayload":"\#(try Self.request(otid: "never-seen"))"}"#.utf8))
+        await http.shutdown()
+        await store.close()
+        #expect(reply.status == 200)
+        #expect((reply.json["message"] as? [String: Any])?["messageIdentifier"] as? String == Self.defaultMessage)
     }
 
     /// Storage down: 503 at once and no answer body, so that Apple shows its own default; once
