@@ -55,7 +55,7 @@ struct RetentionResponder: Sendable {
             let rules = app.retention
         else { throw .refused(.malformed("originalTransactionId and requestIdentifier are required")) }
         let now = clock.nowMilliseconds()
-        let environment = Environment(rawValue: request.environment?.rawValue ?? Environment.production.rawValue)
+        let environment = Environment(rawValue: (request.environment ?? .production).rawValue)
         let facts: [Fact]
         do {
             facts = try await ledger.subscription(originalTransactionId: originalTransactionId)?.facts ?? []
@@ -77,8 +77,8 @@ struct RetentionResponder: Sendable {
     }
 
     /// The app the request names (unverified, only to pick its verifier), then the request
-    /// verified against that app: Apple's chain, its environments, and its appAppleId in every
-    /// environment (the verifier alone checks it in Production only).
+    /// verified against that app: Apple's chain, its environments (Production or Sandbox), and its
+    /// appAppleId in every environment (the verifier alone checks it in Production only).
     func verify(_ signedPayload: String) async throws(Failure) -> (App, DecodedRealtimeRequestBody) {
         struct Claim: Decodable { var appAppleId: Int64? }
         guard let claim = JWSPeek.payload(Claim.self, signedPayload, codec: codec) else {
@@ -95,6 +95,11 @@ struct RetentionResponder: Sendable {
         }
         guard request.appAppleId == app.appAppleId else {
             throw .refused(VerificationError(.invalidAppIdentifier, "appAppleId is not \(id)"))
+        }
+        // Only Apple calls this endpoint: an Xcode or LocalTesting payload, which the verifier
+        // accepts unsigned when the app lists that environment, is anyone's.
+        guard let environment = request.environment, environment == .production || environment == .sandbox else {
+            throw .refused(VerificationError(.invalidEnvironment, "realtime requests come from Production or Sandbox only"))
         }
         for field in [request.originalTransactionId, request.productId, request.requestIdentifier, request.userLocale] {
             if let field, field.isEmpty || field.utf8.count > Self.maxFieldBytes || field.unicodeScalars.contains(where: \.isInvisibleInID) {

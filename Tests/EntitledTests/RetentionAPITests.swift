@@ -155,6 +155,17 @@ import Testing
         }
     }
 
+    /// An app that lists Xcode accepts Xcode payloads unsigned; a realtime request is Apple's
+    /// only, so one claiming Xcode is refused even then.
+    @Test func anUnsignedXcodeRequestIsRefused() async throws {
+        try await Self.run(environments: ["Production", "Sandbox", "Xcode"]) { api in
+            let mallory = try TestCertificateAuthority(options: .init(name: "Mallory")).signer
+            let reply = try await Self.ask(api, try Self.request(environment: .xcode, signer: mallory))
+            #expect(reply.code == "INVALID_ENVIRONMENT")
+            #expect(reply.json["message"] == nil)
+        }
+    }
+
     @Test func withoutRetentionRulesEveryRequestIsRefused() async throws {
         var configuration = try Self.configuration()
         configuration.apps[0].retention = nil
