@@ -81,7 +81,7 @@ struct RetentionSaveRates: Sendable {
             guard let id = record.id else { continue }
             if facts[record.originalTransactionId] == nil {
                 facts[record.originalTransactionId] =
-                    try await ledger.subscription(originalTransactionId: record.originalTransactionId)?.facts ?? []
+                    try await ledger.subscriptionFacts(originalTransactionId: record.originalTransactionId)
             }
             let outcome = RetentionOutcome.of(
                 facts: facts[record.originalTransactionId] ?? [], originalTransactionId: record.originalTransactionId,

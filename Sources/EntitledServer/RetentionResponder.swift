@@ -58,7 +58,7 @@ struct RetentionResponder: Sendable {
         let environment = Environment(rawValue: (request.environment ?? .production).rawValue)
         let facts: [Fact]
         do {
-            facts = try await ledger.subscription(originalTransactionId: originalTransactionId)?.facts ?? []
+            facts = try await ledger.subscriptionFacts(originalTransactionId: originalTransactionId)
         } catch {
             throw .internalError("the subscription cannot be read: \(error.code.rawValue)")
         }
