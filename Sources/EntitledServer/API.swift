@@ -74,7 +74,7 @@ public struct API: Sendable {
         self.offerLimiter = OfferSigningLimiter(configuration.offerSigning, clock: clock)
         self.retention = RetentionRoutes(
             configuration: configuration, verifier: verifier, ledger: ledger, signers: signers,
-            authenticator: authenticator, budget: self.budget, clock: clock, codec: cache.codec)
+            authenticator: authenticator, budget: self.budget, clock: clock, codec: cache.codec, metrics: metrics)
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).

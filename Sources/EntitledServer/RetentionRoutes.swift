@@ -18,6 +18,7 @@ struct RetentionRoutes: Sendable {
     let budget: RejectionBudget
     let clock: any EpochClock
     let codec: JSONCodec
+    let metrics: ServerMetrics
 
     /// Realtime request bodies are a small JWS; larger ones get 413.
     static let maxRequestBytes = 16 * 1024
@@ -44,12 +45,16 @@ struct RetentionRoutes: Sendable {
         do throws(RetentionResponder.Failure) {
             body = try await responder.respond(signedPayload: envelope.signedPayload)
         } catch .refused(let error) {
+            metrics.retentionRequests.add(["refused"])
             _ = budget.charge(request.remoteAddress, .appleSignature)
             throw HTTPError(ProblemCode(error.code), error.message)
         } catch .internalError(let detail) {
+            metrics.retentionRequests.add(["failed"])
             ServerLog.event("retention request answered without a message", ["error": detail], level: .error)
             throw HTTPError(.storageUnavailable, "no answer now; Apple shows its default message")
         }
+        let answer = body?.message != nil ? "message" : body?.alternateProduct != nil ? "alternateProduct" : body != nil ? "promotionalOffer" : "none"
+        metrics.retentionRequests.add([answer])
         guard let body else { return Response(status: 204, headers: ["Cache-Control": "no-store"]) }
         var response = try Response.json(body)
         response.headers.set("Cache-Control", "no-store")
@@ -95,7 +100,7 @@ extension RetentionRoutes {
     /// The routes over `ledger`, recording into its store when that keeps a ``Storage/RetentionLog``.
     init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger, signers: [String: OfferSigner],
-        authenticator: Authenticator, budget: RejectionBudget, clock: any EpochClock, codec: JSONCodec
+        authenticator: Authenticator, budget: RejectionBudget, clock: any EpochClock, codec: JSONCodec, metrics: ServerMetrics
     ) {
         let log = ledger.store as? any RetentionLog
         let policy = configuration.policy
@@ -104,6 +109,6 @@ extension RetentionRoutes {
                 configuration: configuration, verifier: verifier, ledger: ledger, policy: policy, signers: signers,
                 recorder: RetentionRecorder(log: log), clock: clock, codec: codec),
             saveRates: log.map { RetentionSaveRates(log: $0, ledger: ledger, policy: policy) },
-            authenticator: authenticator, budget: budget, clock: clock, codec: codec)
+            authenticator: authenticator, budget: budget, clock: clock, codec: codec, metrics: metrics)
     }
 }

@@ -36,11 +36,21 @@ import Testing
         return configuration
     }
 
-    static func run(environments: [String] = ["Production", "Sandbox"], _ body: (APIHarness) async throws -> Void) async throws {
+    static func run(
+        environments: [String] = ["Production", "Sandbox"], metrics: ServerMetrics = ServerMetrics(),
+        _ body: (APIHarness) async throws -> Void
+    ) async throws {
         let configuration = try configuration(environments: environments)
         let clock = VirtualClock(t0)
         let verifier = try AppStoreVerifier(apps: configuration.apps, clock: clock, codec: testFastPaths.codec)
-        try await APIHarness.run(configuration: configuration, verifier: verifier, clock: clock, body)
+        try await APIHarness.run(configuration: configuration, verifier: verifier, clock: clock, metrics: metrics, body)
+    }
+
+    /// The value of `entitled_retention_requests_total{answer="…"}`, 0 when absent.
+    static func answered(_ metrics: ServerMetrics, _ answer: String) -> Int {
+        let prefix = #"entitled_retention_requests_total{answer="\#(answer)"} "#
+        let line = metrics.registry.render().split(separator: "\n").first { $0.hasPrefix(prefix) }
+        return line.flatMap { Double($0.dropFirst(prefix.count)) }.map { Int($0) } ?? 0
     }
 
     static func request(
@@ -91,7 +101,8 @@ import Testing
     }
 
     @Test func aSubscriberGetsTheRulesPromotionalOfferSignedWithTheAppsKey() async throws {
-        try await Self.run { api in
+        let metrics = ServerMetrics()
+        try await Self.run(metrics: metrics) { api in
             try await Self.subscribe(
                 api, token: try await Self.token(api, "u1"), otid: "o1", tid: "t1", purchase: Self.t0 - 40 * Self.day,
                 expires: Self.t0 + 20 * Self.day)
@@ -107,6 +118,7 @@ import Testing
             #expect(claims["transactionId"] as? String == "o1")
             #expect(claims["bid"] as? String == APIHarness.bundleId)
             #expect(claims["aud"] as? String == "promotional-offer")
+            #expect(Self.answered(metrics, "promotionalOffer") == 1)
             #expect(try await Self.recorded(api, 1) == 1)
             #expect(
                 try await api.ledger.count(
@@ -132,7 +144,8 @@ import Testing
         ("badSignature", "INVALID_SIGNATURE"), ("notAJWS", "INVALID_JWT_FORMAT"),
     ])
     func aBadRequestIsRefused(kind: String, code: String) async throws {
-        try await Self.run(environments: ["Production"]) { api in
+        let metrics = ServerMetrics()
+        try await Self.run(environments: ["Production"], metrics: metrics) { api in
             let payload: String
             switch kind {
             case "forged": payload = try Self.request(signer: try TestCertificateAuthority(options: .init(name: "Mallory")).signer)
@@ -150,6 +163,7 @@ import Testing
             #expect(reply.status >= 400 && reply.status < 500)
             #expect(reply.code == code)
             #expect(reply.json["message"] == nil && reply.json["promotionalOffer"] == nil && reply.json["alternateProduct"] == nil)
+            #expect(Self.answered(metrics, "refused") == 1)
             try await Task.sleep(for: .milliseconds(200))
             #expect(try await api.ledger.count("SELECT COUNT(*) FROM retention_requests") == 0)
         }
@@ -199,11 +213,13 @@ import Testing
 
     /// Storage down: 503 at once and no answer body, so that Apple shows its own default; once
     /// storage is back, requests are answered and kept again.
-    @Test func anInternalFailureAnswersNoMessageAndTheRecordFollowsLater() async throws {
-        try await Self.run { api in
+    @Test func anInternalFailureAnswersAtOnceWithoutAMessage() async throws {
+        let metrics = ServerMetrics()
+        try await Self.run(metrics: metrics) { api in
             api.ledger.available = false
             let reply = try await Self.ask(api, try Self.request(otid: "o1"))
             #expect(reply.status == 503)
+            #expect(Self.answered(metrics, "failed") == 1)
             #expect(reply.json["message"] == nil && reply.json["promotionalOffer"] == nil)
             api.ledger.available = true
             #expect(try await Self.ask(api, try Self.request(otid: "never-seen")).status == 200)
