@@ -336,6 +336,12 @@ def main():
         apps = page.evaluate("[...document.querySelectorAll('#last-notifications td:first-child')].map(t => t.textContent)")
         checks.append(("last notification per app", str(expected["bundleId"] in apps), "True"))
 
+        page.evaluate("location.hash = '#retention'; true")
+        page.wait_for("document.body.dataset.ready === 'retention'", "the retention page")
+        shot("retention")
+        retention = page.evaluate("document.getElementById('retention-empty')?.textContent || ''")
+        checks.append(("retention without requests says how to start", str("/v1/apple/retention" in retention), "True"))
+
         checks += dashboard_checks(page, base, shot)
 
         failed = [f"{name}: got {got}, want {want}" for name, got, want in checks if got != want]

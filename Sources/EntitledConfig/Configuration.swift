@@ -1,4 +1,5 @@
 import enum Entitlements.RestoreBehavior
+import struct Entitlements.RetentionRuleSet
 import struct Entitlements.WinBackOfferRule
 import Foundation
 import HTTPServer
@@ -174,6 +175,9 @@ public struct App: Sendable, Equatable {
     /// `allowAppKeyLogin`: an anonymous customer may log in to any id without a backend-minted
     /// token (docs/app-keys.md explains the risk). Off by default.
     public var allowAppKeyLogin = false
+    /// `retention`: the rules that answer the App Store's retention-messaging requests
+    /// (docs/retention.md); nil: the server answers none.
+    public var retention: RetentionRuleSet?
 
     public init(
         bundleId: String, appAppleId: Int64? = nil, environments: [String] = ["Production", "Sandbox"],

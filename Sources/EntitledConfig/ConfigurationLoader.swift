@@ -320,6 +320,7 @@ public struct ConfigurationLoader: Sendable {
             app.appKeys = try appKeys(value, bundleId: bundleId, problems)
         }
         object.read("allowAppKeyLogin", problems) { value throws(ConfigurationError) in app.allowAppKeyLogin = try value.bool() }
+        object.read("retention", problems) { value throws(ConfigurationError) in app.retention = try retention(value, app: app, problems) }
         object.finish(problems)
         return app
     }

@@ -38,7 +38,10 @@ public struct API: Sendable {
     let anonymousCustomers: AnonymousCustomerRoutes
     let console: ConsoleRoutes
     let metricsPage: MetricsRoutes
+    /// Apple's retention-messaging requests and the save-rate report.
     let retention: RetentionRoutes
+    /// The console's read-only view of the retention messages set up at Apple.
+    let retentionSetup: RetentionSetupRoutes
 
     init(
         configuration: Configuration, ingest: Ingest, ledger: FactLedger, clock: any EpochClock, budget: RejectionBudget? = nil,
@@ -80,6 +83,9 @@ public struct API: Sendable {
             policy: policy, clock: clock)
         metricsPage = MetricsRoutes(gate: gate, metrics: metrics)
         retention = RetentionRoutes(
+            configuration: configuration, verifier: ingest.verifier, ledger: ledger, signers: offers.signers,
+            authenticator: gate.authenticator, budget: budget, clock: clock, codec: cache.codec, metrics: metrics)
+        retentionSetup = RetentionSetupRoutes(
             apps: configuration.apps, clients: serverAPI, requireConsole: { try gate.require($0, scope: .console) })
     }
 
@@ -99,6 +105,7 @@ public struct API: Sendable {
         anonymousCustomers.register(on: &router)
         console.register(on: &router)
         retention.register(on: &router)
+        retentionSetup.register(on: &router)
         metricsPage.register(on: &router)
     }
 

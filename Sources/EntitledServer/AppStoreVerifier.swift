@@ -92,6 +92,10 @@ public final class AppStoreVerifier: NotificationVerifying {
         try await verifier(for: app).verify(signedAppTransaction, as: AppTransaction.self)
     }
 
+    public func verifyRealtimeRequest(signedPayload: String, app: App) async throws(VerificationError) -> DecodedRealtimeRequestBody {
+        try await verifier(for: app).verify(signedPayload, as: DecodedRealtimeRequestBody.self)
+    }
+
     public func verifyReceipt(_ receipt: ReceiptVerifier.Decoded, app: App, now: Int64) throws(VerificationError) -> AppReceipt {
         guard let verifier = receiptVerifiers[app.bundleId] else {
             throw VerificationError(.invalidAppIdentifier, "bundleId \(app.bundleId) is not configured")

@@ -274,14 +274,26 @@ enum ConsoleScript {
           }
 
           async function retention(page) {
-            const body = await api("/v1/console/retention");
-            page.append(el("h1", { text: "Retention messaging" }), el("p", { class: "muted", text: "Read live from Apple's Retention " +
+            const body = await api("/v1/retention/save-rates?days=" + (state.retentionDays || 90));
+            page.append(el("h1", { text: "Retention" }), el("p", { class: "muted", text: "Apple's retention-messaging requests of the last " +
+              body.days + " days, per rule, and what became of each subscription since (server time " + when(body.serverTime) + ")" }),
+              el("div", { class: "controls" }, select([30, 90, 180, 400].map((d) => [d, d + " days"]), body.days, (v) => { state.retentionDays = Number(v); route(); })));
+            const pct = (r) => r.saveRate === null ? "—" : (100 * r.saveRate).toFixed(1) + " %";
+            page.append(el("div", { class: "panel" }, el("h2", { text: "Save rate per rule" }),
+              el("table", { id: "retention-rules" }, el("tr", {}, ["App", "Rule", "Requests", "Renewed", "Expired", "Undecided", "Save rate"].map((h) => el("th", { text: h }))),
+                body.rules.map((r) => el("tr", {}, [r.bundleId, r.ruleId, r.requests, r.renewed, r.expired, r.undecided, pct(r)].map((v) => el("td", { text: v }))))),
+              el("p", { class: "note", text: "Renewed: the subscription renewed (or was bought again or switched) after the answer. Expired: it ended without that. " +
+                "Save rate: renewed ÷ (renewed + expired). 'default' is the rule set's default answer; 'none': nothing was answered." }),
+              body.rules.length ? null : nothingYet("retention-empty", "No retention request yet. Register " + location.origin +
+                "/v1/apple/retention as the Get Retention Message URL at Apple and configure apps[].retention (docs/retention.md).")));
+            const setup = await api("/v1/console/retention");
+            page.append(el("h2", { text: "Messages at Apple" }), el("p", { class: "muted", text: "Read live from Apple's Retention " +
               "Messaging API. Change it with entitled retention (docs/retention.md#managing-messages-from-the-cli)." }));
-            if (!body.apps.length) page.append(nothingYet("retention-empty", "No app has serverAPI configured: Entitled cannot read " +
+            if (!setup.apps.length) page.append(nothingYet("retention-setup-empty", "No app has serverAPI configured: Entitled cannot read " +
               "its retention messages. Give an app your In-App Purchase key as serverAPI (docs/configuration.md)."));
             const table = (heads, rows) => el("table", {}, el("tr", {}, heads.map((h) => el("th", { text: h }))), rows);
-            for (const a of body.apps) {
-              page.append(el("div", { class: "panel retention" }, el("h2", { text: a.bundleId + " · " + a.environment }),
+            for (const a of setup.apps) {
+              page.append(el("div", { class: "panel retention" }, el("h3", { text: a.bundleId + " · " + a.environment }),
                 a.error ? el("p", { class: "error", text: a.error }) : null,
                 el("p", { text: "Realtime URL: " + (a.realtimeURL || "not configured") }),
                 table(["Message", "State"], a.messages.map((m) => el("tr", {}, el("td", { text: m.messageIdentifier }), el("td", { text: m.messageState })))),

@@ -285,6 +285,17 @@ public final class FactLedger: ReadinessProbe, Projector {
         }
     }
 
+    /// The facts of subscription `originalTransactionId` (its owner's facts about it), without the
+    /// owner's record: the retention endpoint's one read. Empty when nothing is known of it.
+    public func subscriptionFacts(originalTransactionId: String) async throws(StorageError) -> [Fact] {
+        try await mapped {
+            guard let owned = try await store.subscription(originalTransactionId: originalTransactionId) else { return [] }
+            return try await store.facts(appUserId: owned.appUserId, projector: self).compactMap { entry in
+                entry.fact.flatMap { $0.ledgerOriginalTransactionId == originalTransactionId ? $0 : nil }
+            }
+        }
+    }
+
     // MARK: - Mapping
 
     /// Runs `body`, its failures as storage's own errors (anything else: the store is unavailable).

@@ -33,6 +33,8 @@ public protocol NotificationVerifying: Sendable {
     /// Checks an app receipt (PKCS#7) decoded by ``ReceiptVerifier/decode(base64:)`` for `app`:
     /// signature and chain to a receipt root at its creation date, bundle id, environment.
     func verifyReceipt(_ receipt: ReceiptVerifier.Decoded, app: App, now: Int64) throws(VerificationError) -> AppReceipt
+    /// Verifies a retention-messaging realtime request's `signedPayload` for `app`.
+    func verifyRealtimeRequest(signedPayload: String, app: App) async throws(VerificationError) -> DecodedRealtimeRequestBody
 }
 
 /// A verified V2 notification, with the members of its signed JSON this build does not know (the

@@ -4,7 +4,8 @@ import Storage
 
 /// Deletes the audit records of rejected messages once they are older than the retention
 /// (`storage.rejectedRetentionDays`), judged on the server's clock; in the same pass, deletes
-/// logged offer signatures older than `offerSigning.retentionDays` and scrubs the erased ids from `customer.deleted` events whose deliveries settled and that the feed kept for
+/// logged offer signatures older than `offerSigning.retentionDays` and retention requests older
+/// than 400 days, and scrubs the erased ids from `customer.deleted` events whose deliveries settled and that the feed kept for
 /// ``erasureEventRetentionMilliseconds`` (docs/privacy.md).
 public struct RejectedPurge: Service {
     public let store: any LedgerStore
@@ -24,6 +25,9 @@ public struct RejectedPurge: Service {
         self.offerSignatureRetentionMilliseconds = Int64(offerSignatureRetentionDays) * 86_400_000
     }
 
+    /// How long a retention request's record is kept: 400 days, past a yearly subscription's fate.
+    public static let retentionRequestMilliseconds: Int64 = 400 * 86_400_000
+
     /// How long a `customer.deleted` event names the erased ids at least: 7 days, for the pull feed's readers.
     public static let erasureEventRetentionMilliseconds: Int64 = 7 * 86_400_000
 
@@ -35,6 +39,9 @@ public struct RejectedPurge: Service {
         _ = try await store.scrubErasureEvents(recordedBefore: now - Self.erasureEventRetentionMilliseconds)
         if let log = store as? any OfferSignatureLog {
             _ = try await log.purgeOfferSignatures(signedBefore: now - offerSignatureRetentionMilliseconds)
+        }
+        if let log = store as? any RetentionLog {
+            _ = try await log.purgeRetentionRequests(requestedBefore: now - Self.retentionRequestMilliseconds)
         }
         return try await store.purgeRejected(receivedBefore: now - retentionMilliseconds)
     }

@@ -37,6 +37,8 @@ public final class ServerMetrics: LedgerObserver {
     let webhookDeliveries: Counter
     let webhookPending: Gauge
     let webhookAttemptDuration: Histogram
+    /// Apple's retention-messaging requests by how they were answered.
+    let retentionRequests: Counter
 
     /// Seconds buckets for request, verification and commit latencies.
     static let latencyBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
@@ -91,6 +93,10 @@ public final class ServerMetrics: LedgerObserver {
         webhookAttemptDuration = registry.histogram(
             "entitled_webhook_attempt_duration_seconds", "Time of one webhook delivery attempt until its answer or failure, by endpoint.",
             labels: ["endpoint"], buckets: Self.latencyBuckets + [30, 60])
+        retentionRequests = registry.counter(
+            "entitled_retention_requests_total",
+            "Retention-messaging requests by answer (message, alternateProduct, promotionalOffer, none, refused, failed).",
+            labels: ["answer"])
         customers = registry.gauge(
             "entitled_customers", "Projected customers by state (active: an active entitlement; inactive: purchases, none active; new: none).",
             labels: ["state"])
@@ -245,6 +251,12 @@ struct TimedVerifier: NotificationVerifying {
     func verifyAppTransaction(signedAppTransaction: String, app: App) async throws(VerificationError) -> AppTransaction {
         try await timed("appTransaction") { () async throws(VerificationError) in
             try await base.verifyAppTransaction(signedAppTransaction: signedAppTransaction, app: app)
+        }
+    }
+
+    func verifyRealtimeRequest(signedPayload: String, app: App) async throws(VerificationError) -> DecodedRealtimeRequestBody {
+        try await timed("retention") { () async throws(VerificationError) in
+            try await base.verifyRealtimeRequest(signedPayload: signedPayload, app: app)
         }
     }
 }

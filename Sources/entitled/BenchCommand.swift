@@ -13,6 +13,7 @@ enum BenchCommand: Command {
         VerifyBenchmarkCommand.self,
         StoreBenchmarkCommand.self,
         APIBenchmarkCommand.self,
+        RetentionBenchmarkCommand.self,
         ConsoleBenchmarkCommand.self,
         ]
     }

@@ -109,6 +109,10 @@ struct StubVerifier: NotificationVerifying {
         guard appTransaction.bundleId == app.bundleId else { throw VerificationError(.invalidAppIdentifier) }
         return appTransaction
     }
+
+    func verifyRealtimeRequest(signedPayload: String, app: App) async throws(VerificationError) -> DecodedRealtimeRequestBody {
+        try FakeJWS.decode(DecodedRealtimeRequestBody.self, signedPayload)
+    }
 }
 
 /// The real ledger (`FactLedger` on a private `sqlite::memory:` database) behind two switches
@@ -296,6 +300,29 @@ extension SwitchedStore: OfferSignatureLog {
     func purgeOfferSignatures(signedBefore: Int64) async throws -> Int {
         try up()
         return try await base.purgeOfferSignatures(signedBefore: signedBefore)
+    }
+}
+
+extension SwitchedStore: RetentionLog {
+    func recordRetentionRequests(_ records: [RetentionRequestRecord]) async throws {
+        try up()
+        try await base.recordRetentionRequests(records)
+    }
+    func undecidedRetentionRequests(requestedBefore: Int64, limit: Int) async throws -> [RetentionRequestRecord] {
+        try up()
+        return try await base.undecidedRetentionRequests(requestedBefore: requestedBefore, limit: limit)
+    }
+    func decideRetentionRequests(_ decisions: [(id: Int64, outcome: String?)], checkedAt: Int64) async throws {
+        try up()
+        try await base.decideRetentionRequests(decisions, checkedAt: checkedAt)
+    }
+    func retentionRuleCounts(since: Int64) async throws -> [RetentionRuleCounts] {
+        try up()
+        return try await base.retentionRuleCounts(since: since)
+    }
+    func purgeRetentionRequests(requestedBefore: Int64) async throws -> Int {
+        try up()
+        return try await base.purgeRetentionRequests(requestedBefore: requestedBefore)
     }
 }
 

@@ -43,7 +43,7 @@ import Testing
         #expect(reply.status == 200)
     }
 
-    static func claims(_ jws: String) throws -> [String: Any] {
+    static func claims(_ jws: String, key: P256PrivateKey = key) throws -> [String: Any] {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         try #require(parts.count == 3)
         let signature = try #require(Base64.urlDecode(parts[2]))

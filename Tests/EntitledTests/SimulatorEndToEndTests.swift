@@ -32,7 +32,7 @@ import Testing
         }
     }
 
-    static func run(_ body: (World) async throws -> Void) async throws {
+    static func run(configure: (inout App) -> Void = { _ in }, _ body: (World) async throws -> Void) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-sim-e2e-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
@@ -53,6 +53,7 @@ import Testing
                     Product(productId: "lifetime", type: .nonConsumable, entitlements: ["lifetime"]),
                 ])
         ]
+        configure(&configuration.apps[0])
         let clock = AppStoreSimulator.VirtualClock(milliseconds: APIHarness.start)
         let store = try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite")
         let (server, ledger) = try await startServer(configuration: configuration, store: store, clock: clock)

@@ -37,3 +37,50 @@ extension DecodedRealtimeRequestBody: VerifiablePayload {
     public var verificationBundleId: String? { nil }
     public var verificationAppAppleId: Int64? { appAppleId }
 }
+
+/// The body the App Store posts to the Get Retention Message endpoint.
+public struct RealtimeRequestBody: Sendable, Hashable, Codable {
+    /// A JWS whose payload is a ``DecodedRealtimeRequestBody``.
+    public var signedPayload: String
+
+    public init(signedPayload: String) { self.signedPayload = signedPayload }
+}
+
+/// The answer to a realtime request: exactly one member set (Apple ignores a body with more).
+public struct RealtimeResponseBody: Sendable, Hashable, Codable {
+    public var message: Message?
+    public var alternateProduct: AlternateProduct?
+    public var promotionalOffer: PromotionalOffer?
+
+    public init(message: Message? = nil, alternateProduct: AlternateProduct? = nil, promotionalOffer: PromotionalOffer? = nil) {
+        self.message = message
+        self.alternateProduct = alternateProduct
+        self.promotionalOffer = promotionalOffer
+    }
+
+    /// A text message (with or without an image).
+    public struct Message: Sendable, Hashable, Codable {
+        public var messageIdentifier: String
+        public init(messageIdentifier: String) { self.messageIdentifier = messageIdentifier }
+    }
+
+    /// A switch-plan message suggesting `productId` (in the same subscription group).
+    public struct AlternateProduct: Sendable, Hashable, Codable {
+        public var messageIdentifier: String
+        public var productId: String
+        public init(messageIdentifier: String, productId: String) {
+            self.messageIdentifier = messageIdentifier
+            self.productId = productId
+        }
+    }
+
+    /// A message with a promotional offer, signed as a JWS (`promotionalOfferSignatureV2`).
+    public struct PromotionalOffer: Sendable, Hashable, Codable {
+        public var messageIdentifier: String
+        public var promotionalOfferSignatureV2: String
+        public init(messageIdentifier: String, promotionalOfferSignatureV2: String) {
+            self.messageIdentifier = messageIdentifier
+            self.promotionalOfferSignatureV2 = promotionalOfferSignatureV2
+        }
+    }
+}

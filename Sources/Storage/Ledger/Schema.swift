@@ -382,6 +382,31 @@ enum Schema {
                 ){without_rowid};
                 CREATE INDEX event_holds_due ON event_holds (release_at);
                 """),
+        // Every retention-messaging request the App Store made and the answer chosen
+        // (`RetentionLog`), with what became of the subscription once that is decided.
+        Migration(
+            version: 22, name: "retention requests",
+            sql: """
+                CREATE TABLE retention_requests (
+                    id {id},
+                    request_identifier TEXT NOT NULL UNIQUE,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    product_id TEXT,
+                    locale TEXT,
+                    rule_id TEXT,
+                    answer_kind TEXT,
+                    message_identifier TEXT,
+                    offer_id TEXT,
+                    alternate_product_id TEXT,
+                    requested_at {int} NOT NULL,
+                    outcome TEXT,
+                    checked_at {int} NOT NULL
+                );
+                CREATE INDEX retention_requests_undecided ON retention_requests (outcome, checked_at);
+                CREATE INDEX retention_requests_requested ON retention_requests (requested_at);
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
