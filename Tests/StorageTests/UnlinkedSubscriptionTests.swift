@@ -71,9 +71,16 @@ import Testing
             #expect(MetricRollupTests.value(rollup, .newSubscriptions, on: Self.day0) == 1, "moved, not bought again")
             #expect(MetricRollupTests.value(rollup, .churned, on: Self.day0) == 0)
 
-            let linked = try await store.events(after: 0, limit: 100).dropFirst(before)
+            let all = try await store.events(after: 0, limit: 100)
+            let linked = all.dropFirst(before)
             #expect(!linked.contains { $0.type == "customer.transferred" })
-            #expect(linked.allSatisfy { $0.appUserId == "alice" })
+            // The placeholder's events did not happen to anybody else: one correction supersedes
+            // them, and alice's follow.
+            let correction = try #require(linked.first { $0.type == EventType.correction.rawValue })
+            #expect(correction.appUserId == nil && correction.originalTransactionId == "u-1")
+            #expect(correction.details["supersedes"]?.split(separator: ",").map(String.init).sorted() == all.prefix(before).map(\.id).sorted())
+            #expect(linked.filter { $0.type != EventType.correction.rawValue }.allSatisfy { $0.appUserId == "alice" })
+            #expect(linked.map(\.type).filter { $0 == EventType.subscriptionStarted.rawValue }.count == 1)
 
             // Apple renews it: the event names alice.
             _ = try await store.ingest(

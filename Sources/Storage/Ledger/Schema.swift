@@ -382,6 +382,11 @@ enum Schema {
                 ){without_rowid};
                 CREATE INDEX event_holds_due ON event_holds (release_at);
                 """),
+        // A customer's released events, read at each release to find those hindsight disproves
+        // (a `correction`).
+        Migration(
+            version: 23, name: "events by customer",
+            sql: "CREATE INDEX events_customer ON events (customer_id);"),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
