@@ -121,4 +121,61 @@ import Testing
             #expect(try await store.subscription(originalTransactionId: "u-1")?.appUserId == "carol")
         }
     }
+
+    @Test("subscriptions stored before placeholders existed get theirs once: answered, searchable, counted", arguments: Backend.all)
+    func backfillOfOldFacts(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            _ = try await Self.unlinkedPurchase(store)
+            // The ledger as an older build left it: the facts, and nobody owning them.
+            for table in [
+                "events", "entitlement_projections", "subscription_projections", "customer_states", "customer_metrics", "metric_daily",
+                "links", "customers", "placeholder_backfill",
+            ] {
+                try await store.raw("DELETE FROM \(table)")
+            }
+            try await store.raw("INSERT INTO placeholder_backfill (after_id) VALUES (0)")
+            #expect(try await store.subscription(originalTransactionId: "u-1") == nil)
+
+            let backfill = try #require(store as? any PlaceholderBackfillStore)
+            // One fact per chunk: the pass resumes where the previous chunk stopped.
+            var created = 0
+            while true {
+                let (count, more) = try await backfill.backfillPlaceholders(projector: Self.projector, now: testNow, limit: 1)
+                created += count
+                if !more { break }
+            }
+            #expect(created == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM placeholder_backfill") == 0)
+
+            let owned = try #require(try await store.subscription(originalTransactionId: "u-1"))
+            #expect(owned.appUserId == UnlinkedSubscription.key("u-1") && owned.subscription.status == "active")
+            let console = try #require(store as? any ConsoleStore)
+            #expect(try await console.searchCustomers("u-1", after: nil, limit: 10).map(\.appUserId) == [UnlinkedSubscription.key("u-1")])
+            let rollup = try await console.metricRollup(environment: "Production", fromDay: Self.day0 - 1, toDay: Self.day0 + 90)
+            #expect(rollup.unlinkedActive == 1)
+            #expect(MetricRollupTests.value(rollup, .activeSubscriptions, on: Self.day0) == 1)
+            // No events: that history is older than the outbox.
+            #expect(try await store.events(after: 0, limit: 100).isEmpty)
+            // Done once: a later start reads nothing.
+            #expect(try await backfill.backfillPlaceholders(projector: Self.projector, now: testNow, limit: 1) == (0, false))
+
+            // A later claim links it as any placeholder's.
+            let claim = try await store.ingest(
+                Fixture.batch(
+                    uuid: nil, facts: [Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * Self.day, signed: testNow)],
+                    source: .client, claim: Claim(appUserId: "alice")),
+                projector: Self.projector, now: testNow + 1000)
+            #expect(claim.links == [LinkResult(originalTransactionId: "u-1", outcome: .linked)])
+        }
+    }
+
+    @Test("a new database has no placeholder pass to make", arguments: Backend.all)
+    func noBackfillOnAnEmptyLedger(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            #expect(try await store.count("SELECT COUNT(*) FROM placeholder_backfill") == 0)
+            _ = try await Self.unlinkedPurchase(store)
+            let backfill = try #require(store as? any PlaceholderBackfillStore)
+            #expect(try await backfill.backfillPlaceholders(projector: Self.projector, now: testNow, limit: 10) == (0, false))
+        }
+    }
 }

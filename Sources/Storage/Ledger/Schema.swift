@@ -387,6 +387,16 @@ enum Schema {
         Migration(
             version: 23, name: "events by customer",
             sql: "CREATE INDEX events_customer ON events (customer_id);"),
+        // Subscriptions stored before placeholders existed get theirs once (``PlaceholderBackfillStore``):
+        // the position of the pass over the facts, seeded only when there are facts.
+        Migration(
+            version: 25, name: "placeholders for unlinked facts",
+            sql: """
+                CREATE TABLE placeholder_backfill (
+                    after_id {int} NOT NULL
+                );
+                INSERT INTO placeholder_backfill (after_id) SELECT 0 WHERE EXISTS (SELECT 1 FROM facts);
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
