@@ -171,4 +171,23 @@ import Testing
             #expect(events.map(\.occurredAt).suffix(2) == [end, graceEnd])
         }
     }
+
+    @Test("a recovery's renewed and recovered come in the documented order, whatever order the facts came in", arguments: Backend.all)
+    func recoveryOrderAtOneInstant(backend: Backend) async throws {
+        let claim = Claim(appUserId: "u1")
+        let end = Self.start + Self.month, recoveredAt = end + 3 * day
+        let messages: [(batch: TestBatch, at: Int64)] = [
+            (Fixture.batch(uuid: "a", facts: [tx("o1", 0), info("o1", signed: Self.start)], claim: claim), Self.start),
+            (Fixture.batch(uuid: "b", facts: [info("o1", retry: true, intent: 2, signed: end + 3_600_000)], claim: claim), end + 3_600_000),
+            (Fixture.batch(uuid: "c", facts: [tx("o1", 1, from: recoveredAt), info("o1", signed: recoveredAt)], claim: claim), recoveredAt),
+        ]
+        let expected = [
+            EventType.subscriptionStarted, .subscriptionBillingIssue, .subscriptionRenewed, .subscriptionRecovered,
+        ].map(\.rawValue)
+        for order in [[0, 1, 2], [2, 1, 0], [0, 2, 1], [1, 2, 0]] {
+            let events = try await outbox(backend, order.map { messages[$0] }, now: testNow)
+            #expect(events.net.map(\.type).sorted() == expected.sorted(), "order \(order)")
+            #expect(events.net.filter { $0.occurredAt == recoveredAt }.map(\.type) == Array(expected.suffix(2)), "order \(order)")
+        }
+    }
 }
