@@ -55,6 +55,14 @@ import Testing
         return messages.sorted { ($0.at, $0.batch.message.notificationUUID ?? "") < ($1.at, $1.batch.message.notificationUUID ?? "") }
     }
 
+    /// A message of customer u1's, sent at `at`.
+    func message(_ uuid: String, _ facts: [SignedFact], at: Int64) -> (batch: TestBatch, at: Int64) {
+        (Fixture.batch(uuid: uuid, facts: facts, claim: Claim(appUserId: "u1")), at)
+    }
+
+    /// u1 buys the monthly subscription o1 at the start.
+    var bought: (batch: TestBatch, at: Int64) { message("a", [tx("o1", 0), info("o1", signed: Self.start)], at: Self.start) }
+
     /// What the events say, per customer in the order they happened (no cause, answer or times of arrival).
     func said(_ events: [OutboxEvent]) -> [String] {
         events.map { event in
@@ -154,13 +162,11 @@ import Testing
 
     @Test("a grace period that becomes billing retry: one billing issue, then the grace period's end", arguments: Backend.all)
     func graceThenRetry(backend: Backend) async throws {
-        let claim = Claim(appUserId: "u1")
         let end = Self.start + Self.month, graceEnd = end + 16 * day
-        let messages: [(batch: TestBatch, at: Int64)] = [
-            (Fixture.batch(uuid: "a", facts: [tx("o1", 0), info("o1", signed: Self.start)], claim: claim), Self.start),
-            (Fixture.batch(uuid: "b", facts: [info("o1", retry: true, grace: graceEnd, intent: 2, signed: end + 500)], claim: claim), end + 500),
-            (Fixture.batch(uuid: "c", facts: [info("o1", retry: true, grace: graceEnd, intent: 2, signed: graceEnd + 500)], claim: claim),
-             graceEnd + 500),
+        let messages = [
+            bought,
+            message("b", [info("o1", retry: true, grace: graceEnd, intent: 2, signed: end + 500)], at: end + 500),
+            message("c", [info("o1", retry: true, grace: graceEnd, intent: 2, signed: graceEnd + 500)], at: graceEnd + 500),
         ]
         for now in [nil, testNow] as [Int64?] {
             let events = try await outbox(backend, messages, now: now)
@@ -174,12 +180,11 @@ import Testing
 
     @Test("a recovery's renewed and recovered come in the documented order, whatever order the facts came in", arguments: Backend.all)
     func recoveryOrderAtOneInstant(backend: Backend) async throws {
-        let claim = Claim(appUserId: "u1")
         let end = Self.start + Self.month, recoveredAt = end + 3 * day
-        let messages: [(batch: TestBatch, at: Int64)] = [
-            (Fixture.batch(uuid: "a", facts: [tx("o1", 0), info("o1", signed: Self.start)], claim: claim), Self.start),
-            (Fixture.batch(uuid: "b", facts: [info("o1", retry: true, intent: 2, signed: end + 3_600_000)], claim: claim), end + 3_600_000),
-            (Fixture.batch(uuid: "c", facts: [tx("o1", 1, from: recoveredAt), info("o1", signed: recoveredAt)], claim: claim), recoveredAt),
+        let messages = [
+            bought,
+            message("b", [info("o1", retry: true, intent: 2, signed: end + 3_600_000)], at: end + 3_600_000),
+            message("c", [tx("o1", 1, from: recoveredAt), info("o1", signed: recoveredAt)], at: recoveredAt),
         ]
         let expected = [
             EventType.subscriptionStarted, .subscriptionBillingIssue, .subscriptionRenewed, .subscriptionRecovered,

@@ -20,6 +20,15 @@ import Testing
             ]), projector: projector, now: testNow)
     }
 
+    /// The app posts the unlinked transaction for the customer of `claim`.
+    static func appPosts(_ store: any LedgerStore, as claim: Claim) async throws -> IngestResult {
+        try await store.ingest(
+            Fixture.batch(
+                uuid: nil, facts: [Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * day, signed: testNow)],
+                source: .client, claim: claim),
+            projector: projector, now: testNow + 1000)
+    }
+
     @Test("an unlinked purchase is answered, searchable, counted, with events naming nobody", arguments: Backend.all)
     func unlinkedIsVisible(backend: Backend) async throws {
         try await withStore(backend) { store, _ in
@@ -53,11 +62,7 @@ import Testing
             _ = try await Self.unlinkedPurchase(store)
             let before = try await store.events(after: 0, limit: 100).count
             // Linked, not transferred: a placeholder is nobody to transfer from.
-            let claim = try await store.ingest(
-                Fixture.batch(
-                    uuid: nil, facts: [Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * Self.day, signed: testNow)],
-                    source: .client, claim: Claim(appUserId: "alice")),
-                projector: Self.projector, now: testNow + 1000)
+            let claim = try await Self.appPosts(store, as: Claim(appUserId: "alice"))
             #expect(claim.links == [LinkResult(originalTransactionId: "u-1", outcome: .linked)])
             #expect(claim.affectedCustomers == ["alice"])
             #expect(try await store.subscription(originalTransactionId: "u-1")?.appUserId == "alice")
@@ -96,11 +101,7 @@ import Testing
         try await withStore(backend, now: testNow + Self.day) { store, _ in
             _ = try await store.directory.addAlias("alice-phone", to: "alice", actor: nil, projector: Self.projector, now: testNow)
             _ = try await Self.unlinkedPurchase(store)
-            let claim = try await store.ingest(
-                Fixture.batch(
-                    uuid: nil, facts: [Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * Self.day, signed: testNow)],
-                    source: .client, claim: Claim(appUserId: "alice-phone", behaviour: .keep)),
-                projector: Self.projector, now: testNow + 1000)
+            let claim = try await Self.appPosts(store, as: Claim(appUserId: "alice-phone", behaviour: .keep))
             #expect(claim.links == [LinkResult(originalTransactionId: "u-1", outcome: .linked)])
             #expect(try await store.subscription(originalTransactionId: "u-1")?.appUserId == "alice")
         }
@@ -160,11 +161,7 @@ import Testing
             #expect(try await backfill.backfillPlaceholders(projector: Self.projector, now: testNow, limit: 1) == (0, false))
 
             // A later claim links it as any placeholder's.
-            let claim = try await store.ingest(
-                Fixture.batch(
-                    uuid: nil, facts: [Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * Self.day, signed: testNow)],
-                    source: .client, claim: Claim(appUserId: "alice")),
-                projector: Self.projector, now: testNow + 1000)
+            let claim = try await Self.appPosts(store, as: Claim(appUserId: "alice"))
             #expect(claim.links == [LinkResult(originalTransactionId: "u-1", outcome: .linked)])
         }
     }
