@@ -31,7 +31,7 @@ public struct AssembledServer: Sendable {
 
     /// The background services this configuration needs, for ``ServiceRunner`` (what `serve`,
     /// `dev` and the benchmarks run beside the routes): the purge of rejected messages, the
-    /// metric backfill, each app's reconciler, the job runner, the webhook dispatcher and the
+    /// metric and placeholder backfills, each app's reconciler, the job runner, the webhook dispatcher and the
     /// release of held events, each of the last three only when configured.
     public var services: [any Service] {
         var services: [any Service] = [
@@ -39,6 +39,7 @@ public struct AssembledServer: Sendable {
                 store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays,
                 offerSignatureRetentionDays: configuration.offerSigning.retentionDays),
             MetricBackfill(store: store, projector: ledger),
+            PlaceholderBackfill(store: store, projector: ledger, clock: clock),
         ]
         services += reconcilers as [any Service]
         if let jobRunner { services.append(jobRunner) }

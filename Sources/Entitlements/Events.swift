@@ -28,6 +28,9 @@ public struct EventType: StringToken {
     public static let customerMerged: Self = "customer.merged"
     public static let customerDeleted: Self = "customer.deleted"
     public static let consumptionRequested: Self = "consumption.requested"
+    /// Hindsight disproves events already released (facts that came late): names them and the
+    /// events that replace them (``eventRelease(facts:policy:now:environment:released:revealedFrom:)``).
+    public static let correction: Self = "correction"
     public static let test: Self = "test"
 
     /// Every type, in the order events of one instant come in (docs/events.md): what began before
@@ -38,7 +41,7 @@ public struct EventType: StringToken {
         .purchaseRefundReversed, .subscriptionPriceIncrease, .subscriptionAutoRenewEnabled,
         .subscriptionAutoRenewDisabled, .subscriptionBillingIssue, .subscriptionGracePeriodExpired,
         .subscriptionRefunded, .subscriptionRevoked, .purchaseRefunded, .subscriptionExpired,
-        .customerTransferred, .customerMerged, .customerDeleted, .consumptionRequested, .test,
+        .customerTransferred, .customerMerged, .customerDeleted, .consumptionRequested, .correction, .test,
     ]
 
     /// The position of the type among events of one instant (unknown types last).
@@ -72,9 +75,9 @@ public struct CustomerEvent: Hashable, Sendable {
 
     /// Its stable identity: type, instant and subject, the same however the facts arrived; a
     /// subscription starts once, so `started` is its type and subject alone.
-    public var identity: String {
-        type == .subscriptionStarted ? "\(type.rawValue)\u{1F}\(subject)" : "\(type.rawValue)\u{1F}\(occurredAt)\u{1F}\(subject)"
-    }
+    public var identity: String { Self.identity(type, identityKey) }
+
+    static func identity(_ type: EventType, _ key: [String]) -> String { ([type.rawValue] + key).joined(separator: "\u{1F}") }
 
     /// What the identity is made of after the type, as the storage keys an event.
     public var identityKey: [String] { type == .subscriptionStarted ? [subject] : [subject, String(occurredAt)] }

@@ -67,12 +67,16 @@ import Testing
         }
     }
 
-    /// The customers' events in the order they happened (ties by id): the order every delivery
-    /// order ends in. An unlinked subscription's events (no appUserId: Apple's notification of a
-    /// family member's purchase came before their app posted it) exist only in the orders where
-    /// nobody had claimed it yet; the customer's own stream is the same in every order.
+    /// The events a consumer holds, in the order they happened (ties by id): the outbox less its
+    /// corrections and the events they supersede — the stream every delivery order ends in. An
+    /// unlinked subscription's events (Apple's notification of a family member's purchase came
+    /// before their app posted it) are released under nobody only in the orders where nobody had
+    /// claimed it yet, and superseded by a correction once the app claims it.
     static func happened(_ outcome: RecordedDeliveries.Outcome, v1: Bool) -> [String] {
-        outcome.events.filter { $0.appUserId != nil || $0.type == EventType.customerDeleted.rawValue }
+        let superseded = Set(
+            outcome.events.filter { $0.type == EventType.correction.rawValue }
+                .flatMap { ($0.details["supersedes"] ?? "").split(separator: ",").map(String.init) })
+        return outcome.events.filter { $0.type != EventType.correction.rawValue && !superseded.contains($0.id) }
             .sorted { ($0.occurredAt, $0.id) < ($1.occurredAt, $1.id) }
             .map { $0.orderIndependent(answer: !v1 && !OutboxEvent.immediateTypes.contains($0.type)) }
     }

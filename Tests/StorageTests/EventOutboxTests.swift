@@ -119,11 +119,16 @@ import Testing
         #expect(duplicated.map(\.type) == inOrder.map(\.type))
     }
 
+    /// What a consumer holds once it applied the corrections, in the order it happened.
+    static func happened(_ events: [OutboxEvent]) -> [String] {
+        events.net.sorted { ($0.occurredAt, $0.type) < ($1.occurredAt, $1.type) }.map { event in
+            "\(event.type) \(event.occurredAt) \(event.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" })"
+        }
+    }
+
     @Test("shuffled: the same events, in the order they happened", arguments: Backend.all, [[1, 0, 2], [1, 2, 0], [2, 1, 0, 1, 2]])
     func shuffled(backend: Backend, order: [Int]) async throws {
-        func happened(_ events: [OutboxEvent]) -> [String] {
-            events.sorted { ($0.occurredAt, $0.id) < ($1.occurredAt, $1.id) }.map { "\($0.type) \($0.id)" }
-        }
+        func happened(_ events: [OutboxEvent]) -> [String] { Self.happened(events) }
         let inOrder = try await run(backend, order: [0, 1, 2])
         let shuffled = try await run(backend, order: order)
         #expect(happened(shuffled) == happened(inOrder))
@@ -148,9 +153,7 @@ import Testing
         "offers lifecycle shuffled or duplicated: the same events, in the order they happened", arguments: Backend.all,
         [[1, 0, 3, 2, 4], [0, 1, 4, 3, 2], [1, 3, 0, 4, 2], [0, 1, 1, 3, 2, 3, 4, 0, 4]])
     func offersShuffled(backend: Backend, order: [Int]) async throws {
-        func happened(_ events: [OutboxEvent]) -> [String] {
-            events.sorted { ($0.occurredAt, $0.id) < ($1.occurredAt, $1.id) }.map { "\($0.type) \($0.id)" }
-        }
+        func happened(_ events: [OutboxEvent]) -> [String] { Self.happened(events) }
         let inOrder = try await run(backend, order: [0, 1, 2, 3, 4], offers: true)
         let shuffled = try await run(backend, order: order, offers: true)
         #expect(happened(shuffled) == happened(inOrder))

@@ -55,6 +55,14 @@ import Testing
         return messages.sorted { ($0.at, $0.batch.message.notificationUUID ?? "") < ($1.at, $1.batch.message.notificationUUID ?? "") }
     }
 
+    /// A message of customer u1's, sent at `at`.
+    func message(_ uuid: String, _ facts: [SignedFact], at: Int64) -> (batch: TestBatch, at: Int64) {
+        (Fixture.batch(uuid: uuid, facts: facts, claim: Claim(appUserId: "u1")), at)
+    }
+
+    /// u1 buys the monthly subscription o1 at the start.
+    var bought: (batch: TestBatch, at: Int64) { message("a", [tx("o1", 0), info("o1", signed: Self.start)], at: Self.start) }
+
     /// What the events say, per customer in the order they happened (no cause, answer or times of arrival).
     func said(_ events: [OutboxEvent]) -> [String] {
         events.map { event in
@@ -120,5 +128,71 @@ import Testing
         let events = try await outbox(backend, messages, now: testNow)
         #expect(events.map(\.type) == [EventType.subscriptionStarted.rawValue, EventType.subscriptionRefunded.rawValue])
         #expect(events.last?.occurredAt == refundAt)
+    }
+
+    @Test("a renewal arriving days after its period's expiry was sent: a correction supersedes the expiry", arguments: Backend.all)
+    func lateRenewalIsCorrected(backend: Backend) async throws {
+        let claim = Claim(appUserId: "u1")
+        let end = Self.start + Self.month
+        try await withStore(backend, now: end + 3 * day) { store, _ in
+            let events: any EventStore = store
+            _ = try await store.ingest(Fixture.batch(uuid: "a", facts: [tx("o1", 0), info("o1", signed: Self.start)], claim: claim),
+                                       projector: testProjector, now: Self.start)
+            // Renewal info signed after the end, no renewal known: the period expired.
+            _ = try await store.ingest(Fixture.batch(uuid: "b", facts: [info("o1", signed: end + 3_600_000)], claim: claim),
+                                       projector: testProjector, now: end + 3_600_000)
+            let sent = try await events.events(after: 0, limit: 100)
+            #expect(sent.map(\.type) == [EventType.subscriptionStarted.rawValue, EventType.subscriptionExpired.rawValue])
+            // Three days later the renewal Apple signed at the end arrives.
+            _ = try await store.ingest(Fixture.batch(uuid: "c", facts: [tx("o1", 1)], claim: claim), projector: testProjector, now: end + 3 * day)
+            let all = try await events.events(after: 0, limit: 100)
+            #expect(all.map(\.type).dropFirst(2) == [EventType.correction.rawValue, EventType.subscriptionRenewed.rawValue])
+            let correction = all[2], renewed = all[3]
+            #expect(correction.details["supersedes"] == sent[1].id)
+            #expect(correction.details["replacements"] == renewed.id)
+            #expect(correction.occurredAt == end && renewed.occurredAt == end)
+            #expect(correction.appUserId == "u1" && correction.originalTransactionId == "o1")
+            // The same facts again: nothing new.
+            _ = try await store.ingest(Fixture.batch(uuid: "c", facts: [tx("o1", 1)], claim: claim), projector: testProjector, now: end + 4 * day)
+            _ = try await store.ingest(Fixture.batch(uuid: "d", facts: [info("o1", signed: end + 5 * day)], claim: claim),
+                                       projector: testProjector, now: end + 5 * day)
+            #expect(try await events.events(after: 0, limit: 100).count == 4)
+        }
+    }
+
+    @Test("a grace period that becomes billing retry: one billing issue, then the grace period's end", arguments: Backend.all)
+    func graceThenRetry(backend: Backend) async throws {
+        let end = Self.start + Self.month, graceEnd = end + 16 * day
+        let messages = [
+            bought,
+            message("b", [info("o1", retry: true, grace: graceEnd, intent: 2, signed: end + 500)], at: end + 500),
+            message("c", [info("o1", retry: true, grace: graceEnd, intent: 2, signed: graceEnd + 500)], at: graceEnd + 500),
+        ]
+        for now in [nil, testNow] as [Int64?] {
+            let events = try await outbox(backend, messages, now: now)
+            #expect(events.map(\.type) == [
+                EventType.subscriptionStarted.rawValue, EventType.subscriptionBillingIssue.rawValue,
+                EventType.subscriptionGracePeriodExpired.rawValue,
+            ])
+            #expect(events.map(\.occurredAt).suffix(2) == [end, graceEnd])
+        }
+    }
+
+    @Test("a recovery's renewed and recovered come in the documented order, whatever order the facts came in", arguments: Backend.all)
+    func recoveryOrderAtOneInstant(backend: Backend) async throws {
+        let end = Self.start + Self.month, recoveredAt = end + 3 * day
+        let messages = [
+            bought,
+            message("b", [info("o1", retry: true, intent: 2, signed: end + 3_600_000)], at: end + 3_600_000),
+            message("c", [tx("o1", 1, from: recoveredAt), info("o1", signed: recoveredAt)], at: recoveredAt),
+        ]
+        let expected = [
+            EventType.subscriptionStarted, .subscriptionBillingIssue, .subscriptionRenewed, .subscriptionRecovered,
+        ].map(\.rawValue)
+        for order in [[0, 1, 2], [2, 1, 0], [0, 2, 1], [1, 2, 0]] {
+            let events = try await outbox(backend, order.map { messages[$0] }, now: testNow)
+            #expect(events.net.map(\.type).sorted() == expected.sorted(), "order \(order)")
+            #expect(events.net.filter { $0.occurredAt == recoveredAt }.map(\.type) == Array(expected.suffix(2)), "order \(order)")
+        }
     }
 }

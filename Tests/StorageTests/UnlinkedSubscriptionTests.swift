@@ -20,6 +20,15 @@ import Testing
             ]), projector: projector, now: testNow)
     }
 
+    /// The app posts the unlinked transaction for the customer of `claim`.
+    static func appPosts(_ store: any LedgerStore, as claim: Claim) async throws -> IngestResult {
+        try await store.ingest(
+            Fixture.batch(
+                uuid: nil, facts: [Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * day, signed: testNow)],
+                source: .client, claim: claim),
+            projector: projector, now: testNow + 1000)
+    }
+
     @Test("an unlinked purchase is answered, searchable, counted, with events naming nobody", arguments: Backend.all)
     func unlinkedIsVisible(backend: Backend) async throws {
         try await withStore(backend) { store, _ in
@@ -53,11 +62,7 @@ import Testing
             _ = try await Self.unlinkedPurchase(store)
             let before = try await store.events(after: 0, limit: 100).count
             // Linked, not transferred: a placeholder is nobody to transfer from.
-            let claim = try await store.ingest(
-                Fixture.batch(
-                    uuid: nil, facts: [Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * Self.day, signed: testNow)],
-                    source: .client, claim: Claim(appUserId: "alice")),
-                projector: Self.projector, now: testNow + 1000)
+            let claim = try await Self.appPosts(store, as: Claim(appUserId: "alice"))
             #expect(claim.links == [LinkResult(originalTransactionId: "u-1", outcome: .linked)])
             #expect(claim.affectedCustomers == ["alice"])
             #expect(try await store.subscription(originalTransactionId: "u-1")?.appUserId == "alice")
@@ -71,9 +76,16 @@ import Testing
             #expect(MetricRollupTests.value(rollup, .newSubscriptions, on: Self.day0) == 1, "moved, not bought again")
             #expect(MetricRollupTests.value(rollup, .churned, on: Self.day0) == 0)
 
-            let linked = try await store.events(after: 0, limit: 100).dropFirst(before)
+            let all = try await store.events(after: 0, limit: 100)
+            let linked = all.dropFirst(before)
             #expect(!linked.contains { $0.type == "customer.transferred" })
-            #expect(linked.allSatisfy { $0.appUserId == "alice" })
+            // The placeholder's events did not happen to anybody else: one correction supersedes
+            // them, and alice's follow.
+            let correction = try #require(linked.first { $0.type == EventType.correction.rawValue })
+            #expect(correction.appUserId == nil && correction.originalTransactionId == "u-1")
+            #expect(correction.details["supersedes"]?.split(separator: ",").map(String.init).sorted() == all.prefix(before).map(\.id).sorted())
+            #expect(linked.filter { $0.type != EventType.correction.rawValue }.allSatisfy { $0.appUserId == "alice" })
+            #expect(linked.map(\.type).filter { $0 == EventType.subscriptionStarted.rawValue }.count == 1)
 
             // Apple renews it: the event names alice.
             _ = try await store.ingest(
@@ -89,11 +101,7 @@ import Testing
         try await withStore(backend, now: testNow + Self.day) { store, _ in
             _ = try await store.directory.addAlias("alice-phone", to: "alice", actor: nil, projector: Self.projector, now: testNow)
             _ = try await Self.unlinkedPurchase(store)
-            let claim = try await store.ingest(
-                Fixture.batch(
-                    uuid: nil, facts: [Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * Self.day, signed: testNow)],
-                    source: .client, claim: Claim(appUserId: "alice-phone", behaviour: .keep)),
-                projector: Self.projector, now: testNow + 1000)
+            let claim = try await Self.appPosts(store, as: Claim(appUserId: "alice-phone", behaviour: .keep))
             #expect(claim.links == [LinkResult(originalTransactionId: "u-1", outcome: .linked)])
             #expect(try await store.subscription(originalTransactionId: "u-1")?.appUserId == "alice")
         }
@@ -112,6 +120,59 @@ import Testing
             #expect(try await store.subscription(originalTransactionId: "u-1").map { UnlinkedSubscription.isKey($0.appUserId) } == true)
             _ = try await store.ensureCustomer(appUserId: "carol", appAccountToken: token, projector: Self.projector, now: testNow + Self.day)
             #expect(try await store.subscription(originalTransactionId: "u-1")?.appUserId == "carol")
+        }
+    }
+
+    @Test("subscriptions stored before placeholders existed get theirs once: answered, searchable, counted", arguments: Backend.all)
+    func backfillOfOldFacts(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            _ = try await Self.unlinkedPurchase(store)
+            // The ledger as an older build left it: the facts, and nobody owning them.
+            for table in [
+                "events", "entitlement_projections", "subscription_projections", "customer_states", "customer_metrics", "metric_daily",
+                "links", "customers", "placeholder_backfill",
+            ] {
+                try await store.raw("DELETE FROM \(table)")
+            }
+            try await store.raw("INSERT INTO placeholder_backfill (after_id) VALUES (0)")
+            #expect(try await store.subscription(originalTransactionId: "u-1") == nil)
+
+            let backfill = try #require(store as? any PlaceholderBackfillStore)
+            // One fact per chunk: the pass resumes where the previous chunk stopped.
+            var created = 0
+            while true {
+                let (count, more) = try await backfill.backfillPlaceholders(projector: Self.projector, now: testNow, limit: 1)
+                created += count
+                if !more { break }
+            }
+            #expect(created == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM placeholder_backfill") == 0)
+
+            let owned = try #require(try await store.subscription(originalTransactionId: "u-1"))
+            #expect(owned.appUserId == UnlinkedSubscription.key("u-1") && owned.subscription.status == "active")
+            let console = try #require(store as? any ConsoleStore)
+            #expect(try await console.searchCustomers("u-1", after: nil, limit: 10).map(\.appUserId) == [UnlinkedSubscription.key("u-1")])
+            let rollup = try await console.metricRollup(environment: "Production", fromDay: Self.day0 - 1, toDay: Self.day0 + 90)
+            #expect(rollup.unlinkedActive == 1)
+            #expect(MetricRollupTests.value(rollup, .activeSubscriptions, on: Self.day0) == 1)
+            // No events: that history is older than the outbox.
+            #expect(try await store.events(after: 0, limit: 100).isEmpty)
+            // Done once: a later start reads nothing.
+            #expect(try await backfill.backfillPlaceholders(projector: Self.projector, now: testNow, limit: 1) == (0, false))
+
+            // A later claim links it as any placeholder's.
+            let claim = try await Self.appPosts(store, as: Claim(appUserId: "alice"))
+            #expect(claim.links == [LinkResult(originalTransactionId: "u-1", outcome: .linked)])
+        }
+    }
+
+    @Test("a new database has no placeholder pass to make", arguments: Backend.all)
+    func noBackfillOnAnEmptyLedger(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            #expect(try await store.count("SELECT COUNT(*) FROM placeholder_backfill") == 0)
+            _ = try await Self.unlinkedPurchase(store)
+            let backfill = try #require(store as? any PlaceholderBackfillStore)
+            #expect(try await backfill.backfillPlaceholders(projector: Self.projector, now: testNow, limit: 10) == (0, false))
         }
     }
 }

@@ -152,13 +152,13 @@ extension Ledger {
             .int(event.recordedAt), .text(String(decoding: event.answer, as: UTF8.self)))
     }
 
-    /// Writes the events of the customer's timeline (``eventTimeline(facts:policy:now:environment:)``,
-    /// the engine's, from all their facts in hindsight) that facts signed at or after `earliest`
-    /// revealed, or that time alone revealed (an event dated after every fact it rests on); each
-    /// is kept once by its id (type, instant, subject), so recomputing the timeline after every
+    /// Writes what the engine releases for the customer
+    /// (``eventRelease(facts:policy:now:environment:released:revealedFrom:)``: their timeline from
+    /// all their facts in hindsight against the events released before): the events the change
+    /// revealed, keyed by their identity (type, instant, subject), so recomputing after every
     /// ingest appends only what is new. An event is never taken back: a late fact that changes
-    /// history adds the events it reveals, with their true `occurredAt`, which may come before
-    /// events already sent.
+    /// history adds the events it reveals, with their true `occurredAt` (which may come before
+    /// events already sent), after one `correction` naming the released events it disproves.
     ///
     /// Each event cites the message that brought the newest fact it rests on (the committed one,
     /// `cause`, when that is it) and the transaction it concerns. At a commit it carries the answer
@@ -171,16 +171,31 @@ extension Ledger {
         after: CustomerProjection, projector: any Projector,
         cause: EventCause?, from earliest: Int64, now: Int64
     ) throws {
+        // What the timeline says against what was released: new events, and corrections.
+        // A subscription a restore moved to another customer keeps the events it had here (they
+        // happened to this customer); a placeholder's, claimed by a customer, are superseded.
+        let held = Set(
+            facts.compactMap { fact -> String? in
+                switch fact {
+                case .transaction(let t): t.originalTransactionId
+                case .receiptEntry(let e): e.originalTransactionId
+                default: nil
+                }
+            })
+        let released = try releasedTimelineEvents(of: customer).filter { customer.isUnlinked || held.contains($0.originalTransactionId) }
         var found: [(event: CustomerEvent, id: String)] = []
-        for environment in Set(facts.map(\.environment)).sorted() {
-            for event in eventTimeline(facts: facts, policy: projector.policy, now: now, environment: environment)
-            where event.basis >= earliest || event.occurredAt > event.basis {
-                found.append((event, EventDerivation.eventID(appUserId: customer.appUserId, type: event.type.rawValue, key: event.identityKey)))
+        var superseded: [String] = []
+        for environment in Set(facts.map(\.environment) + released.map(\.environment)).sorted() {
+            let release = eventRelease(
+                facts: facts, policy: projector.policy, now: now, environment: environment, released: released, revealedFrom: earliest)
+            for addition in release.additions {
+                let event = addition.event
+                found.append(
+                    (event, EventDerivation.eventID(
+                        appUserId: customer.appUserId, type: event.type, identityKey: event.identityKey, revision: addition.revision)))
             }
+            superseded += release.superseded
         }
-        // Those already in the outbox (a replay, a duplicate) need no answer or citation.
-        let known = try storedEventIDs(found.map(\.id))
-        found.removeAll { known.contains($0.id) }
         var citations: [Int64: EventCause.Citation] = [:]
         // A release carries, with each event, the answer of the facts it rests on, just after it
         // (whatever order they came in); a commit the answer after the commit.
@@ -203,8 +218,16 @@ extension Ledger {
                 fromCommit.insert(facts[index].date)
             }
         }
+        found.sort { CustomerEvent.happensBefore($0.event, $1.event) }
+        if !superseded.isEmpty {
+            // Before the events that replace what it supersedes.
+            let disproved = released.filter { superseded.contains($0.id) }
+            insertEvent(
+                correctionEvent(for: customer, superseded: disproved, replacements: found, cause: cause, answer: after.state, now: now),
+                customerID: customer.id)
+        }
         // Several found at once (facts that came late): appended in the order they happened.
-        for (event, id) in found.sorted(by: { CustomerEvent.happensBefore($0.event, $1.event) }) {
+        for (event, id) in found {
             let origin = origins.indices.contains(event.causeIndex) ? origins[event.causeIndex] : nil
             var citation: EventCause.Citation
             if let cause, fromCommit.contains(event.basis) {
@@ -231,23 +254,6 @@ extension Ledger {
                     cause: Self.json(citation), occurredAt: event.occurredAt, recordedAt: now, answer: try answer(event)),
                 customerID: customer.id)
         }
-    }
-
-    /// Which of `ids` the outbox holds (one query per 500).
-    private func storedEventIDs(_ ids: [String]) throws -> Set<String> {
-        var stored = Set<String>()
-        var start = 0
-        while start < ids.count {
-            let chunk = Array(ids[start..<min(start + 500, ids.count)])
-            start += chunk.count
-            let placeholders = chunk.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
-            for row in try session.query(
-                "SELECT event_id FROM events WHERE event_id IN (\(placeholders))", chunk.map { SQLValue.text($0) })
-            {
-                stored.insert(try row.text(0))
-            }
-        }
-        return stored
     }
 
     /// The stored message a fact came with, as events cite it (`transactionIds` left empty).

@@ -407,6 +407,21 @@ enum Schema {
                 CREATE INDEX retention_requests_undecided ON retention_requests (outcome, checked_at);
                 CREATE INDEX retention_requests_requested ON retention_requests (requested_at);
                 """),
+        // A customer's released events, read at each release to find those hindsight disproves
+        // (a `correction`).
+        Migration(
+            version: 23, name: "events by customer",
+            sql: "CREATE INDEX events_customer ON events (customer_id);"),
+        // Subscriptions stored before placeholders existed get theirs once (``PlaceholderBackfillStore``):
+        // the position of the pass over the facts, seeded only when there are facts.
+        Migration(
+            version: 24, name: "placeholders for unlinked facts",
+            sql: """
+                CREATE TABLE placeholder_backfill (
+                    after_id {int} NOT NULL
+                );
+                INSERT INTO placeholder_backfill (after_id) SELECT 0 WHERE EXISTS (SELECT 1 FROM facts);
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
