@@ -70,7 +70,7 @@ import Testing
     /// A signed notification: `tid` of subscription `otid` bought at `purchase`, for the customer with `token`.
     static func subscribe(
         _ api: APIHarness, token: String, otid: String, tid: String, purchase: Int64, expires: Int64, autoRenew: Bool = true,
-        type: NotificationTypeV2 = .subscribed
+        type: NotificationType = .subscribed
     ) async throws {
         let transaction = Apple.transaction(otid: otid, tid: tid, purchase: purchase, expires: expires, token: token)
         let renewal = JWSRenewalInfoDecodedPayload(
