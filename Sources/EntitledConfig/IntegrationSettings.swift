@@ -107,7 +107,7 @@ extension ConfigurationLoader {
         }
         var url: URL?
         if kind == .slack {
-            url = Self.integrationURL(key)
+            url = Self.endpointURL(key)
             guard url != nil else {
                 throw ConfigurationError(path: keyNode.path, message: "expected the Slack incoming webhook's https URL")
             }
@@ -118,7 +118,7 @@ extension ConfigurationLoader {
             guard kind != .slack else {
                 throw ConfigurationError(path: value.path, message: "a Slack integration posts to its key, the webhook URL")
             }
-            guard let parsed = Self.integrationURL(try value.string()) else {
+            guard let parsed = Self.endpointURL(try value.string()) else {
                 throw ConfigurationError(path: value.path, message: "expected an http(s) URL such as https://api.eu.amplitude.com/2/httpapi")
             }
             url = parsed
@@ -133,8 +133,8 @@ extension ConfigurationLoader {
         return integration
     }
 
-    /// An http(s) URL with a host, at most 2048 bytes.
-    static func integrationURL(_ raw: String) -> URL? {
+    /// An http(s) URL with a host (a query allowed), at most 2048 bytes: a webhook's or an integration's endpoint.
+    static func endpointURL(_ raw: String) -> URL? {
         guard raw.utf8.count <= 2048, let url = URL(string: raw), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil
         else { return nil }
         return url

@@ -106,9 +106,7 @@ extension ConfigurationLoader {
         var object = try node.object()
         let urlNode = try object.require("url")
         let raw = try urlNode.string()
-        guard raw.utf8.count <= 2048, let url = URL(string: raw), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
-            url.host != nil
-        else {
+        guard let url = Self.endpointURL(raw) else {
             throw ConfigurationError(path: urlNode.path, message: "expected an http(s) URL such as https://api.example.com/hooks/entitled")
         }
         let secretNode = try object.require("secret")

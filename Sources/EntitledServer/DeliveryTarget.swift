@@ -34,7 +34,8 @@ struct DeliveryTarget: Sendable {
             for (name, value) in WebhookSignature.headers(key: endpoint.secretKey, id: event.id, timestamp: timestamp, body: body) {
                 headers[name] = value
             }
-            return OutboundRequest(method: "POST", url: endpoint.url, headers: headers, body: body, timeoutSeconds: Double(endpoint.timeoutSeconds))
+            return OutboundRequest(
+                method: "POST", url: endpoint.url, headers: headers, body: body, timeoutSeconds: Double(endpoint.timeoutSeconds))
         }
     }
 

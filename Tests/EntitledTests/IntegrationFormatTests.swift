@@ -215,7 +215,8 @@ import Testing
                 == "Subscription renewed: com.example.pro.monthly, 9.99 USD, normal, appStore, USA (customer u1, Production)")
         var hostile = Self.renewed
         hostile.appUserId = "<!channel> & co"
-        let text = try #require((try json(IntegrationFormat.request(Self.integration(.slack), event: hostile)) as? [String: Any])?["text"] as? String)
+        let hostileBody = try json(IntegrationFormat.request(Self.integration(.slack), event: hostile)) as? [String: Any]
+        let text = try #require(hostileBody?["text"] as? String)
         #expect(text.contains("&lt;!channel&gt; &amp; co") && !text.contains("<"))
     }
 
