@@ -169,4 +169,25 @@ import Testing
             #expect(posthog.all.isEmpty)
         }
     }
+
+    @Test func theTestEventReachesTheIntegrationsThatListIt() async throws {
+        let slack = try Receiver(path: "/services/T1/B1/hook-secret")
+        let posthog = try Receiver(path: "/capture/")
+        defer { Task { await slack.shutdown(); await posthog.shutdown() } }
+        var configuration = APIHarness.configuration()
+        configuration.integrations = [
+            IntegrationEndpoint(kind: .slack, key: slack.url().absoluteString, url: slack.url(), events: ["test"]),
+            IntegrationEndpoint(kind: .posthog, key: "phc-key", url: posthog.url(), events: ["subscription.started"]),
+        ]
+        try await APIHarness.run(configuration: configuration) { api in
+            let dispatcher = try #require(api.application.webhooks)
+            try await dispatcher.runDue()
+            let reply = try await api.send("POST", "/v1/webhooks/test", auth: APIHarness.admin)
+            #expect(reply.status == 202 && reply.json["endpoints"] as? Int == 1)
+            #expect(try await dispatcher.runDue() == .init(delivered: 1))
+            let texts = slack.delivered.compactMap { ($0 as? [String: Any])?["text"] as? String }
+            #expect(texts == ["Test (customer entitled)"])
+            #expect(posthog.all.isEmpty)
+        }
+    }
 }
