@@ -65,6 +65,13 @@ public struct IntegrationEndpoint: Sendable, Hashable {
     }
 }
 
+extension IntegrationEndpoint: CustomStringConvertible, CustomDebugStringConvertible {
+    /// The identity and filters, never the key (nor a Slack URL's secret part), so that printing
+    /// a configuration cannot leak it.
+    public var description: String { "\(identity) events=\(events) environments=\(environments)" }
+    public var debugDescription: String { description }
+}
+
 extension ConfigurationLoader {
     /// Parses `integrations`: at most ``IntegrationEndpoint/maxIntegrations``, each identity once.
     func integrations(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> [IntegrationEndpoint] {

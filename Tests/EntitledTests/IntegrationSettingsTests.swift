@@ -81,6 +81,16 @@ import Testing
         #expect(configuration.integrations.count == 2)
     }
 
+    @Test func printingAnIntegrationNeverShowsItsKey() throws {
+        let configuration = try parse(#"[{"type": "segment", "key": "env:SEGMENT_KEY"}, {"type": "slack", "key": "env:SLACK_URL"}]"#)
+        for integration in configuration.integrations {
+            for text in ["\(integration)", String(reflecting: integration), "\([integration])"] {
+                #expect(!text.contains("seg-write-key") && !text.contains("abcdefSECRET"), "\(text)")
+                #expect(text.contains(integration.identity))
+            }
+        }
+    }
+
     @Test func commandsWithoutSecretsLeaveIntegrationsOut() throws {
         let configuration = try ConfigurationLoader(environment: [:], resolvesSecrets: false)
             .parse(Data(#"{"integrations": [{"type": "segment", "key": "env:SEGMENT_KEY"}]}"#.utf8))
