@@ -39,6 +39,8 @@ public struct Configuration: Sendable, Equatable {
     public var metricsListen: ListenAddress?
     /// Webhook endpoints events are delivered to (`webhooks`; default none).
     public var webhooks: [WebhookEndpoint] = []
+    /// Analytics and chat tools events are delivered to (`integrations`; default none).
+    public var integrations: [IntegrationEndpoint] = []
     /// How long answer-change events are held back before they are released (`events`).
     public var events = EventSettings()
     /// Offer-signing rate limits and the signature log's retention (`offerSigning`).

@@ -106,9 +106,7 @@ extension ConfigurationLoader {
         var object = try node.object()
         let urlNode = try object.require("url")
         let raw = try urlNode.string()
-        guard raw.utf8.count <= 2048, let url = URL(string: raw), ["http", "https"].contains(url.scheme?.lowercased() ?? ""),
-            url.host != nil
-        else {
+        guard let url = Self.endpointURL(raw) else {
             throw ConfigurationError(path: urlNode.path, message: "expected an http(s) URL such as https://api.example.com/hooks/entitled")
         }
         let secretNode = try object.require("secret")
@@ -118,18 +116,7 @@ extension ConfigurationLoader {
                 path: secretNode.path, message: "expected whsec_ and the base64 of at least 24 random bytes (entitled webhook-secret)")
         }
         var endpoint = WebhookEndpoint(url: url, secretKey: key)
-        object.read("events", problems) { value throws(ConfigurationError) in
-            endpoint.events = try value.array().compactMap { element in
-                problems.check { () throws(ConfigurationError) -> String in
-                    let type = try element.string()
-                    guard type == "*" || EventType.allDocumented.contains(EventType(rawValue: type)) else {
-                        throw ConfigurationError(path: element.path, message: "unknown event type '\(type)'")
-                    }
-                    return type
-                }
-            }
-            guard try !value.array().isEmpty else { throw ConfigurationError(path: value.path, message: "must not be empty") }
-        }
+        object.read("events", problems) { value throws(ConfigurationError) in endpoint.events = try eventTypes(value, problems) }
         object.read("environments", problems) { value throws(ConfigurationError) in
             endpoint.environments = try environments(value, problems)
         }
@@ -151,6 +138,21 @@ extension ConfigurationLoader {
         }
         object.finish(problems)
         return endpoint
+    }
+
+    /// An `events` list: `"*"` or documented event types, not empty.
+    func eventTypes(_ value: Node, _ problems: Problems) throws(ConfigurationError) -> [String] {
+        let types = try value.array().compactMap { element in
+            problems.check { () throws(ConfigurationError) -> String in
+                let type = try element.string()
+                guard type == "*" || EventType.allDocumented.contains(EventType(rawValue: type)) else {
+                    throw ConfigurationError(path: element.path, message: "unknown event type '\(type)'")
+                }
+                return type
+            }
+        }
+        guard try !value.array().isEmpty else { throw ConfigurationError(path: value.path, message: "must not be empty") }
+        return types
     }
 
     /// A whole number within `range`.

@@ -81,9 +81,11 @@ public struct Application: Sendable {
         } else {
             jobRunner = nil
         }
-        if !configuration.webhooks.isEmpty, let deliveries = ledger.store as? any WebhookDeliveryStore {
+        if !configuration.webhooks.isEmpty || !configuration.integrations.isEmpty,
+            let deliveries = ledger.store as? any WebhookDeliveryStore
+        {
             webhooks = WebhookDispatcher(
-                endpoints: configuration.webhooks, store: deliveries,
+                endpoints: configuration.webhooks, integrations: configuration.integrations, store: deliveries,
                 transport: webhookTransport ?? CurlHTTP(),
                 clock: clock, bell: ledger.events, metrics: metrics)
         } else {

@@ -24,7 +24,7 @@ public enum ConfigurationCheck {
         _ = try buildServerAPIClients(configuration: configuration, clock: clock, outbound: nil, sleeper: TaskSleeper())
         lines.append(
             "configuration: \(configuration.apps.count) app(s), \(configuration.apiKeys.count) API key(s), "
-                + "\(configuration.webhooks.count) webhook endpoint(s), customer tokens \(configuration.customerTokens == nil ? "off" : "on")")
+                + "\(configuration.webhooks.count) webhook endpoint(s), \(configuration.integrations.count) integration(s), customer tokens \(configuration.customerTokens == nil ? "off" : "on")")
         lines.append(
             "listen: \(configuration.listen) (\(configuration.sources.listen))"
                 + (configuration.tls.map { ", https with \($0.certificateFile)" } ?? ", plain http"))

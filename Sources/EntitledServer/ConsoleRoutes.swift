@@ -107,7 +107,7 @@ struct ConsoleRoutes: Sendable {
         }
         let facts = try await Problems.consoleRead { try await ledger.store.facts(appUserId: appUserId, projector: ledger) }
         let events = ConsoleTimeline.events(facts, encode: ledger.encode)
-        let endpoints = configuration.webhooks.map(\.url.absoluteString)
+        let endpoints = configuration.deliveryEndpoints
         var deliveries: [WebhookDelivery] = []
         if !endpoints.isEmpty, let store = ledger.store as? any WebhookDeliveryStore {
             deliveries = try await Problems.consoleRead {
@@ -129,7 +129,7 @@ struct ConsoleRoutes: Sendable {
         let store = try auditor.consoleStore
         let health = try await Problems.consoleRead { try await store.ingestHealth(since: now - Self.healthWindow, now: now) }
         let reconciled = Set(configuration.apps.filter { apple.serverAPI[$0.bundleId] != nil }.map(\.bundleId))
-        let endpoints = configuration.webhooks.map(\.url.absoluteString)
+        let endpoints = configuration.deliveryEndpoints
         var webhooks: [WebhookEndpointStatus] = []
         if !endpoints.isEmpty, let deliveries = ledger.store as? any WebhookDeliveryStore {
             webhooks = try await Problems.consoleRead { try await deliveries.webhookStatus(endpoints: endpoints) }

@@ -32,7 +32,7 @@ public final class ServerMetrics: LedgerObserver {
     /// `time() - value`), and passes by outcome.
     let reconcileWatermark: Gauge
     let reconcilePasses: Counter
-    /// Webhook attempts by endpoint (its index in `webhooks`) and outcome, pending deliveries per
+    /// Webhook attempts by endpoint (its index in `webhooks`, or an integration's identity) and outcome, pending deliveries per
     /// endpoint, and each attempt's latency.
     let webhookDeliveries: Counter
     let webhookPending: Gauge
@@ -86,7 +86,7 @@ public final class ServerMetrics: LedgerObserver {
             labels: ["app", "environment", "outcome"])
         webhookDeliveries = registry.counter(
             "entitled_webhook_deliveries_total",
-            "Webhook delivery attempts, by endpoint (index in webhooks) and outcome (delivered, retried, failed).",
+            "Webhook and integration delivery attempts, by endpoint (index in webhooks, or the integration) and outcome (delivered, retried, failed).",
             labels: ["endpoint", "outcome"])
         webhookPending = registry.gauge(
             "entitled_webhook_pending_deliveries", "Webhook deliveries not yet delivered or failed, by endpoint.", labels: ["endpoint"])

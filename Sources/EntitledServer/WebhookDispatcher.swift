@@ -6,7 +6,8 @@ import HTTPClient
 import Storage
 
 /// Delivers outbox events to the configured webhook endpoints, at least once, signed (Standard
-/// Webhooks), each customer's events in order per endpoint.
+/// Webhooks), each customer's events in order per endpoint — and, the same way, to the configured
+/// integrations in their vendors' formats (``DeliveryTarget``).
 ///
 /// Work lives in the database (``WebhookDeliveryStore``), not in memory: a pass fans new events
 /// out into deliveries, then claims due ones under a lease (so several servers on one PostgreSQL
@@ -29,7 +30,7 @@ public final class WebhookDispatcher: Sendable {
     /// are seen within it (commits of this process ring ``bell`` at once).
     static let idleWait: Duration = .seconds(1)
 
-    let endpoints: [WebhookEndpoint]
+    let targets: [DeliveryTarget]
     let store: any WebhookDeliveryStore
     let transport: any OutboundHTTP
     let clock: any EpochClock
@@ -40,10 +41,11 @@ public final class WebhookDispatcher: Sendable {
     /// - Parameters:
     ///   - bell: rung when events commit (``FactLedger/events``) or a delivery is retried by hand.
     public init(
-        endpoints: [WebhookEndpoint], store: any WebhookDeliveryStore, transport: any OutboundHTTP, clock: any EpochClock,
-        bell: EventBell, metrics: ServerMetrics? = nil, owner: String = UUID().uuidString
+        endpoints: [WebhookEndpoint], integrations: [IntegrationEndpoint] = [], store: any WebhookDeliveryStore,
+        transport: any OutboundHTTP, clock: any EpochClock, bell: EventBell, metrics: ServerMetrics? = nil,
+        owner: String = UUID().uuidString
     ) {
-        self.endpoints = endpoints
+        self.targets = DeliveryTarget.all(webhooks: endpoints, integrations: integrations)
         self.store = store
         self.transport = transport
         self.clock = clock
@@ -69,8 +71,8 @@ public final class WebhookDispatcher: Sendable {
     @discardableResult
     public func runDue() async throws -> Report {
         try await withThrowingTaskGroup(of: Report.self) { group in
-            for (index, endpoint) in endpoints.enumerated() {
-                group.addTask { try await self.runDue(endpoint, label: String(index)) }
+            for target in targets {
+                group.addTask { try await self.runDue(target) }
             }
             var total = Report()
             for try await report in group {
@@ -88,15 +90,15 @@ public final class WebhookDispatcher: Sendable {
     /// own deliveries, never another endpoint's.
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
-            for (index, endpoint) in endpoints.enumerated() {
+            for target in targets {
                 group.addTask {
                     while !Task.isCancelled {
                         do {
-                            _ = try await self.runDue(endpoint, label: String(index))
+                            _ = try await self.runDue(target)
                             // The backlog as this pass left it, so the gauge follows each pass.
                             try await self.updateBacklog()
                         } catch {
-                            ServerLog.event("webhook deliveries could not be read", ["endpoint": String(index), "error": "\(error)"], level: .error)
+                            ServerLog.event("webhook deliveries could not be read", ["endpoint": target.label, "error": "\(error)"], level: .error)
                         }
                         await self.bell.wait(timeout: Self.idleWait)
                     }
@@ -119,16 +121,16 @@ public final class WebhookDispatcher: Sendable {
     private func updateBacklog() async throws {
         guard let metrics else { return }
         let pending = try await store.pendingDeliveries()
-        for (index, endpoint) in endpoints.enumerated() {
-            metrics.webhookPending.set([String(index)], Double(pending[endpoint.url.absoluteString] ?? 0))
+        for target in targets {
+            metrics.webhookPending.set([target.label], Double(pending[target.key] ?? 0))
         }
     }
 
     /// One pass over `endpoint`: fan out, then attempt due deliveries until none is left. While
     /// attempts are in flight, new events (a commit rings ``bell``, or ``idleWait`` passes) are fanned
     /// out and claimed into the free room, so one slow attempt does not hold up other customers.
-    private func runDue(_ endpoint: WebhookEndpoint, label: String) async throws -> Report {
-        let key = endpoint.url.absoluteString
+    private func runDue(_ endpoint: DeliveryTarget) async throws -> Report {
+        let key = endpoint.key
         try await fanOut(endpoint)
         let lease = Int64(endpoint.timeoutSeconds) * 1000 + Self.leaseMarginMilliseconds
         // A child's result: an attempt that ended, or nil when the wait for new events did.
@@ -154,7 +156,7 @@ public final class WebhookDispatcher: Sendable {
                 finished = nil
                 for claim in claimed {
                     inFlight += 1
-                    group.addTask { (claim.delivery.id, await self.attempt(claim, to: endpoint, label: label)) }
+                    group.addTask { (claim.delivery.id, await self.attempt(claim, to: endpoint)) }
                 }
                 guard inFlight > 0 else { return report }
                 if !waiting {
@@ -182,25 +184,19 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// Copies the events `endpoint` has not seen into its deliveries.
-    private func fanOut(_ endpoint: WebhookEndpoint) async throws {
-        let key = endpoint.url.absoluteString
+    private func fanOut(_ endpoint: DeliveryTarget) async throws {
         while try await store.fanOut(
-            endpoint: key, wants: { endpoint.wants(type: $0, environment: $1) }, limit: Self.fanOutBatch, now: clock.nowMilliseconds())
+            endpoint: endpoint.key, wants: endpoint.wants, limit: Self.fanOutBatch, now: clock.nowMilliseconds())
             == Self.fanOutBatch
         {}
     }
 
-    /// One attempt: sign, post, decide the outcome (recorded by the caller).
-    private func attempt(_ claim: ClaimedDelivery, to endpoint: WebhookEndpoint, label: String) async -> WebhookAttemptOutcome {
+    /// One attempt: build the request (a webhook's signed now), post, decide the outcome
+    /// (recorded by the caller).
+    private func attempt(_ claim: ClaimedDelivery, to endpoint: DeliveryTarget) async -> WebhookAttemptOutcome {
         let delivery = claim.delivery
-        let body = EventJSON.render(claim.event)
-        let timestamp = clock.nowMilliseconds() / 1000
-        var headers = ["content-type": "application/json", "user-agent": "entitled-webhooks/\(ServerMetrics.version)"]
-        for (name, value) in WebhookSignature.headers(key: endpoint.secretKey, id: claim.event.id, timestamp: timestamp, body: body) {
-            headers[name] = value
-        }
-        let request = OutboundRequest(
-            method: "POST", url: endpoint.url, headers: headers, body: body, timeoutSeconds: Double(endpoint.timeoutSeconds))
+        let label = endpoint.label
+        let request = endpoint.request(claim.event, clock.nowMilliseconds() / 1000)
         let started = ContinuousClock.now
         let answer = await Self.send(request, through: transport, within: .seconds(endpoint.timeoutSeconds))
         metrics?.webhookAttemptDuration.observe([label], (ContinuousClock.now - started).seconds)
@@ -233,7 +229,7 @@ public final class WebhookDispatcher: Sendable {
     /// Retry after the schedule's wait for this attempt (plus up to 10 % jitter), or failed when
     /// that falls after `maxRetryHours` from the first attempt.
     static func afterFailure(
-        _ delivery: WebhookDelivery, endpoint: WebhookEndpoint, status: Int?, error: String, now: Int64
+        _ delivery: WebhookDelivery, endpoint: DeliveryTarget, status: Int?, error: String, now: Int64
     ) -> WebhookAttemptOutcome {
         let schedule = endpoint.retryScheduleSeconds
         let wait = Int64(schedule[min(max(delivery.attempts - 1, 0), schedule.count - 1)]) * 1000

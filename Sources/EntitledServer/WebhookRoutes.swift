@@ -85,7 +85,9 @@ struct WebhookRoutes: Sendable {
         let feed = ledger.store
         let stored = try await Problems.storeAny { try await feed.appendEvent(event) }
         ledger.events.ring()
-        let endpoints = configuration.webhooks.filter { $0.wants(type: EventType.test.rawValue, environment: nil) }.count
+        let endpoints =
+            configuration.webhooks.filter { $0.wants(type: EventType.test.rawValue, environment: nil) }.count
+            + configuration.integrations.filter { $0.wants(type: EventType.test.rawValue, environment: nil) }.count
         return .json(bytes: Array(#"{"endpoints":\#(endpoints),"event":"#.utf8) + EventJSON.render(stored) + [UInt8(ascii: "}")], status: 202)
     }
 }
