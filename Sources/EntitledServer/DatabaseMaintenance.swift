@@ -36,9 +36,18 @@ public enum DatabaseMaintenance {
             try await $0.rebuild(projector: projector(for: configuration, store: $0, fastPaths: fastPaths), now: now)
         }
         var lines = ["customers: \(report.customers), differences: \(report.differences), failed: \(report.failedCustomers.count)"]
-        lines += report.changedCustomers.map { "  changed: \($0)" }
-        lines += report.failedCustomers.map { "  failed: \($0.appUserId): \($0.reason)" }
+        lines += customerLines(report, changed: "changed")
         return MaintenanceReport(lines: lines, succeeded: report.failedCustomers.isEmpty)
+    }
+
+    /// The customers a rebuild or check names, one per line: an unlinked subscription's
+    /// placeholder key is storage's, so it is printed as the subscription it stands for.
+    static func customerLines(_ report: RebuildReport, changed: String) -> [String] {
+        func name(_ key: String) -> String {
+            UnlinkedSubscription.originalTransactionId(key).map { "unlinked subscription \($0)" } ?? key
+        }
+        return report.changedCustomers.map { "  \(changed): \(name($0))" }
+            + report.failedCustomers.map { "  failed: \(name($0.appUserId)): \($0.reason)" }
     }
 
     /// Looks for damaged pages (SQLite), then recomputes every projection without writing and lists
@@ -79,8 +88,7 @@ public enum DatabaseMaintenance {
                 let report = try await store.compareProjections(projector: projector(for: configuration, store: store, fastPaths: fastPaths))
                 lines.append(
                     "projections: \(report.customers) customer(s) recomputed, \(report.differences) differ, \(report.failedCustomers.count) cannot be projected")
-                lines += report.changedCustomers.map { "  differs: \($0)" }
-                lines += report.failedCustomers.map { "  failed: \($0.appUserId): \($0.reason)" }
+                lines += customerLines(report, changed: "differs")
                 if report.differences > 0 || !report.failedCustomers.isEmpty {
                     lines.append("  'entitled rebuild' recomputes and replaces them")
                     succeeded = false
