@@ -90,7 +90,10 @@ public struct S3Client: Sendable {
 
     /// UploadPart: part `number` (1-based) of upload `uploadId`; its ETag.
     public func uploadPart(key: String, uploadId: String, number: Int, body: [UInt8]) async throws(ExportError) -> String {
-        let response = try await send("PUT", key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)], body: body)
+        // A type of its own, or the transport would label the bytes a form, which some stores parse.
+        let response = try await send(
+            "PUT", key: key, query: [("partNumber", String(number)), ("uploadId", uploadId)],
+            headers: ["Content-Type": "application/octet-stream"], body: body)
         guard let etag = response.headers["etag"], !etag.isEmpty else {
             throw ExportError(.invalidResponse, "UploadPart \(number) answered without an ETag", status: response.status)
         }

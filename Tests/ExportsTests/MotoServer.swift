@@ -74,18 +74,20 @@ final class MotoServer: Sendable {
             let setup = client(endpoint, AWSCredentials(accessKeyId: "AKIASETUP", secretAccessKey: "setup"))
             _ = try await setup.send("PUT", key: nil)
             let reset = try await http.send(OutboundRequest(
-                method: "POST", url: endpoint.appendingPathComponent("moto-api/reset-auth"), body: Array("0".utf8)))
+                method: "POST", url: endpoint.appendingPathComponent("moto-api/reset-auth"), headers: ["Content-Type": "text/plain"],
+                body: Array("0".utf8)))
             guard reset.status == 200 else { throw Unavailable(description: "moto did not turn authentication on: \(reset.status)") }
             return MotoServer(process: process, endpoint: endpoint, credentials: credentials)
         } catch {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             throw error
         }
     }
 
+    /// Ends the server: SIGKILL, because moto_server's threaded server ignores SIGTERM.
     func stop() {
-        process.terminate()
+        kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 
