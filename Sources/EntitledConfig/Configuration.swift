@@ -38,6 +38,8 @@ public struct Configuration: Sendable, Equatable {
     public var metricsListen: ListenAddress?
     /// Webhook endpoints events are delivered to (`webhooks`; default none).
     public var webhooks: [WebhookEndpoint] = []
+    /// Scheduled exports of the tables to S3-compatible stores or folders (`exports`; default none).
+    public var exports: [ExportSettings] = []
     /// How long answer-change events are held back before they are released (`events`).
     public var events = EventSettings()
     /// Offer-signing rate limits and the signature log's retention (`offerSigning`).

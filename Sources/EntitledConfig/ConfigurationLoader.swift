@@ -165,6 +165,7 @@ public struct ConfigurationLoader: Sendable {
                 problems.record(ConfigurationError(path: "webhooks[\(index)].url", message: "duplicate url '\(endpoint.url.absoluteString)'"))
             }
         }
+        reader.read("exports", problems) { node throws(ConfigurationError) in configuration.exports = try exports(node, problems) }
         reader.read("events", problems) { node throws(ConfigurationError) in configuration.events = try eventSettings(node, problems) }
         reader.read("offerSigning", problems) { node throws(ConfigurationError) in
             configuration.offerSigning = try offerSigningSettings(node, problems)
