@@ -84,7 +84,8 @@ let package = Package(
         .target(name: "Exports", dependencies: ["EntitledCrypto", "HTTPClient", "AppStore"], swiftSettings: swiftSettings),
         // The configuration file: value types, loading, validation (HTTPServer for its address types,
         // Storage's parser for database URLs, Entitlements for the one RestoreBehavior, EntitledCrypto
-        // to check the Server API key, GooglePlay to check a service-account key file).
+        // to check the Server API key, GooglePlay to check a service-account key file, Exports for the
+        // export destinations and formats).
         .target(
             name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage", "EntitledCrypto", "GooglePlay", "Exports"],
             swiftSettings: swiftSettings),

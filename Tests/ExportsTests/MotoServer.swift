@@ -23,11 +23,14 @@ final class MotoServer: Sendable {
     static let bucket = "entitled-exports"
     static let region = "us-east-1"
 
-    /// `moto_server` on the PATH (or `ENTITLED_MOTO_SERVER`), if any.
+    /// `ENTITLED_MOTO_SERVER`, else `moto_server` in `.build/moto-venv` (where
+    /// `scripts/install-deps.sh test` puts it) or on the PATH, if any.
     static let executable: String? = {
         let environment = ProcessInfo.processInfo.environment
         if let configured = environment["ENTITLED_MOTO_SERVER"], !configured.isEmpty { return configured }
-        for folder in (environment["PATH"] ?? "").split(separator: ":") {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let folders = [root.appendingPathComponent(".build/moto-venv/bin").path] + (environment["PATH"] ?? "").split(separator: ":").map(String.init)
+        for folder in folders {
             let candidate = "\(folder)/moto_server"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
@@ -39,7 +42,8 @@ final class MotoServer: Sendable {
         if executable != nil || !(ProcessInfo.processInfo.environment["CI"] ?? "").isEmpty { return true }
         FileHandle.standardError.write(Data("""
             NOTE: the S3 upload tests (ExportsTests.S3UploadTests) were NOT run: moto_server is not installed.
-              Install it with scripts/install-deps.sh test (pip install 'moto[server]'), or point ENTITLED_MOTO_SERVER at it.
+              Install it with scripts/install-deps.sh test (moto[server] from PyPI into .build/moto-venv), or point
+              ENTITLED_MOTO_SERVER at a moto_server.
               With CI set they run and fail without it.
 
             """.utf8))
