@@ -103,3 +103,18 @@ import Testing
         #expect(throws: ExportError.self) { try ExportDestination(parsing: raw) }
     }
 }
+
+/// Which host and path an object is addressed by, per store.
+@Suite struct S3AddressingTests {
+    @Test func awsIsVirtualHostStyleAndOtherStoresPathStyle() {
+        let aws = S3Location(endpoint: nil, region: "eu-west-1", bucket: "acme").address(key: "exports/a b.csv")
+        #expect(aws.scheme == "https" && aws.host == "acme.s3.eu-west-1.amazonaws.com" && aws.encodedPath == "/exports/a%20b.csv")
+        // A dotted bucket would not match the wildcard certificate as a host name.
+        let dotted = S3Location(endpoint: nil, region: "us-east-1", bucket: "acme.data").address(key: "k")
+        #expect(dotted.host == "s3.us-east-1.amazonaws.com" && dotted.encodedPath == "/acme.data/k")
+        let minio = S3Location(endpoint: URL(string: "http://127.0.0.1:9000"), region: "us-east-1", bucket: "acme").address(key: "k")
+        #expect(minio.scheme == "http" && minio.host == "127.0.0.1:9000" && minio.encodedPath == "/acme/k")
+        let bucketOnly = S3Location(endpoint: URL(string: "https://storage.googleapis.com"), region: "auto", bucket: "acme").address(key: nil)
+        #expect(bucketOnly.host == "storage.googleapis.com" && bucketOnly.encodedPath == "/acme")
+    }
+}
