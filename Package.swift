@@ -81,11 +81,15 @@ let package = Package(
             swiftSettings: swiftSettings),
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
+        // Scheduled exports' building blocks: AWS SigV4, the S3-compatible uploader, the file
+        // destination and the CSV / JSONL writers (EntitledCrypto: the digests; AppStore: the clock).
+        .target(name: "Exports", dependencies: ["EntitledCrypto", "HTTPClient", "AppStore"], swiftSettings: swiftSettings),
         // The configuration file: value types, loading, validation (HTTPServer for its address types,
         // Storage's parser for database URLs, Entitlements for the one RestoreBehavior, EntitledCrypto
-        // to check the Server API key, GooglePlay to check a service-account key file).
+        // to check the Server API key, GooglePlay to check a service-account key file, Exports for the
+        // export destinations and formats).
         .target(
-            name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage", "EntitledCrypto", "GooglePlay"],
+            name: "EntitledConfig", dependencies: ["Entitlements", "HTTPServer", "Storage", "EntitledCrypto", "GooglePlay", "Exports"],
             swiftSettings: swiftSettings),
         // The composition root (`buildApplication`) and the API: routes, auth, ingest.
         .target(
@@ -151,6 +155,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], swiftSettings: swiftSettings),
+        // SigV4 against AWS's published examples; uploads against a moto S3 server the tests start.
+        .testTarget(
+            name: "ExportsTests", dependencies: ["Exports", "AppStore", "EntitledCrypto", "HTTPClient"], swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
         // The outbound client against hostile servers on loopback (endless, trickling, redirecting).
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: swiftSettings),

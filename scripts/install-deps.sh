@@ -2,7 +2,8 @@
 # Installs the system packages Entitled needs, when they are missing.
 #   scripts/install-deps.sh [run|test] [--list]
 # run: what building and running the server needs (scripts/run). test (the default): that and
-# what the tests need besides (scripts/test, CI): PostgreSQL, a browser, a load generator, Python.
+# what the tests need besides (scripts/test, CI): PostgreSQL, a browser, a load generator, Python,
+# and moto (pip, into .build/moto-venv) for the export upload tests.
 # --list prints the packages of the set, one a line, and installs nothing.
 # Debian/Ubuntu: apt-get (as root, or through sudo). macOS: Homebrew.
 # The Swift 6 toolchain itself is a prerequisite (https://www.swift.org/install).
@@ -59,3 +60,13 @@ case "$(uname -s)" in
     echo "install-deps: unsupported system $(uname -s); install OpenSSL 3, SQLite, libpq and libmicrohttpd by hand" >&2
     ;;
 esac
+
+# moto (PyPI): the S3-compatible server the export upload tests start (ExportsTests), in a venv under
+# .build that the tests look in; its version is pinned to the one the tests were written against.
+venv="$(cd "$(dirname "$0")/.." && pwd)/.build/moto-venv"
+if [ "$set_name" = test ] && ! command -v moto_server >/dev/null 2>&1 && [ ! -x "$venv/bin/moto_server" ]; then
+  echo "install-deps: installing moto[server] into $venv" >&2
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'moto[server]==5.2.1'
+fi

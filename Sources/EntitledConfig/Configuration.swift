@@ -41,6 +41,8 @@ public struct Configuration: Sendable, Equatable {
     public var webhooks: [WebhookEndpoint] = []
     /// Analytics and chat tools events are delivered to (`integrations`; default none).
     public var integrations: [IntegrationEndpoint] = []
+    /// Scheduled exports of the tables to S3-compatible stores or folders (`exports`; default none).
+    public var exports: [ExportSettings] = []
     /// How long answer-change events are held back before they are released (`events`).
     public var events = EventSettings()
     /// Offer-signing rate limits and the signature log's retention (`offerSigning`).

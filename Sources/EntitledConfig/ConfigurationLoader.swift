@@ -168,6 +168,7 @@ public struct ConfigurationLoader: Sendable {
         reader.read("integrations", problems) { node throws(ConfigurationError) in
             configuration.integrations = try integrations(node, problems)
         }
+        reader.read("exports", problems) { node throws(ConfigurationError) in configuration.exports = try exports(node, problems) }
         reader.read("events", problems) { node throws(ConfigurationError) in configuration.events = try eventSettings(node, problems) }
         reader.read("offerSigning", problems) { node throws(ConfigurationError) in
             configuration.offerSigning = try offerSigningSettings(node, problems)

@@ -25,6 +25,11 @@ public enum ConfigurationCheck {
         lines.append(
             "configuration: \(configuration.apps.count) app(s), \(configuration.apiKeys.count) API key(s), "
                 + "\(configuration.webhooks.count) webhook endpoint(s), \(configuration.integrations.count) integration(s), customer tokens \(configuration.customerTokens == nil ? "off" : "on")")
+        if !configuration.exports.isEmpty {
+            lines.append(
+                "exports: \(configuration.exports.count) parsed but NOT run: this version has no export scheduler yet "
+                    + "(\(configuration.exports.map(\.destination.description).joined(separator: ", ")); docs/exports.md)")
+        }
         lines.append(
             "listen: \(configuration.listen) (\(configuration.sources.listen))"
                 + (configuration.tls.map { ", https with \($0.certificateFile)" } ?? ", plain http"))
