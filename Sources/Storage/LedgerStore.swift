@@ -52,7 +52,8 @@ public protocol LedgerStore: EventStore {
 
     /// Returns the customer, creating it when missing with a stable `appAccountToken`
     /// (the given one, or a random UUID). On creation, facts already in the ledger that carry
-    /// the token are linked and the projection is computed.
+    /// the token are linked (from their placeholder too) and the projection is computed; their
+    /// events are released (or held) for the customer, a placeholder's superseded by a correction.
     func ensureCustomer(
         appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64
     ) async throws -> CustomerRecord

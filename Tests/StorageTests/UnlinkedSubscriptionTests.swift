@@ -123,6 +123,56 @@ import Testing
         }
     }
 
+    /// A purchase (carrying the token from its first fact, or only from its renewal) and its
+    /// renewal, for the customer whose token is `token`.
+    static func tokenHistory(_ store: any LedgerStore, token: String, tokenFirst: Bool, projector: BasicProjector) async throws {
+        _ = try await store.ingest(
+            Fixture.batch(facts: [
+                Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * day, signed: testNow, token: tokenFirst ? token : nil),
+                Fixture.renewal(otid: "u-1", autoRenew: true, signed: testNow + 1),
+            ]), projector: projector, now: testNow)
+        _ = try await store.ingest(
+            Fixture.batch(facts: [
+                Fixture.transaction(otid: "u-1", tid: "u-2", expires: testNow + 60 * day, signed: testNow + 30 * day, token: token)
+            ]), projector: projector, now: testNow + 30 * day)
+    }
+
+    @Test(
+        "a customer created after its token's purchase gets the stream it would have had first",
+        arguments: Backend.all, [true, false])
+    func tokenCustomerCreatedLateGetsTheSameStream(backend: Backend, tokenFirst: Bool) async throws {
+        let token = "cccccccc-0000-4000-8000-000000000004"
+        var held = Self.projector
+        held.eventHold = EventHold(settleSeconds: 5, maxHoldSeconds: 300)
+        for projector in [Self.projector, held] {
+            var streams: [[String]] = []
+            for customerFirst in [true, false] {
+                try await withStore(backend, now: testNow + 40 * Self.day) { store, _ in
+                    let holds = try #require(store as? any EventHoldStore)
+                    if customerFirst {
+                        _ = try await store.ensureCustomer(appUserId: "carol", appAccountToken: token, projector: projector, now: testNow - 1000)
+                    }
+                    try await Self.tokenHistory(store, token: token, tokenFirst: tokenFirst, projector: projector)
+                    _ = try await holds.releaseEventHolds(projector: projector, now: testNow + 31 * Self.day - 1, limit: 10)
+                    if !customerFirst {
+                        let released = try await store.events(after: 0, limit: 100)
+                        // Untokened, the purchase's events were released naming nobody; tokened, they wait.
+                        #expect(released.isEmpty == tokenFirst && released.allSatisfy { $0.appUserId == nil })
+                        _ = try await store.ensureCustomer(appUserId: "carol", appAccountToken: token, projector: projector, now: testNow + 31 * Self.day)
+                        #expect(try await store.subscription(originalTransactionId: "u-1")?.appUserId == "carol")
+                        // Under a hold, the claim's events wait for its release too.
+                        #expect(try await store.events(after: 0, limit: 100).count == released.count || projector.eventHold == nil)
+                        _ = try await holds.releaseEventHolds(projector: projector, now: testNow + 32 * Self.day, limit: 10)
+                    }
+                    streams.append(EventStreamPropertyTests.said(try await store.events(after: 0, limit: 100).net))
+                }
+            }
+            #expect(streams[0].contains { $0.hasPrefix("carol \(EventType.subscriptionStarted.rawValue) @\(testNow) ") })
+            #expect(streams[0].contains { $0.hasPrefix("carol \(EventType.subscriptionRenewed.rawValue) ") })
+            #expect(streams[1] == streams[0], "hold: \(projector.eventHold != nil)")
+        }
+    }
+
     @Test("subscriptions stored before placeholders existed get theirs once: answered, searchable, counted", arguments: Backend.all)
     func backfillOfOldFacts(backend: Backend) async throws {
         try await withStore(backend) { store, _ in

@@ -474,8 +474,25 @@ struct Ledger {
     func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) throws -> CustomerRecord {
         var affected: Set<Int64> = []
         let customer = try ensureCustomerRow(appUserId: appUserId, appAccountToken: appAccountToken, now: now, affected: &affected)
-        for id in affected.sorted() { try recompute(customerID: id, projector: projector, now: now) }
-        if !affected.isEmpty { try inject(.afterProjections) }
+        guard !affected.isEmpty else { return customer }
+        // Subscriptions its token claimed (from nobody, or from their placeholder) bring their
+        // history: its events are released for the customer, and a placeholder's superseded, from
+        // the earliest of their facts, as when a message links them (held first, as a message's).
+        let earliest = try session.query(
+            """
+            SELECT MIN(COALESCE(f.signed_date, 0)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
+            WHERE l.customer_id = $1
+            """, .int(customer.id)
+        ).first?.optionalInt(0)
+        for id in affected.sorted() {
+            if let earliest, holdsEvents, let hold = projector.eventHold {
+                try recompute(customerID: id, projector: projector, now: now)
+                try holdEvents(customerID: id, earliestSignedDate: earliest, hold: hold, now: now)
+            } else {
+                try recompute(customerID: id, projector: projector, now: now, releasing: earliest)
+            }
+        }
+        try inject(.afterProjections)
         return customer
     }
 }
