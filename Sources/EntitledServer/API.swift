@@ -43,8 +43,8 @@ public struct API: Sendable {
     let offerLimiter: OfferSigningLimiter
     /// The App Store Server API client of each app with `serverAPI`, by bundleId.
     let serverAPI: [String: AppStoreServerAPIClient]
-    /// Durable jobs (backfills); nil when the store keeps none.
-    let jobs: (any DurableJobStore)?
+    /// Durable jobs (backfills).
+    var jobs: any DurableJobStore { ledger.store }
     /// App keys, the token minter and their rate limits (``AppKeyGate``).
     let appKeys: AppKeyGate
 
@@ -52,11 +52,10 @@ public struct API: Sendable {
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger,
         clock: any EpochClock, budget: RejectionBudget? = nil, hmac: any HMACSHA256Computing = Digests(),
         cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics(),
-        serverAPI: [String: AppStoreServerAPIClient] = [:], jobs: (any DurableJobStore)? = nil
+        serverAPI: [String: AppStoreServerAPIClient] = [:]
     ) {
         self.configuration = configuration
         self.serverAPI = serverAPI
-        self.jobs = jobs
         self.cache = cache
         self.metrics = metrics
         self.verifier = verifier

@@ -22,10 +22,9 @@ public struct Application: Sendable {
     public let notifications: NotificationIngest?
     /// What `GET /metrics` reports; the HTTP server records every request into it.
     public let metrics: ServerMetrics
-    /// Runs the durable jobs (backfills) when some app has `serverAPI` and the store keeps jobs.
+    /// Runs the durable jobs (backfills) when some app has `serverAPI`.
     public let jobRunner: JobRunner?
-    /// Delivers events to the configured webhook endpoints; nil without any (or a store that
-    /// keeps no deliveries).
+    /// Delivers events to the configured webhook endpoints; nil without any.
     public let webhooks: WebhookDispatcher?
     /// Releases held events (``EventHold``); nil when events are derived at the commit.
     public let eventReleaser: EventReleaser?
@@ -51,7 +50,7 @@ public struct Application: Sendable {
         clock: any EpochClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
         hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache(),
         metrics: ServerMetrics = ServerMetrics(), serverAPI: [String: AppStoreServerAPIClient] = [:],
-        jobs: (any DurableJobStore)? = nil, webhookTransport: (any OutboundHTTP)? = nil
+        webhookTransport: (any OutboundHTTP)? = nil
     ) {
         self.configuration = configuration
         self.metrics = metrics
@@ -59,16 +58,16 @@ public struct Application: Sendable {
         Health.register(on: &router, readiness: ledger)
         let api = API(
             configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, budget: rejectionBudget,
-            hmac: hmac, cache: cache, metrics: metrics, serverAPI: serverAPI, jobs: jobs)
+            hmac: hmac, cache: cache, metrics: metrics, serverAPI: serverAPI)
         api.register(on: &router)
         self.router = router
         notifications = NotificationIngest(api: api)
-        if let jobs, !serverAPI.isEmpty {
+        if !serverAPI.isEmpty {
             let backfill = Backfill(api: api)
             let consumption = ConsumptionResponder(api: api)
             let finisher = TransactionFinisher(api: api)
             jobRunner = JobRunner(
-                jobs: jobs, clock: clock,
+                jobs: ledger.store, clock: clock,
                 handlers: [
                     API.backfillJobKind: { (job) async throws(JobFailure) in try await backfill.run(job) },
                     API.consumptionJobKind: { (job) async throws(JobFailure) in try await consumption.run(job) },
@@ -77,16 +76,16 @@ public struct Application: Sendable {
         } else {
             jobRunner = nil
         }
-        if !configuration.webhooks.isEmpty, let deliveries = ledger.store as? any WebhookDeliveryStore {
+        if !configuration.webhooks.isEmpty {
             webhooks = WebhookDispatcher(
-                endpoints: configuration.webhooks, store: deliveries,
+                endpoints: configuration.webhooks, store: ledger.store,
                 transport: webhookTransport ?? CurlHTTP(),
                 clock: clock, bell: ledger.events, metrics: metrics)
         } else {
             webhooks = nil
         }
-        if ledger.eventHold != nil, let holds = ledger.store as? any EventHoldStore {
-            eventReleaser = EventReleaser(store: holds, ledger: ledger, clock: clock)
+        if ledger.eventHold != nil {
+            eventReleaser = EventReleaser(store: ledger.store, ledger: ledger, clock: clock)
         } else {
             eventReleaser = nil
         }

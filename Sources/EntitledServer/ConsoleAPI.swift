@@ -31,13 +31,8 @@ extension API {
         try authenticator.authorize(try authenticate(request), scope: .console, appUserId: nil)
     }
 
-    /// The store's console reads; 503 when the store has none.
-    var consoleStore: any ConsoleStore {
-        get throws {
-            guard let store = ledger.store as? any ConsoleStore else { throw Self.unavailable }
-            return store
-        }
-    }
+    /// The store's console reads.
+    var consoleStore: any ConsoleStore { ledger.store }
 
     /// Runs a console read, its storage failures answered as every other storage failure.
     func consoleRead<T>(_ body: () async throws -> T) async throws -> T {
@@ -59,7 +54,7 @@ extension API {
         }
         let interval = try OverviewInterval(request.query["interval"] ?? "day")
         let environment = try Self.environment(request)
-        let store = try consoleStore
+        let store = consoleStore
         let rollup = try await consoleRead {
             try await store.metricRollup(environment: environment.rawValue, fromDay: from, toDay: to)
         }
@@ -95,7 +90,7 @@ extension API {
             limit = parsed
         }
         let after = request.query["after"]
-        let store = try consoleStore
+        let store = consoleStore
         let found = try await consoleRead { try await store.searchCustomers(query, after: after, limit: limit + 1) }
         let page = Array(found.prefix(limit))
         return try .json(
@@ -117,12 +112,12 @@ extension API {
         let events = ConsoleTimeline.events(facts, encode: ledger.encode)
         let endpoints = configuration.webhooks.map(\.url.absoluteString)
         var deliveries: [WebhookDelivery] = []
-        if !endpoints.isEmpty, let store = ledger.store as? any WebhookDeliveryStore {
+        if !endpoints.isEmpty {
             deliveries = try await consoleRead {
-                try await store.deliveries(customerKey: appUserId, endpoints: endpoints, limit: Self.customerDeliveries)
+                try await ledger.store.deliveries(customerKey: appUserId, endpoints: endpoints, limit: Self.customerDeliveries)
             }
         }
-        let store = try consoleStore
+        let store = consoleStore
         let actions = try await consoleRead { try await store.supportActions(appUserId: appUserId, limit: Self.customerSupportActions) }
         return try .json(
             TimelineBody(
@@ -134,13 +129,13 @@ extension API {
     func consoleHealth(_ request: Request) async throws -> Response {
         try requireConsole(request)
         let now = clock.nowMilliseconds()
-        let store = try consoleStore
+        let store = consoleStore
         let health = try await consoleRead { try await store.ingestHealth(since: now - Self.healthWindow, now: now) }
         let reconciled = Set(configuration.apps.filter { serverAPI[$0.bundleId] != nil }.map(\.bundleId))
         let endpoints = configuration.webhooks.map(\.url.absoluteString)
         var webhooks: [WebhookEndpointStatus] = []
-        if !endpoints.isEmpty, let deliveries = ledger.store as? any WebhookDeliveryStore {
-            webhooks = try await consoleRead { try await deliveries.webhookStatus(endpoints: endpoints) }
+        if !endpoints.isEmpty {
+            webhooks = try await consoleRead { try await ledger.store.webhookStatus(endpoints: endpoints) }
         }
         return try .json(HealthBody(health: health, now: now, reconciledApps: reconciled, webhooks: webhooks))
     }

@@ -57,7 +57,7 @@ extension API {
             clients = serverAPI.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             guard !clients.isEmpty else { throw Self.serverAPINotConfigured(nil) }
         }
-        let store = try consoleStore
+        let store = consoleStore
         var audit = SupportAudit(action: "order_lookup", subject: orderId, actor: actor)
         audit.detail["bundleIds"] = clients.map(\.bundleId).joined(separator: ",")
         return try await audited(&audit, store: store) { audit in

@@ -13,13 +13,13 @@ extension API {
     /// The job kind that answers a `CONSUMPTION_REQUEST` (``ConsumptionResponder``).
     static let consumptionJobKind = "consumption"
 
-    /// Consent as the backend recorded it; nil when the store keeps none.
-    var consents: (any ConsentStore)? { jobs as? any ConsentStore }
+    /// Consent as the backend recorded it.
+    var consents: any ConsentStore { ledger.store }
 
     /// Creates the answer job of a `CONSUMPTION_REQUEST` (once per notification) before the
     /// notification is stored, so a crash in between loses nothing.
     func enqueueConsumptionRequest(app: App, _ payload: ResponseBodyV2DecodedPayload, transactionId: String?, now: Int64) async throws {
-        guard payload.notificationType == .consumptionRequest, let jobs, serverAPI[app.bundleId] != nil,
+        guard payload.notificationType == .consumptionRequest, serverAPI[app.bundleId] != nil,
             let uuid = payload.notificationUUID, let transactionId, !transactionId.isEmpty
         else { return }
         do {
@@ -42,7 +42,6 @@ extension API {
         let appUserId = try Self.appUserId(request)
         try authorize(request, scope: .write, appUserId: appUserId)
         let body = try decodeBody(ConsentBody.self, request)
-        guard let consents else { throw Self.unavailable }
         do {
             try await consents.recordConsent(appUserId: appUserId, consented: body.consented, now: clock.nowMilliseconds())
         } catch {
@@ -82,7 +81,7 @@ struct ConsumptionResponder: Sendable {
             guard let otid = transaction.originalTransactionId,
                 let owned = try await api.ledger.store.subscription(originalTransactionId: otid),
                 let customer = try await api.ledger.store.customer(appUserId: owned.appUserId),
-                try await api.consents?.consent(appUserId: customer.appUserId) == true
+                try await api.consents.consent(appUserId: customer.appUserId) == true
             else { return nil }
             let facts = try await api.ledger.store.facts(appUserId: customer.appUserId, projector: api.ledger).compactMap { stored -> TransactionFact? in
                 if case .transaction(let fact) = stored.fact { fact } else { nil }

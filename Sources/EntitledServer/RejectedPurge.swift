@@ -33,9 +33,7 @@ public struct RejectedPurge: Service {
     public func runOnce() async throws -> Int {
         let now = clock.nowMilliseconds()
         _ = try await store.scrubErasureEvents(recordedBefore: now - Self.erasureEventRetentionMilliseconds)
-        if let log = store as? any OfferSignatureLog {
-            _ = try await log.purgeOfferSignatures(signedBefore: now - offerSignatureRetentionMilliseconds)
-        }
+        _ = try await store.purgeOfferSignatures(signedBefore: now - offerSignatureRetentionMilliseconds)
         return try await store.purgeRejected(receivedBefore: now - retentionMilliseconds)
     }
 

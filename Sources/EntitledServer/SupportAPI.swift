@@ -68,7 +68,6 @@ extension API {
             status = parsed
         }
         let (_, limit) = try Self.historyPaging(request)
-        guard let jobs else { return try .json(JobsBody(jobs: [])) }
         let list: [DurableJob]
         do {
             list = try await jobs.jobs(status: status, limit: limit)
@@ -84,7 +83,7 @@ extension API {
         let actor = try requireKey(request, scope: .admin)
         let orderId = try request.parameter("orderId")
         guard Self.isAppleId(orderId) else { throw HTTPError(.invalidRequest, "orderId is 1…64 letters and digits") }
-        let store = try consoleStore
+        let store = consoleStore
         var audit = SupportAudit(action: "order_lookup", subject: orderId, actor: actor)
         return try await audited(&audit, store: store) { audit in
             let (bundleId, client) = try client(request)
@@ -129,7 +128,7 @@ extension API {
     func refunds(_ request: Request) async throws -> Response {
         let actor = try requireKey(request, scope: .admin)
         let otid = try Self.originalTransactionId(request)
-        let store = try consoleStore
+        let store = consoleStore
         var audit = SupportAudit(action: "refund_lookup", subject: otid, actor: actor)
         audit.appUserIds = try await owners(of: otid, store: store)
         return try await audited(&audit, store: store) { audit in
@@ -178,7 +177,7 @@ extension API {
     func extend(_ request: Request) async throws -> Response {
         let actor = try requireKey(request, scope: .admin)
         let otid = try Self.originalTransactionId(request)
-        let store = try consoleStore
+        let store = consoleStore
         var audit = SupportAudit(action: "extend", subject: otid, actor: actor)
         audit.appUserIds = try await owners(of: otid, store: store)
         return try await audited(&audit, store: store) { audit in

@@ -15,7 +15,7 @@ extension API {
     /// a crash in between is repaired by the sender's retry (Apple redelivers an unanswered
     /// notification, the app posts again), whose duplicate ingest enqueues it then.
     func enqueueFinish(app: App, transactionId: String, environment: Environment, source: IngestSource, now: Int64) async throws {
-        guard app.finishTransactions, source != .backfill, !transactionId.isEmpty, let jobs, serverAPI[app.bundleId] != nil,
+        guard app.finishTransactions, source != .backfill, !transactionId.isEmpty, serverAPI[app.bundleId] != nil,
             environment == .production || environment == .sandbox
         else { return }
         do {

@@ -49,7 +49,7 @@ extension API {
     func enqueueBackfillIfUnseen(
         app: App, _ originalTransactionId: String?, environment: Environment, source: IngestSource, now: Int64
     ) async throws {
-        guard source != .backfill, let originalTransactionId, !originalTransactionId.isEmpty, let jobs,
+        guard source != .backfill, let originalTransactionId, !originalTransactionId.isEmpty,
             serverAPI[app.bundleId] != nil, environment == .production || environment == .sandbox
         else { return }
         do {

@@ -18,7 +18,7 @@ extension API {
         router.post("/v1/webhooks/test") { try await api.sendTestEvent($0) }
     }
 
-    var deliveries: (any WebhookDeliveryStore)? { ledger.store as? any WebhookDeliveryStore }
+    var deliveries: any WebhookDeliveryStore { ledger.store }
 
     /// `GET /v1/webhooks/deliveries?status=failed|pending|delivered&cursor=&limit=`: newest first.
     func listDeliveries(_ request: Request) async throws -> Response {
@@ -42,7 +42,6 @@ extension API {
             guard text.count <= 19, let value = Int64(text), value > 0 else { throw Self.invalidCursor }
             before = value
         }
-        guard let deliveries else { return try .json(DeliveriesBody(deliveries: [], nextCursor: nil)) }
         let page = try await storage { try await deliveries.deliveries(status: status, before: before, limit: limit) }
         return try .json(
             DeliveriesBody(
@@ -58,7 +57,7 @@ extension API {
             throw HTTPError(.invalidPathParameter, "deliveryId must be a delivery's numeric id")
         }
         let now = clock.nowMilliseconds()
-        guard let deliveries, let delivery = try await storage({ try await deliveries.retryDelivery(id, now: now) }) else {
+        guard let delivery = try await storage({ try await deliveries.retryDelivery(id, now: now) }) else {
             throw HTTPError(.notFound, "no delivery with this id")
         }
         ledger.events.ring()

@@ -8,8 +8,6 @@ public protocol ConsentStore: Sendable {
     func consent(appUserId: String) async throws -> Bool?
 }
 
-extension SQLiteStore: ConsentStore {}
-extension PostgresStore: ConsentStore {}
 
 extension SessionBackedStore {
     func recordConsent(appUserId: String, consented: Bool, now: Int64) async throws {

@@ -81,8 +81,6 @@ public protocol ConsoleStore: Sendable {
     func supportActions(appUserId: String, limit: Int) async throws -> [SupportAction]
 }
 
-extension SQLiteStore: ConsoleStore {}
-extension PostgresStore: ConsoleStore {}
 
 extension SessionBackedStore {
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup {

@@ -46,8 +46,6 @@ public protocol ConsumableSpending: Sendable {
     func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome
 }
 
-extension SQLiteStore: ConsumableSpending {}
-extension PostgresStore: ConsumableSpending {}
 
 extension SessionBackedStore {
     func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome {

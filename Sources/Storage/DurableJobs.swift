@@ -65,8 +65,6 @@ public protocol DurableJobStore: Sendable {
     func jobs(status: DurableJobStatus?, limit: Int) async throws -> [DurableJob]
 }
 
-extension SQLiteStore: DurableJobStore {}
-extension PostgresStore: DurableJobStore {}
 
 extension SessionBackedStore {
     static var jobColumns: String {

@@ -45,8 +45,6 @@ public protocol OfferSignatureLog: Sendable {
 /// Rows deleted per transaction by ``OfferSignatureLog/purgeOfferSignatures(signedBefore:)``.
 public let offerSignaturePurgeBatch = 1000
 
-extension SQLiteStore: OfferSignatureLog {}
-extension PostgresStore: OfferSignatureLog {}
 
 extension SessionBackedStore {
     func recordOfferSignature(_ record: OfferSignatureRecord) async throws {

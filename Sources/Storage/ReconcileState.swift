@@ -41,8 +41,6 @@ public enum ReconcileLease: Sendable, Hashable {
     case held
 }
 
-extension SQLiteStore: ReconcileStateStore {}
-extension PostgresStore: ReconcileStateStore {}
 
 extension SessionBackedStore {
     func acquireReconcileLease(_ key: ReconcileKey, owner: String, now: Int64, expiresAt: Int64) async throws -> ReconcileLease {

@@ -197,7 +197,7 @@ struct SwitchedStore: LedgerStore {
     let base: SQLiteStore
     let switches: TestLedger.Switches
 
-    fileprivate func up() throws {
+    func up() throws {
         if !switches.state.withLock({ $0.available }) { throw StorageError(.unavailable, "switched off") }
     }
 

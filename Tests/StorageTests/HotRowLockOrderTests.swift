@@ -68,7 +68,7 @@ import Testing
                 expected["\(delta.day) \(delta.kind.rawValue) \(delta.currency)", default: 0] += delta.value
             }
         }
-        let console = try #require(first as? any ConsoleStore)
+        let console = first
         let rollup = try await console.metricRollup(environment: "Production", fromDay: Self.day0 - 10, toDay: Self.day0 + 20)
         #expect(rollup.opening.isEmpty)
         var stored: [String: Int64] = [:]

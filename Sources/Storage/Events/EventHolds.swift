@@ -37,8 +37,6 @@ public protocol EventHoldStore: Sendable {
     func nextEventHoldRelease() async throws -> Int64?
 }
 
-extension SQLiteStore: EventHoldStore {}
-extension PostgresStore: EventHoldStore {}
 
 extension SessionBackedStore {
     func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {

@@ -117,8 +117,6 @@ public struct WebhookEndpointStatus: Sendable, Hashable {
     }
 }
 
-extension SQLiteStore: WebhookDeliveryStore {}
-extension PostgresStore: WebhookDeliveryStore {}
 
 extension SessionBackedStore {
     static var deliveryColumns: String {

@@ -260,5 +260,3 @@ extension SessionBackedStore {
     }
 }
 
-extension SQLiteStore: SignedLedger {}
-extension PostgresStore: SignedLedger {}
