@@ -101,7 +101,7 @@ extension Ledger {
                     ELSE 'new' END AS kind
                 FROM customer_states c) AS k
             GROUP BY kind
-            """, [])
+            """)
         var tally = ProjectionTally()
         for row in rows {
             let count = Int(try row.int(2))

@@ -52,10 +52,8 @@ extension SessionBackedStore {
             try session.query(
                 """
                 INSERT INTO offer_signatures (app_user_id, bundle_id, product_id, offer_id, kind, format, nonce, signed_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                """, .text(record.appUserId), .text(record.bundleId), .text(record.productId),
-                record.offerId.map(SQLValue.text) ?? .null, .text(record.kind), .text(record.format), .text(record.nonce),
-                .int(record.signedAt))
+                VALUES (\(record.appUserId), \(record.bundleId), \(record.productId), \(record.offerId), \(record.kind), \(record.format), \(record.nonce), \(record.signedAt))
+                """)
         }
     }
 
@@ -64,9 +62,8 @@ extension SessionBackedStore {
             try session.query(
                 """
                 SELECT app_user_id, bundle_id, product_id, offer_id, kind, format, nonce, signed_at
-                FROM offer_signatures WHERE app_user_id = $1 ORDER BY id DESC LIMIT $2
-                """, .text(appUserId), .int(Int64(max(0, limit)))
-            ).map { row in
+                FROM offer_signatures WHERE app_user_id = \(appUserId) ORDER BY id DESC LIMIT \(Int64(max(0, limit)))
+                """).map { row in
                 OfferSignatureRecord(
                     appUserId: try row.text(0), bundleId: try row.text(1), productId: try row.text(2),
                     offerId: try row.optionalText(3), kind: try row.text(4), format: try row.text(5), nonce: try row.text(6),
@@ -82,10 +79,10 @@ extension SessionBackedStore {
         while true {
             let batch = try await write { session -> (count: Int, more: Bool) in
                 let rows = try session.query(
-                    "SELECT id, signed_at FROM offer_signatures ORDER BY id LIMIT $1", .int(Int64(offerSignaturePurgeBatch)))
+                    "SELECT id, signed_at FROM offer_signatures ORDER BY id LIMIT \(Int64(offerSignaturePurgeBatch))")
                 let old = try rows.prefix { try $0.int(1) < signedBefore }
                 guard let last = old.last else { return (0, false) }
-                try session.query("DELETE FROM offer_signatures WHERE id <= $1", .int(try last.int(0)))
+                try session.query("DELETE FROM offer_signatures WHERE id <= \(try last.int(0))")
                 return (old.count, old.count == rows.count && rows.count == offerSignaturePurgeBatch)
             }
             deleted += batch.count

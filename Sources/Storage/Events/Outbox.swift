@@ -70,7 +70,7 @@ extension SessionBackedStore {
     func events(after: Int64, limit: Int) async throws -> [OutboxEvent] {
         let limit = Int64(min(max(limit, 1), 1000))
         return try await read { session in
-            try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", .int(after), .int(limit))
+            try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE seq > \(after) ORDER BY seq LIMIT \(limit)")
                 .map(Ledger.decodeEvent)
         }
     }
@@ -79,7 +79,7 @@ extension SessionBackedStore {
         // The event is appended at the commit (``TransactionTail``): read back once committed.
         try await write { session in Ledger(session: session, fault: nil).insertEvent(event, customerID: nil) }
         return try await write { session in
-            try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE event_id = $1", .text(event.id))
+            try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE event_id = \(event.id)")
                 .map(Ledger.decodeEvent)[0]
         }
     }
@@ -90,17 +90,15 @@ extension SessionBackedStore {
         try await write { session in
             let ids = try session.query(
                 """
-                SELECT event_id FROM events e WHERE e.type = 'customer.deleted' AND e.app_user_id IS NOT NULL AND e.recorded_at < $1
+                SELECT event_id FROM events e WHERE e.type = 'customer.deleted' AND e.app_user_id IS NOT NULL AND e.recorded_at < \(recordedBefore)
                     AND NOT EXISTS (SELECT 1 FROM webhook_cursors c WHERE c.after_seq < e.seq)
                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.event_id AND d.status = 'pending')
-                """, .int(recordedBefore)
-            ).map { try $0.text(0) }
+                """).map { try $0.text(0) }
             for id in ids {
                 try session.pipeline([
-                    SQLStatement(
-                        "UPDATE events SET app_user_id = NULL, app_account_token = NULL, details = $2 WHERE event_id = $1", .text(id),
-                        .text(#"{"erased":"true"}"#)),
-                    SQLStatement("UPDATE webhook_deliveries SET customer_key = $1 WHERE event_id = $1", .text(id)),
+                    (
+                        "UPDATE events SET app_user_id = NULL, app_account_token = NULL, details = \(#"{"erased":"true"}"#) WHERE event_id = \(id)" as SQLQuery),
+                    ("UPDATE webhook_deliveries SET customer_key = \(id) WHERE event_id = \(id)" as SQLQuery),
                 ])
             }
             return ids.count
@@ -109,7 +107,7 @@ extension SessionBackedStore {
 }
 
 extension Ledger {
-    static let eventColumns = """
+    static let eventColumns: SQLQuery = """
         seq, event_id, type, app_user_id, app_account_token, environment, bundle_id, product_id, original_transaction_id,
         entitlements, details, cause, occurred_at, recorded_at, answer
         """
@@ -138,18 +136,14 @@ extension Ledger {
     }
 
     /// The statement that appends `event` unless one with its id is stored.
-    static func insertEventStatement(_ event: OutboxEvent, customerID: Int64?) -> SQLStatement {
-        SQLStatement(
+    static func insertEventStatement(_ event: OutboxEvent, customerID: Int64?) -> SQLQuery {
+        (
             """
             INSERT INTO events (event_id, type, customer_id, app_user_id, app_account_token, environment, bundle_id, product_id,
                                 original_transaction_id, entitlements, details, cause, occurred_at, recorded_at, answer)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+            VALUES (\(event.id), \(event.type), \(customerID), \(event.appUserId), \(event.appAccountToken), \(event.environment), \(event.bundleId), \(event.productId), \(event.originalTransactionId), \(json(event.entitlements)), \(json(event.details)), \(event.cause), \(event.occurredAt), \(event.recordedAt), \(String(decoding: event.answer, as: UTF8.self)))
             ON CONFLICT (event_id) DO NOTHING
-            """,
-            .text(event.id), .text(event.type), SQLValue(customerID), SQLValue(event.appUserId), SQLValue(event.appAccountToken),
-            SQLValue(event.environment), SQLValue(event.bundleId), SQLValue(event.productId), SQLValue(event.originalTransactionId),
-            .text(json(event.entitlements)), .text(json(event.details)), .text(event.cause), .int(event.occurredAt),
-            .int(event.recordedAt), .text(String(decoding: event.answer, as: UTF8.self)))
+            """ as SQLQuery)
     }
 
     /// Writes the events of the customer's timeline (``eventTimeline(facts:policy:now:environment:)``,
@@ -240,9 +234,8 @@ extension Ledger {
         while start < ids.count {
             let chunk = Array(ids[start..<min(start + 500, ids.count)])
             start += chunk.count
-            let placeholders = chunk.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
             for row in try session.query(
-                "SELECT event_id FROM events WHERE event_id IN (\(placeholders))", chunk.map { SQLValue.text($0) })
+                "SELECT event_id FROM events WHERE event_id IN (\(list: chunk))")
             {
                 stored.insert(try row.text(0))
             }
@@ -254,8 +247,7 @@ extension Ledger {
     private func storedCitation(_ notificationID: Int64, cache: inout [Int64: EventCause.Citation]) throws -> EventCause.Citation {
         if let known = cache[notificationID] { return known }
         let row = try session.query(
-            "SELECT notification_uuid, notification_type, subtype FROM notifications WHERE id = $1", .int(notificationID)
-        ).first
+            "SELECT notification_uuid, notification_type, subtype FROM notifications WHERE id = \(notificationID)").first
         let citation = EventCause.Citation(
             notificationUUID: try row?.optionalText(0), notificationType: try row?.optionalText(1), subtype: try row?.optionalText(2),
             transactionIds: [])

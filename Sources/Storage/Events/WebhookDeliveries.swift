@@ -119,7 +119,7 @@ public struct WebhookEndpointStatus: Sendable, Hashable {
 
 
 extension SessionBackedStore {
-    static var deliveryColumns: String {
+    static var deliveryColumns: SQLQuery {
         """
         id, endpoint, event_seq, event_id, event_type, customer_key, status, attempts, next_attempt_at, first_attempt_at,
         last_attempt_at, last_status, last_error, created_at, updated_at
@@ -138,35 +138,32 @@ extension SessionBackedStore {
 
     func fanOut(endpoint: String, wants: @escaping @Sendable (String, String?) -> Bool, limit: Int, now: Int64) async throws -> Int {
         try await write { session in
-            guard let cursor = try session.query("SELECT after_seq FROM webhook_cursors WHERE endpoint = $1", .text(endpoint)).first
+            guard let cursor = try session.query("SELECT after_seq FROM webhook_cursors WHERE endpoint = \(endpoint)").first
             else {
                 let newest = try session.query("SELECT COALESCE(MAX(seq), 0) FROM events").first?.int(0) ?? 0
                 try session.query(
-                    "INSERT INTO webhook_cursors (endpoint, after_seq) VALUES ($1, $2) ON CONFLICT (endpoint) DO NOTHING",
-                    .text(endpoint), .int(newest))
+                    "INSERT INTO webhook_cursors (endpoint, after_seq) VALUES (\(endpoint), \(newest)) ON CONFLICT (endpoint) DO NOTHING")
                 return 0
             }
             let after = try cursor.int(0)
             let rows = try session.query(
-                "SELECT seq, event_id, type, environment, app_user_id FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
-                .int(after), .int(Int64(max(1, limit))))
+                "SELECT seq, event_id, type, environment, app_user_id FROM events WHERE seq > \(after) ORDER BY seq LIMIT \(Int64(max(1, limit)))")
             guard let last = try rows.last?.int(0) else { return 0 }
-            var statements: [SQLStatement] = []
+            var statements: [SQLQuery] = []
             for row in rows where wants(try row.text(2), try row.optionalText(3)) {
                 statements.append(
-                    SQLStatement(
+                    (
                         """
                         INSERT INTO webhook_deliveries (endpoint, event_seq, event_id, event_type, customer_key, status, attempts,
                             next_attempt_at, created_at, updated_at)
-                        VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)
+                        VALUES (\(endpoint), \(try row.int(0)), \(try row.text(1)), \(try row.text(2)), \(try row.optionalText(4) ?? ""), 'pending', 0, \(now), \(now), \(now))
                         ON CONFLICT (endpoint, event_id) DO NOTHING
-                        """, .text(endpoint), .int(try row.int(0)), .text(try row.text(1)), .text(try row.text(2)),
-                        .text(try row.optionalText(4) ?? ""), .int(now)))
+                        """ as SQLQuery))
             }
             // Only forward: another server's fan-out may have gone further meanwhile.
             statements.append(
-                SQLStatement(
-                    "UPDATE webhook_cursors SET after_seq = $2 WHERE endpoint = $1 AND after_seq < $2", .text(endpoint), .int(last)))
+                (
+                    "UPDATE webhook_cursors SET after_seq = \(last) WHERE endpoint = \(endpoint) AND after_seq < \(last)" as SQLQuery))
             _ = try session.pipeline(statements)
             return rows.count
         }
@@ -196,29 +193,28 @@ extension SessionBackedStore {
         // PostgreSQL: a concurrent claimer skips the rows another holds (`SKIP LOCKED`) and takes
         // the next eligible ones; the lease condition is repeated outside the subquery for a row
         // whose lock was released meanwhile. SQLite has one writer.
-        let skipLocked = session.dialect == .postgres ? " FOR UPDATE OF d SKIP LOCKED" : ""
+        let skipLocked: SQLQuery = session.dialect == .postgres ? " FOR UPDATE OF d SKIP LOCKED" : ""
         let claimed = try session.query(
             """
-            UPDATE webhook_deliveries SET lease_owner = $2, lease_expires_at = $4, attempts = attempts + 1,
-                first_attempt_at = COALESCE(first_attempt_at, $3), last_attempt_at = $3, updated_at = $3
+            UPDATE webhook_deliveries SET lease_owner = \(owner), lease_expires_at = \(leaseUntil), attempts = attempts + 1,
+                first_attempt_at = COALESCE(first_attempt_at, \(now)), last_attempt_at = \(now), updated_at = \(now)
             WHERE id IN (
                 SELECT d.id FROM webhook_deliveries d
-                WHERE d.endpoint = $1 AND d.status = 'pending' AND d.next_attempt_at <= $3
-                    AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $3)
+                WHERE d.endpoint = \(endpoint) AND d.status = 'pending' AND d.next_attempt_at <= \(now)
+                    AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= \(now))
                     AND NOT EXISTS (
                         SELECT 1 FROM webhook_deliveries e
                         WHERE e.endpoint = d.endpoint AND e.customer_key = d.customer_key AND e.status = 'pending'
                             AND e.event_seq < d.event_seq)
-                ORDER BY d.event_seq LIMIT $5\(skipLocked))
-            AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
+                ORDER BY d.event_seq LIMIT \(Int64(limit))\(skipLocked))
+            AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= \(now))
             RETURNING \(Self.deliveryColumns)
-            """, .text(endpoint), .text(owner), .int(now), .int(leaseUntil), .int(Int64(limit))
-        ).map(Self.decodeDelivery)
+            """).map(Self.decodeDelivery)
         guard !claimed.isEmpty else { return [] }
         var events: [Int64: OutboxEvent] = [:]
         for delivery in claimed {
             let rows = try session.query(
-                "SELECT \(Ledger.eventColumns) FROM events WHERE seq = $1", .int(delivery.eventSequence))
+                "SELECT \(Ledger.eventColumns) FROM events WHERE seq = \(delivery.eventSequence)")
             if let event = try rows.first.map(Ledger.decodeEvent) { events[delivery.eventSequence] = event }
         }
         return claimed.sorted { $0.eventSequence < $1.eventSequence }.compactMap { delivery in
@@ -240,13 +236,11 @@ extension SessionBackedStore {
         }
         return try !session.query(
             """
-            UPDATE webhook_deliveries SET status = $3, next_attempt_at = COALESCE($4, next_attempt_at), last_status = $5,
-                last_error = $6, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7
-            WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
+            UPDATE webhook_deliveries SET status = \(status.rawValue), next_attempt_at = COALESCE(\(nextAttempt), next_attempt_at), last_status = \(httpStatus.map { Int64($0) }),
+                last_error = \(error.map { String($0.prefix(1000)) }), lease_owner = NULL, lease_expires_at = NULL, updated_at = \(now)
+            WHERE id = \(id) AND lease_owner = \(owner) AND status = 'pending'
             RETURNING id
-            """, .int(id), .text(owner), .text(status.rawValue), nextAttempt.map(SQLValue.int) ?? .null,
-            httpStatus.map { .int(Int64($0)) } ?? .null, error.map { .text(String($0.prefix(1000))) } ?? .null, .int(now)
-        ).isEmpty
+            """).isEmpty
     }
 
     func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery] {
@@ -255,9 +249,8 @@ extension SessionBackedStore {
             try session.query(
                 """
                 SELECT \(Self.deliveryColumns) FROM webhook_deliveries
-                WHERE ($1 = '' OR status = $1) AND id < $2 ORDER BY id DESC LIMIT $3
-                """, .text(status?.rawValue ?? ""), .int(before ?? .max), .int(Int64(limit))
-            ).map(Self.decodeDelivery)
+                WHERE (\(status?.rawValue ?? "") = '' OR status = \(status?.rawValue ?? "")) AND id < \(before ?? .max) ORDER BY id DESC LIMIT \(Int64(limit))
+                """).map(Self.decodeDelivery)
         }
     }
 
@@ -265,11 +258,10 @@ extension SessionBackedStore {
         try await write { session in
             try session.query(
                 """
-                UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2, first_attempt_at = NULL, updated_at = $2
-                WHERE id = $1
+                UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = \(now), first_attempt_at = NULL, updated_at = \(now)
+                WHERE id = \(id)
                 RETURNING \(Self.deliveryColumns)
-                """, .int(id), .int(now)
-            ).first.map(Self.decodeDelivery)
+                """).first.map(Self.decodeDelivery)
         }
     }
 
@@ -289,14 +281,13 @@ extension SessionBackedStore {
                 // Each a range of `webhook_deliveries_due` (endpoint, status, event_seq).
                 func count(_ status: WebhookDeliveryStatus) throws -> Int {
                     Int(try session.query(
-                        "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint = $1 AND status = $2",
-                        .text(endpoint), .text(status.rawValue)).first?.int(0) ?? 0)
+                        "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint = \(endpoint) AND status = \(status.rawValue)").first?.int(0) ?? 0)
                 }
                 let last = try session.query(
                     """
-                    SELECT last_attempt_at FROM webhook_deliveries WHERE endpoint = $1 AND status = 'delivered'
+                    SELECT last_attempt_at FROM webhook_deliveries WHERE endpoint = \(endpoint) AND status = 'delivered'
                     ORDER BY event_seq DESC LIMIT 1
-                    """, .text(endpoint)).first?.optionalInt(0)
+                    """).first?.optionalInt(0)
                 return WebhookEndpointStatus(endpoint: endpoint, pending: try count(.pending), failed: try count(.failed), lastDeliveredAt: last)
             }
         }
@@ -309,10 +300,9 @@ extension SessionBackedStore {
             let all = try endpoints.flatMap { endpoint in
                 try session.query(
                     """
-                    SELECT \(Self.deliveryColumns) FROM webhook_deliveries WHERE endpoint = $1 AND customer_key = $2
-                    ORDER BY id DESC LIMIT $3
-                    """, .text(endpoint), .text(customerKey), .int(Int64(limit))
-                ).map(Self.decodeDelivery)
+                    SELECT \(Self.deliveryColumns) FROM webhook_deliveries WHERE endpoint = \(endpoint) AND customer_key = \(customerKey)
+                    ORDER BY id DESC LIMIT \(Int64(limit))
+                    """).map(Self.decodeDelivery)
             }
             return Array(all.sorted { $0.id > $1.id }.prefix(limit))
         }

@@ -1,7 +1,7 @@
 // Reads beyond the hot one: subscriptions and a customer's history.
 
 extension Ledger {
-    static let subscriptionColumns = """
+    static let subscriptionColumns: SQLQuery = """
         c.app_user_id, s.original_transaction_id, s.product_id, s.group_id, s.status, s.expires_at, s.grace_until,
         s.auto_renew, s.environment
         """
@@ -19,9 +19,8 @@ extension Ledger {
         try session.query(
             """
             SELECT \(Self.subscriptionColumns) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
-            WHERE s.original_transaction_id = $1
-            """, .text(otid)
-        ).first.map(Self.decodeOwned)
+            WHERE s.original_transaction_id = \(otid)
+            """).first.map(Self.decodeOwned)
     }
 
     /// History cursor: `receivedAt.rank.id` of the last entry returned (rank 2 = fact, 1 = notification).
@@ -39,11 +38,11 @@ extension Ledger {
             WITH cf AS (
                 SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
                 FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
-                WHERE l.customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)
+                WHERE l.customer_id IN (SELECT id FROM customers WHERE id = \(customer.id) OR merged_into = \(customer.id))
                 UNION ALL
                 SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
                 FROM facts f WHERE f.original_transaction_id IS NULL
-                  AND f.app_account_token IN (SELECT app_account_token FROM customers WHERE id = $1 OR merged_into = $2)
+                  AND f.app_account_token IN (SELECT app_account_token FROM customers WHERE id = \(customer.id) OR merged_into = \(customer.id))
             ), h AS (
                 SELECT 2 AS rank, cf.id AS id, cf.received_at AS received_at, CAST(NULL AS TEXT) AS source,
                        CAST(NULL AS TEXT) AS uuid, CAST(NULL AS TEXT) AS ntype, CAST(NULL AS TEXT) AS subtype,
@@ -57,11 +56,9 @@ extension Ledger {
             )
             SELECT rank, id, received_at, source, uuid, ntype, subtype, kind, transaction_id, original_transaction_id, signed_date
             FROM h
-            WHERE received_at < $3 OR (received_at = $3 AND (rank < $4 OR (rank = $4 AND id < $5)))
-            ORDER BY received_at DESC, rank DESC, id DESC LIMIT $6
-            """,
-            .int(customer.id), .int(customer.id), .int(after.0), .int(after.1), .int(after.2),
-            .int(Int64(limit) + 1))
+            WHERE received_at < \(after.0) OR (received_at = \(after.0) AND (rank < \(after.1) OR (rank = \(after.1) AND id < \(after.2))))
+            ORDER BY received_at DESC, rank DESC, id DESC LIMIT \(Int64(limit) + 1)
+            """)
         var entries: [HistoryEntry] = []
         var lastKey: (Int64, Int64, Int64)? = nil
         for row in rows.prefix(limit) {
