@@ -219,7 +219,7 @@ extension _StorageBenchmark {
     /// The accepted notifications in the ledger (`bench api` waits for its ingest with it).
     package static func notificationCount(_ store: any LedgerStore) async throws -> Int64 {
         guard let store = store as? any SessionBackedStore else { throw StorageError(.invalidArgument, "unsupported store") }
-        return try await store.read { try $0.query("SELECT count(*) FROM notifications").first?.int(0) ?? 0 }
+        return try await store.read { try $0.value("SELECT count(*) FROM notifications", as: Int64.self) ?? 0 }
     }
 
     /// What a customer read costs the primary with `readYourWrites: allServers`.
@@ -251,7 +251,7 @@ extension _StorageBenchmark {
     /// The process id of one of a PostgreSQL store's server backends (`pg_backend_pid()`).
     package static func backendPID(_ store: any LedgerStore) async throws -> Int32 {
         guard let store = store as? PostgresStore else { throw StorageError(.invalidArgument, "not a PostgreSQL store") }
-        return Int32(try await store.read { try $0.query("SELECT pg_backend_pid()").first?.int(0) ?? 0 })
+        return Int32(try await store.read { try $0.value("SELECT pg_backend_pid()", as: Int64.self) ?? 0 })
     }
 }
 
@@ -276,8 +276,8 @@ extension _StorageBenchmark {
         try await store.write { session in
             let today = metricDay(now)
             var daily: [MetricRowKey: Int64] = [:]
-            let ids = try session.query(
-                "SELECT id FROM customers ORDER BY id").map { try $0.int(0) }
+            let ids = try session.values(
+                "SELECT id FROM customers ORDER BY id", as: Int64.self)
             for (index, n) in range.enumerated() where index < ids.count {
                 let start = today - Int64(n % 730)
                 let end = start + 30 * Int64(1 + n % 13)

@@ -22,7 +22,7 @@ extension SessionBackedStore {
 
     func consent(appUserId: String) async throws -> Bool? {
         try await read { session in
-            try session.query("SELECT consented FROM customer_consents WHERE app_user_id = \(appUserId)").first?.bool(0)
+            try session.value("SELECT consented FROM customer_consents WHERE app_user_id = \(appUserId)", as: Bool.self)
         }
     }
 }

@@ -42,8 +42,8 @@ extension SessionBackedStore {
     func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {
         guard holdsEvents else { return 0 }
         let due = try await read { session in
-            try session.query(
-                "SELECT customer_id FROM event_holds WHERE release_at <= \(now) ORDER BY release_at, customer_id LIMIT \(Int64(min(max(limit, 1), 1000)))").map { try $0.int(0) }
+            try session.values(
+                "SELECT customer_id FROM event_holds WHERE release_at <= \(now) ORDER BY release_at, customer_id LIMIT \(Int64(min(max(limit, 1), 1000)))", as: Int64.self)
         }
         var released = 0
         var failure: (any Error)?
@@ -63,7 +63,7 @@ extension SessionBackedStore {
 
     func nextEventHoldRelease() async throws -> Int64? {
         guard holdsEvents else { return nil }
-        return try await read { try $0.query("SELECT MIN(release_at) FROM event_holds").first?.optionalInt(0) }
+        return try await read { try ($0.value("SELECT MIN(release_at) FROM event_holds", as: Int64?.self) ?? nil) }
     }
 }
 
@@ -103,8 +103,8 @@ extension Ledger {
         _ = try lockedCustomer(customerID)
         let skipLocked: SQLQuery = isPostgres ? " FOR UPDATE SKIP LOCKED" : ""
         guard
-            let earliest = try session.query(
-                "SELECT earliest_signed_date FROM event_holds WHERE customer_id = \(customerID) AND release_at <= \(now)\(skipLocked)").first?.int(0)
+            let earliest = try session.value(
+                "SELECT earliest_signed_date FROM event_holds WHERE customer_id = \(customerID) AND release_at <= \(now)\(skipLocked)", as: Int64.self)
         else { return false }
         try session.query("DELETE FROM event_holds WHERE customer_id = \(customerID)")
         // Gone meanwhile (erased): nothing to replay. Merged into another: its root is replayed.

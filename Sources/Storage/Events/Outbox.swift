@@ -88,12 +88,12 @@ extension SessionBackedStore {
 extension SessionBackedStore {
     func scrubErasureEvents(recordedBefore: Int64) async throws -> Int {
         try await write { session in
-            let ids = try session.query(
+            let ids = try session.values(
                 """
                 SELECT event_id FROM events e WHERE e.type = 'customer.deleted' AND e.app_user_id IS NOT NULL AND e.recorded_at < \(recordedBefore)
                     AND NOT EXISTS (SELECT 1 FROM webhook_cursors c WHERE c.after_seq < e.seq)
                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.event_id AND d.status = 'pending')
-                """).map { try $0.text(0) }
+                """, as: String.self)
             for id in ids {
                 try session.pipeline([
                     (

@@ -140,7 +140,7 @@ extension SessionBackedStore {
         try await write { session in
             guard let cursor = try session.query("SELECT after_seq FROM webhook_cursors WHERE endpoint = \(endpoint)").first
             else {
-                let newest = try session.query("SELECT COALESCE(MAX(seq), 0) FROM events").first?.int(0) ?? 0
+                let newest = try session.value("SELECT COALESCE(MAX(seq), 0) FROM events", as: Int64.self) ?? 0
                 try session.query(
                     "INSERT INTO webhook_cursors (endpoint, after_seq) VALUES (\(endpoint), \(newest)) ON CONFLICT (endpoint) DO NOTHING")
                 return 0
@@ -280,14 +280,14 @@ extension SessionBackedStore {
             try endpoints.map { endpoint in
                 // Each a range of `webhook_deliveries_due` (endpoint, status, event_seq).
                 func count(_ status: WebhookDeliveryStatus) throws -> Int {
-                    Int(try session.query(
-                        "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint = \(endpoint) AND status = \(status.rawValue)").first?.int(0) ?? 0)
+                    Int(try session.value(
+                        "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint = \(endpoint) AND status = \(status.rawValue)", as: Int64.self) ?? 0)
                 }
-                let last = try session.query(
+                let last = try (session.value(
                     """
                     SELECT last_attempt_at FROM webhook_deliveries WHERE endpoint = \(endpoint) AND status = 'delivered'
                     ORDER BY event_seq DESC LIMIT 1
-                    """).first?.optionalInt(0)
+                    """, as: Int64?.self) ?? nil)
                 return WebhookEndpointStatus(endpoint: endpoint, pending: try count(.pending), failed: try count(.failed), lastDeliveredAt: last)
             }
         }

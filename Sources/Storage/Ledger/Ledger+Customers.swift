@@ -40,7 +40,7 @@ extension Ledger {
             let mergedInto = try existing.optionalInt(1)
             if id == root || mergedInto == root { return .alreadyAlias }
             // An id of another customer with several ids belongs to that customer.
-            let ownAliases = try session.query("SELECT COUNT(*) FROM customers WHERE merged_into = \(id)").first?.int(0) ?? 0
+            let ownAliases = try session.value("SELECT COUNT(*) FROM customers WHERE merged_into = \(id)", as: Int64.self) ?? 0
             guard mergedInto == nil, ownAliases == 0 else {
                 throw StorageError(.aliasConflict, "this id already belongs to another customer")
             }
@@ -102,8 +102,7 @@ extension Ledger {
         ).count
         if let token {
             try lockKeys([Self.tokenKey(token)])
-            if let id = try session.query("SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = \(token)")
-                .first?.int(0)
+            if let id = try session.value("SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = \(token)", as: Int64.self)
             {
                 try recompute(customerID: id, projector: projector, now: now, known: [row.payload: row.fact])
             }
@@ -119,7 +118,7 @@ extension Ledger {
         _ = try lockedCustomer(root)
         let members = try group(rootID: root)
         try lockKeys(members.map { Self.tokenKey($0.appAccountToken) } + members.map { Self.userKey($0.appUserId) })
-        let newestEvent = try session.query("SELECT COALESCE(MAX(seq), 0) FROM events").first?.int(0) ?? 0
+        let newestEvent = try session.value("SELECT COALESCE(MAX(seq), 0) FROM events", as: Int64.self) ?? 0
         var subscriptions = 0
         var ownFacts = 0
         for member in members {

@@ -57,11 +57,11 @@ extension Ledger {
     /// backfill after schema version 15): returns how many it did. A customer whose facts do
     /// not decode gets an empty contribution (their projection is marked failed anyway).
     func backfillMetricsChunk(limit: Int, projector: any Projector) throws -> Int {
-        let ids = try session.query(
+        let ids = try session.values(
             """
             SELECT c.id FROM customers c LEFT JOIN customer_metrics m ON m.customer_id = c.id
             WHERE m.customer_id IS NULL ORDER BY c.id LIMIT \(Int64(limit))
-            """).map { try $0.int(0) }
+            """, as: Int64.self)
         for id in ids {
             let rows = try session.query(factsWithoutJWS(of: id))
             let facts = (try? Self.engineFacts(rows, projector: projector, known: [:])) ?? []
@@ -88,11 +88,11 @@ extension Ledger {
             WHERE environment = \(environment) AND day >= \(fromDay) AND day <= \(toDay) AND value <> 0 ORDER BY day, kind, currency
             """)
         var rollup = MetricRollup()
-        rollup.unlinkedActive = try session.query(
+        rollup.unlinkedActive = try session.value(
             """
             SELECT COUNT(*) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
             WHERE c.app_user_id LIKE \(UnlinkedSubscription.prefix + "%") AND s.environment = \(environment) AND s.status IN ('active', 'gracePeriod')
-            """).first?.int(0) ?? 0
+            """, as: Int64.self) ?? 0
         for row in base where try row.int(2) != 0 {
             guard let kind = MetricKind(rawValue: try row.text(0)) else { continue }
             rollup.opening.append(MetricDelta(environment: Environment(rawValue: environment), day: fromDay, kind: kind,

@@ -176,7 +176,7 @@ extension Ledger {
 
     /// The highest row id of a phase's table (progress reports).
     func repackTotal(_ phase: RepackPhase) throws -> Int64 {
-        try session.query("SELECT COALESCE(MAX(id), 0) FROM \(phase.table)").first?.int(0) ?? 0
+        try session.value("SELECT COALESCE(MAX(id), 0) FROM \(phase.table)", as: Int64.self) ?? 0
     }
 }
 

@@ -407,11 +407,11 @@ struct Ledger {
         }
         let created = try Self.decodeCustomer(row)
         // Facts that arrived before the customer existed: link their subscriptions now.
-        let orphans = try session.query(
+        let orphans = try session.values(
             """
             SELECT DISTINCT original_transaction_id FROM facts
             WHERE app_account_token = \(token) AND original_transaction_id IS NOT NULL
-            """).map { try $0.text(0) }
+            """, as: String.self)
         try lockKeys(orphans.map(Self.otidKey))
         for otid in orphans.sorted() {
             if let current = try owner(of: otid) {

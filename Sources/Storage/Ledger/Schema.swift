@@ -478,7 +478,7 @@ enum Schema {
     /// The tables whose rows of the older layout are still to be repacked (version 14 on).
     static func pendingRepack(_ session: any SQLSession, version: Int) throws -> [String] {
         guard version >= packedSignedTextVersion else { return [] }
-        return try session.query("SELECT phase FROM repack_progress WHERE done = 0").map { try $0.text(0) }
+        return try session.values("SELECT phase FROM repack_progress WHERE done = 0", as: String.self)
     }
 
     /// Verifies without migrating: throws `SCHEMA_TOO_NEW` for a newer schema.

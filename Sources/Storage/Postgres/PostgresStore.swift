@@ -333,11 +333,11 @@ final class PostgresStore: SessionBackedStore {
 
     func databaseBytes() async throws -> Int64 {
         try await read { session in
-            try session.query(
+            try session.value(
                 """
                 SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c
                 JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'
-                """).first?.int(0) ?? 0
+                """, as: Int64.self) ?? 0
         }
     }
 

@@ -348,8 +348,8 @@ extension SQLiteStore {
     /// The database's logical size (pages in use, including those still in the WAL).
     func databaseBytes() async throws -> Int64 {
         try await read { session in
-            try session.query(
-                "SELECT (c.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() AS c, pragma_freelist_count() AS f, pragma_page_size() AS s").first?.int(0) ?? 0
+            try session.value(
+                "SELECT (c.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() AS c, pragma_freelist_count() AS f, pragma_page_size() AS s", as: Int64.self) ?? 0
         }
     }
 }
