@@ -72,10 +72,11 @@ extension SessionBackedStore {
     }
 
     static func decodeJob(_ row: SQLRow) throws -> DurableJob {
-        DurableJob(
-            id: try row.int(0), kind: try row.text(1), key: try row.text(2), bundleId: try row.text(3), subject: try row.text(4),
-            status: DurableJobStatus(rawValue: try row.text(5)) ?? .failed, attempts: Int(try row.int(6)), runAt: try row.int(7),
-            lastError: try row.optionalText(8), createdAt: try row.int(9), updatedAt: try row.int(10))
+        let job = try row.decode(JobColumns.self)
+        return DurableJob(
+            id: job.id, kind: job.kind, key: job.jobKey, bundleId: job.bundleId, subject: job.subject,
+            status: DurableJobStatus(rawValue: job.status) ?? .failed, attempts: job.attempts, runAt: job.runAt,
+            lastError: job.lastError, createdAt: job.createdAt, updatedAt: job.updatedAt)
     }
 
     func enqueueJob(
@@ -139,4 +140,19 @@ extension SessionBackedStore {
                 """).map(Self.decodeJob)
         }
     }
+}
+
+/// A job's columns (``SessionBackedStore/jobColumns``).
+private struct JobColumns: Decodable {
+    var id: Int64
+    var kind: String
+    var jobKey: String
+    var bundleId: String
+    var subject: String
+    var status: String
+    var attempts: Int
+    var runAt: Int64
+    var lastError: String?
+    var createdAt: Int64
+    var updatedAt: Int64
 }

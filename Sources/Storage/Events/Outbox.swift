@@ -112,15 +112,35 @@ extension Ledger {
         entitlements, details, cause, occurred_at, recorded_at, answer
         """
 
+    /// An event's columns (``eventColumns``).
+    private struct EventColumns: Decodable {
+        var seq: Int64
+        var eventId: String
+        var type: String
+        var appUserId: String?
+        var appAccountToken: String?
+        var environment: String?
+        var bundleId: String?
+        var productId: String?
+        var originalTransactionId: String?
+        var entitlements: String
+        var details: String
+        var cause: String
+        var occurredAt: Int64
+        var recordedAt: Int64
+        var answer: String
+    }
+
     static func decodeEvent(_ row: SQLRow) throws -> OutboxEvent {
-        let entitlements = (try? JSONDecoder().decode([String].self, from: Data(try row.text(9).utf8))) ?? []
-        let details = (try? JSONDecoder().decode([String: String].self, from: Data(try row.text(10).utf8))) ?? [:]
+        let columns = try row.decode(EventColumns.self)
+        let entitlements = (try? JSONDecoder().decode([String].self, from: Data(columns.entitlements.utf8))) ?? []
+        let details = (try? JSONDecoder().decode([String: String].self, from: Data(columns.details.utf8))) ?? [:]
         return OutboxEvent(
-            sequence: try row.int(0), id: try row.text(1), type: try row.text(2), appUserId: try row.optionalText(3),
-            appAccountToken: try row.optionalText(4), environment: try row.optionalText(5), bundleId: try row.optionalText(6),
-            productId: try row.optionalText(7), originalTransactionId: try row.optionalText(8), entitlements: entitlements,
-            details: details, cause: try row.text(11), occurredAt: try row.int(12), recordedAt: try row.int(13),
-            answer: Array(try row.text(14).utf8))
+            sequence: columns.seq, id: columns.eventId, type: columns.type, appUserId: columns.appUserId,
+            appAccountToken: columns.appAccountToken, environment: columns.environment, bundleId: columns.bundleId,
+            productId: columns.productId, originalTransactionId: columns.originalTransactionId, entitlements: entitlements,
+            details: details, cause: columns.cause, occurredAt: columns.occurredAt, recordedAt: columns.recordedAt,
+            answer: Array(columns.answer.utf8))
     }
 
     static func json(_ value: some Encodable) -> String {

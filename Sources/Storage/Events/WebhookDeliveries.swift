@@ -127,13 +127,14 @@ extension SessionBackedStore {
     }
 
     static func decodeDelivery(_ row: SQLRow) throws -> WebhookDelivery {
-        WebhookDelivery(
-            id: try row.int(0), endpoint: try row.text(1), eventSequence: try row.int(2), eventId: try row.text(3),
-            eventType: try row.text(4), customerKey: try row.text(5),
-            status: WebhookDeliveryStatus(rawValue: try row.text(6)) ?? .failed, attempts: Int(try row.int(7)),
-            nextAttemptAt: try row.int(8), firstAttemptAt: try row.optionalInt(9), lastAttemptAt: try row.optionalInt(10),
-            lastStatus: try row.optionalInt(11).map { Int($0) }, lastError: try row.optionalText(12), createdAt: try row.int(13),
-            updatedAt: try row.int(14))
+        let delivery = try row.decode(DeliveryColumns.self)
+        return WebhookDelivery(
+            id: delivery.id, endpoint: delivery.endpoint, eventSequence: delivery.eventSeq, eventId: delivery.eventId,
+            eventType: delivery.eventType, customerKey: delivery.customerKey,
+            status: WebhookDeliveryStatus(rawValue: delivery.status) ?? .failed, attempts: delivery.attempts,
+            nextAttemptAt: delivery.nextAttemptAt, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: delivery.lastAttemptAt,
+            lastStatus: delivery.lastStatus, lastError: delivery.lastError, createdAt: delivery.createdAt,
+            updatedAt: delivery.updatedAt)
     }
 
     func fanOut(endpoint: String, wants: @escaping @Sendable (String, String?) -> Bool, limit: Int, now: Int64) async throws -> Int {
@@ -307,4 +308,23 @@ extension SessionBackedStore {
             return Array(all.sorted { $0.id > $1.id }.prefix(limit))
         }
     }
+}
+
+/// A delivery's columns (``SessionBackedStore/deliveryColumns``).
+private struct DeliveryColumns: Decodable {
+    var id: Int64
+    var endpoint: String
+    var eventSeq: Int64
+    var eventId: String
+    var eventType: String
+    var customerKey: String
+    var status: String
+    var attempts: Int
+    var nextAttemptAt: Int64
+    var firstAttemptAt: Int64?
+    var lastAttemptAt: Int64?
+    var lastStatus: Int?
+    var lastError: String?
+    var createdAt: Int64
+    var updatedAt: Int64
 }

@@ -203,14 +203,30 @@ extension Ledger {
     }
 
     static let stateColumns: SQLQuery =
-        "customer_id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"
+        "customer_id AS id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"
     static func state(appUserId: String) -> SQLQuery { "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = \(appUserId)" }
     static func state(customerID: Int64) -> SQLQuery { "SELECT \(stateColumns) FROM customer_states WHERE customer_id = \(customerID)" }
 
+    /// A stored state's columns besides its customer's (``stateColumns``).
+    struct StateColumns: Decodable {
+        var state: String
+        var projectionRows: String
+        var computedAt: Int64
+        var projectionError: String?
+    }
+
+    /// A stored document's columns besides its customer's (``document(appUserId:)``).
+    struct DocumentColumns: Decodable {
+        var state: String
+        var computedAt: Int64
+        var projectionError: String?
+    }
+
     static func decodeState(_ row: SQLRow) throws -> StoredProjection {
-        let projection = try RowCodec.decode(try row.text(5), state: Array(try row.text(4).utf8))
+        let columns = try row.decode(StateColumns.self)
+        let projection = try RowCodec.decode(columns.projectionRows, state: Array(columns.state.utf8))
         return StoredProjection(
-            customer: try decodeCustomer(row), projection: projection, computedAt: try row.int(6), failure: try row.optionalText(7))
+            customer: try decodeCustomer(row), projection: projection, computedAt: columns.computedAt, failure: columns.projectionError)
     }
 
     /// The hot read: one primary-key lookup of one row.
@@ -220,7 +236,7 @@ extension Ledger {
 
     static func document(appUserId: String) -> SQLQuery {
         """
-        SELECT customer_id, app_user_id, app_account_token, created_at, state, computed_at, projection_error
+        SELECT customer_id AS id, app_user_id, app_account_token, created_at, state, computed_at, projection_error
         FROM customer_states WHERE app_user_id = \(appUserId)
         """
     }
@@ -228,9 +244,10 @@ extension Ledger {
     /// The hot read without the projection rows (their decoding is wasted on a served document).
     func state(appUserId: String) throws -> StoredState? {
         try session.query(Self.document(appUserId: appUserId)).first.map { row in
-            StoredState(
-                customer: try Self.decodeCustomer(row), state: Array(try row.text(4).utf8), computedAt: try row.int(5),
-                failure: try row.optionalText(6))
+            let columns = try row.decode(DocumentColumns.self)
+            return StoredState(
+                customer: try Self.decodeCustomer(row), state: Array(columns.state.utf8), computedAt: columns.computedAt,
+                failure: columns.projectionError)
         }
     }
 

@@ -6,13 +6,27 @@ extension Ledger {
         s.auto_renew, s.environment
         """
 
+    /// A subscription's columns and its owner's id (``subscriptionColumns``).
+    private struct OwnedColumns: Decodable {
+        var appUserId: String
+        var originalTransactionId: String
+        var productId: String
+        var groupId: String?
+        var status: String
+        var expiresAt: Int64?
+        var graceUntil: Int64?
+        var autoRenew: Bool
+        var environment: String
+    }
+
     static func decodeOwned(_ row: SQLRow) throws -> OwnedSubscription {
-        OwnedSubscription(
-            appUserId: try row.text(0),
+        let owned = try row.decode(OwnedColumns.self)
+        return OwnedSubscription(
+            appUserId: owned.appUserId,
             subscription: SubscriptionRow(
-                originalTransactionId: try row.text(1), productId: try row.text(2), group: try row.optionalText(3),
-                status: try row.text(4), expiresAt: try row.optionalInt(5), graceUntil: try row.optionalInt(6),
-                autoRenew: try row.bool(7), environment: try row.text(8)))
+                originalTransactionId: owned.originalTransactionId, productId: owned.productId, group: owned.groupId,
+                status: owned.status, expiresAt: owned.expiresAt, graceUntil: owned.graceUntil, autoRenew: owned.autoRenew,
+                environment: owned.environment))
     }
 
     func subscription(otid: String) throws -> OwnedSubscription? {

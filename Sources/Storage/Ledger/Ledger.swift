@@ -325,8 +325,17 @@ struct Ledger {
             """
     }
 
+    /// A customer's columns (``customerColumns``; a customer's row id is named `id`).
+    struct CustomerColumns: Decodable {
+        var id: Int64
+        var appUserId: String
+        var appAccountToken: String
+        var createdAt: Int64
+    }
+
     static func decodeCustomer(_ row: SQLRow) throws -> CustomerRecord {
-        CustomerRecord(id: try row.int(0), appUserId: try row.text(1), appAccountToken: try row.text(2), createdAt: try row.int(3))
+        let columns = try row.decode(CustomerColumns.self)
+        return CustomerRecord(id: columns.id, appUserId: columns.appUserId, appAccountToken: columns.appAccountToken, createdAt: columns.createdAt)
     }
 
     /// The customer an id belongs to: the id's own token and creation, the merged customer's row
@@ -334,7 +343,7 @@ struct Ledger {
     func customer(appUserId: String) throws -> CustomerRecord? {
         guard
             var customer = try session.query(
-                "SELECT \(Self.rootOf("c")), app_user_id, app_account_token, created_at FROM customers c WHERE app_user_id = \(appUserId)").first.map(Self.decodeCustomer)
+                "SELECT \(Self.rootOf("c")) AS id, app_user_id, app_account_token, created_at FROM customers c WHERE app_user_id = \(appUserId)").first.map(Self.decodeCustomer)
         else { return nil }
         customer.aliases = Self.others(try group(rootID: customer.id).map(\.appUserId), than: appUserId)
         return customer
