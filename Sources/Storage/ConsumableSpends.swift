@@ -71,7 +71,7 @@ extension Ledger {
         let digest = FactDigest.hex(Fact.consumableSpend(spend).identity ?? "")
         if let row = try session.query(
             "SELECT payload, payload_packed FROM facts WHERE kind = 'consumableSpend' AND jws_sha256 = \(digest)").first {
-            guard case .consumableSpend(let earlier)? = projector.decode(try FactPayload.text(row, text: 0, packed: 1)) else {
+            guard case .consumableSpend(let earlier)? = projector.decode(try FactPayload.text(row)) else {
                 throw StorageError(.corrupt, "a stored spend does not decode")
             }
             let same = earlier.productId == request.productId && earlier.quantity == request.quantity

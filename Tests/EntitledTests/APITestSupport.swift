@@ -163,7 +163,7 @@ final class TestLedger: Sendable {
     func factJSON(kind: String) async throws -> [String] {
         try await store.read { session in
             try session.query("SELECT payload, payload_packed FROM facts WHERE kind = $1 ORDER BY id", .text(kind)).map {
-                try FactPayload.text($0, text: 0, packed: 1)
+                try FactPayload.text($0)
             }
         }
     }

@@ -312,7 +312,7 @@ extension Ledger {
             let query = SQLQuery(verbatim: "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE ")
                 + exportFilter(table, id: customer.id) + " ORDER BY 1"
             let rows = try session.query(query).map { row in
-                let json = try payload.map { try FactPayload.bytes(row, text: $0, packed: columns.count + 1) }
+                let json = payload == nil ? nil : try FactPayload.bytes(row)
                 return try columns.indices.map { index -> (column: String, value: CustomerExport.Value) in
                     let value: CustomerExport.Value
                     if let packed, columns[index].name == packed.column {

@@ -37,11 +37,12 @@ extension Ledger {
     func facts(of customer: CustomerRecord, projector: any Projector) throws -> [StoredFact] {
         let reader = SignedTextReader(session: session)
         return try session.query(Self.facts(of: customer.id, jws: true)).map { row in
-            let json = try FactPayload.bytes(row, text: 5, packed: 14)
-            let signed = try reader.text(raw: Array(try row.text(4).utf8), packed: try row.optionalBlob(13), context: json)
+            let json = try FactPayload.bytes(row)
+            let columns = try row.decode(StoredFactColumns.self)
+            let signed = try reader.text(raw: Array(columns.jws.utf8), packed: columns.signedPacked, context: json)
             return StoredFact(
-                id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2), kind: try row.text(3),
-                signed: String(decoding: signed, as: UTF8.self), bundleId: try row.optionalText(10),
+                id: columns.id, notificationID: columns.notificationId, receivedAt: columns.receivedAt, kind: columns.kind,
+                signed: String(decoding: signed, as: UTF8.self), bundleId: columns.bundleId,
                 fact: projector.decode(String(decoding: json, as: UTF8.self)))
         }
     }
@@ -54,17 +55,28 @@ extension Ledger {
         var facts: [Fact] = []
         facts.reserveCapacity(rows.count)
         for row in rows {
-            let text = try FactPayload.text(row, text: 5, packed: 14)
+            let text = try FactPayload.text(row)
             guard let fact = known[text] ?? projector.decode(text) else {
-                throw UndecodableFact(id: try row.int(0), kind: try row.text(3))
+                throw try row.decode(UndecodableFact.self)
             }
             facts.append(fact)
         }
         return facts
     }
 
+    /// A fact's columns as ``facts(of:projector:)`` returns them (its JSON: ``FactPayload``).
+    private struct StoredFactColumns: Decodable {
+        var id: Int64
+        var notificationId: Int64?
+        var receivedAt: Int64
+        var kind: String
+        var jws: String
+        var signedPacked: [UInt8]?
+        var bundleId: String?
+    }
+
     /// A stored fact whose text is no engine fact this binary knows.
-    struct UndecodableFact: Error, CustomStringConvertible {
+    struct UndecodableFact: Error, CustomStringConvertible, Decodable {
         var id: Int64
         var kind: String
         var description: String { "fact \(id) (\(kind)) does not decode as an engine fact" }

@@ -40,7 +40,7 @@ extension Ledger {
             WHERE id > \(afterID) ORDER BY id LIMIT \(Int64(limit))
             """).map { row in
             let text = try reader.text(
-                raw: Array(try row.text(5).utf8), packed: try row.optionalBlob(6), context: try FactPayload.bytes(row, text: 7, packed: 8))
+                raw: Array(try row.text(5).utf8), packed: try row.optionalBlob(6), context: try FactPayload.bytes(row))
             return SignedFactText(
                 id: try row.int(0), kind: try row.text(1), bundleId: try row.optionalText(2), signedDate: try row.optionalInt(3),
                 environment: try row.optionalText(4), text: String(decoding: text, as: UTF8.self))
@@ -90,7 +90,7 @@ extension Ledger {
         return SignedSiblings(
             try rows.map { row in
                 let raw = try reader.text(
-                    raw: Array(try row.text(1).utf8), packed: try row.optionalBlob(2), context: try FactPayload.bytes(row, text: 3, packed: 4))
+                    raw: Array(try row.text(1).utf8), packed: try row.optionalBlob(2), context: try FactPayload.bytes(row))
                 let text = String(decoding: raw, as: UTF8.self)
                 return (try row.text(0), text, FactDigest.hex(text))
             })

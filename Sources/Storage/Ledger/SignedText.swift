@@ -309,7 +309,7 @@ final class SignedTextReader {
         else { throw Self.corrupt("referenced fact \(kind) \(digest) is missing") }
         let packed = try row.blob(1)
         guard !packed.isEmpty else { return Array(try row.text(0).utf8) }
-        return try unpack(packed, context: try FactPayload.bytes(row, text: 2, packed: 3), depth: depth + 1)
+        return try unpack(packed, context: try FactPayload.bytes(row), depth: depth + 1)
     }
 
     static func corrupt(_ what: String) -> StorageError {
