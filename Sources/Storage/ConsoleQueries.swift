@@ -137,10 +137,18 @@ extension SessionBackedStore {
     }
 
     static func decodeMatch(_ row: SQLRow) throws -> CustomerMatch {
-        CustomerMatch(appUserId: try row.text(0), appAccountToken: try row.text(1), createdAt: try row.int(2))
+        let match = try row.decode(MatchColumns.self)
+        return CustomerMatch(appUserId: match.appUserId, appAccountToken: match.appAccountToken, createdAt: match.createdAt)
     }
 
     func ingestHealth(since: Int64, now: Int64) async throws -> IngestHealth {
         try await read { try Ledger(session: $0, fault: nil).ingestHealth(since: since, now: now) }
     }
+}
+
+/// A matched customer's columns.
+private struct MatchColumns: Decodable {
+    var appUserId: String
+    var appAccountToken: String
+    var createdAt: Int64
 }

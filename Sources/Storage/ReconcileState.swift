@@ -56,7 +56,7 @@ extension SessionBackedStore {
                 RETURNING watermark
                 """)
             guard let row = rows.first else { return .held }
-            return .acquired(watermark: try row.optionalInt(0))
+            return .acquired(watermark: try row.single(Int64?.self))
         }
     }
 

@@ -61,17 +61,26 @@ extension SessionBackedStore {
 
     func supportActions(appUserId: String, limit: Int) async throws -> [SupportAction] {
         try await read { session in
-            try session.query(
+            try session.rows(
                 """
                 SELECT e.kind, e.subject, e.actor, e.detail, e.recorded_at FROM customer_events e
                 WHERE e.customer_id = (SELECT COALESCE(merged_into, id) FROM customers WHERE app_user_id = \(appUserId))
                   AND e.kind LIKE 'support.%' ORDER BY e.id DESC LIMIT \(Int64(max(1, min(limit, 1000))))
-                """).map { row in
+                """, as: SupportActionColumns.self
+            ).map { row in
                 SupportAction(
-                    action: String(try row.text(0).dropFirst("support.".count)), subject: try row.optionalText(1) ?? "",
-                    actor: try row.optionalText(2), detail: try row.optionalText(3) ?? "{}", recordedAt: try row.int(4),
-                    appUserId: appUserId)
+                    action: String(row.kind.dropFirst("support.".count)), subject: row.subject ?? "", actor: row.actor,
+                    detail: row.detail ?? "{}", recordedAt: row.recordedAt, appUserId: appUserId)
             }
         }
     }
+}
+
+/// A recorded support action's columns.
+private struct SupportActionColumns: Decodable {
+    var kind: String
+    var subject: String?
+    var actor: String?
+    var detail: String?
+    var recordedAt: Int64
 }

@@ -68,31 +68,38 @@ extension Ledger {
     func ingestHealth(since: Int64, now: Int64) throws -> IngestHealth {
         var health = IngestHealth()
         let fromHour = since / 3_600_000
-        for row in try session.query(
+        struct Hour: Decodable { var hour: Int64, accepted: Int64, rejected: Int64 }
+        for row in try session.rows(
             """
-            SELECT hour, SUM(CASE WHEN code = '' THEN count ELSE 0 END), SUM(CASE WHEN code = '' THEN 0 ELSE count END)
+            SELECT hour, SUM(CASE WHEN code = '' THEN count ELSE 0 END) AS accepted, SUM(CASE WHEN code = '' THEN 0 ELSE count END) AS rejected
             FROM ingest_hourly WHERE hour >= \(fromHour) GROUP BY hour ORDER BY hour
-            """)
+            """, as: Hour.self)
         {
-            health.hours.append((try row.int(0), try row.int(1), try row.int(2)))
+            health.hours.append((row.hour, row.accepted, row.rejected))
         }
-        for row in try session.query(
+        struct Rejections: Decodable { var code: String, total: Int64 }
+        for row in try session.rows(
             """
-            SELECT code, SUM(count) FROM ingest_hourly WHERE hour >= \(fromHour) AND code <> '' GROUP BY code ORDER BY 2 DESC, 1
-            """)
+            SELECT code, SUM(count) AS total FROM ingest_hourly WHERE hour >= \(fromHour) AND code <> '' GROUP BY code ORDER BY 2 DESC, 1
+            """, as: Rejections.self)
         {
-            health.rejections.append((try row.text(0), try row.int(1)))
+            health.rejections.append((row.code, row.total))
         }
-        for row in try session.query(
-            "SELECT bundle_id, environment, MAX(received_at) FROM ingest_latest GROUP BY bundle_id, environment ORDER BY 1, 2")
+        struct Latest: Decodable { var bundleId: String, environment: String, receivedAt: Int64 }
+        for row in try session.rows(
+            """
+            SELECT bundle_id, environment, MAX(received_at) AS received_at FROM ingest_latest GROUP BY bundle_id, environment ORDER BY 1, 2
+            """, as: Latest.self)
         {
-            health.latest.append((try row.text(0), try row.text(1), try row.int(2)))
+            health.latest.append((row.bundleId, row.environment, row.receivedAt))
         }
-        for row in try session.query(
-            "SELECT bundle_id, environment, watermark, lease_expires_at FROM reconcile_state ORDER BY bundle_id, environment")
+        struct Reconciliation: Decodable { var bundleId: String, environment: String, watermark: Int64?, leaseExpiresAt: Int64? }
+        for row in try session.rows(
+            "SELECT bundle_id, environment, watermark, lease_expires_at FROM reconcile_state ORDER BY bundle_id, environment",
+            as: Reconciliation.self)
         {
-            let leased = (try row.optionalInt(3)).map { $0 > now } ?? false
-            health.reconciliation.append((try row.text(0), try row.text(1), try row.optionalInt(2), leased))
+            let leased = row.leaseExpiresAt.map { $0 > now } ?? false
+            health.reconciliation.append((row.bundleId, row.environment, row.watermark, leased))
         }
         return health
     }
