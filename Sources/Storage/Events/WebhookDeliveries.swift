@@ -139,25 +139,25 @@ extension SessionBackedStore {
 
     func fanOut(endpoint: String, wants: @escaping @Sendable (String, String?) -> Bool, limit: Int, now: Int64) async throws -> Int {
         try await write { session in
-            guard let cursor = try session.query("SELECT after_seq FROM webhook_cursors WHERE endpoint = \(endpoint)").first
+            guard let after = try session.value("SELECT after_seq FROM webhook_cursors WHERE endpoint = \(endpoint)", as: Int64.self)
             else {
                 let newest = try session.value("SELECT COALESCE(MAX(seq), 0) FROM events", as: Int64.self) ?? 0
                 try session.query(
                     "INSERT INTO webhook_cursors (endpoint, after_seq) VALUES (\(endpoint), \(newest)) ON CONFLICT (endpoint) DO NOTHING")
                 return 0
             }
-            let after = try cursor.int(0)
-            let rows = try session.query(
-                "SELECT seq, event_id, type, environment, app_user_id FROM events WHERE seq > \(after) ORDER BY seq LIMIT \(Int64(max(1, limit)))")
-            guard let last = try rows.last?.int(0) else { return 0 }
+            let rows = try session.rows(
+                "SELECT seq, event_id, type, environment, app_user_id FROM events WHERE seq > \(after) ORDER BY seq LIMIT \(Int64(max(1, limit)))",
+                as: FanOutEvent.self)
+            guard let last = rows.last?.seq else { return 0 }
             var statements: [SQLQuery] = []
-            for row in rows where wants(try row.text(2), try row.optionalText(3)) {
+            for row in rows where wants(row.type, row.environment) {
                 statements.append(
                     (
                         """
                         INSERT INTO webhook_deliveries (endpoint, event_seq, event_id, event_type, customer_key, status, attempts,
                             next_attempt_at, created_at, updated_at)
-                        VALUES (\(endpoint), \(try row.int(0)), \(try row.text(1)), \(try row.text(2)), \(try row.optionalText(4) ?? ""), 'pending', 0, \(now), \(now), \(now))
+                        VALUES (\(endpoint), \(row.seq), \(row.eventId), \(row.type), \(row.appUserId ?? ""), 'pending', 0, \(now), \(now), \(now))
                         ON CONFLICT (endpoint, event_id) DO NOTHING
                         """ as SQLQuery))
             }
@@ -269,8 +269,10 @@ extension SessionBackedStore {
     func pendingDeliveries() async throws -> [String: Int] {
         try await read { session in
             var counts: [String: Int] = [:]
-            for row in try session.query("SELECT endpoint, COUNT(*) FROM webhook_deliveries WHERE status = 'pending' GROUP BY endpoint") {
-                counts[try row.text(0)] = Int(try row.int(1))
+            for row in try session.rows(
+                "SELECT endpoint, COUNT(*) AS pending FROM webhook_deliveries WHERE status = 'pending' GROUP BY endpoint", as: PendingCount.self)
+            {
+                counts[row.endpoint] = row.pending
             }
             return counts
         }
@@ -327,4 +329,19 @@ private struct DeliveryColumns: Decodable {
     var lastError: String?
     var createdAt: Int64
     var updatedAt: Int64
+}
+
+/// An event as the fan-out reads it.
+private struct FanOutEvent: Decodable {
+    var seq: Int64
+    var eventId: String
+    var type: String
+    var environment: String?
+    var appUserId: String?
+}
+
+/// An endpoint's pending deliveries.
+private struct PendingCount: Decodable {
+    var endpoint: String
+    var pending: Int
 }

@@ -47,7 +47,7 @@ extension Ledger {
             guard parts.count == 3 else { throw StorageError(.invalidArgument, "malformed history cursor") }
             after = (parts[0], parts[1], parts[2])
         }
-        let rows = try session.query(
+        let rows = try session.rows(
             """
             WITH cf AS (
                 SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
@@ -72,30 +72,40 @@ extension Ledger {
             FROM h
             WHERE received_at < \(after.0) OR (received_at = \(after.0) AND (rank < \(after.1) OR (rank = \(after.1) AND id < \(after.2))))
             ORDER BY received_at DESC, rank DESC, id DESC LIMIT \(Int64(limit) + 1)
-            """)
+            """, as: HistoryColumns.self)
         var entries: [HistoryEntry] = []
         var lastKey: (Int64, Int64, Int64)? = nil
         for row in rows.prefix(limit) {
-            let rank = try row.int(0)
-            let id = try row.int(1)
-            let receivedAt = try row.int(2)
+            let (rank, id, receivedAt) = (row.rank, row.id, row.receivedAt)
             lastKey = (receivedAt, rank, id)
             if rank == 1 {
                 entries.append(
                     HistoryEntry(
-                        kind: .notification, id: id, receivedAt: receivedAt,
-                        source: try row.optionalText(3).flatMap(IngestSource.init(rawValue:)),
-                        notificationUUID: try row.optionalText(4), notificationType: try row.optionalText(5),
-                        subtype: try row.optionalText(6)))
+                        kind: .notification, id: id, receivedAt: receivedAt, source: row.source.flatMap(IngestSource.init(rawValue:)),
+                        notificationUUID: row.uuid, notificationType: row.ntype, subtype: row.subtype))
             } else {
                 entries.append(
                     HistoryEntry(
-                        kind: .fact, id: id, receivedAt: receivedAt, factKind: try row.optionalText(7),
-                        transactionId: try row.optionalText(8), originalTransactionId: try row.optionalText(9),
-                        signedDate: try row.optionalInt(10)))
+                        kind: .fact, id: id, receivedAt: receivedAt, factKind: row.kind, transactionId: row.transactionId,
+                        originalTransactionId: row.originalTransactionId, signedDate: row.signedDate))
             }
         }
         let next = rows.count > limit ? lastKey.map { "\($0.0).\($0.1).\($0.2)" } : nil
         return HistoryPage(entries: entries, nextCursor: next)
     }
+}
+
+/// One entry of a history page: a notification (rank 1) or a fact (rank 2).
+private struct HistoryColumns: Decodable {
+    var rank: Int64
+    var id: Int64
+    var receivedAt: Int64
+    var source: String?
+    var uuid: String?
+    var ntype: String?
+    var subtype: String?
+    var kind: String?
+    var transactionId: String?
+    var originalTransactionId: String?
+    var signedDate: Int64?
 }
