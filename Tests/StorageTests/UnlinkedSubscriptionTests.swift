@@ -39,7 +39,7 @@ import Testing
             #expect(UnlinkedSubscription.isKey(owned.appUserId))
             #expect(owned.subscription.status == "active")
 
-            let console = try #require(store as? any ConsoleStore)
+            let console = store
             let found = try await console.searchCustomers("u-1", after: nil, limit: 10)
             #expect(found.map(\.appUserId) == [UnlinkedSubscription.key("u-1")])
             // Never listed by a prefix: the key is no appUserId.
@@ -68,7 +68,7 @@ import Testing
             #expect(try await store.subscription(originalTransactionId: "u-1")?.appUserId == "alice")
             #expect(try await store.projection(appUserId: "alice")?.projection.subscriptions.count == 1)
 
-            let console = try #require(store as? any ConsoleStore)
+            let console = store
             #expect(try await console.searchCustomers("u-1", after: nil, limit: 10).map(\.appUserId) == ["alice"])
             let rollup = try await console.metricRollup(environment: "Production", fromDay: Self.day0 - 1, toDay: Self.day0 + 90)
             #expect(rollup.unlinkedActive == 0)
