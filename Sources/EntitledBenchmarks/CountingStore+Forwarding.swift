@@ -73,4 +73,20 @@ extension CountingStore {
         try await base.signedFacts(after: afterID, limit: limit)
     }
     func notificationBody(id: Int64) async throws -> [UInt8]? { try await base.notificationBody(id: id) }
+
+    func recordRetentionRequests(_ records: [RetentionRequestRecord]) async throws { try await base.recordRetentionRequests(records) }
+    func undecidedRetentionRequests(requestedBefore: Int64, limit: Int) async throws -> [RetentionRequestRecord] {
+        try await base.undecidedRetentionRequests(requestedBefore: requestedBefore, limit: limit)
+    }
+    func decideRetentionRequests(_ decisions: [(id: Int64, outcome: String?)], checkedAt: Int64) async throws {
+        try await base.decideRetentionRequests(decisions, checkedAt: checkedAt)
+    }
+    func retentionRuleCounts(since: Int64) async throws -> [RetentionRuleCounts] { try await base.retentionRuleCounts(since: since) }
+    func purgeRetentionRequests(requestedBefore: Int64) async throws -> Int {
+        try await base.purgeRetentionRequests(requestedBefore: requestedBefore)
+    }
+
+    func backfillPlaceholders(projector: any Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
+        try await base.backfillPlaceholders(projector: projector, now: now, limit: limit)
+    }
 }

@@ -61,4 +61,9 @@ extension SwitchedStore {
         try up()
         return try await base.notificationBody(id: id)
     }
+
+    func backfillPlaceholders(projector: any Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
+        try up()
+        return try await base.backfillPlaceholders(projector: projector, now: now, limit: limit)
+    }
 }

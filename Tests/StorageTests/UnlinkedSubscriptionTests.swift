@@ -137,7 +137,7 @@ import Testing
             try await store.raw("INSERT INTO placeholder_backfill (after_id) VALUES (0)")
             #expect(try await store.subscription(originalTransactionId: "u-1") == nil)
 
-            let backfill = try #require(store as? any PlaceholderBackfillStore)
+            let backfill = store
             // One fact per chunk: the pass resumes where the previous chunk stopped.
             var created = 0
             while true {
@@ -150,7 +150,7 @@ import Testing
 
             let owned = try #require(try await store.subscription(originalTransactionId: "u-1"))
             #expect(owned.appUserId == UnlinkedSubscription.key("u-1") && owned.subscription.status == "active")
-            let console = try #require(store as? any ConsoleStore)
+            let console = store
             #expect(try await console.searchCustomers("u-1", after: nil, limit: 10).map(\.appUserId) == [UnlinkedSubscription.key("u-1")])
             let rollup = try await console.metricRollup(environment: "Production", fromDay: Self.day0 - 1, toDay: Self.day0 + 90)
             #expect(rollup.unlinkedActive == 1)
@@ -171,7 +171,7 @@ import Testing
         try await withStore(backend) { store, _ in
             #expect(try await store.count("SELECT COUNT(*) FROM placeholder_backfill") == 0)
             _ = try await Self.unlinkedPurchase(store)
-            let backfill = try #require(store as? any PlaceholderBackfillStore)
+            let backfill = store
             #expect(try await backfill.backfillPlaceholders(projector: Self.projector, now: testNow, limit: 10) == (0, false))
         }
     }
