@@ -96,7 +96,7 @@ extension APIBenchmark {
                         // Delivery goes on after the ingest: wait for the held events' release
                         // (`events.settleSeconds`), then for every event to arrive.
                         let deadline = ContinuousClock.now + .seconds(300)
-                        while try await (store as? any EventHoldStore)?.nextEventHoldRelease() != nil, ContinuousClock.now < deadline {
+                        while try await store.nextEventHoldRelease() != nil, ContinuousClock.now < deadline {
                             try await Task.sleep(for: .milliseconds(50))
                         }
                         let events = try await eventCount(store) - expected
@@ -144,54 +144,40 @@ extension APIBenchmark {
 
 /// The delivery and hold capabilities of the store under the count, so the application's own
 /// dispatcher and releaser run over it (as over the store `serve` opens).
-extension CountingStore: WebhookDeliveryStore {
-    var deliveryStore: any WebhookDeliveryStore {
-        get throws {
-            guard let deliveries = base as? any WebhookDeliveryStore else { throw BenchmarkError("the store keeps no webhook deliveries") }
-            return deliveries
-        }
-    }
-
+extension CountingStore {
     func fanOut(endpoint: String, wants: @escaping @Sendable (_ type: String, _ environment: String?) -> Bool, limit: Int, now: Int64)
         async throws -> Int
     {
-        try await deliveryStore.fanOut(endpoint: endpoint, wants: wants, limit: limit, now: now)
+        try await base.fanOut(endpoint: endpoint, wants: wants, limit: limit, now: now)
     }
     func claimDeliveries(endpoint: String, owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws -> [ClaimedDelivery] {
-        try await deliveryStore.claimDeliveries(endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+        try await base.claimDeliveries(endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
     }
     func finishDelivery(_ id: Int64, owner: String, outcome: WebhookAttemptOutcome, now: Int64) async throws -> Bool {
-        try await deliveryStore.finishDelivery(id, owner: owner, outcome: outcome, now: now)
+        try await base.finishDelivery(id, owner: owner, outcome: outcome, now: now)
     }
     func finishAndClaim(
         _ finished: (id: Int64, outcome: WebhookAttemptOutcome), endpoint: String, owner: String, now: Int64, leaseUntil: Int64,
         limit: Int
     ) async throws -> [ClaimedDelivery] {
-        try await deliveryStore.finishAndClaim(finished, endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+        try await base.finishAndClaim(finished, endpoint: endpoint, owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
     }
     func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery] {
-        try await deliveryStore.deliveries(status: status, before: before, limit: limit)
+        try await base.deliveries(status: status, before: before, limit: limit)
     }
-    func retryDelivery(_ id: Int64, now: Int64) async throws -> WebhookDelivery? { try await deliveryStore.retryDelivery(id, now: now) }
-    func pendingDeliveries() async throws -> [String: Int] { try await deliveryStore.pendingDeliveries() }
+    func retryDelivery(_ id: Int64, now: Int64) async throws -> WebhookDelivery? { try await base.retryDelivery(id, now: now) }
+    func pendingDeliveries() async throws -> [String: Int] { try await base.pendingDeliveries() }
     func webhookStatus(endpoints: [String]) async throws -> [WebhookEndpointStatus] {
-        try await deliveryStore.webhookStatus(endpoints: endpoints)
+        try await base.webhookStatus(endpoints: endpoints)
     }
     func deliveries(customerKey: String, endpoints: [String], limit: Int) async throws -> [WebhookDelivery] {
-        try await deliveryStore.deliveries(customerKey: customerKey, endpoints: endpoints, limit: limit)
+        try await base.deliveries(customerKey: customerKey, endpoints: endpoints, limit: limit)
     }
 }
 
-extension CountingStore: EventHoldStore {
-    var holdStore: any EventHoldStore {
-        get throws {
-            guard let holds = base as? any EventHoldStore else { throw BenchmarkError("the store keeps no event holds") }
-            return holds
-        }
-    }
-
+extension CountingStore {
     func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {
-        try await holdStore.releaseEventHolds(projector: projector, now: now, limit: limit)
+        try await base.releaseEventHolds(projector: projector, now: now, limit: limit)
     }
-    func nextEventHoldRelease() async throws -> Int64? { try await holdStore.nextEventHoldRelease() }
+    func nextEventHoldRelease() async throws -> Int64? { try await base.nextEventHoldRelease() }
 }

@@ -46,7 +46,7 @@ public struct API: Sendable {
     init(
         configuration: Configuration, ingest: Ingest, ledger: FactLedger, clock: any EpochClock, budget: RejectionBudget? = nil,
         hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics(),
-        serverAPI: [String: AppStoreServerAPIClient] = [:], jobs: (any DurableJobStore)? = nil
+        serverAPI: [String: AppStoreServerAPIClient] = [:]
     ) {
         let budget = budget ?? RejectionBudget(clock: clock)
         let gate = AccessGate(
@@ -71,8 +71,7 @@ public struct API: Sendable {
         catalog = CatalogRoutes(gate: gate, configuration: configuration, ledger: ledger, policy: policy, clock: clock)
         events = EventRoutes(gate: gate, ledger: ledger)
         support = SupportRoutes(
-            gate: gate, apple: appleCalls, auditor: auditor, ledger: ledger, answers: answers, jobs: jobs,
-            consents: jobs as? any ConsentStore, clock: clock)
+            gate: gate, apple: appleCalls, auditor: auditor, ledger: ledger, answers: answers, clock: clock)
         webhooks = WebhookRoutes(gate: gate, ledger: ledger, configuration: configuration, clock: clock)
         customerAdmin = CustomerAdminRoutes(gate: gate, ledger: ledger, aliases: aliases, policy: policy, clock: clock)
         anonymousCustomers = AnonymousCustomerRoutes(

@@ -22,10 +22,9 @@ public struct Application: Sendable {
     public let ingest: Ingest?
     /// What `GET /metrics` reports; the HTTP server records every request into it.
     public let metrics: ServerMetrics
-    /// Runs the durable jobs (backfills) when some app has `serverAPI` and the store keeps jobs.
+    /// Runs the durable jobs (backfills) when some app has `serverAPI`.
     public let jobRunner: JobRunner?
-    /// Delivers events to the configured webhook endpoints; nil without any (or a store that
-    /// keeps no deliveries).
+    /// Delivers events to the configured webhook endpoints; nil without any.
     public let webhooks: WebhookDispatcher?
     /// Releases held events (``EventHold``); nil when events are derived at the commit.
     public let eventReleaser: EventReleaser?
@@ -51,7 +50,7 @@ public struct Application: Sendable {
         clock: any EpochClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
         hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache(),
         metrics: ServerMetrics = ServerMetrics(), serverAPI: [String: AppStoreServerAPIClient] = [:],
-        jobs: (any DurableJobStore)? = nil, webhookTransport: (any OutboundHTTP)? = nil
+        webhookTransport: (any OutboundHTTP)? = nil
     ) {
         self.configuration = configuration
         self.metrics = metrics
@@ -59,20 +58,20 @@ public struct Application: Sendable {
         Health.register(on: &router, readiness: ledger)
         let ingest = Ingest(
             configuration: configuration, verifier: verifier, ledger: ledger, clock: clock, codec: cache.codec, metrics: metrics,
-            serverAPI: serverAPI, jobs: jobs)
+            serverAPI: serverAPI)
         let api = API(
             configuration: configuration, ingest: ingest, ledger: ledger, clock: clock, budget: rejectionBudget,
-            hmac: hmac, cache: cache, metrics: metrics, serverAPI: serverAPI, jobs: jobs)
+            hmac: hmac, cache: cache, metrics: metrics, serverAPI: serverAPI)
         api.register(on: &router)
         self.router = router
         self.ingest = ingest
-        if let jobs, !serverAPI.isEmpty {
+        if !serverAPI.isEmpty {
             let backfill = Backfill(ingest: ingest)
             let consumption = ConsumptionResponder(
-                configuration: configuration, serverAPI: serverAPI, ledger: ledger, consents: jobs as? any ConsentStore, clock: clock)
+                configuration: configuration, serverAPI: serverAPI, ledger: ledger, clock: clock)
             let finisher = TransactionFinisher(serverAPI: serverAPI)
             jobRunner = JobRunner(
-                jobs: jobs, clock: clock,
+                jobs: ledger.store, clock: clock,
                 handlers: [
                     Backfill.jobKind: { (job) async throws(JobFailure) in try await backfill.run(job) },
                     ConsumptionResponder.jobKind: { (job) async throws(JobFailure) in try await consumption.run(job) },
@@ -81,18 +80,16 @@ public struct Application: Sendable {
         } else {
             jobRunner = nil
         }
-        if !configuration.webhooks.isEmpty || !configuration.integrations.isEmpty,
-            let deliveries = ledger.store as? any WebhookDeliveryStore
-        {
+        if !configuration.webhooks.isEmpty || !configuration.integrations.isEmpty {
             webhooks = WebhookDispatcher(
-                endpoints: configuration.webhooks, integrations: configuration.integrations, store: deliveries,
+                endpoints: configuration.webhooks, integrations: configuration.integrations, store: ledger.store,
                 transport: webhookTransport ?? CurlHTTP(),
                 clock: clock, bell: ledger.events, metrics: metrics)
         } else {
             webhooks = nil
         }
-        if ledger.eventHold != nil, let holds = ledger.store as? any EventHoldStore {
-            eventReleaser = EventReleaser(store: holds, ledger: ledger, clock: clock)
+        if ledger.eventHold != nil {
+            eventReleaser = EventReleaser(store: ledger.store, ledger: ledger, clock: clock)
         } else {
             eventReleaser = nil
         }

@@ -126,7 +126,7 @@ public func buildApplication(
     let application = Application(
         configuration: configuration, verifier: TimedVerifier(base: notificationVerifier, metrics: metrics), ledger: ledger,
         clock: clock, rejectionBudget: rejectionBudget, cache: cache, metrics: metrics, serverAPI: clients,
-        jobs: opened as? any DurableJobStore, webhookTransport: outbound)
+        webhookTransport: outbound)
     let reconcilers: [Reconciler]
     do {
         reconcilers = try buildReconcilers(configuration: configuration, clock: clock, store: opened, application: application, clients: clients)
@@ -182,14 +182,11 @@ func buildReconcilers(
     clients: [String: AppStoreServerAPIClient]
 ) throws(StartupError) -> [Reconciler] {
     guard !clients.isEmpty, let ingest = application.ingest else { return [] }
-    guard let state = store as? any ReconcileStateStore else {
-        throw .runtime("this store cannot keep reconciliation state (apps[].serverAPI needs SQLite or PostgreSQL)")
-    }
     return configuration.apps.compactMap { app in
         guard let client = clients[app.bundleId], let settings = app.serverAPI else { return nil }
         let environments = [AppStoreEnvironment.production, .sandbox].filter { app.environments.contains($0.rawValue) }
         return Reconciler(
             bundleId: app.bundleId, environments: environments, everyMinutes: settings.reconcileEveryMinutes, client: client,
-            ingest: ingest, state: state, clock: clock, metrics: application.metrics)
+            ingest: ingest, state: store, clock: clock, metrics: application.metrics)
     }
 }

@@ -51,7 +51,7 @@ struct ConsoleRoutes: Sendable {
         }
         let interval = try OverviewInterval(request.query["interval"] ?? "day")
         let environment = try RequestInput.environment(request)
-        let store = try auditor.consoleStore
+        let store = auditor.consoleStore
         let rollup = try await Problems.consoleRead {
             try await store.metricRollup(environment: environment.rawValue, fromDay: from, toDay: to)
         }
@@ -87,7 +87,7 @@ struct ConsoleRoutes: Sendable {
             limit = parsed
         }
         let after = request.query["after"]
-        let store = try auditor.consoleStore
+        let store = auditor.consoleStore
         let found = try await Problems.consoleRead { try await store.searchCustomers(query, after: after, limit: limit + 1) }
         let page = Array(found.prefix(limit))
         return try .json(
@@ -109,12 +109,12 @@ struct ConsoleRoutes: Sendable {
         let events = ConsoleTimeline.events(facts, encode: ledger.encode)
         let endpoints = configuration.deliveryEndpoints
         var deliveries: [WebhookDelivery] = []
-        if !endpoints.isEmpty, let store = ledger.store as? any WebhookDeliveryStore {
+        if !endpoints.isEmpty {
             deliveries = try await Problems.consoleRead {
-                try await store.deliveries(customerKey: appUserId, endpoints: endpoints, limit: Self.customerDeliveries)
+                try await ledger.store.deliveries(customerKey: appUserId, endpoints: endpoints, limit: Self.customerDeliveries)
             }
         }
-        let store = try auditor.consoleStore
+        let store = auditor.consoleStore
         let actions = try await Problems.consoleRead { try await store.supportActions(appUserId: appUserId, limit: Self.customerSupportActions) }
         return try .json(
             TimelineBody(
@@ -126,13 +126,13 @@ struct ConsoleRoutes: Sendable {
     func consoleHealth(_ request: Request) async throws -> Response {
         try gate.require(request, scope: .console)
         let now = clock.nowMilliseconds()
-        let store = try auditor.consoleStore
+        let store = auditor.consoleStore
         let health = try await Problems.consoleRead { try await store.ingestHealth(since: now - Self.healthWindow, now: now) }
         let reconciled = Set(configuration.apps.filter { apple.serverAPI[$0.bundleId] != nil }.map(\.bundleId))
         let endpoints = configuration.deliveryEndpoints
         var webhooks: [WebhookEndpointStatus] = []
-        if !endpoints.isEmpty, let deliveries = ledger.store as? any WebhookDeliveryStore {
-            webhooks = try await Problems.consoleRead { try await deliveries.webhookStatus(endpoints: endpoints) }
+        if !endpoints.isEmpty {
+            webhooks = try await Problems.consoleRead { try await ledger.store.webhookStatus(endpoints: endpoints) }
         }
         return try .json(HealthBody(health: health, now: now, reconciledApps: reconciled, webhooks: webhooks))
     }

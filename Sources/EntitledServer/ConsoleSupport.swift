@@ -44,7 +44,7 @@ extension ConsoleRoutes {
             clients = apple.serverAPI.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
             guard !clients.isEmpty else { throw AppleCalls.serverAPINotConfigured(nil) }
         }
-        let store = try auditor.consoleStore
+        let store = auditor.consoleStore
         var audit = SupportAudit(action: "order_lookup", subject: orderId, actor: actor)
         audit.detail["bundleIds"] = clients.map(\.bundleId).joined(separator: ",")
         return try await auditor.audited(&audit, store: store) { audit in

@@ -36,7 +36,6 @@ extension SupportRoutes {
         let appUserId = try RequestInput.appUserId(request)
         try gate.authorize(request, scope: .write, appUserId: appUserId)
         let body = try RequestInput.decode(ConsentBody.self, request)
-        guard let consents else { throw Problems.unavailable }
         do {
             try await consents.recordConsent(appUserId: appUserId, consented: body.consented, now: clock.nowMilliseconds())
         } catch {
@@ -57,9 +56,10 @@ struct ConsumptionResponder: Sendable {
     let configuration: Configuration
     let serverAPI: [String: AppStoreServerAPIClient]
     let ledger: FactLedger
-    /// Consent as the backend recorded it; nil when the store keeps none.
-    let consents: (any ConsentStore)?
     let clock: any EpochClock
+
+    /// Consent as the backend recorded it.
+    var consents: any ConsentStore { ledger.store }
 
     func run(_ job: DurableJob) async throws(JobFailure) {
         guard let app = configuration.app(bundleId: job.bundleId), app.consumptionAutoRespond else { return }
@@ -84,7 +84,7 @@ struct ConsumptionResponder: Sendable {
             guard let otid = transaction.originalTransactionId,
                 let owned = try await ledger.store.subscription(originalTransactionId: otid),
                 let customer = try await ledger.store.customer(appUserId: owned.appUserId),
-                try await consents?.consent(appUserId: customer.appUserId) == true
+                try await consents.consent(appUserId: customer.appUserId) == true
             else { return nil }
             let facts = try await ledger.store.facts(appUserId: customer.appUserId, projector: ledger).compactMap { stored -> TransactionFact? in
                 if case .transaction(let fact) = stored.fact { fact } else { nil }

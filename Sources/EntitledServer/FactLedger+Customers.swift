@@ -8,20 +8,9 @@ import Storage
 /// Customers as people through the ledger: aliases, promotional grants, export and erasure
 /// (storage's ``Storage/CustomerDirectory``).
 extension FactLedger {
-    /// The store's customer directory; every store the server opens has one.
-    private var directory: any CustomerDirectory {
-        get throws(StorageError) {
-            guard let directory = store as? any CustomerDirectory else {
-                throw StorageError(.unavailable, "this store keeps no customer directory")
-            }
-            return directory
-        }
-    }
-
     /// Makes `alias` an id of `appUserId`'s customer (see ``Storage/CustomerDirectory``).
     public func addAlias(_ alias: String, to appUserId: String, actor: String?, now: Int64) async throws(StorageError) -> AliasOutcome {
-        let directory = try directory
-        let outcome = try await mapped { try await directory.addAlias(alias, to: appUserId, actor: actor, projector: self, now: now) }
+        let outcome = try await mapped { try await store.addAlias(alias, to: appUserId, actor: actor, projector: self, now: now) }
         if outcome != .alreadyAlias { events.ring() }  // a `customer.merged` event committed
         return outcome
     }
@@ -31,14 +20,13 @@ extension FactLedger {
     public func grant(
         appUserId: String, entitlement: String, until: Int64, reason: String?, actor: String?, now: Int64
     ) async throws(StorageError) -> PromotionalGrantFact {
-        let directory = try directory
         return try await mapped {
             guard let customer = try await store.customer(appUserId: appUserId, createIfMissing: true, projector: self, now: now)
             else { throw StorageError(.internal, "customer was not created") }
             let fact = PromotionalGrantFact(
                 grantId: UUID().uuidString.lowercased(), entitlement: entitlement, grantedAt: now, expiresDate: until,
                 reason: reason, grantedBy: actor, appAccountToken: customer.appAccountToken)
-            try await directory.appendCustomerFact(.promotionalGrant(fact), projector: self, now: now)
+            try await store.appendCustomerFact(.promotionalGrant(fact), projector: self, now: now)
             return fact
         }
     }
@@ -59,7 +47,6 @@ extension FactLedger {
     /// Ends the grant `grantId` of `appUserId`'s customer at `now`.
     /// - Returns: the grant as it now stands; nil when the customer has no such grant.
     public func endGrant(appUserId: String, grantId: String, actor: String?, now: Int64) async throws(StorageError) -> PromotionalGrantState? {
-        let directory = try directory
         guard let grants = try await promotionalGrants(appUserId: appUserId),
             let grant = grants.facts.first(where: { $0.grantId == grantId })
         else { return nil }
@@ -67,7 +54,7 @@ extension FactLedger {
             // An end after the grant lapsed changes nothing: only one that cuts it short is stored.
             if now < (grants.states.first { $0.grantId == grantId }?.endsAt ?? 0) {
                 let end = PromotionalGrantEndFact(grantId: grantId, endedAt: now, endedBy: actor, appAccountToken: grant.appAccountToken)
-                try await directory.appendCustomerFact(.promotionalGrantEnd(end), projector: self, now: now)
+                try await store.appendCustomerFact(.promotionalGrantEnd(end), projector: self, now: now)
             }
             return try await promotionalGrants(appUserId: appUserId)?.states.first { $0.grantId == grantId }
         }
@@ -75,14 +62,12 @@ extension FactLedger {
 
     /// Every stored row about the customer `appUserId` belongs to; nil when there is none.
     public func exportCustomer(appUserId: String) async throws(StorageError) -> CustomerExport? {
-        let directory = try directory
-        return try await mapped { try await directory.exportCustomer(appUserId: appUserId) }
+        return try await mapped { try await store.exportCustomer(appUserId: appUserId) }
     }
 
     /// Erases the customer `appUserId` belongs to; nil when there is none.
     public func eraseCustomer(appUserId: String, actor: String?, now: Int64) async throws(StorageError) -> ErasureReport? {
-        let directory = try directory
-        let report = try await mapped { try await directory.eraseCustomer(appUserId: appUserId, actor: actor, now: now) }
+        let report = try await mapped { try await store.eraseCustomer(appUserId: appUserId, actor: actor, now: now) }
         if report != nil { events.ring() }  // a `customer.deleted` event committed
         return report
     }

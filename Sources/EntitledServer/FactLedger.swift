@@ -205,13 +205,9 @@ public final class FactLedger: ReadinessProbe, Projector {
         }
     }
 
-    /// Logs an offer signature before it is answered; a store without the log (none of the
-    /// server's own) is unavailable for signing.
+    /// Logs an offer signature before it is answered.
     public func recordOfferSignature(_ record: OfferSignatureRecord) async throws(StorageError) {
-        guard let log = store as? any OfferSignatureLog else {
-            throw StorageError(.unavailable, "this store keeps no offer-signature log")
-        }
-        try await mapped { try await log.recordOfferSignature(record) }
+        try await mapped { try await store.recordOfferSignature(record) }
     }
 
     /// Spends units of a consumable (``Storage/ConsumableSpending``), from the first of the
@@ -220,13 +216,10 @@ public final class FactLedger: ReadinessProbe, Projector {
     public func spend(
         appUserId: String, productId: String, quantity: Int, idempotencyKey: String, now: Int64
     ) async throws(StorageError) -> SpendOutcome {
-        guard let spender = store as? any ConsumableSpending else {
-            throw StorageError(.unavailable, "this store cannot record spends")
-        }
         let request = SpendRequest(
             appUserId: appUserId, productId: productId, quantity: quantity, idempotencyKey: idempotencyKey,
             environments: merged)
-        return try await mapped { try await spender.spend(request, projector: self, now: now) }
+        return try await mapped { try await store.spend(request, projector: self, now: now) }
     }
 
     /// A page of the customer's timeline, newest first, or nil when the customer does not exist.

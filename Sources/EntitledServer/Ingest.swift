@@ -48,13 +48,12 @@ public struct Ingest: Sendable {
     let metrics: ServerMetrics
     /// The App Store Server API client of each app with `serverAPI`, by bundleId.
     let serverAPI: [String: AppStoreServerAPIClient]
-    /// Durable jobs (backfills, finishes, consumption answers); nil when the store keeps none.
-    let jobs: (any DurableJobStore)?
+    /// Durable jobs (backfills, finishes, consumption answers).
+    var jobs: any DurableJobStore { ledger.store }
 
     init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger, clock: any EpochClock,
-        codec: JSONCodec, metrics: ServerMetrics, serverAPI: [String: AppStoreServerAPIClient] = [:],
-        jobs: (any DurableJobStore)? = nil
+        codec: JSONCodec, metrics: ServerMetrics, serverAPI: [String: AppStoreServerAPIClient] = [:]
     ) {
         self.configuration = configuration
         self.verifier = verifier
@@ -63,7 +62,6 @@ public struct Ingest: Sendable {
         self.codec = codec
         self.metrics = metrics
         self.serverAPI = serverAPI
-        self.jobs = jobs
     }
 
     // MARK: - Notifications
@@ -286,10 +284,9 @@ public struct Ingest: Sendable {
         return status
     }
 
-    /// Creates a follow-up job (once per `key`) for ``jobRunner`` to run; a store that cannot keep
-    /// it fails the ingest, so the sender retries and nothing is lost.
+    /// Creates a follow-up job (once per `key`) for ``jobRunner`` to run; a job that cannot be stored
+    /// fails the ingest, so the sender retries and nothing is lost.
     func enqueue(kind: String, key: String, app: App, subject: String, now: Int64, unlessFactsOf: String?) async throws(IngestError) {
-        guard let jobs else { return }
         do {
             _ = try await jobs.enqueueJob(kind: kind, key: key, bundleId: app.bundleId, subject: subject, now: now, unlessFactsOf: unlessFactsOf)
         } catch {

@@ -18,10 +18,9 @@ public struct MetricBackfill: Service {
     /// A storage failure ends it (the next start resumes).
     @discardableResult
     public func backfill() async throws -> Int {
-        guard let console = store as? any ConsoleStore else { return 0 }
         var total = 0
         while !Task.isCancelled {
-            let done = try await console.backfillMetrics(projector: projector, limit: Self.chunk)
+            let done = try await store.backfillMetrics(projector: projector, limit: Self.chunk)
             total += done
             if done < Self.chunk { break }
         }

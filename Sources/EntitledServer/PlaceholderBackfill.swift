@@ -21,10 +21,9 @@ public struct PlaceholderBackfill: Service {
     /// it created. A storage failure ends it (the next start resumes).
     @discardableResult
     public func backfill() async throws -> Int {
-        guard let backfill = store as? any PlaceholderBackfillStore else { return 0 }
         var total = 0
         while !Task.isCancelled {
-            let (created, more) = try await backfill.backfillPlaceholders(projector: projector, now: clock.nowMilliseconds(), limit: Self.chunk)
+            let (created, more) = try await store.backfillPlaceholders(projector: projector, now: clock.nowMilliseconds(), limit: Self.chunk)
             total += created
             if !more { break }
         }

@@ -37,12 +37,8 @@ public struct RejectedPurge: Service {
     public func runOnce() async throws -> Int {
         let now = clock.nowMilliseconds()
         _ = try await store.scrubErasureEvents(recordedBefore: now - Self.erasureEventRetentionMilliseconds)
-        if let log = store as? any OfferSignatureLog {
-            _ = try await log.purgeOfferSignatures(signedBefore: now - offerSignatureRetentionMilliseconds)
-        }
-        if let log = store as? any RetentionLog {
-            _ = try await log.purgeRetentionRequests(requestedBefore: now - Self.retentionRequestMilliseconds)
-        }
+        _ = try await store.purgeOfferSignatures(signedBefore: now - offerSignatureRetentionMilliseconds)
+        _ = try await store.purgeRetentionRequests(requestedBefore: now - Self.retentionRequestMilliseconds)
         return try await store.purgeRejected(receivedBefore: now - retentionMilliseconds)
     }
 

@@ -7,7 +7,7 @@ import Storage
 /// transaction at most ``delay`` later. At most ``maxPending`` records wait; beyond that, records
 /// are dropped and counted (storage down for long) rather than memory growing without bound.
 actor RetentionRecorder {
-    let log: (any RetentionLog)?
+    let log: any RetentionLog
     let delay: Duration
     let maxPending: Int
     private var pending: [RetentionRequestRecord] = []
@@ -15,7 +15,7 @@ actor RetentionRecorder {
     /// Records dropped because the queue was full.
     private(set) var dropped = 0
 
-    init(log: (any RetentionLog)?, delay: Duration = .milliseconds(100), maxPending: Int = 10_000) {
+    init(log: any RetentionLog, delay: Duration = .milliseconds(100), maxPending: Int = 10_000) {
         self.log = log
         self.delay = delay
         self.maxPending = maxPending
@@ -23,7 +23,6 @@ actor RetentionRecorder {
 
     /// Queues `record`; the write follows within ``delay``.
     func add(_ record: RetentionRequestRecord) {
-        guard log != nil else { return }
         guard pending.count < maxPending else {
             dropped += 1
             return
@@ -35,7 +34,7 @@ actor RetentionRecorder {
     /// Writes what is queued now. A failed write puts the records back (bounded) and tries again later.
     func flush() async {
         scheduled = false
-        guard let log, !pending.isEmpty else { return }
+        guard !pending.isEmpty else { return }
         let batch = pending
         pending = []
         do {

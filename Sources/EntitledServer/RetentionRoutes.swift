@@ -13,7 +13,7 @@ import Storage
 /// shows the default message configured for the product at Apple: never worse than Apple's fallback.
 struct RetentionRoutes: Sendable {
     let responder: RetentionResponder
-    let saveRates: RetentionSaveRates?
+    let saveRates: RetentionSaveRates
     let authenticator: Authenticator
     let budget: RejectionBudget
     let clock: any EpochClock
@@ -77,7 +77,6 @@ struct RetentionRoutes: Sendable {
             }
             days = value
         }
-        guard let saveRates else { throw Problems.unavailable }
         let now = clock.nowMilliseconds()
         let since = now - Int64(days) * 86_400_000
         let rules: [RetentionRuleReport]
@@ -97,18 +96,18 @@ struct RetentionRoutes: Sendable {
 }
 
 extension RetentionRoutes {
-    /// The routes over `ledger`, recording into its store when that keeps a ``Storage/RetentionLog``.
+    /// The routes over `ledger`, recording into its store's ``Storage/RetentionLog``.
     init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger, signers: [String: OfferSigner],
         authenticator: Authenticator, budget: RejectionBudget, clock: any EpochClock, codec: JSONCodec, metrics: ServerMetrics
     ) {
-        let log = ledger.store as? any RetentionLog
+        let log = ledger.store
         let policy = configuration.policy
         self.init(
             responder: RetentionResponder(
                 configuration: configuration, verifier: verifier, ledger: ledger, policy: policy, signers: signers,
                 recorder: RetentionRecorder(log: log), clock: clock, codec: codec),
-            saveRates: log.map { RetentionSaveRates(log: $0, ledger: ledger, policy: policy) },
+            saveRates: RetentionSaveRates(log: log, ledger: ledger, policy: policy),
             authenticator: authenticator, budget: budget, clock: clock, codec: codec, metrics: metrics)
     }
 }

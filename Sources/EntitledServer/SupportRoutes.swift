@@ -13,11 +13,12 @@ struct SupportRoutes: Sendable {
     let auditor: SupportAuditor
     let ledger: FactLedger
     let answers: CustomerAnswers
-    /// Durable jobs (backfills); nil when the store keeps none.
-    let jobs: (any DurableJobStore)?
-    /// Consent as the backend recorded it; nil when the store keeps none.
-    let consents: (any ConsentStore)?
     let clock: any EpochClock
+
+    /// Durable jobs (backfills).
+    var jobs: any DurableJobStore { ledger.store }
+    /// Consent as the backend recorded it.
+    var consents: any ConsentStore { ledger.store }
 
     func register(on router: inout Router) {
         let routes = self
@@ -43,7 +44,6 @@ struct SupportRoutes: Sendable {
             status = parsed
         }
         let (_, limit) = try API.historyPaging(request)
-        guard let jobs else { return try .json(JobsBody(jobs: [])) }
         let list: [DurableJob]
         do {
             list = try await jobs.jobs(status: status, limit: limit)
@@ -59,7 +59,7 @@ struct SupportRoutes: Sendable {
         let actor = try gate.requireKey(request, scope: .admin)
         let orderId = try request.parameter("orderId")
         guard AppleCalls.isAppleId(orderId) else { throw HTTPError(.invalidRequest, "orderId is 1…64 letters and digits") }
-        let store = try auditor.consoleStore
+        let store = auditor.consoleStore
         var audit = SupportAudit(action: "order_lookup", subject: orderId, actor: actor)
         return try await auditor.audited(&audit, store: store) { audit in
             let (bundleId, client) = try apple.client(request)
@@ -104,7 +104,7 @@ struct SupportRoutes: Sendable {
     func refunds(_ request: Request) async throws -> Response {
         let actor = try gate.requireKey(request, scope: .admin)
         let otid = try AppleCalls.originalTransactionId(request)
-        let store = try auditor.consoleStore
+        let store = auditor.consoleStore
         var audit = SupportAudit(action: "refund_lookup", subject: otid, actor: actor)
         audit.appUserIds = try await auditor.owners(of: otid, store: store)
         return try await auditor.audited(&audit, store: store) { audit in
@@ -153,7 +153,7 @@ struct SupportRoutes: Sendable {
     func extend(_ request: Request) async throws -> Response {
         let actor = try gate.requireKey(request, scope: .admin)
         let otid = try AppleCalls.originalTransactionId(request)
-        let store = try auditor.consoleStore
+        let store = auditor.consoleStore
         var audit = SupportAudit(action: "extend", subject: otid, actor: actor)
         audit.appUserIds = try await auditor.owners(of: otid, store: store)
         return try await auditor.audited(&audit, store: store) { audit in

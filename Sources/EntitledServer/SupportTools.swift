@@ -64,12 +64,7 @@ struct SupportAuditor: Sendable {
     let clock: any EpochClock
 
     /// The store of the console's reads and of support actions.
-    var consoleStore: any ConsoleStore {
-        get throws {
-            guard let store = ledger.store as? any ConsoleStore else { throw Problems.unavailable }
-            return store
-        }
-    }
+    var consoleStore: any ConsoleStore { ledger.store }
 
     /// Runs a support action and records it (``SupportAction``) with its outcome: `OK`, or the
     /// problem code it answered. The record is written before the answer goes out; when it

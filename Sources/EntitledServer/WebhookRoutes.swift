@@ -24,7 +24,7 @@ struct WebhookRoutes: Sendable {
         router.post("/v1/webhooks/test") { try await routes.sendTestEvent($0) }
     }
 
-    var deliveries: (any WebhookDeliveryStore)? { ledger.store as? any WebhookDeliveryStore }
+    var deliveries: any WebhookDeliveryStore { ledger.store }
 
     /// `GET /v1/webhooks/deliveries?status=failed|pending|delivered&cursor=&limit=`: newest first.
     func listDeliveries(_ request: Request) async throws -> Response {
@@ -48,7 +48,6 @@ struct WebhookRoutes: Sendable {
             guard text.count <= 19, let value = Int64(text), value > 0 else { throw API.invalidCursor }
             before = value
         }
-        guard let deliveries else { return try .json(DeliveriesBody(deliveries: [], nextCursor: nil)) }
         let page = try await Problems.storeAny { try await deliveries.deliveries(status: status, before: before, limit: limit) }
         return try .json(
             DeliveriesBody(
@@ -64,7 +63,7 @@ struct WebhookRoutes: Sendable {
             throw HTTPError(.invalidPathParameter, "deliveryId must be a delivery's numeric id")
         }
         let now = clock.nowMilliseconds()
-        guard let deliveries, let delivery = try await Problems.storeAny({ try await deliveries.retryDelivery(id, now: now) }) else {
+        guard let delivery = try await Problems.storeAny({ try await deliveries.retryDelivery(id, now: now) }) else {
             throw HTTPError(.notFound, "no delivery with this id")
         }
         ledger.events.ring()

@@ -46,7 +46,7 @@ package enum _StorageBenchmark {
                     SELECT name, SUM(pgsize) FROM dbstat WHERE name IN (
                         SELECT name FROM sqlite_master WHERE tbl_name IN ('notifications', 'facts', 'jws_headers'))
                     GROUP BY name ORDER BY name
-                    """, [])
+                    """)
             }
         case let postgres as PostgresStore:
             try await postgres.read { try $0.execute("VACUUM (ANALYZE) notifications, facts\(postgres.hasPackedTables ? ", jws_headers" : "")") }
@@ -61,7 +61,7 @@ package enum _StorageBenchmark {
                     JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
                     WHERE n.nspname = current_schema() AND c.relname IN ('notifications', 'facts', 'jws_headers')
                     ORDER BY 1
-                    """, [])
+                    """)
             }
         default: throw StorageError(.invalidArgument, "unsupported store")
         }
@@ -164,8 +164,7 @@ extension Ledger {
             let user = _StorageBenchmark.appUserId(n)
             let token = _StorageBenchmark.appAccountToken(n)
             let rows = try session.query(
-                "INSERT INTO customers (app_user_id, app_account_token, created_at) VALUES ($1, $2, $3) RETURNING id",
-                .text(user), .text(token), .int(now))
+                "INSERT INTO customers (app_user_id, app_account_token, created_at) VALUES (\(user), \(token), \(now)) RETURNING id")
             let id = try rows[0].int(0)
             let otid = "2000000\(n)"
             let expires = now + Int64(n % 720) * 3_600_000
@@ -210,11 +209,8 @@ package enum _StorageFixtures {
                 """
                 INSERT INTO facts (notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id,
                                    app_account_token, environment, bundle_id, signed_date, received_at)
-                VALUES (NULL, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-                """,
-                .text(kind), .text(FactDigest.hex(signed)), .text(signed), .text(payload), SQLValue(transactionId),
-                SQLValue(originalTransactionId), SQLValue(appAccountToken), .text(environment), SQLValue(bundleId),
-                .int(signedDate), .int(receivedAt))
+                VALUES (NULL, \(kind), \(FactDigest.hex(signed)), \(signed), \(payload), \(transactionId), \(originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(signedDate), \(receivedAt))
+                """)
         }
     }
 }
@@ -223,7 +219,7 @@ extension _StorageBenchmark {
     /// The accepted notifications in the ledger (`bench api` waits for its ingest with it).
     package static func notificationCount(_ store: any LedgerStore) async throws -> Int64 {
         guard let store = store as? any SessionBackedStore else { throw StorageError(.invalidArgument, "unsupported store") }
-        return try await store.read { try $0.query("SELECT count(*) FROM notifications", []).first?.int(0) ?? 0 }
+        return try await store.read { try $0.value("SELECT count(*) FROM notifications", as: Int64.self) ?? 0 }
     }
 
     /// What a customer read costs the primary with `readYourWrites: allServers`.
@@ -255,7 +251,7 @@ extension _StorageBenchmark {
     /// The process id of one of a PostgreSQL store's server backends (`pg_backend_pid()`).
     package static func backendPID(_ store: any LedgerStore) async throws -> Int32 {
         guard let store = store as? PostgresStore else { throw StorageError(.invalidArgument, "not a PostgreSQL store") }
-        return Int32(try await store.read { try $0.query("SELECT pg_backend_pid()", []).first?.int(0) ?? 0 })
+        return Int32(try await store.read { try $0.value("SELECT pg_backend_pid()", as: Int64.self) ?? 0 })
     }
 }
 
@@ -280,9 +276,8 @@ extension _StorageBenchmark {
         try await store.write { session in
             let today = metricDay(now)
             var daily: [MetricRowKey: Int64] = [:]
-            let ids = try session.query(
-                "SELECT id FROM customers ORDER BY id", []
-            ).map { try $0.int(0) }
+            let ids = try session.values(
+                "SELECT id FROM customers ORDER BY id", as: Int64.self)
             for (index, n) in range.enumerated() where index < ids.count {
                 let start = today - Int64(n % 730)
                 let end = start + 30 * Int64(1 + n % 13)
@@ -304,8 +299,7 @@ extension _StorageBenchmark {
                 }
                 for delta in deltas { daily[MetricRowKey(delta), default: 0] += delta.value }
                 try session.query(
-                    "INSERT INTO customer_metrics (customer_id, deltas) VALUES ($1, $2) ON CONFLICT (customer_id) DO NOTHING",
-                    .int(ids[index]), .text(MetricCodec.encode(StoredMetrics(deltas: deltas, basis: nil))))
+                    "INSERT INTO customer_metrics (customer_id, deltas) VALUES (\(ids[index]), \(MetricCodec.encode(StoredMetrics(deltas: deltas, basis: nil)))) ON CONFLICT (customer_id) DO NOTHING")
             }
             // Written at the commit, as the ingest's rollups are.
             for (key, value) in daily { session.tail.addMetric(key, value) }

@@ -8,23 +8,21 @@ public protocol ConsentStore: Sendable {
     func consent(appUserId: String) async throws -> Bool?
 }
 
-extension SQLiteStore: ConsentStore {}
-extension PostgresStore: ConsentStore {}
 
 extension SessionBackedStore {
     func recordConsent(appUserId: String, consented: Bool, now: Int64) async throws {
         _ = try await write { session in
             try session.query(
                 """
-                INSERT INTO customer_consents (app_user_id, consented, recorded_at) VALUES ($1, $2, $3)
+                INSERT INTO customer_consents (app_user_id, consented, recorded_at) VALUES (\(appUserId), \(consented), \(now))
                 ON CONFLICT (app_user_id) DO UPDATE SET consented = excluded.consented, recorded_at = excluded.recorded_at
-                """, .text(appUserId), SQLValue(consented), .int(now))
+                """)
         }
     }
 
     func consent(appUserId: String) async throws -> Bool? {
         try await read { session in
-            try session.query("SELECT consented FROM customer_consents WHERE app_user_id = $1", .text(appUserId)).first?.bool(0)
+            try session.value("SELECT consented FROM customer_consents WHERE app_user_id = \(appUserId)", as: Bool.self)
         }
     }
 }

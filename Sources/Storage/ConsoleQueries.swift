@@ -81,8 +81,6 @@ public protocol ConsoleStore: Sendable {
     func supportActions(appUserId: String, limit: Int) async throws -> [SupportAction]
 }
 
-extension SQLiteStore: ConsoleStore {}
-extension PostgresStore: ConsoleStore {}
 
 extension SessionBackedStore {
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup {
@@ -100,11 +98,9 @@ extension SessionBackedStore {
             let prefix = try session.query(
                 """
                 SELECT app_user_id, app_account_token, created_at FROM customers
-                WHERE app_user_id >= $1 AND app_user_id > $2 AND app_user_id < $3 AND app_user_id NOT LIKE $5
-                ORDER BY app_user_id LIMIT $4
-                """, .text(query), .text(after ?? ""), .text(query + "\u{10FFFF}"), .int(Int64(limit)),
-                .text(UnlinkedSubscription.prefix + "%")
-            ).map(Self.decodeMatch)
+                WHERE app_user_id >= \(query) AND app_user_id > \(after ?? "") AND app_user_id < \(query + "\u{10FFFF}") AND app_user_id NOT LIKE \(UnlinkedSubscription.prefix + "%")
+                ORDER BY app_user_id LIMIT \(Int64(limit))
+                """).map(Self.decodeMatch)
             var seen = Set<String>()
             return (exact.filter { match in after.map { match.appUserId > $0 } ?? true } + prefix)
                 .filter { seen.insert($0.appUserId).inserted }
@@ -123,7 +119,7 @@ extension SessionBackedStore {
     func knownTransactions(_ transactionIds: [String]) async throws -> Set<String> {
         try await read { session in
             try Set(transactionIds.prefix(100)).filter { id in
-                try !session.query("SELECT 1 FROM facts WHERE transaction_id = $1 LIMIT 1", .text(id)).isEmpty
+                try !session.query("SELECT 1 FROM facts WHERE transaction_id = \(id) LIMIT 1").isEmpty
             }
         }
     }
@@ -133,19 +129,26 @@ extension SessionBackedStore {
         try session.query(
             """
             SELECT app_user_id, app_account_token, created_at FROM customers WHERE id IN (
-                SELECT id FROM customers WHERE app_user_id = $1 OR app_account_token = $2
-                UNION SELECT customer_id FROM links WHERE original_transaction_id = $1
+                SELECT id FROM customers WHERE app_user_id = \(id) OR app_account_token = \(id.lowercased())
+                UNION SELECT customer_id FROM links WHERE original_transaction_id = \(id)
                 UNION SELECT l.customer_id FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
-                    WHERE f.transaction_id = $1)
-            """, .text(id), .text(id.lowercased())
-        ).map(decodeMatch)
+                    WHERE f.transaction_id = \(id))
+            """).map(decodeMatch)
     }
 
     static func decodeMatch(_ row: SQLRow) throws -> CustomerMatch {
-        CustomerMatch(appUserId: try row.text(0), appAccountToken: try row.text(1), createdAt: try row.int(2))
+        let match = try row.decode(MatchColumns.self)
+        return CustomerMatch(appUserId: match.appUserId, appAccountToken: match.appAccountToken, createdAt: match.createdAt)
     }
 
     func ingestHealth(since: Int64, now: Int64) async throws -> IngestHealth {
         try await read { try Ledger(session: $0, fault: nil).ingestHealth(since: since, now: now) }
     }
+}
+
+/// A matched customer's columns.
+private struct MatchColumns: Decodable {
+    var appUserId: String
+    var appAccountToken: String
+    var createdAt: Int64
 }

@@ -46,8 +46,6 @@ public protocol ConsumableSpending: Sendable {
     func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome
 }
 
-extension SQLiteStore: ConsumableSpending {}
-extension PostgresStore: ConsumableSpending {}
 
 extension SessionBackedStore {
     func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome {
@@ -72,9 +70,8 @@ extension Ledger {
         // key is found whatever it spent.
         let digest = FactDigest.hex(Fact.consumableSpend(spend).identity ?? "")
         if let row = try session.query(
-            "SELECT payload, payload_packed FROM facts WHERE kind = 'consumableSpend' AND jws_sha256 = $1", .text(digest)
-        ).first {
-            guard case .consumableSpend(let earlier)? = projector.decode(try FactPayload.text(row, text: 0, packed: 1)) else {
+            "SELECT payload, payload_packed FROM facts WHERE kind = 'consumableSpend' AND jws_sha256 = \(digest)").first {
+            guard case .consumableSpend(let earlier)? = projector.decode(try FactPayload.text(row)) else {
                 throw StorageError(.corrupt, "a stored spend does not decode")
             }
             let same = earlier.productId == request.productId && earlier.quantity == request.quantity
@@ -82,7 +79,7 @@ extension Ledger {
         }
         let facts: [Fact]
         do {
-            facts = try Self.engineFacts(try session.query(factsWithoutJWSSQL, .int(customer.id)), projector: projector, known: [:])
+            facts = try Self.engineFacts(try session.query(factsWithoutJWS(of: customer.id)), projector: projector, known: [:])
         } catch let error as UndecodableFact {
             throw StorageError(.projectionFailed, "this customer's balance cannot be computed", detail: error.description)
         }
@@ -102,9 +99,11 @@ extension Ledger {
         spend.balanceAfter = balance - request.quantity
         let row = FactRow(.consumableSpend(spend), signed: nil, projector: projector)
         let inserted = try session.query(
-            Self.insertFactsSQL(count: 1),
-            [.null, .text(row.kind), .text(row.digest), .text(row.signed), .null] + (try row.payloadColumns())
-                + [.null, .null, SQLValue(row.appAccountToken), .text(environment.rawValue), .null, .int(row.signedDate), .int(now)])
+            Self.insertFacts([
+                try Self.factValues(
+                    row, notificationID: nil, signed: row.signed, signedPacked: nil, appAccountToken: row.appAccountToken,
+                    environment: environment.rawValue, bundleId: nil, receivedAt: now, layout: .compressed)
+            ]))
         guard !inserted.isEmpty else { throw StorageError(.conflict, "the spend's key was taken concurrently") }
         try inject(.afterFacts)
         let (_, failure) = try recompute(customerID: customer.id, projector: projector, now: now, known: [row.payload: row.fact])

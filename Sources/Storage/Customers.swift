@@ -97,8 +97,6 @@ public struct CustomerExport: Sendable, Hashable {
     }
 }
 
-extension SQLiteStore: CustomerDirectory {}
-extension PostgresStore: CustomerDirectory {}
 
 extension SessionBackedStore {
     func addAlias(

@@ -65,19 +65,18 @@ public protocol DurableJobStore: Sendable {
     func jobs(status: DurableJobStatus?, limit: Int) async throws -> [DurableJob]
 }
 
-extension SQLiteStore: DurableJobStore {}
-extension PostgresStore: DurableJobStore {}
 
 extension SessionBackedStore {
-    static var jobColumns: String {
+    static var jobColumns: SQLQuery {
         "id, kind, job_key, bundle_id, subject, status, attempts, run_at, last_error, created_at, updated_at"
     }
 
     static func decodeJob(_ row: SQLRow) throws -> DurableJob {
-        DurableJob(
-            id: try row.int(0), kind: try row.text(1), key: try row.text(2), bundleId: try row.text(3), subject: try row.text(4),
-            status: DurableJobStatus(rawValue: try row.text(5)) ?? .failed, attempts: Int(try row.int(6)), runAt: try row.int(7),
-            lastError: try row.optionalText(8), createdAt: try row.int(9), updatedAt: try row.int(10))
+        let job = try row.decode(JobColumns.self)
+        return DurableJob(
+            id: job.id, kind: job.kind, key: job.jobKey, bundleId: job.bundleId, subject: job.subject,
+            status: DurableJobStatus(rawValue: job.status) ?? .failed, attempts: job.attempts, runAt: job.runAt,
+            lastError: job.lastError, createdAt: job.createdAt, updatedAt: job.updatedAt)
     }
 
     func enqueueJob(
@@ -87,12 +86,12 @@ extension SessionBackedStore {
             let rows = try session.query(
                 """
                 INSERT INTO jobs (kind, job_key, bundle_id, subject, status, attempts, run_at, created_at, updated_at)
-                SELECT CAST($1 AS TEXT), CAST($2 AS TEXT), CAST($3 AS TEXT), CAST($4 AS TEXT), 'pending', 0,
-                    CAST($5 AS BIGINT), CAST($5 AS BIGINT), CAST($5 AS BIGINT)
-                WHERE $6 = '' OR NOT EXISTS (SELECT 1 FROM facts WHERE original_transaction_id = $6)
+                SELECT CAST(\(kind) AS TEXT), CAST(\(key) AS TEXT), CAST(\(bundleId) AS TEXT), CAST(\(subject) AS TEXT), 'pending', 0,
+                    CAST(\(now) AS BIGINT), CAST(\(now) AS BIGINT), CAST(\(now) AS BIGINT)
+                WHERE \(originalTransactionId ?? "") = '' OR NOT EXISTS (SELECT 1 FROM facts WHERE original_transaction_id = \(originalTransactionId ?? ""))
                 ON CONFLICT (kind, job_key) DO NOTHING
                 RETURNING id
-                """, .text(kind), .text(key), .text(bundleId), .text(subject), .int(now), .text(originalTransactionId ?? ""))
+                """)
             return !rows.isEmpty
         }
     }
@@ -103,15 +102,14 @@ extension SessionBackedStore {
             // blocked on the row re-checks it against the first claimer's update and gets nothing.
             try session.query(
                 """
-                UPDATE jobs SET status = 'running', lease_owner = $1, lease_expires_at = $3, attempts = attempts + 1, updated_at = $2
+                UPDATE jobs SET status = 'running', lease_owner = \(owner), lease_expires_at = \(leaseUntil), attempts = attempts + 1, updated_at = \(now)
                 WHERE id = (
                     SELECT id FROM jobs
-                    WHERE (status = 'pending' AND run_at <= $2) OR (status = 'running' AND lease_expires_at <= $2)
+                    WHERE (status = 'pending' AND run_at <= \(now)) OR (status = 'running' AND lease_expires_at <= \(now))
                     ORDER BY run_at, id LIMIT 1)
-                AND ((status = 'pending' AND run_at <= $2) OR (status = 'running' AND lease_expires_at <= $2))
+                AND ((status = 'pending' AND run_at <= \(now)) OR (status = 'running' AND lease_expires_at <= \(now)))
                 RETURNING \(Self.jobColumns)
-                """, .text(owner), .int(now), .int(leaseUntil)
-            ).first.map(Self.decodeJob)
+                """).first.map(Self.decodeJob)
         }
     }
 
@@ -125,13 +123,11 @@ extension SessionBackedStore {
         return try await write { session in
             try !session.query(
                 """
-                UPDATE jobs SET status = $3, run_at = COALESCE($4, run_at), last_error = $5, lease_owner = NULL,
-                    lease_expires_at = NULL, updated_at = $6
-                WHERE id = $1 AND lease_owner = $2 AND status = 'running'
+                UPDATE jobs SET status = \(status.rawValue), run_at = COALESCE(\(runAt), run_at), last_error = \(error.map { String($0.prefix(1000)) }), lease_owner = NULL,
+                    lease_expires_at = NULL, updated_at = \(now)
+                WHERE id = \(id) AND lease_owner = \(owner) AND status = 'running'
                 RETURNING id
-                """, .int(id), .text(owner), .text(status.rawValue), runAt.map(SQLValue.int) ?? .null,
-                error.map { .text(String($0.prefix(1000))) } ?? .null, .int(now)
-            ).isEmpty
+                """).isEmpty
         }
     }
 
@@ -140,9 +136,23 @@ extension SessionBackedStore {
         return try await read { session in
             try session.query(
                 """
-                SELECT \(Self.jobColumns) FROM jobs WHERE $1 = '' OR status = $1 ORDER BY id DESC LIMIT $2
-                """, .text(status?.rawValue ?? ""), .int(Int64(limit))
-            ).map(Self.decodeJob)
+                SELECT \(Self.jobColumns) FROM jobs WHERE \(status?.rawValue ?? "") = '' OR status = \(status?.rawValue ?? "") ORDER BY id DESC LIMIT \(Int64(limit))
+                """).map(Self.decodeJob)
         }
     }
+}
+
+/// A job's columns (``SessionBackedStore/jobColumns``).
+private struct JobColumns: Decodable {
+    var id: Int64
+    var kind: String
+    var jobKey: String
+    var bundleId: String
+    var subject: String
+    var status: String
+    var attempts: Int
+    var runAt: Int64
+    var lastError: String?
+    var createdAt: Int64
+    var updatedAt: Int64
 }

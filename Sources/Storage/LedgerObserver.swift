@@ -87,9 +87,9 @@ extension Ledger {
 
     /// The counts of stored projections (one statement; index lookups per customer, no sort).
     func projectionTally() throws -> ProjectionTally {
-        let rows = try session.query(
+        let rows = try session.rows(
             """
-            SELECT 'subscription', status, COUNT(*) FROM subscription_projections GROUP BY status
+            SELECT 'subscription' AS counted, status AS state, COUNT(*) AS count FROM subscription_projections GROUP BY status
             UNION ALL
             SELECT 'customer', kind, COUNT(*) FROM (
                 SELECT CASE
@@ -101,14 +101,13 @@ extension Ledger {
                     ELSE 'new' END AS kind
                 FROM customer_states c) AS k
             GROUP BY kind
-            """, [])
+            """, as: TallyRow.self)
         var tally = ProjectionTally()
         for row in rows {
-            let count = Int(try row.int(2))
-            if try row.text(0) == "subscription" {
-                tally.subscriptions[try row.text(1)] = count
+            if row.counted == "subscription" {
+                tally.subscriptions[row.state] = row.count
             } else {
-                tally.customers[try row.text(1)] = count
+                tally.customers[row.state] = row.count
             }
         }
         return tally
@@ -139,4 +138,11 @@ extension SessionBackedStore {
     func projectionTally() async throws -> ProjectionTally {
         try await read { try Ledger(session: $0, fault: nil).projectionTally() }
     }
+}
+
+/// One count of ``Ledger/projectionTally()``: what is counted, in which state, how many.
+private struct TallyRow: Decodable {
+    var counted: String
+    var state: String
+    var count: Int
 }

@@ -1,12 +1,21 @@
 import Entitlements
 
-/// The durable ledger: append-only facts, customers and their links, and projections.
+/// The store: the durable ledger (append-only facts, customers and their links, projections)
+/// and every other record the server keeps — the event outbox and its holds, webhook deliveries,
+/// durable jobs, console queries and metric rollups, the customer directory, consent,
+/// reconciliation state, offer signatures, consumable spends, the signed texts, the retention-request
+/// log and the placeholder backfill. Each of those is a protocol of its own (what it is about,
+/// documented where it is declared); this one refines them all, so whoever holds a store has every
+/// capability.
 ///
 /// Every write is one database transaction; a returned value means it is committed durably (on
 /// SQLite with the WAL fsynced before any answer, on PostgreSQL with the server's `fsync`).
 /// Implementations: SQLite (embedded default) and PostgreSQL (scale-out); open one with
 /// ``openStore(url:configuration:)``.
-public protocol LedgerStore: EventStore {
+public protocol LedgerStore:
+    EventStore, EventHoldStore, WebhookDeliveryStore, DurableJobStore, ConsoleStore, CustomerDirectory, ConsentStore,
+    ReconcileStateStore, OfferSignatureLog, ConsumableSpending, SignedLedger, RetentionLog, PlaceholderBackfillStore
+{
     /// Stored projections counted by customer state and subscription status (one query; for
     /// metrics gauges, then kept current from ``LedgerObserver/projectionsChanged(_:)``).
     func projectionTally() async throws -> ProjectionTally

@@ -45,8 +45,6 @@ public protocol OfferSignatureLog: Sendable {
 /// Rows deleted per transaction by ``OfferSignatureLog/purgeOfferSignatures(signedBefore:)``.
 public let offerSignaturePurgeBatch = 1000
 
-extension SQLiteStore: OfferSignatureLog {}
-extension PostgresStore: OfferSignatureLog {}
 
 extension SessionBackedStore {
     func recordOfferSignature(_ record: OfferSignatureRecord) async throws {
@@ -54,25 +52,22 @@ extension SessionBackedStore {
             try session.query(
                 """
                 INSERT INTO offer_signatures (app_user_id, bundle_id, product_id, offer_id, kind, format, nonce, signed_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                """, .text(record.appUserId), .text(record.bundleId), .text(record.productId),
-                record.offerId.map(SQLValue.text) ?? .null, .text(record.kind), .text(record.format), .text(record.nonce),
-                .int(record.signedAt))
+                VALUES (\(record.appUserId), \(record.bundleId), \(record.productId), \(record.offerId), \(record.kind), \(record.format), \(record.nonce), \(record.signedAt))
+                """)
         }
     }
 
     func offerSignatures(appUserId: String, limit: Int) async throws -> [OfferSignatureRecord] {
         try await read { session in
-            try session.query(
+            try session.rows(
                 """
                 SELECT app_user_id, bundle_id, product_id, offer_id, kind, format, nonce, signed_at
-                FROM offer_signatures WHERE app_user_id = $1 ORDER BY id DESC LIMIT $2
-                """, .text(appUserId), .int(Int64(max(0, limit)))
+                FROM offer_signatures WHERE app_user_id = \(appUserId) ORDER BY id DESC LIMIT \(Int64(max(0, limit)))
+                """, as: OfferSignatureColumns.self
             ).map { row in
                 OfferSignatureRecord(
-                    appUserId: try row.text(0), bundleId: try row.text(1), productId: try row.text(2),
-                    offerId: try row.optionalText(3), kind: try row.text(4), format: try row.text(5), nonce: try row.text(6),
-                    signedAt: try row.int(7))
+                    appUserId: row.appUserId, bundleId: row.bundleId, productId: row.productId, offerId: row.offerId, kind: row.kind,
+                    format: row.format, nonce: row.nonce, signedAt: row.signedAt)
             }
         }
     }
@@ -83,11 +78,12 @@ extension SessionBackedStore {
         var deleted = 0
         while true {
             let batch = try await write { session -> (count: Int, more: Bool) in
-                let rows = try session.query(
-                    "SELECT id, signed_at FROM offer_signatures ORDER BY id LIMIT $1", .int(Int64(offerSignaturePurgeBatch)))
-                let old = try rows.prefix { try $0.int(1) < signedBefore }
+                let rows = try session.rows(
+                    "SELECT id, signed_at FROM offer_signatures ORDER BY id LIMIT \(Int64(offerSignaturePurgeBatch))",
+                    as: SignatureAge.self)
+                let old = rows.prefix { $0.signedAt < signedBefore }
                 guard let last = old.last else { return (0, false) }
-                try session.query("DELETE FROM offer_signatures WHERE id <= $1", .int(try last.int(0)))
+                try session.query("DELETE FROM offer_signatures WHERE id <= \(last.id)")
                 return (old.count, old.count == rows.count && rows.count == offerSignaturePurgeBatch)
             }
             deleted += batch.count
@@ -96,3 +92,20 @@ extension SessionBackedStore {
     }
 }
 
+/// A stored offer signature's columns.
+private struct OfferSignatureColumns: Decodable {
+    var appUserId: String
+    var bundleId: String
+    var productId: String
+    var offerId: String?
+    var kind: String
+    var format: String
+    var nonce: String
+    var signedAt: Int64
+}
+
+/// A stored offer signature's id and time, for the purge.
+private struct SignatureAge: Decodable {
+    var id: Int64
+    var signedAt: Int64
+}

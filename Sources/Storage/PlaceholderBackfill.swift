@@ -14,9 +14,6 @@ public protocol PlaceholderBackfillStore: Sendable {
     func backfillPlaceholders(projector: any Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool)
 }
 
-extension SQLiteStore: PlaceholderBackfillStore {}
-extension PostgresStore: PlaceholderBackfillStore {}
-
 extension SessionBackedStore {
     func backfillPlaceholders(projector: any Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
         guard (configuration.migrationLimit ?? .max) >= Ledger.placeholderBackfillVersion else { return (0, false) }
@@ -29,14 +26,16 @@ extension Ledger {
     static let placeholderBackfillVersion = 25
 
     func backfillPlaceholdersChunk(projector: any Projector, now: Int64, limit: Int) throws -> (created: Int, more: Bool) {
-        guard let after = try session.query("SELECT after_id FROM placeholder_backfill").first?.int(0) else { return (0, false) }
-        let rows = try session.query(
-            "SELECT id, original_transaction_id FROM facts WHERE id > $1 AND original_transaction_id IS NOT NULL ORDER BY id LIMIT $2",
-            .int(after), .int(Int64(min(max(limit, 1), 1000))))
+        guard let after = try session.value("SELECT after_id FROM placeholder_backfill", as: Int64.self) else { return (0, false) }
+        let rows = try session.rows(
+            """
+            SELECT id, original_transaction_id FROM facts WHERE id > \(after) AND original_transaction_id IS NOT NULL
+            ORDER BY id LIMIT \(Int64(min(max(limit, 1), 1000)))
+            """, as: FactSubscription.self)
         var created = 0
         var seen = Set<String>()
         for row in rows {
-            let otid = try row.text(1)
+            let otid = row.originalTransactionId
             guard seen.insert(otid).inserted else { continue }
             try lockKeys([Self.otidKey(otid)])
             guard try owner(of: otid) == nil, try placeholderMayHold(otid) else { continue }
@@ -47,11 +46,16 @@ extension Ledger {
             try recompute(customerID: placeholder.id, projector: projector, now: now)
             created += 1
         }
-        if let last = try rows.last?.int(0) {
-            try session.query("UPDATE placeholder_backfill SET after_id = $1", .int(last))
+        if let last = rows.last?.id {
+            try session.query("UPDATE placeholder_backfill SET after_id = \(last)")
             return (created, true)
         }
         try session.query("DELETE FROM placeholder_backfill")
         return (created, false)
     }
+}
+
+private struct FactSubscription: Decodable {
+    var id: Int64
+    var originalTransactionId: String
 }

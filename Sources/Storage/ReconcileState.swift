@@ -41,8 +41,6 @@ public enum ReconcileLease: Sendable, Hashable {
     case held
 }
 
-extension SQLiteStore: ReconcileStateStore {}
-extension PostgresStore: ReconcileStateStore {}
 
 extension SessionBackedStore {
     func acquireReconcileLease(_ key: ReconcileKey, owner: String, now: Int64, expiresAt: Int64) async throws -> ReconcileLease {
@@ -50,15 +48,15 @@ extension SessionBackedStore {
             let rows = try session.query(
                 """
                 INSERT INTO reconcile_state (bundle_id, environment, watermark, lease_owner, lease_expires_at, updated_at)
-                VALUES ($1, $2, NULL, $3, $4, $5)
+                VALUES (\(key.bundleId), \(key.environment), NULL, \(owner), \(expiresAt), \(now))
                 ON CONFLICT (bundle_id, environment) DO UPDATE
                 SET lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at, updated_at = excluded.updated_at
                 WHERE reconcile_state.lease_owner IS NULL OR reconcile_state.lease_owner = excluded.lease_owner
                     OR reconcile_state.lease_expires_at <= excluded.updated_at
                 RETURNING watermark
-                """, .text(key.bundleId), .text(key.environment), .text(owner), .int(expiresAt), .int(now))
+                """)
             guard let row = rows.first else { return .held }
-            return .acquired(watermark: try row.optionalInt(0))
+            return .acquired(watermark: try row.single(Int64?.self))
         }
     }
 
@@ -67,10 +65,10 @@ extension SessionBackedStore {
             let rows = try session.query(
                 """
                 UPDATE reconcile_state
-                SET watermark = CASE WHEN watermark IS NULL OR watermark < $4 THEN $4 ELSE watermark END, updated_at = $5
-                WHERE bundle_id = $1 AND environment = $2 AND lease_owner = $3
+                SET watermark = CASE WHEN watermark IS NULL OR watermark < \(watermark) THEN \(watermark) ELSE watermark END, updated_at = \(now)
+                WHERE bundle_id = \(key.bundleId) AND environment = \(key.environment) AND lease_owner = \(owner)
                 RETURNING watermark
-                """, .text(key.bundleId), .text(key.environment), .text(owner), .int(watermark), .int(now))
+                """)
             return !rows.isEmpty
         }
     }
@@ -80,8 +78,8 @@ extension SessionBackedStore {
             try session.query(
                 """
                 UPDATE reconcile_state SET lease_owner = NULL, lease_expires_at = NULL
-                WHERE bundle_id = $1 AND environment = $2 AND lease_owner = $3
-                """, .text(key.bundleId), .text(key.environment), .text(owner))
+                WHERE bundle_id = \(key.bundleId) AND environment = \(key.environment) AND lease_owner = \(owner)
+                """)
         }
     }
 }

@@ -80,11 +80,8 @@ public protocol RetentionLog: Sendable {
     func purgeRetentionRequests(requestedBefore: Int64) async throws -> Int
 }
 
-extension SQLiteStore: RetentionLog {}
-extension PostgresStore: RetentionLog {}
-
 extension SessionBackedStore {
-    private static var retentionColumns: String {
+    private static var retentionColumns: SQLQuery {
         """
         id, request_identifier, bundle_id, environment, original_transaction_id, product_id, locale, rule_id, answer_kind,
         message_identifier, offer_id, alternate_product_id, requested_at, outcome
@@ -94,17 +91,15 @@ extension SessionBackedStore {
     func recordRetentionRequests(_ records: [RetentionRequestRecord]) async throws {
         guard !records.isEmpty else { return }
         _ = try await write { session in
-            let statements = records.map { record in
-                SQLStatement(
-                    """
-                    INSERT INTO retention_requests (request_identifier, bundle_id, environment, original_transaction_id, product_id,
-                        locale, rule_id, answer_kind, message_identifier, offer_id, alternate_product_id, requested_at, checked_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
-                    ON CONFLICT (request_identifier) DO NOTHING
-                    """, .text(record.requestIdentifier), .text(record.bundleId), .text(record.environment),
-                    .text(record.originalTransactionId), Self.optional(record.productId), Self.optional(record.locale),
-                    Self.optional(record.ruleId), Self.optional(record.answerKind), Self.optional(record.messageIdentifier),
-                    Self.optional(record.offerId), Self.optional(record.alternateProductId), .int(record.requestedAt))
+            let statements = records.map { record -> SQLQuery in
+                """
+                INSERT INTO retention_requests (request_identifier, bundle_id, environment, original_transaction_id, product_id,
+                    locale, rule_id, answer_kind, message_identifier, offer_id, alternate_product_id, requested_at, checked_at)
+                VALUES (\(record.requestIdentifier), \(record.bundleId), \(record.environment), \(record.originalTransactionId),
+                    \(record.productId), \(record.locale), \(record.ruleId), \(record.answerKind), \(record.messageIdentifier),
+                    \(record.offerId), \(record.alternateProductId), \(record.requestedAt), \(record.requestedAt))
+                ON CONFLICT (request_identifier) DO NOTHING
+                """
             }
             _ = try session.pipeline(statements)
         }
@@ -112,58 +107,79 @@ extension SessionBackedStore {
 
     func undecidedRetentionRequests(requestedBefore: Int64, limit: Int) async throws -> [RetentionRequestRecord] {
         try await read { session in
-            try session.query(
+            try session.rows(
                 """
                 SELECT \(Self.retentionColumns) FROM retention_requests
-                WHERE outcome IS NULL AND requested_at < $1 ORDER BY checked_at, id LIMIT $2
-                """, .int(requestedBefore), .int(Int64(max(0, limit)))
+                WHERE outcome IS NULL AND requested_at < \(requestedBefore) ORDER BY checked_at, id LIMIT \(Int64(max(0, limit)))
+                """, as: RetentionRequestColumns.self
             ).map { row in
                 RetentionRequestRecord(
-                    id: try row.int(0), requestIdentifier: try row.text(1), bundleId: try row.text(2), environment: try row.text(3),
-                    originalTransactionId: try row.text(4), productId: try row.optionalText(5), locale: try row.optionalText(6),
-                    ruleId: try row.optionalText(7), answerKind: try row.optionalText(8), messageIdentifier: try row.optionalText(9),
-                    offerId: try row.optionalText(10), alternateProductId: try row.optionalText(11), requestedAt: try row.int(12),
-                    outcome: try row.optionalText(13))
+                    id: row.id, requestIdentifier: row.requestIdentifier, bundleId: row.bundleId, environment: row.environment,
+                    originalTransactionId: row.originalTransactionId, productId: row.productId, locale: row.locale,
+                    ruleId: row.ruleId, answerKind: row.answerKind, messageIdentifier: row.messageIdentifier,
+                    offerId: row.offerId, alternateProductId: row.alternateProductId, requestedAt: row.requestedAt,
+                    outcome: row.outcome)
             }
         }
     }
 
     func decideRetentionRequests(_ decisions: [(id: Int64, outcome: String?)], checkedAt: Int64) async throws {
         guard !decisions.isEmpty else { return }
-        let statements = decisions.map { decision in
-            SQLStatement(
-                "UPDATE retention_requests SET outcome = $1, checked_at = $2 WHERE id = $3",
-                Self.optional(decision.outcome), .int(checkedAt), .int(decision.id))
+        let statements = decisions.map { decision -> SQLQuery in
+            "UPDATE retention_requests SET outcome = \(decision.outcome), checked_at = \(checkedAt) WHERE id = \(decision.id)"
         }
         _ = try await write { session in _ = try session.pipeline(statements) }
     }
 
     func retentionRuleCounts(since: Int64) async throws -> [RetentionRuleCounts] {
         try await read { session in
-            try session.query(
+            try session.rows(
                 """
-                SELECT bundle_id, COALESCE(rule_id, 'none'), COUNT(*),
-                    SUM(CASE WHEN outcome = 'renewed' THEN 1 ELSE 0 END), SUM(CASE WHEN outcome = 'expired' THEN 1 ELSE 0 END)
-                FROM retention_requests WHERE requested_at >= $1
+                SELECT bundle_id, COALESCE(rule_id, 'none') AS rule_id, COUNT(*) AS requests,
+                    SUM(CASE WHEN outcome = 'renewed' THEN 1 ELSE 0 END) AS renewed,
+                    SUM(CASE WHEN outcome = 'expired' THEN 1 ELSE 0 END) AS expired
+                FROM retention_requests WHERE requested_at >= \(since)
                 GROUP BY bundle_id, COALESCE(rule_id, 'none') ORDER BY bundle_id, COALESCE(rule_id, 'none')
-                """, .int(since)
+                """, as: RuleCountColumns.self
             ).map { row in
                 RetentionRuleCounts(
-                    bundleId: try row.text(0), ruleId: try row.text(1), requests: Int(try row.int(2)), renewed: Int(try row.int(3)),
-                    expired: Int(try row.int(4)))
+                    bundleId: row.bundleId, ruleId: row.ruleId, requests: Int(row.requests), renewed: Int(row.renewed),
+                    expired: Int(row.expired))
             }
         }
     }
 
     func purgeRetentionRequests(requestedBefore: Int64) async throws -> Int {
         try await write { session in
-            let count = try session.query(
-                "SELECT COUNT(*) FROM retention_requests WHERE requested_at < $1", .int(requestedBefore)
-            ).first?.int(0) ?? 0
-            if count > 0 { try session.query("DELETE FROM retention_requests WHERE requested_at < $1", .int(requestedBefore)) }
+            let count = try session.value(
+                "SELECT COUNT(*) FROM retention_requests WHERE requested_at < \(requestedBefore)", as: Int64.self) ?? 0
+            if count > 0 { try session.query("DELETE FROM retention_requests WHERE requested_at < \(requestedBefore)") }
             return Int(count)
         }
     }
+}
 
-    private static func optional(_ text: String?) -> SQLValue { text.map(SQLValue.text) ?? .null }
+private struct RetentionRequestColumns: Decodable {
+    var id: Int64
+    var requestIdentifier: String
+    var bundleId: String
+    var environment: String
+    var originalTransactionId: String
+    var productId: String?
+    var locale: String?
+    var ruleId: String?
+    var answerKind: String?
+    var messageIdentifier: String?
+    var offerId: String?
+    var alternateProductId: String?
+    var requestedAt: Int64
+    var outcome: String?
+}
+
+private struct RuleCountColumns: Decodable {
+    var bundleId: String
+    var ruleId: String
+    var requests: Int64
+    var renewed: Int64
+    var expired: Int64
 }

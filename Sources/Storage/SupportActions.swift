@@ -40,21 +40,20 @@ extension SessionBackedStore {
         let actor = action.actor.map { String($0.prefix(200)) }
         try await write { session in
             let ids = Array(Set(appUserIds).sorted().prefix(SupportAction.maxCustomers))
-            var statements: [SQLStatement] = ids.map { id in
-                SQLStatement(
+            var statements: [SQLQuery] = ids.map { id in
+                (
                     """
                     INSERT INTO customer_events (kind, customer_id, subject, actor, detail, recorded_at)
-                    SELECT $1, COALESCE(merged_into, id), $2, $3, $4, $5 FROM customers WHERE app_user_id = $6
-                    """, .text("support." + action.action), .text(subject), SQLValue(actor), .text(detail), .int(action.recordedAt),
-                    .text(id))
+                    SELECT \("support." + action.action), COALESCE(merged_into, id), \(subject), \(actor), \(detail), \(action.recordedAt) FROM customers WHERE app_user_id = \(id)
+                    """ as SQLQuery)
             }
             if statements.isEmpty {
                 statements.append(
-                    SQLStatement(
+                    (
                         """
                         INSERT INTO customer_events (kind, customer_id, subject, actor, detail, recorded_at)
-                        VALUES ($1, NULL, $2, $3, $4, $5)
-                        """, .text("support." + action.action), .text(subject), SQLValue(actor), .text(detail), .int(action.recordedAt)))
+                        VALUES (\("support." + action.action), NULL, \(subject), \(actor), \(detail), \(action.recordedAt))
+                        """ as SQLQuery))
             }
             _ = try session.pipeline(statements)
         }
@@ -62,18 +61,26 @@ extension SessionBackedStore {
 
     func supportActions(appUserId: String, limit: Int) async throws -> [SupportAction] {
         try await read { session in
-            try session.query(
+            try session.rows(
                 """
                 SELECT e.kind, e.subject, e.actor, e.detail, e.recorded_at FROM customer_events e
-                WHERE e.customer_id = (SELECT COALESCE(merged_into, id) FROM customers WHERE app_user_id = $1)
-                  AND e.kind LIKE 'support.%' ORDER BY e.id DESC LIMIT $2
-                """, .text(appUserId), .int(Int64(max(1, min(limit, 1000))))
+                WHERE e.customer_id = (SELECT COALESCE(merged_into, id) FROM customers WHERE app_user_id = \(appUserId))
+                  AND e.kind LIKE 'support.%' ORDER BY e.id DESC LIMIT \(Int64(max(1, min(limit, 1000))))
+                """, as: SupportActionColumns.self
             ).map { row in
                 SupportAction(
-                    action: String(try row.text(0).dropFirst("support.".count)), subject: try row.optionalText(1) ?? "",
-                    actor: try row.optionalText(2), detail: try row.optionalText(3) ?? "{}", recordedAt: try row.int(4),
-                    appUserId: appUserId)
+                    action: String(row.kind.dropFirst("support.".count)), subject: row.subject ?? "", actor: row.actor,
+                    detail: row.detail ?? "{}", recordedAt: row.recordedAt, appUserId: appUserId)
             }
         }
     }
+}
+
+/// A recorded support action's columns.
+private struct SupportActionColumns: Decodable {
+    var kind: String
+    var subject: String?
+    var actor: String?
+    var detail: String?
+    var recordedAt: Int64
 }

@@ -157,17 +157,17 @@ final class TestLedger: Sendable {
     // MARK: - What tests read back
 
     /// The first column of every row of `sql`, as text.
-    func texts(_ sql: String) async throws -> [String] {
-        try await store.read { session in try session.query(sql, []).map { try $0.optionalText(0) ?? "" } }
+    func texts(_ query: SQLQuery) async throws -> [String] {
+        try await store.read { session in try session.values(query, as: String?.self).map { $0 ?? "" } }
     }
 
-    func count(_ sql: String) async throws -> Int { Int(try await store._scalar(sql)) }
+    func count(_ query: SQLQuery) async throws -> Int { Int(try await store._scalar(query)) }
 
     /// The JSON of every fact of `kind`, in id order (decompressed: schema 16 stores it in `payload_packed`).
     func factJSON(kind: String) async throws -> [String] {
         try await store.read { session in
             try session.query("SELECT payload, payload_packed FROM facts WHERE kind = $1 ORDER BY id", .text(kind)).map {
-                try FactPayload.text($0, text: 0, packed: 1)
+                try FactPayload.text($0)
             }
         }
     }
@@ -185,7 +185,7 @@ final class TestLedger: Sendable {
 
     /// Stored bodies (accepted or rejected) that contain `text`.
     func bodies(containing text: String) async throws -> Int {
-        try await count("SELECT COUNT(*) FROM notifications WHERE instr(CAST(body AS TEXT), '\(text)') > 0")
+        try await count("SELECT COUNT(*) FROM notifications WHERE instr(CAST(body AS TEXT), \(text)) > 0")
     }
 }
 
@@ -201,7 +201,7 @@ struct SwitchedStore: LedgerStore {
     let base: SQLiteStore
     let switches: TestLedger.Switches
 
-    fileprivate func up() throws {
+    func up() throws {
         if !switches.state.withLock({ $0.available }) { throw StorageError(.unavailable, "switched off") }
     }
 

@@ -150,7 +150,7 @@ struct RecordedDeliveries: Sendable {
             configuration.events.settleSeconds = settleSeconds
             let (http, ledger) = try await startServer(configuration: configuration, store: store, clock: clock)
             defer { Task { await http.shutdown() } }
-            let releaser = try EventReleaser(store: #require(store as? any EventHoldStore), ledger: ledger, clock: clock)
+            let releaser = EventReleaser(store: store, ledger: ledger, clock: clock)
             for (customer, token) in tokens.sorted(by: { $0.key < $1.key }) {
                 _ = try await store.ensureCustomer(appUserId: customer, appAccountToken: token, projector: ledger, now: clock.nowMilliseconds())
             }
@@ -168,7 +168,7 @@ struct RecordedDeliveries: Sendable {
     }
 
     static func events(_ store: any LedgerStore) async throws -> [OutboxEvent] {
-        let events = try #require(store as? any EventStore)
+        let events = store
         var all: [OutboxEvent] = []
         while true {
             let page = try await events.events(after: all.last?.sequence ?? 0, limit: 1000)

@@ -236,7 +236,7 @@ struct ReconcileWorld {
 
     @Test func anAppAnotherProcessReconcilesIsSkipped() async throws {
         try await Self.withWorld { world in
-            let state = try #require(world.store as? any ReconcileStateStore)
+            let state = world.store
             let key = ReconcileKey(bundleId: world.reconciler.bundleId, environment: "Production")
             let now = world.simulator.now
             #expect(try await state.acquireReconcileLease(key, owner: "other-server", now: now, expiresAt: now + 60_000) != .held)
@@ -252,7 +252,7 @@ struct ReconcileWorld {
 
     @Test func aFailedPassLeavesTheWatermarkWhereItWas() async throws {
         try await Self.withWorld { world in
-            let state = try #require(world.store as? any ReconcileStateStore)
+            let state = world.store
             let key = ReconcileKey(bundleId: world.reconciler.bundleId, environment: "Production")
             _ = try await world.reconciler.runOnce()
             let first = world.simulator.now

@@ -12,7 +12,7 @@ import Testing
     static let day: Int64 = 86_400_000
     let t0 = APIHarness.start
 
-    static func scalar(_ store: any LedgerStore, _ sql: String) async throws -> Int64 {
+    static func scalar(_ store: any LedgerStore, _ sql: SQLQuery) async throws -> Int64 {
         switch store {
         case let store as SQLiteStore: return try await store._scalar(sql)
         case let store as PostgresStore: return try await store._scalar(sql)
@@ -21,7 +21,7 @@ import Testing
     }
 
     /// The bytes a body takes: as received, or packed as references to its facts (schema 14).
-    static let storedBody = "LENGTH(body) + COALESCE(LENGTH(body_packed), 0)"
+    static let storedBody: SQLQuery = "LENGTH(body) + COALESCE(LENGTH(body_packed), 0)"
 
     @Test(arguments: StoredBackend.all)
     func aPaddedTransactionStoresNoMoreThanTheUnpaddedOne(backend: StoredBackend) async throws {

@@ -5,6 +5,8 @@ import struct Entitlements.NotificationSubtype
 import Foundation
 import Testing
 
+@testable import Storage
+
 /// A verified notification of a type (or subtype) this build does not know is never rejected: it
 /// is accepted and recorded with its raw type, the answer does not change, and a metric counts it.
 @Suite struct UnknownAppleValuesTests {
@@ -18,7 +20,7 @@ import Testing
             let reply = try await api.postV2(payload)
             #expect(reply.status == 200)
             #expect(reply.json["status"] as? String == "accepted")
-            #expect(try await api.ledger.count("SELECT COUNT(*) FROM notifications WHERE notification_type = '\(type)'") == 1)
+            #expect(try await api.ledger.count("SELECT COUNT(*) FROM notifications WHERE notification_type = \(type)") == 1)
             var after = try await api.customer("u1").json
             after["serverTime"] = before["serverTime"]
             #expect(after as NSDictionary == before as NSDictionary)

@@ -115,7 +115,7 @@ struct CrashTests {
         let stored = try await store.rows("notifications")
         #expect(stored >= Int64(acknowledged.count))
         for uuid in acknowledged.suffix(50) {
-            #expect(try await store.count("SELECT COUNT(*) FROM notifications WHERE notification_uuid = '\(uuid)'") == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM notifications WHERE notification_uuid = \(uuid)") == 1)
         }
         try await Self.checkLedger(store)
         await store.close()
@@ -200,7 +200,7 @@ struct CrashTests {
         try await killer.raw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = '\(name)'")
         // Until the server has ended the victim's backends (the ingests below then meet dead connections).
         let gone = await waitUntil {
-            (try? await killer.count("SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = '\(name)'")) == 0
+            (try? await killer.count("SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = \(name)")) == 0
         }
         #expect(gone)
         for index in 4..<12 {

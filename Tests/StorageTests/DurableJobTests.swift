@@ -6,7 +6,7 @@ import Testing
 /// Durable jobs (`jobs`) on every backend: created once, leased to one process, retried, listed.
 @Suite struct DurableJobTests {
     func jobStore(_ store: any LedgerStore) throws -> any DurableJobStore {
-        try #require(store as? any DurableJobStore)
+        store
     }
 
     @Test("a job is created once per kind and key, and leased to one owner at a time", arguments: Backend.all)
@@ -66,7 +66,7 @@ import Testing
     @Test("consent is recorded, replaced and read back", arguments: Backend.all)
     func consent(backend: Backend) async throws {
         try await withStore(backend) { store, _ in
-            let consents = try #require(store as? any ConsentStore)
+            let consents = store
             #expect(try await consents.consent(appUserId: "alice") == nil)
             try await consents.recordConsent(appUserId: "alice", consented: true, now: 1)
             #expect(try await consents.consent(appUserId: "alice") == true)

@@ -73,7 +73,7 @@ import Testing
     }
 
     func events(_ store: any LedgerStore) async throws -> [OutboxEvent] {
-        try await #require(store as? any EventStore).events(after: 0, limit: 1000)
+        try await store.events(after: 0, limit: 1000)
     }
 
     /// Ingests the batches at the given indexes (repeats allowed) and returns the outbox.

@@ -160,7 +160,7 @@ import Testing
         let projector = Self.projector()
         var events: [OutboxEvent] = []
         try await withStore(backend, now: end) { store, _ in
-            let holds = try #require(store as? any EventHoldStore)
+            let holds = store
             for (message, at) in plan {
                 _ = try await holds.releaseEventHolds(projector: projector, now: at, limit: 1000)
                 _ = try await store.ingest(message.batch, projector: projector, now: at)

@@ -68,7 +68,7 @@ import Testing
                 expected["\(delta.day) \(delta.kind.rawValue) \(delta.currency)", default: 0] += delta.value
             }
         }
-        let console = try #require(first as? any ConsoleStore)
+        let console = first
         let rollup = try await console.metricRollup(environment: "Production", fromDay: Self.day0 - 10, toDay: Self.day0 + 20)
         #expect(rollup.opening.isEmpty)
         var stored: [String: Int64] = [:]
@@ -129,15 +129,15 @@ import Testing
         tail.dropEvents(customerIDs: [3], appUserIds: ["dan"])
         let statements = tail.statements(dialect: .postgres)
         // `later` summed to nothing: left alone. Then the counters, the lock, the one event left.
-        #expect(statements.map(\.parameters.first) == [.text("Production"), .int(5), .text("b"), nil, .text("e1")])
-        #expect(statements[0].parameters == [.text("Production"), .int(3), .text("activeSubscriptions"), .text(""), .int(1)])
-        #expect(statements[1].parameters.last == .int(2))
-        #expect(statements[2].parameters.last == .int(10))
-        #expect(statements[3].sql.contains("pg_advisory_xact_lock"))
+        #expect(statements.map(\.binds.first) == [.text("Production"), .int(5), .text("b"), nil, .text("e1")])
+        #expect(statements[0].binds == [.text("Production"), .int(3), .text("activeSubscriptions"), .text(""), .int(1)])
+        #expect(statements[1].binds.last == .int(2))
+        #expect(statements[2].binds.last == .int(10))
+        #expect(statements[3].text(for: .postgres).contains("pg_advisory_xact_lock"))
         #expect(tail.statements(dialect: .postgres).isEmpty)
         // SQLite: the same writes, without the lock.
         tail.appendEvent(event("e5", "eve"), customerID: 5)
-        #expect(tail.statements(dialect: .sqlite).map(\.parameters.first) == [.text("e5")])
+        #expect(tail.statements(dialect: .sqlite).map(\.binds.first) == [.text("e5")])
     }
 
     /// A database of the test's own: on PostgreSQL a new database (so that its

@@ -11,7 +11,7 @@ import Testing
     static let hour: Int64 = 3_600_000
 
     static func health(_ store: any LedgerStore, since: Int64 = testNow - 24 * hour) async throws -> IngestHealth {
-        try await #require(store as? any ConsoleStore).ingestHealth(since: since, now: testNow)
+        try await store.ingestHealth(since: since, now: testNow)
     }
 
     static func rejected(_ store: any LedgerStore, at receivedAt: Int64, code: String) async throws {

@@ -77,7 +77,7 @@ import Testing
         // The closing rebuild evaluates at the last ingest's instant (a later one may move the answer).
         try await withStore(backend, now: now ?? messages.map(\.at).max()! + 1_000) { store, _ in
             for (batch, at) in messages { _ = try await store.ingest(batch, projector: testProjector, now: now ?? at + 1_000) }
-            result = try await #require(store as? any EventStore).events(after: 0, limit: 10_000)
+            result = try await store.events(after: 0, limit: 10_000)
         }
         return result
     }

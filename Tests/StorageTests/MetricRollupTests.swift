@@ -19,7 +19,7 @@ import Testing
     }
 
     static func rollup(_ store: any LedgerStore) async throws -> MetricRollup {
-        let console = try #require(store as? any ConsoleStore)
+        let console = store
         return try await console.metricRollup(environment: "Production", fromDay: day0 - 1, toDay: day0 + 90)
     }
 
@@ -55,7 +55,7 @@ import Testing
             // chunk, gives the same rows.
             try await store.raw("DELETE FROM customer_metrics")
             try await store.raw("DELETE FROM metric_daily")
-            let console = try #require(store as? any ConsoleStore)
+            let console = store
             #expect(try await console.backfillMetrics(projector: p, limit: 1) == 1)
             #expect(try await console.backfillMetrics(projector: p, limit: 1) == 1)
             #expect(try await console.backfillMetrics(projector: p, limit: 1) == 0)
@@ -89,7 +89,7 @@ import Testing
                 _ = try await store.ingest(Fixture.batch(facts: [history[k]], claim: Claim(appUserId: "alice")),
                                            projector: projector, now: testNow + 800 * day)
             }
-            let console = try #require(store as? any ConsoleStore)
+            let console = store
             result = try await console.metricRollup(environment: "Production", fromDay: day0 - 1, toDay: day0 + 800)
             // The incremental contribution equals the one computed from scratch.
             try await store.raw("DELETE FROM customer_metrics")

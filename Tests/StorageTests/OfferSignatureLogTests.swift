@@ -8,7 +8,7 @@ import Testing
     @Test("signatures are kept per customer, newest first, bounded by the limit", arguments: Backend.all)
     func logKeepsEachSignature(backend: Backend) async throws {
         try await withStore(backend) { store, _ in
-            let log = try #require(store as? any OfferSignatureLog)
+            let log = store
             let first = OfferSignatureRecord(
                 appUserId: "alice", bundleId: "com.example.app", productId: "pro.monthly", offerId: "half", kind: "promotional",
                 format: "v1", nonce: "a1", signedAt: 1000)

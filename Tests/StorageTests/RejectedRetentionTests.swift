@@ -22,7 +22,7 @@ struct RejectedRetentionTests {
             #expect(try await store.count("SELECT LENGTH(body) FROM notifications WHERE id = \(id)") == 4096)
             #expect(try await store.count("SELECT body_size FROM notifications WHERE id = \(id)") == 255_000)
             let digest = Hex.encode(SHA256.hash(message.body))
-            #expect(try await store.count("SELECT COUNT(*) FROM notifications WHERE id = \(id) AND body_sha256 = '\(digest)'") == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM notifications WHERE id = \(id) AND body_sha256 = \(digest)") == 1)
             #expect(try await store.count("SELECT LENGTH(claimed_uuid) FROM notifications WHERE id = \(id)") == 256)
             // A small body is kept whole.
             let small = try await store.recordRejected(Self.rejected(bytes: 100, at: testNow), code: "INVALID_SIGNATURE")

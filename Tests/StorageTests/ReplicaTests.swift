@@ -61,7 +61,7 @@ import Testing
         try await withStore(backend) { store, _ in
             let postgres = try #require(store as? PostgresStore)
             _ = try await store.ensureCustomer(appUserId: "u1", appAccountToken: nil, projector: testProjector, now: testNow)
-            let stamp = { (user: String) in try await postgres._scalar("SELECT commit_lsn FROM customer_states WHERE app_user_id = '\(user)'") }
+            let stamp = { (user: String) in try await postgres._scalar("SELECT commit_lsn FROM customer_states WHERE app_user_id = \(user)") }
             let first = try await stamp("u1")
             #expect(first > 0)
             _ = try await store.reproject(appUserId: "u1", projector: testProjector, now: testNow + 1)

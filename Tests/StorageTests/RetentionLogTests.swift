@@ -15,7 +15,7 @@ import Testing
     @Test("requests are kept once, decided, counted per rule and purged by age", arguments: Backend.all)
     func logKeepsDecidesCountsAndPurges(backend: Backend) async throws {
         try await withStore(backend) { store, _ in
-            let log = try #require(store as? any RetentionLog)
+            let log = store
             try await log.recordRetentionRequests([
                 Self.record("r1", otid: "o1", rule: "offer", at: 1000), Self.record("r2", otid: "o2", rule: "offer", at: 2000),
                 Self.record("r3", otid: "o3", rule: nil, at: 3000),

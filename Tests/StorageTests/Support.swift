@@ -133,7 +133,7 @@ extension LedgerStore {
         }
     }
 
-    func count(_ sql: String) async throws -> Int64 {
+    func count(_ sql: SQLQuery) async throws -> Int64 {
         switch self {
         case let store as SQLiteStore: return try await store._scalar(sql)
         case let store as PostgresStore: return try await store._scalar(sql)
@@ -144,7 +144,7 @@ extension LedgerStore {
     }
 
     /// Rows in a table.
-    func rows(_ table: String) async throws -> Int64 { try await count("SELECT COUNT(*) FROM \(table)") }
+    func rows(_ table: String) async throws -> Int64 { try await count(SQLQuery(verbatim: "SELECT COUNT(*) FROM \(table)")) }
 }
 
 /// A fact with the signed text it came from, as the ledger takes it.

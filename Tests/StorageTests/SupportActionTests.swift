@@ -11,7 +11,7 @@ import Testing
     @Test(arguments: Backend.all)
     func recordedPerCustomerReadNewestFirstAndErased(_ backend: Backend) async throws {
         try await withStore(backend) { store, _ in
-            let console = try #require(store as? any ConsoleStore)
+            let console = store
             _ = try await store.directory.addAlias("a-alias", to: "a", actor: nil, projector: testProjector, now: testNow)
             _ = try await store.ensureCustomer(appUserId: "b", appAccountToken: nil, projector: testProjector, now: testNow)
             func action(_ name: String, _ subject: String, at: Int64, detail: String = #"{"outcome":"OK"}"#) -> SupportAction {

@@ -39,7 +39,7 @@ import Testing
             #expect(UnlinkedSubscription.isKey(owned.appUserId))
             #expect(owned.subscription.status == "active")
 
-            let console = try #require(store as? any ConsoleStore)
+            let console = store
             let found = try await console.searchCustomers("u-1", after: nil, limit: 10)
             #expect(found.map(\.appUserId) == [UnlinkedSubscription.key("u-1")])
             // Never listed by a prefix: the key is no appUserId.
@@ -68,7 +68,7 @@ import Testing
             #expect(try await store.subscription(originalTransactionId: "u-1")?.appUserId == "alice")
             #expect(try await store.projection(appUserId: "alice")?.projection.subscriptions.count == 1)
 
-            let console = try #require(store as? any ConsoleStore)
+            let console = store
             #expect(try await console.searchCustomers("u-1", after: nil, limit: 10).map(\.appUserId) == ["alice"])
             let rollup = try await console.metricRollup(environment: "Production", fromDay: Self.day0 - 1, toDay: Self.day0 + 90)
             #expect(rollup.unlinkedActive == 0)
@@ -187,7 +187,7 @@ import Testing
             try await store.raw("INSERT INTO placeholder_backfill (after_id) VALUES (0)")
             #expect(try await store.subscription(originalTransactionId: "u-1") == nil)
 
-            let backfill = try #require(store as? any PlaceholderBackfillStore)
+            let backfill = store
             // One fact per chunk: the pass resumes where the previous chunk stopped.
             var created = 0
             while true {
@@ -200,7 +200,7 @@ import Testing
 
             let owned = try #require(try await store.subscription(originalTransactionId: "u-1"))
             #expect(owned.appUserId == UnlinkedSubscription.key("u-1") && owned.subscription.status == "active")
-            let console = try #require(store as? any ConsoleStore)
+            let console = store
             #expect(try await console.searchCustomers("u-1", after: nil, limit: 10).map(\.appUserId) == [UnlinkedSubscription.key("u-1")])
             let rollup = try await console.metricRollup(environment: "Production", fromDay: Self.day0 - 1, toDay: Self.day0 + 90)
             #expect(rollup.unlinkedActive == 1)
@@ -221,7 +221,7 @@ import Testing
         try await withStore(backend) { store, _ in
             #expect(try await store.count("SELECT COUNT(*) FROM placeholder_backfill") == 0)
             _ = try await Self.unlinkedPurchase(store)
-            let backfill = try #require(store as? any PlaceholderBackfillStore)
+            let backfill = store
             #expect(try await backfill.backfillPlaceholders(projector: Self.projector, now: testNow, limit: 10) == (0, false))
         }
     }

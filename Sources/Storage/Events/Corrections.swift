@@ -23,26 +23,26 @@ extension Ledger {
     /// marked superseded when a correction names it). Rows an id does not tie to the timeline
     /// (written by an older derivation) are left out: no correction supersedes them.
     func releasedTimelineEvents(of customer: CustomerRecord) throws -> [ReleasedEvent] {
-        let rows = try session.query(
+        let rows = try session.rows(
             """
             SELECT event_id, type, occurred_at, environment, product_id, original_transaction_id, entitlements, details
-            FROM events WHERE customer_id = $1
-            """, .int(customer.id))
+            FROM events WHERE customer_id = \(customer.id)
+            """, as: ReleasedEventColumns.self)
         var candidates: [ReleasedEvent] = []
         var superseded = Set<String>()
         for row in rows {
-            let type = EventType(rawValue: try row.text(1))
-            let details = (try? JSONDecoder().decode([String: String].self, from: Data(try row.text(7).utf8))) ?? [:]
+            let type = EventType(rawValue: row.type)
+            let details = (try? JSONDecoder().decode([String: String].self, from: Data(row.details.utf8))) ?? [:]
             if type == .correction {
                 for id in (details[EventDerivation.supersedesKey] ?? "").split(separator: ",") { superseded.insert(String(id)) }
                 continue
             }
-            guard EventType.timelineTypes.contains(type), let environment = try row.optionalText(3) else { continue }
-            let entitlements = (try? JSONDecoder().decode([String].self, from: Data(try row.text(6).utf8))) ?? []
+            guard EventType.timelineTypes.contains(type), let environment = row.environment else { continue }
+            let entitlements = (try? JSONDecoder().decode([String].self, from: Data(row.entitlements.utf8))) ?? []
             candidates.append(
                 ReleasedEvent(
-                    id: try row.text(0), type: type, occurredAt: try row.int(2), environment: Environment(rawValue: environment),
-                    originalTransactionId: try row.optionalText(5) ?? "", productId: try row.optionalText(4) ?? "",
+                    id: row.eventId, type: type, occurredAt: row.occurredAt, environment: Environment(rawValue: environment),
+                    originalTransactionId: row.originalTransactionId ?? "", productId: row.productId ?? "",
                     entitlements: entitlements, details: details, superseded: false))
         }
         // Revision r of an identity is keyed by r (``EventDerivation/eventID(appUserId:type:identityKey:revision:)``).
@@ -85,4 +85,15 @@ extension Ledger {
             cause: Self.json(citation), occurredAt: (superseded.map(\.occurredAt) + replacements.map(\.event.occurredAt)).min() ?? now,
             recordedAt: now, answer: answer)
     }
+}
+
+private struct ReleasedEventColumns: Decodable {
+    var eventId: String
+    var type: String
+    var occurredAt: Int64
+    var environment: String?
+    var productId: String?
+    var originalTransactionId: String?
+    var entitlements: String
+    var details: String
 }

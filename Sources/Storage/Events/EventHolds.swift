@@ -37,17 +37,13 @@ public protocol EventHoldStore: Sendable {
     func nextEventHoldRelease() async throws -> Int64?
 }
 
-extension SQLiteStore: EventHoldStore {}
-extension PostgresStore: EventHoldStore {}
 
 extension SessionBackedStore {
     func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {
         guard holdsEvents else { return 0 }
         let due = try await read { session in
-            try session.query(
-                "SELECT customer_id FROM event_holds WHERE release_at <= $1 ORDER BY release_at, customer_id LIMIT $2", .int(now),
-                .int(Int64(min(max(limit, 1), 1000)))
-            ).map { try $0.int(0) }
+            try session.values(
+                "SELECT customer_id FROM event_holds WHERE release_at <= \(now) ORDER BY release_at, customer_id LIMIT \(Int64(min(max(limit, 1), 1000)))", as: Int64.self)
         }
         var released = 0
         var failure: (any Error)?
@@ -67,7 +63,7 @@ extension SessionBackedStore {
 
     func nextEventHoldRelease() async throws -> Int64? {
         guard holdsEvents else { return nil }
-        return try await read { try $0.query("SELECT MIN(release_at) FROM event_holds").first?.optionalInt(0) }
+        return try await read { try ($0.value("SELECT MIN(release_at) FROM event_holds", as: Int64?.self) ?? nil) }
     }
 }
 
@@ -78,14 +74,13 @@ extension Ledger {
     func holdEvents(customerID: Int64, earliestSignedDate: Int64, hold: EventHold, now: Int64) throws {
         try session.query(
             """
-            INSERT INTO event_holds (customer_id, earliest_signed_date, first_held_at, release_at) VALUES ($1, $2, $3, $4)
+            INSERT INTO event_holds (customer_id, earliest_signed_date, first_held_at, release_at) VALUES (\(customerID), \(earliestSignedDate), \(now), \(now + hold.settleMilliseconds))
             ON CONFLICT (customer_id) DO UPDATE SET
                 earliest_signed_date = CASE WHEN excluded.earliest_signed_date < event_holds.earliest_signed_date
                     THEN excluded.earliest_signed_date ELSE event_holds.earliest_signed_date END,
-                release_at = CASE WHEN event_holds.first_held_at + $5 < excluded.release_at
-                    THEN event_holds.first_held_at + $5 ELSE excluded.release_at END
-            """, .int(customerID), .int(earliestSignedDate), .int(now), .int(now + hold.settleMilliseconds),
-            .int(hold.maxHoldMilliseconds))
+                release_at = CASE WHEN event_holds.first_held_at + \(hold.maxHoldMilliseconds) < excluded.release_at
+                    THEN event_holds.first_held_at + \(hold.maxHoldMilliseconds) ELSE excluded.release_at END
+            """)
     }
 
     /// Moves the hold of a customer whose release failed back by as long as it has been held, at
@@ -94,10 +89,10 @@ extension Ledger {
     func postponeHold(customerID: Int64, now: Int64) throws {
         try session.query(
             """
-            UPDATE event_holds SET release_at = $2 + CASE
-                WHEN $2 - first_held_at < $3 THEN $3 WHEN $2 - first_held_at > $4 THEN $4 ELSE $2 - first_held_at END
-            WHERE customer_id = $1
-            """, .int(customerID), .int(now), .int(EventHold.minimumRetryMilliseconds), .int(EventHold.maximumRetryMilliseconds))
+            UPDATE event_holds SET release_at = \(now) + CASE
+                WHEN \(now) - first_held_at < \(EventHold.minimumRetryMilliseconds) THEN \(EventHold.minimumRetryMilliseconds) WHEN \(now) - first_held_at > \(EventHold.maximumRetryMilliseconds) THEN \(EventHold.maximumRetryMilliseconds) ELSE \(now) - first_held_at END
+            WHERE customer_id = \(customerID)
+            """)
     }
 
     /// Releases one due hold (see ``EventHoldStore/releaseEventHolds(projector:now:limit:)``).
@@ -106,14 +101,12 @@ extension Ledger {
     /// - Returns: whether a due hold was there to release.
     func releaseHold(customerID: Int64, projector: any Projector, now: Int64) throws -> Bool {
         _ = try lockedCustomer(customerID)
-        let skipLocked = isPostgres ? " FOR UPDATE SKIP LOCKED" : ""
+        let skipLocked: SQLQuery = isPostgres ? " FOR UPDATE SKIP LOCKED" : ""
         guard
-            let earliest = try session.query(
-                "SELECT earliest_signed_date FROM event_holds WHERE customer_id = $1 AND release_at <= $2\(skipLocked)",
-                .int(customerID), .int(now)
-            ).first?.int(0)
+            let earliest = try session.value(
+                "SELECT earliest_signed_date FROM event_holds WHERE customer_id = \(customerID) AND release_at <= \(now)\(skipLocked)", as: Int64.self)
         else { return false }
-        try session.query("DELETE FROM event_holds WHERE customer_id = $1", .int(customerID))
+        try session.query("DELETE FROM event_holds WHERE customer_id = \(customerID)")
         // Gone meanwhile (erased): nothing to replay. Merged into another: its root is replayed.
         if try customer(id: customerID) != nil {
             try recompute(customerID: customerID, projector: projector, now: now, releasing: earliest)

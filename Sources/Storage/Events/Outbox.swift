@@ -70,7 +70,7 @@ extension SessionBackedStore {
     func events(after: Int64, limit: Int) async throws -> [OutboxEvent] {
         let limit = Int64(min(max(limit, 1), 1000))
         return try await read { session in
-            try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", .int(after), .int(limit))
+            try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE seq > \(after) ORDER BY seq LIMIT \(limit)")
                 .map(Ledger.decodeEvent)
         }
     }
@@ -79,7 +79,7 @@ extension SessionBackedStore {
         // The event is appended at the commit (``TransactionTail``): read back once committed.
         try await write { session in Ledger(session: session, fault: nil).insertEvent(event, customerID: nil) }
         return try await write { session in
-            try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE event_id = $1", .text(event.id))
+            try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE event_id = \(event.id)")
                 .map(Ledger.decodeEvent)[0]
         }
     }
@@ -88,19 +88,17 @@ extension SessionBackedStore {
 extension SessionBackedStore {
     func scrubErasureEvents(recordedBefore: Int64) async throws -> Int {
         try await write { session in
-            let ids = try session.query(
+            let ids = try session.values(
                 """
-                SELECT event_id FROM events e WHERE e.type = 'customer.deleted' AND e.app_user_id IS NOT NULL AND e.recorded_at < $1
+                SELECT event_id FROM events e WHERE e.type = 'customer.deleted' AND e.app_user_id IS NOT NULL AND e.recorded_at < \(recordedBefore)
                     AND NOT EXISTS (SELECT 1 FROM webhook_cursors c WHERE c.after_seq < e.seq)
                     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.event_id AND d.status = 'pending')
-                """, .int(recordedBefore)
-            ).map { try $0.text(0) }
+                """, as: String.self)
             for id in ids {
                 try session.pipeline([
-                    SQLStatement(
-                        "UPDATE events SET app_user_id = NULL, app_account_token = NULL, details = $2 WHERE event_id = $1", .text(id),
-                        .text(#"{"erased":"true"}"#)),
-                    SQLStatement("UPDATE webhook_deliveries SET customer_key = $1 WHERE event_id = $1", .text(id)),
+                    (
+                        "UPDATE events SET app_user_id = NULL, app_account_token = NULL, details = \(#"{"erased":"true"}"#) WHERE event_id = \(id)" as SQLQuery),
+                    ("UPDATE webhook_deliveries SET customer_key = \(id) WHERE event_id = \(id)" as SQLQuery),
                 ])
             }
             return ids.count
@@ -109,20 +107,40 @@ extension SessionBackedStore {
 }
 
 extension Ledger {
-    static let eventColumns = """
+    static let eventColumns: SQLQuery = """
         seq, event_id, type, app_user_id, app_account_token, environment, bundle_id, product_id, original_transaction_id,
         entitlements, details, cause, occurred_at, recorded_at, answer
         """
 
+    /// An event's columns (``eventColumns``).
+    private struct EventColumns: Decodable {
+        var seq: Int64
+        var eventId: String
+        var type: String
+        var appUserId: String?
+        var appAccountToken: String?
+        var environment: String?
+        var bundleId: String?
+        var productId: String?
+        var originalTransactionId: String?
+        var entitlements: String
+        var details: String
+        var cause: String
+        var occurredAt: Int64
+        var recordedAt: Int64
+        var answer: String
+    }
+
     static func decodeEvent(_ row: SQLRow) throws -> OutboxEvent {
-        let entitlements = (try? JSONDecoder().decode([String].self, from: Data(try row.text(9).utf8))) ?? []
-        let details = (try? JSONDecoder().decode([String: String].self, from: Data(try row.text(10).utf8))) ?? [:]
+        let columns = try row.decode(EventColumns.self)
+        let entitlements = (try? JSONDecoder().decode([String].self, from: Data(columns.entitlements.utf8))) ?? []
+        let details = (try? JSONDecoder().decode([String: String].self, from: Data(columns.details.utf8))) ?? [:]
         return OutboxEvent(
-            sequence: try row.int(0), id: try row.text(1), type: try row.text(2), appUserId: try row.optionalText(3),
-            appAccountToken: try row.optionalText(4), environment: try row.optionalText(5), bundleId: try row.optionalText(6),
-            productId: try row.optionalText(7), originalTransactionId: try row.optionalText(8), entitlements: entitlements,
-            details: details, cause: try row.text(11), occurredAt: try row.int(12), recordedAt: try row.int(13),
-            answer: Array(try row.text(14).utf8))
+            sequence: columns.seq, id: columns.eventId, type: columns.type, appUserId: columns.appUserId,
+            appAccountToken: columns.appAccountToken, environment: columns.environment, bundleId: columns.bundleId,
+            productId: columns.productId, originalTransactionId: columns.originalTransactionId, entitlements: entitlements,
+            details: details, cause: columns.cause, occurredAt: columns.occurredAt, recordedAt: columns.recordedAt,
+            answer: Array(columns.answer.utf8))
     }
 
     static func json(_ value: some Encodable) -> String {
@@ -138,18 +156,14 @@ extension Ledger {
     }
 
     /// The statement that appends `event` unless one with its id is stored.
-    static func insertEventStatement(_ event: OutboxEvent, customerID: Int64?) -> SQLStatement {
-        SQLStatement(
+    static func insertEventStatement(_ event: OutboxEvent, customerID: Int64?) -> SQLQuery {
+        (
             """
             INSERT INTO events (event_id, type, customer_id, app_user_id, app_account_token, environment, bundle_id, product_id,
                                 original_transaction_id, entitlements, details, cause, occurred_at, recorded_at, answer)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+            VALUES (\(event.id), \(event.type), \(customerID), \(event.appUserId), \(event.appAccountToken), \(event.environment), \(event.bundleId), \(event.productId), \(event.originalTransactionId), \(json(event.entitlements)), \(json(event.details)), \(event.cause), \(event.occurredAt), \(event.recordedAt), \(String(decoding: event.answer, as: UTF8.self)))
             ON CONFLICT (event_id) DO NOTHING
-            """,
-            .text(event.id), .text(event.type), SQLValue(customerID), SQLValue(event.appUserId), SQLValue(event.appAccountToken),
-            SQLValue(event.environment), SQLValue(event.bundleId), SQLValue(event.productId), SQLValue(event.originalTransactionId),
-            .text(json(event.entitlements)), .text(json(event.details)), .text(event.cause), .int(event.occurredAt),
-            .int(event.recordedAt), .text(String(decoding: event.answer, as: UTF8.self)))
+            """ as SQLQuery)
     }
 
     /// Writes what the engine releases for the customer
@@ -260,8 +274,7 @@ extension Ledger {
     private func storedCitation(_ notificationID: Int64, cache: inout [Int64: EventCause.Citation]) throws -> EventCause.Citation {
         if let known = cache[notificationID] { return known }
         let row = try session.query(
-            "SELECT notification_uuid, notification_type, subtype FROM notifications WHERE id = $1", .int(notificationID)
-        ).first
+            "SELECT notification_uuid, notification_type, subtype FROM notifications WHERE id = \(notificationID)").first
         let citation = EventCause.Citation(
             notificationUUID: try row?.optionalText(0), notificationType: try row?.optionalText(1), subtype: try row?.optionalText(2),
             transactionIds: [])

@@ -117,11 +117,9 @@ public struct WebhookEndpointStatus: Sendable, Hashable {
     }
 }
 
-extension SQLiteStore: WebhookDeliveryStore {}
-extension PostgresStore: WebhookDeliveryStore {}
 
 extension SessionBackedStore {
-    static var deliveryColumns: String {
+    static var deliveryColumns: SQLQuery {
         """
         id, endpoint, event_seq, event_id, event_type, customer_key, status, attempts, next_attempt_at, first_attempt_at,
         last_attempt_at, last_status, last_error, created_at, updated_at
@@ -129,46 +127,44 @@ extension SessionBackedStore {
     }
 
     static func decodeDelivery(_ row: SQLRow) throws -> WebhookDelivery {
-        WebhookDelivery(
-            id: try row.int(0), endpoint: try row.text(1), eventSequence: try row.int(2), eventId: try row.text(3),
-            eventType: try row.text(4), customerKey: try row.text(5),
-            status: WebhookDeliveryStatus(rawValue: try row.text(6)) ?? .failed, attempts: Int(try row.int(7)),
-            nextAttemptAt: try row.int(8), firstAttemptAt: try row.optionalInt(9), lastAttemptAt: try row.optionalInt(10),
-            lastStatus: try row.optionalInt(11).map { Int($0) }, lastError: try row.optionalText(12), createdAt: try row.int(13),
-            updatedAt: try row.int(14))
+        let delivery = try row.decode(DeliveryColumns.self)
+        return WebhookDelivery(
+            id: delivery.id, endpoint: delivery.endpoint, eventSequence: delivery.eventSeq, eventId: delivery.eventId,
+            eventType: delivery.eventType, customerKey: delivery.customerKey,
+            status: WebhookDeliveryStatus(rawValue: delivery.status) ?? .failed, attempts: delivery.attempts,
+            nextAttemptAt: delivery.nextAttemptAt, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: delivery.lastAttemptAt,
+            lastStatus: delivery.lastStatus, lastError: delivery.lastError, createdAt: delivery.createdAt,
+            updatedAt: delivery.updatedAt)
     }
 
     func fanOut(endpoint: String, wants: @escaping @Sendable (String, String?) -> Bool, limit: Int, now: Int64) async throws -> Int {
         try await write { session in
-            guard let cursor = try session.query("SELECT after_seq FROM webhook_cursors WHERE endpoint = $1", .text(endpoint)).first
+            guard let after = try session.value("SELECT after_seq FROM webhook_cursors WHERE endpoint = \(endpoint)", as: Int64.self)
             else {
-                let newest = try session.query("SELECT COALESCE(MAX(seq), 0) FROM events").first?.int(0) ?? 0
+                let newest = try session.value("SELECT COALESCE(MAX(seq), 0) FROM events", as: Int64.self) ?? 0
                 try session.query(
-                    "INSERT INTO webhook_cursors (endpoint, after_seq) VALUES ($1, $2) ON CONFLICT (endpoint) DO NOTHING",
-                    .text(endpoint), .int(newest))
+                    "INSERT INTO webhook_cursors (endpoint, after_seq) VALUES (\(endpoint), \(newest)) ON CONFLICT (endpoint) DO NOTHING")
                 return 0
             }
-            let after = try cursor.int(0)
-            let rows = try session.query(
-                "SELECT seq, event_id, type, environment, app_user_id FROM events WHERE seq > $1 ORDER BY seq LIMIT $2",
-                .int(after), .int(Int64(max(1, limit))))
-            guard let last = try rows.last?.int(0) else { return 0 }
-            var statements: [SQLStatement] = []
-            for row in rows where wants(try row.text(2), try row.optionalText(3)) {
+            let rows = try session.rows(
+                "SELECT seq, event_id, type, environment, app_user_id FROM events WHERE seq > \(after) ORDER BY seq LIMIT \(Int64(max(1, limit)))",
+                as: FanOutEvent.self)
+            guard let last = rows.last?.seq else { return 0 }
+            var statements: [SQLQuery] = []
+            for row in rows where wants(row.type, row.environment) {
                 statements.append(
-                    SQLStatement(
+                    (
                         """
                         INSERT INTO webhook_deliveries (endpoint, event_seq, event_id, event_type, customer_key, status, attempts,
                             next_attempt_at, created_at, updated_at)
-                        VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $6, $6)
+                        VALUES (\(endpoint), \(row.seq), \(row.eventId), \(row.type), \(row.appUserId ?? ""), 'pending', 0, \(now), \(now), \(now))
                         ON CONFLICT (endpoint, event_id) DO NOTHING
-                        """, .text(endpoint), .int(try row.int(0)), .text(try row.text(1)), .text(try row.text(2)),
-                        .text(try row.optionalText(4) ?? ""), .int(now)))
+                        """ as SQLQuery))
             }
             // Only forward: another server's fan-out may have gone further meanwhile.
             statements.append(
-                SQLStatement(
-                    "UPDATE webhook_cursors SET after_seq = $2 WHERE endpoint = $1 AND after_seq < $2", .text(endpoint), .int(last)))
+                (
+                    "UPDATE webhook_cursors SET after_seq = \(last) WHERE endpoint = \(endpoint) AND after_seq < \(last)" as SQLQuery))
             _ = try session.pipeline(statements)
             return rows.count
         }
@@ -198,29 +194,28 @@ extension SessionBackedStore {
         // PostgreSQL: a concurrent claimer skips the rows another holds (`SKIP LOCKED`) and takes
         // the next eligible ones; the lease condition is repeated outside the subquery for a row
         // whose lock was released meanwhile. SQLite has one writer.
-        let skipLocked = session.dialect == .postgres ? " FOR UPDATE OF d SKIP LOCKED" : ""
+        let skipLocked: SQLQuery = session.dialect == .postgres ? " FOR UPDATE OF d SKIP LOCKED" : ""
         let claimed = try session.query(
             """
-            UPDATE webhook_deliveries SET lease_owner = $2, lease_expires_at = $4, attempts = attempts + 1,
-                first_attempt_at = COALESCE(first_attempt_at, $3), last_attempt_at = $3, updated_at = $3
+            UPDATE webhook_deliveries SET lease_owner = \(owner), lease_expires_at = \(leaseUntil), attempts = attempts + 1,
+                first_attempt_at = COALESCE(first_attempt_at, \(now)), last_attempt_at = \(now), updated_at = \(now)
             WHERE id IN (
                 SELECT d.id FROM webhook_deliveries d
-                WHERE d.endpoint = $1 AND d.status = 'pending' AND d.next_attempt_at <= $3
-                    AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= $3)
+                WHERE d.endpoint = \(endpoint) AND d.status = 'pending' AND d.next_attempt_at <= \(now)
+                    AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= \(now))
                     AND NOT EXISTS (
                         SELECT 1 FROM webhook_deliveries e
                         WHERE e.endpoint = d.endpoint AND e.customer_key = d.customer_key AND e.status = 'pending'
                             AND e.event_seq < d.event_seq)
-                ORDER BY d.event_seq LIMIT $5\(skipLocked))
-            AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= $3)
+                ORDER BY d.event_seq LIMIT \(Int64(limit))\(skipLocked))
+            AND status = 'pending' AND (lease_expires_at IS NULL OR lease_expires_at <= \(now))
             RETURNING \(Self.deliveryColumns)
-            """, .text(endpoint), .text(owner), .int(now), .int(leaseUntil), .int(Int64(limit))
-        ).map(Self.decodeDelivery)
+            """).map(Self.decodeDelivery)
         guard !claimed.isEmpty else { return [] }
         var events: [Int64: OutboxEvent] = [:]
         for delivery in claimed {
             let rows = try session.query(
-                "SELECT \(Ledger.eventColumns) FROM events WHERE seq = $1", .int(delivery.eventSequence))
+                "SELECT \(Ledger.eventColumns) FROM events WHERE seq = \(delivery.eventSequence)")
             if let event = try rows.first.map(Ledger.decodeEvent) { events[delivery.eventSequence] = event }
         }
         return claimed.sorted { $0.eventSequence < $1.eventSequence }.compactMap { delivery in
@@ -242,13 +237,11 @@ extension SessionBackedStore {
         }
         return try !session.query(
             """
-            UPDATE webhook_deliveries SET status = $3, next_attempt_at = COALESCE($4, next_attempt_at), last_status = $5,
-                last_error = $6, lease_owner = NULL, lease_expires_at = NULL, updated_at = $7
-            WHERE id = $1 AND lease_owner = $2 AND status = 'pending'
+            UPDATE webhook_deliveries SET status = \(status.rawValue), next_attempt_at = COALESCE(\(nextAttempt), next_attempt_at), last_status = \(httpStatus.map { Int64($0) }),
+                last_error = \(error.map { String($0.prefix(1000)) }), lease_owner = NULL, lease_expires_at = NULL, updated_at = \(now)
+            WHERE id = \(id) AND lease_owner = \(owner) AND status = 'pending'
             RETURNING id
-            """, .int(id), .text(owner), .text(status.rawValue), nextAttempt.map(SQLValue.int) ?? .null,
-            httpStatus.map { .int(Int64($0)) } ?? .null, error.map { .text(String($0.prefix(1000))) } ?? .null, .int(now)
-        ).isEmpty
+            """).isEmpty
     }
 
     func deliveries(status: WebhookDeliveryStatus?, before: Int64?, limit: Int) async throws -> [WebhookDelivery] {
@@ -257,9 +250,8 @@ extension SessionBackedStore {
             try session.query(
                 """
                 SELECT \(Self.deliveryColumns) FROM webhook_deliveries
-                WHERE ($1 = '' OR status = $1) AND id < $2 ORDER BY id DESC LIMIT $3
-                """, .text(status?.rawValue ?? ""), .int(before ?? .max), .int(Int64(limit))
-            ).map(Self.decodeDelivery)
+                WHERE (\(status?.rawValue ?? "") = '' OR status = \(status?.rawValue ?? "")) AND id < \(before ?? .max) ORDER BY id DESC LIMIT \(Int64(limit))
+                """).map(Self.decodeDelivery)
         }
     }
 
@@ -267,19 +259,20 @@ extension SessionBackedStore {
         try await write { session in
             try session.query(
                 """
-                UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = $2, first_attempt_at = NULL, updated_at = $2
-                WHERE id = $1
+                UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = \(now), first_attempt_at = NULL, updated_at = \(now)
+                WHERE id = \(id)
                 RETURNING \(Self.deliveryColumns)
-                """, .int(id), .int(now)
-            ).first.map(Self.decodeDelivery)
+                """).first.map(Self.decodeDelivery)
         }
     }
 
     func pendingDeliveries() async throws -> [String: Int] {
         try await read { session in
             var counts: [String: Int] = [:]
-            for row in try session.query("SELECT endpoint, COUNT(*) FROM webhook_deliveries WHERE status = 'pending' GROUP BY endpoint") {
-                counts[try row.text(0)] = Int(try row.int(1))
+            for row in try session.rows(
+                "SELECT endpoint, COUNT(*) AS pending FROM webhook_deliveries WHERE status = 'pending' GROUP BY endpoint", as: PendingCount.self)
+            {
+                counts[row.endpoint] = row.pending
             }
             return counts
         }
@@ -290,15 +283,14 @@ extension SessionBackedStore {
             try endpoints.map { endpoint in
                 // Each a range of `webhook_deliveries_due` (endpoint, status, event_seq).
                 func count(_ status: WebhookDeliveryStatus) throws -> Int {
-                    Int(try session.query(
-                        "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint = $1 AND status = $2",
-                        .text(endpoint), .text(status.rawValue)).first?.int(0) ?? 0)
+                    Int(try session.value(
+                        "SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint = \(endpoint) AND status = \(status.rawValue)", as: Int64.self) ?? 0)
                 }
-                let last = try session.query(
+                let last = try (session.value(
                     """
-                    SELECT last_attempt_at FROM webhook_deliveries WHERE endpoint = $1 AND status = 'delivered'
+                    SELECT last_attempt_at FROM webhook_deliveries WHERE endpoint = \(endpoint) AND status = 'delivered'
                     ORDER BY event_seq DESC LIMIT 1
-                    """, .text(endpoint)).first?.optionalInt(0)
+                    """, as: Int64?.self) ?? nil)
                 return WebhookEndpointStatus(endpoint: endpoint, pending: try count(.pending), failed: try count(.failed), lastDeliveredAt: last)
             }
         }
@@ -311,12 +303,45 @@ extension SessionBackedStore {
             let all = try endpoints.flatMap { endpoint in
                 try session.query(
                     """
-                    SELECT \(Self.deliveryColumns) FROM webhook_deliveries WHERE endpoint = $1 AND customer_key = $2
-                    ORDER BY id DESC LIMIT $3
-                    """, .text(endpoint), .text(customerKey), .int(Int64(limit))
-                ).map(Self.decodeDelivery)
+                    SELECT \(Self.deliveryColumns) FROM webhook_deliveries WHERE endpoint = \(endpoint) AND customer_key = \(customerKey)
+                    ORDER BY id DESC LIMIT \(Int64(limit))
+                    """).map(Self.decodeDelivery)
             }
             return Array(all.sorted { $0.id > $1.id }.prefix(limit))
         }
     }
+}
+
+/// A delivery's columns (``SessionBackedStore/deliveryColumns``).
+private struct DeliveryColumns: Decodable {
+    var id: Int64
+    var endpoint: String
+    var eventSeq: Int64
+    var eventId: String
+    var eventType: String
+    var customerKey: String
+    var status: String
+    var attempts: Int
+    var nextAttemptAt: Int64
+    var firstAttemptAt: Int64?
+    var lastAttemptAt: Int64?
+    var lastStatus: Int?
+    var lastError: String?
+    var createdAt: Int64
+    var updatedAt: Int64
+}
+
+/// An event as the fan-out reads it.
+private struct FanOutEvent: Decodable {
+    var seq: Int64
+    var eventId: String
+    var type: String
+    var environment: String?
+    var appUserId: String?
+}
+
+/// An endpoint's pending deliveries.
+private struct PendingCount: Decodable {
+    var endpoint: String
+    var pending: Int
 }

@@ -105,13 +105,22 @@ enum FactPayload {
     static func encode(_ json: String) throws -> [UInt8] { try CompressedText.encode(Array(json.utf8)) }
 
     /// The JSON of a row's `payload` (column `text`) and `payload_packed` (column `packed`).
-    static func bytes(_ row: SQLRow, text: Int, packed: Int) throws -> [UInt8] {
-        guard let stored = try row.optionalBlob(packed) else { return Array(try row.text(text).utf8) }
+    /// A fact's JSON columns, as every query that reads one names them.
+    struct Columns: Decodable {
+        var payload: String
+        var payloadPacked: [UInt8]?
+    }
+
+    /// The JSON of the row's `payload` and `payload_packed` columns.
+    static func bytes(_ row: SQLRow) throws -> [UInt8] {
+        let columns = try row.decode(Columns.self)
+        guard let stored = columns.payloadPacked else { return Array(columns.payload.utf8) }
         return try CompressedText.decode(stored[...])
     }
 
-    static func text(_ row: SQLRow, text: Int, packed: Int) throws -> String {
-        guard let stored = try row.optionalBlob(packed) else { return try row.text(text) }
+    static func text(_ row: SQLRow) throws -> String {
+        let columns = try row.decode(Columns.self)
+        guard let stored = columns.payloadPacked else { return columns.payload }
         return String(decoding: try CompressedText.decode(stored[...]), as: UTF8.self)
     }
 }

@@ -23,7 +23,7 @@ struct FactRow: Sendable {
     /// Where `signed`'s signing input ends (its UTF-8 length when it is no compact JWS), found with
     /// the digest: packing splits the text there without scanning it again.
     var signingInputEnd: Int
-    /// The fact's JSON: `facts.payload` in the older layouts; see ``payloadColumns()``.
+    /// The fact's JSON: `facts.payload` in the older layouts; see ``Ledger/factValues(_:notificationID:signed:signedPacked:appAccountToken:environment:bundleId:receivedAt:layout:)``.
     var payload: String
     /// `payload` compressed (``FactPayload``), when made on the caller's thread by ``pack(_:body:layout:)``.
     var payloadPacked: [UInt8]? = nil
@@ -69,11 +69,6 @@ struct FactRow: Sendable {
 }
 
 extension FactRow {
-    /// `facts.payload` and `facts.payload_packed` (schema version 16): `''` and the JSON compressed.
-    func payloadColumns() throws -> [SQLValue] {
-        [.text(""), .blob(try payloadPacked ?? FactPayload.encode(payload))]
-    }
-
     /// Packs each row's signed text, and the message's body, with references to the signed texts
     /// of the other facts of the same message (a notification's payload carries its transaction's
     /// and renewal's JWS; the body is the notification's), on the caller's thread.

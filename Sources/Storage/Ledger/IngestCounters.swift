@@ -14,17 +14,22 @@ enum IngestCounters {
     /// The longest rejection code kept (as the notification's own `reject_code`).
     static let maxCodeLength = 64
 
-    /// Adds `$4` messages to an hour's count (`$1` hour, `$2` code, `$3` shard).
-    static let countSQL = """
-        INSERT INTO ingest_hourly (hour, code, shard, count) VALUES ($1, $2, $3, $4)
+    /// Adds `count` messages to an hour's count.
+    static func addCount(hour: Int64, code: String, shard: Int64, count: Int64) -> SQLQuery {
+        """
+        INSERT INTO ingest_hourly (hour, code, shard, count) VALUES (\(hour), \(code), \(shard), \(count))
         ON CONFLICT (hour, code, shard) DO UPDATE SET count = ingest_hourly.count + excluded.count
         """
+    }
 
-    static let latestSQL = """
-        INSERT INTO ingest_latest (bundle_id, environment, shard, received_at) VALUES ($1, $2, $3, $4)
+    /// Moves the newest message time of an (app, environment) shard forward to `receivedAt`.
+    static func advanceLatest(bundleId: String, environment: String, shard: Int64, receivedAt: Int64) -> SQLQuery {
+        """
+        INSERT INTO ingest_latest (bundle_id, environment, shard, received_at) VALUES (\(bundleId), \(environment), \(shard), \(receivedAt))
         ON CONFLICT (bundle_id, environment, shard) DO UPDATE SET received_at =
             CASE WHEN excluded.received_at > ingest_latest.received_at THEN excluded.received_at ELSE ingest_latest.received_at END
         """
+    }
 
     /// Counts one message in the transaction's tail (written at its commit, ``TransactionTail``):
     /// its hour and code, and for an accepted one the newest message of each (app, environment)
@@ -55,7 +60,7 @@ extension Ledger {
     /// Deletes the hourly counts of hours that ended before `cutoff` (ms): they go with the
     /// rejected messages' retention.
     func purgeIngestCounts(before cutoff: Int64) throws {
-        try session.query("DELETE FROM ingest_hourly WHERE hour < $1", .int(cutoff / 3_600_000))
+        try session.query("DELETE FROM ingest_hourly WHERE hour < \(cutoff / 3_600_000)")
     }
 
     /// The console's health from the counters: hours from `since` (ms), rejections by code over
@@ -63,31 +68,38 @@ extension Ledger {
     func ingestHealth(since: Int64, now: Int64) throws -> IngestHealth {
         var health = IngestHealth()
         let fromHour = since / 3_600_000
-        for row in try session.query(
+        struct Hour: Decodable { var hour: Int64, accepted: Int64, rejected: Int64 }
+        for row in try session.rows(
             """
-            SELECT hour, SUM(CASE WHEN code = '' THEN count ELSE 0 END), SUM(CASE WHEN code = '' THEN 0 ELSE count END)
-            FROM ingest_hourly WHERE hour >= $1 GROUP BY hour ORDER BY hour
-            """, .int(fromHour))
+            SELECT hour, SUM(CASE WHEN code = '' THEN count ELSE 0 END) AS accepted, SUM(CASE WHEN code = '' THEN 0 ELSE count END) AS rejected
+            FROM ingest_hourly WHERE hour >= \(fromHour) GROUP BY hour ORDER BY hour
+            """, as: Hour.self)
         {
-            health.hours.append((try row.int(0), try row.int(1), try row.int(2)))
+            health.hours.append((row.hour, row.accepted, row.rejected))
         }
-        for row in try session.query(
+        struct Rejections: Decodable { var code: String, total: Int64 }
+        for row in try session.rows(
             """
-            SELECT code, SUM(count) FROM ingest_hourly WHERE hour >= $1 AND code <> '' GROUP BY code ORDER BY 2 DESC, 1
-            """, .int(fromHour))
+            SELECT code, SUM(count) AS total FROM ingest_hourly WHERE hour >= \(fromHour) AND code <> '' GROUP BY code ORDER BY 2 DESC, 1
+            """, as: Rejections.self)
         {
-            health.rejections.append((try row.text(0), try row.int(1)))
+            health.rejections.append((row.code, row.total))
         }
-        for row in try session.query(
-            "SELECT bundle_id, environment, MAX(received_at) FROM ingest_latest GROUP BY bundle_id, environment ORDER BY 1, 2")
+        struct Latest: Decodable { var bundleId: String, environment: String, receivedAt: Int64 }
+        for row in try session.rows(
+            """
+            SELECT bundle_id, environment, MAX(received_at) AS received_at FROM ingest_latest GROUP BY bundle_id, environment ORDER BY 1, 2
+            """, as: Latest.self)
         {
-            health.latest.append((try row.text(0), try row.text(1), try row.int(2)))
+            health.latest.append((row.bundleId, row.environment, row.receivedAt))
         }
-        for row in try session.query(
-            "SELECT bundle_id, environment, watermark, lease_expires_at FROM reconcile_state ORDER BY bundle_id, environment")
+        struct Reconciliation: Decodable { var bundleId: String, environment: String, watermark: Int64?, leaseExpiresAt: Int64? }
+        for row in try session.rows(
+            "SELECT bundle_id, environment, watermark, lease_expires_at FROM reconcile_state ORDER BY bundle_id, environment",
+            as: Reconciliation.self)
         {
-            let leased = (try row.optionalInt(3)).map { $0 > now } ?? false
-            health.reconciliation.append((try row.text(0), try row.text(1), try row.optionalInt(2), leased))
+            let leased = row.leaseExpiresAt.map { $0 > now } ?? false
+            health.reconciliation.append((row.bundleId, row.environment, row.watermark, leased))
         }
         return health
     }

@@ -6,7 +6,7 @@ extension Ledger {
     /// row or its indexed rows) and those that cannot be projected. Writes nothing; the caller runs
     /// it in one read transaction, so each customer is compared with a consistent snapshot.
     func compareChunk(afterID: Int64, limit: Int, projector: any Projector) throws -> RebuildChunk {
-        let ids = try session.query(Self.rootIDsSQL, .int(afterID), .int(Int64(limit))).map { try $0.int(0) }
+        let ids = try session.values(Self.rootIDs(after: afterID, limit: limit), as: Int64.self)
         var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
         for id in ids {
             guard var customer = try customer(id: id) else { continue }
@@ -15,7 +15,7 @@ extension Ledger {
                 chunk.changed.append(customer.appUserId)
                 continue
             }
-            let rows = try session.query(factsWithoutJWSSQL, .int(customer.id))
+            let rows = try session.query(factsWithoutJWS(of: customer.id))
             let fresh: CustomerProjection
             do {
                 // The instant it was stored with: a projection that still matches its facts is then

@@ -4,14 +4,18 @@ import Foundation
 // Customers as people: aliases (merges), the operator's facts, export and erasure.
 
 extension Ledger {
-    /// Every `customers` row of the customer `$1` (its own and its aliases').
-    static let groupSQL = "SELECT id, app_user_id, app_account_token, created_at FROM customers WHERE id = $1 OR merged_into = $1"
-    /// Customers with ids of their own (not aliases), in id order, after `$1`, at most `$2`.
-    static let rootIDsSQL = "SELECT id FROM customers WHERE id > $1 AND merged_into IS NULL ORDER BY id LIMIT $2"
+    /// Every `customers` row of the customer `rootID` (its own and its aliases').
+    static func group(_ rootID: Int64) -> SQLQuery {
+        "SELECT id, app_user_id, app_account_token, created_at FROM customers WHERE id = \(rootID) OR merged_into = \(rootID)"
+    }
+    /// Customers with ids of their own (not aliases), in id order, after `after`, at most `limit`.
+    static func rootIDs(after: Int64, limit: Int) -> SQLQuery {
+        "SELECT id FROM customers WHERE id > \(after) AND merged_into IS NULL ORDER BY id LIMIT \(limit)"
+    }
 
     /// The rows of every id of the customer `rootID`.
     func group(rootID: Int64) throws -> [CustomerRecord] {
-        try session.query(Self.groupSQL, .int(rootID)).map(Self.decodeCustomer)
+        try session.query(Self.group(rootID)).map(Self.decodeCustomer)
     }
 
     /// `ids` without `id`, sorted: byte equality and order (Swift's `==` on `String` would call two
@@ -29,14 +33,14 @@ extension Ledger {
         let customer = try ensureCustomerRow(appUserId: appUserId, appAccountToken: nil, now: now, affected: &affected)
         let root = customer.id
         _ = try lockedCustomer(root)
-        let existing = try session.query("SELECT id, merged_into FROM customers WHERE app_user_id = $1", .text(alias)).first
+        let existing = try session.query("SELECT id, merged_into FROM customers WHERE app_user_id = \(alias)").first
         let outcome: AliasOutcome
         if let existing {
             let id = try existing.int(0)
             let mergedInto = try existing.optionalInt(1)
             if id == root || mergedInto == root { return .alreadyAlias }
             // An id of another customer with several ids belongs to that customer.
-            let ownAliases = try session.query("SELECT COUNT(*) FROM customers WHERE merged_into = $1", .int(id)).first?.int(0) ?? 0
+            let ownAliases = try session.value("SELECT COUNT(*) FROM customers WHERE merged_into = \(id)", as: Int64.self) ?? 0
             guard mergedInto == nil, ownAliases == 0 else {
                 throw StorageError(.aliasConflict, "this id already belongs to another customer")
             }
@@ -44,22 +48,21 @@ extension Ledger {
             // Its projection becomes the merged customer's; its links and tokens stay and resolve.
             let stored = try storedState(customerID: id)
             try session.pipeline([
-                SQLStatement("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(id)),
-                SQLStatement("DELETE FROM subscription_projections WHERE customer_id = $1", .int(id)),
-                SQLStatement("DELETE FROM customer_states WHERE customer_id = $1", .int(id)),
-                SQLStatement("UPDATE customers SET merged_into = $1 WHERE id = $2", .int(root), .int(id)),
+                ("DELETE FROM entitlement_projections WHERE customer_id = \(id)" as SQLQuery),
+                ("DELETE FROM subscription_projections WHERE customer_id = \(id)" as SQLQuery),
+                ("DELETE FROM customer_states WHERE customer_id = \(id)" as SQLQuery),
+                ("UPDATE customers SET merged_into = \(root) WHERE id = \(id)" as SQLQuery),
             ])
             noteRemoved(stored?.projection)
             outcome = .merged
         } else {
             var created: Set<Int64> = []
             let record = try ensureCustomerRow(appUserId: alias, appAccountToken: nil, now: now, affected: &created)
-            try session.query("UPDATE customers SET merged_into = $1 WHERE id = $2", .int(root), .int(record.id))
+            try session.query("UPDATE customers SET merged_into = \(root) WHERE id = \(record.id)")
             outcome = .added
         }
         try session.query(
-            "INSERT INTO customer_events (kind, customer_id, subject, actor, recorded_at) VALUES ('merged', $1, $2, $3, $4)",
-            .int(root), .text(alias), SQLValue(actor), .int(now))
+            "INSERT INTO customer_events (kind, customer_id, subject, actor, recorded_at) VALUES ('merged', \(root), \(alias), \(actor), \(now))")
         try recompute(customerID: root, projector: projector, now: now)
         try emitCustomerEvent(
             .customerMerged, customer: customer, key: [alias], details: ["alias": alias, "outcome": outcome == .merged ? "merged" : "added"],
@@ -91,16 +94,15 @@ extension Ledger {
     func appendCustomerFact(_ row: FactRow, projector: any Projector, now: Int64) throws -> Bool {
         let token = row.appAccountToken.map(Self.normalizeToken)
         let inserted = try session.query(
-            Self.insertFactsSQL(count: 1),
-            [.null, .text(row.kind), .text(row.digest), .text(row.signed), .null] + (try row.payloadColumns()) + [
-                SQLValue(row.transactionId), SQLValue(row.originalTransactionId), SQLValue(token), .text(row.fact.environment.rawValue),
-                .null, .int(row.signedDate), .int(now),
-            ]
+            Self.insertFacts([
+                try Self.factValues(
+                    row, notificationID: nil, signed: row.signed, signedPacked: nil, appAccountToken: token,
+                    environment: row.fact.environment.rawValue, bundleId: nil, receivedAt: now, layout: .compressed)
+            ])
         ).count
         if let token {
             try lockKeys([Self.tokenKey(token)])
-            if let id = try session.query("SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = $1", .text(token))
-                .first?.int(0)
+            if let id = try session.value("SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = \(token)", as: Int64.self)
             {
                 try recompute(customerID: id, projector: projector, now: now, known: [row.payload: row.fact])
             }
@@ -116,42 +118,39 @@ extension Ledger {
         _ = try lockedCustomer(root)
         let members = try group(rootID: root)
         try lockKeys(members.map { Self.tokenKey($0.appAccountToken) } + members.map { Self.userKey($0.appUserId) })
-        let newestEvent = try session.query("SELECT COALESCE(MAX(seq), 0) FROM events").first?.int(0) ?? 0
+        let newestEvent = try session.value("SELECT COALESCE(MAX(seq), 0) FROM events", as: Int64.self) ?? 0
         var subscriptions = 0
         var ownFacts = 0
         for member in members {
             subscriptions += try session.query(
-                "DELETE FROM links WHERE customer_id = $1 RETURNING original_transaction_id", .int(member.id)
-            ).count
+                "DELETE FROM links WHERE customer_id = \(member.id) RETURNING original_transaction_id").count
             // The server's own facts about the customer (grants, spends) go with it; Apple's stay
             // (they still verify).
             ownFacts += try session.query(
                 """
-                DELETE FROM facts WHERE original_transaction_id IS NULL AND app_account_token = $1
-                    AND kind IN ($2, $3, $4) RETURNING id
-                """, .text(member.appAccountToken), .text(Fact.promotionalGrantKind), .text(Fact.promotionalGrantEndKind),
-                .text(Fact.consumableSpendKind)
-            ).count
+                DELETE FROM facts WHERE original_transaction_id IS NULL AND app_account_token = \(member.appAccountToken)
+                    AND kind IN (\(Fact.promotionalGrantKind), \(Fact.promotionalGrantEndKind), \(Fact.consumableSpendKind)) RETURNING id
+                """).count
             noteRemoved(try storedState(customerID: member.id)?.projection)
             try session.pipeline([
-                SQLStatement("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(member.id)),
-                SQLStatement("DELETE FROM subscription_projections WHERE customer_id = $1", .int(member.id)),
-                SQLStatement("DELETE FROM customer_states WHERE customer_id = $1", .int(member.id)),
-                SQLStatement("DELETE FROM customer_events WHERE customer_id = $1", .int(member.id)),
-                SQLStatement("DELETE FROM offer_signatures WHERE app_user_id = $1", .text(member.appUserId)),
-                SQLStatement("DELETE FROM customer_consents WHERE app_user_id = $1", .text(member.appUserId)),
+                ("DELETE FROM entitlement_projections WHERE customer_id = \(member.id)" as SQLQuery),
+                ("DELETE FROM subscription_projections WHERE customer_id = \(member.id)" as SQLQuery),
+                ("DELETE FROM customer_states WHERE customer_id = \(member.id)" as SQLQuery),
+                ("DELETE FROM customer_events WHERE customer_id = \(member.id)" as SQLQuery),
+                ("DELETE FROM offer_signatures WHERE app_user_id = \(member.appUserId)" as SQLQuery),
+                ("DELETE FROM customer_consents WHERE app_user_id = \(member.appUserId)" as SQLQuery),
                 // Their events (which carry their ids and answers) and those events' deliveries.
-                SQLStatement("DELETE FROM webhook_deliveries WHERE customer_key = $1", .text(member.appUserId)),
-                SQLStatement("DELETE FROM events WHERE customer_id = $1 OR app_user_id = $2", .int(member.id), .text(member.appUserId)),
+                ("DELETE FROM webhook_deliveries WHERE customer_key = \(member.appUserId)" as SQLQuery),
+                ("DELETE FROM events WHERE customer_id = \(member.id) OR app_user_id = \(member.appUserId)" as SQLQuery),
             ])
             // Their held events (none are released for an erased customer).
-            if holdsEvents { try session.query("DELETE FROM event_holds WHERE customer_id = $1", .int(member.id)) }
+            if holdsEvents { try session.query("DELETE FROM event_holds WHERE customer_id = \(member.id)") }
         }
         // Events of theirs still waiting for the commit (an earlier job of this group) go too.
         session.tail.dropEvents(customerIDs: Set(members.map(\.id)), appUserIds: Set(members.map(\.appUserId)))
         try scrubOtherEvents(naming: Set(members.map(\.appUserId)))
-        try session.query("DELETE FROM customers WHERE merged_into = $1", .int(root))
-        try session.query("DELETE FROM customers WHERE id = $1", .int(root))
+        try session.query("DELETE FROM customers WHERE merged_into = \(root)")
+        try session.query("DELETE FROM customers WHERE id = \(root)")
         // The backend must learn whom it was: the event names the ids until every endpoint has
         // settled its delivery and the feed has kept it for a while (``scrubErasureEvents``). Its id
         // is random (a digest of the erased id would keep a trace of it).
@@ -167,13 +166,12 @@ extension Ledger {
             // events still in the tail are appended after it.
             let pending = session.tail.takeEvent(id: deletedID)
             if let pending { try session.pipeline([Self.insertEventStatement(pending.event, customerID: pending.customerID)]) }
-            try session.query("UPDATE events SET seq = $1 WHERE event_id = $2 AND seq <= $3", .int(newestEvent + 1), .text(deletedID), .int(newestEvent))
+            try session.query("UPDATE events SET seq = \(newestEvent + 1) WHERE event_id = \(deletedID) AND seq <= \(newestEvent)")
         }
         let report = ErasureReport(ids: members.count, subscriptions: subscriptions, ownFacts: ownFacts)
         let detail = "{\"ownFacts\":\(report.ownFacts),\"ids\":\(report.ids),\"subscriptions\":\(report.subscriptions)}"
         try session.query(
-            "INSERT INTO customer_events (kind, customer_id, subject, actor, detail, recorded_at) VALUES ('erased', NULL, NULL, $1, $2, $3)",
-            SQLValue(actor), .text(detail), .int(now))
+            "INSERT INTO customer_events (kind, customer_id, subject, actor, detail, recorded_at) VALUES ('erased', NULL, NULL, \(actor), \(detail), \(now))")
         try inject(.beforeCommit)
         return report
     }
@@ -197,14 +195,15 @@ extension Ledger {
     /// types that can name a customer, whose details contain one of the ids.
     private func scrubOtherEvents(naming appUserIds: Set<String>) throws {
         session.tail.scrubDetails(naming: appUserIds)
-        let contains = isPostgres ? "strpos(details, $2) > 0" : "instr(details, $2) > 0"
         for type in Self.namingDetails.keys.sorted() {
             for id in appUserIds.sorted() {
+                let needle = Self.json(id)
+                let contains: SQLQuery = isPostgres ? "strpos(details, \(needle)) > 0" : "instr(details, \(needle)) > 0"
                 let rows = try session.query(
-                    "SELECT \(Self.eventColumns) FROM events WHERE type = $1 AND \(contains)", .text(type), .text(Self.json(id)))
+                    "SELECT \(Self.eventColumns) FROM events WHERE type = \(type) AND \(contains)")
                 for event in try rows.map(Self.decodeEvent) {
                     guard let details = Self.scrubbed(event, naming: appUserIds) else { continue }
-                    try session.query("UPDATE events SET details = $1 WHERE event_id = $2", .text(Self.json(details)), .text(event.id))
+                    try session.query("UPDATE events SET details = \(Self.json(details)) WHERE event_id = \(event.id)")
                 }
             }
         }
@@ -223,68 +222,73 @@ extension Ledger {
         "facts": ("jws", "signed_packed"), "notifications": ("body", "body_packed"),
     ]
 
-    private static let exportTables: [(table: String, columns: Columns, filter: String)] = [
-        ("customers", columns("id, app_user_id, app_account_token, created_at, merged_into"), "id = $1 OR merged_into = $1"),
+    private static let exportTables: [(table: String, columns: Columns)] = [
+        ("customers", columns("id, app_user_id, app_account_token, created_at, merged_into")),
         (
-            "links", columns("original_transaction_id, customer_id, linked_at, via"),
-            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
+            "links", columns("original_transaction_id, customer_id, linked_at, via")
         ),
         (
             "facts",
             columns(
                 "id, notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id, app_account_token, environment, bundle_id, signed_date, received_at"
-            ), "id IN (SELECT id FROM (\(factsSQL(jws: false))) AS customer_facts)"
+            )
         ),
         (
             "notifications",
             columns(
                 "id, notification_uuid, claimed_uuid, source, received_at, outcome, reject_code, notification_type, subtype, body, body_sha256, body_size",
-                blob: ["body"]),
-            "id IN (SELECT notification_id FROM (\(factsSQL(jws: false))) AS customer_facts)"
+                blob: ["body"])
         ),
         (
-            "customer_states", columns("app_user_id, customer_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"),
-            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
+            "customer_states", columns("app_user_id, customer_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error")
         ),
         (
             "entitlement_projections",
             columns(
-                "customer_id, entitlement, environment, status, active, product_id, original_transaction_id, expires_at, grace_until, will_renew"),
-            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
+                "customer_id, entitlement, environment, status, active, product_id, original_transaction_id, expires_at, grace_until, will_renew")
         ),
         (
             "subscription_projections",
-            columns("original_transaction_id, customer_id, product_id, group_id, status, expires_at, grace_until, auto_renew, environment"),
-            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
+            columns("original_transaction_id, customer_id, product_id, group_id, status, expires_at, grace_until, auto_renew, environment")
         ),
         (
-            "offer_signatures", columns("id, app_user_id, bundle_id, product_id, offer_id, kind, format, nonce, signed_at"),
-            "app_user_id IN (SELECT app_user_id FROM customers WHERE id = $1 OR merged_into = $1)"
+            "offer_signatures", columns("id, app_user_id, bundle_id, product_id, offer_id, kind, format, nonce, signed_at")
         ),
         (
-            "customer_consents", columns("app_user_id, consented, recorded_at"),
-            "app_user_id IN (SELECT app_user_id FROM customers WHERE id = $1 OR merged_into = $1)"
+            "customer_consents", columns("app_user_id, consented, recorded_at")
         ),
         (
-            "customer_events", columns("id, kind, customer_id, subject, actor, detail, recorded_at"),
-            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)"
+            "customer_events", columns("id, kind, customer_id, subject, actor, detail, recorded_at")
         ),
         (
             "events",
             columns(
                 "seq, event_id, type, customer_id, app_user_id, app_account_token, environment, bundle_id, product_id, original_transaction_id, entitlements, details, cause, occurred_at, recorded_at, answer"
-            ),
-            "customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1) OR (customer_id IS NULL AND app_user_id IN (SELECT app_user_id FROM customers WHERE id = $1 OR merged_into = $1))"
+            )
         ),
         (
             // Deliveries are keyed by the id the event named.
             "webhook_deliveries",
             columns(
                 "id, endpoint, event_seq, event_id, event_type, customer_key, status, attempts, next_attempt_at, first_attempt_at, last_attempt_at, last_status, last_error, created_at, updated_at"
-            ),
-            "customer_key IN (SELECT app_user_id FROM customers WHERE id = $1 OR merged_into = $1)"
+            )
         ),
     ]
+
+    /// The rows of `table` that are the customer `id`'s (its own ids' and its aliases').
+    private func exportFilter(_ table: String, id: Int64) -> SQLQuery {
+        let ids: SQLQuery = "SELECT id FROM customers WHERE id = \(id) OR merged_into = \(id)"
+        let userIds: SQLQuery = "SELECT app_user_id FROM customers WHERE id = \(id) OR merged_into = \(id)"
+        switch table {
+        case "customers": return "id = \(id) OR merged_into = \(id)"
+        case "facts": return "id IN (SELECT id FROM (\(Self.facts(of: id, jws: false))) AS customer_facts)"
+        case "notifications": return "id IN (SELECT notification_id FROM (\(Self.facts(of: id, jws: false))) AS customer_facts)"
+        case "offer_signatures", "customer_consents": return "app_user_id IN (\(userIds))"
+        case "events": return "customer_id IN (\(ids)) OR (customer_id IS NULL AND app_user_id IN (\(userIds)))"
+        case "webhook_deliveries": return "customer_key IN (\(userIds))"
+        default: return "customer_id IN (\(ids))"
+        }
+    }
 
     /// The exported columns that hold integers (times, ids, flags).
     private static let integerColumns: Set<String> = [
@@ -299,14 +303,16 @@ extension Ledger {
         guard let customer = try customer(appUserId: appUserId) else { return nil }
         var tables: [(table: String, rows: [[(column: String, value: CustomerExport.Value)]])] = []
         let reader = SignedTextReader(session: session)
-        for (table, columns, filter) in Self.exportTables {
+        for (table, columns) in Self.exportTables {
             let packed = Self.packedColumns[table]
             // A fact's JSON is exported as the text, whether compressed (`payload_packed`) or not.
             let payload = table == "facts" ? columns.firstIndex { $0.name == "payload" } : nil
             let selected = columns.map(\.name) + (packed.map { [$0.packed] } ?? []) + (payload == nil ? [] : ["payload_packed"])
-            let sql = "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE \(filter) ORDER BY 1"
-            let rows = try session.query(sql, .int(customer.id)).map { row in
-                let json = try payload.map { try FactPayload.bytes(row, text: $0, packed: columns.count + 1) }
+            // Names from the constant table above, never input.
+            let query = SQLQuery(verbatim: "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE ")
+                + exportFilter(table, id: customer.id) + " ORDER BY 1"
+            let rows = try session.query(query).map { row in
+                let json = payload == nil ? nil : try FactPayload.bytes(row)
                 return try columns.indices.map { index -> (column: String, value: CustomerExport.Value) in
                     let value: CustomerExport.Value
                     if let packed, columns[index].name == packed.column {

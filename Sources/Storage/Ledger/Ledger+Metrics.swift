@@ -9,7 +9,7 @@ extension Ledger {
     /// A customer's stored contribution; nil when none was computed yet (a customer from before
     /// schema version 15 that the backfill has not reached).
     func storedMetrics(customerID: Int64) throws -> StoredMetrics? {
-        try session.query("SELECT deltas FROM customer_metrics WHERE customer_id = $1", .int(customerID)).first
+        try session.query("SELECT deltas FROM customer_metrics WHERE customer_id = \(customerID)").first
             .map { MetricCodec.decode(try $0.text(0)) }
     }
 
@@ -40,33 +40,34 @@ extension Ledger {
         for (key, value) in change where value != 0 { session.tail.addMetric(key, value) }
         try session.query(
             """
-            INSERT INTO customer_metrics (customer_id, deltas) VALUES ($1, $2)
+            INSERT INTO customer_metrics (customer_id, deltas) VALUES (\(customerID), \(MetricCodec.encode(StoredMetrics(deltas: fresh, basis: basis))))
             ON CONFLICT (customer_id) DO UPDATE SET deltas = excluded.deltas
-            """, .int(customerID), .text(MetricCodec.encode(StoredMetrics(deltas: fresh, basis: basis))))
+            """)
     }
 
-    /// Adds a change to one daily row (`$1`…`$5`: environment, day, kind, currency, change).
-    static let metricDailySQL = """
-        INSERT INTO metric_daily (environment, day, kind, currency, value) VALUES ($1, $2, $3, $4, $5)
+    /// Adds `change` to one daily row.
+    static func addMetric(environment: String, day: Int64, kind: String, currency: String, change: Int64) -> SQLQuery {
+        """
+        INSERT INTO metric_daily (environment, day, kind, currency, value) VALUES (\(environment), \(day), \(kind), \(currency), \(change))
         ON CONFLICT (environment, day, kind, currency) DO UPDATE SET value = metric_daily.value + excluded.value
         """
+    }
 
     /// Computes the contribution of up to `limit` customers that have none stored yet (the
     /// backfill after schema version 15): returns how many it did. A customer whose facts do
     /// not decode gets an empty contribution (their projection is marked failed anyway).
     func backfillMetricsChunk(limit: Int, projector: any Projector) throws -> Int {
-        let ids = try session.query(
+        let ids = try session.values(
             """
             SELECT c.id FROM customers c LEFT JOIN customer_metrics m ON m.customer_id = c.id
-            WHERE m.customer_id IS NULL ORDER BY c.id LIMIT $1
-            """, .int(Int64(limit))
-        ).map { try $0.int(0) }
+            WHERE m.customer_id IS NULL ORDER BY c.id LIMIT \(Int64(limit))
+            """, as: Int64.self)
         for id in ids {
-            let rows = try session.query(factsWithoutJWSSQL, .int(id))
+            let rows = try session.query(factsWithoutJWS(of: id))
             let facts = (try? Self.engineFacts(rows, projector: projector, known: [:])) ?? []
             try updateMetrics(customerID: id, facts: facts, projector: projector)
             if try storedMetrics(customerID: id) == nil {
-                try session.query("INSERT INTO customer_metrics (customer_id, deltas) VALUES ($1, '')", .int(id))
+                try session.query("INSERT INTO customer_metrics (customer_id, deltas) VALUES (\(id), '')")
             }
         }
         return ids.count
@@ -75,24 +76,23 @@ extension Ledger {
     /// The daily rows of `environment` from `fromDay` to `toDay`, and the stocks' levels at the
     /// start of `fromDay` (the sum of every earlier day's change).
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) throws -> MetricRollup {
-        let stocks = MetricKind.allCases.filter(\.isStock).map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        let stocks = MetricKind.allCases.filter(\.isStock).map(\.rawValue)
         let base = try session.query(
             """
             SELECT kind, currency, SUM(value) FROM metric_daily
-            WHERE environment = $1 AND day < $2 AND kind IN (\(stocks)) GROUP BY kind, currency
-            """, .text(environment), .int(fromDay))
+            WHERE environment = \(environment) AND day < \(fromDay) AND kind IN (\(list: stocks)) GROUP BY kind, currency
+            """)
         let days = try session.query(
             """
             SELECT day, kind, currency, value FROM metric_daily
-            WHERE environment = $1 AND day >= $2 AND day <= $3 AND value <> 0 ORDER BY day, kind, currency
-            """, .text(environment), .int(fromDay), .int(toDay))
+            WHERE environment = \(environment) AND day >= \(fromDay) AND day <= \(toDay) AND value <> 0 ORDER BY day, kind, currency
+            """)
         var rollup = MetricRollup()
-        rollup.unlinkedActive = try session.query(
+        rollup.unlinkedActive = try session.value(
             """
             SELECT COUNT(*) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
-            WHERE c.app_user_id LIKE $1 AND s.environment = $2 AND s.status IN ('active', 'gracePeriod')
-            """, .text(UnlinkedSubscription.prefix + "%"), .text(environment)
-        ).first?.int(0) ?? 0
+            WHERE c.app_user_id LIKE \(UnlinkedSubscription.prefix + "%") AND s.environment = \(environment) AND s.status IN ('active', 'gracePeriod')
+            """, as: Int64.self) ?? 0
         for row in base where try row.int(2) != 0 {
             guard let kind = MetricKind(rawValue: try row.text(0)) else { continue }
             rollup.opening.append(MetricDelta(environment: Environment(rawValue: environment), day: fromDay, kind: kind,

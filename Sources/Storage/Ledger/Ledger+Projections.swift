@@ -4,45 +4,45 @@ import Entitlements
 
 extension Ledger {
     /// `compressed`: the schema has `payload_packed` (version 16); else NULL in its place.
-    static func factColumns(jws: Bool, compressed: Bool = true) -> String {
-        """
-        f.id, f.notification_id, f.received_at, f.kind, \(jws ? "f.jws" : "''"), f.payload, f.transaction_id,
-        f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date, f.jws_sha256,
-        \(jws ? "f.signed_packed" : "NULL"), \(compressed ? "f.payload_packed" : "NULL")
-        """
+    static func factColumns(jws: Bool, compressed: Bool = true) -> SQLQuery {
+        let signed: SQLQuery = jws ? "f.jws" : "''"
+        let signedPacked: SQLQuery = jws ? "f.signed_packed" : "NULL"
+        let payloadPacked: SQLQuery = compressed ? "f.payload_packed" : "NULL"
+        return """
+            f.id, f.notification_id, f.received_at, f.kind, \(signed) AS jws, f.payload, f.transaction_id,
+            f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date, f.jws_sha256,
+            \(signedPacked) AS signed_packed, \(payloadPacked) AS payload_packed
+            """
     }
 
-    static func factsSQL(jws: Bool, compressed: Bool = true) -> String {
+    /// The facts of the customer `id` (its own ids' and its aliases'), in evaluation order.
+    static func facts(of id: Int64, jws: Bool, compressed: Bool = true) -> SQLQuery {
         """
         SELECT * FROM (
             SELECT \(factColumns(jws: jws, compressed: compressed)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
-            WHERE l.customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)
+            WHERE l.customer_id IN (SELECT id FROM customers WHERE id = \(id) OR merged_into = \(id))
             UNION ALL
             SELECT \(factColumns(jws: jws, compressed: compressed)) FROM facts f
             WHERE f.original_transaction_id IS NULL
-              AND f.app_account_token IN (SELECT app_account_token FROM customers WHERE id = $1 OR merged_into = $1)
+              AND f.app_account_token IN (SELECT app_account_token FROM customers WHERE id = \(id) OR merged_into = \(id))
         ) AS cf ORDER BY COALESCE(signed_date, 0), id
         """
     }
 
-    static let factsWithJWS = factsSQL(jws: true)
-    static let factsWithoutJWS = factsSQL(jws: false)
-    /// As a store of an older layout reads them (tests, `bench store --older-layout`).
-    static let factsWithoutJWSBeforeCompression = factsSQL(jws: false, compressed: false)
-
     /// A customer's facts without their signed text, in the columns of the ledger's layout.
-    var factsWithoutJWSSQL: String { layout == .compressed ? Self.factsWithoutJWS : Self.factsWithoutJWSBeforeCompression }
+    func factsWithoutJWS(of id: Int64) -> SQLQuery { Self.facts(of: id, jws: false, compressed: layout == .compressed) }
 
     /// A customer's facts: those of every subscription linked to any of its ids, plus those without
     /// a subscription that carry any of its ids' tokens, each decoded by `projector` (nil when it does not decode).
     func facts(of customer: CustomerRecord, projector: any Projector) throws -> [StoredFact] {
         let reader = SignedTextReader(session: session)
-        return try session.query(Self.factsWithJWS, .int(customer.id)).map { row in
-            let json = try FactPayload.bytes(row, text: 5, packed: 14)
-            let signed = try reader.text(raw: Array(try row.text(4).utf8), packed: try row.optionalBlob(13), context: json)
+        return try session.query(Self.facts(of: customer.id, jws: true)).map { row in
+            let json = try FactPayload.bytes(row)
+            let columns = try row.decode(StoredFactColumns.self)
+            let signed = try reader.text(raw: Array(columns.jws.utf8), packed: columns.signedPacked, context: json)
             return StoredFact(
-                id: try row.int(0), notificationID: try row.optionalInt(1), receivedAt: try row.int(2), kind: try row.text(3),
-                signed: String(decoding: signed, as: UTF8.self), bundleId: try row.optionalText(10),
+                id: columns.id, notificationID: columns.notificationId, receivedAt: columns.receivedAt, kind: columns.kind,
+                signed: String(decoding: signed, as: UTF8.self), bundleId: columns.bundleId,
                 fact: projector.decode(String(decoding: json, as: UTF8.self)))
         }
     }
@@ -55,17 +55,28 @@ extension Ledger {
         var facts: [Fact] = []
         facts.reserveCapacity(rows.count)
         for row in rows {
-            let text = try FactPayload.text(row, text: 5, packed: 14)
+            let text = try FactPayload.text(row)
             guard let fact = known[text] ?? projector.decode(text) else {
-                throw UndecodableFact(id: try row.int(0), kind: try row.text(3))
+                throw try row.decode(UndecodableFact.self)
             }
             facts.append(fact)
         }
         return facts
     }
 
+    /// A fact's columns as ``facts(of:projector:)`` returns them (its JSON: ``FactPayload``).
+    private struct StoredFactColumns: Decodable {
+        var id: Int64
+        var notificationId: Int64?
+        var receivedAt: Int64
+        var kind: String
+        var jws: String
+        var signedPacked: [UInt8]?
+        var bundleId: String?
+    }
+
     /// A stored fact whose text is no engine fact this binary knows.
-    struct UndecodableFact: Error, CustomStringConvertible {
+    struct UndecodableFact: Error, CustomStringConvertible, Decodable {
         var id: Int64
         var kind: String
         var description: String { "fact \(id) (\(kind)) does not decode as an engine fact" }
@@ -100,10 +111,10 @@ extension Ledger {
     ) throws -> (CustomerRecord, ProjectionFailure?) {
         // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
         let results = try session.pipeline([
-            SQLStatement(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(customerID)),
-            SQLStatement(factsWithoutJWSSQL, .int(customerID)),
-            SQLStatement(Self.stateByIDSQL, .int(customerID)),
-            SQLStatement(Self.groupSQL, .int(customerID)),
+            isPostgres ? Self.customerForUpdate(id: customerID) : Self.customer(id: customerID),
+            factsWithoutJWS(of: customerID),
+            Self.state(customerID: customerID),
+            Self.group(customerID),
         ])
         guard var customer = try results[0].first.map(Self.decodeCustomer) else {
             throw StorageError(.notFound, "customer not found", detail: "id \(customerID)")
@@ -152,99 +163,108 @@ extension Ledger {
         let oldEntitlements = Dictionary((previous?.entitlements ?? []).map { (key($0), $0) }, uniquingKeysWith: { a, _ in a })
         let oldSubscriptions = Dictionary((previous?.subscriptions ?? []).map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { a, _ in a })
         // Every write below goes in one pipeline (one round trip on PostgreSQL).
-        var statements: [SQLStatement] = []
+        var statements: [SQLQuery] = []
         if previous == nil {
-            statements.append(SQLStatement("DELETE FROM entitlement_projections WHERE customer_id = $1", .int(customer.id)))
-            statements.append(SQLStatement("DELETE FROM subscription_projections WHERE customer_id = $1", .int(customer.id)))
+            statements.append(("DELETE FROM entitlement_projections WHERE customer_id = \(customer.id)" as SQLQuery))
+            statements.append(("DELETE FROM subscription_projections WHERE customer_id = \(customer.id)" as SQLQuery))
         }
         let newEntitlementKeys = Set(projection.entitlements.map(key))
         for (entitlementKey, row) in oldEntitlements where !newEntitlementKeys.contains(entitlementKey) {
-            statements.append(SQLStatement(
-                "DELETE FROM entitlement_projections WHERE customer_id = $1 AND entitlement = $2 AND environment = $3",
-                .int(customer.id), .text(row.entitlement), .text(row.environment)))
+            statements.append((
+                "DELETE FROM entitlement_projections WHERE customer_id = \(customer.id) AND entitlement = \(row.entitlement) AND environment = \(row.environment)" as SQLQuery))
         }
         for row in projection.entitlements where oldEntitlements[key(row)] != row {
-            statements.append(SQLStatement(
+            statements.append((
                 """
                 INSERT INTO entitlement_projections (customer_id, entitlement, environment, status, active, product_id,
                     original_transaction_id, expires_at, grace_until, will_renew)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                VALUES (\(customer.id), \(row.entitlement), \(row.environment), \(row.status), \(row.active), \(row.productId), \(row.originalTransactionId), \(row.expiresAt), \(row.graceUntil), \(row.willRenew))
                 ON CONFLICT (customer_id, entitlement, environment) DO UPDATE SET status = excluded.status,
                     active = excluded.active, product_id = excluded.product_id,
                     original_transaction_id = excluded.original_transaction_id, expires_at = excluded.expires_at,
                     grace_until = excluded.grace_until, will_renew = excluded.will_renew
-                """,
-                .int(customer.id), .text(row.entitlement), .text(row.environment), .text(row.status), SQLValue(row.active),
-                SQLValue(row.productId), SQLValue(row.originalTransactionId), SQLValue(row.expiresAt),
-                SQLValue(row.graceUntil), SQLValue(row.willRenew)))
+                """ as SQLQuery))
         }
         let newOTIDs = Set(projection.subscriptions.map(\.originalTransactionId))
         for otid in oldSubscriptions.keys where !newOTIDs.contains(otid) {
             // Only if still ours: after a transfer the new owner may already have taken the row.
-            statements.append(SQLStatement(
-                "DELETE FROM subscription_projections WHERE original_transaction_id = $1 AND customer_id = $2",
-                .text(otid), .int(customer.id)))
+            statements.append((
+                "DELETE FROM subscription_projections WHERE original_transaction_id = \(otid) AND customer_id = \(customer.id)" as SQLQuery))
         }
         for row in projection.subscriptions where oldSubscriptions[row.originalTransactionId] != row {
-            statements.append(SQLStatement(
+            statements.append((
                 """
                 INSERT INTO subscription_projections (original_transaction_id, customer_id, product_id, group_id, status,
                     expires_at, grace_until, auto_renew, environment)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                VALUES (\(row.originalTransactionId), \(customer.id), \(row.productId), \(row.group), \(row.status), \(row.expiresAt), \(row.graceUntil), \(row.autoRenew), \(row.environment))
                 ON CONFLICT (original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id,
                     product_id = excluded.product_id, group_id = excluded.group_id, status = excluded.status,
                     expires_at = excluded.expires_at, grace_until = excluded.grace_until,
                     auto_renew = excluded.auto_renew, environment = excluded.environment
-                """,
-                .text(row.originalTransactionId), .int(customer.id), .text(row.productId), SQLValue(row.group),
-                .text(row.status), SQLValue(row.expiresAt), SQLValue(row.graceUntil), SQLValue(row.autoRenew),
-                .text(row.environment)))
+                """ as SQLQuery))
         }
-        statements.append(SQLStatement(
+        statements.append((
             """
             INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
                                          computed_at, projection_error)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)
+            VALUES (\(customer.appUserId), \(customer.id), \(customer.appAccountToken), \(customer.createdAt), \(String(decoding: projection.state, as: UTF8.self)), \(RowCodec.encode(projection)), \(now), NULL)
             ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, projection_rows = excluded.projection_rows,
                 computed_at = excluded.computed_at, projection_error = NULL
-            """,
-            .text(customer.appUserId), .int(customer.id), .text(customer.appAccountToken), .int(customer.createdAt),
-            .text(String(decoding: projection.state, as: UTF8.self)), .text(RowCodec.encode(projection)), .int(now)))
+            """ as SQLQuery))
         _ = try session.pipeline(statements)
     }
 
-    static let stateColumns =
-        "customer_id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"
-    static let stateByUserSQL = "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = $1"
-    static let stateByIDSQL = "SELECT \(stateColumns) FROM customer_states WHERE customer_id = $1"
+    static let stateColumns: SQLQuery =
+        "customer_id AS id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"
+    static func state(appUserId: String) -> SQLQuery { "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = \(appUserId)" }
+    static func state(customerID: Int64) -> SQLQuery { "SELECT \(stateColumns) FROM customer_states WHERE customer_id = \(customerID)" }
+
+    /// A stored state's columns besides its customer's (``stateColumns``).
+    struct StateColumns: Decodable {
+        var state: String
+        var projectionRows: String
+        var computedAt: Int64
+        var projectionError: String?
+    }
+
+    /// A stored document's columns besides its customer's (``document(appUserId:)``).
+    struct DocumentColumns: Decodable {
+        var state: String
+        var computedAt: Int64
+        var projectionError: String?
+    }
 
     static func decodeState(_ row: SQLRow) throws -> StoredProjection {
-        let projection = try RowCodec.decode(try row.text(5), state: Array(try row.text(4).utf8))
+        let columns = try row.decode(StateColumns.self)
+        let projection = try RowCodec.decode(columns.projectionRows, state: Array(columns.state.utf8))
         return StoredProjection(
-            customer: try decodeCustomer(row), projection: projection, computedAt: try row.int(6), failure: try row.optionalText(7))
+            customer: try decodeCustomer(row), projection: projection, computedAt: columns.computedAt, failure: columns.projectionError)
     }
 
     /// The hot read: one primary-key lookup of one row.
     func projection(appUserId: String) throws -> StoredProjection? {
-        try session.query(Self.stateByUserSQL, .text(appUserId)).first.map(Self.decodeState)
+        try session.query(Self.state(appUserId: appUserId)).first.map(Self.decodeState)
     }
 
-    static let documentByUserSQL = """
-        SELECT customer_id, app_user_id, app_account_token, created_at, state, computed_at, projection_error
-        FROM customer_states WHERE app_user_id = $1
+    static func document(appUserId: String) -> SQLQuery {
         """
+        SELECT customer_id AS id, app_user_id, app_account_token, created_at, state, computed_at, projection_error
+        FROM customer_states WHERE app_user_id = \(appUserId)
+        """
+    }
 
     /// The hot read without the projection rows (their decoding is wasted on a served document).
     func state(appUserId: String) throws -> StoredState? {
-        try session.query(Self.documentByUserSQL, .text(appUserId)).first.map { row in
-            StoredState(
-                customer: try Self.decodeCustomer(row), state: Array(try row.text(4).utf8), computedAt: try row.int(5),
-                failure: try row.optionalText(6))
+        try session.query(Self.document(appUserId: appUserId)).first.map { row in
+            let columns = try row.decode(DocumentColumns.self)
+            return StoredState(
+                customer: try Self.decodeCustomer(row), state: Array(columns.state.utf8), computedAt: columns.computedAt,
+                failure: columns.projectionError)
         }
     }
 
     func storedState(customerID: Int64) throws -> StoredProjection? {
-        try session.query(Self.stateByIDSQL, .int(customerID)).first.map(Self.decodeState)
+        try session.query(Self.state(customerID: customerID)).first.map(Self.decodeState)
     }
 
     /// The projection as the indexed row tables hold it (what `subscription` reads).
@@ -254,8 +274,8 @@ extension Ledger {
             """
             SELECT entitlement, status, active, product_id, original_transaction_id, expires_at, grace_until, will_renew,
                    environment
-            FROM entitlement_projections WHERE customer_id = $1
-            """, .int(customerID))
+            FROM entitlement_projections WHERE customer_id = \(customerID)
+            """)
         {
             projection.entitlements.append(
                 EntitlementRow(
@@ -266,8 +286,8 @@ extension Ledger {
         for row in try session.query(
             """
             SELECT original_transaction_id, product_id, group_id, status, expires_at, grace_until, auto_renew, environment
-            FROM subscription_projections WHERE customer_id = $1
-            """, .int(customerID))
+            FROM subscription_projections WHERE customer_id = \(customerID)
+            """)
         {
             projection.subscriptions.append(
                 SubscriptionRow(

@@ -1,27 +1,40 @@
 // Reads beyond the hot one: subscriptions and a customer's history.
 
 extension Ledger {
-    static let subscriptionColumns = """
+    static let subscriptionColumns: SQLQuery = """
         c.app_user_id, s.original_transaction_id, s.product_id, s.group_id, s.status, s.expires_at, s.grace_until,
         s.auto_renew, s.environment
         """
 
+    /// A subscription's columns and its owner's id (``subscriptionColumns``).
+    private struct OwnedColumns: Decodable {
+        var appUserId: String
+        var originalTransactionId: String
+        var productId: String
+        var groupId: String?
+        var status: String
+        var expiresAt: Int64?
+        var graceUntil: Int64?
+        var autoRenew: Bool
+        var environment: String
+    }
+
     static func decodeOwned(_ row: SQLRow) throws -> OwnedSubscription {
-        OwnedSubscription(
-            appUserId: try row.text(0),
+        let owned = try row.decode(OwnedColumns.self)
+        return OwnedSubscription(
+            appUserId: owned.appUserId,
             subscription: SubscriptionRow(
-                originalTransactionId: try row.text(1), productId: try row.text(2), group: try row.optionalText(3),
-                status: try row.text(4), expiresAt: try row.optionalInt(5), graceUntil: try row.optionalInt(6),
-                autoRenew: try row.bool(7), environment: try row.text(8)))
+                originalTransactionId: owned.originalTransactionId, productId: owned.productId, group: owned.groupId,
+                status: owned.status, expiresAt: owned.expiresAt, graceUntil: owned.graceUntil, autoRenew: owned.autoRenew,
+                environment: owned.environment))
     }
 
     func subscription(otid: String) throws -> OwnedSubscription? {
         try session.query(
             """
             SELECT \(Self.subscriptionColumns) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
-            WHERE s.original_transaction_id = $1
-            """, .text(otid)
-        ).first.map(Self.decodeOwned)
+            WHERE s.original_transaction_id = \(otid)
+            """).first.map(Self.decodeOwned)
     }
 
     /// History cursor: `receivedAt.rank.id` of the last entry returned (rank 2 = fact, 1 = notification).
@@ -34,16 +47,16 @@ extension Ledger {
             guard parts.count == 3 else { throw StorageError(.invalidArgument, "malformed history cursor") }
             after = (parts[0], parts[1], parts[2])
         }
-        let rows = try session.query(
+        let rows = try session.rows(
             """
             WITH cf AS (
                 SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
                 FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
-                WHERE l.customer_id IN (SELECT id FROM customers WHERE id = $1 OR merged_into = $1)
+                WHERE l.customer_id IN (SELECT id FROM customers WHERE id = \(customer.id) OR merged_into = \(customer.id))
                 UNION ALL
                 SELECT f.id, f.notification_id, f.received_at, f.kind, f.transaction_id, f.original_transaction_id, f.signed_date
                 FROM facts f WHERE f.original_transaction_id IS NULL
-                  AND f.app_account_token IN (SELECT app_account_token FROM customers WHERE id = $1 OR merged_into = $2)
+                  AND f.app_account_token IN (SELECT app_account_token FROM customers WHERE id = \(customer.id) OR merged_into = \(customer.id))
             ), h AS (
                 SELECT 2 AS rank, cf.id AS id, cf.received_at AS received_at, CAST(NULL AS TEXT) AS source,
                        CAST(NULL AS TEXT) AS uuid, CAST(NULL AS TEXT) AS ntype, CAST(NULL AS TEXT) AS subtype,
@@ -57,34 +70,42 @@ extension Ledger {
             )
             SELECT rank, id, received_at, source, uuid, ntype, subtype, kind, transaction_id, original_transaction_id, signed_date
             FROM h
-            WHERE received_at < $3 OR (received_at = $3 AND (rank < $4 OR (rank = $4 AND id < $5)))
-            ORDER BY received_at DESC, rank DESC, id DESC LIMIT $6
-            """,
-            .int(customer.id), .int(customer.id), .int(after.0), .int(after.1), .int(after.2),
-            .int(Int64(limit) + 1))
+            WHERE received_at < \(after.0) OR (received_at = \(after.0) AND (rank < \(after.1) OR (rank = \(after.1) AND id < \(after.2))))
+            ORDER BY received_at DESC, rank DESC, id DESC LIMIT \(Int64(limit) + 1)
+            """, as: HistoryColumns.self)
         var entries: [HistoryEntry] = []
         var lastKey: (Int64, Int64, Int64)? = nil
         for row in rows.prefix(limit) {
-            let rank = try row.int(0)
-            let id = try row.int(1)
-            let receivedAt = try row.int(2)
+            let (rank, id, receivedAt) = (row.rank, row.id, row.receivedAt)
             lastKey = (receivedAt, rank, id)
             if rank == 1 {
                 entries.append(
                     HistoryEntry(
-                        kind: .notification, id: id, receivedAt: receivedAt,
-                        source: try row.optionalText(3).flatMap(IngestSource.init(rawValue:)),
-                        notificationUUID: try row.optionalText(4), notificationType: try row.optionalText(5),
-                        subtype: try row.optionalText(6)))
+                        kind: .notification, id: id, receivedAt: receivedAt, source: row.source.flatMap(IngestSource.init(rawValue:)),
+                        notificationUUID: row.uuid, notificationType: row.ntype, subtype: row.subtype))
             } else {
                 entries.append(
                     HistoryEntry(
-                        kind: .fact, id: id, receivedAt: receivedAt, factKind: try row.optionalText(7),
-                        transactionId: try row.optionalText(8), originalTransactionId: try row.optionalText(9),
-                        signedDate: try row.optionalInt(10)))
+                        kind: .fact, id: id, receivedAt: receivedAt, factKind: row.kind, transactionId: row.transactionId,
+                        originalTransactionId: row.originalTransactionId, signedDate: row.signedDate))
             }
         }
         let next = rows.count > limit ? lastKey.map { "\($0.0).\($0.1).\($0.2)" } : nil
         return HistoryPage(entries: entries, nextCursor: next)
     }
+}
+
+/// One entry of a history page: a notification (rank 1) or a fact (rank 2).
+private struct HistoryColumns: Decodable {
+    var rank: Int64
+    var id: Int64
+    var receivedAt: Int64
+    var source: String?
+    var uuid: String?
+    var ntype: String?
+    var subtype: String?
+    var kind: String?
+    var transactionId: String?
+    var originalTransactionId: String?
+    var signedDate: Int64?
 }

@@ -13,12 +13,10 @@ extension Ledger {
             """
             INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
                                          computed_at, projection_error)
-            VALUES ($1, $2, $3, $4, '', $5, $6, $7)
+            VALUES (\(customer.appUserId), \(customer.id), \(customer.appAccountToken), \(customer.createdAt), '', \(RowCodec.encode(rows)), \(now), \(failure.reason))
             ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, computed_at = excluded.computed_at,
                 projection_error = excluded.projection_error
-            """,
-            .text(customer.appUserId), .int(customer.id), .text(customer.appAccountToken), .int(customer.createdAt),
-            .text(RowCodec.encode(rows)), .int(now), .text(failure.reason))
+            """)
     }
 
     /// What one chunk of a rebuild found.
@@ -33,13 +31,13 @@ extension Ledger {
     /// Recomputes the customers after `afterID` (up to `limit` of them). A customer the projector
     /// fails for is marked failed and reported; the others go on.
     func rebuildChunk(afterID: Int64, limit: Int, projector: any Projector, now: Int64) throws -> RebuildChunk {
-        let ids = try session.query(Self.rootIDsSQL, .int(afterID), .int(Int64(limit))).map { try $0.int(0) }
+        let ids = try session.values(Self.rootIDs(after: afterID, limit: limit), as: Int64.self)
         var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
         for id in ids {
             guard var customer = try lockedCustomer(id) else { continue }
             customer.aliases = Self.others(try group(rootID: id).map(\.appUserId), than: customer.appUserId)
             let stored = try storedState(customerID: id)
-            let rows = try session.query(factsWithoutJWSSQL, .int(customer.id))
+            let rows = try session.query(factsWithoutJWS(of: customer.id))
             let fresh: CustomerProjection
             let facts: [Fact]
             do {

@@ -10,14 +10,13 @@ extension Ledger {
         var ids: [String: Int64] = [:]
         for header in headers {
             let digest = header.digest
-            if let row = try session.query("SELECT id FROM jws_headers WHERE sha256 = $1", .text(digest)).first {
+            if let row = try session.query("SELECT id FROM jws_headers WHERE sha256 = \(digest)").first {
                 ids[digest] = try row.int(0)
                 continue
             }
             let inserted = try session.query(
-                "INSERT INTO jws_headers (sha256, header) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING RETURNING id",
-                .text(digest), .text(String(decoding: header.text, as: UTF8.self)))
-            let again = inserted.isEmpty ? try session.query("SELECT id FROM jws_headers WHERE sha256 = $1", .text(digest)) : inserted
+                "INSERT INTO jws_headers (sha256, header) VALUES (\(digest), \(String(decoding: header.text, as: UTF8.self))) ON CONFLICT (sha256) DO NOTHING RETURNING id")
+            let again = inserted.isEmpty ? try session.query("SELECT id FROM jws_headers WHERE sha256 = \(digest)") : inserted
             guard let row = again.first else { throw StorageError(.internal, "JWS header could not be stored") }
             ids[digest] = try row.int(0)
         }
@@ -26,7 +25,7 @@ extension Ledger {
 
     /// A notification's body as received (nil: no such row): the one reconstruction, as for facts.
     func notificationBody(id: Int64, reader: SignedTextReader) throws -> [UInt8]? {
-        guard let row = try session.query("SELECT body, body_packed FROM notifications WHERE id = $1", .int(id)).first else {
+        guard let row = try session.query("SELECT body, body_packed FROM notifications WHERE id = \(id)").first else {
             return nil
         }
         return try reader.text(raw: try row.blob(0), packed: try row.optionalBlob(1))
@@ -38,11 +37,10 @@ extension Ledger {
         return try session.query(
             """
             SELECT id, kind, bundle_id, signed_date, environment, jws, signed_packed, payload, payload_packed FROM facts
-            WHERE id > $1 ORDER BY id LIMIT $2
-            """, .int(afterID), .int(Int64(limit))
-        ).map { row in
+            WHERE id > \(afterID) ORDER BY id LIMIT \(Int64(limit))
+            """).map { row in
             let text = try reader.text(
-                raw: Array(try row.text(5).utf8), packed: try row.optionalBlob(6), context: try FactPayload.bytes(row, text: 7, packed: 8))
+                raw: Array(try row.text(5).utf8), packed: try row.optionalBlob(6), context: try FactPayload.bytes(row))
             return SignedFactText(
                 id: try row.int(0), kind: try row.text(1), bundleId: try row.optionalText(2), signedDate: try row.optionalInt(3),
                 environment: try row.optionalText(4), text: String(decoding: text, as: UTF8.self))
@@ -56,8 +54,8 @@ extension Ledger {
     /// cursor moved, in the caller's transaction. Returns the rows looked at (0: the phase is done)
     /// and the cursor.
     func repackBatch(_ phase: RepackPhase, limit: Int, fault: RepackFault?) throws -> (rows: Int, cursor: Int64) {
-        let lock = isPostgres ? " FOR UPDATE" : ""
-        guard let state = try session.query("SELECT after_id, done FROM repack_progress WHERE phase = $1\(lock)", .text(phase.rawValue)).first,
+        let lock: SQLQuery = isPostgres ? " FOR UPDATE" : ""
+        guard let state = try session.query("SELECT after_id, done FROM repack_progress WHERE phase = \(phase.rawValue)\(lock)").first,
             try state.int(1) == 0
         else { return (0, 0) }
         let after = try state.int(0)
@@ -69,8 +67,7 @@ extension Ledger {
             case .compressFacts: try compressFacts(after: after, limit: limit)
             }
         try session.query(
-            "UPDATE repack_progress SET after_id = $1, done = $2 WHERE phase = $3", .int(last ?? after), .int(count < limit ? 1 : 0),
-            .text(phase.rawValue))
+            "UPDATE repack_progress SET after_id = \(last ?? after), done = \(count < limit ? 1 : 0) WHERE phase = \(phase.rawValue)")
         try fault?(phase.rawValue, last ?? after)
         return (count, last ?? after)
     }
@@ -83,17 +80,17 @@ extension Ledger {
         case compressFacts = "compress facts"
 
         /// The table it rewrites.
-        var table: String { self == .notifications ? "notifications" : "facts" }
+        var table: SQLQuery { self == .notifications ? "notifications" : "facts" }
     }
 
     /// The signed texts of a notification's facts, for references (rebuilt when packed).
     private func siblings(ofNotification id: Int64, reader: SignedTextReader) throws -> SignedSiblings {
         let rows = try session.query(
-            "SELECT kind, jws, signed_packed, payload, payload_packed FROM facts WHERE notification_id = $1", .int(id))
+            "SELECT kind, jws, signed_packed, payload, payload_packed FROM facts WHERE notification_id = \(id)")
         return SignedSiblings(
             try rows.map { row in
                 let raw = try reader.text(
-                    raw: Array(try row.text(1).utf8), packed: try row.optionalBlob(2), context: try FactPayload.bytes(row, text: 3, packed: 4))
+                    raw: Array(try row.text(1).utf8), packed: try row.optionalBlob(2), context: try FactPayload.bytes(row))
                 let text = String(decoding: raw, as: UTF8.self)
                 return (try row.text(0), text, FactDigest.hex(text))
             })
@@ -101,8 +98,7 @@ extension Ledger {
 
     private func repackFacts(after: Int64, limit: Int, reader: SignedTextReader) throws -> (Int, Int64?) {
         let rows = try session.query(
-            "SELECT id, notification_id, jws, CASE WHEN signed_packed IS NULL THEN 1 ELSE 0 END FROM facts WHERE id > $1 ORDER BY id LIMIT $2",
-            .int(after), .int(Int64(limit)))
+            "SELECT id, notification_id, jws, CASE WHEN signed_packed IS NULL THEN 1 ELSE 0 END FROM facts WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))")
         var siblingsByNotification: [Int64: SignedSiblings] = [:]
         for row in rows where try row.bool(3) {
             let text = Array(try row.text(2).utf8)
@@ -122,7 +118,7 @@ extension Ledger {
             // Only what gives the same bytes back replaces the text.
             guard try reader.unpack(packed, context: [], depth: 0) == text else { continue }
             try session.query(
-                "UPDATE facts SET jws = '', signed_packed = $1 WHERE id = $2 AND signed_packed IS NULL", .blob(packed), .int(try row.int(0)))
+                "UPDATE facts SET jws = '', signed_packed = \(packed) WHERE id = \(try row.int(0)) AND signed_packed IS NULL")
         }
         return (rows.count, try rows.last?.int(0))
     }
@@ -131,8 +127,8 @@ extension Ledger {
         let rows = try session.query(
             """
             SELECT id, body, CASE WHEN outcome = 'accepted' AND body_packed IS NULL THEN 1 ELSE 0 END FROM notifications
-            WHERE id > $1 ORDER BY id LIMIT $2
-            """, .int(after), .int(Int64(limit)))
+            WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))
+            """)
         for row in rows where try row.bool(2) {
             let id = try row.int(0)
             let body = try row.blob(1)
@@ -143,8 +139,7 @@ extension Ledger {
             let packed = try SignedTextPacker.encode(parts, headerIDs: [:], literals: nil)
             guard try reader.unpack(packed, context: [], depth: 0) == body else { continue }
             try session.query(
-                "UPDATE notifications SET body = $1, body_packed = $2 WHERE id = $3 AND body_packed IS NULL", .blob([]), .blob(packed),
-                .int(id))
+                "UPDATE notifications SET body = \([]), body_packed = \(packed) WHERE id = \(id) AND body_packed IS NULL")
         }
         return (rows.count, try rows.last?.int(0))
     }
@@ -158,8 +153,8 @@ extension Ledger {
         let rows = try session.query(
             """
             SELECT id, payload, signed_packed, CASE WHEN payload_packed IS NULL THEN 1 ELSE 0 END FROM facts
-            WHERE id > $1 ORDER BY id LIMIT $2
-            """, .int(after), .int(Int64(limit)))
+            WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))
+            """)
         for row in rows where try row.bool(3) {
             let json = Array(try row.text(1).utf8)
             let payload = try CompressedText.encode(json)
@@ -174,15 +169,14 @@ extension Ledger {
                 signed = rewritten
             }
             try session.query(
-                "UPDATE facts SET payload = '', payload_packed = $1, signed_packed = $2 WHERE id = $3 AND payload_packed IS NULL",
-                .blob(payload), signed.map { .blob($0) } ?? .null, .int(try row.int(0)))
+                "UPDATE facts SET payload = '', payload_packed = \(payload), signed_packed = \(signed) WHERE id = \(try row.int(0)) AND payload_packed IS NULL")
         }
         return (rows.count, try rows.last?.int(0))
     }
 
     /// The highest row id of a phase's table (progress reports).
     func repackTotal(_ phase: RepackPhase) throws -> Int64 {
-        try session.query("SELECT COALESCE(MAX(id), 0) FROM \(phase.table)", []).first?.int(0) ?? 0
+        try session.value("SELECT COALESCE(MAX(id), 0) FROM \(phase.table)", as: Int64.self) ?? 0
     }
 }
 
@@ -260,5 +254,3 @@ extension SessionBackedStore {
     }
 }
 
-extension SQLiteStore: SignedLedger {}
-extension PostgresStore: SignedLedger {}

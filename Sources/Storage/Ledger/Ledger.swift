@@ -54,7 +54,7 @@ struct Ledger {
         let sorted = Set(keys).sorted()
         guard !sorted.isEmpty else { return }
         try session.query(
-            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k", .text(Self.arrayLiteral(sorted)))
+            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest(\(Self.arrayLiteral(sorted))::text[]) AS k")
     }
 
     /// A PostgreSQL array literal of texts: `{"a","b"}`, with `\` and `"` escaped.
@@ -65,7 +65,7 @@ struct Ledger {
     /// Loads a customer, locking its row on PostgreSQL (`FOR NO KEY UPDATE`) so recomputations of one
     /// customer happen one after another, each seeing every committed fact.
     func lockedCustomer(_ id: Int64) throws -> CustomerRecord? {
-        try session.query(isPostgres ? Self.customerForUpdateSQL : Self.customerByIDSQL, .int(id)).first.map(Self.decodeCustomer)
+        try session.query(isPostgres ? Self.customerForUpdate(id: id) : Self.customer(id: id)).first.map(Self.decodeCustomer)
     }
 
     static func otidKey(_ otid: String) -> String { "otid:" + otid }
@@ -84,18 +84,13 @@ struct Ledger {
         // A body that is its facts' signed text and a little JSON is stored as references to them
         // (see `SignedPart`); a reference needs no header id.
         let body: [UInt8] = packed.body == nil ? message.body : []
-        var parameters: [SQLValue] = [
-            .text(message.source.rawValue), .int(message.receivedAt), SQLValue(message.notificationType), SQLValue(message.subtype),
-            .blob(body), try packed.body.map { .blob(try SignedTextPacker.encode($0, headerIDs: [:], literals: nil)) } ?? .null,
-        ]
-        let unpacked = layout == .unpacked
-        if unpacked { parameters.removeLast() }
-        if let uuid = message.notificationUUID {
-            guard let row = try session.query(Self.insertNotificationSQL[unpacked ? 2 : 0], [.text(uuid)] + parameters).first
-            else { return IngestResult(status: .duplicate) }
-            notificationID = try row.int(0)
+        let bodyPacked = try packed.body.map { try SignedTextPacker.encode($0, headerIDs: [:], literals: nil) }
+        let insert = Self.insertNotification(message, body: body, bodyPacked: bodyPacked, layout: layout)
+        if message.notificationUUID != nil {
+            guard let id = try session.value(insert, as: Int64.self) else { return IngestResult(status: .duplicate) }
+            notificationID = id
         } else {
-            notificationID = try session.query(Self.insertNotificationSQL[unpacked ? 3 : 1], [.null] + parameters)[0].int(0)
+            notificationID = try session.value(insert, as: Int64.self) ?? 0
         }
         try inject(.afterNotificationInsert)
 
@@ -117,32 +112,24 @@ struct Ledger {
         var looseTokens: Set<String> = []
         if !rows.isEmpty {
             let headerIDs = try internHeaders(packed.headers)
-            var parameters: [SQLValue] = []
-            parameters.reserveCapacity(rows.count * 14)
+            var tuples: [SQLQuery] = []
+            tuples.reserveCapacity(rows.count)
             for row in rows {
                 // Only the structure is assembled here (it needs the header ids): the JSON was
                 // compressed on the caller's thread.
                 let signed = try row.packed.map { try SignedTextPacker.encode($0, headerIDs: headerIDs, literals: row.packedLiterals) }
-                parameters += [.int(notificationID), .text(row.kind), .text(row.digest), .text(signed == nil ? row.signed : "")]
-                if layout != .unpacked { parameters.append(signed.map { .blob($0) } ?? .null) }
-                if layout == .compressed {
-                    parameters += try row.payloadColumns()
-                } else {
-                    parameters.append(.text(row.payload))
-                }
-                parameters += [
-                    SQLValue(row.transactionId), SQLValue(row.originalTransactionId),
-                    SQLValue(row.appAccountToken.map(Self.normalizeToken)), .text(row.fact.environment.rawValue),
-                    SQLValue(message.bundleId), .int(row.signedDate), .int(now),
-                ]
+                tuples.append(
+                    try Self.factValues(
+                        row, notificationID: notificationID, signed: signed == nil ? row.signed : "", signedPacked: signed,
+                        appAccountToken: row.appAccountToken.map(Self.normalizeToken), environment: row.fact.environment.rawValue,
+                        bundleId: message.bundleId, receivedAt: now, layout: layout))
             }
-            let sql = layout == .compressed ? Self.insertFactsSQL(count: rows.count) : Self.makeInsertFactsSQL(count: rows.count, layout: layout)
-            inserted = try session.query(sql, parameters).count
+            inserted = try session.query(Self.insertFacts(tuples, layout: layout)).count
             replayed = rows.count - inserted
             // A message without a UUID (a client post) whose facts are all replays says nothing
             // new: its row would only grow the ledger with every repost of the same transaction.
             if inserted == 0 && message.notificationUUID == nil {
-                try session.query("DELETE FROM notifications WHERE id = $1", .int(notificationID))
+                try session.query("DELETE FROM notifications WHERE id = \(notificationID)")
                 storedNotification = false
             }
         }
@@ -170,26 +157,25 @@ struct Ledger {
         // each loose token: one round trip.
         let sortedOTIDs = otids.sorted()
         let sortedTokens = looseTokens.sorted()
-        var statements: [SQLStatement] = []
+        var statements: [SQLQuery] = []
         let lockStatement = isPostgres && claim == nil && !lockKeys.isEmpty
         if lockStatement {
             statements.append(
-                SQLStatement(
-                    "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k",
-                    .text(Self.arrayLiteral(Set(lockKeys).sorted()))))
+                (
+                    "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest(\(Self.arrayLiteral(Set(lockKeys).sorted()))::text[]) AS k" as SQLQuery))
         }
         for otid in sortedOTIDs {
             statements.append(
-                SQLStatement(
+                (
                     """
                     SELECT (SELECT \(Self.rootOf("c")) FROM links l JOIN customers c ON c.id = l.customer_id
-                            WHERE l.original_transaction_id = $1),
-                           (SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = $2)
-                    """, .text(otid), SQLValue(tokenForOTID[otid])))
+                            WHERE l.original_transaction_id = \(otid)),
+                           (SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = \(tokenForOTID[otid]))
+                    """ as SQLQuery))
         }
         for token in sortedTokens {
             statements.append(
-                SQLStatement("SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = $1", .text(token)))
+                ("SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = \(token)" as SQLQuery))
         }
         var results = try session.pipeline(statements)[...]
         if lockStatement { results = results.dropFirst() }
@@ -223,7 +209,7 @@ struct Ledger {
         if !linkedNow.isEmpty {
             let earliest = try session.pipeline(
                 linkedNow.map {
-                    SQLStatement("SELECT MIN(COALESCE(signed_date, 0)) FROM facts WHERE original_transaction_id = $1", .text($0))
+                    ("SELECT MIN(COALESCE(signed_date, 0)) FROM facts WHERE original_transaction_id = \($0)" as SQLQuery)
                 })
             for result in earliest { if let date = try result.first?.optionalInt(0) { earliestSignedDate = min(earliestSignedDate, date) } }
         }
@@ -265,13 +251,8 @@ struct Ledger {
             """
             INSERT INTO notifications (notification_uuid, claimed_uuid, source, received_at, outcome, reject_code,
                                        notification_type, subtype, body, body_sha256, body_size)
-            VALUES (NULL, $1, $2, $3, 'rejected', $4, $5, $6, $7, $8, $9) RETURNING id
-            """,
-            SQLValue(message.notificationUUID.map { String($0.prefix(256)) }), .text(message.source.rawValue),
-            .int(message.receivedAt), .text(String(code.prefix(64))),
-            SQLValue(message.notificationType.map { String($0.prefix(64)) }), SQLValue(message.subtype.map { String($0.prefix(64)) }),
-            .blob(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))),
-            .text(Hex.encode(SHA256.hash(message.body))), .int(Int64(message.body.count)))
+            VALUES (NULL, \(message.notificationUUID.map { String($0.prefix(256)) }), \(message.source.rawValue), \(message.receivedAt), 'rejected', \(String(code.prefix(64))), \(message.notificationType.map { String($0.prefix(64)) }), \(message.subtype.map { String($0.prefix(64)) }), \(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))), \(Hex.encode(SHA256.hash(message.body))), \(Int64(message.body.count))) RETURNING id
+            """)
         let id = try rows[0].int(0)
         if countsIngest { countRejected(message, id: id, code: code) }
         return id
@@ -283,58 +264,78 @@ struct Ledger {
         return try session.query(
             """
             DELETE FROM notifications WHERE id IN (
-                SELECT id FROM notifications WHERE outcome = 'rejected' AND received_at < $1 ORDER BY id LIMIT $2)
+                SELECT id FROM notifications WHERE outcome = 'rejected' AND received_at < \(cutoff) ORDER BY id LIMIT \(Int64(limit)))
             RETURNING id
-            """, .int(cutoff), .int(Int64(limit))
-        ).count
+            """).count
     }
 
     static func normalizeToken(_ token: String) -> String { token.lowercased() }
 
     // MARK: Customers and links
 
-    static let customerColumns = "id, app_user_id, app_account_token, created_at"
-    static let customerByIDSQL = "SELECT \(customerColumns), merged_into FROM customers WHERE id = $1"
-    static let customerForUpdateSQL = "SELECT \(customerColumns), merged_into FROM customers WHERE id = $1 FOR NO KEY UPDATE"
-
-    /// The notification inserts: with a UUID (a repeat is a duplicate) or without (`$1` NULL);
-    /// then the same two as before schema version 14 (tests of the migration, the older layout's benchmark).
-    static let insertNotificationSQL: [String] = [true, false].flatMap { packed in
-        [true, false].map { unique in
-            """
-            INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body\(packed ? ", body_packed" : ""))
-            VALUES ($1, $2, $3, 'accepted', $4, $5, $6\(packed ? ", $7" : ""))\(unique ? " ON CONFLICT (notification_uuid) DO NOTHING" : "") RETURNING id
-            """
-        }
+    static let customerColumns: SQLQuery = "id, app_user_id, app_account_token, created_at"
+    static func customer(id: Int64) -> SQLQuery { "SELECT \(customerColumns), merged_into FROM customers WHERE id = \(id)" }
+    static func customerForUpdate(id: Int64) -> SQLQuery {
+        "SELECT \(customerColumns), merged_into FROM customers WHERE id = \(id) FOR NO KEY UPDATE"
     }
 
-    /// A multi-row fact insert (one round trip for a notification's facts); returns the ids of
-    /// the facts that were new.
-    static func insertFactsSQL(count: Int) -> String {
-        count <= commonFactInserts.count ? commonFactInserts[count - 1] : makeInsertFactsSQL(count: count)
-    }
-
-    /// The statements for 1…4 facts, built once (a notification usually carries one to three).
-    private static let commonFactInserts = (1...4).map { makeInsertFactsSQL(count: $0) }
-
-    static func makeInsertFactsSQL(count: Int, layout: LedgerLayout = .compressed) -> String {
-        let packed = layout != .unpacked
-        let compressed = layout == .compressed
-        let columns = 12 + (packed ? 1 : 0) + (compressed ? 1 : 0)
-        let rows = (0..<count).map { row in
-            "(" + (1...columns).map { "$\(row * columns + $0)" }.joined(separator: ", ") + ")"
-        }
+    /// The notification insert; with a UUID a repeat inserts nothing (a duplicate). Before schema
+    /// version 14 (tests of the migration, the older layout's benchmark) without `body_packed`.
+    static func insertNotification(_ message: ReceivedMessage, body: [UInt8], bodyPacked: [UInt8]?, layout: LedgerLayout) -> SQLQuery {
+        let packed: SQLQuery = layout == .unpacked ? "" : ", body_packed"
+        let packedValue: SQLQuery = layout == .unpacked ? "" : ", \(bodyPacked)"
+        let unique: SQLQuery = message.notificationUUID == nil ? "" : " ON CONFLICT (notification_uuid) DO NOTHING"
         return """
-            INSERT INTO facts (notification_id, kind, jws_sha256, jws,\(packed ? " signed_packed," : "") payload,\(compressed ? " payload_packed," : "")
+            INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body\(packed))
+            VALUES (\(message.notificationUUID), \(message.source.rawValue), \(message.receivedAt), 'accepted', \(message.notificationType),
+                \(message.subtype), \(body)\(packedValue))\(unique) RETURNING id
+            """
+    }
+
+    /// One fact's values for ``insertFacts(_:layout:)``, in its columns' order.
+    static func factValues(
+        _ row: FactRow, notificationID: Int64?, signed: String, signedPacked: [UInt8]?, appAccountToken: String?,
+        environment: String, bundleId: String?, receivedAt: Int64, layout: LedgerLayout
+    ) throws -> SQLQuery {
+        var values: SQLQuery = "\(notificationID), \(row.kind), \(row.digest), \(signed)"
+        if layout != .unpacked { values = values + ", \(signedPacked)" }
+        if layout == .compressed {
+            values = values + ", '', \(try row.payloadPacked ?? FactPayload.encode(row.payload))"
+        } else {
+            values = values + ", \(row.payload)"
+        }
+        return values + """
+            , \(row.transactionId), \(row.originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(row.signedDate),
+            \(receivedAt)
+            """
+    }
+
+    /// A multi-row fact insert (one round trip for a notification's facts) of ``factValues(_:notificationID:signed:signedPacked:appAccountToken:environment:bundleId:receivedAt:layout:)``;
+    /// returns the ids of the facts that were new.
+    static func insertFacts(_ facts: [SQLQuery], layout: LedgerLayout = .compressed) -> SQLQuery {
+        let packed: SQLQuery = layout == .unpacked ? "" : " signed_packed,"
+        let compressed: SQLQuery = layout == .compressed ? " payload_packed," : ""
+        let rows = SQLQuery.joined(facts.map { "(\($0))" }, separator: ", ")
+        return """
+            INSERT INTO facts (notification_id, kind, jws_sha256, jws,\(packed) payload,\(compressed)
                                transaction_id, original_transaction_id,
                                app_account_token, environment, bundle_id, signed_date, received_at)
-            VALUES \(rows.joined(separator: ", "))
+            VALUES \(rows)
             ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id
             """
     }
 
+    /// A customer's columns (``customerColumns``; a customer's row id is named `id`).
+    struct CustomerColumns: Decodable {
+        var id: Int64
+        var appUserId: String
+        var appAccountToken: String
+        var createdAt: Int64
+    }
+
     static func decodeCustomer(_ row: SQLRow) throws -> CustomerRecord {
-        CustomerRecord(id: try row.int(0), appUserId: try row.text(1), appAccountToken: try row.text(2), createdAt: try row.int(3))
+        let columns = try row.decode(CustomerColumns.self)
+        return CustomerRecord(id: columns.id, appUserId: columns.appUserId, appAccountToken: columns.appAccountToken, createdAt: columns.createdAt)
     }
 
     /// The customer an id belongs to: the id's own token and creation, the merged customer's row
@@ -342,23 +343,21 @@ struct Ledger {
     func customer(appUserId: String) throws -> CustomerRecord? {
         guard
             var customer = try session.query(
-                "SELECT \(Self.rootOf("c")), app_user_id, app_account_token, created_at FROM customers c WHERE app_user_id = $1",
-                .text(appUserId)
-            ).first.map(Self.decodeCustomer)
+                "SELECT \(Self.rootOf("c")) AS id, app_user_id, app_account_token, created_at FROM customers c WHERE app_user_id = \(appUserId)").first.map(Self.decodeCustomer)
         else { return nil }
         customer.aliases = Self.others(try group(rootID: customer.id).map(\.appUserId), than: appUserId)
         return customer
     }
 
     /// The row id of the customer a `customers` row (alias `table`) belongs to.
-    static func rootOf(_ table: String) -> String { "COALESCE(\(table).merged_into, \(table).id)" }
+    static func rootOf(_ table: SQLQuery) -> SQLQuery { "COALESCE(\(table).merged_into, \(table).id)" }
 
     func customer(id: Int64) throws -> CustomerRecord? {
-        try session.query(Self.customerByIDSQL, .int(id)).first.map(Self.decodeCustomer)
+        try session.query(Self.customer(id: id)).first.map(Self.decodeCustomer)
     }
 
     func customer(token: String) throws -> CustomerRecord? {
-        try session.query("SELECT \(Self.customerColumns) FROM customers WHERE app_account_token = $1", .text(token))
+        try session.query("SELECT \(Self.customerColumns) FROM customers WHERE app_account_token = \(token)")
             .first.map(Self.decodeCustomer)
     }
 
@@ -367,17 +366,16 @@ struct Ledger {
             """
             SELECT r.id, r.app_user_id, r.app_account_token, r.created_at
             FROM links l JOIN customers c ON c.id = l.customer_id JOIN customers r ON r.id = \(Self.rootOf("c"))
-            WHERE l.original_transaction_id = $1
-            """, .text(otid)
-        ).first.map(Self.decodeCustomer)
+            WHERE l.original_transaction_id = \(otid)
+            """).first.map(Self.decodeCustomer)
     }
 
     func insertLink(otid: String, customerID: Int64, now: Int64, via: String) throws {
         try session.query(
             """
-            INSERT INTO links (original_transaction_id, customer_id, linked_at, via) VALUES ($1, $2, $3, $4)
+            INSERT INTO links (original_transaction_id, customer_id, linked_at, via) VALUES (\(otid), \(customerID), \(now), \(via))
             ON CONFLICT (original_transaction_id) DO NOTHING
-            """, .text(otid), .int(customerID), .int(now), .text(via))
+            """)
     }
 
     /// Whether a subscription nobody owns goes to a placeholder (``UnlinkedSubscription``): not
@@ -386,15 +384,13 @@ struct Ledger {
     func placeholderMayHold(_ otid: String) throws -> Bool {
         guard UnlinkedSubscription.key(otid).utf8.count <= 512 else { return false }
         return try session.query(
-            "SELECT 1 FROM facts WHERE original_transaction_id = $1 AND app_account_token IS NOT NULL LIMIT 1", .text(otid)
-        ).isEmpty
+            "SELECT 1 FROM facts WHERE original_transaction_id = \(otid) AND app_account_token IS NOT NULL LIMIT 1").isEmpty
     }
 
     /// Gives the subscription `otid`, already linked, to another customer.
     func moveLink(otid: String, to customerID: Int64, now: Int64, via: String) throws {
         try session.query(
-            "UPDATE links SET customer_id = $1, linked_at = $2, via = $3 WHERE original_transaction_id = $4",
-            .int(customerID), .int(now), .text(via), .text(otid))
+            "UPDATE links SET customer_id = \(customerID), linked_at = \(now), via = \(via) WHERE original_transaction_id = \(otid)")
     }
 
     /// Returns the customer, creating it (and linking facts that already carry its token) when missing.
@@ -410,9 +406,9 @@ struct Ledger {
         try lockKeys([Self.tokenKey(token)])
         let rows = try session.query(
             """
-            INSERT INTO customers (app_user_id, app_account_token, created_at) VALUES ($1, $2, $3)
+            INSERT INTO customers (app_user_id, app_account_token, created_at) VALUES (\(appUserId), \(token), \(now))
             ON CONFLICT DO NOTHING RETURNING \(Self.customerColumns)
-            """, .text(appUserId), .text(token), .int(now))
+            """)
         guard let row = rows.first else {
             // Created concurrently (same appUserId), or the token belongs to someone else.
             if let existing = try customer(appUserId: appUserId) { return existing }
@@ -420,12 +416,11 @@ struct Ledger {
         }
         let created = try Self.decodeCustomer(row)
         // Facts that arrived before the customer existed: link their subscriptions now.
-        let orphans = try session.query(
+        let orphans = try session.values(
             """
             SELECT DISTINCT original_transaction_id FROM facts
-            WHERE app_account_token = $1 AND original_transaction_id IS NOT NULL
-            """, .text(token)
-        ).map { try $0.text(0) }
+            WHERE app_account_token = \(token) AND original_transaction_id IS NOT NULL
+            """, as: String.self)
         try lockKeys(orphans.map(Self.otidKey))
         for otid in orphans.sorted() {
             if let current = try owner(of: otid) {

@@ -15,6 +15,13 @@ enum SQLValue: Sendable, Hashable {
 /// One result row. PostgreSQL returns every value as text; the accessors convert.
 struct SQLRow: Sendable {
     var values: [SQLValue]
+    /// The result's column names, shared by its rows.
+    var columns: SQLColumns = .none
+
+    init(values: [SQLValue], columns: SQLColumns = .none) {
+        self.values = values
+        self.columns = columns
+    }
 
     func int(_ index: Int) throws -> Int64 {
         guard let value = try optionalInt(index) else {
@@ -115,8 +122,8 @@ struct SQLStatement {
 
 extension SQLSession {
     @discardableResult
-    func query(_ sql: String, _ parameters: SQLValue...) throws -> [SQLRow] {
-        try query(sql, parameters)
+    func query(_ sql: String, _ first: SQLValue, _ rest: SQLValue...) throws -> [SQLRow] {
+        try query(sql, [first] + rest)
     }
 }
 

@@ -13,14 +13,12 @@ extension Schema {
     /// decode as an engine fact (not written by the server) is left alone.
     static func rekeyUnsignedFacts(_ session: any SQLSession) throws {
         let decoder = JSONDecoder()
-        let kinds = unsignedFactKinds.map { "'\($0)'" }.joined(separator: ", ")
         var after: Int64 = 0
         while true {
             let rows = try session.query(
-                "SELECT id, kind, payload, jws_sha256 FROM facts WHERE id > $1 AND kind IN (\(kinds)) ORDER BY id LIMIT 500",
-                .int(after))
+                "SELECT id, kind, payload, jws_sha256 FROM facts WHERE id > \(after) AND kind IN (\(list: unsignedFactKinds.sorted())) ORDER BY id LIMIT 500")
             guard !rows.isEmpty else { return }
-            var updates: [SQLStatement] = []
+            var updates: [SQLQuery] = []
             for row in rows {
                 after = try row.int(0)
                 guard let fact = try? decoder.decode(Fact.self, from: Data(try row.text(2).utf8)),
@@ -29,11 +27,11 @@ extension Schema {
                 let key = FactDigest.hex(identity)
                 guard key != (try row.text(3)) else { continue }
                 updates.append(
-                    SQLStatement(
+                    (
                         """
-                        UPDATE facts SET jws_sha256 = $1, jws = $2
-                        WHERE id = $3 AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = $4 AND jws_sha256 = $1)
-                        """, .text(key), .text(identity), .int(after), .text(try row.text(1))))
+                        UPDATE facts SET jws_sha256 = \(key), jws = \(identity)
+                        WHERE id = \(after) AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = \(try row.text(1)) AND jws_sha256 = \(key))
+                        """ as SQLQuery))
             }
             if !updates.isEmpty { _ = try session.pipeline(updates) }
         }

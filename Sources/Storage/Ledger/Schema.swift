@@ -440,21 +440,21 @@ enum Schema {
         var after: Int64 = 0
         while true {
             let rows = try session.query(
-                "SELECT id, kind, jws, jws_sha256 FROM facts WHERE id > $1 ORDER BY id LIMIT 500", .int(after))
+                "SELECT id, kind, jws, jws_sha256 FROM facts WHERE id > \(after) ORDER BY id LIMIT 500")
             guard !rows.isEmpty else { return }
             // One round trip per chunk; the statements run in order, so a twin later in the chunk
             // sees the key an earlier row just took.
-            var updates: [SQLStatement] = []
+            var updates: [SQLQuery] = []
             for row in rows {
                 after = try row.int(0)
                 let key = FactDigest.hex(try row.text(2))
                 guard key != (try row.text(3)) else { continue }
                 updates.append(
-                    SQLStatement(
+                    (
                         """
-                        UPDATE facts SET jws_sha256 = $1
-                        WHERE id = $2 AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = $3 AND jws_sha256 = $1)
-                        """, .text(key), .int(after), .text(try row.text(1))))
+                        UPDATE facts SET jws_sha256 = \(key)
+                        WHERE id = \(after) AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = \(try row.text(1)) AND jws_sha256 = \(key))
+                        """ as SQLQuery))
             }
             if !updates.isEmpty { _ = try session.pipeline(updates) }
         }
@@ -485,7 +485,7 @@ enum Schema {
 
     /// The highest applied version (0 for an empty database). Assumes the table exists.
     static func currentVersion(_ session: any SQLSession) throws -> Int {
-        let rows = try session.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [])
+        let rows = try session.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
         return Int(try rows.first?.int(0) ?? 0)
     }
 
@@ -501,7 +501,7 @@ enum Schema {
         // Every version not recorded yet, not only those above the highest: versions are numbered
         // as the work that needs them is planned, so one may land after a higher one (17 after 19),
         // and a database the higher one already migrated still needs it.
-        let recorded = Set(try session.query("SELECT version FROM schema_migrations", []).map { Int(try $0.int(0)) })
+        let recorded = Set(try session.query("SELECT version FROM schema_migrations").map { Int(try $0.int(0)) })
         var applied: [Int] = []
         for migration in migrations where !recorded.contains(migration.version) && migration.version <= (limit ?? latestVersion) {
             if migration.only == nil || migration.only == session.dialect {
@@ -509,8 +509,7 @@ enum Schema {
                 try migration.step?(session)
             }
             try session.query(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-                .int(Int64(migration.version)), .text(migration.name), .text(appliedAt))
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (\(Int64(migration.version)), \(migration.name), \(appliedAt))")
             applied.append(migration.version)
         }
         return MigrationReport(applied: applied, currentVersion: max(current, applied.max() ?? current))
@@ -519,7 +518,7 @@ enum Schema {
     /// The tables whose rows of the older layout are still to be repacked (version 14 on).
     static func pendingRepack(_ session: any SQLSession, version: Int) throws -> [String] {
         guard version >= packedSignedTextVersion else { return [] }
-        return try session.query("SELECT phase FROM repack_progress WHERE done = 0", []).map { try $0.text(0) }
+        return try session.values("SELECT phase FROM repack_progress WHERE done = 0", as: String.self)
     }
 
     /// Verifies without migrating: throws `SCHEMA_TOO_NEW` for a newer schema.

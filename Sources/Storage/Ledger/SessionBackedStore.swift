@@ -115,13 +115,12 @@ extension SessionBackedStore {
     func notificationReceivedAt(notificationUUID: String) async throws -> Int64? {
         try await read { session in
             try session.query(
-                "SELECT received_at FROM notifications WHERE notification_uuid = $1", .text(notificationUUID)
-            ).first.map { try $0.int(0) }
+                "SELECT received_at FROM notifications WHERE notification_uuid = \(notificationUUID)").first.map { try $0.int(0) }
         }
     }
 
     func ping() async throws {
-        _ = try await read { try $0.query("SELECT 1", []) }
+        _ = try await read { try $0.query("SELECT 1") }
     }
 
     func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
@@ -172,9 +171,9 @@ extension SessionBackedStore {
 
 extension SessionBackedStore {
     /// Test support: every row of a query, each value as text (nil for NULL).
-    func _texts(_ sql: String) async throws -> [[String?]] {
+    func _texts(_ query: SQLQuery) async throws -> [[String?]] {
         try await read { session in
-            try session.query(sql, []).map { row in try row.values.indices.map { try row.optionalText($0) } }
+            try session.query(query).map { row in try row.values.indices.map { try row.optionalText($0) } }
         }
     }
 }

@@ -294,7 +294,7 @@ final class SignedTextReader {
 
     private func header(_ id: Int64) throws -> [UInt8] {
         if let cached = headers[id] { return cached }
-        guard let row = try session.query("SELECT header FROM jws_headers WHERE id = $1", .int(id)).first else {
+        guard let row = try session.query("SELECT header FROM jws_headers WHERE id = \(id)").first else {
             throw Self.corrupt("JWS header \(id) is missing")
         }
         let header = Array(try row.text(0).utf8)
@@ -305,12 +305,11 @@ final class SignedTextReader {
     private func fact(kind: String, digest: String, depth: Int) throws -> [UInt8] {
         guard
             let row = try session.query(
-                "SELECT jws, signed_packed, payload, payload_packed FROM facts WHERE kind = $1 AND jws_sha256 = $2", .text(kind), .text(digest)
-            ).first
+                "SELECT jws, signed_packed, payload, payload_packed FROM facts WHERE kind = \(kind) AND jws_sha256 = \(digest)").first
         else { throw Self.corrupt("referenced fact \(kind) \(digest) is missing") }
         let packed = try row.blob(1)
         guard !packed.isEmpty else { return Array(try row.text(0).utf8) }
-        return try unpack(packed, context: try FactPayload.bytes(row, text: 2, packed: 3), depth: depth + 1)
+        return try unpack(packed, context: try FactPayload.bytes(row), depth: depth + 1)
     }
 
     static func corrupt(_ what: String) -> StorageError {

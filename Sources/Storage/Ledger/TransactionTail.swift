@@ -131,21 +131,21 @@ final class TransactionTail {
 
     /// The statements that write the transaction's share, in the lock order (see the top of this
     /// file); empties the tail. Rows whose changes sum to nothing are left alone.
-    func statements(dialect: SQLDialect) -> [SQLStatement] {
+    func statements(dialect: SQLDialect) -> [SQLQuery] {
         release()
         defer { kept = Share() }
         guard !kept.isEmpty else { return [] }
-        var statements: [SQLStatement] = []
+        var statements: [SQLQuery] = []
         for (key, value) in kept.metrics.sorted(by: { $0.key < $1.key }) where value != 0 {
-            statements.append(SQLStatement(
-                Ledger.metricDailySQL, .text(key.environment), .int(key.day), .text(key.kind), .text(key.currency), .int(value)))
+            statements.append(
+                Ledger.addMetric(environment: key.environment, day: key.day, kind: key.kind, currency: key.currency, change: value))
         }
         for (key, count) in kept.hourly.sorted(by: { $0.key < $1.key }) {
-            statements.append(SQLStatement(IngestCounters.countSQL, .int(key.hour), .text(key.code), .int(key.shard), .int(count)))
+            statements.append(IngestCounters.addCount(hour: key.hour, code: key.code, shard: key.shard, count: count))
         }
         for (key, receivedAt) in kept.latest.sorted(by: { $0.key < $1.key }) {
             statements.append(
-                SQLStatement(IngestCounters.latestSQL, .text(key.bundleId), .text(key.environment), .int(key.shard), .int(receivedAt)))
+                IngestCounters.advanceLatest(bundleId: key.bundleId, environment: key.environment, shard: key.shard, receivedAt: receivedAt))
         }
         if !kept.events.isEmpty {
             // PostgreSQL: `seq` is drawn at the insert but seen at the commit, so concurrent
@@ -153,7 +153,7 @@ final class TransactionTail {
             // lock, held to the commit that follows at once, makes appends commit in `seq` order.
             // One lock per schema: servers of other schemas in the database never wait for it.
             if dialect == .postgres {
-                statements.append(SQLStatement("SELECT pg_advisory_xact_lock(hashtextextended('entitled.events.' || current_schema(), 0))"))
+                statements.append(("SELECT pg_advisory_xact_lock(hashtextextended('entitled.events.' || current_schema(), 0))" as SQLQuery))
             }
             for pending in kept.events { statements.append(Ledger.insertEventStatement(pending.event, customerID: pending.customerID)) }
         }

@@ -227,6 +227,7 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         let columnCount = PQnfields(result)
         var rows: [SQLRow] = []
         rows.reserveCapacity(Int(rowCount))
+        let names = SQLColumns((0..<columnCount).map { PQfname(result, $0).map { String(cString: $0) } ?? "" })
         for row in 0..<rowCount {
             var values: [SQLValue] = []
             values.reserveCapacity(Int(columnCount))
@@ -237,7 +238,7 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
                     values.append(.text(String(cString: PQgetvalue(result, row, column))))
                 }
             }
-            rows.append(SQLRow(values: values))
+            rows.append(SQLRow(values: values, columns: names))
         }
         return rows
     }

@@ -21,8 +21,8 @@ final class CommitPosition: Sendable {
     }
 
     /// A `pg_lsn` query's answer as a number; nil when it is NULL (e.g. replay position on a primary).
-    static func lsn(_ session: any SQLSession, _ sql: String) throws -> UInt64? {
-        guard let text = try session.query(sql, []).first?.optionalText(0) else { return nil }
+    static func lsn(_ session: any SQLSession, _ query: SQLQuery) throws -> UInt64? {
+        guard let text = try session.value(query, as: String?.self) ?? nil else { return nil }
         return parse(text)
     }
 
@@ -59,17 +59,17 @@ struct ReplicaNeed: Sendable, Equatable {
             let row = try session.query(
                 """
                 SELECT (s.app_user_id IS NOT NULL)::int, s.commit_lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint
-                FROM (SELECT 1) AS one LEFT JOIN customer_states s ON s.app_user_id = $1
-                """, .text(appUserId)
-            ).first, try row.bool(0)
+                FROM (SELECT 1) AS one LEFT JOIN customer_states s ON s.app_user_id = \(appUserId)
+                """).first, try row.bool(0)
         else { return nil }
         return ReplicaNeed(
             appUserId: appUserId, stamp: try row.optionalInt(1).map { UInt64(max(0, $0)) }, horizon: UInt64(max(0, try row.int(2))))
     }
 
     /// The replica's replay position and its copy of the customer's stamp, in one statement.
-    static let replicaSQL =
-        "SELECT pg_last_wal_replay_lsn()::text, (SELECT commit_lsn FROM customer_states WHERE app_user_id = $1)"
+    static func replicaPosition(appUserId: String) -> SQLQuery {
+        "SELECT pg_last_wal_replay_lsn()::text, (SELECT commit_lsn FROM customer_states WHERE app_user_id = \(appUserId))"
+    }
 }
 
 /// Where a read goes, given what the replica is known to have.
@@ -187,7 +187,7 @@ final class ReplicaReads: Sendable {
                     // NULL: not a standby (e.g. promoted), whose data may be older than the primary's.
                     let copy: UInt64??
                     if let need {
-                        let row = try session.query(ReplicaNeed.replicaSQL, .text(need.appUserId)).first
+                        let row = try session.query(ReplicaNeed.replicaPosition(appUserId: need.appUserId)).first
                         replayed = try row?.optionalText(0).flatMap(CommitPosition.parse) ?? 0
                         copy = .some(try row?.optionalInt(1).map { UInt64(max(0, $0)) })
                     } else {

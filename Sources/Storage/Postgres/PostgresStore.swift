@@ -230,7 +230,7 @@ final class PostgresStore: SessionBackedStore {
 
     /// The primary only: `/readyz` tells whether the primary answers, whatever the replicas do.
     func ping() async throws {
-        _ = try await submit(isWrite: false, on: queue) { try $0.query("SELECT 1", []) }
+        _ = try await submit(isWrite: false, on: queue) { try $0.query("SELECT 1") }
     }
 
     // MARK: LedgerStore
@@ -252,7 +252,7 @@ final class PostgresStore: SessionBackedStore {
             // than any request should: no statement timeout here.
             let migrate = {
                 // Serializes migrators across processes until this transaction commits.
-                try session.query("SELECT pg_advisory_xact_lock(7245001)", [])
+                try session.query("SELECT pg_advisory_xact_lock(7245001)")
                 if let schema { try session.execute("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"") }
                 let report = try Schema.migrate(session, appliedAt: stamp, upTo: limit)
                 return (report, try Schema.pendingRepack(session, version: report.currentVersion))
@@ -284,17 +284,17 @@ final class PostgresStore: SessionBackedStore {
             }
             return
         }
-        let first = SQLValue.int(Int64(range.lowerBound))
-        let last = SQLValue.int(Int64(range.upperBound - 1))
-        let stamp = SQLValue.int(now)
+        let first = Int64(range.lowerBound)
+        let last = Int64(range.upperBound - 1)
+        let stamp = now
         try await write { session in
             try session.query(
                 """
                 INSERT INTO customers (app_user_id, app_account_token, created_at)
-                SELECT 'user-' || g, '00000000-0000-4000-8000-' || lpad(g::text, 12, '0'), $3::bigint
-                FROM generate_series($1::bigint, $2::bigint) AS g
-                """, first, last, stamp)
-            let mapped = "FROM generate_series($1::bigint, $2::bigint) AS g JOIN customers c ON c.app_user_id = 'user-' || g"
+                SELECT 'user-' || g, '00000000-0000-4000-8000-' || lpad(g::text, 12, '0'), \(stamp)::bigint
+                FROM generate_series(\(first)::bigint, \(last)::bigint) AS g
+                """)
+            let mapped: SQLQuery = "FROM generate_series(\(first)::bigint, \(last)::bigint) AS g JOIN customers c ON c.app_user_id = 'user-' || g"
             // The same state document and encoded rows (see RowCodec) that the Swift path writes.
             try session.query(
                 """
@@ -306,39 +306,38 @@ final class PostgresStore: SessionBackedStore {
                         || length(x.expires::text) || ':' || x.expires || '~1:110:Production'
                         || 'S' || length(x.otid) || ':' || x.otid || '23:com.example.pro.monthly3:pro6:active'
                         || length(x.expires::text) || ':' || x.expires || '~1:110:Production',
-                    $3::bigint
-                FROM generate_series($1::bigint, $2::bigint) AS g
+                    \(stamp)::bigint
+                FROM generate_series(\(first)::bigint, \(last)::bigint) AS g
                 JOIN customers c ON c.app_user_id = 'user-' || g
-                CROSS JOIN LATERAL (SELECT '2000000' || g AS otid, $3::bigint + (g % 720) * 3600000 AS expires) AS x
-                """, first, last, stamp)
+                CROSS JOIN LATERAL (SELECT '2000000' || g AS otid, \(stamp)::bigint + (g % 720) * 3600000 AS expires) AS x
+                """)
             try session.query(
                 """
                 INSERT INTO entitlement_projections (customer_id, entitlement, environment, status, active, product_id,
                     original_transaction_id, expires_at, grace_until, will_renew)
                 SELECT c.id, 'pro', 'Production', 'active', 1, 'com.example.pro.monthly', '2000000' || g,
-                    $3::bigint + (g % 720) * 3600000, NULL, 1
+                    \(stamp)::bigint + (g % 720) * 3600000, NULL, 1
                 \(mapped)
-                """, first, last, stamp)
+                """)
             try session.query(
                 """
                 INSERT INTO subscription_projections (original_transaction_id, customer_id, product_id, group_id, status,
                     expires_at, grace_until, auto_renew, environment)
-                SELECT '2000000' || g, c.id, 'com.example.pro.monthly', 'pro', 'active', $3::bigint + (g % 720) * 3600000,
+                SELECT '2000000' || g, c.id, 'com.example.pro.monthly', 'pro', 'active', \(stamp)::bigint + (g % 720) * 3600000,
                     NULL, 1, 'Production'
                 \(mapped)
-                """, first, last, stamp)
+                """)
             try session.execute("ANALYZE")
         }
     }
 
     func databaseBytes() async throws -> Int64 {
         try await read { session in
-            try session.query(
+            try session.value(
                 """
                 SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c
                 JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'
-                """, []
-            ).first?.int(0) ?? 0
+                """, as: Int64.self) ?? 0
         }
     }
 
@@ -348,7 +347,7 @@ final class PostgresStore: SessionBackedStore {
     }
 
     /// Test support: the first column of the first row of a query, as an integer.
-    func _scalar(_ sql: String) async throws -> Int64 {
-        try await read { try $0.query(sql, []).first?.optionalInt(0) ?? 0 }
+    func _scalar(_ query: SQLQuery) async throws -> Int64 {
+        try await read { try $0.value(query, as: Int64?.self).flatMap { $0 } ?? 0 }
     }
 }

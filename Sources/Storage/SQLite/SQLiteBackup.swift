@@ -21,7 +21,7 @@ extension SQLiteStore {
         let copy: @Sendable (any SQLSession) throws -> Void = { session in
             // One read transaction: the copy is the database as of one instant, while the writer
             // goes on committing (WAL). SQLite does not fsync the file it writes: done below.
-            try session.query("VACUUM INTO $1", .text(partial))
+            try session.query("VACUUM INTO \(partial)")
         }
         do {
             switch location {

@@ -15,6 +15,8 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
     let tail = TransactionTail()
     private let db: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
+    /// Each prepared statement's result columns, named once.
+    private var columns: [OpaquePointer: SQLColumns] = [:]
 
     /// Runs once, before the process's first connection initializes SQLite.
     private static let configured: Bool = {
@@ -138,6 +140,7 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
             try check(rc, "bind")
         }
         var rows: [SQLRow] = []
+        let names = columnNames(statement)
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { break }
@@ -170,9 +173,18 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
                     }
                 }
             }
-            rows.append(SQLRow(values: values))
+            rows.append(SQLRow(values: values, columns: names))
         }
         return rows
+    }
+
+    private func columnNames(_ statement: OpaquePointer) -> SQLColumns {
+        // A schema change recompiles a statement: a `SELECT *` may then have other columns.
+        if let known = columns[statement], known.names.count == sqlite3_column_count(statement) { return known }
+        let names = (0..<sqlite3_column_count(statement)).map { sqlite3_column_name(statement, $0).map { String(cString: $0) } ?? "" }
+        let named = SQLColumns(names)
+        columns[statement] = named
+        return named
     }
 
     func pipeline(_ statements: [SQLStatement]) throws -> [[SQLRow]] {

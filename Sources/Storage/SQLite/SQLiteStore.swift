@@ -151,9 +151,9 @@ final class SQLiteStore: SessionBackedStore {
             while committed.wait() == .rung {
                 if let last, committed.pause(until: last + .milliseconds(50)) == .closed { break }
                 last = DispatchTime.now()
-                let frames = (try? connection.query("PRAGMA wal_checkpoint(PASSIVE)", []).first?.optionalInt(1)) ?? nil
+                let frames = (try? connection.query("PRAGMA wal_checkpoint(PASSIVE)").first?.optionalInt(1)) ?? nil
                 if let frames, frames >= restartPages {
-                    _ = try? connection.query("PRAGMA wal_checkpoint(RESTART)", [])
+                    _ = try? connection.query("PRAGMA wal_checkpoint(RESTART)")
                 }
                 self.checkpoints.add(1, ordering: .relaxed)
             }
@@ -179,7 +179,7 @@ final class SQLiteStore: SessionBackedStore {
             let t0 = DispatchTime.now().uptimeNanoseconds
             var t1 = t0
             do {
-                try connection.query("BEGIN IMMEDIATE", [])
+                try connection.query("BEGIN IMMEDIATE")
                 connection.tail.begin()
             } catch {
                 for job in jobs { job.finish(overriding: error) }
@@ -188,14 +188,14 @@ final class SQLiteStore: SessionBackedStore {
             do {
                 var failed: Int?
                 for (index, job) in jobs.enumerated() {
-                    if savepoints { try connection.query("SAVEPOINT ingest", []) }
+                    if savepoints { try connection.query("SAVEPOINT ingest") }
                     let succeeded = job.perform(connection)
                     // SQLite ends the whole transaction by itself after some errors (I/O, full disk):
                     // then nothing of the group can be trusted and every job fails.
                     if !succeeded && connection.isAutocommit { throw job.failure ?? StorageError(.unavailable) }
                     if savepoints {
-                        if !succeeded { try connection.query("ROLLBACK TO ingest", []) }
-                        try connection.query("RELEASE ingest", [])
+                        if !succeeded { try connection.query("ROLLBACK TO ingest") }
+                        try connection.query("RELEASE ingest")
                     }
                     if succeeded { connection.tail.release() } else { connection.tail.rollBack() }
                     if !savepoints && !succeeded {
@@ -215,7 +215,7 @@ final class SQLiteStore: SessionBackedStore {
                 try connection.tail.flush(connection)
                 if let fault { try Ledger(session: connection, fault: fault).inject(.beforeCommit) }
                 t1 = DispatchTime.now().uptimeNanoseconds
-                try connection.query("COMMIT", [])
+                try connection.query("COMMIT")
                 stats.work += t1 - t0
                 stats.commit += DispatchTime.now().uptimeNanoseconds - t1
             } catch {
@@ -339,8 +339,8 @@ final class SQLiteStore: SessionBackedStore {
     }
 
     /// Test support: the first column of the first row of a query, as an integer.
-    func _scalar(_ sql: String) async throws -> Int64 {
-        try await read { try $0.query(sql, []).first?.optionalInt(0) ?? 0 }
+    func _scalar(_ query: SQLQuery) async throws -> Int64 {
+        try await read { try $0.value(query, as: Int64?.self).flatMap { $0 } ?? 0 }
     }
 }
 
@@ -348,10 +348,8 @@ extension SQLiteStore {
     /// The database's logical size (pages in use, including those still in the WAL).
     func databaseBytes() async throws -> Int64 {
         try await read { session in
-            try session.query(
-                "SELECT (c.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() AS c, pragma_freelist_count() AS f, pragma_page_size() AS s",
-                []
-            ).first?.int(0) ?? 0
+            try session.value(
+                "SELECT (c.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() AS c, pragma_freelist_count() AS f, pragma_page_size() AS s", as: Int64.self) ?? 0
         }
     }
 }

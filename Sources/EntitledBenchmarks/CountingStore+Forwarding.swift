@@ -1,0 +1,92 @@
+import Entitlements
+import Storage
+
+/// The store's other capabilities, passed to the store under the count as they are.
+extension CountingStore {
+    func enqueueJob(
+        kind: String, key: String, bundleId: String, subject: String, now: Int64, unlessFactsOf originalTransactionId: String?
+    ) async throws -> Bool {
+        try await base.enqueueJob(kind: kind, key: key, bundleId: bundleId, subject: subject, now: now, unlessFactsOf: originalTransactionId)
+    }
+    func claimJob(owner: String, now: Int64, leaseUntil: Int64) async throws -> DurableJob? {
+        try await base.claimJob(owner: owner, now: now, leaseUntil: leaseUntil)
+    }
+    func finishJob(_ id: Int64, owner: String, outcome: DurableJobOutcome, now: Int64) async throws -> Bool {
+        try await base.finishJob(id, owner: owner, outcome: outcome, now: now)
+    }
+    func jobs(status: DurableJobStatus?, limit: Int) async throws -> [DurableJob] { try await base.jobs(status: status, limit: limit) }
+
+    func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup {
+        try await base.metricRollup(environment: environment, fromDay: fromDay, toDay: toDay)
+    }
+    func backfillMetrics(projector: any Projector, limit: Int) async throws -> Int {
+        try await base.backfillMetrics(projector: projector, limit: limit)
+    }
+    func searchCustomers(_ query: String, after: String?, limit: Int) async throws -> [CustomerMatch] {
+        try await base.searchCustomers(query, after: after, limit: limit)
+    }
+    func exactCustomers(_ ids: [String]) async throws -> [CustomerMatch] { try await base.exactCustomers(ids) }
+    func knownTransactions(_ transactionIds: [String]) async throws -> Set<String> { try await base.knownTransactions(transactionIds) }
+    func ingestHealth(since: Int64, now: Int64) async throws -> IngestHealth { try await base.ingestHealth(since: since, now: now) }
+    func recordSupportAction(_ action: SupportAction, appUserIds: [String]) async throws {
+        try await base.recordSupportAction(action, appUserIds: appUserIds)
+    }
+    func supportActions(appUserId: String, limit: Int) async throws -> [SupportAction] {
+        try await base.supportActions(appUserId: appUserId, limit: limit)
+    }
+
+    func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: any Projector, now: Int64) async throws -> AliasOutcome {
+        try await base.addAlias(alias, to: appUserId, actor: actor, projector: projector, now: now)
+    }
+    func appendCustomerFact(_ fact: Fact, projector: any Projector, now: Int64) async throws -> Bool {
+        try await base.appendCustomerFact(fact, projector: projector, now: now)
+    }
+    func exportCustomer(appUserId: String) async throws -> CustomerExport? { try await base.exportCustomer(appUserId: appUserId) }
+    func eraseCustomer(appUserId: String, actor: String?, now: Int64) async throws -> ErasureReport? {
+        try await base.eraseCustomer(appUserId: appUserId, actor: actor, now: now)
+    }
+
+    func recordConsent(appUserId: String, consented: Bool, now: Int64) async throws {
+        try await base.recordConsent(appUserId: appUserId, consented: consented, now: now)
+    }
+    func consent(appUserId: String) async throws -> Bool? { try await base.consent(appUserId: appUserId) }
+
+    func acquireReconcileLease(_ key: ReconcileKey, owner: String, now: Int64, expiresAt: Int64) async throws -> ReconcileLease {
+        try await base.acquireReconcileLease(key, owner: owner, now: now, expiresAt: expiresAt)
+    }
+    func advanceReconcileWatermark(_ key: ReconcileKey, owner: String, to watermark: Int64, now: Int64) async throws -> Bool {
+        try await base.advanceReconcileWatermark(key, owner: owner, to: watermark, now: now)
+    }
+    func releaseReconcileLease(_ key: ReconcileKey, owner: String) async throws { try await base.releaseReconcileLease(key, owner: owner) }
+
+    func recordOfferSignature(_ record: OfferSignatureRecord) async throws { try await base.recordOfferSignature(record) }
+    func offerSignatures(appUserId: String, limit: Int) async throws -> [OfferSignatureRecord] {
+        try await base.offerSignatures(appUserId: appUserId, limit: limit)
+    }
+    func purgeOfferSignatures(signedBefore: Int64) async throws -> Int { try await base.purgeOfferSignatures(signedBefore: signedBefore) }
+
+    func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome {
+        try await base.spend(request, projector: projector, now: now)
+    }
+
+    func signedFacts(after afterID: Int64, limit: Int) async throws -> [SignedFactText] {
+        try await base.signedFacts(after: afterID, limit: limit)
+    }
+    func notificationBody(id: Int64) async throws -> [UInt8]? { try await base.notificationBody(id: id) }
+
+    func recordRetentionRequests(_ records: [RetentionRequestRecord]) async throws { try await base.recordRetentionRequests(records) }
+    func undecidedRetentionRequests(requestedBefore: Int64, limit: Int) async throws -> [RetentionRequestRecord] {
+        try await base.undecidedRetentionRequests(requestedBefore: requestedBefore, limit: limit)
+    }
+    func decideRetentionRequests(_ decisions: [(id: Int64, outcome: String?)], checkedAt: Int64) async throws {
+        try await base.decideRetentionRequests(decisions, checkedAt: checkedAt)
+    }
+    func retentionRuleCounts(since: Int64) async throws -> [RetentionRuleCounts] { try await base.retentionRuleCounts(since: since) }
+    func purgeRetentionRequests(requestedBefore: Int64) async throws -> Int {
+        try await base.purgeRetentionRequests(requestedBefore: requestedBefore)
+    }
+
+    func backfillPlaceholders(projector: any Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
+        try await base.backfillPlaceholders(projector: projector, now: now, limit: limit)
+    }
+}

@@ -1,0 +1,69 @@
+import Entitlements
+@testable import Storage
+
+/// The rest of the store's capabilities behind ``TestLedger``'s switches.
+extension SwitchedStore {
+    func enqueueJob(
+        kind: String, key: String, bundleId: String, subject: String, now: Int64, unlessFactsOf originalTransactionId: String?
+    ) async throws -> Bool {
+        try up()
+        return try await base.enqueueJob(kind: kind, key: key, bundleId: bundleId, subject: subject, now: now, unlessFactsOf: originalTransactionId)
+    }
+    func claimJob(owner: String, now: Int64, leaseUntil: Int64) async throws -> DurableJob? {
+        try up()
+        return try await base.claimJob(owner: owner, now: now, leaseUntil: leaseUntil)
+    }
+    func finishJob(_ id: Int64, owner: String, outcome: DurableJobOutcome, now: Int64) async throws -> Bool {
+        try up()
+        return try await base.finishJob(id, owner: owner, outcome: outcome, now: now)
+    }
+    func jobs(status: DurableJobStatus?, limit: Int) async throws -> [DurableJob] {
+        try up()
+        return try await base.jobs(status: status, limit: limit)
+    }
+
+    func recordConsent(appUserId: String, consented: Bool, now: Int64) async throws {
+        try up()
+        try await base.recordConsent(appUserId: appUserId, consented: consented, now: now)
+    }
+    func consent(appUserId: String) async throws -> Bool? {
+        try up()
+        return try await base.consent(appUserId: appUserId)
+    }
+
+    func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {
+        try up()
+        return try await base.releaseEventHolds(projector: projector, now: now, limit: limit)
+    }
+    func nextEventHoldRelease() async throws -> Int64? {
+        try up()
+        return try await base.nextEventHoldRelease()
+    }
+
+    func acquireReconcileLease(_ key: ReconcileKey, owner: String, now: Int64, expiresAt: Int64) async throws -> ReconcileLease {
+        try up()
+        return try await base.acquireReconcileLease(key, owner: owner, now: now, expiresAt: expiresAt)
+    }
+    func advanceReconcileWatermark(_ key: ReconcileKey, owner: String, to watermark: Int64, now: Int64) async throws -> Bool {
+        try up()
+        return try await base.advanceReconcileWatermark(key, owner: owner, to: watermark, now: now)
+    }
+    func releaseReconcileLease(_ key: ReconcileKey, owner: String) async throws {
+        try up()
+        try await base.releaseReconcileLease(key, owner: owner)
+    }
+
+    func signedFacts(after afterID: Int64, limit: Int) async throws -> [SignedFactText] {
+        try up()
+        return try await base.signedFacts(after: afterID, limit: limit)
+    }
+    func notificationBody(id: Int64) async throws -> [UInt8]? {
+        try up()
+        return try await base.notificationBody(id: id)
+    }
+
+    func backfillPlaceholders(projector: any Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
+        try up()
+        return try await base.backfillPlaceholders(projector: projector, now: now, limit: limit)
+    }
+}
