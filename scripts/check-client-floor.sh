@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 files=(Clients/EntitledKit/Sources/EntitledKit/*.swift
-)
+       Examples/EntitledSample/App/*.swift)
 status=0
 for file in "${files[@]}"; do
   swiftc -parse "$file" || { echo "$file: does not parse" >&2; status=1; }
@@ -24,8 +24,8 @@ done
 # AsyncStream.makeStream (Swift 5.9 runtime), Synchronization (iOS 18), Observation (iOS 17),
 # AppTransaction (iOS 16), NavigationStack (iOS 16), Task.sleep(for:) (iOS 16).
 w='[^A-Za-z0-9_]'  # a word boundary (mawk has no \b)
-newer="(^|$w)(Duration|ContinuousClock|SuspendingClock|Mutex|AppTransaction|NavigationStack)(\$|$w)|\\.withLock(\$|$w)"
-newer+="|makeStream|import (Synchronization|Observation)|@Observable(\$|$w)|Task\\.sleep\\(for:"
+newer="(^|$w)(Duration|ContinuousClock|SuspendingClock|Mutex|AppTransaction|NavigationStack)(\$|$w)|[.]withLock(\$|$w)"
+newer+="|makeStream|import (Synchronization|Observation)|@Observable(\$|$w)|Task[.]sleep[(]for:"
 
 for file in "${files[@]}"; do
   awk -v pattern="$newer" -v file="$file" '
