@@ -83,9 +83,9 @@ public struct API: Sendable {
         metricsPage = MetricsRoutes(gate: gate, metrics: metrics)
         retention = RetentionRoutes(
             configuration: configuration, verifier: ingest.verifier, ledger: ledger, signers: offers.signers,
-            authenticator: gate.authenticator, budget: budget, clock: clock, codec: cache.codec, metrics: metrics)
+            gate: gate, clock: clock, codec: cache.codec, metrics: metrics)
         retentionSetup = RetentionSetupRoutes(
-            apps: configuration.apps, clients: serverAPI, requireConsole: { try gate.require($0, scope: .console) })
+            apps: configuration.apps, clients: serverAPI, gate: gate)
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).

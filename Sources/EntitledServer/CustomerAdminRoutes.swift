@@ -107,9 +107,7 @@ struct CustomerAdminRoutes: Sendable {
         let now = clock.nowMilliseconds()
         let export = try await Problems.store { () async throws(StorageError) in try await ledger.exportCustomer(appUserId: appUserId) }
         guard let export else { throw HTTPError(.customerNotFound, "no such customer") }
-        var response = try Response.json(CustomerExportBody(appUserId: appUserId, exportedAt: now, export: export))
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        return RequestInput.noStore(try .json(CustomerExportBody(appUserId: appUserId, exportedAt: now, export: export)))
     }
 
     /// `DELETE /v1/customers/{appUserId}` (admin): erasure of the customer and all of its ids.

@@ -147,30 +147,16 @@ public struct Ingest: Sendable {
             throw .rejected(Rejection(.invalidSharedSecret, "password does not match the app's shared secret"))
         }
         let raw = redacted(body)
-        let facts: [Fact]
-        do {
-            facts = try app.facts(fromV1: body)
-        } catch {
-            throw .rejected(Self.rejection(error))
-        }
+        let facts = try await Self.typed { try app.facts(fromV1: body) }
         let environment = Environment(
             body.environment?.appStoreEnvironment ?? body.unifiedReceipt?.environment?.appStoreEnvironment)
-        do {
-            try checkEnvironment(AppStoreEnvironment(rawValue: environment.rawValue), app: app)
-        } catch {
-            throw .rejected(Rejection(error))
-        }
+        try await Self.typed { try checkEnvironment(AppStoreEnvironment(rawValue: environment.rawValue), app: app) }
         // V1 has no id: the body's digest (without the password) stands in for one.
         let message = ReceivedMessage(
             notificationUUID: "v1:" + Hex.encode(Digests.hash(raw)), source: .appleV1, body: raw, receivedAt: now,
             notificationType: body.notificationType?.rawValue ?? "", bundleId: app.bundleId)
         // V1 facts have no signed form: their identity keys them.
-        let status: IngestResult.Status
-        do {
-            status = try await ledger.ingest(message, facts: facts.map { ($0, nil) })
-        } catch {
-            throw .storage(error)
-        }
+        let status = try await Self.typed { try await ledger.ingest(message, facts: facts.map { ($0, nil) }) }
         metrics.notificationIngested(version: "1", type: message.notificationType, subtype: message.subtype, status: status)
         return IngestedNotification(status: status, message: message, signedDate: nil, bundleId: app.bundleId)
     }

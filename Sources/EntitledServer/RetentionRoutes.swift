@@ -14,8 +14,7 @@ import Storage
 struct RetentionRoutes: Sendable {
     let responder: RetentionResponder
     let saveRates: RetentionSaveRates
-    let authenticator: Authenticator
-    let budget: RejectionBudget
+    let gate: AccessGate
     let clock: any EpochClock
     let codec: JSONCodec
     let metrics: ServerMetrics
@@ -37,7 +36,7 @@ struct RetentionRoutes: Sendable {
     func retentionMessage(_ request: Request) async throws -> Response {
         guard request.body.count <= Self.maxRequestBytes else { throw HTTPError.payloadTooLarge(limit: Self.maxRequestBytes) }
         // Verification is the expensive part: an address whose signatures keep failing is refused at once.
-        guard budget.allows(request.remoteAddress, .appleSignature) else { throw RejectionBudget.exhausted }
+        guard gate.budget.allows(request.remoteAddress, .appleSignature) else { throw RejectionBudget.exhausted }
         guard let envelope = try? codec.decode(RealtimeRequestBody.self, from: request.body) else {
             throw HTTPError(.invalidJSON, "the body is not {\"signedPayload\": \"…\"}")
         }
@@ -46,7 +45,7 @@ struct RetentionRoutes: Sendable {
             body = try await responder.respond(signedPayload: envelope.signedPayload)
         } catch .refused(let error) {
             metrics.retentionRequests.add(["refused"])
-            _ = budget.charge(request.remoteAddress, .appleSignature)
+            _ = gate.budget.charge(request.remoteAddress, .appleSignature)
             throw HTTPError(ProblemCode(error.code), error.message)
         } catch .internalError(let detail) {
             metrics.retentionRequests.add(["failed"])
@@ -56,20 +55,13 @@ struct RetentionRoutes: Sendable {
         let answer = body?.message != nil ? "message" : body?.alternateProduct != nil ? "alternateProduct" : body != nil ? "promotionalOffer" : "none"
         metrics.retentionRequests.add([answer])
         guard let body else { return Response(status: 204, headers: ["Cache-Control": "no-store"]) }
-        var response = try Response.json(body)
-        response.headers.set("Cache-Control", "no-store")
-        return response
+        return RequestInput.noStore(try .json(body))
     }
 
     /// `GET /v1/retention/save-rates?days=90` (`console` or `admin`): per app and rule, the
     /// requests of the last `days` days and what became of their subscriptions.
     func saveRateReport(_ request: Request) async throws -> Response {
-        do {
-            try authenticator.authorize(try authenticator.authenticate(request), scope: .console, appUserId: nil)
-        } catch {
-            guard budget.charge(request.remoteAddress, error.credential) else { throw RejectionBudget.exhausted }
-            throw error
-        }
+        try gate.require(request, scope: .console)
         var days = Self.defaultReportDays
         if let raw = request.query["days"] {
             guard let value = Int(raw), (1...Self.maxReportDays).contains(value) else {
@@ -99,7 +91,7 @@ extension RetentionRoutes {
     /// The routes over `ledger`, recording into its store's ``Storage/RetentionLog``.
     init(
         configuration: Configuration, verifier: any NotificationVerifying, ledger: FactLedger, signers: [String: OfferSigner],
-        authenticator: Authenticator, budget: RejectionBudget, clock: any EpochClock, codec: JSONCodec, metrics: ServerMetrics
+        gate: AccessGate, clock: any EpochClock, codec: JSONCodec, metrics: ServerMetrics
     ) {
         let log = ledger.store
         let policy = configuration.policy
@@ -108,6 +100,6 @@ extension RetentionRoutes {
                 configuration: configuration, verifier: verifier, ledger: ledger, policy: policy, signers: signers,
                 recorder: RetentionRecorder(log: log), clock: clock, codec: codec),
             saveRates: RetentionSaveRates(log: log, ledger: ledger, policy: policy),
-            authenticator: authenticator, budget: budget, clock: clock, codec: codec, metrics: metrics)
+            gate: gate, clock: clock, codec: codec, metrics: metrics)
     }
 }

@@ -8,13 +8,12 @@ import HTTPServer
 struct RetentionSetupRoutes {
     let apps: [App]
     let clients: [String: AppStoreServerAPIClient]
-    /// Throws unless the request may read the console.
-    let requireConsole: @Sendable (Request) throws -> Void
+    let gate: AccessGate
 
     func register(on router: inout Router) {
         let routes = self
         router.get("/v1/console/retention") { request in
-            try routes.requireConsole(request)
+            try routes.gate.require(request, scope: .console)
             return try .json(RetentionBody(apps: await RetentionSetup.read(apps: routes.apps, clients: routes.clients)))
         }
     }
