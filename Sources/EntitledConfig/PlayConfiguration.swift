@@ -153,12 +153,7 @@ extension ConfigurationLoader {
         object.read("acknowledge", problems) { value throws(ConfigurationError) in acknowledge = try value.bool() }
         var minutes = 60
         object.read("voidedPurchasesPollMinutes", problems) { value throws(ConfigurationError) in
-            let range = GooglePlaySettings.voidedPurchasesPollMinutesRange
-            let raw = try value.int()
-            guard range.contains(raw) else {
-                throw ConfigurationError(path: value.path, message: "must be between \(range.lowerBound) and \(range.upperBound)")
-            }
-            minutes = raw
+            minutes = try Self.bounded(value, GooglePlaySettings.voidedPurchasesPollMinutesRange)
         }
         object.finish(problems)
         guard let keyFile, let pubsub else { return nil }

@@ -1,4 +1,5 @@
 import EntitledCrypto
+import HTTPClient
 import Foundation
 
 /// Credentials for AWS Signature Version 4 (S3 and every S3-compatible store).
@@ -123,20 +124,7 @@ public struct SigV4Signer: Sendable {
     }
 
     /// Every byte outside `A-Za-z0-9-._~` as `%XX` (upper-case hex), as SigV4 requires.
-    static func encode(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            if unreserved.contains(byte) {
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                out += "%" + Hex.encode([byte], uppercase: true)
-            }
-        }
-        return out
-    }
-
-    /// RFC 3986's unreserved bytes.
-    private static let unreserved: Set<UInt8> = Set(Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8))
+    static func encode(_ text: String) -> String { PercentEncoding.encodeUnreserved(text) ?? "" }
 
     static func collapse(_ value: String) -> String {
         value.trimmingCharacters(in: .whitespaces).split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")

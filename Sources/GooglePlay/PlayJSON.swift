@@ -1,4 +1,5 @@
 import AppStore
+import enum Entitlements.Time
 import Foundation
 
 /// Bounded, strict JSON decoding for everything Google sends: the body size and nesting depth are
@@ -96,7 +97,7 @@ public struct GoogleTimestamp: Sendable, Hashable, Comparable, Codable, CustomSt
         let milliseconds = min(max(self.milliseconds, -62_135_596_800_000), 253_402_300_799_999)
         let days = milliseconds >= 0 ? milliseconds / 86_400_000 : (milliseconds - 86_399_999) / 86_400_000
         let rest = milliseconds - days * 86_400_000
-        let (year, month, day) = Self.civil(fromDays: days)
+        let (year, month, day) = Time.civilFromDays(days)
         func pad(_ value: Int64, _ width: Int) -> String {
             let text = String(value)
             return String(repeating: "0", count: max(0, width - text.count)) + text
@@ -119,7 +120,7 @@ public struct GoogleTimestamp: Sendable, Hashable, Comparable, Codable, CustomSt
             b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
             let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
             let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-            year >= 1, (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+            year >= 1, (1...12).contains(month), day >= 1, day <= Time.daysInMonth(year: year, month: month),
             hour < 24, minute < 60, second < 61
         else { return nil }
         var index = 19
@@ -146,39 +147,9 @@ public struct GoogleTimestamp: Sendable, Hashable, Comparable, Codable, CustomSt
         default: return nil
         }
         guard index == b.count else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = Time.daysFromCivil(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + min(second, 59) - offsetMinutes * 60
         return seconds * 1000 + millis
-    }
-
-    static func daysIn(month: Int64, year: Int64) -> Int64 {
-        switch month {
-        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
-        }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
-
-    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
 
