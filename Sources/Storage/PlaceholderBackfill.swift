@@ -23,7 +23,7 @@ extension SessionBackedStore {
 
 extension Ledger {
     /// The schema version that adds `placeholder_backfill`.
-    static let placeholderBackfillVersion = 25
+    static let placeholderBackfillVersion = 24
 
     func backfillPlaceholdersChunk(projector: any Projector, now: Int64, limit: Int) throws -> (created: Int, more: Bool) {
         guard let after = try session.value("SELECT after_id FROM placeholder_backfill", as: Int64.self) else { return (0, false) }
