@@ -473,12 +473,11 @@ struct Ledger {
         // Subscriptions its token claimed (from nobody, or from their placeholder) bring their
         // history: its events are released for the customer, and a placeholder's superseded, from
         // the earliest of their facts, as when a message links them (held first, as a message's).
-        let earliest = try session.query(
+        let earliest = try session.value(
             """
             SELECT MIN(COALESCE(f.signed_date, 0)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
-            WHERE l.customer_id = $1
-            """, .int(customer.id)
-        ).first?.optionalInt(0)
+            WHERE l.customer_id = \(customer.id)
+            """, as: Int64?.self) ?? nil
         for id in affected.sorted() {
             if let earliest, holdsEvents, let hold = projector.eventHold {
                 try recompute(customerID: id, projector: projector, now: now)
