@@ -96,6 +96,7 @@ let package = Package(
             name: "EntitledServer",
             dependencies: [
                 "AppStore", "AppStoreServerAPI", "HTTPClient", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig",
+                "Exports",
             ],
             swiftSettings: swiftSettings),
         // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes;
@@ -155,9 +156,15 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], swiftSettings: swiftSettings),
-        // SigV4 against AWS's published examples; uploads against a moto S3 server the tests start.
+        // SigV4 against AWS's published examples; uploads, and scheduled exports from a store, against a moto S3 server
+        // the tests start (and a folder).
         .testTarget(
-            name: "ExportsTests", dependencies: ["Exports", "AppStore", "EntitledCrypto", "HTTPClient"], swiftSettings: swiftSettings),
+            name: "ExportsTests",
+            dependencies: [
+                "Exports", "AppStore", "AppStoreTesting", "EntitledCrypto", "HTTPClient", "EntitledServer", "EntitledConfig", "Storage",
+                "Entitlements",
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
         // The outbound client against hostile servers on loopback (endless, trickling, redirecting).
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: swiftSettings),

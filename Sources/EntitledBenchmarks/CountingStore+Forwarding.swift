@@ -89,4 +89,27 @@ extension CountingStore {
     func backfillPlaceholders(projector: any Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
         try await base.backfillPlaceholders(projector: projector, now: now, limit: limit)
     }
+
+    func claimExport(_ name: String, owner: String, now: Int64, leaseUntil: Int64, through: Int64) async throws -> ExportClaim? {
+        try await base.claimExport(name, owner: owner, now: now, leaseUntil: leaseUntil, through: through)
+    }
+    func renewExportLease(_ name: String, owner: String, now: Int64, leaseUntil: Int64) async throws -> Bool {
+        try await base.renewExportLease(name, owner: owner, now: now, leaseUntil: leaseUntil)
+    }
+    func finishExport(_ name: String, owner: String, outcome: ExportOutcome, now: Int64) async throws -> Bool {
+        try await base.finishExport(name, owner: owner, outcome: outcome, now: now)
+    }
+    func exportStatuses(now: Int64) async throws -> [ExportStatus] { try await base.exportStatuses(now: now) }
+    func exportCustomers(_ window: ExportWindow, afterID: Int64, limit: Int) async throws -> [ExportedCustomer] {
+        try await base.exportCustomers(window, afterID: afterID, limit: limit)
+    }
+    func exportSubscriptions(_ window: ExportWindow, after: String, limit: Int) async throws -> [ExportedSubscription] {
+        try await base.exportSubscriptions(window, after: after, limit: limit)
+    }
+    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: any Projector) async throws -> [ExportedTransaction] {
+        try await base.exportTransactions(window, afterID: afterID, limit: limit, projector: projector)
+    }
+    func exportEvents(_ window: ExportWindow, afterSequence: Int64, limit: Int) async throws -> [OutboxEvent] {
+        try await base.exportEvents(window, afterSequence: afterSequence, limit: limit)
+    }
 }

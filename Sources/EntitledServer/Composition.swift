@@ -24,6 +24,8 @@ public struct AssembledServer: Sendable {
     public let serverAPIClients: [String: AppStoreServerAPIClient]
     /// One per app with `serverAPI`: reconciliation with Apple's notification history.
     public let reconcilers: [Reconciler]
+    /// One per configured export (`exports`), in configuration order.
+    public let exports: [ScheduledExport]
     /// Runs the durable jobs (backfills; one of ``services``); nil without an app with `serverAPI`.
     public var jobRunner: JobRunner? { application.jobRunner }
     /// What `/metrics` reports (``Application/metrics``).
@@ -32,7 +34,7 @@ public struct AssembledServer: Sendable {
     /// The background services this configuration needs, for ``ServiceRunner`` (what `serve`,
     /// `dev` and the benchmarks run beside the routes): the purge of rejected messages, the
     /// metric and placeholder backfills, each app's reconciler, the job runner, the webhook dispatcher and the
-    /// release of held events, each of the last three only when configured.
+    /// release of held events, each of the last three only when configured, and each scheduled export.
     public var services: [any Service] {
         var services: [any Service] = [
             RejectedPurge(
@@ -45,6 +47,7 @@ public struct AssembledServer: Sendable {
         if let jobRunner { services.append(jobRunner) }
         if let webhooks = application.webhooks { services.append(webhooks) }
         if let releaser = application.eventReleaser { services.append(releaser) }
+        services += exports as [any Service]
         return services
     }
 }
@@ -136,7 +139,10 @@ public func buildApplication(
     }
     return AssembledServer(
         configuration: configuration, clock: clock, application: application, store: opened, ledger: ledger, serverAPIClients: clients,
-        reconcilers: reconcilers)
+        reconcilers: reconcilers,
+        exports: configuration.exports.map {
+            ScheduledExport(settings: $0, store: opened, projector: ledger, clock: clock, outbound: outbound, metrics: metrics)
+        })
 }
 
 /// An App Store Server API client per app with `serverAPI`, by bundleId: calls go to Production when

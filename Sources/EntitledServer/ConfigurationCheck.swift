@@ -26,9 +26,10 @@ public enum ConfigurationCheck {
             "configuration: \(configuration.apps.count) app(s), \(configuration.apiKeys.count) API key(s), "
                 + "\(configuration.webhooks.count) webhook endpoint(s), \(configuration.integrations.count) integration(s), customer tokens \(configuration.customerTokens == nil ? "off" : "on")")
         if !configuration.exports.isEmpty {
-            lines.append(
-                "exports: \(configuration.exports.count) parsed but NOT run: this version has no export scheduler yet "
-                    + "(\(configuration.exports.map(\.destination.description).joined(separator: ", ")); docs/exports.md)")
+            let each = configuration.exports.map {
+                "\($0.destination) \($0.format.rawValue) every \($0.everyHours) h: \($0.tables.map(\.rawValue).joined(separator: ", "))"
+            }
+            lines.append("exports: \(configuration.exports.count) (\(each.joined(separator: "; ")))")
         }
         lines.append(
             "listen: \(configuration.listen) (\(configuration.sources.listen))"

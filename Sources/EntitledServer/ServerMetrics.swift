@@ -32,6 +32,9 @@ public final class ServerMetrics: LedgerObserver {
     /// `time() - value`), and passes by outcome.
     let reconcileWatermark: Gauge
     let reconcilePasses: Counter
+    let exportRuns: Counter
+    let exportRows: Counter
+    let exportLastSuccess: Gauge
     /// Webhook attempts by endpoint (its index in `webhooks`, or an integration's identity) and outcome, pending deliveries per
     /// endpoint, and each attempt's latency.
     let webhookDeliveries: Counter
@@ -84,6 +87,16 @@ public final class ServerMetrics: LedgerObserver {
         reconcilePasses = registry.counter(
             "entitled_reconcile_passes_total", "Reconciliation passes, by app, environment and outcome (ok, failed, skipped).",
             labels: ["app", "environment", "outcome"])
+        exportRuns = registry.counter(
+            "entitled_export_runs_total",
+            "Scheduled export runs this process claimed, by export (its destination) and outcome (ok, failed).",
+            labels: ["export", "outcome"])
+        exportRows = registry.counter(
+            "entitled_export_rows_total", "Rows written by committed export runs, by export and table.", labels: ["export", "table"])
+        exportLastSuccess = registry.gauge(
+            "entitled_export_last_success_timestamp_seconds",
+            "When this process last committed a run of the export (Unix seconds); its data reaches up to 5 minutes before.",
+            labels: ["export"])
         webhookDeliveries = registry.counter(
             "entitled_webhook_deliveries_total",
             "Webhook and integration delivery attempts, by endpoint (index in webhooks, or the integration) and outcome (delivered, retried, failed).",

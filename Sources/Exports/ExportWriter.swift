@@ -10,6 +10,11 @@ public enum ExportValue: Sendable, Hashable {
     case timestamp(Int64)
 }
 
+extension ExportValue {
+    /// An instant as the files write it: `yyyy-MM-ddTHH:mm:ss.SSSZ` in UTC.
+    public static func iso8601(_ milliseconds: Int64) -> String { ExportFileWriter<Never>.iso8601(milliseconds) }
+}
+
 /// One column of an exported table: its name (the CSV header and the JSON key), what it holds
 /// (docs/exports.md lists it), and how a row gives its value. Each table declares its columns once,
 /// in one array whose order is the files' column order.

@@ -422,6 +422,25 @@ enum Schema {
                 );
                 INSERT INTO placeholder_backfill (after_id) SELECT 0 WHERE EXISTS (SELECT 1 FROM facts);
                 """),
+        // Scheduled exports (``ExportStateStore``): per export, the committed watermark, the
+        // window of the run in progress (a failed run is redone with the same window), when the
+        // next run is due and the lease of the one process running it.
+        Migration(
+            version: 25, name: "export state",
+            sql: """
+                CREATE TABLE export_state (
+                    export TEXT NOT NULL PRIMARY KEY,
+                    watermark {int},
+                    pending_through {int},
+                    next_run_at {int} NOT NULL,
+                    lease_owner TEXT,
+                    lease_expires_at {int},
+                    failures {int} NOT NULL,
+                    last_success_at {int},
+                    last_error TEXT,
+                    updated_at {int} NOT NULL
+                );
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).

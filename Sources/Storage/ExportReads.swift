@@ -1,0 +1,171 @@
+import Entitlements
+
+/// Which rows an export run reads: those that last changed in `(after, through]` (epoch ms).
+public struct ExportWindow: Sendable, Hashable {
+    /// Exclusive start; nil: from the beginning.
+    public var after: Int64?
+    /// Inclusive end.
+    public var through: Int64
+
+    public init(after: Int64?, through: Int64) {
+        self.after = after
+        self.through = through
+    }
+
+    /// `after` as a bind: below every stored instant when nil.
+    var lowerBound: Int64 { after ?? Int64.min }
+}
+
+/// A customer as the `customers` table of an export holds it.
+public struct ExportedCustomer: Sendable, Hashable {
+    /// The internal id: the page cursor, not exported.
+    public var id: Int64
+    public var appUserId: String
+    public var appAccountToken: String
+    public var createdAt: Int64
+    /// When the customer's answer was last computed (the row's change time).
+    public var updatedAt: Int64
+    /// Entitlement ids active in any of the customer's environments at `updatedAt`, sorted, distinct.
+    public var activeEntitlements: [String]
+    /// Whether the last projection failed (the stored answer is the one before it).
+    public var projectionFailed: Bool
+}
+
+/// A subscription as the `subscriptions` table of an export holds it.
+public struct ExportedSubscription: Sendable, Hashable {
+    public var owned: OwnedSubscription
+    /// When the owner's answer, which this row is part of, was last computed.
+    public var updatedAt: Int64
+}
+
+/// A signed transaction as the `transactions` table of an export holds it: one version of it (a
+/// refund or an upgrade is a newer version, a row of its own).
+public struct ExportedTransaction: Sendable, Hashable {
+    /// The ledger's row id: the page cursor and the `ledger_id` column.
+    public var id: Int64
+    public var receivedAt: Int64
+    public var bundleId: String?
+    /// The customer its subscription is linked to (or its token names), if any.
+    public var appUserId: String?
+    public var fact: TransactionFact
+}
+
+/// The readers of scheduled exports: each table's rows that changed in a window, one page at a
+/// time in a stable order (a cursor from the page's last row), so that memory stays at one page
+/// whatever the table's size.
+///
+/// A row's change time is the writing server's clock at its commit: a customer's and its
+/// subscriptions' `computed_at`, a fact's `received_at`, an event's `recorded_at`. A window ending
+/// a few minutes before now (``ExportWindow/through``) is therefore complete once written: what a
+/// transaction still in flight commits later has a later time.
+public protocol ExportReader: Sendable {
+    /// Customers whose answer was computed in `window`, by internal id above `afterID`; at most `limit` (1…1000).
+    func exportCustomers(_ window: ExportWindow, afterID: Int64, limit: Int) async throws -> [ExportedCustomer]
+    /// Subscriptions whose owner's answer was computed in `window`, by originalTransactionId above `after`.
+    func exportSubscriptions(_ window: ExportWindow, after: String, limit: Int) async throws -> [ExportedSubscription]
+    /// Signed transactions received in `window`, by ledger id above `afterID`, decoded by `projector`.
+    /// - Throws: ``StorageError`` when a stored transaction does not decode (nothing is skipped silently).
+    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: any Projector) async throws -> [ExportedTransaction]
+    /// Events recorded in `window`, by sequence above `afterSequence`.
+    func exportEvents(_ window: ExportWindow, afterSequence: Int64, limit: Int) async throws -> [OutboxEvent]
+}
+
+extension SessionBackedStore {
+    func exportCustomers(_ window: ExportWindow, afterID: Int64, limit: Int) async throws -> [ExportedCustomer] {
+        let limit = try Self.exportLimit(limit)
+        return try await read { session in
+            let rows = try session.rows(
+                """
+                SELECT customer_id, app_user_id, app_account_token, created_at, computed_at, projection_error FROM customer_states
+                WHERE customer_id > \(afterID) AND computed_at > \(window.lowerBound) AND computed_at <= \(window.through)
+                ORDER BY customer_id LIMIT \(limit)
+                """, as: CustomerColumns.self)
+            guard let first = rows.first, let last = rows.last else { return [] }
+            var active: [Int64: Set<String>] = [:]
+            for row in try session.rows(
+                """
+                SELECT customer_id, entitlement FROM entitlement_projections
+                WHERE customer_id >= \(first.customerId) AND customer_id <= \(last.customerId) AND active = 1
+                """, as: ActiveColumns.self)
+            {
+                active[row.customerId, default: []].insert(row.entitlement)
+            }
+            return rows.map {
+                ExportedCustomer(
+                    id: $0.customerId, appUserId: $0.appUserId, appAccountToken: $0.appAccountToken, createdAt: $0.createdAt,
+                    updatedAt: $0.computedAt, activeEntitlements: (active[$0.customerId] ?? []).sorted(), projectionFailed: $0.projectionError != nil)
+            }
+        }
+    }
+
+    func exportSubscriptions(_ window: ExportWindow, after: String, limit: Int) async throws -> [ExportedSubscription] {
+        let limit = try Self.exportLimit(limit)
+        return try await read { session in
+            try session.query(
+                """
+                SELECT \(Ledger.subscriptionColumns), cs.computed_at FROM subscription_projections s
+                JOIN customer_states cs ON cs.customer_id = s.customer_id JOIN customers c ON c.id = s.customer_id
+                WHERE s.original_transaction_id > \(after) AND cs.computed_at > \(window.lowerBound) AND cs.computed_at <= \(window.through)
+                ORDER BY s.original_transaction_id LIMIT \(limit)
+                """
+            ).map { row in
+                ExportedSubscription(owned: try Ledger.decodeOwned(row), updatedAt: try row.decode(ComputedAt.self).computedAt)
+            }
+        }
+    }
+
+    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: any Projector) async throws -> [ExportedTransaction] {
+        let limit = try Self.exportLimit(limit)
+        let payloadPacked: SQLQuery = layout == .compressed ? "f.payload_packed" : "NULL"
+        return try await read { session in
+            // The owner: the customer the subscription is linked to, else the one whose token the
+            // transaction carries (a one-time purchase without a link).
+            try session.query(
+                """
+                SELECT f.id, f.received_at, f.bundle_id, f.payload, \(payloadPacked) AS payload_packed,
+                    COALESCE(lc.app_user_id, tc.app_user_id) AS app_user_id
+                FROM facts f
+                LEFT JOIN links l ON l.original_transaction_id = f.original_transaction_id
+                LEFT JOIN customers lc ON lc.id = l.customer_id
+                LEFT JOIN customers tc ON l.customer_id IS NULL AND tc.app_account_token = f.app_account_token
+                WHERE f.kind = 'transaction' AND f.id > \(afterID) AND f.received_at > \(window.lowerBound) AND f.received_at <= \(window.through)
+                ORDER BY f.id LIMIT \(limit)
+                """
+            ).map { row in
+                let columns = try row.decode(TransactionColumns.self)
+                guard case .transaction(let fact) = projector.decode(try FactPayload.text(row)) else {
+                    throw StorageError(.corrupt, "stored transaction \(columns.id) does not decode as a transaction")
+                }
+                return ExportedTransaction(
+                    id: columns.id, receivedAt: columns.receivedAt, bundleId: columns.bundleId, appUserId: columns.appUserId, fact: fact)
+            }
+        }
+    }
+
+    func exportEvents(_ window: ExportWindow, afterSequence: Int64, limit: Int) async throws -> [OutboxEvent] {
+        let limit = try Self.exportLimit(limit)
+        return try await read { session in
+            try session.query(
+                """
+                SELECT \(Ledger.eventColumns) FROM events WHERE seq > \(afterSequence) AND recorded_at > \(window.lowerBound) AND recorded_at <= \(window.through)
+                ORDER BY seq LIMIT \(limit)
+                """
+            ).map(Ledger.decodeEvent)
+        }
+    }
+
+    static func exportLimit(_ limit: Int) throws -> Int64 {
+        guard (1...1000).contains(limit) else { throw StorageError(.invalidArgument, "limit must be 1…1000") }
+        return Int64(limit)
+    }
+}
+
+private struct ComputedAt: Decodable { var computedAt: Int64 }
+
+private struct CustomerColumns: Decodable {
+    var customerId: Int64, appUserId: String, appAccountToken: String, createdAt: Int64, computedAt: Int64, projectionError: String?
+}
+
+private struct ActiveColumns: Decodable { var customerId: Int64, entitlement: String }
+
+private struct TransactionColumns: Decodable { var id: Int64, receivedAt: Int64, bundleId: String?, appUserId: String? }
