@@ -236,6 +236,17 @@ struct HealthBody: Encodable {
     }
     /// Each configured endpoint's deliveries (empty without webhooks).
     var webhooks: [Webhook]
+    struct Export: Encodable {
+        var destination: String
+        var watermark: String?
+        var nextRunAt: String?
+        var failures: Int
+        var lastSuccessAt: String?
+        var lastError: String?
+        var running: Bool
+    }
+    /// Each configured export's state (empty without exports); one that never ran has no row yet.
+    var exports: [Export] = []
 
     init(health: IngestHealth, now: Int64, reconciledApps: Set<String>, webhooks: [WebhookEndpointStatus]) {
         self.webhooks = webhooks.map {
@@ -258,7 +269,7 @@ struct HealthBody: Encodable {
     }
 
     enum CodingKeys: CodingKey {
-        case serverTime, windowHours, hours, rejections, lastNotifications, reconciledApps, reconciliation, webhooks
+        case serverTime, windowHours, hours, rejections, lastNotifications, reconciledApps, reconciliation, webhooks, exports
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -271,5 +282,18 @@ struct HealthBody: Encodable {
         try c.encode(reconciledApps, forKey: .reconciledApps)
         try c.encode(reconciliation, forKey: .reconciliation)
         try c.encode(webhooks, forKey: .webhooks)
+        try c.encode(exports, forKey: .exports)
+    }
+
+    /// The configured exports (by destination, in configuration order) with their stored states.
+    static func exports(_ destinations: [String], statuses: [ExportStatus]) -> [Export] {
+        destinations.map { destination in
+            let status = statuses.first { $0.export == destination }
+            return Export(
+                destination: destination, watermark: status?.watermark.map(ISO8601.format(milliseconds:)),
+                nextRunAt: status.map { ISO8601.format(milliseconds: $0.nextRunAt) }, failures: status?.failures ?? 0,
+                lastSuccessAt: status?.lastSuccessAt.map(ISO8601.format(milliseconds:)), lastError: status?.lastError,
+                running: status?.running ?? false)
+        }
     }
 }

@@ -122,7 +122,7 @@ struct ConsoleRoutes: Sendable {
                 supportActions: actions.map(SupportActionBody.init)))
     }
 
-    /// `GET /v1/console/health`: the last 24 hours of ingest, and each webhook endpoint's deliveries.
+    /// `GET /v1/console/health`: the last 24 hours of ingest, each webhook endpoint's deliveries and each export's state.
     func consoleHealth(_ request: Request) async throws -> Response {
         try gate.require(request, scope: .console)
         let now = clock.nowMilliseconds()
@@ -134,7 +134,12 @@ struct ConsoleRoutes: Sendable {
         if !endpoints.isEmpty {
             webhooks = try await Problems.consoleRead { try await ledger.store.webhookStatus(endpoints: endpoints) }
         }
-        return try .json(HealthBody(health: health, now: now, reconciledApps: reconciled, webhooks: webhooks))
+        var body = HealthBody(health: health, now: now, reconciledApps: reconciled, webhooks: webhooks)
+        if !configuration.exports.isEmpty {
+            let statuses = try await Problems.consoleRead { try await ledger.store.exportStatuses(now: now) }
+            body.exports = HealthBody.exports(configuration.exports.map(\.destination.description), statuses: statuses)
+        }
+        return try .json(body)
     }
 }
 

@@ -271,6 +271,10 @@ enum ConsoleScript {
                 "configuration to receive an event whenever a customer's answer changes (docs/operations.md#webhooks)."),
               table("webhook-status", ["Endpoint", "Pending", "Failed", "Last delivered"], body.webhooks.map((w) =>
                 el("tr", {}, el("td", { text: w.endpoint }), el("td", { text: w.pending }), el("td", { text: w.failed }), el("td", { text: when(w.lastDeliveredAt) }))))));
+            if (body.exports.length) page.append(el("div", { class: "panel", id: "exports" }, el("h2", { text: "Scheduled exports" }),
+              table("export-status", ["Destination", "Exported up to", "Next run", "Running now", "Last error"], body.exports.map((x) =>
+                el("tr", {}, el("td", { text: x.destination }), el("td", { text: when(x.watermark) }), el("td", { text: when(x.nextRunAt) }),
+                  el("td", { text: x.running ? "yes" : "no" }), el("td", { text: x.lastError ? x.failures + " failed: " + x.lastError : "" }))))));
           }
 
           async function retention(page) {

@@ -1,5 +1,6 @@
 import EntitledConfig
 import EntitledServer
+import Exports
 import Foundation
 import Storage
 import Testing
@@ -52,6 +53,32 @@ import Testing
             configuration: Configuration(), clock: VirtualClock(APIHarness.start), store: store)
         #expect(assembled.store as AnyObject === store as AnyObject)
         try await assembled.ledger.checkReady()
+    }
+
+    /// Each configured export is one of the services `serve` and `dev` run: started, it runs
+    /// its first export at once and commits it.
+    @Test func aConfiguredExportRunsAsAService() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-export-service-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let store = try await openStore(url: "sqlite::memory:")
+        defer { Task { await store.close() } }
+        var configuration = Configuration()
+        configuration.exports = [ExportSettings(destination: .file(directory: folder.path))]
+        let assembled = try await buildApplication(configuration: configuration, clock: VirtualClock(APIHarness.start), store: store)
+        #expect(assembled.exports.map(\.name) == ["file://\(folder.path)"])
+        _ = try await store.ensureCustomer(
+            appUserId: "u1", appAccountToken: nil, projector: assembled.ledger, now: APIHarness.start - 10 * 60_000)
+        let running = ServiceRunner(assembled.services).start()
+        var committed: ExportStatus?
+        for _ in 0..<200 where committed == nil {
+            committed = try await store.exportStatuses(now: APIHarness.start).first { $0.lastSuccessAt != nil }
+            if committed == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        await running.stop()
+        #expect(committed?.watermark == APIHarness.start - ScheduledExport.settleMilliseconds)
+        let file = folder.appendingPathComponent("customers/2027-01-15/part-0-\(APIHarness.start - ScheduledExport.settleMilliseconds).csv")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        #expect(text.hasPrefix("app_user_id,app_account_token,created_at,updated_at,active_entitlements,projection_failed\r\nu1,"))
     }
 
     /// A verifier the configuration cannot build stops the start as a configuration error, before

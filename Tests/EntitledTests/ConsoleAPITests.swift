@@ -1,8 +1,10 @@
 import AppStore
 import EntitledConfig
 import EntitledServer
+import Exports
 import Foundation
 import HTTPServer
+import Storage
 import Testing
 
 /// The console's page and JSON endpoints: who may call them, what bad queries get, and what a
@@ -155,6 +157,36 @@ import Testing
             let last = try #require(late["lastNotifications"] as? [[String: Any]])
             #expect(last.map { $0["receivedAt"] as? String } == [ISO8601.format(milliseconds: start + 2 * hour)], "\(late)")
             #expect(last.first?["environment"] as? String == "Production")
+        }
+    }
+
+    /// Each configured export on the health card: never run, then up to its committed watermark,
+    /// with the last failure.
+    @Test func healthListsEachExport() async throws {
+        var configuration = Self.configuration()
+        configuration.exports = [
+            ExportSettings(destination: .file(directory: "/srv/first")), ExportSettings(destination: .file(directory: "/srv/second")),
+        ]
+        try await APIHarness.run(configuration: configuration) { api in
+            let start = APIHarness.start
+            let store = api.ledger.store
+            #expect(try await store.claimExport("file:///srv/first", owner: "a", now: start, leaseUntil: start + 60_000, through: start - 300_000) != nil)
+            #expect(try await store.finishExport("file:///srv/first", owner: "a", outcome: .committed(nextRunAt: start + 86_400_000), now: start))
+            _ = try await store.claimExport("file:///srv/second", owner: "a", now: start, leaseUntil: start + 60_000, through: start - 300_000)
+            _ = try await store.finishExport(
+                "file:///srv/second", owner: "a", outcome: .failed(retryAt: start + 300_000, error: "EXPORT_FILE_SYSTEM: disk full"), now: start)
+            let health = try await api.send("GET", "/v1/console/health", auth: Self.console).json
+            let exports = try #require(health["exports"] as? [[String: Any]])
+            #expect(exports.map { $0["destination"] as? String } == ["file:///srv/first", "file:///srv/second"])
+            #expect(exports[0]["watermark"] as? String == ISO8601.format(milliseconds: start - 300_000))
+            #expect(exports[0]["nextRunAt"] as? String == ISO8601.format(milliseconds: start + 86_400_000))
+            #expect(exports[1]["watermark"] == nil && exports[1]["failures"] as? Int == 1)
+            #expect(exports[1]["lastError"] as? String == "EXPORT_FILE_SYSTEM: disk full")
+        }
+        // Without exports the list is empty.
+        try await APIHarness.run(configuration: Self.configuration()) { api in
+            let health = try await api.send("GET", "/v1/console/health", auth: Self.console).json
+            #expect((health["exports"] as? [Any])?.isEmpty == true)
         }
     }
 }
