@@ -41,7 +41,7 @@ final class MotoServer: Sendable {
     static let suitesRun: Bool = {
         if executable != nil || !(ProcessInfo.processInfo.environment["CI"] ?? "").isEmpty { return true }
         FileHandle.standardError.write(Data("""
-            NOTE: the S3 upload tests (ExportsTests.S3UploadTests) were NOT run: moto_server is not installed.
+            NOTE: the S3 upload tests (ExportsTests.S3UploadTests, ScheduledExportTests' s3 cases) were NOT run: moto_server is not installed.
               Install it with scripts/install-deps.sh test (moto[server] from PyPI into .build/moto-venv), or point
               ENTITLED_MOTO_SERVER at a moto_server.
               With CI set they run and fail without it.
