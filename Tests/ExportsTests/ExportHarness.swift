@@ -179,6 +179,29 @@ final class FlakySink: ExportSink {
     }
 }
 
+/// A sink that runs `before` once, at its first call, then stores.
+final class HookSink: ExportSink {
+    let base: any ExportSink
+    let before: @Sendable () async throws -> Void
+    let called = Mutex(false)
+
+    init(_ base: any ExportSink, before: @escaping @Sendable () async throws -> Void) {
+        self.base = base
+        self.before = before
+    }
+
+    func store(file: URL, key: String, contentType: String) async throws(ExportError) {
+        if !called.withLock({ let was = $0; $0 = true; return was }) {
+            do {
+                try await before()
+            } catch {
+                throw ExportError(.invalidRequest, "hook failed: \(error)")
+            }
+        }
+        try await base.store(file: file, key: key, contentType: contentType)
+    }
+}
+
 /// Reads the files exports write back into rows (column name → text; a null is absent).
 enum ExportFiles {
     /// RFC 4180 records with the header row's names.

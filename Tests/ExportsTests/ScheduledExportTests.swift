@@ -145,6 +145,25 @@ import Testing
         }
     }
 
+    @Test("a run that outlives its lease neither commits nor records a failure over the run that took over", arguments: ExportBackend.all)
+    func lostLease(backend: ExportBackend) async throws {
+        try await ExportHarness.with(backend, .file) { harness in
+            try await harness.buy("u0", otid: "o0", tid: "t01")
+            harness.clock.advance(milliseconds: 10 * 60_000)
+            let taker = harness.export(owner: "b")
+            // While the first run stores its first file, its lease runs out and another server redoes the run.
+            let hook = HookSink(harness.sink()) {
+                harness.clock.advance(milliseconds: ScheduledExport.leaseMilliseconds + 60_000)
+                let taken = try await taker.runOnce()
+                #expect(taken != .notDue)
+            }
+            await #expect(throws: ExportRunError.self) { try await harness.export(sink: hook, owner: "a").runOnce() }
+            let status = try #require(try await harness.store.exportStatuses(now: harness.clock.nowMilliseconds()).first)
+            #expect(status.watermark == ExportHarness.start + 5 * 60_000)
+            #expect(status.failures == 0 && status.lastError == nil && !status.running)
+        }
+    }
+
     @Test func theDocumentationListsEveryColumn() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let page = try String(contentsOf: root.appendingPathComponent("docs/exports.md"), encoding: .utf8)
