@@ -98,7 +98,7 @@ struct TestDatabase: Sendable {
 let testNow: Int64 = 1_800_000_000_000
 let day: Int64 = 86_400_000
 /// The projector every test uses (and every post-test rebuild).
-let testProjector = BasicProjector(entitlements: ["com.example.pro": "pro"])
+let testProjector = Projector(entitlements: ["com.example.pro": "pro"])
 
 /// Opens a fresh store (its options changed by `configure`), runs `body`, then checks that a
 /// rebuild finds no differences.
@@ -158,12 +158,12 @@ struct TestBatch {
 }
 
 extension LedgerStore {
-    func ingest(_ batch: TestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
+    func ingest(_ batch: TestBatch, projector: Projector, now: Int64) async throws -> IngestResult {
         try await ingest(batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
     }
 
     func ingest(
-        _ batch: (message: ReceivedMessage, facts: [SignedFact], claim: Claim), projector: any Projector, now: Int64
+        _ batch: (message: ReceivedMessage, facts: [SignedFact], claim: Claim), projector: Projector, now: Int64
     ) async throws -> IngestResult {
         try await ingest(batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
     }

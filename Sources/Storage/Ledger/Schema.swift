@@ -422,7 +422,20 @@ enum Schema {
                 );
                 INSERT INTO placeholder_backfill (after_id) SELECT 0 WHERE EXISTS (SELECT 1 FROM facts);
                 """),
+        // `state` holds storage's own encoding of the customer's state (``CustomerDocument``), and
+        // `answer` the reader's rendering of it, dropped whenever the state changes. What was
+        // stored as the state before was the reader's rendering: it moves to `answer` (reads keep
+        // serving it), and the state is written again by the customer's next projection or a rebuild.
+        Migration(
+            version: 25, name: "customer answers apart from their states",
+            sql: """
+                ALTER TABLE customer_states ADD COLUMN answer TEXT;
+                UPDATE customer_states SET answer = NULLIF(state, ''), state = '';
+                """),
     ]
+
+    /// The version from which `customer_states` keeps the reader's answer apart from the state.
+    static let answersVersion = 25
 
     /// The version from which signed text is stored packed (`SignedPart`).
     static let packedSignedTextVersion = 14
