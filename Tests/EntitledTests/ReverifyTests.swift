@@ -106,7 +106,11 @@ import Testing
         if writtenBeforeCompression {
             // Opened by this version: rewritten, and answering as before.
             let rewritten = try await openStore(url: configuration.database)
-            #expect(try await rewritten.projection(appUserId: "sam") == answer)
+            let after = try await rewritten.projection(appUserId: "sam")
+            // The stored state as it was became the stored answer (schema 25); the rows are the same.
+            #expect(after?.answer == answer?.document)
+            #expect(after?.projection.entitlements == answer?.projection.entitlements)
+            #expect(after?.projection.subscriptions == answer?.projection.subscriptions)
             #expect(try await rewritten.compareProjections(projector: ledger.projector).differences == 0)
             await rewritten.close()
         }
