@@ -123,6 +123,8 @@ public final class FactLedger: ReadinessProbe {
             case .unusable: return nil
             case .outdated: break
             }
+            // Another context (`?environment=`) is never served a stored answer: none to render.
+            guard context.policy == policy, context.environments == merged else { return nil }
             var rendered = cache.answer(rendering: stored.document)
             if rendered == nil {
                 // A state stored before storage kept its own encoding: projected again first.
@@ -134,7 +136,8 @@ public final class FactLedger: ReadinessProbe {
             }
             guard let rendered else { return nil }
             // Not stored when a write changed the state meanwhile: the next read renders that one.
-            try await store.storeAnswer(rendered.document, appUserId: appUserId, document: stored.document)
+            // A cache fill: failing to store it does not fail the read it answers.
+            _ = try? await store.storeAnswer(rendered.document, appUserId: appUserId, document: stored.document)
             return fresh(rendered, computedAt: stored.computedAt, context: context)
         }
     }

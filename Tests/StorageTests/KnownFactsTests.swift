@@ -13,15 +13,10 @@ struct KnownFactsTests {
         let decodes = Atomic<Int>(0)
 
         var projector: Projector {
-            var projector = testProjector
-            let base = testProjector.factCoding
-            projector.factCoding = FactCoding(
-                encode: base.encode,
-                decode: { [self] text in
-                    decodes.add(1, ordering: .relaxed)
-                    return base.decode(text)
-                })
-            return projector
+            decodingTestProjector { [self] text, decode in
+                decodes.add(1, ordering: .relaxed)
+                return decode(text)
+            }
         }
     }
 

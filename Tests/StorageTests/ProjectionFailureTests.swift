@@ -11,14 +11,9 @@ final class PoisonableProjector: Sendable {
     let poisoned = Mutex<Set<String>>([])
 
     var projector: Projector {
-        var projector = testProjector
-        let base = testProjector.factCoding
-        projector.factCoding = FactCoding(
-            encode: base.encode,
-            decode: { [self] text in
-                poisoned.withLock { names in names.contains { text.contains("\"o-\($0)\"") } } ? nil : base.decode(text)
-            })
-        return projector
+        decodingTestProjector { [self] text, decode in
+            poisoned.withLock { names in names.contains { text.contains("\"o-\($0)\"") } } ? nil : decode(text)
+        }
     }
 }
 

@@ -75,25 +75,14 @@ struct StoredAnswerTests {
     /// again by the next projection, and until then `check` compares the rows alone.
     @Test("the upgrade moves the old states to the answers", arguments: Backend.durable)
     func upgrade(backend: Backend) async throws {
-        let database = try TestDatabase(backend)
-        var older = database.configuration()
-        older.migrationLimit = Schema.answersVersion - 1
-        let before = try await openStore(url: database.url, configuration: older)
-        do {
+        try await withUpgrade(backend, from: Schema.answersVersion - 1) { before in
             _ = try await before.ensureCustomer(appUserId: "old", appAccountToken: Self.token, projector: testProjector, now: testNow)
             _ = try await before.ingest(
                 Fixture.batch(facts: [Self.purchase("o1", expires: testNow + day, signed: testNow)]), projector: testProjector, now: testNow)
             try await before.raw("UPDATE customer_states SET state = 'entitled-answer/5 an older rendering'")
             #expect(try await before.projection(appUserId: "old")?.answer == nil)
             #expect(try await before.storeAnswer(Array("x".utf8), appUserId: "old", document: Array("{}".utf8)) == false)
-        } catch {
-            await before.close()
-            await database.destroy()
-            throw error
-        }
-        await before.close()
-        let after = try await openStore(url: database.url, configuration: database.configuration())
-        do {
+        } newer: { after in
             let moved = try #require(try await after.projection(appUserId: "old"))
             #expect(moved.answer == Array("entitled-answer/5 an older rendering".utf8))
             #expect(moved.document.isEmpty)
@@ -108,12 +97,6 @@ struct StoredAnswerTests {
             #expect(CustomerDocument(encoded: fresh.document)?.state.entitlements.map(\.id) == ["pro"])
             #expect(fresh.answer == nil)
             #expect(try await after.rebuild(projector: testProjector, now: testNow).differences == 0)
-        } catch {
-            await after.close()
-            await database.destroy()
-            throw error
         }
-        await after.close()
-        await database.destroy()
     }
 }
