@@ -46,6 +46,21 @@ import Testing
         #expect(on.storedAnswer(nil) == .outdated)
     }
 
+    /// An event carries storage's state: the feed renders its `customer` in this binary's format,
+    /// as the customer read answers at the event's time. An older binary's event holding a rendered
+    /// answer of this format is sent as it is; none is `null`.
+    @Test func anEventsCustomerIsRenderedFromTheStoredState() throws {
+        let customer = CustomerRecord(id: 7, appUserId: "u/7", appAccountToken: "tok", createdAt: 1, aliases: ["other"])
+        let state = evaluate(facts: [], policy: APIHarness.configuration().policy, now: Self.now)
+        let expected = Array(try JSONEncoder.entitledDefault.encode(CustomerBody(customer: customer, state: state, now: Self.now)))
+        let document = try CustomerDocument(customer: customer, environments: [.production, .sandbox], state: state).encoded()
+        #expect(EventJSON.customerAnswer(document, serverTime: Self.now) == expected)
+        let rendered = try #require(
+            RenderedCustomer(body: CustomerBody(customer: customer, state: state, now: 0), scope: "Production+Sandbox"))
+        #expect(EventJSON.customerAnswer(rendered.document, serverTime: Self.now) == expected)
+        #expect(EventJSON.customerAnswer([], serverTime: Self.now) == Array("null".utf8))
+    }
+
     /// What is stored as the customer's answer before the read.
     enum Stored: String, CaseIterable, Sendable {
         /// An answer rendered by an older binary.
