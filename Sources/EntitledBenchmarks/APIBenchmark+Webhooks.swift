@@ -176,7 +176,7 @@ extension CountingStore {
 }
 
 extension CountingStore {
-    func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {
+    func releaseEventHolds(projector: Projector, now: Int64, limit: Int) async throws -> Int {
         try await base.releaseEventHolds(projector: projector, now: now, limit: limit)
     }
     func nextEventHoldRelease() async throws -> Int64? { try await base.nextEventHoldRelease() }

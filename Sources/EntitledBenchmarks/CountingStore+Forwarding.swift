@@ -19,7 +19,7 @@ extension CountingStore {
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup {
         try await base.metricRollup(environment: environment, fromDay: fromDay, toDay: toDay)
     }
-    func backfillMetrics(projector: any Projector, limit: Int) async throws -> Int {
+    func backfillMetrics(projector: Projector, limit: Int) async throws -> Int {
         try await base.backfillMetrics(projector: projector, limit: limit)
     }
     func searchCustomers(_ query: String, after: String?, limit: Int) async throws -> [CustomerMatch] {
@@ -35,10 +35,10 @@ extension CountingStore {
         try await base.supportActions(appUserId: appUserId, limit: limit)
     }
 
-    func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: any Projector, now: Int64) async throws -> AliasOutcome {
+    func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: Projector, now: Int64) async throws -> AliasOutcome {
         try await base.addAlias(alias, to: appUserId, actor: actor, projector: projector, now: now)
     }
-    func appendCustomerFact(_ fact: Fact, projector: any Projector, now: Int64) async throws -> Bool {
+    func appendCustomerFact(_ fact: Fact, projector: Projector, now: Int64) async throws -> Bool {
         try await base.appendCustomerFact(fact, projector: projector, now: now)
     }
     func exportCustomer(appUserId: String) async throws -> CustomerExport? { try await base.exportCustomer(appUserId: appUserId) }
@@ -65,7 +65,7 @@ extension CountingStore {
     }
     func purgeOfferSignatures(signedBefore: Int64) async throws -> Int { try await base.purgeOfferSignatures(signedBefore: signedBefore) }
 
-    func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome {
+    func spend(_ request: SpendRequest, projector: Projector, now: Int64) async throws -> SpendOutcome {
         try await base.spend(request, projector: projector, now: now)
     }
 
@@ -86,7 +86,7 @@ extension CountingStore {
         try await base.purgeRetentionRequests(requestedBefore: requestedBefore)
     }
 
-    func backfillPlaceholders(projector: any Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
+    func backfillPlaceholders(projector: Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
         try await base.backfillPlaceholders(projector: projector, now: now, limit: limit)
     }
 

@@ -40,8 +40,8 @@ public struct AssembledServer: Sendable {
             RejectedPurge(
                 store: store, clock: clock, retentionDays: configuration.storage.rejectedRetentionDays,
                 offerSignatureRetentionDays: configuration.offerSigning.retentionDays),
-            MetricBackfill(store: store, projector: ledger),
-            PlaceholderBackfill(store: store, projector: ledger, clock: clock),
+            MetricBackfill(store: store, projector: ledger.projector),
+            PlaceholderBackfill(store: store, projector: ledger.projector, clock: clock),
         ]
         services += reconcilers as [any Service]
         if let jobRunner { services.append(jobRunner) }

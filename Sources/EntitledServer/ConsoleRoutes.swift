@@ -105,8 +105,8 @@ struct ConsoleRoutes: Sendable {
         guard try await Problems.consoleRead({ try await ledger.store.customer(appUserId: appUserId) }) != nil else {
             throw HTTPError(.customerNotFound, "no such customer")
         }
-        let facts = try await Problems.consoleRead { try await ledger.store.facts(appUserId: appUserId, projector: ledger) }
-        let events = ConsoleTimeline.events(facts, encode: ledger.encode)
+        let facts = try await Problems.consoleRead { try await ledger.store.facts(appUserId: appUserId, projector: ledger.projector) }
+        let events = ConsoleTimeline.events(facts, encode: ledger.projector.factCoding.encode)
         let endpoints = configuration.deliveryEndpoints
         var deliveries: [WebhookDelivery] = []
         if !endpoints.isEmpty {

@@ -86,7 +86,7 @@ struct ConsumptionResponder: Sendable {
                 let customer = try await ledger.store.customer(appUserId: owned.appUserId),
                 try await consents.consent(appUserId: customer.appUserId) == true
             else { return nil }
-            let facts = try await ledger.store.facts(appUserId: customer.appUserId, projector: ledger).compactMap { stored -> TransactionFact? in
+            let facts = try await ledger.store.facts(appUserId: customer.appUserId, projector: ledger.projector).compactMap { stored -> TransactionFact? in
                 if case .transaction(let fact) = stored.fact { fact } else { nil }
             }
             let now = clock.nowMilliseconds()

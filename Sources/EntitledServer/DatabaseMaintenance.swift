@@ -141,9 +141,9 @@ public enum DatabaseMaintenance {
         return "no database file at \(absolute) (\(reason)); give --config FILE or --database URL"
     }
 
-    /// The projector the server uses for `configuration`: its ledger over `store`.
-    static func projector(for configuration: Configuration, store: any LedgerStore, fastPaths: FastPaths) -> FactLedger {
-        FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache())
+    /// The projector the server uses for `configuration`: its ledger's over `store`.
+    static func projector(for configuration: Configuration, store: any LedgerStore, fastPaths: FastPaths) -> Projector {
+        FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache()).projector
     }
 
     /// Opens the store, runs `body`, closes it (also when `body` throws).

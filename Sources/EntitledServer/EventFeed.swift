@@ -1,3 +1,4 @@
+import AppStore
 import EntitledConfig
 import Foundation
 import HTTPServer
@@ -120,10 +121,23 @@ enum EventJSON {
             appAccountToken: event.appAccountToken, bundleId: event.bundleId, productId: event.productId,
             originalTransactionId: event.originalTransactionId, entitlements: event.entitlements, data: event.details)
         var bytes = Array((try? encoder.encode(body)) ?? Data("{}".utf8))
-        let customer = RenderedCustomer(document: event.answer)?.body(serverTime: event.recordedAt) ?? Array("null".utf8)
+        let customer = customerAnswer(event.answer, serverTime: event.recordedAt)
         // Both are JSON this server wrote; appended as members of the object.
         bytes.removeLast()
         bytes += Array(#","cause":"#.utf8) + Array(event.cause.utf8) + Array(#","customer":"#.utf8) + customer + [UInt8(ascii: "}")]
         return bytes
+    }
+
+    /// The customer's answer an event carries, at `serverTime`: rendered from the state storage
+    /// kept with it (``Storage/CustomerDocument``), so that it is in this binary's answer format;
+    /// an older binary's stored rendering of the current format as it is; `null` when there is none.
+    static func customerAnswer(_ stored: [UInt8], serverTime: Int64) -> [UInt8] {
+        let codec = JSONCodec()
+        if !stored.isEmpty, let document = try? codec.decode(CustomerDocument.self, from: stored),
+            let bytes = try? codec.encodeAnswer(CustomerBody(customer: document.customer, state: document.state, now: serverTime))
+        {
+            return bytes
+        }
+        return RenderedCustomer(document: stored)?.body(serverTime: serverTime) ?? Array("null".utf8)
     }
 }

@@ -30,7 +30,7 @@ public final class EventReleaser: Service {
     public func releaseDue() async throws -> Int {
         var total = 0
         while true {
-            let released = try await store.releaseEventHolds(projector: ledger, now: clock.nowMilliseconds(), limit: Self.batch)
+            let released = try await store.releaseEventHolds(projector: ledger.projector, now: clock.nowMilliseconds(), limit: Self.batch)
             total += released
             if released > 0 { ledger.events.ring() }
             if released < Self.batch { return total }

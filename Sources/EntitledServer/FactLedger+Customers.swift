@@ -10,7 +10,7 @@ import Storage
 extension FactLedger {
     /// Makes `alias` an id of `appUserId`'s customer (see ``Storage/CustomerDirectory``).
     public func addAlias(_ alias: String, to appUserId: String, actor: String?, now: Int64) async throws(StorageError) -> AliasOutcome {
-        let outcome = try await mapped { try await store.addAlias(alias, to: appUserId, actor: actor, projector: self, now: now) }
+        let outcome = try await mapped { try await store.addAlias(alias, to: appUserId, actor: actor, projector: projector, now: now) }
         if outcome != .alreadyAlias { events.ring() }  // a `customer.merged` event committed
         return outcome
     }
@@ -21,12 +21,12 @@ extension FactLedger {
         appUserId: String, entitlement: String, until: Int64, reason: String?, actor: String?, now: Int64
     ) async throws(StorageError) -> PromotionalGrantFact {
         return try await mapped {
-            guard let customer = try await store.customer(appUserId: appUserId, createIfMissing: true, projector: self, now: now)
+            guard let customer = try await store.customer(appUserId: appUserId, createIfMissing: true, projector: projector, now: now)
             else { throw StorageError(.internal, "customer was not created") }
             let fact = PromotionalGrantFact(
                 grantId: UUID().uuidString.lowercased(), entitlement: entitlement, grantedAt: now, expiresDate: until,
                 reason: reason, grantedBy: actor, appAccountToken: customer.appAccountToken)
-            try await store.appendCustomerFact(.promotionalGrant(fact), projector: self, now: now)
+            try await store.appendCustomerFact(.promotionalGrant(fact), projector: projector, now: now)
             return fact
         }
     }
@@ -35,7 +35,7 @@ extension FactLedger {
     public func promotionalGrants(appUserId: String) async throws(StorageError) -> (facts: [PromotionalGrantFact], states: [PromotionalGrantState])? {
         try await mapped {
             guard try await store.customer(appUserId: appUserId) != nil else { return nil }
-            let facts = try await store.facts(appUserId: appUserId, projector: self).compactMap(\.fact)
+            let facts = try await store.facts(appUserId: appUserId, projector: projector).compactMap(\.fact)
             let grants = facts.compactMap { fact -> PromotionalGrantFact? in
                 if case .promotionalGrant(let g) = fact { return g }
                 return nil
@@ -54,7 +54,7 @@ extension FactLedger {
             // An end after the grant lapsed changes nothing: only one that cuts it short is stored.
             if now < (grants.states.first { $0.grantId == grantId }?.endsAt ?? 0) {
                 let end = PromotionalGrantEndFact(grantId: grantId, endedAt: now, endedBy: actor, appAccountToken: grant.appAccountToken)
-                try await store.appendCustomerFact(.promotionalGrantEnd(end), projector: self, now: now)
+                try await store.appendCustomerFact(.promotionalGrantEnd(end), projector: projector, now: now)
             }
             return try await promotionalGrants(appUserId: appUserId)?.states.first { $0.grantId == grantId }
         }

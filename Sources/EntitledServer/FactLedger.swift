@@ -9,16 +9,17 @@ import Synchronization
 /// `Fact`s and projects every affected customer in the same transaction, and reads customers,
 /// history and subscriptions back.
 ///
-/// It is also the store's `Projector`: what the server adds to storage's own evaluation — the
-/// ``policy``, the ``grantEnvironments`` the stored answer merges, the facts' JSON (``encode(_:)``,
-/// ``decode(_:)``, with the ``ProjectionCache``'s codec) and the state document, the customer's
-/// rendered answer (``document(customer:state:)``).
+/// It holds the store's ``projector``: the ``policy``, the ``grantEnvironments`` stored states
+/// merge and the facts' JSON written with the ``ProjectionCache``'s codec. Storage stores each
+/// customer's evaluated state in its own encoding; the customer's rendered answer is this server's,
+/// rendered from that state on the first read after it changes and stored beside it, keyed by
+/// ``RenderedCustomer/formatVersion`` (``renderedCustomer(appUserId:context:)``).
 ///
 /// Every call is one database transaction on storage's own threads. The projections are evaluated
 /// with the one policy merged from every configured app (``EntitledConfig/Configuration/policy``
 /// over the configuration): customers are not per app, and every answer about them, customer or
 /// admin, uses it.
-public final class FactLedger: ReadinessProbe, Projector {
+public final class FactLedger: ReadinessProbe {
     public let store: any LedgerStore
     public let policy: Policy
     /// The projection path's fast paths and codec.
@@ -34,6 +35,9 @@ public final class FactLedger: ReadinessProbe, Projector {
     public let events = EventBell()
     /// How long answer-change events are held back (`events`); nil: derived at the commit.
     public let eventHold: EventHold?
+    /// How storage evaluates and encodes: this ledger's policy, grant environments, event hold
+    /// and fact codec, with the console's metric rollups.
+    public let projector: Projector
 
     /// - Parameters:
     ///   - store: the opened ledger.
@@ -54,6 +58,9 @@ public final class FactLedger: ReadinessProbe, Projector {
         self.merged = grantEnvironments
         self.mergedScope = EvaluationContext.scope(grantEnvironments)
         self.metrics = metrics
+        projector = Projector(
+            policy: policy, grantEnvironments: grantEnvironments, maintainsMetrics: true, eventHold: eventHold,
+            factCoding: cache.factCoding)
     }
 
     /// The ledger a configuration's server uses: its merged policy and grant environments.
@@ -69,45 +76,13 @@ public final class FactLedger: ReadinessProbe, Projector {
     /// `apps[].grantEnvironments`' default.
     public static let defaultGrantEnvironments: [Environment] = [.production, .sandbox]
 
-    /// The environments stored answers merge (always some: optional only as `Projector` declares
-    /// it, nil being storage's primary-environment document).
-    public var grantEnvironments: [Environment]? { merged }
+    /// The environments stored answers merge.
+    public var grantEnvironments: [Environment] { merged }
 
     /// The context of a customer answer at `now` over the environments stored answers merge.
     public func answerContext(now: Int64) -> EvaluationContext {
         EvaluationContext(policy: policy, environments: merged, now: now)
     }
-
-    // MARK: Projector
-
-    /// A fact's ledger text: the sorted-keys JSON (whose bytes must never change).
-    public func encode(_ fact: Fact) -> String { cache.payload(fact) }
-
-    /// The engine fact a ledger text holds; nil when it is not one.
-    public func decode(_ text: String) -> Fact? { cache.fact(text) }
-
-    /// The customer's answer, rendered (``RenderedCustomer``; empty with the cache off) from the
-    /// ``grantEnvironments`` merged at the epoch (reads splice in their own time), recording which
-    /// environments it merges. It holds no instant but the next status change, so it depends on
-    /// the facts and on which statuses hold at `now`, not on the instant itself — a rebuild then
-    /// finds no difference unless a status changed.
-    public func document(customer: CustomerRecord, state: CustomerState) -> [UInt8] {
-        cache.document(for: CustomerBody(customer: customer, state: state, now: 0), scope: mergedScope)
-    }
-
-    /// False for a stored document the server replaces by itself when it reads it: an answer of an
-    /// older ``RenderedCustomer/formatVersion``, or none (written with the cache off). Anything
-    /// else — this format, or no rendered answer at all — is compared byte for byte. With the cache
-    /// off, only empty documents are (it renders nothing to compare with).
-    public func isComparable(stateDocument: [UInt8]) -> Bool {
-        guard cache.enabled else { return stateDocument.isEmpty }
-        guard !stateDocument.isEmpty else { return false }
-        guard let version = RenderedCustomer.formatVersion(of: stateDocument) else { return true }
-        return version >= RenderedCustomer.formatVersion
-    }
-
-    /// The server's projections keep the console's metric rollups.
-    public var maintainsMetrics: Bool { true }
 
     /// For `/readyz`: the database answers.
     public func checkReady() async throws { try await store.ping() }
@@ -124,7 +99,7 @@ public final class FactLedger: ReadinessProbe, Projector {
     ) async throws(StorageError) -> IngestResult.Status {
         try await mapped {
             let started = ContinuousClock.now
-            let result = try await store.ingest(message, facts: facts, claim: claim, projector: self, now: message.receivedAt)
+            let result = try await store.ingest(message, facts: facts, claim: claim, projector: projector, now: message.receivedAt)
             metrics?.ledgerCommitDuration.observe([], (ContinuousClock.now - started).seconds)
             if result.status == .accepted { events.ring() }
             return result.status
@@ -136,30 +111,46 @@ public final class FactLedger: ReadinessProbe, Projector {
         _ = try await mapped { try await store.recordRejected(message, code: code) }
     }
 
-    /// The stored answer when it holds for `context`. One stored in an older format (or none, by a
-    /// server with the cache off) is rendered again and stored first: a new answer format needs no
-    /// `rebuild`.
+    /// The stored answer when it holds for `context`. None stored for the customer's current
+    /// state (a write changed it), or one of an older format, is rendered from the stored state and
+    /// stored first: a new answer format needs no `rebuild`.
     public func renderedCustomer(appUserId: String, context: EvaluationContext) async throws(StorageError) -> RenderedCustomer? {
         try await mapped {
             guard var stored = try await store.projection(appUserId: appUserId) else { return nil }
             try Self.checkProjected(stored.failure)
-            if cache.storedAnswer(stored.document) == .outdated {
-                guard let renewed = try await store.reproject(appUserId: appUserId, projector: self, now: context.now)
+            switch cache.storedAnswer(stored.answer) {
+            case .current(let answer): return fresh(answer, computedAt: stored.computedAt, context: context)
+            case .unusable: return nil
+            case .outdated: break
+            }
+            // Another context (`?environment=`) is never served a stored answer: none to render.
+            guard context.policy == policy, context.environments == merged else { return nil }
+            var rendered = cache.answer(rendering: stored.document)
+            if rendered == nil {
+                // A state stored before storage kept its own encoding: projected again first.
+                guard let renewed = try await store.reproject(appUserId: appUserId, projector: projector, now: context.now)
                 else { return nil }
                 try Self.checkProjected(renewed.failure)
                 stored = renewed
+                rendered = cache.answer(rendering: stored.document)
             }
-            return fresh(stored.document, computedAt: stored.computedAt, context: context)
+            guard let rendered else { return nil }
+            // Not stored when a write changed the state meanwhile: the next read renders that one.
+            // A cache fill: failing to store it does not fail the read it answers.
+            _ = try? await store.storeAnswer(rendered.document, appUserId: appUserId, document: stored.document)
+            return fresh(rendered, computedAt: stored.computedAt, context: context)
         }
     }
 
     /// ``renderedCustomer(appUserId:context:)`` on the calling thread, when the store can read at
-    /// once (an HTTP poll thread must not wait); nil means "use the asynchronous calls".
+    /// once (an HTTP poll thread must not wait) and holds a current answer; nil means "use the
+    /// asynchronous calls".
     public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(StorageError) -> RenderedCustomer? {
         do {
             guard case .done(let stored) = try store.stateNow(appUserId: appUserId), let stored else { return nil }
             try Self.checkProjected(stored.failure)
-            return fresh(stored.state, computedAt: stored.computedAt, context: context)
+            guard case .current(let answer) = cache.storedAnswer(stored.answer) else { return nil }
+            return fresh(answer, computedAt: stored.computedAt, context: context)
         } catch {
             throw Self.storageError(error)
         }
@@ -171,11 +162,10 @@ public final class FactLedger: ReadinessProbe, Projector {
     }
 
     /// The stored answer when it holds for `context`.
-    private func fresh(_ document: [UInt8], computedAt: Int64, context: EvaluationContext) -> RenderedCustomer? {
+    private func fresh(_ answer: RenderedCustomer, computedAt: Int64, context: EvaluationContext) -> RenderedCustomer? {
         guard context.policy == policy, context.environments == merged,
             // A projection computed after `now` (a clock that went back) cannot vouch for `now`.
             computedAt <= context.now,
-            case .current(let answer) = cache.storedAnswer(document),
             // The context's environments are `merged`, so its scope is `mergedScope`.
             answer.holds(at: context.now, scope: mergedScope)
         else { return nil }
@@ -188,11 +178,11 @@ public final class FactLedger: ReadinessProbe, Projector {
         try await mapped {
             guard
                 let customer = try await store.customer(
-                    appUserId: appUserId, createIfMissing: true, projector: self, now: context.now)
+                    appUserId: appUserId, createIfMissing: true, projector: projector, now: context.now)
             else { throw StorageError(.internal, "customer was not created") }
             // Every stored fact is an engine fact: one that no longer decodes (a damaged row, a format
             // this binary does not know) leaves no answer to give.
-            let facts = try await store.facts(appUserId: appUserId, projector: self).map { stored throws(StorageError) in
+            let facts = try await store.facts(appUserId: appUserId, projector: projector).map { stored throws(StorageError) in
                 guard let fact = stored.fact else {
                     throw StorageError(
                         .projectionFailed, "this customer's projection failed",
@@ -219,7 +209,7 @@ public final class FactLedger: ReadinessProbe, Projector {
         let request = SpendRequest(
             appUserId: appUserId, productId: productId, quantity: quantity, idempotencyKey: idempotencyKey,
             environments: merged)
-        return try await mapped { try await store.spend(request, projector: self, now: now) }
+        return try await mapped { try await store.spend(request, projector: projector, now: now) }
     }
 
     /// A page of the customer's timeline, newest first, or nil when the customer does not exist.
@@ -236,7 +226,7 @@ public final class FactLedger: ReadinessProbe, Projector {
             var factsById: [Int64: Fact] = [:]
             var environments: [Int64: Environment] = [:]
             if !needed.isEmpty || !notifications.isEmpty {
-                for stored in try await store.facts(appUserId: appUserId, projector: self) {
+                for stored in try await store.facts(appUserId: appUserId, projector: projector) {
                     if needed.contains(stored.id) { factsById[stored.id] = stored.fact }
                     if let id = stored.notificationID, notifications.contains(id), let fact = stored.fact {
                         environments[id] = fact.environment
@@ -264,7 +254,7 @@ public final class FactLedger: ReadinessProbe, Projector {
             }
             // An unlinked subscription's placeholder is nobody's: answered without a customer.
             let customer = UnlinkedSubscription.isKey(owned.appUserId) ? nil : try await store.customer(appUserId: owned.appUserId)
-            let stored = try await store.facts(appUserId: owned.appUserId, projector: self)
+            let stored = try await store.facts(appUserId: owned.appUserId, projector: projector)
                 .filter { $0.fact?.ledgerOriginalTransactionId == originalTransactionId }
             let pairs = stored.compactMap { entry in entry.fact.map { (entry, $0) } }
             let facts = pairs.map(\.1)
@@ -283,7 +273,7 @@ public final class FactLedger: ReadinessProbe, Projector {
     public func subscriptionFacts(originalTransactionId: String) async throws(StorageError) -> [Fact] {
         try await mapped {
             guard let owned = try await store.subscription(originalTransactionId: originalTransactionId) else { return [] }
-            return try await store.facts(appUserId: owned.appUserId, projector: self).compactMap { entry in
+            return try await store.facts(appUserId: owned.appUserId, projector: projector).compactMap { entry in
                 entry.fact.flatMap { $0.ledgerOriginalTransactionId == originalTransactionId ? $0 : nil }
             }
         }

@@ -7,9 +7,9 @@ public struct MetricBackfill: Service {
     public static let chunk = 500
 
     let store: any LedgerStore
-    let projector: any Projector
+    let projector: Projector
 
-    public init(store: any LedgerStore, projector: any Projector) {
+    public init(store: any LedgerStore, projector: Projector) {
         self.store = store
         self.projector = projector
     }

@@ -8,10 +8,10 @@ public struct PlaceholderBackfill: Service {
     public static let chunk = 500
 
     let store: any LedgerStore
-    let projector: any Projector
+    let projector: Projector
     let clock: any EpochClock
 
-    public init(store: any LedgerStore, projector: any Projector, clock: any EpochClock) {
+    public init(store: any LedgerStore, projector: Projector, clock: any EpochClock) {
         self.store = store
         self.projector = projector
         self.clock = clock

@@ -1,14 +1,15 @@
 import AppStore
 import Entitlements
+import Storage
 
 /// The projection path's speed-ups, behind one seam with one switch (``enabled``):
 ///
-/// - the customer's answer rendered into their stored projection (``RenderedCustomer``), so that a
-///   read sends stored bytes without evaluating; a document of an older ``RenderedCustomer/formatVersion``
-///   is re-rendered on read and stored again;
+/// - the customer's answer rendered from their stored state (``RenderedCustomer``) and stored
+///   beside it, so that a read sends stored bytes without evaluating; none, or one of another
+///   ``RenderedCustomer/formatVersion``, is rendered on read and stored;
 /// - encoded answers reused between reads while unchanged (``EncodedBodyCache``).
 ///
-/// Off, projections store no answer (every read evaluates the facts) and every answer is encoded,
+/// Off, no answer is stored (every read evaluates the facts) and every answer is encoded,
 /// all with ``codec``. The answers are the same bytes either way: a differential test compares two
 /// servers, one with it off (`ENTITLED_FAST_PATHS=off` for a whole process, see ``FastPaths``).
 public final class ProjectionCache: Sendable {
@@ -36,33 +37,42 @@ public final class ProjectionCache: Sendable {
         (try? codec.encodeSorted(fact)).map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
 
-    // MARK: Stored answers
-
-    /// The state document a projection stores for `body`, the answer for `scope`: its rendered
-    /// answer, or nothing when off.
-    func document(for body: CustomerBody, scope: String) -> [UInt8] {
-        guard enabled else { return [] }
-        // Not renderable (it always is): an empty document sends reads to the slow path.
-        return RenderedCustomer(body: body, scope: scope, codec: codec)?.document ?? []
+    /// Storage's fact text written and read with ``codec`` (the same bytes as Foundation's).
+    var factCoding: FactCoding {
+        FactCoding(encode: { [self] in payload($0) }, decode: { [self] in fact($0) })
     }
 
-    /// What a stored state document is good for.
+    // MARK: Stored answers
+
+    /// The answer to store beside a customer's state: its rendering for the environments the
+    /// state merges; nil when off (every read then evaluates) or the state is none this binary
+    /// reads (one stored before storage kept its own encoding).
+    func answer(rendering document: [UInt8]) -> RenderedCustomer? {
+        guard enabled, !document.isEmpty,
+            let stored = try? codec.decode(CustomerDocument.self, from: document)
+        else { return nil }
+        let body = CustomerBody(customer: stored.customer, state: stored.state, now: 0)
+        return RenderedCustomer(body: body, scope: EvaluationContext.scope(stored.environments ?? [stored.state.environment]), codec: codec)
+    }
+
+    /// What a stored answer is good for.
     enum StoredAnswer: Equatable {
         /// An answer in this binary's format.
         case current(RenderedCustomer)
-        /// No answer, or one of an older format: render it again (and store it).
+        /// No answer, or one of an older format: render it again from the stored state (and
+        /// store it).
         case outdated
-        /// Nothing to use or redo (the cache is off, or a newer binary's format).
+        /// Nothing to use or redo: the cache is off, or the answer is a newer binary's (left to
+        /// it: two binaries sharing a database must not overwrite each other's on every read).
         case unusable
     }
 
-    func storedAnswer(_ document: [UInt8]) -> StoredAnswer {
+    func storedAnswer(_ answer: [UInt8]?) -> StoredAnswer {
         guard enabled else { return .unusable }
+        guard let answer else { return .outdated }
         // The hot read: a current answer is parsed once, as before there were versions.
-        if let answer = RenderedCustomer(document: document) { return .current(answer) }
-        if document.isEmpty { return .outdated }
-        guard let version = RenderedCustomer.formatVersion(of: document), version < RenderedCustomer.formatVersion
-        else { return .unusable }
+        if let rendered = RenderedCustomer(document: answer) { return .current(rendered) }
+        if let version = RenderedCustomer.formatVersion(of: answer), version > RenderedCustomer.formatVersion { return .unusable }
         return .outdated
     }
 

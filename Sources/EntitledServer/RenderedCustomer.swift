@@ -7,12 +7,15 @@ import HTTPServer
 /// `GET /v1/customers/{appUserId}` sends, with `serverTime` left at the epoch so that a read only
 /// splices in its own time. Reads then decode and encode nothing.
 ///
-/// The projection stores it as its state document: one line of metadata, then the body —
+/// It is rendered from the customer's stored state (``Storage/CustomerDocument``) on the first read
+/// after that state changes, and stored beside it (``Storage/LedgerStore/storeAnswer(_:appUserId:document:)``)
+/// as one line of metadata, then the body —
 /// `entitled-answer/VERSION SCOPE NEXT OFFSET\n{…}`, where VERSION is ``formatVersion``, SCOPE the
 /// environments the answer merges (``EvaluationContext/scope``),
 /// NEXT the next instant at which time alone changes the answer (ms, or `-`) and OFFSET where
-/// `serverTime`'s value starts in the body. A server meeting a document of an older version
-/// re-renders it on read (``ProjectionCache``), so changing the answer's JSON needs no `rebuild`.
+/// `serverTime`'s value starts in the body. A server meeting an answer of an older version
+/// renders it again from the stored state (``ProjectionCache``), so changing the answer's JSON
+/// needs no `rebuild`.
 public struct RenderedCustomer: Sendable, Equatable {
     /// The format of the stored documents this binary writes. Raise it whenever the answer's JSON
     /// or this header changes: stored answers of an older format are then re-rendered lazily.

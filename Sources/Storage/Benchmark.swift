@@ -137,7 +137,7 @@ package enum _StorageCrashBatch {
         var configuration = StoreConfiguration()
         configuration.postgresSchema = postgresSchema
         let store = try await openStore(url: url, configuration: configuration)
-        let projector = BasicProjector()
+        let projector = Projector()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for worker in 0..<concurrency {
                 group.addTask {

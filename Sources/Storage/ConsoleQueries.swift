@@ -60,7 +60,7 @@ public protocol ConsoleStore: Sendable {
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup
     /// Computes the rollup contribution of up to `limit` customers stored before the rollups
     /// existed; returns how many (0: done). Resumable: each chunk commits on its own.
-    func backfillMetrics(projector: any Projector, limit: Int) async throws -> Int
+    func backfillMetrics(projector: Projector, limit: Int) async throws -> Int
     /// Customers whose appUserId, appAccountToken, or a subscription's originalTransactionId or
     /// transactionId is `query` (exact), or whose appUserId starts with it; by appUserId, after
     /// `after`, at most `limit`. An unlinked subscription (``UnlinkedSubscription``) is found by
@@ -87,7 +87,7 @@ extension SessionBackedStore {
         try await read { try Ledger(session: $0, fault: nil).metricRollup(environment: environment, fromDay: fromDay, toDay: toDay) }
     }
 
-    func backfillMetrics(projector: any Projector, limit: Int) async throws -> Int {
+    func backfillMetrics(projector: Projector, limit: Int) async throws -> Int {
         try await write { try Ledger(session: $0, fault: nil).backfillMetricsChunk(limit: limit, projector: projector) }
     }
 

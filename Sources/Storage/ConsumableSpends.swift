@@ -43,19 +43,19 @@ public protocol ConsumableSpending: Sendable {
     /// locked (PostgreSQL), the key looked up, the balance evaluated from the customer's facts and
     /// the spend stored with the customer's recomputed projection only when the balance covers it.
     /// Concurrent spends of one customer run one after another, so the last unit is spent once.
-    func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome
+    func spend(_ request: SpendRequest, projector: Projector, now: Int64) async throws -> SpendOutcome
 }
 
 
 extension SessionBackedStore {
-    func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome {
+    func spend(_ request: SpendRequest, projector: Projector, now: Int64) async throws -> SpendOutcome {
         try await observedWrite { try $0.spend(request, projector: projector, now: now) }
     }
 }
 
 extension Ledger {
     /// See ``ConsumableSpending/spend(_:projector:now:)``.
-    func spend(_ request: SpendRequest, projector: any Projector, now: Int64) throws -> SpendOutcome {
+    func spend(_ request: SpendRequest, projector: Projector, now: Int64) throws -> SpendOutcome {
         guard request.quantity > 0, !request.environments.isEmpty else {
             throw StorageError(.invalidArgument, "a spend needs a positive quantity and an environment")
         }

@@ -13,14 +13,14 @@ public protocol CustomerDirectory: Sendable {
     /// - Throws: ``StorageError`` `ALIAS_CONFLICT` when `alias` is already an id of another
     ///   customer with several ids; `INVALID_ARGUMENT` when `alias == appUserId`.
     func addAlias(
-        _ alias: String, to appUserId: String, actor: String?, projector: any Projector, now: Int64
+        _ alias: String, to appUserId: String, actor: String?, projector: Projector, now: Int64
     ) async throws -> AliasOutcome
 
     /// Appends an operator's fact about a customer (a promotional grant or its end), linked by the
     /// `appAccountToken` it carries, and projects that customer. A replay is a no-op.
     /// - Returns: whether the fact was new.
     @discardableResult
-    func appendCustomerFact(_ fact: Fact, projector: any Projector, now: Int64) async throws -> Bool
+    func appendCustomerFact(_ fact: Fact, projector: Projector, now: Int64) async throws -> Bool
 
     /// Every stored row about the customer `appUserId` belongs to, table by table; nil when no
     /// such customer exists.
@@ -100,12 +100,12 @@ public struct CustomerExport: Sendable, Hashable {
 
 extension SessionBackedStore {
     func addAlias(
-        _ alias: String, to appUserId: String, actor: String?, projector: any Projector, now: Int64
+        _ alias: String, to appUserId: String, actor: String?, projector: Projector, now: Int64
     ) async throws -> AliasOutcome {
         try await observedWrite { try $0.addAlias(alias, to: appUserId, actor: actor, projector: projector, now: now) }
     }
 
-    func appendCustomerFact(_ fact: Fact, projector: any Projector, now: Int64) async throws -> Bool {
+    func appendCustomerFact(_ fact: Fact, projector: Projector, now: Int64) async throws -> Bool {
         let row = FactRow(fact, signed: nil, projector: projector)
         return try await observedWrite { try $0.appendCustomerFact(row, projector: projector, now: now) }
     }

@@ -119,9 +119,11 @@ extension SessionBackedStore {
     /// ingest counters, event holds); once it committed, reports its projection changes to
     /// `ledgerObserver`.
     func observedWrite<T: Sendable>(_ body: @escaping @Sendable (Ledger) throws -> T) async throws -> T {
-        let (fault, layout, counts, holds) = (faultInjector, layout, countsIngest, holdsEvents)
+        let (fault, layout, counts, holds, answers) = (faultInjector, layout, countsIngest, holdsEvents, storesAnswers)
         @Sendable func ledger(_ session: any SQLSession, tally: TallyBuffer?) -> Ledger {
-            Ledger(session: session, fault: fault, tally: tally, layout: layout, countsIngest: counts, holdsEvents: holds)
+            Ledger(
+                session: session, fault: fault, tally: tally, layout: layout, countsIngest: counts, holdsEvents: holds,
+                storesAnswers: answers)
         }
         guard let observer = ledgerObserver else {
             return try await write { try body(ledger($0, tally: nil)) }

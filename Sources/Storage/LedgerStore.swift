@@ -37,10 +37,10 @@ public protocol LedgerStore:
     ///     for a fact without a signed form: its `Fact.identity` keys it).
     ///   - claim: For a client post: link the facts' subscriptions to this customer; facts without
     ///     one (an app transaction) get the customer's token.
-    ///   - projector: Encodes the facts and presents the projections.
+    ///   - projector: How the facts are encoded and evaluated.
     ///   - now: The current time (ms) the projections are evaluated at.
     func ingest(
-        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
+        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: Projector, now: Int64
     ) async throws -> IngestResult
 
     /// Records a rejected message for audit; nothing is applied. Its `notificationUUID` is kept
@@ -65,25 +65,32 @@ public protocol LedgerStore:
     /// the token are linked (from their placeholder too) and the projection is computed; their
     /// events are released (or held) for the customer, a placeholder's superseded by a correction.
     func ensureCustomer(
-        appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64
+        appUserId: String, appAccountToken: String?, projector: Projector, now: Int64
     ) async throws -> CustomerRecord
 
     /// The customer's stored projection (the API's hot read: one statement, indexed lookups).
     func projection(appUserId: String) async throws -> StoredProjection?
 
-    /// Recomputes and stores one customer's projection (e.g. when its stored document is of an
-    /// older format) and returns it; nil when there is no such customer.
-    func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection?
+    /// Recomputes and stores one customer's projection (e.g. when its state was stored before
+    /// storage kept its own encoding) and returns it; nil when there is no such customer.
+    func reproject(appUserId: String, projector: Projector, now: Int64) async throws -> StoredProjection?
 
-    /// The customer's stored state document alone (no projection rows), on the calling thread, when
-    /// the backend can read it at once (SQLite on a file: a microsecond-scale lookup on a pooled
-    /// read connection). `.wouldWait` (PostgreSQL's round trip, SQLite in memory, a closed store)
-    /// means: use ``projection(appUserId:)``.
+    /// Stores the reader's `answer` beside the customer's state ``StoredProjection/document`` it
+    /// was rendered from, for later reads (``StoredProjection/answer``, ``stateNow(appUserId:)``)
+    /// until the state changes. Storage keeps the bytes as they are and never reads them.
+    /// - Returns: false, writing nothing, when the stored state is no longer `document`.
+    @discardableResult
+    func storeAnswer(_ answer: [UInt8], appUserId: String, document: [UInt8]) async throws -> Bool
+
+    /// The customer's stored answer alone (no state, no projection rows), on the calling thread,
+    /// when the backend can read it at once (SQLite on a file: a microsecond-scale lookup on a
+    /// pooled read connection). `.wouldWait` (PostgreSQL's round trip, SQLite in memory, a closed
+    /// store) means: use ``projection(appUserId:)``.
     func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?>
 
     /// All facts of a customer, ordered by `signedDate` then id (what the projections evaluate),
     /// decoded by `projector`.
-    func facts(appUserId: String, projector: any Projector) async throws -> [StoredFact]
+    func facts(appUserId: String, projector: Projector) async throws -> [StoredFact]
 
     /// The customer's notifications and facts, newest first.
     /// - Parameters:
@@ -107,13 +114,13 @@ public protocol LedgerStore:
     func checkIntegrity(full: Bool, timeLimit: Duration?) async throws -> IntegrityReport
 
     /// Recomputes every projection from the ledger, replaces those that differ and reports them.
-    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport
+    func rebuild(projector: Projector, now: Int64) async throws -> RebuildReport
 
     /// Recomputes every projection as ``rebuild(projector:now:)`` does, each at the instant it was
     /// stored with, and reports those that differ (``RebuildReport/changedCustomers``) and those
     /// that cannot be projected, writing nothing. Each chunk of customers is read in one read-only
     /// transaction, so it can run while the server writes.
-    func compareProjections(projector: any Projector) async throws -> RebuildReport
+    func compareProjections(projector: Projector) async throws -> RebuildReport
 
     /// Writes a consistent copy of the database to a new file at `path` while the store keeps
     /// serving, fsynced (the file and its folder) before it returns. SQLite only: the copy is made
@@ -129,7 +136,7 @@ public protocol LedgerStore:
 extension LedgerStore {
     /// Reads a customer, creating it when `createIfMissing` is true.
     public func customer(
-        appUserId: String, createIfMissing: Bool, projector: any Projector, now: Int64
+        appUserId: String, createIfMissing: Bool, projector: Projector, now: Int64
     ) async throws -> CustomerRecord? {
         if let existing = try await customer(appUserId: appUserId) { return existing }
         guard createIfMissing else { return nil }

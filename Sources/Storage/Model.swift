@@ -74,7 +74,7 @@ public struct StoredFact: Sendable, Hashable {
     public var signed: String
     /// The app it came for.
     public var bundleId: String?
-    /// The fact; nil when its stored text is none this binary decodes (``Projector/decode(_:)``).
+    /// The fact; nil when its stored text is none this binary decodes (``FactCoding``).
     public var fact: Fact?
 
     /// Creates a stored fact.
@@ -232,7 +232,7 @@ public enum UnlinkedSubscription {
 public struct StoredProjection: Sendable, Hashable {
     /// The customer.
     public var customer: CustomerRecord
-    /// Rows and state document (canonical order): storage's own plumbing.
+    /// Rows and encoded state (canonical order): storage's own plumbing.
     package var projection: CustomerProjection
     /// The `now` the projection was computed with (ms).
     public var computedAt: Int64
@@ -240,35 +240,42 @@ public struct StoredProjection: Sendable, Hashable {
     /// is then empty and the rows are the last ones that succeeded; it must not be served as the
     /// customer's answer.
     public var failure: String?
+    /// The reader's rendering of ``document`` (``LedgerStore/storeAnswer(_:appUserId:document:)``);
+    /// nil when none is stored for this document.
+    public var answer: [UInt8]?
 
-    /// The state document (``Projector/document(customer:state:)``).
+    /// The state in storage's encoding (``CustomerDocument``); empty when the projection failed
+    /// or was stored before storage kept its own encoding.
     public var document: [UInt8] { projection.state }
 
     /// Creates a stored projection.
-    package init(customer: CustomerRecord, projection: CustomerProjection, computedAt: Int64, failure: String? = nil) {
+    package init(
+        customer: CustomerRecord, projection: CustomerProjection, computedAt: Int64, failure: String? = nil, answer: [UInt8]? = nil
+    ) {
         self.customer = customer
         self.projection = projection
         self.computedAt = computedAt
         self.failure = failure
+        self.answer = answer
     }
 }
 
-/// A customer's stored state document without its projection rows: what a hot read that serves
-/// the document as it is needs.
+/// A customer's stored answer without the projection: what a hot read that serves the answer as
+/// it is needs.
 public struct StoredState: Sendable, Hashable {
     /// The customer.
     public var customer: CustomerRecord
-    /// The projector's state document.
-    public var state: [UInt8]
+    /// The reader's rendering stored beside the state (``StoredProjection/answer``); nil when none.
+    public var answer: [UInt8]?
     /// The `now` the projection was computed with (ms).
     public var computedAt: Int64
     /// Set when the last projection failed (see ``StoredProjection/failure``).
     public var failure: String?
 
     /// Creates a stored state.
-    public init(customer: CustomerRecord, state: [UInt8], computedAt: Int64, failure: String? = nil) {
+    public init(customer: CustomerRecord, answer: [UInt8]?, computedAt: Int64, failure: String? = nil) {
         self.customer = customer
-        self.state = state
+        self.answer = answer
         self.computedAt = computedAt
         self.failure = failure
     }

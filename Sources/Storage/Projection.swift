@@ -1,79 +1,63 @@
 import Entitlements
 import Foundation
 
-/// How the ledger writes, reads and presents the engine's facts; storage evaluates them itself.
-///
-/// Storage keeps the engine's own `Fact`s (as the text ``encode(_:)`` writes, once) and, inside the
-/// write transaction, projects every affected customer with the engine under ``policy``: one
+/// How the ledger evaluates the engine's facts: a value, not a callback. Storage keeps the
+/// engine's own `Fact`s (as the text ``FactCoding`` writes, once) and, inside the write
+/// transaction, projects every affected customer with the engine under ``policy``: one
 /// `CustomerState` per environment the customer has facts in, indexed as entitlement and
-/// subscription rows, and one stored as the state document reads serve
-/// (``document(customer:state:)``): the ``grantEnvironments`` merged, or the primary environment's.
+/// subscription rows, and one stored in storage's own encoding (``CustomerDocument``): the
+/// ``grantEnvironments`` merged, or the primary environment's. How an answer is presented is the
+/// reader's concern (``StoredProjection/answer``).
 ///
-/// Must be pure and deterministic: the same facts and `now` give the same projection, which is what
-/// makes ``LedgerStore/rebuild(projector:now:)`` meaningful. It is called on storage threads inside
-/// transactions, so it must be fast and must not block.
-public protocol Projector: Sendable {
+/// The same facts and `now` give the same projection, which is what makes
+/// ``LedgerStore/rebuild(projector:now:)`` meaningful.
+public struct Projector: Sendable {
     /// The policy every customer is evaluated with.
-    var policy: Policy { get }
-    /// The JSON text the ledger stores for a fact. A stored text is never written again, so the
-    /// encoding may only change in ways ``decode(_:)`` still reads.
-    func encode(_ fact: Fact) -> String
+    public var policy: Policy
+    /// The environments the stored state merges, primary first
+    /// (``evaluate(facts:policy:now:environments:)``); nil: the customer's primary environment
+    /// alone (Production when they have any Production facts, else the first they have facts in).
+    public var grantEnvironments: [Environment]?
+    /// Whether each projection also maintains the metric rollups (``ConsoleStore``) in its
+    /// transaction (false: the rollups stay empty).
+    public var maintainsMetrics: Bool
+    /// How a committed change's answer-change events are written: at the commit (nil), or held
+    /// back (``EventHold``) and released once the customer's history settles.
+    public var eventHold: EventHold?
+    /// How facts are written to and read from their ledger text.
+    public var factCoding: FactCoding
+
+    /// A projector evaluating with `policy`.
+    public init(
+        policy: Policy, grantEnvironments: [Environment]? = nil, maintainsMetrics: Bool = false, eventHold: EventHold? = nil,
+        factCoding: FactCoding = .foundation
+    ) {
+        self.policy = policy
+        self.grantEnvironments = grantEnvironments
+        self.maintainsMetrics = maintainsMetrics
+        self.eventHold = eventHold
+        self.factCoding = factCoding
+    }
+
+    /// A projector whose policy grants, for each auto-renewable product id, the entitlement it
+    /// maps to (the storage tests, the crash child and `entitled bench store`).
+    public init(entitlements: [String: String] = [:], maintainsMetrics: Bool = false) {
+        self.init(
+            policy: Policy(products: entitlements.mapValues { ProductPolicy(type: .autoRenewable, entitlements: [$0]) }),
+            maintainsMetrics: maintainsMetrics)
+    }
+
+    /// The JSON text the ledger stores for a fact.
+    public func encode(_ fact: Fact) -> String { factCoding.encode(fact) }
+
     /// The fact a stored text holds; nil when it is none this binary knows. The customer is then
     /// not projected (an answer computed without the fact could grant or deny wrongly).
-    func decode(_ text: String) -> Fact?
-    /// The state document stored for a customer: their primary environment's state (evaluated at
-    /// `now`, its `evaluatedAt` left at 0) as reads serve it.
-    /// - Throws: when this customer cannot be presented. The ledger contains the failure to this
-    ///   customer: the facts still commit, the customer's stored projection is marked failed
-    ///   (``StoredProjection/failure``) and every other customer is projected as usual; a later
-    ///   successful projection clears the mark.
-    func document(customer: CustomerRecord, state: CustomerState) throws -> [UInt8]
-    /// The environments the state document merges, primary first
-    /// (``evaluate(facts:policy:now:environments:)``); nil (the default): the customer's primary
-    /// environment alone (Production when they have any Production facts, else the first they
-    /// have facts in).
-    var grantEnvironments: [Environment]? { get }
-    /// Whether ``LedgerStore/compareProjections(projector:)`` may compare a stored state document
-    /// byte for byte with a fresh one; false for one the projector's reader replaces by itself (an
-    /// older format), compared by its rows alone. Default: true.
-    func isComparable(stateDocument: [UInt8]) -> Bool
-    /// Whether each projection also maintains the metric rollups (``ConsoleStore``) in its
-    /// transaction. Default: false (the rollups stay empty).
-    var maintainsMetrics: Bool { get }
-    /// How a committed change's answer-change events are written: at the commit, or held back
-    /// (``EventHold``) and released once the customer's history settles. Default: at the commit.
-    var eventHold: EventHold? { get }
-}
-
-extension Projector {
-    /// Foundation's JSON with sorted keys.
-    public func encode(_ fact: Fact) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return (try? encoder.encode(fact)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-    }
-
-    /// Foundation's JSON decoder.
-    public func decode(_ text: String) -> Fact? {
-        try? JSONDecoder().decode(Fact.self, from: Data(text.utf8))
-    }
-
-    /// The primary environment alone.
-    public var grantEnvironments: [Environment]? { nil }
-
-    /// Projectors whose documents never change format: always comparable.
-    public func isComparable(stateDocument: [UInt8]) -> Bool { true }
-
-    /// No rollups.
-    public var maintainsMetrics: Bool { false }
-
-    /// Events derived at the commit.
-    public var eventHold: EventHold? { nil }
+    public func decode(_ text: String) -> Fact? { factCoding.decode(text) }
 
     /// A customer's projection from all of their facts (ordered by `signedDate`, then ledger id).
     ///
     /// Rows cover every environment the customer has facts in, each row saying its own; the
-    /// document is the ``grantEnvironments`` merged, or without them the primary environment's
+    /// stored state is the ``grantEnvironments`` merged, or without them the primary environment's
     /// state (Production when they have any Production facts, else the first environment they
     /// have facts in). Nothing in it depends on the instant itself, only on which
     /// statuses hold at `now`, so a rebuild at another instant finds no difference unless a status
@@ -87,8 +71,8 @@ extension Projector {
             state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
         }
         state.evaluatedAt = 0
-        return CustomerProjection(
-            entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document(customer: customer, state: state))
+        let document = CustomerDocument(customer: customer, environments: grantEnvironments, state: state)
+        return CustomerProjection(entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document.encoded())
     }
 
     /// The projection's rows (its `state` left empty) and the primary environment's state.
@@ -125,46 +109,86 @@ extension Projector {
     }
 }
 
-/// Storage's reference projector: facts as Foundation's sorted-keys JSON, and as the state
-/// document the customer's ids beside their primary state, also as JSON. It serves the storage
-/// tests, the crash child and `entitled bench store`; the server presents answers its own way
-/// (`EntitledServer.FactLedger`).
-public struct BasicProjector: Projector {
-    public var policy: Policy
-    public var maintainsMetrics: Bool
-    /// How long events are held back (nil: derived at the commit).
-    public var eventHold: EventHold?
+/// How facts become the ledger's text and back. The text is Foundation's sorted-keys JSON of the
+/// engine's `Fact` (``foundation``); a stored text is never written again, so the encoding may
+/// only change in ways `decode` still reads. Another pair (the server's faster writer and reader)
+/// must write the same bytes and read the same facts.
+public struct FactCoding: Sendable {
+    /// The text stored for a fact.
+    public var encode: @Sendable (Fact) -> String
+    /// The fact a stored text holds; nil when it is none.
+    public var decode: @Sendable (String) -> Fact?
 
-    /// - Parameters:
-    ///   - entitlements: product id → the entitlement it grants (auto-renewable products).
-    ///   - maintainsMetrics: whether projections keep the metric rollups.
-    public init(entitlements: [String: String] = [:], maintainsMetrics: Bool = false) {
-        policy = Policy(products: entitlements.mapValues { ProductPolicy(type: .autoRenewable, entitlements: [$0]) })
-        self.maintainsMetrics = maintainsMetrics
+    public init(encode: @escaping @Sendable (Fact) -> String, decode: @escaping @Sendable (String) -> Fact?) {
+        self.encode = encode
+        self.decode = decode
     }
 
-    public func document(customer: CustomerRecord, state: CustomerState) throws -> [UInt8] {
-        struct Document: Encodable {
-            var appAccountToken: String
-            var appUserId: String
-            var state: CustomerState
+    /// Foundation's sorted-keys JSON.
+    public static let foundation = FactCoding(
+        encode: { fact in (try? StorageJSON.sortedEncoder.encode(fact)).map { String(decoding: $0, as: UTF8.self) } ?? "" },
+        decode: { text in try? StorageJSON.decoder.decode(Fact.self, from: Data(text.utf8)) })
+}
+
+/// A customer's evaluated state as storage keeps it: `customer_states.state` and each event's
+/// `answer`, in storage's own encoding (sorted-keys JSON), which no answer format of the server's
+/// changes. What a reader presents is made from it; the ids are those of the customer when it was
+/// projected.
+public struct CustomerDocument: Sendable, Hashable, Codable {
+    public var appUserId: String
+    public var appAccountToken: String
+    /// The customer's other ids, sorted.
+    public var aliases: [String]
+    /// The environments `state` merges, primary first; nil: the primary environment alone.
+    public var environments: [Environment]?
+    /// The state, its `evaluatedAt` left at 0.
+    public var state: CustomerState
+
+    public init(customer: CustomerRecord, environments: [Environment]?, state: CustomerState) {
+        appUserId = customer.appUserId
+        appAccountToken = customer.appAccountToken
+        aliases = customer.aliases
+        self.environments = environments
+        self.state = state
+    }
+
+    /// The customer it names (its row id and creation time are not kept: 0).
+    public var customer: CustomerRecord {
+        CustomerRecord(id: 0, appUserId: appUserId, appAccountToken: appAccountToken, createdAt: 0, aliases: aliases)
+    }
+
+    /// Storage's encoding.
+    public func encoded() throws -> [UInt8] { Array(try StorageJSON.sortedEncoder.encode(self)) }
+
+    /// The document `bytes` encode; nil when they are none (empty: a state stored before storage
+    /// kept its own, or a failed projection's).
+    public init?(encoded bytes: [UInt8]) {
+        guard !bytes.isEmpty, let document = try? StorageJSON.decoder.decode(CustomerDocument.self, from: Data(bytes)) else {
+            return nil
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return Array(
-            try encoder.encode(Document(appAccountToken: customer.appAccountToken, appUserId: customer.appUserId, state: state)))
+        self = document
     }
 }
 
+/// Storage's JSON coders. Never mutated after creation, so one instance serves every thread.
+enum StorageJSON {
+    static let sortedEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+    static let decoder = JSONDecoder()
+}
+
 /// What the ledger stores for a customer: entitlement and subscription rows indexed from their
-/// states, and the state document. Storage's own row plumbing (its package's tests and benchmarks
+/// states, and the encoded state (``CustomerDocument``). Storage's own row plumbing (its package's tests and benchmarks
 /// read it), not API: callers hand in facts and read documents.
 package struct CustomerProjection: Sendable, Hashable {
     /// Entitlement rows (stored sorted by entitlement, environment).
     package var entitlements: [EntitlementRow]
     /// Subscription rows (stored sorted by originalTransactionId).
     package var subscriptions: [SubscriptionRow]
-    /// The state document (``Projector/document(customer:state:)``), returned as is.
+    /// The state in storage's encoding (``CustomerDocument``).
     package var state: [UInt8]
 
     package init(entitlements: [EntitlementRow] = [], subscriptions: [SubscriptionRow] = [], state: [UInt8] = Array("{}".utf8)) {

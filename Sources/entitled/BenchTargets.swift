@@ -191,8 +191,8 @@ enum StoreBenchmarkCommand: Command {
           --reads N                  timed reads per size (default 20000)
           --only sqlite|postgres     run one backend only
           --projector NAME           default (storage's reference projector, which derives status
-                                     and expiry from the benchmark's own facts) or trivial (a
-                                     constant projection: measures the store alone)
+                                     and expiry from the benchmark's own facts) or trivial (the
+                                     same: storage encodes every state itself)
           --older-layout             write signed text as before schema version 14 (unpacked),
                                      to compare the bytes per notification
         Build with 'swift build -c release' for meaningful figures.

@@ -192,7 +192,7 @@ final class TestLedger: Sendable {
 extension LedgerStore {
     /// A customer's facts, decoded as the server does.
     func facts(appUserId: String) async throws -> [StoredFact] {
-        try await facts(appUserId: appUserId, projector: FactLedger(store: self, policy: Policy()))
+        try await facts(appUserId: appUserId, projector: FactLedger(store: self, policy: Policy()).projector)
     }
 }
 
@@ -206,7 +206,7 @@ struct SwitchedStore: LedgerStore {
     }
 
     func ingest(
-        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
+        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: Projector, now: Int64
     ) async throws -> IngestResult {
         try up()
         let delay = switches.state.withLock { $0.ingestDelayMilliseconds }
@@ -239,7 +239,7 @@ struct SwitchedStore: LedgerStore {
         try up()
         return try await base.customer(appUserId: appUserId)
     }
-    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws
+    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: Projector, now: Int64) async throws
         -> CustomerRecord
     {
         try up()
@@ -249,15 +249,19 @@ struct SwitchedStore: LedgerStore {
         try up()
         return try await base.projection(appUserId: appUserId)
     }
-    func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection? {
+    func reproject(appUserId: String, projector: Projector, now: Int64) async throws -> StoredProjection? {
         try up()
         return try await base.reproject(appUserId: appUserId, projector: projector, now: now)
+    }
+    func storeAnswer(_ answer: [UInt8], appUserId: String, document: [UInt8]) async throws -> Bool {
+        try up()
+        return try await base.storeAnswer(answer, appUserId: appUserId, document: document)
     }
     func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> {
         try up()
         return try base.stateNow(appUserId: appUserId)
     }
-    func facts(appUserId: String, projector: any Projector) async throws -> [StoredFact] {
+    func facts(appUserId: String, projector: Projector) async throws -> [StoredFact] {
         try up()
         return try await base.facts(appUserId: appUserId, projector: projector)
     }
@@ -278,10 +282,10 @@ struct SwitchedStore: LedgerStore {
         try await base.ping()
     }
     func projectionTally() async throws -> ProjectionTally { try await base.projectionTally() }
-    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
+    func rebuild(projector: Projector, now: Int64) async throws -> RebuildReport {
         try await base.rebuild(projector: projector, now: now)
     }
-    func compareProjections(projector: any Projector) async throws -> RebuildReport {
+    func compareProjections(projector: Projector) async throws -> RebuildReport {
         try await base.compareProjections(projector: projector)
     }
     func backup(to path: String) async throws -> BackupReport { try await base.backup(to: path) }
@@ -327,7 +331,7 @@ extension SwitchedStore: RetentionLog {
 }
 
 extension SwitchedStore: ConsumableSpending {
-    func spend(_ request: SpendRequest, projector: any Projector, now: Int64) async throws -> SpendOutcome {
+    func spend(_ request: SpendRequest, projector: Projector, now: Int64) async throws -> SpendOutcome {
         try up()
         return try await base.spend(request, projector: projector, now: now)
     }
@@ -338,7 +342,7 @@ extension SwitchedStore: ConsoleStore {
         try up()
         return try await base.metricRollup(environment: environment, fromDay: fromDay, toDay: toDay)
     }
-    func backfillMetrics(projector: any Projector, limit: Int) async throws -> Int {
+    func backfillMetrics(projector: Projector, limit: Int) async throws -> Int {
         try up()
         return try await base.backfillMetrics(projector: projector, limit: limit)
     }
@@ -515,11 +519,11 @@ extension SwitchedStore: WebhookDeliveryStore {
 }
 
 extension SwitchedStore: CustomerDirectory {
-    func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: any Projector, now: Int64) async throws -> AliasOutcome {
+    func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: Projector, now: Int64) async throws -> AliasOutcome {
         try up()
         return try await base.addAlias(alias, to: appUserId, actor: actor, projector: projector, now: now)
     }
-    func appendCustomerFact(_ fact: Fact, projector: any Projector, now: Int64) async throws -> Bool {
+    func appendCustomerFact(_ fact: Fact, projector: Projector, now: Int64) async throws -> Bool {
         try up()
         return try await base.appendCustomerFact(fact, projector: projector, now: now)
     }

@@ -77,7 +77,7 @@ import Testing
             #expect(spends.first?["productId"] as? String == "coins")
             #expect(try await api.ledger.count("SELECT COUNT(*) FROM facts WHERE kind = 'consumableSpend'") == 1)
             // The stored answer is what the ledger replays to: a rebuild finds nothing to change.
-            let report = try await api.ledger.store.rebuild(projector: api.ledger.ledger, now: api.clock.nowMilliseconds())
+            let report = try await api.ledger.store.rebuild(projector: api.ledger.ledger.projector, now: api.clock.nowMilliseconds())
             #expect(report.differences == 0)
         }
     }

@@ -95,7 +95,7 @@ import Testing
                     purchaseDate: 0, productType: .autoRenewable, signedDate: 0))
             _ = try await store.ingest(
                 ReceivedMessage(notificationUUID: "n\(index)", source: .client, body: [], receivedAt: 0), facts: [(fact, nil)],
-                claim: nil, projector: FactLedger(store: store, policy: Policy()), now: 0)
+                claim: nil, projector: FactLedger(store: store, policy: Policy()).projector, now: 0)
         }
         await store.close()
         let sound = try await Self.run(["check", "--database", "sqlite:\(path)"])

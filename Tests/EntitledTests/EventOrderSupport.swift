@@ -112,7 +112,7 @@ struct RecordedDeliveries: Sendable {
             server.clock.advance(milliseconds: Int64(server.configuration.events.maxHoldSeconds) * 1000)
             try await server.releaser.releaseDue()
             let events = try await Self.events(server.store)
-            _ = try await server.store.rebuild(projector: server.ledger, now: server.clock.nowMilliseconds())
+            _ = try await server.store.rebuild(projector: server.ledger.projector, now: server.clock.nowMilliseconds())
             return Outcome(events: events, addedByRebuild: try await Self.events(server.store).count - events.count)
         }
     }
@@ -152,7 +152,7 @@ struct RecordedDeliveries: Sendable {
             defer { Task { await http.shutdown() } }
             let releaser = EventReleaser(store: store, ledger: ledger, clock: clock)
             for (customer, token) in tokens.sorted(by: { $0.key < $1.key }) {
-                _ = try await store.ensureCustomer(appUserId: customer, appAccountToken: token, projector: ledger, now: clock.nowMilliseconds())
+                _ = try await store.ensureCustomer(appUserId: customer, appAccountToken: token, projector: ledger.projector, now: clock.nowMilliseconds())
             }
             let result = try await body(
                 Served(

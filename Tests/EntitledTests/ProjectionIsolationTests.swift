@@ -48,7 +48,7 @@ import Testing
             #expect(try await api.postV2(try notification(uuid: "g1", otid: "og", tid: "tg1", token: goodToken, expires: t0 + 9 * Self.day)).status == 200)
 
             let projector = FactLedger(
-                store: api.store, policy: api.configuration.policy, cache: testFastPaths.projectionCache())
+                store: api.store, policy: api.configuration.policy, cache: testFastPaths.projectionCache()).projector
             try await Self.poison(api.store, otid: "ob", at: t0)
             // The next ingest for the customer projects them from every fact: it fails for them alone.
             let poisoned = try await api.store.ingest(
@@ -94,16 +94,16 @@ import Testing
         let database = "sqlite:\(folder.path)/ledger.sqlite"
         let configuration = try SignedAPITests.configuration(trusting: Self.ca)
         let store = try await openStore(url: database)
-        let projector = FactLedger(store: store, policy: configuration.policy, cache: testFastPaths.projectionCache())
+        let ledger = FactLedger(store: store, policy: configuration.policy, cache: testFastPaths.projectionCache())
         for name in ["a-good", "b-bad", "c-good"] {
             // c-good's stored projection is a placeholder, so the rebuild has work to do after b-bad.
-            let projector: any Projector = name == "c-good" ? TrivialTestProjector() : projector
+            let projector: Projector = name == "c-good" ? trivialTestProjector : ledger.projector
             _ = try await store.ensureCustomer(appUserId: name, appAccountToken: nil, projector: projector, now: t0)
         }
         // b-bad claims a subscription, then one of its fact rows turns undecodable.
         _ = try await store.ingest(
             ReceivedMessage(notificationUUID: nil, source: .client, body: [], receivedAt: t0),
-            facts: [(Self.renewal(otid: "o-b-bad", at: t0), nil)], claim: Claim(appUserId: "b-bad"), projector: projector, now: t0)
+            facts: [(Self.renewal(otid: "o-b-bad", at: t0), nil)], claim: Claim(appUserId: "b-bad"), projector: ledger.projector, now: t0)
         try await Self.poison(store, otid: "o-b-bad", at: t0)
         await store.close()
 
@@ -125,8 +125,6 @@ import Testing
     }
 }
 
-/// Writes a placeholder document, so that a rebuild with the server's projector finds a difference.
-struct TrivialTestProjector: Projector {
-    var policy: Policy { Policy() }
-    func document(customer: Storage.CustomerRecord, state: CustomerState) -> [UInt8] { Array("{}".utf8) }
-}
+/// Stores the primary environment's state alone, so that a rebuild with the server's projector
+/// (which merges its grant environments) finds a difference.
+let trivialTestProjector = Projector(policy: Policy())

@@ -48,7 +48,7 @@ import Testing
             let result = try await store.ingest(
                 ReceivedMessage(notificationUUID: nil, source: .client, body: Array("{}".utf8), receivedAt: now, bundleId: APIHarness.bundleId),
                 facts: [(.transaction(fact), try ca.signer.sign(transaction))], claim: Claim(appUserId: "to-be-erased"),
-                projector: ledger, now: now)
+                projector: ledger.projector, now: now)
             #expect(result.insertedFacts == 1)
         }
         let erased = try #require(try await ledger.eraseCustomer(appUserId: "to-be-erased", actor: "ops", now: now))
@@ -100,14 +100,18 @@ import Testing
                 notificationUUID: "n1", source: .appleV2, body: Array(#"{"signedPayload":"\#(signedPayload)"}"#.utf8), receivedAt: now,
                 bundleId: APIHarness.bundleId),
             facts: [(.notification(notification), signedPayload), (.transaction(fact), signedTransaction)], claim: Claim(appUserId: "sam"),
-            projector: ledger, now: now)
+            projector: ledger.projector, now: now)
         let answer = try await store.projection(appUserId: "sam")
         await store.close()
         if writtenBeforeCompression {
             // Opened by this version: rewritten, and answering as before.
             let rewritten = try await openStore(url: configuration.database)
-            #expect(try await rewritten.projection(appUserId: "sam") == answer)
-            #expect(try await rewritten.compareProjections(projector: ledger).differences == 0)
+            let after = try await rewritten.projection(appUserId: "sam")
+            // The stored state as it was became the stored answer (schema 25); the rows are the same.
+            #expect(after?.answer == answer?.document)
+            #expect(after?.projection.entitlements == answer?.projection.entitlements)
+            #expect(after?.projection.subscriptions == answer?.projection.subscriptions)
+            #expect(try await rewritten.compareProjections(projector: ledger.projector).differences == 0)
             await rewritten.close()
         }
 
@@ -130,7 +134,7 @@ import Testing
                             expiresDate: now + 86_400_000, productType: .autoRenewable, signedDate: now - 86_400_000)),
                     try forger.signer.sign(forged)
                 )
-            ], claim: Claim(appUserId: "mallory"), projector: ledger, now: now)
+            ], claim: Claim(appUserId: "mallory"), projector: ledger.projector, now: now)
         #expect(result.insertedFacts == 1)
         await reopened.close()
         let found = try await DatabaseMaintenance.check(

@@ -64,7 +64,7 @@ import Testing
             // Every delivery was accepted, and the projections equal a rebuild from the ledger.
             let failures = await simulator.sender.history(onlyFailures: true)
             #expect(failures.isEmpty, "undelivered: \(failures.map(\.notificationType))")
-            let report = try await store.rebuild(projector: ledger, now: clock.nowMilliseconds())
+            let report = try await store.rebuild(projector: ledger.projector, now: clock.nowMilliseconds())
             #expect(report.differences == 0, "rebuild changed \(report.changedCustomers)")
         } catch {
             await server.shutdown()

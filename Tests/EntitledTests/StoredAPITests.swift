@@ -98,7 +98,7 @@ func startServer(
             throw error
         }
         // Whatever the test did, the projections equal what the ledger recomputes.
-        let report = try await store.rebuild(projector: ledger, now: clock.nowMilliseconds())
+        let report = try await store.rebuild(projector: ledger.projector, now: clock.nowMilliseconds())
         #expect(report.differences == 0, "rebuild changed \(report.changedCustomers)")
         await server.shutdown()
         await store.close()

@@ -31,7 +31,7 @@ extension SwitchedStore {
         return try await base.consent(appUserId: appUserId)
     }
 
-    func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {
+    func releaseEventHolds(projector: Projector, now: Int64, limit: Int) async throws -> Int {
         try up()
         return try await base.releaseEventHolds(projector: projector, now: now, limit: limit)
     }
@@ -62,7 +62,7 @@ extension SwitchedStore {
         return try await base.notificationBody(id: id)
     }
 
-    func backfillPlaceholders(projector: any Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
+    func backfillPlaceholders(projector: Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
         try up()
         return try await base.backfillPlaceholders(projector: projector, now: now, limit: limit)
     }

@@ -17,7 +17,7 @@ struct CompressMigrationTests {
         let database = try TestDatabase(backend)
         do {
             let legacy = try await RepackMigrationTests.writeLegacy(database, version: Schema.compressedJSONVersion - 1)
-            let reader = try await database.open(migrate: false)
+            let reader = try await RepackMigrationTests.legacyReader(database, version: Schema.compressedJSONVersion - 1)
             var before: [String: StoredProjection] = [:]
             for name in legacy.customers { before[name] = try await reader.projection(appUserId: name) }
             let plain = try await reader.count("SELECT SUM(LENGTH(payload)) FROM facts")

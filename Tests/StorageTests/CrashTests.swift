@@ -93,7 +93,7 @@ struct CrashTests {
                 WHERE NOT EXISTS (SELECT 1 FROM links l WHERE l.original_transaction_id = f.original_transaction_id)
                 """) == 0)
         #expect(try await store.rows("subscription_projections") == store.rows("links"))
-        let report = try await store.rebuild(projector: BasicProjector(), now: childNow)
+        let report = try await store.rebuild(projector: Projector(), now: childNow)
         #expect(report.differences == 0, "rebuild after the crash changed \(report.changedCustomers)")
     }
 
@@ -155,7 +155,7 @@ struct CrashTests {
         let one = try await database.open()
         let two = try await database.open()
         let count = 200
-        let projector = BasicProjector()
+        let projector = Projector()
         let statuses = try await withThrowingTaskGroup(of: IngestResult.Status.self) { group in
             for store in [one, two] {
                 for lane in 0..<8 {

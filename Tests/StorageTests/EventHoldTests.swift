@@ -12,7 +12,7 @@ import Testing
     /// The lifecycle's deliveries, a second apart from here (the facts themselves happened days ago).
     let t0 = testNow
 
-    static func projector(settle: Int = 5, maxHold: Int = 300) -> BasicProjector {
+    static func projector(settle: Int = 5, maxHold: Int = 300) -> Projector {
         var projector = testProjector
         projector.eventHold = EventHold(settleSeconds: settle, maxHoldSeconds: maxHold)
         return projector

@@ -18,7 +18,7 @@ import Testing
 
     typealias Message = (batch: TestBatch, at: Int64, facts: [Fact])
 
-    static func projector() -> BasicProjector {
+    static func projector() -> Projector {
         var projector = testProjector
         projector.eventHold = EventHold(settleSeconds: 5, maxHoldSeconds: 300)
         return projector

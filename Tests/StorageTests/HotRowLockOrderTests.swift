@@ -10,7 +10,7 @@ import Testing
 /// commits of several servers on one PostgreSQL never deadlock on them, and a job
 /// rolled back to its savepoint takes its share of them along.
 @Suite struct HotRowLockOrderTests {
-    static let projector = BasicProjector(entitlements: ["com.example.pro": "pro"], maintainsMetrics: true)
+    static let projector = Projector(entitlements: ["com.example.pro": "pro"], maintainsMetrics: true)
     static let day0 = metricDay(testNow)
 
     /// Ingest `i`: a customer and subscription of its own (so no two jobs lock the same customer),

@@ -9,17 +9,14 @@ import Testing
 @Suite("An ingest's own facts are not decoded again")
 struct KnownFactsTests {
     /// The test projector, counting the texts it decodes.
-    final class CountingProjector: Projector {
+    final class CountingProjector: Sendable {
         let decodes = Atomic<Int>(0)
-        var policy: Policy { testProjector.policy }
 
-        func decode(_ text: String) -> Fact? {
-            decodes.add(1, ordering: .relaxed)
-            return testProjector.decode(text)
-        }
-
-        func document(customer: CustomerRecord, state: CustomerState) throws -> [UInt8] {
-            try testProjector.document(customer: customer, state: state)
+        var projector: Projector {
+            decodingTestProjector { [self] text, decode in
+                decodes.add(1, ordering: .relaxed)
+                return decode(text)
+            }
         }
     }
 
@@ -28,15 +25,15 @@ struct KnownFactsTests {
         try await withStore(backend) { store, _ in
             let projector = CountingProjector()
             let token = "00000000-0000-4000-8000-00000000001a"
-            _ = try await store.ensureCustomer(appUserId: "kim", appAccountToken: token, projector: projector, now: testNow)
+            _ = try await store.ensureCustomer(appUserId: "kim", appAccountToken: token, projector: projector.projector, now: testNow)
             let first = try await store.ingest(
                 Fixture.batch(facts: [Fixture.transaction(otid: "k1", tid: "k1", expires: testNow + day, signed: testNow - 1, token: token)]),
-                projector: projector, now: testNow)
+                projector: projector.projector, now: testNow)
             #expect(first.affectedCustomers == ["kim"])
             #expect(projector.decodes.load(ordering: .relaxed) == 0)
             // The next ingest projects Kim from both facts: the stored one is decoded, its own is not.
             _ = try await store.ingest(
-                Fixture.batch(facts: [Fixture.renewal(otid: "k1", autoRenew: false, signed: testNow)]), projector: projector, now: testNow)
+                Fixture.batch(facts: [Fixture.renewal(otid: "k1", autoRenew: false, signed: testNow)]), projector: projector.projector, now: testNow)
             #expect(projector.decodes.load(ordering: .relaxed) == 1)
             #expect(try await store.projection(appUserId: "kim")?.projection.entitlements.first?.willRenew == false)
         }

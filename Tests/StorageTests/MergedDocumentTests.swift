@@ -4,20 +4,11 @@ import Testing
 
 @testable import Storage
 
-/// The state document storage evaluates: a projector's `grantEnvironments` merged, or the
+/// The state storage evaluates and keeps: a projector's `grantEnvironments` merged, or the
 /// customer's primary environment alone.
 @Suite("Merged state documents")
 struct MergedDocumentTests {
-    /// A projector whose document is the state as sorted-keys JSON, merging `grantEnvironments`.
-    struct MergingProjector: Projector {
-        var policy = BasicProjector(entitlements: ["com.example.pro": "pro", "com.example.plus": "plus"]).policy
-        var grantEnvironments: [Environment]?
-        func document(customer: CustomerRecord, state: CustomerState) throws -> [UInt8] {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            return Array(try encoder.encode(state))
-        }
-    }
+    static let policy = Projector(entitlements: ["com.example.pro": "pro", "com.example.plus": "plus"]).policy
 
     @Test(
         "the document merges the projector's environments; without them it is the primary one's",
@@ -29,7 +20,7 @@ struct MergedDocumentTests {
     func document(grant: [Environment]?, entitlements: [String]) async throws {
         let database = try TestDatabase(.sqliteMemory)
         let store = try await database.open()
-        let projector = MergingProjector(grantEnvironments: grant)
+        let projector = Projector(policy: Self.policy, grantEnvironments: grant)
         let customer = try await store.ensureCustomer(appUserId: "m", appAccountToken: nil, projector: projector, now: testNow)
         let facts = [
             Fixture.transaction(otid: "p1", tid: "p1", expires: testNow + day, signed: testNow, token: customer.appAccountToken),
@@ -39,7 +30,9 @@ struct MergedDocumentTests {
         ]
         _ = try await store.ingest(Fixture.batch(facts: facts), projector: projector, now: testNow)
         let stored = try #require(try await store.projection(appUserId: "m"))
-        let state = try JSONDecoder().decode(CustomerState.self, from: Data(stored.document))
+        let document = try #require(CustomerDocument(encoded: stored.document))
+        #expect(document.environments == grant)
+        let state = document.state
         #expect(state.entitlements.map(\.id) == entitlements)
         #expect(state.entitlements.allSatisfy { $0.active })
         // The rows index every environment whatever the document merges.

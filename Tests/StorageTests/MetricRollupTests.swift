@@ -6,7 +6,7 @@ import Testing
 /// The metric rollups (schema version 15) on every backend: kept in the projection's
 /// transaction, moved by later facts, rebuilt by the backfill from the stored state.
 @Suite struct MetricRollupTests {
-    static let projector = BasicProjector(entitlements: ["com.example.pro": "pro"], maintainsMetrics: true)
+    static let projector = Projector(entitlements: ["com.example.pro": "pro"], maintainsMetrics: true)
     static let day0 = metricDay(testNow)
     static let day: Int64 = 86_400_000
 

@@ -5,21 +5,15 @@ import Testing
 
 @testable import Storage
 
-/// The test projector, failing for the customers named in `poisoned` (as a projector does for a
-/// customer with a fact it cannot decode).
-final class PoisonableProjector: Projector {
-    struct Poisoned: Error, CustomStringConvertible {
-        var appUserId: String
-        var description: String { "cannot project \(appUserId)" }
-    }
-
+/// The test projector, whose facts about the subscriptions named in `poisoned` do not decode (as
+/// for a customer with a fact this binary cannot read).
+final class PoisonableProjector: Sendable {
     let poisoned = Mutex<Set<String>>([])
 
-    var policy: Policy { testProjector.policy }
-
-    func document(customer: CustomerRecord, state: CustomerState) throws -> [UInt8] {
-        if poisoned.withLock({ $0.contains(customer.appUserId) }) { throw Poisoned(appUserId: customer.appUserId) }
-        return try testProjector.document(customer: customer, state: state)
+    var projector: Projector {
+        decodingTestProjector { [self] text, decode in
+            poisoned.withLock { names in names.contains { text.contains("\"o-\($0)\"") } } ? nil : decode(text)
+        }
     }
 }
 
@@ -30,10 +24,10 @@ struct ProjectionFailureTests {
     /// Alice and Bob, each with an active subscription; Alice's projection then fails.
     func seed(_ store: any LedgerStore, projector: PoisonableProjector) async throws {
         for (name, token) in Self.tokens.sorted(by: { $0.key < $1.key }) {
-            _ = try await store.ensureCustomer(appUserId: name, appAccountToken: token, projector: projector, now: testNow)
+            _ = try await store.ensureCustomer(appUserId: name, appAccountToken: token, projector: projector.projector, now: testNow)
             _ = try await store.ingest(
                 Fixture.batch(facts: [Fixture.transaction(otid: "o-\(name)", tid: "t-\(name)-1", expires: testNow + day, signed: testNow - 10, token: token)]),
-                projector: projector, now: testNow)
+                projector: projector.projector, now: testNow)
         }
     }
 
@@ -49,27 +43,29 @@ struct ProjectionFailureTests {
                     Fixture.transaction(otid: "o-alice", tid: "t-alice-2", expires: testNow + 30 * day, signed: testNow, token: Self.tokens["alice"]),
                     Fixture.transaction(otid: "o-bob", tid: "t-bob-2", expires: testNow + 30 * day, signed: testNow, token: Self.tokens["bob"]),
                 ]),
-                projector: projector, now: testNow)
+                projector: projector.projector, now: testNow)
             #expect(result.status == .accepted)
             #expect(result.insertedFacts == 2)
-            #expect(result.failedCustomers == [ProjectionFailure(appUserId: "alice", reason: "cannot project alice")])
+            #expect(result.failedCustomers.map(\.appUserId) == ["alice"])
+            let reason = try #require(result.failedCustomers.first?.reason)
+            #expect(reason.hasSuffix("(transaction) does not decode as an engine fact"))
             #expect(try await store.facts(appUserId: "alice").count == 2)
 
             let alice = try #require(try await store.projection(appUserId: "alice"))
-            #expect(alice.failure == "cannot project alice")
+            #expect(alice.failure == reason)
             #expect(alice.projection.state.isEmpty)
             let bob = try #require(try await store.projection(appUserId: "bob"))
             #expect(bob.failure == nil)
             #expect(bob.projection.subscriptions.first?.expiresAt == testNow + 30 * day)
             if case .done(let state) = try store.stateNow(appUserId: "alice") {
-                #expect(state?.failure == "cannot project alice")
+                #expect(state?.failure == reason)
             }
 
             // Fixed: the next projection of Alice clears the mark.
             projector.poisoned.withLock { $0 = [] }
             _ = try await store.ingest(
                 Fixture.batch(facts: [Fixture.renewal(otid: "o-alice", autoRenew: true, signed: testNow + 1)]),
-                projector: projector, now: testNow)
+                projector: projector.projector, now: testNow)
             let healed = try #require(try await store.projection(appUserId: "alice"))
             #expect(healed.failure == nil)
             #expect(healed.projection.subscriptions.first?.expiresAt == testNow + 30 * day)
@@ -84,16 +80,18 @@ struct ProjectionFailureTests {
             // Bob's projection drifted: the rebuild must still repair it though Alice fails.
             try await store.raw("UPDATE subscription_projections SET status = 'drifted' WHERE original_transaction_id = 'o-bob'")
             projector.poisoned.withLock { $0 = ["alice"] }
-            let report = try await store.rebuild(projector: projector, now: testNow)
+            let report = try await store.rebuild(projector: projector.projector, now: testNow)
             #expect(report.customers == 2)
             #expect(report.changedCustomers == ["bob"])
-            #expect(report.failedCustomers == [ProjectionFailure(appUserId: "alice", reason: "cannot project alice")])
-            #expect(try await store.projection(appUserId: "alice")?.failure == "cannot project alice")
+            #expect(report.failedCustomers.map(\.appUserId) == ["alice"])
+            let reason = try #require(report.failedCustomers.first?.reason)
+            #expect(reason.hasSuffix("(transaction) does not decode as an engine fact"))
+            #expect(try await store.projection(appUserId: "alice")?.failure == reason)
             #expect(try await store.projection(appUserId: "bob")?.failure == nil)
 
             // Once the projector succeeds, rebuild clears the mark (a difference it repairs).
             projector.poisoned.withLock { $0 = [] }
-            let healed = try await store.rebuild(projector: projector, now: testNow)
+            let healed = try await store.rebuild(projector: projector.projector, now: testNow)
             #expect(healed.failedCustomers.isEmpty)
             #expect(healed.changedCustomers == ["alice"])
             #expect(try await store.projection(appUserId: "alice")?.failure == nil)

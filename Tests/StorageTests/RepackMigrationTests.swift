@@ -57,6 +57,13 @@ struct RepackMigrationTests {
         return legacy
     }
 
+    /// A store reading the database as the schema `version` left it, without migrating it.
+    static func legacyReader(_ database: TestDatabase, version: Int) async throws -> any LedgerStore {
+        var configuration = database.configuration(migrate: false)
+        configuration.migrationLimit = version
+        return try await openStore(url: database.url, configuration: configuration)
+    }
+
     /// After a rewrite: every customer answers as `before`, nothing differs from a fresh
     /// projection, and (`store` closed) a later start has nothing to rewrite.
     static func expectFinished(
@@ -64,7 +71,12 @@ struct RepackMigrationTests {
         events: borrowing Mutex<[[String: String]]>
     ) async throws {
         for (name, answer) in before {
-            #expect(try await store.projection(appUserId: name) == answer)
+            // The customer's stored state as it was is now its stored answer (schema 25), to be
+            // written again in storage's encoding by its next projection; nothing else changed.
+            var moved = answer
+            moved.answer = answer.document.isEmpty ? nil : answer.document
+            moved.projection.state = []
+            #expect(try await store.projection(appUserId: name) == moved)
         }
         let report = try await store.compareProjections(projector: testProjector)
         #expect(report.differences == 0 && report.failedCustomers.isEmpty)
@@ -81,7 +93,7 @@ struct RepackMigrationTests {
         do {
             let legacy = try await Self.writeLegacy(database)
             var before: [String: StoredProjection] = [:]
-            let reader = try await database.open(migrate: false)
+            let reader = try await Self.legacyReader(database, version: Schema.unpackedVersion)
             for name in legacy.customers { before[name] = try await reader.projection(appUserId: name) }
             await reader.close()
 

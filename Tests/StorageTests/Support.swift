@@ -98,7 +98,16 @@ struct TestDatabase: Sendable {
 let testNow: Int64 = 1_800_000_000_000
 let day: Int64 = 86_400_000
 /// The projector every test uses (and every post-test rebuild).
-let testProjector = BasicProjector(entitlements: ["com.example.pro": "pro"])
+let testProjector = Projector(entitlements: ["com.example.pro": "pro"])
+
+/// The test projector reading each fact's text through `decode`, which is handed the text and the
+/// test projector's own decoder.
+func decodingTestProjector(_ decode: @escaping @Sendable (String, @Sendable (String) -> Fact?) -> Fact?) -> Projector {
+    var projector = testProjector
+    let base = testProjector.factCoding.decode
+    projector.factCoding.decode = { decode($0, base) }
+    return projector
+}
 
 /// Opens a fresh store (its options changed by `configure`), runs `body`, then checks that a
 /// rebuild finds no differences.
@@ -121,6 +130,31 @@ func withStore(
         throw error
     }
     await store.close()
+    await database.destroy()
+}
+
+/// Runs `older` on a fresh database whose schema stops at `version`, then `newer` on the same
+/// database opened by this binary (migrated to the latest version).
+func withUpgrade(
+    _ backend: Backend, from version: Int, older: (any LedgerStore) async throws -> Void,
+    newer: (any LedgerStore) async throws -> Void
+) async throws {
+    let database = try TestDatabase(backend)
+    func run(_ configuration: StoreConfiguration, _ body: (any LedgerStore) async throws -> Void) async throws {
+        let store = try await openStore(url: database.url, configuration: configuration)
+        do {
+            try await body(store)
+        } catch {
+            await store.close()
+            await database.destroy()
+            throw error
+        }
+        await store.close()
+    }
+    var configuration = database.configuration()
+    configuration.migrationLimit = version
+    try await run(configuration, older)
+    try await run(database.configuration(), newer)
     await database.destroy()
 }
 
@@ -158,12 +192,12 @@ struct TestBatch {
 }
 
 extension LedgerStore {
-    func ingest(_ batch: TestBatch, projector: any Projector, now: Int64) async throws -> IngestResult {
+    func ingest(_ batch: TestBatch, projector: Projector, now: Int64) async throws -> IngestResult {
         try await ingest(batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
     }
 
     func ingest(
-        _ batch: (message: ReceivedMessage, facts: [SignedFact], claim: Claim), projector: any Projector, now: Int64
+        _ batch: (message: ReceivedMessage, facts: [SignedFact], claim: Claim), projector: Projector, now: Int64
     ) async throws -> IngestResult {
         try await ingest(batch.message, facts: batch.facts, claim: batch.claim, projector: projector, now: now)
     }

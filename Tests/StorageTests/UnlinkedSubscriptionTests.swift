@@ -125,7 +125,7 @@ import Testing
 
     /// A purchase (carrying the token from its first fact, or only from its renewal) and its
     /// renewal, for the customer whose token is `token`.
-    static func tokenHistory(_ store: any LedgerStore, token: String, tokenFirst: Bool, projector: BasicProjector) async throws {
+    static func tokenHistory(_ store: any LedgerStore, token: String, tokenFirst: Bool, projector: Projector) async throws {
         _ = try await store.ingest(
             Fixture.batch(facts: [
                 Fixture.transaction(otid: "u-1", tid: "u-1", expires: testNow + 30 * day, signed: testNow, token: tokenFirst ? token : nil),

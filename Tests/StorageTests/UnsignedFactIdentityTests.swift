@@ -30,12 +30,10 @@ struct UnsignedFactIdentityTests {
     }
 
     /// The server of an older binary: the same facts, other JSON bytes.
-    struct OlderEncoder: Projector {
-        var policy: Policy { testProjector.policy }
-        func encode(_ fact: Fact) -> String { (try? UnsignedFactIdentityTests.json(fact, old: true)) ?? "" }
-        func document(customer: CustomerRecord, state: CustomerState) throws -> [UInt8] {
-            try testProjector.document(customer: customer, state: state)
-        }
+    static var olderEncoder: Projector {
+        var projector = testProjector
+        projector.factCoding.encode = { (try? UnsignedFactIdentityTests.json($0, old: true)) ?? "" }
+        return projector
     }
 
     /// Writes `fact` as a binary before schema version 6 did: its JSON (in that binary's encoding)
@@ -73,7 +71,7 @@ struct UnsignedFactIdentityTests {
                 Fixture.batch(facts: Self.facts.map { ($0, nil) }, source: .appleV1), projector: testProjector, now: testNow)
             #expect(first.insertedFacts == 3)
             let replay = try await store.ingest(
-                Fixture.batch(facts: Self.facts.map { ($0, nil) }, source: .appleV1), projector: OlderEncoder(), now: testNow)
+                Fixture.batch(facts: Self.facts.map { ($0, nil) }, source: .appleV1), projector: Self.olderEncoder, now: testNow)
             #expect(replay.insertedFacts == 0)
             #expect(replay.replayedFacts == 3)
             #expect(try await store.rows("facts") == 3)

@@ -32,14 +32,14 @@ public protocol EventHoldStore: Sendable {
     /// customer's facts from the hold's earliest signed date, appends the events not in the outbox
     /// yet and deletes the hold. Returns how many holds it released; throws only when none could be
     /// released (a failing one stays held, moved back, and is tried again).
-    func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int
+    func releaseEventHolds(projector: Projector, now: Int64, limit: Int) async throws -> Int
     /// The earliest `release_at` of any hold (nil: none held).
     func nextEventHoldRelease() async throws -> Int64?
 }
 
 
 extension SessionBackedStore {
-    func releaseEventHolds(projector: any Projector, now: Int64, limit: Int) async throws -> Int {
+    func releaseEventHolds(projector: Projector, now: Int64, limit: Int) async throws -> Int {
         guard holdsEvents else { return 0 }
         let due = try await read { session in
             try session.values(
@@ -99,7 +99,7 @@ extension Ledger {
     /// The customer's row is locked first, as an ingest locks it before writing the hold: two
     /// releasers wait on it, and the second finds the hold gone.
     /// - Returns: whether a due hold was there to release.
-    func releaseHold(customerID: Int64, projector: any Projector, now: Int64) throws -> Bool {
+    func releaseHold(customerID: Int64, projector: Projector, now: Int64) throws -> Bool {
         _ = try lockedCustomer(customerID)
         let skipLocked: SQLQuery = isPostgres ? " FOR UPDATE SKIP LOCKED" : ""
         guard

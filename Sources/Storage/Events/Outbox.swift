@@ -26,7 +26,8 @@ public struct OutboxEvent: Sendable, Hashable {
     public var occurredAt: Int64
     /// When it was committed (ms since the epoch).
     public var recordedAt: Int64
-    /// The customer's answer after it: their state document as reads serve it (empty when none).
+    /// The customer's state after it, in storage's encoding (``CustomerDocument``); empty when
+    /// none. Readers render their answer from it.
     public var answer: [UInt8]
 
     public init(
@@ -182,7 +183,7 @@ extension Ledger {
     /// whatever order the facts came in.
     func emitEvents(
         for customer: CustomerRecord, facts: [Fact], origins: [FactOrigin],
-        after: CustomerProjection, projector: any Projector,
+        after: CustomerProjection, projector: Projector,
         cause: EventCause?, from earliest: Int64, now: Int64
     ) throws {
         // What the timeline says against what was released: new events, and corrections.

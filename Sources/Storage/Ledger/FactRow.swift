@@ -37,7 +37,7 @@ struct FactRow: Sendable {
     var appAccountToken: String?
     var signedDate: Int64
 
-    init(_ fact: Fact, signed: String?, projector: any Projector) {
+    init(_ fact: Fact, signed: String?, projector: Projector) {
         self.fact = fact
         payload = projector.encode(fact)
         self.signed = fact.identity ?? signed ?? payload

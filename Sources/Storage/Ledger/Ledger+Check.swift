@@ -5,7 +5,7 @@ extension Ledger {
     /// the instant it was stored with, and reports those that differ from what is stored (its state
     /// row or its indexed rows) and those that cannot be projected. Writes nothing; the caller runs
     /// it in one read transaction, so each customer is compared with a consistent snapshot.
-    func compareChunk(afterID: Int64, limit: Int, projector: any Projector) throws -> RebuildChunk {
+    func compareChunk(afterID: Int64, limit: Int, projector: Projector) throws -> RebuildChunk {
         let ids = try session.values(Self.rootIDs(after: afterID, limit: limit), as: Int64.self)
         var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
         for id in ids {
@@ -27,8 +27,9 @@ extension Ledger {
             }
             var kept = stored.projection
             var tables = try tableRows(customerID: id)
-            // A document of an older format is re-rendered when read: only its rows can be compared.
-            if !projector.isComparable(stateDocument: kept.state) {
+            // A state stored before storage kept its own encoding (the upgrade emptied it) is
+            // written again by the next projection or rebuild: only its rows can be compared.
+            if kept.state.isEmpty && stored.failure == nil {
                 kept.state = fresh.state
             }
             tables.state = fresh.state

@@ -25,7 +25,7 @@ extension Ledger {
     }
 
     /// See ``CustomerDirectory/addAlias(_:to:actor:projector:now:)``.
-    func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: any Projector, now: Int64) throws -> AliasOutcome {
+    func addAlias(_ alias: String, to appUserId: String, actor: String?, projector: Projector, now: Int64) throws -> AliasOutcome {
         guard !alias.utf8.elementsEqual(appUserId.utf8) else { throw StorageError(.invalidArgument, "an id cannot be its own alias") }
         // Both ids' decisions are taken one transaction at a time (PostgreSQL).
         try lockKeys([Self.userKey(alias), Self.userKey(appUserId)])
@@ -91,7 +91,7 @@ extension Ledger {
     static func userKey(_ appUserId: String) -> String { "user:" + appUserId }
 
     /// See ``CustomerDirectory/appendCustomerFact(_:projector:now:)``.
-    func appendCustomerFact(_ row: FactRow, projector: any Projector, now: Int64) throws -> Bool {
+    func appendCustomerFact(_ row: FactRow, projector: Projector, now: Int64) throws -> Bool {
         let token = row.appAccountToken.map(Self.normalizeToken)
         let inserted = try session.query(
             Self.insertFacts([

@@ -19,7 +19,7 @@ extension Ledger {
     /// are recognised by its basis (the highest fact id it saw and how many facts). Without `ids`
     /// (a rebuild: the policy may have changed) or when the old facts are not exactly those (a
     /// customer merge brought older facts), everything is computed again.
-    func updateMetrics(customerID: Int64, facts: [Fact], ids: [Int64]? = nil, projector: any Projector) throws {
+    func updateMetrics(customerID: Int64, facts: [Fact], ids: [Int64]? = nil, projector: Projector) throws {
         guard projector.maintainsMetrics else { return }
         let stored = try storedMetrics(customerID: customerID)
         let basis = ids.map { ids in MetricBasis(maxFactID: ids.max() ?? 0, factCount: ids.count) }
@@ -56,7 +56,7 @@ extension Ledger {
     /// Computes the contribution of up to `limit` customers that have none stored yet (the
     /// backfill after schema version 15): returns how many it did. A customer whose facts do
     /// not decode gets an empty contribution (their projection is marked failed anyway).
-    func backfillMetricsChunk(limit: Int, projector: any Projector) throws -> Int {
+    func backfillMetricsChunk(limit: Int, projector: Projector) throws -> Int {
         let ids = try session.values(
             """
             SELECT c.id FROM customers c LEFT JOIN customer_metrics m ON m.customer_id = c.id

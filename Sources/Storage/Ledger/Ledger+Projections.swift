@@ -1,6 +1,6 @@
 import Entitlements
 
-// Projections: a customer's facts read back, evaluated and stored as rows and a state document.
+// Projections: a customer's facts read back, evaluated and stored as rows and an encoded state.
 
 extension Ledger {
     /// `compressed`: the schema has `payload_packed` (version 16); else NULL in its place.
@@ -34,7 +34,7 @@ extension Ledger {
 
     /// A customer's facts: those of every subscription linked to any of its ids, plus those without
     /// a subscription that carry any of its ids' tokens, each decoded by `projector` (nil when it does not decode).
-    func facts(of customer: CustomerRecord, projector: any Projector) throws -> [StoredFact] {
+    func facts(of customer: CustomerRecord, projector: Projector) throws -> [StoredFact] {
         let reader = SignedTextReader(session: session)
         return try session.query(Self.facts(of: customer.id, jws: true)).map { row in
             let json = try FactPayload.bytes(row)
@@ -51,7 +51,7 @@ extension Ledger {
     /// they are, the others decoded.
     /// - Throws: ``UndecodableFact`` for a row that is no engine fact: the customer cannot be
     ///   projected (an answer computed without it could grant or deny wrongly).
-    static func engineFacts(_ rows: [SQLRow], projector: any Projector, known: [String: Fact]) throws -> [Fact] {
+    static func engineFacts(_ rows: [SQLRow], projector: Projector, known: [String: Fact]) throws -> [Fact] {
         var facts: [Fact] = []
         facts.reserveCapacity(rows.count)
         for row in rows {
@@ -85,14 +85,14 @@ extension Ledger {
     /// Evaluates a customer from the ledger; throws when a fact does not decode or the projector
     /// fails for them.
     func project(
-        _ customer: CustomerRecord, rows: [SQLRow], projector: any Projector, now: Int64, known: [String: Fact] = [:]
+        _ customer: CustomerRecord, rows: [SQLRow], projector: Projector, now: Int64, known: [String: Fact] = [:]
     ) throws -> CustomerProjection {
         try projectWithFacts(customer, rows: rows, projector: projector, now: now, known: known).projection
     }
 
     /// ``project(_:rows:projector:now:known:)`` with the engine facts it evaluated (for the rollups).
     func projectWithFacts(
-        _ customer: CustomerRecord, rows: [SQLRow], projector: any Projector, now: Int64, known: [String: Fact] = [:]
+        _ customer: CustomerRecord, rows: [SQLRow], projector: Projector, now: Int64, known: [String: Fact] = [:]
     ) throws -> (projection: CustomerProjection, facts: [Fact]) {
         let facts = try Self.engineFacts(rows, projector: projector, known: known)
         return (try projector.projection(customer: customer, facts: facts, now: now).canonical, facts)
@@ -106,14 +106,14 @@ extension Ledger {
     /// customer's history from that signed date (``emitEvents(for:facts:origins:after:projector:cause:from:now:)``).
     @discardableResult
     func recompute(
-        customerID: Int64, projector: any Projector, now: Int64, known: [String: Fact] = [:], cause: EventCause? = nil,
+        customerID: Int64, projector: Projector, now: Int64, known: [String: Fact] = [:], cause: EventCause? = nil,
         releasing: Int64? = nil
     ) throws -> (CustomerRecord, ProjectionFailure?) {
         // Lock (PostgreSQL) and load the customer, its facts and its stored projection: one round trip.
         let results = try session.pipeline([
             isPostgres ? Self.customerForUpdate(id: customerID) : Self.customer(id: customerID),
             factsWithoutJWS(of: customerID),
-            Self.state(customerID: customerID),
+            Self.state(customerID: customerID, answers: storesAnswers),
             Self.group(customerID),
         ])
         guard var customer = try results[0].first.map(Self.decodeCustomer) else {
@@ -154,9 +154,10 @@ extension Ledger {
         return (customer, nil)
     }
 
-    /// Stores a projection: the state row (document + encoded rows, the hot read) and the indexed
-    /// row tables. Only rows that differ from `previous` are written; without `previous` every
-    /// row of the customer is replaced.
+    /// Stores a projection: the state row (encoded state + encoded rows, the hot read) and the
+    /// indexed row tables. Only rows that differ from `previous` are written; without `previous`
+    /// every row of the customer is replaced. The reader's answer stored beside the state is kept
+    /// while the state is the same, and dropped when it changes (it was rendered from the old one).
     func write(_ projection: CustomerProjection, for customer: CustomerRecord, now: Int64, previous: CustomerProjection?) throws {
         typealias EntitlementKey = String
         func key(_ row: EntitlementRow) -> EntitlementKey { row.entitlement + "\u{0}" + row.environment }
@@ -203,21 +204,30 @@ extension Ledger {
                     auto_renew = excluded.auto_renew, environment = excluded.environment
                 """ as SQLQuery))
         }
+        let keptAnswer: SQLQuery =
+            storesAnswers ? ", answer = CASE WHEN customer_states.state = excluded.state THEN customer_states.answer ELSE NULL END" : ""
         statements.append((
             """
             INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
                                          computed_at, projection_error)
             VALUES (\(customer.appUserId), \(customer.id), \(customer.appAccountToken), \(customer.createdAt), \(String(decoding: projection.state, as: UTF8.self)), \(RowCodec.encode(projection)), \(now), NULL)
             ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, projection_rows = excluded.projection_rows,
-                computed_at = excluded.computed_at, projection_error = NULL
+                computed_at = excluded.computed_at, projection_error = NULL\(keptAnswer)
             """ as SQLQuery))
         _ = try session.pipeline(statements)
     }
 
-    static let stateColumns: SQLQuery =
-        "customer_id AS id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error"
-    static func state(appUserId: String) -> SQLQuery { "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = \(appUserId)" }
-    static func state(customerID: Int64) -> SQLQuery { "SELECT \(stateColumns) FROM customer_states WHERE customer_id = \(customerID)" }
+    /// `answers`: the schema has the `answer` column (else it reads as NULL).
+    static func stateColumns(answers: Bool) -> SQLQuery {
+        let answer: SQLQuery = answers ? "answer" : "NULL AS answer"
+        return "customer_id AS id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error, \(answer)"
+    }
+    static func state(appUserId: String, answers: Bool) -> SQLQuery {
+        "SELECT \(stateColumns(answers: answers)) FROM customer_states WHERE app_user_id = \(appUserId)"
+    }
+    static func state(customerID: Int64, answers: Bool) -> SQLQuery {
+        "SELECT \(stateColumns(answers: answers)) FROM customer_states WHERE customer_id = \(customerID)"
+    }
 
     /// A stored state's columns besides its customer's (``stateColumns``).
     struct StateColumns: Decodable {
@@ -225,11 +235,12 @@ extension Ledger {
         var projectionRows: String
         var computedAt: Int64
         var projectionError: String?
+        var answer: String?
     }
 
-    /// A stored document's columns besides its customer's (``document(appUserId:)``).
-    struct DocumentColumns: Decodable {
-        var state: String
+    /// A stored answer's columns besides its customer's (``answer(appUserId:)``).
+    struct AnswerColumns: Decodable {
+        var answer: String?
         var computedAt: Int64
         var projectionError: String?
     }
@@ -238,33 +249,49 @@ extension Ledger {
         let columns = try row.decode(StateColumns.self)
         let projection = try RowCodec.decode(columns.projectionRows, state: Array(columns.state.utf8))
         return StoredProjection(
-            customer: try decodeCustomer(row), projection: projection, computedAt: columns.computedAt, failure: columns.projectionError)
+            customer: try decodeCustomer(row), projection: projection, computedAt: columns.computedAt, failure: columns.projectionError,
+            answer: columns.answer.map { Array($0.utf8) })
     }
 
     /// The hot read: one primary-key lookup of one row.
     func projection(appUserId: String) throws -> StoredProjection? {
-        try session.query(Self.state(appUserId: appUserId)).first.map(Self.decodeState)
+        try session.query(Self.state(appUserId: appUserId, answers: storesAnswers)).first.map(Self.decodeState)
     }
 
-    static func document(appUserId: String) -> SQLQuery {
-        """
-        SELECT customer_id AS id, app_user_id, app_account_token, created_at, state, computed_at, projection_error
-        FROM customer_states WHERE app_user_id = \(appUserId)
-        """
+    static func answer(appUserId: String, answers: Bool) -> SQLQuery {
+        let answer: SQLQuery = answers ? "answer" : "NULL AS answer"
+        return """
+            SELECT customer_id AS id, app_user_id, app_account_token, created_at, \(answer), computed_at, projection_error
+            FROM customer_states WHERE app_user_id = \(appUserId)
+            """
     }
 
-    /// The hot read without the projection rows (their decoding is wasted on a served document).
+    /// The hot read: the stored answer alone (neither the state nor the rows: a served answer
+    /// needs neither).
     func state(appUserId: String) throws -> StoredState? {
-        try session.query(Self.document(appUserId: appUserId)).first.map { row in
-            let columns = try row.decode(DocumentColumns.self)
+        try session.query(Self.answer(appUserId: appUserId, answers: storesAnswers)).first.map { row in
+            let columns = try row.decode(AnswerColumns.self)
             return StoredState(
-                customer: try Self.decodeCustomer(row), state: Array(columns.state.utf8), computedAt: columns.computedAt,
+                customer: try Self.decodeCustomer(row), answer: columns.answer.map { Array($0.utf8) }, computedAt: columns.computedAt,
                 failure: columns.projectionError)
         }
     }
 
+    /// Stores the reader's answer for the customer's state `document`; false (nothing written) when
+    /// the stored state is no longer that one (a write came between) or the projection failed.
+    func storeAnswer(_ answer: [UInt8], appUserId: String, document: [UInt8]) throws -> Bool {
+        guard storesAnswers else { return false }
+        let rows = try session.query(
+            """
+            UPDATE customer_states SET answer = \(String(decoding: answer, as: UTF8.self))
+            WHERE app_user_id = \(appUserId) AND state = \(String(decoding: document, as: UTF8.self)) AND projection_error IS NULL
+            RETURNING customer_id
+            """)
+        return !rows.isEmpty
+    }
+
     func storedState(customerID: Int64) throws -> StoredProjection? {
-        try session.query(Self.state(customerID: customerID)).first.map(Self.decodeState)
+        try session.query(Self.state(customerID: customerID, answers: storesAnswers)).first.map(Self.decodeState)
     }
 
     /// The projection as the indexed row tables hold it (what `subscription` reads).

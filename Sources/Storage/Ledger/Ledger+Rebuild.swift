@@ -4,18 +4,19 @@ import Entitlements
 
 extension Ledger {
     /// Marks a customer's stored projection failed. The last good rows stay (the indexed tables
-    /// and the encoded rows) so that nothing else changes; the state document is emptied, so no
-    /// reader can serve it as the customer's answer.
+    /// and the encoded rows) so that nothing else changes; the state and the stored answer are
+    /// emptied, so no reader can serve them as the customer's answer.
     func markFailed(_ customer: CustomerRecord, failure: ProjectionFailure, kept: CustomerProjection?, now: Int64) throws {
         var rows = kept ?? CustomerProjection()
         rows.state = []
+        let droppedAnswer: SQLQuery = storesAnswers ? ", answer = NULL" : ""
         try session.query(
             """
             INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
                                          computed_at, projection_error)
             VALUES (\(customer.appUserId), \(customer.id), \(customer.appAccountToken), \(customer.createdAt), '', \(RowCodec.encode(rows)), \(now), \(failure.reason))
             ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, computed_at = excluded.computed_at,
-                projection_error = excluded.projection_error
+                projection_error = excluded.projection_error\(droppedAnswer)
             """)
     }
 
@@ -30,7 +31,7 @@ extension Ledger {
 
     /// Recomputes the customers after `afterID` (up to `limit` of them). A customer the projector
     /// fails for is marked failed and reported; the others go on.
-    func rebuildChunk(afterID: Int64, limit: Int, projector: any Projector, now: Int64) throws -> RebuildChunk {
+    func rebuildChunk(afterID: Int64, limit: Int, projector: Projector, now: Int64) throws -> RebuildChunk {
         let ids = try session.values(Self.rootIDs(after: afterID, limit: limit), as: Int64.self)
         var chunk = RebuildChunk(next: ids.count == limit ? ids.last : nil, checked: ids.count, changed: [], failed: [])
         for id in ids {

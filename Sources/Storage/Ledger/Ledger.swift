@@ -31,6 +31,9 @@ struct Ledger {
     /// Whether the schema has `event_holds` (``EventHold/schemaVersion``); without, events are
     /// derived at the commit whatever the projector's ``Projector/eventHold``.
     var holdsEvents = true
+    /// Whether `customer_states` has the `answer` column (``Schema/answersVersion``); without, no
+    /// answer is stored or read.
+    var storesAnswers = true
 
     var isPostgres: Bool { session.dialect == .postgres }
 
@@ -76,7 +79,7 @@ struct Ledger {
     /// Stores a message and its facts (made into rows on the caller's thread), links and projects;
     /// see ``LedgerStore/ingest(_:facts:claim:projector:now:)``.
     func ingest(
-        _ message: ReceivedMessage, rows: [FactRow], packed: PackedMessage, claim: Claim?, projector: any Projector,
+        _ message: ReceivedMessage, rows: [FactRow], packed: PackedMessage, claim: Claim?, projector: Projector,
         now: Int64
     ) throws -> IngestResult {
         var rows = rows
@@ -466,7 +469,7 @@ struct Ledger {
         }
     }
 
-    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) throws -> CustomerRecord {
+    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: Projector, now: Int64) throws -> CustomerRecord {
         var affected: Set<Int64> = []
         let customer = try ensureCustomerRow(appUserId: appUserId, appAccountToken: appAccountToken, now: now, affected: &affected)
         guard !affected.isEmpty else { return customer }

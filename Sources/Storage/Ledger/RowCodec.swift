@@ -1,4 +1,4 @@
-/// The compact text encoding of a projection's rows, stored beside the state document in
+/// The compact text encoding of a projection's rows, stored beside the encoded state in
 /// `customer_states.projection_rows` so the hot read is a single-row lookup.
 ///
 /// Each row starts with `E` (entitlement) or `S` (subscription), then its fields in a fixed order,

@@ -441,7 +441,20 @@ enum Schema {
                     updated_at {int} NOT NULL
                 );
                 """),
+        // `state` holds storage's own encoding of the customer's state (``CustomerDocument``), and
+        // `answer` the reader's rendering of it, dropped whenever the state changes. What was
+        // stored as the state before was the reader's rendering: it moves to `answer` (reads keep
+        // serving it), and the state is written again by the customer's next projection or a rebuild.
+        Migration(
+            version: 26, name: "customer answers apart from their states",
+            sql: """
+                ALTER TABLE customer_states ADD COLUMN answer TEXT;
+                UPDATE customer_states SET answer = NULLIF(state, ''), state = '';
+                """),
     ]
+
+    /// The version from which `customer_states` keeps the reader's answer apart from the state.
+    static let answersVersion = 26
 
     /// The version from which signed text is stored packed (`SignedPart`).
     static let packedSignedTextVersion = 14

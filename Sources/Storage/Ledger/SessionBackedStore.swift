@@ -35,9 +35,18 @@ extension SessionBackedStore {
     var countsIngest: Bool { (configuration.migrationLimit ?? .max) >= IngestCounters.schemaVersion }
     /// Whether the schema has the event holds.
     var holdsEvents: Bool { (configuration.migrationLimit ?? .max) >= EventHold.schemaVersion }
+    /// Whether the schema keeps stored answers.
+    var storesAnswers: Bool { (configuration.migrationLimit ?? .max) >= Schema.answersVersion }
+
+    /// A ledger for reads on `session` that knows which columns this store's schema has.
+    func reader(_ session: any SQLSession) -> Ledger {
+        var ledger = Ledger(session: session, fault: nil)
+        ledger.storesAnswers = storesAnswers
+        return ledger
+    }
 
     func ingest(
-        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: any Projector, now: Int64
+        _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: Projector, now: Int64
     ) async throws -> IngestResult {
         // Encoded and digested here, on the caller's thread, not on the single writer.
         var rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
@@ -77,7 +86,7 @@ extension SessionBackedStore {
         try await read(customer: appUserId) { try Ledger(session: $0, fault: nil).customer(appUserId: appUserId) }
     }
 
-    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: any Projector, now: Int64) async throws -> CustomerRecord {
+    func ensureCustomer(appUserId: String, appAccountToken: String?, projector: Projector, now: Int64) async throws -> CustomerRecord {
         if let existing = try await customer(appUserId: appUserId) { return existing }
         return try await observedWrite {
             try $0.ensureCustomer(appUserId: appUserId, appAccountToken: appAccountToken, projector: projector, now: now)
@@ -85,10 +94,10 @@ extension SessionBackedStore {
     }
 
     func projection(appUserId: String) async throws -> StoredProjection? {
-        try await read(customer: appUserId) { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) }
+        try await read(customer: appUserId) { [self] in try reader($0).projection(appUserId: appUserId) }
     }
 
-    func reproject(appUserId: String, projector: any Projector, now: Int64) async throws -> StoredProjection? {
+    func reproject(appUserId: String, projector: Projector, now: Int64) async throws -> StoredProjection? {
         try await observedWrite { ledger in
             guard let customer = try ledger.customer(appUserId: appUserId) else { return nil }
             try ledger.recompute(customerID: customer.id, projector: projector, now: now)
@@ -96,7 +105,11 @@ extension SessionBackedStore {
         }
     }
 
-    func facts(appUserId: String, projector: any Projector) async throws -> [StoredFact] {
+    func storeAnswer(_ answer: [UInt8], appUserId: String, document: [UInt8]) async throws -> Bool {
+        try await write { [self] in try reader($0).storeAnswer(answer, appUserId: appUserId, document: document) }
+    }
+
+    func facts(appUserId: String, projector: Projector) async throws -> [StoredFact] {
         try await read(customer: appUserId) { session in
             let ledger = Ledger(session: session, fault: nil)
             guard let customer = try ledger.customer(appUserId: appUserId) else { return [] }
@@ -123,7 +136,7 @@ extension SessionBackedStore {
         _ = try await read { try $0.query("SELECT 1") }
     }
 
-    func rebuild(projector: any Projector, now: Int64) async throws -> RebuildReport {
+    func rebuild(projector: Projector, now: Int64) async throws -> RebuildReport {
         try await chunked { cursor in
             try await observedWrite {
                 try $0.rebuildChunk(afterID: cursor, limit: rebuildChunk, projector: projector, now: now)
@@ -131,7 +144,7 @@ extension SessionBackedStore {
         }
     }
 
-    func compareProjections(projector: any Projector) async throws -> RebuildReport {
+    func compareProjections(projector: Projector) async throws -> RebuildReport {
         try await chunked { cursor in
             try await read { session in
                 // One snapshot per chunk: a customer's state and its facts are read as of one instant

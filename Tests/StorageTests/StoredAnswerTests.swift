@@ -1,0 +1,102 @@
+import Entitlements
+import Foundation
+import Testing
+
+@testable import Storage
+
+/// Storage keeps each customer's state in its own encoding and the reader's answer beside it, as
+/// bytes it never reads: the answer holds only as long as the state it was rendered from.
+@Suite("Stored answers beside storage's own state")
+struct StoredAnswerTests {
+    static let token = "00000000-0000-4000-8000-0000000000a1"
+
+    static func purchase(_ tid: String, expires: Int64, signed: Int64) -> SignedFact {
+        Fixture.transaction(otid: "a1", tid: tid, expires: expires, signed: signed, token: token)
+    }
+
+    @Test("the state is storage's encoding; an answer is kept while the state is the same, dropped when it changes", arguments: Backend.all)
+    func answerFollowsTheState(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            _ = try await store.ensureCustomer(appUserId: "ann", appAccountToken: Self.token, projector: testProjector, now: testNow)
+            _ = try await store.ingest(
+                Fixture.batch(facts: [Self.purchase("a1", expires: testNow + day, signed: testNow - 1)]), projector: testProjector,
+                now: testNow)
+            let first = try #require(try await store.projection(appUserId: "ann"))
+            let document = try #require(CustomerDocument(encoded: first.document))
+            #expect(document.appUserId == "ann")
+            #expect(document.appAccountToken == Self.token)
+            #expect(document.environments == nil)
+            #expect(document.state.entitlements.map(\.id) == ["pro"])
+            #expect(first.answer == nil)
+
+            // Stored only beside the state it was rendered from.
+            let answer = Array("rendered for the first state".utf8)
+            #expect(try await store.storeAnswer(answer, appUserId: "ann", document: Array("{}".utf8)) == false)
+            #expect(try await store.projection(appUserId: "ann")?.answer == nil)
+            #expect(try await store.storeAnswer(answer, appUserId: "ann", document: first.document))
+            #expect(try await store.projection(appUserId: "ann")?.answer == answer)
+
+            // Projected again to the same state: the answer stays.
+            _ = try await store.reproject(appUserId: "ann", projector: testProjector, now: testNow + 1)
+            let same = try #require(try await store.projection(appUserId: "ann"))
+            #expect(same.document == first.document)
+            #expect(same.answer == answer)
+            #expect(try await store.compareProjections(projector: testProjector).differences == 0)
+
+            // A renewal changes the state: the answer rendered from the old one goes.
+            _ = try await store.ingest(
+                Fixture.batch(facts: [Self.purchase("a2", expires: testNow + 30 * day, signed: testNow)]), projector: testProjector,
+                now: testNow + 2)
+            let renewed = try #require(try await store.projection(appUserId: "ann"))
+            #expect(renewed.document != first.document)
+            #expect(renewed.answer == nil)
+            #expect(try await store.storeAnswer(answer, appUserId: "ann", document: first.document) == false)
+            #expect(try await store.projection(appUserId: "ann")?.answer == nil)
+        }
+    }
+
+    @Test("an event carries the state in storage's encoding", arguments: Backend.all)
+    func eventsCarryTheState(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            _ = try await store.ensureCustomer(appUserId: "eve", appAccountToken: Self.token, projector: testProjector, now: testNow)
+            _ = try await store.ingest(
+                Fixture.batch(facts: [Self.purchase("e1", expires: testNow + day, signed: testNow)]), projector: testProjector,
+                now: testNow)
+            let events = try await store.events(after: 0, limit: 10).filter { $0.appUserId == "eve" }
+            let event = try #require(events.first)
+            let document = try #require(CustomerDocument(encoded: event.answer))
+            #expect(document.appUserId == "eve")
+            #expect(event.answer == (try await store.projection(appUserId: "eve"))?.document)
+        }
+    }
+
+    /// A database written before the answer had its own column: its states were the reader's
+    /// answers. They become the stored answers (reads keep serving them), the states are written
+    /// again by the next projection, and until then `check` compares the rows alone.
+    @Test("the upgrade moves the old states to the answers", arguments: Backend.durable)
+    func upgrade(backend: Backend) async throws {
+        try await withUpgrade(backend, from: Schema.answersVersion - 1) { before in
+            _ = try await before.ensureCustomer(appUserId: "old", appAccountToken: Self.token, projector: testProjector, now: testNow)
+            _ = try await before.ingest(
+                Fixture.batch(facts: [Self.purchase("o1", expires: testNow + day, signed: testNow)]), projector: testProjector, now: testNow)
+            try await before.raw("UPDATE customer_states SET state = 'entitled-answer/5 an older rendering'")
+            #expect(try await before.projection(appUserId: "old")?.answer == nil)
+            #expect(try await before.storeAnswer(Array("x".utf8), appUserId: "old", document: Array("{}".utf8)) == false)
+        } newer: { after in
+            let moved = try #require(try await after.projection(appUserId: "old"))
+            #expect(moved.answer == Array("entitled-answer/5 an older rendering".utf8))
+            #expect(moved.document.isEmpty)
+            if case .done(let state) = try after.stateNow(appUserId: "old") {
+                #expect(state?.answer == moved.answer)
+            }
+            #expect(try await after.compareProjections(projector: testProjector).differences == 0)
+            // The next projection writes storage's own state; the old answer goes with the old state.
+            let rebuilt = try await after.rebuild(projector: testProjector, now: testNow)
+            #expect(rebuilt.changedCustomers == ["old"])
+            let fresh = try #require(try await after.projection(appUserId: "old"))
+            #expect(CustomerDocument(encoded: fresh.document)?.state.entitlements.map(\.id) == ["pro"])
+            #expect(fresh.answer == nil)
+            #expect(try await after.rebuild(projector: testProjector, now: testNow).differences == 0)
+        }
+    }
+}
