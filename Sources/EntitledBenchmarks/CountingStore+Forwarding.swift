@@ -106,7 +106,7 @@ extension CountingStore {
     func exportSubscriptions(_ window: ExportWindow, after: String, limit: Int) async throws -> [ExportedSubscription] {
         try await base.exportSubscriptions(window, after: after, limit: limit)
     }
-    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: any Projector) async throws -> [ExportedTransaction] {
+    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: Projector) async throws -> [ExportedTransaction] {
         try await base.exportTransactions(window, afterID: afterID, limit: limit, projector: projector)
     }
     func exportEvents(_ window: ExportWindow, afterSequence: Int64, limit: Int) async throws -> [OutboxEvent] {

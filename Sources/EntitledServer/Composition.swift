@@ -141,7 +141,7 @@ public func buildApplication(
         configuration: configuration, clock: clock, application: application, store: opened, ledger: ledger, serverAPIClients: clients,
         reconcilers: reconcilers,
         exports: configuration.exports.map {
-            ScheduledExport(settings: $0, store: opened, projector: ledger, clock: clock, outbound: outbound, metrics: metrics)
+            ScheduledExport(settings: $0, store: opened, projector: ledger.projector, clock: clock, outbound: outbound, metrics: metrics)
         })
 }
 

@@ -39,7 +39,7 @@ public struct ScheduledExport: Service {
 
     public let settings: ExportSettings
     let store: any LedgerStore
-    let projector: any Projector
+    let projector: Projector
     let sink: any ExportSink
     let clock: any EpochClock
     let owner: String
@@ -50,7 +50,7 @@ public struct ScheduledExport: Service {
     ///   - sink: Where the files go; nil: the destination's own (``S3Uploader`` over `outbound`, or ``FileDestination``).
     ///   - scratch: The folder the files are written to before they are stored (the system's temporary folder by default).
     public init(
-        settings: ExportSettings, store: any LedgerStore, projector: any Projector, clock: any EpochClock, sink: (any ExportSink)? = nil,
+        settings: ExportSettings, store: any LedgerStore, projector: Projector, clock: any EpochClock, sink: (any ExportSink)? = nil,
         outbound: (any OutboundHTTP)? = nil, owner: String = UUID().uuidString, metrics: ServerMetrics? = nil,
         scratch: URL = FileManager.default.temporaryDirectory
     ) {

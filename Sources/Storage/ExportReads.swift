@@ -65,7 +65,7 @@ public protocol ExportReader: Sendable {
     func exportSubscriptions(_ window: ExportWindow, after: String, limit: Int) async throws -> [ExportedSubscription]
     /// Signed transactions received in `window`, by ledger id above `afterID`, decoded by `projector`.
     /// - Throws: ``StorageError`` when a stored transaction does not decode (nothing is skipped silently).
-    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: any Projector) async throws -> [ExportedTransaction]
+    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: Projector) async throws -> [ExportedTransaction]
     /// Events recorded in `window`, by sequence above `afterSequence`.
     func exportEvents(_ window: ExportWindow, afterSequence: Int64, limit: Int) async throws -> [OutboxEvent]
 }
@@ -114,7 +114,7 @@ extension SessionBackedStore {
         }
     }
 
-    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: any Projector) async throws -> [ExportedTransaction] {
+    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: Projector) async throws -> [ExportedTransaction] {
         let limit = try Self.exportLimit(limit)
         let payloadPacked: SQLQuery = layout == .compressed ? "f.payload_packed" : "NULL"
         return try await read { session in

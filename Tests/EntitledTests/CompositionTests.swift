@@ -67,7 +67,7 @@ import Testing
         let assembled = try await buildApplication(configuration: configuration, clock: VirtualClock(APIHarness.start), store: store)
         #expect(assembled.exports.map(\.name) == ["file://\(folder.path)"])
         _ = try await store.ensureCustomer(
-            appUserId: "u1", appAccountToken: nil, projector: assembled.ledger, now: APIHarness.start - 10 * 60_000)
+            appUserId: "u1", appAccountToken: nil, projector: assembled.ledger.projector, now: APIHarness.start - 10 * 60_000)
         let running = ServiceRunner(assembled.services).start()
         var committed: ExportStatus?
         for _ in 0..<200 where committed == nil {

@@ -91,7 +91,7 @@ extension SwitchedStore {
         try up()
         return try await base.exportSubscriptions(window, after: after, limit: limit)
     }
-    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: any Projector) async throws -> [ExportedTransaction] {
+    func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: Projector) async throws -> [ExportedTransaction] {
         try up()
         return try await base.exportTransactions(window, afterID: afterID, limit: limit, projector: projector)
     }

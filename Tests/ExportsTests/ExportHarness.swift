@@ -54,7 +54,7 @@ enum ExportTarget: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// A store with a ledger the tests fill, a manual clock, and a destination whose files can be read back.
 final class ExportHarness: Sendable {
     static let start: Int64 = 1_800_000_000_000
-    static let projector = BasicProjector(entitlements: ["com.example.pro": "pro"])
+    static let projector = Projector(entitlements: ["com.example.pro": "pro"])
 
     let store: any LedgerStore
     let database: (url: String, options: StoreConfiguration)
