@@ -5,7 +5,7 @@ import Foundation
 /// `entitled import`: links existing customers to their App Store purchases.
 enum ImportCommand: Command {
     static let name = "import"
-    static let summary = "link existing customers to their purchases from a file of transaction ids or a RevenueCat export"
+    static let summary = "link existing customers to their purchases (transaction ids, or a RevenueCat export)"
     static let help = """
         Usage: entitled import [--config FILE] --app BUNDLE [--from lines|revenuecat] [--store STORE] FILE
 

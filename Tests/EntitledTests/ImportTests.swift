@@ -29,19 +29,24 @@ import Testing
         #expect(parsed.failures == ["line 2: not UTF-8", "line 3: not UTF-8"])
     }
 
+    /// Each customer subscribes and renews while the server hears nothing; the store's state after.
+    static func boughtBeforeTheServer(_ world: ReconcileWorld) async throws -> StateSnapshot {
+        await world.transport.set(down: true)
+        for id in ReconcileWorld.customers {
+            try await world.act("customer") { $0.customer = id }
+            try await world.act("purchase") {
+                $0.customer = id
+                $0.product = "pro.monthly"
+            }
+        }
+        _ = try await world.simulator.advance(by: ISODuration("P1M8D")!)  // a renewal each, never delivered
+        await world.transport.set(down: false)
+        return await world.simulator.snapshot()
+    }
+
     @Test func customersWhoBoughtBeforeTheServerAreLinkedAndASecondRunChangesNothing() async throws {
         try await ReconcileScenarioTests.withWorld { world in
-            await world.transport.set(down: true)
-            for id in ReconcileWorld.customers {
-                try await world.act("customer") { $0.customer = id }
-                try await world.act("purchase") {
-                    $0.customer = id
-                    $0.product = "pro.monthly"
-                }
-            }
-            _ = try await world.simulator.advance(by: ISODuration("P1M8D")!)  // a renewal each, never delivered
-            await world.transport.set(down: false)
-            let snapshot = await world.simulator.snapshot()
+            let snapshot = try await Self.boughtBeforeTheServer(world)
             let firsts = snapshot.subscriptions.map(\.originalTransactionId)
             #expect(firsts.count == 3)
             let text = """
@@ -74,17 +79,7 @@ import Testing
     /// under the ids RevenueCat knew them by; a second run changes nothing.
     @Test func aRevenueCatExportsCustomersAnswerUnderTheirRevenueCatIds() async throws {
         try await ReconcileScenarioTests.withWorld { world in
-            await world.transport.set(down: true)
-            for id in ReconcileWorld.customers {
-                try await world.act("customer") { $0.customer = id }
-                try await world.act("purchase") {
-                    $0.customer = id
-                    $0.product = "pro.monthly"
-                }
-            }
-            _ = try await world.simulator.advance(by: ISODuration("P1M8D")!)  // a renewal each, never delivered
-            await world.transport.set(down: false)
-            let snapshot = await world.simulator.snapshot()
+            let snapshot = try await Self.boughtBeforeTheServer(world)
             let owners = Dictionary(uniqueKeysWithValues: snapshot.subscriptions.map { ($0.originalTransactionId, $0.customerId) })
             // RevenueCat's (original, last seen) ids: alice was anonymous until she logged in, bob
             // was named from the start, carol never logged in.
