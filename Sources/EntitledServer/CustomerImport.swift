@@ -199,8 +199,7 @@ public func runImport(
     outbound: (any OutboundHTTP)? = nil, clock: any EpochClock = SystemClock(),
     progress: @Sendable (CustomerImport.Report) -> Void = { _ in }
 ) async throws(StartupError) -> CustomerImport.Report {
-    guard let app = configuration.app(bundleId: bundleId) else { throw .configuration("--app: no app \(bundleId) in the configuration") }
-    guard app.serverAPI != nil else { throw .configuration("--app: \(bundleId) has no serverAPI in the configuration") }
+    try checkImportApp(configuration: configuration, bundleId: bundleId)
     let assembled = try await buildApplication(configuration: configuration, clock: clock, outbound: outbound)
     guard let importer = assembled.customerImport(bundleId: bundleId) else {
         await assembled.store.close()
@@ -212,4 +211,11 @@ public func runImport(
     report.failures = Array((unreadable + report.failures).prefix(CustomerImport.maxReportedFailures))
     await assembled.store.close()
     return report
+}
+
+/// Checks that `entitled import` can import for `bundleId`, before a large file is read.
+/// - Throws: ``StartupError``: `.configuration` for an unknown app or one without `serverAPI`.
+public func checkImportApp(configuration: Configuration, bundleId: String) throws(StartupError) {
+    guard let app = configuration.app(bundleId: bundleId) else { throw .configuration("--app: no app \(bundleId) in the configuration") }
+    guard app.serverAPI != nil else { throw .configuration("--app: \(bundleId) has no serverAPI in the configuration") }
 }

@@ -51,6 +51,7 @@ enum ImportCommand: Command {
         }
         let report: CustomerImport.Report
         if format == "revenuecat" {
+            try checkImportApp(configuration: configuration, bundleId: app)
             let export: RevenueCatExport
             do {
                 export = try RevenueCatExport.read(path: file, store: store ?? "app_store")
