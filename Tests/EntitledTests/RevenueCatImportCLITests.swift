@@ -20,13 +20,7 @@ import Testing
             catalog: Catalog.demo, environment: .sandbox, ca: ca,
             // The command signs its tokens on the system clock; the fake API checks them on its own.
             clock: AppStoreSimulator.VirtualClock(milliseconds: Int64(Date().timeIntervalSince1970 * 1000)), transport: nil)
-        let key = try P256PrivateKey()
-        try Data(try key.pkcs8PEM().utf8).write(to: folder.appendingPathComponent("SubscriptionKey_ABC123DEFG.p8"))
-        var routes = Router()
-        FakeServerAPI.register(
-            simulator, keys: [APIKey(keyId: "ABC123DEFG", issuerId: "57246542-96fe-1a63-e053-0824d011072a", publicKey: try key.publicKey)],
-            on: &routes)
-        let apple = try HTTPServer.quietLoopback(routes)
+        let apple = try HTTPServer.fakeServerAPI(simulator, keyFolder: folder)
         let config = """
             {"database": "sqlite:entitled.sqlite",
              "apps": [{"bundleId": "\(Catalog.demo.bundleId)", "environments": ["Sandbox"], "appleRootCertificates": ["root.der"],
@@ -94,5 +88,20 @@ import Testing
         #expect(try await store.customer(appUserId: "carol") == nil)
         await store.close()
         await apple.shutdown()
+    }
+}
+
+extension HTTPServer {
+    /// The simulator's fake App Store Server API on loopback, accepting the key it writes to
+    /// `keyFolder` as `SubscriptionKey_ABC123DEFG.p8` (the operator's `.p8` file; issuer
+    /// `57246542-96fe-1a63-e053-0824d011072a`).
+    static func fakeServerAPI(_ simulator: Simulator, keyFolder: URL) throws -> HTTPServer {
+        let key = try P256PrivateKey()
+        try Data(try key.pkcs8PEM().utf8).write(to: keyFolder.appendingPathComponent("SubscriptionKey_ABC123DEFG.p8"))
+        var routes = Router()
+        FakeServerAPI.register(
+            simulator, keys: [APIKey(keyId: "ABC123DEFG", issuerId: "57246542-96fe-1a63-e053-0824d011072a", publicKey: try key.publicKey)],
+            on: &routes)
+        return try quietLoopback(routes)
     }
 }
