@@ -192,10 +192,11 @@ public func runImport(
 
 /// `entitled import`: imports `lines` already read from a file (by ``CustomerImport/parse(_:)`` or
 /// ``RevenueCatExport``) for `bundleId`; `unreadable` are the file's failures (`line N: …`),
-/// reported as failed lines before the import's own.
+/// reported as failed lines before the import's own, `unreadableCount` of them in all when only
+/// the first are listed.
 /// - Throws: ``StartupError``: `.configuration` for an unknown app or one without `serverAPI`.
 public func runImport(
-    configuration: Configuration, bundleId: String, lines: [CustomerImport.Line], unreadable: [String],
+    configuration: Configuration, bundleId: String, lines: [CustomerImport.Line], unreadable: [String], unreadableCount: Int? = nil,
     outbound: (any OutboundHTTP)? = nil, clock: any EpochClock = SystemClock(),
     progress: @Sendable (CustomerImport.Report) -> Void = { _ in }
 ) async throws(StartupError) -> CustomerImport.Report {
@@ -206,8 +207,8 @@ public func runImport(
         throw .configuration("--app: \(bundleId) has no serverAPI client")
     }
     var report = await importer.run(lines, progress: progress)
-    report.lines += unreadable.count
-    report.failed += unreadable.count
+    report.lines += unreadableCount ?? unreadable.count
+    report.failed += unreadableCount ?? unreadable.count
     report.failures = Array((unreadable + report.failures).prefix(CustomerImport.maxReportedFailures))
     await assembled.store.close()
     return report

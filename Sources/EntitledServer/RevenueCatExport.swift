@@ -40,11 +40,13 @@ public struct RevenueCatExport: Sendable, Equatable {
         public var customers = 0
         /// Rows of other stores, by the export's store name; not imported.
         public var skipped: [String: Int] = [:]
+        /// Rows that could not be imported (``RevenueCatExport/rowErrors``).
+        public var badRows = 0
 
         public init() {}
 
         public var description: String {
-            var text = "rows \(rows), App Store rows \(appStoreRows), transactions \(transactions), customers \(customers)"
+            var text = "rows \(rows), App Store rows \(appStoreRows), transactions \(transactions), customers \(customers), bad rows \(badRows)"
             for (store, count) in skipped.sorted(by: { $0.key < $1.key }) {
                 text += "\nskipped \(count) \(store) rows"
                 if store == "play_store" { text += " (Google Play purchases are skipped until a Google Play import exists)" }
@@ -55,7 +57,8 @@ public struct RevenueCatExport: Sendable, Equatable {
 
     /// The import's lines, in the order their first row came.
     public var lines: [CustomerImport.Line]
-    /// Rows that could not be imported, each with its line; the rest still are.
+    /// Rows that could not be imported, each with its line (the first
+    /// ``CustomerImport/maxReportedFailures``; ``Summary/badRows`` counts them all); the rest still are.
     public var rowErrors: [ImportInputError]
     public var summary: Summary
 
@@ -177,15 +180,14 @@ public struct RevenueCatExport: Sendable, Equatable {
                 return
             }
             summary.rows += 1
-            guard record.fields.count == columns.count else {
-                rowErrors.append(
-                    ImportInputError(.badRow, line: record.line, "\(record.fields.count) fields, the header has \(columns.count)"))
-                return
-            }
             do throws(ImportInputError) {
+                guard record.fields.count == columns.count else {
+                    throw ImportInputError(.badRow, line: record.line, "\(record.fields.count) fields, the header has \(columns.count)")
+                }
                 try row(record, columns)
             } catch where error.code == .badRow {
-                rowErrors.append(error)
+                summary.badRows += 1
+                if rowErrors.count < CustomerImport.maxReportedFailures { rowErrors.append(error) }
             }
         }
 

@@ -61,6 +61,7 @@ enum ImportCommand: Command {
             print(export.summary)
             report = try await runImport(
                 configuration: configuration, bundleId: app, lines: export.lines, unreadable: export.rowErrors.map(\.description),
+                unreadableCount: export.summary.badRows,
                 progress: progress)
         } else {
             guard let data = FileManager.default.contents(atPath: file) else { throw UsageError("cannot read \(file)") }

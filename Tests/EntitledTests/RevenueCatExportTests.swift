@@ -157,6 +157,15 @@ import Testing
         #expect(export.rowErrors.first?.description == "line 3: IMPORT_BAD_ROW: \(message)")
     }
 
+    /// Every bad row is counted; the first are listed, so a file of bad rows stays bounded.
+    @Test func badRowsAreCountedAndTheFirstListed() throws {
+        let bad = (0..<150).map { "x\u{7}\($0),x,GB,p,t,app_store,false,\($0 + 1),\($0 + 1),{}" }
+        let export = try RevenueCatExport.parse(Array(([Self.header] + bad).joined(separator: "\n").utf8))
+        #expect(export.summary.badRows == 150)
+        #expect(export.rowErrors.count == CustomerImport.maxReportedFailures)
+        #expect(export.rowErrors.first?.line == 2 && export.summary.description.hasSuffix("bad rows 150"))
+    }
+
     @Test func aRowThatIsNotUTF8IsABadRowNeverRepaired() throws {
         var bytes = Array((Self.header + "\n").utf8)
         bytes += Array("al".utf8) + [0xFF] + Array("ice,alice,GB,p,t,app_store,false,1000,1000,{}\n".utf8)

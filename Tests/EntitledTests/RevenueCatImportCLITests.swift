@@ -62,7 +62,7 @@ import Testing
         }
         let result = try await run(file)
         #expect(result.status == 1, "carol's purchase is not Apple's: \(result.err)")
-        #expect(result.out.first == "rows 4, App Store rows 3, transactions 3, customers 3")
+        #expect(result.out.first == "rows 4, App Store rows 3, transactions 3, customers 3, bad rows 0")
         #expect(result.out.contains("skipped 1 play_store rows (Google Play purchases are skipped until a Google Play import exists)"))
         #expect(result.out.contains("lines 3, imported 2, transactions 2, aliases 1, failed 1"), "\(result.out)")
         #expect(result.out.contains { $0.hasPrefix("line 5: APPLE_NOT_FOUND") }, "\(result.out)")
