@@ -174,6 +174,20 @@ import Testing
         #expect(export.rowErrors == [ImportInputError(.badRow, line: 2, "rc_original_app_user_id is not UTF-8")])
     }
 
+    /// Only the App Store's rows are imported; every other store's are counted under its name.
+    @Test(arguments: [
+        ("app_store", true), (" APP_STORE ", true), ("mac_app_store", false), ("play_store", false), ("stripe", false),
+        ("amazon", false), ("promotional", false), ("rc_billing", false), ("paddle", false),
+    ])
+    func importsTheAppStoreAndCountsOtherStores(store: String, imported: Bool) throws {
+        let text = [Self.header, Self.row("a", "a", store: store, "7000", "7000")].joined(separator: "\n")
+        let export = try RevenueCatExport.parse(Array(text.utf8))
+        #expect(export.lines.count == (imported ? 1 : 0))
+        #expect(export.summary.appStoreRows == (imported ? 1 : 0))
+        #expect(export.summary.skipped == (imported ? [:] : [store: 1]))
+        #expect(export.rowErrors.isEmpty)
+    }
+
     @Test func theMacAppStoreIsImportedWhenAskedAndTheAppStoreThenSkipped() throws {
         let text = [Self.header, Self.row("a", "a", store: "mac_app_store", "7000", "7000"), Self.row("b", "b", "8000", "8000")]
             .joined(separator: "\n")
