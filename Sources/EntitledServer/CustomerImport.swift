@@ -10,16 +10,20 @@ import Storage
 /// and stored through the posted-transaction path with the customer's claim (source `backfill`),
 /// so running an import twice changes nothing the second time.
 public struct CustomerImport: Sendable {
-    /// One line of the input: `appUserId,transactionId` or `{"appUserId": …, "transactionId": …}`.
+    /// One line of the input: `appUserId,transactionId` or `{"appUserId": …, "transactionId": …}`,
+    /// or one transaction of another platform's export (``RevenueCatExport``).
     public struct Line: Sendable, Hashable {
         public var number: Int
         public var appUserId: String
         public var transactionId: String
+        /// The customer's other ids, made aliases of `appUserId` before the history is stored.
+        public var aliases: [String]
 
-        public init(number: Int, appUserId: String, transactionId: String) {
+        public init(number: Int, appUserId: String, transactionId: String, aliases: [String] = []) {
             self.number = number
             self.appUserId = appUserId
             self.transactionId = transactionId
+            self.aliases = aliases
         }
     }
 
@@ -31,6 +35,8 @@ public struct CustomerImport: Sendable {
         public var imported = 0
         /// Signed transactions stored (or found already stored).
         public var transactions = 0
+        /// Ids made aliases of a line's customer (not counting those that already were).
+        public var aliases = 0
         /// Lines that failed, with why (line number: message), at most ``maxReportedFailures`` kept.
         public var failures: [String] = []
         public var failed = 0
@@ -38,7 +44,7 @@ public struct CustomerImport: Sendable {
         public init() {}
 
         public var description: String {
-            "lines \(lines), imported \(imported), transactions \(transactions), failed \(failed)"
+            "lines \(lines), imported \(imported), transactions \(transactions), aliases \(aliases), failed \(failed)"
         }
     }
 
@@ -96,7 +102,7 @@ public struct CustomerImport: Sendable {
     public func run(_ lines: [Line], progress: @Sendable (Report) -> Void = { _ in }) async -> Report {
         var report = Report()
         report.lines = lines.count
-        await withTaskGroup(of: (Line, Result<Int, ImportFailure>).self) { group in
+        await withTaskGroup(of: (Line, Result<(transactions: Int, aliases: Int), ImportFailure>).self) { group in
             var next = lines.makeIterator()
             func add() -> Bool {
                 guard let line = next.next() else { return false }
@@ -106,9 +112,10 @@ public struct CustomerImport: Sendable {
             for _ in 0..<Self.concurrency where !add() { break }
             while let (line, result) = await group.next() {
                 switch result {
-                case .success(let count):
+                case .success(let counts):
                     report.imported += 1
-                    report.transactions += count
+                    report.transactions += counts.transactions
+                    report.aliases += counts.aliases
                 case .failure(let failure):
                     report.failed += 1
                     if report.failures.count < Self.maxReportedFailures {
@@ -126,8 +133,20 @@ public struct CustomerImport: Sendable {
         var message: String
     }
 
-    /// One line: the history of its transaction, each claimed by the line's customer.
-    func importLine(_ line: Line) async -> Result<Int, ImportFailure> {
+    /// One line: its aliases, then the history of its transaction, each claimed by the line's
+    /// customer. Aliases come first so that a customer stored under another of their ids (an
+    /// earlier import, an anonymous id) is merged before the claim, not competing with it.
+    func importLine(_ line: Line) async -> Result<(transactions: Int, aliases: Int), ImportFailure> {
+        var added = 0
+        for alias in line.aliases {
+            do {
+                let outcome = try await ingest.ledger.addAlias(alias, to: line.appUserId, actor: Self.actor, now: ingest.clock.nowMilliseconds())
+                if outcome != .alreadyAlias { added += 1 }
+            } catch {
+                let message = error.code == .aliasConflict ? "\(alias) already belongs to another customer" : error.description
+                return .failure(ImportFailure(message: "\(error.code): \(message)"))
+            }
+        }
         let history: [Signed<JWSTransactionDecodedPayload>]
         do {
             history = try await client.transactionHistoryAllPages(line.transactionId)
@@ -144,8 +163,11 @@ public struct CustomerImport: Sendable {
                 return .failure(ImportFailure(message: "\(error)"))
             }
         }
-        return .success(history.count)
+        return .success((history.count, added))
     }
+
+    /// The actor recorded with the aliases an import adds.
+    static let actor = "import"
 }
 
 extension AssembledServer {
@@ -156,24 +178,45 @@ extension AssembledServer {
     }
 }
 
-/// `entitled import`: imports `text` (the file's lines) for `bundleId` on the system clock.
+/// `entitled import`: imports `input` (the file's lines) for `bundleId` on the system clock.
 /// - Throws: ``StartupError``: `.configuration` for an unknown app or one without `serverAPI`.
 public func runImport(
     configuration: Configuration, bundleId: String, input: [UInt8], outbound: (any OutboundHTTP)? = nil,
     clock: any EpochClock = SystemClock(), progress: @Sendable (CustomerImport.Report) -> Void = { _ in }
 ) async throws(StartupError) -> CustomerImport.Report {
-    guard let app = configuration.app(bundleId: bundleId) else { throw .configuration("--app: no app \(bundleId) in the configuration") }
-    guard app.serverAPI != nil else { throw .configuration("--app: \(bundleId) has no serverAPI in the configuration") }
+    let (lines, unreadable) = CustomerImport.parse(input)
+    return try await runImport(
+        configuration: configuration, bundleId: bundleId, lines: lines, unreadable: unreadable, outbound: outbound, clock: clock,
+        progress: progress)
+}
+
+/// `entitled import`: imports `lines` already read from a file (by ``CustomerImport/parse(_:)`` or
+/// ``RevenueCatExport``) for `bundleId`; `unreadable` are the file's failures (`line N: …`),
+/// reported as failed lines before the import's own, `unreadableCount` of them in all when only
+/// the first are listed.
+/// - Throws: ``StartupError``: `.configuration` for an unknown app or one without `serverAPI`.
+public func runImport(
+    configuration: Configuration, bundleId: String, lines: [CustomerImport.Line], unreadable: [String], unreadableCount: Int? = nil,
+    outbound: (any OutboundHTTP)? = nil, clock: any EpochClock = SystemClock(),
+    progress: @Sendable (CustomerImport.Report) -> Void = { _ in }
+) async throws(StartupError) -> CustomerImport.Report {
+    try checkImportApp(configuration: configuration, bundleId: bundleId)
     let assembled = try await buildApplication(configuration: configuration, clock: clock, outbound: outbound)
     guard let importer = assembled.customerImport(bundleId: bundleId) else {
         await assembled.store.close()
         throw .configuration("--app: \(bundleId) has no serverAPI client")
     }
-    let (lines, unreadable) = CustomerImport.parse(input)
     var report = await importer.run(lines, progress: progress)
-    report.lines += unreadable.count
-    report.failed += unreadable.count
+    report.lines += unreadableCount ?? unreadable.count
+    report.failed += unreadableCount ?? unreadable.count
     report.failures = Array((unreadable + report.failures).prefix(CustomerImport.maxReportedFailures))
     await assembled.store.close()
     return report
+}
+
+/// Checks that `entitled import` can import for `bundleId`, before a large file is read.
+/// - Throws: ``StartupError``: `.configuration` for an unknown app or one without `serverAPI`.
+public func checkImportApp(configuration: Configuration, bundleId: String) throws(StartupError) {
+    guard let app = configuration.app(bundleId: bundleId) else { throw .configuration("--app: no app \(bundleId) in the configuration") }
+    guard app.serverAPI != nil else { throw .configuration("--app: \(bundleId) has no serverAPI in the configuration") }
 }

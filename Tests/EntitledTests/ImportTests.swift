@@ -29,19 +29,24 @@ import Testing
         #expect(parsed.failures == ["line 2: not UTF-8", "line 3: not UTF-8"])
     }
 
+    /// Each customer subscribes and renews while the server hears nothing; the store's state after.
+    static func boughtBeforeTheServer(_ world: ReconcileWorld) async throws -> StateSnapshot {
+        await world.transport.set(down: true)
+        for id in ReconcileWorld.customers {
+            try await world.act("customer") { $0.customer = id }
+            try await world.act("purchase") {
+                $0.customer = id
+                $0.product = "pro.monthly"
+            }
+        }
+        _ = try await world.simulator.advance(by: ISODuration("P1M8D")!)  // a renewal each, never delivered
+        await world.transport.set(down: false)
+        return await world.simulator.snapshot()
+    }
+
     @Test func customersWhoBoughtBeforeTheServerAreLinkedAndASecondRunChangesNothing() async throws {
         try await ReconcileScenarioTests.withWorld { world in
-            await world.transport.set(down: true)
-            for id in ReconcileWorld.customers {
-                try await world.act("customer") { $0.customer = id }
-                try await world.act("purchase") {
-                    $0.customer = id
-                    $0.product = "pro.monthly"
-                }
-            }
-            _ = try await world.simulator.advance(by: ISODuration("P1M8D")!)  // a renewal each, never delivered
-            await world.transport.set(down: false)
-            let snapshot = await world.simulator.snapshot()
+            let snapshot = try await Self.boughtBeforeTheServer(world)
             let firsts = snapshot.subscriptions.map(\.originalTransactionId)
             #expect(firsts.count == 3)
             let text = """
@@ -65,6 +70,53 @@ import Testing
             let facts = try await world.store.facts(appUserId: "alice").count
             let second = await world.importer.run(lines)
             #expect(second == first)
+            #expect(try await world.store.facts(appUserId: "alice").count == facts)
+        }
+    }
+
+    /// Leaving RevenueCat: its transaction export (semicolon delimited, renewals as rows of their
+    /// own, other stores mixed in) imports the App Store customers, who then have their answers
+    /// under the ids RevenueCat knew them by; a second run changes nothing.
+    @Test func aRevenueCatExportsCustomersAnswerUnderTheirRevenueCatIds() async throws {
+        try await ReconcileScenarioTests.withWorld { world in
+            let snapshot = try await Self.boughtBeforeTheServer(world)
+            let owners = Dictionary(uniqueKeysWithValues: snapshot.subscriptions.map { ($0.originalTransactionId, $0.customerId) })
+            // RevenueCat's (original, last seen) ids: alice was anonymous until she logged in, bob
+            // was named from the start, carol never logged in.
+            let revenueCat = [
+                "alice": ("$RCAnonymousID:a11ce", "alice"), "bob": ("bob", "bob"),
+                "carol": ("$RCAnonymousID:ca401", "$RCAnonymousID:ca401"),
+            ]
+            var rows = ["rc_original_app_user_id;rc_last_seen_app_user_id_alias;product_identifier;store;store_transaction_id;original_store_transaction_id;price_in_usd"]
+            for transaction in snapshot.transactions {
+                let first = try #require(transaction.originalTransactionId)
+                let owner = try #require(owners[first])
+                let (original, lastSeen) = try #require(revenueCat[owner])
+                let id = try #require(transaction.transactionId)
+                rows.append("\(original);\(lastSeen);pro.monthly;app_store;\(id);\(first);9.99")
+            }
+            rows.append("bob;bob;pro_monthly;play_store;GPA.3344-1;GPA.3344-1;9.99")
+            rows.append("bob;bob;pro_monthly;stripe;sub_1;sub_1;9.99")
+            let export = try RevenueCatExport.parse(Array(rows.joined(separator: "\n").utf8))
+            #expect(export.rowErrors.isEmpty)
+            #expect(export.summary.appStoreRows == 6 && export.summary.transactions == 3 && export.summary.customers == 3)
+            #expect(export.summary.skipped == ["play_store": 1, "stripe": 1])
+
+            let first = await world.importer.run(export.lines)
+            #expect(first.imported == 3 && first.transactions == 6 && first.aliases == 1 && first.failed == 0, "\(first)")
+            for id in ["alice", "$RCAnonymousID:a11ce", "bob", "$RCAnonymousID:ca401"] {
+                let answer = try await world.answer(id)
+                let pro = (answer["entitlements"] as? [String: Any])?["pro"] as? [String: Any]
+                #expect(pro?["active"] as? Bool == true, "\(id): \(answer)")
+            }
+            let anonymous = try await world.answer("$RCAnonymousID:a11ce")
+            let ids = Set([anonymous["appUserId"] as? String].compactMap { $0} + (anonymous["aliases"] as? [String] ?? []))
+            #expect(ids == ["alice", "$RCAnonymousID:a11ce"], "one customer under both ids: \(anonymous)")
+            #expect(try await world.store.customer(appUserId: "carol") == nil, "imported under RevenueCat's id, not the store's")
+
+            let facts = try await world.store.facts(appUserId: "alice").count
+            let second = await world.importer.run(export.lines)
+            #expect(second.imported == 3 && second.transactions == 6 && second.aliases == 0 && second.failed == 0, "\(second)")
             #expect(try await world.store.facts(appUserId: "alice").count == facts)
         }
     }

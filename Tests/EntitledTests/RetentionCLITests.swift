@@ -25,13 +25,7 @@ import Testing
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let clock = AppStoreSimulator.VirtualClock(milliseconds: 1_768_435_200_000)
             simulator = Simulator(catalog: Catalog.demo, environment: .sandbox, ca: try SimulatorCA.ephemeral(), clock: clock, transport: nil)
-            let key = try P256PrivateKey()
-            try Data(try key.pkcs8PEM().utf8).write(to: folder.appendingPathComponent("SubscriptionKey_ABC123DEFG.p8"))
-            var routes = Router()
-            FakeServerAPI.register(
-                simulator, keys: [APIKey(keyId: "ABC123DEFG", issuerId: "57246542-96fe-1a63-e053-0824d011072a", publicKey: try key.publicKey)],
-                on: &routes)
-            apple = try HTTPServer.quietLoopback(routes)
+            apple = try HTTPServer.fakeServerAPI(simulator, keyFolder: folder)
             var answer = Router()
             // Answers only once the gate opens, so a performance test is PENDING until the test says.
             let gate = Gate()
