@@ -96,6 +96,7 @@ let package = Package(
             name: "EntitledServer",
             dependencies: [
                 "AppStore", "AppStoreServerAPI", "HTTPClient", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig",
+                "GooglePlay",
             ],
             swiftSettings: swiftSettings),
         // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes;
@@ -165,7 +166,7 @@ let package = Package(
             name: "EntitledTests",
             dependencies: [
                 "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
-                "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "EntitledKit",
+                "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "EntitledKit", "GooglePlay", "GooglePlaySimulator",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),
         // EntitledKit and the sample app's logic against a real server and the simulator over
