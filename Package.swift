@@ -97,6 +97,7 @@ let package = Package(
             dependencies: [
                 "AppStore", "AppStoreServerAPI", "HTTPClient", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig",
                 "Exports",
+                "GooglePlay",
             ],
             swiftSettings: swiftSettings),
         // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes;
@@ -172,7 +173,7 @@ let package = Package(
             name: "EntitledTests",
             dependencies: [
                 "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
-                "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "EntitledKit",
+                "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "EntitledKit", "GooglePlay", "GooglePlaySimulator",
             ],
             exclude: ["Scenarios"], swiftSettings: swiftSettings),
         // EntitledKit and the sample app's logic against a real server and the simulator over

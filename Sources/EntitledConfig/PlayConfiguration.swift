@@ -228,11 +228,12 @@ extension ConfigurationLoader {
 
 extension Configuration {
     /// One warning per part of the file this version reads and checks but does not act on yet, for
-    /// the commands to print: a Play app's purchases grant nothing until the server serves Play.
+    /// the commands to print: a Play app's purchases are served but not acknowledged.
     public var notServedWarnings: [String] {
         playApps.map {
-            "Google Play app '\($0.packageName)' is checked but not served yet: this version has no Play notification endpoint, "
-                + "purchase ingest or acknowledgement, so its purchases grant nothing (docs/google-play.md)"
+            "Google Play app '\($0.packageName)' is served but not acknowledged: this version does not acknowledge Play "
+                + "purchases (Google refunds one not acknowledged within three days unless the app does it) and does not poll "
+                + "voided purchases (docs/google-play.md)"
         }
     }
 }

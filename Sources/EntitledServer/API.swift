@@ -42,11 +42,12 @@ public struct API: Sendable {
     let retention: RetentionRoutes
     /// The console's read-only view of the retention messages set up at Apple.
     let retentionSetup: RetentionSetupRoutes
+    let googlePlay: GooglePlayRoutes
 
     init(
         configuration: Configuration, ingest: Ingest, ledger: FactLedger, clock: any EpochClock, budget: RejectionBudget? = nil,
         hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache(), metrics: ServerMetrics = ServerMetrics(),
-        serverAPI: [String: AppStoreServerAPIClient] = [:]
+        serverAPI: [String: AppStoreServerAPIClient] = [:], googlePlay: [PlayClients] = []
     ) {
         let budget = budget ?? RejectionBudget(clock: clock)
         let gate = AccessGate(
@@ -86,6 +87,9 @@ public struct API: Sendable {
             gate: gate, clock: clock, codec: cache.codec, metrics: metrics)
         retentionSetup = RetentionSetupRoutes(
             apps: configuration.apps, clients: serverAPI, gate: gate)
+        self.googlePlay = GooglePlayRoutes(
+            gate: gate, play: PlayIngest(ingest: ingest, clients: googlePlay, restoreBehavior: policy.restoreBehavior),
+            refusals: refusals, budget: budget, answers: answers, clock: clock)
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -106,6 +110,7 @@ public struct API: Sendable {
         retention.register(on: &router)
         retentionSetup.register(on: &router)
         metricsPage.register(on: &router)
+        googlePlay.register(on: &router)
     }
 
     /// A history request's `limit` (default ``defaultHistoryLimit``, at most ``maxHistoryLimit``) and

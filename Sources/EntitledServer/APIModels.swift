@@ -31,7 +31,7 @@ public struct EntitlementBody: Encodable, Sendable, Equatable {
     enum Key: String, CodingKey, CaseIterable {
         case active, status, productId, productType, transactionId, originalTransactionId, ownership, purchaseDate
         case originalPurchaseDate, expiresAt, gracePeriodExpiresAt, willRenew, renewsTo, periodType
-        case billingIssueDetectedAt, unsubscribeDetectedAt, priceIncrease, subscriptionGroup, environment
+        case billingIssueDetectedAt, unsubscribeDetectedAt, priceIncrease, subscriptionGroup, environment, store
         case source, grantId
     }
 
@@ -59,6 +59,7 @@ public struct EntitlementBody: Encodable, Sendable, Equatable {
         try c.put(s.priceIncrease?.rawValue, .priceIncrease)
         try c.put(s.subscriptionGroup, .subscriptionGroup)
         try c.put(s.environment.rawValue, .environment)
+        try c.put(s.store?.rawValue, .store)
     }
 }
 
@@ -90,6 +91,7 @@ public struct GrantBody: Encodable, Sendable, Equatable {
         try c.put(g.priceIncrease?.rawValue, .priceIncrease)
         try c.put(g.subscriptionGroup, .subscriptionGroup)
         try c.put(g.environment.rawValue, .environment)
+        try c.put(g.store.rawValue, .store)
     }
 }
 

@@ -70,7 +70,8 @@ extension EntitlementBody.Key {
         case .originalPurchaseDate, .expiresAt, .gracePeriodExpiresAt, .billingIssueDetectedAt, .unsubscribeDetectedAt:
             .nullable(.timestamp)
         case .willRenew: .nullable(.boolean)
-        case .renewsTo, .priceIncrease, .subscriptionGroup, .grantId: .nullable(.string)
+        // `store`: null only for an entitlement a promotional grant gives.
+        case .renewsTo, .priceIncrease, .subscriptionGroup, .grantId, .store: .nullable(.string)
         }
     }
 }

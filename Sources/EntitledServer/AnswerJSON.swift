@@ -126,6 +126,7 @@ enum AnswerJSON {
             ("priceIncrease", string(g.priceIncrease?.rawValue)),
             ("subscriptionGroup", string(g.subscriptionGroup)),
             ("environment", .string(g.environment.rawValue)),
+            ("store", string(g.storeName)),
         ])
     }
 
@@ -191,7 +192,14 @@ protocol GrantFields {
     var priceIncrease: PriceIncrease? { get }
     var subscriptionGroup: String? { get }
     var environment: Entitlements.Environment { get }
+    /// `store`: the purchase's store, nil for a promotional grant.
+    var storeName: String? { get }
 }
 
-extension Grant: GrantFields {}
-extension EntitlementState: GrantFields {}
+extension Grant: GrantFields {
+    var storeName: String? { store.rawValue }
+}
+
+extension EntitlementState: GrantFields {
+    var storeName: String? { store?.rawValue }
+}

@@ -50,7 +50,7 @@ public struct Application: Sendable {
         clock: any EpochClock = SystemClock(), rejectionBudget: RejectionBudget? = nil,
         hmac: any HMACSHA256Computing = Digests(), cache: ProjectionCache = ProjectionCache(),
         metrics: ServerMetrics = ServerMetrics(), serverAPI: [String: AppStoreServerAPIClient] = [:],
-        webhookTransport: (any OutboundHTTP)? = nil
+        webhookTransport: (any OutboundHTTP)? = nil, googlePlay: [PlayClients] = []
     ) {
         self.configuration = configuration
         self.metrics = metrics
@@ -61,7 +61,7 @@ public struct Application: Sendable {
             serverAPI: serverAPI)
         let api = API(
             configuration: configuration, ingest: ingest, ledger: ledger, clock: clock, budget: rejectionBudget,
-            hmac: hmac, cache: cache, metrics: metrics, serverAPI: serverAPI)
+            hmac: hmac, cache: cache, metrics: metrics, serverAPI: serverAPI, googlePlay: googlePlay)
         api.register(on: &router)
         self.router = router
         self.ingest = ingest

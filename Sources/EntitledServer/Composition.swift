@@ -126,10 +126,17 @@ public func buildApplication(
         if store == nil { await opened.close() }
         throw error
     }
+    let playClients: [PlayClients]
+    do {
+        playClients = try buildPlayClients(configuration: configuration, clock: clock, outbound: outbound, sleeper: apiSleeper)
+    } catch {
+        if store == nil { await opened.close() }
+        throw error
+    }
     let application = Application(
         configuration: configuration, verifier: TimedVerifier(base: notificationVerifier, metrics: metrics), ledger: ledger,
         clock: clock, rejectionBudget: rejectionBudget, cache: cache, metrics: metrics, serverAPI: clients,
-        webhookTransport: outbound)
+        webhookTransport: outbound, googlePlay: playClients)
     let reconcilers: [Reconciler]
     do {
         reconcilers = try buildReconcilers(configuration: configuration, clock: clock, store: opened, application: application, clients: clients)

@@ -43,6 +43,12 @@ extension Fact {
             ("grant end", ["endedAt": f.endedAt])
         case .consumableSpend(let f):
             ("consumable spend", ["spentAt": f.spentAt])
+        case .playSubscription(let f):
+            ("SubscriptionPurchaseV2", ["startTime": f.startTime, "expiryTime": f.expiryTime, "autoResumeTime": f.autoResumeTime])
+        case .playProduct(let f):
+            ("ProductPurchase", ["purchaseTimeMillis": f.purchaseTime])
+        case .playVoided(let f):
+            ("VoidedPurchase", ["voidedTimeMillis": f.voidedTime])
         }
     }
 

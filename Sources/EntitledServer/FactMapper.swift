@@ -33,13 +33,14 @@ public struct MappingError: Error, Equatable, CustomStringConvertible {
 
 extension Configuration {
     /// One policy over every configured app, for customer answers (customers are not per app).
-    /// Catalogs merge (the first app wins a duplicate productId); grace days and restore behaviour
-    /// come from the first app.
+    /// Catalogs merge (the first app wins a duplicate productId, Google Play apps after the App
+    /// Store's); grace days and restore behaviour come from the first App Store app.
     public var policy: Policy {
-        guard let first = apps.first else { return Policy() }
-        var merged = first.policy
-        for app in apps.dropFirst() {
-            for (id, product) in app.policy.products where merged.products[id] == nil {
+        guard !apps.isEmpty || !playApps.isEmpty else { return Policy() }
+        var merged = apps.first?.policy ?? Policy()
+        // Google Play apps' products join after the App Store's.
+        for policy in apps.dropFirst().map(\.policy) + playApps.map(\.policy) {
+            for (id, product) in policy.products where merged.products[id] == nil {
                 merged.products[id] = product
             }
         }

@@ -117,7 +117,8 @@ public struct Ingest: Sendable {
             case .transaction: (fact, payload.data?.signedTransactionInfo, verified.transactionUnknownMembers)
             case .renewalInfo: (fact, payload.data?.signedRenewalInfo, verified.renewalUnknownMembers)
             case .appTransaction: (fact, payload.appData?.signedAppTransactionInfo, [])
-            case .receiptEntry, .pendingRenewal, .v1Notification, .consumableSpend, .promotionalGrant, .promotionalGrantEnd:
+            case .receiptEntry, .pendingRenewal, .v1Notification, .consumableSpend, .promotionalGrant, .promotionalGrantEnd,
+                .playSubscription, .playProduct, .playVoided:
                 (fact, nil, [])
             }
         }

@@ -125,6 +125,8 @@ public struct LedgerHistoryEntry: Sendable, Equatable {
         case consumableSpend
         /// A promotional grant (`type`: the entitlement, `transactionId`: the grant id), or its early end.
         case promotionalGrant, promotionalGrantEnd
+        /// A Play purchase as the Developer API answered (`type`: the subscription state), or its voiding.
+        case playSubscription, playProduct, playVoided
     }
 
     /// Unique within the ledger.
@@ -220,6 +222,20 @@ extension LedgerHistoryEntry {
         case .promotionalGrantEnd(let f):
             self = LedgerHistoryEntry(
                 id: id, kind: .promotionalGrantEnd, occurredAt: f.endedAt, receivedAt: receivedAt, transactionId: f.grantId)
+        case .playSubscription(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .playSubscription, type: f.state.rawValue, occurredAt: f.observedAt, receivedAt: receivedAt,
+                environment: f.environment, productId: f.productId, transactionId: f.purchaseToken,
+                originalTransactionId: f.linkedPurchaseToken ?? f.purchaseToken)
+        case .playProduct(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .playProduct, occurredAt: f.purchaseTime, receivedAt: receivedAt, environment: f.environment,
+                productId: f.productId, transactionId: f.purchaseToken, originalTransactionId: f.purchaseToken,
+                quantity: f.quantity)
+        case .playVoided(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .playVoided, occurredAt: f.voidedTime, receivedAt: receivedAt, environment: f.environment,
+                transactionId: f.purchaseToken, originalTransactionId: f.purchaseToken)
         }
     }
 }

@@ -1,4 +1,5 @@
 import AppStore
+import GooglePlay
 import HTTPServer
 
 /// Every error code the API answers, with its HTTP status: the one table.
@@ -92,6 +93,30 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case appleNotFound = "APPLE_NOT_FOUND"
     case appleAPIFailed = "APPLE_API_FAILED"
 
+    // Google Play: a push refused (401: its authentication failed; nothing is recorded, Pub/Sub
+    // retries), or a call to Google that failed (the Developer API, its token endpoint, the key set).
+    case googlePushMissingToken = "GOOGLE_PUSH_MISSING_TOKEN"
+    case googlePushMalformedToken = "GOOGLE_PUSH_MALFORMED_TOKEN"
+    case googlePushUnsupportedAlgorithm = "GOOGLE_PUSH_UNSUPPORTED_ALGORITHM"
+    case googlePushUnknownKey = "GOOGLE_PUSH_UNKNOWN_KEY"
+    case googlePushBadSignature = "GOOGLE_PUSH_BAD_SIGNATURE"
+    case googlePushWrongIssuer = "GOOGLE_PUSH_WRONG_ISSUER"
+    case googlePushWrongAudience = "GOOGLE_PUSH_WRONG_AUDIENCE"
+    case googlePushWrongAccount = "GOOGLE_PUSH_WRONG_ACCOUNT"
+    case googlePushEmailNotVerified = "GOOGLE_PUSH_EMAIL_NOT_VERIFIED"
+    case googlePushTokenExpired = "GOOGLE_PUSH_TOKEN_EXPIRED"
+    case googlePushTokenInvalidTimes = "GOOGLE_PUSH_TOKEN_INVALID_TIMES"
+    case googlePushKeysUnavailable = "GOOGLE_PUSH_KEYS_UNAVAILABLE"
+    case googleMalformedNotification = "GOOGLE_MALFORMED_NOTIFICATION"
+    case googleMalformedResponse = "GOOGLE_MALFORMED_RESPONSE"
+    case googleInvalidServiceAccount = "GOOGLE_INVALID_SERVICE_ACCOUNT"
+    case googleTokenExchangeFailed = "GOOGLE_TOKEN_EXCHANGE_FAILED"
+    case googleInvalidRequest = "GOOGLE_INVALID_REQUEST"
+    case googleNetwork = "GOOGLE_NETWORK"
+    case googleAPIError = "GOOGLE_API_ERROR"
+    /// The Developer API knows no purchase with the token (404, 410, or 400 for a malformed one).
+    case googlePurchaseNotFound = "GOOGLE_PURCHASE_NOT_FOUND"
+
     /// The HTTP status this code is always answered with.
     public var status: Int {
         switch self {
@@ -99,14 +124,18 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             .invalidEnvironment, .invalidLimit, .invalidCursor, .invalidStorefront, .invalidJWTFormat, .invalidAlgorithm,
             .invalidChainLength, .invalidCertificate, .chainUntrusted, .certificateExpired, .missingAppleOID,
             .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
-            .receiptSignatureInvalid, .receiptWrongBundle, .receiptTooLarge, .invalidGrant:
+            .receiptSignatureInvalid, .receiptWrongBundle, .receiptTooLarge, .invalidGrant, .googleMalformedNotification,
+            .googleInvalidRequest:
             400
         case .unauthorized, .invalidSharedSecret, .tokenMalformed, .tokenSignatureInvalid, .tokenExpiryMissing,
-            .tokenLifetimeTooLong, .tokenExpired:
+            .tokenLifetimeTooLong, .tokenExpired, .googlePushMissingToken, .googlePushMalformedToken,
+            .googlePushUnsupportedAlgorithm, .googlePushUnknownKey, .googlePushBadSignature, .googlePushWrongIssuer,
+            .googlePushWrongAudience, .googlePushWrongAccount, .googlePushEmailNotVerified, .googlePushTokenExpired,
+            .googlePushTokenInvalidTimes:
             401
         case .forbidden, .tokenCustomerMismatch, .invalidLoginToken: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
-            .offerNotFound, .grantNotFound:
+            .offerNotFound, .grantNotFound, .googlePurchaseNotFound:
             404
         case .methodNotAllowed: 405
         case .payloadTooLarge, .bodyNotAllowed: 413
@@ -115,9 +144,11 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .tooManyRejections, .appKeyRateLimited, .addressRateLimited, .offerRateLimited: 429
         case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict: 409
         case .idempotencyKeyReused: 422
-        case .appleAPIFailed: 502
+        case .appleAPIFailed, .googleMalformedResponse, .googleAPIError: 502
         case .internalError, .projectionFailed: 500
-        case .shuttingDown, .retryableVerificationFailure, .storageUnavailable, .notReady: 503
+        case .shuttingDown, .retryableVerificationFailure, .storageUnavailable, .notReady, .googlePushKeysUnavailable,
+            .googleNetwork, .googleTokenExchangeFailed, .googleInvalidServiceAccount:
+            503
         }
     }
 
@@ -125,6 +156,17 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     /// `VerificationError.Code.all`); one it might add later is answered as a malformed payload.
     public init(_ code: VerificationError.Code) {
         self = ProblemCode(rawValue: code.rawValue) ?? .malformedPayload
+    }
+
+    /// The row for a Google Play failure: each ``GooglePlayError/Code`` under its own name, except
+    /// the Developer API's 400, 404 and 410 for a purchase token, which is
+    /// ``googlePurchaseNotFound``; a code added later is answered as Google's API failing.
+    public init(_ error: GooglePlayError) {
+        if error.code == .apiError, let status = error.status, [400, 404, 410].contains(status) {
+            self = .googlePurchaseNotFound
+        } else {
+            self = ProblemCode(rawValue: error.code.rawValue) ?? .googleAPIError
+        }
     }
 }
 

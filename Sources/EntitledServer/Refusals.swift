@@ -39,7 +39,7 @@ struct Refusals: Sendable {
     /// Counts a rejected notification (not a posted transaction) and logs any rejection: the code
     /// and the path only; the body (a signed payload, a shared secret) is never logged.
     func noteRejected(_ request: Request, source: IngestSource, code: String) {
-        if source != .client { metrics.notificationRejected(version: source == .appleV2 ? "2" : "1", code: code) }
+        if source != .client { metrics.notificationRejected(version: source == .appleV2 ? "2" : source == .googlePlay ? "google-play" : "1", code: code) }
         ServerLog.request(
             .warn, "rejected", requestId: request.requestId, ["code": code, "path": request.path, "remote": request.remoteAddress])
     }

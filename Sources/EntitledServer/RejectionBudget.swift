@@ -24,6 +24,8 @@ public final class RejectionBudget: Sendable {
         case sharedSecret
         /// Signed transactions and app transactions posted by customers that fail verification.
         case clientSignature
+        /// Google Play pushes whose OIDC token or body is refused.
+        case googlePush
     }
 
     struct Key: Hashable, Sendable {

@@ -113,6 +113,8 @@ struct Txn {
     var storefront: String?
     var storefrontId: String?
     var isV1: Bool
+    /// The App Store, or Google Play for a Play one-time product.
+    var store: PurchaseStore = .appStore
     /// Dense id of `originalTransactionId` (``Canon/chains``).
     var chain = 0
     /// Dense id of `group` (``Canon/groups``), when there is a group.
@@ -187,6 +189,8 @@ struct Canon {
     var promotions: [PromotionalGrantState] = []
     /// Consumable spends, one per idempotency key, sorted by key.
     var spends: [ConsumableSpendFact] = []
+    /// Play subscription purchases, one per purchase token, sorted by token (``PlaySubscription``).
+    var playSubscriptions: [PlaySubscription] = []
 
     /// A candidate version: the fact's index and its (signed or receipt) date.
     private struct Candidate {
@@ -203,6 +207,8 @@ struct Canon {
         var signals: [String: (date: Int64, signal: RevocationSignal)] = [:]
         var appIndex: Int?
         var hasPromotions = false
+        var playSubscriptionIndices: [Int] = []
+        var playVoided: [String: [PlayVoidedPurchaseFact]] = [:]
 
         /// The chain id of an originalTransactionId, growing the per-chain arrays.
         func chain(_ otid: String) -> Int {
@@ -267,6 +273,15 @@ struct Canon {
                 appIndex = i
             case .promotionalGrant, .promotionalGrantEnd:
                 hasPromotions = true
+            case .playSubscription(let p):
+                guard p.environment == environment else { continue }
+                playSubscriptionIndices.append(i)
+            case .playProduct(let p):
+                guard p.environment == environment else { continue }
+                versions.append((p.purchaseToken, Candidate(index: i, signed: p.observedAt, isV1: false)))
+            case .playVoided(let v):
+                guard v.environment == environment else { continue }
+                playVoided[v.purchaseToken, default: []].append(v)
             }
         }
         if hasPromotions { promotions = promotionalGrants(in: facts) }
@@ -295,6 +310,10 @@ struct Canon {
             switch facts[candidate.index] {
             case .transaction(let t): txn = Txn(t, product: products.info(for: t.productId))
             case .receiptEntry(let e): txn = Txn(e, product: products.info(for: e.productId))
+            case .playProduct(let p):
+                // A pending purchase is not paid yet: nothing to grant or count.
+                guard p.purchaseState != PlayProductFact.pending else { continue }
+                txn = Txn(p, product: products.info(for: p.productId), voided: playVoided[p.purchaseToken] != nil)
             default: continue
             }
             txn.paidExpires = paidExpires
@@ -304,6 +323,10 @@ struct Canon {
             result.append(consume txn)
         }
         transactions = result
+        if !playSubscriptionIndices.isEmpty {
+            playSubscriptions = Canon.playSubscriptions(
+                playSubscriptionIndices, voided: playVoided, in: facts, products: &products, groups: &groups)
+        }
         // After the transactions: they may have added chains.
         renewals = bestRenewal.map { candidate in
             guard let candidate else { return nil }
@@ -356,7 +379,9 @@ extension Fact {
         case .pendingRenewal(let f): f.orderKey
         case .appTransaction(let f): f.orderKey
         case .promotionalGrant(let f): f.orderKey
-        case .notification, .v1Notification, .promotionalGrantEnd, .consumableSpend: []
+        case .playSubscription(let f): f.orderKey
+        case .playProduct(let f): f.orderKey
+        case .notification, .v1Notification, .promotionalGrantEnd, .consumableSpend, .playVoided: []
         }
     }
 

@@ -180,6 +180,8 @@ public struct Grant: Hashable, Sendable, Codable {
     public var environment: Environment
     /// The subscription group key, for auto-renewable subscriptions.
     public var subscriptionGroup: String?
+    /// The store the purchase was made in.
+    public var store: PurchaseStore
 
     public init(
         status: EntitlementStatus, productId: String, productType: ProductType, transactionId: String,
@@ -187,7 +189,7 @@ public struct Grant: Hashable, Sendable, Codable {
         expiresAt: Int64?, gracePeriodExpiresAt: Int64? = nil, willRenew: Bool? = nil, renewsTo: String? = nil,
         periodType: PeriodType = .normal, billingIssueDetectedAt: Int64? = nil,
         unsubscribeDetectedAt: Int64? = nil, priceIncrease: PriceIncrease? = nil, environment: Environment,
-        subscriptionGroup: String? = nil
+        subscriptionGroup: String? = nil, store: PurchaseStore = .appStore
     ) {
         self.active = status.grantsAccess
         self.status = status
@@ -208,6 +210,7 @@ public struct Grant: Hashable, Sendable, Codable {
         self.priceIncrease = priceIncrease
         self.environment = environment
         self.subscriptionGroup = subscriptionGroup
+        self.store = store
     }
 }
 
@@ -236,6 +239,8 @@ public struct EntitlementState: Hashable, Sendable, Codable {
     public var subscriptionGroup: String?
     /// The promotional grant that gives it, nil when a purchase does (``source``).
     public var grantId: String?
+    /// The store of the purchase that gives it; nil when a promotional grant does.
+    public var store: PurchaseStore?
 
     /// Where the entitlement's access comes from: a purchase, or a promotional grant (`grantId`).
     public var source: EntitlementSource { grantId == nil ? .purchase : .grant }
@@ -262,6 +267,7 @@ public struct EntitlementState: Hashable, Sendable, Codable {
         self.priceIncrease = grant.priceIncrease
         self.environment = grant.environment
         self.subscriptionGroup = grant.subscriptionGroup
+        self.store = grant.store
     }
 }
 

@@ -34,6 +34,8 @@ struct Derivation {
     /// The configured offers eligible now, and the instants after `now` a win-back window moves.
     private var offers = EligibleOffers()
     private var offerBoundaries: [Int64] = []
+    /// Whether a Play subscription gave a grant (purchase history beyond ``Canon/transactions``).
+    private var hasPlaySubscriptions = false
 
     init(canon: Canon, policy: Policy, now: Int64, environment: Environment) {
         self.canon = canon
@@ -74,7 +76,7 @@ struct Derivation {
             to: best.keys.sorted().map { EntitlementState(id: $0, grant: best[$0]!) })
 
         let customerClass: CustomerClass
-        if txns.allSatisfy({ $0.type == .consumable }) {
+        if txns.allSatisfy({ $0.type == .consumable }) && !hasPlaySubscriptions {
             // Consumables alone are not purchase history for restore (Apple's restore guidance looks
             // at purchases a restore brings back, where consumables do not appear).
             customerClass = .new
@@ -138,6 +140,14 @@ struct Derivation {
             appendEarlierProducts(chain: chain, current: grant, currentEntitlements: granted)
             chainGrants.append((groupId, grant, canon.renewals[chainId]))
             start = end
+        }
+        // Play subscriptions: one grant per purchase token; a superseded token's ended grant still
+        // shows its entitlements, but only its successor can be its group's current subscription.
+        for play in canon.playSubscriptions {
+            guard let grant = play.grant(now: now, policy: policy) else { continue }
+            grants.append((play.entitlements(policy: policy), grant))
+            hasPlaySubscriptions = true
+            if !play.superseded { chainGrants.append((play.groupId, grant, nil)) }
         }
 
         // Group keys: from history and from the policy's auto-renewable products.
@@ -397,7 +407,7 @@ struct Derivation {
             status: status, productId: t.productId, productType: t.type, transactionId: t.transactionId,
             originalTransactionId: t.originalTransactionId, ownership: t.ownership, purchaseDate: t.purchase,
             originalPurchaseDate: t.originalPurchase, expiresAt: expiresAt, periodType: t.period,
-            environment: t.environment, subscriptionGroup: nil)
+            environment: t.environment, subscriptionGroup: nil, store: t.store)
     }
 
     private mutating func nonConsumableStates(_ indices: [Int]) -> [NonConsumableState] {

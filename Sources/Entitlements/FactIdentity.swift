@@ -60,6 +60,33 @@ extension Fact {
             // The customer and the app's key alone: the same key sent again (with any content) is
             // the same spend, so storage finds it and compares instead of spending twice.
             return Self.identity("consumableSpend", [.text(f.appAccountToken.lowercased()), .text(f.idempotencyKey)])
+        case .playSubscription(let f):
+            // Google signs nothing the server keeps: a snapshot is what the Developer API answered
+            // at `observedAt`, and the same answer at another time is another fact (the state may
+            // have gone and come back in between).
+            return Self.identity(
+                "playSubscription",
+                [
+                    .text(f.environment.rawValue), .text(f.purchaseToken), .text(f.linkedPurchaseToken), .text(f.packageName),
+                    .text(f.productId), .text(f.basePlanId), .text(f.offerId), .text(f.state.rawValue),
+                    .number(f.startTime), .number(f.expiryTime), .flag(f.autoRenewEnabled), .text(f.renewsTo),
+                    .number(f.autoResumeTime), .text(f.latestOrderId), .flag(f.acknowledged),
+                    .text(f.obfuscatedExternalAccountId), .text(f.regionCode), .number(f.observedAt),
+                ])
+        case .playProduct(let f):
+            return Self.identity(
+                "playProduct",
+                [
+                    .text(f.environment.rawValue), .text(f.purchaseToken), .text(f.packageName), .text(f.productId),
+                    .text(f.orderId), .number(Int64(f.purchaseState)), .number(Int64(f.quantity)), .number(f.purchaseTime),
+                    .flag(f.consumed), .flag(f.acknowledged), .text(f.obfuscatedExternalAccountId), .text(f.regionCode),
+                    .number(f.observedAt),
+                ])
+        case .playVoided(let f):
+            // One voiding of one order, however often Google reports it.
+            return Self.identity(
+                "playVoided",
+                [.text(f.environment.rawValue), .text(f.purchaseToken), .text(f.orderId), .number(f.voidedTime)])
         }
     }
 

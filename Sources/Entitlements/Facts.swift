@@ -25,10 +25,17 @@ public indirect enum Fact: Hashable, Sendable, Codable {
     case promotionalGrant(PromotionalGrantFact)
     /// A promotional grant ended early.
     case promotionalGrantEnd(PromotionalGrantEndFact)
+    /// A Play subscription purchase as the Developer API answered (``PlaySubscriptionFact``).
+    case playSubscription(PlaySubscriptionFact)
+    /// A Play one-time product purchase as the Developer API answered.
+    case playProduct(PlayProductFact)
+    /// A voided Play purchase.
+    case playVoided(PlayVoidedPurchaseFact)
 
     /// Encoded as `{"kind": "transaction", "fact": {…}}` (kinds: `transaction`, `renewalInfo`,
     /// `notification`, `appTransaction`, `receiptEntry`, `pendingRenewal`, `v1Notification`,
-    /// `consumableSpend`, `promotionalGrant`, `promotionalGrantEnd`).
+    /// `consumableSpend`, `promotionalGrant`, `promotionalGrantEnd`, `playSubscription`, `playProduct`,
+    /// `playVoided`).
     private enum CodingKeys: String, CodingKey {
         case kind
         case fact
@@ -49,6 +56,9 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case "promotionalGrant": self = .promotionalGrant(try container.decode(PromotionalGrantFact.self, forKey: .fact))
         case "promotionalGrantEnd":
             self = .promotionalGrantEnd(try container.decode(PromotionalGrantEndFact.self, forKey: .fact))
+        case "playSubscription": self = .playSubscription(try container.decode(PlaySubscriptionFact.self, forKey: .fact))
+        case "playProduct": self = .playProduct(try container.decode(PlayProductFact.self, forKey: .fact))
+        case "playVoided": self = .playVoided(try container.decode(PlayVoidedPurchaseFact.self, forKey: .fact))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .kind, in: container, debugDescription: "unknown fact kind '\(kind)'")
@@ -88,6 +98,15 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case .promotionalGrantEnd(let fact):
             try container.encode("promotionalGrantEnd", forKey: .kind)
             try container.encode(fact, forKey: .fact)
+        case .playSubscription(let fact):
+            try container.encode("playSubscription", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .playProduct(let fact):
+            try container.encode("playProduct", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
+        case .playVoided(let fact):
+            try container.encode("playVoided", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
         }
     }
 
@@ -104,6 +123,9 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case .v1Notification(let fact): fact.environment
         case .consumableSpend(let fact): fact.environment
         case .promotionalGrant, .promotionalGrantEnd: .production
+        case .playSubscription(let fact): fact.environment
+        case .playProduct(let fact): fact.environment
+        case .playVoided(let fact): fact.environment
         }
     }
 }

@@ -84,6 +84,9 @@ extension Fact {
         case .consumableSpend(let f): f.spentAt
         case .promotionalGrant(let f): f.grantedAt
         case .promotionalGrantEnd(let f): f.endedAt
+        case .playSubscription(let f): f.observedAt
+        case .playProduct(let f): f.observedAt
+        case .playVoided(let f): f.voidedTime
         }
     }
 }

@@ -48,11 +48,15 @@ public struct ProductPolicy: Hashable, Sendable, Codable {
     public var promotionalOffers: [String]
     /// Win-back offers of this (auto-renewable) product, with the lapse they require.
     public var winBackOffers: [WinBackOfferRule]
+    /// A Play subscription's base plans that grant its entitlements; nil: every base plan.
+    public var basePlans: [String]?
 
     public init(
         type: ProductType, entitlements: [String] = [], subscriptionGroup: String? = nil, level: Int? = nil,
-        duration: ISODuration? = nil, promotionalOffers: [String] = [], winBackOffers: [WinBackOfferRule] = []
+        duration: ISODuration? = nil, promotionalOffers: [String] = [], winBackOffers: [WinBackOfferRule] = [],
+        basePlans: [String]? = nil
     ) {
+        self.basePlans = basePlans
         self.type = type
         self.entitlements = entitlements
         self.subscriptionGroup = subscriptionGroup

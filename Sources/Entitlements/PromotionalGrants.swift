@@ -123,6 +123,7 @@ extension EntitlementState {
             environment: environment)
         self.init(id: promotion.entitlement, grant: grant)
         grantId = promotion.grantId
+        store = nil
     }
 }
 

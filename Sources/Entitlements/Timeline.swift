@@ -130,7 +130,10 @@ struct TimelineBuilder {
                 let kind: TimelineNote.Kind = n.type == .didFailToRenew ? .failedToRenew : .other
                 notes[otid, default: []].append(TimelineNote(kind: kind, signedDate: n.date, index: index))
                 signed[otid, default: []].append((n.date, index))
-            case .appTransaction, .consumableSpend, .promotionalGrant, .promotionalGrantEnd: continue
+            // Play purchases have no timeline of events yet: they change the answer only.
+            case .appTransaction, .consumableSpend, .promotionalGrant, .promotionalGrantEnd, .playSubscription, .playProduct,
+                .playVoided:
+                continue
             }
         }
     }

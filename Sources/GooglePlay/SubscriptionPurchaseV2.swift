@@ -192,21 +192,8 @@ public struct ExternalAccountIdentifiers: Sendable, Hashable, Codable {
     }
 }
 
-/// `SubscriptionPurchaseV2.subscriptionState`.
-public struct SubscriptionState: StringToken {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-
-    public static let unspecified: Self = "SUBSCRIPTION_STATE_UNSPECIFIED"
-    public static let pending: Self = "SUBSCRIPTION_STATE_PENDING"
-    public static let active: Self = "SUBSCRIPTION_STATE_ACTIVE"
-    public static let paused: Self = "SUBSCRIPTION_STATE_PAUSED"
-    public static let inGracePeriod: Self = "SUBSCRIPTION_STATE_IN_GRACE_PERIOD"
-    public static let onHold: Self = "SUBSCRIPTION_STATE_ON_HOLD"
-    public static let canceled: Self = "SUBSCRIPTION_STATE_CANCELED"
-    public static let expired: Self = "SUBSCRIPTION_STATE_EXPIRED"
-    public static let pendingPurchaseCanceled: Self = "SUBSCRIPTION_STATE_PENDING_PURCHASE_CANCELED"
-}
+/// `SubscriptionPurchaseV2.subscriptionState`: the engine's own token, declared once there.
+public typealias SubscriptionState = PlaySubscriptionState
 
 /// `acknowledgementState` of a subscription purchase (v2 spells it as a string).
 public struct AcknowledgementState: StringToken {

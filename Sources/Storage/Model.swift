@@ -18,6 +18,9 @@ public enum IngestSource: String, Sendable, Hashable, CaseIterable {
     /// A transaction fetched from Apple's transaction history (backfill of a subscription first
     /// seen here, or an import).
     case backfill
+    /// Google Play: a Pub/Sub push, or a purchase token the app posted, with what the Developer
+    /// API answered about it.
+    case googlePlay = "google-play"
 }
 
 /// A message as received, before or without any interpretation: it is stored verbatim.

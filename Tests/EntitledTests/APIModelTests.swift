@@ -62,9 +62,10 @@ import Testing
                     "active", "status", "productId", "productType", "transactionId", "originalTransactionId", "ownership",
                     "purchaseDate", "originalPurchaseDate", "expiresAt", "gracePeriodExpiresAt", "willRenew", "renewsTo",
                     "periodType", "billingIssueDetectedAt", "unsubscribeDetectedAt", "priceIncrease", "subscriptionGroup",
-                    "environment", "source", "grantId",
+                    "environment", "store", "source", "grantId",
                 ])
         #expect(pro["willRenew"] is NSNull)
+        #expect(pro["store"] as? String == "appStore")
         #expect(pro["source"] as? String == "purchase" && pro["grantId"] is NSNull)
         #expect((body["entitlements"] as? [String: Any])?["never"] == nil)
         let others = try #require(body["nonSubscriptions"] as? [[String: Any]])

@@ -142,7 +142,7 @@ import Testing
         #expect(budget.allows("10.0.0.2", .apiKey))
         // Each class has its own bucket.
         #expect(RejectionBudget.Credential.allCases.filter { budget.allows("10.0.0.1", $0) } == [
-            .customerToken, .appleSignature, .sharedSecret, .clientSignature,
+            .customerToken, .appleSignature, .sharedSecret, .clientSignature, .googlePush,
         ])
         clock.advance(by: 1_000)
         #expect(!budget.allows("10.0.0.1", .apiKey))

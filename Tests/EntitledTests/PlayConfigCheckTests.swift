@@ -2,8 +2,8 @@ import EntitledCrypto
 import Foundation
 import Testing
 
-/// A Google Play app is checked at load but not served yet: the commands say so instead of
-/// ignoring it.
+/// A Google Play app is checked at load and served, but its purchases are not acknowledged: the
+/// commands say so instead of leaving Google's three-day refund to surprise anyone.
 @Suite struct PlayConfigCheckTests {
     @Test func configCheckWarnsThatAPlayAppIsNotServed() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("play-check-\(UUID().uuidString)").path
@@ -22,7 +22,7 @@ import Testing
         try Data(config.utf8).write(to: URL(fileURLWithPath: folder + "/entitled.json"))
         let result = try await CLI.run(["config", "check", "--config", folder + "/entitled.json"])
         #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
-        #expect(result.stderr.contains("warning: Google Play app 'com.example.app' is checked but not served yet"), "\(result.stderr)")
+        #expect(result.stderr.contains("warning: Google Play app 'com.example.app' is served but not acknowledged"), "\(result.stderr)")
 
         // A broken key file is a configuration problem (2) naming its key.
         try Data("{}".utf8).write(to: URL(fileURLWithPath: folder + "/key.json"))

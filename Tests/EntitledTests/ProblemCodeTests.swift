@@ -1,6 +1,7 @@
 import AppStore
 import EntitledServer
 import Foundation
+import GooglePlay
 import HTTPServer
 import Testing
 
@@ -107,6 +108,24 @@ enum ProblemTable {
             #expect(row?.status == (code == .retryableVerificationFailure ? 503 : 400), "\(code)")
         }
         #expect(ProblemCode(VerificationError.Code(rawValue: "SOMETHING_NEW")) == .malformedPayload)
+    }
+
+    /// Every Google Play failure has its own row: 401 for a push's authentication, 503 when Google
+    /// cannot be reached or cannot be signed in to, 502 for its other failures, 400 for bad input.
+    @Test func everyGooglePlayCodeHasItsOwnRow() {
+        let unavailable: Set<GooglePlayError.Code> = [.keysUnavailable, .network, .tokenExchangeFailed, .invalidServiceAccount]
+        let badInput: Set<GooglePlayError.Code> = [.malformedNotification, .invalidRequest]
+        for code in GooglePlayError.Code.all {
+            let row = ProblemCode(GooglePlayError(code, "x"))
+            #expect(row.rawValue == code.rawValue, "\(code)")
+            let expected =
+                unavailable.contains(code) ? 503 : badInput.contains(code) ? 400
+                : [.apiError, .malformedResponse].contains(code) ? 502 : 401
+            #expect(row.status == expected, "\(code)")
+        }
+        #expect(ProblemCode(GooglePlayError(.apiError, "gone", status: 410)) == .googlePurchaseNotFound)
+        #expect(ProblemCode(GooglePlayError(.apiError, "busy", status: 500)) == .googleAPIError)
+        #expect(ProblemCode(GooglePlayError(GooglePlayError.Code(rawValue: "GOOGLE_SOMETHING_NEW"), "x")) == .googleAPIError)
     }
 
     @Test(arguments: ProblemCode.allCases) func codesAreScreamingSnake(_ code: ProblemCode) {

@@ -62,6 +62,12 @@ struct FactRow: Sendable {
             appAccountToken = f.appAccountToken
         case .promotionalGrantEnd(let f):
             appAccountToken = f.appAccountToken
+        case .playSubscription(let f):
+            transactionId = f.purchaseToken
+        case .playProduct(let f):
+            transactionId = f.purchaseToken
+        case .playVoided(let f):
+            transactionId = f.purchaseToken
         case .renewalInfo, .appTransaction, .pendingRenewal:
             break
         }
@@ -125,6 +131,9 @@ extension Fact {
         case .consumableSpend: Fact.consumableSpendKind
         case .promotionalGrant: Fact.promotionalGrantKind
         case .promotionalGrantEnd: Fact.promotionalGrantEndKind
+        case .playSubscription: "playSubscription"
+        case .playProduct: "playProduct"
+        case .playVoided: "playVoided"
         }
     }
 
@@ -140,6 +149,11 @@ extension Fact {
         case .v1Notification(let f): f.originalTransactionId
         case .consumableSpend: nil
         case .promotionalGrant, .promotionalGrantEnd: nil
+        // A Play purchase is filed under its purchase token, as an Apple subscription under its
+        // originalTransactionId.
+        case .playSubscription(let f): f.purchaseToken
+        case .playProduct(let f): f.purchaseToken
+        case .playVoided(let f): f.purchaseToken
         }
     }
 

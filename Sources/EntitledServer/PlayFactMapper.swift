@@ -1,0 +1,63 @@
+import EntitledConfig
+import Entitlements
+import GooglePlay
+
+// Google Play's Developer API answers → the engine's facts, field for field. The only decisions:
+// which line item speaks for a subscription (the one expiring last), the environment (license
+// testers' purchases are Sandbox), and `observedAt` (when the answer came).
+
+extension PlaySubscriptionFact {
+    /// The snapshot of `purchase` (token `purchaseToken` of `packageName`) answered at `observedAt`.
+    init(_ purchase: SubscriptionPurchaseV2, purchaseToken: String, packageName: String, observedAt: Int64) throws(MappingError) {
+        let item = purchase.lineItems.max { a, b in
+            let ea = a.expiryTime?.milliseconds ?? .min, eb = b.expiryTime?.milliseconds ?? .min
+            return ea != eb ? ea < eb : a.productId > b.productId
+        }
+        guard let item, !item.productId.isEmpty else { throw MappingError(model: "SubscriptionPurchaseV2", field: "lineItems") }
+        self.init(
+            purchaseToken: purchaseToken, linkedPurchaseToken: purchase.linkedPurchaseToken, packageName: packageName,
+            productId: item.productId, basePlanId: item.offerDetails?.basePlanId, offerId: item.offerDetails?.offerId,
+            state: purchase.subscriptionState, startTime: purchase.startTime?.milliseconds, expiryTime: item.expiryTime?.milliseconds,
+            autoRenewEnabled: item.autoRenewingPlan.map { $0.autoRenewEnabled ?? true },
+            renewsTo: item.deferredItemReplacement?.productId, autoResumeTime: purchase.pausedStateContext?.autoResumeTime?.milliseconds,
+            latestOrderId: purchase.latestOrderId ?? item.latestSuccessfulOrderId,
+            acknowledged: purchase.acknowledgementState == .acknowledged,
+            obfuscatedExternalAccountId: purchase.externalAccountIdentifiers?.obfuscatedExternalAccountId,
+            regionCode: purchase.regionCode, observedAt: observedAt, environment: purchase.isTestPurchase ? .sandbox : .production)
+    }
+}
+
+extension PlayProductFact {
+    /// The snapshot of a one-time purchase answered at `observedAt`.
+    init(_ purchase: ProductPurchase, purchaseToken: String, packageName: String, productId: String, observedAt: Int64) throws(MappingError) {
+        guard let state = purchase.purchaseState else { throw MappingError(model: "ProductPurchase", field: "purchaseState") }
+        guard let time = purchase.purchaseTimeMillis?.value else { throw MappingError(model: "ProductPurchase", field: "purchaseTimeMillis") }
+        self.init(
+            purchaseToken: purchaseToken, packageName: packageName, productId: purchase.productId ?? productId, orderId: purchase.orderId,
+            purchaseState: state, quantity: max(purchase.quantity ?? 1, 1), purchaseTime: time, consumed: purchase.isConsumed,
+            acknowledged: purchase.isAcknowledged, obfuscatedExternalAccountId: purchase.obfuscatedExternalAccountId,
+            regionCode: purchase.regionCode, observedAt: observedAt, environment: purchase.isTestPurchase ? .sandbox : .production)
+    }
+}
+
+extension PlayApp {
+    /// The engine's policy for this app's products (base plans included).
+    var policy: Policy {
+        var products: [String: ProductPolicy] = [:]
+        for product in self.products {
+            let type: Entitlements.ProductType =
+                switch product.type {
+                case .autoRenewable: .autoRenewable
+                case .nonConsumable: .nonConsumable
+                case .consumable: .consumable
+                }
+            products[product.productId] = ProductPolicy(
+                type: type, entitlements: product.entitlements, subscriptionGroup: product.subscriptionGroup,
+                basePlans: product.basePlans)
+        }
+        return Policy(products: products)
+    }
+
+    /// The configured product `productId`.
+    func product(_ productId: String) -> PlayProduct? { products.first { $0.productId == productId } }
+}
