@@ -24,7 +24,8 @@ public struct RenderedCustomer: Sendable, Equatable {
     /// 4: `storefront` and `storefrontId`; consumables carry `purchased`, `refunded` and `spent`.
     /// 5: `aliases` (the customer's other ids); entitlements say their `source` (`purchase` or
     /// `grant`) and `grantId`.
-    public static let formatVersion = 5
+    /// 6: entitlements and subscriptions say their `store` (`appStore`, `playStore`).
+    public static let formatVersion = 6
 
     /// The environments the answer merges, as ``EvaluationContext/scope`` writes them.
     public let scope: String

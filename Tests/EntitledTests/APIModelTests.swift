@@ -116,23 +116,24 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "{}", "entitled-answer/5 Production -\n{}", "entitled-answer/5 Production - 5\n{}",
-        "entitled-answer/5 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
-        "entitled-answer/5 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "", "{}", "entitled-answer/6 Production -\n{}", "entitled-answer/6 Production - 5\n{}",
+        "entitled-answer/6 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/6 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         // Other versions: version 1 answers were evaluated for one environment, not merged; version 2
         // answers list offers per group; version 3 answers have no storefront nor consumable counts;
-        // version 4 answers have no aliases nor entitlement sources.
+        // version 4 answers have no aliases nor entitlement sources; version 5 answers have no store.
         "entitled-answer/1 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/2 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/3 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/4 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/5 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
     ])
     func documentsThatAreNotRenderedAnswersAreRefused(document: String) {
         #expect(RenderedCustomer(document: Array(document.utf8)) == nil)
     }
 
     @Test func aWellFormedDocumentIsRead() throws {
-        let document = "entitled-answer/5 Production+Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
+        let document = "entitled-answer/6 Production+Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
         let rendered = try #require(RenderedCustomer(document: Array(document.utf8)))
         #expect(rendered.scope == "Production+Sandbox")
         #expect(rendered.nextChangeAt == 42)
