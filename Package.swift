@@ -154,7 +154,9 @@ let package = Package(
             name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlaySimulator", "EntitledConfig", "AppStore", "AppStoreTesting", "EntitledCrypto", "HTTPClient", "HTTPServer"],
             swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], exclude: ["Fixtures"],
+            swiftSettings: swiftSettings),
         // SigV4 against AWS's published examples; uploads against a moto S3 server the tests start.
         .testTarget(
             name: "ExportsTests", dependencies: ["Exports", "AppStore", "EntitledCrypto", "HTTPClient"], swiftSettings: swiftSettings),
@@ -167,7 +169,7 @@ let package = Package(
                 "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
                 "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "EntitledKit",
             ],
-            exclude: ["Scenarios"], swiftSettings: swiftSettings),
+            exclude: ["Scenarios", "Fixtures"], swiftSettings: swiftSettings),
         // EntitledKit and the sample app's logic against a real server and the simulator over
         // loopback (the tests may use the server's targets; the library may not).
         .testTarget(
