@@ -49,7 +49,7 @@ package enum _StorageBenchmark {
                     """)
             }
         case let postgres as PostgresStore:
-            try await postgres.read { try $0.execute("VACUUM (ANALYZE) notifications, facts\(postgres.hasPackedTables ? ", jws_headers" : "")") }
+            try await postgres.read { try $0.execute("VACUUM (ANALYZE) notifications, facts, jws_headers") }
             rows = try await postgres.read { session in
                 try session.query(
                     """
@@ -66,22 +66,6 @@ package enum _StorageBenchmark {
         default: throw StorageError(.invalidArgument, "unsupported store")
         }
         return try rows.map { (try $0.text(0), try $0.int(1)) }
-    }
-
-    /// Options that open a store as the schema before version 14 left it, writing signed text
-    /// unpacked: the older layout, for `bench store --older-layout` to compare with.
-    package static func olderLayout(_ configuration: StoreConfiguration) -> StoreConfiguration {
-        var configuration = configuration
-        configuration.migrationLimit = Schema.unpackedVersion
-        return configuration
-    }
-
-    /// Options that open a store as schema version 15 left it: signed text packed, the JSON not
-    /// compressed (tests of the version 16 rewrite outside this module).
-    package static func layoutBeforeCompression(_ configuration: StoreConfiguration) -> StoreConfiguration {
-        var configuration = configuration
-        configuration.migrationLimit = Schema.compressedJSONVersion - 1
-        return configuration
     }
 
     /// The `appUserId` of synthetic customer `n`.

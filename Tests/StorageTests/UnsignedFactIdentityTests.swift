@@ -38,15 +38,6 @@ struct UnsignedFactIdentityTests {
         }
     }
 
-    /// Writes `fact` as a binary before schema version 6 did: its JSON (in that binary's encoding)
-    /// standing in for the signed text.
-    static func insertOld(_ fact: Fact, into store: any LedgerStore) async throws {
-        let payload = try json(fact, old: true)
-        try await _StorageFixtures.insertFactRow(
-            store, kind: fact.ledgerKind, signed: payload, payload: payload, transactionId: "t2", originalTransactionId: "o1",
-            bundleId: "com.example", signedDate: testNow, receivedAt: testNow)
-    }
-
     @Test("an identity names the fact's fields, not its JSON; signed facts have none")
     func identity() throws {
         for fact in Self.facts {

@@ -99,7 +99,7 @@ enum LedgerDictionary {
 }
 
 /// A fact's JSON as stored (schema version 16): `facts.payload_packed`, the JSON compressed
-/// (``CompressedText``, no context), with `facts.payload` then `''`; rows of the older layout keep
+/// (``CompressedText``, no context), with `facts.payload` then `''`; rows written before version 16 keep
 /// the text in `payload` (and `payload_packed` NULL) until the rewrite reaches them.
 enum FactPayload {
     static func encode(_ json: String) throws -> [UInt8] { try CompressedText.encode(Array(json.utf8)) }

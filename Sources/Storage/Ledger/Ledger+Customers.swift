@@ -97,7 +97,7 @@ extension Ledger {
             Self.insertFacts([
                 try Self.factValues(
                     row, notificationID: nil, signed: row.signed, signedPacked: nil, appAccountToken: token,
-                    environment: row.fact.environment.rawValue, bundleId: nil, receivedAt: now, layout: .compressed)
+                    environment: row.fact.environment.rawValue, bundleId: nil, receivedAt: now)
             ])
         ).count
         if let token {
@@ -144,7 +144,7 @@ extension Ledger {
                 ("DELETE FROM events WHERE customer_id = \(member.id) OR app_user_id = \(member.appUserId)" as SQLQuery),
             ])
             // Their held events (none are released for an erased customer).
-            if holdsEvents { try session.query("DELETE FROM event_holds WHERE customer_id = \(member.id)") }
+            try session.query("DELETE FROM event_holds WHERE customer_id = \(member.id)")
         }
         // Events of theirs still waiting for the commit (an earlier job of this group) go too.
         session.tail.dropEvents(customerIDs: Set(members.map(\.id)), appUserIds: Set(members.map(\.appUserId)))

@@ -29,8 +29,8 @@ extension Ledger {
         """
     }
 
-    /// A customer's facts without their signed text, in the columns of the ledger's layout.
-    func factsWithoutJWS(of id: Int64) -> SQLQuery { Self.facts(of: id, jws: false, compressed: layout == .compressed) }
+    /// A customer's facts without their signed text.
+    func factsWithoutJWS(of id: Int64) -> SQLQuery { Self.facts(of: id, jws: false) }
 
     /// A customer's facts: those of every subscription linked to any of its ids, plus those without
     /// a subscription that carry any of its ids' tokens, each decoded by `projector` (nil when it does not decode).
@@ -139,7 +139,7 @@ extension Ledger {
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
         noteProjection(stored?.projection, projection)
         try updateMetrics(customerID: customer.id, facts: facts, ids: try results[1].map { try $0.int(0) }, projector: projector)
-        if let cause, holdsEvents, let hold = projector.eventHold {
+        if let cause, let hold = projector.eventHold {
             try holdEvents(customerID: customer.id, earliestSignedDate: cause.earliestSignedDate, hold: hold, now: now)
         } else if cause != nil || releasing != nil {
             let origins = try results[1].map {

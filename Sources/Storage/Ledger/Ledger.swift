@@ -23,14 +23,6 @@ struct Ledger {
     let fault: FaultInjector?
     /// Collects the transaction's projection changes for a ``LedgerObserver`` (nil: none asked).
     var tally: TallyBuffer? = nil
-    /// Tests only: write as an older schema version did.
-    var layout = LedgerLayout.compressed
-    /// Whether the ingest counters exist (schema version 19; not in a store a test opened at an
-    /// older version).
-    var countsIngest = true
-    /// Whether the schema has `event_holds` (``EventHold/schemaVersion``); without, events are
-    /// derived at the commit whatever the projector's ``Projector/eventHold``.
-    var holdsEvents = true
 
     var isPostgres: Bool { session.dialect == .postgres }
 
@@ -85,7 +77,7 @@ struct Ledger {
         // (see `SignedPart`); a reference needs no header id.
         let body: [UInt8] = packed.body == nil ? message.body : []
         let bodyPacked = try packed.body.map { try SignedTextPacker.encode($0, headerIDs: [:], literals: nil) }
-        let insert = Self.insertNotification(message, body: body, bodyPacked: bodyPacked, layout: layout)
+        let insert = Self.insertNotification(message, body: body, bodyPacked: bodyPacked)
         if message.notificationUUID != nil {
             guard let id = try session.value(insert, as: Int64.self) else { return IngestResult(status: .duplicate) }
             notificationID = id
@@ -122,9 +114,9 @@ struct Ledger {
                     try Self.factValues(
                         row, notificationID: notificationID, signed: signed == nil ? row.signed : "", signedPacked: signed,
                         appAccountToken: row.appAccountToken.map(Self.normalizeToken), environment: row.fact.environment.rawValue,
-                        bundleId: message.bundleId, receivedAt: now, layout: layout))
+                        bundleId: message.bundleId, receivedAt: now))
             }
-            inserted = try session.query(Self.insertFacts(tuples, layout: layout)).count
+            inserted = try session.query(Self.insertFacts(tuples)).count
             replayed = rows.count - inserted
             // A message without a UUID (a client post) whose facts are all replays says nothing
             // new: its row would only grow the ledger with every repost of the same transaction.
@@ -236,7 +228,7 @@ struct Ledger {
             if let failure { failures.append(failure) }
         }
         try emitMessageEvents(message, links: links, otids: sortedOTIDs, cause: cause, now: now)
-        if storedNotification && countsIngest { countAccepted(message, id: notificationID, rows: rows) }
+        if storedNotification { countAccepted(message, id: notificationID, rows: rows) }
         try inject(.afterProjections)
         return IngestResult(
             status: .accepted, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
@@ -254,13 +246,13 @@ struct Ledger {
             VALUES (NULL, \(message.notificationUUID.map { String($0.prefix(256)) }), \(message.source.rawValue), \(message.receivedAt), 'rejected', \(String(code.prefix(64))), \(message.notificationType.map { String($0.prefix(64)) }), \(message.subtype.map { String($0.prefix(64)) }), \(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))), \(Hex.encode(SHA256.hash(message.body))), \(Int64(message.body.count))) RETURNING id
             """)
         let id = try rows[0].int(0)
-        if countsIngest { countRejected(message, id: id, code: code) }
+        countRejected(message, id: id, code: code)
         return id
     }
 
     /// Deletes up to `limit` rejected messages received before `cutoff`; returns how many.
     func purgeRejected(receivedBefore cutoff: Int64, limit: Int) throws -> Int {
-        if countsIngest { try purgeIngestCounts(before: cutoff) }
+        try purgeIngestCounts(before: cutoff)
         return try session.query(
             """
             DELETE FROM notifications WHERE id IN (
@@ -279,45 +271,34 @@ struct Ledger {
         "SELECT \(customerColumns), merged_into FROM customers WHERE id = \(id) FOR NO KEY UPDATE"
     }
 
-    /// The notification insert; with a UUID a repeat inserts nothing (a duplicate). Before schema
-    /// version 14 (tests of the migration, the older layout's benchmark) without `body_packed`.
-    static func insertNotification(_ message: ReceivedMessage, body: [UInt8], bodyPacked: [UInt8]?, layout: LedgerLayout) -> SQLQuery {
-        let packed: SQLQuery = layout == .unpacked ? "" : ", body_packed"
-        let packedValue: SQLQuery = layout == .unpacked ? "" : ", \(bodyPacked)"
+    /// The notification insert; with a UUID a repeat inserts nothing (a duplicate).
+    static func insertNotification(_ message: ReceivedMessage, body: [UInt8], bodyPacked: [UInt8]?) -> SQLQuery {
         let unique: SQLQuery = message.notificationUUID == nil ? "" : " ON CONFLICT (notification_uuid) DO NOTHING"
         return """
-            INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body\(packed))
+            INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body, body_packed)
             VALUES (\(message.notificationUUID), \(message.source.rawValue), \(message.receivedAt), 'accepted', \(message.notificationType),
-                \(message.subtype), \(body)\(packedValue))\(unique) RETURNING id
+                \(message.subtype), \(body), \(bodyPacked))\(unique) RETURNING id
             """
     }
 
-    /// One fact's values for ``insertFacts(_:layout:)``, in its columns' order.
+    /// One fact's values for ``insertFacts(_:)``, in its columns' order.
     static func factValues(
         _ row: FactRow, notificationID: Int64?, signed: String, signedPacked: [UInt8]?, appAccountToken: String?,
-        environment: String, bundleId: String?, receivedAt: Int64, layout: LedgerLayout
+        environment: String, bundleId: String?, receivedAt: Int64
     ) throws -> SQLQuery {
-        var values: SQLQuery = "\(notificationID), \(row.kind), \(row.digest), \(signed)"
-        if layout != .unpacked { values = values + ", \(signedPacked)" }
-        if layout == .compressed {
-            values = values + ", '', \(try row.payloadPacked ?? FactPayload.encode(row.payload))"
-        } else {
-            values = values + ", \(row.payload)"
-        }
-        return values + """
-            , \(row.transactionId), \(row.originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(row.signedDate),
+        """
+            \(notificationID), \(row.kind), \(row.digest), \(signed), \(signedPacked), '', \(try row.payloadPacked ?? FactPayload.encode(row.payload)),
+            \(row.transactionId), \(row.originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(row.signedDate),
             \(receivedAt)
             """
     }
 
-    /// A multi-row fact insert (one round trip for a notification's facts) of ``factValues(_:notificationID:signed:signedPacked:appAccountToken:environment:bundleId:receivedAt:layout:)``;
+    /// A multi-row fact insert (one round trip for a notification's facts) of ``factValues(_:notificationID:signed:signedPacked:appAccountToken:environment:bundleId:receivedAt:)``;
     /// returns the ids of the facts that were new.
-    static func insertFacts(_ facts: [SQLQuery], layout: LedgerLayout = .compressed) -> SQLQuery {
-        let packed: SQLQuery = layout == .unpacked ? "" : " signed_packed,"
-        let compressed: SQLQuery = layout == .compressed ? " payload_packed," : ""
+    static func insertFacts(_ facts: [SQLQuery]) -> SQLQuery {
         let rows = SQLQuery.joined(facts.map { "(\($0))" }, separator: ", ")
         return """
-            INSERT INTO facts (notification_id, kind, jws_sha256, jws,\(packed) payload,\(compressed)
+            INSERT INTO facts (notification_id, kind, jws_sha256, jws, signed_packed, payload, payload_packed,
                                transaction_id, original_transaction_id,
                                app_account_token, environment, bundle_id, signed_date, received_at)
             VALUES \(rows)
@@ -479,7 +460,7 @@ struct Ledger {
             WHERE l.customer_id = \(customer.id)
             """, as: Int64?.self) ?? nil
         for id in affected.sorted() {
-            if let earliest, holdsEvents, let hold = projector.eventHold {
+            if let earliest, let hold = projector.eventHold {
                 try recompute(customerID: id, projector: projector, now: now)
                 try holdEvents(customerID: id, earliestSignedDate: earliest, hold: hold, now: now)
             } else {

@@ -427,9 +427,6 @@ enum Schema {
     /// The version from which signed text is stored packed (`SignedPart`).
     static let packedSignedTextVersion = 14
 
-    /// The last version before it: the older layout (tests and `bench store --older-layout`).
-    static var unpackedVersion: Int { migrations.last { $0.version < packedSignedTextVersion }?.version ?? 0 }
-
     static var latestVersion: Int { migrations.last?.version ?? 0 }
 
     /// Version 4: every fact's `jws_sha256` recomputed from its stored `jws` by ``FactDigest``, in
@@ -491,7 +488,7 @@ enum Schema {
 
     /// Applies every pending migration. The caller holds a write transaction (and, on PostgreSQL,
     /// a lock that serializes concurrent migrators).
-    static func migrate(_ session: any SQLSession, appliedAt: String, upTo limit: Int? = nil) throws -> MigrationReport {
+    static func migrate(_ session: any SQLSession, appliedAt: String) throws -> MigrationReport {
         try session.execute(createMigrationsTable)
         let current = try currentVersion(session)
         guard current <= latestVersion else {
@@ -503,7 +500,7 @@ enum Schema {
         // and a database the higher one already migrated still needs it.
         let recorded = Set(try session.query("SELECT version FROM schema_migrations").map { Int(try $0.int(0)) })
         var applied: [Int] = []
-        for migration in migrations where !recorded.contains(migration.version) && migration.version <= (limit ?? latestVersion) {
+        for migration in migrations where !recorded.contains(migration.version) {
             if migration.only == nil || migration.only == session.dialect {
                 if !migration.sql.isEmpty { try session.execute(render(migration.sql, for: session.dialect)) }
                 try migration.step?(session)

@@ -301,16 +301,14 @@ final class SQLiteStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
-    var layout: LedgerLayout { LedgerLayout(migrationLimit: configuration.migrationLimit) }
     var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction.
     var rebuildChunk: Int { 500 }
 
     func migrate() async throws -> MigrationReport {
         let stamp = ISO8601DateFormatter().string(from: Date())
-        let limit = configuration.migrationLimit
         let (report, pending) = try await write { session in
-            let report = try Schema.migrate(session, appliedAt: stamp, upTo: limit)
+            let report = try Schema.migrate(session, appliedAt: stamp)
             return (report, try Schema.pendingRepack(session, version: report.currentVersion))
         }
         try await repackLegacyRows(pending: pending)
