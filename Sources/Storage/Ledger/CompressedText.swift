@@ -114,8 +114,13 @@ enum FactPayload {
     /// The JSON of the row's `payload` and `payload_packed` columns.
     static func bytes(_ row: SQLRow) throws -> [UInt8] {
         let columns = try row.decode(Columns.self)
-        guard let stored = columns.payloadPacked else { return Array(columns.payload.utf8) }
-        return try CompressedText.decode(stored[...])
+        return try bytes(payload: columns.payload, packed: columns.payloadPacked)
+    }
+
+    /// The JSON of a fact whose `payload` and `payload_packed` are these.
+    static func bytes(payload: String, packed: [UInt8]?) throws -> [UInt8] {
+        guard let packed else { return Array(payload.utf8) }
+        return try CompressedText.decode(packed[...])
     }
 
     static func text(_ row: SQLRow) throws -> String {

@@ -33,11 +33,10 @@ extension Ledger {
         let customer = try ensureCustomerRow(appUserId: appUserId, appAccountToken: nil, now: now, affected: &affected)
         let root = customer.id
         _ = try lockedCustomer(root)
-        let existing = try session.query("SELECT id, merged_into FROM customers WHERE app_user_id = \(alias)").first
+        let existing = try session.row("SELECT id, merged_into FROM customers WHERE app_user_id = \(alias)", as: CustomerMerge.self)
         let outcome: AliasOutcome
         if let existing {
-            let id = try existing.int(0)
-            let mergedInto = try existing.optionalInt(1)
+            let (id, mergedInto) = (existing.id, existing.mergedInto)
             if id == root || mergedInto == root { return .alreadyAlias }
             // An id of another customer with several ids belongs to that customer.
             let ownAliases = try session.value("SELECT COUNT(*) FROM customers WHERE merged_into = \(id)", as: Int64.self) ?? 0
@@ -338,4 +337,10 @@ extension Ledger {
         }
         return CustomerExport(tables: tables)
     }
+}
+
+/// A customer row's id and the customer it is an alias of (nil: none).
+private struct CustomerMerge: Decodable {
+    var id: Int64
+    var mergedInto: Int64?
 }

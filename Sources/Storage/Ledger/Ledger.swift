@@ -161,8 +161,8 @@ struct Ledger {
                 (
                     """
                     SELECT (SELECT \(Self.rootOf("c")) FROM links l JOIN customers c ON c.id = l.customer_id
-                            WHERE l.original_transaction_id = \(otid)),
-                           (SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = \(tokenForOTID[otid]))
+                            WHERE l.original_transaction_id = \(otid)) AS owner,
+                           (SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = \(tokenForOTID[otid])) AS token_owner
                     """ as SQLQuery))
         }
         for token in sortedTokens {
@@ -176,9 +176,9 @@ struct Ledger {
         // then derived from the earliest of them.
         var linkedNow = links.compactMap { if case .linked = $0.outcome { $0.originalTransactionId } else { nil } }
         for otid in sortedOTIDs {
-            let row = results.removeFirst()[0]
-            let tokenOwner = try row.optionalInt(1)
-            if let owner = try row.optionalInt(0) {
+            let row = try results.removeFirst()[0].decode(SubscriptionOwners.self)
+            let tokenOwner = row.tokenOwner
+            if let owner = row.owner {
                 affected.insert(owner)
                 // A token that names a customer claims the subscription from its placeholder.
                 if let tokenOwner, tokenOwner != owner, try customer(id: owner)?.isUnlinked == true {
@@ -203,10 +203,12 @@ struct Ledger {
                 linkedNow.map {
                     ("SELECT MIN(COALESCE(signed_date, 0)) FROM facts WHERE original_transaction_id = \($0)" as SQLQuery)
                 })
-            for result in earliest { if let date = try result.first?.optionalInt(0) { earliestSignedDate = min(earliestSignedDate, date) } }
+            for result in earliest {
+                if let date = try result.first?.single(Int64?.self) { earliestSignedDate = min(earliestSignedDate, date) }
+            }
         }
         for _ in sortedTokens {
-            if let id = try results.removeFirst().first?.int(0) { affected.insert(id) }
+            if let id = try results.removeFirst().first?.single(Int64.self) { affected.insert(id) }
         }
         try inject(.afterLinks)
 
@@ -239,13 +241,13 @@ struct Ledger {
     /// SHA-256 and size of the whole body: enough to audit it, while forged bodies cannot fill the
     /// disk. `body_sha256` and `body_size` are set on rejected rows only.
     func recordRejected(_ message: ReceivedMessage, code: String) throws -> Int64 {
-        let rows = try session.query(
+        let inserted = try session.value(
             """
             INSERT INTO notifications (notification_uuid, claimed_uuid, source, received_at, outcome, reject_code,
                                        notification_type, subtype, body, body_sha256, body_size)
             VALUES (NULL, \(message.notificationUUID.map { String($0.prefix(256)) }), \(message.source.rawValue), \(message.receivedAt), 'rejected', \(String(code.prefix(64))), \(message.notificationType.map { String($0.prefix(64)) }), \(message.subtype.map { String($0.prefix(64)) }), \(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))), \(Hex.encode(SHA256.hash(message.body))), \(Int64(message.body.count))) RETURNING id
-            """)
-        let id = try rows[0].int(0)
+            """, as: Int64.self)
+        guard let id = inserted else { throw StorageError(.internal, "the rejected message was not stored") }
         countRejected(message, id: id, code: code)
         return id
     }
@@ -304,6 +306,13 @@ struct Ledger {
             VALUES \(rows)
             ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id
             """
+    }
+
+    /// Who holds a subscription (its link's customer) and who its facts' token names, each
+    /// resolved to the merged customer; nil: nobody.
+    struct SubscriptionOwners: Decodable {
+        var owner: Int64?
+        var tokenOwner: Int64?
     }
 
     /// A customer's columns (``customerColumns``; a customer's row id is named `id`).

@@ -96,8 +96,7 @@ extension SessionBackedStore {
 
     func notificationReceivedAt(notificationUUID: String) async throws -> Int64? {
         try await read { session in
-            try session.query(
-                "SELECT received_at FROM notifications WHERE notification_uuid = \(notificationUUID)").first.map { try $0.int(0) }
+            try session.value("SELECT received_at FROM notifications WHERE notification_uuid = \(notificationUUID)", as: Int64.self)
         }
     }
 
