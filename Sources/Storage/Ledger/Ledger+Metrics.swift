@@ -78,9 +78,9 @@ extension Ledger {
         let stocks = MetricKind.allCases.filter(\.isStock).map(\.rawValue)
         let base = try session.rows(
             """
-            SELECT kind, currency, SUM(value) AS value FROM metric_daily
+            SELECT CAST(\(fromDay) AS BIGINT) AS day, kind, currency, SUM(value) AS value FROM metric_daily
             WHERE environment = \(environment) AND day < \(fromDay) AND kind IN (\(list: stocks)) GROUP BY kind, currency
-            """, as: OpeningRow.self)
+            """, as: DailyRow.self)
         let days = try session.rows(
             """
             SELECT day, kind, currency, value FROM metric_daily
@@ -94,7 +94,7 @@ extension Ledger {
             """, as: Int64.self) ?? 0
         for row in base where row.value != 0 {
             guard let kind = MetricKind(rawValue: row.kind) else { continue }
-            rollup.opening.append(MetricDelta(environment: Environment(rawValue: environment), day: fromDay, kind: kind,
+            rollup.opening.append(MetricDelta(environment: Environment(rawValue: environment), day: row.day, kind: kind,
                                               currency: row.currency, value: row.value))
         }
         for row in days {
@@ -106,14 +106,7 @@ extension Ledger {
     }
 }
 
-/// A series' sum before a window (`metric_daily`, summed per kind and currency).
-private struct OpeningRow: Decodable {
-    var kind: String
-    var currency: String
-    var value: Int64
-}
-
-/// One `metric_daily` row of a window.
+/// One `metric_daily` row, or a series' sum before a window (dated its first day).
 private struct DailyRow: Decodable {
     var day: Int64
     var kind: String
