@@ -156,7 +156,9 @@ let package = Package(
             name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlaySimulator", "EntitledConfig", "AppStore", "AppStoreTesting", "EntitledCrypto", "HTTPClient", "HTTPServer"],
             swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
-        .testTarget(name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], exclude: ["Fixtures"],
+            swiftSettings: swiftSettings),
         // SigV4 against AWS's published examples; uploads, and scheduled exports from a store, against a moto S3 server
         // the tests start (and a folder).
         .testTarget(
@@ -175,7 +177,7 @@ let package = Package(
                 "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
                 "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "EntitledKit", "GooglePlay", "GooglePlaySimulator",
             ],
-            exclude: ["Scenarios"], swiftSettings: swiftSettings),
+            exclude: ["Scenarios", "Fixtures"], swiftSettings: swiftSettings),
         // EntitledKit and the sample app's logic against a real server and the simulator over
         // loopback (the tests may use the server's targets; the library may not).
         .testTarget(

@@ -18,8 +18,6 @@ public enum StoreBenchmark {
         public var projector = "default"
         /// "sqlite" or "postgres" to run one backend only.
         public var only: String?
-        /// Write the ledger as before schema version 14 (signed text unpacked), to compare its size.
-        public var olderLayout = false
         public init() {}
     }
 
@@ -44,10 +42,9 @@ public enum StoreBenchmark {
         case "default", "trivial": projector = Projector()
         default: throw BenchmarkError("unknown projector '\(projectorName)'")
         }
-        print("projector: \(projectorName)\(options.olderLayout ? ", older layout (before schema 14: signed text unpacked)" : "")")
+        print("projector: \(projectorName)")
         let sample = AppleShapedNotification.make(0, run: 0, token: UUID().uuidString.lowercased(), now: 0).message.body.count
         print("notifications: \(sample) bytes each, of which \(AppleShapedNotification.x5cBytesPerNotification) are x5c chains")
-        let layout = options.olderLayout
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -62,7 +59,7 @@ public enum StoreBenchmark {
             print("SQLite (WAL, group commit, fsync by the syncer before each answer)")
             for writers in [1, 32] {
                 let (rate, bytes) = try await ingestRate(
-                    url: sqliteURL(), schema: nil, writers: writers, notifications: notifications, projector: projector, olderLayout: layout)
+                    url: sqliteURL(), schema: nil, writers: writers, notifications: notifications, projector: projector)
                 print("  ingest, \(writers) writer\(writers == 1 ? "" : "s"): \(Int(rate)) notifications/s")
                 if writers == 32 { printBytes(bytes, notifications: notifications) }
             }
@@ -76,7 +73,7 @@ public enum StoreBenchmark {
             for writers in [1, 32] {
                 let schema = "bench_\(UInt32.random(in: 0...UInt32.max))"
                 let (rate, bytes) = try await ingestRate(
-                    url: postgres, schema: schema, writers: writers, notifications: notifications, projector: projector, olderLayout: layout)
+                    url: postgres, schema: schema, writers: writers, notifications: notifications, projector: projector)
                 await dropSchema(postgres, schema)
                 print("  ingest, \(writers) writer\(writers == 1 ? "" : "s"): \(Int(rate)) notifications/s")
                 if writers == 32 { printBytes(bytes, notifications: notifications) }
@@ -88,11 +85,11 @@ public enum StoreBenchmark {
         return true
     }
 
-    static func open(_ url: String, schema: String?, olderLayout: Bool = false) async throws -> any LedgerStore {
+    static func open(_ url: String, schema: String?) async throws -> any LedgerStore {
         var configuration = StoreConfiguration()
         configuration.postgresSchema = schema
         configuration.log = printStorageEvent
-        return try await openStore(url: url, configuration: olderLayout ? _StorageBenchmark.olderLayout(configuration) : configuration)
+        return try await openStore(url: url, configuration: configuration)
     }
 
     static func dropSchema(_ url: String, _ schema: String) async {
@@ -109,9 +106,9 @@ public enum StoreBenchmark {
     /// Notifications per second with `writers` concurrent ingesting tasks, and the ledger's bytes
     /// on disk afterwards (``_StorageBenchmark/ledgerBytes(_:)``).
     static func ingestRate(
-        url: String, schema: String?, writers: Int, notifications: Int, projector: Projector, olderLayout: Bool
+        url: String, schema: String?, writers: Int, notifications: Int, projector: Projector
     ) async throws -> (rate: Double, ledgerBytes: [(name: String, bytes: Int64)]) {
-        let store = try await open(url, schema: schema, olderLayout: olderLayout)
+        let store = try await open(url, schema: schema)
         let now = SystemClock().nowMilliseconds()
         // 10,000 customers (created concurrently, so they share group commits); each notification
         // carries one of their tokens, so it links a new subscription and recomputes that customer.

@@ -37,23 +37,23 @@ package enum _StorageBenchmark {
     /// `VACUUM` (`pg_total_relation_size`, TOAST included). What `bench store` divides by the
     /// notifications for `bytes per notification`.
     package static func ledgerBytes(_ store: any LedgerStore) async throws -> [(name: String, bytes: Int64)] {
-        let rows: [SQLRow]
+        let rows: [RelationSize]
         switch store {
         case let sqlite as SQLiteStore:
             rows = try await sqlite.read { session in
-                try session.query(
+                try session.rows(
                     """
-                    SELECT name, SUM(pgsize) FROM dbstat WHERE name IN (
+                    SELECT name, SUM(pgsize) AS bytes FROM dbstat WHERE name IN (
                         SELECT name FROM sqlite_master WHERE tbl_name IN ('notifications', 'facts', 'jws_headers'))
                     GROUP BY name ORDER BY name
-                    """)
+                    """, as: RelationSize.self)
             }
         case let postgres as PostgresStore:
-            try await postgres.read { try $0.execute("VACUUM (ANALYZE) notifications, facts\(postgres.hasPackedTables ? ", jws_headers" : "")") }
+            try await postgres.read { try $0.execute("VACUUM (ANALYZE) notifications, facts, jws_headers") }
             rows = try await postgres.read { session in
-                try session.query(
+                try session.rows(
                     """
-                    SELECT c.relname, pg_total_relation_size(c.oid) - pg_indexes_size(c.oid) FROM pg_class c
+                    SELECT c.relname AS name, pg_total_relation_size(c.oid) - pg_indexes_size(c.oid) AS bytes FROM pg_class c
                     JOIN pg_namespace n ON n.oid = c.relnamespace
                     WHERE n.nspname = current_schema() AND c.relname IN ('notifications', 'facts', 'jws_headers')
                     UNION ALL
@@ -61,27 +61,11 @@ package enum _StorageBenchmark {
                     JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
                     WHERE n.nspname = current_schema() AND c.relname IN ('notifications', 'facts', 'jws_headers')
                     ORDER BY 1
-                    """)
+                    """, as: RelationSize.self)
             }
         default: throw StorageError(.invalidArgument, "unsupported store")
         }
-        return try rows.map { (try $0.text(0), try $0.int(1)) }
-    }
-
-    /// Options that open a store as the schema before version 14 left it, writing signed text
-    /// unpacked: the older layout, for `bench store --older-layout` to compare with.
-    package static func olderLayout(_ configuration: StoreConfiguration) -> StoreConfiguration {
-        var configuration = configuration
-        configuration.migrationLimit = Schema.unpackedVersion
-        return configuration
-    }
-
-    /// Options that open a store as schema version 15 left it: signed text packed, the JSON not
-    /// compressed (tests of the version 16 rewrite outside this module).
-    package static func layoutBeforeCompression(_ configuration: StoreConfiguration) -> StoreConfiguration {
-        var configuration = configuration
-        configuration.migrationLimit = Schema.compressedJSONVersion - 1
-        return configuration
+        return rows.map { ($0.name, $0.bytes) }
     }
 
     /// The `appUserId` of synthetic customer `n`.
@@ -163,9 +147,11 @@ extension Ledger {
         for n in range {
             let user = _StorageBenchmark.appUserId(n)
             let token = _StorageBenchmark.appAccountToken(n)
-            let rows = try session.query(
-                "INSERT INTO customers (app_user_id, app_account_token, created_at) VALUES (\(user), \(token), \(now)) RETURNING id")
-            let id = try rows[0].int(0)
+            guard
+                let id = try session.value(
+                    "INSERT INTO customers (app_user_id, app_account_token, created_at) VALUES (\(user), \(token), \(now)) RETURNING id",
+                    as: Int64.self)
+            else { throw StorageError(.internal, "synthetic customer not stored") }
             let otid = "2000000\(n)"
             let expires = now + Int64(n % 720) * 3_600_000
             let projection = custom?(n, user, token) ?? CustomerProjection(
@@ -186,6 +172,12 @@ extension Ledger {
             try write(projection, for: CustomerRecord(id: id, appUserId: user, appAccountToken: token, createdAt: now), now: now, previous: CustomerProjection(entitlements: [], subscriptions: [], state: []))
         }
     }
+}
+
+/// A table's or index's bytes on disk.
+private struct RelationSize: Decodable {
+    var name: String
+    var bytes: Int64
 }
 
 extension String {

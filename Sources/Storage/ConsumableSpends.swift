@@ -102,7 +102,7 @@ extension Ledger {
             Self.insertFacts([
                 try Self.factValues(
                     row, notificationID: nil, signed: row.signed, signedPacked: nil, appAccountToken: row.appAccountToken,
-                    environment: environment.rawValue, bundleId: nil, receivedAt: now, layout: .compressed)
+                    environment: environment.rawValue, bundleId: nil, receivedAt: now)
             ]))
         guard !inserted.isEmpty else { throw StorageError(.conflict, "the spend's key was taken concurrently") }
         try inject(.afterFacts)

@@ -116,13 +116,12 @@ extension SessionBackedStore {
 
     func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: Projector) async throws -> [ExportedTransaction] {
         let limit = try Self.exportLimit(limit)
-        let payloadPacked: SQLQuery = layout == .compressed ? "f.payload_packed" : "NULL"
         return try await read { session in
             // The owner: the customer the subscription is linked to, else the one whose token the
             // transaction carries (a one-time purchase without a link).
             try session.query(
                 """
-                SELECT f.id, f.received_at, f.bundle_id, f.payload, \(payloadPacked) AS payload_packed,
+                SELECT f.id, f.received_at, f.bundle_id, f.payload, f.payload_packed,
                     COALESCE(lc.app_user_id, tc.app_user_id) AS app_user_id
                 FROM facts f
                 LEFT JOIN links l ON l.original_transaction_id = f.original_transaction_id

@@ -115,15 +115,12 @@ extension Ledger {
 }
 
 extension SessionBackedStore {
-    /// Runs `body` in a write transaction, on a ledger that knows this store's schema (layout,
-    /// ingest counters, event holds); once it committed, reports its projection changes to
+    /// Runs `body` in a write transaction; once it committed, reports its projection changes to
     /// `ledgerObserver`.
     func observedWrite<T: Sendable>(_ body: @escaping @Sendable (Ledger) throws -> T) async throws -> T {
-        let (fault, layout, counts, holds, answers) = (faultInjector, layout, countsIngest, holdsEvents, storesAnswers)
+        let fault = faultInjector
         @Sendable func ledger(_ session: any SQLSession, tally: TallyBuffer?) -> Ledger {
-            Ledger(
-                session: session, fault: fault, tally: tally, layout: layout, countsIngest: counts, holdsEvents: holds,
-                storesAnswers: answers)
+            Ledger(session: session, fault: fault, tally: tally)
         }
         guard let observer = ledgerObserver else {
             return try await write { try body(ledger($0, tally: nil)) }

@@ -186,9 +186,6 @@ public struct StoreConfiguration: Sendable {
     public var ledgerObserver: (any LedgerObserver)? = nil
     /// Tests only: open without looking at the schema at all (to clean up a too-new one).
     var skipSchemaCheck = false
-    /// Tests only: migrate no further than this version (to build a database as an older binary
-    /// left it; below version 14, signed text is written as before, unpacked).
-    var migrationLimit: Int? = nil
     /// Tests only: called before each batch of the version-14 rewrite commits (throw: killed there).
     var repackFault: RepackFault? = nil
     /// Rows per batch of the version-14 rewrite. Default 500.

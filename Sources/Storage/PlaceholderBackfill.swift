@@ -16,15 +16,11 @@ public protocol PlaceholderBackfillStore: Sendable {
 
 extension SessionBackedStore {
     func backfillPlaceholders(projector: Projector, now: Int64, limit: Int) async throws -> (created: Int, more: Bool) {
-        guard (configuration.migrationLimit ?? .max) >= Ledger.placeholderBackfillVersion else { return (0, false) }
-        return try await write { try Ledger(session: $0, fault: nil).backfillPlaceholdersChunk(projector: projector, now: now, limit: limit) }
+        try await write { try Ledger(session: $0, fault: nil).backfillPlaceholdersChunk(projector: projector, now: now, limit: limit) }
     }
 }
 
 extension Ledger {
-    /// The schema version that adds `placeholder_backfill`.
-    static let placeholderBackfillVersion = 24
-
     func backfillPlaceholdersChunk(projector: Projector, now: Int64, limit: Int) throws -> (created: Int, more: Bool) {
         guard let after = try session.value("SELECT after_id FROM placeholder_backfill", as: Int64.self) else { return (0, false) }
         let rows = try session.rows(

@@ -168,7 +168,7 @@ enum StoreBenchmarkCommand: Command {
     static let help = """
         Usage: entitled bench store [--postgres URL] [--customers LIST] [--postgres-customers LIST]
                                     [--notifications N] [--reads N] [--only sqlite|postgres]
-                                    [--projector default|trivial] [--older-layout]
+                                    [--projector default|trivial]
 
         Durable ingest rate (notifications/s, each an Apple-sized V2 notification — x5c chains of
         Apple's certificate sizes, a nested transaction and renewal — stored as a notification row
@@ -193,8 +193,6 @@ enum StoreBenchmarkCommand: Command {
           --projector NAME           default (storage's reference projector, which derives status
                                      and expiry from the benchmark's own facts) or trivial (the
                                      same: storage encodes every state itself)
-          --older-layout             write signed text as before schema version 14 (unpacked),
-                                     to compare the bytes per notification
         Build with 'swift build -c release' for meaningful figures.
         """
 
@@ -204,7 +202,6 @@ enum StoreBenchmarkCommand: Command {
         options.sizes = try arguments.option("--customers", as: "a list of counts", parseList) ?? options.sizes
         options.postgresSizes = try arguments.option("--postgres-customers", as: "a list of counts", parseList) ?? options.postgresSizes
         options.notifications = try arguments.option("--notifications", as: "a count", { Int($0) }) ?? options.notifications
-        options.olderLayout = arguments.flag("--older-layout")
         options.reads = try arguments.option("--reads", as: "a count", { Int($0) }) ?? options.reads
         options.projector = try arguments.option("--projector") ?? options.projector
         options.only = try arguments.option("--only")

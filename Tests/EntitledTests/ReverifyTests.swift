@@ -76,43 +76,56 @@ import Testing
         let fixture = try Fixture(trusting: ca)
         defer { fixture.remove() }
         let configuration = fixture.configuration, now = fixture.now
-        let options = StoreConfiguration()
-        let store = try await openStore(
-            url: configuration.database, configuration: writtenBeforeCompression ? _StorageBenchmark.layoutBeforeCompression(options) : options)
-        let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
-
-        // A notification with its nested transaction, as the V2 endpoint stores it.
-        let transaction = Apple.transaction(otid: "o1", tid: "t1", purchase: now - 86_400_000, expires: now + 86_400_000)
-        let signedTransaction = try ca.signer.sign(transaction)
-        let signedPayload = try ca.signer.sign(
-            ResponseBodyV2DecodedPayload(
-                notificationType: .subscribed, subtype: .initialBuy, notificationUUID: "n1",
-                data: NotificationData(
-                    environment: .production, appAppleId: 1234, bundleId: APIHarness.bundleId, bundleVersion: "1",
-                    signedTransactionInfo: signedTransaction),
-                version: "2.0", signedDate: now - 86_400_000))
-        let fact = TransactionFact(
-            transactionId: "t1", originalTransactionId: "o1", productId: "pro.monthly", purchaseDate: now - 86_400_000,
-            expiresDate: now + 86_400_000, productType: .autoRenewable, signedDate: now - 86_400_000)
-        let notification = NotificationFact(type: "SUBSCRIBED", notificationUUID: "n1", signedDate: now - 86_400_000, originalTransactionId: "o1")
-        _ = try await store.ingest(
-            ReceivedMessage(
-                notificationUUID: "n1", source: .appleV2, body: Array(#"{"signedPayload":"\#(signedPayload)"}"#.utf8), receivedAt: now,
-                bundleId: APIHarness.bundleId),
-            facts: [(.notification(notification), signedPayload), (.transaction(fact), signedTransaction)], claim: Claim(appUserId: "sam"),
-            projector: ledger.projector, now: now)
-        let answer = try await store.projection(appUserId: "sam")
-        await store.close()
         if writtenBeforeCompression {
+            // A ledger version 15 left (`Fixtures/README.md`): a notification with its nested
+            // transaction, signed by the chain whose root is `signed_v15_root.der`.
+            let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+            try FileManager.default.removeItem(at: fixture.folder.appendingPathComponent("root.der"))
+            try FileManager.default.copyItem(
+                at: fixtures.appendingPathComponent("signed_v15_root.der"), to: fixture.folder.appendingPathComponent("root.der"))
+            try FileManager.default.copyItem(
+                at: fixtures.appendingPathComponent("signed_v15.sqlite"), to: fixture.folder.appendingPathComponent("entitled.sqlite"))
+            var older = StoreConfiguration()
+            older.migrateOnOpen = false
+            let store = try await openStore(url: configuration.database, configuration: older)
+            let answer = try await store.projection(appUserId: "sam")
+            await store.close()
+            #expect(answer != nil)
             // Opened by this version: rewritten, and answering as before.
             let rewritten = try await openStore(url: configuration.database)
+            let ledger = FactLedger(store: rewritten, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
             let after = try await rewritten.projection(appUserId: "sam")
-            // The stored state as it was became the stored answer (schema 25); the rows are the same.
+            // The stored state as it was became the stored answer (schema 26); the rows are the same.
             #expect(after?.answer == answer?.document)
             #expect(after?.projection.entitlements == answer?.projection.entitlements)
             #expect(after?.projection.subscriptions == answer?.projection.subscriptions)
             #expect(try await rewritten.compareProjections(projector: ledger.projector).differences == 0)
             await rewritten.close()
+        } else {
+            let store = try await openStore(url: configuration.database)
+            let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
+            // A notification with its nested transaction, as the V2 endpoint stores it.
+            let transaction = Apple.transaction(otid: "o1", tid: "t1", purchase: now - 86_400_000, expires: now + 86_400_000)
+            let signedTransaction = try ca.signer.sign(transaction)
+            let signedPayload = try ca.signer.sign(
+                ResponseBodyV2DecodedPayload(
+                    notificationType: .subscribed, subtype: .initialBuy, notificationUUID: "n1",
+                    data: NotificationData(
+                        environment: .production, appAppleId: 1234, bundleId: APIHarness.bundleId, bundleVersion: "1",
+                        signedTransactionInfo: signedTransaction),
+                    version: "2.0", signedDate: now - 86_400_000))
+            let fact = TransactionFact(
+                transactionId: "t1", originalTransactionId: "o1", productId: "pro.monthly", purchaseDate: now - 86_400_000,
+                expiresDate: now + 86_400_000, productType: .autoRenewable, signedDate: now - 86_400_000)
+            let notification = NotificationFact(
+                type: "SUBSCRIBED", notificationUUID: "n1", signedDate: now - 86_400_000, originalTransactionId: "o1")
+            _ = try await store.ingest(
+                ReceivedMessage(
+                    notificationUUID: "n1", source: .appleV2, body: Array(#"{"signedPayload":"\#(signedPayload)"}"#.utf8), receivedAt: now,
+                    bundleId: APIHarness.bundleId),
+                facts: [(.notification(notification), signedPayload), (.transaction(fact), signedTransaction)],
+                claim: Claim(appUserId: "sam"), projector: ledger.projector, now: now)
+            await store.close()
         }
 
         let sound = try await DatabaseMaintenance.check(
@@ -124,6 +137,7 @@ import Testing
         let forger = try TestCertificateAuthority()
         let forged = Apple.transaction(otid: "o2", tid: "t2", purchase: now - 86_400_000, expires: now + 86_400_000)
         let reopened = try await openStore(url: configuration.database)
+        let ledger = FactLedger(store: reopened, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
         let result = try await reopened.ingest(
             ReceivedMessage(notificationUUID: nil, source: .client, body: Array("{}".utf8), receivedAt: now, bundleId: APIHarness.bundleId),
             facts: [

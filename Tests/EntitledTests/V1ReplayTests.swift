@@ -24,22 +24,17 @@ import Testing
         let facts = try configuration.apps[0].facts(fromV1: body)
         #expect(facts.count == 4)
 
-        // The ledger as a binary before version 6 left it after this delivery: each fact's JSON,
-        // in that binary's encoding (here: pretty-printed), standing in for its signed text.
+        // The ledger as a binary before version 6 left it after this delivery (`Fixtures/README.md`):
+        // each fact's JSON, in that binary's encoding (pretty-printed), standing in for its signed text.
+        try FileManager.default.copyItem(
+            at: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/v1_replay_v5.sqlite"),
+            to: folder.appendingPathComponent("ledger.sqlite"))
         var older = StoreConfiguration()
-        older.migrationLimit = 5
+        older.migrateOnOpen = false
         var store = try await openStore(url: url, configuration: older)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        for fact in facts {
-            let payload = String(decoding: try encoder.encode(fact), as: UTF8.self)
-            try await _StorageFixtures.insertFactRow(
-                store, kind: fact.ledgerKind, signed: payload, payload: payload,
-                originalTransactionId: fact.ledgerOriginalTransactionId, bundleId: APIHarness.bundleId,
-                signedDate: APIHarness.start, receivedAt: APIHarness.start)
-        }
         let sqlite = try #require(store as? SQLiteStore)
         #expect(try await sqlite._scalar("SELECT COUNT(*) FROM facts") == 4)
+        #expect(try await sqlite._scalar("SELECT MAX(version) FROM schema_migrations") == 5)
         await store.close()
 
         // Upgraded, the same delivery comes again (its body re-encoded, so not the same message).

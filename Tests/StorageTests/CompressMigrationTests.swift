@@ -10,16 +10,16 @@ import Testing
 /// killed half-way goes on where it stopped.
 @Suite("Schema 16: the ledger's JSON compressed in place")
 struct CompressMigrationTests {
+    typealias Legacy = RepackMigrationTests.Legacy
     struct Killed: Error {}
 
     @Test("every text and answer survives; a rewrite killed half-way continues", arguments: Backend.durable)
     func migrate(backend: Backend) async throws {
         let database = try TestDatabase(backend)
         do {
-            let legacy = try await RepackMigrationTests.writeLegacy(database, version: Schema.compressedJSONVersion - 1)
-            let reader = try await RepackMigrationTests.legacyReader(database, version: Schema.compressedJSONVersion - 1)
-            var before: [String: StoredProjection] = [:]
-            for name in legacy.customers { before[name] = try await reader.projection(appUserId: name) }
+            try await database.restore(.ledgerV15)
+            let before = try await RepackMigrationTests.answers(database)
+            let reader = try await database.open(migrate: false)
             let plain = try await reader.count("SELECT SUM(LENGTH(payload)) FROM facts")
             await reader.close()
 
@@ -39,11 +39,11 @@ struct CompressMigrationTests {
             #expect(try await halfway.count("SELECT COUNT(*) FROM facts WHERE payload_packed IS NOT NULL") == 10)
             #expect(try await halfway.count("SELECT COUNT(*) FROM facts WHERE payload_packed IS NULL") > 0)
             // Half-way, both layouts read alike (a customer's facts are read from both).
-            #expect(Set(try await halfway.signedTexts().values) == Set(legacy.texts))
+            #expect(Set(try await halfway.signedTexts().values) == Set(Legacy.texts))
             var facts: [String: [StoredFact]] = [:]
-            for name in legacy.customers { facts[name] = try await halfway.facts(appUserId: name) }
+            for name in Legacy.customers { facts[name] = try await halfway.facts(appUserId: name) }
             let decoded: [Fact] = facts.values.flatMap { $0.compactMap(\.fact) }
-            #expect(Set(decoded).count == 3 * 12 + 1)
+            #expect(Set(decoded).count == 3 * Legacy.customers.count + 1)
             await halfway.close()
 
             // Restarted: on from the third batch, not from the start.
@@ -55,15 +55,15 @@ struct CompressMigrationTests {
             #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE payload_packed IS NULL OR payload <> ''") == 0)
             let compressed = try await store.count("SELECT SUM(LENGTH(payload_packed)) FROM facts")
             #expect(compressed * 2 < plain, "\(compressed) bytes compressed of \(plain)")
-            #expect(try await store.signedTexts().values.sorted() == legacy.texts.sorted())
+            #expect(try await store.signedTexts().values.sorted() == Legacy.texts.sorted())
             #expect(
                 try await store.bodies().values.sorted { $0.lexicographicallyPrecedes($1) }
-                    == legacy.bodies.sorted { $0.lexicographicallyPrecedes($1) })
-            for name in legacy.customers { #expect(try await store.facts(appUserId: name) == facts[name]) }
+                    == Legacy.bodies.sorted { $0.lexicographicallyPrecedes($1) })
+            for name in Legacy.customers { #expect(try await store.facts(appUserId: name) == facts[name]) }
             // New ingests after the rewrite read alike with the rewritten rows.
             let (message, newFacts) = AppleShaped.notification(uuid: "n-new", otid: "o-new", token: nil, seed: 900)
             _ = try await store.ingest(message, facts: newFacts, claim: nil, projector: testProjector, now: testNow)
-            #expect(try await store.signedTexts().values.sorted() == (legacy.texts + newFacts.compactMap(\.signed)).sorted())
+            #expect(try await store.signedTexts().values.sorted() == (Legacy.texts + newFacts.compactMap(\.signed)).sorted())
             try await RepackMigrationTests.expectFinished(store, before: before, configuration: configuration, url: database.url, events: events)
         } catch {
             await database.destroy()

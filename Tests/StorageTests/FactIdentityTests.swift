@@ -62,36 +62,13 @@ struct FactIdentityTests {
         let database = try TestDatabase(backend)
         defer { Task { await database.destroy() } }
         let token = "00000000-0000-4000-8000-0000000000aa"
-        // A database as a binary before version 4 left it.
-        var old = database.configuration()
-        old.migrationLimit = 3
-        var store = try await openStore(url: database.url, configuration: old)
+        // A database as a binary before version 4 left it: alice's facts o1/t1 and o1/t2 keyed by
+        // digests of the whole text, and a twin of t1 (another signature) that the old key let in.
+        try await database.restore(.factsV3)
         let original = Self.fact(tid: "t1", signature: "c2lnMQ", token: token)
         let twin = Self.fact(tid: "t1", signature: "c2lnMg", token: token)
         let other = Self.fact(tid: "t2", signature: "c2lnMw", token: token)
-        // Rows as that binary wrote them (written directly: today's statements know today's schema).
-        try await store.raw("INSERT INTO customers (app_user_id, app_account_token, created_at) VALUES ('alice', '\(token)', \(testNow))")
-        try await store.raw(
-            "INSERT INTO notifications (notification_uuid, source, received_at, outcome, body) VALUES ('old', 'apple-v2', \(testNow), 'accepted', '{}')")
-        func insert(_ fact: SignedFact, tid: String) async throws {
-            try await _StorageFixtures.insertFactRow(
-                store, kind: "transaction", signed: try #require(fact.signed), payload: testProjector.encode(fact.fact),
-                transactionId: tid, originalTransactionId: "o1", appAccountToken: token, bundleId: "com.example",
-                signedDate: testNow, receivedAt: testNow)
-        }
-        try await insert(original, tid: "t1")
-        try await insert(other, tid: "t2")
-        // As a database written before version 4: keys are digests of the whole text, and a twin
-        // that the old key let in sits next to the original.
-        #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == 3)
-        try await store.raw(
-            "UPDATE facts SET jws_sha256 = 'old-' || CAST(id AS TEXT), notification_id = (SELECT MAX(id) FROM notifications)")
-        try await insert(twin, tid: "t1")
-        try await store.raw(
-            "UPDATE facts SET jws_sha256 = 'old-twin', notification_id = (SELECT MAX(id) FROM notifications) WHERE notification_id IS NULL")
-        await store.close()
-
-        store = try await database.open()
+        let store = try await database.open()
         do {
             #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(FactDigest.hex(original.signed!))") == 1)
             #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(FactDigest.hex(other.signed!))") == 1)

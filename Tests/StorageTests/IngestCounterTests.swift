@@ -47,25 +47,12 @@ import Testing
         }
     }
 
-    /// A database written before version 19 gets counters from its last 48 hours of messages.
+    /// A database written before version 19 gets counters from its last 48 hours of messages: the
+    /// fixture holds messages received 72 h, 2 h and 0 h before `testNow` and one rejected at `testNow`.
     @Test("seeded from the stored messages", arguments: Backend.durable)
     func seededByTheMigration(_ backend: Backend) async throws {
         let database = try TestDatabase(backend)
-        var older = database.configuration()
-        older.migrationLimit = IngestCounters.schemaVersion - 1
-        let before = try await openStore(url: database.url, configuration: older)
-        do {
-            for (index, at) in [testNow - 72 * Self.hour, testNow - 2 * Self.hour, testNow].enumerated() {
-                let fact = Fixture.transaction(otid: "o\(index)", tid: "t\(index)", expires: at + 30 * 86_400_000, signed: at)
-                _ = try await before.ingest(Fixture.batch(uuid: "n\(index)", facts: [fact], receivedAt: at), projector: testProjector, now: at)
-            }
-            try await Self.rejected(before, at: testNow, code: "SIGNATURE_INVALID")
-        } catch {
-            await before.close()
-            await database.destroy()
-            throw error
-        }
-        await before.close()
+        try await database.restore(.ingestV17)
         let after = try await openStore(url: database.url, configuration: database.configuration())
         do {
             let health = try await Self.health(after, since: testNow - 96 * Self.hour)

@@ -12,56 +12,50 @@ import Testing
 struct RepackMigrationTests {
     struct Killed: Error {}
 
-    /// What the older database holds: messages sent, customers.
-    struct Legacy {
-        var texts: [String] = []
-        var bodies: [[UInt8]] = []
-        var customers: [String] = []
-    }
+    /// What the fixture ledgers `ledger_v13` and `ledger_v15` were written from: V2 notifications
+    /// for 6 customers (each created first, with its token), a client post claimed by `c-0`, a
+    /// rejected message.
+    enum Legacy {
+        static let customers = (0..<6).map { "c-\($0)" }
+        static func token(_ index: Int) -> String { "00000000-0000-4000-8000-0000000000" + (index < 10 ? "0\(index)" : "\(index)") }
+        static let notifications = (0..<6).map {
+            AppleShaped.notification(uuid: "n-\($0)", otid: "o-\($0)", token: token($0), seed: $0 * 10)
+        }
+        static let client = AppleShaped.notification(uuid: "unused", otid: "o-client", token: nil, seed: 500).facts[1]
+        static let clientBody = Array(#"{"signedTransaction":"\#(client.signed!)"}"#.utf8)
+        static let forged = Array(#"{"signedPayload":"forged"}"#.utf8)
+        /// Every fact's signed text, as received.
+        static let texts = notifications.flatMap { $0.facts.compactMap(\.signed) } + [client.signed!]
+        /// Every message's body, as received.
+        static let bodies = notifications.map(\.message.body) + [clientBody, forged]
 
-    /// Writes a ledger as the schema before packing (``Schema/packedSignedTextVersion``) did, or
-    /// as `version` did: V2 notifications for 12 customers, a client post, a rejected message.
-    static func writeLegacy(_ database: TestDatabase, version: Int = Schema.unpackedVersion) async throws -> Legacy {
-        var configuration = database.configuration()
-        configuration.migrationLimit = version
-        let store = try await openStore(url: database.url, configuration: configuration)
-        var legacy = Legacy()
-        do {
-            for index in 0..<12 {
-                let customer = try await store.ensureCustomer(
-                    appUserId: "c-\(index)", appAccountToken: nil, projector: testProjector, now: testNow)
-                legacy.customers.append(customer.appUserId)
-                let (message, facts) = AppleShaped.notification(
-                    uuid: "n-\(index)", otid: "o-\(index)", token: customer.appAccountToken, seed: index * 10)
+        /// Writes it through `store`.
+        static func write(_ store: any LedgerStore) async throws {
+            for (index, (message, facts)) in notifications.enumerated() {
+                _ = try await store.ensureCustomer(appUserId: customers[index], appAccountToken: token(index), projector: testProjector, now: testNow)
                 _ = try await store.ingest(message, facts: facts, claim: nil, projector: testProjector, now: testNow)
-                legacy.texts += facts.compactMap(\.signed)
-                legacy.bodies.append(message.body)
             }
-            let client = AppleShaped.notification(uuid: "unused", otid: "o-client", token: nil, seed: 500).facts[1]
-            let clientBody = Array(#"{"signedTransaction":"\#(client.signed!)"}"#.utf8)
             _ = try await store.ingest(
                 ReceivedMessage(notificationUUID: nil, source: .client, body: clientBody, receivedAt: testNow), facts: [client],
                 claim: Claim(appUserId: "c-0"), projector: testProjector, now: testNow)
-            legacy.texts.append(client.signed!)
-            legacy.bodies.append(clientBody)
-            let forged = Array(#"{"signedPayload":"forged"}"#.utf8)
             _ = try await store.recordRejected(
                 ReceivedMessage(notificationUUID: "forged", source: .appleV2, body: forged, receivedAt: testNow), code: "SIGNATURE_INVALID")
-            legacy.bodies.append(forged)
-            #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == Int64(version))
-        } catch {
-            await store.close()
-            throw error
         }
-        await store.close()
-        return legacy
     }
 
-    /// A store reading the database as the schema `version` left it, without migrating it.
-    static func legacyReader(_ database: TestDatabase, version: Int) async throws -> any LedgerStore {
-        var configuration = database.configuration(migrate: false)
-        configuration.migrationLimit = version
-        return try await openStore(url: database.url, configuration: configuration)
+    /// Each customer's answer in a database not yet migrated.
+    static func answers(_ database: TestDatabase) async throws -> [String: StoredProjection] {
+        let reader = try await database.open(migrate: false)
+        var before: [String: StoredProjection] = [:]
+        do {
+            for name in Legacy.customers { before[name] = try await reader.projection(appUserId: name) }
+        } catch {
+            await reader.close()
+            throw error
+        }
+        await reader.close()
+        #expect(before.count == Legacy.customers.count)
+        return before
     }
 
     /// After a rewrite: every customer answers as `before`, nothing differs from a fresh
@@ -71,7 +65,7 @@ struct RepackMigrationTests {
         events: borrowing Mutex<[[String: String]]>
     ) async throws {
         for (name, answer) in before {
-            // The customer's stored state as it was is now its stored answer (schema 25), to be
+            // The customer's stored state as it was is now its stored answer (schema 26), to be
             // written again in storage's encoding by its next projection; nothing else changed.
             var moved = answer
             moved.answer = answer.document.isEmpty ? nil : answer.document
@@ -91,11 +85,8 @@ struct RepackMigrationTests {
     func migrate(backend: Backend) async throws {
         let database = try TestDatabase(backend)
         do {
-            let legacy = try await Self.writeLegacy(database)
-            var before: [String: StoredProjection] = [:]
-            let reader = try await Self.legacyReader(database, version: Schema.unpackedVersion)
-            for name in legacy.customers { before[name] = try await reader.projection(appUserId: name) }
-            await reader.close()
+            try await database.restore(.ledgerV13)
+            let before = try await Self.answers(database)
 
             // Killed in the facts' third batch (of 5 rows each): two batches committed.
             let events = Mutex<[[String: String]]>([])
@@ -112,7 +103,7 @@ struct RepackMigrationTests {
             #expect(try await halfway.count("SELECT COUNT(*) FROM facts WHERE signed_packed IS NOT NULL") > 0)
             #expect(try await halfway.count("SELECT COUNT(*) FROM facts WHERE signed_packed IS NULL") > 0)
             // Half-way, both layouts read alike.
-            #expect(Set(try await halfway.signedTexts().values) == Set(legacy.texts))
+            #expect(Set(try await halfway.signedTexts().values) == Set(Legacy.texts))
             await halfway.close()
 
             // Restarted: on from the third batch, not from the start.
@@ -126,10 +117,10 @@ struct RepackMigrationTests {
             #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE signed_packed IS NULL OR jws <> ''") == 0)
             #expect(try await store.count("SELECT COUNT(*) FROM notifications WHERE body_packed IS NULL") == 1)  // the rejected one
             #expect(try await store.rows("jws_headers") == 1)
-            #expect(try await store.signedTexts().values.sorted() == legacy.texts.sorted())
+            #expect(try await store.signedTexts().values.sorted() == Legacy.texts.sorted())
             #expect(
                 try await store.bodies().values.sorted { $0.lexicographicallyPrecedes($1) }
-                    == legacy.bodies.sorted { $0.lexicographicallyPrecedes($1) })
+                    == Legacy.bodies.sorted { $0.lexicographicallyPrecedes($1) })
             try await Self.expectFinished(store, before: before, configuration: configuration, url: database.url, events: events)
         } catch {
             await database.destroy()

@@ -70,33 +70,43 @@ struct StoredAnswerTests {
         }
     }
 
-    /// A database written before the answer had its own column: its states were the reader's
-    /// answers. They become the stored answers (reads keep serving them), the states are written
-    /// again by the next projection, and until then `check` compares the rows alone.
+    /// A database written before the answer had its own column (a checked-in ledger of schema
+    /// version 15): its states were the reader's answers. They become the stored answers (reads
+    /// keep serving them), the states are written again by the next projection, and until then
+    /// `check` compares the rows alone.
     @Test("the upgrade moves the old states to the answers", arguments: Backend.durable)
     func upgrade(backend: Backend) async throws {
-        try await withUpgrade(backend, from: Schema.answersVersion - 1) { before in
-            _ = try await before.ensureCustomer(appUserId: "old", appAccountToken: Self.token, projector: testProjector, now: testNow)
-            _ = try await before.ingest(
-                Fixture.batch(facts: [Self.purchase("o1", expires: testNow + day, signed: testNow)]), projector: testProjector, now: testNow)
-            try await before.raw("UPDATE customer_states SET state = 'entitled-answer/5 an older rendering'")
-            #expect(try await before.projection(appUserId: "old")?.answer == nil)
-            #expect(try await before.storeAnswer(Array("x".utf8), appUserId: "old", document: Array("{}".utf8)) == false)
-        } newer: { after in
-            let moved = try #require(try await after.projection(appUserId: "old"))
-            #expect(moved.answer == Array("entitled-answer/5 an older rendering".utf8))
-            #expect(moved.document.isEmpty)
-            if case .done(let state) = try after.stateNow(appUserId: "old") {
-                #expect(state?.answer == moved.answer)
+        let database = try TestDatabase(backend)
+        do {
+            try await database.restore(.ledgerV15)
+            let before = try await RepackMigrationTests.answers(database)
+            let after = try await database.open()
+            do {
+                for (name, old) in before where !old.document.isEmpty {
+                    let moved = try #require(try await after.projection(appUserId: name))
+                    #expect(moved.answer == old.document)
+                    #expect(moved.document.isEmpty)
+                    if case .done(let state) = try after.stateNow(appUserId: name) { #expect(state?.answer == moved.answer) }
+                }
+                #expect(try await after.compareProjections(projector: testProjector).differences == 0)
+                // The next projection writes storage's own state; the old answer goes with the old state.
+                let rebuilt = try await after.rebuild(projector: testProjector, now: testNow)
+                #expect(Set(rebuilt.changedCustomers) == Set(before.filter { !$0.value.document.isEmpty }.keys))
+                for name in before.keys {
+                    let fresh = try #require(try await after.projection(appUserId: name))
+                    #expect(CustomerDocument(encoded: fresh.document) != nil)
+                    #expect(fresh.answer == nil)
+                }
+                #expect(try await after.rebuild(projector: testProjector, now: testNow).differences == 0)
+            } catch {
+                await after.close()
+                throw error
             }
-            #expect(try await after.compareProjections(projector: testProjector).differences == 0)
-            // The next projection writes storage's own state; the old answer goes with the old state.
-            let rebuilt = try await after.rebuild(projector: testProjector, now: testNow)
-            #expect(rebuilt.changedCustomers == ["old"])
-            let fresh = try #require(try await after.projection(appUserId: "old"))
-            #expect(CustomerDocument(encoded: fresh.document)?.state.entitlements.map(\.id) == ["pro"])
-            #expect(fresh.answer == nil)
-            #expect(try await after.rebuild(projector: testProjector, now: testNow).differences == 0)
+            await after.close()
+        } catch {
+            await database.destroy()
+            throw error
         }
+        await database.destroy()
     }
 }

@@ -133,31 +133,6 @@ func withStore(
     await database.destroy()
 }
 
-/// Runs `older` on a fresh database whose schema stops at `version`, then `newer` on the same
-/// database opened by this binary (migrated to the latest version).
-func withUpgrade(
-    _ backend: Backend, from version: Int, older: (any LedgerStore) async throws -> Void,
-    newer: (any LedgerStore) async throws -> Void
-) async throws {
-    let database = try TestDatabase(backend)
-    func run(_ configuration: StoreConfiguration, _ body: (any LedgerStore) async throws -> Void) async throws {
-        let store = try await openStore(url: database.url, configuration: configuration)
-        do {
-            try await body(store)
-        } catch {
-            await store.close()
-            await database.destroy()
-            throw error
-        }
-        await store.close()
-    }
-    var configuration = database.configuration()
-    configuration.migrationLimit = version
-    try await run(configuration, older)
-    try await run(database.configuration(), newer)
-    await database.destroy()
-}
-
 extension LedgerStore {
     func raw(_ sql: String) async throws {
         switch self {

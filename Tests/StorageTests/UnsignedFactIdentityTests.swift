@@ -36,15 +36,6 @@ struct UnsignedFactIdentityTests {
         return projector
     }
 
-    /// Writes `fact` as a binary before schema version 6 did: its JSON (in that binary's encoding)
-    /// standing in for the signed text.
-    static func insertOld(_ fact: Fact, into store: any LedgerStore) async throws {
-        let payload = try json(fact, old: true)
-        try await _StorageFixtures.insertFactRow(
-            store, kind: fact.ledgerKind, signed: payload, payload: payload, transactionId: "t2", originalTransactionId: "o1",
-            bundleId: "com.example", signedDate: testNow, receivedAt: testNow)
-    }
-
     @Test("an identity names the fact's fields, not its JSON; signed facts have none")
     func identity() throws {
         for fact in Self.facts {
@@ -82,25 +73,11 @@ struct UnsignedFactIdentityTests {
     func migrationRekeys(backend: Backend) async throws {
         let database = try TestDatabase(backend)
         defer { Task { await database.destroy() } }
-        // A database as a binary before version 6 left it: facts keyed by their (older) JSON, and
-        // a row that is not an engine fact, which the migration leaves alone.
-        var old = database.configuration()
-        old.migrationLimit = 5
-        var store = try await openStore(url: database.url, configuration: old)
+        // A database as a binary before version 6 left it: these facts keyed by their (older)
+        // JSON, and a row that is not an engine fact, which the migration leaves alone.
+        try await database.restore(.factsV5)
         let foreign = #"{"kind":"other"}"#
-        do {
-            for fact in Self.facts { try await Self.insertOld(fact, into: store) }
-            try await _StorageFixtures.insertFactRow(
-                store, kind: "receipt", signed: foreign, payload: foreign, originalTransactionId: nil, signedDate: testNow,
-                receivedAt: testNow)
-            #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == 5)
-        } catch {
-            await store.close()
-            throw error
-        }
-        await store.close()
-
-        store = try await database.open()
+        let store = try await database.open()
         do {
             #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == Int64(Schema.latestVersion))
             for fact in Self.facts {

@@ -11,8 +11,6 @@ public struct EventHold: Sendable, Hashable {
     public var settleMilliseconds: Int64
     public var maxHoldMilliseconds: Int64
 
-    /// The schema version that adds `event_holds`.
-    static let schemaVersion = 21
     /// The shortest and the longest wait before a hold whose release failed is tried again.
     static let minimumRetryMilliseconds: Int64 = 1_000
     static let maximumRetryMilliseconds: Int64 = 60_000
@@ -40,7 +38,6 @@ public protocol EventHoldStore: Sendable {
 
 extension SessionBackedStore {
     func releaseEventHolds(projector: Projector, now: Int64, limit: Int) async throws -> Int {
-        guard holdsEvents else { return 0 }
         let due = try await read { session in
             try session.values(
                 "SELECT customer_id FROM event_holds WHERE release_at <= \(now) ORDER BY release_at, customer_id LIMIT \(Int64(min(max(limit, 1), 1000)))", as: Int64.self)
@@ -62,8 +59,7 @@ extension SessionBackedStore {
     }
 
     func nextEventHoldRelease() async throws -> Int64? {
-        guard holdsEvents else { return nil }
-        return try await read { try ($0.value("SELECT MIN(release_at) FROM event_holds", as: Int64?.self) ?? nil) }
+        try await read { try ($0.value("SELECT MIN(release_at) FROM event_holds", as: Int64?.self) ?? nil) }
     }
 }
 

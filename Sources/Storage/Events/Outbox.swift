@@ -274,11 +274,10 @@ extension Ledger {
     /// The stored message a fact came with, as events cite it (`transactionIds` left empty).
     private func storedCitation(_ notificationID: Int64, cache: inout [Int64: EventCause.Citation]) throws -> EventCause.Citation {
         if let known = cache[notificationID] { return known }
-        let row = try session.query(
-            "SELECT notification_uuid, notification_type, subtype FROM notifications WHERE id = \(notificationID)").first
+        let row = try session.row(
+            "SELECT notification_uuid, notification_type, subtype FROM notifications WHERE id = \(notificationID)", as: StoredCitation.self)
         let citation = EventCause.Citation(
-            notificationUUID: try row?.optionalText(0), notificationType: try row?.optionalText(1), subtype: try row?.optionalText(2),
-            transactionIds: [])
+            notificationUUID: row?.notificationUuid, notificationType: row?.notificationType, subtype: row?.subtype, transactionIds: [])
         cache[notificationID] = citation
         return citation
     }
@@ -338,4 +337,11 @@ extension Ledger {
             insertEvent(event, customerID: owner.id)
         }
     }
+}
+
+/// What an event cites of a stored message.
+private struct StoredCitation: Decodable {
+    var notificationUuid: String?
+    var notificationType: String?
+    var subtype: String?
 }

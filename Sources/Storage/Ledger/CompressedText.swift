@@ -99,7 +99,7 @@ enum LedgerDictionary {
 }
 
 /// A fact's JSON as stored (schema version 16): `facts.payload_packed`, the JSON compressed
-/// (``CompressedText``, no context), with `facts.payload` then `''`; rows of the older layout keep
+/// (``CompressedText``, no context), with `facts.payload` then `''`; rows written before version 16 keep
 /// the text in `payload` (and `payload_packed` NULL) until the rewrite reaches them.
 enum FactPayload {
     static func encode(_ json: String) throws -> [UInt8] { try CompressedText.encode(Array(json.utf8)) }
@@ -114,8 +114,13 @@ enum FactPayload {
     /// The JSON of the row's `payload` and `payload_packed` columns.
     static func bytes(_ row: SQLRow) throws -> [UInt8] {
         let columns = try row.decode(Columns.self)
-        guard let stored = columns.payloadPacked else { return Array(columns.payload.utf8) }
-        return try CompressedText.decode(stored[...])
+        return try bytes(payload: columns.payload, packed: columns.payloadPacked)
+    }
+
+    /// The JSON of a fact whose `payload` and `payload_packed` are these.
+    static func bytes(payload: String, packed: [UInt8]?) throws -> [UInt8] {
+        guard let packed else { return Array(payload.utf8) }
+        return try CompressedText.decode(packed[...])
     }
 
     static func text(_ row: SQLRow) throws -> String {

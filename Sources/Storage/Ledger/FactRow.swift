@@ -23,9 +23,9 @@ struct FactRow: Sendable {
     /// Where `signed`'s signing input ends (its UTF-8 length when it is no compact JWS), found with
     /// the digest: packing splits the text there without scanning it again.
     var signingInputEnd: Int
-    /// The fact's JSON: `facts.payload` in the older layouts; see ``Ledger/factValues(_:notificationID:signed:signedPacked:appAccountToken:environment:bundleId:receivedAt:layout:)``.
+    /// The fact's JSON, stored compressed (``payloadPacked``; see ``Ledger/factValues(_:notificationID:signed:signedPacked:appAccountToken:environment:bundleId:receivedAt:)``).
     var payload: String
-    /// `payload` compressed (``FactPayload``), when made on the caller's thread by ``pack(_:body:layout:)``.
+    /// `payload` compressed (``FactPayload``), when made on the caller's thread by ``pack(_:body:)``.
     var payloadPacked: [UInt8]? = nil
     /// The signed text's literals compressed with the fact's JSON (``SignedTextFormat``, format 2),
     /// made with ``packed``.
@@ -78,8 +78,8 @@ extension FactRow {
     /// Packs each row's signed text, and the message's body, with references to the signed texts
     /// of the other facts of the same message (a notification's payload carries its transaction's
     /// and renewal's JWS; the body is the notification's), on the caller's thread.
-    /// In the compressed layout, also compresses each row's JSON and its signed text's literals.
-    static func pack(_ rows: inout [FactRow], body: [UInt8], layout: LedgerLayout) throws -> PackedMessage {
+    /// Also compresses each row's JSON and its signed text's literals.
+    static func pack(_ rows: inout [FactRow], body: [UInt8]) throws -> PackedMessage {
         // Each text split once, for the siblings and for its own packing.
         let texts = rows.indices.compactMap { index -> (index: Int, text: [UInt8], split: SignedTextPacker.Split)? in
             guard rows[index].fact.identity == nil else { return nil }
@@ -93,12 +93,10 @@ extension FactRow {
             rows[index].packed = SignedTextPacker.packJWS(split, siblings: siblings, headers: &made).map { [$0] }
             if let packed = rows[index].packed { SignedTextPacker.headers(in: packed, into: &headers) }
         }
-        if layout == .compressed {
-            for index in rows.indices {
-                rows[index].payloadPacked = try FactPayload.encode(rows[index].payload)
-                if let packed = rows[index].packed {
-                    rows[index].packedLiterals = try SignedTextPacker.compressedLiterals(packed, context: Array(rows[index].payload.utf8))
-                }
+        for index in rows.indices {
+            rows[index].payloadPacked = try FactPayload.encode(rows[index].payload)
+            if let packed = rows[index].packed {
+                rows[index].packedLiterals = try SignedTextPacker.compressedLiterals(packed, context: Array(rows[index].payload.utf8))
             }
         }
         var message = PackedMessage(headers: headers)

@@ -4,8 +4,6 @@
 
 /// How the ingest counters are kept and read.
 enum IngestCounters {
-    /// The schema version that made the counters.
-    static let schemaVersion = 19
     /// Rows each counter is split over (by message id), so concurrent PostgreSQL ingests seldom
     /// update the same row; a read adds the shards up.
     static let shards: Int64 = 8

@@ -33,11 +33,10 @@ extension Ledger {
         let customer = try ensureCustomerRow(appUserId: appUserId, appAccountToken: nil, now: now, affected: &affected)
         let root = customer.id
         _ = try lockedCustomer(root)
-        let existing = try session.query("SELECT id, merged_into FROM customers WHERE app_user_id = \(alias)").first
+        let existing = try session.row("SELECT id, merged_into FROM customers WHERE app_user_id = \(alias)", as: CustomerMerge.self)
         let outcome: AliasOutcome
         if let existing {
-            let id = try existing.int(0)
-            let mergedInto = try existing.optionalInt(1)
+            let (id, mergedInto) = (existing.id, existing.mergedInto)
             if id == root || mergedInto == root { return .alreadyAlias }
             // An id of another customer with several ids belongs to that customer.
             let ownAliases = try session.value("SELECT COUNT(*) FROM customers WHERE merged_into = \(id)", as: Int64.self) ?? 0
@@ -97,7 +96,7 @@ extension Ledger {
             Self.insertFacts([
                 try Self.factValues(
                     row, notificationID: nil, signed: row.signed, signedPacked: nil, appAccountToken: token,
-                    environment: row.fact.environment.rawValue, bundleId: nil, receivedAt: now, layout: .compressed)
+                    environment: row.fact.environment.rawValue, bundleId: nil, receivedAt: now)
             ])
         ).count
         if let token {
@@ -144,7 +143,7 @@ extension Ledger {
                 ("DELETE FROM events WHERE customer_id = \(member.id) OR app_user_id = \(member.appUserId)" as SQLQuery),
             ])
             // Their held events (none are released for an erased customer).
-            if holdsEvents { try session.query("DELETE FROM event_holds WHERE customer_id = \(member.id)") }
+            try session.query("DELETE FROM event_holds WHERE customer_id = \(member.id)")
         }
         // Events of theirs still waiting for the commit (an earlier job of this group) go too.
         session.tail.dropEvents(customerIDs: Set(members.map(\.id)), appUserIds: Set(members.map(\.appUserId)))
@@ -338,4 +337,10 @@ extension Ledger {
         }
         return CustomerExport(tables: tables)
     }
+}
+
+/// A customer row's id and the customer it is an alias of (nil: none).
+private struct CustomerMerge: Decodable {
+    var id: Int64
+    var mergedInto: Int64?
 }

@@ -9,8 +9,7 @@ extension Ledger {
     /// A customer's stored contribution; nil when none was computed yet (a customer from before
     /// schema version 15 that the backfill has not reached).
     func storedMetrics(customerID: Int64) throws -> StoredMetrics? {
-        try session.query("SELECT deltas FROM customer_metrics WHERE customer_id = \(customerID)").first
-            .map { MetricCodec.decode(try $0.text(0)) }
+        try session.value("SELECT deltas FROM customer_metrics WHERE customer_id = \(customerID)", as: String.self).map(MetricCodec.decode)
     }
 
     /// Recomputes a customer's contribution from `facts` and adds its change to the daily rows.
@@ -77,34 +76,42 @@ extension Ledger {
     /// start of `fromDay` (the sum of every earlier day's change).
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) throws -> MetricRollup {
         let stocks = MetricKind.allCases.filter(\.isStock).map(\.rawValue)
-        let base = try session.query(
+        let base = try session.rows(
             """
-            SELECT kind, currency, SUM(value) FROM metric_daily
+            SELECT CAST(\(fromDay) AS BIGINT) AS day, kind, currency, SUM(value) AS value FROM metric_daily
             WHERE environment = \(environment) AND day < \(fromDay) AND kind IN (\(list: stocks)) GROUP BY kind, currency
-            """)
-        let days = try session.query(
+            """, as: DailyRow.self)
+        let days = try session.rows(
             """
             SELECT day, kind, currency, value FROM metric_daily
             WHERE environment = \(environment) AND day >= \(fromDay) AND day <= \(toDay) AND value <> 0 ORDER BY day, kind, currency
-            """)
+            """, as: DailyRow.self)
         var rollup = MetricRollup()
         rollup.unlinkedActive = try session.value(
             """
             SELECT COUNT(*) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
             WHERE c.app_user_id LIKE \(UnlinkedSubscription.prefix + "%") AND s.environment = \(environment) AND s.status IN ('active', 'gracePeriod')
             """, as: Int64.self) ?? 0
-        for row in base where try row.int(2) != 0 {
-            guard let kind = MetricKind(rawValue: try row.text(0)) else { continue }
-            rollup.opening.append(MetricDelta(environment: Environment(rawValue: environment), day: fromDay, kind: kind,
-                                              currency: try row.text(1), value: try row.int(2)))
+        for row in base where row.value != 0 {
+            guard let kind = MetricKind(rawValue: row.kind) else { continue }
+            rollup.opening.append(MetricDelta(environment: Environment(rawValue: environment), day: row.day, kind: kind,
+                                              currency: row.currency, value: row.value))
         }
         for row in days {
-            guard let kind = MetricKind(rawValue: try row.text(1)) else { continue }
-            rollup.days.append(MetricDelta(environment: Environment(rawValue: environment), day: try row.int(0), kind: kind,
-                                           currency: try row.text(2), value: try row.int(3)))
+            guard let kind = MetricKind(rawValue: row.kind) else { continue }
+            rollup.days.append(MetricDelta(environment: Environment(rawValue: environment), day: row.day, kind: kind,
+                                           currency: row.currency, value: row.value))
         }
         return rollup
     }
+}
+
+/// One `metric_daily` row, or a series' sum before a window (dated its first day).
+private struct DailyRow: Decodable {
+    var day: Int64
+    var kind: String
+    var currency: String
+    var value: Int64
 }
 
 /// One daily row's key, in storage's words.

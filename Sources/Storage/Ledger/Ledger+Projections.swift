@@ -29,8 +29,8 @@ extension Ledger {
         """
     }
 
-    /// A customer's facts without their signed text, in the columns of the ledger's layout.
-    func factsWithoutJWS(of id: Int64) -> SQLQuery { Self.facts(of: id, jws: false, compressed: layout == .compressed) }
+    /// A customer's facts without their signed text.
+    func factsWithoutJWS(of id: Int64) -> SQLQuery { Self.facts(of: id, jws: false) }
 
     /// A customer's facts: those of every subscription linked to any of its ids, plus those without
     /// a subscription that carry any of its ids' tokens, each decoded by `projector` (nil when it does not decode).
@@ -113,7 +113,7 @@ extension Ledger {
         let results = try session.pipeline([
             isPostgres ? Self.customerForUpdate(id: customerID) : Self.customer(id: customerID),
             factsWithoutJWS(of: customerID),
-            Self.state(customerID: customerID, answers: storesAnswers),
+            Self.state(customerID: customerID),
             Self.group(customerID),
         ])
         guard var customer = try results[0].first.map(Self.decodeCustomer) else {
@@ -139,7 +139,7 @@ extension Ledger {
         try write(projection, for: customer, now: now, previous: stored?.failure == nil ? stored?.projection : nil)
         noteProjection(stored?.projection, projection)
         try updateMetrics(customerID: customer.id, facts: facts, ids: try results[1].map { try $0.int(0) }, projector: projector)
-        if let cause, holdsEvents, let hold = projector.eventHold {
+        if let cause, let hold = projector.eventHold {
             try holdEvents(customerID: customer.id, earliestSignedDate: cause.earliestSignedDate, hold: hold, now: now)
         } else if cause != nil || releasing != nil {
             let origins = try results[1].map {
@@ -204,29 +204,25 @@ extension Ledger {
                     auto_renew = excluded.auto_renew, environment = excluded.environment
                 """ as SQLQuery))
         }
-        let keptAnswer: SQLQuery =
-            storesAnswers ? ", answer = CASE WHEN customer_states.state = excluded.state THEN customer_states.answer ELSE NULL END" : ""
         statements.append((
             """
             INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
                                          computed_at, projection_error)
             VALUES (\(customer.appUserId), \(customer.id), \(customer.appAccountToken), \(customer.createdAt), \(String(decoding: projection.state, as: UTF8.self)), \(RowCodec.encode(projection)), \(now), NULL)
             ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, projection_rows = excluded.projection_rows,
-                computed_at = excluded.computed_at, projection_error = NULL\(keptAnswer)
+                computed_at = excluded.computed_at, projection_error = NULL,
+                answer = CASE WHEN customer_states.state = excluded.state THEN customer_states.answer ELSE NULL END
             """ as SQLQuery))
         _ = try session.pipeline(statements)
     }
 
-    /// `answers`: the schema has the `answer` column (else it reads as NULL).
-    static func stateColumns(answers: Bool) -> SQLQuery {
-        let answer: SQLQuery = answers ? "answer" : "NULL AS answer"
-        return "customer_id AS id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error, \(answer)"
+    static let stateColumns: SQLQuery =
+        "customer_id AS id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error, answer"
+    static func state(appUserId: String) -> SQLQuery {
+        "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = \(appUserId)"
     }
-    static func state(appUserId: String, answers: Bool) -> SQLQuery {
-        "SELECT \(stateColumns(answers: answers)) FROM customer_states WHERE app_user_id = \(appUserId)"
-    }
-    static func state(customerID: Int64, answers: Bool) -> SQLQuery {
-        "SELECT \(stateColumns(answers: answers)) FROM customer_states WHERE customer_id = \(customerID)"
+    static func state(customerID: Int64) -> SQLQuery {
+        "SELECT \(stateColumns) FROM customer_states WHERE customer_id = \(customerID)"
     }
 
     /// A stored state's columns besides its customer's (``stateColumns``).
@@ -255,21 +251,20 @@ extension Ledger {
 
     /// The hot read: one primary-key lookup of one row.
     func projection(appUserId: String) throws -> StoredProjection? {
-        try session.query(Self.state(appUserId: appUserId, answers: storesAnswers)).first.map(Self.decodeState)
+        try session.query(Self.state(appUserId: appUserId)).first.map(Self.decodeState)
     }
 
-    static func answer(appUserId: String, answers: Bool) -> SQLQuery {
-        let answer: SQLQuery = answers ? "answer" : "NULL AS answer"
-        return """
-            SELECT customer_id AS id, app_user_id, app_account_token, created_at, \(answer), computed_at, projection_error
-            FROM customer_states WHERE app_user_id = \(appUserId)
-            """
+    static func answer(appUserId: String) -> SQLQuery {
+        """
+        SELECT customer_id AS id, app_user_id, app_account_token, created_at, answer, computed_at, projection_error
+        FROM customer_states WHERE app_user_id = \(appUserId)
+        """
     }
 
     /// The hot read: the stored answer alone (neither the state nor the rows: a served answer
     /// needs neither).
     func state(appUserId: String) throws -> StoredState? {
-        try session.query(Self.answer(appUserId: appUserId, answers: storesAnswers)).first.map { row in
+        try session.query(Self.answer(appUserId: appUserId)).first.map { row in
             let columns = try row.decode(AnswerColumns.self)
             return StoredState(
                 customer: try Self.decodeCustomer(row), answer: columns.answer.map { Array($0.utf8) }, computedAt: columns.computedAt,
@@ -280,7 +275,6 @@ extension Ledger {
     /// Stores the reader's answer for the customer's state `document`; false (nothing written) when
     /// the stored state is no longer that one (a write came between) or the projection failed.
     func storeAnswer(_ answer: [UInt8], appUserId: String, document: [UInt8]) throws -> Bool {
-        guard storesAnswers else { return false }
         let rows = try session.query(
             """
             UPDATE customer_states SET answer = \(String(decoding: answer, as: UTF8.self))
@@ -291,7 +285,7 @@ extension Ledger {
     }
 
     func storedState(customerID: Int64) throws -> StoredProjection? {
-        try session.query(Self.state(customerID: customerID, answers: storesAnswers)).first.map(Self.decodeState)
+        try session.query(Self.state(customerID: customerID)).first.map(Self.decodeState)
     }
 
     /// The projection as the indexed row tables hold it (what `subscription` reads).

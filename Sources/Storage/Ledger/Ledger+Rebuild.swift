@@ -9,14 +9,13 @@ extension Ledger {
     func markFailed(_ customer: CustomerRecord, failure: ProjectionFailure, kept: CustomerProjection?, now: Int64) throws {
         var rows = kept ?? CustomerProjection()
         rows.state = []
-        let droppedAnswer: SQLQuery = storesAnswers ? ", answer = NULL" : ""
         try session.query(
             """
             INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
                                          computed_at, projection_error)
             VALUES (\(customer.appUserId), \(customer.id), \(customer.appAccountToken), \(customer.createdAt), '', \(RowCodec.encode(rows)), \(now), \(failure.reason))
             ON CONFLICT (app_user_id) DO UPDATE SET state = excluded.state, computed_at = excluded.computed_at,
-                projection_error = excluded.projection_error\(droppedAnswer)
+                projection_error = excluded.projection_error, answer = NULL
             """)
     }
 

@@ -10,25 +10,28 @@ extension Ledger {
         var ids: [String: Int64] = [:]
         for header in headers {
             let digest = header.digest
-            if let row = try session.query("SELECT id FROM jws_headers WHERE sha256 = \(digest)").first {
-                ids[digest] = try row.int(0)
+            let select: SQLQuery = "SELECT id FROM jws_headers WHERE sha256 = \(digest)"
+            if let id = try session.value(select, as: Int64.self) {
+                ids[digest] = id
                 continue
             }
-            let inserted = try session.query(
-                "INSERT INTO jws_headers (sha256, header) VALUES (\(digest), \(String(decoding: header.text, as: UTF8.self))) ON CONFLICT (sha256) DO NOTHING RETURNING id")
-            let again = inserted.isEmpty ? try session.query("SELECT id FROM jws_headers WHERE sha256 = \(digest)") : inserted
-            guard let row = again.first else { throw StorageError(.internal, "JWS header could not be stored") }
-            ids[digest] = try row.int(0)
+            let inserted = try session.value(
+                "INSERT INTO jws_headers (sha256, header) VALUES (\(digest), \(String(decoding: header.text, as: UTF8.self))) ON CONFLICT (sha256) DO NOTHING RETURNING id",
+                as: Int64.self)
+            guard let id = try inserted ?? session.value(select, as: Int64.self) else {
+                throw StorageError(.internal, "JWS header could not be stored")
+            }
+            ids[digest] = id
         }
         return ids
     }
 
     /// A notification's body as received (nil: no such row): the one reconstruction, as for facts.
     func notificationBody(id: Int64, reader: SignedTextReader) throws -> [UInt8]? {
-        guard let row = try session.query("SELECT body, body_packed FROM notifications WHERE id = \(id)").first else {
+        guard let row = try session.row("SELECT body, body_packed FROM notifications WHERE id = \(id)", as: StoredBody.self) else {
             return nil
         }
-        return try reader.text(raw: try row.blob(0), packed: try row.optionalBlob(1))
+        return try reader.text(raw: row.body, packed: row.bodyPacked)
     }
 
     /// Facts after `afterID` (up to `limit`), each with its signed text rebuilt.
@@ -39,11 +42,11 @@ extension Ledger {
             SELECT id, kind, bundle_id, signed_date, environment, jws, signed_packed, payload, payload_packed FROM facts
             WHERE id > \(afterID) ORDER BY id LIMIT \(Int64(limit))
             """).map { row in
-            let text = try reader.text(
-                raw: Array(try row.text(5).utf8), packed: try row.optionalBlob(6), context: try FactPayload.bytes(row))
+            let fact = try row.decode(SignedFactColumns.self)
+            let text = try row.decode(StoredSignedText.self).text(reader)
             return SignedFactText(
-                id: try row.int(0), kind: try row.text(1), bundleId: try row.optionalText(2), signedDate: try row.optionalInt(3),
-                environment: try row.optionalText(4), text: String(decoding: text, as: UTF8.self))
+                id: fact.id, kind: fact.kind, bundleId: fact.bundleId, signedDate: fact.signedDate, environment: fact.environment,
+                text: String(decoding: text, as: UTF8.self))
         }
     }
 
@@ -55,10 +58,10 @@ extension Ledger {
     /// and the cursor.
     func repackBatch(_ phase: RepackPhase, limit: Int, fault: RepackFault?) throws -> (rows: Int, cursor: Int64) {
         let lock: SQLQuery = isPostgres ? " FOR UPDATE" : ""
-        guard let state = try session.query("SELECT after_id, done FROM repack_progress WHERE phase = \(phase.rawValue)\(lock)").first,
-            try state.int(1) == 0
+        guard let state = try session.row("SELECT after_id, done FROM repack_progress WHERE phase = \(phase.rawValue)\(lock)", as: RepackState.self),
+            !state.done
         else { return (0, 0) }
-        let after = try state.int(0)
+        let after = state.afterId
         let reader = SignedTextReader(session: session)
         let (count, last) =
             switch phase {
@@ -89,22 +92,23 @@ extension Ledger {
             "SELECT kind, jws, signed_packed, payload, payload_packed FROM facts WHERE notification_id = \(id)")
         return SignedSiblings(
             try rows.map { row in
-                let raw = try reader.text(
-                    raw: Array(try row.text(1).utf8), packed: try row.optionalBlob(2), context: try FactPayload.bytes(row))
-                let text = String(decoding: raw, as: UTF8.self)
-                return (try row.text(0), text, FactDigest.hex(text))
+                let text = String(decoding: try row.decode(StoredSignedText.self).text(reader), as: UTF8.self)
+                return (try row.decode(FactKind.self).kind, text, FactDigest.hex(text))
             })
     }
 
     private func repackFacts(after: Int64, limit: Int, reader: SignedTextReader) throws -> (Int, Int64?) {
-        let rows = try session.query(
-            "SELECT id, notification_id, jws, CASE WHEN signed_packed IS NULL THEN 1 ELSE 0 END FROM facts WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))")
+        let rows = try session.rows(
+            """
+            SELECT id, notification_id, jws, CASE WHEN signed_packed IS NULL THEN 1 ELSE 0 END AS pending FROM facts
+            WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))
+            """, as: UnpackedFact.self)
         var siblingsByNotification: [Int64: SignedSiblings] = [:]
-        for row in rows where try row.bool(3) {
-            let text = Array(try row.text(2).utf8)
+        for row in rows where row.pending {
+            let text = Array(row.jws.utf8)
             guard SignedTextPacker.split(text) != nil else { continue }
             var siblings = SignedSiblings()
-            if let notification = try row.optionalInt(1) {
+            if let notification = row.notificationId {
                 if siblingsByNotification[notification] == nil {
                     siblingsByNotification[notification] = try self.siblings(ofNotification: notification, reader: reader)
                 }
@@ -118,20 +122,19 @@ extension Ledger {
             // Only what gives the same bytes back replaces the text.
             guard try reader.unpack(packed, context: [], depth: 0) == text else { continue }
             try session.query(
-                "UPDATE facts SET jws = '', signed_packed = \(packed) WHERE id = \(try row.int(0)) AND signed_packed IS NULL")
+                "UPDATE facts SET jws = '', signed_packed = \(packed) WHERE id = \(row.id) AND signed_packed IS NULL")
         }
-        return (rows.count, try rows.last?.int(0))
+        return (rows.count, rows.last?.id)
     }
 
     private func repackBodies(after: Int64, limit: Int, reader: SignedTextReader) throws -> (Int, Int64?) {
-        let rows = try session.query(
+        let rows = try session.rows(
             """
-            SELECT id, body, CASE WHEN outcome = 'accepted' AND body_packed IS NULL THEN 1 ELSE 0 END FROM notifications
+            SELECT id, body, CASE WHEN outcome = 'accepted' AND body_packed IS NULL THEN 1 ELSE 0 END AS pending FROM notifications
             WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))
-            """)
-        for row in rows where try row.bool(2) {
-            let id = try row.int(0)
-            let body = try row.blob(1)
+            """, as: UnpackedBody.self)
+        for row in rows where row.pending {
+            let (id, body) = (row.id, row.body)
             let siblings = try siblings(ofNotification: id, reader: reader)
             guard !siblings.entries.isEmpty else { continue }
             let parts = SignedTextPacker.referencing(body, siblings: siblings)
@@ -141,7 +144,7 @@ extension Ledger {
             try session.query(
                 "UPDATE notifications SET body = \([]), body_packed = \(packed) WHERE id = \(id) AND body_packed IS NULL")
         }
-        return (rows.count, try rows.last?.int(0))
+        return (rows.count, rows.last?.id)
     }
 
     /// One batch of the version-16 rewrite: each fact's JSON compressed into `payload_packed`,
@@ -150,16 +153,16 @@ extension Ledger {
     /// decompresses to itself, the new signed form decodes to the very same parts (so it rebuilds
     /// the same bytes).
     private func compressFacts(after: Int64, limit: Int) throws -> (Int, Int64?) {
-        let rows = try session.query(
+        let rows = try session.rows(
             """
-            SELECT id, payload, signed_packed, CASE WHEN payload_packed IS NULL THEN 1 ELSE 0 END FROM facts
+            SELECT id, payload, signed_packed, CASE WHEN payload_packed IS NULL THEN 1 ELSE 0 END AS pending FROM facts
             WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))
-            """)
-        for row in rows where try row.bool(3) {
-            let json = Array(try row.text(1).utf8)
+            """, as: UncompressedFact.self)
+        for row in rows where row.pending {
+            let json = Array(row.payload.utf8)
             let payload = try CompressedText.encode(json)
             guard try CompressedText.decode(payload[...]) == json else { throw StorageError(.internal, "compressed JSON does not read back") }
-            var signed = try row.optionalBlob(2)
+            var signed = row.signedPacked
             if let packed = signed, packed.first == SignedTextFormat.inline {
                 let parts = try SignedTextFormat.decode(packed, context: [])
                 let rewritten = SignedTextFormat.encode(parts, literals: try SignedTextFormat.compressedLiterals(parts, context: json))
@@ -169,9 +172,9 @@ extension Ledger {
                 signed = rewritten
             }
             try session.query(
-                "UPDATE facts SET payload = '', payload_packed = \(payload), signed_packed = \(signed) WHERE id = \(try row.int(0)) AND payload_packed IS NULL")
+                "UPDATE facts SET payload = '', payload_packed = \(payload), signed_packed = \(signed) WHERE id = \(row.id) AND payload_packed IS NULL")
         }
-        return (rows.count, try rows.last?.int(0))
+        return (rows.count, rows.last?.id)
     }
 
     /// The highest row id of a phase's table (progress reports).
@@ -183,6 +186,71 @@ extension Ledger {
 /// Tests only: called at the end of each repack batch, before it commits, with the phase and the
 /// cursor it reached; throwing rolls the batch back (a process killed there).
 typealias RepackFault = @Sendable (_ phase: String, _ cursor: Int64) throws -> Void
+
+/// A fact's signed text as stored (`jws`, `signed_packed`) with its JSON (`payload`,
+/// `payload_packed`), which a packed text's literals were deflated with.
+struct StoredSignedText: Decodable {
+    var jws: String
+    var signedPacked: [UInt8]?
+    var payload: String
+    var payloadPacked: [UInt8]?
+
+    /// The JSON its packed form is read with.
+    var context: [UInt8] { get throws { try FactPayload.bytes(payload: payload, packed: payloadPacked) } }
+
+    /// The text as received.
+    func text(_ reader: SignedTextReader) throws -> [UInt8] {
+        try reader.text(raw: Array(jws.utf8), packed: signedPacked, context: try context)
+    }
+}
+
+/// A notification's body as stored: as received (`body`), or packed (`body_packed`, then `body` empty).
+private struct StoredBody: Decodable {
+    var body: [UInt8]
+    var bodyPacked: [UInt8]?
+}
+
+/// The columns of a fact that ``SignedFactText`` names besides its text.
+private struct SignedFactColumns: Decodable {
+    var id: Int64
+    var kind: String
+    var bundleId: String?
+    var signedDate: Int64?
+    var environment: String?
+}
+
+private struct FactKind: Decodable {
+    var kind: String
+}
+
+/// A rewrite's cursor (`repack_progress`).
+private struct RepackState: Decodable {
+    var afterId: Int64
+    var done: Bool
+}
+
+/// A fact the version-14 rewrite looks at; `pending`: not packed yet.
+private struct UnpackedFact: Decodable {
+    var id: Int64
+    var notificationId: Int64?
+    var jws: String
+    var pending: Bool
+}
+
+/// A message the version-14 rewrite looks at; `pending`: accepted and not packed yet.
+private struct UnpackedBody: Decodable {
+    var id: Int64
+    var body: [UInt8]
+    var pending: Bool
+}
+
+/// A fact the version-16 rewrite looks at; `pending`: its JSON not compressed yet.
+private struct UncompressedFact: Decodable {
+    var id: Int64
+    var payload: String
+    var signedPacked: [UInt8]?
+    var pending: Bool
+}
 
 /// A stored fact with its signed text rebuilt (``SignedLedger/signedFacts(after:limit:)``).
 public struct SignedFactText: Sendable, Hashable {

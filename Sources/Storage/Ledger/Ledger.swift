@@ -23,17 +23,6 @@ struct Ledger {
     let fault: FaultInjector?
     /// Collects the transaction's projection changes for a ``LedgerObserver`` (nil: none asked).
     var tally: TallyBuffer? = nil
-    /// Tests only: write as an older schema version did.
-    var layout = LedgerLayout.compressed
-    /// Whether the ingest counters exist (schema version 19; not in a store a test opened at an
-    /// older version).
-    var countsIngest = true
-    /// Whether the schema has `event_holds` (``EventHold/schemaVersion``); without, events are
-    /// derived at the commit whatever the projector's ``Projector/eventHold``.
-    var holdsEvents = true
-    /// Whether `customer_states` has the `answer` column (``Schema/answersVersion``); without, no
-    /// answer is stored or read.
-    var storesAnswers = true
 
     var isPostgres: Bool { session.dialect == .postgres }
 
@@ -88,7 +77,7 @@ struct Ledger {
         // (see `SignedPart`); a reference needs no header id.
         let body: [UInt8] = packed.body == nil ? message.body : []
         let bodyPacked = try packed.body.map { try SignedTextPacker.encode($0, headerIDs: [:], literals: nil) }
-        let insert = Self.insertNotification(message, body: body, bodyPacked: bodyPacked, layout: layout)
+        let insert = Self.insertNotification(message, body: body, bodyPacked: bodyPacked)
         if message.notificationUUID != nil {
             guard let id = try session.value(insert, as: Int64.self) else { return IngestResult(status: .duplicate) }
             notificationID = id
@@ -125,9 +114,9 @@ struct Ledger {
                     try Self.factValues(
                         row, notificationID: notificationID, signed: signed == nil ? row.signed : "", signedPacked: signed,
                         appAccountToken: row.appAccountToken.map(Self.normalizeToken), environment: row.fact.environment.rawValue,
-                        bundleId: message.bundleId, receivedAt: now, layout: layout))
+                        bundleId: message.bundleId, receivedAt: now))
             }
-            inserted = try session.query(Self.insertFacts(tuples, layout: layout)).count
+            inserted = try session.query(Self.insertFacts(tuples)).count
             replayed = rows.count - inserted
             // A message without a UUID (a client post) whose facts are all replays says nothing
             // new: its row would only grow the ledger with every repost of the same transaction.
@@ -172,8 +161,8 @@ struct Ledger {
                 (
                     """
                     SELECT (SELECT \(Self.rootOf("c")) FROM links l JOIN customers c ON c.id = l.customer_id
-                            WHERE l.original_transaction_id = \(otid)),
-                           (SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = \(tokenForOTID[otid]))
+                            WHERE l.original_transaction_id = \(otid)) AS owner,
+                           (SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = \(tokenForOTID[otid])) AS token_owner
                     """ as SQLQuery))
         }
         for token in sortedTokens {
@@ -187,9 +176,9 @@ struct Ledger {
         // then derived from the earliest of them.
         var linkedNow = links.compactMap { if case .linked = $0.outcome { $0.originalTransactionId } else { nil } }
         for otid in sortedOTIDs {
-            let row = results.removeFirst()[0]
-            let tokenOwner = try row.optionalInt(1)
-            if let owner = try row.optionalInt(0) {
+            let row = try results.removeFirst()[0].decode(SubscriptionOwners.self)
+            let tokenOwner = row.tokenOwner
+            if let owner = row.owner {
                 affected.insert(owner)
                 // A token that names a customer claims the subscription from its placeholder.
                 if let tokenOwner, tokenOwner != owner, try customer(id: owner)?.isUnlinked == true {
@@ -214,10 +203,12 @@ struct Ledger {
                 linkedNow.map {
                     ("SELECT MIN(COALESCE(signed_date, 0)) FROM facts WHERE original_transaction_id = \($0)" as SQLQuery)
                 })
-            for result in earliest { if let date = try result.first?.optionalInt(0) { earliestSignedDate = min(earliestSignedDate, date) } }
+            for result in earliest {
+                if let date = try result.first?.single(Int64?.self) { earliestSignedDate = min(earliestSignedDate, date) }
+            }
         }
         for _ in sortedTokens {
-            if let id = try results.removeFirst().first?.int(0) { affected.insert(id) }
+            if let id = try results.removeFirst().first?.single(Int64.self) { affected.insert(id) }
         }
         try inject(.afterLinks)
 
@@ -239,7 +230,7 @@ struct Ledger {
             if let failure { failures.append(failure) }
         }
         try emitMessageEvents(message, links: links, otids: sortedOTIDs, cause: cause, now: now)
-        if storedNotification && countsIngest { countAccepted(message, id: notificationID, rows: rows) }
+        if storedNotification { countAccepted(message, id: notificationID, rows: rows) }
         try inject(.afterProjections)
         return IngestResult(
             status: .accepted, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
@@ -250,20 +241,20 @@ struct Ledger {
     /// SHA-256 and size of the whole body: enough to audit it, while forged bodies cannot fill the
     /// disk. `body_sha256` and `body_size` are set on rejected rows only.
     func recordRejected(_ message: ReceivedMessage, code: String) throws -> Int64 {
-        let rows = try session.query(
+        let inserted = try session.value(
             """
             INSERT INTO notifications (notification_uuid, claimed_uuid, source, received_at, outcome, reject_code,
                                        notification_type, subtype, body, body_sha256, body_size)
             VALUES (NULL, \(message.notificationUUID.map { String($0.prefix(256)) }), \(message.source.rawValue), \(message.receivedAt), 'rejected', \(String(code.prefix(64))), \(message.notificationType.map { String($0.prefix(64)) }), \(message.subtype.map { String($0.prefix(64)) }), \(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))), \(Hex.encode(SHA256.hash(message.body))), \(Int64(message.body.count))) RETURNING id
-            """)
-        let id = try rows[0].int(0)
-        if countsIngest { countRejected(message, id: id, code: code) }
+            """, as: Int64.self)
+        guard let id = inserted else { throw StorageError(.internal, "the rejected message was not stored") }
+        countRejected(message, id: id, code: code)
         return id
     }
 
     /// Deletes up to `limit` rejected messages received before `cutoff`; returns how many.
     func purgeRejected(receivedBefore cutoff: Int64, limit: Int) throws -> Int {
-        if countsIngest { try purgeIngestCounts(before: cutoff) }
+        try purgeIngestCounts(before: cutoff)
         return try session.query(
             """
             DELETE FROM notifications WHERE id IN (
@@ -282,50 +273,46 @@ struct Ledger {
         "SELECT \(customerColumns), merged_into FROM customers WHERE id = \(id) FOR NO KEY UPDATE"
     }
 
-    /// The notification insert; with a UUID a repeat inserts nothing (a duplicate). Before schema
-    /// version 14 (tests of the migration, the older layout's benchmark) without `body_packed`.
-    static func insertNotification(_ message: ReceivedMessage, body: [UInt8], bodyPacked: [UInt8]?, layout: LedgerLayout) -> SQLQuery {
-        let packed: SQLQuery = layout == .unpacked ? "" : ", body_packed"
-        let packedValue: SQLQuery = layout == .unpacked ? "" : ", \(bodyPacked)"
+    /// The notification insert; with a UUID a repeat inserts nothing (a duplicate).
+    static func insertNotification(_ message: ReceivedMessage, body: [UInt8], bodyPacked: [UInt8]?) -> SQLQuery {
         let unique: SQLQuery = message.notificationUUID == nil ? "" : " ON CONFLICT (notification_uuid) DO NOTHING"
         return """
-            INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body\(packed))
+            INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body, body_packed)
             VALUES (\(message.notificationUUID), \(message.source.rawValue), \(message.receivedAt), 'accepted', \(message.notificationType),
-                \(message.subtype), \(body)\(packedValue))\(unique) RETURNING id
+                \(message.subtype), \(body), \(bodyPacked))\(unique) RETURNING id
             """
     }
 
-    /// One fact's values for ``insertFacts(_:layout:)``, in its columns' order.
+    /// One fact's values for ``insertFacts(_:)``, in its columns' order.
     static func factValues(
         _ row: FactRow, notificationID: Int64?, signed: String, signedPacked: [UInt8]?, appAccountToken: String?,
-        environment: String, bundleId: String?, receivedAt: Int64, layout: LedgerLayout
+        environment: String, bundleId: String?, receivedAt: Int64
     ) throws -> SQLQuery {
-        var values: SQLQuery = "\(notificationID), \(row.kind), \(row.digest), \(signed)"
-        if layout != .unpacked { values = values + ", \(signedPacked)" }
-        if layout == .compressed {
-            values = values + ", '', \(try row.payloadPacked ?? FactPayload.encode(row.payload))"
-        } else {
-            values = values + ", \(row.payload)"
-        }
-        return values + """
-            , \(row.transactionId), \(row.originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(row.signedDate),
+        """
+            \(notificationID), \(row.kind), \(row.digest), \(signed), \(signedPacked), '', \(try row.payloadPacked ?? FactPayload.encode(row.payload)),
+            \(row.transactionId), \(row.originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(row.signedDate),
             \(receivedAt)
             """
     }
 
-    /// A multi-row fact insert (one round trip for a notification's facts) of ``factValues(_:notificationID:signed:signedPacked:appAccountToken:environment:bundleId:receivedAt:layout:)``;
+    /// A multi-row fact insert (one round trip for a notification's facts) of ``factValues(_:notificationID:signed:signedPacked:appAccountToken:environment:bundleId:receivedAt:)``;
     /// returns the ids of the facts that were new.
-    static func insertFacts(_ facts: [SQLQuery], layout: LedgerLayout = .compressed) -> SQLQuery {
-        let packed: SQLQuery = layout == .unpacked ? "" : " signed_packed,"
-        let compressed: SQLQuery = layout == .compressed ? " payload_packed," : ""
+    static func insertFacts(_ facts: [SQLQuery]) -> SQLQuery {
         let rows = SQLQuery.joined(facts.map { "(\($0))" }, separator: ", ")
         return """
-            INSERT INTO facts (notification_id, kind, jws_sha256, jws,\(packed) payload,\(compressed)
+            INSERT INTO facts (notification_id, kind, jws_sha256, jws, signed_packed, payload, payload_packed,
                                transaction_id, original_transaction_id,
                                app_account_token, environment, bundle_id, signed_date, received_at)
             VALUES \(rows)
             ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id
             """
+    }
+
+    /// Who holds a subscription (its link's customer) and who its facts' token names, each
+    /// resolved to the merged customer; nil: nobody.
+    struct SubscriptionOwners: Decodable {
+        var owner: Int64?
+        var tokenOwner: Int64?
     }
 
     /// A customer's columns (``customerColumns``; a customer's row id is named `id`).
@@ -482,7 +469,7 @@ struct Ledger {
             WHERE l.customer_id = \(customer.id)
             """, as: Int64?.self) ?? nil
         for id in affected.sorted() {
-            if let earliest, holdsEvents, let hold = projector.eventHold {
+            if let earliest, let hold = projector.eventHold {
                 try recompute(customerID: id, projector: projector, now: now)
                 try holdEvents(customerID: id, earliestSignedDate: earliest, hold: hold, now: now)
             } else {

@@ -1,21 +1,3 @@
-/// What the ledger writes: the latest layout, or (tests, `bench store --older-layout`) the one an
-/// older schema version wrote.
-enum LedgerLayout: Sendable, Equatable {
-    /// Before version 14: signed text as received.
-    case unpacked
-    /// Versions 14 and 15: signed text packed (``SignedTextFormat`` format 1), fact JSON as text.
-    case packed
-    /// Version 16 on: the JSON compressed (format 2, `facts.payload_packed`).
-    case compressed
-
-    /// The layout of a store migrated up to `migrationLimit` (nil: the latest).
-    init(migrationLimit: Int?) {
-        let version = migrationLimit ?? Schema.latestVersion
-        self =
-            version < Schema.packedSignedTextVersion ? .unpacked : version < Schema.compressedJSONVersion ? .packed : .compressed
-    }
-}
-
 extension Schema {
     /// The version from which stored JSON is compressed (``CompressedText``).
     static let compressedJSONVersion = 16

@@ -15,22 +15,25 @@ extension Schema {
         let decoder = JSONDecoder()
         var after: Int64 = 0
         while true {
-            let rows = try session.query(
-                "SELECT id, kind, payload, jws_sha256 FROM facts WHERE id > \(after) AND kind IN (\(list: unsignedFactKinds.sorted())) ORDER BY id LIMIT 500")
+            let rows = try session.rows(
+                """
+                SELECT id, kind, payload AS text, jws_sha256 AS key FROM facts
+                WHERE id > \(after) AND kind IN (\(list: unsignedFactKinds.sorted())) ORDER BY id LIMIT 500
+                """, as: KeyedFact.self)
             guard !rows.isEmpty else { return }
             var updates: [SQLQuery] = []
             for row in rows {
-                after = try row.int(0)
-                guard let fact = try? decoder.decode(Fact.self, from: Data(try row.text(2).utf8)),
+                after = row.id
+                guard let fact = try? decoder.decode(Fact.self, from: Data(row.text.utf8)),
                     let identity = fact.identity
                 else { continue }
                 let key = FactDigest.hex(identity)
-                guard key != (try row.text(3)) else { continue }
+                guard key != row.key else { continue }
                 updates.append(
                     (
                         """
                         UPDATE facts SET jws_sha256 = \(key), jws = \(identity)
-                        WHERE id = \(after) AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = \(try row.text(1)) AND jws_sha256 = \(key))
+                        WHERE id = \(after) AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = \(row.kind) AND jws_sha256 = \(key))
                         """ as SQLQuery))
             }
             if !updates.isEmpty { _ = try session.pipeline(updates) }

@@ -453,14 +453,8 @@ enum Schema {
                 """),
     ]
 
-    /// The version from which `customer_states` keeps the reader's answer apart from the state.
-    static let answersVersion = 26
-
     /// The version from which signed text is stored packed (`SignedPart`).
     static let packedSignedTextVersion = 14
-
-    /// The last version before it: the older layout (tests and `bench store --older-layout`).
-    static var unpackedVersion: Int { migrations.last { $0.version < packedSignedTextVersion }?.version ?? 0 }
 
     static var latestVersion: Int { migrations.last?.version ?? 0 }
 
@@ -471,25 +465,34 @@ enum Schema {
     static func rekeyFacts(_ session: any SQLSession) throws {
         var after: Int64 = 0
         while true {
-            let rows = try session.query(
-                "SELECT id, kind, jws, jws_sha256 FROM facts WHERE id > \(after) ORDER BY id LIMIT 500")
+            let rows = try session.rows(
+                "SELECT id, kind, jws AS text, jws_sha256 AS key FROM facts WHERE id > \(after) ORDER BY id LIMIT 500", as: KeyedFact.self)
             guard !rows.isEmpty else { return }
             // One round trip per chunk; the statements run in order, so a twin later in the chunk
             // sees the key an earlier row just took.
             var updates: [SQLQuery] = []
             for row in rows {
-                after = try row.int(0)
-                let key = FactDigest.hex(try row.text(2))
-                guard key != (try row.text(3)) else { continue }
+                after = row.id
+                let key = FactDigest.hex(row.text)
+                guard key != row.key else { continue }
                 updates.append(
                     (
                         """
                         UPDATE facts SET jws_sha256 = \(key)
-                        WHERE id = \(after) AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = \(try row.text(1)) AND jws_sha256 = \(key))
+                        WHERE id = \(after) AND NOT EXISTS (SELECT 1 FROM facts WHERE kind = \(row.kind) AND jws_sha256 = \(key))
                         """ as SQLQuery))
             }
             if !updates.isEmpty { _ = try session.pipeline(updates) }
         }
+    }
+
+    /// A fact as the rekeying migrations read it: its kind, the text its key is computed from
+    /// (`jws`, or `payload` for version 6) and its stored key.
+    struct KeyedFact: Decodable {
+        var id: Int64
+        var kind: String
+        var text: String
+        var key: String
     }
 
     static func render(_ sql: String, for dialect: SQLDialect) -> String {
@@ -517,13 +520,12 @@ enum Schema {
 
     /// The highest applied version (0 for an empty database). Assumes the table exists.
     static func currentVersion(_ session: any SQLSession) throws -> Int {
-        let rows = try session.query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
-        return Int(try rows.first?.int(0) ?? 0)
+        Int(try session.value("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", as: Int64.self) ?? 0)
     }
 
     /// Applies every pending migration. The caller holds a write transaction (and, on PostgreSQL,
     /// a lock that serializes concurrent migrators).
-    static func migrate(_ session: any SQLSession, appliedAt: String, upTo limit: Int? = nil) throws -> MigrationReport {
+    static func migrate(_ session: any SQLSession, appliedAt: String) throws -> MigrationReport {
         try session.execute(createMigrationsTable)
         let current = try currentVersion(session)
         guard current <= latestVersion else {
@@ -533,9 +535,9 @@ enum Schema {
         // Every version not recorded yet, not only those above the highest: versions are numbered
         // as the work that needs them is planned, so one may land after a higher one (17 after 19),
         // and a database the higher one already migrated still needs it.
-        let recorded = Set(try session.query("SELECT version FROM schema_migrations").map { Int(try $0.int(0)) })
+        let recorded = Set(try session.values("SELECT version FROM schema_migrations", as: Int.self))
         var applied: [Int] = []
-        for migration in migrations where !recorded.contains(migration.version) && migration.version <= (limit ?? latestVersion) {
+        for migration in migrations where !recorded.contains(migration.version) {
             if migration.only == nil || migration.only == session.dialect {
                 if !migration.sql.isEmpty { try session.execute(render(migration.sql, for: session.dialect)) }
                 try migration.step?(session)

@@ -10,8 +10,6 @@ protocol SessionBackedStore: LedgerStore {
     var ledgerObserver: (any LedgerObserver)? { get }
     /// The options it was opened with.
     var configuration: StoreConfiguration { get }
-    /// What the ledger writes: the latest layout, or (tests, `bench store --older-layout`) an older one.
-    var layout: LedgerLayout { get }
     /// Customers recomputed per transaction by `rebuild`.
     var rebuildChunk: Int { get }
     /// Runs `body` in a write transaction (committed when it returns).
@@ -31,39 +29,22 @@ extension SessionBackedStore {
 }
 
 extension SessionBackedStore {
-    /// Whether the schema has the ingest counters (a store opened at an older version for a test has not).
-    var countsIngest: Bool { (configuration.migrationLimit ?? .max) >= IngestCounters.schemaVersion }
-    /// Whether the schema has the event holds.
-    var holdsEvents: Bool { (configuration.migrationLimit ?? .max) >= EventHold.schemaVersion }
-    /// Whether the schema keeps stored answers.
-    var storesAnswers: Bool { (configuration.migrationLimit ?? .max) >= Schema.answersVersion }
-
-    /// A ledger for reads on `session` that knows which columns this store's schema has.
-    func reader(_ session: any SQLSession) -> Ledger {
-        var ledger = Ledger(session: session, fault: nil)
-        ledger.storesAnswers = storesAnswers
-        return ledger
-    }
+    /// A ledger for reads on `session`.
+    func reader(_ session: any SQLSession) -> Ledger { Ledger(session: session, fault: nil) }
 
     func ingest(
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: Projector, now: Int64
     ) async throws -> IngestResult {
         // Encoded and digested here, on the caller's thread, not on the single writer.
         var rows = facts.map { FactRow($0.fact, signed: $0.signed, projector: projector) }
-        let layout = layout
-        let packed = layout == .unpacked ? PackedMessage(headers: []) : try FactRow.pack(&rows, body: message.body, layout: layout)
+        let packed = try FactRow.pack(&rows, body: message.body)
         return try await observedWrite { [rows] ledger in
             try ledger.ingest(message, rows: rows, packed: packed, claim: claim, projector: projector, now: now)
         }
     }
 
     func recordRejected(_ message: ReceivedMessage, code: String) async throws -> Int64 {
-        let counts = countsIngest
-        return try await write { session in
-            var ledger = Ledger(session: session, fault: nil)
-            ledger.countsIngest = counts
-            return try ledger.recordRejected(message, code: code)
-        }
+        try await write { try Ledger(session: $0, fault: nil).recordRejected(message, code: code) }
     }
 
     func purgeRejected(receivedBefore cutoff: Int64) async throws -> Int {
@@ -71,12 +52,7 @@ extension SessionBackedStore {
         let chunk = 1000
         var total = 0
         while true {
-            let counts = countsIngest
-            let deleted = try await write { session in
-                var ledger = Ledger(session: session, fault: nil)
-                ledger.countsIngest = counts
-                return try ledger.purgeRejected(receivedBefore: cutoff, limit: chunk)
-            }
+            let deleted = try await write { try Ledger(session: $0, fault: nil).purgeRejected(receivedBefore: cutoff, limit: chunk) }
             total += deleted
             if deleted < chunk { return total }
         }
@@ -127,8 +103,7 @@ extension SessionBackedStore {
 
     func notificationReceivedAt(notificationUUID: String) async throws -> Int64? {
         try await read { session in
-            try session.query(
-                "SELECT received_at FROM notifications WHERE notification_uuid = \(notificationUUID)").first.map { try $0.int(0) }
+            try session.value("SELECT received_at FROM notifications WHERE notification_uuid = \(notificationUUID)", as: Int64.self)
         }
     }
 

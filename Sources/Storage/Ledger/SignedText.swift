@@ -294,22 +294,22 @@ final class SignedTextReader {
 
     private func header(_ id: Int64) throws -> [UInt8] {
         if let cached = headers[id] { return cached }
-        guard let row = try session.query("SELECT header FROM jws_headers WHERE id = \(id)").first else {
+        guard let text = try session.value("SELECT header FROM jws_headers WHERE id = \(id)", as: String.self) else {
             throw Self.corrupt("JWS header \(id) is missing")
         }
-        let header = Array(try row.text(0).utf8)
+        let header = Array(text.utf8)
         headers[id] = header
         return header
     }
 
     private func fact(kind: String, digest: String, depth: Int) throws -> [UInt8] {
         guard
-            let row = try session.query(
-                "SELECT jws, signed_packed, payload, payload_packed FROM facts WHERE kind = \(kind) AND jws_sha256 = \(digest)").first
+            let row = try session.row(
+                "SELECT jws, signed_packed, payload, payload_packed FROM facts WHERE kind = \(kind) AND jws_sha256 = \(digest)",
+                as: StoredSignedText.self)
         else { throw Self.corrupt("referenced fact \(kind) \(digest) is missing") }
-        let packed = try row.blob(1)
-        guard !packed.isEmpty else { return Array(try row.text(0).utf8) }
-        return try unpack(packed, context: try FactPayload.bytes(row), depth: depth + 1)
+        guard let packed = row.signedPacked, !packed.isEmpty else { return Array(row.jws.utf8) }
+        return try unpack(packed, context: try row.context, depth: depth + 1)
     }
 
     static func corrupt(_ what: String) -> StorageError {

@@ -56,19 +56,33 @@ struct ReplicaNeed: Sendable, Equatable {
     /// the erased row.
     static func lookup(_ session: any SQLSession, appUserId: String) throws -> ReplicaNeed? {
         guard
-            let row = try session.query(
+            let row = try session.row(
                 """
-                SELECT (s.app_user_id IS NOT NULL)::int, s.commit_lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint
+                SELECT (s.app_user_id IS NOT NULL)::int AS stored, s.commit_lsn AS stamp,
+                       (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::bigint AS horizon
                 FROM (SELECT 1) AS one LEFT JOIN customer_states s ON s.app_user_id = \(appUserId)
-                """).first, try row.bool(0)
+                """, as: Lookup.self), row.stored
         else { return nil }
-        return ReplicaNeed(
-            appUserId: appUserId, stamp: try row.optionalInt(1).map { UInt64(max(0, $0)) }, horizon: UInt64(max(0, try row.int(2))))
+        return ReplicaNeed(appUserId: appUserId, stamp: row.stamp.map { UInt64(max(0, $0)) }, horizon: UInt64(max(0, row.horizon)))
     }
 
     /// The replica's replay position and its copy of the customer's stamp, in one statement.
     static func replicaPosition(appUserId: String) -> SQLQuery {
-        "SELECT pg_last_wal_replay_lsn()::text, (SELECT commit_lsn FROM customer_states WHERE app_user_id = \(appUserId))"
+        "SELECT pg_last_wal_replay_lsn()::text AS replayed, (SELECT commit_lsn FROM customer_states WHERE app_user_id = \(appUserId)) AS stamp"
+    }
+
+    /// ``lookup(_:appUserId:)``'s row: whether the primary has the customer's state row, its stamp, the horizon.
+    private struct Lookup: Decodable {
+        var stored: Bool
+        var stamp: Int64?
+        var horizon: Int64
+    }
+
+    /// ``replicaPosition(appUserId:)``'s row: the replica's replay position (nil: not a standby)
+    /// and its copy of the customer's stamp.
+    struct ReplicaPosition: Decodable {
+        var replayed: String?
+        var stamp: Int64?
     }
 }
 
@@ -187,9 +201,9 @@ final class ReplicaReads: Sendable {
                     // NULL: not a standby (e.g. promoted), whose data may be older than the primary's.
                     let copy: UInt64??
                     if let need {
-                        let row = try session.query(ReplicaNeed.replicaPosition(appUserId: need.appUserId)).first
-                        replayed = try row?.optionalText(0).flatMap(CommitPosition.parse) ?? 0
-                        copy = .some(try row?.optionalInt(1).map { UInt64(max(0, $0)) })
+                        let row = try session.row(ReplicaNeed.replicaPosition(appUserId: need.appUserId), as: ReplicaNeed.ReplicaPosition.self)
+                        replayed = row?.replayed.flatMap(CommitPosition.parse) ?? 0
+                        copy = .some(row?.stamp.map { UInt64(max(0, $0)) })
                     } else {
                         replayed = try CommitPosition.lsn(session, "SELECT pg_last_wal_replay_lsn()::text") ?? 0
                         copy = .some(nil)

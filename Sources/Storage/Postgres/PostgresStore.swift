@@ -236,9 +236,6 @@ final class PostgresStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
-    /// Whether the schema has `jws_headers` (version 14 on).
-    var hasPackedTables: Bool { layout != .unpacked }
-    var layout: LedgerLayout { LedgerLayout(migrationLimit: configuration.migrationLimit) }
     var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction (smaller: each holds row locks on the server).
     var rebuildChunk: Int { 200 }
@@ -246,7 +243,6 @@ final class PostgresStore: SessionBackedStore {
     func migrate() async throws -> MigrationReport {
         let stamp = ISO8601DateFormatter().string(from: Date())
         let schema = configuration.postgresSchema
-        let limit = configuration.migrationLimit
         let (report, pending) = try await write { session in
             // Waiting for another replica's migration, or rewriting a large table, may take longer
             // than any request should: no statement timeout here.
@@ -254,7 +250,7 @@ final class PostgresStore: SessionBackedStore {
                 // Serializes migrators across processes until this transaction commits.
                 try session.query("SELECT pg_advisory_xact_lock(7245001)")
                 if let schema { try session.execute("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"") }
-                let report = try Schema.migrate(session, appliedAt: stamp, upTo: limit)
+                let report = try Schema.migrate(session, appliedAt: stamp)
                 return (report, try Schema.pendingRepack(session, version: report.currentVersion))
             }
             guard let connection = session as? PostgresConnection else { return try migrate() }

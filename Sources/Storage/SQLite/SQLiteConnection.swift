@@ -88,7 +88,7 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
         defer { sqlite3_progress_handler(db, 0, nil, nil) }
         do {
             let rows = try query(full ? "PRAGMA integrity_check(100)" : "PRAGMA quick_check(100)", [])
-            let findings = try rows.map { try $0.optionalText(0) ?? "" }
+            let findings = try rows.map { try $0.single(String?.self) ?? "" }
             return (findings == ["ok"] ? [] : findings, true)
         } catch let error as StorageError {
             switch sqlite3_errcode(db) & 0xff {
@@ -219,7 +219,7 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
         sqlite3_busy_timeout(db, Int32(clamping: busyTimeoutMilliseconds))
         if writer {
             if wal {
-                let mode = try query("PRAGMA journal_mode = WAL", []).first.flatMap { try $0.optionalText(0) }
+                let mode = try query("PRAGMA journal_mode = WAL", []).first.flatMap { try $0.single(String?.self) }
                 guard mode?.lowercased() == "wal" else {
                     throw StorageError(.unavailable, "the database cannot use WAL", detail: "journal_mode=\(mode ?? "?")")
                 }

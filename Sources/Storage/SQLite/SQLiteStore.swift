@@ -151,7 +151,8 @@ final class SQLiteStore: SessionBackedStore {
             while committed.wait() == .rung {
                 if let last, committed.pause(until: last + .milliseconds(50)) == .closed { break }
                 last = DispatchTime.now()
-                let frames = (try? connection.query("PRAGMA wal_checkpoint(PASSIVE)").first?.optionalInt(1)) ?? nil
+                // Columns busy, log (frames in the WAL), checkpointed.
+                let frames = (try? connection.row("PRAGMA wal_checkpoint(PASSIVE)", as: WALCheckpoint.self))?.log
                 if let frames, frames >= restartPages {
                     _ = try? connection.query("PRAGMA wal_checkpoint(RESTART)")
                 }
@@ -301,16 +302,14 @@ final class SQLiteStore: SessionBackedStore {
     // MARK: LedgerStore
 
     var faultInjector: FaultInjector? { configuration.faultInjector }
-    var layout: LedgerLayout { LedgerLayout(migrationLimit: configuration.migrationLimit) }
     var ledgerObserver: (any LedgerObserver)? { configuration.ledgerObserver }
     /// Customers per rebuild transaction.
     var rebuildChunk: Int { 500 }
 
     func migrate() async throws -> MigrationReport {
         let stamp = ISO8601DateFormatter().string(from: Date())
-        let limit = configuration.migrationLimit
         let (report, pending) = try await write { session in
-            let report = try Schema.migrate(session, appliedAt: stamp, upTo: limit)
+            let report = try Schema.migrate(session, appliedAt: stamp)
             return (report, try Schema.pendingRepack(session, version: report.currentVersion))
         }
         try await repackLegacyRows(pending: pending)
@@ -390,4 +389,9 @@ final class Flag: Sendable {
     private let value = Atomic<Bool>(false)
     var isSet: Bool { value.load(ordering: .acquiring) }
     func set() { value.store(true, ordering: .releasing) }
+}
+
+/// `PRAGMA wal_checkpoint`'s answer: `log`, the frames in the WAL (-1 when not in WAL mode).
+private struct WALCheckpoint: Decodable {
+    var log: Int64?
 }
