@@ -131,6 +131,8 @@ enum APIBenchmarkCommand: Command {
         2. Reads: GET /v1/customers/{id} for random ids over --customers customers (SQLite) with
            wrk for --duration seconds. Prints requests/s and latency percentiles.
            Target on 2 cores: 30,000 requests/s, p99 under 5 ms.
+           The seeded customers are current ones (each with its stored contribution to the metric
+           rollups), so the server's metric backfill finds nothing to do beside the timed requests.
         3. PostgreSQL scale-out: the same ingest, then --duration seconds of reads of the N
            customers, through 1 and then 2 'entitled serve' child processes (this executable) on
            one database (a fresh schema each; the connections and wrk threads split between the

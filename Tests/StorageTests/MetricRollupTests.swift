@@ -65,6 +65,27 @@ import Testing
         }
     }
 
+    /// The benchmarks' seeded customers are current ones: each is loaded with its contribution
+    /// (none: it has no facts), so a server started on a seeded ledger has no backfill to run
+    /// beside the requests it is timed on. `bench console`'s contributions replace those.
+    @Test(arguments: Backend.all)
+    func seededCustomersLeaveTheBackfillNothingToDo(_ backend: Backend) async throws {
+        // A synthetic answer has no facts behind it: a rebuild would differ.
+        try await withStore(backend, checksRebuild: false) { store, _ in
+            // Both loaders: the set-based one (PostgreSQL) and the row-by-row one (SQLite, and
+            // PostgreSQL with a projection of the caller's).
+            try await _StorageBenchmark.bulkLoad(store, customers: 0..<3, now: testNow)
+            try await _StorageBenchmark.bulkLoad(store, customers: 3..<5, now: testNow) { _, _, _ in
+                CustomerProjection(entitlements: [], subscriptions: [], state: Array("{}".utf8))
+            }
+            #expect(try await store.count("SELECT COUNT(*) FROM customer_metrics") == 5)
+            #expect(try await store.backfillMetrics(projector: Self.projector, limit: 10) == 0)
+
+            try await _StorageBenchmark.bulkLoadMetrics(store, customers: 0..<5, now: testNow)
+            #expect(try await store.count("SELECT COUNT(*) FROM customer_metrics WHERE deltas <> ''") == 5)
+        }
+    }
+
     @Test func deltasDropZerosAndRoundTrip() {
         let facts = [Fixture.transaction(otid: "o", tid: "t", expires: testNow + 5 * Self.day, signed: testNow).fact]
         let deltas = metricDeltas(facts: facts, policy: Self.projector.policy)

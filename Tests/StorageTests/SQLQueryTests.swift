@@ -86,6 +86,28 @@ import Testing
         }
     }
 
+    /// A statement's results share one set of column names: they are named (and indexed for
+    /// decoding by name) once per prepared statement, not for every result.
+    @Test(arguments: Backend.all)
+    func aStatementsResultsShareTheirColumnNames(_ backend: Backend) async throws {
+        try await withSession(backend) { session in
+            let query: (Int64) -> SQLQuery = { "SELECT CAST(\($0) AS bigint) AS id, CAST('a' AS text) AS app_user_id" }
+            let first = try #require(try session.query(query(1)).first)
+            let again = try #require(try session.pipeline([query(2), query(3)]).first?.first)
+            #expect(first.columns === again.columns)
+            #expect(first.columns.names == ["id", "app_user_id"])
+            #expect(try again.decode(Named.self) == Named(id: 2, appUserId: "a"))
+            // Another statement of as many columns has its own.
+            let other = try #require(try session.query("SELECT CAST(1 AS bigint) AS a, CAST(2 AS bigint) AS b").first)
+            #expect(other.columns.names == ["a", "b"])
+        }
+    }
+
+    struct Named: Decodable, Equatable {
+        var id: Int64
+        var appUserId: String
+    }
+
     /// Runs `body` on a read session of a fresh store.
     func withSession(_ backend: Backend, _ body: @escaping @Sendable (any SQLSession) throws -> Void) async throws {
         try await withStore(backend) { store, _ in

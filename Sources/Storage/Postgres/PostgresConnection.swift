@@ -15,6 +15,9 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
     let tail = TransactionTail()
     private var connection: OpaquePointer?
     private var prepared: [String: String] = [:]
+    /// Each prepared statement's result columns, by statement name: named once, not for every
+    /// result (PostgreSQL refuses to run a prepared statement whose result columns changed).
+    private var columns: [String: SQLColumns] = [:]
     private var nextStatement = 0
     private let conninfo: String
     private let schema: String?
@@ -59,6 +62,7 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         connection = nil
         deferred.removeAll()
         prepared.removeAll()
+        columns.removeAll()
         // connect_timeout first: a value in the URL itself comes later and wins.
         let started = DispatchTime.now().uptimeNanoseconds
         let handle = Self.connect(conninfo, timeout: connectTimeout)
@@ -148,6 +152,7 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         connection = nil
         deferred.removeAll()
         prepared.removeAll()
+        columns.removeAll()
         return StorageError(
             .unavailable, "the database did not answer in time",
             detail: "no answer within \(answerTimeout / 1_000_000) ms", retry: .none)
@@ -219,15 +224,22 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         let result = try collect(connection, sent: sent, "execute")
         defer { PQclear(result) }
         try check(result, "execute")
-        return Self.rows(of: result)
+        return rows(of: result, statement: name)
     }
 
-    private static func rows(of result: OpaquePointer?) -> [SQLRow] {
+    /// The rows of `result`, a result of the prepared statement `statement`.
+    private func rows(of result: OpaquePointer?, statement: String) -> [SQLRow] {
         let rowCount = PQntuples(result)
         let columnCount = PQnfields(result)
         var rows: [SQLRow] = []
         rows.reserveCapacity(Int(rowCount))
-        let names = SQLColumns((0..<columnCount).map { PQfname(result, $0).map { String(cString: $0) } ?? "" })
+        let names: SQLColumns
+        if let known = columns[statement], known.names.count == columnCount {
+            names = known
+        } else {
+            names = SQLColumns((0..<columnCount).map { PQfname(result, $0).map { String(cString: $0) } ?? "" })
+            columns[statement] = names
+        }
         for row in 0..<rowCount {
             var values: [SQLValue] = []
             values.reserveCapacity(Int(columnCount))
@@ -271,14 +283,14 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         var results: [[SQLRow]] = []
         var failure: StorageError? = nil
         let deadline = DispatchTime.now().uptimeNanoseconds + answerTimeout
-        for _ in 0..<sent {
+        for index in 0..<sent {
             guard let result = try nextResult(connection, deadline: deadline) else {
                 failure = failure ?? error(from: nil, "pipeline result")
                 break
             }
             switch PQresultStatus(result) {
             case PGRES_COMMAND_OK, PGRES_TUPLES_OK:
-                results.append(Self.rows(of: result))
+                results.append(rows(of: result, statement: names[index]))
             case PGRES_PIPELINE_ABORTED:
                 break
             default:
