@@ -129,10 +129,22 @@ import Testing
                     $0.storefront = Self.storefronts[index % Self.storefronts.count]
                 }
             }
+            // Half the customers start with the free trial (once per customer and group); half of
+            // those cancel at once, so their trial ends without a payment.
+            for (index, id) in Self.customers.enumerated() where index % 2 == 0 {
+                try await world.act("purchase") {
+                    $0.customer = id
+                    $0.product = "pro.monthly"
+                    $0.appAccountToken = tokens[id]
+                    $0.offer = "intro"
+                }
+                if index % 4 == 0 { try await world.act("autoRenew") { $0.customer = id; $0.product = "pro.monthly"; $0.enabled = false } }
+            }
             let firstDay = metricDay(world.simulator.clock.nowMilliseconds())
             var expected: [Day] = []
             var yesterday: [String: Standing] = [:]
             var seen = Set<String>()
+            var trialStart: [String: Int] = [:], converted = Set<String>(), convertedByCohort: [Int: Int] = [:]
             for _ in 0..<Self.days {
                 for id in Self.customers {
                     let products = ["pro.monthly", "basic.monthly", "pro.yearly"]
@@ -158,6 +170,12 @@ import Testing
                     let own = Self.standings(answer)
                     if !(answer["subscriptions"] as? [Any] ?? []).isEmpty, seen.insert(id).inserted { newCustomers += 1 }
                     today.merge(own) { a, _ in a }
+                }
+                // Trial cohorts: the day a subscription's first trial shows, and whether it is
+                // seen paid on any later day.
+                for (otid, now) in today {
+                    if now.trial && trialStart[otid] == nil { trialStart[otid] = expected.count }
+                    if now.paid, let start = trialStart[otid], converted.insert(otid).inserted { convertedByCohort[start, default: 0] += 1 }
                 }
                 var day = Self.count(today, after: yesterday)
                 day.customersNew = newCustomers
@@ -197,6 +215,16 @@ import Testing
             check("churned (churn)", Self.series(churn, "churned", firstDay: firstDay)) { ["": Double($0.churned.values.reduce(0, +))] }
             let customers = try await chart("customers_new", segment: nil)
             check("customers", Self.series(customers, "customers", firstDay: firstDay)) { ["": Double($0.customersNew)] }
+            let conversion = try await chart("trial_conversion_rate", segment: nil)
+            let cohorts = Dictionary(grouping: trialStart.values, by: { $0 }).mapValues(\.count)
+            for index in expected.indices {
+                let have = Self.series(conversion, "trials", firstDay: firstDay)[index]?[""] ?? 0
+                let paid = Self.series(conversion, "converted", firstDay: firstDay)[index]?[""] ?? 0
+                if have != Double(cohorts[index] ?? 0) || paid != Double(convertedByCohort[index] ?? 0) {
+                    Issue.record("trial cohort day \(index): answers \(cohorts[index] ?? 0) → \(convertedByCohort[index] ?? 0), chart \(have) → \(paid)")
+                }
+            }
+            #expect(!convertedByCohort.isEmpty)
             // MRR movement explains MRR: each day's net movement is the day's change of MRR.
             let mrrMoves = try await chart("mrr_movement", segment: nil)
             let net = Self.series(mrrMoves, "net", firstDay: firstDay, currency: true)
