@@ -348,7 +348,8 @@ def main():
         # The chart pages, in Sandbox (where the dev server's history is): definitions, CSV, heat maps.
         page.evaluate("location.hash = '#charts/subscribers'; true")
         page.wait_for("document.body.dataset.ready === 'charts'", "the subscribers charts")
-        page.evaluate("const s = document.querySelectorAll('.controls select')[3]; s.value = 'Sandbox'; s.dispatchEvent(new Event('change')); true")
+        page.evaluate("(() => { const s = document.querySelectorAll('.controls select')[3]; s.value = 'Sandbox'; "
+                      "s.dispatchEvent(new Event('change')); return true; })()")
         page.wait_for("document.body.dataset.ready === 'charts' && document.querySelectorAll('.controls select')[3].value === 'Sandbox'", "the Sandbox charts")
         page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
         shot("charts-subscribers")

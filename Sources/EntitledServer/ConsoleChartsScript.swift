@@ -53,8 +53,22 @@ enum ConsoleChartsScript {
 
           // A period chart as lines (levels, money) or bars (counts of a movement), one series per
           // column (and segment), at most eight.
+          // Every period's first day from `from` to `to`: a period without a point is drawn at zero.
+          function periodDates(from, to, interval) {
+            const out = [];
+            for (let d = utcDay(from); d <= utcDay(to);) {
+              out.push(isoDay(d));
+              const n = new Date(d);
+              if (interval === "day") n.setUTCDate(n.getUTCDate() + 1);
+              else if (interval === "week") n.setUTCDate(n.getUTCDate() + ((8 - n.getUTCDay()) % 7 || 7));
+              else n.setUTCMonth(n.getUTCMonth() + 1, 1);
+              d = n;
+            }
+            return out;
+          }
+
           function periodChart(body) {
-            const dates = [...new Set(body.points.map((p) => p.date))].sort();
+            const dates = periodDates(body.from, body.to, body.interval);
             const keys = [...new Set(body.points.map((p) => pointColumn(p) + (p.segment != null ? " · " + (p.segment || "—") : "")))].slice(0, 8);
             const values = new Map();
             for (const p of body.points) values.set(p.date + "\u0000" + pointColumn(p) + (p.segment != null ? " · " + (p.segment || "—") : ""), p.value);
@@ -62,7 +76,7 @@ enum ConsoleChartsScript {
             // Drawn as sizes: a movement's churned or expired series (negative in the data) as positive bars.
             const series = keys.map((k) => ({ name: k, value: (p) => Math.abs(values.get(p.date + "\u0000" + k) || 0) }));
             const counts = !body.points.some((p) => p.currency);
-            return chart(body.chart, body.definition, pts.length ? pts : [{ date: body.from }], series,
+            return chart(body.chart, body.definition, pts, series,
                          counts && body.chart.endsWith("movement") ? { bars: true } : { whole: counts });
           }
 
