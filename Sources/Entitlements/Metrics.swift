@@ -8,7 +8,8 @@
 // written as the day's change; flows (new, renewals, churn, refunds, conversions, recoveries,
 // revenue) as the day's count or amount: churn, conversions and recoveries from the day-end
 // answers, new, renewals, refunds and revenue from the transactions' own dates. The storage layer keeps each customer's deltas and
-// adds the difference to the shared daily rollup when they change.
+// adds the difference to the shared daily rollup when they change. The same evaluations also
+// give the charts' segmented rows (ChartContribution.swift, docs/charts.md).
 
 /// One rollup series.
 public enum MetricKind: String, Hashable, Sendable, CaseIterable {
