@@ -245,6 +245,9 @@ def main():
         windows = page.evaluate("[...document.querySelectorAll('.card')].every(c => (c.querySelector('.w') || {}).textContent?.length > 10)")
         checks.append(("every card says over which window it counts", str(windows), "True"))
         checks.append(("revenue total card", text("#card-revenue"), expected["revenue"]))
+        links = page.evaluate("['card-mrr', 'card-active', 'card-conversions'].map(id => "
+                              "document.getElementById(id).parentElement.querySelector('a.more')?.getAttribute('href'))")
+        checks.append(("overview cards link their charts", json.dumps(links), json.dumps(["#charts/revenue", "#charts/subscribers", "#charts/conversion"])))
         # The dev server hears from Sandbox only: Production is empty and says what to do next.
         page.evaluate("const s = document.querySelectorAll('.controls select')[2]; s.value = 'Production'; s.dispatchEvent(new Event('change')); true")
         page.wait_for("document.body.dataset.ready === 'overview' && !!document.getElementById('overview-empty')", "the empty overview")
@@ -341,6 +344,27 @@ def main():
         shot("retention")
         retention = page.evaluate("document.getElementById('retention-empty')?.textContent || ''")
         checks.append(("retention without requests says how to start", str("/v1/apple/retention" in retention), "True"))
+
+        # The chart pages, in Sandbox (where the dev server's history is): definitions, CSV, heat maps.
+        page.evaluate("location.hash = '#charts/subscribers'; true")
+        page.wait_for("document.body.dataset.ready === 'charts'", "the subscribers charts")
+        page.evaluate("(() => { const s = document.querySelectorAll('.controls select')[3]; s.value = 'Sandbox'; "
+                      "s.dispatchEvent(new Event('change')); return true; })()")
+        page.wait_for("document.body.dataset.ready === 'charts' && document.querySelectorAll('.controls select')[3].value === 'Sandbox'", "the Sandbox charts")
+        page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))")
+        shot("charts-subscribers")
+        checks += chart_checks(page, "charts")
+        actives = page.evaluate("document.querySelectorAll('#panel-actives svg path').length")
+        checks.append(("the actives chart draws a line", str(actives > 0), "True"))
+        described = page.evaluate("[...document.querySelectorAll('.chart')].map(c => c.querySelector('.how').textContent.length > 40 && !!c.querySelector('button.csv'))")
+        checks.append(("every chart has its definition and a CSV download", json.dumps(described), json.dumps([True] * 4)))
+        page.evaluate("location.hash = '#charts/cohorts'; true")
+        page.wait_for("document.body.dataset.ready === 'charts' && !!document.getElementById('panel-subscription_retention')", "the cohort charts")
+        shot("charts-cohorts")
+        cohorts = page.evaluate("document.querySelectorAll('#chart-subscription_retention tr').length")
+        checks.append(("retention is a cohort table", str(cohorts > 1), "True"))
+        shaded = page.evaluate("[...document.querySelectorAll('#chart-subscription_retention td[data-value]')].some(td => td.style.backgroundColor !== '')")
+        checks.append(("retention rates are shaded (a heat map)", str(shaded), "True"))
 
         checks += dashboard_checks(page, base, shot)
 

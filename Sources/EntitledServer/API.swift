@@ -37,6 +37,7 @@ public struct API: Sendable {
     let customerAdmin: CustomerAdminRoutes
     let anonymousCustomers: AnonymousCustomerRoutes
     let console: ConsoleRoutes
+    let charts: ChartRoutes
     let metricsPage: MetricsRoutes
     /// Apple's retention-messaging requests and the save-rate report.
     let retention: RetentionRoutes
@@ -81,6 +82,7 @@ public struct API: Sendable {
         console = ConsoleRoutes(
             gate: gate, apple: appleCalls, auditor: auditor, ingest: ingest, ledger: ledger, configuration: configuration,
             policy: policy, clock: clock)
+        charts = ChartRoutes(gate: gate, report: ChartReport(store: ledger.store, console: configuration.console), clock: clock)
         metricsPage = MetricsRoutes(gate: gate, metrics: metrics)
         retention = RetentionRoutes(
             configuration: configuration, verifier: ingest.verifier, ledger: ledger, signers: offers.signers,
@@ -107,6 +109,7 @@ public struct API: Sendable {
         customerAdmin.register(on: &router)
         anonymousCustomers.register(on: &router)
         console.register(on: &router)
+        charts.register(on: &router)
         retention.register(on: &router)
         retentionSetup.register(on: &router)
         metricsPage.register(on: &router)

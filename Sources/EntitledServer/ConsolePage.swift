@@ -17,6 +17,7 @@ enum ConsolePage {
           <strong>Entitled</strong>
           <nav id="nav" hidden>
             <a href="#overview">Overview</a>
+            <a href="#charts">Charts</a>
             <a href="#customers">Customers</a>
             <a href="#health">Health</a>
             <a href="#retention">Retention</a>
@@ -56,7 +57,10 @@ enum ConsolePage {
         .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(160px, 1fr)); gap: .6em; margin-bottom: 1em; }
         .card, .chart, .panel { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .7em .9em; }
         .card .v { font-size: 1.5em; font-weight: 600; } .card .l { font-size: .85em; font-weight: 600; }
-        .card .w { color: var(--muted); font-size: .75em; }
+        .card .w { color: var(--muted); font-size: .75em; } .card .more { font-size: .75em; }
+        #chart-families a { color: var(--fg); text-decoration: none; } #chart-families a.on { font-weight: 600; color: var(--c1); }
+        .chart .csv, .panel .csv { font-size: .75em; padding: .1em .5em; margin-left: .5em; }
+        table.heat td { text-align: right; white-space: nowrap; } table.heat td:first-child { text-align: left; }
         .empty { background: #fffbeb; border: 1px solid #fde68a; border-radius: 6px; padding: .5em .7em; color: #713f12; }
         .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(340px, 1fr)); gap: .8em; }
         .chart svg { width: 100%; height: auto; display: block; }

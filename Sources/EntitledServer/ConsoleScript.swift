@@ -131,9 +131,11 @@ enum ConsoleScript {
           }
 
           // A number and what it counts over which window (`window`, shown under the label).
-          function card(id, label, value, window, title) {
+          // With `chart` (a chart family), the card links to that chart page.
+          function card(id, label, value, window, title, chart) {
             return el("div", { class: "card", title }, el("div", { class: "v", id, "data-value": value, text: value }),
-              el("div", { class: "l", text: label }), el("div", { class: "w", text: window }));
+              el("div", { class: "l", text: label }), el("div", { class: "w", text: window }),
+              chart ? el("a", { class: "more", href: "#charts/" + chart, text: "Chart →" }) : null);
           }
 
           // What to do when there is nothing to show yet: where Apple's notifications go.
@@ -174,27 +176,27 @@ enum ConsoleScript {
             const atEnd = "at the end of " + dayFormat.format(utcDay(isoDay(to))) + " (UTC)";
             const revenue = currencies.map((c) => [c, pts.reduce((a, p) => a + (p.revenue[c] || 0), 0)]).filter(([, v]) => v > 0);
             page.append(el("div", { class: "cards" },
-              card("card-active", "Active paid subscriptions", last.activeSubscriptions || 0, atEnd, "Subscriptions granting paid access"),
+              card("card-active", "Active paid subscriptions", last.activeSubscriptions || 0, atEnd, "Subscriptions granting paid access", "subscribers"),
               ...(body.unlinkedActiveSubscriptions ? [card("card-unlinked", "Of them unlinked (no customer yet)", body.unlinkedActiveSubscriptions, "now, whatever the range",
                    "Bought without an appAccountToken and not yet claimed by a customer; counted in the figures. Search one by its originalTransactionId.")] : []),
-              card("card-trials", "Active free trials", last.activeTrials || 0, atEnd, "Free trials granting access"),
+              card("card-trials", "Active free trials", last.activeTrials || 0, atEnd, "Free trials granting access", "conversion"),
               card("card-mrr", "MRR (monthly recurring revenue)", currencies.map((c) => money(last.mrr[c] || 0, c)).join(" · ") || "0", atEnd,
-                   "Monthly price of the paid active subscriptions, per currency"),
+                   "Monthly price of the paid active subscriptions, per currency", "revenue"),
               ...(reported ? [card("card-mrr-reported", "MRR in " + reported.currency, money(reported.amount, reported.currency), atEnd,
                    "Every currency's MRR converted at console.rates and summed" +
                    (reported.unconverted.length ? "; not converted (no rate): " + reported.unconverted.join(", ") : ""))] : []),
               card("card-revenue", "Revenue (before Apple's commission)", revenue.map(([c, v]) => money(v, c)).join(" · ") || "0", range,
-                   "Prices of the paid subscription transactions purchased in the range, per currency"),
-              card("card-new", "New subscriptions (trials included)", sum("newSubscriptions"), range, "Subscriptions bought for the first time"),
+                   "Prices of the paid subscription transactions purchased in the range, per currency", "revenue"),
+              card("card-new", "New subscriptions (trials included)", sum("newSubscriptions"), range, "Subscriptions bought for the first time", "subscribers"),
               card("card-renewals", "Renewals", sum("renewals"), range, "Renewal transactions, by purchase date"),
-              card("card-churn", "Churn rate", (churnRate * 100).toFixed(1) + "%", range, "Churned ÷ (active at the start + new)"),
+              card("card-churn", "Churn rate", (churnRate * 100).toFixed(1) + "%", range, "Churned ÷ (active at the start + new)", "subscribers"),
               card("card-refunds", "Refunds (share of paid transactions)", sum("refunds") + " (" + (100 * sum("refunds") / Math.max(1, paidTx)).toFixed(1) + "%)", range,
-                   "Refunded transactions, and as a share of new subscriptions and renewals"),
+                   "Refunded transactions, and as a share of new subscriptions and renewals", "cohorts"),
               card("card-retry", "In grace period / billing retry", (last.inGracePeriod || 0) + " / " + (last.inBillingRetry || 0), atEnd,
                    "Subscriptions whose renewal payment failed"),
               card("card-recovery", "Recovery rate", (100 * sum("recoveries") / Math.max(1, troubled)).toFixed(1) + "%", range,
                    "Recovered ÷ (recovered + still in grace or billing retry)"),
-              card("card-conversions", "Trials converted to paid", sum("conversions"), range, "Free trials that became paid")));
+              card("card-conversions", "Trials converted to paid", sum("conversions"), range, "Free trials that became paid", "conversion")));
             if (!pts.some((p) => p.activeSubscriptions || p.activeTrials || p.newSubscriptions || p.churned || p.refunds)) {
               page.append(nothingYet("overview-empty", `No subscription in ${state.environment} in this range yet. Purchases arrive as Apple's ` +
                 `notifications (point App Store Connect's App Store Server Notifications URL at ${notificationsURL()}) and as ` +
@@ -226,7 +228,7 @@ enum ConsoleScript {
             return s;
           }
 
-"""# + ConsoleCustomerScript.js + #"""
+"""# + ConsoleCustomerScript.js + ConsoleChartsScript.js + #"""
           async function health(page) {
             const body = await api("/v1/console/health");
             const window = `the last ${body.windowHours} hours, to ${when(body.serverTime)}`;
@@ -317,6 +319,7 @@ enum ConsoleScript {
               else if (name === "customer") await customer(page, decodeURIComponent(rest.join("/")));
               else if (name === "health") await health(page);
               else if (name === "retention") await retention(page);
+              else if (name === "charts") await charts(page, rest[0] || "revenue");
               else await overview(page);
               document.body.dataset.ready = name;
             } catch (error) {

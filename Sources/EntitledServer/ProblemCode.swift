@@ -58,6 +58,8 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case signingKeyNotConfigured = "SIGNING_KEY_NOT_CONFIGURED"
     case aliasConflict = "ALIAS_CONFLICT"
     case grantNotFound = "GRANT_NOT_FOUND"
+    /// `GET /v1/charts/{chart}` names no chart.
+    case chartNotFound = "CHART_NOT_FOUND"
     case invalidGrant = "INVALID_GRANT"
     case insufficientBalance = "INSUFFICIENT_BALANCE"
     case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
@@ -135,7 +137,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             401
         case .forbidden, .tokenCustomerMismatch, .invalidLoginToken: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
-            .offerNotFound, .grantNotFound, .googlePurchaseNotFound:
+            .offerNotFound, .grantNotFound, .googlePurchaseNotFound, .chartNotFound:
             404
         case .methodNotAllowed: 405
         case .payloadTooLarge, .bodyNotAllowed: 413

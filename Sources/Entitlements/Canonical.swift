@@ -422,14 +422,7 @@ extension Txn {
             revokedAs = nil
         }
         freeTrial = t.offerDiscountType == .freeTrial
-        switch t.offerType {
-        case .introductory?: period = freeTrial ? .trial : .intro
-        case .promotional?: period = .promotional
-        case .offerCode?: period = .offerCode
-        case .winBack?: period = .winBack
-        case .retentionOffer?: period = .retentionOffer
-        case nil: period = .normal
-        }
+        period = t.periodType
         environment = t.environment
         price = t.price
         currency = t.currency

@@ -8,7 +8,8 @@
 // written as the day's change; flows (new, renewals, churn, refunds, conversions, recoveries,
 // revenue) as the day's count or amount: churn, conversions and recoveries from the day-end
 // answers, new, renewals, refunds and revenue from the transactions' own dates. The storage layer keeps each customer's deltas and
-// adds the difference to the shared daily rollup when they change.
+// adds the difference to the shared daily rollup when they change. The same evaluations also
+// give the charts' segmented rows (ChartContribution.swift, docs/charts.md).
 
 /// One rollup series.
 public enum MetricKind: String, Hashable, Sendable, CaseIterable {
@@ -109,6 +110,8 @@ public func metricDeltas(facts: [Fact], policy: Policy) -> [MetricDelta] {
 /// A customer's contribution and how many engine evaluations it took.
 public struct MetricContribution: Sendable, Hashable {
     public var deltas: [MetricDelta]
+    /// The segmented chart rows (``ChartDelta``), summed the same way.
+    public var charts: [ChartDelta] = []
     /// Engine evaluations spent (the cost the incremental form saves).
     public var evaluations: Int
 }
@@ -118,20 +121,26 @@ public struct MetricContribution: Sendable, Hashable {
 /// evaluation at the end of an earlier day sees only facts dated up to then, so `stored`'s
 /// stock and state-change deltas before `day` stand. The transaction flows (new, renewals,
 /// refunds, revenue) are dated by purchase and revocation, not by the fact, and need no
-/// evaluation: they are always computed from every fact.
-public func metricContribution(facts: [Fact], policy: Policy, reusing stored: (deltas: [MetricDelta], from: Int64)? = nil) -> MetricContribution {
+/// evaluation: they are always computed from every fact. `reusingCharts` are the stored chart
+/// rows of the same contribution, reused the same way.
+public func metricContribution(
+    facts: [Fact], policy: Policy, reusing stored: (deltas: [MetricDelta], from: Int64)? = nil, reusingCharts: [ChartDelta] = []
+) -> MetricContribution {
     var sums: [MetricKey: Int64] = [:]
+    var charts: [ChartKey: Int64] = [:]
     var evaluations = 0
     if let stored {
         for d in stored.deltas where d.kind.fromTimeline && d.day < stored.from {
             sums[MetricKey(environment: d.environment, day: d.day, kind: d.kind, currency: d.currency), default: 0] += d.value
         }
+        for d in reusingCharts where d.kind.fromTimeline && d.day < stored.from { charts[d.key, default: 0] += d.value }
     }
     let environments = Set(facts.map(\.environment)).sorted { $0.rawValue < $1.rawValue }
     for environment in environments {
         let own = facts.filter { $0.environment == environment }.sorted { $0.date < $1.date }
-        evaluations += timeline(own, policy: policy, environment: environment, from: stored?.from, into: &sums)
+        evaluations += timeline(own, policy: policy, environment: environment, from: stored?.from, into: &sums, charts: &charts)
         transactionFlows(own, environment: environment, into: &sums)
+        chartTransactionFlows(own, environment: environment, into: &charts)
     }
     let deltas = sums.compactMap { key, value in
         value == 0 ? nil
@@ -139,7 +148,15 @@ public func metricContribution(facts: [Fact], policy: Policy, reusing stored: (d
     }.sorted {
         ($0.environment.rawValue, $0.day, $0.kind.rawValue, $0.currency) < ($1.environment.rawValue, $1.day, $1.kind.rawValue, $1.currency)
     }
-    return MetricContribution(deltas: deltas, evaluations: evaluations)
+    let chartDeltas = charts.compactMap { key, value in
+        value == 0 ? nil
+            : ChartDelta(environment: key.environment, day: key.day, kind: key.kind, currency: key.currency, segment: key.segment,
+                         offset: key.offset, value: value)
+    }.sorted {
+        ($0.environment.rawValue, $0.day, $0.kind.rawValue, $0.currency, $0.segment, $0.offset)
+            < ($1.environment.rawValue, $1.day, $1.kind.rawValue, $1.currency, $1.segment, $1.offset)
+    }
+    return MetricContribution(deltas: deltas, charts: chartDeltas, evaluations: evaluations)
 }
 
 extension MetricKind {
@@ -161,12 +178,14 @@ struct MetricKey: Hashable {
 }
 
 /// A subscription's standing at the end of one day.
-private struct Standing: Equatable {
+struct Standing: Equatable {
     var status: EntitlementStatus
     var trial: Bool
     var transactionId: String
     var monthly: Int64
     var currency: String
+    /// The store, product, storefront and period type the charts segment it by.
+    var segment: ChartSegment
 
     var paid: Bool { status.grantsAccess && !trial }
 }
@@ -175,7 +194,8 @@ private struct Standing: Equatable {
 /// from day `start` on when given (the standings before it from one evaluation at the end of the
 /// day before). Returns the evaluations spent.
 private func timeline(
-    _ facts: [Fact], policy: Policy, environment: Environment, from start: Int64?, into sums: inout [MetricKey: Int64]
+    _ facts: [Fact], policy: Policy, environment: Environment, from start: Int64?, into sums: inout [MetricKey: Int64],
+    charts: inout [ChartKey: Int64]
 ) -> Int {
     guard let first = facts.first else { return 0 }
     var latest: [String: TransactionFact] = [:]
@@ -198,7 +218,9 @@ private func timeline(
             let transaction = latest[grant.transactionId]
             current[grant.originalTransactionId] = Standing(
                 status: grant.status, trial: grant.periodType == .trial, transactionId: grant.transactionId,
-                monthly: transaction.map(monthlyPrice) ?? 0, currency: transaction?.currency ?? "")
+                monthly: transaction.map(monthlyPrice) ?? 0, currency: transaction?.currency ?? "",
+                segment: ChartSegment(
+                    product: grant.productId, storefront: transaction?.storefront ?? "", periodType: grant.periodType.rawValue))
         }
         return current
     }
@@ -235,6 +257,7 @@ private func timeline(
         for (id, before) in previous where before.status.grantsAccess && !(current[id]?.status.grantsAccess ?? false) {
             add(.churned, 1)
         }
+        chartTransitions(previous: previous, current: current, day: day, environment: environment, latest: latest, into: &charts)
         previous = current
         let nextFact = index < facts.count ? metricDay(facts[index].date) : nil
         let nextChange = state.nextStatusChangeAt.map(metricDay)

@@ -58,6 +58,9 @@ public struct IngestHealth: Sendable, Hashable {
 public protocol ConsoleStore: Sendable {
     /// The rollup rows of one environment from `fromDay` to `toDay` (days since the epoch, UTC).
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup
+    /// The chart rows (``ChartRows``) of `kinds` in `environments` from `fromDay` to `toDay`
+    /// (days since the epoch, UTC): one range of the rollups per series, never the ledger.
+    func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64) async throws -> ChartRows
     /// Computes the rollup contribution of up to `limit` customers stored before the rollups
     /// existed; returns how many (0: done). Resumable: each chunk commits on its own.
     func backfillMetrics(projector: Projector, limit: Int) async throws -> Int
@@ -85,6 +88,12 @@ public protocol ConsoleStore: Sendable {
 extension SessionBackedStore {
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup {
         try await read { try Ledger(session: $0, fault: nil).metricRollup(environment: environment, fromDay: fromDay, toDay: toDay) }
+    }
+
+    func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64) async throws -> ChartRows {
+        try await read {
+            try Ledger(session: $0, fault: nil).chartRows(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay)
+        }
     }
 
     func backfillMetrics(projector: Projector, limit: Int) async throws -> Int {

@@ -342,6 +342,10 @@ extension SwitchedStore: ConsoleStore {
         try up()
         return try await base.metricRollup(environment: environment, fromDay: fromDay, toDay: toDay)
     }
+    func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64) async throws -> ChartRows {
+        try up()
+        return try await base.chartRows(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay)
+    }
     func backfillMetrics(projector: Projector, limit: Int) async throws -> Int {
         try up()
         return try await base.backfillMetrics(projector: projector, limit: limit)

@@ -32,14 +32,15 @@ import Testing
         }
     }
 
-    static func run(configure: (inout App) -> Void = { _ in }, _ body: (World) async throws -> Void) async throws {
+    static func run(
+        catalog: Catalog = .demo, configure: (inout App) -> Void = { _ in }, _ body: (World) async throws -> Void
+    ) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-sim-e2e-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let ca = try SimulatorCA.ephemeral()
         let rootFile = folder.appendingPathComponent("root.der")
         try Data(ca.rootDER).write(to: rootFile)
-        let catalog = Catalog.demo
         var configuration = APIHarness.configuration()
         configuration.apps = [
             App(

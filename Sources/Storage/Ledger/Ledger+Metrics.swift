@@ -29,17 +29,22 @@ extension Ledger {
             guard let from = newDays.min() else { return }  // No new fact: the same contribution.
             reuse = (stored.deltas, from)
         }
-        let fresh = metricContribution(facts: facts, policy: projector.policy, reusing: reuse).deltas
-        if stored?.deltas == fresh && stored?.basis == basis { return }
+        let contribution = metricContribution(facts: facts, policy: projector.policy, reusing: reuse, reusingCharts: stored?.charts ?? [])
+        let fresh = StoredMetrics(deltas: contribution.deltas, charts: contribution.charts, basis: basis)
+        if stored == fresh { return }
         var change: [MetricRowKey: Int64] = [:]
         for delta in stored?.deltas ?? [] { change[MetricRowKey(delta), default: 0] -= delta.value }
-        for delta in fresh { change[MetricRowKey(delta), default: 0] += delta.value }
+        for delta in fresh.deltas { change[MetricRowKey(delta), default: 0] += delta.value }
+        var chartChange: [ChartRowKey: Int64] = [:]
+        for delta in stored?.charts ?? [] { chartChange[ChartRowKey(delta), default: 0] -= delta.value }
+        for delta in fresh.charts { chartChange[ChartRowKey(delta), default: 0] += delta.value }
         // The daily rows are shared by every transaction: their change waits for the commit
         // (``TransactionTail``); the customer's own row is written now, under the customer's lock.
         for (key, value) in change where value != 0 { session.tail.addMetric(key, value) }
+        for (key, value) in chartChange where value != 0 { session.tail.addChart(key, value) }
         try session.query(
             """
-            INSERT INTO customer_metrics (customer_id, deltas) VALUES (\(customerID), \(MetricCodec.encode(StoredMetrics(deltas: fresh, basis: basis))))
+            INSERT INTO customer_metrics (customer_id, deltas) VALUES (\(customerID), \(MetricCodec.encode(fresh)))
             ON CONFLICT (customer_id) DO UPDATE SET deltas = excluded.deltas
             """)
     }
@@ -143,17 +148,25 @@ struct MetricBasis: Hashable {
 /// One customer's stored contribution and its basis (nil: unknown, computed in full next time).
 struct StoredMetrics: Hashable {
     var deltas: [MetricDelta]
+    /// The chart rows (``ChartDelta``).
+    var charts: [ChartDelta] = []
     var basis: MetricBasis?
 }
 
 /// `customer_metrics.deltas`: an optional basis line (`#`, max fact id, fact count), then one delta
-/// a line, tab-separated (environment, day, kind, currency, value). Environments and currencies
-/// are Apple's tokens; a tab or newline in one is dropped.
+/// a line, tab-separated (environment, day, kind, currency, value), then one chart row a line
+/// (`c`, environment, day, kind, currency, store, product, storefront, period type, month
+/// offset, value). Environments and currencies are Apple's tokens, products and storefronts
+/// the app's; a tab or newline in one is dropped.
 enum MetricCodec {
     static func encode(_ stored: StoredMetrics) -> String {
         let basis = stored.basis.map { ["#\t\($0.maxFactID)\t\($0.factCount)"] } ?? []
         return (basis + stored.deltas.map { d in
             [clean(d.environment.rawValue), String(d.day), d.kind.rawValue, clean(d.currency), String(d.value)]
+                .joined(separator: "\t")
+        } + stored.charts.map { d in
+            ["c", clean(d.environment.rawValue), String(d.day), d.kind.rawValue, clean(d.currency), clean(d.segment.store),
+             clean(d.segment.product), clean(d.segment.storefront), clean(d.segment.periodType), String(d.offset), String(d.value)]
                 .joined(separator: "\t")
         }).joined(separator: "\n")
     }
@@ -166,6 +179,15 @@ enum MetricCodec {
                 stored.basis = MetricBasis(maxFactID: id, factCount: count)
                 continue
             }
+            if parts.count == 11, parts[0] == "c" {
+                guard let day = Int64(parts[2]), let kind = ChartKind(rawValue: String(parts[3])), let offset = Int64(parts[9]),
+                      let value = Int64(parts[10]) else { continue }
+                let segment = ChartSegment(
+                    store: String(parts[5]), product: String(parts[6]), storefront: String(parts[7]), periodType: String(parts[8]))
+                stored.charts.append(ChartDelta(environment: Environment(rawValue: String(parts[1])), day: day, kind: kind,
+                                                currency: String(parts[4]), segment: segment, offset: offset, value: value))
+                continue
+            }
             guard parts.count == 5, let day = Int64(parts[1]), let kind = MetricKind(rawValue: String(parts[2])),
                   let value = Int64(parts[4]) else { continue }
             stored.deltas.append(MetricDelta(environment: Environment(rawValue: String(parts[0])), day: day, kind: kind,
@@ -174,7 +196,7 @@ enum MetricCodec {
         return stored
     }
 
-    private static func clean(_ text: String) -> String {
+    static func clean(_ text: String) -> String {
         String(text.unicodeScalars.filter { $0 != "\t" && $0 != "\n" })
     }
 }

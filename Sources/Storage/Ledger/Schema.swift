@@ -451,6 +451,30 @@ enum Schema {
                 ALTER TABLE customer_states ADD COLUMN answer TEXT;
                 UPDATE customer_states SET answer = NULLIF(state, ''), state = '';
                 """),
+        // The charts' rollups (docs/charts.md): the daily rows split by store, product,
+        // storefront, period type and (retention) months since the start, keyed so that a
+        // chart's read is one range of days per series. Every customer's contribution is computed
+        // again by the rollups' backfill (``backfillMetrics``), which also fills `chart_daily`: the
+        // old contributions and sums are dropped so that none is counted twice.
+        Migration(
+            version: 27, name: "chart rollups",
+            sql: """
+                CREATE TABLE chart_daily (
+                    environment TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    day {int} NOT NULL,
+                    currency TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    product TEXT NOT NULL,
+                    storefront TEXT NOT NULL,
+                    period_type TEXT NOT NULL,
+                    month_offset {int} NOT NULL,
+                    value {int} NOT NULL,
+                    PRIMARY KEY (environment, kind, day, currency, store, product, storefront, period_type, month_offset)
+                ){without_rowid};
+                DELETE FROM customer_metrics;
+                DELETE FROM metric_daily;
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).

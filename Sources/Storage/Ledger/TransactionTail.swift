@@ -6,7 +6,7 @@
 //    token and user (sorted within a job), customer rows (`FOR NO KEY UPDATE`), their projection,
 //    metric and fact rows.
 // 2. Just before COMMIT, once, in this order and in sorted key order within each:
-//    `metric_daily` rows, `ingest_hourly` rows, `ingest_latest` rows, then the outbox lock
+//    `metric_daily` rows, `chart_daily` rows, `ingest_hourly` rows, `ingest_latest` rows, then the outbox lock
 //    (`pg_advisory_xact_lock` on `entitled.events.<schema>`) and the transaction's events.
 // A transaction in phase 2 never waits for a phase-1 lock, and every phase-2 transaction takes
 // the shared locks in the same order, so the shared rows cannot be part of a deadlock however
@@ -24,14 +24,16 @@ final class TransactionTail {
     /// One job's (or the released jobs') writes.
     struct Share {
         var metrics: [MetricRowKey: Int64] = [:]
+        var charts: [ChartRowKey: Int64] = [:]
         var hourly: [HourlyKey: Int64] = [:]
         var latest: [LatestKey: Int64] = [:]
         var events: [PendingEvent] = []
 
-        var isEmpty: Bool { metrics.isEmpty && hourly.isEmpty && latest.isEmpty && events.isEmpty }
+        var isEmpty: Bool { metrics.isEmpty && charts.isEmpty && hourly.isEmpty && latest.isEmpty && events.isEmpty }
 
         mutating func merge(_ other: Share) {
             metrics.merge(other.metrics, uniquingKeysWith: +)
+            charts.merge(other.charts, uniquingKeysWith: +)
             hourly.merge(other.hourly, uniquingKeysWith: +)
             latest.merge(other.latest, uniquingKeysWith: max)
             events += other.events
@@ -88,6 +90,10 @@ final class TransactionTail {
         current.metrics[key, default: 0] += value
     }
 
+    func addChart(_ key: ChartRowKey, _ value: Int64) {
+        current.charts[key, default: 0] += value
+    }
+
     func countMessage(hour: Int64, code: String, shard: Int64) {
         current.hourly[HourlyKey(hour: hour, code: code, shard: shard), default: 0] += 1
     }
@@ -139,6 +145,9 @@ final class TransactionTail {
         for (key, value) in kept.metrics.sorted(by: { $0.key < $1.key }) where value != 0 {
             statements.append(
                 Ledger.addMetric(environment: key.environment, day: key.day, kind: key.kind, currency: key.currency, change: value))
+        }
+        for (key, value) in kept.charts.sorted(by: { $0.key < $1.key }) where value != 0 {
+            statements.append(Ledger.addChart(key, change: value))
         }
         for (key, count) in kept.hourly.sorted(by: { $0.key < $1.key }) {
             statements.append(IngestCounters.addCount(hour: key.hour, code: key.code, shard: key.shard, count: count))

@@ -1,0 +1,83 @@
+import AppStore
+import EntitledConfig
+import EntitledServer
+import Foundation
+import HTTPServer
+import Testing
+
+/// `GET /v1/charts/{chart}`: who may call it, the problems bad parameters get, JSON and CSV.
+@Suite struct ChartAPITests {
+    static let console = ConsoleAPITests.console
+    static let range = "from=2027-01-14&to=2027-03-31"
+
+    @Test(arguments: [
+        ("/v1/charts/mrr?\(ChartAPITests.range)", APIHarness.reader, 403, "FORBIDDEN"),
+        ("/v1/charts/mrr?\(ChartAPITests.range)", nil, 401, "UNAUTHORIZED"),
+        ("/v1/charts/nope?\(ChartAPITests.range)", ChartAPITests.console, 404, "CHART_NOT_FOUND"),
+        ("/v1/charts/mrr?to=2027-03-31", ChartAPITests.console, 400, "MISSING_PARAMETER"),
+        ("/v1/charts/mrr?from=2027-02-30&to=2027-03-31", ChartAPITests.console, 400, "INVALID_REQUEST"),
+        ("/v1/charts/mrr?from=2027-03-31&to=2027-01-01", ChartAPITests.console, 400, "INVALID_REQUEST"),
+        ("/v1/charts/mrr?from=2000-01-01&to=2199-12-31", ChartAPITests.console, 400, "INVALID_REQUEST"),
+        ("/v1/charts/mrr?\(ChartAPITests.range)&interval=year", ChartAPITests.console, 400, "INVALID_REQUEST"),
+        ("/v1/charts/mrr?\(ChartAPITests.range)&segment=colour", ChartAPITests.console, 400, "INVALID_REQUEST"),
+        ("/v1/charts/mrr?\(ChartAPITests.range)&environment=Nope", ChartAPITests.console, 400, "INVALID_ENVIRONMENT"),
+        ("/v1/charts/mrr?\(ChartAPITests.range)&segment=environment&environment=Sandbox", ChartAPITests.console, 400, "INVALID_REQUEST"),
+    ] as [(String, String?, Int, String)])
+    func accessAndBadParameters(_ path: String, _ auth: String?, _ status: Int, _ code: String) async throws {
+        try await APIHarness.run(configuration: ConsoleAPITests.configuration()) { api in
+            let reply = try await api.send("GET", path, auth: auth)
+            #expect(reply.status == status)
+            #expect(reply.code == code)
+        }
+    }
+
+    /// Every chart id answers, with its definition, over an empty ledger.
+    @Test func everyChartAnswers() async throws {
+        try await APIHarness.run(configuration: ConsoleAPITests.configuration()) { api in
+            for chart in ["revenue", "mrr", "arr", "mrr_movement", "actives", "actives_movement", "customers_new", "trials",
+                          "trials_movement", "trial_conversion_rate", "conversion_to_paying", "subscription_retention",
+                          "ltv_per_customer", "ltv_per_paying_customer", "churn", "refund_rate"] {
+                let reply = try await api.send("GET", "/v1/charts/\(chart)?\(Self.range)&segment=environment", auth: Self.console)
+                #expect(reply.status == 200, "\(chart)")
+                #expect(reply.json["chart"] as? String == chart)
+                #expect((reply.json["definition"] as? String)?.isEmpty == false)
+                #expect(reply.json["environment"] == nil)
+            }
+        }
+    }
+
+    @Test func pointsAsJSONAndCSVWithConvertedMoney() async throws {
+        var configuration = ConsoleAPITests.configuration()
+        configuration.console = ConsoleSettings(reportingCurrency: "USD", rates: ["EUR": 1.08])
+        try await APIHarness.run(configuration: configuration) { api in
+            let start = APIHarness.start
+            let day: Int64 = 86_400_000
+            for (index, (user, currency, price)) in [("alice", "USD", Int64(9990)), ("bob", "EUR", 8990)].enumerated() {
+                let token = try #require(try await api.customer(user).json["appAccountToken"] as? String)
+                var bought = Apple.transaction(otid: "o\(index)", tid: "t\(index)", purchase: start, expires: start + 30 * day, token: token)
+                bought.currency = currency
+                bought.price = price
+                #expect(try await api.postV2(Apple.notification(.subscribed, .initialBuy, signed: start, transaction: bought)).status == 200)
+            }
+            let json = try await api.send("GET", "/v1/charts/mrr?\(Self.range)&interval=month", auth: Self.console)
+            #expect(json.status == 200)
+            #expect(json.json["environment"] as? String == "Production")
+            let points = try #require(json.json["points"] as? [[String: Any]])
+            func mrr(_ date: String, _ currency: String, converted: Bool = false) -> Double? {
+                points.first {
+                    $0["date"] as? String == date && $0["currency"] as? String == currency && ($0["converted"] as? Bool ?? false) == converted
+                }?["value"] as? Double
+            }
+            #expect(mrr("2027-01-14", "USD") == 9.99 && mrr("2027-01-14", "EUR") == 8.99)
+            #expect(mrr("2027-01-14", "USD", converted: true) == 19.7)  // 9.99 + 8.99 × 1.08, to the cent
+            #expect(mrr("2027-03-01", "USD") == nil, "expired on February 14: no MRR left in March")
+
+            let csv = try await Loopback.send(
+                port: api.port, "GET", "/v1/charts/actives?\(Self.range)&interval=month",
+                headers: ["Authorization": Self.console, "Accept": "text/csv"])
+            #expect(csv.status == 200)
+            #expect(csv.headers["content-type"] == "text/csv; charset=utf-8")
+            #expect(csv.text == "date,series,segment,currency,converted,value\r\n2027-01-14,actives,,,false,2\r\n")
+        }
+    }
+}
