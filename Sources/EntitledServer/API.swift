@@ -42,6 +42,9 @@ public struct API: Sendable {
     let retention: RetentionRoutes
     /// The console's read-only view of the retention messages set up at Apple.
     let retentionSetup: RetentionSetupRoutes
+    let attributes: AttributeRoutes
+    let offerings: OfferingRoutes
+    let customerOfferings: CustomerOfferingRoutes
 
     init(
         configuration: Configuration, ingest: Ingest, ledger: FactLedger, clock: any EpochClock, budget: RejectionBudget? = nil,
@@ -86,6 +89,13 @@ public struct API: Sendable {
             gate: gate, clock: clock, codec: cache.codec, metrics: metrics)
         retentionSetup = RetentionSetupRoutes(
             apps: configuration.apps, clients: serverAPI, gate: gate)
+        attributes = AttributeRoutes(gate: gate, ledger: ledger, clock: clock)
+        let paywall = PaywallCache(ledger: ledger, clock: clock)
+        offerings = OfferingRoutes(
+            gate: gate, changes: OfferingChanges(ledger: ledger, cache: paywall), cache: paywall,
+            products: Set(configuration.apps.flatMap(\.products).map(\.productId)), clock: clock)
+        customerOfferings = CustomerOfferingRoutes(
+            gate: gate, offerings: CustomerOfferings(ledger: ledger, cache: paywall, answers: answers, clock: clock))
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -106,6 +116,9 @@ public struct API: Sendable {
         retention.register(on: &router)
         retentionSetup.register(on: &router)
         metricsPage.register(on: &router)
+        attributes.register(on: &router)
+        offerings.register(on: &router)
+        customerOfferings.register(on: &router)
     }
 
     /// A history request's `limit` (default ``defaultHistoryLimit``, at most ``maxHistoryLimit``) and

@@ -60,6 +60,13 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case invalidGrant = "INVALID_GRANT"
     case insufficientBalance = "INSUFFICIENT_BALANCE"
     case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
+    // Customer attributes, offerings and their targeting.
+    case invalidAttribute = "INVALID_ATTRIBUTE"
+    case tooManyAttributes = "TOO_MANY_ATTRIBUTES"
+    case invalidOffering = "INVALID_OFFERING"
+    case offeringNotFound = "OFFERING_NOT_FOUND"
+    case offeringInUse = "OFFERING_IN_USE"
+    case invalidTargeting = "INVALID_TARGETING"
 
     // A signed payload or V1 body refused (recorded as rejected). `INVALID_ENVIRONMENT` above is
     // also one of these: a payload's environment the app does not accept.
@@ -99,21 +106,24 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             .invalidEnvironment, .invalidLimit, .invalidCursor, .invalidStorefront, .invalidJWTFormat, .invalidAlgorithm,
             .invalidChainLength, .invalidCertificate, .chainUntrusted, .certificateExpired, .missingAppleOID,
             .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
-            .receiptSignatureInvalid, .receiptWrongBundle, .receiptTooLarge, .invalidGrant:
+            .receiptSignatureInvalid, .receiptWrongBundle, .receiptTooLarge, .invalidGrant, .invalidAttribute,
+            .tooManyAttributes, .invalidOffering, .invalidTargeting:
             400
         case .unauthorized, .invalidSharedSecret, .tokenMalformed, .tokenSignatureInvalid, .tokenExpiryMissing,
             .tokenLifetimeTooLong, .tokenExpired:
             401
         case .forbidden, .tokenCustomerMismatch, .invalidLoginToken: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
-            .offerNotFound, .grantNotFound:
+            .offerNotFound, .grantNotFound, .offeringNotFound:
             404
         case .methodNotAllowed: 405
         case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
         case .headersTooLarge: 431
         case .tooManyRejections, .appKeyRateLimited, .addressRateLimited, .offerRateLimited: 429
-        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict: 409
+        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict,
+            .offeringInUse:
+            409
         case .idempotencyKeyReused: 422
         case .appleAPIFailed: 502
         case .internalError, .projectionFailed: 500
