@@ -64,9 +64,10 @@ enum ConsoleCustomerScript {
 
           // ---- one customer ----
           async function customer(page, id) {
-            const [answer, timeline, me, attributes] = await Promise.all([
-              api("/v1/customers/" + encodeURIComponent(id)), api(`/v1/console/customers/${encodeURIComponent(id)}/timeline`), session(),
-              api(`/v1/customers/${encodeURIComponent(id)}/attributes`)]);
+            const [answer, timeline, me] = await Promise.all([
+              api("/v1/customers/" + encodeURIComponent(id)), api(`/v1/console/customers/${encodeURIComponent(id)}/timeline`), session()]);
+            // After the answer, which creates a customer never seen (so this finds it).
+            const attributes = await api(`/v1/customers/${encodeURIComponent(id)}/attributes`);
             page.append(el("h1", { text: "Customer " + id }));
             const ents = Object.entries(answer.entitlements || {}).map(([name, e]) => el("tr", {}, el("td", { text: name }),
               el("td", { text: e.status }), el("td", { text: e.productId || "" }), el("td", { text: when(e.expiresAt) })));
