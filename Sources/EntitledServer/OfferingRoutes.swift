@@ -36,10 +36,9 @@ struct OfferingRoutes: Sendable {
         let actor = try gate.requireKey(request, scope: .admin)
         let id = try request.parameter("offeringId")
         let document = try OfferingRules.offering(id: id, body: request.body, products: products)
-        let existed = try await cache.current().offerings[id] != nil
-        let paywall = try await changes.put(document, actor: actor, now: clock.nowMilliseconds())
+        let (paywall, created) = try await changes.put(document, actor: actor, now: clock.nowMilliseconds())
         guard let stored = paywall.offerings[id] else { throw Problems.unavailable }
-        return try .json(OfferingBody(stored, paywallVersion: paywall.version), status: existed ? 200 : 201)
+        return try .json(OfferingBody(stored, paywallVersion: paywall.version), status: created ? 201 : 200)
     }
 
     /// `DELETE /v1/offerings/{offeringId}`: 409 while it is current or a rule's.

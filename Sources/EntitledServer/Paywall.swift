@@ -126,10 +126,15 @@ struct OfferingChanges: Sendable {
         return cache.replace(with: snapshot)
     }
 
-    /// Creates or replaces `document`.
-    func put(_ document: OfferingDocument, actor: String, now: Int64) async throws -> Paywall {
+    /// Creates or replaces `document`; whether it was created (decided in the transaction).
+    func put(_ document: OfferingDocument, actor: String, now: Int64) async throws -> (paywall: Paywall, created: Bool) {
         let text = String(decoding: try OfferingRules.sortedEncoder.encode(document), as: UTF8.self)
-        return try await change(actor: actor, now: now) { _ in [.putOffering(id: document.id, document: text)] }
+        let created = Mutex(false)
+        let paywall = try await change(actor: actor, now: now) { before in
+            created.withLock { $0 = before.offering(document.id) == nil }
+            return [.putOffering(id: document.id, document: text)]
+        }
+        return (paywall, created.withLock { $0 })
     }
 
     /// Deletes the offering `id` unless it is current or a rule's.

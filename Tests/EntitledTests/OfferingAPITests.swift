@@ -204,6 +204,11 @@ import Testing
             let seen = try await Self.offering(api, "u1")
             #expect(seen.json["offeringId"] as? String == "other")
             #expect(seen.json["version"] as? Int == 4)
+            // Created elsewhere a moment ago, replaced here: 200, though this server's copy has not seen it.
+            _ = try await api.ledger.store.changePaywall(actor: "elsewhere", now: t0) { _ in [.putOffering(id: "third", document: text)] }
+            let replaced = try await Self.put(api, "third", Self.lifetime)
+            #expect(replaced.status == 200)
+            #expect(replaced.json["version"] as? Int == 6)
         }
     }
 }
