@@ -6,7 +6,7 @@ enum ConsoleCustomerScript {
           // ---- customers ----
           function searchForm(query, byOrder) {
             const input = el("input", { id: "search", type: "search", value: query || "", size: 50,
-              placeholder: byOrder ? "Order id from the customer's receipt email" : "appUserId, appAccountToken, originalTransactionId or transactionId" });
+              placeholder: byOrder ? "Order id from the customer's receipt email" : "appUserId, appAccountToken, originalTransactionId, transactionId or an attribute value (an email)" });
             const by = select([["ids", "by id"], ["order", "by order id (asks Apple)"]], byOrder ? "order" : "ids", () => {});
             by.id = "search-by";
             const form = el("form", { class: "controls", onsubmit: (e) => {

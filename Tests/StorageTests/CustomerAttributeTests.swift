@@ -49,4 +49,21 @@ import Testing
             #expect(try await store.count("SELECT COUNT(*) FROM customer_attributes WHERE name = 'plan'") == 1)
         }
     }
+
+    @Test("the console's search finds a customer by an attribute's value, exactly", arguments: Backend.all)
+    func searchFindsAnAttributeValue(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            for id in ["ana", "bob"] {
+                _ = try await store.ensureCustomer(appUserId: id, appAccountToken: nil, projector: testProjector, now: testNow)
+            }
+            _ = try await store.setAttributes(appUserId: "ana", changes: ["$email": "ana@example.com"], maxCount: 10, now: 10)
+            _ = try await store.setAttributes(appUserId: "bob", changes: ["team": "ana@example"], maxCount: 10, now: 10)
+            let console = store as any ConsoleStore
+            #expect(try await console.searchCustomers("ana@example.com", after: nil, limit: 10).map(\.appUserId) == ["ana"])
+            #expect(try await console.exactCustomers(["ana@example.com"]).map(\.appUserId) == ["ana"])
+            // Removed: no longer found.
+            _ = try await store.setAttributes(appUserId: "ana", changes: ["$email": nil], maxCount: 10, now: 20)
+            #expect(try await console.searchCustomers("ana@example.com", after: nil, limit: 10).isEmpty)
+        }
+    }
 }

@@ -423,7 +423,8 @@ enum Schema {
                 INSERT INTO placeholder_backfill (after_id) SELECT 0 WHERE EXISTS (SELECT 1 FROM facts);
                 """),
         // What the app says about its customer (`CustomerAttributeStore`), keyed by the customer's
-        // row id: an erasure deletes them with the customer's other rows.
+        // row id: an erasure deletes them with the customer's other rows. Indexed by value for the
+        // console's search (an email finds its customer).
         Migration(
             version: 25, name: "customer attributes",
             sql: """
@@ -434,6 +435,7 @@ enum Schema {
                     updated_at {int} NOT NULL,
                     PRIMARY KEY (customer_id, name)
                 ){without_rowid};
+                CREATE INDEX customer_attributes_value ON customer_attributes (value);
                 """),
         // Offerings and their targeting (`OfferingStore`): the documents as they stand, and every
         // change numbered in `paywall_changes`. `paywall_settings`' `version` row holds the
