@@ -116,3 +116,20 @@ extension CountingStore {
         try await base.exportEvents(window, afterSequence: afterSequence, limit: limit)
     }
 }
+
+extension CountingStore {
+    func setAttributes(appUserId: String, changes: [String: String?], maxCount: Int, now: Int64) async throws -> AttributeWrite {
+        try await base.setAttributes(appUserId: appUserId, changes: changes, maxCount: maxCount, now: now)
+    }
+    func attributes(appUserId: String) async throws -> [CustomerAttribute]? { try await base.attributes(appUserId: appUserId) }
+}
+
+extension CountingStore {
+    func paywallVersion() async throws -> Int64 { try await base.paywallVersion() }
+    func paywall() async throws -> PaywallSnapshot { try await base.paywall() }
+    func changePaywall(
+        actor: String?, now: Int64, _ decide: @escaping @Sendable (PaywallSnapshot) throws -> [PaywallChange]
+    ) async throws -> PaywallSnapshot {
+        try await base.changePaywall(actor: actor, now: now, decide)
+    }
+}

@@ -43,6 +43,8 @@ public struct Configuration: Sendable, Equatable {
     public var integrations: [IntegrationEndpoint] = []
     /// Scheduled exports of the tables to S3-compatible stores or folders (`exports`; default none).
     public var exports: [ExportSettings] = []
+    /// Offerings and targeting to start an empty database with (`paywall`; docs/offerings.md).
+    public var paywall: PaywallSeed?
     /// How long answer-change events are held back before they are released (`events`).
     public var events = EventSettings()
     /// Offer-signing rate limits and the signature log's retention (`offerSigning`).

@@ -181,6 +181,7 @@ public struct ConfigurationLoader: Sendable {
             configuration.metricsListen = try Self.listenAddress(try node.string(), path: node.path)
         }
         reader.read("console", problems) { node throws(ConfigurationError) in configuration.console = try console(node, problems) }
+        reader.read("paywall", problems) { node throws(ConfigurationError) in configuration.paywall = try paywallSeed(node, problems) }
         reader.read("appKeyRateLimits", problems) { node throws(ConfigurationError) in
             configuration.appKeyRateLimits = try appKeyRateLimits(node, problems)
         }

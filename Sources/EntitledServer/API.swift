@@ -44,6 +44,9 @@ public struct API: Sendable {
     /// The console's read-only view of the retention messages set up at Apple.
     let retentionSetup: RetentionSetupRoutes
     let googlePlay: GooglePlayRoutes
+    let attributes: AttributeRoutes
+    let offerings: OfferingRoutes
+    let customerOfferings: CustomerOfferingRoutes
 
     init(
         configuration: Configuration, ingest: Ingest, ledger: FactLedger, clock: any EpochClock, budget: RejectionBudget? = nil,
@@ -92,6 +95,13 @@ public struct API: Sendable {
         self.googlePlay = GooglePlayRoutes(
             gate: gate, play: PlayIngest(ingest: ingest, clients: googlePlay, restoreBehavior: policy.restoreBehavior),
             refusals: refusals, budget: budget, answers: answers, clock: clock)
+        attributes = AttributeRoutes(gate: gate, ledger: ledger, clock: clock)
+        let paywall = PaywallCache(ledger: ledger, clock: clock)
+        offerings = OfferingRoutes(
+            gate: gate, changes: OfferingChanges(ledger: ledger, cache: paywall), cache: paywall,
+            products: Set(configuration.apps.flatMap(\.products).map(\.productId)), clock: clock)
+        customerOfferings = CustomerOfferingRoutes(
+            gate: gate, offerings: CustomerOfferings(ledger: ledger, cache: paywall, answers: answers, clock: clock))
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -114,6 +124,9 @@ public struct API: Sendable {
         retentionSetup.register(on: &router)
         metricsPage.register(on: &router)
         googlePlay.register(on: &router)
+        attributes.register(on: &router)
+        offerings.register(on: &router)
+        customerOfferings.register(on: &router)
     }
 
     /// A history request's `limit` (default ``defaultHistoryLimit``, at most ``maxHistoryLimit``) and

@@ -119,6 +119,14 @@ public func buildApplication(
     }
     let cache = fastPaths.projectionCache()
     let ledger = FactLedger(store: opened, configuration: configuration, cache: cache, metrics: metrics)
+    if let seed = configuration.paywall {
+        do {
+            try await seedPaywall(seed, configuration: configuration, ledger: ledger, now: clock.nowMilliseconds())
+        } catch {
+            if store == nil { await opened.close() }
+            throw error
+        }
+    }
     let clients: [String: AppStoreServerAPIClient]
     do {
         clients = try buildServerAPIClients(configuration: configuration, clock: clock, outbound: outbound, sleeper: apiSleeper)

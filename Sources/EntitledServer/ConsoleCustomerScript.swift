@@ -1,12 +1,12 @@
 /// The console script's customer pages (part of `/console/console.js`, see ``ConsoleScript``):
 /// the search by id or by order id (Apple's Look Up Order ID), and one customer's answer,
-/// timeline, webhook deliveries and support actions (extend, refund lookup; `admin` keys only).
+/// attributes, timeline, webhook deliveries and support actions (extend, refund lookup; `admin` keys only).
 enum ConsoleCustomerScript {
     static let js = #"""
           // ---- customers ----
           function searchForm(query, byOrder) {
             const input = el("input", { id: "search", type: "search", value: query || "", size: 50,
-              placeholder: byOrder ? "Order id from the customer's receipt email" : "appUserId, appAccountToken, originalTransactionId or transactionId" });
+              placeholder: byOrder ? "Order id from the customer's receipt email" : "appUserId, appAccountToken, originalTransactionId, transactionId or an attribute value (an email)" });
             const by = select([["ids", "by id"], ["order", "by order id (asks Apple)"]], byOrder ? "order" : "ids", () => {});
             by.id = "search-by";
             const form = el("form", { class: "controls", onsubmit: (e) => {
@@ -66,6 +66,8 @@ enum ConsoleCustomerScript {
           async function customer(page, id) {
             const [answer, timeline, me] = await Promise.all([
               api("/v1/customers/" + encodeURIComponent(id)), api(`/v1/console/customers/${encodeURIComponent(id)}/timeline`), session()]);
+            // After the answer, which creates a customer never seen (so this finds it).
+            const attributes = await api(`/v1/customers/${encodeURIComponent(id)}/attributes`);
             page.append(el("h1", { text: "Customer " + id }));
             const ents = Object.entries(answer.entitlements || {}).map(([name, e]) => el("tr", {}, el("td", { text: name }),
               el("td", { text: e.status }), el("td", { text: e.productId || "" }), el("td", { text: when(e.expiresAt) })));
@@ -81,6 +83,11 @@ enum ConsoleCustomerScript {
               el("table", { id: "answer-entitlements" }, el("tr", {}, ["Entitlement", "Status", "Product", "Expires"].map((h) => el("th", { text: h }))), ents)));
             page.append(el("div", { class: "panel" }, el("h2", { text: "Subscriptions" }),
               el("table", {}, el("tr", {}, ["Group", "Product", "Status", "Period", "Expires", "Auto-renew", "originalTransactionId"].map((h) => el("th", { text: h }))), subs)));
+            const attrs = Object.entries(attributes.attributes || {}).sort(([a], [b]) => a < b ? -1 : 1)
+              .map(([name, a]) => el("tr", {}, el("td", { text: name }), el("td", { text: a.value }), el("td", { text: when(a.updatedAt) })));
+            page.append(el("div", { class: "panel", id: "attributes" }, el("h2", { text: "Attributes" }),
+              attrs.length ? el("table", { id: "attribute-list" }, el("tr", {}, ["Name", "Value", "Set"].map((h) => el("th", { text: h }))), attrs)
+                : el("p", { class: "muted", text: "No attribute: the app sets them with PUT /v1/customers/{appUserId}/attributes." })));
             page.append(grantPanel(id, me));
             page.append(supportPanel(id, answer, timeline, me));
             const events = timeline.events.map((ev) => {

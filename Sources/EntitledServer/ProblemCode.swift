@@ -63,6 +63,13 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case invalidGrant = "INVALID_GRANT"
     case insufficientBalance = "INSUFFICIENT_BALANCE"
     case idempotencyKeyReused = "IDEMPOTENCY_KEY_REUSED"
+    // Customer attributes, offerings and their targeting.
+    case invalidAttribute = "INVALID_ATTRIBUTE"
+    case tooManyAttributes = "TOO_MANY_ATTRIBUTES"
+    case invalidOffering = "INVALID_OFFERING"
+    case offeringNotFound = "OFFERING_NOT_FOUND"
+    case offeringInUse = "OFFERING_IN_USE"
+    case invalidTargeting = "INVALID_TARGETING"
 
     // A signed payload or V1 body refused (recorded as rejected). `INVALID_ENVIRONMENT` above is
     // also one of these: a payload's environment the app does not accept.
@@ -127,7 +134,8 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             .invalidChainLength, .invalidCertificate, .chainUntrusted, .certificateExpired, .missingAppleOID,
             .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
             .receiptSignatureInvalid, .receiptWrongBundle, .receiptTooLarge, .invalidGrant, .googleMalformedNotification,
-            .googleInvalidRequest:
+            .googleInvalidRequest, .invalidAttribute,
+            .tooManyAttributes, .invalidOffering, .invalidTargeting:
             400
         case .unauthorized, .invalidSharedSecret, .tokenMalformed, .tokenSignatureInvalid, .tokenExpiryMissing,
             .tokenLifetimeTooLong, .tokenExpired, .googlePushMissingToken, .googlePushMalformedToken,
@@ -137,14 +145,16 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             401
         case .forbidden, .tokenCustomerMismatch, .invalidLoginToken: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
-            .offerNotFound, .grantNotFound, .googlePurchaseNotFound, .chartNotFound:
+            .offerNotFound, .grantNotFound, .googlePurchaseNotFound, .chartNotFound, .offeringNotFound:
             404
         case .methodNotAllowed: 405
         case .payloadTooLarge, .bodyNotAllowed: 413
         case .uriTooLong: 414
         case .headersTooLarge: 431
         case .tooManyRejections, .appKeyRateLimited, .addressRateLimited, .offerRateLimited: 429
-        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict: 409
+        case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict,
+            .offeringInUse:
+            409
         case .idempotencyKeyReused: 422
         case .appleAPIFailed, .googleMalformedResponse, .googleAPIError: 502
         case .internalError, .projectionFailed: 500

@@ -64,8 +64,8 @@ public protocol ConsoleStore: Sendable {
     /// Computes the rollup contribution of up to `limit` customers stored before the rollups
     /// existed; returns how many (0: done). Resumable: each chunk commits on its own.
     func backfillMetrics(projector: Projector, limit: Int) async throws -> Int
-    /// Customers whose appUserId, appAccountToken, or a subscription's originalTransactionId or
-    /// transactionId is `query` (exact), or whose appUserId starts with it; by appUserId, after
+    /// Customers whose appUserId, appAccountToken, an attribute's value, or a subscription's
+    /// originalTransactionId or transactionId is `query` (exact), or whose appUserId starts with it; by appUserId, after
     /// `after`, at most `limit`. An unlinked subscription (``UnlinkedSubscription``) is found by
     /// its ids only, never by a prefix.
     func searchCustomers(_ query: String, after: String?, limit: Int) async throws -> [CustomerMatch]
@@ -133,13 +133,15 @@ extension SessionBackedStore {
         }
     }
 
-    /// Customers one id names exactly: each an index lookup (customers, links, facts by transaction id).
+    /// Customers one id names exactly: each an index lookup (customers, links, attribute values such
+    /// as an email, facts by transaction id).
     static func exactMatches(_ session: any SQLSession, _ id: String) throws -> [CustomerMatch] {
         try session.query(
             """
             SELECT app_user_id, app_account_token, created_at FROM customers WHERE id IN (
                 SELECT id FROM customers WHERE app_user_id = \(id) OR app_account_token = \(id.lowercased())
                 UNION SELECT customer_id FROM links WHERE original_transaction_id = \(id)
+                UNION SELECT customer_id FROM customer_attributes WHERE value = \(id)
                 UNION SELECT l.customer_id FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
                     WHERE f.transaction_id = \(id))
             """).map(decodeMatch)

@@ -27,7 +27,7 @@ public protocol CustomerDirectory: Sendable {
     func exportCustomer(appUserId: String) async throws -> CustomerExport?
 
     /// Erases the customer `appUserId` belongs to (every one of its ids): its ids and tokens, links,
-    /// projections, promotional grants, consumable spends, offer signatures, consent and merge
+    /// projections, promotional grants, consumable spends, offer signatures, consent, attributes and merge
     /// records are deleted;
     /// Apple's facts and notifications stay, linked to nobody. The erasure is recorded in
     /// `customer_events` with `actor` and counts, without any erased id. Nil when no such customer.

@@ -3,7 +3,7 @@ import Entitlements
 /// The store: the durable ledger (append-only facts, customers and their links, projections)
 /// and every other record the server keeps — the event outbox and its holds, webhook deliveries,
 /// durable jobs, console queries and metric rollups, the customer directory, consent,
-/// reconciliation state, offer signatures, consumable spends, the signed texts, the retention-request
+/// reconciliation state, offer signatures, consumable spends, customer attributes, offerings, the signed texts, the retention-request
 /// log, the placeholder backfill and scheduled exports' state and readers. Each of those is a protocol of its own (what it is about,
 /// documented where it is declared); this one refines them all, so whoever holds a store has every
 /// capability.
@@ -15,7 +15,7 @@ import Entitlements
 public protocol LedgerStore:
     EventStore, EventHoldStore, WebhookDeliveryStore, DurableJobStore, ConsoleStore, CustomerDirectory, ConsentStore,
     ReconcileStateStore, OfferSignatureLog, ConsumableSpending, SignedLedger, RetentionLog, PlaceholderBackfillStore,
-    ExportStateStore, ExportReader
+    ExportStateStore, ExportReader, CustomerAttributeStore, OfferingStore
 {
     /// Stored projections counted by customer state and subscription status (one query; for
     /// metrics gauges, then kept current from ``LedgerObserver/projectionsChanged(_:)``).

@@ -100,3 +100,31 @@ extension SwitchedStore {
         return try await base.exportEvents(window, afterSequence: afterSequence, limit: limit)
     }
 }
+
+extension SwitchedStore: CustomerAttributeStore {
+    func setAttributes(appUserId: String, changes: [String: String?], maxCount: Int, now: Int64) async throws -> AttributeWrite {
+        try up()
+        return try await base.setAttributes(appUserId: appUserId, changes: changes, maxCount: maxCount, now: now)
+    }
+    func attributes(appUserId: String) async throws -> [CustomerAttribute]? {
+        try up()
+        return try await base.attributes(appUserId: appUserId)
+    }
+}
+
+extension SwitchedStore: OfferingStore {
+    func paywallVersion() async throws -> Int64 {
+        try up()
+        return try await base.paywallVersion()
+    }
+    func paywall() async throws -> PaywallSnapshot {
+        try up()
+        return try await base.paywall()
+    }
+    func changePaywall(
+        actor: String?, now: Int64, _ decide: @escaping @Sendable (PaywallSnapshot) throws -> [PaywallChange]
+    ) async throws -> PaywallSnapshot {
+        try up()
+        return try await base.changePaywall(actor: actor, now: now, decide)
+    }
+}

@@ -238,7 +238,7 @@ struct CustomerDirectoryTests {
 
     /// `PREFIX-main` with alias `PREFIX-alias`, each with a purchase (one by token, one by claim;
     /// Apple's ids `TAG-o1`, `TAG-o2`), a grant, an offer signature, a consent, and coins bought
-    /// (`TAG-c1`) and one spent.
+    /// (`TAG-c1`) and one spent, and attributes (`$email` `PREFIX@example.com`).
     static func populate(_ store: any LedgerStore, prefix: String, tag: String) async throws {
         let main = try await store.ensureCustomer(appUserId: "\(prefix)-main", appAccountToken: nil, projector: testProjector, now: testNow)
         _ = try await store.ingest(
@@ -270,6 +270,12 @@ struct CustomerDirectoryTests {
             SpendRequest(appUserId: "\(prefix)-alias", productId: "coins", quantity: 1, idempotencyKey: "k-\(tag)", environments: [.production]),
             projector: testProjector, now: testNow)
         guard case .spent = spent else { throw StorageError(.internal, "the spend failed: \(spent)") }
+        // Attributes set under both ids, one of them naming the customer.
+        let attributes = store as any CustomerAttributeStore
+        let email = try await attributes.setAttributes(
+            appUserId: "\(prefix)-alias", changes: ["$email": "\(prefix)@example.com"], maxCount: 10, now: testNow)
+        guard case .stored = email else { throw StorageError(.internal, "the attributes were not stored: \(email)") }
+        _ = try await attributes.setAttributes(appUserId: "\(prefix)-main", changes: ["plan": "team"], maxCount: 10, now: testNow)
     }
 
     /// Every table's name.

@@ -138,6 +138,7 @@ extension Ledger {
                 ("DELETE FROM customer_events WHERE customer_id = \(member.id)" as SQLQuery),
                 ("DELETE FROM offer_signatures WHERE app_user_id = \(member.appUserId)" as SQLQuery),
                 ("DELETE FROM customer_consents WHERE app_user_id = \(member.appUserId)" as SQLQuery),
+                ("DELETE FROM customer_attributes WHERE customer_id = \(member.id)" as SQLQuery),
                 // Their events (which carry their ids and answers) and those events' deliveries.
                 ("DELETE FROM webhook_deliveries WHERE customer_key = \(member.appUserId)" as SQLQuery),
                 ("DELETE FROM events WHERE customer_id = \(member.id) OR app_user_id = \(member.appUserId)" as SQLQuery),
@@ -255,6 +256,9 @@ extension Ledger {
         ),
         (
             "customer_consents", columns("app_user_id, consented, recorded_at")
+        ),
+        (
+            "customer_attributes", columns("customer_id, name, value, updated_at")
         ),
         (
             "customer_events", columns("id, kind, customer_id, subject, actor, detail, recorded_at")

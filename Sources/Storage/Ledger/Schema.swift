@@ -475,6 +475,49 @@ enum Schema {
                 DELETE FROM customer_metrics;
                 DELETE FROM metric_daily;
                 """),
+        // What the app says about its customer (`CustomerAttributeStore`), keyed by the customer's
+        // row id: an erasure deletes them with the customer's other rows. Indexed by value for the
+        // console's search (an email finds its customer).
+        Migration(
+            version: 28, name: "customer attributes",
+            sql: """
+                CREATE TABLE customer_attributes (
+                    customer_id {int} NOT NULL,
+                    name TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    updated_at {int} NOT NULL,
+                    PRIMARY KEY (customer_id, name)
+                ){without_rowid};
+                CREATE INDEX customer_attributes_value ON customer_attributes (value);
+                """),
+        // Offerings and their targeting (`OfferingStore`): the documents as they stand, and every
+        // change numbered in `paywall_changes`. `paywall_settings`' `version` row holds the
+        // latest number; each change updates it first, so concurrent changes run one at a time.
+        Migration(
+            version: 29, name: "offerings",
+            sql: """
+                CREATE TABLE offerings (
+                    offering_id TEXT NOT NULL PRIMARY KEY,
+                    document TEXT NOT NULL,
+                    version {int} NOT NULL,
+                    updated_at {int} NOT NULL
+                );
+                CREATE TABLE paywall_settings (
+                    name TEXT NOT NULL PRIMARY KEY,
+                    value TEXT NOT NULL,
+                    version {int} NOT NULL,
+                    updated_at {int} NOT NULL
+                );
+                INSERT INTO paywall_settings (name, value, version, updated_at) VALUES ('version', '', 0, 0);
+                CREATE TABLE paywall_changes (
+                    version {int} NOT NULL PRIMARY KEY,
+                    kind TEXT NOT NULL,
+                    subject TEXT,
+                    document TEXT,
+                    actor TEXT,
+                    changed_at {int} NOT NULL
+                );
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).

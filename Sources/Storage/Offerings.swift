@@ -1,0 +1,149 @@
+/// One stored offering: its document (the server's JSON) and the version of its last change.
+public struct StoredOffering: Sendable, Hashable {
+    public var id: String
+    public var document: String
+    public var version: Int64
+    public var updatedAt: Int64
+
+    public init(id: String, document: String, version: Int64, updatedAt: Int64) {
+        self.id = id
+        self.document = document
+        self.version = version
+        self.updatedAt = updatedAt
+    }
+}
+
+/// The offerings, the current one and the targeting rules as they stand at ``version``.
+public struct PaywallSnapshot: Sendable, Hashable {
+    /// The number of the latest change (0: never changed).
+    public var version: Int64
+    /// Every offering, by id.
+    public var offerings: [StoredOffering]
+    /// The current offering's id.
+    public var current: String?
+    /// The targeting rules' document.
+    public var targeting: String?
+
+    public init(version: Int64 = 0, offerings: [StoredOffering] = [], current: String? = nil, targeting: String? = nil) {
+        self.version = version
+        self.offerings = offerings
+        self.current = current
+        self.targeting = targeting
+    }
+
+    public func offering(_ id: String) -> StoredOffering? { offerings.first { $0.id == id } }
+}
+
+/// One change of the offerings; each one applied is a new version.
+public enum PaywallChange: Sendable, Hashable {
+    /// Creates or replaces an offering.
+    case putOffering(id: String, document: String)
+    case deleteOffering(id: String)
+    case setCurrent(offeringId: String)
+    case setTargeting(document: String)
+}
+
+/// Offerings (what the paywall sells) and their targeting, versioned: every change is numbered
+/// and logged (`paywall_changes`, with its actor), and the latest number says whether a copy held
+/// in memory is still current.
+public protocol OfferingStore: Sendable {
+    /// The number of the latest change (one indexed row; 0 before any).
+    func paywallVersion() async throws -> Int64
+
+    /// Everything as it stands.
+    func paywall() async throws -> PaywallSnapshot
+
+    /// In one transaction, one change at a time across servers: reads the snapshot, asks `decide`
+    /// for the changes (it checks them against the snapshot; what it throws is thrown, nothing
+    /// written), applies each as a new version and returns the snapshot after them.
+    func changePaywall(
+        actor: String?, now: Int64, _ decide: @escaping @Sendable (PaywallSnapshot) throws -> [PaywallChange]
+    ) async throws -> PaywallSnapshot
+}
+
+extension SessionBackedStore {
+    func paywallVersion() async throws -> Int64 {
+        try await read { session in try Self.paywallVersion(session) }
+    }
+
+    func paywall() async throws -> PaywallSnapshot {
+        try await read { session in try Self.readPaywall(session) }
+    }
+
+    func changePaywall(
+        actor: String?, now: Int64, _ decide: @escaping @Sendable (PaywallSnapshot) throws -> [PaywallChange]
+    ) async throws -> PaywallSnapshot {
+        try await write { session in
+            // Taking the version row's lock first makes concurrent changes wait for each other, so
+            // each decides on the snapshot the previous one left.
+            try session.query("UPDATE paywall_settings SET updated_at = updated_at WHERE name = 'version'")
+            let before = try Self.readPaywall(session)
+            var version = before.version
+            for change in try decide(before) {
+                version += 1
+                let (kind, subject, document): (String, String?, String?)
+                switch change {
+                case .putOffering(let id, let text):
+                    (kind, subject, document) = ("offering", id, text)
+                    try session.query("DELETE FROM offerings WHERE offering_id = \(id)")
+                    try session.query(
+                        "INSERT INTO offerings (offering_id, document, version, updated_at) VALUES (\(id), \(text), \(version), \(now))")
+                case .deleteOffering(let id):
+                    (kind, subject, document) = ("offeringDeleted", id, nil)
+                    try session.query("DELETE FROM offerings WHERE offering_id = \(id)")
+                case .setCurrent(let id):
+                    (kind, subject, document) = ("current", id, nil)
+                    try Self.setSetting(session, name: "current", value: id, version: version, now: now)
+                case .setTargeting(let text):
+                    (kind, subject, document) = ("targeting", nil, text)
+                    try Self.setSetting(session, name: "targeting", value: text, version: version, now: now)
+                }
+                try session.query(
+                    """
+                    INSERT INTO paywall_changes (version, kind, subject, document, actor, changed_at)
+                    VALUES (\(version), \(kind), \(subject), \(document), \(actor), \(now))
+                    """)
+            }
+            if version != before.version {
+                try session.query("UPDATE paywall_settings SET version = \(version), updated_at = \(now) WHERE name = 'version'")
+            }
+            return try Self.readPaywall(session)
+        }
+    }
+
+    static func paywallVersion(_ session: any SQLSession) throws -> Int64 {
+        try session.value("SELECT version FROM paywall_settings WHERE name = 'version'", as: Int64.self) ?? 0
+    }
+
+    static func setSetting(_ session: any SQLSession, name: String, value: String, version: Int64, now: Int64) throws {
+        try session.query("DELETE FROM paywall_settings WHERE name = \(name)")
+        try session.query(
+            "INSERT INTO paywall_settings (name, value, version, updated_at) VALUES (\(name), \(value), \(version), \(now))")
+    }
+
+    static func readPaywall(_ session: any SQLSession) throws -> PaywallSnapshot {
+        let offerings = try session.rows(
+            "SELECT offering_id, document, version, updated_at FROM offerings ORDER BY offering_id", as: OfferingColumns.self)
+        let settings = try session.rows("SELECT name, value, version FROM paywall_settings", as: SettingColumns.self)
+        func setting(_ name: String) -> SettingColumns? { settings.first { $0.name == name } }
+        return PaywallSnapshot(
+            version: setting("version")?.version ?? 0,
+            offerings: offerings.map { StoredOffering(id: $0.offeringId, document: $0.document, version: $0.version, updatedAt: $0.updatedAt) },
+            current: setting("current")?.value, targeting: setting("targeting")?.value)
+    }
+}
+
+/// A stored offering's columns.
+private struct OfferingColumns: Decodable {
+    var offeringId: String
+    var document: String
+    var version: Int64
+    var updatedAt: Int64
+}
+
+/// A paywall setting's columns.
+private struct SettingColumns: Decodable {
+    var name: String
+    var value: String
+    var version: Int64
+}
