@@ -8,7 +8,7 @@ extension FactLedger {
         appUserId: String, changes: [String: String?], maxCount: Int, now: Int64
     ) async throws(StorageError) -> AttributeWrite {
         try await mapped {
-            _ = try await store.customer(appUserId: appUserId, createIfMissing: true, projector: self, now: now)
+            _ = try await store.customer(appUserId: appUserId, createIfMissing: true, projector: projector, now: now)
             return try await store.setAttributes(appUserId: appUserId, changes: changes, maxCount: maxCount, now: now)
         }
     }
