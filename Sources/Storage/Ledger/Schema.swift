@@ -422,6 +422,10 @@ enum Schema {
                 );
                 INSERT INTO placeholder_backfill (after_id) SELECT 0 WHERE EXISTS (SELECT 1 FROM facts);
                 """),
+        // Packed signed text may refer to a fact without repeating its signature
+        // (``SignedTextFormat`` part 3), which an older binary cannot rebuild: it must refuse the
+        // database (`SCHEMA_TOO_NEW`) rather than read such rows as corrupt. Nothing to change.
+        Migration(version: 25, name: "references without repeated signatures", sql: ""),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
