@@ -76,6 +76,7 @@ struct CompressedTextTests {
             .literal(Array(#"{"signedPayload":""#.utf8)),
             .jws(header: 7, payload: [.literal(Self.transaction), .reference(kind: "renewal", key: Array(repeating: 3, count: 32), signature: [1, 2])], signature: Array(repeating: 9, count: 64)),
             .literal(Array(#""}"#.utf8)),
+            .reference(kind: "notification", key: Array(repeating: 4, count: 32), signature: nil),
         ]
         let context = Array(#"{"fact":{"originalTransactionId":"2000000812345678"}}"#.utf8)
         let stored = SignedTextFormat.encode(parts, literals: try SignedTextFormat.compressedLiterals(parts, context: context))

@@ -143,6 +143,47 @@ struct SignedTextTests {
         }
     }
 
+    /// Each stored reference's signature, in order: nil where the referenced fact's own is used.
+    static func signatures(_ parts: [StoredPart]) -> [[UInt8]?] {
+        parts.flatMap { part -> [[UInt8]?] in
+            switch part {
+            case .literal: []
+            case .jws(_, let payload, _): signatures(payload)
+            case .reference(_, _, let signature): [signature]
+            }
+        }
+    }
+
+    @Test("a reference to the message's own fact does not repeat its signature; one to a twin stored before does", arguments: Backend.all)
+    func referencesWithoutSignatures(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let first = AppleShaped.notification(uuid: "n-1", otid: "o-1", token: nil, seed: 1)
+            _ = try await store.ingest(first.message, facts: first.facts, claim: nil, projector: testProjector, now: testNow)
+            let original = try #require(first.facts[1].signed)
+            let twin = String(original[..<original.lastIndex(of: ".")!]) + "." + Base64.urlEncode(AppleShaped.signature(99))
+            let second = AppleShaped.notification(uuid: "n-2", otid: "o-1", token: nil, seed: 50, transactionJWS: twin)
+            _ = try await store.ingest(second.message, facts: second.facts, claim: nil, projector: testProjector, now: testNow)
+            let stored = try await (store as! any SessionBackedStore).read { session in
+                let facts = try session.query(
+                    "SELECT signed_packed, payload, payload_packed FROM facts WHERE kind = 'notification' ORDER BY id"
+                ).map { Self.signatures(try SignedTextFormat.decode(try $0.blob(0), context: try FactPayload.bytes($0))) }
+                let bodies = try session.query("SELECT body_packed FROM notifications ORDER BY id").map {
+                    Self.signatures(try SignedTextFormat.decode(try $0.blob(0), context: []))
+                }
+                return (facts, bodies)
+            }
+            // The first notification stored its transaction and renewal itself.
+            #expect(stored.0.first == [nil, nil])
+            // The second's are twins stored before under other signature bytes: kept as received.
+            #expect(stored.0.last == [AppleShaped.signature(99), AppleShaped.signature(51)])
+            #expect(stored.1 == [[nil], [nil]])
+            // And every text still comes back exactly.
+            let texts = Set(try await store.signedTexts().values)
+            #expect(texts == Set(first.facts.compactMap(\.signed) + [second.facts[0].signed!]))
+            #expect(Set(try await store.bodies().values) == [first.message.body, second.message.body])
+        }
+    }
+
     @Test(
         "text that is no canonical JWS is stored as it is",
         arguments: [

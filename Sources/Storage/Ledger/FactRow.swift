@@ -75,6 +75,9 @@ struct FactRow: Sendable {
 }
 
 extension FactRow {
+    /// The fact's key as a reference names it (``SignedTextPacker/encode(_:headerIDs:literals:ownSignature:)``).
+    var referenceKey: String { kind + " " + digest }
+
     /// Packs each row's signed text, and the message's body, with references to the signed texts
     /// of the other facts of the same message (a notification's payload carries its transaction's
     /// and renewal's JWS; the body is the notification's), on the caller's thread.

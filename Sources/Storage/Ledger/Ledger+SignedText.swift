@@ -26,6 +26,43 @@ extension Ledger {
         return ids
     }
 
+    /// The keys (``FactRow/referenceKey``) whose references a message's packed texts store
+    /// without their signatures, the stored fact's being the same: its rows' own, but for a key two
+    /// of its rows share (twins in one message), which keep theirs.
+    static func ownReferences(_ rows: [FactRow]) -> Set<String> {
+        Set(Dictionary(rows.map { ($0.referenceKey, 1) }, uniquingKeysWith: +).filter { $0.value == 1 }.keys)
+    }
+
+    /// After a message's fact insert (`stored`: the kind and key of each new row) in which some of
+    /// its facts were already stored, perhaps as twins under other signature bytes: its new rows
+    /// and its `body` that refer to one of those are stored again with the signatures they carry.
+    func keepSignatures(
+        stored: [SQLRow], own: Set<String>, rows: [FactRow], headerIDs: [String: Int64], body: [SignedPart]?, notificationID: Int64
+    ) throws {
+        let new = Set(try stored.map { try $0.text(1) + " " + $0.text(2) })
+        let replayed = own.subtracting(new)
+        let own = own.intersection(new)
+        guard !replayed.isEmpty else { return }
+        func refers(_ parts: [SignedPart]) -> Bool {
+            parts.contains { part in
+                switch part {
+                case .literal: false
+                case .jws(_, let payload, _): refers(payload)
+                case .reference(let kind, let digest, _): replayed.contains(kind + " " + digest)
+                }
+            }
+        }
+        for row in rows where own.contains(row.referenceKey) {
+            guard let packed = row.packed, refers(packed) else { continue }
+            let signed = try SignedTextPacker.encode(packed, headerIDs: headerIDs, literals: row.packedLiterals, ownSignature: own)
+            try session.query("UPDATE facts SET signed_packed = \(signed) WHERE kind = \(row.kind) AND jws_sha256 = \(row.digest)")
+        }
+        if let body, refers(body) {
+            let packed = try SignedTextPacker.encode(body, headerIDs: [:], literals: nil, ownSignature: own)
+            try session.query("UPDATE notifications SET body_packed = \(packed) WHERE id = \(notificationID)")
+        }
+    }
+
     /// A notification's body as received (nil: no such row): the one reconstruction, as for facts.
     func notificationBody(id: Int64, reader: SignedTextReader) throws -> [UInt8]? {
         guard let row = try session.row("SELECT body, body_packed FROM notifications WHERE id = \(id)", as: StoredBody.self) else {

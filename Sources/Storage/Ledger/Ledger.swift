@@ -76,7 +76,8 @@ struct Ledger {
         // A body that is its facts' signed text and a little JSON is stored as references to them
         // (see `SignedPart`); a reference needs no header id.
         let body: [UInt8] = packed.body == nil ? message.body : []
-        let bodyPacked = try packed.body.map { try SignedTextPacker.encode($0, headerIDs: [:], literals: nil) }
+        let own = Self.ownReferences(rows)
+        let bodyPacked = try packed.body.map { try SignedTextPacker.encode($0, headerIDs: [:], literals: nil, ownSignature: own) }
         let insert = Self.insertNotification(message, body: body, bodyPacked: bodyPacked)
         if message.notificationUUID != nil {
             guard let id = try session.value(insert, as: Int64.self) else { return IngestResult(status: .duplicate) }
@@ -109,15 +110,19 @@ struct Ledger {
             for row in rows {
                 // Only the structure is assembled here (it needs the header ids): the JSON was
                 // compressed on the caller's thread.
-                let signed = try row.packed.map { try SignedTextPacker.encode($0, headerIDs: headerIDs, literals: row.packedLiterals) }
+                let signed = try row.packed.map { try SignedTextPacker.encode($0, headerIDs: headerIDs, literals: row.packedLiterals, ownSignature: own) }
                 tuples.append(
                     try Self.factValues(
                         row, notificationID: notificationID, signed: signed == nil ? row.signed : "", signedPacked: signed,
                         appAccountToken: row.appAccountToken.map(Self.normalizeToken), environment: row.fact.environment.rawValue,
                         bundleId: message.bundleId, receivedAt: now))
             }
-            inserted = try session.query(Self.insertFacts(tuples)).count
+            let stored = try session.query(Self.insertFacts(tuples))
+            inserted = stored.count
             replayed = rows.count - inserted
+            if replayed > 0 {
+                try keepSignatures(stored: stored, own: own, rows: rows, headerIDs: headerIDs, body: packed.body, notificationID: notificationID)
+            }
             // A message without a UUID (a client post) whose facts are all replays says nothing
             // new: its row would only grow the ledger with every repost of the same transaction.
             if inserted == 0 && message.notificationUUID == nil {
@@ -304,7 +309,7 @@ struct Ledger {
                                transaction_id, original_transaction_id,
                                app_account_token, environment, bundle_id, signed_date, received_at)
             VALUES \(rows)
-            ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id
+            ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id, kind, jws_sha256
             """
     }
 

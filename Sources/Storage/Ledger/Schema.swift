@@ -518,6 +518,10 @@ enum Schema {
                     changed_at {int} NOT NULL
                 );
                 """),
+        // Packed signed text may refer to a fact without repeating its signature
+        // (``SignedTextFormat`` part 3), which an older binary cannot rebuild: it must refuse the
+        // database (`SCHEMA_TOO_NEW`) rather than read such rows as corrupt. Nothing to change.
+        Migration(version: 30, name: "references without repeated signatures", sql: ""),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).

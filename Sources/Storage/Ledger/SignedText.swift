@@ -215,8 +215,15 @@ enum SignedTextPacker {
     /// The stored bytes (``SignedTextFormat``): format 2 with `literals` (``compressedLiterals(_:context:)``,
     /// made on the caller's thread), format 1 without. `headerIDs` maps each header to its
     /// `jws_headers.id`.
-    static func encode(_ parts: [SignedPart], headerIDs: [String: Int64], literals: [UInt8]?) throws -> [UInt8] {
-        let stored = try stored(parts) { header in
+    ///
+    /// A reference to a fact whose `kind + " " + digest` is in `ownSignature` is stored without its signature
+    /// (format part 3: the stored fact's text is used whole), for a sibling this message stored
+    /// itself, whose stored signature is the one referenced; any other keeps its signature (an
+    /// earlier twin may be stored under other signature bytes).
+    static func encode(
+        _ parts: [SignedPart], headerIDs: [String: Int64], literals: [UInt8]?, ownSignature: Set<String> = []
+    ) throws -> [UInt8] {
+        let stored = try stored(parts, ownSignature: ownSignature) { header in
             guard let id = headerIDs[header.digest] else { throw StorageError(.internal, "JWS header without an id") }
             return id
         }
@@ -229,15 +236,19 @@ enum SignedTextPacker {
         try SignedTextFormat.compressedLiterals(try stored(parts) { _ in 0 }, context: context)
     }
 
-    static func stored(_ parts: [SignedPart], headerID: (JWSHeader) throws -> Int64) throws -> [StoredPart] {
+    static func stored(
+        _ parts: [SignedPart], ownSignature: Set<String> = [], headerID: (JWSHeader) throws -> Int64
+    ) throws -> [StoredPart] {
         try parts.map { part in
             switch part {
             case .literal(let bytes): return .literal(bytes)
             case .jws(let header, let payload, let signature):
-                return .jws(header: try headerID(header), payload: try stored(payload, headerID: headerID), signature: signature)
+                return .jws(
+                    header: try headerID(header), payload: try stored(payload, ownSignature: ownSignature, headerID: headerID),
+                    signature: signature)
             case .reference(let kind, let digest, let signature):
                 guard let key = Hex.decode(digest), key.count == 32 else { throw StorageError(.internal, "reference without a SHA-256 key") }
-                return .reference(kind: kind, key: key, signature: signature)
+                return .reference(kind: kind, key: key, signature: ownSignature.contains(kind + " " + digest) ? nil : signature)
             }
         }
     }
@@ -284,6 +295,10 @@ final class SignedTextReader {
                 out += Base64.urlEncode(signature).utf8
             case .reference(let kind, let key, let signature):
                 let referenced = try fact(kind: kind, digest: Hex.encode(key), depth: depth)
+                guard let signature else {
+                    out += referenced
+                    continue
+                }
                 guard let end = referenced.lastIndex(of: UInt8(ascii: ".")) else { throw Self.corrupt("referenced fact is no JWS") }
                 out += referenced[..<end]
                 out.append(UInt8(ascii: "."))

@@ -5,12 +5,15 @@ import EntitledCrypto
 indirect enum StoredPart: Sendable, Hashable {
     case literal([UInt8])
     case jws(header: Int64, payload: [StoredPart], signature: [UInt8])
-    case reference(kind: String, key: [UInt8], signature: [UInt8])
+    /// `signature` nil: the referenced fact's own (its stored text is used whole).
+    case reference(kind: String, key: [UInt8], signature: [UInt8]?)
 }
 
 /// The bytes of `facts.signed_packed` and `notifications.body_packed`: a format byte, then the
 /// parts, each a tag and length-prefixed fields (0 literal; 1 JWS: header id, payload parts,
-/// signature; 2 reference: kind, 32-byte key, signature).
+/// signature; 2 reference: kind, 32-byte key, signature; 3 reference whose signature is the
+/// referenced fact's own: kind, 32-byte key — 65 bytes less for each of a notification's nested
+/// texts and for its body).
 ///
 /// - Format 1 (schema version 14): literals inline.
 /// - Format 2 (schema version 16): after the format byte, the length of a ``CompressedText`` and
@@ -84,10 +87,10 @@ enum SignedTextFormat {
                 write(payload, inline: inline, to: &out)
                 Varint.writeBytes(signature, to: &out)
             case .reference(let kind, let key, let signature):
-                out.append(2)
+                out.append(signature == nil ? 3 : 2)
                 Varint.writeBytes(Array(kind.utf8), to: &out)
                 out += key
-                Varint.writeBytes(signature, to: &out)
+                if let signature { Varint.writeBytes(signature, to: &out) }
             }
         }
     }
@@ -112,10 +115,11 @@ enum SignedTextFormat {
                 guard header <= UInt64(Int64.max) else { throw ByteCursor.truncated }
                 let payload = try read(&cursor, literals: &literals)
                 parts.append(.jws(header: Int64(header), payload: payload, signature: try cursor.lengthPrefixed()))
-            case 2:
+            case 2, 3:
+                let own = cursor.data[cursor.offset - 1] == 3
                 let kind = String(decoding: try cursor.lengthPrefixed(), as: UTF8.self)
                 let key = Array(try cursor.fixed(32))
-                parts.append(.reference(kind: kind, key: key, signature: try cursor.lengthPrefixed()))
+                parts.append(.reference(kind: kind, key: key, signature: own ? nil : try cursor.lengthPrefixed()))
             case let tag:
                 throw SignedTextReader.corrupt("unknown part \(tag)")
             }
