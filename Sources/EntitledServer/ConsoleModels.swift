@@ -236,6 +236,8 @@ struct HealthBody: Encodable {
     }
     /// Each configured endpoint's deliveries (empty without webhooks).
     var webhooks: [Webhook]
+    /// Google Play purchases 48 to 72 hours old not yet acknowledged; nil without a Play app.
+    var playUnacknowledged: Int?
 
     init(health: IngestHealth, now: Int64, reconciledApps: Set<String>, webhooks: [WebhookEndpointStatus]) {
         self.webhooks = webhooks.map {
@@ -258,7 +260,7 @@ struct HealthBody: Encodable {
     }
 
     enum CodingKeys: CodingKey {
-        case serverTime, windowHours, hours, rejections, lastNotifications, reconciledApps, reconciliation, webhooks
+        case serverTime, windowHours, hours, rejections, lastNotifications, reconciledApps, reconciliation, webhooks, playUnacknowledged
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -271,5 +273,6 @@ struct HealthBody: Encodable {
         try c.encode(reconciledApps, forKey: .reconciledApps)
         try c.encode(reconciliation, forKey: .reconciliation)
         try c.encode(webhooks, forKey: .webhooks)
+        try c.encodeIfPresent(playUnacknowledged, forKey: .playUnacknowledged)
     }
 }

@@ -134,7 +134,13 @@ struct ConsoleRoutes: Sendable {
         if !endpoints.isEmpty {
             webhooks = try await Problems.consoleRead { try await ledger.store.webhookStatus(endpoints: endpoints) }
         }
-        return try .json(HealthBody(health: health, now: now, reconciledApps: reconciled, webhooks: webhooks))
+        var body = HealthBody(health: health, now: now, reconciledApps: reconciled, webhooks: webhooks)
+        if !configuration.playApps.isEmpty {
+            body.playUnacknowledged = try await Problems.consoleRead {
+                try await PlayAcknowledger.unacknowledgedNearDeadline(ledger.store, now: now)
+            }
+        }
+        return try .json(body)
     }
 }
 
