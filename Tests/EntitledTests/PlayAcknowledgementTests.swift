@@ -137,6 +137,9 @@ import Testing
         #expect(try await PlayAcknowledger.unacknowledgedNearDeadline(served.store, now: world.clock.nowMilliseconds()) == 0)
         world.clock.advance(by: 49 * 3_600_000)
         #expect(try await PlayAcknowledger.unacknowledgedNearDeadline(served.store, now: world.clock.nowMilliseconds()) == 1)
+        // The console's health page shows the same count.
+        let health = try await Loopback.send(port: served.server.port, "GET", "/v1/console/health", headers: ["Authorization": APIHarness.admin])
+        #expect(health.json["playUnacknowledged"] as? Int == 1, "\(health.text)")
         #expect(try await served.jobs.runDue() == Self.report(done: 1))
         #expect(try await PlayAcknowledger.unacknowledgedNearDeadline(served.store, now: world.clock.nowMilliseconds()) == 0)
     }
