@@ -40,6 +40,13 @@ import Testing
                 body: Array(#"{"packageName":"\#(GooglePlayAPITests.packageName)","productId":"\#(productId)","purchaseToken":"\#(token)"}"#.utf8))
         }
 
+        /// Buys a `premium` subscription at the fake Google and posts its token as the app would.
+        func postNewSubscription(_ world: GooglePlayAPITests.World) async throws -> String {
+            let token = try world.google.buySubscription(packageName: GooglePlayAPITests.packageName, productId: "premium")
+            #expect(try await post("premium", token).status == 200)
+            return token
+        }
+
         func close() async {
             await server.shutdown()
             await store.close()
@@ -77,13 +84,29 @@ import Testing
         #expect(world.google.productPurchase(product)?.purchaseState == 0)
     }
 
+    /// A purchase the server first hears of by a Pub/Sub push is acknowledged too.
+    @Test(arguments: StoredBackend.all)
+    func pushedPurchasesEndAcknowledgedAtGoogle(_ backend: StoredBackend) async throws {
+        let world = try GooglePlayAPITests.World()
+        let served = try await Served(world, backend)
+        defer { Task { await served.close(); await world.close() } }
+        let token = try world.google.buySubscription(packageName: GooglePlayAPITests.packageName, productId: "premium")
+        let pusher = FakePubSubPusher(
+            google: world.google, endpoint: URL(string: "http://127.0.0.1:\(served.server.port)/v1/google/notifications")!,
+            identity: .init(audience: GooglePlayAPITests.audience, serviceAccountEmail: GooglePlayAPITests.pushAccount), transport: CurlHTTP())
+        for (index, notification) in world.google.takeNotifications().enumerated() {
+            #expect(try await CurlHTTP().send(try pusher.request(for: notification, messageId: "m-\(index)")).status == 200)
+        }
+        #expect(try await served.jobs.runDue() == Self.report(done: 1))
+        #expect(world.google.subscription(token)?.acknowledgementState == .acknowledged)
+    }
+
     @Test(arguments: StoredBackend.all)
     func aFailingGoogleIsRetriedUntilItAcknowledges(_ backend: StoredBackend) async throws {
         let world = try GooglePlayAPITests.World()
         let served = try await Served(world, backend)
         defer { Task { await served.close(); await world.close() } }
-        let token = try world.google.buySubscription(packageName: GooglePlayAPITests.packageName, productId: "premium")
-        #expect(try await served.post("premium", token).status == 200)
+        let token = try await served.postNewSubscription(world)
 
         // More 503s than the client's own retries: the job fails and waits for its backoff.
         world.google.failNextCalls(status: 503, count: 5)
@@ -101,8 +124,7 @@ import Testing
         let world = try GooglePlayAPITests.World()
         let served = try await Served(world, backend)
         defer { Task { await served.close(); await world.close() } }
-        let token = try world.google.buySubscription(packageName: GooglePlayAPITests.packageName, productId: "premium")
-        #expect(try await served.post("premium", token).status == 200)
+        let token = try await served.postNewSubscription(world)
         // The app acknowledged it itself in between.
         let account = try ServiceAccountKey(json: try world.fake.serviceAccountKeyFile())
         let app = DeveloperAPIClient(
@@ -119,8 +141,7 @@ import Testing
         let world = try GooglePlayAPITests.World()
         let served = try await Served(world, backend) { $0.playApps[0].googlePlay.acknowledge = false }
         defer { Task { await served.close(); await world.close() } }
-        let token = try world.google.buySubscription(packageName: GooglePlayAPITests.packageName, productId: "premium")
-        #expect(try await served.post("premium", token).status == 200)
+        let token = try await served.postNewSubscription(world)
         #expect(try await served.jobs.runDue() == Self.report())
         #expect(world.google.subscription(token)?.acknowledgementState == .pending)
         #expect(try await served.store.jobs(status: nil, limit: 10).isEmpty)
@@ -132,8 +153,7 @@ import Testing
         let world = try GooglePlayAPITests.World()
         let served = try await Served(world, backend)
         defer { Task { await served.close(); await world.close() } }
-        let token = try world.google.buySubscription(packageName: GooglePlayAPITests.packageName, productId: "premium")
-        #expect(try await served.post("premium", token).status == 200)
+        let token = try await served.postNewSubscription(world)
         #expect(try await PlayAcknowledger.unacknowledgedNearDeadline(served.store, now: world.clock.nowMilliseconds()) == 0)
         world.clock.advance(by: 49 * 3_600_000)
         #expect(try await PlayAcknowledger.unacknowledgedNearDeadline(served.store, now: world.clock.nowMilliseconds()) == 1)
