@@ -228,12 +228,11 @@ extension ConfigurationLoader {
 
 extension Configuration {
     /// One warning per part of the file this version reads and checks but does not act on yet, for
-    /// the commands to print: a Play app's purchases are served but not acknowledged.
+    /// the commands to print: a Play app's voided purchases are not polled.
     public var notServedWarnings: [String] {
         playApps.map {
-            "Google Play app '\($0.packageName)' is served but not acknowledged: this version does not acknowledge Play "
-                + "purchases (Google refunds one not acknowledged within three days unless the app does it) and does not poll "
-                + "voided purchases (docs/google-play.md)"
+            "Google Play app '\($0.packageName)': this version does not poll voided purchases "
+                + "(voidedPurchasesPollMinutes); refunds and revocations arrive only by notification (docs/google-play.md)"
         }
     }
 }

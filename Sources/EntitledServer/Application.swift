@@ -65,18 +65,21 @@ public struct Application: Sendable {
         api.register(on: &router)
         self.router = router
         self.ingest = ingest
-        if !serverAPI.isEmpty {
+        if !serverAPI.isEmpty || !googlePlay.isEmpty {
             let backfill = Backfill(ingest: ingest)
             let consumption = ConsumptionResponder(
                 configuration: configuration, serverAPI: serverAPI, ledger: ledger, clock: clock)
             let finisher = TransactionFinisher(serverAPI: serverAPI)
+            let acknowledger = PlayAcknowledger(clients: googlePlay)
             jobRunner = JobRunner(
                 jobs: ledger.store, clock: clock,
                 handlers: [
                     Backfill.jobKind: { (job) async throws(JobFailure) in try await backfill.run(job) },
                     ConsumptionResponder.jobKind: { (job) async throws(JobFailure) in try await consumption.run(job) },
                     TransactionFinisher.jobKind: { (job) async throws(JobFailure) in try await finisher.run(job) },
-                ])
+                    PlayAcknowledgement.jobKind: { (job) async throws(JobFailure) in try await acknowledger.run(job) },
+                ],
+                afterPass: googlePlay.isEmpty ? nil : acknowledger.gaugeRefresher(store: ledger.store, metrics: metrics))
         } else {
             jobRunner = nil
         }

@@ -247,6 +247,8 @@ struct HealthBody: Encodable {
     }
     /// Each configured export's state (empty without exports); one that never ran has no row yet.
     var exports: [Export] = []
+    /// Google Play purchases 48 to 72 hours old not yet acknowledged; nil without a Play app.
+    var playUnacknowledged: Int?
 
     init(health: IngestHealth, now: Int64, reconciledApps: Set<String>, webhooks: [WebhookEndpointStatus]) {
         self.webhooks = webhooks.map {
@@ -269,7 +271,7 @@ struct HealthBody: Encodable {
     }
 
     enum CodingKeys: CodingKey {
-        case serverTime, windowHours, hours, rejections, lastNotifications, reconciledApps, reconciliation, webhooks, exports
+        case serverTime, windowHours, hours, rejections, lastNotifications, reconciledApps, reconciliation, webhooks, exports, playUnacknowledged
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -283,6 +285,7 @@ struct HealthBody: Encodable {
         try c.encode(reconciliation, forKey: .reconciliation)
         try c.encode(webhooks, forKey: .webhooks)
         try c.encode(exports, forKey: .exports)
+        try c.encodeIfPresent(playUnacknowledged, forKey: .playUnacknowledged)
     }
 
     /// The configured exports (by destination, in configuration order) with their stored states.

@@ -139,6 +139,11 @@ struct ConsoleRoutes: Sendable {
             let statuses = try await Problems.consoleRead { try await ledger.store.exportStatuses(now: now) }
             body.exports = HealthBody.exports(configuration.exports.map(\.destination.description), statuses: statuses)
         }
+        if !configuration.playApps.isEmpty {
+            body.playUnacknowledged = try await Problems.consoleRead {
+                try await PlayAcknowledger.unacknowledgedNearDeadline(ledger.store, now: now)
+            }
+        }
         return try .json(body)
     }
 }

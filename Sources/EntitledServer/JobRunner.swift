@@ -42,15 +42,19 @@ public struct JobRunner: Service {
     let clock: any EpochClock
     let owner: String
     let handlers: [String: @Sendable (DurableJob) async throws(JobFailure) -> Void]
+    /// Run after each pass of ``run(sleeper:)`` with the time (epoch ms), e.g. to refresh a gauge of the jobs.
+    let afterPass: (@Sendable (Int64) async throws -> Void)?
 
     init(
         jobs: any DurableJobStore, clock: any EpochClock, owner: String = UUID().uuidString,
-        handlers: [String: @Sendable (DurableJob) async throws(JobFailure) -> Void]
+        handlers: [String: @Sendable (DurableJob) async throws(JobFailure) -> Void],
+        afterPass: (@Sendable (Int64) async throws -> Void)? = nil
     ) {
         self.jobs = jobs
         self.clock = clock
         self.owner = owner
         self.handlers = handlers
+        self.afterPass = afterPass
     }
 
     /// The wait before the run after failed run number `attempts` (1, 2, …): 30 s doubling per
@@ -102,6 +106,7 @@ public struct JobRunner: Service {
         while !Task.isCancelled {
             do {
                 try await runDue()
+                try await afterPass?(clock.nowMilliseconds())
             } catch {
                 ServerLog.event("jobs could not be read", ["error": "\(error)"], level: .error)
             }

@@ -200,7 +200,9 @@ struct PlayIngest: Sendable {
     }
 
     private func commit(_ message: ReceivedMessage, facts: [Fact], claim: Claim?) async throws(IngestError) -> IngestResult.Status {
-        try await ingest.commitRecordingUnknown(message, facts: facts.map { ($0, nil, []) }, claim: claim)
+        let status = try await ingest.commitRecordingUnknown(message, facts: facts.map { ($0, nil, []) }, claim: claim)
+        try await enqueueAcknowledgements(facts, now: message.receivedAt)
+        return status
     }
 
     /// `fact` when its dates are in range (``Fact/checkDates()``).

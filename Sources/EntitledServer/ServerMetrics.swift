@@ -39,6 +39,8 @@ public final class ServerMetrics: LedgerObserver {
     /// endpoint, and each attempt's latency.
     let webhookDeliveries: Counter
     let webhookPending: Gauge
+    /// Play purchases 48 to 72 hours old whose acknowledgement has not succeeded.
+    let playUnacknowledged: Gauge
     let webhookAttemptDuration: Histogram
     /// Apple's retention-messaging requests by how they were answered.
     let retentionRequests: Counter
@@ -103,6 +105,9 @@ public final class ServerMetrics: LedgerObserver {
             labels: ["endpoint", "outcome"])
         webhookPending = registry.gauge(
             "entitled_webhook_pending_deliveries", "Webhook deliveries not yet delivered or failed, by endpoint.", labels: ["endpoint"])
+        playUnacknowledged = registry.gauge(
+            "entitled_play_unacknowledged_purchases",
+            "Google Play purchases 48 to 72 hours old not yet acknowledged by the server (Google refunds them at 72 hours).")
         webhookAttemptDuration = registry.histogram(
             "entitled_webhook_attempt_duration_seconds", "Time of one webhook delivery attempt until its answer or failure, by endpoint.",
             labels: ["endpoint"], buckets: Self.latencyBuckets + [30, 60])
