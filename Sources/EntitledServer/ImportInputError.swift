@@ -1,24 +1,22 @@
 /// A file given to `entitled import` that cannot be read as it claims to be, or one row of it
 /// that cannot be imported: a stable code and, when it is about a place, the line.
 public struct ImportInputError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A stable, machine-readable failure category.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public var rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-
+    /// A stable, machine-readable failure category (the CLI's, not an HTTP problem).
+    public enum Code: String, Hashable, Sendable, CustomStringConvertible {
         /// The file is larger than the reader's bound, or holds more transactions than it keeps.
-        public static let tooLarge = Code(rawValue: "IMPORT_TOO_LARGE")
+        case tooLarge = "IMPORT_TOO_LARGE"
         /// A record is longer, or has more fields, than the reader's bound.
-        public static let lineTooLong = Code(rawValue: "IMPORT_LINE_TOO_LONG")
+        case lineTooLong = "IMPORT_LINE_TOO_LONG"
         /// A quoted field is never closed, or text follows its closing quote.
-        public static let badQuoting = Code(rawValue: "IMPORT_BAD_QUOTING")
+        case badQuoting = "IMPORT_BAD_QUOTING"
         /// The header lacks a column the import needs.
-        public static let missingColumn = Code(rawValue: "IMPORT_MISSING_COLUMN")
+        case missingColumn = "IMPORT_MISSING_COLUMN"
         /// Not CSV at all (compressed, Parquet, empty, unreadable).
-        public static let notCSV = Code(rawValue: "IMPORT_NOT_CSV")
+        case notCSV = "IMPORT_NOT_CSV"
         /// One row cannot be imported (field count, an id, not UTF-8); the others still are.
-        public static let badRow = Code(rawValue: "IMPORT_BAD_ROW")
+        case badRow = "IMPORT_BAD_ROW"
+
+        public var description: String { rawValue }
     }
 
     public var code: Code

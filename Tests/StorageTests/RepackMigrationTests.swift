@@ -48,7 +48,7 @@ struct RepackMigrationTests {
         let reader = try await database.open(migrate: false)
         var before: [String: StoredProjection] = [:]
         do {
-            for name in Legacy.customers { before[name] = try await reader.projection(appUserId: name) }
+            for name in Legacy.customers { before[name] = try await reader.projectionBeforeAnswers(appUserId: name) }
         } catch {
             await reader.close()
             throw error

@@ -155,6 +155,24 @@ extension LedgerStore {
         }
     }
 
+    /// A customer's stored projection in a database written before `customer_states` had its
+    /// `answer` column (a fixture not yet migrated), read as this binary reads a current one.
+    func projectionBeforeAnswers(appUserId: String) async throws -> StoredProjection? {
+        guard let store = self as? any SessionBackedStore else {
+            Issue.record("unknown store")
+            return nil
+        }
+        return try await store.read { session in
+            try session.query(
+                """
+                SELECT customer_id AS id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at,
+                       projection_error, NULL AS answer
+                FROM customer_states WHERE app_user_id = \(appUserId)
+                """
+            ).first.map(Ledger.decodeState)
+        }
+    }
+
     /// Rows in a table.
     func rows(_ table: String) async throws -> Int64 { try await count(SQLQuery(verbatim: "SELECT COUNT(*) FROM \(table)")) }
 }
