@@ -132,6 +132,7 @@ public func metricContribution(facts: [Fact], policy: Policy, reusing stored: (d
         let own = facts.filter { $0.environment == environment }.sorted { $0.date < $1.date }
         evaluations += timeline(own, policy: policy, environment: environment, from: stored?.from, into: &sums)
         transactionFlows(own, environment: environment, into: &sums)
+        playFlows(own, policy: policy, environment: environment, into: &sums)
     }
     let deltas = sums.compactMap { key, value in
         value == 0 ? nil
@@ -292,5 +293,28 @@ private func transactionFlows(_ facts: [Fact], environment: Environment, into su
         } else if let revoked = t.revocationDate {
             add(.refunds, revoked, 1)
         }
+    }
+}
+
+/// Play subscriptions' new subscriptions, renewals and refunds, from the timeline's events (a Play
+/// snapshot names no transaction per period: the timeline reads periods from the expiry advancing).
+/// Play purchases carry no price, so they add no revenue, refund amount or MRR.
+private func playFlows(_ facts: [Fact], policy: Policy, environment: Environment, into sums: inout [MetricKey: Int64]) {
+    let play = facts.filter {
+        switch $0 {
+        case .playSubscription, .playVoided: true
+        default: false
+        }
+    }
+    guard !play.isEmpty else { return }
+    for event in eventTimeline(facts: play, policy: policy, now: .max, environment: environment) {
+        let kind: MetricKind
+        switch event.type {
+        case .subscriptionStarted: kind = .newSubscriptions
+        case .subscriptionRenewed: kind = .renewals
+        case .subscriptionRefunded: kind = .refunds
+        default: continue
+        }
+        sums[MetricKey(environment: environment, day: metricDay(event.occurredAt), kind: kind, currency: ""), default: 0] += 1
     }
 }

@@ -160,3 +160,39 @@ let playEventTable: [PlayEventRow] = [
         #expect(said(mixed.filter { $0.details["store"] == "appStore" }) == said(alone))
     }
 }
+
+/// Play subscriptions in the daily rollups: stocks from the answer like Apple's, flows from the
+/// timeline, no money (Play snapshots carry no price).
+@Suite struct PlayMetricTests {
+    static func sum(_ deltas: [MetricDelta], _ kind: MetricKind, through day: Int64 = .max) -> Int64 {
+        deltas.filter { $0.kind == kind && $0.day <= day }.map(\.value).reduce(0, +)
+    }
+
+    @Test func playSubscriptionCountsLikeAnAppleOne() {
+        let facts: [Fact] = [
+            play("t1", .active, observed: T0),
+            play("t1", .active, expiry: months(2), observed: months(1) + hour, order: "GPA.t1.1"),
+            play("t1", .onHold, expiry: months(2), observed: months(2) + hour, order: "GPA.t1.1"),
+            voided("t1", order: "GPA.t1.0", at: months(1) + 2 * day),
+        ]
+        let deltas = metricDeltas(facts: facts, policy: playPolicy)
+        #expect(Self.sum(deltas, .activeSubscriptions, through: metricDay(T0)) == 1)
+        #expect(Self.sum(deltas, .newSubscriptions) == 1)
+        #expect(deltas.first { $0.kind == .newSubscriptions }?.day == metricDay(T0))
+        #expect(Self.sum(deltas, .renewals) == 1)
+        #expect(deltas.first { $0.kind == .renewals }?.day == metricDay(months(1)))
+        #expect(Self.sum(deltas, .refunds) == 1)
+        #expect(Self.sum(deltas, .inBillingRetry, through: metricDay(months(2) + hour)) == 1)
+        #expect(Self.sum(deltas, .activeSubscriptions, through: metricDay(months(2) + hour)) == 0)
+        #expect(Self.sum(deltas, .churned) == 1)
+        #expect(!deltas.contains { $0.kind == .mrr || $0.kind == .revenue })
+    }
+
+    @Test(arguments: 1...4 as ClosedRange<UInt64>)
+    func shuffledFactsGiveTheSameRollups(seed: UInt64) {
+        var rng = SplitMix64(seed: seed)
+        let facts = PlayOrderTests.lifecycle
+        let bag = (facts + facts.prefix(4)).shuffled(using: &rng)
+        #expect(metricDeltas(facts: bag, policy: playPolicy) == metricDeltas(facts: facts, policy: playPolicy))
+    }
+}
