@@ -54,6 +54,8 @@ extension TimelineBuilder {
 
     /// Every Play purchase's events.
     mutating func playEvents() {
+        let first = events.count
+        defer { withoutUngrantedPlans(from: first) }
         var snapshots: [String: [(fact: PlaySubscriptionFact, index: Int)]] = [:]
         var newest: [String: PlaySubscriptionFact] = [:]
         for (token, versions) in play.subscriptions {
@@ -80,6 +82,17 @@ extension TimelineBuilder {
             playVoided(token, subscription: snapshots[token]!, root: Canon.chainRoot(of: token, newest: newest))
         }
         for token in play.products.keys.sorted() { playProduct(token) }
+    }
+
+    /// A product whose policy names `basePlans` grants nothing on another plan: the events of a
+    /// purchase on one name none of its entitlements (a product change still names the old product's).
+    private mutating func withoutUngrantedPlans(from first: Int) {
+        for i in first..<events.count {
+            guard let plans = policy.products[events[i].productId]?.basePlans, !plans.contains(events[i].details["basePlanId"] ?? "")
+            else { continue }
+            let before = events[i].type == .subscriptionProductChanged ? events[i].details["from"] : nil
+            events[i].entitlements = Set(before.flatMap { policy.products[$0]?.entitlements } ?? []).sorted()
+        }
     }
 
     /// A chain's start, and each replacing token's product change (or resubscription to the same product).

@@ -119,6 +119,14 @@ let playEventTable: [PlayEventRow] = [
         }
     }
 
+    /// A purchase on a base plan the policy does not name grants nothing, so its events name no entitlement.
+    @Test(arguments: [("monthly", ["basic"]), ("annual", [])])
+    func basePlanDecidesTheEventsEntitlements(plan: String, entitlements: [String]) {
+        let events = Self.timeline([play("t1", .active, product: "play.basic", observed: T0, basePlan: plan)])
+        #expect(events.map(\.type) == [.subscriptionStarted])
+        #expect(events.first?.entitlements == entitlements)
+    }
+
     /// The lifecycle of `PlayOrderTests` shuffled and duplicated gives the same timeline, and
     /// releasing the events as the facts arrive (in observation order, repeated) gives them too.
     @Test(arguments: 1...12 as ClosedRange<UInt64>)
