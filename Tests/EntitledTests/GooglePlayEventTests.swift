@@ -49,6 +49,7 @@ import Testing
             #expect(event["appUserId"] as? String == "alice")
             #expect(event["originalTransactionId"] as? String == token)
             #expect((event["data"] as? [String: Any])?["store"] as? String == "playStore")
+            #expect(event["bundleId"] as? String == GooglePlayAPITests.packageName, "\(event)")
         }
         let changed = events.first { $0["type"] as? String == "subscription.product_changed" }
         #expect((changed?["data"] as? [String: Any])?["to"] as? String == "premium.plus")
