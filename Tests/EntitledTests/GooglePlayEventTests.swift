@@ -1,3 +1,4 @@
+import EntitledConfig
 import EntitledServer
 import Foundation
 import GooglePlaySimulator
@@ -10,12 +11,23 @@ import Testing
     func pushedLifecycleShowsInTheFeed(_ backend: StoredBackend) async throws {
         let world = try GooglePlayAPITests.World()
         defer { Task { await world.close() } }
-        // Events at the commit (no settle window), so the feed shows them as the pushes land.
+        // Events at the commit (no settle window), so the feed shows them as the pushes land; a
+        // webhook endpoint receives them too.
+        let receiver = try WebhookDeliveryTests.Receiver(failing: 0)
+        defer { Task { await receiver.shutdown() } }
         var configuration = world.configuration
         configuration.events.settleSeconds = 0
+        configuration.webhooks = [
+            WebhookEndpoint(
+                url: receiver.url, secretKey: try #require(WebhookSecret.key(WebhookDeliveryTests.secret)), timeoutSeconds: 5,
+                retryScheduleSeconds: [30], maxRetryHours: 72)
+        ]
         let store = try await backend.open()
-        world.servers.append((try await startServer(configuration: configuration, store: store, clock: world.clock).0, store))
+        let assembled = try await buildApplication(configuration: configuration, clock: world.clock, store: store, fastPaths: testFastPaths)
+        world.servers.append((try startQuietServer(router: assembled.application.router), store))
         let server = world.servers.count - 1
+        let dispatcher = try #require(assembled.application.webhooks)
+        try await dispatcher.runDue()  // the endpoint starts here: later events are its
         var sequence = 0
         func deliver() async throws {
             for notification in world.google.takeNotifications() {
@@ -51,6 +63,11 @@ import Testing
             #expect((event["data"] as? [String: Any])?["store"] as? String == "playStore")
             #expect(event["bundleId"] as? String == GooglePlayAPITests.packageName, "\(event)")
         }
+        // The webhook carries the same events, in order.
+        try await dispatcher.runDue()
+        let delivered = try receiver.deliveries.map { try #require(JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any]) }
+        #expect(delivered.compactMap { $0["type"] as? String } == types)
+        #expect(delivered.allSatisfy { ($0["data"] as? [String: Any])?["store"] as? String == "playStore" })
         let changed = events.first { $0["type"] as? String == "subscription.product_changed" }
         #expect((changed?["data"] as? [String: Any])?["to"] as? String == "premium.plus")
         #expect(changed?["entitlements"] as? [String] == ["plus", "pro"])
