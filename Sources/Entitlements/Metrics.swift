@@ -141,6 +141,7 @@ public func metricContribution(
         evaluations += timeline(own, policy: policy, environment: environment, from: stored?.from, into: &sums, charts: &charts)
         transactionFlows(own, environment: environment, into: &sums)
         chartTransactionFlows(own, environment: environment, into: &charts)
+        playFlows(own, policy: policy, environment: environment, into: &sums)
     }
     let deltas = sums.compactMap { key, value in
         value == 0 ? nil
@@ -315,5 +316,28 @@ private func transactionFlows(_ facts: [Fact], environment: Environment, into su
         } else if let revoked = t.revocationDate {
             add(.refunds, revoked, 1)
         }
+    }
+}
+
+/// Play subscriptions' new subscriptions, renewals and refunds, from the timeline's events (a Play
+/// snapshot names no transaction per period: the timeline reads periods from the expiry advancing).
+/// Play purchases carry no price, so they add no revenue, refund amount or MRR.
+private func playFlows(_ facts: [Fact], policy: Policy, environment: Environment, into sums: inout [MetricKey: Int64]) {
+    let play = facts.filter {
+        switch $0 {
+        case .playSubscription, .playVoided: true
+        default: false
+        }
+    }
+    guard !play.isEmpty else { return }
+    for event in eventTimeline(facts: play, policy: policy, now: .max, environment: environment) {
+        let kind: MetricKind
+        switch event.type {
+        case .subscriptionStarted: kind = .newSubscriptions
+        case .subscriptionRenewed: kind = .renewals
+        case .subscriptionRefunded: kind = .refunds
+        default: continue
+        }
+        sums[MetricKey(environment: environment, day: metricDay(event.occurredAt), kind: kind, currency: ""), default: 0] += 1
     }
 }

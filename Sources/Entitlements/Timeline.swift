@@ -94,6 +94,8 @@ struct TimelineBuilder {
     var notes: [String: [TimelineNote]] = [:]
     /// Every fact of a subscription by signed date (what decides a period end).
     var signed: [String: [(date: Int64, index: Int)]] = [:]
+    /// Google Play's purchases (PlayTimeline.swift).
+    var play = PlayTimelineFacts()
     var events: [CustomerEvent] = []
 
     init(policy: Policy, now: Int64, environment: Environment) {
@@ -130,10 +132,8 @@ struct TimelineBuilder {
                 let kind: TimelineNote.Kind = n.type == .didFailToRenew ? .failedToRenew : .other
                 notes[otid, default: []].append(TimelineNote(kind: kind, signedDate: n.date, index: index))
                 signed[otid, default: []].append((n.date, index))
-            // Play purchases have no timeline of events yet: they change the answer only.
-            case .appTransaction, .consumableSpend, .promotionalGrant, .promotionalGrantEnd, .playSubscription, .playProduct,
-                .playVoided:
-                continue
+            case .playSubscription, .playProduct, .playVoided: collectPlay(fact, index: index)
+            case .appTransaction, .consumableSpend, .promotionalGrant, .promotionalGrantEnd: continue
             }
         }
     }

@@ -28,6 +28,7 @@ extension TimelineBuilder {
         for otid in infos.keys.sorted() where chains[otid] != nil {
             renewalInfoEvents(Self.distinct(infos[otid]!, key: \.key), chain: chains[otid]!)
         }
+        playEvents()
         return events.filter { $0.occurredAt <= now }.sorted(by: CustomerEvent.happensBefore)
     }
 

@@ -47,14 +47,18 @@ func startServer(
 ) async throws -> (HTTPServer, FactLedger) {
     let assembled = try await buildApplication(
         configuration: configuration, clock: clock, store: store, fastPaths: fastPaths)
-    let (application, ledger) = (assembled.application, assembled.ledger)
+    return (try startQuietServer(router: assembled.application.router, port: port), assembled.ledger)
+}
+
+/// An HTTP server for `router` on loopback, without logs, started.
+func startQuietServer(router: Router, port: Int = 0) throws -> HTTPServer {
     var settings = HTTPServer.Configuration()
     settings.port = port
     settings.accessLog = nil
     settings.errorLog = nil
-    let server = HTTPServer(configuration: settings, router: application.router)
+    let server = HTTPServer(configuration: settings, router: router)
     try server.start()
-    return (server, ledger)
+    return server
 }
 
 /// The whole server path on real storage: really signed notifications → verifier → engine →

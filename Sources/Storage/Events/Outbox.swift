@@ -189,12 +189,15 @@ extension Ledger {
         // What the timeline says against what was released: new events, and corrections.
         // A subscription a restore moved to another customer keeps the events it had here (they
         // happened to this customer); a placeholder's, claimed by a customer, are superseded.
+        // A Play subscription's events name its chain's first token: one of its own or linked tokens.
         let held = Set(
-            facts.compactMap { fact -> String? in
+            facts.flatMap { fact -> [String] in
                 switch fact {
-                case .transaction(let t): t.originalTransactionId
-                case .receiptEntry(let e): e.originalTransactionId
-                default: nil
+                case .transaction(let t): [t.originalTransactionId]
+                case .receiptEntry(let e): [e.originalTransactionId]
+                case .playSubscription(let p): [p.purchaseToken] + (p.linkedPurchaseToken.map { [$0] } ?? [])
+                case .playProduct(let p): [p.purchaseToken]
+                default: []
                 }
             })
         let released = try releasedTimelineEvents(of: customer).filter { customer.isUnlinked || held.contains($0.originalTransactionId) }

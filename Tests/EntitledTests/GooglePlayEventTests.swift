@@ -1,0 +1,75 @@
+import EntitledConfig
+import EntitledServer
+import Foundation
+import GooglePlaySimulator
+import Testing
+
+/// A Play customer's events in the feed, end to end: the fake Google pushes to
+/// `POST /v1/google/notifications`, and `GET /v1/events` lists what happened, with `store: playStore`.
+@Suite(.serialized) struct GooglePlayEventTests {
+    @Test(arguments: StoredBackend.all)
+    func pushedLifecycleShowsInTheFeed(_ backend: StoredBackend) async throws {
+        let world = try GooglePlayAPITests.World()
+        defer { Task { await world.close() } }
+        // Events at the commit (no settle window), so the feed shows them as the pushes land; a
+        // webhook endpoint receives them too.
+        let receiver = try WebhookDeliveryTests.Receiver(failing: 0)
+        defer { Task { await receiver.shutdown() } }
+        var configuration = world.configuration
+        configuration.events.settleSeconds = 0
+        configuration.webhooks = [
+            WebhookEndpoint(
+                url: receiver.url, secretKey: try #require(WebhookSecret.key(WebhookDeliveryTests.secret)), timeoutSeconds: 5,
+                retryScheduleSeconds: [30], maxRetryHours: 72)
+        ]
+        let store = try await backend.open()
+        let assembled = try await buildApplication(configuration: configuration, clock: world.clock, store: store, fastPaths: testFastPaths)
+        world.servers.append((try startQuietServer(router: assembled.application.router), store))
+        let server = world.servers.count - 1
+        let dispatcher = try #require(assembled.application.webhooks)
+        try await dispatcher.runDue()  // the endpoint starts here: later events are its
+        var sequence = 0
+        func deliver() async throws {
+            for notification in world.google.takeNotifications() {
+                sequence += 1
+                #expect(try await world.push(server, notification, messageId: "m-\(sequence)") == 200)
+            }
+        }
+        let token = try world.google.buySubscription(packageName: GooglePlayAPITests.packageName, productId: "premium")
+        #expect(try await world.postPurchase(server, "alice", productId: "premium", token: token).status == 200)
+        try await deliver()
+        world.clock.advance(by: 10 * 86_400_000)
+        try world.google.cancel(token)
+        try await deliver()
+        world.clock.advance(by: 86_400_000)
+        let upgraded = try world.google.upgrade(token, to: "premium.plus")
+        try await deliver()
+        world.clock.advance(by: GooglePlayAPITests.period * 1000)
+        try world.google.renew(upgraded)
+        try await deliver()
+
+        let reply = try await Loopback.send(
+            port: world.servers[server].server.port, "GET", "/v1/events", headers: ["Authorization": APIHarness.reader], body: [])
+        #expect(reply.status == 200, "\(reply.text)")
+        let events = try #require(reply.json["events"] as? [[String: Any]])
+        let types = events.compactMap { $0["type"] as? String }
+        #expect(
+            types == [
+                "subscription.started", "subscription.auto_renew_disabled", "subscription.product_changed", "subscription.renewed",
+            ], "\(reply.text)")
+        for event in events {
+            #expect(event["appUserId"] as? String == "alice")
+            #expect(event["originalTransactionId"] as? String == token)
+            #expect((event["data"] as? [String: Any])?["store"] as? String == "playStore")
+            #expect(event["bundleId"] as? String == GooglePlayAPITests.packageName, "\(event)")
+        }
+        // The webhook carries the same events, in order.
+        try await dispatcher.runDue()
+        let delivered = try receiver.deliveries.map { try #require(JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any]) }
+        #expect(delivered.compactMap { $0["type"] as? String } == types)
+        #expect(delivered.allSatisfy { ($0["data"] as? [String: Any])?["store"] as? String == "playStore" })
+        let changed = events.first { $0["type"] as? String == "subscription.product_changed" }
+        #expect((changed?["data"] as? [String: Any])?["to"] as? String == "premium.plus")
+        #expect(changed?["entitlements"] as? [String] == ["plus", "pro"])
+    }
+}
