@@ -14,8 +14,6 @@ public enum StoreBenchmark {
         public var postgresSizes = [10_000, 100_000]
         public var notifications = 4000
         public var reads = 20_000
-        /// "default" (Storage's reference projector) or "trivial" (the same).
-        public var projector = "default"
         /// "sqlite" or "postgres" to run one backend only.
         public var only: String?
         public init() {}
@@ -34,15 +32,10 @@ public enum StoreBenchmark {
     static func measure(_ options: Options) async throws -> Bool {
         let postgres = options.postgres ?? ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"]
         let (sizes, pgSizes, notifications, reads) = (options.sizes, options.postgresSizes, options.notifications, options.reads)
-        let (projectorName, only) = (options.projector, options.only)
-        let projector: Projector
-        switch projectorName {
-        // Storage encodes every state itself: no projector can make that cheaper, so both names
-        // measure the same one.
-        case "default", "trivial": projector = Projector()
-        default: throw BenchmarkError("unknown projector '\(projectorName)'")
-        }
-        print("projector: \(projectorName)")
+        let only = options.only
+        // Storage's reference projector: status and expiry from the benchmark's own facts, every
+        // state encoded by storage itself.
+        let projector = Projector()
         let sample = AppleShapedNotification.make(0, run: 0, token: UUID().uuidString.lowercased(), now: 0).message.body.count
         print("notifications: \(sample) bytes each, of which \(AppleShapedNotification.x5cBytesPerNotification) are x5c chains")
 

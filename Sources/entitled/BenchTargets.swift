@@ -170,7 +170,6 @@ enum StoreBenchmarkCommand: Command {
     static let help = """
         Usage: entitled bench store [--postgres URL] [--customers LIST] [--postgres-customers LIST]
                                     [--notifications N] [--reads N] [--only sqlite|postgres]
-                                    [--projector default|trivial]
 
         Durable ingest rate (notifications/s, each an Apple-sized V2 notification — x5c chains of
         Apple's certificate sizes, a nested transaction and renewal — stored as a notification row
@@ -192,9 +191,6 @@ enum StoreBenchmarkCommand: Command {
           --notifications N          notifications per writer configuration (default 4000)
           --reads N                  timed reads per size (default 20000)
           --only sqlite|postgres     run one backend only
-          --projector NAME           default (storage's reference projector, which derives status
-                                     and expiry from the benchmark's own facts) or trivial (the
-                                     same: storage encodes every state itself)
         Build with 'swift build -c release' for meaningful figures.
         """
 
@@ -205,12 +201,10 @@ enum StoreBenchmarkCommand: Command {
         options.postgresSizes = try arguments.option("--postgres-customers", as: "a list of counts", parseList) ?? options.postgresSizes
         options.notifications = try arguments.option("--notifications", as: "a count", { Int($0) }) ?? options.notifications
         options.reads = try arguments.option("--reads", as: "a count", { Int($0) }) ?? options.reads
-        options.projector = try arguments.option("--projector") ?? options.projector
         options.only = try arguments.option("--only")
         guard options.only == nil || options.only == "sqlite" || options.only == "postgres" else {
             throw UsageError("--only must be sqlite or postgres")
         }
-        guard ["default", "trivial"].contains(options.projector) else { throw UsageError("--projector must be default or trivial") }
         try arguments.finish()
         return try await StoreBenchmark.run(options) ? ExitStatus.ok : ExitStatus.failure
     }
