@@ -207,7 +207,7 @@ package struct CustomerProjection: Sendable, Hashable {
 }
 
 /// One `entitlement_projections` row: an entitlement of one environment's `CustomerState`.
-package struct EntitlementRow: Sendable, Hashable {
+package struct EntitlementRow: Sendable, Hashable, Decodable {
     package var entitlement: String
     /// The engine's `EntitlementStatus` raw value.
     package var status: String
@@ -237,7 +237,7 @@ package struct EntitlementRow: Sendable, Hashable {
 }
 
 /// One `subscription_projections` row: a subscription group's current grant in one `CustomerState`.
-package struct SubscriptionRow: Sendable, Hashable {
+package struct SubscriptionRow: Sendable, Hashable, Decodable {
     package var originalTransactionId: String
     package var productId: String
     package var group: String?
@@ -247,6 +247,11 @@ package struct SubscriptionRow: Sendable, Hashable {
     package var graceUntil: Int64?
     package var autoRenew: Bool
     package var environment: String
+
+    /// Columns of `subscription_projections` (the group is `group_id`).
+    private enum CodingKeys: String, CodingKey {
+        case originalTransactionId, productId, group = "group_id", status, expiresAt, graceUntil, autoRenew, environment
+    }
 
     package init(
         originalTransactionId: String, productId: String, group: String?, status: String, expiresAt: Int64?,

@@ -291,31 +291,19 @@ extension Ledger {
     /// The projection as the indexed row tables hold it (what `subscription` reads).
     func tableRows(customerID: Int64) throws -> CustomerProjection {
         var projection = CustomerProjection(entitlements: [], subscriptions: [], state: [])
-        for row in try session.query(
+        projection.entitlements = try session.query(
             """
             SELECT entitlement, status, active, product_id, original_transaction_id, expires_at, grace_until, will_renew,
                    environment
             FROM entitlement_projections WHERE customer_id = \(customerID)
-            """)
-        {
-            projection.entitlements.append(
-                EntitlementRow(
-                    entitlement: try row.text(0), status: try row.text(1), active: try row.bool(2), productId: try row.optionalText(3),
-                    originalTransactionId: try row.optionalText(4), expiresAt: try row.optionalInt(5),
-                    graceUntil: try row.optionalInt(6), willRenew: try row.bool(7), environment: try row.text(8)))
-        }
-        for row in try session.query(
+            """
+        ).map { try $0.decode(EntitlementRow.self) }
+        projection.subscriptions = try session.query(
             """
             SELECT original_transaction_id, product_id, group_id, status, expires_at, grace_until, auto_renew, environment
             FROM subscription_projections WHERE customer_id = \(customerID)
-            """)
-        {
-            projection.subscriptions.append(
-                SubscriptionRow(
-                    originalTransactionId: try row.text(0), productId: try row.text(1), group: try row.optionalText(2),
-                    status: try row.text(3), expiresAt: try row.optionalInt(4), graceUntil: try row.optionalInt(5),
-                    autoRenew: try row.bool(6), environment: try row.text(7)))
-        }
+            """
+        ).map { try $0.decode(SubscriptionRow.self) }
         return projection.canonical
     }
 }
