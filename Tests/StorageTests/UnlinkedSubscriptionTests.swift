@@ -20,6 +20,25 @@ import Testing
             ]), projector: projector, now: testNow)
     }
 
+    /// The overview counts unlinked subscriptions through the index on `app_user_id`: with a LIKE
+    /// over a bound pattern SQLite scanned every customer, which at a million customers cost the
+    /// overview most of its time.
+    @Test func sqliteFindsUnlinkedCustomersByTheirIndex() async throws {
+        let database = try TestDatabase(.sqliteFile)
+        let store = try #require(try await database.open() as? any SessionBackedStore)
+        let plan = try await store.read { session in
+            try session.query(
+                "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM customers c WHERE \(Ledger.isUnlinked("c.app_user_id", .sqlite))"
+            ).map { try $0.decode(PlanRow.self).detail }
+        }
+        await store.close()
+        await database.destroy()
+        #expect(plan.contains { $0.hasPrefix("SEARCH c USING") && $0.contains("app_user_id") }, "\(plan)")
+        #expect(!plan.contains { $0.hasPrefix("SCAN") }, "\(plan)")
+    }
+
+    struct PlanRow: Decodable { var detail: String }
+
     /// The app posts the unlinked transaction for the customer of `claim`.
     static func appPosts(_ store: any LedgerStore, as claim: Claim) async throws -> IngestResult {
         try await store.ingest(

@@ -95,7 +95,7 @@ extension Ledger {
         rollup.unlinkedActive = try session.value(
             """
             SELECT COUNT(*) FROM subscription_projections s JOIN customers c ON c.id = s.customer_id
-            WHERE c.app_user_id LIKE \(UnlinkedSubscription.prefix + "%") AND s.environment = \(environment) AND s.status IN ('active', 'gracePeriod')
+            WHERE \(Self.isUnlinked("c.app_user_id", session.dialect)) AND s.environment = \(environment) AND s.status IN ('active', 'gracePeriod')
             """, as: Int64.self) ?? 0
         for row in base where row.value != 0 {
             guard let kind = MetricKind(rawValue: row.kind) else { continue }
@@ -108,6 +108,22 @@ extension Ledger {
                                            currency: row.currency, value: row.value))
         }
         return rollup
+    }
+
+    /// `column` holds a placeholder key (``UnlinkedSubscription``). On SQLite (binary collation) a
+    /// range over the prefix, which the index on `app_user_id` answers: a LIKE with a bound pattern
+    /// scans every customer. PostgreSQL keeps the LIKE: under a locale collation a range over
+    /// control characters would not mean the same.
+    static func isUnlinked(_ column: String, _ dialect: SQLDialect) -> SQLQuery {
+        let name = SQLQuery(verbatim: column)
+        switch dialect {
+        case .sqlite:
+            // The first key after every one that starts with the prefix: its last character's successor.
+            let after = String(UnlinkedSubscription.prefix.dropLast()) + ";"
+            return "\(name) >= \(UnlinkedSubscription.prefix) AND \(name) < \(after)"
+        case .postgres:
+            return "\(name) LIKE \(UnlinkedSubscription.prefix + "%")"
+        }
     }
 }
 
