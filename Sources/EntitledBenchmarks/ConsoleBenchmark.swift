@@ -7,13 +7,16 @@ import HTTPClient
 import HTTPServer
 import Storage
 
-/// `entitled bench console`: `GET /v1/metrics/overview` over HTTP against a SQLite ledger of
-/// bulk-seeded customers with their rollups (target: under 200 ms at 1,000,000, so that the console
-/// stays interactive at scale).
+/// `entitled bench console`: `GET /v1/metrics/overview` and every `GET /v1/charts/{chart}` over
+/// HTTP against a SQLite ledger of bulk-seeded customers with their rollups (targets at
+/// 1,000,000: the overview under 200 ms, each chart under 100 ms, so that the console stays
+/// interactive at scale).
 public enum ConsoleBenchmark {
     public struct Options: Sendable {
         public var customers = 1_000_000
         public var requests = 200
+        /// Requests per chart and segmentation (every chart is timed unsegmented and split by storefront).
+        public var chartRequests = 50
         public init() {}
     }
 
@@ -35,11 +38,14 @@ public enum ConsoleBenchmark {
         }
         let loaded = ContinuousClock.now
         try await _StorageBenchmark.bulkLoadMetrics(store, customers: 0..<options.customers, now: now)
+        let metricsDone = ContinuousClock.now
+        try await _StorageBenchmark.bulkLoadCharts(store, customers: 0..<options.customers, now: now)
         let done = ContinuousClock.now
         func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
         print("seeded \(options.customers) customers in \(format(seconds(loaded - started))) s "
               + "(\(Int(Double(options.customers) / max(0.001, seconds(loaded - started))))/s), "
-              + "their rollups in \(format(seconds(done - loaded))) s")
+              + "their metric rollups in \(format(seconds(metricsDone - loaded))) s, "
+              + "their chart rollups in \(format(seconds(done - metricsDone))) s")
 
         var configuration = Configuration()
         configuration.apiKeys = [APIKey(name: "console", secret: secret, scopes: [.console])]
@@ -58,30 +64,54 @@ public enum ConsoleBenchmark {
             let (y, m, dd) = Time.civilFromDays(d)
             return String(format: "%04d-%02d-%02d", Int(y), Int(m), Int(dd))
         }
-        let url = URL(string: "http://127.0.0.1:\(server.port)/v1/metrics/overview?from=\(day(from))&to=\(day(to))&interval=day")!
-        let request = OutboundRequest(method: "GET", url: url, headers: ["Authorization": "Bearer \(secret)"])
         let client = CurlHTTP()
-        var samples: [Double] = []
-        var points = 0
-        for index in 0..<(options.requests + 10) {
-            let begin = ContinuousClock.now
-            let response = try await client.send(request)
-            let elapsed = seconds(ContinuousClock.now - begin) * 1000
-            guard response.status == 200 else { throw BenchmarkError("overview answered \(response.status)") }
-            if index == 0 {
-                let body = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
-                points = (body?["series"] as? [Any])?.count ?? 0
+        let base = "http://127.0.0.1:\(server.port)"
+        let range = "from=\(day(from))&to=\(day(to))"
+        let overview = try await time(client, base + "/v1/metrics/overview?\(range)&interval=day", requests: options.requests, list: "series")
+        print("overview, 365 daily points (\(overview.count)), \(options.customers) customers: p50 \(format(overview.p50)) ms, "
+              + "p99 \(format(overview.p99)) ms over \(options.requests) requests (target: under 200 ms)")
+        var chartsMet = true
+        print("charts, 365 days by day, \(options.customers) customers, \(options.chartRequests) requests each (target: p99 under 100 ms):")
+        for chart in ChartID.allCases {
+            for segment in [nil, "storefront"] as [String?] {
+                let query = "\(range)&interval=day" + (segment.map { "&segment=\($0)" } ?? "")
+                let timing = try await time(client, base + "/v1/charts/\(chart.rawValue)?\(query)", requests: options.chartRequests, list: "points")
+                chartsMet = chartsMet && timing.p99 < 100
+                let name = chart.rawValue + (segment.map { " by \($0)" } ?? "")
+                print("  \(name.padding(toLength: 38, withPad: " ", startingAt: 0)) \(String(timing.count).leftPadded(6)) points  "
+                      + "p50 \(format(timing.p50).leftPadded(7)) ms  p99 \(format(timing.p99).leftPadded(7)) ms")
             }
-            if index >= 10 { samples.append(elapsed) }  // the first ones warm the connection and the page cache
         }
-        samples.sort()
-        let p50 = samples[samples.count / 2], p99 = samples[min(samples.count - 1, samples.count * 99 / 100)]
-        print("overview, 365 daily points (\(points)), \(options.customers) customers: p50 \(format(p50)) ms, p99 \(format(p99)) ms "
-              + "over \(samples.count) requests (target: under 200 ms)")
         await server.shutdown()
         await store.close()
-        return p99 < 200
+        return overview.p99 < 200 && chartsMet
+    }
+
+    /// GETs `url` `requests` times (after ten that warm the connection and the page cache) and
+    /// returns p50 and p99 in milliseconds, with the length of the first answer's array `list`.
+    static func time(_ client: CurlHTTP, _ url: String, requests: Int, list: String) async throws -> (p50: Double, p99: Double, count: Int) {
+        guard let target = URL(string: url) else { throw BenchmarkError("bad URL \(url)") }
+        let request = OutboundRequest(method: "GET", url: target, headers: ["Authorization": "Bearer \(secret)"])
+        var samples: [Double] = []
+        var count = 0
+        for index in 0..<(requests + 10) {
+            let begin = ContinuousClock.now
+            let response = try await client.send(request)
+            let elapsed = (ContinuousClock.now - begin).components
+            guard response.status == 200 else { throw BenchmarkError("\(target.path) answered \(response.status)") }
+            if index == 0 {
+                let body = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+                count = (body?[list] as? [Any])?.count ?? 0
+            }
+            if index >= 10 { samples.append(Double(elapsed.seconds) * 1000 + Double(elapsed.attoseconds) / 1e15) }
+        }
+        samples.sort()
+        return (samples[samples.count / 2], samples[min(samples.count - 1, samples.count * 99 / 100)], count)
     }
 
     static func format(_ value: Double) -> String { String(format: "%.2f", value) }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String { String(repeating: " ", count: max(0, width - count)) + self }
 }
