@@ -3,26 +3,24 @@ import Entitlements
 // Projections: a customer's facts read back, evaluated and stored as rows and an encoded state.
 
 extension Ledger {
-    /// `compressed`: the schema has `payload_packed` (version 16); else NULL in its place.
-    static func factColumns(jws: Bool, compressed: Bool = true) -> SQLQuery {
+    static func factColumns(jws: Bool) -> SQLQuery {
         let signed: SQLQuery = jws ? "f.jws" : "''"
         let signedPacked: SQLQuery = jws ? "f.signed_packed" : "NULL"
-        let payloadPacked: SQLQuery = compressed ? "f.payload_packed" : "NULL"
         return """
             f.id, f.notification_id, f.received_at, f.kind, \(signed) AS jws, f.payload, f.transaction_id,
             f.original_transaction_id, f.app_account_token, f.environment, f.bundle_id, f.signed_date, f.jws_sha256,
-            \(signedPacked) AS signed_packed, \(payloadPacked) AS payload_packed
+            \(signedPacked) AS signed_packed, f.payload_packed
             """
     }
 
     /// The facts of the customer `id` (its own ids' and its aliases'), in evaluation order.
-    static func facts(of id: Int64, jws: Bool, compressed: Bool = true) -> SQLQuery {
+    static func facts(of id: Int64, jws: Bool) -> SQLQuery {
         """
         SELECT * FROM (
-            SELECT \(factColumns(jws: jws, compressed: compressed)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
+            SELECT \(factColumns(jws: jws)) FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
             WHERE l.customer_id IN (SELECT id FROM customers WHERE id = \(id) OR merged_into = \(id))
             UNION ALL
-            SELECT \(factColumns(jws: jws, compressed: compressed)) FROM facts f
+            SELECT \(factColumns(jws: jws)) FROM facts f
             WHERE f.original_transaction_id IS NULL
               AND f.app_account_token IN (SELECT app_account_token FROM customers WHERE id = \(id) OR merged_into = \(id))
         ) AS cf ORDER BY COALESCE(signed_date, 0), id
