@@ -51,7 +51,8 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: swiftSettings),
         // Apple's wire formats and the JWS / X.509 verifier (HTTPClient: OCSP revocation checks;
         // Entitlements: the App Store's open vocabularies, `Tokens.swift`, which its payloads use).
-        .target(name: "AppStore", dependencies: ["EntitledCrypto", "HTTPClient", "Entitlements"], swiftSettings: swiftSettings),
+        .target(
+            name: "AppStore", dependencies: ["EntitledCrypto", "HTTPClient", "Entitlements", "JSONCoding"], swiftSettings: swiftSettings),
         // The App Store Server API client: JWT auth, retries, every endpoint, verified answers.
         .target(
             name: "AppStoreServerAPI", dependencies: ["AppStore", "EntitledCrypto", "HTTPClient"], swiftSettings: swiftSettings),
@@ -67,7 +68,7 @@ let package = Package(
         // Google Play's wire formats (Pub/Sub push, developer notifications, Developer API resources),
         // push OIDC verification, service-account auth and the Developer API client.
         .target(
-            name: "GooglePlay", dependencies: ["AppStore", "Entitlements", "EntitledCrypto", "HTTPClient"],
+            name: "GooglePlay", dependencies: ["AppStore", "Entitlements", "EntitledCrypto", "HTTPClient", "JSONCoding"],
             swiftSettings: swiftSettings),
         // A local fake Google: token endpoint, Developer API with stateful purchases, JWKS, OIDC-signed Pub/Sub pushes.
         .target(
@@ -75,12 +76,18 @@ let package = Package(
             swiftSettings: swiftSettings),
         // The pure domain core: facts + policy + now -> customer state. No I/O, no clock, no C.
         .target(name: "Entitlements", swiftSettings: swiftSettings),
-        // The ledger and projections on SQLite and PostgreSQL (zlib: the stored JSON, deflated).
+        // JSON with one job: Foundation's values and bytes, faster. The strict reader and nesting
+        // scan, the tape decoder, the sorted-keys writer and the one seam choosing them
+        // (`JSONCodec`); no domain types, no dependencies.
+        .target(name: "JSONCoding", swiftSettings: swiftSettings),
+        // The ledger and projections on SQLite and PostgreSQL (zlib: the stored JSON, deflated;
+        // JSONCoding: the facts' text).
         .target(
-            name: "Storage", dependencies: ["Entitlements", "EntitledCrypto", "CSQLite", "CPostgres", "CZlib"],
+            name: "Storage", dependencies: ["Entitlements", "EntitledCrypto", "JSONCoding", "CSQLite", "CPostgres", "CZlib"],
             swiftSettings: swiftSettings),
-        // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions.
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: swiftSettings),
+        // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions (JSONCoding: the one JSON string
+        // escaper, for log lines).
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "JSONCoding"], swiftSettings: swiftSettings),
         // Scheduled exports' building blocks: AWS SigV4, the S3-compatible uploader, the file
         // destination and the CSV / JSONL writers (EntitledCrypto: the digests; AppStore: the clock).
         .target(name: "Exports", dependencies: ["EntitledCrypto", "HTTPClient", "AppStore"], swiftSettings: swiftSettings),
@@ -97,7 +104,7 @@ let package = Package(
             dependencies: [
                 "AppStore", "AppStoreServerAPI", "HTTPClient", "EntitledCrypto", "Entitlements", "Storage", "HTTPServer", "EntitledConfig",
                 "Exports",
-                "GooglePlay",
+                "GooglePlay", "JSONCoding",
             ],
             swiftSettings: swiftSettings),
         // `entitled dev`: the server and the simulator on one virtual clock, the dashboard and its `/dev/` routes;
@@ -128,7 +135,7 @@ let package = Package(
 
         // libFuzzer target for the JWS/JSON parsing path (scripts/fuzz.sh); a plain corpus runner otherwise.
         .executableTarget(
-            name: "FuzzJWS", dependencies: ["AppStore", "EntitledCrypto", "FuzzSupport"], swiftSettings: swiftSettings),
+            name: "FuzzJWS", dependencies: ["AppStore", "EntitledCrypto", "FuzzSupport", "JSONCoding"], swiftSettings: swiftSettings),
         // The fuzz targets' shared entry point: libFuzzer's driver, or a plain corpus runner.
         .target(name: "FuzzSupport", swiftSettings: swiftSettings),
         // libFuzzer target for app receipts: the DER reader, PKCS#7 framing, receipt payloads.
@@ -138,7 +145,7 @@ let package = Package(
         .executableTarget(name: "FuzzEngine", dependencies: ["Entitlements", "FuzzSupport"], swiftSettings: swiftSettings),
 
         .testTarget(
-            name: "AppStoreTests", dependencies: ["AppStore", "AppStoreTesting", "EntitledCrypto", "Entitlements"],
+            name: "AppStoreTests", dependencies: ["AppStore", "AppStoreTesting", "EntitledCrypto", "Entitlements", "JSONCoding"],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "AppStoreSimulatorTests",
@@ -157,7 +164,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto"], exclude: ["Fixtures"],
+            name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto", "JSONCoding"], exclude: ["Fixtures"],
             swiftSettings: swiftSettings),
         // SigV4 against AWS's published examples; uploads, and scheduled exports from a store, against a moto S3 server
         // the tests start (and a folder).
@@ -176,6 +183,7 @@ let package = Package(
             dependencies: [
                 "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
                 "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "EntitledKit", "GooglePlay", "GooglePlaySimulator",
+                "JSONCoding",
             ],
             exclude: ["Scenarios", "Fixtures"], swiftSettings: swiftSettings),
         // EntitledKit and the sample app's logic against a real server and the simulator over

@@ -1,5 +1,6 @@
 import EntitledCrypto
 import Foundation
+import JSONCoding
 import Synchronization
 
 /// Size and nesting limits applied before any JSON is decoded.

@@ -1,5 +1,6 @@
 import EntitledCrypto
 import Foundation
+import JSONCoding
 import Synchronization
 
 /// Which of the configured app's identifiers a payload type carries, and so must match.

@@ -1,4 +1,5 @@
 import Foundation
+import JSONCoding
 
 /// `entitled verify`'s engine: verifies signed App Store payloads, one per line, and renders each as one
 /// line of JSON.

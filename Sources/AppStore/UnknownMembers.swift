@@ -1,4 +1,5 @@
 import Foundation
+import JSONCoding
 
 /// A member of a payload's JSON that its model does not read (Apple adds fields every year):
 /// its name (dotted inside a nested object: `data.newField`) and its value as received.

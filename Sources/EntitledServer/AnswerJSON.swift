@@ -1,30 +1,22 @@
 import Entitlements
 import HTTPServer
+import JSONCoding
 import Storage
 
 /// The customer answer's JSON written directly, byte for byte what `JSONEncoder.entitledDefault`
 /// writes for a ``CustomerBody`` (sorted keys, unescaped slashes, `null` for absent optionals).
-/// Strings go through `JSONLine.appendQuoted`, the server's one JSON string escaper.
+/// The tree is written by ``JSONWriter``, whose string escaper is the one every JSON writer uses.
 ///
 /// Every projection renders its customer's answer on the ledger's single writer thread, where
 /// Foundation's encoder was the largest cost. The `Encodable` conformances stay the definition
 /// (the slow path and the tests use them); a test holds this writer to the same bytes.
 enum AnswerJSON {
-    indirect enum Value {
-        case string(String)
-        case int(Int64)
-        case double(Double)
-        case bool(Bool)
-        case null
-        case array([Value])
-        /// Members in any order: written sorted by key, as `.sortedKeys` does.
-        case object([(String, Value)])
-    }
+    typealias Value = JSONWriter.Value
 
     static func encode(_ body: CustomerBody) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(2048)
-        write(value(body), to: &bytes)
+        JSONWriter.write(value(body), to: &bytes)
         return bytes
     }
 
@@ -135,40 +127,6 @@ enum AnswerJSON {
     }
 
     private static func string(_ text: String?) -> Value { text.map(Value.string) ?? .null }
-
-    // MARK: Writing
-
-    /// Writes `value` as `JSONEncoder` with `.sortedKeys` does; `escapingSlashes` false matches
-    /// `.withoutEscapingSlashes` too.
-    static func write(_ value: Value, to bytes: inout [UInt8], escapingSlashes: Bool = false) {
-        switch value {
-        case .string(let text): JSONLine.appendQuoted(text, to: &bytes, escapingSlashes: escapingSlashes)
-        case .int(let number): bytes += String(number).utf8
-        case .double(let number):
-            // Foundation writes integral doubles without ".0" and others as `description` does.
-            let text = number.description
-            bytes += (text.hasSuffix(".0") ? text.dropLast(2) : Substring(text)).utf8
-        case .bool(let flag): bytes += (flag ? "true" : "false").utf8
-        case .null: bytes += "null".utf8
-        case .array(let items):
-            bytes.append(UInt8(ascii: "["))
-            for (index, item) in items.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                write(item, to: &bytes, escapingSlashes: escapingSlashes)
-            }
-            bytes.append(UInt8(ascii: "]"))
-        case .object(let members):
-            bytes.append(UInt8(ascii: "{"))
-            let sorted = members.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
-            for (index, member) in sorted.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                JSONLine.appendQuoted(member.0, to: &bytes, escapingSlashes: escapingSlashes)
-                bytes.append(UInt8(ascii: ":"))
-                write(member.1, to: &bytes, escapingSlashes: escapingSlashes)
-            }
-            bytes.append(UInt8(ascii: "}"))
-        }
-    }
 }
 
 /// The members `EntitlementState` and `Grant` share (the entitlement copies its grant's).

@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import EntitledCrypto
 import Foundation
+import JSONCoding
 
 /// `NotificationVerifying` on the real signed-data verifier: one `SignedDataVerifier` per
 /// configured app (its roots, bundleId, appAppleId and environments), sharing one chain cache.

@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import HTTPServer
+import JSONCoding
 import Storage
 
 /// Apple's App Store Server Notifications: V2 signed payloads and legacy V1 bodies. No key: the

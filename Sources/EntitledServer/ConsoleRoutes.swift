@@ -106,7 +106,7 @@ struct ConsoleRoutes: Sendable {
             throw HTTPError(.customerNotFound, "no such customer")
         }
         let facts = try await Problems.consoleRead { try await ledger.store.facts(appUserId: appUserId, projector: ledger.projector) }
-        let events = ConsoleTimeline.events(facts, encode: ledger.projector.factCoding.encode)
+        let events = ConsoleTimeline.events(facts, encode: ledger.projector.encode)
         let endpoints = configuration.deliveryEndpoints
         var deliveries: [WebhookDelivery] = []
         if !endpoints.isEmpty {

@@ -1,5 +1,6 @@
 import AppStore
 import HTTPServer
+import JSONCoding
 import Synchronization
 
 /// Part of ``ProjectionCache``: encoded customer bodies for answers the projection does not hold

@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import Foundation
 import HTTPServer
+import JSONCoding
 import Storage
 import Synchronization
 

@@ -1,4 +1,5 @@
 import Exports
+import JSONCoding
 import Storage
 
 /// The columns of each exported table, in file order: what the files hold and what
@@ -123,7 +124,7 @@ enum ExportTables {
         ExportColumn("original_transaction_id", "The subscription or purchase concerned.") { $0.originalTransactionId.map(ExportValue.string) ?? .null },
         ExportColumn("entitlements", "The entitlement ids it affects, sorted, separated by spaces.") { .string($0.entitlements.joined(separator: " ")) },
         ExportColumn("details", "The type's own fields as a JSON object text (`from`, `to`, `timing`, `kind`, `reason`).") {
-            .string(String(decoding: (try? SortedJSONEncoder.encode($0.details)) ?? Array("{}".utf8), as: UTF8.self))
+            .string(String(decoding: (try? JSONCodec().encodeSorted($0.details)) ?? Array("{}".utf8), as: UTF8.self))
         },
         ExportColumn("cause", "What caused it, a JSON object text (`notificationUUID`, `notificationType`, `subtype`, `transactionIds`).") {
             .string($0.cause)

@@ -10,9 +10,10 @@ import Synchronization
 /// history and subscriptions back.
 ///
 /// It holds the store's ``projector``: the ``policy``, the ``grantEnvironments`` stored states
-/// merge and the facts' JSON written with the ``ProjectionCache``'s codec. Storage stores each
-/// customer's evaluated state in its own encoding; the customer's rendered answer is this server's,
-/// rendered from that state on the first read after it changes and stored beside it, keyed by
+/// merge and the JSON seam (the ``ProjectionCache``'s codec) Storage writes and reads the facts'
+/// text with. Storage stores each customer's evaluated state in its own encoding; the customer's
+/// rendered answer is this server's, rendered from that state on the first read after it changes
+/// and stored beside it, keyed by
 /// ``RenderedCustomer/formatVersion`` (``renderedCustomer(appUserId:context:)``).
 ///
 /// Every call is one database transaction on storage's own threads. The projections are evaluated
@@ -60,7 +61,7 @@ public final class FactLedger: ReadinessProbe {
         self.metrics = metrics
         projector = Projector(
             policy: policy, grantEnvironments: grantEnvironments, maintainsMetrics: true, eventHold: eventHold,
-            factCoding: cache.factCoding)
+            codec: cache.codec)
     }
 
     /// The ledger a configuration's server uses: its merged policy and grant environments.

@@ -1,4 +1,5 @@
 import AppStore
+import JSONCoding
 
 /// The one switch for the server's measured fast paths (docs/operations.md, "Benchmarks"): the
 /// ``JSONCodec``'s own readers and writers and the ``ProjectionCache``. Read once by the

@@ -4,6 +4,7 @@ import EntitledConfig
 import EntitledCrypto
 import Entitlements
 import Foundation
+import JSONCoding
 import Storage
 
 /// Why an ingest stored nothing.

@@ -1,17 +1,10 @@
 import AppStore
 import Foundation
-import HTTPServer
+import JSONCoding
 
-/// The writing half of the ``JSONCodec`` seam: the writers live here, beside the server's JSON
-/// string escaper, while the reader lives with Apple's models.
+/// The server's writers on the ``JSONCodec`` seam: a signed text's member and the customer answer
+/// (the sorted-keys writer and the reader are the seam's own, in `JSONCoding`).
 extension JSONCodec {
-    /// `value` as `JSONEncoder` with `.sortedKeys` writes it (a stored fact's payload, whose bytes
-    /// must never change): with the fast paths by ``SortedJSONEncoder`` where it can.
-    func encodeSorted(_ value: some Encodable) throws -> [UInt8] {
-        if fastPaths, let bytes = try? SortedJSONEncoder.encode(value) { return bytes }
-        return Array(try Self.sortedEncoder.encode(value))
-    }
-
     /// `{"key":"value"}` as ``encodeSorted(_:)`` writes it. With the fast paths, a `value` known
     /// to hold nothing JSON escapes (`plain`: a JWS its verification found bare,
     /// ``AppStore/CompactJWS/isBare``, is base64url, `=` and two dots) is copied as it is rather
@@ -32,11 +25,4 @@ extension JSONCodec {
         if fastPaths { return AnswerJSON.encode(body) }
         return Array(try JSONEncoder.entitledDefault.encode(body))
     }
-
-    // Never mutated after creation, so one instance serves every thread.
-    private static let sortedEncoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
 }

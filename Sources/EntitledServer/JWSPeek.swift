@@ -1,6 +1,7 @@
 import AppStore
 import EntitledCrypto
 import Foundation
+import JSONCoding
 
 /// Reads a JWS payload *without* verifying it — only to pick the configured app whose trust
 /// settings the verifier then checks it against. Nothing read here is trusted.

@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import Entitlements
 import Foundation
+import JSONCoding
 import Storage
 
 // The verifier port the HTTP API is written against (the real one is `AppStoreVerifier`: JWS +

@@ -1,5 +1,6 @@
 import AppStore
 import Entitlements
+import JSONCoding
 import Storage
 
 /// The projection path's speed-ups, behind one seam with one switch (``enabled``):
@@ -23,23 +24,6 @@ public final class ProjectionCache: Sendable {
         self.enabled = enabled
         self.codec = codec
         bodies = EncodedBodyCache()
-    }
-
-    // MARK: Facts
-
-    /// The engine fact a ledger payload holds; nil when it is not one.
-    func fact(_ payload: String) -> Fact? {
-        try? codec.decode(Fact.self, from: Array(payload.utf8))
-    }
-
-    /// A fact's ledger payload: the sorted-keys JSON (whose bytes must never change).
-    func payload(_ fact: Fact) -> String {
-        (try? codec.encodeSorted(fact)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-    }
-
-    /// Storage's fact text written and read with ``codec`` (the same bytes as Foundation's).
-    var factCoding: FactCoding {
-        FactCoding(encode: { [self] in payload($0) }, decode: { [self] in fact($0) })
     }
 
     // MARK: Stored answers

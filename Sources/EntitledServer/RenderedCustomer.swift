@@ -2,6 +2,7 @@ import AppStore
 import Entitlements
 import Foundation
 import HTTPServer
+import JSONCoding
 
 /// A customer's answer rendered once, when their projection changes: the exact JSON
 /// `GET /v1/customers/{appUserId}` sends, with `serverTime` left at the epoch so that a read only

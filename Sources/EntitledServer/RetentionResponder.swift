@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import Entitlements
 import Foundation
+import JSONCoding
 import Storage
 
 /// Answers the App Store's retention-messaging requests (docs/retention.md): verifies the signed

@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import Foundation
 import HTTPServer
+import JSONCoding
 import Storage
 
 /// `POST /v1/apple/retention` (the Get Retention Message URL registered at Apple) and

@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import Entitlements
 import HTTPServer
+import JSONCoding
 import Storage
 
 // The small helpers the route groups hold: who is calling (``AccessGate``), what the request

@@ -2,6 +2,7 @@ import AppStore
 import EntitledCrypto
 import Foundation
 import FuzzSupport
+import JSONCoding
 
 /// One fuzz input through the parsing path the verifier runs before any signature check: JWS
 /// splitting and base64url, the header reader, the nesting scan, `JSONDecoder` on the payload, and

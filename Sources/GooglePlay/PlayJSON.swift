@@ -1,4 +1,5 @@
 import AppStore
+import JSONCoding
 import enum Entitlements.Time
 import Foundation
 

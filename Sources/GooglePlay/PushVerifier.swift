@@ -1,6 +1,7 @@
 import AppStore
 import EntitledCrypto
 import Foundation
+import JSONCoding
 
 /// Authenticates a Cloud Pub/Sub push: the `Authorization: Bearer` OIDC token Google signs for a
 /// push subscription with authentication enabled.

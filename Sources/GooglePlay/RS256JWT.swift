@@ -1,6 +1,7 @@
 import AppStore
 import EntitledCrypto
 import Foundation
+import JSONCoding
 
 /// Compact RS256 JWTs: signing (a service account's assertion, a fake Google's tokens) and the
 /// strict parsing that ``PushVerifier`` builds on.

@@ -1,4 +1,5 @@
 import Foundation
+import JSONCoding
 import Synchronization
 
 #if canImport(Glibc)
@@ -133,7 +134,7 @@ extension JSONLine {
     /// `value` as a JSON string literal appended to `text`.
     static func appendQuotedString(_ value: String, to text: inout String) {
         var bytes: [UInt8] = []
-        appendQuoted(value, to: &bytes)
+        JSONWriter.appendQuoted(value, to: &bytes)
         text += String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSONCoding
 import Synchronization
 
 #if canImport(Glibc)
@@ -211,7 +212,7 @@ public struct JSONLine {
 
     public mutating func add(_ key: String, _ value: String) {
         separator(key)
-        JSONLine.appendQuoted(value, to: &bytes)
+        JSONWriter.appendQuoted(value, to: &bytes)
     }
 
     public mutating func add(_ key: String, _ value: Int) {
@@ -243,48 +244,7 @@ public struct JSONLine {
     private mutating func separator(_ key: String) {
         if !first { bytes.append(UInt8(ascii: ",")) }
         first = false
-        JSONLine.appendQuoted(key, to: &bytes)
+        JSONWriter.appendQuoted(key, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
-    }
-
-    /// Appends `value` as a JSON string literal (UTF-8) the way Foundation's `JSONEncoder` writes it
-    /// with `.withoutEscapingSlashes`: `"` and `\` escaped, `\b \f \n \r \t` by name, other
-    /// control characters as `\u00xx`, everything else as is. With `escapingSlashes`, `/` is
-    /// written `\/`, as `JSONEncoder` does without that option.
-    public static func appendQuoted(_ value: String, to bytes: inout [UInt8], escapingSlashes: Bool = false) {
-        bytes.append(UInt8(ascii: "\""))
-        var value = value
-        value.withUTF8 { utf8 in
-            // Bytes written as they are go in runs, one append each: a signed text is kilobytes
-            // of base64url with nothing to escape.
-            var run = 0
-            for index in utf8.indices {
-                let byte = utf8[index]
-                // Most bytes need nothing: one test for them before the cases.
-                if byte >= 0x20, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\"), byte != UInt8(ascii: "/") || !escapingSlashes {
-                    continue
-                }
-                let escaped: [UInt8]
-                switch byte {
-                case UInt8(ascii: "\""): escaped = [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-                case UInt8(ascii: "/") where escapingSlashes: escaped = [UInt8(ascii: "\\"), UInt8(ascii: "/")]
-                case UInt8(ascii: "\\"): escaped = [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-                case 0x08: escaped = [UInt8(ascii: "\\"), UInt8(ascii: "b")]
-                case 0x0C: escaped = [UInt8(ascii: "\\"), UInt8(ascii: "f")]
-                case 0x0A: escaped = [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-                case 0x0D: escaped = [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-                case 0x09: escaped = [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-                case ..<0x20:
-                    let hex = Array("0123456789abcdef".utf8)
-                    escaped = [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
-                default: continue
-                }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run..<index]))
-                bytes += escaped
-                run = index + 1
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[run...]))
-        }
-        bytes.append(UInt8(ascii: "\""))
     }
 }

@@ -77,7 +77,7 @@ public struct StoredFact: Sendable, Hashable {
     public var signed: String
     /// The app it came for.
     public var bundleId: String?
-    /// The fact; nil when its stored text is none this binary decodes (``FactCoding``).
+    /// The fact; nil when its stored text is none this binary decodes (``Projector/decode(_:)``).
     public var fact: Fact?
 
     /// Creates a stored fact.

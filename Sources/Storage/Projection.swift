@@ -1,8 +1,9 @@
 import Entitlements
 import Foundation
+import JSONCoding
 
 /// How the ledger evaluates the engine's facts: a value, not a callback. Storage keeps the
-/// engine's own `Fact`s (as the text ``FactCoding`` writes, once) and, inside the write
+/// engine's own `Fact`s (as sorted-keys JSON written with ``codec``, once) and, inside the write
 /// transaction, projects every affected customer with the engine under ``policy``: one
 /// `CustomerState` per environment the customer has facts in, indexed as entitlement and
 /// subscription rows, and one stored in storage's own encoding (``CustomerDocument``): the
@@ -24,19 +25,24 @@ public struct Projector: Sendable {
     /// How a committed change's answer-change events are written: at the commit (nil), or held
     /// back (``EventHold``) and released once the customer's history settles.
     public var eventHold: EventHold?
-    /// How facts are written to and read from their ledger text.
-    public var factCoding: FactCoding
+    /// The JSON seam the facts' ledger text is written and read with: the fast paths or
+    /// Foundation alone, the same bytes and facts either way.
+    public let codec: JSONCodec
+    /// The facts' ledger text, made with ``codec`` (the tests replace it to count or refuse the
+    /// texts read).
+    var factCoding: FactCoding
 
     /// A projector evaluating with `policy`.
     public init(
         policy: Policy, grantEnvironments: [Environment]? = nil, maintainsMetrics: Bool = false, eventHold: EventHold? = nil,
-        factCoding: FactCoding = .foundation
+        codec: JSONCodec = JSONCodec()
     ) {
         self.policy = policy
         self.grantEnvironments = grantEnvironments
         self.maintainsMetrics = maintainsMetrics
         self.eventHold = eventHold
-        self.factCoding = factCoding
+        self.codec = codec
+        factCoding = FactCoding(codec: codec)
     }
 
     /// A projector whose policy grants, for each auto-renewable product id, the entitlement it
@@ -109,25 +115,20 @@ public struct Projector: Sendable {
     }
 }
 
-/// How facts become the ledger's text and back. The text is Foundation's sorted-keys JSON of the
-/// engine's `Fact` (``foundation``); a stored text is never written again, so the encoding may
-/// only change in ways `decode` still reads. Another pair (the server's faster writer and reader)
-/// must write the same bytes and read the same facts.
-public struct FactCoding: Sendable {
+/// How facts become the ledger's text and back: `JSONEncoder`'s sorted-keys JSON of the engine's
+/// `Fact`, byte for byte, and `JSONDecoder`'s reading of it, both through the ``JSONCodec`` seam
+/// (its fast reader and writer give the same bytes and facts). A stored text is never written
+/// again, so the encoding may only change in ways `decode` still reads.
+struct FactCoding: Sendable {
     /// The text stored for a fact.
-    public var encode: @Sendable (Fact) -> String
+    var encode: @Sendable (Fact) -> String
     /// The fact a stored text holds; nil when it is none.
-    public var decode: @Sendable (String) -> Fact?
+    var decode: @Sendable (String) -> Fact?
 
-    public init(encode: @escaping @Sendable (Fact) -> String, decode: @escaping @Sendable (String) -> Fact?) {
-        self.encode = encode
-        self.decode = decode
+    init(codec: JSONCodec) {
+        encode = { fact in (try? codec.encodeSorted(fact)).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+        decode = { text in try? codec.decode(Fact.self, from: Array(text.utf8)) }
     }
-
-    /// Foundation's sorted-keys JSON.
-    public static let foundation = FactCoding(
-        encode: { fact in (try? StorageJSON.sortedEncoder.encode(fact)).map { String(decoding: $0, as: UTF8.self) } ?? "" },
-        decode: { text in try? StorageJSON.decoder.decode(Fact.self, from: Data(text.utf8)) })
 }
 
 /// A customer's evaluated state as storage keeps it: `customer_states.state` and each event's

@@ -1,4 +1,5 @@
 @testable import AppStore
+@testable import JSONCoding
 import AppStoreTesting
 import Foundation
 import Testing

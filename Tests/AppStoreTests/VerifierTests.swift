@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTesting
 import EntitledCrypto
 import Foundation
+import JSONCoding
 import Synchronization
 import Testing
 

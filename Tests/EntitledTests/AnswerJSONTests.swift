@@ -1,6 +1,7 @@
 import Entitlements
 import Foundation
 import HTTPServer
+import JSONCoding
 import Storage
 import Testing
 
@@ -92,7 +93,7 @@ struct AnswerJSONTests {
     @Test("doubles are written as Foundation writes them", arguments: [0.7, 0.85, 1, 0, 1e16, 2.5e-7, -3, 123_456_789])
     func doubles(value: Double) throws {
         var bytes: [UInt8] = []
-        AnswerJSON.write(.array([.double(value)]), to: &bytes)
+        JSONWriter.write(.array([.double(value)]), to: &bytes)
         #expect(bytes == Array(try JSONEncoder.entitledDefault.encode([value])))
     }
 }

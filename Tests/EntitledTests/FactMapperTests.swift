@@ -4,6 +4,7 @@ import EntitledConfig
 import EntitledServer
 import Entitlements
 import Foundation
+import JSONCoding
 import Testing
 
 @Suite struct FactMapperTests {

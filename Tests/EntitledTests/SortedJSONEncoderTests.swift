@@ -5,6 +5,7 @@ import Foundation
 import Testing
 
 @testable import EntitledServer
+@testable import JSONCoding
 
 /// The ledger stores each fact as `JSONEncoder` (`.sortedKeys`) writes it, and a V1 fact's key is
 /// the digest of those bytes: `SortedJSONEncoder` must write the very same bytes.

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTesting
 import Entitlements
 import Foundation
+import JSONCoding
 import Testing
 
 @testable import EntitledServer

@@ -1,4 +1,5 @@
 import Foundation
+import JSONCoding
 
 /// The one JSON configuration every App Store wire model is read and written with.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import JSONCoding
 
 /// A date field in epoch milliseconds, as Apple's signed payloads carry them.
 ///

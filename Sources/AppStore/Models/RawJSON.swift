@@ -2,6 +2,8 @@
 ///
 /// Used for parts of a payload this server only stores and forwards (Advanced Commerce details), so a change in
 /// their shape never makes an otherwise valid transaction undecodable.
+import JSONCoding
+
 public enum RawJSON: Hashable, Sendable, Codable {
     case null
     case bool(Bool)
@@ -85,5 +87,40 @@ public enum RawJSON: Hashable, Sendable, Codable {
     public var arrayValue: [RawJSON]? {
         if case .array(let value) = self { return value }
         return nil
+    }
+}
+
+extension TapeDecoder {
+    /// ``RawJSON`` straight from the tape, as its `init(from:)` reads it from Foundation (whose
+    /// `try?` chain would otherwise always end here in a bail-out). Fractions and integers beyond
+    /// `Int64` are left to Foundation's number parsing.
+    func rawJSON(at index: Int) throws -> RawJSON {
+        switch node(index).kind {
+        case .null: return .null
+        case .true: return .bool(true)
+        case .false: return .bool(false)
+        case .number:
+            guard let value = tape.int64(at: index) else { throw bail() }
+            return .integer(value)
+        case .string: return .string(try string(at: index))
+        case .array:
+            var elements: [RawJSON] = []
+            let end = Int(node(index).end)
+            var element = index + 1
+            while element < end {
+                elements.append(try rawJSON(at: element))
+                element = tape.after(element)
+            }
+            return .array(elements)
+        case .object:
+            var members: [String: RawJSON] = [:]
+            let end = Int(node(index).end)
+            var key = index + 1
+            while key < end {
+                members[try string(at: key)] = try rawJSON(at: key + 1)
+                key = tape.after(key + 1)
+            }
+            return .object(members)
+        }
     }
 }

@@ -3,29 +3,29 @@
 import Foundation
 
 /// A parsed JSON document: one node per value (and per object key), in document order.
-struct JSONTape {
-    enum Kind: UInt8 {
+package struct JSONTape {
+    package enum Kind: UInt8 {
         case null, `true`, `false`, number, string, array, object
     }
 
-    struct Node {
-        var kind: Kind
+    package struct Node {
+        package var kind: Kind
         /// Strings: the text has escapes (1) or non-ASCII bytes (2). Numbers: 1 if an integer.
-        var flags: UInt8
+        package var flags: UInt8
         /// Strings and numbers: the byte range of the text (without quotes). Containers: `start`
         /// is the member count, `end` the index of the first node after the container.
-        var start: Int32
-        var end: Int32
+        package var start: Int32
+        package var end: Int32
     }
 
-    let bytes: [UInt8]
-    private(set) var nodes: [Node] = []
+    package let bytes: [UInt8]
+    package private(set) var nodes: [Node] = []
 
     static let depthLimit = 64
 
     /// Nil when the bytes are not one strict JSON value, are nested deeper than ``depthLimit``, or
     /// hold an object with a duplicate, escaped or non-ASCII key (Foundation decides those).
-    init?(parsing bytes: [UInt8]) {
+    package init?(parsing bytes: [UInt8]) {
         guard bytes.count < Int(Int32.max) else { return nil }
         self.bytes = bytes
         nodes.reserveCapacity(64)
@@ -253,7 +253,7 @@ struct JSONTape {
 
     /// The index of the node after `index` and everything inside it.
     @inline(__always)
-    func after(_ index: Int) -> Int {
+    package func after(_ index: Int) -> Int {
         let node = nodes[index]
         return node.kind == .array || node.kind == .object ? Int(node.end) : index + 1
     }
@@ -261,7 +261,7 @@ struct JSONTape {
     /// The value node of member `key` of the object at `object`, searching from member node
     /// `hint` first (synthesized decoders ask in declaration order, which is usually the
     /// document's); nil when absent. `hint` is left after the member found.
-    func member(_ key: String, of object: Int, hint: inout Int) -> Int? {
+    package func member(_ key: String, of object: Int, hint: inout Int) -> Int? {
         var key = key
         return key.withUTF8 { wanted -> Int? in
             let end = Int(nodes[object].end)
@@ -298,7 +298,7 @@ struct JSONTape {
     }
 
     /// The text of the string node at `index`, unescaped; nil for invalid UTF-8 or a lone surrogate.
-    func string(at index: Int) -> String? {
+    package func string(at index: Int) -> String? {
         let node = nodes[index]
         return bytes.withUnsafeBufferPointer { buffer -> String? in
             let text = UnsafeBufferPointer(rebasing: buffer[Int(node.start)..<Int(node.end)])
@@ -312,7 +312,7 @@ struct JSONTape {
     }
 
     /// The integer at number node `index` when it is one and fits in `Int64`.
-    func int64(at index: Int) -> Int64? {
+    package func int64(at index: Int) -> Int64? {
         let node = nodes[index]
         guard node.kind == .number, node.flags == 1 else { return nil }
         return bytes.withUnsafeBufferPointer { buffer -> Int64? in
@@ -325,7 +325,7 @@ struct JSONTape {
     /// Epoch milliseconds at number node `index`, floored, as ``EpochMilliseconds`` reads them;
     /// nil for exponents, out-of-range values and fractions longer than `Decimal` keeps exactly
     /// (38 digits): those take the `Decimal` path, and so Foundation's.
-    func flooredMilliseconds(at index: Int) -> Int64? {
+    package func flooredMilliseconds(at index: Int) -> Int64? {
         let node = nodes[index]
         guard node.kind == .number else { return nil }
         if node.flags == 1 { return int64(at: index) }

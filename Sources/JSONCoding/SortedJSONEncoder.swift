@@ -3,8 +3,8 @@ import Foundation
 /// `JSONEncoder` with `.sortedKeys`, byte for byte, for the ledger's facts — several times faster.
 ///
 /// Every verified fact is stored as this JSON (and a V1 fact's key is its digest), so the bytes
-/// must stay exactly Foundation's. The values' own `encode(to:)` build an ``AnswerJSON/Value``
-/// tree, which ``AnswerJSON/write(_:to:escapingSlashes:)`` writes as Foundation does. Whatever
+/// must stay exactly Foundation's. The values' own `encode(to:)` build an ``JSONWriter/Value``
+/// tree, which ``JSONWriter/write(_:to:escapingSlashes:)`` writes as Foundation does. Whatever
 /// Foundation formats by its own rules (floating point, dates, data, URLs, decimals) or a repeated
 /// key throws ``Unsupported``; callers then use `JSONEncoder`.
 enum SortedJSONEncoder {
@@ -18,7 +18,7 @@ enum SortedJSONEncoder {
         if state.unsupported { throw Unsupported() }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(512)
-        AnswerJSON.write(root.value(), to: &bytes, escapingSlashes: true)
+        JSONWriter.write(root.value(), to: &bytes, escapingSlashes: true)
         return bytes
     }
 
@@ -36,14 +36,14 @@ enum SortedJSONEncoder {
     final class Node {
         enum Content {
             case empty
-            case leaf(AnswerJSON.Value)
+            case leaf(JSONWriter.Value)
             case object([(String, Node)])
             case array([Node])
         }
 
         var content = Content.empty
 
-        func value() -> AnswerJSON.Value {
+        func value() -> JSONWriter.Value {
             switch content {
             // An `encode(to:)` that wrote nothing is an empty object in Foundation's output.
             case .empty: .object([])
@@ -83,7 +83,7 @@ enum SortedJSONEncoder {
 
         /// The JSON scalar for `value`, nil when it encodes itself. Every integer type is a leaf:
         /// their `encode(to:)` would come straight back here.
-        static func leaf<T: Encodable>(_ value: T) throws -> AnswerJSON.Value? {
+        static func leaf<T: Encodable>(_ value: T) throws -> JSONWriter.Value? {
             switch value {
             case let text as String: return .string(text)
             case let number as Int64: return .int(number)

@@ -25,7 +25,7 @@ public enum TapeJSONDecoder {
     }
 
     /// The fast path alone, with the parsed document (for what the model did not read).
-    static func decodeKeepingTape<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) -> (value: T, tape: JSONTape)? {
+    package static func decodeKeepingTape<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) -> (value: T, tape: JSONTape)? {
         guard let tape = JSONTape(parsing: bytes) else { return nil }
         let decoder = TapeDecoder(tape: tape)
         guard let value = try? decoder.value(T.self, at: 0), !decoder.bailed else { return nil }
@@ -35,25 +35,25 @@ public enum TapeJSONDecoder {
 
 /// Walks a ``JSONTape`` for `Decodable` types. Any failure sets ``bailed``: the caller then asks
 /// Foundation, even when a model swallowed the error with `try?`.
-final class TapeDecoder: Decoder {
-    let tape: JSONTape
+package final class TapeDecoder: Decoder {
+    package let tape: JSONTape
     /// The node being decoded by the current `init(from:)`.
-    var current = 0
+    package var current = 0
     var bailed = false
 
-    init(tape: JSONTape) { self.tape = tape }
+    package init(tape: JSONTape) { self.tape = tape }
 
-    var codingPath: [any CodingKey] { [] }
-    var userInfo: [CodingUserInfoKey: Any] { [:] }
+    package var codingPath: [any CodingKey] { [] }
+    package var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    struct Bailout: Error {}
+    package struct Bailout: Error {}
 
-    func bail() -> Bailout {
+    package func bail() -> Bailout {
         bailed = true
         return Bailout()
     }
 
-    func node(_ index: Int) -> JSONTape.Node { tape.nodes[index] }
+    package func node(_ index: Int) -> JSONTape.Node { tape.nodes[index] }
 
     func value<T: Decodable>(_ type: T.Type, at index: Int) throws -> T {
         // The scalar types first, without an init(from:) round trip.
@@ -75,7 +75,7 @@ final class TapeDecoder: Decoder {
         return try T(from: self)
     }
 
-    func string(at index: Int) throws -> String {
+    package func string(at index: Int) throws -> String {
         guard node(index).kind == .string, let text = tape.string(at: index) else { throw bail() }
         return text
     }
@@ -95,50 +95,17 @@ final class TapeDecoder: Decoder {
         return exact
     }
 
-    /// ``RawJSON`` straight from the tape, as its `init(from:)` reads it from Foundation (whose
-    /// `try?` chain would otherwise always end here in a bail-out). Fractions and integers beyond
-    /// `Int64` are left to Foundation's number parsing.
-    func rawJSON(at index: Int) throws -> RawJSON {
-        switch node(index).kind {
-        case .null: return .null
-        case .true: return .bool(true)
-        case .false: return .bool(false)
-        case .number:
-            guard let value = tape.int64(at: index) else { throw bail() }
-            return .integer(value)
-        case .string: return .string(try string(at: index))
-        case .array:
-            var elements: [RawJSON] = []
-            let end = Int(node(index).end)
-            var element = index + 1
-            while element < end {
-                elements.append(try rawJSON(at: element))
-                element = tape.after(element)
-            }
-            return .array(elements)
-        case .object:
-            var members: [String: RawJSON] = [:]
-            let end = Int(node(index).end)
-            var key = index + 1
-            while key < end {
-                members[try string(at: key)] = try rawJSON(at: key + 1)
-                key = tape.after(key + 1)
-            }
-            return .object(members)
-        }
-    }
-
-    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+    package func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard node(current).kind == .object else { throw bail() }
         return KeyedDecodingContainer(KeyedContainer<Key>(decoder: self, object: current))
     }
 
-    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+    package func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard node(current).kind == .array else { throw bail() }
         return UnkeyedContainer(decoder: self, array: current)
     }
 
-    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+    package func singleValueContainer() throws -> any SingleValueDecodingContainer {
         SingleValueContainer(decoder: self, index: current)
     }
 
