@@ -2,8 +2,8 @@ import Foundation
 
 /// `JSONEncoder` with `.sortedKeys`, byte for byte, for the ledger's facts — several times faster.
 ///
-/// Every verified fact is stored as this JSON (and a V1 fact's key is its digest), so the bytes
-/// must stay exactly Foundation's. The values' own `encode(to:)` build an ``JSONWriter/Value``
+/// Every verified fact is stored as this JSON, written once and read by every later binary, so
+/// the bytes must stay exactly Foundation's. The values' own `encode(to:)` build an ``JSONWriter/Value``
 /// tree, which ``JSONWriter/write(_:to:escapingSlashes:)`` writes as Foundation does. Whatever
 /// Foundation formats by its own rules (floating point, dates, data, URLs, decimals) or a repeated
 /// key throws ``Unsupported``; callers then use `JSONEncoder`.
