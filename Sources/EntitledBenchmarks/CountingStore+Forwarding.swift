@@ -4,9 +4,11 @@ import Storage
 /// The store's other capabilities, passed to the store under the count as they are.
 extension CountingStore {
     func enqueueJob(
-        kind: String, key: String, bundleId: String, subject: String, now: Int64, unlessFactsOf originalTransactionId: String?
+        kind: String, key: String, bundleId: String, subject: String, subjectTime: Int64?, now: Int64,
+        unlessFactsOf originalTransactionId: String?
     ) async throws -> Bool {
-        try await base.enqueueJob(kind: kind, key: key, bundleId: bundleId, subject: subject, now: now, unlessFactsOf: originalTransactionId)
+        try await base.enqueueJob(
+            kind: kind, key: key, bundleId: bundleId, subject: subject, subjectTime: subjectTime, now: now, unlessFactsOf: originalTransactionId)
     }
     func claimJob(owner: String, now: Int64, leaseUntil: Int64) async throws -> DurableJob? {
         try await base.claimJob(owner: owner, now: now, leaseUntil: leaseUntil)
@@ -15,6 +17,9 @@ extension CountingStore {
         try await base.finishJob(id, owner: owner, outcome: outcome, now: now)
     }
     func jobs(status: DurableJobStatus?, limit: Int) async throws -> [DurableJob] { try await base.jobs(status: status, limit: limit) }
+    func unfinishedJobCount(kind: String, subjectTimes: Range<Int64>) async throws -> Int {
+        try await base.unfinishedJobCount(kind: kind, subjectTimes: subjectTimes)
+    }
 
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup {
         try await base.metricRollup(environment: environment, fromDay: fromDay, toDay: toDay)

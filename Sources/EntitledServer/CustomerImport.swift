@@ -214,6 +214,25 @@ public func runImport(
     return report
 }
 
+/// `entitled import --from revenuecat`: reads RevenueCat's transaction export at `path` (its rows
+/// of `store`, `app_store` or `mac_app_store`), hands what it read to `onRead` before anything is
+/// imported, then imports its transactions for `bundleId`, its unreadable rows reported as failed.
+/// - Throws: ``StartupError`` (`.configuration`) for an unknown app or one without `serverAPI`,
+///   checked before the file is read; ``ImportInputError`` for a file that cannot be read as an
+///   export.
+public func runImport(
+    configuration: Configuration, bundleId: String, revenueCatExport path: String, store: String = "app_store",
+    outbound: (any OutboundHTTP)? = nil, clock: any EpochClock = SystemClock(),
+    onRead: (RevenueCatExport.Summary) -> Void = { _ in }, progress: @Sendable (CustomerImport.Report) -> Void = { _ in }
+) async throws -> CustomerImport.Report {
+    try checkImportApp(configuration: configuration, bundleId: bundleId)
+    let export = try RevenueCatExport.read(path: path, store: store)
+    onRead(export.summary)
+    return try await runImport(
+        configuration: configuration, bundleId: bundleId, lines: export.lines, unreadable: export.rowErrors.map(\.description),
+        unreadableCount: export.summary.badRows, outbound: outbound, clock: clock, progress: progress)
+}
+
 /// Checks that `entitled import` can import for `bundleId`, before a large file is read.
 /// - Throws: ``StartupError``: `.configuration` for an unknown app or one without `serverAPI`.
 public func checkImportApp(configuration: Configuration, bundleId: String) throws(StartupError) {

@@ -16,7 +16,7 @@ extension PlayIngest {
             do {
                 _ = try await ingest.jobs.enqueueJob(
                     kind: PlayAcknowledgement.jobKind, key: job.packageName + " " + job.purchaseToken, bundleId: job.packageName,
-                    subject: job.subject, now: now, unlessFactsOf: nil)
+                    subject: job.subject, subjectTime: job.purchaseTime, now: now, unlessFactsOf: nil)
             } catch {
                 throw .storage(StorageError(.unavailable, "the acknowledgement job could not be stored", detail: "\(error)"))
             }
@@ -127,17 +127,10 @@ struct PlayAcknowledger: Sendable {
         }
     }
 
-    /// Acknowledgement jobs not done whose purchase is 48 to 72 hours old (Google refunds at 72),
-    /// among the newest 1000 jobs of each unfinished status.
+    /// Acknowledgement jobs not done whose purchase is 48 to 72 hours old (Google refunds at 72).
     static func unacknowledgedNearDeadline(_ store: any DurableJobStore, now: Int64) async throws -> Int {
-        var count = 0
-        for status in [DurableJobStatus.pending, .running, .failed] {
-            for job in try await store.jobs(status: status, limit: 1000) {
-                guard let purchase = PlayAcknowledgement(job) else { continue }
-                let age = now - purchase.purchaseTime
-                if age >= PlayAcknowledgement.warningAgeMilliseconds && age < PlayAcknowledgement.deadlineMilliseconds { count += 1 }
-            }
-        }
-        return count
+        // Purchase times t with warning ≤ now - t < deadline.
+        let times = (now - PlayAcknowledgement.deadlineMilliseconds + 1)..<(now - PlayAcknowledgement.warningAgeMilliseconds + 1)
+        return try await store.unfinishedJobCount(kind: PlayAcknowledgement.jobKind, subjectTimes: times)
     }
 }

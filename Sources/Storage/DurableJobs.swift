@@ -22,6 +22,8 @@ public struct DurableJob: Sendable, Hashable {
     public var lastError: String?
     public var createdAt: Int64
     public var updatedAt: Int64
+    /// When the subject dates from (epoch ms; a purchase's time), nil when the job has none.
+    public var subjectTime: Int64?
 }
 
 /// Where a job is in its life.
@@ -48,9 +50,11 @@ public enum DurableJobOutcome: Sendable, Hashable {
 public protocol DurableJobStore: Sendable {
     /// Creates the job `(kind, key)` due at `now` unless it exists already, and — when
     /// `unlessFactsOf` is given — unless the ledger holds a fact of that originalTransactionId.
-    /// Returns whether a job was created.
+    /// `subjectTime` is when the subject dates from (a purchase's time), by which
+    /// ``unfinishedJobCount(kind:subjectTimes:)`` counts. Returns whether a job was created.
     func enqueueJob(
-        kind: String, key: String, bundleId: String, subject: String, now: Int64, unlessFactsOf originalTransactionId: String?
+        kind: String, key: String, bundleId: String, subject: String, subjectTime: Int64?, now: Int64,
+        unlessFactsOf originalTransactionId: String?
     ) async throws -> Bool
 
     /// Claims the due job with the earliest `runAt` (pending and due, or running with an expired
@@ -63,12 +67,26 @@ public protocol DurableJobStore: Sendable {
 
     /// Jobs, newest first, optionally only those with `status`; at most `limit` (1…1000).
     func jobs(status: DurableJobStatus?, limit: Int) async throws -> [DurableJob]
+
+    /// How many jobs of `kind` are not done (pending, running or failed) with a subject time in
+    /// `subjectTimes`.
+    func unfinishedJobCount(kind: String, subjectTimes: Range<Int64>) async throws -> Int
+}
+
+extension DurableJobStore {
+    /// Creates a job whose subject has no time (see the requirement).
+    public func enqueueJob(
+        kind: String, key: String, bundleId: String, subject: String, now: Int64, unlessFactsOf originalTransactionId: String?
+    ) async throws -> Bool {
+        try await enqueueJob(
+            kind: kind, key: key, bundleId: bundleId, subject: subject, subjectTime: nil, now: now, unlessFactsOf: originalTransactionId)
+    }
 }
 
 
 extension SessionBackedStore {
     static var jobColumns: SQLQuery {
-        "id, kind, job_key, bundle_id, subject, status, attempts, run_at, last_error, created_at, updated_at"
+        "id, kind, job_key, bundle_id, subject, status, attempts, run_at, last_error, created_at, updated_at, subject_time"
     }
 
     static func decodeJob(_ row: SQLRow) throws -> DurableJob {
@@ -76,18 +94,19 @@ extension SessionBackedStore {
         return DurableJob(
             id: job.id, kind: job.kind, key: job.jobKey, bundleId: job.bundleId, subject: job.subject,
             status: DurableJobStatus(rawValue: job.status) ?? .failed, attempts: job.attempts, runAt: job.runAt,
-            lastError: job.lastError, createdAt: job.createdAt, updatedAt: job.updatedAt)
+            lastError: job.lastError, createdAt: job.createdAt, updatedAt: job.updatedAt, subjectTime: job.subjectTime)
     }
 
     func enqueueJob(
-        kind: String, key: String, bundleId: String, subject: String, now: Int64, unlessFactsOf originalTransactionId: String?
+        kind: String, key: String, bundleId: String, subject: String, subjectTime: Int64?, now: Int64,
+        unlessFactsOf originalTransactionId: String?
     ) async throws -> Bool {
         try await write { session in
             let rows = try session.query(
                 """
-                INSERT INTO jobs (kind, job_key, bundle_id, subject, status, attempts, run_at, created_at, updated_at)
+                INSERT INTO jobs (kind, job_key, bundle_id, subject, status, attempts, run_at, created_at, updated_at, subject_time)
                 SELECT CAST(\(kind) AS TEXT), CAST(\(key) AS TEXT), CAST(\(bundleId) AS TEXT), CAST(\(subject) AS TEXT), 'pending', 0,
-                    CAST(\(now) AS BIGINT), CAST(\(now) AS BIGINT), CAST(\(now) AS BIGINT)
+                    CAST(\(now) AS BIGINT), CAST(\(now) AS BIGINT), CAST(\(now) AS BIGINT), CAST(\(subjectTime) AS BIGINT)
                 WHERE \(originalTransactionId ?? "") = '' OR NOT EXISTS (SELECT 1 FROM facts WHERE original_transaction_id = \(originalTransactionId ?? ""))
                 ON CONFLICT (kind, job_key) DO NOTHING
                 RETURNING id
@@ -140,6 +159,18 @@ extension SessionBackedStore {
                 """).map(Self.decodeJob)
         }
     }
+
+    func unfinishedJobCount(kind: String, subjectTimes: Range<Int64>) async throws -> Int {
+        try await read { session in
+            Int(
+                try session.value(
+                    """
+                    SELECT count(*) FROM jobs
+                    WHERE kind = \(kind) AND subject_time >= \(subjectTimes.lowerBound) AND subject_time < \(subjectTimes.upperBound)
+                        AND status <> 'done'
+                    """, as: Int64.self) ?? 0)
+        }
+    }
 }
 
 /// A job's columns (``SessionBackedStore/jobColumns``).
@@ -155,4 +186,5 @@ private struct JobColumns: Decodable {
     var lastError: String?
     var createdAt: Int64
     var updatedAt: Int64
+    var subjectTime: Int64?
 }

@@ -51,18 +51,13 @@ enum ImportCommand: Command {
         }
         let report: CustomerImport.Report
         if format == "revenuecat" {
-            try checkImportApp(configuration: configuration, bundleId: app)
-            let export: RevenueCatExport
             do {
-                export = try RevenueCatExport.read(path: file, store: store ?? "app_store")
-            } catch {
+                report = try await runImport(
+                    configuration: configuration, bundleId: app, revenueCatExport: file, store: store ?? "app_store",
+                    onRead: { print($0) }, progress: progress)
+            } catch let error as ImportInputError {
                 throw UsageError("\(file): \(error)")
             }
-            print(export.summary)
-            report = try await runImport(
-                configuration: configuration, bundleId: app, lines: export.lines, unreadable: export.rowErrors.map(\.description),
-                unreadableCount: export.summary.badRows,
-                progress: progress)
         } else {
             guard let data = FileManager.default.contents(atPath: file) else { throw UsageError("cannot read \(file)") }
             report = try await runImport(configuration: configuration, bundleId: app, input: Array(data), progress: progress)

@@ -4,10 +4,12 @@ import Entitlements
 /// The rest of the store's capabilities behind ``TestLedger``'s switches.
 extension SwitchedStore {
     func enqueueJob(
-        kind: String, key: String, bundleId: String, subject: String, now: Int64, unlessFactsOf originalTransactionId: String?
+        kind: String, key: String, bundleId: String, subject: String, subjectTime: Int64?, now: Int64,
+        unlessFactsOf originalTransactionId: String?
     ) async throws -> Bool {
         try up()
-        return try await base.enqueueJob(kind: kind, key: key, bundleId: bundleId, subject: subject, now: now, unlessFactsOf: originalTransactionId)
+        return try await base.enqueueJob(
+            kind: kind, key: key, bundleId: bundleId, subject: subject, subjectTime: subjectTime, now: now, unlessFactsOf: originalTransactionId)
     }
     func claimJob(owner: String, now: Int64, leaseUntil: Int64) async throws -> DurableJob? {
         try up()
@@ -20,6 +22,10 @@ extension SwitchedStore {
     func jobs(status: DurableJobStatus?, limit: Int) async throws -> [DurableJob] {
         try up()
         return try await base.jobs(status: status, limit: limit)
+    }
+    func unfinishedJobCount(kind: String, subjectTimes: Range<Int64>) async throws -> Int {
+        try up()
+        return try await base.unfinishedJobCount(kind: kind, subjectTimes: subjectTimes)
     }
 
     func recordConsent(appUserId: String, consented: Bool, now: Int64) async throws {

@@ -63,6 +63,43 @@ import Testing
         }
     }
 
+    @Test("jobs are counted by kind, subject time and whether they are done", arguments: Backend.all)
+    func countedBySubjectTime(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let jobs = try jobStore(store)
+            for (key, time) in [("early", 99), ("first", 100), ("middle", 150), ("last", 199), ("late", 200)] as [(String, Int64)] {
+                #expect(try await jobs.enqueueJob(kind: "ack", key: key, bundleId: "app", subject: key, subjectTime: time, now: 0, unlessFactsOf: nil))
+            }
+            _ = try await jobs.enqueueJob(kind: "ack", key: "untimed", bundleId: "app", subject: "untimed", now: 0, unlessFactsOf: nil)
+            _ = try await jobs.enqueueJob(kind: "other", key: "o", bundleId: "app", subject: "o", subjectTime: 150, now: 0, unlessFactsOf: nil)
+            #expect(try await jobs.unfinishedJobCount(kind: "ack", subjectTimes: 100..<200) == 3)
+            #expect(try await jobs.unfinishedJobCount(kind: "other", subjectTimes: 100..<200) == 1)
+            #expect(try await jobs.unfinishedJobCount(kind: "ack", subjectTimes: 0..<99) == 0)
+            #expect(try await jobs.jobs(status: nil, limit: 10).first { $0.key == "middle" }?.subjectTime == 150)
+            // Running and failed jobs count; done ones do not.
+            var finished: [String: DurableJobOutcome] = ["first": .done, "middle": .failed(error: "gone")]
+            while let job = try await jobs.claimJob(owner: "a", now: 1, leaseUntil: 1000) {
+                if let outcome = finished.removeValue(forKey: job.key) { #expect(try await jobs.finishJob(job.id, owner: "a", outcome: outcome, now: 2)) }
+            }
+            #expect(try await jobs.unfinishedJobCount(kind: "ack", subjectTimes: 100..<200) == 2)
+        }
+    }
+
+    @Test("version 31 dates the unfinished acknowledgement jobs stored before from their subjects", arguments: Backend.all)
+    func acknowledgementJobsDatedFromTheirSubjects(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let jobs = try jobStore(store)
+            for (key, subject) in [("s", "subscription 1700000000000 monthly token-s"), ("p", "product 1700000000001 coins token-p"), ("odd", "product soon coins token")] {
+                _ = try await jobs.enqueueJob(kind: "playAcknowledge", key: key, bundleId: "app", subject: subject, now: 0, unlessFactsOf: nil)
+            }
+            _ = try await jobs.enqueueJob(kind: "backfill", key: "b", bundleId: "app", subject: "subscription 1 x y", now: 0, unlessFactsOf: nil)
+            let sessions = try #require(store as? any SessionBackedStore)
+            try await sessions.write { try Schema.dateAcknowledgementJobs($0) }
+            let times = Dictionary(uniqueKeysWithValues: try await jobs.jobs(status: nil, limit: 10).map { ($0.key, $0.subjectTime) })
+            #expect(times == ["s": 1_700_000_000_000, "p": 1_700_000_000_001, "odd": nil, "b": nil])
+        }
+    }
+
     @Test("consent is recorded, replaced and read back", arguments: Backend.all)
     func consent(backend: Backend) async throws {
         try await withStore(backend) { store, _ in

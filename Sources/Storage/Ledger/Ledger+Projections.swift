@@ -223,27 +223,44 @@ extension Ledger {
         "SELECT \(stateColumns) FROM customer_states WHERE customer_id = \(customerID)"
     }
 
-    /// A stored state's columns besides its customer's (``stateColumns``).
+    /// A stored state's columns, its customer's included (``stateColumns``): the hot reads decode
+    /// their row once.
     struct StateColumns: Decodable {
+        var id: Int64
+        var appUserId: String
+        var appAccountToken: String
+        var createdAt: Int64
         var state: String
         var projectionRows: String
         var computedAt: Int64
         var projectionError: String?
         var answer: String?
+
+        var customer: CustomerRecord {
+            CustomerRecord(id: id, appUserId: appUserId, appAccountToken: appAccountToken, createdAt: createdAt)
+        }
     }
 
-    /// A stored answer's columns besides its customer's (``answer(appUserId:)``).
+    /// A stored answer's columns, its customer's included (``answer(appUserId:)``).
     struct AnswerColumns: Decodable {
+        var id: Int64
+        var appUserId: String
+        var appAccountToken: String
+        var createdAt: Int64
         var answer: String?
         var computedAt: Int64
         var projectionError: String?
+
+        var customer: CustomerRecord {
+            CustomerRecord(id: id, appUserId: appUserId, appAccountToken: appAccountToken, createdAt: createdAt)
+        }
     }
 
     static func decodeState(_ row: SQLRow) throws -> StoredProjection {
         let columns = try row.decode(StateColumns.self)
         let projection = try RowCodec.decode(columns.projectionRows, state: Array(columns.state.utf8))
         return StoredProjection(
-            customer: try decodeCustomer(row), projection: projection, computedAt: columns.computedAt, failure: columns.projectionError,
+            customer: columns.customer, projection: projection, computedAt: columns.computedAt, failure: columns.projectionError,
             answer: columns.answer.map { Array($0.utf8) })
     }
 
@@ -265,7 +282,7 @@ extension Ledger {
         try session.query(Self.answer(appUserId: appUserId)).first.map { row in
             let columns = try row.decode(AnswerColumns.self)
             return StoredState(
-                customer: try Self.decodeCustomer(row), answer: columns.answer.map { Array($0.utf8) }, computedAt: columns.computedAt,
+                customer: columns.customer, answer: columns.answer.map { Array($0.utf8) }, computedAt: columns.computedAt,
                 failure: columns.projectionError)
         }
     }

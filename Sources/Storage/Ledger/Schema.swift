@@ -522,6 +522,15 @@ enum Schema {
         // (``SignedTextFormat`` part 3), which an older binary cannot rebuild: it must refuse the
         // database (`SCHEMA_TOO_NEW`) rather than read such rows as corrupt. Nothing to change.
         Migration(version: 30, name: "references without repeated signatures", sql: ""),
+        // Jobs carry the time their subject dates from (a purchase's), so that they are counted
+        // by age in SQL (`DurableJobStore.unfinishedJobCount`); the unfinished Play
+        // acknowledgement jobs stored before get theirs from their subject.
+        Migration(
+            version: 31, name: "job subject times",
+            sql: """
+                ALTER TABLE jobs ADD COLUMN subject_time {int};
+                CREATE INDEX jobs_kind_subject_time ON jobs (kind, subject_time);
+                """, step: dateAcknowledgementJobs),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).

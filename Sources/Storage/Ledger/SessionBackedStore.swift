@@ -29,9 +29,6 @@ extension SessionBackedStore {
 }
 
 extension SessionBackedStore {
-    /// A ledger for reads on `session`.
-    func reader(_ session: any SQLSession) -> Ledger { Ledger(session: session, fault: nil) }
-
     func ingest(
         _ message: ReceivedMessage, facts: [(fact: Fact, signed: String?)], claim: Claim?, projector: Projector, now: Int64
     ) async throws -> IngestResult {
@@ -70,7 +67,7 @@ extension SessionBackedStore {
     }
 
     func projection(appUserId: String) async throws -> StoredProjection? {
-        try await read(customer: appUserId) { [self] in try reader($0).projection(appUserId: appUserId) }
+        try await read(customer: appUserId) { try Ledger(session: $0, fault: nil).projection(appUserId: appUserId) }
     }
 
     func reproject(appUserId: String, projector: Projector, now: Int64) async throws -> StoredProjection? {
@@ -82,7 +79,7 @@ extension SessionBackedStore {
     }
 
     func storeAnswer(_ answer: [UInt8], appUserId: String, document: [UInt8]) async throws -> Bool {
-        try await write { [self] in try reader($0).storeAnswer(answer, appUserId: appUserId, document: document) }
+        try await write { try Ledger(session: $0, fault: nil).storeAnswer(answer, appUserId: appUserId, document: document) }
     }
 
     func facts(appUserId: String, projector: Projector) async throws -> [StoredFact] {

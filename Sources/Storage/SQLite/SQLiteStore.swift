@@ -256,7 +256,7 @@ final class SQLiteStore: SessionBackedStore {
 
     func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> {
         guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
-        return .done(try readNow(path: path) { [self] in try reader($0).state(appUserId: appUserId) })
+        return .done(try readNow(path: path) { try Ledger(session: $0, fault: nil).state(appUserId: appUserId) })
     }
 
     /// `body` on the calling thread with a pooled read connection of the file database at `path`.
