@@ -298,12 +298,18 @@ struct CustomerDirectoryTests {
             : try await store.texts(
                 "SELECT m.name, p.name, p.type FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE m.type = 'table'")
         #expect(Set(columns.compactMap { $0[0] }).isSuperset(of: ["customers", "facts", "notifications", "offer_signatures", "jobs"]))
-        var total: Int64 = 0
+        // One statement per table, summing a count per column: a round trip per table, not per column.
+        var counts: [String: [SQLQuery]] = [:]
         for column in columns {
             guard let table = column[0], let name = column[1], only?.contains(table) ?? true else { continue }
             // `escape`: packed signed text (schema 14) is bytes, not UTF-8; its text parts stay readable.
             let value = postgres && column[2] == "bytea" ? "encode(\"\(name)\", 'escape')" : "CAST(\"\(name)\" AS TEXT)"
-            total += try await store.count(SQLQuery(verbatim: "SELECT COUNT(*) FROM \"\(table)\" WHERE \(value) LIKE ") + "\("%" + needle + "%")")
+            counts[table, default: []].append(
+                SQLQuery(verbatim: "(SELECT COUNT(*) FROM \"\(table)\" WHERE \(value) LIKE ") + "\("%" + needle + "%"))")
+        }
+        var total: Int64 = 0
+        for sums in counts.values {
+            total += try await store.count(SQLQuery(verbatim: "SELECT ") + .joined(sums, separator: " + "))
         }
         return total
     }
