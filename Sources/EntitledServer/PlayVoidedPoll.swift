@@ -125,6 +125,7 @@ public struct PlayVoidedPoll: Service {
             let now = clock.nowMilliseconds()
             let retryAt = now + min(interval, 60_000 << Int64(min(claim.failures, 4)))
             _ = try? await state.finishExport(name, owner: owner, outcome: .failed(retryAt: retryAt, error: error.message), now: now)
+            play.ingest.metrics.playVoidedPolls.add([packageName, "failed"])
             throw error
         }
         let committed: Bool
@@ -135,6 +136,8 @@ public struct PlayVoidedPoll: Service {
             throw PlayVoidedPollError(message: "storage: \(error)")
         }
         guard committed else { throw PlayVoidedPollError(message: "lost the lease of \(name) to another process") }
+        play.ingest.metrics.playVoidedPolls.add([packageName, "ok"])
+        play.ingest.metrics.playVoidedFound.add([packageName], Double(report.new))
         return .committed(through: claim.through, report: report)
     }
 

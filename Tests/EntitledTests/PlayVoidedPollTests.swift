@@ -67,6 +67,9 @@ import Testing
         world.clock.advance(by: 30 * 60_000)
         #expect(Self.committed(try await poll.runOnce()) == Self.report(listed: 1, new: 0, known: 1))
         #expect(try await Self.factCount(served.store) == facts)
+        let metrics = served.assembled.metrics.registry.render()
+        #expect(metrics.contains(#"entitled_play_voided_polls_total{app="com.example.android",outcome="ok"} 3"#), "\(metrics)")
+        #expect(metrics.contains(#"entitled_play_voided_found_total{app="com.example.android"} 1"#), "\(metrics)")
     }
 
     /// A voiding a notification told is known to the poll, and one the poll stored first is known
