@@ -48,6 +48,8 @@ import Testing
         defer { Task { await served.close(); await world.close() } }
         let poll = try #require(served.assembled.playVoidedPolls.first)
         #expect(poll.everyMinutes == 60)
+        // It runs in the one service lifecycle of serve and dev.
+        #expect(served.assembled.services.contains { ($0 as? PlayVoidedPoll)?.name == "google-play-voided:com.example.android" })
         let token = try await served.postNewSubscription(world)
         #expect(Self.committed(try await poll.runOnce()) == Self.report(listed: 0, new: 0, known: 0))
 
