@@ -59,6 +59,12 @@ extension CountingStore {
     }
     func consent(appUserId: String) async throws -> Bool? { try await base.consent(appUserId: appUserId) }
 
+    func playSubscriptionTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
+        try await base.playSubscriptionTokens(packageName: packageName, after: after, limit: limit)
+    }
+    func playFacts(purchaseToken: String, projector: Projector) async throws -> [Fact] {
+        try await base.playFacts(purchaseToken: purchaseToken, projector: projector)
+    }
     func acquireReconcileLease(_ key: ReconcileKey, owner: String, now: Int64, expiresAt: Int64) async throws -> ReconcileLease {
         try await base.acquireReconcileLease(key, owner: owner, now: now, expiresAt: expiresAt)
     }

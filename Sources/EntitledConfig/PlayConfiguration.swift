@@ -225,14 +225,3 @@ extension ConfigurationLoader {
         return url
     }
 }
-
-extension Configuration {
-    /// One warning per part of the file this version reads and checks but does not act on yet, for
-    /// the commands to print: a Play app's voided purchases are not polled.
-    public var notServedWarnings: [String] {
-        playApps.map {
-            "Google Play app '\($0.packageName)': this version does not poll voided purchases "
-                + "(voidedPurchasesPollMinutes); refunds and revocations arrive only by notification (docs/google-play.md)"
-        }
-    }
-}

@@ -26,6 +26,10 @@ public struct AssembledServer: Sendable {
     public let reconcilers: [Reconciler]
     /// One per configured export (`exports`), in configuration order.
     public let exports: [ScheduledExport]
+    /// One per Google Play app: the voided-purchases poll.
+    public let playVoidedPolls: [PlayVoidedPoll]
+    /// What stores Google Play's answers for the polls, catch-ups and imports; nil without a Play app.
+    let playIngest: PlayIngest?
     /// Runs the durable jobs (backfills; one of ``services``); nil without an app with `serverAPI`.
     public var jobRunner: JobRunner? { application.jobRunner }
     /// What `/metrics` reports (``Application/metrics``).
@@ -34,7 +38,8 @@ public struct AssembledServer: Sendable {
     /// The background services this configuration needs, for ``ServiceRunner`` (what `serve`,
     /// `dev` and the benchmarks run beside the routes): the purge of rejected messages, the
     /// metric and placeholder backfills, each app's reconciler, the job runner, the webhook dispatcher and the
-    /// release of held events, each of the last three only when configured, and each scheduled export.
+    /// release of held events, each of the last three only when configured, each scheduled export
+    /// and each Play app's voided-purchases poll.
     public var services: [any Service] {
         var services: [any Service] = [
             RejectedPurge(
@@ -48,6 +53,7 @@ public struct AssembledServer: Sendable {
         if let webhooks = application.webhooks { services.append(webhooks) }
         if let releaser = application.eventReleaser { services.append(releaser) }
         services += exports as [any Service]
+        services += playVoidedPolls as [any Service]
         return services
     }
 }
@@ -152,12 +158,16 @@ public func buildApplication(
         if store == nil { await opened.close() }
         throw error
     }
+    let playIngest = application.ingest.flatMap { ingest in
+        playClients.isEmpty ? nil : PlayIngest(ingest: ingest, clients: playClients, restoreBehavior: configuration.policy.restoreBehavior)
+    }
     return AssembledServer(
         configuration: configuration, clock: clock, application: application, store: opened, ledger: ledger, serverAPIClients: clients,
         reconcilers: reconcilers,
         exports: configuration.exports.map {
             ScheduledExport(settings: $0, store: opened, projector: ledger.projector, clock: clock, outbound: outbound, metrics: metrics)
-        })
+        },
+        playVoidedPolls: buildPlayVoidedPolls(play: playIngest, clock: clock), playIngest: playIngest)
 }
 
 /// An App Store Server API client per app with `serverAPI`, by bundleId: calls go to Production when

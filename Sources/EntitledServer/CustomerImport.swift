@@ -2,27 +2,36 @@ import AppStore
 import AppStoreServerAPI
 import EntitledConfig
 import Foundation
+import GooglePlay
 import HTTPClient
 import Storage
 
-/// `entitled import`: links existing customers to their App Store purchases. Each line names a
-/// customer and one of their transactions; the transaction's whole history is fetched from Apple
-/// and stored through the posted-transaction path with the customer's claim (source `backfill`),
-/// so running an import twice changes nothing the second time.
+/// `entitled import`: links existing customers to their purchases. Each line names a customer and
+/// one of their purchases. For an App Store app, the transaction's whole history is fetched from
+/// Apple and stored through the posted-transaction path with the customer's claim (source
+/// `backfill`); for a Google Play app, the purchase token is stored as if the app had posted it
+/// (Google asked, the purchase linked and acknowledged). Running an import twice changes nothing
+/// the second time.
 public struct CustomerImport: Sendable {
-    /// One line of the input: `appUserId,transactionId` or `{"appUserId": …, "transactionId": …}`,
-    /// or one transaction of another platform's export (``RevenueCatExport``).
+    /// One line of the input: `appUserId,transactionId` or `{"appUserId": …, "transactionId": …}`
+    /// (App Store), `appUserId,productId,purchaseToken` or `{"appUserId": …, "productId": …,
+    /// "purchaseToken": …}` (Google Play), or one transaction of another platform's export
+    /// (``RevenueCatExport``).
     public struct Line: Sendable, Hashable {
         public var number: Int
         public var appUserId: String
+        /// The App Store transaction, or the Google Play purchase token.
         public var transactionId: String
+        /// The Google Play product the token is a purchase of; nil for an App Store line.
+        public var productId: String?
         /// The customer's other ids, made aliases of `appUserId` before the history is stored.
         public var aliases: [String]
 
-        public init(number: Int, appUserId: String, transactionId: String, aliases: [String] = []) {
+        public init(number: Int, appUserId: String, transactionId: String, productId: String? = nil, aliases: [String] = []) {
             self.number = number
             self.appUserId = appUserId
             self.transactionId = transactionId
+            self.productId = productId
             self.aliases = aliases
         }
     }
@@ -53,13 +62,21 @@ public struct CustomerImport: Sendable {
     /// Lines fetched from Apple at once.
     public static let concurrency = 8
 
-    let ingest: Ingest
-    let bundleId: String
-    let client: AppStoreServerAPIClient
+    /// Where an import's purchases are asked about.
+    enum Source: Sendable {
+        case appStore(AppStoreServerAPIClient)
+        case googlePlay(PlayIngest)
+    }
 
-    /// Parses the input: one line each, CSV `appUserId,transactionId` or a JSON object; blank lines
-    /// and lines starting with `#` are skipped. A line that is neither, or that is not UTF-8 (its
-    /// bytes are never repaired into U+FFFD: that would import another id), is a failure with its number.
+    let ingest: Ingest
+    /// The App Store app's bundleId, or the Google Play app's packageName.
+    let bundleId: String
+    let source: Source
+
+    /// Parses the input: one line each, CSV `appUserId,transactionId` (or
+    /// `appUserId,productId,purchaseToken`) or a JSON object; blank lines and lines starting with
+    /// `#` are skipped. A line that is none of them, or that is not UTF-8 (its bytes are never
+    /// repaired into U+FFFD: that would import another id), is a failure with its number.
     public static func parse(_ input: [UInt8]) -> (lines: [Line], failures: [String]) {
         var lines: [Line] = []
         var failures: [String] = []
@@ -71,30 +88,46 @@ public struct CustomerImport: Sendable {
             }
             let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
             guard !trimmed.isEmpty, !trimmed.hasPrefix("#") else { continue }
-            var pair: (String, String)?
+            var line: Line?
             if trimmed.hasPrefix("{") {
                 if let object = try? JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [String: Any],
-                    let user = object["appUserId"] as? String, let transaction = object["transactionId"] as? String
+                    let user = object["appUserId"] as? String
                 {
-                    pair = (user, transaction)
+                    if let transaction = object["transactionId"] as? String, object["purchaseToken"] == nil {
+                        line = Line(number: number, appUserId: user, transactionId: transaction)
+                    } else if let product = object["productId"] as? String, let token = object["purchaseToken"] as? String {
+                        line = Line(number: number, appUserId: user, transactionId: token, productId: product)
+                    }
                 }
             } else {
-                let parts = trimmed.split(separator: ",", omittingEmptySubsequences: false)
+                let parts = trimmed.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
                 if parts.count == 2 {
-                    pair = (parts[0].trimmingCharacters(in: .whitespaces), parts[1].trimmingCharacters(in: .whitespaces))
+                    line = Line(number: number, appUserId: parts[0], transactionId: parts[1])
+                } else if parts.count == 3 {
+                    line = Line(number: number, appUserId: parts[0], transactionId: parts[2], productId: parts[1])
                 }
             }
-            guard let (user, transaction) = pair, AppUserID.isValid(user), Self.isTransactionId(transaction) else {
-                failures.append("line \(number): expected appUserId,transactionId or {\"appUserId\": …, \"transactionId\": …}")
+            guard let line, AppUserID.isValid(line.appUserId), line.productId == nil ? Self.isTransactionId(line.transactionId)
+                : Self.isPlayIdentifier(line.productId!, maxBytes: 256) && Self.isPlayIdentifier(line.transactionId, maxBytes: DeveloperNotification.maximumTokenBytes)
+            else {
+                failures.append(
+                    "line \(number): expected appUserId,transactionId, appUserId,productId,purchaseToken or their JSON object")
                 continue
             }
-            lines.append(Line(number: number, appUserId: user, transactionId: transaction))
+            lines.append(line)
         }
         return (lines, failures)
     }
 
     static func isTransactionId(_ text: String) -> Bool {
-        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { $0 >= 0x21 && $0 < 0x7F && $0 != UInt8(ascii: "/") }
+        isPlayIdentifier(text, maxBytes: 64)
+    }
+
+    /// 1 to `maxBytes` printable ASCII bytes without a space, a comma or a slash (Google's product
+    /// ids and purchase tokens are letters, digits, `.`, `_` and `-`).
+    static func isPlayIdentifier(_ text: String, maxBytes: Int) -> Bool {
+        (1...maxBytes).contains(text.utf8.count)
+            && text.utf8.allSatisfy { $0 >= 0x21 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: ",") }
     }
 
     /// Imports `lines`, ``concurrency`` at a time; `progress` is called after each line with the
@@ -147,6 +180,25 @@ public struct CustomerImport: Sendable {
                 return .failure(ImportFailure(message: "\(error.code): \(message)"))
             }
         }
+        let client: AppStoreServerAPIClient
+        switch source {
+        case .appStore(let apple):
+            guard line.productId == nil else { return .failure(ImportFailure(message: "\(bundleId) is an App Store app: expected appUserId,transactionId")) }
+            client = apple
+        case .googlePlay(let play):
+            guard let productId = line.productId else {
+                return .failure(ImportFailure(message: "\(bundleId) is a Google Play app: expected appUserId,productId,purchaseToken"))
+            }
+            do throws(IngestError) {
+                try await play.posted(
+                    packageName: bundleId, productId: productId, purchaseToken: line.transactionId, appUserId: line.appUserId,
+                    body: PlayJSON.encode(["appUserId": line.appUserId, "productId": productId, "purchaseToken": line.transactionId]),
+                    now: ingest.clock.nowMilliseconds())
+            } catch {
+                return .failure(ImportFailure(message: Self.message(error)))
+            }
+            return .success((1, added))
+        }
         let history: [Signed<JWSTransactionDecodedPayload>]
         do {
             history = try await client.transactionHistoryAllPages(line.transactionId)
@@ -168,13 +220,24 @@ public struct CustomerImport: Sendable {
 
     /// The actor recorded with the aliases an import adds.
     static let actor = "import"
+
+    /// An ingest failure as a report line: its code and message.
+    static func message(_ error: IngestError) -> String {
+        switch error {
+        case .rejected(let rejection): "\(rejection.code.rawValue): \(rejection.message)"
+        case .storage(let failure): "\(failure.code): \(failure.message)"
+        }
+    }
 }
 
 extension AssembledServer {
-    /// The import of `bundleId`'s customers; nil when the app has no `serverAPI`.
+    /// The import of `bundleId`'s customers (an App Store app with `serverAPI`, or a Google Play
+    /// app's packageName); nil for another.
     public func customerImport(bundleId: String) -> CustomerImport? {
-        guard let client = serverAPIClients[bundleId], let ingest = application.ingest else { return nil }
-        return CustomerImport(ingest: ingest, bundleId: bundleId, client: client)
+        guard let ingest = application.ingest else { return nil }
+        if let client = serverAPIClients[bundleId] { return CustomerImport(ingest: ingest, bundleId: bundleId, source: .appStore(client)) }
+        guard let play = playIngest, play.apps[bundleId] != nil else { return nil }
+        return CustomerImport(ingest: ingest, bundleId: bundleId, source: .googlePlay(play))
     }
 }
 
@@ -233,9 +296,11 @@ public func runImport(
         unreadableCount: export.summary.badRows, outbound: outbound, clock: clock, progress: progress)
 }
 
-/// Checks that `entitled import` can import for `bundleId`, before a large file is read.
+/// Checks that `entitled import` can import for `bundleId` (an App Store app with `serverAPI`, or a
+/// Google Play app), before a large file is read.
 /// - Throws: ``StartupError``: `.configuration` for an unknown app or one without `serverAPI`.
 public func checkImportApp(configuration: Configuration, bundleId: String) throws(StartupError) {
+    if configuration.playApps.contains(where: { $0.packageName == bundleId }) { return }
     guard let app = configuration.app(bundleId: bundleId) else { throw .configuration("--app: no app \(bundleId) in the configuration") }
     guard app.serverAPI != nil else { throw .configuration("--app: \(bundleId) has no serverAPI in the configuration") }
 }

@@ -1,5 +1,6 @@
 import AppStore
 import EntitledConfig
+import Foundation
 import GooglePlay
 import HTTPClient
 
@@ -31,5 +32,17 @@ func buildPlayClients(
             settings: PushVerifier.Settings(audience: settings.pubsub.audience, serviceAccountEmail: settings.pubsub.serviceAccountEmail),
             keys: keys, clock: clock)
         return PlayClients(app: app, api: api, pushVerifier: verifier)
+    }
+}
+
+/// The voided-purchases poll of each Google Play app (`googlePlay.voidedPurchasesPollMinutes`),
+/// storing through `play`.
+func buildPlayVoidedPolls(play: PlayIngest?, clock: any EpochClock) -> [PlayVoidedPoll] {
+    guard let play else { return [] }
+    let owner = UUID().uuidString
+    return play.apps.values.sorted { $0.app.packageName < $1.app.packageName }.map {
+        PlayVoidedPoll(
+            packageName: $0.app.packageName, everyMinutes: $0.app.googlePlay.voidedPurchasesPollMinutes, play: play,
+            state: play.ledger.store, clock: clock, owner: owner)
     }
 }

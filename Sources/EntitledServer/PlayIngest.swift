@@ -70,10 +70,12 @@ struct PlayIngest: Sendable {
             facts = [.playProduct(try await product(clients, productId: n.sku, token: n.purchaseToken, now: now))]
             type = "oneTimeProduct:\(n.notificationType.rawValue)"
         case .voidedPurchase(let n)?:
-            let voided = PlayVoidedPurchaseFact(
+            // A voiding the voided-purchases poll stored already changes nothing.
+            guard let voided = try await voidedFact(
                 purchaseToken: n.purchaseToken, orderId: n.orderId, productType: n.productType?.rawValue,
-                refundType: n.refundType?.rawValue, voidedTime: notification.eventTimeMillis.value)
-            do throws(MappingError) { facts = [try Self.checked(.playVoided(voided))] } catch { throw .rejected(Ingest.rejection(error)) }
+                refundType: n.refundType?.rawValue, voidedTime: notification.eventTimeMillis.value, voidedSource: nil, voidedReason: nil)
+            else { return .duplicate }
+            facts = [voided]
             type = "voidedPurchase"
         case .pendingRefundReview?, .test?, nil:
             // Nothing to store: answered 200 so Pub/Sub does not retry it.
@@ -150,7 +152,7 @@ struct PlayIngest: Sendable {
 
     // MARK: - Shared steps
 
-    private func subscription(_ clients: PlayClients, token: String, now: Int64) async throws(IngestError) -> PlaySubscriptionFact {
+    func subscription(_ clients: PlayClients, token: String, now: Int64) async throws(IngestError) -> PlaySubscriptionFact {
         let purchase: SubscriptionPurchaseV2
         do {
             purchase = try await clients.api.subscriptionV2(packageName: clients.app.packageName, purchaseToken: token)
@@ -185,7 +187,7 @@ struct PlayIngest: Sendable {
 
     /// A snapshot that names the token it replaced and carries no account id joins that token's
     /// customer (an upgrade bought without `setObfuscatedAccountId`).
-    private func successorClaim(_ facts: [Fact]) async throws(IngestError) -> Claim? {
+    func successorClaim(_ facts: [Fact]) async throws(IngestError) -> Claim? {
         guard case .playSubscription(let snapshot)? = facts.first, snapshot.obfuscatedExternalAccountId == nil,
             let previous = snapshot.linkedPurchaseToken
         else { return nil }
@@ -199,14 +201,14 @@ struct PlayIngest: Sendable {
         return Claim(appUserId: owner.appUserId, behaviour: .keep)
     }
 
-    private func commit(_ message: ReceivedMessage, facts: [Fact], claim: Claim?) async throws(IngestError) -> IngestResult.Status {
+    func commit(_ message: ReceivedMessage, facts: [Fact], claim: Claim?) async throws(IngestError) -> IngestResult.Status {
         let status = try await ingest.commitRecordingUnknown(message, facts: facts.map { ($0, nil, []) }, claim: claim)
         try await enqueueAcknowledgements(facts, now: message.receivedAt)
         return status
     }
 
     /// `fact` when its dates are in range (``Fact/checkDates()``).
-    private static func checked(_ fact: Fact) throws(MappingError) -> Fact {
+    static func checked(_ fact: Fact) throws(MappingError) -> Fact {
         try fact.checkDates()
         return fact
     }

@@ -41,6 +41,8 @@ public final class ServerMetrics: LedgerObserver {
     let webhookPending: Gauge
     /// Play purchases 48 to 72 hours old whose acknowledgement has not succeeded.
     let playUnacknowledged: Gauge
+    let playVoidedPolls: Counter
+    let playVoidedFound: Counter
     let webhookAttemptDuration: Histogram
     /// Apple's retention-messaging requests by how they were answered.
     let retentionRequests: Counter
@@ -108,6 +110,12 @@ public final class ServerMetrics: LedgerObserver {
         playUnacknowledged = registry.gauge(
             "entitled_play_unacknowledged_purchases",
             "Google Play purchases 48 to 72 hours old not yet acknowledged by the server (Google refunds them at 72 hours).")
+        playVoidedPolls = registry.counter(
+            "entitled_play_voided_polls_total", "Voided-purchases passes this process ran, by app and outcome (ok, failed).",
+            labels: ["app", "outcome"])
+        playVoidedFound = registry.counter(
+            "entitled_play_voided_found_total",
+            "Voided purchases the poll stored because no notification had told of them, by app.", labels: ["app"])
         webhookAttemptDuration = registry.histogram(
             "entitled_webhook_attempt_duration_seconds", "Time of one webhook delivery attempt until its answer or failure, by endpoint.",
             labels: ["endpoint"], buckets: Self.latencyBuckets + [30, 60])

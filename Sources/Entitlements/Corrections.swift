@@ -60,6 +60,7 @@ extension EventType {
         .subscriptionOfferRedeemed, .subscriptionExtended, .subscriptionRefundReversed, .purchaseRefundReversed,
         .subscriptionPriceIncrease, .subscriptionAutoRenewEnabled, .subscriptionAutoRenewDisabled, .subscriptionBillingIssue,
         .subscriptionGracePeriodExpired, .subscriptionRefunded, .subscriptionRevoked, .purchaseRefunded, .subscriptionExpired,
+        .subscriptionPaused, .subscriptionResumed,
     ]
 }
 

@@ -20,6 +20,10 @@ public struct EventType: StringToken {
     public static let subscriptionAutoRenewDisabled: Self = "subscription.auto_renew_disabled"
     public static let subscriptionBillingIssue: Self = "subscription.billing_issue"
     public static let subscriptionGracePeriodExpired: Self = "subscription.grace_period_expired"
+    /// A Google Play subscription paused (no access until it resumes).
+    public static let subscriptionPaused: Self = "subscription.paused"
+    /// A paused Google Play subscription resumed (a new paid period).
+    public static let subscriptionResumed: Self = "subscription.resumed"
     public static let subscriptionRefunded: Self = "subscription.refunded"
     public static let subscriptionRevoked: Self = "subscription.revoked"
     public static let purchaseRefunded: Self = "purchase.refunded"
@@ -37,9 +41,9 @@ public struct EventType: StringToken {
     /// what changed it, what ended it last.
     public static let allDocumented: [EventType] = [
         .purchaseCompleted, .subscriptionStarted, .subscriptionProductChanged, .subscriptionRenewed,
-        .subscriptionRecovered, .subscriptionOfferRedeemed, .subscriptionExtended, .subscriptionRefundReversed,
+        .subscriptionRecovered, .subscriptionResumed, .subscriptionOfferRedeemed, .subscriptionExtended, .subscriptionRefundReversed,
         .purchaseRefundReversed, .subscriptionPriceIncrease, .subscriptionAutoRenewEnabled,
-        .subscriptionAutoRenewDisabled, .subscriptionBillingIssue, .subscriptionGracePeriodExpired,
+        .subscriptionAutoRenewDisabled, .subscriptionBillingIssue, .subscriptionGracePeriodExpired, .subscriptionPaused,
         .subscriptionRefunded, .subscriptionRevoked, .purchaseRefunded, .subscriptionExpired,
         .customerTransferred, .customerMerged, .customerDeleted, .consumptionRequested, .correction, .test,
     ]

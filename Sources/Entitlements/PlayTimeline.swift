@@ -121,7 +121,7 @@ extension TimelineBuilder {
     }
 
     /// What changed between successive snapshots of one token: renewals, auto-renew switches,
-    /// billing issues, recoveries, the end of grace, expiry. Nothing once a successor token took
+    /// billing issues, recoveries, the end of grace, pauses and resumptions, expiry. Nothing once a successor token took
     /// over (`replacedAt`): the successor speaks for the subscription.
     private mutating func playSnapshots(_ ordered: [(fact: PlaySubscriptionFact, index: Int)], root: String, replacedAt: Int64?) {
         let voids = play.voided[ordered[0].fact.purchaseToken] ?? []
@@ -132,13 +132,29 @@ extension TimelineBuilder {
             let tx = Self.playTx(s, index: next.index, root: root)
             // A boundary the earlier snapshot named, when it passed before the later one was observed.
             let boundary = p.expiryTime.map { min($0, s.observedAt) } ?? s.observedAt
+            // A pause ends when Google resumes it (`autoResumeTime`, once passed), else by the answer that shows it.
+            let resumedAt = p.state == .paused ? max(p.observedAt, min(p.autoResumeTime ?? s.observedAt, s.observedAt)) : nil
             if let was = p.expiryTime, let now = s.expiryTime, now > was, s.state == .active || s.state == .canceled {
                 if p.state.isBillingIssue {
                     emit(.subscriptionRenewed, at: s.observedAt, tx: tx, subject: root)
                     emit(.subscriptionRecovered, at: s.observedAt, tx: tx, subject: root)
+                } else if let resumedAt {
+                    emit(.subscriptionRenewed, at: resumedAt, tx: tx, subject: root)
+                } else if p.state == .expired {
+                    // Restarted after it ended (the same token granting again): a renewal of the
+                    // subscription, never a second start, dated by the answer that showed it.
+                    emit(.subscriptionRenewed, at: s.observedAt, tx: tx, subject: root)
                 } else {
                     emit(.subscriptionRenewed, at: boundary, tx: tx, subject: root)
                 }
+            }
+            if let resumedAt, [.active, .canceled, .inGracePeriod, .onHold].contains(s.state) {
+                emit(.subscriptionResumed, at: resumedAt, tx: tx, subject: root)
+            }
+            if s.state == .paused && p.state != .paused && p.state != .expired {
+                var details: [String: String] = [:]
+                if let resume = s.autoResumeTime { details["resumesAt"] = String(resume) }
+                emit(.subscriptionPaused, at: boundary, tx: tx, subject: root, details: details)
             }
             let live: Set<PlaySubscriptionState> = [.active, .canceled, .inGracePeriod, .onHold]
             if live.contains(p.state), live.contains(s.state), let was = Self.autoRenews(p), let now = Self.autoRenews(s), was != now {

@@ -1,3 +1,5 @@
+import Entitlements
+
 /// Which notification history a reconciliation reads: one app in one of Apple's environments.
 public struct ReconcileKey: Sendable, Hashable, CustomStringConvertible {
     public var bundleId: String
@@ -31,6 +33,14 @@ public protocol ReconcileStateStore: Sendable {
 
     /// Gives the lease up if `owner` holds it.
     func releaseReconcileLease(_ key: ReconcileKey, owner: String) async throws
+
+    /// The purchase tokens of `packageName`'s Google Play subscriptions the ledger holds snapshots
+    /// of, in order above `after`, at most `limit` (1…1000): what a Play catch-up asks Google about again.
+    func playSubscriptionTokens(packageName: String, after: String, limit: Int) async throws -> [String]
+
+    /// The facts filed under a Google Play purchase token (its snapshots and voidings), whoever
+    /// holds it, oldest first, decoded by `projector`: what the catch-ups compare Google's answers with.
+    func playFacts(purchaseToken: String, projector: Projector) async throws -> [Fact]
 }
 
 /// The outcome of ``ReconcileStateStore/acquireReconcileLease(_:owner:now:expiresAt:)``.
@@ -43,6 +53,30 @@ public enum ReconcileLease: Sendable, Hashable {
 
 
 extension SessionBackedStore {
+    func playFacts(purchaseToken: String, projector: Projector) async throws -> [Fact] {
+        try await read { session in
+            try session.query(
+                """
+                SELECT payload, payload_packed FROM facts
+                WHERE original_transaction_id = \(purchaseToken) AND kind IN ('playSubscription', 'playProduct', 'playVoided')
+                ORDER BY id
+                """
+            ).compactMap { row in projector.decode(try FactPayload.text(row)) }
+        }
+    }
+
+    func playSubscriptionTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
+        let limit = try Self.exportLimit(limit)
+        return try await read { session in
+            try session.values(
+                """
+                SELECT DISTINCT original_transaction_id FROM facts
+                WHERE kind = 'playSubscription' AND bundle_id = \(packageName) AND original_transaction_id > \(after)
+                ORDER BY original_transaction_id LIMIT \(limit)
+                """, as: String.self)
+        }
+    }
+
     func acquireReconcileLease(_ key: ReconcileKey, owner: String, now: Int64, expiresAt: Int64) async throws -> ReconcileLease {
         try await write { session in
             let rows = try session.query(

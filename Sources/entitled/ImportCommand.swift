@@ -2,16 +2,18 @@ import EntitledConfig
 import EntitledServer
 import Foundation
 
-/// `entitled import`: links existing customers to their App Store purchases.
+/// `entitled import`: links existing customers to their App Store or Google Play purchases.
 enum ImportCommand: Command {
     static let name = "import"
-    static let summary = "link existing customers to their purchases (transaction ids, or a RevenueCat export)"
+    static let summary = "link existing customers to their purchases (transaction ids, Play purchase tokens, a RevenueCat export)"
     static let help = """
-        Usage: entitled import [--config FILE] --app BUNDLE [--from lines|revenuecat] [--store STORE] FILE
+        Usage: entitled import [--config FILE] --app BUNDLE|PACKAGE [--from lines|revenuecat] [--store STORE] FILE
 
-        With --from lines (the default), FILE has one line per customer: appUserId,transactionId
-        (CSV, no header) or {"appUserId": "…", "transactionId": "…"} (JSON Lines); blank lines and
-        lines starting with # are skipped.
+        With --from lines (the default), FILE has one line per purchase: for an App Store app
+        appUserId,transactionId (CSV, no header) or {"appUserId": "…", "transactionId": "…"}
+        (JSON Lines); for a Google Play app (--app PACKAGE) appUserId,productId,purchaseToken or
+        {"appUserId": "…", "productId": "…", "purchaseToken": "…"}. Blank lines and lines starting
+        with # are skipped.
 
         With --from revenuecat, FILE is RevenueCat's transaction export (Scheduled Data Exports,
         Transactions feed, CSV decompressed; comma or semicolon delimited, columns found by name):
@@ -21,14 +23,17 @@ enum ImportCommand: Command {
         a Google Play import exists). See docs/migrate-from-revenuecat.md.
 
         For each transaction, fetches its whole history from Apple's App Store Server API and stores
-        it linked to the customer (source 'backfill'). Safe to run twice. Prints progress to stderr
+        it linked to the customer (source 'backfill'). For each purchase token, asks Google's
+        Developer API and stores the answer as if the app had posted it for the customer (linked
+        by its obfuscatedExternalAccountId when set, acknowledged). Safe to run twice. Prints progress to stderr
         and a summary: lines N, imported N, transactions N, aliases N, failed N, then each failed
         line. Exit status 0, 1 when some line failed, 2 for bad input (a file that cannot be read
         as its --from says, with the line at fault).
 
         Options:
           --config FILE     the server's configuration (env ENTITLED_CONFIG)
-          --app BUNDLE      the app's bundleId (it needs serverAPI)
+          --app ID          the App Store app's bundleId (it needs serverAPI) or the Google Play
+                            app's packageName
           --from FORMAT     lines (default) or revenuecat
           --store STORE     with --from revenuecat, the export's store imported: app_store (default)
                             or mac_app_store (a Mac app with a bundle of its own)
@@ -51,6 +56,7 @@ enum ImportCommand: Command {
         }
         let report: CustomerImport.Report
         if format == "revenuecat" {
+            guard configuration.app(bundleId: app) != nil else { throw UsageError("--from revenuecat imports an App Store app's purchases") }
             do {
                 report = try await runImport(
                     configuration: configuration, bundleId: app, revenueCatExport: file, store: store ?? "app_store",

@@ -61,9 +61,6 @@ enum ServeCommand: Command {
                 path: path, listen: listen, database: database)
             if let format { configuration.log.format = try ConfigurationLoader.logFormat(format, path: "--log-format") }
             if let level { configuration.log.level = try ConfigurationLoader.logLevel(level, path: "--log-level") }
-            for warning in configuration.notServedWarnings {
-                FileHandle.standardError.write(Data("warning: \(warning)\n".utf8))
-            }
             return configuration
         } catch {
             throw UsageError("configuration: \(error.description)")

@@ -72,4 +72,49 @@ import Testing
         #expect((changed?["data"] as? [String: Any])?["to"] as? String == "premium.plus")
         #expect(changed?["entitlements"] as? [String] == ["plus", "pro"])
     }
+
+    /// A pause and Google's resumption (the fake's sweep) reach the feed as `paused`, then the
+    /// new period's `renewed` and `resumed` at the resume time.
+    @Test(arguments: StoredBackend.all)
+    func pauseAndResumeShowInTheFeed(_ backend: StoredBackend) async throws {
+        let world = try GooglePlayAPITests.World()
+        defer { Task { await world.close() } }
+        var configuration = world.configuration
+        configuration.events.settleSeconds = 0
+        let store = try await backend.open()
+        let assembled = try await buildApplication(configuration: configuration, clock: world.clock, store: store, fastPaths: testFastPaths)
+        world.servers.append((try startQuietServer(router: assembled.application.router), store))
+        var sequence = 0
+        func deliver() async throws {
+            for notification in world.google.takeNotifications() {
+                sequence += 1
+                #expect(try await world.push(0, notification, messageId: "p-\(sequence)") == 200)
+            }
+        }
+        let token = try world.google.buySubscription(packageName: GooglePlayAPITests.packageName, productId: "premium")
+        #expect(try await world.postPurchase(0, "alice", productId: "premium", token: token).status == 200)
+        try await deliver()
+        // Acknowledged, or Google would refund it after three days.
+        _ = try await #require(assembled.application.jobRunner).runDue()
+        world.clock.advance(by: 10 * 86_400_000)
+        let resumeAt = world.clock.nowMilliseconds() + 40 * 86_400_000
+        try world.google.pause(token, resumeAtMillis: resumeAt)
+        try await deliver()
+        world.clock.advance(by: 41 * 86_400_000)
+        world.google.sweep()
+        try await deliver()
+
+        let reply = try await Loopback.send(
+            port: world.servers[0].server.port, "GET", "/v1/events", headers: ["Authorization": APIHarness.reader], body: [])
+        let events = try #require(reply.json["events"] as? [[String: Any]])
+        #expect(
+            events.compactMap { $0["type"] as? String }
+                == ["subscription.started", "subscription.paused", "subscription.renewed", "subscription.resumed"], "\(reply.text)")
+        let paused = events.first { $0["type"] as? String == "subscription.paused" }
+        #expect((paused?["data"] as? [String: Any])?["resumesAt"] as? String == String(resumeAt), "\(reply.text)")
+        let resumed = events.first { $0["type"] as? String == "subscription.resumed" }
+        let format = ISO8601DateFormatter()
+        format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        #expect(resumed?["occurredAt"] as? String == format.string(from: Date(timeIntervalSince1970: Double(resumeAt) / 1000)), "\(reply.text)")
+    }
 }

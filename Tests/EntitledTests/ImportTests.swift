@@ -13,7 +13,9 @@ import Testing
         ("alice,1000", [CustomerImport.Line(number: 1, appUserId: "alice", transactionId: "1000")], 0),
         (#"{"appUserId":"bob","transactionId":"2000"}"#, [CustomerImport.Line(number: 1, appUserId: "bob", transactionId: "2000")], 0),
         ("# comment\n\n carol , 3000 \n", [CustomerImport.Line(number: 3, appUserId: "carol", transactionId: "3000")], 0),
-        ("alice", [], 1), ("alice,1000,extra", [], 1), (",1000", [], 1), ("alice,10/00", [], 1), (#"{"appUserId":"a"}"#, [], 1),
+        // Three fields are a Google Play line: appUserId,productId,purchaseToken.
+        ("alice,premium,tok.1", [CustomerImport.Line(number: 1, appUserId: "alice", transactionId: "tok.1", productId: "premium")], 0),
+        ("alice", [], 1), ("alice,1000,extra,more", [], 1), (",1000", [], 1), ("alice,10/00", [], 1), (#"{"appUserId":"a"}"#, [], 1),
     ] as [(String, [CustomerImport.Line], Int)])
     func parsesCSVAndJSONLines(text: String, lines: [CustomerImport.Line], failures: Int) {
         let parsed = CustomerImport.parse(Array(text.utf8))

@@ -19,12 +19,13 @@ import Testing
         let server: HTTPServer
         let store: any LedgerStore
         let jobs: JobRunner
+        let assembled: AssembledServer
 
         init(_ world: GooglePlayAPITests.World, _ backend: StoredBackend, adjust: (inout Configuration) -> Void = { _ in }) async throws {
             var configuration = world.configuration
             adjust(&configuration)
             store = try await backend.open()
-            let assembled = try await buildApplication(configuration: configuration, clock: world.clock, store: store, apiSleeper: NoWait())
+            assembled = try await buildApplication(configuration: configuration, clock: world.clock, store: store, apiSleeper: NoWait())
             jobs = try #require(assembled.application.jobRunner)
             var settings = HTTPServer.Configuration()
             settings.port = 0

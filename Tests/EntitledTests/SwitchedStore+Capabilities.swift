@@ -46,6 +46,14 @@ extension SwitchedStore {
         return try await base.nextEventHoldRelease()
     }
 
+    func playSubscriptionTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
+        try up()
+        return try await base.playSubscriptionTokens(packageName: packageName, after: after, limit: limit)
+    }
+    func playFacts(purchaseToken: String, projector: Projector) async throws -> [Fact] {
+        try up()
+        return try await base.playFacts(purchaseToken: purchaseToken, projector: projector)
+    }
     func acquireReconcileLease(_ key: ReconcileKey, owner: String, now: Int64, expiresAt: Int64) async throws -> ReconcileLease {
         try up()
         return try await base.acquireReconcileLease(key, owner: owner, now: now, expiresAt: expiresAt)

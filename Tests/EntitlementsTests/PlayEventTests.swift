@@ -51,6 +51,30 @@ let playEventTable: [PlayEventRow] = [
             eventLine(.subscriptionAutoRenewEnabled, T0 + 6 * day),
         ]),
     PlayEventRow(
+        name: "pause and resume",
+        facts: [
+            play("t1", .active, observed: T0),
+            play("t1", .paused, observed: months(1) + hour, resume: months(2)),
+            play("t1", .active, expiry: months(3), observed: months(2) + hour, order: "GPA.t1.1"),
+        ],
+        events: [
+            eventLine(.subscriptionStarted, T0), eventLine(.subscriptionPaused, months(1)), eventLine(.subscriptionRenewed, months(2)),
+            eventLine(.subscriptionResumed, months(2)),
+        ],
+        details: [.subscriptionPaused: ["resumesAt": String(months(2))], .subscriptionResumed: ["orderId": "GPA.t1.1"]]),
+    PlayEventRow(
+        name: "restarted after expiry",
+        facts: [
+            play("t1", .active, observed: T0),
+            play("t1", .canceled, observed: T0 + 5 * day, autoRenew: false),
+            play("t1", .expired, observed: months(1) + hour, autoRenew: false),
+            play("t1", .active, expiry: months(3), observed: months(2), order: "GPA.t1.1"),
+        ],
+        events: [
+            eventLine(.subscriptionStarted, T0), eventLine(.subscriptionAutoRenewDisabled, T0 + 5 * day), eventLine(.subscriptionExpired, months(1)),
+            eventLine(.subscriptionRenewed, months(2)),
+        ]),
+    PlayEventRow(
         name: "grace, hold, recovery",
         facts: [
             play("t1", .active, observed: T0),
@@ -131,7 +155,25 @@ let playEventTable: [PlayEventRow] = [
     /// releasing the events as the facts arrive (in observation order, repeated) gives them too.
     @Test(arguments: 1...12 as ClosedRange<UInt64>)
     func shuffledAndDuplicatedGiveTheSameEvents(seed: UInt64) {
-        let facts = PlayOrderTests.lifecycle
+        Self.expectOrderProof(PlayOrderTests.lifecycle, seed: seed)
+    }
+
+    /// The pause and restart rows, together (two tokens of one customer), in any order.
+    @Test(arguments: 1...12 as ClosedRange<UInt64>)
+    func pausesAndRestartsShuffledGiveTheSameEvents(seed: UInt64) {
+        let rows = playEventTable.filter { ["pause and resume", "restarted after expiry"].contains($0.name) }
+        #expect(rows.count == 2)
+        let restarted = rows[1].facts.map { fact -> Fact in
+            guard case .playSubscription(var p) = fact else { return fact }
+            p.purchaseToken = "t2"
+            return .playSubscription(p)
+        }
+        Self.expectOrderProof(rows[0].facts + restarted, seed: seed)
+    }
+
+    /// `facts` shuffled and duplicated give the timeline they give in order, and releasing the
+    /// events as the facts arrive (in observation order, repeated) gives them too.
+    static func expectOrderProof(_ facts: [Fact], seed: UInt64) {
         let end = months(6)
         let complete = Self.timeline(facts, now: end)
         #expect(Set(complete.map(\.identity)).count == complete.count)
@@ -146,7 +188,7 @@ let playEventTable: [PlayEventRow] = [
             for event in Self.timeline(known, now: fact.date) where identities.insert(event.identity).inserted { released.append(event) }
         }
         for event in Self.timeline(known, now: end) where identities.insert(event.identity).inserted { released.append(event) }
-        #expect(said(released.sorted(by: CustomerEvent.happensBefore)) == said(complete))
+        #expect(said(released.sorted(by: CustomerEvent.happensBefore)) == said(complete), "seed \(seed)")
     }
 
     /// The lifecycle's events, every one from Play.
@@ -194,6 +236,16 @@ let playEventTable: [PlayEventRow] = [
         #expect(Self.sum(deltas, .activeSubscriptions, through: metricDay(months(2) + hour)) == 0)
         #expect(Self.sum(deltas, .churned) == 1)
         #expect(!deltas.contains { $0.kind == .mrr || $0.kind == .revenue })
+    }
+
+    /// A restart after expiry counts as a renewal, not a second new subscription; so does a resumption.
+    @Test(arguments: ["restarted after expiry", "pause and resume"])
+    func restartsAndResumptionsAreRenewals(_ name: String) throws {
+        let row = try #require(playEventTable.first { $0.name == name })
+        let deltas = metricDeltas(facts: row.facts, policy: playPolicy)
+        #expect(Self.sum(deltas, .newSubscriptions) == 1)
+        #expect(Self.sum(deltas, .renewals) == 1)
+        #expect(deltas.first { $0.kind == .renewals }?.day == metricDay(months(2)))
     }
 
     @Test(arguments: 1...4 as ClosedRange<UInt64>)

@@ -21,13 +21,13 @@ let playPolicy = Policy(
 func play(
     _ token: String, _ state: PlaySubscriptionState, product: String = "play.monthly", start: Int64 = T0,
     expiry: Int64? = nil, observed: Int64, linked: String? = nil, autoRenew: Bool? = true, order: String? = nil,
-    basePlan: String? = "monthly", environment: Environment = .production
+    basePlan: String? = "monthly", environment: Environment = .production, resume: Int64? = nil
 ) -> Fact {
     .playSubscription(
         PlaySubscriptionFact(
             purchaseToken: token, linkedPurchaseToken: linked, packageName: "com.example.app", productId: product,
             basePlanId: basePlan, state: state, startTime: start, expiryTime: expiry ?? months(1, after: start),
-            autoRenewEnabled: autoRenew, latestOrderId: order ?? "GPA.\(token).0", observedAt: observed,
+            autoRenewEnabled: autoRenew, autoResumeTime: resume, latestOrderId: order ?? "GPA.\(token).0", observedAt: observed,
             environment: environment))
 }
 

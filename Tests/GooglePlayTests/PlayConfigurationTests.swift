@@ -43,9 +43,6 @@ import Testing
             PlayProduct(productId: "premium", type: .autoRenewable, basePlans: ["monthly"], subscriptionGroup: "g", entitlements: ["pro"]),
             PlayProduct(productId: "coins", type: .consumable),
         ])
-        #expect(configuration.notServedWarnings.count == 1)
-        #expect(configuration.notServedWarnings[0].contains("com.example.app"))
-        #expect(try parse(#"{"bundleId": "com.example.ios", "environments": ["Sandbox"]}"#).notServedWarnings.isEmpty)
     }
 
     @Test func everyKeyIsRead() throws {
