@@ -279,6 +279,7 @@ import Testing
         for (method, path) in [
             ("GET", "/"), ("GET", "/dev/customers"), ("GET", "/dev/metrics"), ("GET", "/dev/clock"),
             ("GET", "/dev/customers/alice/timeline"), ("POST", "/dev/actions"), ("POST", "/dev/clock/advance"),
+            ("GET", "/dev/play"), ("POST", "/dev/play/actions"),
         ] {
             let reply = try await Loopback.send(
                 port: server.port, method, path, headers: ["Authorization": "Bearer \(Self.key)"], body: Array("{}".utf8))

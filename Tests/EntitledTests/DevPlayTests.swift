@@ -1,4 +1,5 @@
 import Foundation
+import GooglePlaySimulator
 import Testing
 
 /// `entitled dev`'s Google Play, against the real binary: the fake Google on loopback, Play
@@ -66,6 +67,39 @@ import Testing
         #expect(renewed["active"] as? Bool == true)
         #expect(try #require(renewed["expiresAt"] as? String) > before)
         #expect(try await Self.events(dev.port, of: "gina").compactMap { $0["type"] as? String }.contains("subscription.renewed"))
+    }
+
+    @Test func devSellsTheConfigurationsPlayAppAtTheFakeGoogle() async throws {
+        // A key file the configuration check accepts; dev replaces it with the fake's own.
+        let issuer = try FakeGoogleServer(google: try FakeGoogle(products: [], clock: VirtualClock(APIHarness.start)))
+        let keyFile = try issuer.serviceAccountKeyFile()
+        await issuer.shutdown()
+        let (folder, config) = try DevOwnProductsTests.file(
+            "entitled.json",
+            #"""
+            {"apps": [
+              {"bundleId": "com.acme.birds", "appAppleId": 42, "environments": ["Production"],
+               "products": [{"productId": "birds.lifetime", "type": "nonConsumable", "entitlements": ["premium"]}]},
+              {"packageName": "com.acme.birds.android",
+               "googlePlay": {"serviceAccountKeyFile": "key.json",
+                              "pubsub": {"audience": "https://birds.example/v1/google/notifications",
+                                         "serviceAccountEmail": "push@acme.iam.gserviceaccount.com"}},
+               "products": [{"productId": "birds.premium", "type": "autoRenewable", "subscriptionGroup": "birds",
+                             "basePlans": ["monthly", "yearly"], "entitlements": ["premium", "sync"]}]}]}
+            """#)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try Data(keyFile).write(to: folder.appendingPathComponent("key.json"))
+        let dev = try await ServeProcess.start { DevRestartTests.devArguments($0, ["--config", config.path]) }
+        defer { dev.terminate() }
+        let info = try await DevDashboardTests.dev(dev.port, "GET", "/dev/play")
+        #expect(info.json["packageName"] as? String == "com.acme.birds.android")
+        #expect((info.json["products"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String } == ["birds.premium"])
+        // Not seeded: Gina would buy a product this catalog does not sell.
+        #expect((info.json["purchases"] as? [[String: Any]] ?? []).isEmpty)
+        let buy = try await Self.play(dev.port, #"{"action": "buy", "customer": "zoe", "product": "birds.premium", "basePlan": "yearly"}"#)
+        #expect(buy.types == ["SUBSCRIPTION_PURCHASED"])
+        #expect(try await DevOwnProductsTests.entitlements(dev.port, "zoe") == ["premium": "birds.premium", "sync": "birds.premium"])
+        #expect(try await Self.answer(dev.port, "zoe").entitlement("sync")?["store"] as? String == "playStore")
     }
 
     @Test func aPlayLifecycleThroughTheControlAPIChangesTheAnswerAndTheEvents() async throws {
