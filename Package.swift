@@ -113,7 +113,7 @@ let package = Package(
             name: "EntitledDev",
             dependencies: [
                 "EntitledServer", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "Entitlements", "Storage",
-                "AppStoreSimulator", "EntitledCrypto",
+                "AppStoreSimulator", "EntitledCrypto", "GooglePlay", "GooglePlaySimulator",
             ],
             swiftSettings: swiftSettings),
         // `entitled bench`'s benchmarks (the command parses their options).
@@ -121,7 +121,7 @@ let package = Package(
             name: "EntitledBenchmarks",
             dependencies: [
                 "EntitledServer", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting", "Entitlements",
-                "Storage", "EntitledCrypto",
+                "Storage", "EntitledCrypto", "GooglePlay", "GooglePlaySimulator",
             ],
             swiftSettings: swiftSettings),
         // The command-line tool: command parsing and help; the targets above do the work.

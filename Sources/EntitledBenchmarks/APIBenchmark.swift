@@ -90,7 +90,8 @@ public enum APIBenchmark {
         /// One ingest run of every body through a server over `store` (with `configuration`'s
         /// webhooks delivered meanwhile); `afterIngest` runs before the server stops.
         func ingestRun(
-            configuration: Configuration, store: any LedgerStore, commit: Bool, afterIngest: @Sendable () async throws -> Void
+            configuration: Configuration, store: any LedgerStore, commit: Bool, play: PlayWorkload? = nil,
+            afterIngest: @Sendable () async throws -> Void
         ) async throws -> (Double, String) {
             let counter = CountingStore.Counter()
             return try await withServer(configuration: configuration, store: store, fastPaths: fastPaths, counter: counter, commit: commit) { port in
@@ -99,8 +100,9 @@ public enum APIBenchmark {
                 let output = try await Executable.run(
                     wrk, [
                         "-t2", "-c\(connections)", "-d600s", "--latency", "-s", ingestScript.path,
-                        "http://127.0.0.1:\(port)", "--", bodiesFile.path, "2",
-                    ], interruptWhen: { counter.value >= notificationCount })
+                        "http://127.0.0.1:\(port)", "--", (play?.bodiesFile ?? bodiesFile).path, "2",
+                    ] + (play.map { ["/v1/google/notifications", $0.authorization] } ?? []),
+                    interruptWhen: { counter.value >= notificationCount })
                 let result = (try WrkReport.throughput(output, completed: notificationCount), WrkReport.errors(output))
                 try await afterIngest()
                 return result
@@ -116,28 +118,54 @@ public enum APIBenchmark {
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<notificationCount, now: now)
             // The rate and this process's CPU per notification (the server runs in it; wrk does
             // not): the work a notification costs, beside how fast the machine got through them.
-            func ingest(commit: Bool) async throws -> (rate: Double, errors: String, cpu: String) {
+            func ingest(commit: Bool, play: PlayWorkload? = nil, into store: any LedgerStore) async throws
+                -> (rate: Double, errors: String, cpu: String)
+            {
                 let started = processCPUSeconds()
-                let (rate, errors) = try await ingestRun(configuration: configuration, store: store, commit: commit) {}
+                let (rate, errors) = try await ingestRun(
+                    configuration: play?.configuration ?? configuration, store: store, commit: commit, play: play) {}
                 let cpu = String(format: "process CPU %.0f µs per notification", (processCPUSeconds() - started) / Double(notificationCount) * 1e6)
                 return (rate, errors, cpu)
             }
             if label == "SQLite" {
                 // What the ledger costs: the same run with the commit skipped (nothing is stored,
                 // so the real run below still finds every notification new).
-                let run = try await ingest(commit: false)
+                let run = try await ingest(commit: false, into: store)
                 print(
                     String(
                         format: "ingest without the ledger: %8.0f notifications/s (ratio %.2f): HTTP, verification, mapping; %@ %@",
                         run.rate, run.rate / limit, run.cpu, run.errors))
             }
-            let run = try await ingest(commit: true)
+            let run = try await ingest(commit: true, into: store)
             if let schema { try? await _StorageBenchmarkCleanup.dropSchema(store, schema) }
             await store.close()
             print(
                 String(
                     format: "ingest %@: %8.0f notifications/s durable (ratio to ES256 limit %.2f%@); %@ %@", label, run.rate,
                     run.rate / limit, label == "SQLite" ? ", target 0.5" : "", run.cpu, run.errors))
+
+            // The same for Google Play pushes, on a store of its own with the same customers.
+            let playSchema = schema.map { $0 + "_play" }
+            storeConfiguration.postgresSchema = playSchema
+            let playStore = try await openStore(
+                url: schema == nil ? "sqlite:\(folder.path)/ingest-play.sqlite" : url, configuration: storeConfiguration)
+            try await _StorageBenchmark.bulkLoad(playStore, customers: 0..<notificationCount, now: now)
+            let workload = try await playWorkload(base: configuration, count: notificationCount, folder: folder)
+            let playRun: (rate: Double, errors: String, cpu: String)
+            do {
+                playRun = try await ingest(commit: true, play: workload, into: playStore)
+            } catch {
+                await workload.fake.shutdown()
+                await playStore.close()
+                throw error
+            }
+            await workload.fake.shutdown()
+            if let playSchema { try? await _StorageBenchmarkCleanup.dropSchema(playStore, playSchema) }
+            await playStore.close()
+            print(
+                String(
+                    format: "ingest Play %@: %8.0f notifications/s durable (OIDC verify, Developer API fetch, commit); %@ (the fake Google's side included) %@",
+                    label, playRun.rate, playRun.cpu, playRun.errors))
         }
 
         if only != "sqlite", let postgresURL {
@@ -315,7 +343,8 @@ public enum APIBenchmark {
             facts: [fact], now: now)) ?? CustomerProjection()
     }
 
-    /// Each wrk thread posts its share of the bodies file once, then stops.
+    /// Each wrk thread posts its share of the bodies file once, then stops; to `/v1/apple/notifications`
+    /// unless a path (and an `Authorization` header) follow the file and the thread count.
     static let ingestLua = """
         local counter = 0
         function setup(thread)
@@ -324,6 +353,9 @@ public enum APIBenchmark {
         end
         function init(args)
           local path, threads = args[1], tonumber(args[2])
+          target = args[3] or "/v1/apple/notifications"
+          headers = {["Content-Type"] = "application/json"}
+          if args[4] then headers["Authorization"] = args[4] end
           bodies = {}
           local i = 0
           for line in io.lines(path) do
@@ -335,7 +367,7 @@ public enum APIBenchmark {
         function request()
           sent = sent + 1
           local body = bodies[((sent - 1) % #bodies) + 1]
-          return wrk.format("POST", "/v1/apple/notifications", {["Content-Type"] = "application/json"}, body)
+          return wrk.format("POST", target, headers, body)
         end
         function response(status, headers, body)
           if status ~= 200 then io.stderr:write("status " .. status .. "\\n") end

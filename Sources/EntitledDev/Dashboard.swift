@@ -18,6 +18,7 @@ import Synchronization
 /// - `GET /dev/clock`, `POST /dev/clock` `{"running", "dayEvery"}` — the auto-advance.
 /// - `POST /dev/clock/advance` `{"by": "P1M"}` or `{"days": N}` — move virtual time, a day at a time.
 /// - `POST /dev/actions` — one simulator ``ActionRequest`` (see docs/simulator.md).
+/// - `GET /dev/play`, `POST /dev/play/actions` — the fake Google Play (`DashboardPlay.swift`).
 ///
 /// Every `/dev/` route needs `Authorization: Bearer <dev key>` (a custom header, so a foreign page
 /// cannot post a simple cross-origin form at it); `/` embeds the key. All of them answer only to a
@@ -196,6 +197,7 @@ enum Dashboard {
             let action = try request.decodeJSON(ActionRequest.self)
             return try .json(actionBody(try await driver.act(action), driver))
         }
+        registerPlay(route)
     }
 
     // MARK: - Bodies
@@ -229,8 +231,8 @@ enum Dashboard {
     static func timeline(_ request: Request, _ driver: DevDriver) async throws -> Timeline {
         let appUserId = try request.parameter("appUserId")
         let (cursor, limit) = try API.historyPaging(request)
-        // Only customers the simulator knows: the ledger would create any other name on sight.
-        guard await driver.simulator.store.customers[appUserId] != nil else {
+        // Only customers the dashboard knows: the ledger would create any other name on sight.
+        guard await driver.knows(appUserId) else {
             throw HTTPError(status: 404, code: "CUSTOMER_NOT_FOUND", detail: "no such customer")
         }
         let now = driver.simulator.now

@@ -104,6 +104,7 @@ extension Dashboard {
                 <div class="row"><h2 id="d-name" style="margin:0"></h2><span id="d-state" class="muted small"></span>
                   <span class="row" style="margin-left:auto">
                     <select id="d-product" aria-label="Product to buy"></select><button id="d-buy" class="primary">Buy</button>
+                    <span class="row" id="d-play" hidden><select id="d-play-product" aria-label="Google Play product to buy"></select><button id="d-play-buy" class="primary" title="Bought on the fake Google Play, pushed to /v1/google/notifications as Pub/Sub does">Buy on Google Play</button></span>
                     <button id="d-card"></button>
                   </span></div>
                 <div class="ents" id="d-ents"></div>
@@ -127,7 +128,7 @@ extension Dashboard {
                          refunded: '#cf222e', none: '#c9ccd1', accent: '#0a66c2' };
         const color = s => COLORS[s] || COLORS.none;
         const $ = id => document.getElementById(id);
-        let selected = null, catalog = [], lastMetrics = null, timelineKey = '', olderCursor = null, busy = 0, known = new Set();
+        let selected = null, catalog = [], play = null, lastMetrics = null, timelineKey = '', olderCursor = null, busy = 0, known = new Set();
 
         function el(tag, props, ...children) {
           const node = document.createElement(tag);
@@ -171,6 +172,26 @@ extension Dashboard {
           finally { busy--; document.body.style.cursor = ''; }
         }
         const act = (label, request) => run(label, '/dev/actions', request);
+        const playAct = (label, request) => run(label, '/dev/play/actions', request);
+
+        // A Play entitlement's lifecycle, at the fake Google: what its state allows.
+        function playButtons(e) {
+          const b = (label, action, extra, cls) => el('button', { class: cls || '', onclick: () => playAct(label, Object.assign({ action, customer: selected, product: e.productId }, extra)) }, label);
+          const out = [];
+          if (e.productType === 'autoRenewable') {
+            if (e.status === 'active' && e.willRenew) {
+              out.push(b('Renew', 'renew'), b('Renewal fails', 'fail'), b('Pause', 'pause'), b('Cancel', 'cancel'));
+              const others = play.products.filter(p => p.type === 'autoRenewable' && p.id !== e.productId);
+              if (others.length) {
+                const to = el('select', { 'aria-label': 'Upgrade to' }, ...others.map(p => el('option', { value: p.id }, p.id)));
+                out.push(to, el('button', { onclick: () => playAct('Upgrade', { action: 'upgrade', customer: selected, product: e.productId, to: to.value }) }, 'Upgrade'));
+              }
+            } else if (e.status === 'gracePeriod') out.push(b('Put on hold', 'hold'), b('Recover', 'recover'), b('Cancel', 'cancel'));
+            else if (e.status !== 'refunded' && e.status !== 'revoked' && e.status !== 'expired') out.push(b('Recover', 'recover'), b('Cancel', 'cancel'));
+          }
+          if (e.status !== 'refunded' && e.status !== 'revoked') out.push(b('Refund (void)', 'refund', {}, 'danger'));
+          return out;
+        }
 
         // ---- Overview -------------------------------------------------------------------------
         function renderCards(m) {
@@ -307,17 +328,18 @@ extension Dashboard {
           const ents = Object.entries(c.entitlements);
           if (!ents.length) { $('d-ents').replaceChildren(el('div', { class: 'empty' }, 'No entitlement: the server answers "new" until a purchase arrives.')); return; }
           $('d-ents').replaceChildren(...ents.map(([id, e]) => {
-            const facts = [['source', e.source === 'grant' ? 'promotional grant' : null], ['grant', e.grantId], ['product', e.productId || null], ['expires', when(e.expiresAt)], ['grace until', e.gracePeriodExpiresAt && when(e.gracePeriodExpiresAt)],
+            const facts = [['store', e.store === 'playStore' ? 'Google Play' : null], ['source', e.source === 'grant' ? 'promotional grant' : null], ['grant', e.grantId], ['product', e.productId || null], ['expires', when(e.expiresAt)], ['grace until', e.gracePeriodExpiresAt && when(e.gracePeriodExpiresAt)],
               ['will renew', e.willRenew == null ? null : (e.willRenew ? 'yes' : 'no') + (e.renewsTo && e.renewsTo !== e.productId ? ` → ${e.renewsTo}` : '')],
               ['period', e.periodType], ['billing issue', e.billingIssueDetectedAt && when(e.billingIssueDetectedAt)],
               ['ownership', e.ownership], ['transaction', e.transactionId]].filter(([, v]) => v != null && v !== '—');
             const buttons = [];
-            if (e.productType === 'autoRenewable' && (e.status === 'active' || e.status === 'gracePeriod' || e.status === 'billingRetry')) {
+            if (e.store === 'playStore' && play) buttons.push(...playButtons(e));
+            else if (e.productType === 'autoRenewable' && (e.status === 'active' || e.status === 'gracePeriod' || e.status === 'billingRetry')) {
               buttons.push(e.willRenew
                 ? el('button', { onclick: () => act('Cancel auto-renew', { action: 'autoRenew', customer: selected, product: e.productId, enabled: false }) }, 'Cancel auto-renew')
                 : el('button', { onclick: () => act('Turn auto-renew on', { action: 'autoRenew', customer: selected, product: e.productId, enabled: true }) }, 'Turn auto-renew on'));
             }
-            if (e.source !== 'grant' && e.status !== 'refunded' && e.status !== 'revoked') buttons.push(el('button', { class: 'danger', onclick: () => act('Refund', { action: 'refund', customer: selected, product: e.productId }) }, 'Refund'));
+            if (e.store !== 'playStore' && e.source !== 'grant' && e.status !== 'refunded' && e.status !== 'revoked') buttons.push(el('button', { class: 'danger', onclick: () => act('Refund', { action: 'refund', customer: selected, product: e.productId }) }, 'Refund'));
             return el('div', { class: 'ent' }, el('div', { class: 'row' }, el('strong', null, id), badge(e.status), e.active ? el('span', { class: 'small muted' }, 'grants access') : el('span', { class: 'small muted' }, 'no access')),
               el('dl', null, ...facts.flatMap(([k, v]) => [el('dt', null, k), el('dd', { class: k === 'transaction' || k === 'product' || k === 'grant' ? 'mono' : '' }, v)])),
               el('div', { class: 'row' }, ...buttons));
@@ -383,10 +405,16 @@ extension Dashboard {
         $('speed').onchange = e => run('Speed', '/dev/clock', { dayEvery: +e.target.value });
         for (const b of document.querySelectorAll('[data-advance]')) b.onclick = () => run(b.textContent, '/dev/clock/advance', { by: b.dataset.advance });
         $('d-buy').onclick = () => selected && act('Buy', { action: 'purchase', customer: selected, product: $('d-product').value });
+        $('d-play-buy').onclick = () => selected && playAct('Buy on Google Play', { action: 'buy', customer: selected, product: $('d-play-product').value });
         $('add').onsubmit = async e => {
           e.preventDefault();
           const name = $('new-name').value.trim(), product = $('new-product').value;
           if (!name) return;
+          // A Google Play purchase makes the customer at the server; the App Store simulator needs none.
+          if (product.startsWith('play:')) {
+            await playAct('Buy on Google Play', { action: 'buy', customer: name, product: product.slice(5) });
+            $('new-name').value = ''; select(name); return;
+          }
           // Adding an existing simulator customer again would reset their payment method: only buy.
           if (!known.has(name) && !(await run('Add customer', '/dev/actions', { action: 'customer', customer: name }))) return;
           const intro = $('new-intro').checked && (catalog.find(p => p.id === product) || {}).hasIntroductoryOffer;
@@ -399,7 +427,11 @@ extension Dashboard {
           const options = () => catalog.filter(p => p.kind !== 'consumable').map(p =>
             el('option', { value: p.id }, `${p.id} — ${price(p.price, p.currency)}${p.period ? ' / ' + p.period : ''}`));
           $('d-product').replaceChildren(...options());
-          $('new-product').replaceChildren(el('option', { value: '' }, 'no purchase'), ...options());
+          try { play = await api('/dev/play'); } catch (e) { play = null; }
+          const playOptions = () => play ? play.products.filter(p => p.type !== 'consumable').map(p => el('option', { value: 'play:' + p.id }, `${p.id} — Google Play`)) : [];
+          $('d-play').hidden = !play;
+          if (play) $('d-play-product').replaceChildren(...playOptions().map(o => { o.value = o.value.slice(5); return o; }));
+          $('new-product').replaceChildren(el('option', { value: '' }, 'no purchase'), ...options(), ...playOptions());
           $('new-product').value = catalog.length ? catalog[0].id : '';
         }
 

@@ -19,10 +19,13 @@ struct DevState: Sendable, Codable, Equatable {
     var origin: Int64
     var scheduled: [Scheduled]
     var simulator: SimulatorState
+    /// The fake Google Play's purchases (absent in a state saved without one).
+    var play: DevPlay.Saved?
 }
 
 /// `entitled dev`'s data folder: the database (`entitled.sqlite`), the simulator's CA
-/// (`simulator/`, its root in `simulator-root.der`) and the saved ``DevState`` (`dev-state.json`).
+/// (`simulator/`, its root in `simulator-root.der`), the fake Google Play's service-account key
+/// (`play-service-account.json`) and the saved ``DevState`` (`dev-state.json`).
 /// Only these names are ever removed (`--reset`), so pointing `--data` at a folder that holds
 /// anything else never loses it.
 struct DevDataFolder: Sendable {
@@ -32,10 +35,12 @@ struct DevDataFolder: Sendable {
     var stateFile: URL { url.appendingPathComponent("dev-state.json") }
     var caFolder: URL { url.appendingPathComponent("simulator") }
     var rootFile: URL { url.appendingPathComponent("simulator-root.der") }
+    /// The fake Google Play's service-account key file, made afresh at each start.
+    var playKeyFile: URL { url.appendingPathComponent("play-service-account.json") }
 
     /// Every name `entitled dev` creates here (SQLite's companions of the database included).
     var entries: [URL] {
-        [stateFile, caFolder, rootFile] + ["", "-wal", "-shm", "-journal"].map { URL(fileURLWithPath: database.path + $0) }
+        [stateFile, caFolder, rootFile, playKeyFile] + ["", "-wal", "-shm", "-journal"].map { URL(fileURLWithPath: database.path + $0) }
     }
 
     /// Removes what `entitled dev` keeps here and nothing else.

@@ -47,6 +47,8 @@ actor DevDriver {
     /// The widest single `/dev/clock/advance` (about ten years).
     static let maximumAdvance: Int64 = 3660 * Milliseconds.day
     static let oneDay = AppStoreSimulator.ISODuration("P1D")!
+    /// Virtual time each Google Play action takes (milliseconds).
+    static let playActionStep: Int64 = 1000
     /// Every status a customer is counted under, best first.
     static let stateNames = EntitlementStatus.allCases.map(\.rawValue) + ["none"]
 
@@ -66,13 +68,16 @@ actor DevDriver {
 
     /// Where the state is saved after each turn (nil: nowhere).
     nonisolated let folder: DevDataFolder?
+    /// The fake Google Play, when a Play app is simulated.
+    nonisolated let play: DevPlay?
 
     /// - Parameter saved: the state a restart continues from (its origin and scheduled actions;
     ///   the simulator has been restored from it already).
     init(
         simulator: Simulator, ledger: FactLedger, policy: Policy, pace: Pace, capacity: Int = 400,
-        folder: DevDataFolder? = nil, saved: DevState? = nil
+        folder: DevDataFolder? = nil, saved: DevState? = nil, play: DevPlay? = nil
     ) {
+        self.play = play
         self.simulator = simulator
         self.ledger = ledger
         self.policy = policy
@@ -97,7 +102,7 @@ actor DevDriver {
         guard let folder else { return }
         let state = DevState(
             origin: origin, scheduled: scheduled.map { DevState.Scheduled(at: $0.at, request: $0.request) },
-            simulator: await simulator.savedState())
+            simulator: await simulator.savedState(), play: play?.saved())
         try folder.save(state)
     }
 
@@ -192,6 +197,7 @@ actor DevDriver {
                 out += (try? await perform(first.request)) ?? []
             }
             out += try await simulator.advance(to: next)
+            if let play { _ = await play.passTime() }
             now = next
             await sample()
         }
@@ -214,6 +220,27 @@ actor DevDriver {
         await sample()
         await saveAfterTurn()
         return out
+    }
+
+    /// Performs one Google Play action at the virtual now for the customer `request` names (the
+    /// server's customer, created when new, whose `appAccountToken` links the purchase).
+    func act(play request: DevPlay.ActionRequest) async throws -> [DevPlay.Push] {
+        guard let play else { throw SimulatorError(code: "NO_PLAY_APP", "no Google Play app is simulated", status: 404) }
+        await acquire()
+        defer { release() }
+        // A second passes first: the server orders a token's snapshots by when Google answered, so
+        // two actions at one virtual instant (the clock paused) would tie.
+        _ = try await simulator.advance(to: simulator.now + Self.playActionStep)
+        let out = try await play.act(request, account: try await token(request.customer))
+        await sample()
+        await saveAfterTurn()
+        return out
+    }
+
+    /// Whether the dashboard knows `appUserId`: a simulator customer, or one who bought on Google Play.
+    nonisolated func knows(_ appUserId: String) async -> Bool {
+        if await simulator.store.customers[appUserId] != nil { return true }
+        return play?.customers.contains(appUserId) == true
     }
 
     private func perform(_ request: ActionRequest) async throws -> [SignedNotification] {
@@ -240,9 +267,15 @@ actor DevDriver {
         let now = simulator.now
         let context = context(now: now)
         var views: [CustomerView] = []
-        for customer in await simulator.snapshot().customers {
+        let simulated = await simulator.snapshot().customers
+        for customer in simulated {
             let snapshot = try? await ledger.customer(appUserId: customer.id, context: context)
             views.append(CustomerView(id: customer.id, paymentSucceeds: customer.paymentSucceeds, snapshot: snapshot))
+        }
+        let known = Set(simulated.map(\.id))
+        for id in play?.customers ?? [] where !known.contains(id) {
+            let snapshot = try? await ledger.customer(appUserId: id, context: context)
+            views.append(CustomerView(id: id, paymentSucceeds: true, snapshot: snapshot))
         }
         return (now, views)
     }
@@ -261,10 +294,12 @@ actor DevDriver {
         var states = Dictionary(uniqueKeysWithValues: Self.stateNames.map { ($0, 0) })
         for view in views { states[Self.status(of: view.snapshot?.state), default: 0] += 1 }
         let records = await simulator.sender.history()
-        let accepted = records.count(where: \.delivered)
+        // Google Play's pushes count with the App Store's notifications.
+        let pushes = play?.counts ?? DevPlay.Counts()
+        let sent = records.count + pushes.sent
+        let accepted = records.count(where: \.delivered) + pushes.accepted
         return Sample(
-            at: now, day: day(of: now), customers: views.count, states: states, sent: records.count,
-            accepted: accepted, failed: records.count - accepted)
+            at: now, day: day(of: now), customers: views.count, states: states, sent: sent, accepted: accepted, failed: sent - accepted)
     }
 
     /// The ring, oldest first.

@@ -98,6 +98,8 @@ public enum DevEnvironment {
         // (a continued folder starts it where it was saved).
         let clock = AppStoreSimulator.VirtualClock(
             milliseconds: saved?.simulator.now ?? options.start ?? Int64(Date().timeIntervalSince1970 * 1000))
+        let play = try Self.play(options, file: file, clock: clock, folder: folder, saved: saved)
+        if let play { configuration.playApps = play.apps(configuration.playApps) }
         let assembled = try await buildApplication(
             configuration: configuration, clock: clock, fastPaths: options.fastPaths, outbound: serverAPI.redirect)
         let store = assembled.store
@@ -131,7 +133,8 @@ public enum DevEnvironment {
         let driver = DevDriver(
             simulator: simulator, ledger: assembled.ledger, policy: configuration.policy,
             pace: DevDriver.Pace(running: dayEvery > 0, dayEvery: dayEvery > 0 ? max(DevDriver.minimumDayEvery, dayEvery) : 2),
-            folder: folder, saved: saved)
+            folder: folder, saved: saved, play: play)
+        play?.connect(endpoint: URL(string: "http://\(configuration.listen.host):\(server.port)/v1/google/notifications")!)
         driverBox.set(driver)
 
         let control = options.control ?? controlAddress(following: configuration.listen)
@@ -198,8 +201,18 @@ public enum DevEnvironment {
         await driver.save()
         await controlServer.shutdown()
         await server.shutdown()
+        await play?.shutdown()
         await store.close()
         ServerLog.event("stopped", [:])
+    }
+
+    /// The fake Google Play selling your configuration's first Play app, else the demo Play app; nil
+    /// when your configuration has App Store apps only.
+    static func play(_ options: DevOptions, file: Configuration?, clock: any EpochClock, folder: DevDataFolder, saved: DevState?)
+        throws(StartupError) -> DevPlay?
+    {
+        guard file == nil || file?.playApps.isEmpty == false else { return nil }
+        return try DevPlay(configured: file?.playApps.first, clock: clock, keyFile: folder.playKeyFile, saved: saved?.play)
     }
 
     /// Your configuration file, with dev's address and database.
@@ -298,6 +311,10 @@ public enum DevEnvironment {
             $0.customer = "erin"
             $0.product = "basic.monthly"
             $0.enabled = false
+        }
+        // Gina subscribes on Google Play: the same answer, events and console as the App Store's customers.
+        if driver.play != nil {
+            _ = try await driver.act(play: DevPlay.ActionRequest(action: "buy", customer: "gina", product: "pro.monthly"))
         }
         var refund = ActionRequest("refund")
         refund.customer = "frank"

@@ -298,10 +298,11 @@ public final class FakeGoogle: Sendable {
     // MARK: - Time
 
     /// Applies what time does by itself: purchases unacknowledged past the deadline are refunded
-    /// (Google voids them), canceled subscriptions past expiry expire, paused ones resume.
-    public func sweep() {
+    /// (Google voids them) unless `refundingUnacknowledged` is false, canceled subscriptions past
+    /// expiry expire, paused ones resume.
+    public func sweep(refundingUnacknowledged: Bool = true) {
         let now = nowMillis
-        let deadline = Self.acknowledgementDeadlineSeconds * 1000
+        let deadline = refundingUnacknowledged ? Self.acknowledgementDeadlineSeconds * 1000 : .max
         let (subscriptionRefunds, productRefunds, expiring, resuming) = state.withLock { state in
             (
                 state.subscriptions.filter { !$0.value.acknowledged && !$0.value.voided && now - $0.value.startMillis >= deadline }.map(\.key),

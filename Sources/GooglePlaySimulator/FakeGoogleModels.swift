@@ -34,7 +34,7 @@ public struct FakeGoogleError: Error, Sendable, Hashable, CustomStringConvertibl
 }
 
 /// One subscription purchase token's state in the fake.
-struct FakeSubscription: Sendable {
+struct FakeSubscription: Sendable, Codable, Equatable {
     var packageName: String
     var productId: String
     var basePlanId: String
@@ -54,7 +54,7 @@ struct FakeSubscription: Sendable {
     var canceledBy: CancelReason?
     var voided: Bool
 
-    enum CancelReason: Sendable { case user, system, developer, replacement }
+    enum CancelReason: Sendable, Codable { case user, system, developer, replacement }
 
     var purchase: SubscriptionPurchaseV2 {
         let orderId = renewals == 0 ? orderBase : "\(orderBase)..\(renewals - 1)"
@@ -84,7 +84,7 @@ struct FakeSubscription: Sendable {
 }
 
 /// One one-time purchase token's state in the fake.
-struct FakeProductPurchase: Sendable {
+struct FakeProductPurchase: Sendable, Codable, Equatable {
     var packageName: String
     var productId: String
     var purchaseMillis: Int64

@@ -34,8 +34,9 @@ import Testing
         #expect(before.status == 200)
         let first = Self.samples(before)
         #expect(first.map { Self.int($0["day"]) } == [0])
-        #expect(Self.int(before.json["customers"]) == 6)
-        #expect(Self.int((before.json["states"] as? [String: Any])?["active"]) == 6)
+        // Six App Store customers and Gina, who subscribed on Google Play.
+        #expect(Self.int(before.json["customers"]) == 7)
+        #expect(Self.int((before.json["states"] as? [String: Any])?["active"]) == 7)
         let seeded = Self.int((before.json["notifications"] as? [String: Any])?["sent"])
         #expect(seeded >= 7)
 
@@ -278,6 +279,7 @@ import Testing
         for (method, path) in [
             ("GET", "/"), ("GET", "/dev/customers"), ("GET", "/dev/metrics"), ("GET", "/dev/clock"),
             ("GET", "/dev/customers/alice/timeline"), ("POST", "/dev/actions"), ("POST", "/dev/clock/advance"),
+            ("GET", "/dev/play"), ("POST", "/dev/play/actions"),
         ] {
             let reply = try await Loopback.send(
                 port: server.port, method, path, headers: ["Authorization": "Bearer \(Self.key)"], body: Array("{}".utf8))

@@ -52,6 +52,10 @@ import Testing
         #expect(try await Self.buy(dev.port, "zoe", "birds.premium.monthly") == 200)
         #expect(try await Self.entitlements(dev.port, "zoe") == ["premium": "birds.premium.monthly", "sync": "birds.premium.monthly"])
         #expect(try await Self.buy(dev.port, "yann", "pro.monthly") == 404)
+        // App Store apps only: no fake Google Play.
+        let play = try await DevDashboardTests.dev(dev.port, "GET", "/dev/play")
+        #expect(play.status == 404)
+        #expect(play.code == "NO_PLAY_APP")
     }
 
     static let storeKitFile = #"""

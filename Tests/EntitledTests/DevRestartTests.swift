@@ -28,6 +28,11 @@ import Testing
         ).entitlement("pro")
     }
 
+    /// A Google Play customer's `pro` (production purchases: the plain answer).
+    static func playPro(_ port: Int, _ customer: String) async throws -> [String: Any]? {
+        try await Loopback.send(port: port, "GET", "/v1/customers/\(customer)", headers: ["Authorization": "Bearer \(key)"]).entitlement("pro")
+    }
+
     @Test func devPrintsTheDashboardAndTheKeyAsPlainLines() async throws {
         let dev = try await ServeProcess.start { Self.devArguments($0, ["--no-seed"]) }
         dev.terminate()
@@ -50,6 +55,7 @@ import Testing
         }
         #expect(try await DevDashboardTests.dev(first.port, "POST", "/dev/clock/advance", #"{"days": 40}"#).status == 200)
         let stopped = try await Self.now(first.port)
+        let ginaToken = try #require(try await Self.playPro(first.port, "gina")?["originalTransactionId"] as? String)
         for customer in seeded {
             if let id = try await Self.pro(first.port, customer)?["transactionId"] as? String { issued.insert(id) }
         }
@@ -59,12 +65,20 @@ import Testing
         defer { second.terminate() }
         // The clock goes on from where it stopped (a fresh start would read the wall clock, 40 days behind).
         #expect(try await Self.now(second.port) == stopped)
-        // Not seeded again: the same six customers, each with the subscription they had.
+        // Not seeded again: the same seven customers, each with the subscription they had.
         let metrics = try await DevDashboardTests.dev(second.port, "GET", "/dev/metrics")
-        #expect(DevDashboardTests.int(metrics.json["customers"]) == 6)
+        #expect(DevDashboardTests.int(metrics.json["customers"]) == 7)
         for customer in seeded {
             #expect(try await Self.pro(second.port, customer)?["originalTransactionId"] as? String == originals[customer])
         }
+        // The fake Google Play continues too: Gina's token is still its, and it renews on.
+        let gina = try #require(try await Self.playPro(second.port, "gina"))
+        #expect(gina["store"] as? String == "playStore")
+        #expect(gina["originalTransactionId"] as? String == ginaToken)
+        #expect(try await DevDashboardTests.dev(second.port, "POST", "/dev/clock/advance", #"{"days": 31}"#).status == 200)
+        let renewed = try #require(try await Self.playPro(second.port, "gina"))
+        #expect(renewed["active"] as? Bool == true)
+        #expect(try #require(renewed["expiresAt"] as? String) > (gina["expiresAt"] as? String ?? ""))
         // A new purchase gets an id never issued before, so it cannot land on an old customer.
         #expect(try await DevDashboardTests.dev(second.port, "POST", "/dev/actions", #"{"action": "customer", "customer": "zoe"}"#).status == 200)
         let buy = try await DevDashboardTests.dev(

@@ -64,8 +64,11 @@ struct FactRow: Sendable {
             appAccountToken = f.appAccountToken
         case .playSubscription(let f):
             transactionId = f.purchaseToken
+            // The app passes the customer's appAccountToken to setObfuscatedAccountId: it links as Apple's does.
+            appAccountToken = f.obfuscatedExternalAccountId
         case .playProduct(let f):
             transactionId = f.purchaseToken
+            appAccountToken = f.obfuscatedExternalAccountId
         case .playVoided(let f):
             transactionId = f.purchaseToken
         case .renewalInfo, .appTransaction, .pendingRenewal:
