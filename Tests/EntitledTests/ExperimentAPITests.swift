@@ -80,6 +80,24 @@ import Testing
         }
     }
 
+    /// The console's Experiments page reads the list and one experiment's results (its script
+    /// asks these routes, a console key may).
+    @Test func theConsoleHasAnExperimentsPage() async throws {
+        try await APIHarness.run(configuration: Self.configuration()) { api in
+            let html = String(decoding: try await api.send("GET", "/console").body, as: UTF8.self)
+            #expect(html.contains(##"<a href="#experiments">Experiments</a>"##))
+            let script = String(decoding: try await api.send("GET", "/console/console.js").body, as: UTF8.self)
+            #expect(script.contains(#"api("/v1/experiments")"#) && script.contains(#""/results""#))
+            #expect(script.contains(#"name === "experiments""#))
+            try await Self.offerings(api)
+            #expect(try await Self.put(api, "spring", Self.split).status == 201)
+            let results = try await api.send("GET", "/v1/experiments/spring/results", auth: "Bearer console-secret-0123456789")
+            #expect(results.status == 200)
+            #expect(results.json["enoughData"] as? Bool == false)
+            #expect(try await Self.put(api, "spring", Self.split, auth: "Bearer console-secret-0123456789").code == "FORBIDDEN")
+        }
+    }
+
     @Test(arguments: [
         ("bad id!", Self.split),
         ("x", #"{"variants": [{"offeringId": "default", "weight": 1}], "status": "running"}"#),
