@@ -4,6 +4,8 @@ import EntitledCrypto
 import EntitledServer
 import Entitlements
 import Foundation
+import HTTPServer
+import Storage
 import Testing
 
 /// Experiments' admin API (`/v1/experiments`), the variant a customer's offering read shows and
@@ -177,6 +179,51 @@ import Testing
             #expect(after.json["experiment"] is NSNull)
             #expect(after.json["offeringId"] as? String == "lifetime")
         }
+    }
+
+    /// Two servers on one database, each with its own copy of the offerings, asked at once for the
+    /// same customers: the same variant from both (the hash's), one enrolment and one event each.
+    @Test(arguments: StoredBackend.all)
+    func twoServersEnrolEachCustomerOnceInTheSameVariant(backend: StoredBackend) async throws {
+        let store = try await backend.open()
+        let clock = VirtualClock(APIHarness.start)
+        let (one, _) = try await startServer(configuration: Self.configuration(), store: store, clock: clock)
+        let (two, _) = try await startServer(configuration: Self.configuration(), store: store, clock: clock)
+        @Sendable func send(_ port: Int, _ method: String, _ path: String, auth: String, json: String = "") async throws -> Loopback.Reply {
+            try await Loopback.send(port: port, method, path, headers: ["Authorization": auth, "Content-Type": "application/json"], body: Array(json.utf8))
+        }
+        @Sendable func variant(_ reply: Loopback.Reply) -> Int? { (reply.json["experiment"] as? [String: Any])?["variant"] as? Int }
+        do {
+            for (id, product) in [("default", "pro.monthly"), ("cheaper", "pro.yearly")] {
+                let body = #"{"packages": [{"id": "$monthly", "products": {"appStore": "\#(product)"}}]}"#
+                #expect(try await send(one.port, "PUT", "/v1/offerings/\(id)", auth: APIHarness.admin, json: body).status == 201)
+            }
+            #expect(try await send(one.port, "PUT", "/v1/experiments/spring", auth: APIHarness.admin, json: Self.split).status == 201)
+            let users = (0..<16).map { "multi-\($0)" }
+            let ports = (one.port, two.port)
+            try await withThrowingTaskGroup(of: (String, Int?, Int?).self) { group in
+                for user in users {
+                    group.addTask {
+                        async let a = send(ports.0, "GET", "/v1/customers/\(user)/offerings", auth: APIHarness.reader)
+                        async let b = send(ports.1, "GET", "/v1/customers/\(user)/offerings", auth: APIHarness.reader)
+                        let (fromOne, fromTwo) = try await (a, b)
+                        return (user, variant(fromOne), variant(fromTwo))
+                    }
+                }
+                for try await (user, a, b) in group {
+                    #expect(a == Self.bucket(user, "spring"), "\(user)")
+                    #expect(b == a, "\(user)")
+                }
+            }
+            for user in users { #expect(try await store.enrolments(appUserId: user).count == 1, "\(user)") }
+            let events = try await store.events(after: 0, limit: 1000).filter { $0.type == "experiment.enrolled" }
+            #expect(events.count == users.count)
+        } catch {
+            Issue.record(error)
+        }
+        await one.shutdown()
+        await two.shutdown()
+        await store.close()
     }
 
     /// Six customers enrolled at t0 buy (or not) over the next days; at 8 days the results count
