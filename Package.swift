@@ -162,7 +162,8 @@ let package = Package(
         .testTarget(
             name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlaySimulator", "EntitledConfig", "AppStore", "AppStoreTesting", "EntitledCrypto", "HTTPClient", "HTTPServer"],
             swiftSettings: swiftSettings),
-        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements"], swiftSettings: swiftSettings),
+        // EntitledCrypto: the SHA-256 an experiment's split is computed with (the core takes it as a function).
+        .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "EntitledCrypto"], swiftSettings: swiftSettings),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Entitlements", "AppStoreTesting", "EntitledCrypto", "JSONCoding"], exclude: ["Fixtures"],
             swiftSettings: swiftSettings),

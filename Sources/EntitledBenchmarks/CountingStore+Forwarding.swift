@@ -144,3 +144,13 @@ extension CountingStore {
         try await base.changePaywall(actor: actor, now: now, decide)
     }
 }
+
+extension CountingStore {
+    func enrolments(appUserId: String) async throws -> [ExperimentEnrolment] { try await base.enrolments(appUserId: appUserId) }
+    func enrol(appUserId: String, _ enrolment: ExperimentEnrolment, now: Int64) async throws -> (enrolment: ExperimentEnrolment, recorded: Bool)? {
+        try await base.enrol(appUserId: appUserId, enrolment, now: now)
+    }
+    func enrolledCustomers(experimentId: String, afterCustomerId: Int64, limit: Int) async throws -> [EnrolledCustomer] {
+        try await base.enrolledCustomers(experimentId: experimentId, afterCustomerId: afterCustomerId, limit: limit)
+    }
+}

@@ -47,6 +47,7 @@ public struct API: Sendable {
     let attributes: AttributeRoutes
     let offerings: OfferingRoutes
     let customerOfferings: CustomerOfferingRoutes
+    let experiments: ExperimentRoutes
 
     init(
         configuration: Configuration, ingest: Ingest, ledger: FactLedger, clock: any EpochClock, budget: RejectionBudget? = nil,
@@ -101,7 +102,12 @@ public struct API: Sendable {
             gate: gate, changes: OfferingChanges(ledger: ledger, cache: paywall), cache: paywall,
             products: Set(configuration.apps.flatMap(\.products).map(\.productId)), clock: clock)
         customerOfferings = CustomerOfferingRoutes(
-            gate: gate, offerings: CustomerOfferings(ledger: ledger, cache: paywall, answers: answers, clock: clock))
+            gate: gate,
+            offerings: CustomerOfferings(
+                ledger: ledger, cache: paywall, answers: answers, clock: clock, experiments: ExperimentExposure(ledger: ledger)))
+        experiments = ExperimentRoutes(
+            gate: gate, changes: ExperimentChanges(changes: OfferingChanges(ledger: ledger, cache: paywall)), cache: paywall,
+            results: ExperimentResultsReader(ledger: ledger, environments: answers.grantEnvironments), clock: clock)
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -127,6 +133,7 @@ public struct API: Sendable {
         attributes.register(on: &router)
         offerings.register(on: &router)
         customerOfferings.register(on: &router)
+        experiments.register(on: &router)
     }
 
     /// A history request's `limit` (default ``defaultHistoryLimit``, at most ``maxHistoryLimit``) and

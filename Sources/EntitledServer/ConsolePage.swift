@@ -21,6 +21,7 @@ enum ConsolePage {
             <a href="#customers">Customers</a>
             <a href="#health">Health</a>
             <a href="#retention">Retention</a>
+            <a href="#experiments">Experiments</a>
             <button id="logout" type="button">Log out</button>
           </nav>
         </header>

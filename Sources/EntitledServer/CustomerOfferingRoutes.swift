@@ -42,6 +42,7 @@ struct CustomerOfferings: Sendable {
     let cache: PaywallCache
     let answers: CustomerAnswers
     let clock: any EpochClock
+    let experiments: ExperimentExposure
 
     /// What the app said in the request (each one wins over the attribute of the same meaning).
     struct Asked: Sendable {
@@ -63,12 +64,16 @@ struct CustomerOfferings: Sendable {
             storefront: asked.storefront ?? attributes["$storefront"] ?? snapshot.state.storefront?.storefront,
             appVersion: asked.appVersion ?? attributes["$appVersion"], locale: asked.locale ?? attributes["$locale"],
             platform: asked.platform, attributes: attributes, states: AudienceState.of(snapshot.state))
-        guard let (offering, ruleId) = paywall.choose(for: audience) else {
+        // A running experiment whose audience holds (or one the customer is enrolled in) decides
+        // before the targeting rules.
+        let assignment = try await experiments.assignment(appUserId: appUserId, audience: audience, paywall: paywall, now: now)
+        let chosen = assignment.flatMap { a in paywall.offerings[a.offeringId].map { ($0, nil as String?) } } ?? paywall.choose(for: audience)
+        guard let (offering, ruleId) = chosen else {
             throw HTTPError(.offeringNotFound, "no offering is current and no targeting rule chose one")
         }
         return CustomerOfferingBody(
             appUserId: appUserId, paywallVersion: paywall.version, offering: offering, ruleId: ruleId, offers: snapshot.state.offers,
-            states: audience.states)
+            states: audience.states, experiment: assignment)
     }
 }
 
@@ -81,6 +86,8 @@ struct CustomerOfferingBody: Encodable {
     /// The customer's eligible offers (the engine's, as the customer answer's `offers`).
     var offers: EligibleOffers
     var states: Set<AudienceState>
+    /// The experiment variant shown, when an experiment chose the offering.
+    var experiment: ExperimentAssignment?
 
     struct PackageBody: Encodable {
         var id: String
@@ -94,7 +101,15 @@ struct CustomerOfferingBody: Encodable {
         var winBackOfferIds: [String]
     }
 
-    enum Key: String, CodingKey { case appUserId, version, offeringVersion, offeringId, description, metadata, packages, ruleId, states }
+    enum Key: String, CodingKey {
+        case appUserId, version, offeringVersion, offeringId, description, metadata, packages, ruleId, experiment, states
+    }
+
+    /// The experiment as the answer names it.
+    struct ExperimentVariantBody: Encodable {
+        var id: String
+        var variant: Int
+    }
 
     func encode(to encoder: any Encoder) throws {
         var c = NullEncoding(container: encoder.container(keyedBy: Key.self))
@@ -115,6 +130,7 @@ struct CustomerOfferingBody: Encodable {
                         winBackOfferIds: offers.winBack.filter { $0.productId == product }.map(\.offerId)))
             }, .packages)
         try c.put(ruleId, .ruleId)
+        try c.put(experiment.map { ExperimentVariantBody(id: $0.experimentId, variant: $0.variant) }, .experiment)
         try c.put(AudienceState.allCases.filter(states.contains).map(\.rawValue), .states)
     }
 }

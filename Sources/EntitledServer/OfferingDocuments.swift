@@ -133,7 +133,7 @@ enum OfferingRules {
             guard offerings.contains(rule.offeringId) else {
                 throw HTTPError(.invalidTargeting, "rule \(rule.id): no offering \(rule.offeringId.prefix(64))")
             }
-            try check(rule.conditions, rule: rule.id)
+            try check(rule.conditions, in: "rule \(rule.id)", code: .invalidTargeting)
         }
         return rules
     }
@@ -142,8 +142,10 @@ enum OfferingRules {
         "storefronts", "attributes", "states", "minAppVersion", "maxAppVersion", "locales", "platforms",
     ]
 
-    static func check(_ c: TargetingConditions, rule: String) throws {
-        func fail(_ detail: String) -> HTTPError { HTTPError(.invalidTargeting, "rule \(rule): \(detail)") }
+    /// Checks conditions within bounds (`subject` names them in the problem's detail: `rule a`,
+    /// `audience`), refused under `code`.
+    static func check(_ c: TargetingConditions, in subject: String, code: ProblemCode) throws {
+        func fail(_ detail: String) -> HTTPError { HTTPError(code, "\(subject): \(detail)") }
         for list in [c.storefronts, c.locales, c.platforms, c.states?.map(\.rawValue)] {
             if let list, !(1...maxConditionEntries).contains(list.count) {
                 throw fail("a condition's list holds 1…\(maxConditionEntries) entries")

@@ -5,7 +5,7 @@ import HTTPServer
 import Storage
 import Synchronization
 
-/// The offerings, the current one and the targeting rules at one version, decoded.
+/// The offerings, the current one, the targeting rules and the experiments at one version, decoded.
 struct Paywall: Sendable {
     struct Offering: Sendable {
         var document: OfferingDocument
@@ -14,10 +14,20 @@ struct Paywall: Sendable {
         var updatedAt: Int64
     }
 
+    /// An experiment and its last change.
+    struct ExperimentEntry: Sendable {
+        var experiment: Experiment
+        var version: Int64
+        var updatedAt: Int64
+    }
+
     var version: Int64
     var offerings: [String: Offering]
     var current: String?
     var rules: [TargetingRule]
+    /// Every experiment, by id (a stored one that no longer decodes is left out: it shows nothing).
+    var experimentEntries: [ExperimentEntry]
+    var experiments: [Experiment] { experimentEntries.map(\.experiment) }
 
     /// `snapshot` decoded; a stored document that no longer decodes is left out (and a rule
     /// naming it matches no one: ``choose(for:)`` skips it).
@@ -31,6 +41,10 @@ struct Paywall: Sendable {
         self.offerings = offerings
         current = snapshot.current
         rules = snapshot.targeting.flatMap { try? JSONDecoder().decode(TargetingBody.self, from: Data($0.utf8)).rules } ?? []
+        experimentEntries = snapshot.experiments.compactMap { stored in
+            (try? JSONDecoder().decode(Experiment.self, from: Data(stored.document.utf8)))
+                .map { ExperimentEntry(experiment: $0, version: stored.version, updatedAt: stored.updatedAt) }
+        }
     }
 
     /// The offering `audience` sees (the engine's ``chooseOffering(rules:current:audience:)``).
@@ -102,6 +116,8 @@ struct OfferingChanges: Sendable {
         case notFound(String)
         case inUse(String)
         case invalidTargeting(String)
+        case invalidExperiment(String)
+        case experimentLocked(String)
     }
 
     /// Applies what `decide` returns for the stored snapshot; the paywall after it.
@@ -116,6 +132,8 @@ struct OfferingChanges: Sendable {
             case .notFound(let detail): throw HTTPError(.offeringNotFound, detail)
             case .inUse(let detail): throw HTTPError(.offeringInUse, detail)
             case .invalidTargeting(let detail): throw HTTPError(.invalidTargeting, detail)
+            case .invalidExperiment(let detail): throw HTTPError(.invalidExperiment, detail)
+            case .experimentLocked(let detail): throw HTTPError(.experimentLocked, detail)
             }
         } catch let error as StorageError {
             throw Problems.storage(error, invalidRequest: Problems.invalidRequest)
@@ -137,13 +155,17 @@ struct OfferingChanges: Sendable {
         return (paywall, created.withLock { $0 })
     }
 
-    /// Deletes the offering `id` unless it is current or a rule's.
+    /// Deletes the offering `id` unless it is current, a rule's or an experiment's not ended.
     func delete(_ id: String, actor: String, now: Int64) async throws -> Paywall {
         try await change(actor: actor, now: now) { before in
             guard before.offering(id) != nil else { throw Refusal.notFound("no offering \(id)") }
             if before.current == id { throw Refusal.inUse("\(id) is the current offering: make another one current first") }
             let rules = Paywall(before).rules.filter { $0.offeringId == id }.map(\.id)
             if !rules.isEmpty { throw Refusal.inUse("targeting rules \(rules.joined(separator: ", ")) show \(id): change them first") }
+            let experiments = Paywall(before).experiments.filter { $0.status != .ended && $0.variants.contains { $0.offeringId == id } }
+            if !experiments.isEmpty {
+                throw Refusal.inUse("experiments \(experiments.map(\.id).joined(separator: ", ")) show \(id): end them first")
+            }
             return [.deleteOffering(id: id)]
         }
     }

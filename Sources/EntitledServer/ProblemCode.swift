@@ -70,6 +70,10 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case offeringNotFound = "OFFERING_NOT_FOUND"
     case offeringInUse = "OFFERING_IN_USE"
     case invalidTargeting = "INVALID_TARGETING"
+    case invalidExperiment = "INVALID_EXPERIMENT"
+    case experimentNotFound = "EXPERIMENT_NOT_FOUND"
+    /// An ended experiment changed, or a variant's offering.
+    case experimentLocked = "EXPERIMENT_LOCKED"
 
     // A signed payload or V1 body refused (recorded as rejected). `INVALID_ENVIRONMENT` above is
     // also one of these: a payload's environment the app does not accept.
@@ -135,7 +139,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             .certificateRevoked, .invalidSignature, .invalidAppIdentifier, .malformedPayload, .invalidDate, .invalidReceipt,
             .receiptSignatureInvalid, .receiptWrongBundle, .receiptTooLarge, .invalidGrant, .googleMalformedNotification,
             .googleInvalidRequest, .invalidAttribute,
-            .tooManyAttributes, .invalidOffering, .invalidTargeting:
+            .tooManyAttributes, .invalidOffering, .invalidTargeting, .invalidExperiment:
             400
         case .unauthorized, .invalidSharedSecret, .tokenMalformed, .tokenSignatureInvalid, .tokenExpiryMissing,
             .tokenLifetimeTooLong, .tokenExpired, .googlePushMissingToken, .googlePushMalformedToken,
@@ -145,7 +149,8 @@ public enum ProblemCode: String, CaseIterable, Sendable {
             401
         case .forbidden, .tokenCustomerMismatch, .invalidLoginToken: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
-            .offerNotFound, .grantNotFound, .googlePurchaseNotFound, .chartNotFound, .offeringNotFound:
+            .offerNotFound, .grantNotFound, .googlePurchaseNotFound, .chartNotFound, .offeringNotFound,
+            .experimentNotFound:
             404
         case .methodNotAllowed: 405
         case .payloadTooLarge, .bodyNotAllowed: 413
@@ -153,7 +158,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .headersTooLarge: 431
         case .tooManyRejections, .appKeyRateLimited, .addressRateLimited, .offerRateLimited: 429
         case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict,
-            .offeringInUse:
+            .offeringInUse, .experimentLocked:
             409
         case .idempotencyKeyReused: 422
         case .appleAPIFailed, .googleMalformedResponse, .googleAPIError: 502

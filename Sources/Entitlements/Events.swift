@@ -32,6 +32,8 @@ public struct EventType: StringToken {
     public static let customerMerged: Self = "customer.merged"
     public static let customerDeleted: Self = "customer.deleted"
     public static let consumptionRequested: Self = "consumption.requested"
+    /// A customer's first exposure to an experiment: the variant they were enrolled in.
+    public static let experimentEnrolled: Self = "experiment.enrolled"
     /// Hindsight disproves events already released (facts that came late): names them and the
     /// events that replace them (``eventRelease(facts:policy:now:environment:released:revealedFrom:)``).
     public static let correction: Self = "correction"
@@ -45,7 +47,7 @@ public struct EventType: StringToken {
         .purchaseRefundReversed, .subscriptionPriceIncrease, .subscriptionAutoRenewEnabled,
         .subscriptionAutoRenewDisabled, .subscriptionBillingIssue, .subscriptionGracePeriodExpired, .subscriptionPaused,
         .subscriptionRefunded, .subscriptionRevoked, .purchaseRefunded, .subscriptionExpired,
-        .customerTransferred, .customerMerged, .customerDeleted, .consumptionRequested, .correction, .test,
+        .customerTransferred, .customerMerged, .customerDeleted, .consumptionRequested, .experimentEnrolled, .correction, .test,
     ]
 
     /// The position of the type among events of one instant (unknown types last).

@@ -23,12 +23,18 @@ public struct PaywallSnapshot: Sendable, Hashable {
     public var current: String?
     /// The targeting rules' document.
     public var targeting: String?
+    /// Every experiment, by id.
+    public var experiments: [StoredExperiment]
 
-    public init(version: Int64 = 0, offerings: [StoredOffering] = [], current: String? = nil, targeting: String? = nil) {
+    public init(
+        version: Int64 = 0, offerings: [StoredOffering] = [], current: String? = nil, targeting: String? = nil,
+        experiments: [StoredExperiment] = []
+    ) {
         self.version = version
         self.offerings = offerings
         self.current = current
         self.targeting = targeting
+        self.experiments = experiments
     }
 
     public func offering(_ id: String) -> StoredOffering? { offerings.first { $0.id == id } }
@@ -41,6 +47,8 @@ public enum PaywallChange: Sendable, Hashable {
     case deleteOffering(id: String)
     case setCurrent(offeringId: String)
     case setTargeting(document: String)
+    /// Creates or replaces an experiment.
+    case putExperiment(id: String, document: String)
 }
 
 /// Offerings (what the paywall sells) and their targeting, versioned: every change is numbered
@@ -97,6 +105,11 @@ extension SessionBackedStore {
                 case .setTargeting(let text):
                     (kind, subject, document) = ("targeting", nil, text)
                     try Self.setSetting(session, name: "targeting", value: text, version: version, now: now)
+                case .putExperiment(let id, let text):
+                    (kind, subject, document) = ("experiment", id, text)
+                    try session.query("DELETE FROM experiments WHERE experiment_id = \(id)")
+                    try session.query(
+                        "INSERT INTO experiments (experiment_id, document, version, updated_at) VALUES (\(id), \(text), \(version), \(now))")
                 }
                 try session.query(
                     """
@@ -125,11 +138,15 @@ extension SessionBackedStore {
         let offerings = try session.rows(
             "SELECT offering_id, document, version, updated_at FROM offerings ORDER BY offering_id", as: OfferingColumns.self)
         let settings = try session.rows("SELECT name, value, version FROM paywall_settings", as: SettingColumns.self)
+        let experiments = try session.rows(
+            "SELECT experiment_id AS offering_id, document, version, updated_at FROM experiments ORDER BY experiment_id", as: OfferingColumns.self)
         func setting(_ name: String) -> SettingColumns? { settings.first { $0.name == name } }
+        func stored(_ row: OfferingColumns) -> StoredOffering {
+            StoredOffering(id: row.offeringId, document: row.document, version: row.version, updatedAt: row.updatedAt)
+        }
         return PaywallSnapshot(
-            version: setting("version")?.version ?? 0,
-            offerings: offerings.map { StoredOffering(id: $0.offeringId, document: $0.document, version: $0.version, updatedAt: $0.updatedAt) },
-            current: setting("current")?.value, targeting: setting("targeting")?.value)
+            version: setting("version")?.version ?? 0, offerings: offerings.map(stored), current: setting("current")?.value,
+            targeting: setting("targeting")?.value, experiments: experiments.map(stored))
     }
 }
 

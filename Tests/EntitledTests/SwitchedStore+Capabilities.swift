@@ -142,3 +142,18 @@ extension SwitchedStore: OfferingStore {
         return try await base.changePaywall(actor: actor, now: now, decide)
     }
 }
+
+extension SwitchedStore: ExperimentStore {
+    func enrolments(appUserId: String) async throws -> [ExperimentEnrolment] {
+        try up()
+        return try await base.enrolments(appUserId: appUserId)
+    }
+    func enrol(appUserId: String, _ enrolment: ExperimentEnrolment, now: Int64) async throws -> (enrolment: ExperimentEnrolment, recorded: Bool)? {
+        try up()
+        return try await base.enrol(appUserId: appUserId, enrolment, now: now)
+    }
+    func enrolledCustomers(experimentId: String, afterCustomerId: Int64, limit: Int) async throws -> [EnrolledCustomer] {
+        try up()
+        return try await base.enrolledCustomers(experimentId: experimentId, afterCustomerId: afterCustomerId, limit: limit)
+    }
+}

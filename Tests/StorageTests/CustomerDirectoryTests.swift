@@ -276,6 +276,11 @@ struct CustomerDirectoryTests {
             appUserId: "\(prefix)-alias", changes: ["$email": "\(prefix)@example.com"], maxCount: 10, now: testNow)
         guard case .stored = email else { throw StorageError(.internal, "the attributes were not stored: \(email)") }
         _ = try await attributes.setAttributes(appUserId: "\(prefix)-main", changes: ["plan": "team"], maxCount: 10, now: testNow)
+        // Enrolled in an experiment.
+        let enrolment = ExperimentEnrolment(experimentId: "spring", variant: 1, offeringId: "cheaper", enrolledAt: testNow)
+        guard try await store.enrol(appUserId: "\(prefix)-alias", enrolment, now: testNow)?.recorded == true else {
+            throw StorageError(.internal, "the enrolment was not recorded")
+        }
     }
 
     /// Every table's name.

@@ -139,6 +139,7 @@ extension Ledger {
                 ("DELETE FROM offer_signatures WHERE app_user_id = \(member.appUserId)" as SQLQuery),
                 ("DELETE FROM customer_consents WHERE app_user_id = \(member.appUserId)" as SQLQuery),
                 ("DELETE FROM customer_attributes WHERE customer_id = \(member.id)" as SQLQuery),
+                ("DELETE FROM experiment_enrolments WHERE customer_id = \(member.id)" as SQLQuery),
                 // Their events (which carry their ids and answers) and those events' deliveries.
                 ("DELETE FROM webhook_deliveries WHERE customer_key = \(member.appUserId)" as SQLQuery),
                 ("DELETE FROM events WHERE customer_id = \(member.id) OR app_user_id = \(member.appUserId)" as SQLQuery),
@@ -261,6 +262,9 @@ extension Ledger {
             "customer_attributes", columns("customer_id, name, value, updated_at")
         ),
         (
+            "experiment_enrolments", columns("experiment_id, customer_id, variant, offering_id, enrolled_at")
+        ),
+        (
             "customer_events", columns("id, kind, customer_id, subject, actor, detail, recorded_at")
         ),
         (
@@ -297,7 +301,7 @@ extension Ledger {
     private static let integerColumns: Set<String> = [
         "id", "customer_id", "created_at", "merged_into", "linked_at", "notification_id", "signed_date", "received_at",
         "computed_at", "active", "will_renew", "expires_at", "grace_until", "auto_renew", "signed_at", "consented",
-        "recorded_at", "body_size", "seq", "occurred_at", "event_seq", "attempts", "next_attempt_at", "first_attempt_at",
+        "recorded_at", "body_size", "seq", "variant", "enrolled_at", "occurred_at", "event_seq", "attempts", "next_attempt_at", "first_attempt_at",
         "last_attempt_at", "last_status", "updated_at",
     ]
 

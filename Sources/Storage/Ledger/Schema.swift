@@ -531,6 +531,28 @@ enum Schema {
                 ALTER TABLE jobs ADD COLUMN subject_time {int};
                 CREATE INDEX jobs_kind_subject_time ON jobs (kind, subject_time);
                 """, step: dateAcknowledgementJobs),
+        // Experiments are versioned with the offerings (a change of one is a `paywall_changes`
+        // row); each customer's enrolment is recorded once per experiment, keyed by the
+        // customer's row id so an erasure deletes it with the customer's other rows.
+        Migration(
+            version: 32, name: "experiments",
+            sql: """
+                CREATE TABLE experiments (
+                    experiment_id TEXT NOT NULL PRIMARY KEY,
+                    document TEXT NOT NULL,
+                    version {int} NOT NULL,
+                    updated_at {int} NOT NULL
+                );
+                CREATE TABLE experiment_enrolments (
+                    experiment_id TEXT NOT NULL,
+                    customer_id {int} NOT NULL,
+                    variant {int} NOT NULL,
+                    offering_id TEXT NOT NULL,
+                    enrolled_at {int} NOT NULL,
+                    PRIMARY KEY (experiment_id, customer_id)
+                ){without_rowid};
+                CREATE INDEX experiment_enrolments_customer ON experiment_enrolments (customer_id);
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
