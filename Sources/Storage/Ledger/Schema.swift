@@ -522,6 +522,31 @@ enum Schema {
         // (``SignedTextFormat`` part 3), which an older binary cannot rebuild: it must refuse the
         // database (`SCHEMA_TOO_NEW`) rather than read such rows as corrupt. Nothing to change.
         Migration(version: 30, name: "references without repeated signatures", sql: ""),
+        // The charts' rollups keyed with the month offset before the segments: an unsegmented
+        // read's GROUP BY (environment, series, day, currency, month offset) is then the key's
+        // prefix, summed as the range is walked (SQLite needs no sort), and a segmented one sorts
+        // only what it groups.
+        Migration(
+            version: 31, name: "chart rollups keyed by month offset before the segments",
+            sql: """
+                CREATE TABLE chart_daily_keyed (
+                    environment TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    day {int} NOT NULL,
+                    currency TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    product TEXT NOT NULL,
+                    storefront TEXT NOT NULL,
+                    period_type TEXT NOT NULL,
+                    month_offset {int} NOT NULL,
+                    value {int} NOT NULL,
+                    PRIMARY KEY (environment, kind, day, currency, month_offset, store, product, storefront, period_type)
+                ){without_rowid};
+                INSERT INTO chart_daily_keyed (environment, kind, day, currency, store, product, storefront, period_type, month_offset, value)
+                    SELECT environment, kind, day, currency, store, product, storefront, period_type, month_offset, value FROM chart_daily;
+                DROP TABLE chart_daily;
+                ALTER TABLE chart_daily_keyed RENAME TO chart_daily;
+                """),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
