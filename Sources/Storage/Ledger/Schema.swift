@@ -547,6 +547,10 @@ enum Schema {
                 DROP TABLE chart_daily;
                 ALTER TABLE chart_daily_keyed RENAME TO chart_daily;
                 """),
+        // When a customer's attributes last changed (set or removed): what places the customer in
+        // a scheduled export's window besides its answer's `computed_at`; a removal leaves no row
+        // of its own to date it.
+        Migration(version: 32, name: "customer attribute change times", sql: "ALTER TABLE customers ADD COLUMN attributes_changed_at {int};"),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
