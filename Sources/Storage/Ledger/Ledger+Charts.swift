@@ -52,30 +52,29 @@ extension Ledger {
     ]
 }
 
-/// One row of a chart read, by column name.
+/// One row of a chart read, by column name: its key and its value.
 private struct ChartColumns: Decodable {
-    var environment: String
-    var kind: String
-    var day: Int64
-    var currency: String
-    var store: String
-    var product: String
-    var storefront: String
-    var periodType: String
-    var monthOffset: Int64
+    var key: ChartRowKey
     var value: Int64
+
+    private enum CodingKeys: String, CodingKey { case value }
+
+    init(from decoder: any Decoder) throws {
+        key = try ChartRowKey(from: decoder)
+        value = try decoder.container(keyedBy: CodingKeys.self).decode(Int64.self, forKey: .value)
+    }
 
     /// The row as the charts read it; nil for a series this build does not know.
     var delta: ChartDelta? {
-        guard let kind = ChartKind(rawValue: kind) else { return nil }
-        return ChartDelta(environment: Environment(rawValue: environment), day: day, kind: kind, currency: currency,
-                          segment: ChartSegment(store: store, product: product, storefront: storefront, periodType: periodType),
-                          offset: monthOffset, value: value)
+        guard let kind = ChartKind(rawValue: key.kind) else { return nil }
+        return ChartDelta(environment: Environment(rawValue: key.environment), day: key.day, kind: kind, currency: key.currency,
+                          segment: ChartSegment(store: key.store, product: key.product, storefront: key.storefront, periodType: key.periodType),
+                          offset: key.offset, value: value)
     }
 }
 
-/// One chart row's key, in storage's words.
-struct ChartRowKey: Hashable, Comparable {
+/// One chart row's key, in storage's words (decoded from the columns of its name).
+struct ChartRowKey: Hashable, Comparable, Decodable {
     var environment: String
     var kind: String
     var day: Int64
@@ -85,6 +84,10 @@ struct ChartRowKey: Hashable, Comparable {
     var storefront: String
     var periodType: String
     var offset: Int64
+
+    private enum CodingKeys: String, CodingKey {
+        case environment, kind, day, currency, store, product, storefront, periodType, offset = "month_offset"
+    }
 
     init(_ delta: ChartDelta) {
         environment = delta.environment.rawValue
