@@ -14,7 +14,8 @@ struct ChartReport: Sendable {
     /// The chart's points over `environments`.
     func points(_ request: ChartRequest, environments: [Environment]) async throws -> [ChartPoint] {
         let rows = try await store.chartRows(
-            environments: environments.map(\.rawValue), kinds: request.chart.kinds, fromDay: request.from, toDay: request.to)
+            environments: environments.map(\.rawValue), kinds: request.chart.kinds, fromDay: request.from, toDay: request.to,
+            segments: Set([request.segment].compactMap { $0 }))
         var request = request
         request.reportingCurrency = console.reportingCurrency
         for currency in Set((rows.opening + rows.days).map(\.currency)) where !currency.isEmpty {

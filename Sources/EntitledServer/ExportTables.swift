@@ -13,7 +13,7 @@ enum ExportTables {
             .string($0.appAccountToken)
         },
         ExportColumn("created_at", "When the server first knew the customer.") { .timestamp($0.createdAt) },
-        ExportColumn("updated_at", "When the customer's answer was last computed: the row's change time, which places it in a run's window.") {
+        ExportColumn("updated_at", "When the customer's answer was last computed or its attributes last changed, whichever is later: the row's change time, which places it in a run's window.") {
             .timestamp($0.updatedAt)
         },
         ExportColumn("active_entitlements", "The entitlement ids active at `updated_at` in any of the customer's environments, sorted, separated by spaces; empty when none.") {
@@ -21,6 +21,9 @@ enum ExportTables {
         },
         ExportColumn("projection_failed", "`true` when the last computation failed and the stored answer is the one before it.") {
             .bool($0.projectionFailed)
+        },
+        ExportColumn("attributes", "The attributes the app set on the customer (`$email`, `$locale`, the app's own names; docs/offerings.md), as a JSON object text of names to values, sorted by name; `{}` when none.") {
+            .string(String(decoding: (try? SortedJSONEncoder.encode(Dictionary(uniqueKeysWithValues: $0.attributes.map { ($0.name, $0.value) }))) ?? Array("{}".utf8), as: UTF8.self))
         },
     ]
 

@@ -58,6 +58,7 @@ extension SessionBackedStore {
                         "INSERT INTO customer_attributes (customer_id, name, value, updated_at) VALUES (\(customer.id), \(name), \(value), \(now))")
                 }
             }
+            if !changes.isEmpty { try session.query("UPDATE customers SET attributes_changed_at = \(now) WHERE id = \(customer.id)") }
             return .stored(try Self.readAttributes(session, customerId: customer.id))
         }
     }
@@ -71,20 +72,35 @@ extension SessionBackedStore {
 
     /// The attributes of the customer row `customerId` and its aliases, the latest of each name.
     static func readAttributes(_ session: any SQLSession, customerId: Int64) throws -> [CustomerAttribute] {
+        try readAttributes(session, customerIds: [customerId])[customerId] ?? []
+    }
+
+    /// The attributes of each customer row of `customerIds` and its aliases, the latest of each
+    /// name, by customer row id (a customer without any is left out).
+    static func readAttributes(_ session: any SQLSession, customerIds: [Int64]) throws -> [Int64: [CustomerAttribute]] {
+        guard !customerIds.isEmpty else { return [:] }
         let rows = try session.rows(
             """
-            SELECT name, value, updated_at FROM customer_attributes
-            WHERE customer_id IN (SELECT id FROM customers WHERE id = \(customerId) OR merged_into = \(customerId))
-            ORDER BY updated_at, name
+            SELECT c.id, c.merged_into, a.name, a.value, a.updated_at FROM customer_attributes a
+            JOIN customers c ON c.id = a.customer_id
+            WHERE c.id IN (\(list: customerIds)) OR c.merged_into IN (\(list: customerIds))
+            ORDER BY a.updated_at, a.name
             """, as: AttributeColumns.self)
-        var latest: [String: CustomerAttribute] = [:]
-        for row in rows { latest[row.name] = CustomerAttribute(name: row.name, value: row.value, updatedAt: row.updatedAt) }
-        return latest.values.sorted { $0.name < $1.name }
+        let asked = Set(customerIds)
+        var latest: [Int64: [String: CustomerAttribute]] = [:]
+        for row in rows {
+            // The row's own customer when asked for, else the one it is an alias of.
+            let owner = asked.contains(row.id) ? row.id : row.mergedInto ?? row.id
+            latest[owner, default: [:]][row.name] = CustomerAttribute(name: row.name, value: row.value, updatedAt: row.updatedAt)
+        }
+        return latest.mapValues { $0.values.sorted { $0.name < $1.name } }
     }
 }
 
 /// A stored attribute's columns.
 private struct AttributeColumns: Decodable {
+    var id: Int64
+    var mergedInto: Int64?
     var name: String
     var value: String
     var updatedAt: Int64

@@ -23,12 +23,15 @@ public struct ExportedCustomer: Sendable, Hashable {
     public var appUserId: String
     public var appAccountToken: String
     public var createdAt: Int64
-    /// When the customer's answer was last computed (the row's change time).
+    /// When the customer's answer was last computed or its attributes last changed, whichever is
+    /// later (the row's change time).
     public var updatedAt: Int64
     /// Entitlement ids active in any of the customer's environments at `updatedAt`, sorted, distinct.
     public var activeEntitlements: [String]
     /// Whether the last projection failed (the stored answer is the one before it).
     public var projectionFailed: Bool
+    /// The attributes the app set on the customer (``CustomerAttributeStore``), by name.
+    public var attributes: [CustomerAttribute]
 }
 
 /// A subscription as the `subscriptions` table of an export holds it.
@@ -59,7 +62,8 @@ public struct ExportedTransaction: Sendable, Hashable {
 /// a few minutes before now (``ExportWindow/through``) is therefore complete once written: what a
 /// transaction still in flight commits later has a later time.
 public protocol ExportReader: Sendable {
-    /// Customers whose answer was computed in `window`, by internal id above `afterID`; at most `limit` (1…1000).
+    /// Customers whose answer was computed or whose attributes changed in `window`, by internal id
+    /// above `afterID`; at most `limit` (1…1000).
     func exportCustomers(_ window: ExportWindow, afterID: Int64, limit: Int) async throws -> [ExportedCustomer]
     /// Subscriptions whose owner's answer was computed in `window`, by originalTransactionId above `after`.
     func exportSubscriptions(_ window: ExportWindow, after: String, limit: Int) async throws -> [ExportedSubscription]
@@ -76,9 +80,13 @@ extension SessionBackedStore {
         return try await read { session in
             let rows = try session.rows(
                 """
-                SELECT customer_id, app_user_id, app_account_token, created_at, computed_at, projection_error FROM customer_states
-                WHERE customer_id > \(afterID) AND computed_at > \(window.lowerBound) AND computed_at <= \(window.through)
-                ORDER BY customer_id LIMIT \(limit)
+                SELECT cs.customer_id, cs.app_user_id, cs.app_account_token, cs.created_at, cs.computed_at, cs.projection_error,
+                    c.attributes_changed_at
+                FROM customer_states cs JOIN customers c ON c.id = cs.customer_id
+                WHERE cs.customer_id > \(afterID)
+                  AND ((cs.computed_at > \(window.lowerBound) AND cs.computed_at <= \(window.through))
+                    OR (c.attributes_changed_at > \(window.lowerBound) AND c.attributes_changed_at <= \(window.through)))
+                ORDER BY cs.customer_id LIMIT \(limit)
                 """, as: CustomerColumns.self)
             guard let first = rows.first, let last = rows.last else { return [] }
             var active: [Int64: Set<String>] = [:]
@@ -90,10 +98,12 @@ extension SessionBackedStore {
             {
                 active[row.customerId, default: []].insert(row.entitlement)
             }
+            let attributes = try Self.readAttributes(session, customerIds: rows.map(\.customerId))
             return rows.map {
                 ExportedCustomer(
                     id: $0.customerId, appUserId: $0.appUserId, appAccountToken: $0.appAccountToken, createdAt: $0.createdAt,
-                    updatedAt: $0.computedAt, activeEntitlements: (active[$0.customerId] ?? []).sorted(), projectionFailed: $0.projectionError != nil)
+                    updatedAt: max($0.computedAt, $0.attributesChangedAt ?? $0.computedAt), activeEntitlements: (active[$0.customerId] ?? []).sorted(),
+                    projectionFailed: $0.projectionError != nil, attributes: attributes[$0.customerId] ?? [])
             }
         }
     }
@@ -163,6 +173,7 @@ private struct ComputedAt: Decodable { var computedAt: Int64 }
 
 private struct CustomerColumns: Decodable {
     var customerId: Int64, appUserId: String, appAccountToken: String, createdAt: Int64, computedAt: Int64, projectionError: String?
+    var attributesChangedAt: Int64?
 }
 
 private struct ActiveColumns: Decodable { var customerId: Int64, entitlement: String }

@@ -280,15 +280,17 @@ enum ExportFiles {
         format == .csv ? csv(bytes) : try jsonl(bytes)
     }
 
+    /// An exported instant (ISO 8601 UTC with milliseconds) in epoch milliseconds.
+    static func milliseconds(_ text: String) throws -> Int64 {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let date = try #require(formatter.date(from: text), "not an instant: \(text)")
+        return Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
     /// A `transactions` row loaded back as the engine's transaction.
     static func transaction(_ row: [String: String]) throws -> TransactionFact {
-        func instant(_ name: String) throws -> Int64? {
-            guard let text = row[name] else { return nil }
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            let date = try #require(formatter.date(from: text), "\(name): \(text)")
-            return Int64((date.timeIntervalSince1970 * 1000).rounded())
-        }
+        func instant(_ name: String) throws -> Int64? { try row[name].map(milliseconds) }
         return TransactionFact(
             transactionId: try #require(row["transaction_id"]), originalTransactionId: try #require(row["original_transaction_id"]),
             webOrderLineItemId: row["web_order_line_item_id"], productId: try #require(row["product_id"]),

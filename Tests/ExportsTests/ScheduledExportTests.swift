@@ -48,6 +48,7 @@ import Testing
             let subscriptions = try await Self.rows(harness, first, .subscriptions, format)
             #expect(subscriptions.map { $0["original_transaction_id"] } == ["o0", "o1", "o2"])
             #expect(subscriptions.allSatisfy { $0["status"] == "active" && $0["environment"] == "Production" })
+            try await Self.expectLedger(harness, subscriptions, updatedAt: ExportHarness.start)
 
             // Re-import: every exported transaction is the ledger's, field for field.
             let ledger = try await harness.ledgerTransactions(["u0", "u1", "u2"])
@@ -76,6 +77,17 @@ import Testing
             let outbox = try await harness.store.events(after: 0, limit: 1000)
             #expect(events.compactMap { $0["event_id"] } == outbox.map(\.id))
             #expect(events.compactMap { $0["sequence"] } == outbox.map { String($0.sequence) })
+            // Loaded back, every event row is the outbox's event, column by column.
+            for (row, event) in zip(events, outbox) {
+                #expect(row["type"] == event.type && row["app_user_id"] == event.appUserId && row["app_account_token"] == event.appAccountToken)
+                #expect(row["environment"] == event.environment && row["bundle_id"] == event.bundleId && row["product_id"] == event.productId)
+                #expect(row["original_transaction_id"] == event.originalTransactionId)
+                #expect((row["entitlements"] ?? "").split(separator: " ").map(String.init) == event.entitlements)
+                #expect(try JSONDecoder().decode([String: String].self, from: Data(try #require(row["details"]).utf8)) == event.details)
+                #expect(row["cause"] == event.cause)
+                #expect(try row["occurred_at"].map(ExportFiles.milliseconds) == event.occurredAt)
+                #expect(try row["recorded_at"].map(ExportFiles.milliseconds) == event.recordedAt)
+            }
         }
     }
 
@@ -161,6 +173,26 @@ import Testing
             let status = try #require(try await harness.store.exportStatuses(now: harness.clock.nowMilliseconds()).first)
             #expect(status.watermark == ExportHarness.start + 5 * 60_000)
             #expect(status.failures == 0 && status.lastError == nil && !status.running)
+        }
+    }
+
+    /// Every column of each exported subscription row, loaded back, is what the ledger holds;
+    /// `updated_at` is when its owner's answer was computed.
+    static func expectLedger(_ harness: ExportHarness, _ rows: [[String: String]], updatedAt: Int64) async throws {
+        for row in rows {
+            let otid = try #require(row["original_transaction_id"])
+            let owned = try #require(try await harness.store.subscription(originalTransactionId: otid))
+            let stored = owned.subscription
+            #expect(Set(row.keys).union(["subscription_group_id", "expires_at", "grace_until"]) == Set(ExportTables.subscriptions.map(\.name)))
+            #expect(row["app_user_id"] == owned.appUserId)
+            #expect(row["product_id"] == stored.productId)
+            #expect(row["subscription_group_id"] == stored.group)
+            #expect(row["environment"] == stored.environment)
+            #expect(row["status"] == stored.status)
+            #expect(try row["expires_at"].map(ExportFiles.milliseconds) == stored.expiresAt)
+            #expect(try row["grace_until"].map(ExportFiles.milliseconds) == stored.graceUntil)
+            #expect(row["auto_renew"] == (stored.autoRenew ? "true" : "false"))
+            #expect(try row["updated_at"].map(ExportFiles.milliseconds) == updatedAt)
         }
     }
 

@@ -18,11 +18,11 @@ import Testing
         }.count
         try await withStore(backend, now: testNow, checksRebuild: false) { store, _ in
             try await _StorageBenchmark.bulkLoadCharts(store, customers: customers, now: testNow)
-            let tomorrow = try await store.chartRows(environments: ["Production"], kinds: [.actives], fromDay: today + 1, toDay: today + 1)
+            let tomorrow = try await store.chartRows(environments: ["Production"], kinds: [.actives], fromDay: today + 1, toDay: today + 1, segments: [.storefront])
             #expect(tomorrow.opening.reduce(0) { $0 + $1.value } == Int64(active))
             #expect(Set(tomorrow.opening.map(\.segment.storefront)).count == 12)
             let history = try await store.chartRows(
-                environments: ["Production"], kinds: [.customersNew, .subscriptionStarts], fromDay: today - 800, toDay: today)
+                environments: ["Production"], kinds: [.customersNew, .subscriptionStarts], fromDay: today - 800, toDay: today, segments: [])
             for kind in [ChartKind.customersNew, .subscriptionStarts] {
                 #expect(history.days.filter { $0.kind == kind }.reduce(0) { $0 + $1.value } == Int64(customers.count))
             }

@@ -13,7 +13,7 @@ import Testing
 
     static func rows(_ store: any LedgerStore) async throws -> ChartRows {
         try await store.chartRows(
-            environments: ["Production"], kinds: ChartKind.allCases, fromDay: day0 - 1, toDay: day0 + 800)
+            environments: ["Production"], kinds: ChartKind.allCases, fromDay: day0 - 1, toDay: day0 + 800, segments: Set(ChartSegmentation.allCases))
     }
 
     /// Rows in a canonical order (the store's order is its index's).
@@ -36,7 +36,7 @@ import Testing
             #expect(rows.opening.isEmpty)
             #expect(Self.sorted(rows.days) == Self.sorted(expected))
             // A level's opening is the sum of the days before the range.
-            let later = try await store.chartRows(environments: ["Production"], kinds: [.actives], fromDay: Self.day0 + 40, toDay: Self.day0 + 40)
+            let later = try await store.chartRows(environments: ["Production"], kinds: [.actives], fromDay: Self.day0 + 40, toDay: Self.day0 + 40, segments: [])
             #expect(later.opening.reduce(0) { $0 + $1.value } == expected.filter { $0.kind == .actives && $0.day < Self.day0 + 40 }.reduce(0) { $0 + $1.value })
 
             try await store.raw("DELETE FROM customer_metrics")

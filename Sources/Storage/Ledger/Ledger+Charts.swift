@@ -16,39 +16,65 @@ extension Ledger {
     }
 
     /// The chart rows of `kinds` in `environments` from `fromDay` to `toDay`, and the stocks'
-    /// levels at the start of `fromDay`.
-    func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64) throws -> ChartRows {
-        let columns = SQLQuery(verbatim: "environment, kind, currency, store, product, storefront, period_type, month_offset")
+    /// levels at the start of `fromDay`, summed in SQL over every segment column but those of
+    /// `segments` (read as empty): a row per environment, series, day, currency, month offset and
+    /// value of the kept segments, so what comes back grows with what the chart splits by, not
+    /// with every segment that exists.
+    func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>) throws -> ChartRows {
+        let kept = Self.segmentColumns.filter { segments.contains($0.segment) }.map(\.column)
+        // Kept columns in the primary key's order; the others as constants, so every row has each column.
+        let select = SQLQuery(verbatim: Self.segmentColumns.map { kept.contains($0.column) ? $0.column : "'' AS \($0.column)" }.joined(separator: ", "))
+        let grouped = SQLQuery(verbatim: (["month_offset"] + kept).joined(separator: ", "))
         var rows = ChartRows()
         let stocks = kinds.filter(\.isStock).map(\.rawValue)
         if !stocks.isEmpty {
-            let opening = try session.query(
+            rows.opening = try session.rows(
                 """
-                SELECT \(columns), SUM(value) FROM chart_daily
+                SELECT environment, kind, CAST(\(fromDay) AS BIGINT) AS day, currency, \(select), month_offset, SUM(value) AS value FROM chart_daily
                 WHERE environment IN (\(list: environments)) AND kind IN (\(list: stocks)) AND day < \(fromDay)
-                GROUP BY \(columns)
-                """)
-            rows.opening = try opening.compactMap { try Self.chartDelta($0, day: fromDay, valueColumn: 8) }.filter { $0.value != 0 }
+                GROUP BY environment, kind, currency, \(grouped) HAVING SUM(value) <> 0
+                """, as: ChartColumns.self
+            ).compactMap(\.delta)
         }
-        let days = try session.query(
+        rows.days = try session.rows(
             """
-            SELECT \(columns), value, day FROM chart_daily
-            WHERE environment IN (\(list: environments)) AND kind IN (\(list: kinds.map(\.rawValue))) AND day >= \(fromDay) AND day <= \(toDay) AND value <> 0
-            """)
-        rows.days = try days.compactMap { try Self.chartDelta($0, day: try $0.int(9), valueColumn: 8) }
+            SELECT environment, kind, day, currency, \(select), month_offset, SUM(value) AS value FROM chart_daily
+            WHERE environment IN (\(list: environments)) AND kind IN (\(list: kinds.map(\.rawValue))) AND day >= \(fromDay) AND day <= \(toDay)
+            GROUP BY environment, kind, day, currency, \(grouped) HAVING SUM(value) <> 0
+            """, as: ChartColumns.self
+        ).compactMap(\.delta)
         return rows
     }
 
-    private static func chartDelta(_ row: SQLRow, day: Int64, valueColumn: Int) throws -> ChartDelta? {
-        guard let kind = ChartKind(rawValue: try row.text(1)) else { return nil }
-        let segment = ChartSegment(store: try row.text(3), product: try row.text(4), storefront: try row.text(5), periodType: try row.text(6))
-        return ChartDelta(environment: Environment(rawValue: try row.text(0)), day: day, kind: kind, currency: try row.text(2),
-                          segment: segment, offset: try row.int(7), value: try row.int(valueColumn))
+    /// The segment columns of `chart_daily`, in the primary key's order.
+    private static let segmentColumns: [(column: String, segment: ChartSegmentation)] = [
+        ("store", .store), ("product", .product), ("storefront", .storefront), ("period_type", .periodType),
+    ]
+}
+
+/// One row of a chart read, by column name: its key and its value.
+private struct ChartColumns: Decodable {
+    var key: ChartRowKey
+    var value: Int64
+
+    private enum CodingKeys: String, CodingKey { case value }
+
+    init(from decoder: any Decoder) throws {
+        key = try ChartRowKey(from: decoder)
+        value = try decoder.container(keyedBy: CodingKeys.self).decode(Int64.self, forKey: .value)
+    }
+
+    /// The row as the charts read it; nil for a series this build does not know.
+    var delta: ChartDelta? {
+        guard let kind = ChartKind(rawValue: key.kind) else { return nil }
+        return ChartDelta(environment: Environment(rawValue: key.environment), day: key.day, kind: kind, currency: key.currency,
+                          segment: ChartSegment(store: key.store, product: key.product, storefront: key.storefront, periodType: key.periodType),
+                          offset: key.offset, value: value)
     }
 }
 
-/// One chart row's key, in storage's words.
-struct ChartRowKey: Hashable, Comparable {
+/// One chart row's key, in storage's words (decoded from the columns of its name).
+struct ChartRowKey: Hashable, Comparable, Decodable {
     var environment: String
     var kind: String
     var day: Int64
@@ -58,6 +84,10 @@ struct ChartRowKey: Hashable, Comparable {
     var storefront: String
     var periodType: String
     var offset: Int64
+
+    private enum CodingKeys: String, CodingKey {
+        case environment, kind, day, currency, store, product, storefront, periodType, offset = "month_offset"
+    }
 
     init(_ delta: ChartDelta) {
         environment = delta.environment.rawValue

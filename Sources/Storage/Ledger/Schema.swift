@@ -553,6 +553,35 @@ enum Schema {
                 ){without_rowid};
                 CREATE INDEX experiment_enrolments_customer ON experiment_enrolments (customer_id);
                 """),
+        // The charts' rollups keyed with the month offset before the segments: an unsegmented
+        // read's GROUP BY (environment, series, day, currency, month offset) is then the key's
+        // prefix, summed as the range is walked (SQLite needs no sort), and a segmented one sorts
+        // only what it groups.
+        Migration(
+            version: 33, name: "chart rollups keyed by month offset before the segments",
+            sql: """
+                CREATE TABLE chart_daily_keyed (
+                    environment TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    day {int} NOT NULL,
+                    currency TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    product TEXT NOT NULL,
+                    storefront TEXT NOT NULL,
+                    period_type TEXT NOT NULL,
+                    month_offset {int} NOT NULL,
+                    value {int} NOT NULL,
+                    PRIMARY KEY (environment, kind, day, currency, month_offset, store, product, storefront, period_type)
+                ){without_rowid};
+                INSERT INTO chart_daily_keyed (environment, kind, day, currency, store, product, storefront, period_type, month_offset, value)
+                    SELECT environment, kind, day, currency, store, product, storefront, period_type, month_offset, value FROM chart_daily;
+                DROP TABLE chart_daily;
+                ALTER TABLE chart_daily_keyed RENAME TO chart_daily;
+                """),
+        // When a customer's attributes last changed (set or removed): what places the customer in
+        // a scheduled export's window besides its answer's `computed_at`; a removal leaves no row
+        // of its own to date it.
+        Migration(version: 34, name: "customer attribute change times", sql: "ALTER TABLE customers ADD COLUMN attributes_changed_at {int};"),
     ]
 
     /// The version from which signed text is stored packed (`SignedPart`).
