@@ -122,6 +122,7 @@ extension CountingStore {
         try await base.setAttributes(appUserId: appUserId, changes: changes, maxCount: maxCount, now: now)
     }
     func attributes(appUserId: String) async throws -> [CustomerAttribute]? { try await base.attributes(appUserId: appUserId) }
+    func attributesNow(appUserId: String) throws -> ImmediateRead<[CustomerAttribute]?> { try base.attributesNow(appUserId: appUserId) }
 }
 
 extension CountingStore {

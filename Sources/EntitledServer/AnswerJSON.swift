@@ -19,6 +19,8 @@ enum AnswerJSON {
         case array([Value])
         /// Members in any order: written sorted by key, as `.sortedKeys` does.
         case object([(String, Value)])
+        /// A value already written as this writer would write it (a part encoded once, reused).
+        case raw([UInt8])
     }
 
     static func encode(_ body: CustomerBody) -> [UInt8] {
@@ -150,6 +152,7 @@ enum AnswerJSON {
             bytes += (text.hasSuffix(".0") ? text.dropLast(2) : Substring(text)).utf8
         case .bool(let flag): bytes += (flag ? "true" : "false").utf8
         case .null: bytes += "null".utf8
+        case .raw(let written): bytes += written
         case .array(let items):
             bytes.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {

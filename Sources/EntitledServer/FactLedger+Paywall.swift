@@ -18,6 +18,18 @@ extension FactLedger {
         try await mapped { try await store.attributes(appUserId: appUserId) }
     }
 
+    /// ``attributes(appUserId:)`` on the calling thread when the store can read at once (an HTTP
+    /// poll thread must not wait), no such customer read as none; nil means "use the asynchronous
+    /// call".
+    public func attributesNow(appUserId: String) throws(StorageError) -> [CustomerAttribute]? {
+        do {
+            guard case .done(let attributes) = try store.attributesNow(appUserId: appUserId) else { return nil }
+            return attributes ?? []
+        } catch {
+            throw Self.storageError(error)
+        }
+    }
+
     /// The number of the offerings' latest change (``OfferingStore``).
     public func paywallVersion() async throws(StorageError) -> Int64 {
         try await mapped { try await store.paywallVersion() }
