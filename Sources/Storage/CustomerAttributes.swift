@@ -78,6 +78,12 @@ extension SessionBackedStore {
         }
     }
 
+    static func readAttributes(_ session: any SQLSession, customerId: Int64) throws -> [CustomerAttribute] {
+        try Ledger.readAttributes(session, customerId: customerId)
+    }
+}
+
+extension Ledger {
     /// The attributes of the customer row `customerId` and its aliases, the latest of each name.
     static func readAttributes(_ session: any SQLSession, customerId: Int64) throws -> [CustomerAttribute] {
         let rows = try session.rows(
