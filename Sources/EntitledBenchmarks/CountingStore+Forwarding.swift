@@ -128,6 +128,9 @@ extension CountingStore {
 extension CountingStore {
     func paywallVersion() async throws -> Int64 { try await base.paywallVersion() }
     func paywall() async throws -> PaywallSnapshot { try await base.paywall() }
+    func paywallChanges(subject id: String, limit: Int) async throws -> [PaywallChangeRecord] {
+        try await base.paywallChanges(subject: id, limit: limit)
+    }
     func changePaywall(
         actor: String?, now: Int64, _ decide: @escaping @Sendable (PaywallSnapshot) throws -> [PaywallChange]
     ) async throws -> PaywallSnapshot {

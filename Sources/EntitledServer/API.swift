@@ -47,6 +47,7 @@ public struct API: Sendable {
     let attributes: AttributeRoutes
     let offerings: OfferingRoutes
     let customerOfferings: CustomerOfferingRoutes
+    let offeringHistory: OfferingHistoryRoutes
 
     init(
         configuration: Configuration, ingest: Ingest, ledger: FactLedger, clock: any EpochClock, budget: RejectionBudget? = nil,
@@ -102,6 +103,7 @@ public struct API: Sendable {
             products: Set(configuration.apps.flatMap(\.products).map(\.productId)), clock: clock)
         customerOfferings = CustomerOfferingRoutes(
             gate: gate, offerings: CustomerOfferings(ledger: ledger, cache: paywall, answers: answers, clock: clock))
+        offeringHistory = OfferingHistoryRoutes(gate: gate, history: OfferingHistory(ledger: ledger))
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -127,6 +129,7 @@ public struct API: Sendable {
         attributes.register(on: &router)
         offerings.register(on: &router)
         customerOfferings.register(on: &router)
+        offeringHistory.register(on: &router)
     }
 
     /// A history request's `limit` (default ``defaultHistoryLimit``, at most ``maxHistoryLimit``) and

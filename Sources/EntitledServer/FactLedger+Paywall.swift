@@ -35,6 +35,11 @@ extension FactLedger {
         try await mapped { try await store.paywallVersion() }
     }
 
+    /// The logged changes that named offering `id`, newest first (``OfferingStore``).
+    public func paywallChanges(subject id: String, limit: Int) async throws(StorageError) -> [PaywallChangeRecord] {
+        try await mapped { try await store.paywallChanges(subject: id, limit: limit) }
+    }
+
     /// The offerings, the current one and the targeting rules as stored.
     public func paywall() async throws(StorageError) -> PaywallSnapshot {
         try await mapped { try await store.paywall() }
