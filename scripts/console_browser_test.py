@@ -226,9 +226,8 @@ def offering_checks(page, text, shot):
     page.wait_for("document.body.dataset.ready === 'offerings' && !document.getElementById('offering-make-current')"
                   " && !!document.getElementById('offering-version')", "the offering made current")
     checks.append(("made current", str("This is the current offering" in text("#offering-version")), "True"))
-    page.evaluate("window.confirm = () => true; document.getElementById('offering-delete').click(); true")
-    page.wait_for("(document.getElementById('offering-delete-error') || {}).textContent?.includes('OFFERING_IN_USE')",
-                  "the current offering's delete refused")
+    checks.append(("the current offering cannot be deleted", str(page.evaluate("document.getElementById('offering-delete').disabled")), "True"))
+    checks.append(("and the page says why", str("current offering" in text("#offering-delete-note")), "True"))
     replaced = dict(document, packages=document["packages"][:1])
     page.evaluate(f"document.getElementById('offering-json').value = {json.dumps(json.dumps(replaced))};"
                   "document.getElementById('offering-form').requestSubmit(); true")
@@ -244,6 +243,17 @@ def offering_checks(page, text, shot):
     listed = page.evaluate("[...document.querySelectorAll('#offering-list a')].map(a => a.textContent)")
     checks.append(("the list shows the offering", json.dumps(listed), json.dumps(["default"])))
     checks.append(("the list marks the current one", text("#offering-list strong"), "current"))
+    # Another one, created from the list and deleted from its page.
+    page.evaluate("document.getElementById('offering-id').value = 'extra';"
+                  f"document.getElementById('offering-json').value = {json.dumps(json.dumps(replaced))};"
+                  "document.getElementById('offering-form').requestSubmit(); true")
+    page.wait_for("document.body.dataset.ready === 'offerings' && location.hash === '#offerings/extra'"
+                  " && !!document.getElementById('offering-delete')", "the second offering")
+    page.evaluate("window.confirm = () => true; document.getElementById('offering-delete').click(); true")
+    page.wait_for("document.body.dataset.ready === 'offerings' && location.hash === '#offerings'"
+                  " && !!document.getElementById('offering-list')", "the list after the delete")
+    listed = page.evaluate("[...document.querySelectorAll('#offering-list a')].map(a => a.textContent)")
+    checks.append(("a deleted offering leaves the list", json.dumps(listed), json.dumps(["default"])))
     return checks
 
 

@@ -91,11 +91,15 @@ enum ConsoleOfferingScript {
               el("div", { class: "panel" }, el("h2", { text: "Metadata" }), el("pre", { id: "offering-metadata", text: JSON.stringify(o.metadata || {}, null, 2) })),
               historyPanel(history));
             const error = el("p", { class: "error", id: "offering-delete-error" });
+            // The API refuses these deletes (OFFERING_IN_USE): say why instead of asking it.
+            const inUse = current ? "It is the current offering: make another one current before deleting it."
+              : rules.length ? "The rules " + rules.join(", ") + " show it: change them before deleting it." : null;
             page.append(el("div", { class: "panel" }, el("h2", { text: "Change" }),
               el("p", { class: "muted", text: "Saving replaces the offering as a new version; customers see it at once on this server, within a second on the others." }),
               offeringForm(id, offeringDocument(o), () => route()),
               el("h2", { text: "Delete" }),
-              el("button", { type: "button", id: "offering-delete", text: "Delete " + id, onclick: async () => {
+              inUse ? el("p", { class: "muted", id: "offering-delete-note", text: inUse }) : null,
+              el("button", { type: "button", id: "offering-delete", text: "Delete " + id, disabled: !!inUse, onclick: async () => {
                 if (!confirm("Delete the offering " + id + "?")) return;
                 try { await api("/v1/offerings/" + encodeURIComponent(id), "DELETE"); location.hash = "#offerings"; }
                 catch (x) { error.textContent = String(x.message); }
