@@ -203,6 +203,60 @@ def order_id_of(base, key, who):
             return "M" + digits
 
 
+def offering_checks(page, text, shot):
+    """The offerings pages with the dev (admin) key: create one through the form, see its packages
+    and metadata, make it current, have its delete refused (it is current), replace it, list it."""
+    checks = []
+    page.evaluate("location.hash = '#offerings'; true")
+    page.wait_for("document.body.dataset.ready === 'offerings'", "the offerings page")
+    checks.append(("no offering yet says what to do", str("create one" in text("#offerings-empty")), "True"))
+    document = {"description": "Monthly and yearly", "metadata": {"title": "Go Pro"},
+                "packages": [{"id": "$monthly", "products": {"appStore": "pro.monthly"}},
+                             {"id": "$annual", "products": {"appStore": "pro.yearly"}}]}
+    page.evaluate("document.getElementById('offering-id').value = 'default';"
+                  f"document.getElementById('offering-json').value = {json.dumps(json.dumps(document))};"
+                  "document.getElementById('offering-form').requestSubmit(); true")
+    page.wait_for("document.body.dataset.ready === 'offerings' && !!document.getElementById('offering-packages')", "the new offering")
+    shot("offering")
+    packages = page.evaluate("[...document.querySelectorAll('#offering-packages td:first-child')].map(td => td.textContent)")
+    checks.append(("the offering's packages in order", json.dumps(packages), json.dumps(["$monthly", "$annual"])))
+    checks.append(("the offering's metadata", str("Go Pro" in text("#offering-metadata")), "True"))
+    checks.append(("a new offering is not current", str("Not current" in text("#offering-version")), "True"))
+    page.evaluate("document.getElementById('offering-make-current').click(); true")
+    page.wait_for("document.body.dataset.ready === 'offerings' && !document.getElementById('offering-make-current')"
+                  " && !!document.getElementById('offering-version')", "the offering made current")
+    checks.append(("made current", str("This is the current offering" in text("#offering-version")), "True"))
+    checks.append(("the current offering cannot be deleted", str(page.evaluate("document.getElementById('offering-delete').disabled")), "True"))
+    checks.append(("and the page says why", str("current offering" in text("#offering-delete-note")), "True"))
+    replaced = dict(document, packages=document["packages"][:1])
+    page.evaluate(f"document.getElementById('offering-json').value = {json.dumps(json.dumps(replaced))};"
+                  "document.getElementById('offering-form').requestSubmit(); true")
+    page.wait_for("document.body.dataset.ready === 'offerings' && document.querySelectorAll('#offering-packages td').length === 3",
+                  "the replaced offering")
+    checks.append(("a replacement is a new version", str(text("#offering-version").startswith("Version 3,")), "True"))
+    history = page.evaluate("[...document.querySelectorAll('#offering-history tr')].slice(1).map(r => r.children[0].textContent + ' ' + r.children[1].textContent)")
+    checks.append(("the version history, newest first", json.dumps(history),
+                   json.dumps(["3 created or replaced", "2 made current", "1 created or replaced"])))
+    page.evaluate("location.hash = '#offerings'; true")
+    page.wait_for("document.body.dataset.ready === 'offerings' && !!document.getElementById('offering-list')", "the offering list")
+    shot("offerings")
+    listed = page.evaluate("[...document.querySelectorAll('#offering-list a')].map(a => a.textContent)")
+    checks.append(("the list shows the offering", json.dumps(listed), json.dumps(["default"])))
+    checks.append(("the list marks the current one", text("#offering-list strong"), "current"))
+    # Another one, created from the list and deleted from its page.
+    page.evaluate("document.getElementById('offering-id').value = 'extra';"
+                  f"document.getElementById('offering-json').value = {json.dumps(json.dumps(replaced))};"
+                  "document.getElementById('offering-form').requestSubmit(); true")
+    page.wait_for("document.body.dataset.ready === 'offerings' && location.hash === '#offerings/extra'"
+                  " && !!document.getElementById('offering-delete')", "the second offering")
+    page.evaluate("window.confirm = () => true; document.getElementById('offering-delete').click(); true")
+    page.wait_for("document.body.dataset.ready === 'offerings' && location.hash === '#offerings'"
+                  " && !!document.getElementById('offering-list')", "the list after the delete")
+    listed = page.evaluate("[...document.querySelectorAll('#offering-list a')].map(a => a.textContent)")
+    checks.append(("a deleted offering leaves the list", json.dumps(listed), json.dumps(["default"])))
+    return checks
+
+
 def main():
     base, key, expected_json, shots = sys.argv[1:5]
     expected = json.loads(expected_json)
@@ -366,6 +420,7 @@ def main():
         shaded = page.evaluate("[...document.querySelectorAll('#chart-subscription_retention td[data-value]')].some(td => td.style.backgroundColor !== '')")
         checks.append(("retention rates are shaded (a heat map)", str(shaded), "True"))
 
+        checks += offering_checks(page, text, shot)
         checks += dashboard_checks(page, base, shot)
 
         failed = [f"{name}: got {got}, want {want}" for name, got, want in checks if got != want]

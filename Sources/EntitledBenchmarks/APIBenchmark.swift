@@ -75,8 +75,6 @@ public enum APIBenchmark {
         try Data(bodies.joined(separator: "\n").utf8).write(to: bodiesFile)
         let ingestScript = folder.appendingPathComponent("ingest.lua")
         try Data(ingestLua.utf8).write(to: ingestScript)
-        let readScript = folder.appendingPathComponent("read.lua")
-        try Data(readLua.utf8).write(to: readScript)
 
         var backends: [(String, String, String?)] = []
         if only != "postgres" { backends.append(("SQLite", "sqlite:\(folder.path)/ingest.sqlite", nil)) }
@@ -184,40 +182,9 @@ public enum APIBenchmark {
         }
 
         if only != "postgres" {
-            let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
-            print("loading \(customerCount) customers…")
-            let ledger = FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache())
-            try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
-                syntheticProjection(n: n, user: user, token: token, now: now, projector: ledger.projector)
-            }
-            // Each answer rendered and stored once, as the first read after a change does: the
-            // timed reads measure the hit. Many at once, so that the stores share commits.
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                let workers = 32
-                for worker in 0..<workers {
-                    group.addTask {
-                        for n in stride(from: worker, to: customerCount, by: workers) {
-                            _ = try await ledger.renderedCustomer(
-                                appUserId: _StorageBenchmark.appUserId(n), context: ledger.answerContext(now: now))
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-            let report = try await withServer(configuration: configuration, store: store, fastPaths: fastPaths) { port in
-                let output = try await Executable.run(
-                    wrk, [
-                        "-t2", "-c\(connections)", "-d\(duration)s", "--latency", "-s", readScript.path,
-                        "http://127.0.0.1:\(port)", "--", String(customerCount), benchSecret,
-                    ])
-                guard let report = WrkReport(parsing: output) else { throw BenchmarkError("could not read wrk's output:\n\(output)") }
-                return report
-            }
-            await store.close()
-            print(
-                String(
-                    format: "reads SQLite, %d customers: %8.0f requests/s (target 30,000), p50 %@, p99 %@ (target < 5 ms) %@",
-                    customerCount, report.requestsPerSecond, report.p50, report.p99, report.errors == "none" ? "" : report.errors))
+            try await reads(
+                configuration: configuration, folder: folder, customerCount: customerCount, duration: duration, connections: connections,
+                now: now, fastPaths: fastPaths, wrk: wrk)
         }
         return true
     }
@@ -373,19 +340,6 @@ public enum APIBenchmark {
           if status ~= 200 then io.stderr:write("status " .. status .. "\\n") end
           done = done + 1
           if done >= #bodies then wrk.thread:stop() end
-        end
-        """
-
-    /// GET a random customer of `user-0` … `user-(N-1)`.
-    static let readLua = """
-        function init(args)
-          count = tonumber(args[1])
-          wrk.headers["Authorization"] = "Bearer " .. args[2]
-          math.randomseed(os.time() + id_seed())
-        end
-        function id_seed() return math.floor(os.clock() * 1000000) end
-        function request()
-          return wrk.format("GET", "/v1/customers/user-" .. math.random(0, count - 1))
         end
         """
 }

@@ -135,11 +135,15 @@ extension CountingStore {
         try await base.setAttributes(appUserId: appUserId, changes: changes, maxCount: maxCount, now: now)
     }
     func attributes(appUserId: String) async throws -> [CustomerAttribute]? { try await base.attributes(appUserId: appUserId) }
+    func attributesNow(appUserId: String) throws -> ImmediateRead<[CustomerAttribute]?> { try base.attributesNow(appUserId: appUserId) }
 }
 
 extension CountingStore {
     func paywallVersion() async throws -> Int64 { try await base.paywallVersion() }
     func paywall() async throws -> PaywallSnapshot { try await base.paywall() }
+    func paywallChanges(subject id: String, limit: Int) async throws -> [PaywallChangeRecord] {
+        try await base.paywallChanges(subject: id, limit: limit)
+    }
     func changePaywall(
         actor: String?, now: Int64, _ decide: @escaping @Sendable (PaywallSnapshot) throws -> [PaywallChange]
     ) async throws -> PaywallSnapshot {

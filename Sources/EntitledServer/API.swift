@@ -48,6 +48,7 @@ public struct API: Sendable {
     let offerings: OfferingRoutes
     let customerOfferings: CustomerOfferingRoutes
     let experiments: ExperimentRoutes
+    let offeringHistory: OfferingHistoryRoutes
 
     init(
         configuration: Configuration, ingest: Ingest, ledger: FactLedger, clock: any EpochClock, budget: RejectionBudget? = nil,
@@ -108,6 +109,8 @@ public struct API: Sendable {
         experiments = ExperimentRoutes(
             gate: gate, changes: ExperimentChanges(changes: OfferingChanges(ledger: ledger, cache: paywall)), cache: paywall,
             results: ExperimentResultsReader(ledger: ledger, environments: answers.grantEnvironments), clock: clock)
+            gate: gate, offerings: CustomerOfferings(ledger: ledger, cache: paywall, answers: answers, clock: clock))
+        offeringHistory = OfferingHistoryRoutes(gate: gate, history: OfferingHistory(ledger: ledger))
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -134,6 +137,7 @@ public struct API: Sendable {
         offerings.register(on: &router)
         customerOfferings.register(on: &router)
         experiments.register(on: &router)
+        offeringHistory.register(on: &router)
     }
 
     /// A history request's `limit` (default ``defaultHistoryLimit``, at most ``maxHistoryLimit``) and

@@ -19,6 +19,7 @@ enum ConsolePage {
             <a href="#overview">Overview</a>
             <a href="#charts">Charts</a>
             <a href="#customers">Customers</a>
+            <a href="#offerings">Offerings</a>
             <a href="#health">Health</a>
             <a href="#retention">Retention</a>
             <a href="#experiments">Experiments</a>

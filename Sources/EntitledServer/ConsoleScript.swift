@@ -228,7 +228,7 @@ enum ConsoleScript {
             return s;
           }
 
-"""# + ConsoleCustomerScript.js + ConsoleChartsScript.js + ConsoleExperimentsScript.js + #"""
+"""# + ConsoleCustomerScript.js + ConsoleChartsScript.js + ConsoleExperimentsScript.js + ConsoleOfferingScript.js + #"""
           async function health(page) {
             const body = await api("/v1/console/health");
             const window = `the last ${body.windowHours} hours, to ${when(body.serverTime)}`;
@@ -322,6 +322,7 @@ enum ConsoleScript {
               else if (name === "health") await health(page);
               else if (name === "retention") await retention(page);
               else if (name === "experiments") await experiments(page, rest[0] ? decodeURIComponent(rest[0]) : null);
+              else if (name === "offerings") await offerings(page, rest[0] ? decodeURIComponent(rest[0]) : null);
               else if (name === "charts") await charts(page, rest[0] || "revenue");
               else await overview(page);
               document.body.dataset.ready = name;

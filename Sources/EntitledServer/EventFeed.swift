@@ -85,10 +85,11 @@ enum EventJSON {
         var originalTransactionId: String?
         var entitlements: [String]
         var data: [String: String]
+        var attributes: [String: String]
 
         enum CodingKeys: CodingKey {
             case id, type, occurredAt, recordedAt, environment, appUserId, appAccountToken, bundleId, productId
-            case originalTransactionId, entitlements, data
+            case originalTransactionId, entitlements, data, attributes
         }
 
         /// `appUserId` and `appAccountToken` are always present: null for an unlinked subscription's
@@ -107,12 +108,14 @@ enum EventJSON {
             try c.encodeIfPresent(originalTransactionId, forKey: .originalTransactionId)
             try c.encode(entitlements, forKey: .entitlements)
             try c.encode(data, forKey: .data)
+            try c.encode(attributes, forKey: .attributes)
         }
     }
 
     /// The event's JSON object: its fields, `cause` (the notification or transactions that caused
-    /// it) and `customer` (the customer's answer after it, as `GET /v1/customers/{appUserId}`
-    /// answers at `recordedAt`; null when there is none).
+    /// it), `customer` (the customer's answer after it, as `GET /v1/customers/{appUserId}`
+    /// answers at `recordedAt`; null when there is none) and `attributes` (the customer's
+    /// attributes as they are now, ``Storage/OutboxEvent/attributes``).
     static func render(_ event: OutboxEvent) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -120,7 +123,8 @@ enum EventJSON {
             id: event.id, type: event.type, occurredAt: ISO8601.format(milliseconds: event.occurredAt),
             recordedAt: ISO8601.format(milliseconds: event.recordedAt), environment: event.environment, appUserId: event.appUserId,
             appAccountToken: event.appAccountToken, bundleId: event.bundleId, productId: event.productId,
-            originalTransactionId: event.originalTransactionId, entitlements: event.entitlements, data: event.details)
+            originalTransactionId: event.originalTransactionId, entitlements: event.entitlements, data: event.details,
+            attributes: event.attributes)
         var bytes = Array((try? encoder.encode(body)) ?? Data("{}".utf8))
         let customer = customerAnswer(event.answer, serverTime: event.recordedAt)
         // Both are JSON this server wrote; appended as members of the object.

@@ -291,7 +291,7 @@ public final class FactLedger: ReadinessProbe {
         }
     }
 
-    private static func storageError(_ error: any Error) -> StorageError {
+    static func storageError(_ error: any Error) -> StorageError {
         (error as? StorageError) ?? StorageError(.unavailable, "storage is unavailable", detail: String(describing: error))
     }
 

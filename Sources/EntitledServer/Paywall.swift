@@ -76,9 +76,9 @@ final class PaywallCache: Sendable {
     /// The paywall now: from memory while its check is recent, else after one version read (and a
     /// full read only when the version moved).
     func current() async throws -> Paywall {
+        if let paywall = currentNow() { return paywall }
         let now = clock.nowMilliseconds()
         let copy = held.withLock { $0 }
-        if let copy, now - copy.checkedAt < Self.recheckMilliseconds, now >= copy.checkedAt { return copy.paywall }
         let version = try await Problems.store { () async throws(StorageError) in try await ledger.paywallVersion() }
         if let copy, copy.paywall.version == version {
             remember(copy.paywall, at: now)
@@ -87,6 +87,14 @@ final class PaywallCache: Sendable {
         let paywall = Paywall(try await Problems.store { () async throws(StorageError) in try await ledger.paywall() })
         remember(paywall, at: now)
         return paywall
+    }
+
+    /// The paywall from memory while its check is recent; nil when ``current()`` must check the
+    /// stored version first.
+    func currentNow() -> Paywall? {
+        let now = clock.nowMilliseconds()
+        guard let copy = held.withLock({ $0 }), now - copy.checkedAt < Self.recheckMilliseconds, now >= copy.checkedAt else { return nil }
+        return copy.paywall
     }
 
     /// Holds what a change of this server left.

@@ -36,7 +36,9 @@ public final class ProjectionCache: Sendable {
             let stored = try? codec.decode(CustomerDocument.self, from: document)
         else { return nil }
         let body = CustomerBody(customer: stored.customer, state: stored.state, now: 0)
-        return RenderedCustomer(body: body, scope: EvaluationContext.scope(stored.environments ?? [stored.state.environment]), codec: codec)
+        return RenderedCustomer(
+            body: body, scope: EvaluationContext.scope(stored.environments ?? [stored.state.environment]),
+            audience: CustomerAudience(stored.state), codec: codec)
     }
 
     /// What a stored answer is good for.

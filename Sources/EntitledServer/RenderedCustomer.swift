@@ -10,9 +10,10 @@ import JSONCoding
 ///
 /// It is rendered from the customer's stored state (``Storage/CustomerDocument``) on the first read
 /// after that state changes, and stored beside it (``Storage/LedgerStore/storeAnswer(_:appUserId:document:)``)
-/// as one line of metadata, then the body —
-/// `entitled-answer/VERSION SCOPE NEXT OFFSET\n{…}`, where VERSION is ``formatVersion``, SCOPE the
-/// environments the answer merges (``EvaluationContext/scope``),
+/// as one line of metadata, one line of what the offerings read needs (``CustomerAudience``, JSON;
+/// empty when none was rendered), then the body —
+/// `entitled-answer/VERSION SCOPE NEXT OFFSET\n{audience}\n{…}`, where VERSION is ``formatVersion``,
+/// SCOPE the environments the answer merges (``EvaluationContext/scope``),
 /// NEXT the next instant at which time alone changes the answer (ms, or `-`) and OFFSET where
 /// `serverTime`'s value starts in the body. A server meeting an answer of an older version
 /// renders it again from the stored state (``ProjectionCache``), so changing the answer's JSON
@@ -26,12 +27,15 @@ public struct RenderedCustomer: Sendable, Equatable {
     /// 5: `aliases` (the customer's other ids); entitlements say their `source` (`purchase` or
     /// `grant`) and `grantId`.
     /// 6: entitlements and subscriptions say their `store` (`appStore`, `playStore`).
-    public static let formatVersion = 6
+    /// 7: a second line holds the customer's ``CustomerAudience`` for the offerings read.
+    public static let formatVersion = 7
 
     /// The environments the answer merges, as ``EvaluationContext/scope`` writes them.
     public let scope: String
     /// The next instant (ms) at which time alone changes the answer, if any.
     public let nextChangeAt: Int64?
+    /// The ``CustomerAudience`` line as rendered (JSON); empty when none was.
+    private let audienceLine: [UInt8]
     private let body: [UInt8]
     private let timeOffset: Int
 
@@ -40,9 +44,11 @@ public struct RenderedCustomer: Sendable, Equatable {
     private static let epoch = Array("1970-01-01T00:00:00.000Z".utf8)
     private static let timeMarker = Array(#""serverTime":"1970-01-01T00:00:00.000Z""#.utf8)
 
-    /// Renders `body` (its `serverTime` is ignored), the answer for `scope`, with `codec`. Nil only
-    /// if the body does not encode or its `serverTime` member is not found (neither happens).
-    public init?(body: CustomerBody, scope: String, codec: JSONCodec = JSONCodec()) {
+    /// Renders `body` (its `serverTime` is ignored), the answer for `scope`, with `codec`, and
+    /// `audience`, what the offerings read needs of the same state (nil: none, for a rendering
+    /// only its bytes are wanted of). Nil only if the body does not encode or its `serverTime`
+    /// member is not found (neither happens).
+    public init?(body: CustomerBody, scope: String, audience: CustomerAudience? = nil, codec: JSONCodec = JSONCodec()) {
         var body = body
         body.serverTime = 0
         guard let bytes = try? codec.encodeAnswer(body) else { return nil }
@@ -50,6 +56,7 @@ public struct RenderedCustomer: Sendable, Equatable {
         guard let marker = Self.offset(of: Self.timeMarker, in: bytes) else { return nil }
         self.scope = scope
         self.nextChangeAt = body.nextChangeAt
+        self.audienceLine = audience?.line ?? []
         self.body = bytes
         self.timeOffset = marker + Self.timeMarker.count - Self.epoch.count - 1
     }
@@ -90,9 +97,11 @@ public struct RenderedCustomer: Sendable, Equatable {
             return nil
         }
         let fields = document[Self.magic.count..<newline].split(separator: UInt8(ascii: " "))
-        guard fields.count == 3, let offset = Int(String(decoding: fields[2], as: UTF8.self)) else { return nil }
+        guard fields.count == 3, let offset = Int(String(decoding: fields[2], as: UTF8.self)),
+            let secondNewline = document[(newline + 1)...].firstIndex(of: UInt8(ascii: "\n"))
+        else { return nil }
         let next = String(decoding: fields[1], as: UTF8.self)
-        let body = Array(document[(newline + 1)...])
+        let body = Array(document[(secondNewline + 1)...])
         guard offset >= 0, offset + Self.epoch.count <= body.count,
             body[offset..<(offset + Self.epoch.count)].elementsEqual(Self.epoch)
         else { return nil }
@@ -104,6 +113,7 @@ public struct RenderedCustomer: Sendable, Equatable {
             return nil
         }
         scope = String(decoding: fields[0], as: UTF8.self)
+        audienceLine = Array(document[(newline + 1)..<secondNewline])
         self.body = body
         timeOffset = offset
     }
@@ -111,7 +121,13 @@ public struct RenderedCustomer: Sendable, Equatable {
     /// What the projection stores.
     public var document: [UInt8] {
         let header = "entitled-answer/\(Self.formatVersion) \(scope) \(nextChangeAt.map(String.init) ?? "-") \(timeOffset)\n"
-        return Array(header.utf8) + body
+        return Array(header.utf8) + audienceLine + [UInt8(ascii: "\n")] + body
+    }
+
+    /// What the offerings read needs of the same state, read with `codec`; nil when none was
+    /// rendered or it does not read.
+    public func audience(codec: JSONCodec = JSONCodec()) -> CustomerAudience? {
+        audienceLine.isEmpty ? nil : try? codec.decode(CustomerAudience.self, from: audienceLine)
     }
 
     /// The body to send at `serverTime` (ms).

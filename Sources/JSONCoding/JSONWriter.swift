@@ -12,6 +12,8 @@ public enum JSONWriter {
         case array([Value])
         /// Members in any order: written sorted by key, as `.sortedKeys` does.
         case object([(String, Value)])
+        /// A value already written as this writer would write it (a part encoded once, reused).
+        case raw([UInt8])
     }
 
     /// Writes `value` as `JSONEncoder` with `.sortedKeys` does; `escapingSlashes` false matches
@@ -26,6 +28,7 @@ public enum JSONWriter {
             bytes += (text.hasSuffix(".0") ? text.dropLast(2) : Substring(text)).utf8
         case .bool(let flag): bytes += (flag ? "true" : "false").utf8
         case .null: bytes += "null".utf8
+        case .raw(let written): bytes += written
         case .array(let items):
             bytes.append(UInt8(ascii: "["))
             for (index, item) in items.enumerated() {

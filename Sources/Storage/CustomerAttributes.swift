@@ -34,6 +34,15 @@ public protocol CustomerAttributeStore: Sendable {
     /// The attributes of the customer `appUserId` belongs to, by name; nil when there is no such
     /// customer. An attribute set under several of its ids (before a merge) reads as the latest.
     func attributes(appUserId: String) async throws -> [CustomerAttribute]?
+
+    /// ``attributes(appUserId:)`` on the calling thread, when the backend can read at once (as
+    /// ``LedgerStore/stateNow(appUserId:)``); `.wouldWait` means: use the asynchronous read.
+    func attributesNow(appUserId: String) throws -> ImmediateRead<[CustomerAttribute]?>
+}
+
+extension CustomerAttributeStore {
+    /// Backends without immediate reads always defer to the asynchronous one.
+    public func attributesNow(appUserId: String) throws -> ImmediateRead<[CustomerAttribute]?> { .wouldWait }
 }
 
 extension SessionBackedStore {
@@ -70,6 +79,12 @@ extension SessionBackedStore {
         }
     }
 
+    static func readAttributes(_ session: any SQLSession, customerId: Int64) throws -> [CustomerAttribute] {
+        try Ledger.readAttributes(session, customerId: customerId)
+    }
+}
+
+extension Ledger {
     /// The attributes of the customer row `customerId` and its aliases, the latest of each name.
     static func readAttributes(_ session: any SQLSession, customerId: Int64) throws -> [CustomerAttribute] {
         try readAttributes(session, customerIds: [customerId])[customerId] ?? []

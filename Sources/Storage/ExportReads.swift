@@ -154,12 +154,13 @@ extension SessionBackedStore {
     func exportEvents(_ window: ExportWindow, afterSequence: Int64, limit: Int) async throws -> [OutboxEvent] {
         let limit = try Self.exportLimit(limit)
         return try await read { session in
-            try session.query(
-                """
-                SELECT \(Ledger.eventColumns) FROM events WHERE seq > \(afterSequence) AND recorded_at > \(window.lowerBound) AND recorded_at <= \(window.through)
-                ORDER BY seq LIMIT \(limit)
-                """
-            ).map(Ledger.decodeEvent)
+            try Ledger.decodeEvents(
+                session.query(
+                    """
+                    SELECT \(Ledger.eventColumns) FROM events WHERE seq > \(afterSequence) AND recorded_at > \(window.lowerBound) AND recorded_at <= \(window.through)
+                    ORDER BY seq LIMIT \(limit)
+                    """
+                ), session: session)
         }
     }
 

@@ -13,6 +13,30 @@ public struct StoredOffering: Sendable, Hashable {
     }
 }
 
+/// One logged change of the offerings (table `paywall_changes`).
+public struct PaywallChangeRecord: Sendable, Hashable {
+    /// Its number.
+    public var version: Int64
+    /// `offering` (created or replaced), `offeringDeleted`, `current` or `targeting`.
+    public var kind: String
+    /// The offering it names (none for `targeting`).
+    public var subject: String?
+    /// The document it stored (an offering's, the rules'), nil for the others.
+    public var document: String?
+    /// The API key that made it (nil: the configuration's seed).
+    public var actor: String?
+    public var changedAt: Int64
+
+    public init(version: Int64, kind: String, subject: String?, document: String?, actor: String?, changedAt: Int64) {
+        self.version = version
+        self.kind = kind
+        self.subject = subject
+        self.document = document
+        self.actor = actor
+        self.changedAt = changedAt
+    }
+}
+
 /// The offerings, the current one and the targeting rules as they stand at ``version``.
 public struct PaywallSnapshot: Sendable, Hashable {
     /// The number of the latest change (0: never changed).
@@ -67,6 +91,10 @@ public protocol OfferingStore: Sendable {
     func changePaywall(
         actor: String?, now: Int64, _ decide: @escaping @Sendable (PaywallSnapshot) throws -> [PaywallChange]
     ) async throws -> PaywallSnapshot
+
+    /// The changes that named offering `id` — created or replaced, deleted, made current — newest
+    /// first, at most `limit` (1…100). The log is the admins' changes: small, read without an index.
+    func paywallChanges(subject id: String, limit: Int) async throws -> [PaywallChangeRecord]
 }
 
 extension SessionBackedStore {
@@ -124,6 +152,21 @@ extension SessionBackedStore {
         }
     }
 
+    func paywallChanges(subject id: String, limit: Int) async throws -> [PaywallChangeRecord] {
+        let limit = Int64(min(max(limit, 1), 100))
+        return try await read { session in
+            try session.rows(
+                """
+                SELECT version, kind, subject, document, actor, changed_at FROM paywall_changes
+                WHERE subject = \(id) ORDER BY version DESC LIMIT \(limit)
+                """, as: ChangeColumns.self
+            ).map {
+                PaywallChangeRecord(
+                    version: $0.version, kind: $0.kind, subject: $0.subject, document: $0.document, actor: $0.actor, changedAt: $0.changedAt)
+            }
+        }
+    }
+
     static func paywallVersion(_ session: any SQLSession) throws -> Int64 {
         try session.value("SELECT version FROM paywall_settings WHERE name = 'version'", as: Int64.self) ?? 0
     }
@@ -163,4 +206,14 @@ private struct SettingColumns: Decodable {
     var name: String
     var value: String
     var version: Int64
+}
+
+/// A logged change's columns.
+private struct ChangeColumns: Decodable {
+    var version: Int64
+    var kind: String
+    var subject: String?
+    var document: String?
+    var actor: String?
+    var changedAt: Int64
 }

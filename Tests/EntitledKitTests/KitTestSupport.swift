@@ -119,6 +119,9 @@ final class FakeStore: StoreGateway {
         var finishes: [String: Int] = [:]
         var purchases: [(productID: String, token: UUID)] = []
         var offers: [SignedPurchaseOffer?] = []
+        /// The products the store knows (StoreKit's catalog for the app).
+        var products: [StoreProduct] = []
+        var productQueries: [[String]] = []
     }
 
     let state = Mutex(State())
@@ -166,6 +169,12 @@ final class FakeStore: StoreGateway {
     func appTransaction() async throws -> String? { state.withLock { $0.appTransaction } }
     func updates() -> AsyncStream<any StoreTransaction> { stream }
     func storefront() async -> String? { state.withLock { $0.storefront } }
+    func products(for ids: [String]) async throws -> [StoreProduct] {
+        state.withLock { state in
+            state.productQueries.append(ids)
+            return state.products.filter { ids.contains($0.id) }
+        }
+    }
 }
 
 /// The server, the simulator, and the client's fakes.
@@ -260,7 +269,8 @@ struct KitWorld {
     /// Runs `body` against a server with the test apps, or with `configured`'s apps (their roots
     /// replaced by the simulator's, Sandbox accepted and granted), the simulator selling `catalog`.
     static func run(
-        configured: Configuration? = nil, catalog: AppStoreSimulator.Catalog = .demo, _ body: (KitWorld) async throws -> Void
+        configured: Configuration? = nil, catalog: AppStoreSimulator.Catalog = .demo, paywall: PaywallSeed? = nil,
+        _ body: (KitWorld) async throws -> Void
     ) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitledkit-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -289,6 +299,7 @@ struct KitWorld {
                     Product(productId: "lifetime", type: .nonConsumable, entitlements: ["lifetime"]),
                 ])
         ] }
+        configuration.paywall = paywall ?? configuration.paywall
         let serverClock = AppStoreSimulator.VirtualClock(milliseconds: start)
         let store = try await openStore(url: "sqlite::memory:")
         let assembled = try await buildApplication(configuration: configuration, clock: serverClock, store: store)

@@ -116,27 +116,32 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "{}", "entitled-answer/6 Production -\n{}", "entitled-answer/6 Production - 5\n{}",
-        "entitled-answer/6 Production soon 2\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
-        "entitled-answer/6 Production - 1\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "", "{}", "entitled-answer/7 Production -\n\n{}", "entitled-answer/7 Production - 5\n\n{}",
+        "entitled-answer/7 Production soon 2\n\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/7 Production - 1\n\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        // No audience line.
+        "entitled-answer/7 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         // Other versions: version 1 answers were evaluated for one environment, not merged; version 2
         // answers list offers per group; version 3 answers have no storefront nor consumable counts;
-        // version 4 answers have no aliases nor entitlement sources; version 5 answers have no store.
+        // version 4 answers have no aliases nor entitlement sources; version 5 answers have no store;
+        // version 6 answers have no audience line.
         "entitled-answer/1 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/2 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/3 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/4 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
         "entitled-answer/5 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
+        "entitled-answer/6 Production - 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}",
     ])
     func documentsThatAreNotRenderedAnswersAreRefused(document: String) {
         #expect(RenderedCustomer(document: Array(document.utf8)) == nil)
     }
 
     @Test func aWellFormedDocumentIsRead() throws {
-        let document = "entitled-answer/6 Production+Sandbox 42 15\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
+        let document = "entitled-answer/7 Production+Sandbox 42 15\n\n{\"serverTime\":\"1970-01-01T00:00:00.000Z\"}"
         let rendered = try #require(RenderedCustomer(document: Array(document.utf8)))
         #expect(rendered.scope == "Production+Sandbox")
         #expect(rendered.nextChangeAt == 42)
+        #expect(rendered.audience() == nil)
         #expect(String(decoding: rendered.body(serverTime: 1000), as: UTF8.self) == #"{"serverTime":"1970-01-01T00:00:01.000Z"}"#)
     }
 

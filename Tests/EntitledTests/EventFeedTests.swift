@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import EntitledServer
 import Foundation
+import Storage
 import Testing
 
 /// `GET /v1/events`: the outbox in commit order, with long polling.
@@ -66,6 +67,40 @@ import Testing
             // A duplicate delivery adds nothing.
             #expect(try await api.postV2(steps[1]).status == 200)
             #expect(try page(try await api.send("GET", "/v1/events?after=\(next.cursor)", auth: APIHarness.reader)).types.isEmpty)
+        }
+    }
+
+    /// Events carry the customer's attributes as they are when read — in the feed and in a
+    /// webhook delivery — and none once the customer is erased.
+    @Test func eventsCarryTheCustomersAttributesAsTheyAreWhenSent() async throws {
+        try await APIHarness.run { api in
+            let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
+            let set = #"{"attributes": {"$email": "ana@example.com", "plan_hint": "team"}}"#
+            #expect(try await api.send("PUT", "/v1/customers/u1/attributes", auth: APIHarness.writer, json: set).status == 200)
+            #expect(try await api.postV2(notifications(token: token)[0]).status == 200)
+            let feed = try page(try await api.send("GET", "/v1/events", auth: APIHarness.reader))
+            #expect(feed.events.first?["attributes"] as? [String: String] == ["$email": "ana@example.com", "plan_hint": "team"])
+
+            // Changed after the event was recorded: the event is sent with the values now.
+            #expect(try await api.send("PUT", "/v1/customers/u1/attributes", auth: APIHarness.writer,
+                json: #"{"attributes": {"plan_hint": null}}"#).status == 200)
+            let again = try page(try await api.send("GET", "/v1/events", auth: APIHarness.reader))
+            #expect(again.events.first?["attributes"] as? [String: String] == ["$email": "ana@example.com"])
+
+            // A webhook delivery reads its event the same way.
+            let store = api.ledger.store
+            let endpoint = "https://hooks.example.com/e"
+            #expect(try await store.fanOut(endpoint: endpoint, wants: { _, _ in true }, limit: 10, now: t0) == 0)
+            #expect(try await api.postV2(notifications(token: token)[1]).status == 200)
+            #expect(try await store.fanOut(endpoint: endpoint, wants: { _, _ in true }, limit: 10, now: t0) == 1)
+            let claimed = try await store.claimDeliveries(endpoint: endpoint, owner: "t", now: t0, leaseUntil: t0 + 1000, limit: 10)
+            #expect(claimed.map(\.event.attributes) == [["$email": "ana@example.com"]])
+
+            // Erased: nothing of the customer's attributes is left to send.
+            #expect(try await api.send("DELETE", "/v1/customers/u1", auth: APIHarness.admin).status == 200)
+            let after = try page(try await api.send("GET", "/v1/events", auth: APIHarness.reader))
+            #expect(!after.events.isEmpty)
+            #expect(after.events.allSatisfy { ($0["attributes"] as? [String: String]) == [:] })
         }
     }
 

@@ -4,6 +4,7 @@ import EntitledConfig
 import EntitledServer
 import struct Entitlements.NotificationType
 import struct Entitlements.NotificationSubtype
+import struct Entitlements.WinBackOfferRule
 import Foundation
 import HTTPServer
 import Storage
@@ -177,7 +178,8 @@ import Testing
         let id = Self.path(customer)
         for path in [
             "/v1/customers/\(id)", "/v1/customers/\(id)?environment=Sandbox", "/v1/customers/\(id)/history?limit=3",
-            "/v1/customers/\(id)/history",
+            "/v1/customers/\(id)/history", "/v1/customers/\(id)/offerings",
+            "/v1/customers/\(id)/offerings?storefront=FRA&platform=ios&appVersion=2.1&locale=fr_FR",
         ] {
             // Twice: the second read is served from what the first stored or encoded.
             for _ in 0..<2 {
@@ -187,14 +189,40 @@ import Testing
         }
     }
 
+    /// Offerings and rules reading every kind of input (the customer's state, attributes, the
+    /// query), the same on both sides.
+    static func setUpPaywall(_ side: Side) async throws {
+        let offerings = [
+            ("default", #"{"description": "Pro", "metadata": {"title": "Go Pro", "links": ["https://a.example/x"]}, "packages": [{"id": "$monthly", "products": {"appStore": "pro.monthly", "playStore": "pro_monthly"}}, {"id": "$annual", "products": {"appStore": "pro.yearly"}}]}"#),
+            ("winback", #"{"packages": [{"id": "$monthly", "products": {"appStore": "pro.monthly"}}, {"id": "$lifetime", "products": {"appStore": "lifetime"}}]}"#),
+            ("team", #"{"packages": [{"id": "$lifetime", "products": {"appStore": "lifetime"}}]}"#),
+        ]
+        for (id, body) in offerings {
+            #expect(try await side.send("PUT", "/v1/offerings/\(id)", json: body).status == 201)
+        }
+        #expect(try await side.send("PUT", "/v1/offerings/current", json: #"{"offeringId": "default"}"#).status == 200)
+        let rules = #"""
+            {"rules": [
+              {"id": "retry", "when": {"states": ["billingRetry"]}, "offeringId": "team"},
+              {"id": "lapsed", "when": {"states": ["inactive"]}, "offeringId": "winback"},
+              {"id": "teams", "when": {"attributes": {"plan_hint": "team"}}, "offeringId": "team"},
+              {"id": "french", "when": {"storefronts": ["FRA"], "minAppVersion": "2.0", "locales": ["fr"]}, "offeringId": "winback"}
+            ]}
+            """#
+        #expect(try await side.send("PUT", "/v1/targeting", json: rules).status == 200)
+    }
+
     @Test(arguments: StoredBackend.all, [UInt64(1), 2, 3])
     func theFastPathsAnswerAsFoundationDoes(backend: StoredBackend, seed: UInt64) async throws {
-        let configuration = try SignedAPITests.configuration(trusting: Self.ca)
+        var configuration = try SignedAPITests.configuration(trusting: Self.ca)
+        configuration.apps[0].products[0].winBackOffers = [WinBackOfferRule(offerId: "comeback", minimumLapsedDays: 1)]
         let clock = VirtualClock(Self.t0)
         var fast = try await Self.start(backend, fastPaths: true, configuration: configuration, clock: clock)
         var reference = try await Self.start(backend, fastPaths: false, configuration: configuration, clock: clock)
         var history = History(seed: seed)
         do {
+            try await Self.setUpPaywall(fast)
+            try await Self.setUpPaywall(reference)
             var deliveries: [(uuid: String, step: Step, unknown: Bool, customer: String)] = []
             for (index, customer) in history.customers.enumerated() {
                 let id = Self.path(customer)
@@ -203,6 +231,13 @@ import Testing
                 fast.tokens[customer] = try #require(a.json["appAccountToken"] as? String)
                 reference.tokens[customer] = try #require(b.json["appAccountToken"] as? String)
                 #expect(fast.comparable(a) == reference.comparable(b))
+                // Attributes a rule reads (one customer in a team, one in France), on both sides.
+                let attributes = [#"{"attributes": {"plan_hint": "team"}}"#, #"{"attributes": {"$storefront": "FRA", "$appVersion": "2.3"}}"#]
+                if index < attributes.count {
+                    for side in [fast, reference] {
+                        #expect(try await side.send("PUT", "/v1/customers/\(id)/attributes", auth: APIHarness.writer, json: attributes[index]).status == 200)
+                    }
+                }
                 // The same story for both, each side's notifications carrying its own token.
                 let story = history.story(index, token: "")
                 for step in story {

@@ -187,6 +187,35 @@ import Testing
         }
     }
 
+    /// An offering's version history: the changes that named it, newest first, each with its
+    /// key and, for a creation or replacement, the offering as it stored it.
+    @Test func anOfferingsHistoryListsTheChangesThatNamedIt() async throws {
+        try await APIHarness.run(configuration: Self.configuration()) { api in
+            #expect(try await Self.put(api, "default", Self.standard).status == 201)
+            #expect(try await Self.put(api, "other", Self.lifetime).status == 201)
+            #expect(try await api.send("PUT", "/v1/offerings/current", auth: APIHarness.admin, json: #"{"offeringId": "default"}"#).status == 200)
+            #expect(try await Self.put(api, "default", Self.lifetime).status == 200)
+            let history = try await api.send("GET", "/v1/offerings/default/history", auth: APIHarness.admin)
+            #expect(history.status == 200)
+            #expect(history.json["offeringId"] as? String == "default")
+            let changes = history.json["changes"] as? [[String: Any]] ?? []
+            #expect(changes.map { $0["version"] as? Int } == [4, 3, 1])
+            #expect(changes.map { $0["kind"] as? String } == ["offering", "current", "offering"])
+            #expect(changes.map { $0["actor"] as? String } == ["admin", "admin", "admin"])
+            #expect(changes.map { (($0["offering"] as? [String: Any])?["packages"] as? [Any])?.count } == [1, nil, 2])
+            #expect(changes[1]["offering"] is NSNull)
+            #expect(changes.first?["changedAt"] as? String == "2027-01-15T08:00:00.000Z")
+            let latest = try await api.send("GET", "/v1/offerings/default/history?limit=1", auth: APIHarness.admin)
+            #expect((latest.json["changes"] as? [Any])?.count == 1)
+            #expect(try await api.send("GET", "/v1/offerings/default/history?limit=0", auth: APIHarness.admin).code == "INVALID_LIMIT")
+            #expect(try await api.send("GET", "/v1/offerings/default/history", auth: APIHarness.reader).code == "FORBIDDEN")
+            #expect((try await api.send("GET", "/v1/offerings/nobody/history", auth: APIHarness.admin).json["changes"] as? [Any])?.isEmpty == true)
+            #expect(try await api.send("DELETE", "/v1/offerings/other", auth: APIHarness.admin).status == 200)
+            let other = try await api.send("GET", "/v1/offerings/other/history", auth: APIHarness.admin)
+            #expect((other.json["changes"] as? [[String: Any]])?.map { $0["kind"] as? String } == ["offeringDeleted", "offering"])
+        }
+    }
+
     /// Another server's change is served once the version check sees it (at most a second later);
     /// this server's own change at once.
     @Test func anotherServersChangeIsSeenAfterTheVersionCheck() async throws {

@@ -135,6 +135,10 @@ extension SwitchedStore: OfferingStore {
         try up()
         return try await base.paywall()
     }
+    func paywallChanges(subject id: String, limit: Int) async throws -> [PaywallChangeRecord] {
+        try up()
+        return try await base.paywallChanges(subject: id, limit: limit)
+    }
     func changePaywall(
         actor: String?, now: Int64, _ decide: @escaping @Sendable (PaywallSnapshot) throws -> [PaywallChange]
     ) async throws -> PaywallSnapshot {

@@ -29,11 +29,14 @@ public struct OutboxEvent: Sendable, Hashable {
     /// The customer's state after it, in storage's encoding (``CustomerDocument``); empty when
     /// none. Readers render their answer from it.
     public var answer: [UInt8]
+    /// The customer's attributes (``CustomerAttribute``) by name as they are when the event is
+    /// read, not stored with it: erasure leaves none to send. Empty for an event of no customer.
+    public var attributes: [String: String]
 
     public init(
         sequence: Int64, id: String, type: String, appUserId: String?, appAccountToken: String?, environment: String?,
         bundleId: String?, productId: String?, originalTransactionId: String?, entitlements: [String], details: [String: String],
-        cause: String, occurredAt: Int64, recordedAt: Int64, answer: [UInt8]
+        cause: String, occurredAt: Int64, recordedAt: Int64, answer: [UInt8], attributes: [String: String] = [:]
     ) {
         self.sequence = sequence
         self.id = id
@@ -50,6 +53,7 @@ public struct OutboxEvent: Sendable, Hashable {
         self.occurredAt = occurredAt
         self.recordedAt = recordedAt
         self.answer = answer
+        self.attributes = attributes
     }
 }
 
@@ -71,8 +75,8 @@ extension SessionBackedStore {
     func events(after: Int64, limit: Int) async throws -> [OutboxEvent] {
         let limit = Int64(min(max(limit, 1), 1000))
         return try await read { session in
-            try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE seq > \(after) ORDER BY seq LIMIT \(limit)")
-                .map(Ledger.decodeEvent)
+            try Ledger.decodeEvents(
+                session.query("SELECT \(Ledger.eventColumns) FROM events WHERE seq > \(after) ORDER BY seq LIMIT \(limit)"), session: session)
         }
     }
 
@@ -110,7 +114,7 @@ extension SessionBackedStore {
 extension Ledger {
     static let eventColumns: SQLQuery = """
         seq, event_id, type, app_user_id, app_account_token, environment, bundle_id, product_id, original_transaction_id,
-        entitlements, details, cause, occurred_at, recorded_at, answer
+        entitlements, details, cause, occurred_at, recorded_at, answer, customer_id
         """
 
     /// An event's columns (``eventColumns``).
@@ -130,18 +134,38 @@ extension Ledger {
         var occurredAt: Int64
         var recordedAt: Int64
         var answer: String
+        var customerId: Int64?
     }
 
-    static func decodeEvent(_ row: SQLRow) throws -> OutboxEvent {
+    static func decodeEvent(_ row: SQLRow) throws -> OutboxEvent { try decodeEventAndCustomer(row).event }
+
+    /// Events as stored, each with its customer's attributes now (``OutboxEvent/attributes``: one
+    /// read per customer of the batch).
+    static func decodeEvents(_ rows: [SQLRow], session: any SQLSession) throws -> [OutboxEvent] {
+        var attributes: [Int64: [String: String]] = [:]
+        return try rows.map { row in
+            let decoded = try decodeEventAndCustomer(row)
+            var event = decoded.event
+            guard let customer = decoded.customer, event.appUserId != nil else { return event }
+            if attributes[customer] == nil {
+                attributes[customer] = Dictionary(
+                    try readAttributes(session, customerId: customer).map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })
+            }
+            event.attributes = attributes[customer] ?? [:]
+            return event
+        }
+    }
+
+    private static func decodeEventAndCustomer(_ row: SQLRow) throws -> (event: OutboxEvent, customer: Int64?) {
         let columns = try row.decode(EventColumns.self)
         let entitlements = (try? JSONDecoder().decode([String].self, from: Data(columns.entitlements.utf8))) ?? []
         let details = (try? JSONDecoder().decode([String: String].self, from: Data(columns.details.utf8))) ?? [:]
-        return OutboxEvent(
+        return (OutboxEvent(
             sequence: columns.seq, id: columns.eventId, type: columns.type, appUserId: columns.appUserId,
             appAccountToken: columns.appAccountToken, environment: columns.environment, bundleId: columns.bundleId,
             productId: columns.productId, originalTransactionId: columns.originalTransactionId, entitlements: entitlements,
             details: details, cause: columns.cause, occurredAt: columns.occurredAt, recordedAt: columns.recordedAt,
-            answer: Array(columns.answer.utf8))
+            answer: Array(columns.answer.utf8)), columns.customerId)
     }
 
     static func json(_ value: some Encodable) -> String {

@@ -216,7 +216,7 @@ extension SessionBackedStore {
         for delivery in claimed {
             let rows = try session.query(
                 "SELECT \(Ledger.eventColumns) FROM events WHERE seq = \(delivery.eventSequence)")
-            if let event = try rows.first.map(Ledger.decodeEvent) { events[delivery.eventSequence] = event }
+            if let event = try Ledger.decodeEvents(rows, session: session).first { events[delivery.eventSequence] = event }
         }
         return claimed.sorted { $0.eventSequence < $1.eventSequence }.compactMap { delivery in
             events[delivery.eventSequence].map { ClaimedDelivery(delivery: delivery, event: $0) }

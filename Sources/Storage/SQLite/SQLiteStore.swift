@@ -259,6 +259,15 @@ final class SQLiteStore: SessionBackedStore {
         return .done(try readNow(path: path) { try Ledger(session: $0, fault: nil).state(appUserId: appUserId) })
     }
 
+    func attributesNow(appUserId: String) throws -> ImmediateRead<[CustomerAttribute]?> {
+        guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
+        return .done(
+            try readNow(path: path) { [self] session in
+                guard let customer = try reader(session).customer(appUserId: appUserId) else { return nil }
+                return try Self.readAttributes(session, customerId: customer.id)
+            })
+    }
+
     /// `body` on the calling thread with a pooled read connection of the file database at `path`.
     private func readNow<T>(path: String, _ body: (any SQLSession) throws -> T) throws -> T {
         let connection: SQLiteConnection

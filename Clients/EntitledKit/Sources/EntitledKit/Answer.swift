@@ -34,6 +34,9 @@ public struct CustomerAnswer: Sendable, Codable, Hashable {
         public var source: String?
         /// Entitlements only: the promotional grant that gives it.
         public var grantId: String?
+        /// The store the purchase was made in: `appStore`, or `playStore` for a Google Play
+        /// purchase; nil from an older server and for a promotional grant.
+        public var store: String?
 
         /// The last instant at which this grant gives access: its grace end, else its expiry
         /// (nil: it does not lapse with time, e.g. a non-consumable).

@@ -119,6 +119,17 @@ public actor Entitled {
         try await purchases().purchase(productID: productID, offer: offer)
     }
 
+    /// The customer's offering with its StoreKit products, when the paywall is shown
+    /// (``Purchases/offerings(_:)``: the read records an experiment's exposure).
+    public func offerings(_ context: OfferingContext = OfferingContext()) async throws -> ResolvedOffering {
+        try await purchases().offerings(context)
+    }
+
+    /// Buys `package`'s product (``Purchases/purchase(package:offer:)``).
+    public func purchase(package: ResolvedOffering.Package, offer: PurchaseOffer? = nil) async throws -> PurchaseOutcome {
+        try await purchases().purchase(package: package, offer: offer)
+    }
+
     /// Posts what StoreKit holds for the customer and answers its state (``Purchases/restore()``).
     public func restore() async throws -> RestoreOutcome { try await purchases().restore() }
 

@@ -34,6 +34,8 @@ public protocol StoreGateway: Sendable {
     func updates() -> AsyncStream<any StoreTransaction>
     /// The App Store storefront's ISO 3166-1 alpha-3 code (StoreKit's `Storefront.current`).
     func storefront() async -> String?
+    /// The store's products of `ids` it knows, for the paywall (StoreKit's `Product.products(for:)`).
+    func products(for ids: [String]) async throws -> [StoreProduct]
 }
 
 /// What a purchase came to.

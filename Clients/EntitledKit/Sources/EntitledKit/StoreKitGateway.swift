@@ -124,5 +124,44 @@
         public func storefront() async -> String? {
             await Storefront.current?.countryCode
         }
+
+        public func products(for ids: [String]) async throws -> [StoreProduct] {
+            try await Product.products(for: ids).map(Self.product)
+        }
+
+        /// StoreKit's product as the portable paywall model holds it.
+        static func product(_ product: Product) -> StoreProduct {
+            let subscription = product.subscription
+            let intro = subscription?.introductoryOffer.map { offer in
+                StoreProduct.IntroductoryOffer(
+                    paymentMode: paymentMode(offer.paymentMode), price: offer.price, displayPrice: offer.displayPrice,
+                    period: period(offer.period), periodCount: offer.periodCount)
+            }
+            return StoreProduct(
+                id: product.id, displayName: product.displayName, description: product.description, price: product.price,
+                displayPrice: product.displayPrice, subscriptionPeriod: subscription.map { period($0.subscriptionPeriod) },
+                introductoryOffer: intro)
+        }
+
+        static func period(_ period: Product.SubscriptionPeriod) -> StoreProduct.Period {
+            let unit: StoreProduct.Period.Unit =
+                switch period.unit {
+                case .day: .day
+                case .week: .week
+                case .month: .month
+                case .year: .year
+                @unknown default: .day
+                }
+            return StoreProduct.Period(value: period.value, unit: unit)
+        }
+
+        static func paymentMode(_ mode: Product.SubscriptionOffer.PaymentMode) -> String {
+            switch mode {
+            case .freeTrial: "freeTrial"
+            case .payAsYouGo: "payAsYouGo"
+            case .payUpFront: "payUpFront"
+            default: mode.rawValue
+            }
+        }
     }
 #endif

@@ -1,0 +1,88 @@
+import EntitledConfig
+import EntitledServer
+import Foundation
+import Storage
+
+/// `bench api`'s reads: a customer's answer, then the offering their paywall shows, over the same
+/// customers in one server, each run for the same duration.
+extension APIBenchmark {
+    static func reads(
+        configuration: Configuration, folder: URL, customerCount: Int, duration: Int, connections: Int, now: Int64,
+        fastPaths: FastPaths, wrk: String
+    ) async throws {
+        let readScript = folder.appendingPathComponent("read.lua")
+        try Data(readLua.utf8).write(to: readScript)
+        let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
+        print("loading \(customerCount) customers…")
+        let ledger = FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache())
+        try await _StorageBenchmark.bulkLoad(store, customers: 0..<customerCount, now: now) { n, user, token in
+            syntheticProjection(n: n, user: user, token: token, now: now, projector: ledger.projector)
+        }
+        // Each answer rendered and stored once, as the first read after a change does: the
+        // timed reads measure the hit. Many at once, so that the stores share commits.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let workers = 32
+            for worker in 0..<workers {
+                group.addTask {
+                    for n in stride(from: worker, to: customerCount, by: workers) {
+                        _ = try await ledger.renderedCustomer(
+                            appUserId: _StorageBenchmark.appUserId(n), context: ledger.answerContext(now: now))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        // A paywall as an app would have it: a current offering with copy, and a rule on the
+        // customer's state (answered from their rendered answer, like the rest of the choice).
+        let offering = #"""
+            {"id":"default","description":"Monthly","metadata":{"title":"Go Pro","subtitle":"Every feature, every device","highlight":"$monthly"},
+             "packages":[{"id":"$monthly","products":{"appStore":"pro.monthly","playStore":"pro_monthly"}}]}
+            """#
+        let winback = #"{"id":"winback","packages":[{"id":"$monthly","products":{"appStore":"pro.monthly"}}]}"#
+        let rules = #"{"rules":[{"id":"lapsed","when":{"states":["inactive"]},"offeringId":"winback"}]}"#
+        _ = try await store.changePaywall(actor: "bench", now: now) { _ in
+            [
+                .putOffering(id: "default", document: offering), .putOffering(id: "winback", document: winback),
+                .setCurrent(offeringId: "default"), .setTargeting(document: rules),
+            ]
+        }
+        let (customers, offerings) = try await withServer(configuration: configuration, store: store, fastPaths: fastPaths) { port in
+            func run(_ suffix: String) async throws -> WrkReport {
+                let output = try await Executable.run(
+                    wrk, [
+                        "-t2", "-c\(connections)", "-d\(duration)s", "--latency", "-s", readScript.path,
+                        "http://127.0.0.1:\(port)", "--", String(customerCount), benchSecret, suffix,
+                    ])
+                guard let report = WrkReport(parsing: output) else { throw BenchmarkError("could not read wrk's output:\n\(output)") }
+                return report
+            }
+            return (try await run(""), try await run("/offerings"))
+        }
+        await store.close()
+        print(
+            String(
+                format: "reads SQLite, %d customers: %8.0f requests/s (target 30,000), p50 %@, p99 %@ (target < 5 ms) %@",
+                customerCount, customers.requestsPerSecond, customers.p50, customers.p99,
+                customers.errors == "none" ? "" : customers.errors))
+        print(
+            String(
+                format: "offerings reads SQLite, %d customers: %8.0f requests/s (ratio to the customer read %.2f, target 1), p50 %@, p99 %@ %@",
+                customerCount, offerings.requestsPerSecond, offerings.requestsPerSecond / customers.requestsPerSecond, offerings.p50,
+                offerings.p99, offerings.errors == "none" ? "" : offerings.errors))
+    }
+
+    /// GET a random customer of `user-0` … `user-(N-1)`, or with a path suffix one of their
+    /// sub-resources (`/offerings`).
+    static let readLua = """
+        function init(args)
+          count = tonumber(args[1])
+          wrk.headers["Authorization"] = "Bearer " .. args[2]
+          suffix = args[3] or ""
+          math.randomseed(os.time() + id_seed())
+        end
+        function id_seed() return math.floor(os.clock() * 1000000) end
+        function request()
+          return wrk.format("GET", "/v1/customers/user-" .. math.random(0, count - 1) .. suffix)
+        end
+        """
+}

@@ -1,0 +1,134 @@
+import AppStore
+import EntitledConfig
+import Entitlements
+import Foundation
+import HTTPServer
+import Storage
+import Testing
+
+@testable import EntitledServer
+
+/// `GET /v1/customers/{appUserId}/offerings` from memory: the customer's audience rendered with
+/// their answer, the answer's JSON written directly, and the poll-thread read. (The whole
+/// endpoint against the evaluated answer: `FastPathsDifferentialTests`.)
+@Suite struct OfferingReadTests {
+    static let now = APIHarness.start
+
+    static func offering(_ json: String, version: Int64) throws -> Paywall.Offering {
+        Paywall.Offering(document: try JSONDecoder().decode(OfferingDocument.self, from: Data(json.utf8)), version: version, updatedAt: 0)
+    }
+
+    static let offerings = [
+        #"{"id":"default","description":"Monthly / yearly","metadata":{"title":"Go Pro ✨","url":"https://x.example/a","n":[1,2.5,-3,true,null],"z":{"b":1,"a":"\n"}},"packages":[{"id":"$monthly","products":{"appStore":"pro.monthly","playStore":"pro_monthly"}},{"id":"$annual","products":{"appStore":"pro.yearly"}},{"id":"play-only","products":{"playStore":"p"}}]}"#,
+        #"{"id":"bare","packages":[{"id":"$lifetime","products":{"appStore":"lifetime"}}]}"#,
+    ]
+
+    @Test(arguments: offerings, [nil, "rule-1"])
+    func theWriterWritesWhatFoundationWrites(json: String, ruleId: String?) throws {
+        let offering = try Self.offering(json, version: 3)
+        let writer = EncodedOfferings()
+        for (offers, states) in [
+            (EligibleOffers(), Set<AudienceState>([.new])),
+            (
+                EligibleOffers(introductory: ["pro.yearly"], winBack: [OfferReference(productId: "pro.monthly", offerId: "comeback")]),
+                Set<AudienceState>([.inactive, .trialUsed, .billingRetry])
+            ),
+        ] {
+            let body = CustomerOfferingBody(
+                appUserId: "ana/é\"", paywallVersion: 12, offering: offering, ruleId: ruleId, offers: offers, states: states)
+            let foundation = Array(try JSONEncoder.entitledDefault.encode(body))
+            // Twice: the second with the metadata held from the first.
+            #expect(writer.bytes(body) == foundation)
+            #expect(writer.bytes(body) == foundation)
+        }
+        // A new version of the offering is encoded again, not served from the held one.
+        var changed = offering
+        changed.version = 4
+        changed.document.metadata = .object(["title": .string("Changed")])
+        let body = CustomerOfferingBody(appUserId: "a", paywallVersion: 13, offering: changed, ruleId: nil, offers: EligibleOffers(), states: [.new])
+        #expect(writer.bytes(body) == Array(try JSONEncoder.entitledDefault.encode(body)))
+    }
+
+    /// The stored answer carries what the offerings read needs of the same state, and reads back
+    /// with it; a rendering without one has none.
+    @Test func aRenderedAnswerCarriesItsCustomersAudience() throws {
+        let customer = CustomerRecord(id: 1, appUserId: "u/1", appAccountToken: "tok", createdAt: 1)
+        let state = evaluate(facts: [], policy: OfferingAPITests.configuration().policy, now: Self.now)
+        let document = try CustomerDocument(customer: customer, environments: [.production, .sandbox], state: state).encoded()
+        let rendered = try #require(ProjectionCache().answer(rendering: document))
+        let audience = try #require(rendered.audience())
+        #expect(audience == CustomerAudience(state))
+        #expect(audience.states == [.new])
+        #expect(!audience.introductory.isEmpty)
+        #expect(RenderedCustomer(document: rendered.document)?.audience() == audience)
+        #expect(rendered.body(serverTime: Self.now) == Array(try JSONEncoder.entitledDefault.encode(CustomerBody(customer: customer, state: state, now: Self.now))))
+        let bare = try #require(RenderedCustomer(body: CustomerBody(customer: customer, state: state, now: 0), scope: "Production+Sandbox"))
+        #expect(bare.audience() == nil)
+        #expect(RenderedCustomer(document: bare.document) == bare)
+    }
+
+    @Test(arguments: [
+        (#"{"states": ["new"]}"#, CustomerOfferings.Asked(), false),
+        (#"{"platforms": ["ios"]}"#, CustomerOfferings.Asked(), false),
+        (#"{"attributes": {"plan": "team"}}"#, CustomerOfferings.Asked(storefront: "FRA", appVersion: "1", locale: "fr"), true),
+        (#"{"storefronts": ["FRA"]}"#, CustomerOfferings.Asked(), true),
+        (#"{"storefronts": ["FRA"]}"#, CustomerOfferings.Asked(storefront: "USA"), false),
+        (#"{"maxAppVersion": "2"}"#, CustomerOfferings.Asked(), true),
+        (#"{"minAppVersion": "2"}"#, CustomerOfferings.Asked(appVersion: "3"), false),
+        (#"{"locales": ["fr"]}"#, CustomerOfferings.Asked(), true),
+        (#"{"locales": ["fr"]}"#, CustomerOfferings.Asked(locale: "de"), false),
+    ])
+    func attributesAreReadOnlyWhenARuleNeedsThem(when: String, asked: CustomerOfferings.Asked, reads: Bool) throws {
+        let body = #"{"rules": [{"id": "r", "offeringId": "o", "when": "# + when + "}]}"
+        var paywall = Paywall(PaywallSnapshot(version: 1))
+        paywall.rules = try JSONDecoder().decode(TargetingBody.self, from: Data(body.utf8)).rules
+        #expect(paywall.readsAttributes(asked) == reads)
+    }
+
+    /// On a store that reads at once, once the customer's answer is rendered, the offering is
+    /// answered on the calling thread, the same bytes as the asynchronous read; attributes are read
+    /// at once when a rule needs them.
+    @Test func thePollThreadAnswersFromTheRenderedAnswer() async throws {
+        let store = try await StoredBackend.sqlite.open()
+        do {
+            let configuration = OfferingAPITests.configuration()
+            let clock = VirtualClock(Self.now)
+            let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
+            let offerings = CustomerOfferings(
+                ledger: ledger, cache: PaywallCache(ledger: ledger, clock: clock),
+                answers: CustomerAnswers(configuration: configuration, ledger: ledger, cache: ledger.cache), clock: clock)
+            let standard = #"{"id":"default","packages":[{"id":"$monthly","products":{"appStore":"pro.monthly"}}]}"#
+            let team = #"{"id":"team","packages":[{"id":"$lifetime","products":{"appStore":"lifetime"}}]}"#
+            let rules = #"{"rules":[{"id":"teams","when":{"attributes":{"plan_hint":"team"}},"offeringId":"team"}]}"#
+            _ = try await store.changePaywall(actor: "test", now: Self.now) { _ in
+                [.putOffering(id: "default", document: standard), .putOffering(id: "team", document: team), .setCurrent(offeringId: "default"),
+                 .setTargeting(document: rules)]
+            }
+            let asked = CustomerOfferings.Asked()
+            // Nothing held in memory yet, and no customer: the asynchronous read (which creates them).
+            #expect(try offerings.answerNow(appUserId: "u1", asked: asked) == nil)
+            let evaluated = try await offerings.answer(appUserId: "u1", asked: asked)
+            #expect(try offerings.answerNow(appUserId: "u1", asked: asked) == nil)
+            _ = try await ledger.renderedCustomer(appUserId: "u1", context: ledger.answerContext(now: Self.now))
+            let now = try #require(try offerings.answerNow(appUserId: "u1", asked: asked))
+            #expect(now == evaluated)
+            #expect(try await offerings.answer(appUserId: "u1", asked: asked) == evaluated)
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(now)) as? [String: Any])
+            #expect(json["offeringId"] as? String == "default")
+
+            // The attribute the rule reads is read at once, as set.
+            _ = try await ledger.setAttributes(appUserId: "u1", changes: ["plan_hint": "team"], maxCount: 50, now: Self.now)
+            let teamNow = try #require(try offerings.answerNow(appUserId: "u1", asked: asked))
+            #expect(teamNow == (try await offerings.answer(appUserId: "u1", asked: asked)))
+            #expect((try JSONSerialization.jsonObject(with: Data(teamNow)) as? [String: Any])?["ruleId"] as? String == "teams")
+
+            // The paywall's version is due for a check: the asynchronous read does it.
+            clock.advance(by: PaywallCache.recheckMilliseconds)
+            #expect(try offerings.answerNow(appUserId: "u1", asked: asked) == nil)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+    }
+}
