@@ -257,7 +257,7 @@ extension Ledger {
     }
 
     static func decodeState(_ row: SQLRow) throws -> StoredProjection {
-        let columns = try row.decode(StateColumns.self)
+        let columns = try row.read(StateColumns.self)
         let projection = try RowCodec.decode(columns.projectionRows, state: Array(columns.state.utf8))
         return StoredProjection(
             customer: columns.customer, projection: projection, computedAt: columns.computedAt, failure: columns.projectionError,
@@ -280,7 +280,7 @@ extension Ledger {
     /// needs neither).
     func state(appUserId: String) throws -> StoredState? {
         try session.query(Self.answer(appUserId: appUserId)).first.map { row in
-            let columns = try row.decode(AnswerColumns.self)
+            let columns = try row.read(AnswerColumns.self)
             return StoredState(
                 customer: columns.customer, answer: columns.answer.map { Array($0.utf8) }, computedAt: columns.computedAt,
                 failure: columns.projectionError)
@@ -320,5 +320,33 @@ extension Ledger {
             """
         ).map { try $0.decode(SubscriptionRow.self) }
         return projection.canonical
+    }
+}
+
+extension Ledger.StateColumns: SQLRowReadable {
+    /// The Codable decoding's reads, in its order (so the two share the statement's plan).
+    init(row: SQLRowReader) throws {
+        id = try row.int("id")
+        appUserId = try row.text("appUserId")
+        appAccountToken = try row.text("appAccountToken")
+        createdAt = try row.int("createdAt")
+        state = try row.text("state")
+        projectionRows = try row.text("projectionRows")
+        computedAt = try row.int("computedAt")
+        projectionError = try row.optionalText("projectionError")
+        answer = try row.optionalText("answer")
+    }
+}
+
+extension Ledger.AnswerColumns: SQLRowReadable {
+    /// The Codable decoding's reads, in its order (so the two share the statement's plan).
+    init(row: SQLRowReader) throws {
+        id = try row.int("id")
+        appUserId = try row.text("appUserId")
+        appAccountToken = try row.text("appAccountToken")
+        createdAt = try row.int("createdAt")
+        answer = try row.optionalText("answer")
+        computedAt = try row.int("computedAt")
+        projectionError = try row.optionalText("projectionError")
     }
 }
