@@ -216,9 +216,11 @@ extension Ledger {
 
     static let stateColumns: SQLQuery =
         "customer_id AS id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error, answer"
-    static func state(appUserId: String) -> SQLQuery {
+    /// The hot read's statement, its text built once.
+    private static let stateByUser = SQLFixedQuery<String> { appUserId in
         "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = \(appUserId)"
     }
+    static func state(appUserId: String) -> SQLQuery { stateByUser(appUserId) }
     static func state(customerID: Int64) -> SQLQuery {
         "SELECT \(stateColumns) FROM customer_states WHERE customer_id = \(customerID)"
     }
@@ -269,12 +271,14 @@ extension Ledger {
         try session.query(Self.state(appUserId: appUserId)).first.map(Self.decodeState)
     }
 
-    static func answer(appUserId: String) -> SQLQuery {
+    /// The hot read's statement, its text built once.
+    private static let answerByUser = SQLFixedQuery<String> { appUserId in
         """
         SELECT customer_id AS id, app_user_id, app_account_token, created_at, answer, computed_at, projection_error
         FROM customer_states WHERE app_user_id = \(appUserId)
         """
     }
+    static func answer(appUserId: String) -> SQLQuery { answerByUser(appUserId) }
 
     /// The hot read: the stored answer alone (neither the state nor the rows: a served answer
     /// needs neither).
