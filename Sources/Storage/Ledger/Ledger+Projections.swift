@@ -327,30 +327,28 @@ extension Ledger {
     }
 }
 
+// The hot rows' initialisers read in the Codable decoding's order, so that the two share the
+// statement's plan.
+
 extension Ledger.StateColumns: SQLRowReadable {
-    /// The Codable decoding's reads, in its order (so the two share the statement's plan).
     init(row: SQLRowReader) throws {
-        id = try row.int("id")
-        appUserId = try row.text("appUserId")
-        appAccountToken = try row.text("appAccountToken")
-        createdAt = try row.int("createdAt")
-        state = try row.text("state")
-        projectionRows = try row.text("projectionRows")
-        computedAt = try row.int("computedAt")
-        projectionError = try row.optionalText("projectionError")
-        answer = try row.optionalText("answer")
+        (id, appUserId, appAccountToken, createdAt) = try row.customerColumns()
+        (state, projectionRows, computedAt) = (try row.text("state"), try row.text("projectionRows"), try row.int("computedAt"))
+        (projectionError, answer) = (try row.optionalText("projectionError"), try row.optionalText("answer"))
     }
 }
 
 extension Ledger.AnswerColumns: SQLRowReadable {
-    /// The Codable decoding's reads, in its order (so the two share the statement's plan).
     init(row: SQLRowReader) throws {
-        id = try row.int("id")
-        appUserId = try row.text("appUserId")
-        appAccountToken = try row.text("appAccountToken")
-        createdAt = try row.int("createdAt")
-        answer = try row.optionalText("answer")
-        computedAt = try row.int("computedAt")
-        projectionError = try row.optionalText("projectionError")
+        (id, appUserId, appAccountToken, createdAt) = try row.customerColumns()
+        (answer, computedAt, projectionError) =
+            (try row.optionalText("answer"), try row.int("computedAt"), try row.optionalText("projectionError"))
+    }
+}
+
+extension SQLRowReader {
+    /// The customer's columns both hot rows start with, in their order.
+    fileprivate func customerColumns() throws -> (id: Int64, appUserId: String, appAccountToken: String, createdAt: Int64) {
+        (try int("id"), try text("appUserId"), try text("appAccountToken"), try int("createdAt"))
     }
 }
