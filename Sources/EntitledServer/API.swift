@@ -109,7 +109,6 @@ public struct API: Sendable {
         experiments = ExperimentRoutes(
             gate: gate, changes: ExperimentChanges(changes: OfferingChanges(ledger: ledger, cache: paywall)), cache: paywall,
             results: ExperimentResultsReader(ledger: ledger, environments: answers.grantEnvironments), clock: clock)
-            gate: gate, offerings: CustomerOfferings(ledger: ledger, cache: paywall, answers: answers, clock: clock))
         offeringHistory = OfferingHistoryRoutes(gate: gate, history: OfferingHistory(ledger: ledger))
     }
 

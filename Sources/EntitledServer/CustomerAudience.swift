@@ -1,6 +1,7 @@
 import AppStore
 import Entitlements
 import HTTPServer
+import JSONCoding
 
 /// What `GET /v1/customers/{appUserId}/offerings` reads of a customer's evaluated state: the
 /// states targeting sees, the storefront of their latest transaction and the offers eligible now.
@@ -31,7 +32,7 @@ public struct CustomerAudience: Hashable, Sendable, Codable {
     /// The JSON line ``RenderedCustomer`` stores (sorted keys, as `JSONEncoder` writes them).
     var line: [UInt8] {
         var bytes: [UInt8] = []
-        AnswerJSON.write(
+        JSONWriter.write(
             .object([
                 ("states", .array(states.map { .string($0.rawValue) })),
                 ("storefront", storefront.map(AnswerJSON.Value.string) ?? .null),

@@ -23,7 +23,7 @@ enum ExportTables {
             .bool($0.projectionFailed)
         },
         ExportColumn("attributes", "The attributes the app set on the customer (`$email`, `$locale`, the app's own names; docs/offerings.md), as a JSON object text of names to values, sorted by name; `{}` when none.") {
-            .string(String(decoding: (try? SortedJSONEncoder.encode(Dictionary(uniqueKeysWithValues: $0.attributes.map { ($0.name, $0.value) }))) ?? Array("{}".utf8), as: UTF8.self))
+            .string(String(decoding: (try? JSONCodec().encodeSorted(Dictionary(uniqueKeysWithValues: $0.attributes.map { ($0.name, $0.value) }))) ?? Array("{}".utf8), as: UTF8.self))
         },
     ]
 

@@ -1,6 +1,8 @@
 import AppStore
+import Entitlements
 import Foundation
 import HTTPServer
+import JSONCoding
 import Synchronization
 
 /// `GET /v1/customers/{appUserId}/offerings`' JSON written directly, byte for byte what
@@ -21,7 +23,7 @@ final class EncodedOfferings: Sendable {
         let d = offering.document
         var bytes: [UInt8] = []
         bytes.reserveCapacity(1024)
-        AnswerJSON.write(
+        JSONWriter.write(
             .object([
                 ("appUserId", .string(body.appUserId)),
                 ("version", .int(body.paywallVersion)),
@@ -31,13 +33,15 @@ final class EncodedOfferings: Sendable {
                 ("metadata", .raw(metadataBytes(offering))),
                 ("packages", .array(body.packages.map(Self.value))),
                 ("ruleId", body.ruleId.map(AnswerJSON.Value.string) ?? .null),
-                (
-                    "experiment",
-                    body.experiment.map { .object([("id", .string($0.experimentId)), ("variant", .int(Int64($0.variant)))]) } ?? .null
-                ),
+                ("experiment", Self.value(body.experiment)),
                 ("states", .array(body.stateNames.map(AnswerJSON.Value.string))),
             ]), to: &bytes)
         return bytes
+    }
+
+    private static func value(_ experiment: ExperimentAssignment?) -> AnswerJSON.Value {
+        guard let experiment else { return .null }
+        return .object([("id", .string(experiment.experimentId)), ("variant", .int(Int64(experiment.variant)))])
     }
 
     private static func value(_ package: CustomerOfferingBody.PackageBody) -> AnswerJSON.Value {

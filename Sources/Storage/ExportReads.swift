@@ -98,7 +98,7 @@ extension SessionBackedStore {
             {
                 active[row.customerId, default: []].insert(row.entitlement)
             }
-            let attributes = try Self.readAttributes(session, customerIds: rows.map(\.customerId))
+            let attributes = try Ledger.readAttributes(session, customerIds: rows.map(\.customerId))
             return rows.map {
                 ExportedCustomer(
                     id: $0.customerId, appUserId: $0.appUserId, appAccountToken: $0.appAccountToken, createdAt: $0.createdAt,

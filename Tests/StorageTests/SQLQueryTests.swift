@@ -50,6 +50,43 @@ import Testing
         #expect(query.binds == [.blob([0, 1, 255])])
     }
 
+    /// A fixed query renders as the same query built at each call would, its parameter bound
+    /// wherever it appears, also inside a fragment; spliced into another query it is a fragment.
+    @Test func aFixedQueryIsTheQueryItWasBuiltFrom() {
+        let columns: SQLQuery = "id, app_user_id"
+        let build: (String) -> SQLQuery = { "SELECT \(columns) FROM customers WHERE app_user_id = \($0) OR alias = \($0)" }
+        let fixed = SQLFixedQuery<String> { user in "SELECT \(columns) FROM customers WHERE app_user_id = \(user) OR alias = \(user)" }
+        for user in ["alice", "bob'; --"] {
+            let query = fixed(user)
+            #expect(query.fixed != nil)
+            for dialect in [SQLDialect.sqlite, .postgres] { #expect(query.text(for: dialect) == build(user).text(for: dialect)) }
+            #expect(query.binds == build(user).binds)
+            let spliced: SQLQuery = "SELECT count(*) FROM (\(query)) AS c WHERE \(Int64(1)) = 1"
+            #expect(spliced.fixed == nil)
+            #expect(spliced.text(for: .postgres) == "SELECT count(*) FROM (\(build(user).text(for: .postgres))) AS c WHERE $3 = 1")
+            #expect(spliced.binds == [.text(user), .text(user), .int(1)])
+        }
+        let fragment = SQLFixedQuery<Int64> { id in "SELECT 1 WHERE \(SQLQuery.joined(["a = \(id)", "b = \(id)"], separator: " AND "))" }
+        #expect(fragment(7).text(for: .postgres) == "SELECT 1 WHERE a = $1 AND b = $2")
+        #expect(fragment(7).binds == [.int(7), .int(7)])
+    }
+
+    /// Run on each backend, a fixed query answers as the query built at each call does, one
+    /// prepared statement (one set of column names) serving every call.
+    @Test(arguments: Backend.all)
+    func aFixedQueryRunsAsTheQueryItWasBuiltFrom(_ backend: Backend) async throws {
+        try await withSession(backend) { session in
+            let fixed = SQLFixedQuery<Int64> { id in "SELECT CAST(\(id) AS bigint) AS id, CAST(\(id) AS bigint) * 2 AS twice" }
+            let first = try #require(try session.query(fixed(3)).first)
+            let again = try #require(try session.query(fixed(5)).first)
+            #expect(first.values.map { try? SQLRow(values: [$0]).int(0) } == [3, 6])
+            #expect(try again.int(0) == 5 && again.int(1) == 10)
+            #expect(first.columns === again.columns)
+            let built = try #require(try session.query("SELECT CAST(\(Int64(5)) AS bigint) AS id, CAST(\(Int64(5)) AS bigint) * 2 AS twice").first)
+            #expect(try built.int(0) == 5 && built.int(1) == 10)
+        }
+    }
+
     struct Row: Decodable, Equatable {
         var appUserId: String
         var id: Int64

@@ -184,4 +184,139 @@ import Testing
             }
         }
     }
+
+    // The hot reads' row types: their ``SQLRowReadable`` initialisers against the Codable decoding.
+
+    /// A stored state row's values (``Ledger/StateColumns``), about a third of the optional ones NULL.
+    static func generatedState(_ random: inout SplitMix64) -> Ledger.StateColumns {
+        let every = (0..<3).map { _ in Self.generated(&random) }
+        return Ledger.StateColumns(
+            id: every[0].number, appUserId: every[0].text, appAccountToken: every[1].text, createdAt: every[1].number,
+            state: every[2].text, projectionRows: every[0].optionalText ?? "", computedAt: every[2].number,
+            projectionError: every[1].optionalText, answer: every[2].optionalText)
+    }
+
+    /// The state row's columns as ``Ledger/stateColumns`` names them, with SQLite's values.
+    static func stateValues(_ value: Ledger.StateColumns) -> [String: SQLValue] {
+        [
+            "id": .int(value.id), "app_user_id": .text(value.appUserId), "app_account_token": .text(value.appAccountToken),
+            "created_at": .int(value.createdAt), "state": .text(value.state), "projection_rows": .text(value.projectionRows),
+            "computed_at": .int(value.computedAt), "projection_error": SQLValue(value.projectionError),
+            "answer": SQLValue(value.answer),
+        ]
+    }
+
+    /// The answer row (``Ledger/AnswerColumns``) of the same values.
+    static func answer(_ value: Ledger.StateColumns) -> Ledger.AnswerColumns {
+        Ledger.AnswerColumns(
+            id: value.id, appUserId: value.appUserId, appAccountToken: value.appAccountToken, createdAt: value.createdAt,
+            answer: value.answer, computedAt: value.computedAt, projectionError: value.projectionError)
+    }
+
+    /// The row read by its initialiser (through the plan), or the error's description.
+    static func readOutcome<Row: SQLRowReadable>(_ row: SQLRow, _ type: Row.Type) -> String {
+        do { return "\(try row.read(Row.self))" } catch { return "error: \(error)" }
+    }
+
+    /// The row decoded by Codable, looking each column up by name, or the error's description.
+    static func decodedOutcome<Row: Decodable>(_ row: SQLRow, _ type: Row.Type) -> String {
+        do { return "\(try row.decodeByName(Row.self))" } catch { return "error: \(error)" }
+    }
+
+    @Test(arguments: ["sqlite", "postgres"])
+    func hotRowInitialisersMatchTheCodableDecodingOnGeneratedRows(_ form: String) throws {
+        var random = SplitMix64(seed: form == "sqlite" ? 4 : 5)
+        let stateNames = ["id", "app_user_id", "app_account_token", "created_at", "state", "projection_rows", "computed_at",
+            "projection_error", "answer"]
+        // Other orders than the properties', with columns neither type reads.
+        let names = (stateNames + ["commit_lsn", "unused"]).shuffled(using: &random)
+        let answerNames = stateNames.filter { $0 != "state" && $0 != "projection_rows" }.shuffled(using: &random)
+        let (stateColumns, answerColumns) = (SQLColumns(names), SQLColumns(answerNames))
+        for index in 0..<300 {
+            let value = Self.generatedState(&random)
+            var byName = Self.stateValues(value)
+            byName["commit_lsn"] = .int(Int64(index))
+            byName["unused"] = .null
+            // Now and then a NULL where the property is not optional: an error either way.
+            let broken = index % 25 == 24 ? ["id", "app_user_id", "created_at", "computed_at"].randomElement(using: &random) : nil
+            if let broken { byName[broken] = .null }
+            func row(_ names: [String], _ columns: SQLColumns) -> SQLRow {
+                let values = names.map { byName[$0]! }
+                guard form == "postgres" else { return SQLRow(values: values, columns: columns) }
+                return SQLRow(values: values.map { if case .int(let number) = $0 { .text(String(number)) } else { $0 } }, columns: columns)
+            }
+            let (stateRow, answerRow) = (row(names, stateColumns), row(answerNames, answerColumns))
+            // Planned Codable decoding now and then: the two share a statement's plan.
+            if index % 7 == 3 {
+                _ = try? stateRow.decode(Ledger.StateColumns.self)
+                _ = try? answerRow.decode(Ledger.AnswerColumns.self)
+            }
+            let read = (Self.readOutcome(stateRow, Ledger.StateColumns.self), Self.readOutcome(answerRow, Ledger.AnswerColumns.self))
+            #expect(read.0 == Self.decodedOutcome(stateRow, Ledger.StateColumns.self))
+            #expect(read.1 == Self.decodedOutcome(answerRow, Ledger.AnswerColumns.self))
+            if broken == nil {
+                #expect(read.0 == "\(value)")
+                #expect(read.1 == "\(Self.answer(value))")
+            } else {
+                #expect(read.0.hasPrefix("error: ") && read.1.hasPrefix("error: "))
+            }
+        }
+        #expect(try #require(stateColumns.plan(for: ObjectIdentifier(Ledger.StateColumns.self))).keys.count == 9)
+        #expect(try #require(answerColumns.plan(for: ObjectIdentifier(Ledger.AnswerColumns.self))).keys.count == 7)
+    }
+
+    /// A row type without the column its initialiser asks for fails, as the Codable decoding does.
+    @Test func aMissingColumnFailsTheInitialiser() {
+        let row = SQLRow(values: [.int(1), .text("user")], columns: SQLColumns(["id", "app_user_id"]))
+        #expect(Self.readOutcome(row, Ledger.AnswerColumns.self).hasPrefix("error: "))
+        #expect(Self.readOutcome(row, Ledger.AnswerColumns.self) == Self.decodedOutcome(row, Ledger.AnswerColumns.self))
+    }
+
+    /// The same through the hot reads' own statements on each backend: stored states read back by
+    /// the state and answer queries, row after row of one statement.
+    @Test(arguments: Backend.all)
+    func hotRowInitialisersMatchTheCodableDecodingOnStoredRows(_ backend: Backend) async throws {
+        try await withStore(backend, checksRebuild: false) { store, _ in
+            let sessions = try #require(store as? any SessionBackedStore)
+            var random = SplitMix64(seed: 6)
+            let generated = (0..<40).map { index in
+                var value = Self.generatedState(&random)
+                value.appUserId = "row-reader-\(index)-" + value.appUserId
+                value.appAccountToken = "token-\(index)-" + value.appAccountToken
+                return value
+            }
+            // Per row: the stored state, what its initialiser read and what Codable decoded; the same for the answer.
+            let outcomes = try await sessions.write { session in
+                try generated.map { value -> [String] in
+                    let id = try #require(
+                        try session.value(
+                            """
+                            INSERT INTO customers (app_user_id, app_account_token, created_at)
+                            VALUES (\(value.appUserId), \(value.appAccountToken), \(value.createdAt)) RETURNING id
+                            """, as: Int64.self))
+                    try session.query(
+                        """
+                        INSERT INTO customer_states (app_user_id, customer_id, app_account_token, created_at, state, projection_rows,
+                            computed_at, projection_error, answer)
+                        VALUES (\(value.appUserId), \(id), \(value.appAccountToken), \(value.createdAt), \(value.state),
+                            \(value.projectionRows), \(value.computedAt), \(value.projectionError), \(value.answer))
+                        """)
+                    var stored = value
+                    stored.id = id
+                    let state = try #require(try session.query(Ledger.state(appUserId: value.appUserId)).first)
+                    let answer = try #require(try session.query(Ledger.answer(appUserId: value.appUserId)).first)
+                    return [
+                        "\(stored)", Self.readOutcome(state, Ledger.StateColumns.self), Self.decodedOutcome(state, Ledger.StateColumns.self),
+                        "\(Self.answer(stored))", Self.readOutcome(answer, Ledger.AnswerColumns.self),
+                        Self.decodedOutcome(answer, Ledger.AnswerColumns.self),
+                    ]
+                }
+            }
+            #expect(outcomes.count == generated.count)
+            for outcome in outcomes {
+                #expect(outcome[1] == outcome[0] && outcome[2] == outcome[0])
+                #expect(outcome[4] == outcome[3] && outcome[5] == outcome[3])
+            }
+        }
+    }
 }

@@ -216,9 +216,11 @@ extension Ledger {
 
     static let stateColumns: SQLQuery =
         "customer_id AS id, app_user_id, app_account_token, created_at, state, projection_rows, computed_at, projection_error, answer"
-    static func state(appUserId: String) -> SQLQuery {
+    /// The hot read's statement, its text built once.
+    private static let stateByUser = SQLFixedQuery<String> { appUserId in
         "SELECT \(stateColumns) FROM customer_states WHERE app_user_id = \(appUserId)"
     }
+    static func state(appUserId: String) -> SQLQuery { stateByUser(appUserId) }
     static func state(customerID: Int64) -> SQLQuery {
         "SELECT \(stateColumns) FROM customer_states WHERE customer_id = \(customerID)"
     }
@@ -257,7 +259,7 @@ extension Ledger {
     }
 
     static func decodeState(_ row: SQLRow) throws -> StoredProjection {
-        let columns = try row.decode(StateColumns.self)
+        let columns = try row.read(StateColumns.self)
         let projection = try RowCodec.decode(columns.projectionRows, state: Array(columns.state.utf8))
         return StoredProjection(
             customer: columns.customer, projection: projection, computedAt: columns.computedAt, failure: columns.projectionError,
@@ -269,18 +271,20 @@ extension Ledger {
         try session.query(Self.state(appUserId: appUserId)).first.map(Self.decodeState)
     }
 
-    static func answer(appUserId: String) -> SQLQuery {
+    /// The hot read's statement, its text built once.
+    private static let answerByUser = SQLFixedQuery<String> { appUserId in
         """
         SELECT customer_id AS id, app_user_id, app_account_token, created_at, answer, computed_at, projection_error
         FROM customer_states WHERE app_user_id = \(appUserId)
         """
     }
+    static func answer(appUserId: String) -> SQLQuery { answerByUser(appUserId) }
 
     /// The hot read: the stored answer alone (neither the state nor the rows: a served answer
     /// needs neither).
     func state(appUserId: String) throws -> StoredState? {
         try session.query(Self.answer(appUserId: appUserId)).first.map { row in
-            let columns = try row.decode(AnswerColumns.self)
+            let columns = try row.read(AnswerColumns.self)
             return StoredState(
                 customer: columns.customer, answer: columns.answer.map { Array($0.utf8) }, computedAt: columns.computedAt,
                 failure: columns.projectionError)
@@ -320,5 +324,31 @@ extension Ledger {
             """
         ).map { try $0.decode(SubscriptionRow.self) }
         return projection.canonical
+    }
+}
+
+// The hot rows' initialisers read in the Codable decoding's order, so that the two share the
+// statement's plan.
+
+extension Ledger.StateColumns: SQLRowReadable {
+    init(row: SQLRowReader) throws {
+        (id, appUserId, appAccountToken, createdAt) = try row.customerColumns()
+        (state, projectionRows, computedAt) = (try row.text("state"), try row.text("projectionRows"), try row.int("computedAt"))
+        (projectionError, answer) = (try row.optionalText("projectionError"), try row.optionalText("answer"))
+    }
+}
+
+extension Ledger.AnswerColumns: SQLRowReadable {
+    init(row: SQLRowReader) throws {
+        (id, appUserId, appAccountToken, createdAt) = try row.customerColumns()
+        (answer, computedAt, projectionError) =
+            (try row.optionalText("answer"), try row.int("computedAt"), try row.optionalText("projectionError"))
+    }
+}
+
+extension SQLRowReader {
+    /// The customer's columns both hot rows start with, in their order.
+    fileprivate func customerColumns() throws -> (id: Int64, appUserId: String, appAccountToken: String, createdAt: Int64) {
+        (try int("id"), try text("appUserId"), try text("appAccountToken"), try int("createdAt"))
     }
 }

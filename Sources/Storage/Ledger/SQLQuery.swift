@@ -11,10 +11,21 @@ struct SQLQuery: Sendable, ExpressibleByStringInterpolation {
     private(set) var literals: [String]
     /// The bound values, in order of appearance.
     private(set) var binds: [SQLValue]
+    /// How many of the binds are a ``Parameter`` (the one value of an ``SQLFixedQuery``).
+    private(set) var parameters = 0
+    /// The text rendered once, when the query is an ``SQLFixedQuery``'s.
+    private(set) var fixed: SQLFixedText?
 
     init(stringLiteral value: String) {
         literals = [value]
         binds = []
+    }
+
+    /// `fixed`'s statement with `binds`.
+    fileprivate init(_ fixed: SQLFixedText, binds: [SQLValue]) {
+        literals = fixed.literals
+        self.binds = binds
+        self.fixed = fixed
     }
 
     /// SQL text taken as it is, binding nothing: only for text assembled from this module's own
@@ -27,10 +38,12 @@ struct SQLQuery: Sendable, ExpressibleByStringInterpolation {
     init(stringInterpolation: StringInterpolation) {
         literals = stringInterpolation.literals
         binds = stringInterpolation.binds
+        parameters = stringInterpolation.parameters
     }
 
     /// The statement's text with placeholders for `dialect`.
     func text(for dialect: SQLDialect) -> String {
+        if let fixed { return fixed.text(for: dialect) }
         guard !binds.isEmpty else { return literals[0] }
         var text = literals[0]
         for index in binds.indices {
@@ -61,9 +74,15 @@ struct SQLQuery: Sendable, ExpressibleByStringInterpolation {
         return SQLQuery(stringInterpolation: interpolation)
     }
 
+    /// The value of an ``SQLFixedQuery``, bound at each call.
+    struct Parameter {
+        fileprivate init() {}
+    }
+
     struct StringInterpolation: StringInterpolationProtocol {
         var literals: [String] = [""]
         var binds: [SQLValue] = []
+        var parameters = 0
 
         init(literalCapacity: Int, interpolationCount: Int) {
             binds.reserveCapacity(interpolationCount)
@@ -80,8 +99,16 @@ struct SQLQuery: Sendable, ExpressibleByStringInterpolation {
             literals.append("")
         }
 
+        /// The fixed query's value (``SQLFixedQuery``), bound at each call.
+        mutating func appendInterpolation(_ parameter: Parameter) {
+            binds.append(.null)
+            literals.append("")
+            parameters += 1
+        }
+
         /// A fragment: its text spliced, its values bound in place.
         mutating func appendInterpolation(_ fragment: SQLQuery) {
+            parameters += fragment.parameters
             appendLiteral(fragment.literals[0])
             for (index, value) in fragment.binds.enumerated() {
                 binds.append(value)
@@ -97,6 +124,50 @@ struct SQLQuery: Sendable, ExpressibleByStringInterpolation {
                 if index > 0 { appendLiteral(", ") }
                 appendInterpolation(value)
             }
+        }
+    }
+}
+
+/// A query whose text is the same at every call, only its one value changing: its text is built
+/// and rendered for both dialects once, and a connection may find its prepared statement by the
+/// text's identity instead of hashing the text. For the hot reads.
+///
+///     static let byUser = SQLFixedQuery<String> { appUserId in "SELECT id FROM customers WHERE app_user_id = \(appUserId)" }
+///     try session.query(byUser(appUserId))
+///
+/// Every bind of the query is its parameter (which it may use more than once): a value
+/// interpolated into it would be fixed with its text.
+struct SQLFixedQuery<Value: SQLBindable>: Sendable {
+    private let text: SQLFixedText
+
+    init(_ build: (SQLQuery.Parameter) -> SQLQuery) {
+        let query = build(SQLQuery.Parameter())
+        precondition(query.parameters == query.binds.count, "a fixed query binds nothing but its parameter")
+        text = SQLFixedText(query)
+    }
+
+    /// The query with `value` bound.
+    func callAsFunction(_ value: Value) -> SQLQuery {
+        SQLQuery(text, binds: Array(repeating: value.sqlValue, count: text.literals.count - 1))
+    }
+}
+
+/// An ``SQLFixedQuery``'s text, rendered once for each dialect.
+final class SQLFixedText: Sendable {
+    let literals: [String]
+    let sqlite: String
+    let postgres: String
+
+    fileprivate init(_ query: SQLQuery) {
+        literals = query.literals
+        sqlite = query.text(for: .sqlite)
+        postgres = query.text(for: .postgres)
+    }
+
+    func text(for dialect: SQLDialect) -> String {
+        switch dialect {
+        case .sqlite: sqlite
+        case .postgres: postgres
         }
     }
 }
@@ -148,7 +219,8 @@ extension SQLSession {
     /// Runs `query` and returns its rows.
     @discardableResult
     func query(_ query: SQLQuery) throws -> [SQLRow] {
-        try self.query(query.text(for: dialect), query.binds)
+        if let fixed = query.fixed { return try self.query(fixed, query.binds) }
+        return try self.query(query.text(for: dialect), query.binds)
     }
 
     /// Runs `query` and decodes each row, by column name, into a `Row`.

@@ -78,12 +78,18 @@ extension SQLRow {
     /// ones replay them (``SQLRowPlan``), falling back to the lookup by name for any key that is
     /// not the one expected, so a plan changes the cost, never the result.
     func decode<Row: Decodable>(_ type: Row.Type) throws -> Row {
+        try withPlan(for: Row.self) { try Row(from: SQLRowDecoder(lookup: $0)) }
+    }
+
+    /// `make`'s value, its lookups replaying the statement's plan for `Row`, or recording it when
+    /// there is none yet.
+    func withPlan<Row>(for type: Row.Type, _ make: (SQLColumnLookup) throws -> Row) throws -> Row {
         let identifier = ObjectIdentifier(Row.self)
         if let plan = columns.plan(for: identifier) {
-            return try Row(from: SQLRowDecoder(lookup: SQLColumnLookup(row: self, replaying: plan)))
+            return try make(SQLColumnLookup(row: self, replaying: plan))
         }
         let lookup = SQLColumnLookup(row: self, recording: true)
-        let value = try Row(from: SQLRowDecoder(lookup: lookup))
+        let value = try make(lookup)
         if let plan = lookup.recorded(for: identifier) { columns.remember(plan) }
         return value
     }

@@ -95,6 +95,9 @@ protocol SQLSession: AnyObject {
     /// Runs a prepared, parameterized statement and returns its rows.
     @discardableResult
     func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow]
+    /// Runs a fixed query's statement (``SQLFixedQuery``), which a connection may find by the
+    /// text's identity rather than by its text.
+    func query(_ fixed: SQLFixedText, _ parameters: [SQLValue]) throws -> [SQLRow]
     /// Runs unparameterized SQL text (transaction control, DDL). May hold several statements.
     func execute(_ sql: String) throws
     /// Runs statements in order — on PostgreSQL in one round trip — and returns each one's rows.
@@ -121,6 +124,10 @@ struct SQLStatement {
 }
 
 extension SQLSession {
+    func query(_ fixed: SQLFixedText, _ parameters: [SQLValue]) throws -> [SQLRow] {
+        try query(fixed.text(for: dialect), parameters)
+    }
+
     @discardableResult
     func query(_ sql: String, _ first: SQLValue, _ rest: SQLValue...) throws -> [SQLRow] {
         try query(sql, [first] + rest)

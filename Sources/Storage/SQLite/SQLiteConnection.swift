@@ -15,6 +15,9 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
     let tail = TransactionTail()
     private let db: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
+    /// The fixed queries' statements (also in ``statements``), found by the text's identity; the
+    /// text is kept so that its identity is never another's.
+    private var fixedStatements: [ObjectIdentifier: (text: SQLFixedText, statement: OpaquePointer)] = [:]
     /// Each prepared statement's result columns, named once.
     private var columns: [OpaquePointer: SQLColumns] = [:]
 
@@ -115,7 +118,19 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
 
     @discardableResult
     func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
-        let statement = try prepared(sql)
+        try run(try prepared(sql), parameters)
+    }
+
+    func query(_ fixed: SQLFixedText, _ parameters: [SQLValue]) throws -> [SQLRow] {
+        let key = ObjectIdentifier(fixed)
+        if let known = fixedStatements[key] { return try run(known.statement, parameters) }
+        let statement = try prepared(fixed.sqlite)
+        fixedStatements[key] = (fixed, statement)
+        return try run(statement, parameters)
+    }
+
+    /// Binds `parameters` to the prepared `statement`, runs it and returns its rows.
+    private func run(_ statement: OpaquePointer, _ parameters: [SQLValue]) throws -> [SQLRow] {
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)

@@ -262,9 +262,9 @@ final class SQLiteStore: SessionBackedStore {
     func attributesNow(appUserId: String) throws -> ImmediateRead<[CustomerAttribute]?> {
         guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
         return .done(
-            try readNow(path: path) { [self] session in
-                guard let customer = try reader(session).customer(appUserId: appUserId) else { return nil }
-                return try Self.readAttributes(session, customerId: customer.id)
+            try readNow(path: path) { session in
+                guard let customer = try Ledger(session: session, fault: nil).customer(appUserId: appUserId) else { return nil }
+                return try Ledger.readAttributes(session, customerId: customer.id)
             })
     }
 
