@@ -34,12 +34,16 @@ import Testing
                 Set<AudienceState>([.inactive, .trialUsed, .billingRetry])
             ),
         ] {
-            let body = CustomerOfferingBody(
-                appUserId: "ana/é\"", paywallVersion: 12, offering: offering, ruleId: ruleId, offers: offers, states: states)
-            let foundation = Array(try JSONEncoder.entitledDefault.encode(body))
-            // Twice: the second with the metadata held from the first.
-            #expect(writer.bytes(body) == foundation)
-            #expect(writer.bytes(body) == foundation)
+            // Without an experiment, and with the variant one chose (then no rule).
+            for experiment in [nil, ExperimentAssignment(experimentId: "spring/é", variant: 1, offeringId: "default", enrols: true)] {
+                let body = CustomerOfferingBody(
+                    appUserId: "ana/é\"", paywallVersion: 12, offering: offering, ruleId: experiment == nil ? ruleId : nil, offers: offers,
+                    states: states, experiment: experiment)
+                let foundation = Array(try JSONEncoder.entitledDefault.encode(body))
+                // Twice: the second with the metadata held from the first.
+                #expect(writer.bytes(body) == foundation)
+                #expect(writer.bytes(body) == foundation)
+            }
         }
         // A new version of the offering is encoded again, not served from the held one.
         var changed = offering
@@ -96,7 +100,8 @@ import Testing
             let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
             let offerings = CustomerOfferings(
                 ledger: ledger, cache: PaywallCache(ledger: ledger, clock: clock),
-                answers: CustomerAnswers(configuration: configuration, ledger: ledger, cache: ledger.cache), clock: clock)
+                answers: CustomerAnswers(configuration: configuration, ledger: ledger, cache: ledger.cache), clock: clock,
+                experiments: ExperimentExposure(ledger: ledger))
             let standard = #"{"id":"default","packages":[{"id":"$monthly","products":{"appStore":"pro.monthly"}}]}"#
             let team = #"{"id":"team","packages":[{"id":"$lifetime","products":{"appStore":"lifetime"}}]}"#
             let rules = #"{"rules":[{"id":"teams","when":{"attributes":{"plan_hint":"team"}},"offeringId":"team"}]}"#
