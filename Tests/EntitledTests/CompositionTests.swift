@@ -78,7 +78,7 @@ import Testing
         #expect(committed?.watermark == APIHarness.start - ScheduledExport.settleMilliseconds)
         let file = folder.appendingPathComponent("customers/2027-01-15/part-0-\(APIHarness.start - ScheduledExport.settleMilliseconds).csv")
         let text = try String(contentsOf: file, encoding: .utf8)
-        #expect(text.hasPrefix("app_user_id,app_account_token,created_at,updated_at,active_entitlements,projection_failed\r\nu1,"))
+        #expect(text.hasPrefix("app_user_id,app_account_token,created_at,updated_at,active_entitlements,projection_failed,attributes\r\nu1,"))
     }
 
     /// A verifier the configuration cannot build stops the start as a configuration error, before

@@ -162,7 +162,7 @@ func eventually(within limit: Duration = .seconds(20), _ condition: () async thr
             port: dev.port, "GET", "/dev/customers", headers: ["Authorization": "Bearer dev-key-entitled-local-only"])
         #expect(page.status == 200)
         let customers = page.json["customers"] as? [[String: Any]] ?? []
-        #expect(Set(customers.compactMap { $0["appUserId"] as? String }) == ["alice", "bob", "carol", "dave", "erin", "frank"])
+        #expect(Set(customers.compactMap { $0["appUserId"] as? String }) == ["alice", "bob", "carol", "dave", "erin", "frank", "gina"])
         #expect(customers.contains { $0["state"] as? String == "active" })
         let dashboard = try await Loopback.send(port: dev.port, "GET", "/")
         #expect(dashboard.headers["content-type"]?.hasPrefix("text/html") == true)
