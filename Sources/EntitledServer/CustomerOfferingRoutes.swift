@@ -100,7 +100,7 @@ struct CustomerOfferings: Sendable {
     /// check, an experiment is live (its enrolment is a write), the customer has no rendered answer
     /// that holds now, or the store cannot read at once.
     func answerNow(appUserId: String, asked: Asked) throws -> [UInt8]? {
-        guard let paywall = cache.currentNow(), !paywall.experiments.contains(where: { $0.status != .ended }) else { return nil }
+        guard let paywall = cache.currentNow(), paywall.liveExperiments.isEmpty else { return nil }
         let context = answers.merged(now: clock.nowMilliseconds())
         // A storage error here is left to the slow path, which answers it properly.
         guard let rendered = try? ledger.renderedCustomerNow(appUserId: appUserId, context: context),

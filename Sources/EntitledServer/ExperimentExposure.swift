@@ -12,11 +12,7 @@ struct ExperimentExposure: Sendable {
     /// The variant `appUserId` sees now, enrolling them when this is their first exposure; nil
     /// when no experiment is running or paused (no read then) or none decides for them.
     func assignment(appUserId: String, audience: Audience, paywall: Paywall, now: Int64) async throws -> ExperimentAssignment? {
-        // An experiment whose offering is gone (it cannot be deleted while the experiment is not
-        // ended; a document that no longer decodes) shows nothing.
-        let live = paywall.experiments.filter { experiment in
-            experiment.status != .ended && experiment.variants.allSatisfy { paywall.offerings[$0.offeringId] != nil }
-        }
+        let live = paywall.liveExperiments
         guard !live.isEmpty else { return nil }
         let enrolments = try await Problems.store { () async throws(StorageError) in try await ledger.enrolments(appUserId: appUserId) }
         guard
@@ -151,5 +147,16 @@ struct ExperimentResultsBody: Encodable {
         try c.put(ExperimentStatistics.horizonDays, .horizonDays)
         try c.put(Self.method, .method)
         try c.put(variants, .variants)
+    }
+}
+
+extension Paywall {
+    /// The experiments that can decide a customer's offering now: running or paused, with every
+    /// variant's offering present. An experiment whose offering is gone (it cannot be deleted
+    /// while the experiment is not ended; a document that no longer decodes) shows nothing.
+    var liveExperiments: [Experiment] {
+        experiments.filter { experiment in
+            experiment.status != .ended && experiment.variants.allSatisfy { offerings[$0.offeringId] != nil }
+        }
     }
 }

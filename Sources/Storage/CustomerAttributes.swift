@@ -50,7 +50,7 @@ extension SessionBackedStore {
         try await write { session in
             let ledger = Ledger(session: session, fault: nil)
             guard let customer = try ledger.customer(appUserId: appUserId) else { return .customerNotFound }
-            var names = Set(try Self.readAttributes(session, customerId: customer.id).map(\.name))
+            var names = Set(try Ledger.readAttributes(session, customerId: customer.id).map(\.name))
             for (name, value) in changes {
                 if value == nil { names.remove(name) } else { names.insert(name) }
             }
@@ -68,19 +68,15 @@ extension SessionBackedStore {
                 }
             }
             if !changes.isEmpty { try session.query("UPDATE customers SET attributes_changed_at = \(now) WHERE id = \(customer.id)") }
-            return .stored(try Self.readAttributes(session, customerId: customer.id))
+            return .stored(try Ledger.readAttributes(session, customerId: customer.id))
         }
     }
 
     func attributes(appUserId: String) async throws -> [CustomerAttribute]? {
         try await read(customer: appUserId) { session in
             guard let customer = try Ledger(session: session, fault: nil).customer(appUserId: appUserId) else { return nil }
-            return try Self.readAttributes(session, customerId: customer.id)
+            return try Ledger.readAttributes(session, customerId: customer.id)
         }
-    }
-
-    static func readAttributes(_ session: any SQLSession, customerId: Int64) throws -> [CustomerAttribute] {
-        try Ledger.readAttributes(session, customerId: customerId)
     }
 }
 
