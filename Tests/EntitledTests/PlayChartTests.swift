@@ -104,4 +104,20 @@ import Testing
         #expect((first["mrr"] as? [String: Any])?["USD"] as? Double == 19.98, "\(first)")
         #expect(first["activeSubscriptions"] as? Int == 2)
     }
+
+    /// `entitled dev`'s seeded Play customer pays the fake's price: its events carry it.
+    @Test func devPlayPurchasesHavePrices() async throws {
+        let dev = try await DevDashboardTests.start()
+        defer { dev.terminate() }
+        let started = try await eventually(within: .seconds(30)) {
+            try await DevPlayTests.events(dev.port, of: "gina").contains { $0["type"] as? String == "subscription.started" }
+        }
+        #expect(started)
+        let events = try await DevPlayTests.events(dev.port, of: "gina")
+        let start = try #require(events.first { $0["type"] as? String == "subscription.started" })
+        let data = start["data"] as? [String: Any] ?? [:]
+        #expect(data["store"] as? String == "playStore")
+        #expect(data["price"] as? String == "9.99", "\(data)")
+        #expect(data["currency"] as? String == "USD")
+    }
 }
