@@ -49,12 +49,15 @@ struct PlayPeriodPrice: Equatable {
     var price: Int64?
     var currency: String?
     var periodType: PeriodType?
+    /// Google sent a `recurringPrice` that is no price (logged by the ingest, never stored).
+    var ignoredAmount = false
 
     init(_ item: SubscriptionPurchaseLineItem) {
         let phase = item.offerPhase
         let recurring = item.autoRenewingPlan?.recurringPrice
         let amount = recurring?.milliunits.flatMap { $0 >= 0 ? $0 : nil }
         let currency = amount == nil ? nil : recurring?.currency
+        ignoredAmount = recurring != nil && currency == nil
         if phase?.freeTrial != nil {
             periodType = .trial
             price = 0
