@@ -128,15 +128,20 @@ final class DevPlay: Sendable {
     }
 
     /// The fake's product for a configured one: subscriptions renew monthly on their base plans
-    /// (`monthly` when the configuration names none).
+    /// (`monthly` when the configuration names none) at ``subscriptionPrice`` (a configuration has no prices).
     static func fake(_ product: PlayProduct) -> FakePlayProduct {
         switch product.type {
         case .autoRenewable:
-            FakePlayProduct(productId: product.productId, kind: .subscription(basePlans: product.basePlans ?? ["monthly"], periodSeconds: month))
+            FakePlayProduct(
+                productId: product.productId, kind: .subscription(basePlans: product.basePlans ?? ["monthly"], periodSeconds: month),
+                price: subscriptionPrice)
         case .nonConsumable: FakePlayProduct(productId: product.productId, kind: .oneTime(consumable: false))
         case .consumable: FakePlayProduct(productId: product.productId, kind: .oneTime(consumable: true))
         }
     }
+
+    /// What every simulated Play subscription period costs, so dev's Play purchases show in revenue and MRR.
+    static let subscriptionPrice = Money(currencyCode: "USD", milliunits: 9990)
 
     /// The configuration's Play apps with the simulated one (the first, or the demo app added) pointing at the fake.
     func apps(_ configured: [PlayApp]) -> [PlayApp] {

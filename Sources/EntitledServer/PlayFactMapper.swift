@@ -4,7 +4,8 @@ import GooglePlay
 
 // Google Play's Developer API answers → the engine's facts, field for field. The only decisions:
 // which line item speaks for a subscription (the one expiring last), the environment (license
-// testers' purchases are Sandbox), and `observedAt` (when the answer came).
+// testers' purchases are Sandbox), `observedAt` (when the answer came), and the price of the
+// current period (``PlayPeriodPrice``, docs/google-play.md "Prices").
 
 extension PlaySubscriptionFact {
     /// The snapshot of `purchase` (token `purchaseToken` of `packageName`) answered at `observedAt`.
@@ -14,6 +15,7 @@ extension PlaySubscriptionFact {
             return ea != eb ? ea < eb : a.productId > b.productId
         }
         guard let item, !item.productId.isEmpty else { throw MappingError(model: "SubscriptionPurchaseV2", field: "lineItems") }
+        let charged = PlayPeriodPrice(item)
         self.init(
             purchaseToken: purchaseToken, linkedPurchaseToken: purchase.linkedPurchaseToken, packageName: packageName,
             productId: item.productId, basePlanId: item.offerDetails?.basePlanId, offerId: item.offerDetails?.offerId,
@@ -23,7 +25,52 @@ extension PlaySubscriptionFact {
             latestOrderId: purchase.latestOrderId ?? item.latestSuccessfulOrderId,
             acknowledged: purchase.acknowledgementState == .acknowledged,
             obfuscatedExternalAccountId: purchase.externalAccountIdentifiers?.obfuscatedExternalAccountId,
-            regionCode: purchase.regionCode, observedAt: observedAt, environment: purchase.isTestPurchase ? .sandbox : .production)
+            regionCode: purchase.regionCode, observedAt: observedAt, environment: purchase.isTestPurchase ? .sandbox : .production,
+            price: charged.price, currency: charged.currency, periodType: charged.periodType)
+    }
+}
+
+/// What a subscription line item's current period was charged, from `offerPhase` and
+/// `autoRenewingPlan.recurringPrice` (the base plan's price, without discounts):
+///
+/// | phase                                   | period type | price            |
+/// |-----------------------------------------|-------------|------------------|
+/// | `freeTrial`                             | trial       | 0                |
+/// | `introductoryPrice`                     | intro       | unknown (nil)    |
+/// | `basePrice`                             | normal      | `recurringPrice` |
+/// | `prorationPeriod`                       | normal      | unknown (nil)    |
+/// | none, no `offerId`                      | normal      | `recurringPrice` |
+/// | none, with an `offerId`                 | unknown     | unknown (nil)    |
+/// | `prepaidPlan` (no recurring price)      | as above    | unknown (nil)    |
+///
+/// An amount that is not exactly a whole number of milli-units, negative, beyond Int64, or in a
+/// currency that is not an ISO 4217 code is no price: the purchase still maps, without one.
+struct PlayPeriodPrice: Equatable {
+    var price: Int64?
+    var currency: String?
+    var periodType: PeriodType?
+    /// Google sent a `recurringPrice` that is no price (logged by the ingest, never stored).
+    var ignoredAmount = false
+
+    init(_ item: SubscriptionPurchaseLineItem) {
+        let phase = item.offerPhase
+        let recurring = item.autoRenewingPlan?.recurringPrice
+        let amount = recurring?.milliunits.flatMap { $0 >= 0 ? $0 : nil }
+        let currency = amount == nil ? nil : recurring?.currency
+        ignoredAmount = recurring != nil && currency == nil
+        if phase?.freeTrial != nil {
+            periodType = .trial
+            price = 0
+            self.currency = recurring?.currency
+        } else if phase?.introductoryPrice != nil {
+            periodType = .intro
+        } else if phase?.basePrice != nil || phase?.prorationPeriod != nil || (phase == nil && item.offerDetails?.offerId == nil) {
+            periodType = .normal
+            if phase?.prorationPeriod == nil, let currency, let amount {
+                price = amount
+                self.currency = currency
+            }
+        }
     }
 }
 

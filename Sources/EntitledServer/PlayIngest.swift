@@ -163,6 +163,11 @@ struct PlayIngest: Sendable {
         do throws(MappingError) {
             let fact = try PlaySubscriptionFact(purchase, purchaseToken: token, packageName: clients.app.packageName, observedAt: now)
             _ = try Self.checked(.playSubscription(fact))
+            if purchase.lineItems.contains(where: { PlayPeriodPrice($0).ignoredAmount }) {
+                ServerLog.event(
+                    "play price ignored", ["app": clients.app.packageName, "reason": "recurringPrice is not an exact ISO 4217 amount"],
+                    level: .warn)
+            }
             return fact
         } catch {
             throw .rejected(Ingest.rejection(error))

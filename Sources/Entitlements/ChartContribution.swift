@@ -60,7 +60,7 @@ public enum ChartKind: String, Hashable, Sendable, CaseIterable {
 
 /// What a chart can be segmented by, as stored with every chart rollup row.
 public struct ChartSegment: Hashable, Sendable, Comparable {
-    /// `appStore`.
+    /// A ``PurchaseStore`` raw value: `appStore` or `playStore`.
     public var store: String
     public var product: String
     /// The storefront's ISO 3166-1 alpha-3 country code ("" when unknown).
@@ -75,8 +75,10 @@ public struct ChartSegment: Hashable, Sendable, Comparable {
         self.periodType = periodType
     }
 
-    init(_ t: TransactionFact?) {
-        self.init(product: t?.productId ?? "", storefront: t?.storefront ?? "", periodType: (t?.periodType ?? .normal).rawValue)
+    init(_ t: TransactionFact?, store: PurchaseStore = .appStore) {
+        self.init(
+            store: store.rawValue, product: t?.productId ?? "", storefront: t?.storefront ?? "",
+            periodType: (t?.periodType ?? .normal).rawValue)
     }
 
     public static func < (a: Self, b: Self) -> Bool {
@@ -144,6 +146,17 @@ extension TransactionFact {
     var isRefunded: Bool { revocationDate != nil && !isUpgraded }
 }
 
+/// The store's commission on a paid transaction, in percent: the App Store takes 30 %, 15 % on a
+/// subscription's transactions after its first paid year; Google Play 15 % on every subscription
+/// transaction and 30 % on other products (its reduced tiers depend on the developer's yearly
+/// earnings, which the ledger does not know; Apple's Small Business Program likewise).
+func storeCommission(_ store: PurchaseStore, productType: ProductType, paidFor: Int64) -> Int64 {
+    switch store {
+    case .appStore: productType == .autoRenewable && paidFor >= 365 * Time.day ? 15 : 30
+    case .playStore: productType == .autoRenewable ? 15 : 30
+    }
+}
+
 /// The longest retention a subscription is followed for, in months.
 let maxRetentionMonths: Int64 = 600
 
@@ -203,18 +216,22 @@ func chartTransitions(
     }
 }
 
-/// Revenue, refunds and the cohort series, from the newest version of each transaction.
-func chartTransactionFlows(_ facts: [Fact], environment: Environment, into sums: inout [ChartKey: Int64]) {
+/// Revenue, refunds and the cohort series, from the newest version of each transaction and the
+/// `play` periods (``playPeriods(_:policy:)``): one customer's cohort spans both stores.
+func chartTransactionFlows(_ facts: [Fact], play: [TransactionFact] = [], environment: Environment, into sums: inout [ChartKey: Int64]) {
     var latest: [String: TransactionFact] = [:]
     for case .transaction(let t) in facts where latest[t.transactionId].map({ $0.signedDate <= t.signedDate }) ?? true {
         latest[t.transactionId] = t
     }
+    let playIds = Set(play.map(\.transactionId))
+    for t in play where latest[t.transactionId] == nil { latest[t.transactionId] = t }
+    func store(_ t: TransactionFact) -> PurchaseStore { playIds.contains(t.transactionId) ? .playStore : .appStore }
     let transactions = latest.values.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
     guard let first = transactions.first else { return }
     func add(_ kind: ChartKind, _ instant: Int64, _ value: Int64, _ t: TransactionFact?, currency: String = "", offset: Int64 = 0) {
         guard value != 0 else { return }
-        let key = ChartKey(
-            environment: environment, day: metricDay(instant), kind: kind, currency: currency, segment: ChartSegment(t), offset: offset)
+        let segment = ChartSegment(t, store: t.map(store) ?? .appStore)
+        let key = ChartKey(environment: environment, day: metricDay(instant), kind: kind, currency: currency, segment: segment, offset: offset)
         sums[key, default: 0] += value
     }
     let paid = transactions.filter(\.isPaid)
@@ -224,7 +241,7 @@ func chartTransactionFlows(_ facts: [Fact], environment: Environment, into sums:
         guard let currency = t.currency, let price = t.price else { continue }
         add(.revenue, t.purchaseDate, price, t, currency: currency)
         let start = firstPaid[t.originalTransactionId]?.purchaseDate ?? t.purchaseDate
-        let commission: Int64 = t.productType == .autoRenewable && t.purchaseDate - start >= 365 * Time.day ? 15 : 30
+        let commission = storeCommission(store(t), productType: t.productType, paidFor: t.purchaseDate - start)
         add(.proceeds, t.purchaseDate, price * (100 - commission) / 100, t, currency: currency)
         add(.paidTransactions, t.purchaseDate, 1, t)
         if let revoked = t.revocationDate, t.isRefunded {

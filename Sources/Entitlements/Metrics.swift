@@ -138,10 +138,11 @@ public func metricContribution(
     let environments = Set(facts.map(\.environment)).sorted { $0.rawValue < $1.rawValue }
     for environment in environments {
         let own = facts.filter { $0.environment == environment }.sorted { $0.date < $1.date }
-        evaluations += timeline(own, policy: policy, environment: environment, from: stored?.from, into: &sums, charts: &charts)
+        let play = playPeriods(own, policy: policy)
+        evaluations += timeline(own, play: play, policy: policy, environment: environment, from: stored?.from, into: &sums, charts: &charts)
         transactionFlows(own, environment: environment, into: &sums)
-        chartTransactionFlows(own, environment: environment, into: &charts)
-        playFlows(own, policy: policy, environment: environment, into: &sums)
+        chartTransactionFlows(own, play: play.map(\.transaction), environment: environment, into: &charts)
+        playFlows(own, periods: play, policy: policy, environment: environment, into: &sums)
     }
     let deltas = sums.compactMap { key, value in
         value == 0 ? nil
@@ -195,11 +196,15 @@ struct Standing: Equatable {
 /// from day `start` on when given (the standings before it from one evaluation at the end of the
 /// day before). Returns the evaluations spent.
 private func timeline(
-    _ facts: [Fact], policy: Policy, environment: Environment, from start: Int64?, into sums: inout [MetricKey: Int64],
-    charts: inout [ChartKey: Int64]
+    _ facts: [Fact], play: [PlayPeriod], policy: Policy, environment: Environment, from start: Int64?,
+    into sums: inout [MetricKey: Int64], charts: inout [ChartKey: Int64]
 ) -> Int {
     guard let first = facts.first else { return 0 }
     var latest: [String: TransactionFact] = [:]
+    // A Play grant's transaction is the period of the order its token's newest snapshot names.
+    var playNewest: [String: PlaySubscriptionFact] = [:]
+    var playPeriod: [PlayOrderKey: TransactionFact] = [:]
+    for period in play { playPeriod[PlayOrderKey(token: period.token, orderId: period.orderId)] = period.transaction }
     var previous: [String: Standing] = [:]
     var index = 0
     var evaluations = 0
@@ -209,6 +214,12 @@ private func timeline(
             if case .transaction(let t) = facts[index], latest[t.transactionId].map({ $0.signedDate <= t.signedDate }) ?? true {
                 latest[t.transactionId] = t
             }
+            if case .playSubscription(let p) = facts[index], p.state.isGranted {
+                if playNewest[p.purchaseToken].map({ Canon.isNewer(p, than: $0) }) ?? true { playNewest[p.purchaseToken] = p }
+                if let period = playPeriod[PlayOrderKey(token: p.purchaseToken, orderId: p.latestOrderId)] {
+                    latest[period.transactionId] = period
+                }
+            }
             index += 1
         }
     }
@@ -216,12 +227,16 @@ private func timeline(
         var current: [String: Standing] = [:]
         for group in state.subscriptionGroups {
             guard let grant = group.current, grant.productType == .autoRenewable else { continue }
-            let transaction = latest[grant.transactionId]
+            let transaction =
+                grant.store == .playStore
+                ? playNewest[grant.transactionId].flatMap { playPeriod[PlayOrderKey(token: $0.purchaseToken, orderId: $0.latestOrderId)] }
+                : latest[grant.transactionId]
             current[grant.originalTransactionId] = Standing(
-                status: grant.status, trial: grant.periodType == .trial, transactionId: grant.transactionId,
+                status: grant.status, trial: grant.periodType == .trial, transactionId: transaction?.transactionId ?? grant.transactionId,
                 monthly: transaction.map(monthlyPrice) ?? 0, currency: transaction?.currency ?? "",
                 segment: ChartSegment(
-                    product: grant.productId, storefront: transaction?.storefront ?? "", periodType: grant.periodType.rawValue))
+                    store: grant.store.rawValue, product: grant.productId, storefront: transaction?.storefront ?? "",
+                    periodType: grant.periodType.rawValue))
         }
         return current
     }
@@ -320,9 +335,17 @@ private func transactionFlows(_ facts: [Fact], environment: Environment, into su
 }
 
 /// Play subscriptions' new subscriptions, renewals and refunds, from the timeline's events (a Play
-/// snapshot names no transaction per period: the timeline reads periods from the expiry advancing).
-/// Play purchases carry no price, so they add no revenue, refund amount or MRR.
-private func playFlows(_ facts: [Fact], policy: Policy, environment: Environment, into sums: inout [MetricKey: Int64]) {
+/// snapshot names no transaction per period: the timeline reads periods from the expiry advancing);
+/// revenue and refunded amounts from the priced `periods`, as Apple's from its transactions.
+private func playFlows(
+    _ facts: [Fact], periods: [PlayPeriod], policy: Policy, environment: Environment, into sums: inout [MetricKey: Int64]
+) {
+    for t in periods.map(\.transaction) where t.productType == .autoRenewable && t.isPaid {
+        sums[MetricKey(environment: environment, day: metricDay(t.purchaseDate), kind: .revenue, currency: t.currency!), default: 0] += t.price!
+        if let revoked = t.revocationDate {
+            sums[MetricKey(environment: environment, day: metricDay(revoked), kind: .refundAmount, currency: t.currency!), default: 0] += t.price!
+        }
+    }
     let play = facts.filter {
         switch $0 {
         case .playSubscription, .playVoided: true

@@ -185,7 +185,7 @@ extension PlaySubscription {
             status: status, productId: f.productId, productType: .autoRenewable, transactionId: f.purchaseToken,
             originalTransactionId: root, ownership: .purchased, purchaseDate: f.startTime ?? f.observedAt,
             originalPurchaseDate: originalStart ?? f.startTime, expiresAt: expiresAt, gracePeriodExpiresAt: graceEnd,
-            willRenew: willRenew, renewsTo: renewsTo, periodType: .normal, billingIssueDetectedAt: issueAt,
+            willRenew: willRenew, renewsTo: renewsTo, periodType: f.periodType ?? .normal, billingIssueDetectedAt: issueAt,
             unsubscribeDetectedAt: f.state == .canceled && !superseded && !voided ? canceledSince : nil,
             environment: f.environment, subscriptionGroup: group, store: .playStore)
     }

@@ -64,13 +64,22 @@ public struct PlaySubscriptionFact: Hashable, Sendable, Codable {
     public var observedAt: Int64
     /// Sandbox for license testers' purchases (`testPurchase`), else Production.
     public var environment: Environment
+    /// What the current period (`latestOrderId`) was charged, in milli-units of `currency`: 0 in a
+    /// free trial, `recurringPrice` at the base price; nil when Google's answer does not say (an
+    /// introductory or proration phase, a prepaid plan, a snapshot stored before prices were kept).
+    public var price: Int64?
+    /// ISO 4217 code of `recurringPrice`.
+    public var currency: String?
+    /// The line item's `offerPhase`: trial, intro or normal (nil in snapshots stored before it was kept).
+    public var periodType: PeriodType?
 
     public init(
         purchaseToken: String, linkedPurchaseToken: String? = nil, packageName: String, productId: String,
         basePlanId: String? = nil, offerId: String? = nil, state: PlaySubscriptionState, startTime: Int64?,
         expiryTime: Int64?, autoRenewEnabled: Bool? = nil, renewsTo: String? = nil, autoResumeTime: Int64? = nil,
         latestOrderId: String? = nil, acknowledged: Bool = false, obfuscatedExternalAccountId: String? = nil,
-        regionCode: String? = nil, observedAt: Int64, environment: Environment = .production
+        regionCode: String? = nil, observedAt: Int64, environment: Environment = .production, price: Int64? = nil,
+        currency: String? = nil, periodType: PeriodType? = nil
     ) {
         self.purchaseToken = purchaseToken
         self.linkedPurchaseToken = linkedPurchaseToken
@@ -90,6 +99,9 @@ public struct PlaySubscriptionFact: Hashable, Sendable, Codable {
         self.regionCode = regionCode
         self.observedAt = observedAt
         self.environment = environment
+        self.price = price
+        self.currency = currency
+        self.periodType = periodType
     }
 }
 
@@ -182,7 +194,8 @@ extension PlaySubscriptionFact {
             key(observedAt), key(purchaseToken), key(linkedPurchaseToken), key(packageName), key(productId),
             key(basePlanId), key(offerId), key(state), key(startTime), key(expiryTime),
             key(autoRenewEnabled.map { $0 ? 1 : 0 } as Int?), key(renewsTo), key(autoResumeTime), key(latestOrderId),
-            key(acknowledged), key(obfuscatedExternalAccountId), key(regionCode), key(environment),
+            key(acknowledged), key(obfuscatedExternalAccountId), key(regionCode), key(environment), key(price), key(currency),
+            key(periodType),
         ]
     }
 }

@@ -39,7 +39,10 @@ extension TimelineBuilder {
 
     /// A Play subscription snapshot as a timeline transaction of the chain `root`.
     static func playTx(_ f: PlaySubscriptionFact, index: Int, root: String) -> TimelineTx {
-        var details = ["store": PurchaseStore.playStore.rawValue, "periodType": "normal", "transactionId": f.purchaseToken]
+        let periodType = f.periodType == .trial ? "trial" : f.periodType == .intro ? "intro" : "normal"
+        var details = ["store": PurchaseStore.playStore.rawValue, "periodType": periodType, "transactionId": f.purchaseToken]
+        if let price = f.price, f.currency != nil { details["price"] = decimal(price) }
+        details["currency"] = f.price == nil ? nil : f.currency
         details["orderId"] = f.latestOrderId
         details["storefront"] = f.regionCode
         details["basePlanId"] = f.basePlanId

@@ -82,18 +82,22 @@ public struct SubscriptionPurchaseLineItem: Sendable, Hashable, Codable {
     public var autoRenewingPlan: AutoRenewingPlan?
     public var prepaidPlan: PrepaidPlan?
     public var offerDetails: OfferDetails?
+    /// The pricing phase of the current period (free trial, introductory price, base price, proration).
+    public var offerPhase: OfferPhase?
     public var latestSuccessfulOrderId: String?
     public var deferredItemReplacement: DeferredItemReplacement?
 
     public init(
         productId: String, expiryTime: GoogleTimestamp?, autoRenewingPlan: AutoRenewingPlan? = nil, prepaidPlan: PrepaidPlan? = nil,
-        offerDetails: OfferDetails? = nil, latestSuccessfulOrderId: String? = nil, deferredItemReplacement: DeferredItemReplacement? = nil
+        offerDetails: OfferDetails? = nil, offerPhase: OfferPhase? = nil, latestSuccessfulOrderId: String? = nil,
+        deferredItemReplacement: DeferredItemReplacement? = nil
     ) {
         self.productId = productId
         self.expiryTime = expiryTime
         self.autoRenewingPlan = autoRenewingPlan
         self.prepaidPlan = prepaidPlan
         self.offerDetails = offerDetails
+        self.offerPhase = offerPhase
         self.latestSuccessfulOrderId = latestSuccessfulOrderId
         self.deferredItemReplacement = deferredItemReplacement
     }
@@ -102,7 +106,13 @@ public struct SubscriptionPurchaseLineItem: Sendable, Hashable, Codable {
 /// The line item renews automatically (unless `autoRenewEnabled` is false).
 public struct AutoRenewingPlan: Sendable, Hashable, Codable {
     public var autoRenewEnabled: Bool?
-    public init(autoRenewEnabled: Bool?) { self.autoRenewEnabled = autoRenewEnabled }
+    /// The base plan's current recurring price: without discounts (a trial or introductory phase
+    /// is charged otherwise) and without tax where prices exclude it.
+    public var recurringPrice: Money?
+    public init(autoRenewEnabled: Bool?, recurringPrice: Money? = nil) {
+        self.autoRenewEnabled = autoRenewEnabled
+        self.recurringPrice = recurringPrice
+    }
 }
 
 /// The line item was paid for a fixed time and does not renew.

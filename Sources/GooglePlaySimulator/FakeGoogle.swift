@@ -113,7 +113,7 @@ public final class FakeGoogle: Sendable {
                 startMillis: now, expiryMillis: now + period * 1000, autoRenew: true, acknowledged: false,
                 linkedPurchaseToken: linkedPurchaseToken, obfuscatedAccountId: obfuscatedAccountId, test: test,
                 orderBase: "GPA.\(3300 + state.sequence)-\(1000 + state.sequence)-\(2000 + state.sequence)-\(40000 + state.sequence)",
-                renewals: 0, autoResumeMillis: nil, canceledBy: nil, voided: false)
+                renewals: 0, autoResumeMillis: nil, canceledBy: nil, voided: false, price: products[productId]?.price)
             notify(&state, packageName: packageName, subscription: .purchased, token: token, productId: productId)
             return token
         }

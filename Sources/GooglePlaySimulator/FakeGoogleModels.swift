@@ -11,10 +11,13 @@ public struct FakePlayProduct: Sendable, Hashable {
 
     public var productId: String
     public var kind: Kind
+    /// A subscription's recurring price (`autoRenewingPlan.recurringPrice`); nil answers none.
+    public var price: Money?
 
-    public init(productId: String, kind: Kind) {
+    public init(productId: String, kind: Kind, price: Money? = nil) {
         self.productId = productId
         self.kind = kind
+        self.price = price
     }
 }
 
@@ -53,6 +56,8 @@ struct FakeSubscription: Sendable, Codable, Equatable {
     var autoResumeMillis: Int64?
     var canceledBy: CancelReason?
     var voided: Bool
+    /// The recurring price every period is charged (the fake has no trials or introductory offers).
+    var price: Money?
 
     enum CancelReason: Sendable, Codable { case user, system, developer, replacement }
 
@@ -71,8 +76,9 @@ struct FakeSubscription: Sendable, Codable, Equatable {
             lineItems: [
                 SubscriptionPurchaseLineItem(
                     productId: productId, expiryTime: GoogleTimestamp(milliseconds: expiryMillis),
-                    autoRenewingPlan: AutoRenewingPlan(autoRenewEnabled: autoRenew),
-                    offerDetails: OfferDetails(basePlanId: basePlanId, offerId: offerId), latestSuccessfulOrderId: orderId)
+                    autoRenewingPlan: AutoRenewingPlan(autoRenewEnabled: autoRenew, recurringPrice: price),
+                    offerDetails: OfferDetails(basePlanId: basePlanId, offerId: offerId), offerPhase: .base,
+                    latestSuccessfulOrderId: orderId)
             ],
             startTime: GoogleTimestamp(milliseconds: startMillis), subscriptionState: state, latestOrderId: orderId,
             linkedPurchaseToken: linkedPurchaseToken,

@@ -27,10 +27,11 @@ import Testing
         var servers: [(server: HTTPServer, store: any LedgerStore)] = []
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-play-\(UUID())")
 
-        init() throws {
+        init(price: Money? = nil) throws {
             google = try FakeGoogle(
                 products: [
-                    FakePlayProduct(productId: "premium", kind: .subscription(basePlans: ["monthly"], periodSeconds: GooglePlayAPITests.period)),
+                    FakePlayProduct(
+                        productId: "premium", kind: .subscription(basePlans: ["monthly"], periodSeconds: GooglePlayAPITests.period), price: price),
                     FakePlayProduct(productId: "premium.plus", kind: .subscription(basePlans: ["monthly"], periodSeconds: GooglePlayAPITests.period)),
                     FakePlayProduct(productId: "lifetime", kind: .oneTime(consumable: false)),
                     FakePlayProduct(productId: "coins", kind: .oneTime(consumable: true)),

@@ -212,7 +212,7 @@ let playEventTable: [PlayEventRow] = [
 }
 
 /// Play subscriptions in the daily rollups: stocks from the answer like Apple's, flows from the
-/// timeline, no money (Play snapshots carry no price).
+/// timeline; these snapshots carry no price, so no money (PlayPriceTests has priced ones).
 @Suite struct PlayMetricTests {
     static func sum(_ deltas: [MetricDelta], _ kind: MetricKind, through day: Int64 = .max) -> Int64 {
         deltas.filter { $0.kind == kind && $0.day <= day }.map(\.value).reduce(0, +)

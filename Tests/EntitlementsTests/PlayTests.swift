@@ -21,14 +21,15 @@ let playPolicy = Policy(
 func play(
     _ token: String, _ state: PlaySubscriptionState, product: String = "play.monthly", start: Int64 = T0,
     expiry: Int64? = nil, observed: Int64, linked: String? = nil, autoRenew: Bool? = true, order: String? = nil,
-    basePlan: String? = "monthly", environment: Environment = .production, resume: Int64? = nil
+    basePlan: String? = "monthly", environment: Environment = .production, resume: Int64? = nil, price: Int64? = nil,
+    periodType: PeriodType? = nil
 ) -> Fact {
     .playSubscription(
         PlaySubscriptionFact(
             purchaseToken: token, linkedPurchaseToken: linked, packageName: "com.example.app", productId: product,
             basePlanId: basePlan, state: state, startTime: start, expiryTime: expiry ?? months(1, after: start),
             autoRenewEnabled: autoRenew, autoResumeTime: resume, latestOrderId: order ?? "GPA.\(token).0", observedAt: observed,
-            environment: environment))
+            environment: environment, price: price, currency: price == nil ? nil : "USD", periodType: periodType))
 }
 
 /// A voided Play purchase.
