@@ -5,6 +5,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   each target runs SECONDS (default 20); targets default
 #                                           to FuzzJWS FuzzEngine FuzzReceipt
+#   scripts/fuzz.sh --build-only [TARGET...] builds the targets and runs none (scripts/test builds
+#                                           them niced beside the debug build, runs them after it)
 #
 # Exits 0 when every run ends without a crash, non-zero otherwise (libFuzzer's status; a crashing
 # input is written to .build/fuzz/artifacts/). Reproduce one with the plain build:
@@ -13,6 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+build_only=0
+if [[ "${1:-}" == --build-only ]]; then build_only=1; fi
 seconds="${1:-20}"
 shift $(( $# > 0 ? 1 : 0 ))
 targets=("$@")
@@ -67,6 +71,7 @@ mkdir -p "$scratch/artifacts"
 export SWIFT_BACKTRACE="${SWIFT_BACKTRACE:-enable=no}"
 for target in "${targets[@]}"; do
     swift build -c debug --scratch-path "$scratch" --product "$target" "${flags[@]}"
+    if [[ $build_only == 1 ]]; then continue; fi
     rm -rf "${corpus:?}"/* && mkdir -p "$corpus/$target"
     case "$target" in
         FuzzJWS) seed_jws "$corpus/$target"; max_len=65536 ;;

@@ -35,11 +35,15 @@ trap cleanup EXIT
   || { cat "$dir/initdb.log" >&2; exit 1; }
 # fsync=off: the cluster is thrown away and nothing crashes it (tests end sessions or kill
 # Entitled's processes, never PostgreSQL), so flushing its WAL decides no outcome; it only made
-# every commit wait for the disk: a large share of the PostgreSQL suites' time. 500 connections:
-# the storage suites and the server suites run in two processes at once, each test's stores keep
-# pools, and a crash test's child opens 16 more; at 200 a child once found none free.
+# every commit wait for the disk: a large share of the PostgreSQL suites' time. jit=off: the
+# tests' tables are nearly empty and never analysed, so the planner guesses costs past JIT's
+# threshold and LLVM compiled each such query, 0.3-2 s apiece (the erasure tests' scans of every
+# column of every table spent nearly all their time there); results are the same either way.
+# 500 connections: the storage suites and the server suites run in processes side by side, each
+# test's stores keep pools, and a crash test's child opens 16 more; at 200 a child once found none
+# free.
 "${run[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-  -o "-h 127.0.0.1 -p $port -k $dir -c max_connections=500 -c fsync=off" start >/dev/null \
+  -o "-h 127.0.0.1 -p $port -k $dir -c max_connections=500 -c fsync=off -c jit=off" start >/dev/null \
   || { cat "$dir/server.log" >&2; exit 1; }
 
 export ENTITLED_TEST_POSTGRES="postgresql://postgres@127.0.0.1:$port/postgres"

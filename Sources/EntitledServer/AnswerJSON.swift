@@ -87,10 +87,10 @@ enum AnswerJSON {
             ("id", .string(item.id)),
             ("active", .bool(item.active)),
             ("expiresAt", date(item.expiresAt)),
-            ("balance", item.balance.map { .int(Int64($0)) } ?? .null),
-            ("purchased", item.purchased.map { .int(Int64($0)) } ?? .null),
-            ("refunded", item.refunded.map { .int(Int64($0)) } ?? .null),
-            ("spent", item.spent.map { .int(Int64($0)) } ?? .null),
+            ("balance", int(item.balance)),
+            ("purchased", int(item.purchased)),
+            ("refunded", int(item.refunded)),
+            ("spent", int(item.spent)),
             ("transactionIds", .array(item.transactionIds.map(Value.string))),
             ("grant", item.grant.map(value) ?? .null),
         ])
@@ -127,6 +127,13 @@ enum AnswerJSON {
     }
 
     private static func string(_ text: String?) -> Value { text.map(Value.string) ?? .null }
+
+    /// A named function rather than closures in the member list: four `map { .int(…) } ?? .null`
+    /// there took the type checker over a second.
+    private static func int(_ number: Int?) -> Value {
+        guard let number else { return .null }
+        return .int(Int64(number))
+    }
 }
 
 /// The members `EntitlementState` and `Grant` share (the entitlement copies its grant's).
