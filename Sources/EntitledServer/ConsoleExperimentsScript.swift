@@ -104,6 +104,17 @@ enum ConsoleExperimentsScript {
             done();
           }
 
+          // A form whose submit PUTs its variants and audience with `status()` as experiment `id()`.
+          function experimentForm(formId, variants, audience, status, id, error, done, ...children) {
+            return el("form", { id: formId, onsubmit: async (e) => {
+              e.preventDefault();
+              let body;
+              try { body = { variants: variants.read(), audience: audience.read(), status: status() }; }
+              catch (x) { error.textContent = x.message; return; }
+              await putExperiment(id(), body, error, () => done(id()));
+            } }, ...children, error);
+          }
+
           async function experiments(page, id) {
             const me = await session();
             if (id) return experiment(page, id, me);
@@ -129,15 +140,11 @@ enum ConsoleExperimentsScript {
             const status = select([["paused", "Paused: a draft, enrols no one until resumed"], ["running", "Running: enrols customers now"]], "paused", () => {});
             status.id = "experiment-status";
             const error = el("p", { class: "error", id: "experiment-error" });
-            page.append(el("div", { class: "panel" }, el("h2", { text: "New experiment" }), el("form", { id: "experiment-form", onsubmit: async (e) => {
-              e.preventDefault();
-              let created;
-              try { created = { variants: variants.read(), audience: audience.read(), status: status.value }; }
-              catch (x) { error.textContent = x.message; return; }
-              const target = idInput.value.trim();
-              await putExperiment(target, created, error, () => { location.hash = "#experiments/" + encodeURIComponent(target); });
-            } }, el("p", {}, idInput), el("h3", { text: "Variants" }), variants.node, el("h3", { text: "Audience" }), audience.node,
-              el("p", {}, status), el("button", { type: "submit", text: "Create" }), error)));
+            page.append(el("div", { class: "panel" }, el("h2", { text: "New experiment" }),
+              experimentForm("experiment-form", variants, audience, () => status.value, () => idInput.value.trim(), error,
+                (created) => { location.hash = "#experiments/" + encodeURIComponent(created); },
+                el("p", {}, idInput), el("h3", { text: "Variants" }), variants.node, el("h3", { text: "Audience" }), audience.node,
+                el("p", {}, status), el("button", { type: "submit", text: "Create" }))));
           }
 
           async function experiment(page, id, me) {
@@ -169,14 +176,10 @@ enum ConsoleExperimentsScript {
                 if (confirm("End the experiment " + x.id + "? Every customer goes back to targeting, and it cannot change after.")) set("ended");
               } }), error));
             const editError = el("p", { class: "error", id: "experiment-edit-error" });
-            page.append(el("div", { class: "panel" }, el("h2", { text: "Change weights and audience" }), el("form", { id: "experiment-edit", onsubmit: async (e) => {
-              e.preventDefault();
-              let changed;
-              try { changed = { variants: variants.read(), audience: audience.read(), status: x.status }; }
-              catch (y) { editError.textContent = y.message; return; }
-              await putExperiment(x.id, changed, editError, () => route());
-            } }, variants.node, el("h3", { text: "Audience" }), audience.node, el("p", { class: "muted", text: "Customers already enrolled keep their variant: " +
-              "new weights and a new audience apply to those enrolled from now on." }), el("button", { type: "submit", text: "Save" }), editError)));
+            page.append(el("div", { class: "panel" }, el("h2", { text: "Change weights and audience" }),
+              experimentForm("experiment-edit", variants, audience, () => x.status, () => x.id, editError, () => route(),
+                variants.node, el("h3", { text: "Audience" }), audience.node, el("p", { class: "muted", text: "Customers already enrolled keep their variant: " +
+                "new weights and a new audience apply to those enrolled from now on." }), el("button", { type: "submit", text: "Save" }))));
           }
 
           function experimentResults(page, body) {

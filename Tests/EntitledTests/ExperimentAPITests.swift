@@ -108,8 +108,8 @@ import Testing
         try await APIHarness.run(configuration: Self.configuration()) { api in
             let script = String(decoding: try await api.send("GET", "/console/console.js").body, as: UTF8.self)
             for needle in [
-                #"api("/v1/experiments/" + encodeURIComponent(id), "PUT", body)"#, #"id: "experiment-form""#, #"id: "experiment-pause""#,
-                #"id: "experiment-resume""#, #"id: "experiment-end""#, #"id: "experiment-edit""#, #"set("ended")"#, "audience-attributes",
+                #"api("/v1/experiments/" + encodeURIComponent(id), "PUT", body)"#, #""experiment-form""#, #"id: "experiment-pause""#,
+                #"id: "experiment-resume""#, #"id: "experiment-end""#, #""experiment-edit""#, #"set("ended")"#, "audience-attributes",
             ] {
                 #expect(script.contains(needle), "\(needle)")
             }
