@@ -1,33 +1,34 @@
 // An experiment's results: what each enrolled customer did within 7, 30 and 90 days of their
-// enrolment, read from their App Store transactions, summed per variant with 95 % intervals.
+// enrolment, read from their App Store and Google Play purchases alike, summed per variant with
+// 95 % intervals.
 
-/// What one enrolled customer did between their enrolment and a horizon, from their transactions
-/// (the newest version of each) in the environments counted.
+/// What one enrolled customer did between their enrolment and a horizon, from their purchases in
+/// both stores (``CountedPurchase``) in the environments counted.
 public struct ExperimentOutcome: Hashable, Sendable {
     /// A free trial of an auto-renewable subscription started in the window.
     public var trialStarted = false
-    /// Such a trial was followed, in the window, by a paid transaction of the same subscription.
+    /// Such a trial was followed, in the window, by a paid purchase of the same subscription.
     public var trialConverted = false
-    /// A paid transaction (a price above zero, outside a free trial) was bought in the window.
+    /// A paid purchase (a price above zero, outside a free trial) was bought in the window.
     public var paid = false
-    /// The prices of the paid transactions bought in the window, per currency (milli-units).
+    /// The prices of the paid purchases bought in the window, per currency (milli-units).
     public var revenue: [String: Int64] = [:]
-    /// ``revenue`` less the transactions refunded by the window's end.
+    /// ``revenue`` less the purchases refunded by the window's end.
     public var realizedRevenue: [String: Int64] = [:]
 
     public init() {}
 
     /// The outcome of the window `enrolledAt...until` (epoch ms, inclusive).
     public init(facts: [Fact], environments: Set<Environment>, enrolledAt: Int64, until: Int64) {
-        var latest: [String: TransactionFact] = [:]
-        for case .transaction(let t) in facts where environments.contains(t.environment) {
-            if latest[t.transactionId].map({ $0.signedDate <= t.signedDate }) ?? true { latest[t.transactionId] = t }
-        }
-        let window = latest.values.filter { (enrolledAt...until).contains($0.purchaseDate) }
-        let paid = window.filter(\.isPaid)
-        for t in window where t.periodType == .trial && t.productType == .autoRenewable {
+        self.init(purchases: CountedPurchase.all(facts, environments: environments), enrolledAt: enrolledAt, until: until)
+    }
+
+    init(purchases: [CountedPurchase], enrolledAt: Int64, until: Int64) {
+        let window = purchases.filter { (enrolledAt...until).contains($0.purchaseDate) }
+        let paid = window.filter(\.paid)
+        for t in window where t.freeTrial {
             trialStarted = true
-            if paid.contains(where: { $0.originalTransactionId == t.originalTransactionId && $0.purchaseDate >= t.purchaseDate }) {
+            if paid.contains(where: { $0.subscription == t.subscription && $0.purchaseDate >= t.purchaseDate }) {
                 trialConverted = true
             }
         }
@@ -35,9 +36,95 @@ public struct ExperimentOutcome: Hashable, Sendable {
         for t in paid {
             guard let currency = t.currency, let price = t.price else { continue }
             revenue[currency, default: 0] += price
-            let refunded = t.isRefunded && (t.revocationDate ?? .max) <= until
-            if !refunded { realizedRevenue[currency, default: 0] += price }
+            if (t.refundedAt ?? .max) > until { realizedRevenue[currency, default: 0] += price }
         }
+    }
+}
+
+/// One purchase as an experiment's results count it, whichever store sold it: the App Store's
+/// transactions and Google Play's periods reduced to the same few fields, so that both count alike.
+struct CountedPurchase {
+    /// The subscription it belongs to (per store): a trial converts when a paid purchase of the
+    /// same subscription follows it.
+    var subscription: String
+    var purchaseDate: Int64
+    /// The first period of an auto-renewable subscription, free.
+    var freeTrial: Bool
+    /// Bought for money: outside a free trial, at a price above zero (a Play period whose price
+    /// is not known counts, without revenue).
+    var paid: Bool
+    /// Milli-units of ``currency``.
+    var price: Int64?
+    var currency: String?
+    /// When it was refunded, if it was.
+    var refundedAt: Int64?
+
+    /// Every purchase of both stores in `environments`.
+    static func all(_ facts: [Fact], environments: Set<Environment>) -> [CountedPurchase] {
+        appStore(facts, environments: environments) + playStore(facts, environments: environments)
+    }
+
+    /// The App Store's: the newest version of each transaction.
+    static func appStore(_ facts: [Fact], environments: Set<Environment>) -> [CountedPurchase] {
+        var latest: [String: TransactionFact] = [:]
+        for case .transaction(let t) in facts where environments.contains(t.environment) {
+            if latest[t.transactionId].map({ $0.signedDate <= t.signedDate }) ?? true { latest[t.transactionId] = t }
+        }
+        return latest.values.map { t in
+            CountedPurchase(
+                subscription: PurchaseStore.appStore.rawValue + ":" + t.originalTransactionId, purchaseDate: t.purchaseDate,
+                freeTrial: t.periodType == .trial && t.productType == .autoRenewable, paid: t.isPaid, price: t.price,
+                currency: t.currency, refundedAt: t.isRefunded ? t.revocationDate ?? .max : nil)
+        }
+    }
+
+    /// Google Play's, from the timeline (a Play snapshot names no transaction per period: the
+    /// timeline reads each period from the expiry advancing): every period begun — started,
+    /// renewed, resumed or recovered, replaced by another product, a one-time purchase — with the
+    /// store-neutral fields its event carries as Apple's do (`periodType`, `price`, `currency`),
+    /// refunded when a refund names its order.
+    static func playStore(_ facts: [Fact], environments: Set<Environment>) -> [CountedPurchase] {
+        let play = facts.filter {
+            switch $0 {
+            case .playSubscription, .playProduct, .playVoided: true
+            default: false
+            }
+        }
+        guard !play.isEmpty else { return [] }
+        var periods: [(key: String, purchase: CountedPurchase)] = []
+        var refunds: [String: Int64] = [:]
+        for environment in environments.sorted(by: { $0.rawValue < $1.rawValue }) {
+            for event in eventTimeline(facts: play, policy: Policy(), now: .max, environment: environment) {
+                let key = [environment.rawValue, event.transactionId, event.details["orderId"] ?? ""].joined(separator: "\u{1F}")
+                switch event.type {
+                case .subscriptionStarted, .subscriptionRenewed, .subscriptionProductChanged, .purchaseCompleted:
+                    let trial = event.type != .purchaseCompleted && event.details["periodType"] == PeriodType.trial.rawValue
+                    let price = event.details["price"].flatMap(Self.milliUnits)
+                    periods.append(
+                        (key, CountedPurchase(
+                            subscription: PurchaseStore.playStore.rawValue + ":" + event.originalTransactionId,
+                            purchaseDate: event.occurredAt, freeTrial: trial, paid: !trial && (price ?? 1) > 0, price: price,
+                            currency: event.details["currency"], refundedAt: nil)))
+                case .subscriptionRefunded, .subscriptionRevoked, .purchaseRefunded:
+                    refunds[key] = min(refunds[key] ?? .max, event.occurredAt)
+                default: continue
+                }
+            }
+        }
+        return periods.map { key, purchase in
+            var purchase = purchase
+            purchase.refundedAt = refunds[key]
+            return purchase
+        }
+    }
+
+    /// An event's decimal `price` ("9.99") in milli-units (9990); nil when it is not one.
+    static func milliUnits(_ text: String) -> Int64? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let whole = Int64(parts[0]), (0...(Int64.max / 1000 - 1)).contains(whole) else { return nil }
+        let fraction = parts.count == 2 ? parts[1] : ""
+        guard fraction.count <= 3, fraction.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return whole * 1000 + (Int64(fraction + String(repeating: "0", count: 3 - fraction.count)) ?? 0)
     }
 }
 
@@ -135,10 +222,11 @@ public struct ExperimentTally: Sendable {
     public mutating func add(variant: Int, enrolledAt: Int64, facts: [Fact], environments: Set<Environment>) {
         guard sums.indices.contains(variant) else { return }
         customers[variant] += 1
+        let purchases = CountedPurchase.all(facts, environments: environments)
         for (index, days) in ExperimentStatistics.horizonDays.enumerated() {
             let until = enrolledAt + Int64(days) * Time.day
             guard until <= now else { continue }
-            let outcome = ExperimentOutcome(facts: facts, environments: environments, enrolledAt: enrolledAt, until: until)
+            let outcome = ExperimentOutcome(purchases: purchases, enrolledAt: enrolledAt, until: until)
             var s = sums[variant][index]
             s.customers += 1
             if outcome.trialStarted { s.trials += 1 }

@@ -100,6 +100,60 @@ import Testing
         }
     }
 
+    /// The console manages experiments through `PUT /v1/experiments/{id}` with the logged-in key:
+    /// its script creates one from a form and sends an experiment's own document back with
+    /// another status (pause, resume, end) or other weights; an admin key may, a console key is
+    /// told it may not; a refusal's problem (code and detail) is what the page shows.
+    @Test func theConsoleCreatesPausesResumesAndEndsAnExperiment() async throws {
+        try await APIHarness.run(configuration: Self.configuration()) { api in
+            let script = String(decoding: try await api.send("GET", "/console/console.js").body, as: UTF8.self)
+            for needle in [
+                #"api("/v1/experiments/" + encodeURIComponent(id), "PUT", body)"#, #""experiment-form""#, #"id: "experiment-pause""#,
+                #"id: "experiment-resume""#, #"id: "experiment-end""#, #""experiment-edit""#, #"set("ended")"#, "audience-attributes",
+            ] {
+                #expect(script.contains(needle), "\(needle)")
+            }
+            #expect(!script.contains("innerHTML"))
+            let console = "Bearer console-secret-0123456789"
+            #expect(try await api.send("GET", "/v1/console/session", auth: APIHarness.admin).json["admin"] as? Bool == true)
+            #expect(try await api.send("GET", "/v1/console/session", auth: console).json["admin"] as? Bool == false)
+            try await Self.offerings(api)
+            // The create form's document: offerings, weights, an audience, paused as a draft.
+            let created = #"""
+                {"variants": [{"offeringId": "default", "weight": 3}, {"offeringId": "cheaper", "weight": 1}],
+                 "audience": {"storefronts": ["USA"], "states": ["new"], "attributes": {"plan": "free"}}, "status": "paused"}
+                """#
+            #expect(try await Self.put(api, "spring", created, auth: console).code == "FORBIDDEN")
+            #expect(try await Self.put(api, "spring", created).status == 201)
+            // Each button sends the experiment as read, with its new status.
+            func change(_ status: String, weights: [Int]? = nil) async throws -> Loopback.Reply {
+                var body = try await api.send("GET", "/v1/experiments/spring", auth: APIHarness.admin).json
+                var document: [String: Any] = ["variants": body["variants"] ?? [], "audience": body["audience"] ?? [:], "status": status]
+                if let weights, var variants = body["variants"] as? [[String: Any]] {
+                    for index in variants.indices { variants[index]["weight"] = weights[index] }
+                    document["variants"] = variants
+                }
+                body = document
+                return try await api.send(
+                    "PUT", "/v1/experiments/spring", auth: APIHarness.admin, json: String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self))
+            }
+            #expect(try await change("running").json["status"] as? String == "running")
+            #expect(try await change("paused").json["status"] as? String == "paused")
+            let reweighted = try await change("paused", weights: [1, 2])
+            #expect((reweighted.json["variants"] as? [[String: Any]])?.map { $0["weight"] as? Int } == [1, 2])
+            #expect((reweighted.json["audience"] as? [String: Any])?["attributes"] as? [String: String] == ["plan": "free"])
+            #expect(try await change("running").json["status"] as? String == "running")
+            #expect(try await change("ended").json["status"] as? String == "ended")
+            let refused = try await change("running")
+            #expect(refused.status == 409)
+            #expect(refused.code == "EXPERIMENT_LOCKED")
+            #expect((refused.json["detail"] as? String)?.contains("has ended") == true)
+            let results = try await api.send("GET", "/v1/experiments/spring/results", auth: console)
+            #expect(results.json["status"] as? String == "ended")
+            #expect(try await api.ledger.count("SELECT COUNT(*) FROM paywall_changes WHERE kind = 'experiment'") == 6)
+        }
+    }
+
     @Test(arguments: [
         ("bad id!", Self.split),
         ("x", #"{"variants": [{"offeringId": "default", "weight": 1}], "status": "running"}"#),

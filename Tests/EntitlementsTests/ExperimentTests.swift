@@ -129,6 +129,42 @@ struct ExperimentTests {
         #expect(fortnight.realizedRevenue == ["USD": 9_990])
     }
 
+    /// A Google Play purchase counts as an App Store one: its start and each renewal are paid
+    /// purchases of the window they fall in (one before enrolment is not counted), a voided order
+    /// is a refund, another environment is not counted. Its price is not known yet (Play facts
+    /// carry none), so it adds no revenue.
+    @Test func aPlayPurchaseCountsLikeAnAppStoreOne() {
+        let enrolled = T0 + 10 * day
+        let playFacts: [Fact] = [
+            // Started before enrolment; renewed on day 20 after it; that order voided on day 25.
+            play("p1", .active, start: T0, expiry: T0 + 30 * day, observed: T0, order: "GPA.p1.0"),
+            play("p1", .active, start: T0, expiry: T0 + 60 * day, observed: T0 + 30 * day + hour, order: "GPA.p1.1"),
+            voided("p1", order: "GPA.p1.1", at: T0 + 35 * day),
+            play("s1", .active, start: enrolled + day, observed: enrolled + day, environment: .sandbox),
+        ]
+        // The same behaviour at Apple: the same counts; only the price is Apple's alone for now.
+        let appleFacts: [Fact] = [
+            tx("a0", otid: "a", purchase: T0, expires: T0 + 30 * day),
+            tx("a1", otid: "a", purchase: T0 + 30 * day, expires: T0 + 60 * day),
+            tx("a1", otid: "a", purchase: T0 + 30 * day, expires: T0 + 60 * day, signed: T0 + 35 * day, revoked: T0 + 35 * day),
+            tx("s0", otid: "s", purchase: enrolled + day, environment: .sandbox),
+        ]
+        for days: Int64 in [7, 30] {
+            let outcome = ExperimentOutcome(facts: playFacts, environments: [.production], enrolledAt: enrolled, until: enrolled + days * day)
+            let apple = ExperimentOutcome(facts: appleFacts, environments: [.production], enrolledAt: enrolled, until: enrolled + days * day)
+            #expect(outcome.paid == (days == 30))
+            #expect(outcome.paid == apple.paid && outcome.trialStarted == apple.trialStarted && outcome.trialConverted == apple.trialConverted)
+            #expect(outcome.revenue.isEmpty && outcome.realizedRevenue.isEmpty)
+            #expect(apple.revenue == (days == 30 ? ["USD": 9_990] : [:]) && apple.realizedRevenue.isEmpty)
+        }
+        // Before enrolment only: nothing; both stores together count once each.
+        let before = ExperimentOutcome(facts: Array(playFacts.prefix(1)), environments: [.production], enrolledAt: enrolled, until: enrolled + 90 * day)
+        #expect(before == ExperimentOutcome())
+        let mixed = playFacts + [tx("m1", otid: "m", purchase: enrolled + 2 * day, price: 9_990)]
+        let both = ExperimentOutcome(facts: mixed, environments: [.production], enrolledAt: enrolled, until: enrolled + 7 * day)
+        #expect(both.paid && both.revenue == ["USD": 9_990] && both.realizedRevenue == ["USD": 9_990])
+    }
+
     /// A simulated population's results equal the counts of what each customer was scripted to do.
     @Test func resultsEqualTheCountsOfEachCustomersOwnBehaviour() {
         struct Script {
@@ -138,26 +174,37 @@ struct ExperimentTests {
             var paidDay: Int?
             var refundDay: Int?
             var price: Int64
+            /// Bought on Google Play: a start, a renewal 30 days on, a voided order. Play facts
+            /// carry neither the offer phase nor the price yet, so a Play customer has no trial
+            /// and adds no revenue.
+            var play = false
         }
         var random = SplitMix64(seed: 37)
         let now = T0 + 120 * day
         var scripts: [Script] = []
-        for _ in 0..<400 {
+        for _ in 0..<600 {
             let enrolledAt = T0 + Int64.random(in: 0...(100 * day), using: &random)
-            let trialDay = Bool.random(using: &random) ? Int.random(in: 0...10, using: &random) : nil
+            let play = Int.random(in: 0...2, using: &random) == 0
+            let trialDay = !play && Bool.random(using: &random) ? Int.random(in: 0...10, using: &random) : nil
             let paidDay = Int.random(in: 0...3, using: &random) == 0 ? nil : Int.random(in: (trialDay ?? 0)...100, using: &random)
             let refundDay = paidDay.flatMap { day in Int.random(in: 0...4, using: &random) == 0 ? day + Int.random(in: 1...20, using: &random) : nil }
             scripts.append(
                 Script(
                     variant: Int.random(in: 0...1, using: &random), enrolledAt: enrolledAt, trialDay: trialDay, paidDay: paidDay,
-                    refundDay: refundDay, price: [4_990, 9_990].randomElement(using: &random)!))
+                    refundDay: refundDay, price: [4_990, 9_990].randomElement(using: &random)!, play: play))
         }
         var tally = ExperimentTally(variantCount: 2, now: now)
         for (k, s) in scripts.enumerated() {
             var facts: [Fact] = []
             func at(_ d: Int) -> Int64 { s.enrolledAt + Int64(d) * day + 1 }
+            if s.play, let p = s.paidDay {
+                // Started on day p, renewed on day p + 30 (seen an hour later), the first order voided.
+                facts.append(play("g\(k)", .active, start: at(p), expiry: at(p + 30), observed: at(p), order: "GPA.\(k).0"))
+                facts.append(play("g\(k)", .active, start: at(p), expiry: at(p + 60), observed: at(p + 30) + hour, order: "GPA.\(k).1"))
+                if let r = s.refundDay { facts.append(voided("g\(k)", order: "GPA.\(k).0", at: at(r))) }
+            }
             if let t = s.trialDay { facts.append(tx("t\(k)", otid: "o\(k)", purchase: at(t), offer: .introductory, discount: .freeTrial, price: 0)) }
-            if let p = s.paidDay {
+            if !s.play, let p = s.paidDay {
                 facts.append(tx("p\(k)", otid: "o\(k)", purchase: at(p), price: s.price))
                 if let r = s.refundDay {
                     facts.append(tx("p\(k)", otid: "o\(k)", purchase: at(p), signed: at(r), revoked: at(r), price: s.price))
@@ -166,6 +213,7 @@ struct ExperimentTests {
             tally.add(variant: s.variant, enrolledAt: s.enrolledAt, facts: facts.shuffled(using: &random), environments: [.production])
         }
         let results = tally.results()
+        #expect(scripts.filter { $0.play && $0.paidDay != nil }.count > 100)
         for variant in 0..<2 {
             let own = scripts.filter { $0.variant == variant }
             #expect(tally.customers[variant] == own.count)
@@ -179,8 +227,8 @@ struct ExperimentTests {
                 #expect(r.trialsStarted.count == observed.filter { within($0.trialDay) }.count)
                 #expect(r.trialConversions.count == observed.filter { within($0.trialDay) && within($0.paidDay) }.count)
                 #expect(r.paidConversions.count == observed.filter { within($0.paidDay) }.count)
-                let revenue = observed.filter { within($0.paidDay) }.map(\.price).reduce(0, +)
-                let realized = observed.filter { within($0.paidDay) && !within($0.refundDay) }.map(\.price).reduce(0, +)
+                let revenue = observed.filter { within($0.paidDay) && !$0.play }.map(\.price).reduce(0, +)
+                let realized = observed.filter { within($0.paidDay) && !within($0.refundDay) && !$0.play }.map(\.price).reduce(0, +)
                 #expect(r.revenuePerCustomer.first?.total ?? 0 == revenue)
                 #expect(r.realizedRevenuePerCustomer.first?.total ?? 0 == realized)
                 if let mean = r.revenuePerCustomer.first {
