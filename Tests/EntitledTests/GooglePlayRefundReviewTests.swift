@@ -48,6 +48,18 @@ import Testing
         return reply.json["events"] as? [[String: Any]] ?? []
     }
 
+    /// Posts a new `premium` subscription, lets `after` pass and has Google ask for a review of
+    /// its order: the purchase token, the review's token and its notification.
+    static func pendingReview(
+        _ world: GooglePlayAPITests.World, _ served: Served, after: Int64 = 0, reason: Int = 1
+    ) async throws -> (token: String, reviewToken: String, review: DeveloperNotification) {
+        let token = try await served.postNewSubscription(world)
+        _ = world.google.takeNotifications()
+        world.clock.advance(by: after)
+        let reviewToken = try world.google.requestRefundReview(token, reason: reason)
+        return (token, reviewToken, try #require(world.google.takeNotifications().first))
+    }
+
     /// Two pushes of one review (Pub/Sub redelivering, and publishing it again under a new id),
     /// then two job runners at once: one call at Google, its body what the ledger says.
     @Test(arguments: StoredBackend.all)
@@ -55,12 +67,8 @@ import Testing
         let world = try GooglePlayAPITests.World()
         let served = try await Self.served(world, backend)
         defer { Task { await served.close(); await world.close() } }
-        let token = try await served.postNewSubscription(world)
-        _ = world.google.takeNotifications()
         // Two thirds of the 30-day period used.
-        world.clock.advance(by: 20 * 86_400_000)
-        let reviewToken = try world.google.requestRefundReview(token, reason: 3)
-        let review = try #require(world.google.takeNotifications().first)
+        let (token, reviewToken, review) = try await Self.pendingReview(world, served, after: 20 * 86_400_000, reason: 3)
         #expect(try await Self.push(world, served, review, messageId: "r-1") == 200)
         #expect(try await Self.push(world, served, review, messageId: "r-1") == 200)
         #expect(try await Self.push(world, served, review, messageId: "r-2") == 200)
@@ -128,10 +136,7 @@ import Testing
         let world = try GooglePlayAPITests.World()
         let served = try await Self.served(world, backend)
         defer { Task { await served.close(); await world.close() } }
-        let token = try await served.postNewSubscription(world)
-        _ = world.google.takeNotifications()
-        try world.google.requestRefundReview(token)
-        let review = try #require(world.google.takeNotifications().first)
+        let review = try await Self.pendingReview(world, served).review
         let forger = try FakeGoogle(products: [], clock: world.clock, signingKeyId: world.google.signingKeyId)
         let forged = try await CurlHTTP().send(try Self.pusher(world, served, google: forger).request(for: review, messageId: "f-1"))
         #expect(forged.status == 401)
@@ -148,10 +153,7 @@ import Testing
         let world = try GooglePlayAPITests.World()
         let served = try await Self.served(world, backend, settings: RefundReviewSettings(autoRespond: true, refundPreference: .neutral))
         defer { Task { await served.close(); await world.close() } }
-        let token = try await served.postNewSubscription(world)
-        _ = world.google.takeNotifications()
-        try world.google.requestRefundReview(token)
-        let review = try #require(world.google.takeNotifications().first)
+        let review = try await Self.pendingReview(world, served).review
         #expect(try await Self.push(world, served, review, messageId: "r-1") == 200)
 
         world.google.failNextCalls(status: 503, count: 5)
@@ -174,10 +176,7 @@ import Testing
         let world = try GooglePlayAPITests.World()
         let served = try await Self.served(world, .sqlite)
         defer { Task { await served.close(); await world.close() } }
-        let token = try await served.postNewSubscription(world)
-        _ = world.google.takeNotifications()
-        try world.google.requestRefundReview(token)
-        let review = try #require(world.google.takeNotifications().first)
+        let review = try await Self.pendingReview(world, served).review
         #expect(try await Self.push(world, served, review, messageId: "r-1") == 200)
         world.clock.advance(by: 25 * 3_600_000)
         #expect(try await served.jobs.runDue() == PlayAcknowledgementTests.report(failed: 1))
