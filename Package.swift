@@ -160,7 +160,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(
-            name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlaySimulator", "EntitledConfig", "AppStore", "AppStoreTesting", "EntitledCrypto", "HTTPClient", "HTTPServer"],
+            name: "GooglePlayTests", dependencies: ["GooglePlay", "GooglePlaySimulator", "EntitledConfig", "Entitlements", "AppStore", "AppStoreTesting", "EntitledCrypto", "HTTPClient", "HTTPServer"],
             swiftSettings: swiftSettings),
         // EntitledCrypto: the SHA-256 an experiment's split is computed with (the core takes it as a function).
         .testTarget(name: "EntitlementsTests", dependencies: ["Entitlements", "EntitledCrypto"], swiftSettings: swiftSettings),

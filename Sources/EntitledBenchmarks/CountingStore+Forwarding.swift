@@ -60,6 +60,9 @@ extension CountingStore {
         try await base.recordConsent(appUserId: appUserId, consented: consented, now: now)
     }
     func consent(appUserId: String) async throws -> Bool? { try await base.consent(appUserId: appUserId) }
+    func playOrder(packageName: String, orderId: String) async throws -> PlayOrder? {
+        try await base.playOrder(packageName: packageName, orderId: orderId)
+    }
 
     func playPurchaseTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
         try await base.playPurchaseTokens(packageName: packageName, after: after, limit: limit)

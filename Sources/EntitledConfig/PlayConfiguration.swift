@@ -1,3 +1,4 @@
+import Entitlements
 import Foundation
 import GooglePlay
 
@@ -27,6 +28,8 @@ public struct GooglePlaySettings: Sendable, Equatable {
     public var acknowledge: Bool
     /// How often the voided-purchases list is polled as a backstop for missed notifications.
     public var voidedPurchasesPollMinutes: Int
+    /// How pending refund reviews are answered (`refundReviews`).
+    public var refundReviews: RefundReviewSettings
 
     public static let defaultAPIBaseURL = URL(string: "https://androidpublisher.googleapis.com")!
     /// Allowed `voidedPurchasesPollMinutes`: at least every 5 minutes, at most daily.
@@ -34,13 +37,32 @@ public struct GooglePlaySettings: Sendable, Equatable {
 
     public init(
         serviceAccountKeyFile: String, apiBaseURL: URL = GooglePlaySettings.defaultAPIBaseURL, pubsub: PubSubSettings,
-        acknowledge: Bool = true, voidedPurchasesPollMinutes: Int = 60
+        acknowledge: Bool = true, voidedPurchasesPollMinutes: Int = 60, refundReviews: RefundReviewSettings = RefundReviewSettings()
     ) {
+        self.refundReviews = refundReviews
         self.serviceAccountKeyFile = serviceAccountKeyFile
         self.apiBaseURL = apiBaseURL
         self.pubsub = pubsub
         self.acknowledge = acknowledge
         self.voidedPurchasesPollMinutes = voidedPurchasesPollMinutes
+    }
+}
+
+/// `apps[].googlePlay.refundReviews`: whether the server answers Google's pending refund reviews
+/// itself, from the ledger, and with what.
+public struct RefundReviewSettings: Sendable, Equatable {
+    /// Answer each review from the ledger (once, as a durable job); without it the backend gets a
+    /// `refund_review.requested` event and answers itself.
+    public var autoRespond: Bool
+    /// Whether a free sample, trial or description of the functionality was given before purchase.
+    public var sampleContentProvided: Bool
+    /// The preference sent; nil: computed from the ledger (``RefundReview``).
+    public var refundPreference: RefundPreference?
+
+    public init(autoRespond: Bool = false, sampleContentProvided: Bool = false, refundPreference: RefundPreference? = nil) {
+        self.autoRespond = autoRespond
+        self.sampleContentProvided = sampleContentProvided
+        self.refundPreference = refundPreference
     }
 }
 
@@ -155,10 +177,29 @@ extension ConfigurationLoader {
         object.read("voidedPurchasesPollMinutes", problems) { value throws(ConfigurationError) in
             minutes = try Self.bounded(value, GooglePlaySettings.voidedPurchasesPollMinutesRange)
         }
+        var refundReviews = RefundReviewSettings()
+        object.read("refundReviews", problems) { value throws(ConfigurationError) in refundReviews = try self.refundReviews(value, problems) }
         object.finish(problems)
         guard let keyFile, let pubsub else { return nil }
         return GooglePlaySettings(
-            serviceAccountKeyFile: keyFile, apiBaseURL: apiBaseURL, pubsub: pubsub, acknowledge: acknowledge, voidedPurchasesPollMinutes: minutes)
+            serviceAccountKeyFile: keyFile, apiBaseURL: apiBaseURL, pubsub: pubsub, acknowledge: acknowledge, voidedPurchasesPollMinutes: minutes,
+            refundReviews: refundReviews)
+    }
+
+    private func refundReviews(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> RefundReviewSettings {
+        var object = try node.object()
+        var settings = RefundReviewSettings()
+        object.read("autoRespond", problems) { value throws(ConfigurationError) in settings.autoRespond = try value.bool() }
+        object.read("sampleContentProvided", problems) { value throws(ConfigurationError) in settings.sampleContentProvided = try value.bool() }
+        object.read("refundPreference", problems) { value throws(ConfigurationError) in
+            let raw = try value.string()
+            guard raw == "computed" || RefundPreference(rawValue: raw) != nil else {
+                throw ConfigurationError(path: value.path, message: "unknown refundPreference '\(raw)' (computed, NEUTRAL, DECLINE, APPROVE)")
+            }
+            settings.refundPreference = RefundPreference(rawValue: raw)
+        }
+        object.finish(problems)
+        return settings
     }
 
     private func pubsub(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> PubSubSettings? {

@@ -71,6 +71,7 @@ public struct Application: Sendable {
                 configuration: configuration, serverAPI: serverAPI, ledger: ledger, clock: clock)
             let finisher = TransactionFinisher(serverAPI: serverAPI)
             let acknowledger = PlayAcknowledger(clients: googlePlay)
+            let reviewer = PlayRefundReviewer(clients: googlePlay, ledger: ledger, clock: clock)
             jobRunner = JobRunner(
                 jobs: ledger.store, clock: clock,
                 handlers: [
@@ -78,6 +79,7 @@ public struct Application: Sendable {
                     ConsumptionResponder.jobKind: { (job) async throws(JobFailure) in try await consumption.run(job) },
                     TransactionFinisher.jobKind: { (job) async throws(JobFailure) in try await finisher.run(job) },
                     PlayAcknowledgement.jobKind: { (job) async throws(JobFailure) in try await acknowledger.run(job) },
+                    PlayRefundReview.jobKind: { (job) async throws(JobFailure) in try await reviewer.run(job) },
                 ],
                 afterPass: googlePlay.isEmpty ? nil : acknowledger.gaugeRefresher(store: ledger.store, metrics: metrics))
         } else {

@@ -249,6 +249,8 @@ struct HealthBody: Encodable {
     var exports: [Export] = []
     /// Google Play purchases 48 to 72 hours old not yet acknowledged; nil without a Play app.
     var playUnacknowledged: Int?
+    /// Google Play refund reviews 18 to 24 hours old not yet answered; nil without a Play app.
+    var playRefundReviewsNearDeadline: Int?
 
     init(health: IngestHealth, now: Int64, reconciledApps: Set<String>, webhooks: [WebhookEndpointStatus]) {
         self.webhooks = webhooks.map {
@@ -271,7 +273,8 @@ struct HealthBody: Encodable {
     }
 
     enum CodingKeys: CodingKey {
-        case serverTime, windowHours, hours, rejections, lastNotifications, reconciledApps, reconciliation, webhooks, exports, playUnacknowledged
+        case serverTime, windowHours, hours, rejections, lastNotifications, reconciledApps, reconciliation, webhooks, exports, playUnacknowledged,
+            playRefundReviewsNearDeadline
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -286,6 +289,7 @@ struct HealthBody: Encodable {
         try c.encode(webhooks, forKey: .webhooks)
         try c.encode(exports, forKey: .exports)
         try c.encodeIfPresent(playUnacknowledged, forKey: .playUnacknowledged)
+        try c.encodeIfPresent(playRefundReviewsNearDeadline, forKey: .playRefundReviewsNearDeadline)
     }
 
     /// The configured exports (by destination, in configuration order) with their stored states.

@@ -143,6 +143,9 @@ struct ConsoleRoutes: Sendable {
             body.playUnacknowledged = try await Problems.consoleRead {
                 try await PlayAcknowledger.unacknowledgedNearDeadline(ledger.store, now: now)
             }
+            body.playRefundReviewsNearDeadline = try await Problems.consoleRead {
+                try await PlayRefundReviewer.unansweredNearDeadline(ledger.store, now: now)
+            }
         }
         return try .json(body)
     }

@@ -250,7 +250,9 @@ enum ConsoleScript {
               card("health-rejected", "Rejected", rejected, window, "Messages refused (bad signature, unknown app, …): the codes are below"),
               card("health-rate", "Per hour", (total / Math.max(1, body.windowHours)).toFixed(1), "average over " + window, "Messages received ÷ hours"),
               ...(body.playUnacknowledged == null ? [] : [card("health-play-unacknowledged", "Play purchases near the refund deadline",
-                   body.playUnacknowledged, "now", "Google Play purchases 48 to 72 hours old not yet acknowledged: Google refunds them at 72 hours (docs/operations.md)")])));
+                   body.playUnacknowledged, "now", "Google Play purchases 48 to 72 hours old not yet acknowledged: Google refunds them at 72 hours (docs/operations.md)")]),
+              ...(body.playRefundReviewsNearDeadline == null ? [] : [card("health-play-refund-reviews", "Play refund reviews near the deadline",
+                   body.playRefundReviewsNearDeadline, "now", "Google Play refund reviews 18 to 24 hours old not yet answered: Google takes answers for 24 hours (docs/operations.md)")])));
             if (total) page.append(el("div", { class: "charts" }, chart("Ingest per hour", "Messages received per hour (your time), accepted and rejected.", pts,
               [{ name: "Accepted", value: (p) => p.accepted, color: colors[1] }, { name: "Rejected", value: (p) => p.rejected, color: colors[2] }],
               { bars: true, ticks: 5, label: (p) => hourLabel.format(new Date(p.hour)), tip: (p) => when(p.hour) })));

@@ -119,11 +119,15 @@ struct PlayAcknowledger: Sendable {
         return state.isAcknowledged
     }
 
-    /// Sets `entitled_play_unacknowledged_purchases` (``ServerMetrics/playUnacknowledged``) from the jobs at a given time.
+    /// Sets `entitled_play_unacknowledged_purchases` (``ServerMetrics/playUnacknowledged``) and
+    /// `entitled_play_refund_reviews_near_deadline` (``ServerMetrics/playRefundReviewsNearDeadline``)
+    /// from the jobs at a given time.
     func gaugeRefresher(store: any DurableJobStore, metrics: ServerMetrics) -> @Sendable (Int64) async throws -> Void {
         { now in
             let count = try await Self.unacknowledgedNearDeadline(store, now: now)
             metrics.playUnacknowledged.set([], Double(count))
+            let reviews = try await PlayRefundReviewer.unansweredNearDeadline(store, now: now)
+            metrics.playRefundReviewsNearDeadline.set([], Double(reviews))
         }
     }
 

@@ -78,7 +78,10 @@ struct PlayIngest: Sendable {
             else { return .duplicate }
             facts = try await withRefundedUnits(voided, clients: clients, now: now)
             type = "voidedPurchase"
-        case .pendingRefundReview?, .test?, nil:
+        case .pendingRefundReview(let review)?:
+            return try await refundReview(
+                review, clients: clients, messageId: envelope.message.messageId, body: body, eventTime: notification.eventTimeMillis.value, now: now)
+        case .test?, nil:
             // Nothing to store: answered 200 so Pub/Sub does not retry it.
             return .accepted
         }

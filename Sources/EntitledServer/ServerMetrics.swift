@@ -41,6 +41,7 @@ public final class ServerMetrics: LedgerObserver {
     let webhookPending: Gauge
     /// Play purchases 48 to 72 hours old whose acknowledgement has not succeeded.
     let playUnacknowledged: Gauge
+    let playRefundReviewsNearDeadline: Gauge
     let playVoidedPolls: Counter
     let playVoidedFound: Counter
     let webhookAttemptDuration: Histogram
@@ -110,6 +111,9 @@ public final class ServerMetrics: LedgerObserver {
         playUnacknowledged = registry.gauge(
             "entitled_play_unacknowledged_purchases",
             "Google Play purchases 48 to 72 hours old not yet acknowledged by the server (Google refunds them at 72 hours).")
+        playRefundReviewsNearDeadline = registry.gauge(
+            "entitled_play_refund_reviews_near_deadline",
+            "Google Play refund reviews 18 to 24 hours old the server has not yet answered (Google takes answers for 24 hours).")
         playVoidedPolls = registry.counter(
             "entitled_play_voided_polls_total", "Voided-purchases passes this process ran, by app and outcome (ok, failed).",
             labels: ["app", "outcome"])

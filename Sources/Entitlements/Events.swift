@@ -32,6 +32,9 @@ public struct EventType: StringToken {
     public static let customerMerged: Self = "customer.merged"
     public static let customerDeleted: Self = "customer.deleted"
     public static let consumptionRequested: Self = "consumption.requested"
+    /// Google Play asks the developer's view on a refund request (a pending refund review) that
+    /// the server does not answer itself.
+    public static let refundReviewRequested: Self = "refund_review.requested"
     /// A customer's first exposure to an experiment: the variant they were enrolled in.
     public static let experimentEnrolled: Self = "experiment.enrolled"
     /// Hindsight disproves events already released (facts that came late): names them and the
@@ -47,7 +50,8 @@ public struct EventType: StringToken {
         .purchaseRefundReversed, .subscriptionPriceIncrease, .subscriptionAutoRenewEnabled,
         .subscriptionAutoRenewDisabled, .subscriptionBillingIssue, .subscriptionGracePeriodExpired, .subscriptionPaused,
         .subscriptionRefunded, .subscriptionRevoked, .purchaseRefunded, .subscriptionExpired,
-        .customerTransferred, .customerMerged, .customerDeleted, .consumptionRequested, .experimentEnrolled, .correction, .test,
+        .customerTransferred, .customerMerged, .customerDeleted, .consumptionRequested, .refundReviewRequested, .experimentEnrolled,
+        .correction, .test,
     ]
 
     /// The position of the type among events of one instant (unknown types last).

@@ -130,6 +130,14 @@ public struct DeveloperNotification: Sendable, Hashable, Codable {
                 throw GooglePlayError(.malformedNotification, "\(path) must be 1 to \(maximumTokenBytes) bytes")
             }
         }
+        if let review = value.pendingRefundReviewNotification {
+            // Both are quoted in the answer's path and the durable job's subject: no spaces.
+            guard !review.orderId.isEmpty, review.orderId.utf8.count <= PendingRefundReviewNotification.maximumOrderIdBytes,
+                !review.orderId.contains(where: \.isWhitespace), !review.pendingRefundToken.contains(where: \.isWhitespace)
+            else {
+                throw GooglePlayError(.malformedNotification, "$.pendingRefundReviewNotification has an unusable orderId or pendingRefundToken")
+            }
+        }
         return value
     }
 
@@ -141,7 +149,7 @@ public struct DeveloperNotification: Sendable, Hashable, Codable {
         case .subscription(let n): [("$.subscriptionNotification.purchaseToken", n.purchaseToken)]
         case .oneTimeProduct(let n): [("$.oneTimeProductNotification.purchaseToken", n.purchaseToken)]
         case .voidedPurchase(let n): [("$.voidedPurchaseNotification.purchaseToken", n.purchaseToken)]
-        case .pendingRefundReview(let n): n.purchaseToken.map { [("$.pendingRefundReviewNotification.purchaseToken", $0)] } ?? []
+        case .pendingRefundReview(let n): [("$.pendingRefundReviewNotification.pendingRefundToken", n.pendingRefundToken)]
         case .test, nil: []
         }
     }
@@ -195,19 +203,35 @@ public struct VoidedPurchaseNotification: Sendable, Hashable, Codable {
     }
 }
 
-/// Google asks the developer's opinion on a refund request before deciding it (answered with
-/// `orders.reviewrefund` and the `pendingRefundToken`).
+/// Google asks the developer's opinion on a refund request before deciding it (collaborative
+/// chargeback review), answered once with `orders.reviewrefund` quoting the `pendingRefundToken`
+/// within 24 hours of the notification.
 public struct PendingRefundReviewNotification: Sendable, Hashable, Codable {
-    public var purchaseToken: String?
-    public var orderId: String?
+    public var version: String?
     /// The token to quote when answering the review.
-    public var pendingRefundToken: String?
+    public var pendingRefundToken: String
+    /// The order whose refund is requested (a subscription's renewal orders end in `..N`).
+    public var orderId: String
+    /// Google's reason code for the request; an open set, passed on as it is.
+    public var refundReason: Int?
+    /// The account id the app passed to `setObfuscatedAccountId` (the customer's `appAccountToken`).
+    public var obfuscatedAccountId: String?
+    public var obfuscatedProfileId: String?
 
-    public init(purchaseToken: String?, orderId: String?, pendingRefundToken: String?) {
-        self.purchaseToken = purchaseToken
-        self.orderId = orderId
+    public init(
+        version: String? = "1.0", pendingRefundToken: String, orderId: String, refundReason: Int? = nil,
+        obfuscatedAccountId: String? = nil, obfuscatedProfileId: String? = nil
+    ) {
+        self.version = version
         self.pendingRefundToken = pendingRefundToken
+        self.orderId = orderId
+        self.refundReason = refundReason
+        self.obfuscatedAccountId = obfuscatedAccountId
+        self.obfuscatedProfileId = obfuscatedProfileId
     }
+
+    /// The longest order id accepted (Google's are about 30 bytes).
+    public static let maximumOrderIdBytes = 256
 }
 
 /// Sent from Play Console's "Send test notification"; carries nothing to act on.

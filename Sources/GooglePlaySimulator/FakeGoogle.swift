@@ -35,6 +35,10 @@ public final class FakeGoogle: Sendable {
         var serviceAccounts: [String: RSAPublicKey] = [:]
         var injectedFailures: [Int] = []
         var sequence = 0
+        /// Refund reviews asked, by pending refund token (`FakeGoogle+RefundReviews.swift`).
+        var refundReviews: [String: FakeRefundReview] = [:]
+        /// Every accepted `orders.reviewrefund` call, in order.
+        var reviewRefundCalls: [RecordedReviewRefund] = []
     }
 
     let state = Mutex(State())

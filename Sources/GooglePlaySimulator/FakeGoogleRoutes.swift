@@ -9,7 +9,8 @@ import HTTPServer
 /// - `GET /oauth2/v3/certs`: the JWKS of the key pushes are signed with;
 /// - `/androidpublisher/v3/applications/{packageName}/purchases/…`: `subscriptionsv2` get,
 ///   `subscriptions` acknowledge, `products` get/acknowledge/consume, `voidedpurchases` list,
-///   each refusing a missing or unknown access token with 401 as Google does.
+///   and `orders/{orderId}:reviewrefund`, each refusing a missing or unknown access token with 401
+///   as Google does.
 extension FakeGoogle {
     /// The path of the token endpoint; a key file's `token_uri` is the server's base URL plus this.
     public static let tokenPath = "/token"
@@ -24,6 +25,7 @@ extension FakeGoogle {
             response.headers.set("Cache-Control", "public, max-age=3600")
             return response
         }
+        registerReviewRefund(on: &router)
         let base = "/androidpublisher/v3/applications/{packageName}/purchases"
         router.get(base + "/subscriptionsv2/tokens/{token}") { [self] request in
             try api(request) { () throws(FakeGoogleError) in

@@ -40,6 +40,9 @@ public struct ReceivedMessage: Sendable, Hashable {
     public var subtype: String?
     /// The app the message is for, stored with each of its facts (`facts.bundle_id`).
     public var bundleId: String?
+    /// An event the message is by itself (a store asking about a refund), emitted with it for
+    /// the owner of each of the event's subscriptions; nil for most messages.
+    public var event: MessageEvent? = nil
 
     /// Creates a received message.
     public init(
@@ -53,6 +56,23 @@ public struct ReceivedMessage: Sendable, Hashable {
         self.notificationType = notificationType
         self.subtype = subtype
         self.bundleId = bundleId
+    }
+}
+
+/// An event a message is by itself rather than by a change of an answer (``ReceivedMessage/event``).
+public struct MessageEvent: Sendable, Hashable {
+    /// The event's type (docs/events.md).
+    public var type: String
+    /// The subscriptions (originalTransactionIds, Play purchase tokens) it concerns: one event for
+    /// each one's owner.
+    public var originalTransactionIds: [String]
+    /// Its `data` beyond the usual fields.
+    public var details: [String: String]
+
+    public init(type: String, originalTransactionIds: [String], details: [String: String]) {
+        self.type = type
+        self.originalTransactionIds = originalTransactionIds
+        self.details = details
     }
 }
 

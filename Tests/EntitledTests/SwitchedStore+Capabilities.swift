@@ -36,6 +36,10 @@ extension SwitchedStore {
         try up()
         return try await base.consent(appUserId: appUserId)
     }
+    func playOrder(packageName: String, orderId: String) async throws -> PlayOrder? {
+        try up()
+        return try await base.playOrder(packageName: packageName, orderId: orderId)
+    }
 
     func releaseEventHolds(projector: Projector, now: Int64, limit: Int) async throws -> Int {
         try up()

@@ -37,8 +37,12 @@ import Testing
              { if case .oneTimeProduct(let n) = $0 { n.notificationType == .purchased && n.sku == "coins" } else { false } }),
             (#""voidedPurchaseNotification":{"purchaseToken":"T","orderId":"GS.0000-0000-0000","productType":1,"refundType":2}"#,
              { if case .voidedPurchase(let n) = $0 { n.productType == .subscription && n.refundType == .quantityBasedPartialRefund } else { false } }),
-            (#""pendingRefundReviewNotification":{"purchaseToken":"T","orderId":"GS.1","pendingRefundToken":"R"}"#,
-             { if case .pendingRefundReview(let n) = $0 { n.pendingRefundToken == "R" } else { false } }),
+            (#""pendingRefundReviewNotification":{"version":"1.0","pendingRefundToken":"R","orderId":"GPA.1..2","refundReason":7,"obfuscatedAccountId":"A","obfuscatedProfileId":"P"}"#,
+             { if case .pendingRefundReview(let n) = $0 {
+                 n.pendingRefundToken == "R" && n.orderId == "GPA.1..2" && n.refundReason == 7 && n.obfuscatedAccountId == "A" && n.obfuscatedProfileId == "P"
+             } else { false } }),
+            (#""pendingRefundReviewNotification":{"pendingRefundToken":"R","orderId":"GPA.1"}"#,
+             { if case .pendingRefundReview(let n) = $0 { n.refundReason == nil && n.obfuscatedAccountId == nil } else { false } }),
             (#""testNotification":{"version":"1.0"}"#, { if case .test = $0 { true } else { false } }),
         ]
         for (member, check) in cases {
@@ -69,6 +73,10 @@ import Testing
         #"{"version":"1.0","packageName":"p","eventTimeMillis":"1","subscriptionNotification":{"notificationType":"4","purchaseToken":"T"}}"#,
         #"{"version":"1.0","packageName":"","eventTimeMillis":"1","testNotification":{}}"#,
         #"{"version":"1.0","packageName":"p","eventTimeMillis":"1","oneTimeProductNotification":{"notificationType":1,"purchaseToken":"","sku":"s"}}"#,
+        // a refund review without its token or order, or with one that cannot be quoted
+        #"{"version":"1.0","packageName":"p","eventTimeMillis":"1","pendingRefundReviewNotification":{"orderId":"GPA.1"}}"#,
+        #"{"version":"1.0","packageName":"p","eventTimeMillis":"1","pendingRefundReviewNotification":{"pendingRefundToken":"R","orderId":""}}"#,
+        #"{"version":"1.0","packageName":"p","eventTimeMillis":"1","pendingRefundReviewNotification":{"pendingRefundToken":"R S","orderId":"GPA.1"}}"#,
         "[]", "null", "", "{", "\u{0}",
     ])
     func malformedNotificationsAreRefused(body: String) {

@@ -1,5 +1,6 @@
 import EntitledConfig
 import EntitledCrypto
+import Entitlements
 import Foundation
 import GooglePlay
 import Testing
@@ -39,6 +40,7 @@ import Testing
         #expect(app.googlePlay.pubsub.audience == "https://e.example/v1/google/notifications")
         #expect(app.googlePlay.acknowledge)
         #expect(app.googlePlay.voidedPurchasesPollMinutes == 60)
+        #expect(app.googlePlay.refundReviews == RefundReviewSettings(autoRespond: false, sampleContentProvided: false, refundPreference: nil))
         #expect(app.products == [
             PlayProduct(productId: "premium", type: .autoRenewable, basePlans: ["monthly"], subscriptionGroup: "g", entitlements: ["pro"]),
             PlayProduct(productId: "coins", type: .consumable),
@@ -49,11 +51,13 @@ import Testing
         let app = try #require(try parse("""
             {"packageName": "com.example.app", "googlePlay": {"serviceAccountKeyFile": "key.json", "apiBaseURL": "http://127.0.0.1:9000",
              "acknowledge": false, "voidedPurchasesPollMinutes": 15,
+             "refundReviews": {"autoRespond": true, "sampleContentProvided": true, "refundPreference": "DECLINE"},
              "pubsub": {"audience": "a", "serviceAccountEmail": "push@p.iam.gserviceaccount.com", "certsURL": "http://127.0.0.1:9000/oauth2/v3/certs"}}}
             """).playApps.first)
         #expect(app.googlePlay.apiBaseURL.absoluteString == "http://127.0.0.1:9000")
         #expect(!app.googlePlay.acknowledge)
         #expect(app.googlePlay.voidedPurchasesPollMinutes == 15)
+        #expect(app.googlePlay.refundReviews == RefundReviewSettings(autoRespond: true, sampleContentProvided: true, refundPreference: .decline))
         #expect(app.googlePlay.pubsub.certsURL.absoluteString == "http://127.0.0.1:9000/oauth2/v3/certs")
     }
 
@@ -62,7 +66,8 @@ import Testing
             {"packageName": "not a package", "googlePlay": {"serviceAccountKeyFile": "key.json", \(Self.pubsub)}},
             {"packageName": "com.example.b", "bundleId": "com.example.b"},
             {"packageName": "com.example.c", "googlePlay": {"serviceAccountKeyFile": "missing.json", "voidedPurchasesPollMinutes": 1,
-             "apiBaseURL": "ftp://x", "pubsub": {"serviceAccountEmail": "nobody"}, "extra": 1},
+             "apiBaseURL": "ftp://x", "pubsub": {"serviceAccountEmail": "nobody"}, "extra": 1,
+             "refundReviews": {"autoRespond": "yes", "refundPreference": "decline", "other": 1}},
              "products": [{"productId": "p", "type": "nonRenewing"}, {"productId": "q", "type": "consumable", "basePlans": ["m"]},
                           {"productId": "r", "type": "autoRenewable", "basePlans": []}]},
             {"packageName": "com.example.d", "googlePlay": {"serviceAccountKeyFile": "broken.json"}},
@@ -73,7 +78,8 @@ import Testing
         for expected in [
             "apps[0].packageName", "apps[1].bundleId", "apps[2].googlePlay.serviceAccountKeyFile", "apps[2].googlePlay.voidedPurchasesPollMinutes",
             "apps[2].googlePlay.apiBaseURL", "apps[2].googlePlay.pubsub.audience", "apps[2].googlePlay.pubsub.serviceAccountEmail",
-            "apps[2].googlePlay.extra", "apps[2].products[0].type", "apps[2].products[1].basePlans", "apps[2].products[2].basePlans",
+            "apps[2].googlePlay.extra", "apps[2].googlePlay.refundReviews.autoRespond", "apps[2].googlePlay.refundReviews.refundPreference",
+            "apps[2].googlePlay.refundReviews.other", "apps[2].products[0].type", "apps[2].products[1].basePlans", "apps[2].products[2].basePlans",
             "apps[3].googlePlay.serviceAccountKeyFile", "apps[3].googlePlay.pubsub", "apps[4].googlePlay",
         ] {
             #expect(paths.contains(expected), "\(expected) in \(paths.sorted())")

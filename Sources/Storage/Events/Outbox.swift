@@ -332,7 +332,8 @@ extension EventCause {
 extension Ledger {
     /// Events a message is by itself rather than by a change of an answer: a restore that moved a
     /// subscription (`customer.transferred`, for the new owner) and Apple asking for consumption
-    /// information (`consumption.requested`, for the subscription's owner).
+    /// information (`consumption.requested`, for the subscription's owner), and the message's own
+    /// ``ReceivedMessage/event`` (Google Play's `refund_review.requested`).
     func emitMessageEvents(
         _ message: ReceivedMessage, links: [LinkResult], otids: [String], cause: EventCause, now: Int64
     ) throws {
@@ -344,6 +345,9 @@ extension Ledger {
         }
         if message.notificationType == "CONSUMPTION_REQUEST" {
             for otid in otids { events.append((EventType.consumptionRequested.rawValue, otid, [:])) }
+        }
+        if let event = message.event {
+            for otid in event.originalTransactionIds { events.append((event.type, otid, event.details)) }
         }
         for (type, otid, details) in events {
             guard let owner = try owner(of: otid) else { continue }

@@ -118,6 +118,7 @@ struct Ledger {
                         bundleId: message.bundleId, receivedAt: now))
             }
             let stored = try session.query(Self.insertFacts(tuples))
+            try recordPlayOrders(rows, packageName: message.bundleId)
             inserted = stored.count
             replayed = rows.count - inserted
             if replayed > 0 {

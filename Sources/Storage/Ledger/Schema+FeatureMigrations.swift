@@ -215,5 +215,22 @@ extension Schema {
         // a scheduled export's window besides its answer's `computed_at`; a removal leaves no row
         // of its own to date it.
         Migration(version: 34, name: "customer attribute change times", sql: "ALTER TABLE customers ADD COLUMN attributes_changed_at {int};"),
+        // Google Play's order ids of the stored purchases (``PlayOrderStore``): a pending refund
+        // review names only the order. A renewal order `GPA.x..N` the ledger never saw is found
+        // by its subscription's first order, `base_order_id`.
+        Migration(
+            version: 35, name: "play orders",
+            sql: """
+                CREATE TABLE play_orders (
+                    package_name TEXT NOT NULL,
+                    order_id TEXT NOT NULL,
+                    base_order_id TEXT NOT NULL,
+                    purchase_token TEXT NOT NULL,
+                    product_id TEXT NOT NULL,
+                    is_subscription {int} NOT NULL,
+                    PRIMARY KEY (package_name, order_id)
+                ){without_rowid};
+                CREATE INDEX play_orders_base ON play_orders (package_name, base_order_id);
+                """),
     ]
 }
