@@ -12,7 +12,7 @@
 ARG SWIFT_IMAGE=swift:6.3-bookworm
 FROM ${SWIFT_IMAGE} AS build
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libssl-dev libsqlite3-dev zlib1g-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev pkg-config \
+ && apt-get install -y --no-install-recommends libssl-dev libsqlite3-dev zlib1g-dev libzstd-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev pkg-config \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -25,10 +25,11 @@ COPY certs ./certs
 RUN swift build -c release --static-swift-stdlib --product entitled \
  && install -D -m 0755 .build/release/entitled /out/entitled
 
-# Runtime stage: the five C libraries' runtime packages (OpenSSL 3, SQLite, libpq,
-# libmicrohttpd, and libcurl, which the outbound HTTP client, HTTPClient, links); nothing else.
+# Runtime stage: the six C libraries' runtime packages (OpenSSL 3, SQLite, libpq, libmicrohttpd,
+# libcurl, which the outbound HTTP client, HTTPClient, links, and zstd, which compresses the
+# ledger's JSON); nothing else.
 FROM debian:bookworm-slim
-ARG RUNTIME_PACKAGES="libssl3 libsqlite3-0 libpq5 libmicrohttpd12 libcurl4"
+ARG RUNTIME_PACKAGES="libssl3 libsqlite3-0 libpq5 libmicrohttpd12 libcurl4 libzstd1"
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} ca-certificates \
  && rm -rf /var/lib/apt/lists/* \

@@ -38,6 +38,9 @@ let package = Package(
             name: "CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         .systemLibrary(
+            name: "CZstd", pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]),
+        .systemLibrary(
             name: "CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
         .systemLibrary(
@@ -80,10 +83,10 @@ let package = Package(
         // scan, the tape decoder, the sorted-keys writer and the one seam choosing them
         // (`JSONCodec`); no domain types, no dependencies.
         .target(name: "JSONCoding", swiftSettings: swiftSettings),
-        // The ledger and projections on SQLite and PostgreSQL (zlib: the stored JSON, deflated;
-        // JSONCoding: the facts' text).
+        // The ledger and projections on SQLite and PostgreSQL (zstd: the stored JSON, compressed;
+        // zlib: reading what older versions deflated; JSONCoding: the facts' text).
         .target(
-            name: "Storage", dependencies: ["Entitlements", "EntitledCrypto", "JSONCoding", "CSQLite", "CPostgres", "CZlib"],
+            name: "Storage", dependencies: ["Entitlements", "EntitledCrypto", "JSONCoding", "CSQLite", "CPostgres", "CZlib", "CZstd"],
             swiftSettings: swiftSettings),
         // HTTP/1.1 on libmicrohttpd; knows nothing of subscriptions (JSONCoding: the one JSON string
         // escaper, for log lines).

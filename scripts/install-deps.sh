@@ -28,7 +28,8 @@ case "$(uname -s)" in
   Linux)
     # libcurl4-openssl-dev: the CCurl system library (HTTPClient, every outbound call) links libcurl
     # (and a --static-swift-stdlib build links Foundation's networking, which needs it too).
-    packages=(pkg-config libssl-dev libsqlite3-dev zlib1g-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev)
+    # libzstd-dev: the CZstd system library (Storage compresses the ledger's JSON with zstd).
+    packages=(pkg-config libssl-dev libsqlite3-dev zlib1g-dev libzstd-dev libpq-dev libmicrohttpd-dev libcurl4-openssl-dev)
     # postgresql: the storage suites' throwaway cluster; chromium: the console's browser test
     # (scripts/console-browser-test.sh) runs it headless; wrk: the HTTP benchmarks; python3: the
     # scripted checks (schemathesis, metrics, webhooks, scale); openssl and curl: the shell checks;
@@ -48,7 +49,7 @@ case "$(uname -s)" in
     fi
     ;;
   Darwin)
-    packages=(pkg-config openssl@3 sqlite libpq libmicrohttpd)
+    packages=(pkg-config openssl@3 sqlite zstd libpq libmicrohttpd)
     [ "$set_name" = test ] && packages+=(postgresql@16 wrk python@3 node go)
     if $list; then printf '%s\n' "${packages[@]}"; exit 0; fi
     command -v brew >/dev/null 2>&1 || { echo "install-deps: Homebrew is required on macOS: https://brew.sh" >&2; exit 1; }
@@ -57,7 +58,7 @@ case "$(uname -s)" in
     done
     ;;
   *)
-    echo "install-deps: unsupported system $(uname -s); install OpenSSL 3, SQLite, libpq and libmicrohttpd by hand" >&2
+    echo "install-deps: unsupported system $(uname -s); install OpenSSL 3, SQLite, zstd, libpq and libmicrohttpd by hand" >&2
     ;;
 esac
 

@@ -166,9 +166,9 @@ struct SignedTextTests {
             let stored = try await (store as! any SessionBackedStore).read { session in
                 let facts = try session.query(
                     "SELECT signed_packed, payload, payload_packed FROM facts WHERE kind = 'notification' ORDER BY id"
-                ).map { Self.signatures(try SignedTextFormat.decode(try $0.blob(0), context: try FactPayload.bytes($0))) }
+                ).map { Self.signatures(try SignedTextFormat.decode(try $0.blob(0), context: try FactPayload.texts($0))) }
                 let bodies = try session.query("SELECT body_packed FROM notifications ORDER BY id").map {
-                    Self.signatures(try SignedTextFormat.decode(try $0.blob(0), context: []))
+                    Self.signatures(try SignedTextFormat.decode(try $0.blob(0), context: .none))
                 }
                 return (facts, bodies)
             }

@@ -27,9 +27,8 @@ struct FactRow: Sendable {
     var payload: String
     /// `payload` compressed (``FactPayload``), when made on the caller's thread by ``pack(_:body:)``.
     var payloadPacked: [UInt8]? = nil
-    /// The signed text's literals compressed with the fact's JSON (``SignedTextFormat``, format 2),
-    /// made with ``packed``.
-    var packedLiterals: [UInt8]? = nil
+    /// Whether ``payloadPacked`` holds the literals of ``packed`` too (``SignedTextFormat``, format 3).
+    var literalsWithFact = false
     var transactionId: String?
     var originalTransactionId: String?
     /// The token linking a fact to its customer (normalized when stored). An app transaction has
@@ -78,7 +77,7 @@ struct FactRow: Sendable {
 }
 
 extension FactRow {
-    /// The fact's key as a reference names it (``SignedTextPacker/encode(_:headerIDs:literals:ownSignature:)``).
+    /// The fact's key as a reference names it (``SignedTextPacker/encode(_:headerIDs:literalsWithFact:ownSignature:)``).
     var referenceKey: String { kind + " " + digest }
 
     /// Packs each row's signed text, and the message's body, with references to the signed texts
@@ -100,10 +99,9 @@ extension FactRow {
             if let packed = rows[index].packed { SignedTextPacker.headers(in: packed, into: &headers) }
         }
         for index in rows.indices {
-            rows[index].payloadPacked = try FactPayload.encode(rows[index].payload)
-            if let packed = rows[index].packed {
-                rows[index].packedLiterals = try SignedTextPacker.compressedLiterals(packed, context: Array(rows[index].payload.utf8))
-            }
+            let literals = try rows[index].packed.map(SignedTextPacker.literals)
+            rows[index].payloadPacked = try FactPayload.encode(rows[index].payload, literals: literals)
+            rows[index].literalsWithFact = literals != nil
         }
         var message = PackedMessage(headers: headers)
         guard !siblings.entries.isEmpty else { return message }

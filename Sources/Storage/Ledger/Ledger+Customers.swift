@@ -319,12 +319,13 @@ extension Ledger {
             let query = SQLQuery(verbatim: "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE ")
                 + exportFilter(table, id: customer.id) + " ORDER BY 1"
             let rows = try session.query(query).map { row in
-                let json = payload == nil ? nil : try FactPayload.bytes(row)
+                let texts = payload == nil ? nil : try FactPayload.texts(row)
+                let json = texts?.json
                 return try columns.indices.map { index -> (column: String, value: CustomerExport.Value) in
                     let value: CustomerExport.Value
                     if let packed, columns[index].name == packed.column {
                         let raw = columns[index].blob ? try row.blob(index) : Array((try row.text(index)).utf8)
-                        let text = try reader.text(raw: raw, packed: try row.optionalBlob(columns.count), context: json ?? [])
+                        let text = try reader.text(raw: raw, packed: try row.optionalBlob(columns.count), context: texts ?? .none)
                         value = .text(String(decoding: text, as: UTF8.self))
                     } else if let json, index == payload {
                         value = .text(String(decoding: json, as: UTF8.self))

@@ -35,13 +35,13 @@ extension Ledger {
     func facts(of customer: CustomerRecord, projector: Projector) throws -> [StoredFact] {
         let reader = SignedTextReader(session: session)
         return try session.query(Self.facts(of: customer.id, jws: true)).map { row in
-            let json = try FactPayload.bytes(row)
+            let texts = try FactPayload.texts(row)
             let columns = try row.decode(StoredFactColumns.self)
-            let signed = try reader.text(raw: Array(columns.jws.utf8), packed: columns.signedPacked, context: json)
+            let signed = try reader.text(raw: Array(columns.jws.utf8), packed: columns.signedPacked, context: texts)
             return StoredFact(
                 id: columns.id, notificationID: columns.notificationId, receivedAt: columns.receivedAt, kind: columns.kind,
                 signed: String(decoding: signed, as: UTF8.self), bundleId: columns.bundleId,
-                fact: projector.decode(String(decoding: json, as: UTF8.self)))
+                fact: projector.decode(String(decoding: texts.json, as: UTF8.self)))
         }
     }
 

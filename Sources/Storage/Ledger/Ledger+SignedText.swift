@@ -54,11 +54,11 @@ extension Ledger {
         }
         for row in rows where own.contains(row.referenceKey) {
             guard let packed = row.packed, refers(packed) else { continue }
-            let signed = try SignedTextPacker.encode(packed, headerIDs: headerIDs, literals: row.packedLiterals, ownSignature: own)
+            let signed = try SignedTextPacker.encode(packed, headerIDs: headerIDs, literalsWithFact: row.literalsWithFact, ownSignature: own)
             try session.query("UPDATE facts SET signed_packed = \(signed) WHERE kind = \(row.kind) AND jws_sha256 = \(row.digest)")
         }
         if let body, refers(body) {
-            let packed = try SignedTextPacker.encode(body, headerIDs: [:], literals: nil, ownSignature: own)
+            let packed = try SignedTextPacker.encode(body, headerIDs: [:], literalsWithFact: false, ownSignature: own)
             try session.query("UPDATE notifications SET body_packed = \(packed) WHERE id = \(notificationID)")
         }
     }
@@ -155,9 +155,9 @@ extension Ledger {
             var headers: Set<JWSHeader> = []
             SignedTextPacker.headers(in: [part], into: &headers)
             let ids = try internHeaders(headers)
-            let packed = try SignedTextPacker.encode([part], headerIDs: ids, literals: nil)
+            let packed = try SignedTextPacker.encode([part], headerIDs: ids, literalsWithFact: false)
             // Only what gives the same bytes back replaces the text.
-            guard try reader.unpack(packed, context: [], depth: 0) == text else { continue }
+            guard try reader.unpack(packed, context: .none, depth: 0) == text else { continue }
             try session.query(
                 "UPDATE facts SET jws = '', signed_packed = \(packed) WHERE id = \(row.id) AND signed_packed IS NULL")
         }
@@ -176,8 +176,8 @@ extension Ledger {
             guard !siblings.entries.isEmpty else { continue }
             let parts = SignedTextPacker.referencing(body, siblings: siblings)
             guard parts.contains(where: { if case .reference = $0 { true } else { false } }) else { continue }
-            let packed = try SignedTextPacker.encode(parts, headerIDs: [:], literals: nil)
-            guard try reader.unpack(packed, context: [], depth: 0) == body else { continue }
+            let packed = try SignedTextPacker.encode(parts, headerIDs: [:], literalsWithFact: false)
+            guard try reader.unpack(packed, context: .none, depth: 0) == body else { continue }
             try session.query(
                 "UPDATE notifications SET body = \([]), body_packed = \(packed) WHERE id = \(id) AND body_packed IS NULL")
         }
@@ -185,10 +185,10 @@ extension Ledger {
     }
 
     /// One batch of the version-16 rewrite: each fact's JSON compressed into `payload_packed`,
-    /// and its signed text, when packed in format 1, rewritten in format 2 with the literals
-    /// compressed with that JSON. Each is checked before it replaces what was stored: the JSON
-    /// decompresses to itself, the new signed form decodes to the very same parts (so it rebuilds
-    /// the same bytes).
+    /// and its signed text, when packed in format 1, rewritten in the current format (3) with the
+    /// literals compressed with that JSON. Each is checked before it replaces what was stored: the
+    /// JSON decompresses to itself, the new signed form decodes to the very same parts (so it
+    /// rebuilds the same bytes).
     private func compressFacts(after: Int64, limit: Int) throws -> (Int, Int64?) {
         let rows = try session.rows(
             """
@@ -196,17 +196,17 @@ extension Ledger {
             WHERE id > \(after) ORDER BY id LIMIT \(Int64(limit))
             """, as: UncompressedFact.self)
         for row in rows where row.pending {
-            let json = Array(row.payload.utf8)
-            let payload = try CompressedText.encode(json)
-            guard try CompressedText.decode(payload[...]) == json else { throw StorageError(.internal, "compressed JSON does not read back") }
             var signed = row.signedPacked
+            var parts: [StoredPart]?
             if let packed = signed, packed.first == SignedTextFormat.inline {
-                let parts = try SignedTextFormat.decode(packed, context: [])
-                let rewritten = SignedTextFormat.encode(parts, literals: try SignedTextFormat.compressedLiterals(parts, context: json))
-                guard try SignedTextFormat.decode(rewritten, context: json) == parts else {
-                    throw StorageError(.internal, "compressed signed text does not read back")
-                }
-                signed = rewritten
+                parts = try SignedTextFormat.decode(packed, context: .none)
+                signed = parts.map { SignedTextFormat.encode($0, literalsWithFact: true) }
+            }
+            let payload = try FactPayload.encode(row.payload, literals: parts.map(SignedTextFormat.literals))
+            let texts = try FactPayload.texts(payload: "", packed: payload)
+            guard texts.json == Array(row.payload.utf8) else { throw StorageError(.internal, "compressed JSON does not read back") }
+            if let parts, let signed, try SignedTextFormat.decode(signed, context: texts) != parts {
+                throw StorageError(.internal, "compressed signed text does not read back")
             }
             try session.query(
                 "UPDATE facts SET payload = '', payload_packed = \(payload), signed_packed = \(signed) WHERE id = \(row.id) AND payload_packed IS NULL")
@@ -233,7 +233,7 @@ struct StoredSignedText: Decodable {
     var payloadPacked: [UInt8]?
 
     /// The JSON its packed form is read with.
-    var context: [UInt8] { get throws { try FactPayload.bytes(payload: payload, packed: payloadPacked) } }
+    var context: FactTexts { get throws { try FactPayload.texts(payload: payload, packed: payloadPacked) } }
 
     /// The text as received.
     func text(_ reader: SignedTextReader) throws -> [UInt8] {

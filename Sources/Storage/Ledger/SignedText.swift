@@ -212,8 +212,8 @@ enum SignedTextPacker {
 
     // MARK: Stored form
 
-    /// The stored bytes (``SignedTextFormat``): format 2 with `literals` (``compressedLiterals(_:context:)``,
-    /// made on the caller's thread), format 1 without. `headerIDs` maps each header to its
+    /// The stored bytes (``SignedTextFormat``): format 3 when the literals are stored with the fact
+    /// (``literals(_:)``, compressed with its JSON on the caller's thread), format 1 otherwise. `headerIDs` maps each header to its
     /// `jws_headers.id`.
     ///
     /// A reference to a fact whose `kind + " " + digest` is in `ownSignature` is stored without its signature
@@ -221,19 +221,19 @@ enum SignedTextPacker {
     /// itself, whose stored signature is the one referenced; any other keeps its signature (an
     /// earlier twin may be stored under other signature bytes).
     static func encode(
-        _ parts: [SignedPart], headerIDs: [String: Int64], literals: [UInt8]?, ownSignature: Set<String> = []
+        _ parts: [SignedPart], headerIDs: [String: Int64], literalsWithFact: Bool, ownSignature: Set<String> = []
     ) throws -> [UInt8] {
         let stored = try stored(parts, ownSignature: ownSignature) { header in
             guard let id = headerIDs[header.digest] else { throw StorageError(.internal, "JWS header without an id") }
             return id
         }
-        return SignedTextFormat.encode(stored, literals: literals)
+        return SignedTextFormat.encode(stored, literalsWithFact: literalsWithFact)
     }
 
-    /// The text a format 2 row stores for `parts` (``SignedTextFormat/compressedLiterals(_:context:)``;
-    /// no header id is needed for it).
-    static func compressedLiterals(_ parts: [SignedPart], context: [UInt8]) throws -> [UInt8] {
-        try SignedTextFormat.compressedLiterals(try stored(parts) { _ in 0 }, context: context)
+    /// The literals a format 3 row stores with its fact's JSON for `parts`
+    /// (``SignedTextFormat/literals(_:)``; no header id is needed for them).
+    static func literals(_ parts: [SignedPart]) throws -> [UInt8] {
+        SignedTextFormat.literals(try stored(parts) { _ in 0 })
     }
 
     static func stored(
@@ -263,9 +263,9 @@ final class SignedTextReader {
     init(session: any SQLSession) { self.session = session }
 
     /// The one reconstruction: a row's signed text from its raw column (the old layout, or text
-    /// that was not packed), its packed column and, for a fact, its JSON (``FactPayload``: what a
-    /// format 2 row's literals were deflated with).
-    func text(raw: [UInt8], packed: [UInt8]?, context: [UInt8] = []) throws -> [UInt8] {
+    /// that was not packed), its packed column and, for a fact, its texts (``FactPayload``: what a
+    /// format 2 row's literals were deflated with, where a format 3 row's are stored).
+    func text(raw: [UInt8], packed: [UInt8]?, context: FactTexts = .none) throws -> [UInt8] {
         guard let packed, !packed.isEmpty else { return raw }
         return try unpack(packed, context: context, depth: 0)
     }
@@ -273,7 +273,7 @@ final class SignedTextReader {
     /// References nest (a body → its notification → its transaction): at most this deep.
     static let maxDepth = 4
 
-    func unpack(_ packed: [UInt8], context: [UInt8], depth: Int) throws -> [UInt8] {
+    func unpack(_ packed: [UInt8], context: FactTexts, depth: Int) throws -> [UInt8] {
         guard depth <= Self.maxDepth else { throw Self.corrupt("references nest too deep") }
         var out: [UInt8] = []
         try render(try SignedTextFormat.decode(packed, context: context), depth: depth, into: &out)

@@ -16,30 +16,27 @@ indirect enum StoredPart: Sendable, Hashable {
 /// texts and for its body).
 ///
 /// - Format 1 (schema version 14): literals inline.
-/// - Format 2 (schema version 16): after the format byte, the length of a ``CompressedText`` and
-///   that text, which is every literal's bytes in order, deflated with the row's context (a fact's
-///   JSON); a literal part is then only its length, its bytes the next ones of that text. Only the
-///   JSON is deflated: signatures and keys are random bytes deflate cannot shorten.
+/// - Format 2 (schema version 16, read only): after the format byte, the length of a
+///   ``CompressedText`` and that text, which is every literal's bytes in order, deflated with the
+///   row's context (a fact's JSON); a literal part is then only its length, its bytes the next ones
+///   of that text. Only the JSON is compressed: signatures and keys are random bytes.
+/// - Format 3 (current): as format 2, but the literals' bytes are stored with the fact's JSON, as
+///   the second text of its `payload_packed` (``FactPayload``), compressed with it in one frame.
 enum SignedTextFormat {
     static let inline: UInt8 = 1
     static let compressed: UInt8 = 2
+    static let literalsWithFact: UInt8 = 3
 
-    /// `parts` stored: in format 2 with `literals` (their literals' bytes as a ``CompressedText``),
-    /// else in format 1.
-    static func encode(_ parts: [StoredPart], literals: [UInt8]?) -> [UInt8] {
-        guard let literals else {
-            var out: [UInt8] = [inline]
-            write(parts, inline: true, to: &out)
-            return out
-        }
-        var out: [UInt8] = [compressed]
-        Varint.writeBytes(literals, to: &out)
-        write(parts, inline: false, to: &out)
+    /// `parts` stored: in format 3 when their literals are stored with the fact (``literals(_:)``
+    /// given to ``FactPayload/encode(_:literals:)``), else in format 1.
+    static func encode(_ parts: [StoredPart], literalsWithFact: Bool) -> [UInt8] {
+        var out: [UInt8] = [literalsWithFact ? Self.literalsWithFact : inline]
+        write(parts, inline: !literalsWithFact, to: &out)
         return out
     }
 
-    /// Every literal's bytes of `parts`, in order, compressed with `context`.
-    static func compressedLiterals(_ parts: [StoredPart], context: [UInt8]) throws -> [UInt8] {
+    /// Every literal's bytes of `parts`, in order.
+    static func literals(_ parts: [StoredPart]) -> [UInt8] {
         var literals: [UInt8] = []
         func collect(_ parts: [StoredPart]) {
             for part in parts {
@@ -51,11 +48,11 @@ enum SignedTextFormat {
             }
         }
         collect(parts)
-        return try CompressedText.encode(literals, context: context)
+        return literals
     }
 
-    /// The parts of stored bytes of either format; `context` is a format 2 row's (its fact's JSON).
-    static func decode(_ bytes: [UInt8], context: [UInt8]) throws -> [StoredPart] {
+    /// The parts of stored bytes of any format; `context` is the row's fact's texts (formats 2 and 3).
+    static func decode(_ bytes: [UInt8], context: FactTexts) throws -> [StoredPart] {
         var cursor = ByteCursor(data: bytes, offset: 0)
         var literals: ByteCursor?
         switch try cursor.byte() {
@@ -63,7 +60,11 @@ enum SignedTextFormat {
         case compressed:
             let count = try cursor.varint()
             guard count <= UInt64(bytes.count - cursor.offset) else { throw ByteCursor.truncated }
-            let text = try CompressedText.decode(try cursor.fixed(Int(count)), context: context)
+            let texts = try CompressedText.decode(try cursor.fixed(Int(count)), context: context.json)
+            guard texts.count == 1 else { throw SignedTextReader.corrupt("literals of \(texts.count) texts") }
+            literals = ByteCursor(data: texts[0], offset: 0)
+        case literalsWithFact:
+            guard let text = context.literals else { throw SignedTextReader.corrupt("the fact stores no literals") }
             literals = ByteCursor(data: text, offset: 0)
         case let format: throw SignedTextReader.corrupt("unknown packed format \(format)")
         }
