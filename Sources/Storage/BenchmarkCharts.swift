@@ -1,7 +1,8 @@
 import Entitlements
 
 extension _StorageBenchmark {
-    /// Gives synthetic customers `range` their `chart_daily` rows, as if the charts' rollups had
+    /// Gives synthetic customers `range` their `chart_daily` rows (and the per-segmentation
+    /// `chart_segment_daily` rows that follow from them), as if the charts' rollups had
     /// run over them: the same histories as ``bulkLoadMetrics`` (customer n pays first on day
     /// `today - n % 730` and every 30 days after, for `1 + n % 13` periods), spread over two stores,
     /// three products, twelve storefronts (with their currencies) and the `normal`/`intro`/`trial`
@@ -13,7 +14,12 @@ extension _StorageBenchmark {
         guard let store = store as? any SessionBackedStore else { throw StorageError(.invalidArgument, "unsupported store") }
         guard !range.isEmpty else { return }
         let sql = chartsSQL(range, today: metricDay(now))
-        try await store.write { try $0.execute(sql) }
+        try await store.write { session in
+            try session.execute(sql)
+            // The rows per segmentation are a function of `chart_daily`: computed again from all of it.
+            try session.execute("DELETE FROM chart_segment_daily")
+            for fill in Ledger.fillChartSegments { try session.execute(fill) }
+        }
     }
 
     /// The statement: only integers computed here are spliced in, no outside text.

@@ -92,10 +92,14 @@ enum ConsoleBenchmarkCommand: Command {
         same histories over two stores, three products, twelve storefronts and their currencies,
         with trials, pauses and refunds), then times GET /v1/metrics/overview for the last 365 days
         by day over HTTP (one keep-alive connection, sequential requests) and prints p50 and p99,
-        then the same for every GET /v1/charts/{chart}, unsegmented and by storefront.
+        then every GET /v1/charts/{chart} over the same 365 days, unsegmented and by each
+        segmentation (store, product, storefront, environment, periodType), by day, week and
+        month: a table per interval of p99 over HTTP and p99 of the process's CPU time per
+        request (which other processes sharing the cores inflate less), then the misses.
         Targets at 1,000,000 customers: the overview under 200 ms, each chart's p99 under 100 ms.
 
-        Defaults: 1,000,000 customers, 200 overview requests, 50 per chart and segmentation.
+        Defaults: 1,000,000 customers, 200 overview requests, 20 per chart, segmentation and
+        interval (288 combinations).
         Build with 'swift build -c release' first.
         """
 

@@ -2,7 +2,10 @@ import Entitlements
 
 // The charts' rollups (`chart_daily`): every customer's chart rows (``ChartDelta``, kept with
 // their metric contribution in `customer_metrics`) summed per environment, series, day, currency,
-// segment and month offset. A chart reads one range of days per series it needs, never the ledger.
+// segment and month offset. Beside them, `chart_segment_daily` holds the same sums per one
+// segmentation at a time (none, store, product, storefront or period type), written with them in
+// the same transaction: what a chart asks for, so its read is one range of days per series that
+// returns every row it reads, never the ledger and never a sort.
 
 extension Ledger {
     /// Adds `change` to one chart row.
@@ -15,12 +18,73 @@ extension Ledger {
         """
     }
 
+    /// Adds `change` to one row of the charts' rollups per segmentation.
+    static func addChartSegment(_ key: ChartSegmentRowKey, change: Int64) -> SQLQuery {
+        """
+        INSERT INTO chart_segment_daily (environment, kind, segmentation, day, currency, month_offset, segment, value)
+        VALUES (\(key.environment), \(key.kind), \(key.segmentation), \(key.day), \(key.currency), \(key.offset), \(key.segment), \(change))
+        ON CONFLICT (environment, kind, segmentation, day, currency, month_offset, segment)
+        DO UPDATE SET value = chart_segment_daily.value + excluded.value
+        """
+    }
+
+    /// `chart_segment_daily` computed from `chart_daily`, for a table that holds none of its rows
+    /// (the migration that adds it, the benchmark's loader): one `INSERT … SELECT` per
+    /// segmentation, the same sums the writes keep.
+    static let fillChartSegments: [String] = {
+        let segmentations: [(name: String, column: String)] = [("", "''")] + segmentColumns.map { ($0.segment.rawValue, $0.column) }
+        return segmentations.map { name, column in
+            let grouped = column == "''" ? "" : ", \(column)"
+            return """
+                INSERT INTO chart_segment_daily (environment, kind, segmentation, day, currency, month_offset, segment, value)
+                SELECT environment, kind, '\(name)', day, currency, month_offset, \(column), SUM(value) FROM chart_daily
+                GROUP BY environment, kind, day, currency, month_offset\(grouped) HAVING SUM(value) <> 0
+                """
+        }
+    }()
+
     /// The chart rows of `kinds` in `environments` from `fromDay` to `toDay`, and the stocks'
-    /// levels at the start of `fromDay`, summed in SQL over every segment column but those of
-    /// `segments` (read as empty): a row per environment, series, day, currency, month offset and
-    /// value of the kept segments, so what comes back grows with what the chart splits by, not
-    /// with every segment that exists.
+    /// levels at the start of `fromDay`, summed over every segment column but those of `segments`
+    /// (read as empty): a row per environment, series, day, currency, month offset and value of
+    /// the kept segments, so what comes back grows with what the chart splits by, not with every
+    /// segment that exists. At most one segment column (what the Charts API asks) is read from
+    /// `chart_segment_daily`, which holds exactly those rows; more from `chart_daily`, summed in SQL.
     func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>) throws -> ChartRows {
+        let kept = Self.segmentColumns.filter { segments.contains($0.segment) }
+        guard kept.count <= 1 else {
+            return try chartRowsSummingEveryRow(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments)
+        }
+        let segmentation = kept.first?.segment.rawValue ?? ""
+        // The segment's value under its column's name, the other columns empty, as ``ChartColumns`` reads them.
+        let select = SQLQuery(verbatim: Self.segmentColumns.map { $0.column == kept.first?.column ? "segment AS \($0.column)" : "'' AS \($0.column)" }
+            .joined(separator: ", "))
+        var rows = ChartRows()
+        let stocks = kinds.filter(\.isStock).map(\.rawValue)
+        if !stocks.isEmpty {
+            rows.opening = try session.rows(
+                """
+                SELECT environment, kind, CAST(\(fromDay) AS BIGINT) AS day, currency, \(select), month_offset, SUM(value) AS value
+                FROM chart_segment_daily
+                WHERE environment IN (\(list: environments)) AND kind IN (\(list: stocks)) AND segmentation = \(segmentation) AND day < \(fromDay)
+                GROUP BY environment, kind, currency, month_offset, segment HAVING SUM(value) <> 0
+                """, as: ChartColumns.self
+            ).compactMap(\.delta)
+        }
+        rows.days = try session.rows(
+            """
+            SELECT environment, kind, day, currency, \(select), month_offset, value FROM chart_segment_daily
+            WHERE environment IN (\(list: environments)) AND kind IN (\(list: kinds.map(\.rawValue))) AND segmentation = \(segmentation)
+            AND day >= \(fromDay) AND day <= \(toDay) AND value <> 0
+            """, as: ChartColumns.self
+        ).compactMap(\.delta)
+        return rows
+    }
+
+    /// ``chartRows(environments:kinds:fromDay:toDay:segments:)`` from `chart_daily`, for any
+    /// segments: the plain sum the per-segmentation rows must equal.
+    func chartRowsSummingEveryRow(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>)
+        throws -> ChartRows
+    {
         let kept = Self.segmentColumns.filter { segments.contains($0.segment) }.map(\.column)
         // Kept columns in the primary key's order; the others as constants, so every row has each column.
         let select = SQLQuery(verbatim: Self.segmentColumns.map { kept.contains($0.column) ? $0.column : "'' AS \($0.column)" }.joined(separator: ", "))
@@ -47,7 +111,7 @@ extension Ledger {
     }
 
     /// The segment columns of `chart_daily`, in the primary key's order.
-    private static let segmentColumns: [(column: String, segment: ChartSegmentation)] = [
+    static let segmentColumns: [(column: String, segment: ChartSegmentation)] = [
         ("store", .store), ("product", .product), ("storefront", .storefront), ("period_type", .periodType),
     ]
 }
@@ -106,5 +170,34 @@ struct ChartRowKey: Hashable, Comparable, Decodable {
         let second = (b.environment, b.kind, b.day, b.currency, b.store, b.product)
         if first != second { return first < second }
         return (a.storefront, a.periodType, a.offset) < (b.storefront, b.periodType, b.offset)
+    }
+}
+
+/// One row's key in `chart_segment_daily`: a `chart_daily` key with every segment column summed
+/// over but the one `segmentation` names (empty: none), whose value is `segment`.
+struct ChartSegmentRowKey: Hashable, Comparable {
+    var environment: String
+    var kind: String
+    var segmentation: String
+    var day: Int64
+    var currency: String
+    var offset: Int64
+    var segment: String
+
+    /// The rows of `chart_segment_daily` a change of the `chart_daily` row `key` changes by as much:
+    /// the unsegmented one and one per segment column.
+    static func rows(of key: ChartRowKey) -> [Self] {
+        let values: [(String, String)] = [("", ""), (ChartSegmentation.store.rawValue, key.store), (ChartSegmentation.product.rawValue, key.product),
+                                          (ChartSegmentation.storefront.rawValue, key.storefront), (ChartSegmentation.periodType.rawValue, key.periodType)]
+        return values.map {
+            Self(environment: key.environment, kind: key.kind, segmentation: $0.0, day: key.day, currency: key.currency, offset: key.offset, segment: $0.1)
+        }
+    }
+
+    static func < (a: Self, b: Self) -> Bool {
+        let first = (a.environment, a.kind, a.segmentation, a.day, a.currency, a.offset)
+        let second = (b.environment, b.kind, b.segmentation, b.day, b.currency, b.offset)
+        if first != second { return first < second }
+        return a.segment < b.segment
     }
 }

@@ -232,5 +232,25 @@ extension Schema {
                 ){without_rowid};
                 CREATE INDEX play_orders_base ON play_orders (package_name, base_order_id);
                 """),
+        // The charts' rollups per segmentation (`Ledger+Charts`): `chart_daily` summed over every
+        // segment column but one (or none), keyed by series, segmentation and day, so that a
+        // chart's read returns every row it reads and the database neither scans the other
+        // segments' rows nor sorts to group them. Filled from `chart_daily`; from then on written
+        // with it in the same transaction.
+        Migration(
+            version: 36, name: "chart rollups per segmentation",
+            sql: """
+                CREATE TABLE chart_segment_daily (
+                    environment TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    segmentation TEXT NOT NULL,
+                    day {int} NOT NULL,
+                    currency TEXT NOT NULL,
+                    month_offset {int} NOT NULL,
+                    segment TEXT NOT NULL,
+                    value {int} NOT NULL,
+                    PRIMARY KEY (environment, kind, segmentation, day, currency, month_offset, segment)
+                ){without_rowid};
+                """ + Ledger.fillChartSegments.map { $0 + ";\n" }.joined()),
     ]
 }

@@ -6,8 +6,9 @@
 //    token and user (sorted within a job), customer rows (`FOR NO KEY UPDATE`), their projection,
 //    metric and fact rows.
 // 2. Just before COMMIT, once, in this order and in sorted key order within each:
-//    `metric_daily` rows, `chart_daily` rows, `ingest_hourly` rows, `ingest_latest` rows, then the outbox lock
-//    (`pg_advisory_xact_lock` on `entitled.events.<schema>`) and the transaction's events.
+//    `metric_daily` rows, `chart_daily` rows, `chart_segment_daily` rows, `ingest_hourly` rows,
+//    `ingest_latest` rows, then the outbox lock (`pg_advisory_xact_lock` on
+//    `entitled.events.<schema>`) and the transaction's events.
 // A transaction in phase 2 never waits for a phase-1 lock, and every phase-2 transaction takes
 // the shared locks in the same order, so the shared rows cannot be part of a deadlock however
 // many servers and group commits run at once. (Phase-1 locks of two groups can still meet when
@@ -146,8 +147,13 @@ final class TransactionTail {
             statements.append(
                 Ledger.addMetric(environment: key.environment, day: key.day, kind: key.kind, currency: key.currency, change: value))
         }
+        var segmented: [ChartSegmentRowKey: Int64] = [:]
         for (key, value) in kept.charts.sorted(by: { $0.key < $1.key }) where value != 0 {
             statements.append(Ledger.addChart(key, change: value))
+            for row in ChartSegmentRowKey.rows(of: key) { segmented[row, default: 0] += value }
+        }
+        for (key, value) in segmented.sorted(by: { $0.key < $1.key }) where value != 0 {
+            statements.append(Ledger.addChartSegment(key, change: value))
         }
         for (key, count) in kept.hourly.sorted(by: { $0.key < $1.key }) {
             statements.append(IngestCounters.addCount(hour: key.hour, code: key.code, shard: key.shard, count: count))
