@@ -1,5 +1,6 @@
 // An experiment's results: what each enrolled customer did within 7, 30 and 90 days of their
-// enrolment, read from their App Store transactions, summed per variant with 95 % intervals.
+// enrolment, read from their App Store transactions and Google Play orders (PlayPeriods.swift),
+// summed per variant with 95 % intervals.
 
 /// What one enrolled customer did between their enrolment and a horizon, from their transactions
 /// (the newest version of each) in the environments counted.
@@ -22,6 +23,12 @@ public struct ExperimentOutcome: Hashable, Sendable {
         var latest: [String: TransactionFact] = [:]
         for case .transaction(let t) in facts where environments.contains(t.environment) {
             if latest[t.transactionId].map({ $0.signedDate <= t.signedDate }) ?? true { latest[t.transactionId] = t }
+        }
+        for environment in environments.sorted(by: { $0.rawValue < $1.rawValue }) {
+            let own = facts.filter { $0.environment == environment }
+            for period in playPeriods(own, policy: Policy()) where latest[period.transaction.transactionId] == nil {
+                latest[period.transaction.transactionId] = period.transaction
+            }
         }
         let window = latest.values.filter { (enrolledAt...until).contains($0.purchaseDate) }
         let paid = window.filter(\.isPaid)
