@@ -61,8 +61,8 @@ extension CountingStore {
     }
     func consent(appUserId: String) async throws -> Bool? { try await base.consent(appUserId: appUserId) }
 
-    func playSubscriptionTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
-        try await base.playSubscriptionTokens(packageName: packageName, after: after, limit: limit)
+    func playPurchaseTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
+        try await base.playPurchaseTokens(packageName: packageName, after: after, limit: limit)
     }
     func playFacts(purchaseToken: String, projector: Projector) async throws -> [Fact] {
         try await base.playFacts(purchaseToken: purchaseToken, projector: projector)

@@ -280,15 +280,18 @@ public func runImport(
 /// `entitled import --from revenuecat`: reads RevenueCat's transaction export at `path` (its rows
 /// of `store`, `app_store` or `mac_app_store`), hands what it read to `onRead` before anything is
 /// imported, then imports its transactions for `bundleId`, its unreadable rows reported as failed.
-/// - Throws: ``StartupError`` (`.configuration`) for an unknown app or one without `serverAPI`,
-///   checked before the file is read; ``ImportInputError`` for a file that cannot be read as an
-///   export.
+/// - Throws: ``StartupError`` (`.configuration`) for an unknown app, a Google Play app or one
+///   without `serverAPI`, checked before the file is read; ``ImportInputError`` for a file that
+///   cannot be read as an export.
 public func runImport(
     configuration: Configuration, bundleId: String, revenueCatExport path: String, store: String = "app_store",
     outbound: (any OutboundHTTP)? = nil, clock: any EpochClock = SystemClock(),
     onRead: (RevenueCatExport.Summary) -> Void = { _ in }, progress: @Sendable (CustomerImport.Report) -> Void = { _ in }
 ) async throws -> CustomerImport.Report {
     try checkImportApp(configuration: configuration, bundleId: bundleId)
+    guard configuration.app(bundleId: bundleId) != nil else {
+        throw StartupError.configuration("--from revenuecat imports an App Store app's purchases; \(bundleId) is a Google Play app")
+    }
     let export = try RevenueCatExport.read(path: path, store: store)
     onRead(export.summary)
     return try await runImport(

@@ -2,14 +2,14 @@ import AppStore
 import EntitledConfig
 import Entitlements
 import GooglePlay
-import HTTPClient
 import Storage
 
 /// What one Play catch-up did (`entitled reconcile` prints its ``description``).
 public struct PlayCatchUpReport: Sendable, Equatable, CustomStringConvertible {
-    /// Subscription purchase tokens the ledger holds.
+    /// Purchase tokens the ledger holds (subscriptions and one-time products).
     public var tokens = 0
-    /// Not asked again: their newest snapshot is final (expired, or a pending purchase canceled).
+    /// Not asked again: their newest snapshot is final (a subscription expired or its pending
+    /// purchase canceled; a one-time purchase canceled, voided in full or refunded to the last unit).
     public var final = 0
     /// Google's answer differed from the newest snapshot: stored.
     public var changed = 0
@@ -35,8 +35,9 @@ public struct PlayCatchUpError: Error, Sendable, CustomStringConvertible {
 
 /// The Play counterpart of reconciliation (`entitled reconcile --app PACKAGE`): Google keeps no
 /// notification history to read back, so the catch-up asks the Developer API again about every
-/// subscription purchase token the ledger holds of the app (`purchases.subscriptionsv2.get`;
-/// not those whose newest snapshot is final) and stores each answer that differs from the newest
+/// purchase token the ledger holds of the app (`purchases.subscriptionsv2.get` for a subscription,
+/// `purchases.products.get` for a one-time product; not those whose newest snapshot is final) and
+/// stores each answer that differs from the newest
 /// snapshot, through the same path as a notification's (linked, acknowledged). Running it twice
 /// stores nothing the second time unless Google's answer changed in between.
 public struct PlayCatchUp: Sendable {
@@ -58,7 +59,7 @@ public struct PlayCatchUp: Sendable {
         while true {
             let tokens: [String]
             do {
-                tokens = try await play.ledger.store.playSubscriptionTokens(packageName: packageName, after: after, limit: Self.pageSize)
+                tokens = try await play.ledger.store.playPurchaseTokens(packageName: packageName, after: after, limit: Self.pageSize)
             } catch {
                 throw PlayCatchUpError(message: "storage: \(error)")
             }
@@ -120,24 +121,35 @@ extension PlayIngest {
         case unchanged
     }
 
-    /// Asks Google about a stored subscription token again and stores the answer when it differs
-    /// from the newest snapshot (its time of observation aside).
+    /// Asks Google about a stored purchase token again (`subscriptionsv2.get` for a subscription,
+    /// `products.get` for a one-time product, whichever its snapshots are) and stores the answer
+    /// when it differs from the newest snapshot (its time of observation aside).
     func refresh(_ clients: PlayClients, token: String, now: Int64) async throws(IngestError) -> Refreshed {
         let stored = try await storedFacts(purchaseToken: token)
-        let newest = stored.compactMap { fact -> PlaySubscriptionFact? in
-            guard case .playSubscription(let s) = fact, s.purchaseToken == token else { return nil }
-            return s
-        }.max { $0.observedAt < $1.observedAt }
-        if let newest, newest.state == .expired || newest.state == .pendingPurchaseCanceled { return .final }
-        var fresh = try await subscription(clients, token: token, now: now)
-        fresh.observedAt = newest?.observedAt ?? now
-        if fresh == newest { return .unchanged }
-        fresh.observedAt = now
-        let facts: [Fact] = [.playSubscription(fresh)]
+        let fact: Fact
+        guard let newest = PlayStoredPurchase(stored, token: token) else {
+            // Listed because it has a snapshot: only a concurrent erasure gets here.
+            return .final
+        }
+        if newest.isFinal { return .final }
+        switch newest {
+        case .subscription(let newest):
+            var fresh = try await subscription(clients, token: token, now: now)
+            fresh.observedAt = newest.observedAt
+            if fresh == newest { return .unchanged }
+            fresh.observedAt = now
+            fact = .playSubscription(fresh)
+        case .product(let newest, _):
+            var fresh = try await product(clients, productId: newest.productId, token: token, now: now)
+            fresh.observedAt = newest.observedAt
+            if fresh == newest { return .unchanged }
+            fresh.observedAt = now
+            fact = .playProduct(fresh)
+        }
         let message = ReceivedMessage(
             notificationUUID: nil, source: .googlePlay, body: PlayJSON.encode(["purchaseToken": token]), receivedAt: now,
             notificationType: "catchUp", bundleId: clients.app.packageName)
-        _ = try await commit(message, facts: facts, claim: try await successorClaim(facts))
+        _ = try await commit(message, facts: [fact], claim: try await successorClaim([fact]))
         return .changed
     }
 }
@@ -148,29 +160,4 @@ extension AssembledServer {
         guard let play = playIngest, play.apps[packageName] != nil else { return nil }
         return PlayCatchUp(packageName: packageName, play: play)
     }
-}
-
-/// `entitled reconcile` for Google Play: the catch-up of `packageName` (of every Play app when
-/// nil), on the system clock unless told.
-/// - Throws: ``StartupError``: `.configuration` for an unknown app, `.runtime` when storage failed.
-public func runPlayCatchUp(
-    configuration: Configuration, packageName: String?, outbound: (any OutboundHTTP)? = nil, clock: any EpochClock = SystemClock()
-) async throws(StartupError) -> [(packageName: String, report: PlayCatchUpReport)] {
-    let packages = packageName.map { [$0] } ?? configuration.playApps.map(\.packageName)
-    for package in packages where !configuration.playApps.contains(where: { $0.packageName == package }) {
-        throw .configuration("--app: no Google Play app \(package) in the configuration")
-    }
-    let assembled = try await buildApplication(configuration: configuration, clock: clock, outbound: outbound)
-    var reports: [(packageName: String, report: PlayCatchUpReport)] = []
-    do throws(PlayCatchUpError) {
-        for package in packages {
-            guard let catchUp = assembled.playCatchUp(packageName: package) else { continue }
-            reports.append((package, try await catchUp.run()))
-        }
-    } catch {
-        await assembled.store.close()
-        throw .runtime("catch-up failed: \(error.description)")
-    }
-    await assembled.store.close()
-    return reports
 }

@@ -83,7 +83,8 @@ extension PlayProductFact {
             purchaseToken: purchaseToken, packageName: packageName, productId: purchase.productId ?? productId, orderId: purchase.orderId,
             purchaseState: state, quantity: max(purchase.quantity ?? 1, 1), purchaseTime: time, consumed: purchase.isConsumed,
             acknowledged: purchase.isAcknowledged, obfuscatedExternalAccountId: purchase.obfuscatedExternalAccountId,
-            regionCode: purchase.regionCode, observedAt: observedAt, environment: purchase.isTestPurchase ? .sandbox : .production)
+            regionCode: purchase.regionCode, observedAt: observedAt, environment: purchase.isTestPurchase ? .sandbox : .production,
+            refundableQuantity: purchase.refundableQuantity)
     }
 }
 

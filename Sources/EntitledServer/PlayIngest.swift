@@ -73,9 +73,10 @@ struct PlayIngest: Sendable {
             // A voiding the voided-purchases poll stored already changes nothing.
             guard let voided = try await voidedFact(
                 purchaseToken: n.purchaseToken, orderId: n.orderId, productType: n.productType?.rawValue,
-                refundType: n.refundType?.rawValue, voidedTime: notification.eventTimeMillis.value, voidedSource: nil, voidedReason: nil)
+                refundType: n.refundType?.rawValue, voidedTime: notification.eventTimeMillis.value, voidedSource: nil, voidedReason: nil,
+                voidedQuantity: nil)
             else { return .duplicate }
-            facts = [voided]
+            facts = try await withRefundedUnits(voided, clients: clients, now: now)
             type = "voidedPurchase"
         case .pendingRefundReview?, .test?, nil:
             // Nothing to store: answered 200 so Pub/Sub does not retry it.
@@ -173,7 +174,7 @@ struct PlayIngest: Sendable {
         }
     }
 
-    private func product(_ clients: PlayClients, productId: String, token: String, now: Int64) async throws(IngestError) -> PlayProductFact {
+    func product(_ clients: PlayClients, productId: String, token: String, now: Int64) async throws(IngestError) -> PlayProductFact {
         let purchase: ProductPurchase
         do {
             purchase = try await clients.api.product(packageName: clients.app.packageName, productId: productId, purchaseToken: token)
@@ -188,6 +189,16 @@ struct PlayIngest: Sendable {
         } catch {
             throw .rejected(Ingest.rejection(error))
         }
+    }
+
+    /// `voided`, and for a quantity-based partial refund of a one-time purchase Google's fresh
+    /// answer about it (`refundableQuantity` counts the units refunded: the notification names
+    /// none). A token whose purchase the server never fetched is stored as it is.
+    func withRefundedUnits(_ voided: Fact, clients: PlayClients, now: Int64) async throws(IngestError) -> [Fact] {
+        guard case .playVoided(let v) = voided, v.isPartial else { return [voided] }
+        let stored = try await storedFacts(purchaseToken: v.purchaseToken)
+        guard case .product(let newest, _)? = PlayStoredPurchase(stored, token: v.purchaseToken) else { return [voided] }
+        return [voided, .playProduct(try await product(clients, productId: newest.productId, token: v.purchaseToken, now: now))]
     }
 
     /// A snapshot that names the token it replaced and carries no account id joins that token's

@@ -147,7 +147,8 @@ public struct PlayVoidedPoll: Service {
         let listed: [VoidedPurchase]
         do {
             listed = try await clients.api.allVoidedPurchases(
-                packageName: packageName, startTimeMillis: start, endTimeMillis: end, includeSubscriptions: true)
+                packageName: packageName, startTimeMillis: start, endTimeMillis: end, includeSubscriptions: true,
+                includeQuantityBasedPartialRefunds: true)
         } catch {
             throw PlayVoidedPollError(message: "Google: \(error.code): \(error.message)")
         }
@@ -185,39 +186,45 @@ extension PlayIngest {
     }
 
     /// A voided purchase Google listed, stored as the fact its notification would have given
-    /// (``voidedFact(purchaseToken:orderId:productType:refundType:voidedTime:voidedSource:voidedReason:)``);
-    /// `.duplicate` when the server knows that voiding already.
+    /// (``voidedFact(purchaseToken:orderId:productType:refundType:voidedTime:voidedSource:voidedReason:voidedQuantity:)``),
+    /// with Google's fresh answer for a partial refund; `.duplicate` when the server knows that voiding already.
     func listedVoided(_ purchase: VoidedPurchase, packageName: String, now: Int64) async throws(IngestError) -> IngestResult.Status {
         guard !purchase.purchaseToken.isEmpty, purchase.purchaseToken.utf8.count <= DeveloperNotification.maximumTokenBytes,
             let time = purchase.voidedTimeMillis?.value
         else {
             throw .rejected(Rejection(.invalidRequest, "a listed voided purchase without a purchase token or voidedTimeMillis"))
         }
+        guard let clients = apps[packageName] else { throw .rejected(Rejection(.appNotFound, "no Google Play app \(packageName)")) }
         guard let fact = try await voidedFact(
             purchaseToken: purchase.purchaseToken, orderId: purchase.orderId, productType: nil, refundType: purchase.refundType?.rawValue,
-            voidedTime: time, voidedSource: purchase.voidedSource, voidedReason: purchase.voidedReason)
+            voidedTime: time, voidedSource: purchase.voidedSource, voidedReason: purchase.voidedReason,
+            voidedQuantity: purchase.voidedQuantity)
         else { return .duplicate }
         let message = ReceivedMessage(
             notificationUUID: nil, source: .googlePlay, body: PlayJSON.encode(purchase), receivedAt: now,
             notificationType: "voidedPurchasesList", bundleId: packageName)
-        return try await commit(message, facts: [fact], claim: nil)
+        return try await commit(message, facts: try await withRefundedUnits(fact, clients: clients, now: now), claim: nil)
     }
 
     /// The fact of a voiding, in the environment of what is stored about its token (a license
     /// tester's purchase is Sandbox; Production when nothing is), its product type from the
-    /// stored purchase when the caller does not know it; nil when a voiding of that order is stored
-    /// already (a notification and the voided-purchases list report one voiding at different
-    /// times: it stays one fact).
+    /// stored purchase when the caller does not know it; nil when that voiding is stored already:
+    /// for a full one, a full voiding of that order (a notification and the voided-purchases list
+    /// report one voiding at different times: it stays one fact); for a quantity-based partial
+    /// one, the same report (one order may be refunded by quantity several times).
     func voidedFact(
         purchaseToken: String, orderId: String?, productType: Int?, refundType: Int?, voidedTime: Int64, voidedSource: Int?,
-        voidedReason: Int?
+        voidedReason: Int?, voidedQuantity: Int?
     ) async throws(IngestError) -> Fact? {
         let stored = try await storedFacts(purchaseToken: purchaseToken)
+        let partial = refundType == RefundType.quantityBasedPartialRefund.rawValue || voidedQuantity != nil
         var environment = Environment.production
         var knownType: Int?
         for fact in stored {
             switch fact {
-            case .playVoided(let v) where v.purchaseToken == purchaseToken && v.orderId == orderId: return nil
+            case .playVoided(let v) where v.purchaseToken == purchaseToken && v.orderId == orderId
+                && (partial ? v.isPartial && v.voidedTime == voidedTime && v.voidedQuantity == voidedQuantity : !v.isPartial):
+                return nil
             case .playSubscription(let s) where s.purchaseToken == purchaseToken: (environment, knownType) = (s.environment, 1)
             case .playProduct(let p) where p.purchaseToken == purchaseToken: (environment, knownType) = (p.environment, 2)
             default: continue
@@ -226,7 +233,8 @@ extension PlayIngest {
         let fact = Fact.playVoided(
             PlayVoidedPurchaseFact(
                 purchaseToken: purchaseToken, orderId: orderId, productType: productType ?? knownType, refundType: refundType,
-                voidedTime: voidedTime, voidedSource: voidedSource, voidedReason: voidedReason, environment: environment))
+                voidedTime: voidedTime, voidedSource: voidedSource, voidedReason: voidedReason, environment: environment,
+                voidedQuantity: voidedQuantity))
         do throws(MappingError) {
             return try Self.checked(fact)
         } catch {

@@ -112,35 +112,6 @@ public func runServer(configuration: Configuration, fastPaths: FastPaths = FastP
     ServerLog.event("stopped", [:])
 }
 
-/// `entitled reconcile`: one reconciliation pass for each app with `serverAPI` (only `bundleId`'s
-/// when given) on the system clock, with the window `since`…`until` (epoch ms) when given.
-/// Returns each app's report, in configuration order.
-/// - Throws: ``StartupError``: `.configuration` for an unknown or unconfigured app, `.runtime` when a pass fails.
-public func runReconcile(
-    configuration: Configuration, bundleId: String?, since: Int64?, until: Int64?, outbound: (any OutboundHTTP)? = nil,
-    clock: any EpochClock = SystemClock()
-) async throws(StartupError) -> [(bundleId: String, report: ReconcileReport)] {
-    if let bundleId {
-        guard let app = configuration.app(bundleId: bundleId) else { throw .configuration("--app: no app \(bundleId) in the configuration") }
-        guard app.serverAPI != nil else { throw .configuration("--app: \(bundleId) has no serverAPI in the configuration") }
-    }
-    guard configuration.apps.contains(where: { $0.serverAPI != nil }) else {
-        throw .configuration("configuration: no app has serverAPI (see docs/configuration.md)")
-    }
-    let assembled = try await buildApplication(configuration: configuration, clock: clock, outbound: outbound)
-    var reports: [(bundleId: String, report: ReconcileReport)] = []
-    do throws(ReconcileError) {
-        for reconciler in assembled.reconcilers where bundleId == nil || reconciler.bundleId == bundleId {
-            reports.append((reconciler.bundleId, try await reconciler.runOnce(since: since, until: until)))
-        }
-    } catch {
-        await assembled.store.close()
-        throw .runtime("reconciliation failed: \(error.description)")
-    }
-    await assembled.store.close()
-    return reports
-}
-
 /// The `metricsListen` server (plain HTTP, `GET /metrics` only, no credentials), started and
 /// announced; nil when not configured.
 func startMetricsServer(_ configuration: Configuration, metrics: ServerMetrics) throws(HTTPServer.StartError) -> HTTPServer? {

@@ -115,6 +115,8 @@ struct Txn {
     var isV1: Bool
     /// The App Store, or Google Play for a Play one-time product.
     var store: PurchaseStore = .appStore
+    /// Units refunded by quantity-based partial refunds while some remain (Play one-time products).
+    var refundedQuantity = 0
     /// Dense id of `originalTransactionId` (``Canon/chains``).
     var chain = 0
     /// Dense id of `group` (``Canon/groups``), when there is a group.
@@ -209,6 +211,7 @@ struct Canon {
         var hasPromotions = false
         var playSubscriptionIndices: [Int] = []
         var playVoided: [String: [PlayVoidedPurchaseFact]] = [:]
+        var playProducts: [String: [PlayProductFact]] = [:]
 
         /// The chain id of an originalTransactionId, growing the per-chain arrays.
         func chain(_ otid: String) -> Int {
@@ -279,6 +282,7 @@ struct Canon {
             case .playProduct(let p):
                 guard p.environment == environment else { continue }
                 versions.append((p.purchaseToken, Candidate(index: i, signed: p.observedAt, isV1: false)))
+                playProducts[p.purchaseToken, default: []].append(p)
             case .playVoided(let v):
                 guard v.environment == environment else { continue }
                 playVoided[v.purchaseToken, default: []].append(v)
@@ -313,7 +317,8 @@ struct Canon {
             case .playProduct(let p):
                 // A pending purchase is not paid yet: nothing to grant or count.
                 guard p.purchaseState != PlayProductFact.pending else { continue }
-                txn = Txn(p, product: products.info(for: p.productId), voided: playVoided[p.purchaseToken] != nil)
+                let refunds = PlayProductRefunds(snapshots: playProducts[p.purchaseToken] ?? [], voids: playVoided[p.purchaseToken] ?? [])
+                txn = Txn(p, product: products.info(for: p.productId), refunds: refunds)
             default: continue
             }
             txn.paidExpires = paidExpires

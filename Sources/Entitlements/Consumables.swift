@@ -55,6 +55,10 @@ extension Derivation {
                 if t.revokedAs != nil {
                     debited = debited.plus(t.quantity)
                     refunded.append(t.transactionId)
+                } else if t.refundedQuantity > 0 {
+                    // A quantity-based partial refund takes back only its units.
+                    debited = debited.plus(min(t.refundedQuantity, t.quantity))
+                    refunded.append(t.transactionId)
                 }
             }
             let spends = spentByProduct[productId]

@@ -361,7 +361,7 @@ public struct ConsumableBalance: Hashable, Sendable, Codable {
     public var balance: Int
     /// Transactions credited, sorted.
     public var transactionIds: [String]
-    /// Transactions refunded (debited), sorted.
+    /// Transactions refunded (debited: in full, or the units of a quantity-based partial refund), sorted.
     public var refundedTransactionIds: [String]
     /// The idempotency keys of the spends, sorted.
     public var spendKeys: [String]

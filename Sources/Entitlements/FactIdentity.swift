@@ -74,6 +74,7 @@ extension Fact {
                     .text(f.obfuscatedExternalAccountId), .text(f.regionCode), .number(f.observedAt),
                 ])
         case .playProduct(let f):
+            // `refundableQuantity` only when Google gave it: identities stored without it stay the same.
             return Self.identity(
                 "playProduct",
                 [
@@ -81,12 +82,14 @@ extension Fact {
                     .text(f.orderId), .number(Int64(f.purchaseState)), .number(Int64(f.quantity)), .number(f.purchaseTime),
                     .flag(f.consumed), .flag(f.acknowledged), .text(f.obfuscatedExternalAccountId), .text(f.regionCode),
                     .number(f.observedAt),
-                ])
+                ] + (f.refundableQuantity.map { [.number(Int64($0))] } ?? []))
         case .playVoided(let f):
-            // One voiding of one order, however often Google reports it.
+            // One voiding of one order, however often Google reports it (a partial refund's units
+            // only when it names them, so that facts stored before they were read keep their identity).
             return Self.identity(
                 "playVoided",
-                [.text(f.environment.rawValue), .text(f.purchaseToken), .text(f.orderId), .number(f.voidedTime)])
+                [.text(f.environment.rawValue), .text(f.purchaseToken), .text(f.orderId), .number(f.voidedTime)]
+                    + (f.voidedQuantity.map { [.number(Int64($0))] } ?? []))
         }
     }
 

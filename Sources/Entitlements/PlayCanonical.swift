@@ -32,8 +32,9 @@ extension PlayProductFact {
 }
 
 extension Txn {
-    /// A Play one-time product: its purchase token is its transaction; canceled or voided is refunded.
-    init(_ p: borrowing PlayProductFact, product: ProductInfo, voided: Bool) {
+    /// A Play one-time product: its purchase token is its transaction; canceled, voided in full or
+    /// refunded to the last unit is refunded; units refunded by quantity are ``refundedQuantity``.
+    init(_ p: borrowing PlayProductFact, product: ProductInfo, refunds: PlayProductRefunds) {
         // A one-time product is never a subscription, whatever the policy says.
         let resolvedType: ProductType =
             switch product.type {
@@ -53,7 +54,8 @@ extension Txn {
         quantity = max(p.quantity, 1)
         ownership = .purchased
         signed = p.observedAt
-        revokedAs = voided || p.purchaseState == PlayProductFact.canceled ? .refunded : nil
+        revokedAs = refunds.refundedInFull || p.purchaseState == PlayProductFact.canceled ? .refunded : nil
+        refundedQuantity = revokedAs == nil ? refunds.partiallyRefunded : 0
         upgraded = false
         upgradedAt = nil
         period = .normal
@@ -95,7 +97,7 @@ extension Canon {
             let voidedOrders = voided[token] ?? []
             return PlaySubscription(
                 fact: fact, root: root, superseded: linked.contains(token),
-                voided: voidedOrders.contains { $0.orderId == nil || fact.latestOrderId == nil || $0.orderId == fact.latestOrderId },
+                voided: voidedOrders.contains { !$0.isPartial && ($0.orderId == nil || fact.latestOrderId == nil || $0.orderId == fact.latestOrderId) },
                 canceledSince: runStart(of: [.canceled], in: versions),
                 billingIssueSince: runStart(of: [.inGracePeriod, .onHold], in: versions),
                 originalStart: newest[root]?.startTime, group: group, groupId: groups.id(group))

@@ -125,12 +125,15 @@ public struct PlayProductFact: Hashable, Sendable, Codable {
     public var regionCode: String?
     public var observedAt: Int64
     public var environment: Environment
+    /// `refundableQuantity`: the units not refunded yet (quantity-based partial refunds and full
+    /// refunds taken off); nil when Google did not say.
+    public var refundableQuantity: Int?
 
     public init(
         purchaseToken: String, packageName: String, productId: String, orderId: String? = nil, purchaseState: Int,
         quantity: Int = 1, purchaseTime: Int64, consumed: Bool = false, acknowledged: Bool = false,
         obfuscatedExternalAccountId: String? = nil, regionCode: String? = nil, observedAt: Int64,
-        environment: Environment = .production
+        environment: Environment = .production, refundableQuantity: Int? = nil
     ) {
         self.purchaseToken = purchaseToken
         self.packageName = packageName
@@ -145,6 +148,7 @@ public struct PlayProductFact: Hashable, Sendable, Codable {
         self.regionCode = regionCode
         self.observedAt = observedAt
         self.environment = environment
+        self.refundableQuantity = refundableQuantity
     }
 }
 
@@ -164,10 +168,13 @@ public struct PlayVoidedPurchaseFact: Hashable, Sendable, Codable {
     /// Google's reason code (7 chargeback, …).
     public var voidedReason: Int?
     public var environment: Environment
+    /// `voidedQuantity` of a listed quantity-based partial refund: the units it refunded.
+    public var voidedQuantity: Int?
 
     public init(
         purchaseToken: String, orderId: String? = nil, productType: Int? = nil, refundType: Int? = nil,
-        voidedTime: Int64, voidedSource: Int? = nil, voidedReason: Int? = nil, environment: Environment = .production
+        voidedTime: Int64, voidedSource: Int? = nil, voidedReason: Int? = nil, environment: Environment = .production,
+        voidedQuantity: Int? = nil
     ) {
         self.purchaseToken = purchaseToken
         self.orderId = orderId
@@ -177,6 +184,7 @@ public struct PlayVoidedPurchaseFact: Hashable, Sendable, Codable {
         self.voidedSource = voidedSource
         self.voidedReason = voidedReason
         self.environment = environment
+        self.voidedQuantity = voidedQuantity
     }
 }
 
@@ -197,7 +205,7 @@ extension PlayProductFact {
         [
             key(observedAt), key(purchaseToken), key(packageName), key(productId), key(orderId), key(purchaseState),
             key(quantity), key(purchaseTime), key(consumed), key(acknowledged), key(obfuscatedExternalAccountId),
-            key(regionCode), key(environment),
+            key(regionCode), key(environment), key(refundableQuantity),
         ]
     }
 }

@@ -127,7 +127,7 @@ extension TimelineBuilder {
     /// billing issues, recoveries, the end of grace, pauses and resumptions, expiry. Nothing once a successor token took
     /// over (`replacedAt`): the successor speaks for the subscription.
     private mutating func playSnapshots(_ ordered: [(fact: PlaySubscriptionFact, index: Int)], root: String, replacedAt: Int64?) {
-        let voids = play.voided[ordered[0].fact.purchaseToken] ?? []
+        let voids = (play.voided[ordered[0].fact.purchaseToken] ?? []).filter { !$0.fact.isPartial }
         for (previous, next) in zip(ordered, ordered.dropFirst()) {
             let p = previous.fact
             let s = next.fact
@@ -189,7 +189,8 @@ extension TimelineBuilder {
 
     /// A voided order of a subscription token: `refunded` (whichever period it paid for).
     private mutating func playVoided(_ token: String, subscription: [(fact: PlaySubscriptionFact, index: Int)], root: String) {
-        let voids = Set((play.voided[token] ?? []).map(\.fact))
+        // A quantity-based partial refund voids units, not a subscription's period.
+        let voids = Set((play.voided[token] ?? []).map(\.fact).filter { !$0.isPartial })
         for v in voids.sorted(by: { ($0.voidedTime, $0.orderId ?? "") < ($1.voidedTime, $1.orderId ?? "") }) {
             let index = play.voided[token]!.filter { $0.fact == v }.map(\.index).min()!
             // The snapshot of the order voided when one is known, else the first.
@@ -222,13 +223,27 @@ extension TimelineBuilder {
             return t
         }
         emit(.purchaseCompleted, at: paid.fact.purchaseTime, tx: tx(paid), subject: token)
-        let void = (play.voided[token] ?? []).min { ($0.fact.voidedTime, $0.index) < ($1.fact.voidedTime, $1.index) }
-        if let void {
-            emit(.purchaseRefunded, at: void.fact.voidedTime, tx: tx(paid), subject: token,
-                 also: [(date: void.fact.voidedTime, index: void.index)],
-                 details: ["reason": void.fact.voidedReason == 7 ? "chargeback" : "refund"])
-        } else if let canceled = sorted.first(where: { $0.fact.purchaseState == PlayProductFact.canceled && $0.fact.observedAt >= paid.fact.observedAt }) {
-            emit(.purchaseRefunded, at: canceled.fact.observedAt, tx: tx(canceled), subject: token, details: ["reason": "refund"])
+        let voids = play.voided[token] ?? []
+        let refunds = PlayProductRefunds(snapshots: versions, voids: voids)
+        func reason(_ index: Int) -> String {
+            voids.first { $0.index == index }?.fact.voidedReason == 7 ? "chargeback" : "refund"
+        }
+        // Each rise of the units refunded by quantity, then the refund of what was left.
+        for step in refunds.steps {
+            emit(.purchaseRefunded, at: step.at, tx: tx(paid), subject: token, also: [(date: step.at, index: step.cause)],
+                 details: ["reason": reason(step.cause), "refundType": "quantity", "quantity": String(step.quantity),
+                           "remainingQuantity": String(step.remaining)])
+        }
+        guard let full = refunds.fullRefund, refunds.partiallyRefunded < refunds.quantity else { return }
+        var details = ["reason": reason(full.cause)]
+        if refunds.partiallyRefunded > 0 {
+            details["quantity"] = String(refunds.quantity - refunds.partiallyRefunded)
+            details["remainingQuantity"] = "0"
+        }
+        if let void = voids.first(where: { $0.index == full.cause }) {
+            emit(.purchaseRefunded, at: full.at, tx: tx(paid), subject: token, also: [(date: full.at, index: void.index)], details: details)
+        } else if let canceled = versions.first(where: { $0.index == full.cause }) {
+            emit(.purchaseRefunded, at: full.at, tx: tx(canceled), subject: token, details: details)
         }
     }
 }

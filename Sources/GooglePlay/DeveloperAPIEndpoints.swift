@@ -42,13 +42,16 @@ extension DeveloperAPIClient {
     /// - Parameters:
     ///   - startTimeMillis, endTimeMillis: the window of voiding times (Google keeps 30 days).
     ///   - includeSubscriptions: `type=1` (subscriptions and one-time products) instead of `type=0`.
+    ///   - includeQuantityBasedPartialRefunds: `includeQuantityBasedPartialRefund=true`: quantity-based
+    ///     partial refunds of multi-quantity purchases are listed too, each with its `voidedQuantity`.
     ///   - maxResults: up to 1000 a page.
     ///   - pageToken: the previous page's `tokenPagination.nextPageToken`.
     public func voidedPurchases(
         packageName: String, startTimeMillis: Int64? = nil, endTimeMillis: Int64? = nil, includeSubscriptions: Bool = true,
-        maxResults: Int = 1000, pageToken: String? = nil
+        includeQuantityBasedPartialRefunds: Bool = true, maxResults: Int = 1000, pageToken: String? = nil
     ) async throws(GooglePlayError) -> VoidedPurchasesListResponse {
         var query: [(String, String)] = [("type", includeSubscriptions ? "1" : "0"), ("maxResults", String(min(max(maxResults, 1), 1000)))]
+        if includeQuantityBasedPartialRefunds { query.append(("includeQuantityBasedPartialRefund", "true")) }
         if let startTimeMillis { query.append(("startTime", String(startTimeMillis))) }
         if let endTimeMillis { query.append(("endTime", String(endTimeMillis))) }
         if let pageToken {
@@ -65,7 +68,7 @@ extension DeveloperAPIClient {
     /// a repeated page token fails at once instead of looping.
     public func allVoidedPurchases(
         packageName: String, startTimeMillis: Int64? = nil, endTimeMillis: Int64? = nil, includeSubscriptions: Bool = true,
-        maxPages: Int = 100
+        includeQuantityBasedPartialRefunds: Bool = true, maxPages: Int = 100
     ) async throws(GooglePlayError) -> [VoidedPurchase] {
         var out: [VoidedPurchase] = []
         var token: String? = nil
@@ -73,7 +76,8 @@ extension DeveloperAPIClient {
         for _ in 0..<max(1, maxPages) {
             let page = try await voidedPurchases(
                 packageName: packageName, startTimeMillis: startTimeMillis, endTimeMillis: endTimeMillis,
-                includeSubscriptions: includeSubscriptions, pageToken: token)
+                includeSubscriptions: includeSubscriptions, includeQuantityBasedPartialRefunds: includeQuantityBasedPartialRefunds,
+                pageToken: token)
             out += page.voidedPurchases ?? []
             guard let next = page.tokenPagination?.nextPageToken, !next.isEmpty else { return out }
             guard seen.insert(next).inserted else { throw GooglePlayError(.malformedResponse, "voidedpurchases repeated a page token") }

@@ -272,6 +272,30 @@ public final class FakeGoogle: Sendable {
         voidPurchase(token: token, productType: .oneTime, reason: reason, source: source)
     }
 
+    /// Refunds `quantity` units of a multi-quantity one-time purchase (a quantity-based partial
+    /// refund): its `refundableQuantity` drops, the voided-purchases list names the units
+    /// (`voidedQuantity`, listed only to `includeQuantityBasedPartialRefund`) and a voided-purchase
+    /// notification with `refundType` 2 is queued. Refunding the last units leaves it purchased
+    /// with nothing refundable, as Google does.
+    public func refundProductQuantity(_ token: String, quantity: Int, reason: Int = 1, source: Int = 0) throws(FakeGoogleError) {
+        let now = nowMillis
+        try state.withLock { (state) throws(FakeGoogleError) in
+            guard let p = state.productPurchases[token], !p.canceled, quantity > 0, quantity <= p.quantity - (p.refundedQuantity ?? 0) else {
+                throw FakeGoogleError("cannot refund \(quantity) of \(token)")
+            }
+            state.productPurchases[token]?.refundedQuantity = (p.refundedQuantity ?? 0) + quantity
+            state.voided.append(
+                VoidedPurchase(
+                    purchaseToken: token, purchaseTimeMillis: p.purchaseMillis, voidedTimeMillis: now, orderId: p.orderId,
+                    voidedSource: source, voidedReason: reason, voidedQuantity: quantity))
+            state.outbox.append(
+                DeveloperNotification(
+                    packageName: p.packageName, eventTimeMillis: now,
+                    voidedPurchaseNotification: VoidedPurchaseNotification(
+                        purchaseToken: token, orderId: p.orderId, productType: .oneTime, refundType: .quantityBasedPartialRefund)))
+        }
+    }
+
     func voidPurchase(token: String, productType: VoidedProductType, reason: Int, source: Int) {
         let now = nowMillis
         state.withLock { state in

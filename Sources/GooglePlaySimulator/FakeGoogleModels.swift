@@ -101,11 +101,14 @@ struct FakeProductPurchase: Sendable, Codable, Equatable {
     var acknowledged: Bool
     var obfuscatedAccountId: String?
     var test: Bool
+    /// Units refunded by quantity-based partial refunds (absent in state saved before there were any).
+    var refundedQuantity: Int?
 
     func purchase(token: String) -> ProductPurchase {
         ProductPurchase(
             purchaseTimeMillis: purchaseMillis, purchaseState: canceled ? 1 : 0, consumptionState: consumed ? 1 : 0, orderId: orderId,
             purchaseType: test ? 0 : nil, acknowledgementState: acknowledged ? 1 : 0, purchaseToken: token, productId: productId,
-            quantity: quantity, obfuscatedExternalAccountId: obfuscatedAccountId, regionCode: "US", refundableQuantity: canceled ? 0 : quantity)
+            quantity: quantity, obfuscatedExternalAccountId: obfuscatedAccountId, regionCode: "US",
+            refundableQuantity: canceled ? 0 : quantity - (refundedQuantity ?? 0))
     }
 }

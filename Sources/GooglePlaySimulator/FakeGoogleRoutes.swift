@@ -82,6 +82,7 @@ extension FakeGoogle {
                 let start = request.query["startTime"].flatMap { Int64($0) } ?? .min
                 let end = request.query["endTime"].flatMap { Int64($0) } ?? .max
                 let includeSubscriptions = request.query["type"] == "1"
+                let includePartial = request.query["includeQuantityBasedPartialRefund"] == "true"
                 let pageSize = min(max(request.query["maxResults"].flatMap { Int($0) } ?? 1000, 1), 1000)
                 let offset = request.query["token"].flatMap { Int($0) } ?? 0
                 let all = state.withLock { state in
@@ -90,6 +91,7 @@ extension FakeGoogle {
                         let isSubscription = state.subscriptions[v.purchaseToken] != nil
                         let owner = state.subscriptions[v.purchaseToken]?.packageName ?? state.productPurchases[v.purchaseToken]?.packageName
                         return owner == packageName && time >= start && time <= end && (includeSubscriptions || !isSubscription)
+                            && (includePartial || v.voidedQuantity == nil)
                     }
                 }
                 guard offset >= 0, offset <= all.count else { throw FakeGoogleError("Invalid page token.") }

@@ -81,31 +81,49 @@ extension SessionBackedStore {
 }
 
 extension Ledger {
-    /// The attributes of the customer row `customerId` and its aliases, the latest of each name.
+    /// The attributes of the customer `customerId` (a customer's row, not an alias's) with its
+    /// aliases', the latest of each name.
     static func readAttributes(_ session: any SQLSession, customerId: Int64) throws -> [CustomerAttribute] {
-        try readAttributes(session, customerIds: [customerId])[customerId] ?? []
+        try readAttributes(session, customers: [customerId])[customerId] ?? []
     }
 
-    /// The attributes of each customer row of `customerIds` and its aliases, the latest of each
-    /// name, by customer row id (a customer without any is left out).
+    /// The attributes of the customer each row of `customerIds` belongs to (the row itself, or the
+    /// customer it was merged into), by the asked row id (a customer without any is left out): an
+    /// alias's events carry its customer's attributes.
     static func readAttributes(_ session: any SQLSession, customerIds: [Int64]) throws -> [Int64: [CustomerAttribute]] {
         guard !customerIds.isEmpty else { return [:] }
+        // Merges are one level deep: a customer with aliases is never merged itself.
+        var owner: [Int64: Int64] = [:]
+        for row in try session.rows("SELECT id, merged_into FROM customers WHERE id IN (\(list: customerIds))", as: CustomerRootColumns.self) {
+            owner[row.id] = row.mergedInto ?? row.id
+        }
+        let attributes = try readAttributes(session, customers: Array(Set(owner.values)).sorted())
+        return owner.compactMapValues { attributes[$0] }
+    }
+
+    /// The attributes of each customer of `customers` (customers' rows) with its aliases', the
+    /// latest of each name, by customer.
+    private static func readAttributes(_ session: any SQLSession, customers: [Int64]) throws -> [Int64: [CustomerAttribute]] {
+        guard !customers.isEmpty else { return [:] }
         let rows = try session.rows(
             """
             SELECT c.id, c.merged_into, a.name, a.value, a.updated_at FROM customer_attributes a
             JOIN customers c ON c.id = a.customer_id
-            WHERE c.id IN (\(list: customerIds)) OR c.merged_into IN (\(list: customerIds))
+            WHERE c.id IN (\(list: customers)) OR c.merged_into IN (\(list: customers))
             ORDER BY a.updated_at, a.name
             """, as: AttributeColumns.self)
-        let asked = Set(customerIds)
         var latest: [Int64: [String: CustomerAttribute]] = [:]
         for row in rows {
-            // The row's own customer when asked for, else the one it is an alias of.
-            let owner = asked.contains(row.id) ? row.id : row.mergedInto ?? row.id
-            latest[owner, default: [:]][row.name] = CustomerAttribute(name: row.name, value: row.value, updatedAt: row.updatedAt)
+            latest[row.mergedInto ?? row.id, default: [:]][row.name] = CustomerAttribute(name: row.name, value: row.value, updatedAt: row.updatedAt)
         }
         return latest.mapValues { $0.values.sorted { $0.name < $1.name } }
     }
+}
+
+/// A customer row and the customer it was merged into.
+private struct CustomerRootColumns: Decodable {
+    var id: Int64
+    var mergedInto: Int64?
 }
 
 /// A stored attribute's columns.

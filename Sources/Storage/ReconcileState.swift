@@ -34,9 +34,10 @@ public protocol ReconcileStateStore: Sendable {
     /// Gives the lease up if `owner` holds it.
     func releaseReconcileLease(_ key: ReconcileKey, owner: String) async throws
 
-    /// The purchase tokens of `packageName`'s Google Play subscriptions the ledger holds snapshots
-    /// of, in order above `after`, at most `limit` (1…1000): what a Play catch-up asks Google about again.
-    func playSubscriptionTokens(packageName: String, after: String, limit: Int) async throws -> [String]
+    /// The purchase tokens of `packageName`'s Google Play purchases (subscriptions and one-time
+    /// products) the ledger holds snapshots of, in order above `after`, at most `limit` (1…1000):
+    /// what a Play catch-up asks Google about again.
+    func playPurchaseTokens(packageName: String, after: String, limit: Int) async throws -> [String]
 
     /// The facts filed under a Google Play purchase token (its snapshots and voidings), whoever
     /// holds it, oldest first, decoded by `projector`: what the catch-ups compare Google's answers with.
@@ -65,13 +66,13 @@ extension SessionBackedStore {
         }
     }
 
-    func playSubscriptionTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
+    func playPurchaseTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
         let limit = try Self.exportLimit(limit)
         return try await read { session in
             try session.values(
                 """
                 SELECT DISTINCT original_transaction_id FROM facts
-                WHERE kind = 'playSubscription' AND bundle_id = \(packageName) AND original_transaction_id > \(after)
+                WHERE kind IN ('playSubscription', 'playProduct') AND bundle_id = \(packageName) AND original_transaction_id > \(after)
                 ORDER BY original_transaction_id LIMIT \(limit)
                 """, as: String.self)
         }

@@ -56,7 +56,6 @@ enum ImportCommand: Command {
         }
         let report: CustomerImport.Report
         if format == "revenuecat" {
-            guard configuration.app(bundleId: app) != nil else { throw UsageError("--from revenuecat imports an App Store app's purchases") }
             do {
                 report = try await runImport(
                     configuration: configuration, bundleId: app, revenueCatExport: file, store: store ?? "app_store",

@@ -2,7 +2,7 @@ import EntitledConfig
 import EntitledServer
 import Foundation
 
-/// `entitled reconcile`: one reconciliation pass with Apple's notification history.
+/// `entitled reconcile`: parses the options; ``runCatchUp`` decides which stores are caught up.
 enum ReconcileCommand: Command {
     static let name = "reconcile"
     static let summary = "catch up with what Apple's and Google's notifications may have missed"
@@ -17,8 +17,8 @@ enum ReconcileCommand: Command {
         process is reconciling.
 
         For each Google Play app (only PACKAGE with --app), which has no history to read, asks the
-        Developer API again about every subscription purchase token stored (not those already
-        expired) and stores each answer that changed. Prints per app: tokens N, final N,
+        Developer API again about every purchase token stored (subscriptions not yet expired,
+        one-time purchases not yet refunded in full) and stores each answer that changed. Prints per app: tokens N, final N,
         changed N, unchanged N, failed N, then each failed token.
 
         Exit status 0, 1 when Apple, Google or storage failed, 2 for bad input.
@@ -38,22 +38,9 @@ enum ReconcileCommand: Command {
         let until = try arguments.option("--until", as: "an ISO 8601 date-time such as 2026-11-30T00:00:00Z", parseDate)
         try arguments.finish()
         if let since, let until, since > until { throw UsageError("--since is after --until") }
-        let isPlay = app.map { id in configuration.playApps.contains { $0.packageName == id } }
-        if isPlay == true, since != nil || until != nil { throw UsageError("--since and --until window Apple's history; a Google Play app has none") }
-        // Apple's apps unless --app names a Play app; Play's unless it names another (or only Play apps are configured).
-        if isPlay != true, app != nil || configuration.apps.contains(where: { $0.serverAPI != nil }) || configuration.playApps.isEmpty {
-            let reports = try await runReconcile(configuration: configuration, bundleId: app, since: since, until: until)
-            for (bundleId, report) in reports { print("\(bundleId): \(report)") }
-        }
-        var status = ExitStatus.ok
-        if isPlay == true || (app == nil && !configuration.playApps.isEmpty) {
-            for (packageName, report) in try await runPlayCatchUp(configuration: configuration, packageName: app) {
-                print("\(packageName): \(report)")
-                for failure in report.failures { print("  \(failure)") }
-                if report.failed > 0 { status = ExitStatus.failure }
-            }
-        }
-        return status
+        let summary = try await runCatchUp(configuration: configuration, app: app, since: since, until: until)
+        for line in summary.lines { print(line) }
+        return summary.failed ? ExitStatus.failure : ExitStatus.ok
     }
 
     /// Epoch milliseconds of an ISO 8601 date-time with a zone (fractional seconds allowed).

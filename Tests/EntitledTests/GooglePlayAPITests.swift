@@ -34,6 +34,7 @@ import Testing
                         productId: "premium", kind: .subscription(basePlans: ["monthly"], periodSeconds: GooglePlayAPITests.period), price: price),
                     FakePlayProduct(productId: "premium.plus", kind: .subscription(basePlans: ["monthly"], periodSeconds: GooglePlayAPITests.period)),
                     FakePlayProduct(productId: "lifetime", kind: .oneTime(consumable: false)),
+                    FakePlayProduct(productId: "coins", kind: .oneTime(consumable: true)),
                 ], clock: clock)
             fake = try FakeGoogleServer(google: google)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -53,6 +54,7 @@ import Testing
                         PlayProduct(productId: "premium", type: .autoRenewable, subscriptionGroup: "premium", entitlements: ["pro"]),
                         PlayProduct(productId: "premium.plus", type: .autoRenewable, subscriptionGroup: "premium", entitlements: ["pro", "plus"]),
                         PlayProduct(productId: "lifetime", type: .nonConsumable, entitlements: ["extras"]),
+                        PlayProduct(productId: "coins", type: .consumable, entitlements: []),
                     ])
             ]
             self.configuration = configuration
@@ -64,6 +66,17 @@ import Testing
             let (server, _) = try await EntitledTests.startServer(configuration: configuration, store: store, clock: clock)
             servers.append((server, store))
             return servers.count - 1
+        }
+
+        /// Starts one more server on a fresh store of `backend` whose events are released at the
+        /// commit (no settle window), so the feed shows them as the pushes land; answers its application.
+        func startFeedServer(_ backend: StoredBackend) async throws -> AssembledServer {
+            var configuration = self.configuration
+            configuration.events.settleSeconds = 0
+            let store = try await backend.open()
+            let assembled = try await buildApplication(configuration: configuration, clock: clock, store: store, fastPaths: testFastPaths)
+            servers.append((try startQuietServer(router: assembled.application.router), store))
+            return assembled
         }
 
         func pusher(_ index: Int, identity: FakePubSubPusher.Identity? = nil, google: FakeGoogle? = nil) -> FakePubSubPusher {

@@ -79,11 +79,7 @@ import Testing
     func pauseAndResumeShowInTheFeed(_ backend: StoredBackend) async throws {
         let world = try GooglePlayAPITests.World()
         defer { Task { await world.close() } }
-        var configuration = world.configuration
-        configuration.events.settleSeconds = 0
-        let store = try await backend.open()
-        let assembled = try await buildApplication(configuration: configuration, clock: world.clock, store: store, fastPaths: testFastPaths)
-        world.servers.append((try startQuietServer(router: assembled.application.router), store))
+        let assembled = try await world.startFeedServer(backend)
         var sequence = 0
         func deliver() async throws {
             for notification in world.google.takeNotifications() {

@@ -12,7 +12,10 @@ import Testing
         // The command signs its assertions on the system clock; the fake checks them on its own.
         let clock = VirtualClock(Int64(Date().timeIntervalSince1970 * 1000))
         let google = try FakeGoogle(
-            products: [FakePlayProduct(productId: "premium", kind: .subscription(basePlans: ["monthly"], periodSeconds: 30 * 86_400))],
+            products: [
+                FakePlayProduct(productId: "premium", kind: .subscription(basePlans: ["monthly"], periodSeconds: 30 * 86_400)),
+                FakePlayProduct(productId: "coins", kind: .oneTime(consumable: true)),
+            ],
             clock: clock)
         let fake = try FakeGoogleServer(google: google)
         defer { Task { await fake.shutdown() } }
@@ -24,26 +27,32 @@ import Testing
                "googlePlay": {"serviceAccountKeyFile": "key.json", "apiBaseURL": "\(fake.baseURL.absoluteString)",
                               "pubsub": {"audience": "https://e.example/v1/google/notifications",
                                          "serviceAccountEmail": "push@p.iam.gserviceaccount.com", "certsURL": "\(fake.certsURL.absoluteString)"}},
-               "products": [{"productId": "premium", "type": "autoRenewable", "entitlements": ["pro"]}]}]}
+               "products": [{"productId": "premium", "type": "autoRenewable", "entitlements": ["pro"]},
+                            {"productId": "coins", "type": "consumable"}]}]}
             """
         let configPath = folder.appendingPathComponent("entitled.json").path
         try Data(config.utf8).write(to: URL(fileURLWithPath: configPath))
         let token = try google.buySubscription(packageName: package, productId: "premium")
+        let coins = try google.buyProduct(packageName: package, productId: "coins", quantity: 3)
         let lines = folder.appendingPathComponent("tokens.csv")
-        try Data("carol,premium,\(token)\n".utf8).write(to: lines)
+        try Data("carol,premium,\(token)\ncarol,coins,\(coins)\n".utf8).write(to: lines)
 
         let imported = try await CLI.run(["import", "--config", configPath, "--app", package, lines.path])
         #expect(imported.status == 0, "\(imported.stdout) \(imported.stderr)")
-        #expect(imported.stdout.contains("lines 1, imported 1, transactions 1"), "\(imported.stdout)")
+        #expect(imported.stdout.contains("lines 2, imported 2, transactions 2"), "\(imported.stdout)")
 
         try google.cancel(token)
         let caughtUp = try await CLI.run(["reconcile", "--config", configPath, "--app", package])
         #expect(caughtUp.status == 0, "\(caughtUp.stdout) \(caughtUp.stderr)")
-        #expect(caughtUp.stdout.contains("\(package): tokens 1, final 0, changed 1, unchanged 0, failed 0"), "\(caughtUp.stdout)")
+        #expect(caughtUp.stdout.contains("\(package): tokens 2, final 0, changed 1, unchanged 1, failed 0"), "\(caughtUp.stdout)")
         // Without --app: every Play app (no App Store app has serverAPI), and nothing changed since.
         let again = try await CLI.run(["reconcile", "--config", configPath])
         #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
-        #expect(again.stdout.contains("\(package): tokens 1, final 0, changed 0, unchanged 1, failed 0"), "\(again.stdout)")
+        #expect(again.stdout.contains("\(package): tokens 2, final 0, changed 0, unchanged 2, failed 0"), "\(again.stdout)")
+        // Two units of the one-time purchase refunded: the catch-up asks products.get and stores it.
+        try google.refundProductQuantity(coins, quantity: 2)
+        let refunded = try await CLI.run(["reconcile", "--config", configPath, "--app", package])
+        #expect(refunded.stdout.contains("\(package): tokens 2, final 0, changed 1, unchanged 1, failed 0"), "\(refunded.stdout)")
 
         let windowed = try await CLI.run(["reconcile", "--config", configPath, "--app", package, "--since", "2026-11-01T00:00:00Z"])
         #expect(windowed.status == 2, "\(windowed.stderr)")

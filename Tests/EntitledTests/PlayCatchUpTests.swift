@@ -89,6 +89,23 @@ import Testing
             == carol.json["entitlements"] as? NSDictionary)
     }
 
+    /// `entitled reconcile`'s routing lives in the server: a window for a Play app, or an app of
+    /// neither store, is refused before anything is opened.
+    @Test func catchUpRoutingRefusesWhatNoStoreCanDo() async throws {
+        let world = try GooglePlayAPITests.World()
+        defer { Task { await world.close() } }
+        for (app, since, expected) in [
+            (GooglePlayAPITests.packageName, Int64?.some(1), "--since and --until"), ("com.other", nil, "no app com.other"),
+        ] {
+            await #expect {
+                _ = try await runCatchUp(configuration: world.configuration, app: app, since: since, until: nil)
+            } throws: { error in
+                guard case StartupError.configuration(let message) = error else { return false }
+                return message.contains(expected)
+            }
+        }
+    }
+
     @Test func importLinesOfBothStoresParse() {
         let token = "sub.1.AO-J1Oz" + String(repeating: "x", count: 300)
         let (lines, failures) = CustomerImport.parse(Array("""

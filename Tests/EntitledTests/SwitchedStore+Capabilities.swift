@@ -46,9 +46,9 @@ extension SwitchedStore {
         return try await base.nextEventHoldRelease()
     }
 
-    func playSubscriptionTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
+    func playPurchaseTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
         try up()
-        return try await base.playSubscriptionTokens(packageName: packageName, after: after, limit: limit)
+        return try await base.playPurchaseTokens(packageName: packageName, after: after, limit: limit)
     }
     func playFacts(purchaseToken: String, projector: Projector) async throws -> [Fact] {
         try up()

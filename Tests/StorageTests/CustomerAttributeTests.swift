@@ -50,6 +50,33 @@ import Testing
         }
     }
 
+    @Test("events carry their customer's attributes now; an alias's events its merged customer's", arguments: Backend.all)
+    func eventsCarryTheCustomersAttributes(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let day: Int64 = 86_400_000
+            for (id, otid) in [("main", "o1"), ("other", "o2")] {
+                let batch = Fixture.batch(
+                    uuid: "n-\(id)", facts: [Fixture.transaction(otid: otid, tid: "t-\(otid)", expires: testNow + 20 * day, signed: testNow - day)],
+                    claim: Claim(appUserId: id))
+                _ = try await store.ingest(batch, projector: testProjector, now: testNow)
+            }
+            _ = try await store.setAttributes(appUserId: "main", changes: ["plan": "team", "$locale": "en_US"], maxCount: 10, now: 10)
+            _ = try await store.setAttributes(appUserId: "other", changes: ["plan": "solo"], maxCount: 10, now: 20)
+            var started = try await store.events(after: 0, limit: 100).filter { $0.type == "subscription.started" }
+            #expect(started.map(\.appUserId) == ["main", "other"])
+            #expect(started.map(\.attributes) == [["plan": "team", "$locale": "en_US"], ["plan": "solo"]])
+            // Once merged, both customers' events are one customer's, in one batch and one at a time.
+            _ = try await store.directory.addAlias("other", to: "main", actor: nil, projector: testProjector, now: testNow)
+            let merged: [String: String] = ["plan": "solo", "$locale": "en_US"]
+            started = try await store.events(after: 0, limit: 100).filter { $0.type == "subscription.started" }
+            #expect(started.map(\.attributes) == [merged, merged])
+            for event in started {
+                let alone = try await store.events(after: event.sequence - 1, limit: 1)
+                #expect(alone.first?.attributes == merged)
+            }
+        }
+    }
+
     @Test("the console's search finds a customer by an attribute's value, exactly", arguments: Backend.all)
     func searchFindsAnAttributeValue(backend: Backend) async throws {
         try await withStore(backend) { store, _ in

@@ -140,18 +140,15 @@ extension Ledger {
     static func decodeEvent(_ row: SQLRow) throws -> OutboxEvent { try decodeEventAndCustomer(row).event }
 
     /// Events as stored, each with its customer's attributes now (``OutboxEvent/attributes``: one
-    /// read per customer of the batch).
+    /// read for the batch).
     static func decodeEvents(_ rows: [SQLRow], session: any SQLSession) throws -> [OutboxEvent] {
-        var attributes: [Int64: [String: String]] = [:]
-        return try rows.map { row in
-            let decoded = try decodeEventAndCustomer(row)
+        let decoded = try rows.map(decodeEventAndCustomer)
+        let customers = Set(decoded.compactMap { $0.event.appUserId == nil ? nil : $0.customer })
+        let attributes = try readAttributes(session, customerIds: customers.sorted())
+        return decoded.map { decoded in
             var event = decoded.event
             guard let customer = decoded.customer, event.appUserId != nil else { return event }
-            if attributes[customer] == nil {
-                attributes[customer] = Dictionary(
-                    try readAttributes(session, customerId: customer).map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })
-            }
-            event.attributes = attributes[customer] ?? [:]
+            event.attributes = Dictionary((attributes[customer] ?? []).map { ($0.name, $0.value) }, uniquingKeysWith: { $1 })
             return event
         }
     }
