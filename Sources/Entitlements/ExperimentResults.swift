@@ -78,53 +78,20 @@ struct CountedPurchase {
         }
     }
 
-    /// Google Play's, from the timeline (a Play snapshot names no transaction per period: the
-    /// timeline reads each period from the expiry advancing): every period begun — started,
-    /// renewed, resumed or recovered, replaced by another product, a one-time purchase — with the
-    /// store-neutral fields its event carries as Apple's do (`periodType`, `price`, `currency`),
-    /// refunded when a refund names its order.
+    /// Google Play's: each order of a subscription and each one-time purchase, priced and refunded
+    /// as the charts count them (``playPeriods``). A period whose price Google did not give (an
+    /// introductory phase) is still a paid conversion, without revenue.
     static func playStore(_ facts: [Fact], environments: Set<Environment>) -> [CountedPurchase] {
-        let play = facts.filter {
-            switch $0 {
-            case .playSubscription, .playProduct, .playVoided: true
-            default: false
+        environments.sorted(by: { $0.rawValue < $1.rawValue }).flatMap { environment in
+            playPeriods(facts.filter { $0.environment == environment }, policy: Policy()).map { period in
+                let t = period.transaction
+                let trial = t.periodType == .trial && t.productType == .autoRenewable
+                return CountedPurchase(
+                    subscription: PurchaseStore.playStore.rawValue + ":" + t.originalTransactionId, purchaseDate: t.purchaseDate,
+                    freeTrial: trial, paid: !trial && (t.price ?? 1) > 0, price: t.price, currency: t.currency,
+                    refundedAt: t.isRefunded ? t.revocationDate ?? .max : nil)
             }
         }
-        guard !play.isEmpty else { return [] }
-        var periods: [(key: String, purchase: CountedPurchase)] = []
-        var refunds: [String: Int64] = [:]
-        for environment in environments.sorted(by: { $0.rawValue < $1.rawValue }) {
-            for event in eventTimeline(facts: play, policy: Policy(), now: .max, environment: environment) {
-                let key = [environment.rawValue, event.transactionId, event.details["orderId"] ?? ""].joined(separator: "\u{1F}")
-                switch event.type {
-                case .subscriptionStarted, .subscriptionRenewed, .subscriptionProductChanged, .purchaseCompleted:
-                    let trial = event.type != .purchaseCompleted && event.details["periodType"] == PeriodType.trial.rawValue
-                    let price = event.details["price"].flatMap(Self.milliUnits)
-                    periods.append(
-                        (key, CountedPurchase(
-                            subscription: PurchaseStore.playStore.rawValue + ":" + event.originalTransactionId,
-                            purchaseDate: event.occurredAt, freeTrial: trial, paid: !trial && (price ?? 1) > 0, price: price,
-                            currency: event.details["currency"], refundedAt: nil)))
-                case .subscriptionRefunded, .subscriptionRevoked, .purchaseRefunded:
-                    refunds[key] = min(refunds[key] ?? .max, event.occurredAt)
-                default: continue
-                }
-            }
-        }
-        return periods.map { key, purchase in
-            var purchase = purchase
-            purchase.refundedAt = refunds[key]
-            return purchase
-        }
-    }
-
-    /// An event's decimal `price` ("9.99") in milli-units (9990); nil when it is not one.
-    static func milliUnits(_ text: String) -> Int64? {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard (1...2).contains(parts.count), let whole = Int64(parts[0]), (0...(Int64.max / 1000 - 1)).contains(whole) else { return nil }
-        let fraction = parts.count == 2 ? parts[1] : ""
-        guard fraction.count <= 3, fraction.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
-        return whole * 1000 + (Int64(fraction + String(repeating: "0", count: 3 - fraction.count)) ?? 0)
     }
 }
 

@@ -88,4 +88,13 @@ import Testing
         #expect(c.deltas.contains { $0.kind == .activeSubscriptions && $0.value == 1 })
         #expect(!c.deltas.contains { $0.kind == .mrr || $0.kind == .revenue })
     }
+
+    /// An experiment counts a Play customer's revenue as an App Store one's.
+    @Test func experimentOutcomeCountsPlayRevenue() {
+        let play = ExperimentOutcome(facts: Self.playFacts(refunded: true), environments: [.production], enrolledAt: T0, until: months(3))
+        let apple = ExperimentOutcome(facts: Self.appleFacts(refunded: true), environments: [.production], enrolledAt: T0, until: months(3))
+        #expect(play.revenue == ["USD": 19_980])
+        #expect(play.realizedRevenue == ["USD": 9_990])
+        #expect(play == apple)
+    }
 }
