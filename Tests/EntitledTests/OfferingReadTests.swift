@@ -90,19 +90,25 @@ import Testing
         #expect(paywall.readsAttributes(asked) == reads)
     }
 
+    /// The offerings read over `store` with the fast paths on.
+    static func offerings(_ store: any LedgerStore, clock: VirtualClock) -> (FactLedger, CustomerOfferings) {
+        let configuration = OfferingAPITests.configuration()
+        let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
+        let offerings = CustomerOfferings(
+            ledger: ledger, cache: PaywallCache(ledger: ledger, clock: clock),
+            answers: CustomerAnswers(configuration: configuration, ledger: ledger, cache: ledger.cache), clock: clock,
+            experiments: ExperimentExposure(ledger: ledger))
+        return (ledger, offerings)
+    }
+
     /// On a store that reads at once, once the customer's answer is rendered, the offering is
     /// answered on the calling thread, the same bytes as the asynchronous read; attributes are read
     /// at once when a rule needs them.
     @Test func thePollThreadAnswersFromTheRenderedAnswer() async throws {
         let store = try await StoredBackend.sqlite.open()
         do {
-            let configuration = OfferingAPITests.configuration()
             let clock = VirtualClock(Self.now)
-            let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
-            let offerings = CustomerOfferings(
-                ledger: ledger, cache: PaywallCache(ledger: ledger, clock: clock),
-                answers: CustomerAnswers(configuration: configuration, ledger: ledger, cache: ledger.cache), clock: clock,
-                experiments: ExperimentExposure(ledger: ledger))
+            let (ledger, offerings) = Self.offerings(store, clock: clock)
             let standard = #"{"id":"default","packages":[{"id":"$monthly","products":{"appStore":"pro.monthly"}}]}"#
             let team = #"{"id":"team","packages":[{"id":"$lifetime","products":{"appStore":"lifetime"}}]}"#
             let rules = #"{"rules":[{"id":"teams","when":{"attributes":{"plan_hint":"team"}},"offeringId":"team"}]}"#
@@ -187,13 +193,9 @@ import Testing
     @Test func heldAnswersFollowEveryChangeAndAreTheAsynchronousReadsBytes() async throws {
         let store = try await StoredBackend.sqlite.open()
         do {
-            let configuration = OfferingAPITests.configuration()
             let clock = VirtualClock(Self.now)
-            let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
-            let paywall = PaywallCache(ledger: ledger, clock: clock)
-            let offerings = CustomerOfferings(
-                ledger: ledger, cache: paywall, answers: CustomerAnswers(configuration: configuration, ledger: ledger, cache: ledger.cache),
-                clock: clock, experiments: ExperimentExposure(ledger: ledger))
+            let (ledger, offerings) = Self.offerings(store, clock: clock)
+            let paywall = offerings.cache
             let changes = OfferingChanges(ledger: ledger, cache: paywall)
             _ = try await changes.change(actor: "test", now: Self.now) { _ in
                 [.putOffering(id: "default", document: Self.document("default", title: "A")), .putOffering(id: "winback", document: Self.document("winback", title: "W")),
