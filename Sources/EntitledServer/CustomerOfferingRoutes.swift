@@ -62,9 +62,11 @@ struct CustomerOfferings: Sendable {
     let experiments: ExperimentExposure
     /// Offerings' metadata encoded once per offering version.
     let encoded = EncodedOfferings()
+    /// The poll thread's answers, held by everything they are written from but the customer's id.
+    let held = OfferingAnswerCache()
 
     /// What the app said in the request (each one wins over the attribute of the same meaning).
-    struct Asked: Sendable {
+    struct Asked: Sendable, Hashable {
         var storefront: String?
         var appVersion: String?
         var locale: String?
@@ -103,14 +105,30 @@ struct CustomerOfferings: Sendable {
         guard let paywall = cache.currentNow(), paywall.liveExperiments.isEmpty else { return nil }
         let context = answers.merged(now: clock.nowMilliseconds())
         // A storage error here is left to the slow path, which answers it properly.
-        guard let rendered = try? ledger.renderedCustomerNow(appUserId: appUserId, context: context),
-            let customer = rendered.audience(codec: ledger.cache.codec)
+        guard let rendered = try? ledger.renderedCustomerNow(appUserId: appUserId, context: context), !rendered.audienceLine.isEmpty
         else { return nil }
-        var attributes: [CustomerAttribute] = []
+        let attributes: [CustomerAttribute]
         if paywall.readsAttributes(asked) {
             guard let stored = try? ledger.attributesNow(appUserId: appUserId) else { return nil }
             attributes = stored
+        } else {
+            attributes = []
         }
+        guard ledger.cache.codec.fastPaths else {
+            return try written(appUserId: appUserId, asked: asked, rendered: rendered, attributes: attributes, paywall: paywall)
+        }
+        let key = OfferingAnswerCache.Key(paywallVersion: paywall.version, audience: rendered.audienceLine, asked: asked, attributes: attributes)
+        return try held.bytes(appUserId: appUserId, key: key) {
+            try written(appUserId: appUserId, asked: asked, rendered: rendered, attributes: attributes, paywall: paywall)
+        }
+    }
+
+    /// ``answerNow(appUserId:asked:)``'s answer written from its inputs; nil when the rendered
+    /// answer's audience does not read.
+    private func written(
+        appUserId: String, asked: Asked, rendered: RenderedCustomer, attributes: [CustomerAttribute], paywall: Paywall
+    ) throws -> [UInt8]? {
+        guard let customer = rendered.audience(codec: ledger.cache.codec) else { return nil }
         let audience = Self.audience(customer, attributes: attributes, asked: asked)
         return try body(appUserId: appUserId, paywall: paywall, audience: audience, offers: customer.offers, experiment: nil)
     }

@@ -2,10 +2,11 @@ import AppStore
 import JSONCoding
 
 /// The one switch for the server's measured fast paths (docs/operations.md, "Benchmarks"): the
-/// ``JSONCodec``'s own readers and writers and the ``ProjectionCache``. Read once by the
+/// ``JSONCodec``'s own readers and writers, the ``ProjectionCache`` and the offerings read's held
+/// answers (``OfferingAnswerCache``, on with the codec's switch). Read once by the
 /// composition root; every component gets its seam from here, none reads the environment.
 ///
-/// `ENTITLED_FAST_PATHS=off` turns both off (Foundation's JSON, no stored answers, no reuse): the
+/// `ENTITLED_FAST_PATHS=off` turns them all off (Foundation's JSON, no stored answers, no reuse): the
 /// answers stay the same bytes, only slower: Foundation is the reference the fast paths are
 /// tested against (differential tests on generated inputs).
 public struct FastPaths: Sendable, Equatable {

@@ -34,8 +34,9 @@ public struct RenderedCustomer: Sendable, Equatable {
     public let scope: String
     /// The next instant (ms) at which time alone changes the answer, if any.
     public let nextChangeAt: Int64?
-    /// The ``CustomerAudience`` line as rendered (JSON); empty when none was.
-    private let audienceLine: [UInt8]
+    /// The ``CustomerAudience`` line as rendered (JSON); empty when none was. Equal lines are the
+    /// same audience, so it also keys the offerings read's held answers (``OfferingAnswerCache``).
+    let audienceLine: [UInt8]
     private let body: [UInt8]
     private let timeOffset: Int
 

@@ -137,14 +137,14 @@ public struct Router: Sendable {
 
     private static func bind(_ segments: [Segment], _ parts: [Substring]) -> [String: String]? {
         guard segments.count == parts.count else { return nil }
+        // Literals first: each route tried before the one that matches (every other route of the
+        // same length) then costs no allocation.
+        for (segment, part) in zip(segments, parts) {
+            if case .literal(let literal) = segment, !literal.utf8.elementsEqual(part.utf8) { return nil }
+        }
         var parameters: [String: String] = [:]
         for (segment, part) in zip(segments, parts) {
-            switch segment {
-            case .literal(let literal):
-                if !literal.utf8.elementsEqual(part.utf8) { return nil }
-            case .parameter(let name):
-                parameters[name] = String(part)
-            }
+            if case .parameter(let name) = segment { parameters[name] = String(part) }
         }
         return parameters
     }

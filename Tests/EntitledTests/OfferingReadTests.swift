@@ -3,6 +3,7 @@ import EntitledConfig
 import Entitlements
 import Foundation
 import HTTPServer
+import JSONCoding
 import Storage
 import Testing
 
@@ -89,19 +90,25 @@ import Testing
         #expect(paywall.readsAttributes(asked) == reads)
     }
 
+    /// The offerings read over `store` with the fast paths on.
+    static func offerings(_ store: any LedgerStore, clock: VirtualClock) -> (FactLedger, CustomerOfferings) {
+        let configuration = OfferingAPITests.configuration()
+        let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
+        let offerings = CustomerOfferings(
+            ledger: ledger, cache: PaywallCache(ledger: ledger, clock: clock),
+            answers: CustomerAnswers(configuration: configuration, ledger: ledger, cache: ledger.cache), clock: clock,
+            experiments: ExperimentExposure(ledger: ledger))
+        return (ledger, offerings)
+    }
+
     /// On a store that reads at once, once the customer's answer is rendered, the offering is
     /// answered on the calling thread, the same bytes as the asynchronous read; attributes are read
     /// at once when a rule needs them.
     @Test func thePollThreadAnswersFromTheRenderedAnswer() async throws {
         let store = try await StoredBackend.sqlite.open()
         do {
-            let configuration = OfferingAPITests.configuration()
             let clock = VirtualClock(Self.now)
-            let ledger = FactLedger(store: store, configuration: configuration, cache: FastPaths(enabled: true).projectionCache())
-            let offerings = CustomerOfferings(
-                ledger: ledger, cache: PaywallCache(ledger: ledger, clock: clock),
-                answers: CustomerAnswers(configuration: configuration, ledger: ledger, cache: ledger.cache), clock: clock,
-                experiments: ExperimentExposure(ledger: ledger))
+            let (ledger, offerings) = Self.offerings(store, clock: clock)
             let standard = #"{"id":"default","packages":[{"id":"$monthly","products":{"appStore":"pro.monthly"}}]}"#
             let team = #"{"id":"team","packages":[{"id":"$lifetime","products":{"appStore":"lifetime"}}]}"#
             let rules = #"{"rules":[{"id":"teams","when":{"attributes":{"plan_hint":"team"}},"offeringId":"team"}]}"#
@@ -130,6 +137,129 @@ import Testing
             // The paywall's version is due for a check: the asynchronous read does it.
             clock.advance(by: PaywallCache.recheckMilliseconds)
             #expect(try offerings.answerNow(appUserId: "u1", asked: asked) == nil)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+    }
+
+    /// The held answers' seam alone: one entry per key, shared by every customer (each answer with
+    /// its reader's own id, escaped as the writer escapes it), any field of the key a new entry,
+    /// never more than its limit.
+    @Test func aHeldAnswerIsSharedByItsKeyAndWrittenWithEachReadersId() throws {
+        let held = OfferingAnswerCache(limit: 3)
+        var renders = 0
+        func answer(_ appUserId: String, _ key: OfferingAnswerCache.Key, offering: String = "default") -> [UInt8]? {
+            held.bytes(appUserId: appUserId, key: key) {
+                renders += 1
+                var bytes = Array(#"{"appUserId":"#.utf8)
+                JSONWriter.appendQuoted(appUserId, to: &bytes)
+                return bytes + Array(#","offeringId":"\#(offering)","version":\#(key.paywallVersion)}"#.utf8)
+            }
+        }
+        let key = OfferingAnswerCache.Key(paywallVersion: 3, audience: Array(#"{"states":["new"]}"#.utf8), asked: .init(), attributes: [])
+        #expect(answer("u1", key) == Array(#"{"appUserId":"u1","offeringId":"default","version":3}"#.utf8))
+        #expect(answer(#"ana/é"\"#, key, offering: "unused") == Array(#"{"appUserId":"ana/é\"\\","offeringId":"default","version":3}"#.utf8))
+        #expect(renders == 1)
+        #expect(held.count == 1)
+        var others: [OfferingAnswerCache.Key] = [key, key, key, key]
+        others[0].paywallVersion = 4
+        others[1].audience = Array(#"{"states":["inactive"]}"#.utf8)
+        others[2].asked.storefront = "FRA"
+        others[3].attributes = [CustomerAttribute(name: "plan_hint", value: "team", updatedAt: 1)]
+        for other in others {
+            #expect(answer("u1", other, offering: "other")?.contains(Array("other".utf8)) == true)
+        }
+        #expect(renders == 5)
+        #expect(held.count == 3)
+        // Nothing to answer, or an answer of another shape, is not held.
+        var fresh = key
+        fresh.paywallVersion = 9
+        #expect(held.bytes(appUserId: "u1", key: fresh) { nil } == nil)
+        #expect(held.bytes(appUserId: "u1", key: fresh) { Array("[]".utf8) } == Array("[]".utf8))
+        #expect(held.bytes(appUserId: "u1", key: fresh) { nil } == nil)
+    }
+
+    /// An offering's document with a title in its metadata.
+    static func document(_ id: String, title: String) -> String {
+        #"{"id":"\#(id)","metadata":{"title":"\#(title)"},"packages":[{"id":"$monthly","products":{"appStore":"pro.monthly"}}]}"#
+    }
+
+    /// On the poll thread, customers of one audience share one held answer; after an offering, a
+    /// targeting, an attribute or a customer change, and another server's change once the version
+    /// check sees it, the next read answers it: always the bytes the asynchronous read writes
+    /// (which holds nothing).
+    @Test func heldAnswersFollowEveryChangeAndAreTheAsynchronousReadsBytes() async throws {
+        let store = try await StoredBackend.sqlite.open()
+        do {
+            let clock = VirtualClock(Self.now)
+            let (ledger, offerings) = Self.offerings(store, clock: clock)
+            let paywall = offerings.cache
+            let changes = OfferingChanges(ledger: ledger, cache: paywall)
+            _ = try await changes.change(actor: "test", now: Self.now) { _ in
+                [.putOffering(id: "default", document: Self.document("default", title: "A")), .putOffering(id: "winback", document: Self.document("winback", title: "W")),
+                 .putOffering(id: "team", document: Self.document("team", title: "T")), .setCurrent(offeringId: "default"),
+                 .setTargeting(document: #"{"rules":[{"id":"lapsed","when":{"states":["inactive"]},"offeringId":"winback"}]}"#)]
+            }
+            let users = ["u/1", #"ana "é""#, "u3"]
+            for user in users {
+                _ = try await offerings.answer(appUserId: user, asked: .init())
+                _ = try await ledger.renderedCustomer(appUserId: user, context: ledger.answerContext(now: Self.now))
+            }
+            /// The poll thread's answer, twice (the second from what the first held), checked
+            /// against the asynchronous read's.
+            func read(_ user: String, _ asked: CustomerOfferings.Asked = .init()) async throws -> [String: Any] {
+                let now = try #require(try offerings.answerNow(appUserId: user, asked: asked))
+                #expect(try offerings.answerNow(appUserId: user, asked: asked) == now)
+                #expect(now == (try await offerings.answer(appUserId: user, asked: asked)), "\(user)")
+                return try #require(try JSONSerialization.jsonObject(with: Data(now)) as? [String: Any])
+            }
+            func title(_ json: [String: Any]) -> String? { (json["metadata"] as? [String: Any])?["title"] as? String }
+            for user in users {
+                let json = try await read(user)
+                #expect(json["appUserId"] as? String == user)
+                #expect(title(json) == "A")
+            }
+            #expect(offerings.held.count == 1)
+
+            // An offering's change.
+            _ = try await changes.change(actor: "test", now: Self.now) { _ in [.putOffering(id: "default", document: Self.document("default", title: "B"))] }
+            #expect(title(try await read("u3")) == "B")
+            // A targeting change, then an attribute it reads.
+            _ = try await changes.change(actor: "test", now: Self.now) { _ in
+                [.setTargeting(document: #"{"rules":[{"id":"teams","when":{"attributes":{"plan_hint":"team"}},"offeringId":"team"}]}"#)]
+            }
+            #expect(try await read("u3")["offeringId"] as? String == "default")
+            _ = try await ledger.setAttributes(appUserId: "u3", changes: ["plan_hint": "team"], maxCount: 50, now: Self.now)
+            #expect(try await read("u3")["ruleId"] as? String == "teams")
+            #expect(try await read("u/1")["offeringId"] as? String == "default")
+
+            // The customer's own change: a subscription that lapsed, which the lapsed rule shows.
+            _ = try await changes.change(actor: "test", now: Self.now) { _ in
+                [.setTargeting(document: #"{"rules":[{"id":"lapsed","when":{"states":["inactive"]},"offeringId":"winback"}]}"#)]
+            }
+            #expect(try await read("u/1")["offeringId"] as? String == "default")
+            let day: Int64 = 86_400_000
+            let lapsed = Fact.transaction(
+                TransactionFact(
+                    transactionId: "t1", originalTransactionId: "o1", productId: "pro.monthly", purchaseDate: Self.now - 40 * day,
+                    expiresDate: Self.now - 10 * day, productType: .autoRenewable, signedDate: Self.now - 40 * day))
+            _ = try await ledger.ingest(
+                ReceivedMessage(notificationUUID: nil, source: .client, body: [], receivedAt: Self.now), facts: [(lapsed, nil)],
+                claim: Claim(appUserId: "u/1"))
+            _ = try await ledger.renderedCustomer(appUserId: "u/1", context: ledger.answerContext(now: Self.now))
+            let now = try await read("u/1")
+            #expect(now["offeringId"] as? String == "winback")
+            #expect((now["states"] as? [String])?.contains("inactive") == true)
+            #expect(try await read(#"ana "é""#)["offeringId"] as? String == "default")
+
+            // Another server's change, seen once the version check reads it.
+            _ = try await store.changePaywall(actor: "elsewhere", now: Self.now) { _ in [.setCurrent(offeringId: "team")] }
+            clock.advance(by: PaywallCache.recheckMilliseconds)
+            #expect(try offerings.answerNow(appUserId: "u3", asked: .init()) == nil)
+            _ = try await paywall.current()
+            #expect(try await read(#"ana "é""#)["offeringId"] as? String == "team")
         } catch {
             await store.close()
             throw error
