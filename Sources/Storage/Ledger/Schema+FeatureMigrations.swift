@@ -215,5 +215,7 @@ extension Schema {
         // a scheduled export's window besides its answer's `computed_at`; a removal leaves no row
         // of its own to date it.
         Migration(version: 34, name: "customer attribute change times", sql: "ALTER TABLE customers ADD COLUMN attributes_changed_at {int};"),
+        // Play customers' rollups recomputed by the backfill with prices, store and storefront.
+        Migration(version: 35, name: "Play customers' rollups recomputed", sql: "", step: forgetPlayRollups),
     ]
 }
