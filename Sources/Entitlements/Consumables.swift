@@ -18,14 +18,19 @@ extension Canon {
 extension Derivation {
     /// The storefront of the latest transaction that names one (latest purchase, then latest
     /// signature, then transactionId: a total order, so the facts' order does not matter).
+    /// A Play subscription counts by its newest snapshot (purchased at its `startTime`).
     func latestStorefront() -> StorefrontState? {
-        var best: Txn?
-        for t in canon.transactions where t.storefront != nil {
-            if let b = best, (t.purchase, t.signed, t.transactionId) <= (b.purchase, b.signed, b.transactionId) { continue }
-            best = t
+        var best: (purchase: Int64, signed: Int64, transactionId: String, state: StorefrontState)?
+        func consider(_ purchase: Int64, _ signed: Int64, _ transactionId: String, _ storefront: String?, _ storefrontId: String?) {
+            guard let storefront else { return }
+            if let b = best, (purchase, signed, transactionId) <= (b.purchase, b.signed, b.transactionId) { return }
+            best = (purchase, signed, transactionId, StorefrontState(storefront: storefront, storefrontId: storefrontId, transactionId: transactionId))
         }
-        guard let best, let storefront = best.storefront else { return nil }
-        return StorefrontState(storefront: storefront, storefrontId: best.storefrontId, transactionId: best.transactionId)
+        for t in canon.transactions { consider(t.purchase, t.signed, t.transactionId, t.storefront, t.storefrontId) }
+        for s in canon.playSubscriptions {
+            consider(s.fact.startTime ?? s.fact.observedAt, s.fact.observedAt, s.fact.purchaseToken, s.fact.storefront, nil)
+        }
+        return best?.state
     }
 
     /// Balances per consumable product: transactions credit, refunds debit, spends subtract.

@@ -63,7 +63,7 @@ extension Txn {
         environment = p.environment
         price = nil
         currency = nil
-        storefront = nil
+        storefront = p.storefront
         storefrontId = nil
         isV1 = false
         store = .playStore

@@ -58,7 +58,7 @@ public struct PlaySubscriptionFact: Hashable, Sendable, Codable {
     /// `externalAccountIdentifiers.obfuscatedExternalAccountId`: the customer's `appAccountToken`
     /// when the app passed it to `setObfuscatedAccountId`.
     public var obfuscatedExternalAccountId: String?
-    /// ISO 3166-1 alpha-2.
+    /// ISO 3166-1 alpha-2, as Google sent it (the engine reads ``storefront``).
     public var regionCode: String?
     /// When the Developer API gave this answer (the server's clock): the version order.
     public var observedAt: Int64
@@ -122,6 +122,7 @@ public struct PlayProductFact: Hashable, Sendable, Codable {
     /// `acknowledgementState` is 1.
     public var acknowledged: Bool
     public var obfuscatedExternalAccountId: String?
+    /// ISO 3166-1 alpha-2, as Google sent it (the engine reads ``storefront``).
     public var regionCode: String?
     public var observedAt: Int64
     public var environment: Environment
@@ -208,4 +209,15 @@ extension PlayProductFact {
             key(regionCode), key(environment), key(refundableQuantity),
         ]
     }
+}
+
+extension PlaySubscriptionFact {
+    /// The purchase's country as a storefront: Apple's alpha-3 code of `regionCode` (`US` → `USA`),
+    /// so one country is one storefront whichever store sold it; an unknown code is kept as given.
+    public var storefront: String? { regionCode.map(CountryCode.alpha3) }
+}
+
+extension PlayProductFact {
+    /// The purchase's country as a storefront (see ``PlaySubscriptionFact/storefront``).
+    public var storefront: String? { regionCode.map(CountryCode.alpha3) }
 }

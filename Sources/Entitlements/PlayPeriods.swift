@@ -65,7 +65,7 @@ func playPeriods(_ facts: [Fact], policy: Policy) -> [PlayPeriod] {
                 productType: .autoRenewable, signedDate: snapshots.last!.observedAt, revocationDate: refund,
                 offerType: periodType == .normal ? nil : .introductory,
                 offerDiscountType: periodType == .trial ? .freeTrial : periodType == .intro ? .payAsYouGo : nil,
-                offerIdentifier: first.offerId, environment: first.environment, storefront: first.regionCode,
+                offerIdentifier: first.offerId, environment: first.environment, storefront: first.storefront,
                 transactionReason: position == 0 ? .purchase : .renewal, price: priced.price, currency: priced.currency)
             periods.append(PlayPeriod(token: token, orderId: first.latestOrderId, transaction: transaction))
         }
@@ -79,7 +79,7 @@ func playPeriods(_ facts: [Fact], policy: Policy) -> [PlayPeriod] {
         let transaction = TransactionFact(
             transactionId: paid.orderId ?? token, originalTransactionId: token, productId: paid.productId, purchaseDate: paid.purchaseTime,
             quantity: max(paid.quantity, 1), productType: type == .consumable || type == .nonRenewing ? type! : .nonConsumable,
-            signedDate: paid.observedAt, revocationDate: refund, environment: paid.environment, storefront: paid.regionCode,
+            signedDate: paid.observedAt, revocationDate: refund, environment: paid.environment, storefront: paid.storefront,
             transactionReason: .purchase)
         periods.append(PlayPeriod(token: token, orderId: paid.orderId, transaction: transaction))
     }

@@ -44,7 +44,7 @@ extension TimelineBuilder {
         if let price = f.price, f.currency != nil { details["price"] = decimal(price) }
         details["currency"] = f.price == nil ? nil : f.currency
         details["orderId"] = f.latestOrderId
-        details["storefront"] = f.regionCode
+        details["storefront"] = f.storefront
         details["basePlanId"] = f.basePlanId
         details["offerId"] = f.offerId
         var tx = TimelineTx(
@@ -214,7 +214,7 @@ extension TimelineBuilder {
             let f = version.fact
             var details = ["store": PurchaseStore.playStore.rawValue, "periodType": "normal", "transactionId": f.purchaseToken]
             details["orderId"] = f.orderId
-            details["storefront"] = f.regionCode
+            details["storefront"] = f.storefront
             var t = TimelineTx(
                 id: f.purchaseToken, otid: f.purchaseToken, productId: f.productId, type: policy.products[f.productId]?.type ?? .nonConsumable,
                 purchaseDate: f.purchaseTime, originalPurchaseDate: nil, expiresDate: nil, signedDate: f.observedAt, revocationDate: nil,

@@ -37,6 +37,14 @@ extension DeveloperAPIClient {
         _ = try await send("POST", try productPath(packageName, productId, purchaseToken) + ":consume")
     }
 
+    /// `orders.get`: `GET /androidpublisher/v3/applications/{packageName}/orders/{orderId}`.
+    public func order(packageName: String, orderId: String) async throws(GooglePlayError) -> Order {
+        let path = "/androidpublisher/v3/applications/" + (try Self.segment(packageName, name: "packageName")) + "/orders/"
+            + (try Self.segment(orderId, name: "orderId"))
+        let response = try await send("GET", path)
+        return try PlayJSON.decode(Order.self, from: response.body, maxBytes: Order.maximumBytes, code: .malformedResponse)
+    }
+
     /// `purchases.voidedpurchases.list`, one page: `GET …/purchases/voidedpurchases`.
     ///
     /// - Parameters:

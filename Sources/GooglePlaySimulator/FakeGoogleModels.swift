@@ -11,7 +11,8 @@ public struct FakePlayProduct: Sendable, Hashable {
 
     public var productId: String
     public var kind: Kind
-    /// A subscription's recurring price (`autoRenewingPlan.recurringPrice`); nil answers none.
+    /// A subscription's recurring price (`autoRenewingPlan.recurringPrice`), a one-time product's
+    /// unit price (only `orders.get` answers it); nil answers none.
     public var price: Money?
 
     public init(productId: String, kind: Kind, price: Money? = nil) {

@@ -26,6 +26,13 @@ extension FakeGoogle {
             return response
         }
         registerReviewRefund(on: &router)
+        router.get("/androidpublisher/v3/applications/{packageName}/orders/{orderId}") { [self] request in
+            try api(request) { () throws(FakeGoogleError) in
+                guard let order = order(request.pathParameters["orderId"] ?? "", packageName: request.pathParameters["packageName"] ?? "")
+                else { throw .notFound }
+                return PlayJSON.encode(order)
+            }
+        }
         let base = "/androidpublisher/v3/applications/{packageName}/purchases"
         router.get(base + "/subscriptionsv2/tokens/{token}") { [self] request in
             try api(request) { () throws(FakeGoogleError) in

@@ -21,7 +21,7 @@ import Testing
         let t = TransactionFact(
             transactionId: "a\(k)", originalTransactionId: "a0", productId: "premium", purchaseDate: start,
             originalPurchaseDate: APIHarness.start, expiresDate: start + period, productType: .autoRenewable, signedDate: signed,
-            revocationDate: revoked, revocationReason: revoked == nil ? nil : 0, transactionReason: k == 0 ? .purchase : .renewal,
+            revocationDate: revoked, revocationReason: revoked == nil ? nil : 0, storefront: "USA", transactionReason: k == 0 ? .purchase : .renewal,
             price: 9_990, currency: "USD")
         return (.transaction(t), "signed-a\(k)-\(signed)")
     }
@@ -82,6 +82,16 @@ import Testing
             #expect(!line("playStore").isEmpty, "\(chart)")
             #expect(line("playStore") == line("appStore"), "\(chart)")
         }
+        // Google's `US` and Apple's `USA` are one storefront: both customers in one segment.
+        let actives = try await Loopback.send(
+            port: server.port, "GET", "/v1/charts/actives?from=2027-01-15&to=2027-01-15&interval=day&segment=storefront",
+            headers: ["Authorization": ConsoleAPITests.console])
+        let storefronts = try #require(actives.json["points"] as? [[String: Any]])
+        #expect(Set(storefronts.compactMap { $0["segment"] as? String }) == ["USA"], "\(actives.text)")
+        #expect(storefronts.compactMap { $0["value"] as? Double }.reduce(0, +) == 2, "\(actives.text)")
+        let bob = try await world.send(0, "GET", "/v1/customers/bob")
+        #expect(bob.json["storefront"] as? String == "USA", "\(bob.text)")
+
         let revenue = try await Loopback.send(
             port: server.port, "GET", "/v1/charts/revenue?from=2027-01-10&to=2027-03-31&interval=month&segment=store",
             headers: ["Authorization": ConsoleAPITests.console])

@@ -18,12 +18,16 @@ import Testing
         let client: DeveloperAPIClient
         let tokens: AccessTokenProvider
 
-        init() throws {
+        /// Prices the products (9.99 USD the subscriptions, 0.99 USD a coin) when `priced`.
+        init(priced: Bool = false) throws {
+            let monthly = priced ? Money(currencyCode: "USD", milliunits: 9_990) : nil
             google = try FakeGoogle(
                 products: [
-                    FakePlayProduct(productId: "premium", kind: .subscription(basePlans: ["monthly", "yearly"], periodSeconds: 30 * 86_400)),
+                    FakePlayProduct(
+                        productId: "premium", kind: .subscription(basePlans: ["monthly", "yearly"], periodSeconds: 30 * 86_400), price: monthly),
                     FakePlayProduct(productId: "premium_plus", kind: .subscription(basePlans: ["monthly"], periodSeconds: 30 * 86_400)),
-                    FakePlayProduct(productId: "coins", kind: .oneTime(consumable: true)),
+                    FakePlayProduct(
+                        productId: "coins", kind: .oneTime(consumable: true), price: priced ? Money(currencyCode: "USD", milliunits: 990) : nil),
                 ], clock: clock, signingKey: TestKeys.google)
             server = try FakeGoogleServer(google: google)
             let account = try ServiceAccountKey(json: try server.serviceAccountKeyFile())
@@ -156,6 +160,52 @@ import Testing
         #expect(try await world.client.product(packageName: Self.package, productId: "coins", purchaseToken: token).isCanceled)
         let kinds = world.google.takeNotifications().map { $0.kind }
         #expect(kinds.count == 2)
+    }
+
+    /// `orders.get`: what each order of a subscription and a one-time purchase charged.
+    @Test func ordersAnswerWhatEachOrderCharged() async throws {
+        let world = try World(priced: true)
+        defer { Task { await world.server.shutdown() } }
+        let token = try world.google.buySubscription(packageName: Self.package, productId: "premium")
+        let first = try #require(try await world.client.subscriptionV2(packageName: Self.package, purchaseToken: token).latestOrderId)
+        try world.google.renew(token)
+        let second = try #require(try await world.client.subscriptionV2(packageName: Self.package, purchaseToken: token).latestOrderId)
+        #expect(first != second)
+        for id in [first, second] {
+            let order = try await world.client.order(packageName: Self.package, orderId: id)
+            #expect(order.orderId == id && order.purchaseToken == token && order.state == "PROCESSED")
+            #expect(order.total?.milliunits == 9_990 && order.total?.currency == "USD")
+            #expect(order.tax?.milliunits == 0)
+            #expect(order.developerRevenueInBuyerCurrency?.milliunits == 8_491, "Google's 15 % on subscriptions")
+            #expect(order.lineItems?.map(\.productId) == ["premium"])
+        }
+        let coins = try world.google.buyProduct(packageName: Self.package, productId: "coins", quantity: 3)
+        let orderId = try #require(try await world.client.product(packageName: Self.package, productId: "coins", purchaseToken: coins).orderId)
+        var order = try await world.client.order(packageName: Self.package, orderId: orderId)
+        #expect(order.total?.milliunits == 2_970 && order.developerRevenueInBuyerCurrency?.milliunits == 2_079)
+        #expect(order.lineItems?.first?.listingPrice?.milliunits == 990)
+        try world.google.refundProduct(coins)
+        order = try await world.client.order(packageName: Self.package, orderId: orderId)
+        #expect(order.state == "REFUNDED")
+        let missing = await #expect(throws: GooglePlayError(.apiError, "")) {
+            try await world.client.order(packageName: "com.other.app", orderId: orderId)
+        }
+        #expect(missing?.isNotFound == true)
+    }
+
+    /// An `Order` as Google documents it decodes, unknown members ignored; a malformed amount is no price.
+    @Test func orderDecodes() throws {
+        let json = """
+            {"orderId":"GPA.1","purchaseToken":"t","state":"PROCESSED","createTime":"2026-01-01T00:00:00Z",
+             "total":{"currencyCode":"EUR","units":"4","nanos":990000000},"tax":{"currencyCode":"EUR","units":"0","nanos":800000000},
+             "developerRevenueInBuyerCurrency":{"currencyCode":"EUR","units":"bad"},
+             "lineItems":[{"productId":"premium","productTitle":"Premium","listingPrice":{"currencyCode":"EUR","units":"4","nanos":990000000},
+               "total":{"currencyCode":"EUR","units":"4","nanos":990000000},"subscriptionDetails":{"offerPhase":"BASE"}}]}
+            """
+        let order = try PlayJSON.decode(Order.self, from: Array(json.utf8), maxBytes: Order.maximumBytes, code: .malformedResponse)
+        #expect(order.total?.milliunits == 4_990 && order.tax?.milliunits == 800)
+        #expect(order.developerRevenueInBuyerCurrency != nil && order.developerRevenueInBuyerCurrency?.milliunits == nil)
+        #expect(order.lineItems?.first?.listingPrice?.currency == "EUR")
     }
 
     @Test func unknownTokensAreNotFoundAndNotRetried() async throws {

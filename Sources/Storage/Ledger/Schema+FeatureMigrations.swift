@@ -252,5 +252,7 @@ extension Schema {
                     PRIMARY KEY (environment, kind, segmentation, day, currency, month_offset, segment)
                 ){without_rowid};
                 """ + Ledger.fillChartSegments.map { $0 + ";\n" }.joined()),
+        // Play customers' rollups recomputed by the backfill with prices, store and storefront.
+        Migration(version: 37, name: "Play customers' rollups recomputed", sql: "", step: forgetPlayRollups),
     ]
 }
