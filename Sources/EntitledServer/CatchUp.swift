@@ -55,27 +55,6 @@ public func runCatchUp(
     return summary
 }
 
-/// `entitled reconcile` for the App Store only: one reconciliation pass for each app with
-/// `serverAPI` (only `bundleId`'s when given) on the system clock, with the window `since`…`until`
-/// (epoch ms) when given. Returns each app's report, in configuration order.
-/// - Throws: ``StartupError``: `.configuration` for an unknown or unconfigured app, `.runtime` when a pass fails.
-public func runReconcile(
-    configuration: Configuration, bundleId: String?, since: Int64?, until: Int64?, outbound: (any OutboundHTTP)? = nil,
-    clock: any EpochClock = SystemClock()
-) async throws(StartupError) -> [(bundleId: String, report: ReconcileReport)] {
-    try checkReconcile(configuration: configuration, bundleId: bundleId)
-    let assembled = try await buildApplication(configuration: configuration, clock: clock, outbound: outbound)
-    let reports: [(bundleId: String, report: ReconcileReport)]
-    do throws(StartupError) {
-        reports = try await reconcile(assembled, bundleId: bundleId, since: since, until: until)
-    } catch {
-        await assembled.store.close()
-        throw error
-    }
-    await assembled.store.close()
-    return reports
-}
-
 /// Refuses a reconciliation Apple cannot answer: an unknown app, or one (or every app) without `serverAPI`.
 func checkReconcile(configuration: Configuration, bundleId: String?) throws(StartupError) {
     if let bundleId {

@@ -131,13 +131,13 @@ import Testing
         var configuration = Configuration()
         configuration.apps = [App(bundleId: "com.example.app", environments: ["Sandbox"])]
         await #expect {
-            _ = try await runReconcile(configuration: configuration, bundleId: "com.example.app", since: nil, until: nil)
+            _ = try await runCatchUp(configuration: configuration, app: "com.example.app", since: nil, until: nil)
         } throws: { error in
             guard case StartupError.configuration(let message) = error else { return false }
             return message.contains("no serverAPI")
         }
         await #expect {
-            _ = try await runReconcile(configuration: configuration, bundleId: "com.other", since: nil, until: nil)
+            _ = try await runCatchUp(configuration: configuration, app: "com.other", since: nil, until: nil)
         } throws: { error in
             guard case StartupError.configuration(let message) = error else { return false }
             return message.contains("no app com.other")
