@@ -133,8 +133,7 @@ struct PlayAcknowledger: Sendable {
 
     /// Acknowledgement jobs not done whose purchase is 48 to 72 hours old (Google refunds at 72).
     static func unacknowledgedNearDeadline(_ store: any DurableJobStore, now: Int64) async throws -> Int {
-        // Purchase times t with warning ≤ now - t < deadline.
-        let times = (now - PlayAcknowledgement.deadlineMilliseconds + 1)..<(now - PlayAcknowledgement.warningAgeMilliseconds + 1)
-        return try await store.unfinishedJobCount(kind: PlayAcknowledgement.jobKind, subjectTimes: times)
+        try await store.unfinishedJobCount(
+            kind: PlayAcknowledgement.jobKind, agedFrom: PlayAcknowledgement.warningAgeMilliseconds, under: PlayAcknowledgement.deadlineMilliseconds, now: now)
     }
 }

@@ -157,7 +157,7 @@ struct PlayRefundReviewer: Sendable {
 
     /// Refund review jobs not done whose review is 18 to 24 hours old (Google stops taking an answer at 24).
     static func unansweredNearDeadline(_ store: any DurableJobStore, now: Int64) async throws -> Int {
-        let times = (now - PlayRefundReview.deadlineMilliseconds + 1)..<(now - PlayRefundReview.warningAgeMilliseconds + 1)
-        return try await store.unfinishedJobCount(kind: PlayRefundReview.jobKind, subjectTimes: times)
+        try await store.unfinishedJobCount(
+            kind: PlayRefundReview.jobKind, agedFrom: PlayRefundReview.warningAgeMilliseconds, under: PlayRefundReview.deadlineMilliseconds, now: now)
     }
 }

@@ -81,6 +81,13 @@ extension DurableJobStore {
         try await enqueueJob(
             kind: kind, key: key, bundleId: bundleId, subject: subject, subjectTime: nil, now: now, unlessFactsOf: originalTransactionId)
     }
+
+    /// How many jobs of `kind` are not done whose subject is at least `warning` but less than
+    /// `deadline` old at `now` (milliseconds): the ones close to a deadline a store sets.
+    public func unfinishedJobCount(kind: String, agedFrom warning: Int64, under deadline: Int64, now: Int64) async throws -> Int {
+        // Subject times t with warning ≤ now - t < deadline.
+        try await unfinishedJobCount(kind: kind, subjectTimes: (now - deadline + 1)..<(now - warning + 1))
+    }
 }
 
 
