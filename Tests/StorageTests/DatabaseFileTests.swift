@@ -32,6 +32,9 @@ struct DatabaseFileTests {
             guard let error = error as? StorageError else { return false }
             return error.code == .unavailable && error.message.contains("cannot be written") && error.message.contains(path)
         }
+        // A URI is SQLite's to read: no folder named after it appears in the working directory.
+        let uriFolder = FileManager.default.currentDirectoryPath + "/file:" + URL(fileURLWithPath: path).deletingLastPathComponent().path
+        #expect(!FileManager.default.fileExists(atPath: uriFolder))
     }
 
     @Test("the integrity check passes a sound file and finds damaged pages")

@@ -41,8 +41,13 @@ final class SQLiteStore: SessionBackedStore {
             writer = try SQLiteConnection(path: nil)
             try writer.configure(writer: true, wal: false, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
         case .file(let path):
-            let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
-            try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            // A plain path gets its folder made; a `file:` URI (SQLite's own syntax, with options
+            // such as `mode=ro`) is not a path, and its folder would be made under the working
+            // directory as `file:/…`.
+            if !path.hasPrefix("file:") {
+                let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+                try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            }
             writer = try SQLiteConnection(path: path)
             // Asked for read-write, SQLite opens a file it cannot write read-only without a word;
             // every write would then fail while reads (and /readyz) work.
