@@ -45,15 +45,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# jit=off for the reason scripts/with-postgres.sh gives: never-analysed tables made the planner
+# compile small queries with LLVM.
 "${run[@]}" "$bindir/initdb" -D "$dir/pg/primary" -A trust -U postgres --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 \
   || { cat "$dir/initdb.log" >&2; exit 1; }
 "${run[@]}" "$bindir/pg_ctl" -D "$dir/pg/primary" -l "$dir/pg/primary.log" -w \
-  -o "-h 127.0.0.1 -p $primary_port -k $dir/pg -c max_connections=200 -c wal_level=replica" start >/dev/null \
+  -o "-h 127.0.0.1 -p $primary_port -k $dir/pg -c max_connections=200 -c wal_level=replica -c jit=off" start >/dev/null \
   || { cat "$dir/pg/primary.log" >&2; exit 1; }
 "${run[@]}" "$bindir/pg_basebackup" -h 127.0.0.1 -p "$primary_port" -U postgres -D "$dir/pg/replica" -R -X stream \
   >"$dir/basebackup.log" 2>&1 || { cat "$dir/basebackup.log" >&2; exit 1; }
 "${run[@]}" "$bindir/pg_ctl" -D "$dir/pg/replica" -l "$dir/pg/replica.log" -w \
-  -o "-h 127.0.0.1 -p $replica_port -k $dir/pg -c max_connections=200 -c hot_standby=on -c recovery_min_apply_delay=${ENTITLED_SCALE_REPLICA_DELAY_MS:-200}ms" start >/dev/null \
+  -o "-h 127.0.0.1 -p $replica_port -k $dir/pg -c max_connections=200 -c jit=off -c hot_standby=on -c recovery_min_apply_delay=${ENTITLED_SCALE_REPLICA_DELAY_MS:-200}ms" start >/dev/null \
   || { cat "$dir/pg/replica.log" >&2; exit 1; }
 
 # The fake Server API's key (backfill jobs fetch histories from it).
