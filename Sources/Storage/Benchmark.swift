@@ -214,7 +214,7 @@ package enum _StorageFixtures {
                 """
                 INSERT INTO facts (notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id,
                                    app_account_token, environment, bundle_id, signed_date, received_at)
-                VALUES (NULL, \(kind), \(FactDigest.hex(signed)), \(signed), \(payload), \(transactionId), \(originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(signedDate), \(receivedAt))
+                VALUES (NULL, \(kind), \(FactDigest.stored(FactDigest.hex(signed))), \(signed), \(payload), \(transactionId), \(originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(signedDate), \(receivedAt))
                 """)
         }
     }
