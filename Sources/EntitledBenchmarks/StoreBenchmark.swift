@@ -100,7 +100,7 @@ public enum StoreBenchmark {
     /// on disk afterwards (``_StorageBenchmark/ledgerBytes(_:)``).
     static func ingestRate(
         url: String, schema: String?, writers: Int, notifications: Int, projector: Projector
-    ) async throws -> (rate: Double, ledgerBytes: [(name: String, bytes: Int64)]) {
+    ) async throws -> (rate: Double, bytes: StoredBytes) {
         let store = try await open(url, schema: schema)
         let now = SystemClock().nowMilliseconds()
         // 10,000 customers (created concurrently, so they share group commits); each notification
@@ -120,6 +120,7 @@ public enum StoreBenchmark {
             return try await group.reduce(into: [String]()) { $0 += $1 }
         }
         let shared = tokens
+        let before = try await _StorageBenchmark.relationBytes(store, tables: nil)
         let runID = Int.random(in: 0..<100_000_000)
         let start = DispatchTime.now().uptimeNanoseconds
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -136,16 +137,31 @@ public enum StoreBenchmark {
             try await group.waitForAll()
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        let bytes = try await _StorageBenchmark.ledgerBytes(store)
+        let ledger = try await _StorageBenchmark.ledgerBytes(store)
+        let after = try await _StorageBenchmark.relationBytes(store, tables: nil)
         await store.close()
-        return (Double(notifications) / seconds, bytes)
+        let ledgerNames = Set(ledger.map(\.name))
+        let grown = Dictionary(before.map { ($0.name, $0.bytes) }, uniquingKeysWith: +)
+        let others = after.filter { !ledgerNames.contains($0.name) }.map { ($0.name, $0.bytes - (grown[$0.name] ?? 0)) }
+        return (Double(notifications) / seconds, StoredBytes(ledger: ledger, others: others.filter { $0.1 != 0 }))
     }
 
-    /// `bytes per notification: N`, then each table's and index's share.
-    static func printBytes(_ objects: [(name: String, bytes: Int64)], notifications: Int) {
-        let total = objects.reduce(0) { $0 + $1.bytes }
+    /// The ledger's tables and indexes in bytes on disk after an ingest, and how much every other
+    /// table and index grew during it.
+    struct StoredBytes {
+        var ledger: [(name: String, bytes: Int64)]
+        var others: [(name: String, bytes: Int64)]
+    }
+
+    /// `bytes per notification: N`, then each table's and index's share, then the growth of the
+    /// tables outside the ledger (projections, rollups, events) per notification.
+    static func printBytes(_ bytes: StoredBytes, notifications: Int) {
+        let total = bytes.ledger.reduce(0) { $0 + $1.bytes }
         print("  bytes per notification: \(total / Int64(notifications))")
-        print("    " + objects.map { "\($0.name) \($0.bytes / Int64(notifications))" }.joined(separator: ", "))
+        print("    " + bytes.ledger.map { "\($0.name) \($0.bytes / Int64(notifications))" }.joined(separator: ", "))
+        let grown = bytes.others.reduce(0) { $0 + $1.bytes }
+        print("  other tables' growth per notification: \(grown / Int64(notifications))")
+        print("    " + bytes.others.map { "\($0.name) \($0.bytes / Int64(notifications))" }.joined(separator: ", "))
     }
 
     static func benchBatch(_ index: Int, run: Int, token: String, now: Int64)

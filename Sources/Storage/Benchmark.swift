@@ -40,34 +40,38 @@ package enum _StorageBenchmark {
     }
 
     /// The ledger's own tables (`notifications`, `facts`, `jws_headers`) with their indexes, in
-    /// bytes on disk: SQLite's pages of them (`dbstat`, which counts the pages as of the last
-    /// commit whether they are in the WAL or the file yet), PostgreSQL's relations after a
-    /// `VACUUM` (`pg_total_relation_size`, TOAST included). What `bench store` divides by the
+    /// bytes on disk (``relationBytes(_:tables:)``). What `bench store` divides by the
     /// notifications for `bytes per notification`.
     package static func ledgerBytes(_ store: any LedgerStore) async throws -> [(name: String, bytes: Int64)] {
+        try await relationBytes(store, tables: ["notifications", "facts", "jws_headers"])
+    }
+
+    /// Each table (nil: every table of the schema) and each of its indexes, in bytes on disk:
+    /// SQLite's pages of them (`dbstat`, which counts the pages as of the last commit whether they
+    /// are in the WAL or the file yet), PostgreSQL's relations after a `VACUUM` (a table's heap with
+    /// its TOAST, each index apart).
+    package static func relationBytes(_ store: any LedgerStore, tables: [String]?) async throws -> [(name: String, bytes: Int64)] {
         let rows: [RelationSize]
         switch store {
         case let sqlite as SQLiteStore:
+            let only: SQLQuery = tables.map { "WHERE name IN (SELECT name FROM sqlite_master WHERE tbl_name IN (\(list: $0)))" } ?? ""
             rows = try await sqlite.read { session in
-                try session.rows(
-                    """
-                    SELECT name, SUM(pgsize) AS bytes FROM dbstat WHERE name IN (
-                        SELECT name FROM sqlite_master WHERE tbl_name IN ('notifications', 'facts', 'jws_headers'))
-                    GROUP BY name ORDER BY name
-                    """, as: RelationSize.self)
+                try session.rows("SELECT name, SUM(pgsize) AS bytes FROM dbstat \(only) GROUP BY name ORDER BY name", as: RelationSize.self)
             }
         case let postgres as PostgresStore:
-            try await postgres.read { try $0.execute("VACUUM (ANALYZE) notifications, facts, jws_headers") }
+            let vacuum = tables.map { "VACUUM (ANALYZE) " + $0.joined(separator: ", ") } ?? "VACUUM (ANALYZE)"
+            try await postgres.read { try $0.execute(vacuum) }
+            let only: SQLQuery = tables.map { "AND c.relname IN (\(list: $0))" } ?? ""
             rows = try await postgres.read { session in
                 try session.rows(
                     """
                     SELECT c.relname AS name, pg_total_relation_size(c.oid) - pg_indexes_size(c.oid) AS bytes FROM pg_class c
                     JOIN pg_namespace n ON n.oid = c.relnamespace
-                    WHERE n.nspname = current_schema() AND c.relname IN ('notifications', 'facts', 'jws_headers')
+                    WHERE n.nspname = current_schema() AND c.relkind = 'r' \(only)
                     UNION ALL
                     SELECT i.indexrelid::regclass::text, pg_relation_size(i.indexrelid) FROM pg_index i
                     JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-                    WHERE n.nspname = current_schema() AND c.relname IN ('notifications', 'facts', 'jws_headers')
+                    WHERE n.nspname = current_schema() AND c.relkind = 'r' \(only)
                     ORDER BY 1
                     """, as: RelationSize.self)
             }
@@ -210,7 +214,7 @@ package enum _StorageFixtures {
                 """
                 INSERT INTO facts (notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id,
                                    app_account_token, environment, bundle_id, signed_date, received_at)
-                VALUES (NULL, \(kind), \(FactDigest.hex(signed)), \(signed), \(payload), \(transactionId), \(originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(signedDate), \(receivedAt))
+                VALUES (NULL, \(kind), \(FactDigest.stored(FactDigest.hex(signed))), \(signed), \(payload), \(transactionId), \(originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(signedDate), \(receivedAt))
                 """)
         }
     }

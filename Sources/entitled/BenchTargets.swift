@@ -186,7 +186,7 @@ enum StoreBenchmarkCommand: Command {
         and three facts, with a customer link and a projection recomputation, committed durably:
         the WAL fsynced before the answer) with 1 and 32 concurrent writers, and after the second
         the ledger's bytes on disk per notification (its tables and indexes, after a checkpoint or
-        VACUUM);
+        VACUUM) and the growth of every other table and index per notification;
         then customer-read p50/p99 of the projection read at growing customer counts (after one scan
         of the stored answers, so the reader has the file mapped as a running server has), the p50
         ratio between the largest and the smallest count (target: at most 1.5), and bytes per customer.

@@ -70,9 +70,9 @@ struct FactIdentityTests {
         let other = Self.fact(tid: "t2", signature: "c2lnMw", token: token)
         let store = try await database.open()
         do {
-            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(FactDigest.hex(original.signed!))") == 1)
-            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(FactDigest.hex(other.signed!))") == 1)
-            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = 'old-twin'") == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(FactDigest.stored(FactDigest.hex(original.signed!)))") == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(FactDigest.stored(FactDigest.hex(other.signed!)))") == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(FactDigest.stored("old-twin"))") == 1)
             // Every text seen before, and the original's own twin encodings, are replays now.
             let third = Self.fact(tid: "t1", signature: "c2lnNA", token: token)
             for fact in [original, twin, other, third] {

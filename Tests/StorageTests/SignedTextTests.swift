@@ -143,18 +143,27 @@ struct SignedTextTests {
         }
     }
 
-    /// Each stored reference's signature, in order: nil where the referenced fact's own is used.
-    static func signatures(_ parts: [StoredPart]) -> [[UInt8]?] {
-        parts.flatMap { part -> [[UInt8]?] in
+    /// How a stored text refers to another fact.
+    enum Reference: Equatable {
+        /// By the kind alone: the message's only fact of that kind, with its own signature.
+        case byKind(String)
+        /// By kind and key, with the signature (nil: the referenced fact's own).
+        case byKey(String, signature: [UInt8]?)
+    }
+
+    /// Each stored reference, in order.
+    static func references(_ parts: [StoredPart]) -> [Reference] {
+        parts.flatMap { part -> [Reference] in
             switch part {
             case .literal: []
-            case .jws(_, let payload, _): signatures(payload)
-            case .reference(_, _, let signature): [signature]
+            case .jws(_, let payload, _): references(payload)
+            case .reference(let kind, _, let signature): [.byKey(kind, signature: signature)]
+            case .sibling(let kind): [.byKind(kind)]
             }
         }
     }
 
-    @Test("a reference to the message's own fact does not repeat its signature; one to a twin stored before does", arguments: Backend.all)
+    @Test("a reference to the message's own fact is its kind alone; one to a twin stored before keeps key and signature", arguments: Backend.all)
     func referencesWithoutSignatures(backend: Backend) async throws {
         try await withStore(backend) { store, _ in
             let first = AppleShaped.notification(uuid: "n-1", otid: "o-1", token: nil, seed: 1)
@@ -166,21 +175,43 @@ struct SignedTextTests {
             let stored = try await (store as! any SessionBackedStore).read { session in
                 let facts = try session.query(
                     "SELECT signed_packed, payload, payload_packed FROM facts WHERE kind = 'notification' ORDER BY id"
-                ).map { Self.signatures(try SignedTextFormat.decode(try $0.blob(0), context: try FactPayload.texts($0))) }
+                ).map { Self.references(try SignedTextFormat.decode(try $0.blob(0), context: try FactPayload.texts($0))) }
                 let bodies = try session.query("SELECT body_packed FROM notifications ORDER BY id").map {
-                    Self.signatures(try SignedTextFormat.decode(try $0.blob(0), context: .none))
+                    Self.references(try SignedTextFormat.decode(try $0.blob(0), context: .none))
                 }
                 return (facts, bodies)
             }
             // The first notification stored its transaction and renewal itself.
-            #expect(stored.0.first == [nil, nil])
+            #expect(stored.0.first == [.byKind("transaction"), .byKind("renewal")])
             // The second's are twins stored before under other signature bytes: kept as received.
-            #expect(stored.0.last == [AppleShaped.signature(99), AppleShaped.signature(51)])
-            #expect(stored.1 == [[nil], [nil]])
+            #expect(
+                stored.0.last == [
+                    .byKey("transaction", signature: AppleShaped.signature(99)), .byKey("renewal", signature: AppleShaped.signature(51)),
+                ])
+            #expect(stored.1 == [[.byKind("notification")], [.byKind("notification")]])
             // And every text still comes back exactly.
             let texts = Set(try await store.signedTexts().values)
             #expect(texts == Set(first.facts.compactMap(\.signed) + [second.facts[0].signed!]))
             #expect(Set(try await store.bodies().values) == [first.message.body, second.message.body])
+        }
+    }
+
+    @Test("a message with two facts of one kind refers to each by its key", arguments: Backend.all)
+    func twoOfAKind(backend: Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let one = AppleShaped.notification(uuid: "unused", otid: "o-1", token: nil, seed: 1).facts[1]
+            let two = AppleShaped.notification(uuid: "unused", otid: "o-2", token: nil, seed: 20).facts[1]
+            let body = Array(#"{"signedTransactions":["\#(one.signed!)","\#(two.signed!)"]}"#.utf8)
+            let message = ReceivedMessage(notificationUUID: nil, source: .client, body: body, receivedAt: testNow)
+            _ = try await store.ingest(message, facts: [one, two], claim: Claim(appUserId: "u"), projector: testProjector, now: testNow)
+            let references = try await (store as! any SessionBackedStore).read { session in
+                try session.query("SELECT body_packed FROM notifications").map {
+                    Self.references(try SignedTextFormat.decode(try $0.blob(0), context: .none))
+                }
+            }
+            #expect(references == [[.byKey("transaction", signature: nil), .byKey("transaction", signature: nil)]])
+            #expect(Set(try await store.signedTexts().values) == [one.signed!, two.signed!])
+            #expect(Array(try await store.bodies().values) == [body])
         }
     }
 

@@ -82,9 +82,9 @@ struct UnsignedFactIdentityTests {
             #expect(try await store.count("SELECT MAX(version) FROM schema_migrations") == Int64(Schema.latestVersion))
             for fact in Self.facts {
                 let key = FactDigest.hex(try #require(fact.identity))
-                #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(key)") == 1)
+                #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(FactDigest.stored(key))") == 1)
             }
-            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(FactDigest.hex(foreign))") == 1)
+            #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE jws_sha256 = \(FactDigest.stored(FactDigest.hex(foreign)))") == 1)
             // The same delivery, as this binary stores it, changes nothing.
             let replay = try await store.ingest(
                 Fixture.batch(facts: Self.facts.map { ($0, nil) }, source: .appleV1), projector: testProjector, now: testNow)

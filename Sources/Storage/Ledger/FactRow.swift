@@ -18,7 +18,8 @@ struct FactRow: Sendable {
     /// `facts.signed_packed`: `signed` packed (``SignedPart``) when it is a compact JWS; set by
     /// ``FactRow/pack(_:body:)`` once the message's other facts are known.
     var packed: [SignedPart]? = nil
-    /// `facts.jws_sha256`: lower-case hex SHA-256 of what `signed` signs (``FactDigest``).
+    /// Lower-case hex SHA-256 of what `signed` signs (``FactDigest``); `facts.jws_sha256` holds its
+    /// bytes (``FactDigest/stored(_:)``).
     var digest: String
     /// Where `signed`'s signing input ends (its UTF-8 length when it is no compact JWS), found with
     /// the digest: packing splits the text there without scanning it again.

@@ -314,6 +314,8 @@ extension Ledger {
             let packed = Self.packedColumns[table]
             // A fact's JSON is exported as the text, whether compressed (`payload_packed`) or not.
             let payload = table == "facts" ? columns.firstIndex { $0.name == "payload" } : nil
+            // The message a packed text's references by kind are found in.
+            let message = columns.firstIndex { $0.name == (table == "notifications" ? "id" : "notification_id") }
             let selected = columns.map(\.name) + (packed.map { [$0.packed] } ?? []) + (payload == nil ? [] : ["payload_packed"])
             // Names from the constant table above, never input.
             let query = SQLQuery(verbatim: "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE ")
@@ -325,10 +327,15 @@ extension Ledger {
                     let value: CustomerExport.Value
                     if let packed, columns[index].name == packed.column {
                         let raw = columns[index].blob ? try row.blob(index) : Array((try row.text(index)).utf8)
-                        let text = try reader.text(raw: raw, packed: try row.optionalBlob(columns.count), context: texts ?? .none)
+                        let text = try reader.text(
+                            raw: raw, packed: try row.optionalBlob(columns.count), context: texts ?? .none,
+                            message: try message.flatMap { try row.optionalInt($0) })
                         value = .text(String(decoding: text, as: UTF8.self))
                     } else if let json, index == payload {
                         value = .text(String(decoding: json, as: UTF8.self))
+                    } else if columns[index].name == "jws_sha256" {
+                        // Stored as the digest's bytes; exported as the hex text it always was.
+                        value = .text(FactDigest.hex(stored: try row.blob(index)))
                     } else if columns[index].blob {
                         value = row.values[index] == .null ? .null : .text(String(decoding: try row.blob(index), as: UTF8.self))
                     } else if case .int(let number) = row.values[index] {

@@ -37,7 +37,7 @@ extension Ledger {
         return try session.query(Self.facts(of: customer.id, jws: true)).map { row in
             let texts = try FactPayload.texts(row)
             let columns = try row.decode(StoredFactColumns.self)
-            let signed = try reader.text(raw: Array(columns.jws.utf8), packed: columns.signedPacked, context: texts)
+            let signed = try reader.text(raw: Array(columns.jws.utf8), packed: columns.signedPacked, context: texts, message: columns.notificationId)
             return StoredFact(
                 id: columns.id, notificationID: columns.notificationId, receivedAt: columns.receivedAt, kind: columns.kind,
                 signed: String(decoding: signed, as: UTF8.self), bundleId: columns.bundleId,

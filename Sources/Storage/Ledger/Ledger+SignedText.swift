@@ -28,20 +28,23 @@ extension Ledger {
 
     /// The keys (``FactRow/referenceKey``) whose references a message's packed texts store
     /// without their signatures, the stored fact's being the same: its rows' own, but for a key two
-    /// of its rows share (twins in one message), which keep theirs.
-    static func ownReferences(_ rows: [FactRow]) -> Set<String> {
-        Set(Dictionary(rows.map { ($0.referenceKey, 1) }, uniquingKeysWith: +).filter { $0.value == 1 }.keys)
+    /// of its rows share (twins in one message), which keep theirs; by kind alone, those of a kind
+    /// no other row of the message has.
+    static func ownReferences(_ rows: [FactRow]) -> OwnFacts {
+        let signatures = Set(Dictionary(rows.map { ($0.referenceKey, 1) }, uniquingKeysWith: +).filter { $0.value == 1 }.keys)
+        let kinds = Dictionary(rows.map { ($0.kind, 1) }, uniquingKeysWith: +)
+        return OwnFacts(signatures: signatures, byKind: signatures.intersection(rows.filter { kinds[$0.kind] == 1 }.map(\.referenceKey)))
     }
 
     /// After a message's fact insert (`stored`: the kind and key of each new row) in which some of
     /// its facts were already stored, perhaps as twins under other signature bytes: its new rows
     /// and its `body` that refer to one of those are stored again with the signatures they carry.
     func keepSignatures(
-        stored: [SQLRow], own: Set<String>, rows: [FactRow], headerIDs: [String: Int64], body: [SignedPart]?, notificationID: Int64
+        stored: [SQLRow], own: OwnFacts, rows: [FactRow], headerIDs: [String: Int64], body: [SignedPart]?, notificationID: Int64
     ) throws {
-        let new = Set(try stored.map { try $0.text(1) + " " + $0.text(2) })
-        let replayed = own.subtracting(new)
-        let own = own.intersection(new)
+        let new = Set(try stored.map { try $0.text(1) + " " + FactDigest.hex(stored: $0.blob(2)) })
+        let replayed = own.signatures.subtracting(new)
+        let own = own.keeping(new)
         guard !replayed.isEmpty else { return }
         func refers(_ parts: [SignedPart]) -> Bool {
             parts.contains { part in
@@ -52,13 +55,13 @@ extension Ledger {
                 }
             }
         }
-        for row in rows where own.contains(row.referenceKey) {
+        for row in rows where own.signatures.contains(row.referenceKey) {
             guard let packed = row.packed, refers(packed) else { continue }
-            let signed = try SignedTextPacker.encode(packed, headerIDs: headerIDs, literalsWithFact: row.literalsWithFact, ownSignature: own)
-            try session.query("UPDATE facts SET signed_packed = \(signed) WHERE kind = \(row.kind) AND jws_sha256 = \(row.digest)")
+            let signed = try SignedTextPacker.encode(packed, headerIDs: headerIDs, literalsWithFact: row.literalsWithFact, own: own)
+            try session.query("UPDATE facts SET signed_packed = \(signed) WHERE kind = \(row.kind) AND jws_sha256 = \(FactDigest.stored(row.digest))")
         }
         if let body, refers(body) {
-            let packed = try SignedTextPacker.encode(body, headerIDs: [:], literalsWithFact: false, ownSignature: own)
+            let packed = try SignedTextPacker.encode(body, headerIDs: [:], literalsWithFact: false, own: own)
             try session.query("UPDATE notifications SET body_packed = \(packed) WHERE id = \(notificationID)")
         }
     }
@@ -68,7 +71,7 @@ extension Ledger {
         guard let row = try session.row("SELECT body, body_packed FROM notifications WHERE id = \(id)", as: StoredBody.self) else {
             return nil
         }
-        return try reader.text(raw: row.body, packed: row.bodyPacked)
+        return try reader.text(raw: row.body, packed: row.bodyPacked, message: id)
     }
 
     /// Facts after `afterID` (up to `limit`), each with its signed text rebuilt.
@@ -76,7 +79,7 @@ extension Ledger {
         let reader = SignedTextReader(session: session)
         return try session.query(
             """
-            SELECT id, kind, bundle_id, signed_date, environment, jws, signed_packed, payload, payload_packed FROM facts
+            SELECT id, kind, bundle_id, signed_date, environment, notification_id, jws, signed_packed, payload, payload_packed FROM facts
             WHERE id > \(afterID) ORDER BY id LIMIT \(Int64(limit))
             """).map { row in
             let fact = try row.decode(SignedFactColumns.self)
@@ -126,7 +129,7 @@ extension Ledger {
     /// The signed texts of a notification's facts, for references (rebuilt when packed).
     private func siblings(ofNotification id: Int64, reader: SignedTextReader) throws -> SignedSiblings {
         let rows = try session.query(
-            "SELECT kind, jws, signed_packed, payload, payload_packed FROM facts WHERE notification_id = \(id)")
+            "SELECT kind, notification_id, jws, signed_packed, payload, payload_packed FROM facts WHERE notification_id = \(id)")
         return SignedSiblings(
             try rows.map { row in
                 let text = String(decoding: try row.decode(StoredSignedText.self).text(reader), as: UTF8.self)
@@ -157,7 +160,7 @@ extension Ledger {
             let ids = try internHeaders(headers)
             let packed = try SignedTextPacker.encode([part], headerIDs: ids, literalsWithFact: false)
             // Only what gives the same bytes back replaces the text.
-            guard try reader.unpack(packed, context: .none, depth: 0) == text else { continue }
+            guard try reader.unpack(packed, context: .none, message: row.notificationId, depth: 0) == text else { continue }
             try session.query(
                 "UPDATE facts SET jws = '', signed_packed = \(packed) WHERE id = \(row.id) AND signed_packed IS NULL")
         }
@@ -177,7 +180,7 @@ extension Ledger {
             let parts = SignedTextPacker.referencing(body, siblings: siblings)
             guard parts.contains(where: { if case .reference = $0 { true } else { false } }) else { continue }
             let packed = try SignedTextPacker.encode(parts, headerIDs: [:], literalsWithFact: false)
-            guard try reader.unpack(packed, context: .none, depth: 0) == body else { continue }
+            guard try reader.unpack(packed, context: .none, message: id, depth: 0) == body else { continue }
             try session.query(
                 "UPDATE notifications SET body = \([]), body_packed = \(packed) WHERE id = \(id) AND body_packed IS NULL")
         }
@@ -227,6 +230,8 @@ typealias RepackFault = @Sendable (_ phase: String, _ cursor: Int64) throws -> V
 /// A fact's signed text as stored (`jws`, `signed_packed`) with its JSON (`payload`,
 /// `payload_packed`), which a packed text's literals were deflated with.
 struct StoredSignedText: Decodable {
+    /// The message that stored it, which its references by kind are found in.
+    var notificationId: Int64?
     var jws: String
     var signedPacked: [UInt8]?
     var payload: String
@@ -237,7 +242,7 @@ struct StoredSignedText: Decodable {
 
     /// The text as received.
     func text(_ reader: SignedTextReader) throws -> [UInt8] {
-        try reader.text(raw: Array(jws.utf8), packed: signedPacked, context: try context)
+        try reader.text(raw: Array(jws.utf8), packed: signedPacked, context: try context, message: notificationId)
     }
 }
 

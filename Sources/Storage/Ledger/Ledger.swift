@@ -77,7 +77,7 @@ struct Ledger {
         // (see `SignedPart`); a reference needs no header id.
         let body: [UInt8] = packed.body == nil ? message.body : []
         let own = Self.ownReferences(rows)
-        let bodyPacked = try packed.body.map { try SignedTextPacker.encode($0, headerIDs: [:], literalsWithFact: false, ownSignature: own) }
+        let bodyPacked = try packed.body.map { try SignedTextPacker.encode($0, headerIDs: [:], literalsWithFact: false, own: own) }
         let insert = Self.insertNotification(message, body: body, bodyPacked: bodyPacked)
         if message.notificationUUID != nil {
             guard let id = try session.value(insert, as: Int64.self) else { return IngestResult(status: .duplicate) }
@@ -110,7 +110,7 @@ struct Ledger {
             for row in rows {
                 // Only the structure is assembled here (it needs the header ids): the JSON was
                 // compressed on the caller's thread.
-                let signed = try row.packed.map { try SignedTextPacker.encode($0, headerIDs: headerIDs, literalsWithFact: row.literalsWithFact, ownSignature: own) }
+                let signed = try row.packed.map { try SignedTextPacker.encode($0, headerIDs: headerIDs, literalsWithFact: row.literalsWithFact, own: own) }
                 tuples.append(
                     try Self.factValues(
                         row, notificationID: notificationID, signed: signed == nil ? row.signed : "", signedPacked: signed,
@@ -295,7 +295,7 @@ struct Ledger {
         environment: String, bundleId: String?, receivedAt: Int64
     ) throws -> SQLQuery {
         """
-            \(notificationID), \(row.kind), \(row.digest), \(signed), \(signedPacked), '', \(try row.payloadPacked ?? FactPayload.encode(row.payload)),
+            \(notificationID), \(row.kind), \(FactDigest.stored(row.digest)), \(signed), \(signedPacked), '', \(try row.payloadPacked ?? FactPayload.encode(row.payload)),
             \(row.transactionId), \(row.originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(row.signedDate),
             \(receivedAt)
             """

@@ -49,4 +49,17 @@ enum FactDigest {
         guard dots == 2, segmentStart < count else { return count }
         return secondDot
     }
+
+    /// A key as `facts.jws_sha256` stores it (schema version 38): a digest's 32 bytes, not its 64
+    /// hex characters (half the row's key and half its unique index's entry). A key that is no
+    /// lower-case hex digest (none this server writes) is stored as its UTF-8 bytes.
+    static func stored(_ hex: String) -> [UInt8] {
+        if hex.utf8.count == 64, let bytes = Hex.decode(hex.utf8), Hex.encode(bytes) == hex { return bytes }
+        return Array(hex.utf8)
+    }
+
+    /// A stored key (``stored(_:)``) as hex again.
+    static func hex(stored key: [UInt8]) -> String {
+        key.count == 32 ? Hex.encode(key) : String(decoding: key, as: UTF8.self)
+    }
 }

@@ -254,5 +254,6 @@ extension Schema {
                 """ + Ledger.fillChartSegments.map { $0 + ";\n" }.joined()),
         // Play customers' rollups recomputed by the backfill with prices, store and storefront.
         Migration(version: 37, name: "Play customers' rollups recomputed", sql: "", step: forgetPlayRollups),
+        smallerLedgerKeys,
     ]
 }

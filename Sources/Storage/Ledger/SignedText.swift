@@ -216,14 +216,14 @@ enum SignedTextPacker {
     /// (``literals(_:)``, compressed with its JSON on the caller's thread), format 1 otherwise. `headerIDs` maps each header to its
     /// `jws_headers.id`.
     ///
-    /// A reference to a fact whose `kind + " " + digest` is in `ownSignature` is stored without its signature
-    /// (format part 3: the stored fact's text is used whole), for a sibling this message stored
-    /// itself, whose stored signature is the one referenced; any other keeps its signature (an
-    /// earlier twin may be stored under other signature bytes).
+    /// A reference to a fact this message stored itself (`own`, ``OwnFacts``) is stored without
+    /// its signature (the stored fact's is the one referenced), as its kind alone when the fact is
+    /// the message's only one of its kind; any other keeps its key and signature (an earlier twin
+    /// may be stored under other signature bytes).
     static func encode(
-        _ parts: [SignedPart], headerIDs: [String: Int64], literalsWithFact: Bool, ownSignature: Set<String> = []
+        _ parts: [SignedPart], headerIDs: [String: Int64], literalsWithFact: Bool, own: OwnFacts = OwnFacts()
     ) throws -> [UInt8] {
-        let stored = try stored(parts, ownSignature: ownSignature) { header in
+        let stored = try stored(parts, own: own) { header in
             guard let id = headerIDs[header.digest] else { throw StorageError(.internal, "JWS header without an id") }
             return id
         }
@@ -237,20 +237,36 @@ enum SignedTextPacker {
     }
 
     static func stored(
-        _ parts: [SignedPart], ownSignature: Set<String> = [], headerID: (JWSHeader) throws -> Int64
+        _ parts: [SignedPart], own: OwnFacts = OwnFacts(), headerID: (JWSHeader) throws -> Int64
     ) throws -> [StoredPart] {
         try parts.map { part in
             switch part {
             case .literal(let bytes): return .literal(bytes)
             case .jws(let header, let payload, let signature):
                 return .jws(
-                    header: try headerID(header), payload: try stored(payload, ownSignature: ownSignature, headerID: headerID),
+                    header: try headerID(header), payload: try stored(payload, own: own, headerID: headerID),
                     signature: signature)
             case .reference(let kind, let digest, let signature):
+                if own.byKind.contains(kind + " " + digest) { return .sibling(kind: kind) }
                 guard let key = Hex.decode(digest), key.count == 32 else { throw StorageError(.internal, "reference without a SHA-256 key") }
-                return .reference(kind: kind, key: key, signature: ownSignature.contains(kind + " " + digest) ? nil : signature)
+                return .reference(kind: kind, key: key, signature: own.signatures.contains(kind + " " + digest) ? nil : signature)
             }
         }
+    }
+}
+
+/// The facts a message stores itself, by key (``FactRow/referenceKey``): what its packed texts
+/// may refer to without a signature, or by kind alone.
+struct OwnFacts: Sendable {
+    /// References stored without their signature: the stored fact's is the one referenced.
+    var signatures: Set<String> = []
+    /// References stored as the kind alone (``StoredPart/sibling(kind:)``): the message's only
+    /// fact of that kind, found by the message and the kind. A subset of ``signatures``.
+    var byKind: Set<String> = []
+
+    /// Only those of `stored` (the keys a message's insert found new).
+    func keeping(_ stored: Set<String>) -> OwnFacts {
+        OwnFacts(signatures: signatures.intersection(stored), byKind: byKind.intersection(stored))
     }
 }
 
@@ -265,22 +281,24 @@ final class SignedTextReader {
     /// The one reconstruction: a row's signed text from its raw column (the old layout, or text
     /// that was not packed), its packed column and, for a fact, its texts (``FactPayload``: what a
     /// format 2 row's literals were deflated with, where a format 3 row's are stored).
-    func text(raw: [UInt8], packed: [UInt8]?, context: FactTexts = .none) throws -> [UInt8] {
+    /// `message`: the row's message (a fact's `notification_id`, a body's notification), which a
+    /// reference by kind (``StoredPart/sibling(kind:)``) is found by.
+    func text(raw: [UInt8], packed: [UInt8]?, context: FactTexts = .none, message: Int64?) throws -> [UInt8] {
         guard let packed, !packed.isEmpty else { return raw }
-        return try unpack(packed, context: context, depth: 0)
+        return try unpack(packed, context: context, message: message, depth: 0)
     }
 
     /// References nest (a body → its notification → its transaction): at most this deep.
     static let maxDepth = 4
 
-    func unpack(_ packed: [UInt8], context: FactTexts, depth: Int) throws -> [UInt8] {
+    func unpack(_ packed: [UInt8], context: FactTexts, message: Int64?, depth: Int) throws -> [UInt8] {
         guard depth <= Self.maxDepth else { throw Self.corrupt("references nest too deep") }
         var out: [UInt8] = []
-        try render(try SignedTextFormat.decode(packed, context: context), depth: depth, into: &out)
+        try render(try SignedTextFormat.decode(packed, context: context), message: message, depth: depth, into: &out)
         return out
     }
 
-    private func render(_ parts: [StoredPart], depth: Int, into out: inout [UInt8]) throws {
+    private func render(_ parts: [StoredPart], message: Int64?, depth: Int, into out: inout [UInt8]) throws {
         for part in parts {
             switch part {
             case .literal(let bytes):
@@ -289,12 +307,12 @@ final class SignedTextReader {
                 out += try self.header(header)
                 out.append(UInt8(ascii: "."))
                 var text: [UInt8] = []
-                try render(payload, depth: depth, into: &text)
+                try render(payload, message: message, depth: depth, into: &text)
                 out += Base64.urlEncode(text).utf8
                 out.append(UInt8(ascii: "."))
                 out += Base64.urlEncode(signature).utf8
             case .reference(let kind, let key, let signature):
-                let referenced = try fact(kind: kind, digest: Hex.encode(key), depth: depth)
+                let referenced = try fact(kind: kind, key: key, depth: depth)
                 guard let signature else {
                     out += referenced
                     continue
@@ -303,6 +321,13 @@ final class SignedTextReader {
                 out += referenced[..<end]
                 out.append(UInt8(ascii: "."))
                 out += Base64.urlEncode(signature).utf8
+            case .sibling(let kind):
+                guard let message else { throw Self.corrupt("a reference by kind outside a message") }
+                let rows = try session.rows(
+                    "SELECT notification_id, jws, signed_packed, payload, payload_packed FROM facts WHERE notification_id = \(message) AND kind = \(kind)",
+                    as: StoredSignedText.self)
+                guard rows.count == 1 else { throw Self.corrupt("message \(message) stored \(rows.count) facts of kind \(kind)") }
+                out += try text(of: rows[0], depth: depth)
             }
         }
     }
@@ -317,14 +342,19 @@ final class SignedTextReader {
         return header
     }
 
-    private func fact(kind: String, digest: String, depth: Int) throws -> [UInt8] {
+    private func fact(kind: String, key: [UInt8], depth: Int) throws -> [UInt8] {
         guard
             let row = try session.row(
-                "SELECT jws, signed_packed, payload, payload_packed FROM facts WHERE kind = \(kind) AND jws_sha256 = \(digest)",
+                "SELECT notification_id, jws, signed_packed, payload, payload_packed FROM facts WHERE kind = \(kind) AND jws_sha256 = \(key)",
                 as: StoredSignedText.self)
-        else { throw Self.corrupt("referenced fact \(kind) \(digest) is missing") }
+        else { throw Self.corrupt("referenced fact \(kind) \(Hex.encode(key)) is missing") }
+        return try text(of: row, depth: depth)
+    }
+
+    /// A referenced fact's text, one level deeper, read in its own message.
+    private func text(of row: StoredSignedText, depth: Int) throws -> [UInt8] {
         guard let packed = row.signedPacked, !packed.isEmpty else { return Array(row.jws.utf8) }
-        return try unpack(packed, context: try row.context, depth: depth + 1)
+        return try unpack(packed, context: try row.context, message: row.notificationId, depth: depth + 1)
     }
 
     static func corrupt(_ what: String) -> StorageError {

@@ -7,13 +7,17 @@ indirect enum StoredPart: Sendable, Hashable {
     case jws(header: Int64, payload: [StoredPart], signature: [UInt8])
     /// `signature` nil: the referenced fact's own (its stored text is used whole).
     case reference(kind: String, key: [UInt8], signature: [UInt8]?)
+    /// The stored text, whole, of the one fact of `kind` that the same message stored (the row's
+    /// `notification_id`, or the notification itself for its body): no key needed.
+    case sibling(kind: String)
 }
 
 /// The bytes of `facts.signed_packed` and `notifications.body_packed`: a format byte, then the
 /// parts, each a tag and length-prefixed fields (0 literal; 1 JWS: header id, payload parts,
 /// signature; 2 reference: kind, 32-byte key, signature; 3 reference whose signature is the
 /// referenced fact's own: kind, 32-byte key — 65 bytes less for each of a notification's nested
-/// texts and for its body).
+/// texts and for its body; 4 (schema version 38) reference to the only fact of its kind that the
+/// same message stored: kind — 32 bytes less again).
 ///
 /// - Format 1 (schema version 14): literals inline.
 /// - Format 2 (schema version 16, read only): after the format byte, the length of a
@@ -43,7 +47,7 @@ enum SignedTextFormat {
                 switch part {
                 case .literal(let bytes): literals += bytes
                 case .jws(_, let payload, _): collect(payload)
-                case .reference: break
+                case .reference, .sibling: break
                 }
             }
         }
@@ -92,6 +96,9 @@ enum SignedTextFormat {
                 Varint.writeBytes(Array(kind.utf8), to: &out)
                 out += key
                 if let signature { Varint.writeBytes(signature, to: &out) }
+            case .sibling(let kind):
+                out.append(4)
+                Varint.writeBytes(Array(kind.utf8), to: &out)
             }
         }
     }
@@ -121,6 +128,8 @@ enum SignedTextFormat {
                 let kind = String(decoding: try cursor.lengthPrefixed(), as: UTF8.self)
                 let key = Array(try cursor.fixed(32))
                 parts.append(.reference(kind: kind, key: key, signature: own ? nil : try cursor.lengthPrefixed()))
+            case 4:
+                parts.append(.sibling(kind: String(decoding: try cursor.lengthPrefixed(), as: UTF8.self)))
             case let tag:
                 throw SignedTextReader.corrupt("unknown part \(tag)")
             }
