@@ -141,11 +141,13 @@ public enum StoreBenchmark {
         return (Double(notifications) / seconds, bytes)
     }
 
-    /// `bytes per notification: N`, then each table's and index's share.
-    static func printBytes(_ objects: [(name: String, bytes: Int64)], notifications: Int) {
+    /// `bytes per notification: N`, then each table's and index's share; returns N.
+    @discardableResult
+    static func printBytes(_ objects: [(name: String, bytes: Int64)], notifications: Int) -> Int64 {
         let total = objects.reduce(0) { $0 + $1.bytes }
         print("  bytes per notification: \(total / Int64(notifications))")
         print("    " + objects.map { "\($0.name) \($0.bytes / Int64(notifications))" }.joined(separator: ", "))
+        return total / Int64(notifications)
     }
 
     static func benchBatch(_ index: Int, run: Int, token: String, now: Int64)
