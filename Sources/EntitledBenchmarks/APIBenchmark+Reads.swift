@@ -12,8 +12,8 @@ extension APIBenchmark {
         configuration: Configuration, folder: URL, customerCount: Int, duration: Int, connections: Int, now: Int64,
         fastPaths: FastPaths, wrk: String
     ) async throws -> (customers: WrkReport, nginx: WrkReport?) {
+        // Written with the ingest's script at the start (``writeScripts(in:)``).
         let readScript = folder.appendingPathComponent("read.lua")
-        try Data(readLua.utf8).write(to: readScript)
         let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
         print("loading \(customerCount) customers…")
         let ledger = FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache())

@@ -75,8 +75,7 @@ public enum APIBenchmark {
         print("each for a new subscription of one of \(notificationCount) existing customers, whose answer it recomputes")
         let bodiesFile = folder.appendingPathComponent("bodies.jsonl")
         try Data(bodies.joined(separator: "\n").utf8).write(to: bodiesFile)
-        let ingestScript = folder.appendingPathComponent("ingest.lua")
-        try Data(ingestLua.utf8).write(to: ingestScript)
+        let ingestScript = try writeScripts(in: folder).ingest
 
         var backends: [(String, String, String?)] = []
         if only != "postgres" { backends.append(("SQLite", "sqlite:\(folder.path)/ingest.sqlite", nil)) }
@@ -121,20 +120,21 @@ public enum APIBenchmark {
             // on PostgreSQL also its server's CPU per notification, when it runs on this machine.
             let postgres = schema == nil ? nil : try await PostgresProcesses(store: store)
             func ingest(commit: Bool, play: PlayWorkload? = nil, into store: any LedgerStore) async throws
-                -> (rate: Double, errors: String, cpu: String, micros: Double)
+                -> (rate: Double, errors: String, cpu: String, micros: Double, database: String)
             {
                 let started = processCPUSeconds()
                 let database = postgres.map { CPUSnapshot(children: [], postgres: $0) }
                 let (rate, errors) = try await ingestRun(
                     configuration: play?.configuration ?? configuration, store: store, commit: commit, play: play) {}
                 let micros = (processCPUSeconds() - started) / Double(notificationCount) * 1e6
-                var cpu = String(format: "process CPU %.0f µs per notification", micros)
+                let cpu = String(format: "process CPU %.0f µs per notification", micros)
+                let databaseCPU: String
                 switch database?.use(since: 0).postgres {
-                case .some(let seconds): cpu += String(format: ", PostgreSQL CPU %.0f µs per notification", seconds / Double(notificationCount) * 1e6)
-                case .none where postgres != nil: cpu += ", PostgreSQL CPU not measured (not on this machine)"
-                case .none: break
+                case .some(let seconds): databaseCPU = String(format: ", PostgreSQL CPU %.0f µs per notification", seconds / Double(notificationCount) * 1e6)
+                case .none where postgres != nil: databaseCPU = ", PostgreSQL CPU not measured (not on this machine)"
+                case .none: databaseCPU = ""
                 }
-                return (rate, errors, cpu, micros)
+                return (rate, errors, cpu, micros, databaseCPU)
             }
             if label == "SQLite" {
                 // What the ledger costs: the same run with the commit skipped (nothing is stored,
@@ -151,8 +151,8 @@ public enum APIBenchmark {
             await store.close()
             print(
                 String(
-                    format: "ingest %@: %8.0f notifications/s durable (ratio to ES256 limit %.2f%@); %@ %@", label, run.rate,
-                    run.rate / limit, label == "SQLite" ? ", target 0.5" : "", run.cpu, run.errors))
+                    format: "ingest %@: %8.0f notifications/s durable (ratio to ES256 limit %.2f%@); %@%@ %@", label, run.rate,
+                    run.rate / limit, label == "SQLite" ? ", target 0.5" : "", run.cpu, run.database, run.errors))
             if label == "SQLite" {
                 (figures.durableRate, figures.durableCPU) = (run.rate, run.micros)
                 if let line = APISummary.ledgerLine(figures) { print(line) }
@@ -165,7 +165,7 @@ public enum APIBenchmark {
                 url: schema == nil ? "sqlite:\(folder.path)/ingest-play.sqlite" : url, configuration: storeConfiguration)
             try await _StorageBenchmark.bulkLoad(playStore, customers: 0..<notificationCount, now: now)
             let workload = try await playWorkload(base: configuration, count: notificationCount, folder: folder)
-            let playRun: (rate: Double, errors: String, cpu: String, micros: Double)
+            let playRun: (rate: Double, errors: String, cpu: String, micros: Double, database: String)
             do {
                 playRun = try await ingest(commit: true, play: workload, into: playStore)
             } catch {
@@ -178,8 +178,8 @@ public enum APIBenchmark {
             await playStore.close()
             print(
                 String(
-                    format: "ingest Play %@: %8.0f notifications/s durable (OIDC verify, Developer API fetch, commit); %@ (the fake Google's side included) %@",
-                    label, playRun.rate, playRun.cpu, playRun.errors))
+                    format: "ingest Play %@: %8.0f notifications/s durable (OIDC verify, Developer API fetch, commit); %@ (the fake Google's side included)%@ %@",
+                    label, playRun.rate, playRun.cpu, playRun.database, playRun.errors))
         }
 
         if only != "sqlite", let postgresURL {
@@ -215,6 +215,15 @@ public enum APIBenchmark {
         print("summary, the targets against this run's figures:")
         print(APISummary.table(APISummary.judgements(figures)))
         return true
+    }
+
+    /// Writes wrk's scripts into `folder`, both before any part of the run: the ingest's, and the
+    /// reads' (the in-process reads and the scale-out run's reads both use it).
+    static func writeScripts(in folder: URL) throws -> (ingest: URL, read: URL) {
+        let (ingest, read) = (folder.appendingPathComponent("ingest.lua"), folder.appendingPathComponent("read.lua"))
+        try Data(ingestLua.utf8).write(to: ingest)
+        try Data(readLua.utf8).write(to: read)
+        return (ingest, read)
     }
 
     /// CPU time of this whole process so far (every thread), in seconds.

@@ -132,3 +132,19 @@ import Testing
         #expect(text.contains("access_log off;"))
     }
 }
+
+/// The run's wrk scripts are written before any part of it: the PostgreSQL scale-out reads run
+/// before the in-process reads, and without the read script wrk reports its script errors as reads.
+@Suite struct APIBenchmarkScriptTests {
+    @Test func bothScriptsAreWrittenUpFront() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bench-scripts-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let (ingest, read) = try APIBenchmark.writeScripts(in: folder)
+        #expect(try String(contentsOf: ingest, encoding: .utf8) == APIBenchmark.ingestLua)
+        #expect(try String(contentsOf: read, encoding: .utf8) == APIBenchmark.readLua)
+        // Where the scale-out run and the in-process reads look for them.
+        #expect(read.path == folder.appendingPathComponent("read.lua").path)
+        #expect(ingest.path == folder.appendingPathComponent("ingest.lua").path)
+    }
+}
