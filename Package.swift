@@ -180,6 +180,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"], swiftSettings: swiftSettings),
+        // The benchmarks' arithmetic: ratios, verdicts and the reports' lines (no timed test).
+        .testTarget(name: "EntitledBenchmarksTests", dependencies: ["EntitledBenchmarks"], swiftSettings: swiftSettings),
         // The outbound client against hostile servers on loopback (endless, trickling, redirecting).
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: swiftSettings),
         .testTarget(

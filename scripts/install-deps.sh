@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the system packages Entitled needs, when they are missing.
-#   scripts/install-deps.sh [run|test] [--list]
+#   scripts/install-deps.sh [run|test] [--bench] [--list]
 # run: what building and running the server needs (scripts/run). test (the default): that and
 # what the tests need besides (scripts/test, CI): PostgreSQL, a browser, a load generator, Python,
 # and moto (pip, into .build/moto-venv) for the export upload tests.
+# --bench adds the benchmarks' reference tools: nginx (`entitled bench api` serves a static file
+# with it as the customer reads' reference; the benchmark starts it itself, on loopback).
 # --list prints the packages of the set, one a line, and installs nothing.
 # Debian/Ubuntu: apt-get (as root, or through sudo). macOS: Homebrew.
 # The Swift 6 toolchain itself is a prerequisite (https://www.swift.org/install).
@@ -11,11 +13,13 @@ set -euo pipefail
 
 set_name=test
 list=false
+bench=false
 for argument in "$@"; do
   case "$argument" in
     run | test) set_name="$argument" ;;
+    --bench) bench=true ;;
     --list) list=true ;;
-    *) echo "usage: scripts/install-deps.sh [run|test] [--list]" >&2; exit 2 ;;
+    *) echo "usage: scripts/install-deps.sh [run|test] [--bench] [--list]" >&2; exit 2 ;;
   esac
 done
 
@@ -35,6 +39,10 @@ case "$(uname -s)" in
     # scripted checks (schemathesis, metrics, webhooks, scale); openssl and curl: the shell checks;
     # nodejs and golang-go: the token-minting examples (scripts/minting-check.sh).
     [ "$set_name" = test ] && packages+=(postgresql openssl curl wrk python3 python3-venv chromium nodejs golang-go)
+    # nginx: the benchmark runs its own instance (its own configuration, a loopback port, in its
+    # temporary folder); the package's default site is not used. wrk drives both.
+    $bench && packages+=(nginx)
+    $bench && [ "$set_name" != test ] && packages+=(wrk)
     if $list; then printf '%s\n' "${packages[@]}"; exit 0; fi
     missing=()
     for p in "${packages[@]}"; do
@@ -51,6 +59,8 @@ case "$(uname -s)" in
   Darwin)
     packages=(pkg-config openssl@3 sqlite zstd libpq libmicrohttpd)
     [ "$set_name" = test ] && packages+=(postgresql@16 wrk python@3 node go)
+    $bench && packages+=(nginx)
+    $bench && [ "$set_name" != test ] && packages+=(wrk)
     if $list; then printf '%s\n' "${packages[@]}"; exit 0; fi
     command -v brew >/dev/null 2>&1 || { echo "install-deps: Homebrew is required on macOS: https://brew.sh" >&2; exit 1; }
     for p in "${packages[@]}"; do

@@ -19,11 +19,11 @@ extension APIBenchmark {
 
     /// Runs the ingest of `bodies` and `duration` s of reads through 1, then 2 server processes,
     /// each on a fresh schema of `postgresURL` with the customers the bodies name, and prints the
-    /// rates, their ratio and where the CPU went.
+    /// rates, their ratio and where the CPU went; returns the two runs.
     static func processComparison(
         postgresURL: String, bodies: [String], folder: URL, rootFile: URL, duration: Int, connections: Int, now: Int64,
         wrk: String
-    ) async throws {
+    ) async throws -> [ProcessRun] {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         print("PostgreSQL through `entitled serve` child processes on one database (\(cores) cores, \(connections) connections in all):")
         var runs: [ProcessRun] = []
@@ -44,6 +44,7 @@ extension APIBenchmark {
                 format: "  ratio 2 processes / 1: ingest %.2f, reads %.2f (on %d cores shared by the servers, PostgreSQL and wrk)",
                 runs[1].ingestRate / runs[0].ingestRate, runs[1].readRate / runs[0].readRate, cores))
         try await readStepCosts(postgresURL: postgresURL, customers: bodies.count, now: now)
+        return runs
     }
 
     /// With replicas and `readYourWrites: allServers` every customer read first looks the
@@ -216,23 +217,30 @@ struct ServerChild: Sendable {
 
     static func start(config: URL, log: URL) async throws -> ServerChild {
         let port = try freePort()
-        let process = Process()
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        // Listening means the database is open and migrated (the server starts after).
+        return try await start(
+            executable: executable, arguments: ["serve", "--config", config.path, "--listen", "127.0.0.1:\(port)"], port: port, log: log)
+    }
+
+    /// Starts `executable` with `arguments`, its output to `log`, and waits until it accepts
+    /// connections on loopback `port` (at most a minute).
+    static func start(executable: String, arguments: [String], port: Int, log: URL) async throws -> ServerChild {
+        let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["serve", "--config", config.path, "--listen", "127.0.0.1:\(port)"]
+        process.arguments = arguments
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let output = try FileHandle(forWritingTo: log)
         process.standardOutput = output
         process.standardError = output
         try Executable.spawnWithSignalsUnblocked(process)
         let child = ServerChild(pid: process.processIdentifier, port: port, process: UncheckedChild(process: process))
-        // Listening means the database is open and migrated (the server starts after).
         let deadline = ContinuousClock.now + .seconds(60)
         while !canConnect(port: port) {
             guard process.isRunning, ContinuousClock.now < deadline else {
                 await child.stop()
                 let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-                throw BenchmarkError("entitled serve did not start listening:\n\(text.suffix(2000))")
+                throw BenchmarkError("\(executable) did not start listening:\n\(text.suffix(2000))")
             }
             try await Task.sleep(for: .milliseconds(20))
         }

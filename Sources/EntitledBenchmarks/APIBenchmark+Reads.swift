@@ -1,17 +1,19 @@
 import EntitledConfig
 import EntitledServer
 import Foundation
+import HTTPClient
 import Storage
 
 /// `bench api`'s reads: a customer's answer, then the offering their paywall shows, over the same
 /// customers in one server, each run for the same duration.
 extension APIBenchmark {
+    /// Prints the reads' lines and, when nginx is installed, its reference's; returns the figures.
     static func reads(
         configuration: Configuration, folder: URL, customerCount: Int, duration: Int, connections: Int, now: Int64,
         fastPaths: FastPaths, wrk: String
-    ) async throws {
+    ) async throws -> (customers: WrkReport, nginx: WrkReport?) {
+        // Written with the ingest's script at the start (``writeScripts(in:)``).
         let readScript = folder.appendingPathComponent("read.lua")
-        try Data(readLua.utf8).write(to: readScript)
         let store = try await openStore(url: "sqlite:\(folder.path)/reads.sqlite")
         print("loading \(customerCount) customers…")
         let ledger = FactLedger(store: store, configuration: configuration, cache: fastPaths.projectionCache())
@@ -46,22 +48,28 @@ extension APIBenchmark {
                 .setCurrent(offeringId: "default"), .setTargeting(document: rules),
             ]
         }
-        let (customers, offerings) = try await withServer(configuration: configuration, store: store, fastPaths: fastPaths) { port in
+        // The same wrk settings for the server's reads and for nginx's.
+        func wrkArguments(_ url: String, suffix: String = "") -> [String] {
+            ["-t2", "-c\(connections)", "-d\(duration)s", "--latency", "-s", readScript.path, url, "--", String(customerCount), benchSecret, suffix]
+        }
+        let (customers, offerings, answer) = try await withServer(configuration: configuration, store: store, fastPaths: fastPaths) { port in
             func run(_ suffix: String) async throws -> WrkReport {
-                let output = try await Executable.run(
-                    wrk, [
-                        "-t2", "-c\(connections)", "-d\(duration)s", "--latency", "-s", readScript.path,
-                        "http://127.0.0.1:\(port)", "--", String(customerCount), benchSecret, suffix,
-                    ])
+                let output = try await Executable.run(wrk, wrkArguments("http://127.0.0.1:\(port)", suffix: suffix))
                 guard let report = WrkReport(parsing: output) else { throw BenchmarkError("could not read wrk's output:\n\(output)") }
                 return report
             }
-            return (try await run(""), try await run("/offerings"))
+            // One customer's answer as the reads get it: what nginx serves as its static file.
+            let reply = try await CurlHTTP().send(
+                OutboundRequest(
+                    method: "GET", url: URL(string: "http://127.0.0.1:\(port)/v1/customers/\(_StorageBenchmark.appUserId(0))")!,
+                    headers: ["Authorization": "Bearer \(benchSecret)"]))
+            guard reply.status == 200 else { throw BenchmarkError("GET /v1/customers/user-0 answered \(reply.status)") }
+            return (try await run(""), try await run("/offerings"), reply.body)
         }
         await store.close()
         print(
             String(
-                format: "reads SQLite, %d customers: %8.0f requests/s (target 30,000), p50 %@, p99 %@ (target < 5 ms) %@",
+                format: "reads SQLite, %d customers: %8.0f requests/s (target 30,000), p50 %@, p99 %@ (target < 2 ms) %@",
                 customerCount, customers.requestsPerSecond, customers.p50, customers.p99,
                 customers.errors == "none" ? "" : customers.errors))
         print(
@@ -69,6 +77,14 @@ extension APIBenchmark {
                 format: "offerings reads SQLite, %d customers: %8.0f requests/s (ratio to the customer read %.2f, target 1), p50 %@, p99 %@ %@",
                 customerCount, offerings.requestsPerSecond, offerings.requestsPerSecond / customers.requestsPerSecond, offerings.p50,
                 offerings.p99, offerings.errors == "none" ? "" : offerings.errors))
+        let nginx = try await nginxReference(answer: answer, folder: folder, wrk: wrk) { wrkArguments($0) }
+        if let nginx {
+            print(
+                String(
+                    format: "nginx static, the same wrk settings, a %d-byte JSON file (a customer's answer): %8.0f requests/s, p50 %@, p99 %@ %@",
+                    answer.count, nginx.requestsPerSecond, nginx.p50, nginx.p99, nginx.errors == "none" ? "" : nginx.errors))
+        }
+        return (customers, nginx)
     }
 
     /// GET a random customer of `user-0` … `user-(N-1)`, or with a path suffix one of their

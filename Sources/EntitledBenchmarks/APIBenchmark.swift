@@ -66,6 +66,8 @@ public enum APIBenchmark {
         let rawRate = try await rawES256Rate(ca: ca, cores: cores)
         let limit = rawRate / 3
         print(String(format: "raw ES256 verify, %d cores:   %8.0f verifications/s  → limit %.0f notifications/s", cores, rawRate, limit))
+        var figures = APIFigures()
+        (figures.verifyPerCore, figures.verifyRatio) = try await verificationPerCore()
 
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         print("signing \(notificationCount) notifications…")
@@ -73,8 +75,7 @@ public enum APIBenchmark {
         print("each for a new subscription of one of \(notificationCount) existing customers, whose answer it recomputes")
         let bodiesFile = folder.appendingPathComponent("bodies.jsonl")
         try Data(bodies.joined(separator: "\n").utf8).write(to: bodiesFile)
-        let ingestScript = folder.appendingPathComponent("ingest.lua")
-        try Data(ingestLua.utf8).write(to: ingestScript)
+        let ingestScript = try writeScripts(in: folder).ingest
 
         var backends: [(String, String, String?)] = []
         if only != "postgres" { backends.append(("SQLite", "sqlite:\(folder.path)/ingest.sqlite", nil)) }
@@ -115,20 +116,31 @@ public enum APIBenchmark {
             // token), so each notification links its subscription and recomputes their projection.
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<notificationCount, now: now)
             // The rate and this process's CPU per notification (the server runs in it; wrk does
-            // not): the work a notification costs, beside how fast the machine got through them.
+            // not): the work a notification costs, beside how fast the machine got through them;
+            // on PostgreSQL also its server's CPU per notification, when it runs on this machine.
+            let postgres = schema == nil ? nil : try await PostgresProcesses(store: store)
             func ingest(commit: Bool, play: PlayWorkload? = nil, into store: any LedgerStore) async throws
-                -> (rate: Double, errors: String, cpu: String)
+                -> (rate: Double, errors: String, cpu: String, micros: Double, database: String)
             {
                 let started = processCPUSeconds()
+                let database = postgres.map { CPUSnapshot(children: [], postgres: $0) }
                 let (rate, errors) = try await ingestRun(
                     configuration: play?.configuration ?? configuration, store: store, commit: commit, play: play) {}
-                let cpu = String(format: "process CPU %.0f µs per notification", (processCPUSeconds() - started) / Double(notificationCount) * 1e6)
-                return (rate, errors, cpu)
+                let micros = (processCPUSeconds() - started) / Double(notificationCount) * 1e6
+                let cpu = String(format: "process CPU %.0f µs per notification", micros)
+                let databaseCPU: String
+                switch database?.use(since: 0).postgres {
+                case .some(let seconds): databaseCPU = String(format: ", PostgreSQL CPU %.0f µs per notification", seconds / Double(notificationCount) * 1e6)
+                case .none where postgres != nil: databaseCPU = ", PostgreSQL CPU not measured (not on this machine)"
+                case .none: databaseCPU = ""
+                }
+                return (rate, errors, cpu, micros, databaseCPU)
             }
             if label == "SQLite" {
                 // What the ledger costs: the same run with the commit skipped (nothing is stored,
                 // so the real run below still finds every notification new).
                 let run = try await ingest(commit: false, into: store)
+                (figures.noLedgerRate, figures.noLedgerCPU) = (run.rate, run.micros)
                 print(
                     String(
                         format: "ingest without the ledger: %8.0f notifications/s (ratio %.2f): HTTP, verification, mapping; %@ %@",
@@ -139,8 +151,12 @@ public enum APIBenchmark {
             await store.close()
             print(
                 String(
-                    format: "ingest %@: %8.0f notifications/s durable (ratio to ES256 limit %.2f%@); %@ %@", label, run.rate,
-                    run.rate / limit, label == "SQLite" ? ", target 0.5" : "", run.cpu, run.errors))
+                    format: "ingest %@: %8.0f notifications/s durable (ratio to ES256 limit %.2f%@); %@%@ %@", label, run.rate,
+                    run.rate / limit, label == "SQLite" ? ", target 0.5" : "", run.cpu, run.database, run.errors))
+            if label == "SQLite" {
+                (figures.durableRate, figures.durableCPU) = (run.rate, run.micros)
+                if let line = APISummary.ledgerLine(figures) { print(line) }
+            }
 
             // The same for Google Play pushes, on a store of its own with the same customers.
             let playSchema = schema.map { $0 + "_play" }
@@ -149,7 +165,7 @@ public enum APIBenchmark {
                 url: schema == nil ? "sqlite:\(folder.path)/ingest-play.sqlite" : url, configuration: storeConfiguration)
             try await _StorageBenchmark.bulkLoad(playStore, customers: 0..<notificationCount, now: now)
             let workload = try await playWorkload(base: configuration, count: notificationCount, folder: folder)
-            let playRun: (rate: Double, errors: String, cpu: String)
+            let playRun: (rate: Double, errors: String, cpu: String, micros: Double, database: String)
             do {
                 playRun = try await ingest(commit: true, play: workload, into: playStore)
             } catch {
@@ -162,14 +178,15 @@ public enum APIBenchmark {
             await playStore.close()
             print(
                 String(
-                    format: "ingest Play %@: %8.0f notifications/s durable (OIDC verify, Developer API fetch, commit); %@ (the fake Google's side included) %@",
-                    label, playRun.rate, playRun.cpu, playRun.errors))
+                    format: "ingest Play %@: %8.0f notifications/s durable (OIDC verify, Developer API fetch, commit); %@ (the fake Google's side included)%@ %@",
+                    label, playRun.rate, playRun.cpu, playRun.database, playRun.errors))
         }
 
         if only != "sqlite", let postgresURL {
-            try await processComparison(
+            let runs = try await processComparison(
                 postgresURL: postgresURL, bodies: bodies, folder: folder, rootFile: rootFile, duration: duration,
                 connections: connections, now: now, wrk: wrk)
+            (figures.postgresOneRate, figures.postgresTwoRate) = (runs[0].ingestRate, runs[1].ingestRate)
         }
 
         if only != "postgres" && options.webhookRounds > 0 {
@@ -182,11 +199,31 @@ public enum APIBenchmark {
         }
 
         if only != "postgres" {
-            try await reads(
+            let (customers, nginx) = try await reads(
                 configuration: configuration, folder: folder, customerCount: customerCount, duration: duration, connections: connections,
                 now: now, fastPaths: fastPaths, wrk: wrk)
+            (figures.readRate, figures.readP99) = (customers.requestsPerSecond, WrkReport.milliseconds(customers.p99))
+            (figures.nginxRate, figures.nginxP99) = (nginx?.requestsPerSecond, nginx.flatMap { WrkReport.milliseconds($0.p99) })
+            if let line = APISummary.nginxComparisonLine(figures) { print(line) }
         }
+
+        if only != "postgres" { figures.sqliteBytes = try await storedBytes(label: "SQLite", url: "sqlite:\(folder.path)/bytes.sqlite", schema: nil) }
+        if only != "sqlite", let postgresURL {
+            figures.postgresBytes = try await storedBytes(
+                label: "PostgreSQL", url: postgresURL, schema: "bench_bytes_" + String(UInt32.random(in: 0...UInt32.max), radix: 16))
+        }
+        print("summary, the targets against this run's figures:")
+        print(APISummary.table(APISummary.judgements(figures)))
         return true
+    }
+
+    /// Writes wrk's scripts into `folder`, both before any part of the run: the ingest's, and the
+    /// reads' (the in-process reads and the scale-out run's reads both use it).
+    static func writeScripts(in folder: URL) throws -> (ingest: URL, read: URL) {
+        let (ingest, read) = (folder.appendingPathComponent("ingest.lua"), folder.appendingPathComponent("read.lua"))
+        try Data(ingestLua.utf8).write(to: ingest)
+        try Data(readLua.utf8).write(to: read)
+        return (ingest, read)
     }
 
     /// CPU time of this whole process so far (every thread), in seconds.

@@ -111,7 +111,8 @@ struct WrkReport {
 enum Executable {
     static func find(_ name: String) -> String? {
         let paths = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-        for directory in paths + ["/usr/local/bin", "/opt/homebrew/bin"] {
+        // /usr/sbin: Debian's nginx, outside a normal user's PATH.
+        for directory in paths + ["/usr/local/bin", "/opt/homebrew/bin", "/usr/sbin"] {
             let candidate = "\(directory)/\(name)"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }

@@ -154,14 +154,16 @@ public enum StoreBenchmark {
     }
 
     /// `bytes per notification: N`, then each table's and index's share, then the growth of the
-    /// tables outside the ledger (projections, rollups, events) per notification.
-    static func printBytes(_ bytes: StoredBytes, notifications: Int) {
+    /// tables outside the ledger (projections, rollups, events) per notification; returns N.
+    @discardableResult
+    static func printBytes(_ bytes: StoredBytes, notifications: Int) -> Int64 {
         let total = bytes.ledger.reduce(0) { $0 + $1.bytes }
         print("  bytes per notification: \(total / Int64(notifications))")
         print("    " + bytes.ledger.map { "\($0.name) \($0.bytes / Int64(notifications))" }.joined(separator: ", "))
         let grown = bytes.others.reduce(0) { $0 + $1.bytes }
         print("  other tables' growth per notification: \(grown / Int64(notifications))")
         print("    " + bytes.others.map { "\($0.name) \($0.bytes / Int64(notifications))" }.joined(separator: ", "))
+        return total / Int64(notifications)
     }
 
     static func benchBatch(_ index: Int, run: Int, token: String, now: Int64)

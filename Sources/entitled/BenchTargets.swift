@@ -122,6 +122,8 @@ enum APIBenchmarkCommand: Command {
                                   [--connections N] [--postgres URL] [--only sqlite|postgres]
                                   [--webhook-rounds N]
 
+        0. Verification: bench verify's (b) on one dedicated thread, V2 notifications fully
+           verified per CPU-second, and its ratio to the raw ES256 limit on that thread (target 0.8).
         1. Ingest: N really signed V2 notifications (each with a signed transaction and renewal
            info, so 3 ES256 checks; each a new subscription of one of N existing customers, so it
            links the subscription and recomputes that customer's answer) POSTed once each by wrk
@@ -133,14 +135,21 @@ enum APIBenchmarkCommand: Command {
            Each ingest line also gives this process's CPU time per notification (the server
            runs in it, wrk does not), so a change's cost in work shows beside its rate.
            Before SQLite, the same bodies once more with the ledger's commit skipped: what HTTP,
-           verification and mapping alone reach, so the ledger's share is visible.
+           verification and mapping alone reach, so the ledger's share is visible; after the
+           durable SQLite line, the ledger's process CPU per notification over that path (target at
+           most 250 µs) and the durable rate over its rate (target 0.5). On PostgreSQL the line
+           adds PostgreSQL's CPU per notification when it runs on this machine.
         Then --webhook-rounds (default 3; 0 skips) alternated rounds of the same ingest on SQLite
            without webhooks and with one endpoint delivering to a receiver on loopback (a fresh
            database each run): notifications/s of each, their means and the difference (target:
            the outbox and delivery cost at most 10 %), and deliveries/s of each run.
         2. Reads: GET /v1/customers/{id} for random ids over --customers customers (SQLite) with
            wrk for --duration seconds. Prints requests/s and latency percentiles.
-           Target on 2 cores: 30,000 requests/s, p99 under 5 ms.
+           Target on 2 cores: 30,000 requests/s, p99 under 2 ms.
+           Then nginx (when installed: PATH or /usr/sbin) serving one customer's answer as a static
+           file under the same wrk settings, started by the benchmark on a loopback port with a
+           configuration of its own; the reads over nginx's rate (target 0.5) and their p99
+           against nginx's (target under 2 ms). Without nginx: "nginx not installed".
            The seeded customers are current ones (each with its stored contribution to the metric
            rollups), so the server's metric backfill finds nothing to do beside the timed requests.
         3. PostgreSQL scale-out: the same ingest, then --duration seconds of reads of the N
@@ -149,6 +158,9 @@ enum APIBenchmarkCommand: Command {
            processes). Prints the rates, the ratio 2/1, and the CPU each server process,
            PostgreSQL (when on this machine) and the whole machine used, per second and per
            notification or read (docs/scaling.md).
+        4. Stored bytes per notification on each database, bench store's measurement (2,200
+           notifications, one customer each, its ingest with 32 writers; target at most 1,500).
+        Last, a summary: each target, the figure this run measured, pass or FAIL (or not measured).
 
         Defaults: 10,000 notifications, 100,000 customers, 10 seconds, 32 connections.
         ENTITLED_FAST_PATHS=off measures the same without the fast paths (JSON codec, projection cache).
