@@ -70,6 +70,8 @@ struct FactRow: Sendable {
             appAccountToken = f.obfuscatedExternalAccountId
         case .playVoided(let f):
             transactionId = f.purchaseToken
+        case .playOrder(let f):
+            transactionId = f.purchaseToken
         case .renewalInfo, .appTransaction, .pendingRenewal:
             break
         }
@@ -136,6 +138,7 @@ extension Fact {
         case .playSubscription: "playSubscription"
         case .playProduct: "playProduct"
         case .playVoided: "playVoided"
+        case .playOrder: "playOrder"
         }
     }
 
@@ -156,6 +159,7 @@ extension Fact {
         case .playSubscription(let f): f.purchaseToken
         case .playProduct(let f): f.purchaseToken
         case .playVoided(let f): f.purchaseToken
+        case .playOrder(let f): f.purchaseToken
         }
     }
 
