@@ -254,5 +254,7 @@ extension Schema {
                 """ + Ledger.fillChartSegments.map { $0 + ";\n" }.joined()),
         // Play customers' rollups recomputed by the backfill with prices, store and storefront.
         Migration(version: 37, name: "Play customers' rollups recomputed", sql: "", step: forgetPlayRollups),
+        // The order ids of Play purchases stored before `play_orders` was kept, from their snapshots.
+        Migration(version: 38, name: "play orders of earlier purchases", sql: "", step: fillPlayOrders),
     ]
 }
