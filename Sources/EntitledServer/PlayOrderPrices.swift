@@ -14,13 +14,21 @@ extension PlayIngest {
     func enqueueOrderPrices(_ facts: [Fact], now: Int64) async throws(IngestError) {
         for fact in facts {
             guard let job = PlayOrderPrice(fact), apps[job.packageName]?.app.googlePlay.orderPrices == true else { continue }
-            do {
-                _ = try await ingest.jobs.enqueueJob(
-                    kind: PlayOrderPrice.jobKind, key: job.packageName + " " + job.orderId, bundleId: job.packageName,
-                    subject: job.subject, subjectTime: nil, now: now, unlessFactsOf: nil)
-            } catch {
-                throw .storage(StorageError(.unavailable, "the order price job could not be stored", detail: "\(error)"))
-            }
+            try await enqueueFollowUp(
+                kind: PlayOrderPrice.jobKind, key: job.packageName + " " + job.orderId, packageName: job.packageName, subject: job.subject,
+                subjectTime: nil, now: now, what: "order price")
+        }
+    }
+
+    /// Creates the job `(kind, key)` that follows a committed Play fact unless it exists.
+    func enqueueFollowUp(
+        kind: String, key: String, packageName: String, subject: String, subjectTime: Int64?, now: Int64, what: String
+    ) async throws(IngestError) {
+        do {
+            _ = try await ingest.jobs.enqueueJob(
+                kind: kind, key: key, bundleId: packageName, subject: subject, subjectTime: subjectTime, now: now, unlessFactsOf: nil)
+        } catch {
+            throw .storage(StorageError(.unavailable, "the \(what) job could not be stored", detail: "\(error)"))
         }
     }
 }
