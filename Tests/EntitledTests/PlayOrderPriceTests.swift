@@ -65,6 +65,12 @@ import Testing
         #expect(try await served.jobs.runDue() == PlayAcknowledgementTests.report(done: 4))
         #expect(try await Self.revenue(served, "gross") == 6.98)
         #expect(try await Self.revenue(served, "proceeds") == 5.184, "15 % of the subscription, 30 % of the product")
+        // The overview's MRR of the introductory month, from its first day.
+        let overview = try await Loopback.send(
+            port: served.server.port, "GET", "/v1/metrics/overview?from=2027-01-15&to=2027-01-15&interval=day",
+            headers: ["Authorization": APIHarness.admin])
+        let first = (overview.json["series"] as? [[String: Any]])?.first
+        #expect((first?["mrr"] as? [String: Any])?["USD"] as? Double == 1.99, "\(overview.text)")
 
         // The renewal is at the base price, which the purchase says: Google is not asked.
         world.clock.advance(by: GooglePlayAPITests.period * 1000)
