@@ -30,6 +30,9 @@ public struct GooglePlaySettings: Sendable, Equatable {
     public var voidedPurchasesPollMinutes: Int
     /// How pending refund reviews are answered (`refundReviews`).
     public var refundReviews: RefundReviewSettings
+    /// Ask the Orders API what an order was charged when the purchase does not say (an
+    /// introductory phase, a one-time product), so that it counts in revenue (`orderPrices`).
+    public var orderPrices: Bool
 
     public static let defaultAPIBaseURL = URL(string: "https://androidpublisher.googleapis.com")!
     /// Allowed `voidedPurchasesPollMinutes`: at least every 5 minutes, at most daily.
@@ -37,9 +40,11 @@ public struct GooglePlaySettings: Sendable, Equatable {
 
     public init(
         serviceAccountKeyFile: String, apiBaseURL: URL = GooglePlaySettings.defaultAPIBaseURL, pubsub: PubSubSettings,
-        acknowledge: Bool = true, voidedPurchasesPollMinutes: Int = 60, refundReviews: RefundReviewSettings = RefundReviewSettings()
+        acknowledge: Bool = true, voidedPurchasesPollMinutes: Int = 60, refundReviews: RefundReviewSettings = RefundReviewSettings(),
+        orderPrices: Bool = true
     ) {
         self.refundReviews = refundReviews
+        self.orderPrices = orderPrices
         self.serviceAccountKeyFile = serviceAccountKeyFile
         self.apiBaseURL = apiBaseURL
         self.pubsub = pubsub
@@ -179,11 +184,13 @@ extension ConfigurationLoader {
         }
         var refundReviews = RefundReviewSettings()
         object.read("refundReviews", problems) { value throws(ConfigurationError) in refundReviews = try self.refundReviews(value, problems) }
+        var orderPrices = true
+        object.read("orderPrices", problems) { value throws(ConfigurationError) in orderPrices = try value.bool() }
         object.finish(problems)
         guard let keyFile, let pubsub else { return nil }
         return GooglePlaySettings(
             serviceAccountKeyFile: keyFile, apiBaseURL: apiBaseURL, pubsub: pubsub, acknowledge: acknowledge, voidedPurchasesPollMinutes: minutes,
-            refundReviews: refundReviews)
+            refundReviews: refundReviews, orderPrices: orderPrices)
     }
 
     private func refundReviews(_ node: Node, _ problems: Problems) throws(ConfigurationError) -> RefundReviewSettings {

@@ -72,6 +72,8 @@ public struct Application: Sendable {
             let finisher = TransactionFinisher(serverAPI: serverAPI)
             let acknowledger = PlayAcknowledger(clients: googlePlay)
             let reviewer = PlayRefundReviewer(clients: googlePlay, ledger: ledger, clock: clock)
+            let pricer = PlayOrderPricer(
+                play: PlayIngest(ingest: ingest, clients: googlePlay, restoreBehavior: configuration.policy.restoreBehavior), clock: clock)
             jobRunner = JobRunner(
                 jobs: ledger.store, clock: clock,
                 handlers: [
@@ -80,6 +82,7 @@ public struct Application: Sendable {
                     TransactionFinisher.jobKind: { (job) async throws(JobFailure) in try await finisher.run(job) },
                     PlayAcknowledgement.jobKind: { (job) async throws(JobFailure) in try await acknowledger.run(job) },
                     PlayRefundReview.jobKind: { (job) async throws(JobFailure) in try await reviewer.run(job) },
+                    PlayOrderPrice.jobKind: { (job) async throws(JobFailure) in try await pricer.run(job) },
                 ],
                 afterPass: googlePlay.isEmpty ? nil : acknowledger.gaugeRefresher(store: ledger.store, metrics: metrics))
         } else {

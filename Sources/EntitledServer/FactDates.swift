@@ -49,6 +49,8 @@ extension Fact {
             ("ProductPurchase", ["purchaseTimeMillis": f.purchaseTime])
         case .playVoided(let f):
             ("VoidedPurchase", ["voidedTimeMillis": f.voidedTime])
+        case .playOrder(let f):
+            ("Order", ["purchaseTime": f.purchaseTime, "observedAt": f.observedAt])
         }
     }
 

@@ -119,7 +119,7 @@ public struct Ingest: Sendable {
             case .renewalInfo: (fact, payload.data?.signedRenewalInfo, verified.renewalUnknownMembers)
             case .appTransaction: (fact, payload.appData?.signedAppTransactionInfo, [])
             case .receiptEntry, .pendingRenewal, .v1Notification, .consumableSpend, .promotionalGrant, .promotionalGrantEnd,
-                .playSubscription, .playProduct, .playVoided:
+                .playSubscription, .playProduct, .playVoided, .playOrder:
                 (fact, nil, [])
             }
         }

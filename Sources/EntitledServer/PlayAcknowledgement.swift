@@ -13,13 +13,9 @@ extension PlayIngest {
     func enqueueAcknowledgements(_ facts: [Fact], now: Int64) async throws(IngestError) {
         for fact in facts {
             guard let job = PlayAcknowledgement(fact), apps[job.packageName]?.app.googlePlay.acknowledge == true else { continue }
-            do {
-                _ = try await ingest.jobs.enqueueJob(
-                    kind: PlayAcknowledgement.jobKind, key: job.packageName + " " + job.purchaseToken, bundleId: job.packageName,
-                    subject: job.subject, subjectTime: job.purchaseTime, now: now, unlessFactsOf: nil)
-            } catch {
-                throw .storage(StorageError(.unavailable, "the acknowledgement job could not be stored", detail: "\(error)"))
-            }
+            try await enqueueFollowUp(
+                kind: PlayAcknowledgement.jobKind, key: job.packageName + " " + job.purchaseToken, packageName: job.packageName,
+                subject: job.subject, subjectTime: job.purchaseTime, now: now, what: "acknowledgement")
         }
     }
 }

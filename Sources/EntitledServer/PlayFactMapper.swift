@@ -88,6 +88,27 @@ extension PlayProductFact {
     }
 }
 
+extension PlayOrderFact {
+    /// What `order` (the Orders API's answer about `orderId`) charged: `total` less `tax`. Nil
+    /// when that is no price: `total` absent, not an exact whole number of milli-units, negative,
+    /// or not in an ISO 4217 currency, or a `tax` that is not an amount of the same currency at
+    /// most the total.
+    init?(
+        _ order: Order, purchaseToken: String, orderId: String, packageName: String, purchaseTime: Int64, observedAt: Int64,
+        environment: Environment
+    ) {
+        guard let total = order.total, let amount = total.milliunits, amount >= 0, let currency = total.currency else { return nil }
+        var tax: Int64 = 0
+        if let taxed = order.tax {
+            guard let value = taxed.milliunits, value >= 0, value <= amount, value == 0 || taxed.currency == currency else { return nil }
+            tax = value
+        }
+        self.init(
+            purchaseToken: purchaseToken, orderId: orderId, packageName: packageName, price: amount - tax, currency: currency,
+            purchaseTime: purchaseTime, observedAt: observedAt, environment: environment)
+    }
+}
+
 extension PlayApp {
     /// The engine's policy for this app's products (base plans included).
     var policy: Policy {

@@ -223,6 +223,7 @@ struct PlayIngest: Sendable {
     func commit(_ message: ReceivedMessage, facts: [Fact], claim: Claim?) async throws(IngestError) -> IngestResult.Status {
         let status = try await ingest.commitRecordingUnknown(message, facts: facts.map { ($0, nil, []) }, claim: claim)
         try await enqueueAcknowledgements(facts, now: message.receivedAt)
+        try await enqueueOrderPrices(facts, now: message.receivedAt)
         return status
     }
 

@@ -126,8 +126,9 @@ public struct LedgerHistoryEntry: Sendable, Equatable {
         case consumableSpend
         /// A promotional grant (`type`: the entitlement, `transactionId`: the grant id), or its early end.
         case promotionalGrant, promotionalGrantEnd
-        /// A Play purchase as the Developer API answered (`type`: the subscription state), or its voiding.
-        case playSubscription, playProduct, playVoided
+        /// A Play purchase as the Developer API answered (`type`: the subscription state), its
+        /// voiding, or what one of its orders was charged (`transactionId`: the order id).
+        case playSubscription, playProduct, playVoided, playOrder
     }
 
     /// Unique within the ledger.
@@ -237,6 +238,10 @@ extension LedgerHistoryEntry {
             self = LedgerHistoryEntry(
                 id: id, kind: .playVoided, occurredAt: f.voidedTime, receivedAt: receivedAt, environment: f.environment,
                 transactionId: f.purchaseToken, originalTransactionId: f.purchaseToken)
+        case .playOrder(let f):
+            self = LedgerHistoryEntry(
+                id: id, kind: .playOrder, occurredAt: f.observedAt, receivedAt: receivedAt, environment: f.environment,
+                transactionId: f.orderId, originalTransactionId: f.purchaseToken, price: f.price, currency: f.currency)
         }
     }
 }

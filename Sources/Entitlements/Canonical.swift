@@ -286,6 +286,8 @@ struct Canon {
             case .playVoided(let v):
                 guard v.environment == environment else { continue }
                 playVoided[v.purchaseToken, default: []].append(v)
+            case .playOrder:
+                continue
             }
         }
         if hasPromotions { promotions = promotionalGrants(in: facts) }
@@ -386,6 +388,7 @@ extension Fact {
         case .promotionalGrant(let f): f.orderKey
         case .playSubscription(let f): f.orderKey
         case .playProduct(let f): f.orderKey
+        case .playOrder(let f): f.orderKey
         case .notification, .v1Notification, .promotionalGrantEnd, .consumableSpend, .playVoided: []
         }
     }

@@ -217,14 +217,19 @@ func chartTransitions(
 }
 
 /// Revenue, refunds and the cohort series, from the newest version of each transaction and the
-/// `play` periods (``playPeriods(_:policy:)``): one customer's cohort spans both stores.
-func chartTransactionFlows(_ facts: [Fact], play: [TransactionFact] = [], environment: Environment, into sums: inout [ChartKey: Int64]) {
+/// `play` periods (``playPeriods(_:policy:)``): one customer's cohort spans both stores. A Play
+/// purchase's refunds by quantity take back their share of its price when they happened.
+func chartTransactionFlows(_ facts: [Fact], play: [PlayPeriod] = [], environment: Environment, into sums: inout [ChartKey: Int64]) {
     var latest: [String: TransactionFact] = [:]
     for case .transaction(let t) in facts where latest[t.transactionId].map({ $0.signedDate <= t.signedDate }) ?? true {
         latest[t.transactionId] = t
     }
-    let playIds = Set(play.map(\.transactionId))
-    for t in play where latest[t.transactionId] == nil { latest[t.transactionId] = t }
+    let playIds = Set(play.map(\.transaction.transactionId))
+    var partialRefunds: [String: [(at: Int64, amount: Int64)]] = [:]
+    for period in play where latest[period.transaction.transactionId] == nil {
+        latest[period.transaction.transactionId] = period.transaction
+        if !period.partialRefunds.isEmpty { partialRefunds[period.transaction.transactionId] = period.partialRefunds }
+    }
     func store(_ t: TransactionFact) -> PurchaseStore { playIds.contains(t.transactionId) ? .playStore : .appStore }
     let transactions = latest.values.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
     guard let first = transactions.first else { return }
@@ -244,8 +249,10 @@ func chartTransactionFlows(_ facts: [Fact], play: [TransactionFact] = [], enviro
         let commission = storeCommission(store(t), productType: t.productType, paidFor: t.purchaseDate - start)
         add(.proceeds, t.purchaseDate, price * (100 - commission) / 100, t, currency: currency)
         add(.paidTransactions, t.purchaseDate, 1, t)
+        let partial = partialRefunds[t.transactionId] ?? []
+        for refund in partial { add(.refundAmount, refund.at, refund.amount, t, currency: currency) }
         if let revoked = t.revocationDate, t.isRefunded {
-            add(.refundAmount, revoked, price, t, currency: currency)
+            add(.refundAmount, revoked, price - partial.reduce(0) { $0 + $1.amount }, t, currency: currency)
             add(.refunds, revoked, 1, t)
             add(.refundedTransactions, t.purchaseDate, 1, t)
         }
@@ -254,7 +261,10 @@ func chartTransactionFlows(_ facts: [Fact], play: [TransactionFact] = [], enviro
     add(.customersNew, first.purchaseDate, 1, first)
     let kept = paid.filter { !$0.isRefunded }
     if !kept.isEmpty { add(.customersPaying, first.purchaseDate, 1, first) }
-    for t in kept { add(.customerRevenue, first.purchaseDate, t.price ?? 0, first, currency: t.currency ?? "") }
+    for t in kept {
+        let refunded = partialRefunds[t.transactionId]?.reduce(0) { $0 + $1.amount } ?? 0
+        add(.customerRevenue, first.purchaseDate, (t.price ?? 0) - refunded, first, currency: t.currency ?? "")
+    }
     // Trials: each subscription's first free-trial transaction.
     var trialed = Set<String>()
     for t in transactions where t.periodType == .trial && t.productType == .autoRenewable && trialed.insert(t.originalTransactionId).inserted {

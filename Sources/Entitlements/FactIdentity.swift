@@ -90,6 +90,12 @@ extension Fact {
                 "playVoided",
                 [.text(f.environment.rawValue), .text(f.purchaseToken), .text(f.orderId), .number(f.voidedTime)]
                     + (f.voidedQuantity.map { [.number(Int64($0))] } ?? []))
+        case .playOrder(let f):
+            // One price of one order, however often the Orders API is asked (a run whose success
+            // was lost asks again): the same answer later is the same fact.
+            return Self.identity(
+                "playOrder",
+                [.text(f.environment.rawValue), .text(f.purchaseToken), .text(f.orderId), .number(f.price), .text(f.currency)])
         }
     }
 

@@ -31,11 +31,13 @@ public indirect enum Fact: Hashable, Sendable, Codable {
     case playProduct(PlayProductFact)
     /// A voided Play purchase.
     case playVoided(PlayVoidedPurchaseFact)
+    /// What a Play order was charged, as the Orders API answered.
+    case playOrder(PlayOrderFact)
 
     /// Encoded as `{"kind": "transaction", "fact": {…}}` (kinds: `transaction`, `renewalInfo`,
     /// `notification`, `appTransaction`, `receiptEntry`, `pendingRenewal`, `v1Notification`,
     /// `consumableSpend`, `promotionalGrant`, `promotionalGrantEnd`, `playSubscription`, `playProduct`,
-    /// `playVoided`).
+    /// `playVoided`, `playOrder`).
     private enum CodingKeys: String, CodingKey {
         case kind
         case fact
@@ -59,6 +61,7 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case "playSubscription": self = .playSubscription(try container.decode(PlaySubscriptionFact.self, forKey: .fact))
         case "playProduct": self = .playProduct(try container.decode(PlayProductFact.self, forKey: .fact))
         case "playVoided": self = .playVoided(try container.decode(PlayVoidedPurchaseFact.self, forKey: .fact))
+        case "playOrder": self = .playOrder(try container.decode(PlayOrderFact.self, forKey: .fact))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .kind, in: container, debugDescription: "unknown fact kind '\(kind)'")
@@ -107,6 +110,9 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case .playVoided(let fact):
             try container.encode("playVoided", forKey: .kind)
             try container.encode(fact, forKey: .fact)
+        case .playOrder(let fact):
+            try container.encode("playOrder", forKey: .kind)
+            try container.encode(fact, forKey: .fact)
         }
     }
 
@@ -126,6 +132,7 @@ public indirect enum Fact: Hashable, Sendable, Codable {
         case .playSubscription(let fact): fact.environment
         case .playProduct(let fact): fact.environment
         case .playVoided(let fact): fact.environment
+        case .playOrder(let fact): fact.environment
         }
     }
 }

@@ -88,6 +88,7 @@ extension Fact {
         case .playSubscription(let f): f.observedAt
         case .playProduct(let f): f.observedAt
         case .playVoided(let f): f.voidedTime
+        case .playOrder(let f): f.purchaseTime
         }
     }
 }
@@ -141,7 +142,7 @@ public func metricContribution(
         let play = playPeriods(own, policy: policy)
         evaluations += timeline(own, play: play, policy: policy, environment: environment, from: stored?.from, into: &sums, charts: &charts)
         transactionFlows(own, environment: environment, into: &sums)
-        chartTransactionFlows(own, play: play.map(\.transaction), environment: environment, into: &charts)
+        chartTransactionFlows(own, play: play, environment: environment, into: &charts)
         playFlows(own, periods: play, policy: policy, environment: environment, into: &sums)
     }
     let deltas = sums.compactMap { key, value in

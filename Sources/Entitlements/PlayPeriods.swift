@@ -9,11 +9,16 @@ struct PlayPeriod {
     var token: String
     var orderId: String?
     var transaction: TransactionFact
+    /// The parts of the price taken back by refunds by quantity before any full refund (a
+    /// one-time purchase of several units), each when it became known.
+    var partialRefunds: [(at: Int64, amount: Int64)] = []
 }
 
 /// The Play periods of `facts` (one environment): each subscription order in a granted state, and
-/// each paid one-time purchase, with refunds from voided purchases (and canceled products).
+/// each paid one-time purchase, with refunds from voided purchases (and canceled products). An
+/// order's price is its snapshots' when they have one, else the Orders API's (``PlayOrderFact``).
 func playPeriods(_ facts: [Fact], policy: Policy) -> [PlayPeriod] {
+    let orderPrices = playOrderPrices(facts)
     var subscriptions: [String: [(fact: PlaySubscriptionFact, index: Int)]] = [:]
     var products: [String: [PlayProductFact]] = [:]
     var voided: [String: [PlayVoidedPurchaseFact]] = [:]
@@ -55,7 +60,8 @@ func playPeriods(_ facts: [Fact], policy: Policy) -> [PlayPeriod] {
                 let ordinary = previous.state == .active || previous.state == .canceled
                 start = ordinary ? min(previous.expiryTime ?? first.observedAt, first.observedAt) : first.observedAt
             }
-            let priced = snapshots.first { $0.price != nil } ?? first
+            let priced = snapshots.first { $0.price != nil }
+            let ordered = first.latestOrderId.flatMap { orderPrices[PlayOrderKey(token: token, orderId: $0)] }
             let isLast = position == orders.count - 1
             let refund = voids.filter { $0.orderId == first.latestOrderId || ($0.orderId == nil && isLast) }.map(\.voidedTime).min()
             let periodType = first.periodType ?? .normal
@@ -66,22 +72,28 @@ func playPeriods(_ facts: [Fact], policy: Policy) -> [PlayPeriod] {
                 offerType: periodType == .normal ? nil : .introductory,
                 offerDiscountType: periodType == .trial ? .freeTrial : periodType == .intro ? .payAsYouGo : nil,
                 offerIdentifier: first.offerId, environment: first.environment, storefront: first.storefront,
-                transactionReason: position == 0 ? .purchase : .renewal, price: priced.price, currency: priced.currency)
+                transactionReason: position == 0 ? .purchase : .renewal, price: priced?.price ?? ordered?.price,
+                currency: priced?.currency ?? ordered?.currency)
             periods.append(PlayPeriod(token: token, orderId: first.latestOrderId, transaction: transaction))
         }
     }
     for token in products.keys.sorted() {
         let versions = products[token]!
         guard let paid = versions.filter({ $0.purchaseState == 0 }).min(by: { $0.observedAt < $1.observedAt }) else { continue }
-        let canceled = versions.filter { $0.purchaseState == PlayProductFact.canceled && $0.observedAt >= paid.observedAt }
-        let refund = (voided[token] ?? []).map(\.voidedTime).min() ?? canceled.map(\.observedAt).min()
+        let refunds = PlayProductRefunds(snapshots: versions, voids: voided[token] ?? [])
+        // Voided in full (a full voiding, the purchase answered canceled, or every unit refunded by quantity).
+        let refund = refunds.fullRefund?.at ?? (refunds.refundedInFull ? refunds.steps.last?.at : nil)
+        let ordered = paid.orderId.flatMap { orderPrices[PlayOrderKey(token: token, orderId: $0)] }
         let type = policy.products[paid.productId]?.type
         let transaction = TransactionFact(
             transactionId: paid.orderId ?? token, originalTransactionId: token, productId: paid.productId, purchaseDate: paid.purchaseTime,
             quantity: max(paid.quantity, 1), productType: type == .consumable || type == .nonRenewing ? type! : .nonConsumable,
             signedDate: paid.observedAt, revocationDate: refund, environment: paid.environment, storefront: paid.storefront,
-            transactionReason: .purchase)
-        periods.append(PlayPeriod(token: token, orderId: paid.orderId, transaction: transaction))
+            transactionReason: .purchase, price: ordered?.price, currency: ordered?.currency)
+        // A refund by quantity takes back its units' share; the one that refunds the last unit is the full refund.
+        var partial = ordered.map { refunds.partialRefundAmounts(ofPrice: $0.price) } ?? []
+        if refunds.fullRefund == nil, refunds.refundedInFull, !partial.isEmpty { partial.removeLast() }
+        periods.append(PlayPeriod(token: token, orderId: paid.orderId, transaction: transaction, partialRefunds: partial))
     }
     return periods
 }

@@ -106,11 +106,7 @@ public struct PlayProductRefunds: Hashable, Sendable {
     /// The part of `price` (milli-units, for all units) refunded: proportional to the units
     /// refunded, rounded down, without overflow.
     public func refundedAmount(ofPrice price: Int64) -> Int64 {
-        let units = Int64(refunded)
-        let (whole, rest) = price.quotientAndRemainder(dividingBy: Int64(quantity))
-        // rest × units / quantity < units: exact in full width, never overflowing.
-        let product = rest.multipliedFullWidth(by: units)
-        return whole * units + Int64(quantity).dividingFullWidth(product).quotient
+        Self.share(of: price, units: refunded, quantity: quantity)
     }
 }
 

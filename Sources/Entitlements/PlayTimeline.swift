@@ -22,7 +22,7 @@ struct PlayTimelineFacts {
 
 extension PlaySubscriptionState {
     /// A state Google gives once the purchase was paid for (pending and unknown states grant nothing).
-    var isGranted: Bool { [.active, .canceled, .inGracePeriod, .onHold, .paused, .expired].contains(self) }
+    public var isGranted: Bool { [.active, .canceled, .inGracePeriod, .onHold, .paused, .expired].contains(self) }
     /// Google is retrying the payment.
     var isBillingIssue: Bool { self == .inGracePeriod || self == .onHold }
 }

@@ -133,7 +133,7 @@ struct TimelineBuilder {
                 notes[otid, default: []].append(TimelineNote(kind: kind, signedDate: n.date, index: index))
                 signed[otid, default: []].append((n.date, index))
             case .playSubscription, .playProduct, .playVoided: collectPlay(fact, index: index)
-            case .appTransaction, .consumableSpend, .promotionalGrant, .promotionalGrantEnd: continue
+            case .appTransaction, .consumableSpend, .promotionalGrant, .promotionalGrantEnd, .playOrder: continue
             }
         }
     }

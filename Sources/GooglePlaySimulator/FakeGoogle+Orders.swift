@@ -2,15 +2,16 @@ import GooglePlay
 
 extension FakeGoogle {
     /// `orders.get`: the order `orderId` of `packageName` (a subscription's first order or one of
-    /// its renewals, or a one-time purchase), charged the product's price (times the quantity),
+    /// its renewals, or a one-time purchase), charged the product's price (an introductory
+    /// period its introductory price; a one-time product times the quantity),
     /// no tax, and Google's 15 % (subscriptions) or 30 % fee taken from the developer's revenue;
     /// nil when no purchase has that order.
     func order(_ orderId: String, packageName: String) -> Order? {
         state.withLock { state -> Order? in
             for (token, s) in state.subscriptions where s.packageName == packageName {
                 let ids = [s.orderBase] + (0..<max(s.renewals, 0)).map { "\(s.orderBase)..\($0)" }
-                guard ids.contains(orderId) else { continue }
-                return Self.order(orderId, token: token, productId: s.productId, price: s.price, quantity: 1, feePercent: 15)
+                guard let index = ids.firstIndex(of: orderId) else { continue }
+                return Self.order(orderId, token: token, productId: s.productId, price: s.price(ofOrder: index), quantity: 1, feePercent: 15)
             }
             for (token, p) in state.productPurchases where p.packageName == packageName && p.orderId == orderId {
                 let state = p.canceled ? "REFUNDED" : "PROCESSED"

@@ -98,11 +98,12 @@ public final class FakeGoogle: Sendable {
     // MARK: - Subscriptions
 
     /// Buys `productId` on `basePlanId` (the product's first base plan when nil); answers the new
-    /// purchase token. Queues `SUBSCRIPTION_PURCHASED`.
+    /// purchase token. With `introductoryPrice`, the first `introductoryPeriods` periods are an
+    /// introductory offer charged that price. Queues `SUBSCRIPTION_PURCHASED`.
     @discardableResult
     public func buySubscription(
         packageName: String, productId: String, basePlanId: String? = nil, offerId: String? = nil, obfuscatedAccountId: String? = nil,
-        test: Bool = false, linkedPurchaseToken: String? = nil
+        test: Bool = false, linkedPurchaseToken: String? = nil, introductoryPrice: Money? = nil, introductoryPeriods: Int = 1
     ) throws(FakeGoogleError) -> String {
         guard case .subscription(let plans, let period)? = products[productId]?.kind else {
             throw FakeGoogleError("no subscription product \(productId)")
@@ -117,7 +118,8 @@ public final class FakeGoogle: Sendable {
                 startMillis: now, expiryMillis: now + period * 1000, autoRenew: true, acknowledged: false,
                 linkedPurchaseToken: linkedPurchaseToken, obfuscatedAccountId: obfuscatedAccountId, test: test,
                 orderBase: "GPA.\(3300 + state.sequence)-\(1000 + state.sequence)-\(2000 + state.sequence)-\(40000 + state.sequence)",
-                renewals: 0, autoResumeMillis: nil, canceledBy: nil, voided: false, price: products[productId]?.price)
+                renewals: 0, autoResumeMillis: nil, canceledBy: nil, voided: false, price: products[productId]?.price,
+                introductoryPrice: introductoryPrice, introductoryPeriods: introductoryPrice == nil ? nil : introductoryPeriods)
             notify(&state, packageName: packageName, subscription: .purchased, token: token, productId: productId)
             return token
         }

@@ -57,8 +57,18 @@ struct FakeSubscription: Sendable, Codable, Equatable {
     var autoResumeMillis: Int64?
     var canceledBy: CancelReason?
     var voided: Bool
-    /// The recurring price every period is charged (the fake has no trials or introductory offers).
+    /// The recurring price every period is charged after the introductory ones.
     var price: Money?
+    /// What each of the first ``introductoryPeriods`` periods is charged (an introductory offer;
+    /// the subscription answers `offerPhase.introductoryPrice` then, and no price).
+    var introductoryPrice: Money?
+    var introductoryPeriods: Int?
+
+    /// Whether the period of order number `index` (0 the first, 1 its first renewal, …) is introductory.
+    func isIntroductory(_ index: Int) -> Bool { introductoryPrice != nil && index < (introductoryPeriods ?? 0) }
+
+    /// What the period of order number `index` is charged.
+    func price(ofOrder index: Int) -> Money? { isIntroductory(index) ? introductoryPrice : price }
 
     enum CancelReason: Sendable, Codable { case user, system, developer, replacement }
 
@@ -78,7 +88,8 @@ struct FakeSubscription: Sendable, Codable, Equatable {
                 SubscriptionPurchaseLineItem(
                     productId: productId, expiryTime: GoogleTimestamp(milliseconds: expiryMillis),
                     autoRenewingPlan: AutoRenewingPlan(autoRenewEnabled: autoRenew, recurringPrice: price),
-                    offerDetails: OfferDetails(basePlanId: basePlanId, offerId: offerId), offerPhase: .base,
+                    offerDetails: OfferDetails(basePlanId: basePlanId, offerId: offerId),
+                    offerPhase: isIntroductory(renewals) ? .introductory : .base,
                     latestSuccessfulOrderId: orderId)
             ],
             startTime: GoogleTimestamp(milliseconds: startMillis), subscriptionState: state, latestOrderId: orderId,

@@ -30,28 +30,39 @@ public struct PlayOrder: Sendable, Hashable {
     }
 }
 
-extension Ledger {
-    /// Records the order ids of the Play purchases among `rows` (first writer wins: an order
+extension PlayOrder {
+    /// The order a Play purchase snapshot names (a subscription's `latestOrderId`, a one-time
+    /// purchase's `orderId`); nil for any other fact or a snapshot naming none.
+    init?(_ fact: Fact) {
+        switch fact {
+        case .playSubscription(let s):
+            guard let id = s.latestOrderId, !id.isEmpty else { return nil }
+            self.init(orderId: id, purchaseToken: s.purchaseToken, productId: s.productId, isSubscription: true)
+        case .playProduct(let p):
+            guard let id = p.orderId, !id.isEmpty else { return nil }
+            self.init(orderId: id, purchaseToken: p.purchaseToken, productId: p.productId, isSubscription: false)
+        default:
+            return nil
+        }
+    }
+
+    /// Records the order in `packageName` unless it is recorded (first writer wins: an order
     /// belongs to one purchase).
+    func insert(packageName: String) -> SQLQuery {
+        """
+        INSERT INTO play_orders (package_name, order_id, base_order_id, purchase_token, product_id, is_subscription)
+        VALUES (\(packageName), \(orderId), \(PlayOrder.baseOrderId(orderId)), \(purchaseToken), \(productId), \(isSubscription))
+        ON CONFLICT (package_name, order_id) DO NOTHING
+        """
+    }
+}
+
+extension Ledger {
+    /// Records the order ids of the Play purchases among `rows`.
     func recordPlayOrders(_ rows: [FactRow], packageName: String?) throws {
         for row in rows {
-            let order: PlayOrder
-            switch row.fact {
-            case .playSubscription(let s):
-                guard let id = s.latestOrderId, !id.isEmpty else { continue }
-                order = PlayOrder(orderId: id, purchaseToken: s.purchaseToken, productId: s.productId, isSubscription: true)
-            case .playProduct(let p):
-                guard let id = p.orderId, !id.isEmpty else { continue }
-                order = PlayOrder(orderId: id, purchaseToken: p.purchaseToken, productId: p.productId, isSubscription: false)
-            default:
-                continue
-            }
-            try session.query(
-                """
-                INSERT INTO play_orders (package_name, order_id, base_order_id, purchase_token, product_id, is_subscription)
-                VALUES (\(packageName ?? ""), \(order.orderId), \(PlayOrder.baseOrderId(order.orderId)), \(order.purchaseToken), \(order.productId), \(order.isSubscription))
-                ON CONFLICT (package_name, order_id) DO NOTHING
-                """)
+            guard let order = PlayOrder(row.fact) else { continue }
+            try session.query(order.insert(packageName: packageName ?? ""))
         }
     }
 }

@@ -39,7 +39,7 @@ public protocol ReconcileStateStore: Sendable {
     /// what a Play catch-up asks Google about again.
     func playPurchaseTokens(packageName: String, after: String, limit: Int) async throws -> [String]
 
-    /// The facts filed under a Google Play purchase token (its snapshots and voidings), whoever
+    /// The facts filed under a Google Play purchase token (its snapshots, voidings and order prices), whoever
     /// holds it, oldest first, decoded by `projector`: what the catch-ups compare Google's answers with.
     func playFacts(purchaseToken: String, projector: Projector) async throws -> [Fact]
 }
@@ -59,7 +59,7 @@ extension SessionBackedStore {
             try session.query(
                 """
                 SELECT payload, payload_packed FROM facts
-                WHERE original_transaction_id = \(purchaseToken) AND kind IN ('playSubscription', 'playProduct', 'playVoided')
+                WHERE original_transaction_id = \(purchaseToken) AND kind IN ('playSubscription', 'playProduct', 'playVoided', 'playOrder')
                 ORDER BY id
                 """
             ).compactMap { row in projector.decode(try FactPayload.text(row)) }

@@ -27,14 +27,14 @@ import Testing
         var servers: [(server: HTTPServer, store: any LedgerStore)] = []
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-play-\(UUID())")
 
-        init(price: Money? = nil) throws {
+        init(price: Money? = nil, unitPrice: Money? = nil) throws {
             google = try FakeGoogle(
                 products: [
                     FakePlayProduct(
                         productId: "premium", kind: .subscription(basePlans: ["monthly"], periodSeconds: GooglePlayAPITests.period), price: price),
                     FakePlayProduct(productId: "premium.plus", kind: .subscription(basePlans: ["monthly"], periodSeconds: GooglePlayAPITests.period)),
-                    FakePlayProduct(productId: "lifetime", kind: .oneTime(consumable: false)),
-                    FakePlayProduct(productId: "coins", kind: .oneTime(consumable: true)),
+                    FakePlayProduct(productId: "lifetime", kind: .oneTime(consumable: false), price: unitPrice),
+                    FakePlayProduct(productId: "coins", kind: .oneTime(consumable: true), price: unitPrice),
                 ], clock: clock)
             fake = try FakeGoogleServer(google: google)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -49,7 +49,10 @@ import Testing
                         serviceAccountKeyFile: keyFile.path, apiBaseURL: fake.baseURL,
                         pubsub: PubSubSettings(
                             audience: GooglePlayAPITests.audience, serviceAccountEmail: GooglePlayAPITests.pushAccount,
-                            certsURL: fake.certsURL)),
+                            certsURL: fake.certsURL),
+                        // Asked only by the suites about prices: the others count the jobs of
+                        // acknowledgements and refund reviews alone.
+                        orderPrices: false),
                     products: [
                         PlayProduct(productId: "premium", type: .autoRenewable, subscriptionGroup: "premium", entitlements: ["pro"]),
                         PlayProduct(productId: "premium.plus", type: .autoRenewable, subscriptionGroup: "premium", entitlements: ["pro", "plus"]),

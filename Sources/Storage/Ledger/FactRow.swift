@@ -71,6 +71,8 @@ struct FactRow: Sendable {
             appAccountToken = f.obfuscatedExternalAccountId
         case .playVoided(let f):
             transactionId = f.purchaseToken
+        case .playOrder(let f):
+            transactionId = f.purchaseToken
         case .renewalInfo, .appTransaction, .pendingRenewal:
             break
         }
@@ -137,6 +139,7 @@ extension Fact {
         case .playSubscription: "playSubscription"
         case .playProduct: "playProduct"
         case .playVoided: "playVoided"
+        case .playOrder: "playOrder"
         }
     }
 
@@ -157,6 +160,7 @@ extension Fact {
         case .playSubscription(let f): f.purchaseToken
         case .playProduct(let f): f.purchaseToken
         case .playVoided(let f): f.purchaseToken
+        case .playOrder(let f): f.purchaseToken
         }
     }
 

@@ -255,5 +255,7 @@ extension Schema {
         // Play customers' rollups recomputed by the backfill with prices, store and storefront.
         Migration(version: 37, name: "Play customers' rollups recomputed", sql: "", step: forgetPlayRollups),
         smallerLedgerKeys,
+        // The order ids of Play purchases stored before `play_orders` was kept, from their snapshots.
+        Migration(version: 39, name: "play orders of earlier purchases", sql: "", step: fillPlayOrders),
     ]
 }
