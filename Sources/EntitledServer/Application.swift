@@ -80,6 +80,7 @@ public struct Application: Sendable {
                     TransactionFinisher.jobKind: { (job) async throws(JobFailure) in try await finisher.run(job) },
                     PlayAcknowledgement.jobKind: { (job) async throws(JobFailure) in try await acknowledger.run(job) },
                     PlayRefundReview.jobKind: { (job) async throws(JobFailure) in try await reviewer.run(job) },
+                    PlayRefundReview.answerJobKind: { (job) async throws(JobFailure) in try await reviewer.run(job) },
                 ],
                 afterPass: googlePlay.isEmpty ? nil : acknowledger.gaugeRefresher(store: ledger.store, metrics: metrics))
         } else {
