@@ -63,6 +63,18 @@ extension CountingStore {
     func playOrder(packageName: String, orderId: String) async throws -> PlayOrder? {
         try await base.playOrder(packageName: packageName, orderId: orderId)
     }
+    func recordRefundReview(_ review: StoredRefundReview) async throws { try await base.recordRefundReview(review) }
+    func refundReviews(orderId: String) async throws -> [StoredRefundReview] { try await base.refundReviews(orderId: orderId) }
+    func refundReviews(answered: Bool, since: Int64, limit: Int) async throws -> [StoredRefundReview] {
+        try await base.refundReviews(answered: answered, since: since, limit: limit)
+    }
+    func answerRefundReview(_ review: StoredRefundReview, answer: String, answeredBy: String, now: Int64) async throws
+        -> (review: StoredRefundReview, recorded: Bool) {
+        try await base.answerRefundReview(review, answer: answer, answeredBy: answeredBy, now: now)
+    }
+    func refundReviewForwarded(packageName: String, pendingRefundToken: String, now: Int64) async throws {
+        try await base.refundReviewForwarded(packageName: packageName, pendingRefundToken: pendingRefundToken, now: now)
+    }
 
     func playPurchaseTokens(packageName: String, after: String, limit: Int) async throws -> [String] {
         try await base.playPurchaseTokens(packageName: packageName, after: after, limit: limit)

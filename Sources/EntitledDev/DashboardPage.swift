@@ -104,7 +104,7 @@ extension Dashboard {
                 <div class="row"><h2 id="d-name" style="margin:0"></h2><span id="d-state" class="muted small"></span>
                   <span class="row" style="margin-left:auto">
                     <select id="d-product" aria-label="Product to buy"></select><button id="d-buy" class="primary">Buy</button>
-                    <span class="row" id="d-play" hidden><select id="d-play-product" aria-label="Google Play product to buy"></select><button id="d-play-buy" class="primary" title="Bought on the fake Google Play, pushed to /v1/google/notifications as Pub/Sub does">Buy on Google Play</button></span>
+                    <span class="row" id="d-play" hidden><select id="d-play-product" aria-label="Google Play product to buy"></select><input id="d-play-quantity" type="number" min="1" max="100" value="1" style="width: 3.5rem" aria-label="Units (one-time products)" title="Units of a one-time product"><button id="d-play-buy" class="primary" title="Bought on the fake Google Play, pushed to /v1/google/notifications as Pub/Sub does">Buy on Google Play</button></span>
                     <button id="d-card"></button>
                   </span></div>
                 <div class="ents" id="d-ents"></div>
@@ -189,7 +189,15 @@ extension Dashboard {
             } else if (e.status === 'gracePeriod') out.push(b('Put on hold', 'hold'), b('Recover', 'recover'), b('Cancel', 'cancel'));
             else if (e.status !== 'refunded' && e.status !== 'revoked' && e.status !== 'expired') out.push(b('Recover', 'recover'), b('Cancel', 'cancel'));
           }
-          if (e.status !== 'refunded' && e.status !== 'revoked') out.push(b('Refund (void)', 'refund', {}, 'danger'));
+          if (e.status !== 'refunded' && e.status !== 'revoked') {
+            out.push(b('Refund review', 'refund_review', {}, ''));
+            // A one-time purchase of several units: Google refunds some of them (refundType 2).
+            if (e.productType !== 'autoRenewable') {
+              const units = el('input', { type: 'number', min: '1', value: '1', style: 'width: 3.5rem', 'aria-label': 'Units to refund' });
+              out.push(units, el('button', { onclick: () => playAct('Refund units', { action: 'refund_units', customer: selected, product: e.productId, quantity: Number(units.value) || 1 }) }, 'Refund units'));
+            }
+            out.push(b('Refund (void)', 'refund', {}, 'danger'));
+          }
           return out;
         }
 
@@ -405,7 +413,7 @@ extension Dashboard {
         $('speed').onchange = e => run('Speed', '/dev/clock', { dayEvery: +e.target.value });
         for (const b of document.querySelectorAll('[data-advance]')) b.onclick = () => run(b.textContent, '/dev/clock/advance', { by: b.dataset.advance });
         $('d-buy').onclick = () => selected && act('Buy', { action: 'purchase', customer: selected, product: $('d-product').value });
-        $('d-play-buy').onclick = () => selected && playAct('Buy on Google Play', { action: 'buy', customer: selected, product: $('d-play-product').value });
+        $('d-play-buy').onclick = () => selected && playAct('Buy on Google Play', { action: 'buy', customer: selected, product: $('d-play-product').value, quantity: Number($('d-play-quantity').value) || 1 });
         $('add').onsubmit = async e => {
           e.preventDefault();
           const name = $('new-name').value.trim(), product = $('new-product').value;

@@ -53,7 +53,9 @@ final class DevPlay: Sendable {
 
     /// A Play action of the dashboard (`POST /dev/play/actions`).
     struct ActionRequest: Sendable, Codable, Equatable {
-        /// `buy`, `renew`, `fail` (into grace), `hold`, `recover`, `pause`, `cancel`, `expire`, `refund` or `upgrade`.
+        /// `buy`, `renew`, `fail` (into grace), `hold`, `recover`, `pause`, `cancel`, `expire`, `refund`,
+        /// `refund_units` (a quantity-based partial refund of a one-time purchase), `refund_review`
+        /// (Google asks the developer's view on a refund request of the purchase's order) or `upgrade`.
         var action: String
         var customer: String
         /// The product bought, or whose latest purchase the action applies to.
@@ -64,6 +66,8 @@ final class DevPlay: Sendable {
         var basePlan: String?
         /// `pause`: days until the subscription resumes (30 when absent).
         var days: Int?
+        /// `buy` of a one-time product: units bought; `refund_units`: units refunded (1 when absent).
+        var quantity: Int?
     }
 
     /// One push to the server.
@@ -182,7 +186,9 @@ final class DevPlay: Sendable {
                 token = try google.buySubscription(
                     packageName: app.packageName, productId: product, basePlanId: request.basePlan, obfuscatedAccountId: account)
             case .oneTime?:
-                token = try google.buyProduct(packageName: app.packageName, productId: product, obfuscatedAccountId: account)
+                token = try google.buyProduct(
+                    packageName: app.packageName, productId: product, quantity: max(1, min(request.quantity ?? 1, 100)),
+                    obfuscatedAccountId: account)
             case nil:
                 throw FakeGoogleError("no product '\(product)' in \(app.packageName)")
             }
@@ -204,13 +210,15 @@ final class DevPlay: Sendable {
         case "expire": try google.expire(token)
         case "refund":
             if google.subscription(token) != nil { try google.revoke(token) } else { try google.refundProduct(token) }
+        case "refund_units": try google.refundProductQuantity(token, quantity: request.quantity ?? 1)
+        case "refund_review": _ = try google.requestRefundReview(token)
         case "upgrade":
             guard let target = request.to else { throw FakeGoogleError("upgrade needs 'to', the replacing product") }
             let fresh = try google.upgrade(token, to: target, basePlanId: request.basePlan)
             record(Purchase(customer: request.customer, productId: target, token: fresh))
         default:
             throw FakeGoogleError(
-                "unknown Play action '\(request.action)': buy, renew, fail, hold, recover, pause, cancel, expire, refund or upgrade")
+                "unknown Play action '\(request.action)': buy, renew, fail, hold, recover, pause, cancel, expire, refund, refund_units, refund_review or upgrade")
         }
     }
 

@@ -49,6 +49,7 @@ public struct API: Sendable {
     let customerOfferings: CustomerOfferingRoutes
     let experiments: ExperimentRoutes
     let offeringHistory: OfferingHistoryRoutes
+    let refundReviews: RefundReviewRoutes
 
     init(
         configuration: Configuration, ingest: Ingest, ledger: FactLedger, clock: any EpochClock, budget: RejectionBudget? = nil,
@@ -110,6 +111,8 @@ public struct API: Sendable {
             gate: gate, changes: ExperimentChanges(changes: OfferingChanges(ledger: ledger, cache: paywall)), cache: paywall,
             results: ExperimentResultsReader(ledger: ledger, environments: answers.grantEnvironments), clock: clock)
         offeringHistory = OfferingHistoryRoutes(gate: gate, history: OfferingHistory(ledger: ledger))
+        refundReviews = RefundReviewRoutes(
+            gate: gate, answers: RefundReviewAnswers(store: ledger.store, packageNames: Set(googlePlay.map(\.app.packageName))), clock: clock)
     }
 
     /// Registers every endpoint of the API (health and readiness are registered by ``Application``).
@@ -137,6 +140,7 @@ public struct API: Sendable {
         customerOfferings.register(on: &router)
         experiments.register(on: &router)
         offeringHistory.register(on: &router)
+        refundReviews.register(on: &router)
     }
 
     /// A history request's `limit` (default ``defaultHistoryLimit``, at most ``maxHistoryLimit``) and

@@ -83,6 +83,7 @@ public struct Application: Sendable {
                     PlayAcknowledgement.jobKind: { (job) async throws(JobFailure) in try await acknowledger.run(job) },
                     PlayRefundReview.jobKind: { (job) async throws(JobFailure) in try await reviewer.run(job) },
                     PlayOrderPrice.jobKind: { (job) async throws(JobFailure) in try await pricer.run(job) },
+                    PlayRefundReview.answerJobKind: { (job) async throws(JobFailure) in try await reviewer.run(job) },
                 ],
                 afterPass: googlePlay.isEmpty ? nil : acknowledger.gaugeRefresher(store: ledger.store, metrics: metrics))
         } else {

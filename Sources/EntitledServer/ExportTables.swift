@@ -1,3 +1,4 @@
+import Entitlements
 import Exports
 import JSONCoding
 import Storage
@@ -54,65 +55,71 @@ enum ExportTables {
 
     static let transactions: [ExportColumn<ExportedTransaction>] = [
         ExportColumn("ledger_id", "The ledger's row id: increases with every stored version; the key.") { .integer($0.id) },
-        ExportColumn("transaction_id", "Apple's `transactionId`.") { .string($0.fact.transactionId) },
-        ExportColumn("original_transaction_id", "Apple's `originalTransactionId`.") { .string($0.fact.originalTransactionId) },
-        ExportColumn("app_user_id", "The customer the transaction's subscription is linked to (or whose token it carries); empty when none.") {
+        ExportColumn("transaction_id", "Apple's `transactionId`; Play: the order id (`GPA.…`, a renewal `GPA.…..N`).") { .string($0.fact.transactionId) },
+        ExportColumn("original_transaction_id", "Apple's `originalTransactionId`; Play: the purchase token (of a subscription, the first token of its `linkedPurchaseToken` chain).") { .string($0.fact.originalTransactionId) },
+        ExportColumn("app_user_id", "The customer the transaction's subscription (Play: purchase token) is linked to, or whose token it carries; empty when none.") {
             $0.appUserId.map(ExportValue.string) ?? .null
         },
-        ExportColumn("bundle_id", "The app's bundle id.") { $0.bundleId.map(ExportValue.string) ?? .null },
-        ExportColumn("environment", "`Production`, `Sandbox` or `Xcode`.") { .string($0.fact.environment.rawValue) },
-        ExportColumn("product_id", "Apple's `productId`.") { .string($0.fact.productId) },
-        ExportColumn("product_type", "`autoRenewable`, `nonRenewing`, `consumable` or `nonConsumable` (Apple's `type`).") {
+        ExportColumn("bundle_id", "The app's bundle id; Play: its package name.") { $0.bundleId.map(ExportValue.string) ?? .null },
+        ExportColumn("environment", "`Production`, `Sandbox` or `Xcode`; Play: `Sandbox` for a license tester's purchase (`testPurchase`), else `Production`.") {
+            .string($0.fact.environment.rawValue)
+        },
+        ExportColumn("product_id", "Apple's `productId`; Play: the subscription's or one-time product's `productId`.") { .string($0.fact.productId) },
+        ExportColumn("product_type", "`autoRenewable`, `nonRenewing`, `consumable` or `nonConsumable` (Apple's `type`; Play: `autoRenewable` for a subscription, else the configured product's `type`).") {
             .string($0.fact.productType.rawValue)
         },
-        ExportColumn("subscription_group_id", "Apple's `subscriptionGroupIdentifier`; empty for other products.") {
+        ExportColumn("subscription_group_id", "Apple's `subscriptionGroupIdentifier`; empty for other products and on Play.") {
             $0.fact.subscriptionGroupId.map(ExportValue.string) ?? .null
         },
-        ExportColumn("purchase_date", "Apple's `purchaseDate`: when this period or purchase was charged.") { .timestamp($0.fact.purchaseDate) },
-        ExportColumn("original_purchase_date", "Apple's `originalPurchaseDate`.") {
+        ExportColumn("purchase_date", "Apple's `purchaseDate`: when this period or purchase was charged; Play: the subscription's `startTime` for its first order, a renewal order's start as the engine dates it, a one-time product's `purchaseTimeMillis`.") { .timestamp($0.fact.purchaseDate) },
+        ExportColumn("original_purchase_date", "Apple's `originalPurchaseDate`; Play: the `startTime` of the subscription's chain; empty for one-time products.") {
             $0.fact.originalPurchaseDate.map(ExportValue.timestamp) ?? .null
         },
-        ExportColumn("expires_date", "Apple's `expiresDate`; empty for products that do not expire.") {
+        ExportColumn("expires_date", "Apple's `expiresDate`; Play: the order's `expiryTime` as first reported; empty for products that do not expire.") {
             $0.fact.expiresDate.map(ExportValue.timestamp) ?? .null
         },
-        ExportColumn("quantity", "Apple's `quantity`.") { .integer(Int64($0.fact.quantity)) },
-        ExportColumn("price_milli", "Apple's `price`: thousandths of a unit of `currency` (9990 is 9.99), before the store's commission.") {
+        ExportColumn("quantity", "Apple's `quantity`; Play: a one-time purchase's `quantity`, 1 for a subscription.") { .integer(Int64($0.fact.quantity)) },
+        ExportColumn("price_milli", "Apple's `price`: thousandths of a unit of `currency` (9990 is 9.99), before the store's commission; Play: what the order was charged where the stored answer says (docs/google-play.md, Prices), else empty.") {
             $0.fact.price.map(ExportValue.integer) ?? .null
         },
-        ExportColumn("currency", "Apple's `currency` (ISO 4217).") { $0.fact.currency.map(ExportValue.string) ?? .null },
-        ExportColumn("storefront", "Apple's `storefront`: the country (ISO 3166-1 alpha-3).") {
+        ExportColumn("currency", "Apple's `currency` (ISO 4217); Play: that of the price.") { $0.fact.currency.map(ExportValue.string) ?? .null },
+        ExportColumn("storefront", "Apple's `storefront`: the country (ISO 3166-1 alpha-3); Play: Google's `regionCode` as the same alpha-3 code.") {
             $0.fact.storefront.map(ExportValue.string) ?? .null
         },
-        ExportColumn("storefront_id", "Apple's `storefrontId`: the storefront's numeric id.") {
+        ExportColumn("storefront_id", "Apple's `storefrontId`: the storefront's numeric id; empty on Play.") {
             $0.fact.storefrontId.map(ExportValue.string) ?? .null
         },
-        ExportColumn("offer_type", "Apple's `offerType`: 1 introductory, 2 promotional, 3 offer code, 4 win-back, 5 retention; empty without an offer.") {
+        ExportColumn("offer_type", "Apple's `offerType`: 1 introductory, 2 promotional, 3 offer code, 4 win-back, 5 retention; empty without an offer. Play: 1 in a free trial or introductory `offerPhase`.") {
             $0.fact.offerType.map { .integer(Int64($0.rawValue)) } ?? .null
         },
-        ExportColumn("offer_identifier", "Apple's `offerIdentifier`.") { $0.fact.offerIdentifier.map(ExportValue.string) ?? .null },
-        ExportColumn("offer_discount_type", "Apple's `offerDiscountType` (`FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`, …).") {
+        ExportColumn("offer_identifier", "Apple's `offerIdentifier`; Play: the line item's `offerId`.") { $0.fact.offerIdentifier.map(ExportValue.string) ?? .null },
+        ExportColumn("offer_discount_type", "Apple's `offerDiscountType` (`FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`, …); Play: `FREE_TRIAL` in a free trial, `PAY_AS_YOU_GO` in an introductory phase.") {
             $0.fact.offerDiscountType.map { .string($0.rawValue) } ?? .null
         },
-        ExportColumn("transaction_reason", "Apple's `transactionReason`: `PURCHASE` or `RENEWAL`.") {
+        ExportColumn("transaction_reason", "Apple's `transactionReason`: `PURCHASE` or `RENEWAL`; Play: `RENEWAL` for a subscription's later orders.") {
             $0.fact.transactionReason.map { .string($0.rawValue) } ?? .null
         },
-        ExportColumn("ownership", "`purchased` or `familyShared` (Apple's `inAppOwnershipType`).") { .string($0.fact.ownership.rawValue) },
-        ExportColumn("is_upgraded", "Apple's `isUpgraded`.") { .bool($0.fact.isUpgraded) },
-        ExportColumn("revocation_date", "Apple's `revocationDate`: when it was refunded or revoked; empty otherwise.") {
+        ExportColumn("ownership", "`purchased` or `familyShared` (Apple's `inAppOwnershipType`); Play: `purchased`.") { .string($0.fact.ownership.rawValue) },
+        ExportColumn("is_upgraded", "Apple's `isUpgraded`; Play: `false` (the replacing token's `linkedPurchaseToken` says it).") { .bool($0.fact.isUpgraded) },
+        ExportColumn("revocation_date", "Apple's `revocationDate`: when it was refunded or revoked; empty otherwise. Play: the order's voiding (`voidedTimeMillis`), or when a one-time purchase was answered canceled or its last unit refunded.") {
             $0.fact.revocationDate.map(ExportValue.timestamp) ?? .null
         },
-        ExportColumn("revocation_reason", "Apple's `revocationReason`: 0 other, 1 an issue in the app.") {
+        ExportColumn("revocation_reason", "Apple's `revocationReason`: 0 other, 1 an issue in the app; empty on Play.") {
             $0.fact.revocationReason.map { .integer(Int64($0)) } ?? .null
         },
-        ExportColumn("revocation_type", "Apple's `revocationType` (`REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`).") {
+        ExportColumn("revocation_type", "Apple's `revocationType` (`REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`); empty on Play.") {
             $0.fact.revocationType.map { .string($0.rawValue) } ?? .null
         },
-        ExportColumn("app_account_token", "Apple's `appAccountToken`.") { $0.fact.appAccountToken.map(ExportValue.string) ?? .null },
-        ExportColumn("web_order_line_item_id", "Apple's `webOrderLineItemId`.") { $0.fact.webOrderLineItemId.map(ExportValue.string) ?? .null },
-        ExportColumn("signed_date", "Apple's `signedDate`: of two versions of one transaction, the later one is current.") {
+        ExportColumn("app_account_token", "Apple's `appAccountToken`; Play: the newest `obfuscatedExternalAccountId` Google reported.") { $0.fact.appAccountToken.map(ExportValue.string) ?? .null },
+        ExportColumn("web_order_line_item_id", "Apple's `webOrderLineItemId`; empty on Play.") { $0.fact.webOrderLineItemId.map(ExportValue.string) ?? .null },
+        ExportColumn("signed_date", "Apple's `signedDate`: of two versions of one transaction, the later one is current; Play: the latest instant Google reported for the purchase token by this version (of two equal ones, the greater `ledger_id` is current).") {
             .timestamp($0.fact.signedDate)
         },
         ExportColumn("received_at", "When the server stored this version: the row's change time.") { .timestamp($0.receivedAt) },
+        ExportColumn("store", "`appStore` or `playStore`: where it was bought.") { .string($0.store.rawValue) },
+        ExportColumn("refunded_quantity", "Play one-time purchases: the units refunded so far (quantity-based partial refunds and full ones); empty otherwise.") {
+            $0.refundedQuantity.map { .integer(Int64($0)) } ?? .null
+        },
     ]
 
     static let events: [ExportColumn<OutboxEvent>] = [

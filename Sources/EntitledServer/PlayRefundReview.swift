@@ -37,15 +37,20 @@ extension PlayIngest {
             }
         }
         let status = try await ingest.commitRecordingUnknown(message, facts: [])
-        if settings.autoRespond {
-            let job = PlayRefundReview(packageName: packageName, orderId: review.orderId, pendingRefundToken: review.pendingRefundToken, requestedAt: requestedAt)
-            do {
+        let job = PlayRefundReview(packageName: packageName, orderId: review.orderId, pendingRefundToken: review.pendingRefundToken, requestedAt: requestedAt)
+        do {
+            // Listed for the backend (`GET /v1/google/refund-reviews`) and answered once, by whoever answers first.
+            try await ledger.store.recordRefundReview(
+                StoredRefundReview(
+                    packageName: packageName, orderId: review.orderId, pendingRefundToken: review.pendingRefundToken,
+                    refundReason: review.refundReason, requestedAt: requestedAt))
+            if settings.autoRespond {
                 _ = try await ingest.jobs.enqueueJob(
-                    kind: PlayRefundReview.jobKind, key: packageName + " " + review.pendingRefundToken, bundleId: packageName,
-                    subject: job.subject, subjectTime: requestedAt, now: now, unlessFactsOf: nil)
-            } catch {
-                throw .storage(StorageError(.unavailable, "the refund review job could not be stored", detail: "\(error)"))
+                    kind: PlayRefundReview.jobKind, key: job.jobKey, bundleId: packageName, subject: job.subject, subjectTime: requestedAt,
+                    now: now, unlessFactsOf: nil)
             }
+        } catch {
+            throw .storage(StorageError(.unavailable, "the refund review could not be stored", detail: "\(error)"))
         }
         return status
     }
@@ -55,8 +60,10 @@ extension PlayIngest {
 /// (neither holds spaces: ``DeveloperNotification/decode(_:)`` refuses those), dated by the job's
 /// subject time, when Google asked.
 struct PlayRefundReview: Sendable, Equatable {
-    /// The job kind that answers a Play refund review.
+    /// The job kind that answers a Play refund review from the ledger.
     static let jobKind = "playRefundReview"
+    /// The job kind that sends the answer the backend gave through the API.
+    static let answerJobKind = "playRefundReviewAnswer"
     /// The stored notification's type.
     static let notificationType = "pendingRefundReview"
     /// Google takes an answer within 24 hours of its request.
@@ -70,6 +77,8 @@ struct PlayRefundReview: Sendable, Equatable {
     var requestedAt: Int64
 
     var subject: String { orderId + " " + pendingRefundToken }
+    /// The job's key: one job of each kind per review.
+    var jobKey: String { packageName + " " + pendingRefundToken }
 
     init(packageName: String, orderId: String, pendingRefundToken: String, requestedAt: Int64) {
         self.packageName = packageName
@@ -81,7 +90,7 @@ struct PlayRefundReview: Sendable, Equatable {
     /// The review of a refund review job; nil when the job is not one.
     init?(_ job: DurableJob) {
         let parts = job.subject.split(separator: " ", omittingEmptySubsequences: false)
-        guard job.kind == Self.jobKind, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty, let time = job.subjectTime else { return nil }
+        guard job.kind == Self.jobKind || job.kind == Self.answerJobKind, parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty, let time = job.subjectTime else { return nil }
         self.init(packageName: job.bundleId, orderId: String(parts[0]), pendingRefundToken: String(parts[1]), requestedAt: time)
     }
 
@@ -117,17 +126,65 @@ struct PlayRefundReviewer: Sendable {
         guard let clients = apps[review.packageName] else {
             throw JobFailure(retryable: false, "no Google Play app \(review.packageName) is configured")
         }
+        let fromBackend = job.kind == PlayRefundReview.answerJobKind
         // Turned off since the review came: the backend answers.
-        guard clients.app.googlePlay.refundReviews.autoRespond else { return }
+        guard fromBackend || clients.app.googlePlay.refundReviews.autoRespond else { return }
         guard clock.nowMilliseconds() < review.requestedAt + PlayRefundReview.deadlineMilliseconds else {
             throw JobFailure(retryable: false, "the review's 24 hours are over")
         }
-        let body = try await answer(review, clients: clients)
+        // The answer is recorded before it is sent, and each job sends only its author's: the
+        // first recorded answer is the one Google gets, once.
+        let stored = fromBackend ? try await recorded(review) : try await record(try await answer(review, clients: clients), for: review)
+        let author = stored.answeredBy ?? ""
+        guard fromBackend ? author.hasPrefix(RefundReviewAnswers.apiPrefix) : author == StoredRefundReview.automatic,
+            stored.forwardedAt == nil, let text = stored.answer
+        else { return }
+        let body: ReviewRefundRequest
+        do {
+            body = try PlayJSON.decode(ReviewRefundRequest.self, from: Array(text.utf8), maxBytes: ReviewRefundRequest.maximumBytes, code: .invalidRequest)
+        } catch {
+            throw JobFailure(retryable: false, "the recorded answer does not decode: \(error.message)")
+        }
         do {
             try await clients.api.reviewRefund(packageName: review.packageName, orderId: review.orderId, body)
         } catch {
             throw JobFailure(retryable: error.isRetryable, "\(error.code): \(error.message)")
         }
+        do {
+            try await ledger.store.refundReviewForwarded(packageName: review.packageName, pendingRefundToken: review.pendingRefundToken, now: clock.nowMilliseconds())
+        } catch {
+            // Sent: a repeat is a call Google ignores.
+            throw JobFailure(retryable: true, "storage: \(error)")
+        }
+    }
+
+    /// Records the server's answer unless one is recorded; the review as stored after.
+    private func record(_ body: ReviewRefundRequest, for review: PlayRefundReview) async throws(JobFailure) -> StoredRefundReview {
+        do {
+            return try await ledger.store.answerRefundReview(
+                StoredRefundReview(
+                    packageName: review.packageName, orderId: review.orderId, pendingRefundToken: review.pendingRefundToken,
+                    requestedAt: review.requestedAt),
+                answer: String(decoding: PlayJSON.encode(body), as: UTF8.self), answeredBy: StoredRefundReview.automatic,
+                now: clock.nowMilliseconds()
+            ).review
+        } catch {
+            throw JobFailure(retryable: true, "storage: \(error)")
+        }
+    }
+
+    /// The review with the answer the backend recorded.
+    private func recorded(_ review: PlayRefundReview) async throws(JobFailure) -> StoredRefundReview {
+        let stored: StoredRefundReview?
+        do {
+            stored = try await ledger.store.refundReviews(orderId: review.orderId).first {
+                $0.packageName == review.packageName && $0.pendingRefundToken == review.pendingRefundToken
+            }
+        } catch {
+            throw JobFailure(retryable: true, "storage: \(error)")
+        }
+        guard let stored else { throw JobFailure(retryable: false, "refund review \(review.orderId) is not recorded") }
+        return stored
     }
 
     /// The body to send; a review of an order the ledger does not hold (yet) is retried.

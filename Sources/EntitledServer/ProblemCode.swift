@@ -129,6 +129,12 @@ public enum ProblemCode: String, CaseIterable, Sendable {
     case googleAPIError = "GOOGLE_API_ERROR"
     /// The Developer API knows no purchase with the token (404, 410, or 400 for a malformed one).
     case googlePurchaseNotFound = "GOOGLE_PURCHASE_NOT_FOUND"
+    /// No pending refund review of the order (with that `pendingRefundToken`) reached the server.
+    case refundReviewNotFound = "REFUND_REVIEW_NOT_FOUND"
+    /// The review has its one answer already (the server's or the backend's).
+    case refundReviewAnswered = "REFUND_REVIEW_ANSWERED"
+    /// Google's 24 hours to answer the review are over.
+    case refundReviewPastDeadline = "REFUND_REVIEW_PAST_DEADLINE"
 
     /// The HTTP status this code is always answered with.
     public var status: Int {
@@ -150,7 +156,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .forbidden, .tokenCustomerMismatch, .invalidLoginToken: 403
         case .notFound, .customerNotFound, .appNotFound, .subscriptionNotFound, .appleNotFound, .productNotFound,
             .offerNotFound, .grantNotFound, .googlePurchaseNotFound, .chartNotFound, .offeringNotFound,
-            .experimentNotFound:
+            .experimentNotFound, .refundReviewNotFound:
             404
         case .methodNotAllowed: 405
         case .payloadTooLarge, .bodyNotAllowed: 413
@@ -158,7 +164,7 @@ public enum ProblemCode: String, CaseIterable, Sendable {
         case .headersTooLarge: 431
         case .tooManyRejections, .appKeyRateLimited, .addressRateLimited, .offerRateLimited: 429
         case .serverAPINotConfigured, .offerNotEligible, .signingKeyNotConfigured, .insufficientBalance, .aliasConflict,
-            .offeringInUse, .experimentLocked:
+            .offeringInUse, .experimentLocked, .refundReviewAnswered, .refundReviewPastDeadline:
             409
         case .idempotencyKeyReused: 422
         case .appleAPIFailed, .googleMalformedResponse, .googleAPIError: 502

@@ -41,16 +41,21 @@ public struct ExportedSubscription: Sendable, Hashable {
     public var updatedAt: Int64
 }
 
-/// A signed transaction as the `transactions` table of an export holds it: one version of it (a
-/// refund or an upgrade is a newer version, a row of its own).
+/// A transaction as the `transactions` table of an export holds it: one version of it (a refund
+/// or an upgrade is a newer version, a row of its own). An App Store transaction is the signed one;
+/// a Google Play order is ``Entitlements/PlayOrderVersion``'s transaction after the stored answer.
 public struct ExportedTransaction: Sendable, Hashable {
     /// The ledger's row id: the page cursor and the `ledger_id` column.
     public var id: Int64
     public var receivedAt: Int64
+    /// The app's bundle id, or a Play app's package name.
     public var bundleId: String?
     /// The customer its subscription is linked to (or its token names), if any.
     public var appUserId: String?
     public var fact: TransactionFact
+    public var store: PurchaseStore = .appStore
+    /// Units of a Play one-time purchase refunded so far; nil otherwise.
+    public var refundedQuantity: Int? = nil
 }
 
 /// The readers of scheduled exports: each table's rows that changed in a window, one page at a
@@ -67,7 +72,9 @@ public protocol ExportReader: Sendable {
     func exportCustomers(_ window: ExportWindow, afterID: Int64, limit: Int) async throws -> [ExportedCustomer]
     /// Subscriptions whose owner's answer was computed in `window`, by originalTransactionId above `after`.
     func exportSubscriptions(_ window: ExportWindow, after: String, limit: Int) async throws -> [ExportedSubscription]
-    /// Signed transactions received in `window`, by ledger id above `afterID`, decoded by `projector`.
+    /// Signed transactions and Play purchase facts (each a version of its order) received in
+    /// `window`, by ledger id above `afterID`, decoded by `projector`; a Play fact that names no
+    /// charged order yet is no row. Fewer than `limit` rows: none are left.
     /// - Throws: ``StorageError`` when a stored transaction does not decode (nothing is skipped silently).
     func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: Projector) async throws -> [ExportedTransaction]
     /// Events recorded in `window`, by sequence above `afterSequence`.
@@ -127,28 +134,60 @@ extension SessionBackedStore {
     func exportTransactions(_ window: ExportWindow, afterID: Int64, limit: Int, projector: Projector) async throws -> [ExportedTransaction] {
         let limit = try Self.exportLimit(limit)
         return try await read { session in
-            // The owner: the customer the subscription is linked to, else the one whose token the
-            // transaction carries (a one-time purchase without a link).
-            try session.query(
-                """
-                SELECT f.id, f.received_at, f.bundle_id, f.payload, f.payload_packed,
-                    COALESCE(lc.app_user_id, tc.app_user_id) AS app_user_id
-                FROM facts f
-                LEFT JOIN links l ON l.original_transaction_id = f.original_transaction_id
-                LEFT JOIN customers lc ON lc.id = l.customer_id
-                LEFT JOIN customers tc ON l.customer_id IS NULL AND tc.app_account_token = f.app_account_token
-                WHERE f.kind = 'transaction' AND f.id > \(afterID) AND f.received_at > \(window.lowerBound) AND f.received_at <= \(window.through)
-                ORDER BY f.id LIMIT \(limit)
-                """
-            ).map { row in
-                let columns = try row.decode(TransactionColumns.self)
-                guard case .transaction(let fact) = projector.decode(try FactPayload.text(row)) else {
-                    throw StorageError(.corrupt, "stored transaction \(columns.id) does not decode as a transaction")
-                }
-                return ExportedTransaction(
-                    id: columns.id, receivedAt: columns.receivedAt, bundleId: columns.bundleId, appUserId: columns.appUserId, fact: fact)
+            var exported: [ExportedTransaction] = []
+            var after = afterID
+            // Play facts naming no charged order make no row: read on until the page is full.
+            while exported.count < limit {
+                let page = try Self.exportTransactionPage(session, window, afterID: after, limit: limit, projector: projector)
+                exported += page.rows.prefix(Int(limit) - exported.count)
+                guard page.read == limit, let last = page.lastID else { break }
+                after = last
             }
+            return exported
         }
+    }
+
+    /// One page of `facts` rows as export rows; `read` the facts read, `lastID` the last one's id.
+    private static func exportTransactionPage(
+        _ session: any SQLSession, _ window: ExportWindow, afterID: Int64, limit: Int64, projector: Projector
+    ) throws -> (rows: [ExportedTransaction], read: Int64, lastID: Int64?) {
+        // The owner: the customer the subscription (or purchase token) is linked to, else the one
+        // whose token the transaction carries (a one-time purchase without a link).
+        let facts = try session.query(
+            """
+            SELECT f.id, f.kind, f.received_at, f.bundle_id, f.payload, f.payload_packed,
+                COALESCE(lc.app_user_id, tc.app_user_id) AS app_user_id
+            FROM facts f
+            LEFT JOIN links l ON l.original_transaction_id = f.original_transaction_id
+            LEFT JOIN customers lc ON lc.id = l.customer_id
+            LEFT JOIN customers tc ON l.customer_id IS NULL AND tc.app_account_token = f.app_account_token
+            WHERE f.kind IN ('transaction', 'playSubscription', 'playProduct', 'playVoided')
+              AND f.id > \(afterID) AND f.received_at > \(window.lowerBound) AND f.received_at <= \(window.through)
+            ORDER BY f.id LIMIT \(limit)
+            """
+        ).map { row in (columns: try row.decode(TransactionColumns.self), fact: projector.decode(try FactPayload.text(row))) }
+        let history = try Ledger.playHistory(
+            session, tokens: facts.compactMap { $0.fact?.playToken }, throughID: facts.last?.columns.id ?? 0, projector: projector)
+        let rows = try facts.compactMap { item -> ExportedTransaction? in
+            let columns = item.columns
+            var row: ExportedTransaction
+            switch item.fact {
+            case .transaction(let fact) where columns.kind == "transaction":
+                row = ExportedTransaction(id: columns.id, receivedAt: columns.receivedAt, bundleId: columns.bundleId, appUserId: columns.appUserId, fact: fact)
+            case let play? where columns.kind != "transaction" && play.playToken != nil:
+                let known = history.facts(chainOf: play.playToken!, throughID: columns.id)
+                guard let version = PlayOrderVersion(play, among: known, policy: projector.policy) else { return nil }
+                row = ExportedTransaction(
+                    id: columns.id, receivedAt: columns.receivedAt, bundleId: columns.bundleId, appUserId: columns.appUserId,
+                    fact: version.transaction)
+                row.store = .playStore
+                row.refundedQuantity = version.refundedQuantity
+            default:
+                throw StorageError(.corrupt, "stored \(columns.kind) \(columns.id) does not decode as one")
+            }
+            return row
+        }
+        return (rows, Int64(facts.count), facts.last?.columns.id)
     }
 
     func exportEvents(_ window: ExportWindow, afterSequence: Int64, limit: Int) async throws -> [OutboxEvent] {
@@ -179,4 +218,4 @@ private struct CustomerColumns: Decodable {
 
 private struct ActiveColumns: Decodable { var customerId: Int64, entitlement: String }
 
-private struct TransactionColumns: Decodable { var id: Int64, receivedAt: Int64, bundleId: String?, appUserId: String? }
+private struct TransactionColumns: Decodable { var id: Int64, kind: String, receivedAt: Int64, bundleId: String?, appUserId: String? }

@@ -15,7 +15,8 @@ import Entitlements
 public protocol LedgerStore:
     EventStore, EventHoldStore, WebhookDeliveryStore, DurableJobStore, ConsoleStore, CustomerDirectory, ConsentStore,
     ReconcileStateStore, OfferSignatureLog, ConsumableSpending, SignedLedger, RetentionLog, PlaceholderBackfillStore,
-    ExportStateStore, ExportReader, CustomerAttributeStore, OfferingStore, ExperimentStore, PlayOrderStore
+    ExportStateStore, ExportReader, CustomerAttributeStore, OfferingStore, ExperimentStore, PlayOrderStore,
+    PlayRefundReviewStore
 {
     /// Stored projections counted by customer state and subscription status (one query; for
     /// metrics gauges, then kept current from ``LedgerObserver/projectionsChanged(_:)``).

@@ -174,4 +174,38 @@ import Testing
         #expect(try await DevDashboardTests.dev(port, "POST", "/dev/play/actions", #"{"action": "nonsense", "customer": "pat", "product": "pro.monthly"}"#).status == 400)
         #expect(try await DevDashboardTests.dev(port, "POST", "/dev/play/actions", #"{"action": "buy", "customer": "pat", "product": "nothing"}"#).status == 400)
     }
+
+    /// The dashboard's "Refund units" and "Refund review": Google refunds some units of a
+    /// multi-unit one-time purchase, and asks for a review of a purchase's order, each pushed and
+    /// told to the backend.
+    @Test func partialRefundsAndRefundReviewsFromTheDashboard() async throws {
+        let dev = try await DevDashboardTests.start()
+        defer { dev.terminate() }
+        let port = dev.port
+        let buy = try await Self.play(port, #"{"action": "buy", "customer": "quinn", "product": "lifetime", "quantity": 3}"#)
+        #expect(buy.types == ["ONE_TIME_PRODUCT_PURCHASED"])
+        #expect(try await Self.play(port, #"{"action": "refund_units", "customer": "quinn", "product": "lifetime", "quantity": 1}"#).types == ["VOIDED_PURCHASE"])
+        #expect(try await Self.answer(port, "quinn").entitlement("pro")?["active"] as? Bool == true, "two units are kept")
+        let partial = try await Self.events(port, of: "quinn").first { $0["type"] as? String == "purchase.refunded" }
+        let data = try #require(partial?["data"] as? [String: Any], "a partial refund is told")
+        #expect(data["refundType"] as? String == "quantity" && data["quantity"] as? String == "1" && data["remainingQuantity"] as? String == "2", "\(data)")
+        // More units than are left: refused, nothing pushed.
+        let tooMany = try await DevDashboardTests.dev(port, "POST", "/dev/play/actions", #"{"action": "refund_units", "customer": "quinn", "product": "lifetime", "quantity": 5}"#)
+        #expect(tooMany.status == 400 && tooMany.code == "INVALID_ACTION", "\(tooMany.text)")
+
+        // Google asks the developer's view on a refund of the order: the backend is told, and
+        // can list it to answer through the server.
+        #expect(try await Self.play(port, #"{"action": "refund_review", "customer": "quinn", "product": "lifetime"}"#).types == ["PENDING_REFUND_REVIEW"])
+        let told = try #require(try await Self.events(port, of: "quinn").first { $0["type"] as? String == "refund_review.requested" })
+        let orderId = try #require((told["data"] as? [String: Any])?["orderId"] as? String)
+        let open = try await Loopback.send(port: port, "GET", "/v1/google/refund-reviews", headers: ["Authorization": "Bearer \(Self.key)"])
+        #expect((open.json["reviews"] as? [[String: Any]])?.map { $0["orderId"] as? String } == [orderId], "\(open.text)")
+
+        // The remaining units refunded: nothing is left.
+        #expect(try await Self.play(port, #"{"action": "refund_units", "customer": "quinn", "product": "lifetime", "quantity": 2}"#).types == ["VOIDED_PURCHASE"])
+        #expect(try await Self.answer(port, "quinn").entitlement("pro")?["active"] as? Bool == false)
+        // The page offers both.
+        let page = try await Loopback.send(port: port, "GET", "/")
+        #expect(page.text.contains("'refund_review'") && page.text.contains("'refund_units'") && page.text.contains("d-play-quantity"))
+    }
 }

@@ -40,6 +40,27 @@ extension SwitchedStore {
         try up()
         return try await base.playOrder(packageName: packageName, orderId: orderId)
     }
+    func recordRefundReview(_ review: StoredRefundReview) async throws {
+        try up()
+        try await base.recordRefundReview(review)
+    }
+    func refundReviews(orderId: String) async throws -> [StoredRefundReview] {
+        try up()
+        return try await base.refundReviews(orderId: orderId)
+    }
+    func refundReviews(answered: Bool, since: Int64, limit: Int) async throws -> [StoredRefundReview] {
+        try up()
+        return try await base.refundReviews(answered: answered, since: since, limit: limit)
+    }
+    func answerRefundReview(_ review: StoredRefundReview, answer: String, answeredBy: String, now: Int64) async throws
+        -> (review: StoredRefundReview, recorded: Bool) {
+        try up()
+        return try await base.answerRefundReview(review, answer: answer, answeredBy: answeredBy, now: now)
+    }
+    func refundReviewForwarded(packageName: String, pendingRefundToken: String, now: Int64) async throws {
+        try up()
+        try await base.refundReviewForwarded(packageName: packageName, pendingRefundToken: pendingRefundToken, now: now)
+    }
 
     func releaseEventHolds(projector: Projector, now: Int64, limit: Int) async throws -> Int {
         try up()

@@ -54,7 +54,12 @@ enum ExportTarget: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// A store with a ledger the tests fill, a manual clock, and a destination whose files can be read back.
 final class ExportHarness: Sendable {
     static let start: Int64 = 1_800_000_000_000
-    static let projector = Projector(entitlements: ["com.example.pro": "pro"])
+    static let projector = Projector(
+        policy: Policy(products: [
+            "com.example.pro": ProductPolicy(type: .autoRenewable, entitlements: ["pro"]),
+            "play.monthly": ProductPolicy(type: .autoRenewable, entitlements: ["pro"]),
+            "play.coins": ProductPolicy(type: .consumable, entitlements: []),
+        ]))
 
     let store: any LedgerStore
     let database: (url: String, options: StoreConfiguration)
@@ -147,6 +152,14 @@ final class ExportHarness: Sendable {
         _ = try await store.ingest(
             message, facts: [(.transaction(fact), "eyJhbGciOiJFUzI1NiJ9.\(tid).sig")], claim: Claim(appUserId: user), projector: Self.projector,
             now: now)
+    }
+
+    /// Google Play facts of `user` (an app's post of its purchase tokens) received now.
+    func play(_ user: String, _ facts: [Fact]) async throws {
+        let now = clock.nowMilliseconds()
+        let message = ReceivedMessage(
+            notificationUUID: nil, source: .googlePlay, body: Array(#"{"purchaseToken":"…"}"#.utf8), receivedAt: now, bundleId: "com.example.app")
+        _ = try await store.ingest(message, facts: facts.map { ($0, nil) }, claim: Claim(appUserId: user), projector: Self.projector, now: now)
     }
 
     /// Every transaction the ledger holds for `users`, by transaction id.

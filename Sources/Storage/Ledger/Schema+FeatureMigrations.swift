@@ -257,5 +257,25 @@ extension Schema {
         smallerLedgerKeys,
         // The order ids of Play purchases stored before `play_orders` was kept, from their snapshots.
         Migration(version: 39, name: "play orders of earlier purchases", sql: "", step: fillPlayOrders),
+        // Google Play's pending refund reviews (``PlayRefundReviewStore``) and the one answer each
+        // takes: recorded before it is sent, whoever gives it (the server's job or the backend).
+        Migration(
+            version: 40, name: "play refund reviews",
+            sql: """
+                CREATE TABLE play_refund_reviews (
+                    package_name TEXT NOT NULL,
+                    pending_refund_token TEXT NOT NULL,
+                    order_id TEXT NOT NULL,
+                    refund_reason {int},
+                    requested_at {int} NOT NULL,
+                    answer TEXT,
+                    answered_by TEXT,
+                    answered_at {int},
+                    forwarded_at {int},
+                    PRIMARY KEY (package_name, pending_refund_token)
+                ){without_rowid};
+                CREATE INDEX play_refund_reviews_order ON play_refund_reviews (order_id);
+                CREATE INDEX play_refund_reviews_requested ON play_refund_reviews (requested_at);
+                """),
     ]
 }
