@@ -243,7 +243,7 @@ public final class HTTPServer: Sendable {
             let head = RequestExchange.Head(
                 method: HTTPMethod(method.map { String(cString: $0) } ?? "GET"), path: url.map { String(cString: $0) } ?? "/",
                 requestId: requestId(for: connection), headers: collectHeaders(connection),
-                peer: Self.address(CMicroHTTPD_clientAddress(connection)),
+                peer: watch.peer(connection) ?? Self.address(CMicroHTTPD_clientAddress(connection)),
                 headerBytes: CMicroHTTPD_requestHeaderSize(connection), query: { self.collectQuery(connection) })
             let step = exchange.logic.admit(head, router: router, trustedProxies: configuration.trustedProxies) {
                 self.errorResponse($0, request: $1)
