@@ -254,5 +254,7 @@ extension Schema {
                 """ + Ledger.fillChartSegments.map { $0 + ";\n" }.joined()),
         // Play customers' rollups recomputed by the backfill with prices, store and storefront.
         Migration(version: 37, name: "Play customers' rollups recomputed", sql: "", step: forgetPlayRollups),
+        // SQLite: the customers' states as a rowid table keyed by a narrow index (``rowidCustomerStates``).
+        Migration(version: 38, name: "customer states in a rowid table", only: .sqlite, sql: "", step: rowidCustomerStates),
     ]
 }
