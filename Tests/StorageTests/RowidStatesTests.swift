@@ -11,8 +11,10 @@ import Testing
 
     @Test func aNewDatabaseKeepsStatesInARowidTable() async throws {
         try await withStore(.sqliteFile) { store, _ in
-            #expect(try await store.count(Self.withoutRowid) == 0)
-            #expect(try await store.count("SELECT COUNT(*) FROM pragma_table_info('customer_states') WHERE name = 'answer'") == 1)
+            let fatTables = try await store.count(Self.withoutRowid)
+            let answerColumns = try await store.count("SELECT COUNT(*) FROM pragma_table_info('customer_states') WHERE name = 'answer'")
+            #expect(fatTables == 0)
+            #expect(answerColumns == 1)
         }
     }
 
