@@ -59,14 +59,15 @@ final class ConnectionDealer: Sendable {
         }
     }
 
+    /// accept(2), the connection's descriptor closed on exec (`accept4` is not in Glibc's module).
     private static func accept(_ socket: Int32, _ address: UnsafeMutablePointer<sockaddr>, _ length: inout socklen_t) -> Int32 {
-        #if os(Linux)
-            return accept4(socket, address, &length, Int32(SOCK_CLOEXEC))
+        #if canImport(Glibc)
+            let client = Glibc.accept(socket, address, &length)
         #else
             let client = Darwin.accept(socket, address, &length)
-            if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
-            return client
         #endif
+        if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
+        return client
     }
 }
 
