@@ -8,10 +8,13 @@ public enum SHA256 {
         var out = [UInt8](repeating: 0, count: 32)
         bytes.withUnsafeBytes { input in
             out.withUnsafeMutableBytes { output in
-                // The one-shot SHA256() cannot fail for in-memory input.
-                _ = COpenSSL.SHA256(
-                    input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count,
-                    output.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                // The one-shot SHA256() looks the algorithm up in the provider on every call (a
+                // lock and a property query, more than hashing a short API key costs): the digest
+                // fetched once is passed instead. Neither fails for in-memory input.
+                let digest = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                let data = input.baseAddress ?? UnsafeRawPointer(digest)
+                if let md = fetchedSHA256, EVP_Digest(data, input.count, digest, nil, md, nil) == 1 { return }
+                _ = COpenSSL.SHA256(input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count, digest)
             }
         }
         return out

@@ -52,8 +52,10 @@ public struct Router: Sendable {
 
     private var routes: [Route] = []
     /// The indices of `routes` by segment count, in registration order: a path can only bind to
-    /// routes with as many segments as it has, so a request tries those alone.
+    /// routes with as many segments as it has (``resolveByScan(_:_:)`` tries those alone).
     private var routesBySegmentCount: [Int: [Int]] = [:]
+    /// The same routes by their segments: what a request walks (``resolve(_:_:)``).
+    private var tree = RouteTree()
 
     public init() {}
 
@@ -80,6 +82,7 @@ public struct Router: Sendable {
             !routes.contains { $0.method == method && $0.segments == segments }, "duplicate route \(method) \(pattern)")
         let takesBody = takesBody ?? [HTTPMethod.post, .put, .patch].contains(method)
         routesBySegmentCount[segments.count, default: []].append(routes.count)
+        tree.insert(segments, route: routes.count)
         routes.append(
             Route(method: method, pattern: pattern, segments: segments, handler: handler, takesBody: takesBody, admit: admit))
     }
@@ -112,19 +115,32 @@ public struct Router: Sendable {
         }
     }
 
-    /// Like ``match(_:_:)``, with the whole route.
+    /// Like ``match(_:_:)``, with the whole route: the path's segments walked down ``RouteTree``.
     func resolve(_ method: HTTPMethod, _ path: String) -> Resolution {
         let parts = Self.split(path)
+        return choose(method, parts, among: tree.matches(parts))
+    }
+
+    /// ``resolve(_:_:)`` the plain way, trying every route of the path's length in registration
+    /// order: the reference the tree is checked against.
+    func resolveByScan(_ method: HTTPMethod, _ path: String) -> Resolution {
+        let parts = Self.split(path)
+        let bound = (routesBySegmentCount[parts.count] ?? []).filter { Self.binds(routes[$0].segments, parts) }
+        return choose(method, parts, among: bound)
+    }
+
+    /// The answer among the routes (ascending) whose pattern binds `parts`: the first with the
+    /// request's method; for `HEAD` without one, a `GET`; else which methods the path allows.
+    private func choose(_ method: HTTPMethod, _ parts: [Substring], among bound: [Int]) -> Resolution {
         var allowed: [HTTPMethod] = []
-        var getFallback: (Int, [String: String])?
-        for index in routesBySegmentCount[parts.count] ?? [] {
-            guard let parameters = Self.bind(routes[index].segments, parts) else { continue }
+        var getFallback: Int?
+        for index in bound {
             let routeMethod = routes[index].method
-            if routeMethod == method { return .found(routes[index], parameters: parameters) }
-            if method == .head && routeMethod == .get { getFallback = (index, parameters) }
+            if routeMethod == method { return .found(routes[index], parameters: Self.parameters(routes[index].segments, parts)) }
+            if method == .head && routeMethod == .get { getFallback = index }
             if !allowed.contains(routeMethod) { allowed.append(routeMethod) }
         }
-        if let (index, parameters) = getFallback { return .found(routes[index], parameters: parameters) }
+        if let index = getFallback { return .found(routes[index], parameters: Self.parameters(routes[index].segments, parts)) }
         if allowed.isEmpty { return .notFound }
         if allowed.contains(.get) && !allowed.contains(.head) { allowed.append(.head) }
         return .methodNotAllowed(allow: allowed)
@@ -135,13 +151,17 @@ public struct Router: Sendable {
         path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true).map { Substring($0) }
     }
 
-    private static func bind(_ segments: [Segment], _ parts: [Substring]) -> [String: String]? {
-        guard segments.count == parts.count else { return nil }
-        // Literals first: each route tried before the one that matches (every other route of the
-        // same length) then costs no allocation.
+    /// Whether `parts` has `segments`' length and literals.
+    private static func binds(_ segments: [Segment], _ parts: [Substring]) -> Bool {
+        guard segments.count == parts.count else { return false }
         for (segment, part) in zip(segments, parts) {
-            if case .literal(let literal) = segment, !literal.utf8.elementsEqual(part.utf8) { return nil }
+            if case .literal(let literal) = segment, !literal.utf8.elementsEqual(part.utf8) { return false }
         }
+        return true
+    }
+
+    /// The `{name}` segments' values in a path that binds `segments`.
+    private static func parameters(_ segments: [Segment], _ parts: [Substring]) -> [String: String] {
         var parameters: [String: String] = [:]
         for (segment, part) in zip(segments, parts) {
             if case .parameter(let name) = segment { parameters[name] = String(part) }

@@ -72,6 +72,8 @@ public final class HTTPServer: Sendable {
         var draining: [DaemonHandle] = []
         /// The flags the daemons were started with.
         var flags: UInt32 = 0
+        /// Accepts on the listening socket and deals connections to `daemon`.
+        var dealer: ConnectionDealer?
         var stopping = false
         var stopped = false
     }
@@ -162,35 +164,40 @@ public final class HTTPServer: Sendable {
                 description: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not permitted)")
         }
         boundPort.store(Int(CMicroHTTPD_boundPort(daemon.pointer)), ordering: .relaxed)
+        let listening = Self.quiesce(daemon)
+        guard listening >= 0 else {
+            daemon.stop()
+            throw StartError(description: "cannot take the listening socket of \(configuration.host):\(configuration.port)")
+        }
         watch.start()
         // Keep self alive while libmicrohttpd holds the unretained pointer; released in shutdown().
         _ = Unmanaged.passRetained(self)
         currentDaemon.store(Self.bits(daemon.pointer), ordering: .relaxed)
+        let dealer = ConnectionDealer(socket: listening, server: self)
         state.withLock {
             $0.daemon = daemon
             $0.flags = flags
+            $0.dealer = dealer
         }
+        dealer.start()
     }
 
     /// Stops accepting connections, waits (bounded by `shutdownGracePeriod`) for in-flight requests,
     /// answers the requests whose handlers are still running 503 `SHUTTING_DOWN` (with
     /// `Retry-After`), then stops the threads. Idempotent.
     public func shutdown() async {
-        let handles: (DaemonHandle, [DaemonHandle])? = state.withLock { state in
+        let handles: (DaemonHandle, [DaemonHandle], ConnectionDealer?)? = state.withLock { state in
             guard !state.stopping, let daemon = state.daemon else { return nil }
             state.stopping = true
             defer { state.draining = [] }
-            return (daemon, state.draining)
+            return (daemon, state.draining, state.dealer)
         }
-        guard let (handle, draining) = handles else { return }
-        let daemon = handle.pointer
+        guard let (handle, draining, dealer) = handles else { return }
         stopping.store(true, ordering: .relaxed)
-        let listenSocket = MHD_quiesce_daemon(daemon)
-        if listenSocket >= 0 {
-            // libmicrohttpd no longer polls it; shutting it down resets queued connections at once
-            // so clients see a refusal instead of hanging. It is closed after MHD_stop_daemon.
-            _ = shutdownSocket(listenSocket)
-        }
+        // Shutting the listening socket down wakes the dealer for good and resets queued
+        // connections at once, so clients see a refusal instead of hanging. It is closed after
+        // MHD_stop_daemon.
+        dealer?.stop()
         await waitForInFlight(upTo: configuration.shutdownGracePeriod)
         // libmicrohttpd aborts in MHD_stop_daemon while a connection is suspended, and a handler
         // may never finish (e.g. blocked on a frozen database): answer those requests ourselves.
@@ -202,8 +209,8 @@ public final class HTTPServer: Sendable {
         await waitForInFlight(upTo: .seconds(2))
         watch.stop()
         for old in draining { old.stop() }
-        handle.listenSocket = listenSocket
         handle.stop()
+        if let dealer { _ = close(dealer.socket) }
         state.withLock { state in
             state.stopped = true
             state.daemon = nil
@@ -243,7 +250,7 @@ public final class HTTPServer: Sendable {
             let head = RequestExchange.Head(
                 method: HTTPMethod(method.map { String(cString: $0) } ?? "GET"), path: url.map { String(cString: $0) } ?? "/",
                 requestId: requestId(for: connection), headers: collectHeaders(connection),
-                peer: Self.address(CMicroHTTPD_clientAddress(connection)),
+                peer: watch.peer(connection) ?? Self.address(CMicroHTTPD_clientAddress(connection)),
                 headerBytes: CMicroHTTPD_requestHeaderSize(connection), query: { self.collectQuery(connection) })
             let step = exchange.logic.admit(head, router: router, trustedProxies: configuration.trustedProxies) {
                 self.errorResponse($0, request: $1)

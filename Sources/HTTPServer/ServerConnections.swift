@@ -80,10 +80,13 @@ final class ConnectionWatch: Sendable {
         /// Set when an answer was queued with the request's body still arriving: the connection
         /// is drained before it is closed (``LingeringClose``).
         let linger = Atomic<Bool>(false)
+        /// The peer's address as text, written once per connection rather than once per request.
+        let peer: String
 
-        init(socket: Int32, deadline: UInt64) {
+        init(socket: Int32, deadline: UInt64, peer: String) {
             self.socket = socket
             self.deadline = Atomic(deadline)
+            self.peer = peer
         }
     }
 
@@ -103,7 +106,9 @@ final class ConnectionWatch: Sendable {
     }
 
     func opened(_ connection: OpaquePointer, context: UnsafeMutablePointer<UnsafeMutableRawPointer?>) {
-        let entry = Entry(socket: CMicroHTTPD_socket(connection), deadline: HeaderDeadline.due(after: Self.now(), headerTimeout))
+        let entry = Entry(
+            socket: CMicroHTTPD_socket(connection), deadline: HeaderDeadline.due(after: Self.now(), headerTimeout),
+            peer: HTTPServer.address(CMicroHTTPD_clientAddress(connection)))
         context.pointee = Unmanaged.passRetained(entry).toOpaque()
         state.withLock { $0.entries[ObjectIdentifier(entry)] = entry }
     }
@@ -129,6 +134,9 @@ final class ConnectionWatch: Sendable {
     func requestCompleted(_ connection: OpaquePointer, idleTimeout: Duration) {
         entry(connection)?.deadline.store(HeaderDeadline.due(after: Self.now(), idleTimeout), ordering: .relaxed)
     }
+
+    /// The connection's peer address, as written when it was accepted.
+    func peer(_ connection: OpaquePointer) -> String? { entry(connection)?.peer }
 
     private func entry(_ connection: OpaquePointer) -> Entry? {
         CMicroHTTPD_socketContext(connection).map { Unmanaged<Entry>.fromOpaque($0).takeUnretainedValue() }

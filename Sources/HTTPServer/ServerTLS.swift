@@ -113,7 +113,7 @@ extension HTTPServer {
             guard !state.stopping, let current = state.daemon else {
                 throw StartError(description: "the server is not running")
             }
-            let listening = CMicroHTTPD_listenSocket(current.pointer)
+            let listening = state.dealer?.socket ?? -1
             let copy = listening >= 0 ? dup(listening) : -1
             guard copy >= 0 else { throw StartError(description: "cannot duplicate the listening socket") }
             guard let fresh = launch(flags: state.flags, address: nil, port: 0, listenSocket: copy, tls: credentials) else {
@@ -121,12 +121,13 @@ extension HTTPServer {
                 // and closing a reused number would close someone else's descriptor.
                 throw StartError(description: "cannot start a daemon with the new certificate")
             }
+            // The dealer accepts for both (under this lock it hands new connections to `fresh`
+            // from now on): the copy is only the socket the new daemon had to start with.
+            fresh.listenSocket = Self.quiesce(fresh)
             state.daemon = fresh
             state.draining.append(current)
             currentDaemon.store(Self.bits(fresh.pointer), ordering: .relaxed)
             drainingCount.add(1, ordering: .relaxed)
-            // Both accept until the old one is quiesced: no connection waits meanwhile.
-            current.listenSocket = MHD_quiesce_daemon(current.pointer)
             return current
         }
         Task.detached { await self.retire(old) }

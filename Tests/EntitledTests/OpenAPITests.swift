@@ -53,7 +53,7 @@ enum OpenAPISpec {
 }
 
 /// A verifier that is never called: only the routes matter here.
-private struct Unused: NotificationVerifying {
+struct Unused: NotificationVerifying {
     func verifyNotification(signedPayload: String, app: App) async throws(VerificationError) -> VerifiedNotification {
         throw VerificationError(.init(rawValue: "UNUSED"))
     }

@@ -104,7 +104,8 @@ struct SignedTextTests {
             #expect(try await store.signedTexts().values.sorted() == sent.sorted())
             #expect(try await store.bodies().values.sorted { $0.lexicographicallyPrecedes($1) } == bodies.sorted { $0.lexicographicallyPrecedes($1) })
             // The customer's export has the texts and bodies as received, not their packed form.
-            let export = try #require(try await (store as! any CustomerDirectory).exportCustomer(appUserId: "sam"))
+            let exportRead = try await (store as! any CustomerDirectory).exportCustomer(appUserId: "sam")
+            let export = try #require(exportRead)
             func exported(_ table: String, _ column: String) -> [CustomerExport.Value] {
                 (export.tables.first { $0.table == table }?.rows ?? []).compactMap { row in row.first { $0.column == column }?.value }
             }

@@ -277,5 +277,7 @@ extension Schema {
                 CREATE INDEX play_refund_reviews_order ON play_refund_reviews (order_id);
                 CREATE INDEX play_refund_reviews_requested ON play_refund_reviews (requested_at);
                 """),
+        // SQLite: the customers' states as a rowid table keyed by a narrow index (``rowidCustomerStates``).
+        Migration(version: 41, name: "customer states in a rowid table", only: .sqlite, sql: "", step: rowidCustomerStates),
     ]
 }

@@ -1,0 +1,96 @@
+internal import CMicroHTTPD
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Accepts connections on the listening socket on a thread of its own and deals each to the
+/// serving daemon, which places it on one of its poll threads.
+///
+/// Left to itself, every poll thread of libmicrohttpd's pool watches the listening socket: all wake
+/// for a new connection and the first to run accepts it and up to ten more queued behind it. On
+/// two busy cores that first thread was often the same one, and it ended up holding most or all
+/// of a client's keep-alive connections: their requests queued on one core while the other idled
+/// (half the throughput, and a p99 of tens of milliseconds, in about half the benchmark runs).
+/// Here the daemons are quiesced (their threads no longer watch the socket) and each accepted
+/// connection is handed over with `MHD_add_connection`, which picks the poll thread by the
+/// descriptor's number modulo the pool's size: consecutive connections alternate.
+final class ConnectionDealer: Sendable {
+    /// The listening socket (blocking); the server closes it after the daemons stopped.
+    let socket: Int32
+    private let server: HTTPServer
+
+    init(socket: Int32, server: HTTPServer) {
+        self.socket = socket
+        self.server = server
+    }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "entitled-http-accept"
+        thread.start()
+    }
+
+    /// Wakes the thread out of `accept` for good: new connections are refused from now on.
+    func stop() { _ = shutdownSocket(socket) }
+
+    private func run() {
+        while true {
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let client = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Self.accept(socket, $0, &length) }
+            }
+            guard client >= 0 else {
+                switch errno {
+                case EINTR, ECONNABORTED, EPROTO, EAGAIN: continue
+                // Out of descriptors or memory: the connection waits in the backlog meanwhile.
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM: usleep(10_000); continue
+                // The socket was shut down (`stop`) or closed.
+                default: return
+                }
+            }
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { server.deal(client, address: $0, length: length) }
+            }
+        }
+    }
+
+    /// accept(2), the connection's descriptor closed on exec (`accept4` is not in Glibc's module).
+    private static func accept(_ socket: Int32, _ address: UnsafeMutablePointer<sockaddr>, _ length: inout socklen_t) -> Int32 {
+        #if canImport(Glibc)
+            let client = Glibc.accept(socket, address, &length)
+        #else
+            let client = Darwin.accept(socket, address, &length)
+        #endif
+        if client >= 0 { _ = fcntl(client, F_SETFD, FD_CLOEXEC) }
+        return client
+    }
+}
+
+extension HTTPServer {
+    /// Hands an accepted connection to the daemon serving new connections (one replaced by a TLS
+    /// reload finishes only those it holds), or closes it once shutdown began. Under the state's
+    /// lock, so a daemon is never handed a connection after it stopped being the current one.
+    func deal(_ client: Int32, address: UnsafePointer<sockaddr>, length: socklen_t) {
+        state.withLock { state in
+            guard !state.stopping, let daemon = state.daemon else {
+                _ = close(client)
+                return
+            }
+            // libmicrohttpd closes the socket itself when it refuses it (connection or per-IP limit).
+            _ = MHD_add_connection(daemon.pointer, client, address, length)
+        }
+    }
+
+    /// Takes the daemon's listening socket from its poll threads (`MHD_quiesce_daemon`); the
+    /// socket is made blocking for the dealer's `accept`. -1 when the daemon has none.
+    static func quiesce(_ daemon: DaemonHandle) -> Int32 {
+        let socket = MHD_quiesce_daemon(daemon.pointer)
+        if socket >= 0 { _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) & ~O_NONBLOCK) }
+        return socket
+    }
+}
