@@ -88,7 +88,9 @@ public struct API: Sendable {
         console = ConsoleRoutes(
             gate: gate, apple: appleCalls, auditor: auditor, ingest: ingest, ledger: ledger, configuration: configuration,
             policy: policy, clock: clock)
-        charts = ChartRoutes(gate: gate, report: ChartReport(store: ledger.store, console: configuration.console), clock: clock)
+        charts = ChartRoutes(
+            gate: gate, report: ChartReport(store: ledger.store, console: configuration.console, rendering: ChartRendering(fastPaths: cache.codec.fastPaths)),
+            clock: clock)
         metricsPage = MetricsRoutes(gate: gate, metrics: metrics)
         retention = RetentionRoutes(
             configuration: configuration, verifier: ingest.verifier, ledger: ledger, signers: offers.signers,

@@ -46,15 +46,14 @@ struct ChartRoutes: Sendable {
         let report = self.report
         let points = try await Problems.consoleRead { try await report.points(chartRequest, environments: environments) }
         if Self.wantsCSV(request) {
-            var response = Response.text(ChartReport.csv(points))
-            response.headers.set("Content-Type", "text/csv; charset=utf-8")
-            response.headers.set("Content-Disposition", "attachment; filename=\"\(chart.rawValue).csv\"")
-            return response
+            return Response(
+                headers: ["Content-Type": "text/csv; charset=utf-8", "Content-Disposition": "attachment; filename=\"\(chart.rawValue).csv\""],
+                body: report.rendering.csv(points))
         }
-        return try .json(
-            ChartBody(
-                request: chartRequest, environment: segment == .environment ? nil : environment,
-                reportingCurrency: report.console.reportingCurrency, points: points))
+        return .json(
+            bytes: try report.rendering.json(
+                chartRequest, environment: segment == .environment ? nil : environment, reportingCurrency: report.console.reportingCurrency,
+                points: points))
     }
 
     /// Whether `Accept` prefers CSV: it names `text/csv` and not JSON before it.

@@ -22,10 +22,7 @@ public enum JSONWriter {
         switch value {
         case .string(let text): appendQuoted(text, to: &bytes, escapingSlashes: escapingSlashes)
         case .int(let number): bytes += String(number).utf8
-        case .double(let number):
-            // Foundation writes integral doubles without ".0" and others as `description` does.
-            let text = number.description
-            bytes += (text.hasSuffix(".0") ? text.dropLast(2) : Substring(text)).utf8
+        case .double(let number): appendNumber(number, to: &bytes)
         case .bool(let flag): bytes += (flag ? "true" : "false").utf8
         case .null: bytes += "null".utf8
         case .raw(let written): bytes += written
@@ -47,6 +44,13 @@ public enum JSONWriter {
             }
             bytes.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// Appends a finite `number` as Foundation's `JSONEncoder` writes it: integral values without
+    /// ".0", others as `description` does.
+    public static func appendNumber(_ number: Double, to bytes: inout [UInt8]) {
+        let text = number.description
+        bytes += (text.hasSuffix(".0") ? text.dropLast(2) : Substring(text)).utf8
     }
 
     /// Appends `value` as a JSON string literal (UTF-8) the way Foundation's `JSONEncoder` writes it

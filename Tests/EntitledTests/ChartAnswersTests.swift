@@ -9,8 +9,8 @@ import Testing
 /// conversions, upgrades, refunds, billing failures; USD, EUR and JPY products; four
 /// storefronts) driven through the real server for 60 virtual days. At the end of each day every
 /// customer's answer is read and counted per product (paid access, trials, MRR, the transitions
-/// between yesterday's and today's answers); at the end the charts must give the same numbers
-/// for every day.
+/// between yesterday's and today's answers) and paid access per storefront; at the end the charts
+/// must give the same numbers for every day.
 @Suite struct ChartAnswersTests {
     static let customers = (0..<12).map { "c\($0)" }
     static let storefronts = ["USA", "DEU", "JPN", "GBR"]
@@ -46,11 +46,14 @@ import Testing
         var product: String
         var paid: Bool
         var trial: Bool
+        /// The customer's storefront (the simulator buys every transaction of a customer there).
+        var storefront = ""
     }
 
     /// What one day's answers say, per product (the charts' segment).
     struct Day: Equatable {
         var actives: [String: Int] = [:]
+        var activesByStorefront: [String: Int] = [:]
         var trials: [String: Int] = [:]
         var mrr: [String: Int64] = [:]  // per currency, milli-units
         var paidStarts: [String: Int] = [:]
@@ -80,6 +83,7 @@ import Testing
             let before = yesterday[id]
             if now.paid {
                 day.actives[now.product, default: 0] += 1
+                day.activesByStorefront[now.storefront, default: 0] += 1
                 let (amount, currency) = monthly(now.product)
                 day.mrr[currency, default: 0] += amount
                 if !(before?.paid ?? false) { day.paidStarts[now.product, default: 0] += 1 }
@@ -165,9 +169,13 @@ import Testing
                 try await world.act("advance") { $0.by = "PT11H59M59S" }
                 var today: [String: Standing] = [:]
                 var newCustomers = 0
-                for id in Self.customers {
+                for (index, id) in Self.customers.enumerated() {
                     let answer = try await world.customer(id).json
-                    let own = Self.standings(answer)
+                    let own = Self.standings(answer).mapValues {
+                        var standing = $0
+                        standing.storefront = Self.storefronts[index % Self.storefronts.count]
+                        return standing
+                    }
                     if !(answer["subscriptions"] as? [Any] ?? []).isEmpty, seen.insert(id).inserted { newCustomers += 1 }
                     today.merge(own) { a, _ in a }
                 }
@@ -199,6 +207,8 @@ import Testing
             }
             let actives = try await chart("actives")
             check("actives", Self.series(actives, "actives", firstDay: firstDay)) { ints($0.actives) }
+            let byCountry = try await chart("actives", segment: "storefront")
+            check("actives by storefront", Self.series(byCountry, "actives", firstDay: firstDay)) { ints($0.activesByStorefront) }
             let trials = try await chart("trials")
             check("trials", Self.series(trials, "trials", firstDay: firstDay)) { ints($0.trials) }
             let mrr = try await chart("mrr", segment: nil)
@@ -242,6 +252,7 @@ import Testing
             #expect(expected.contains { !$0.trialsExpired.isEmpty })
             #expect(expected.contains { !$0.churned.isEmpty })
             #expect(expected.contains { Set($0.actives.keys).count >= 2 })
+            #expect(expected.contains { Set($0.activesByStorefront.keys).count >= 3 })
         }
     }
 }

@@ -55,28 +55,26 @@ extension Ledger {
             return try chartRowsSummingEveryRow(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments)
         }
         let segmentation = kept.first?.segment.rawValue ?? ""
-        // The segment's value under its column's name, the other columns empty, as ``ChartColumns`` reads them.
+        // The segment's value under its column's name, the other columns empty, as ``chartDeltas(_:)`` reads them.
         let select = SQLQuery(verbatim: Self.segmentColumns.map { $0.column == kept.first?.column ? "segment AS \($0.column)" : "'' AS \($0.column)" }
             .joined(separator: ", "))
         var rows = ChartRows()
         let stocks = kinds.filter(\.isStock).map(\.rawValue)
         if !stocks.isEmpty {
-            rows.opening = try session.rows(
+            rows.opening = try Self.chartDeltas(session.query(
                 """
                 SELECT environment, kind, CAST(\(fromDay) AS BIGINT) AS day, currency, \(select), month_offset, SUM(value) AS value
                 FROM chart_segment_daily
                 WHERE environment IN (\(list: environments)) AND kind IN (\(list: stocks)) AND segmentation = \(segmentation) AND day < \(fromDay)
                 GROUP BY environment, kind, currency, month_offset, segment HAVING SUM(value) <> 0
-                """, as: ChartColumns.self
-            ).compactMap(\.delta)
+                """))
         }
-        rows.days = try session.rows(
+        rows.days = try Self.chartDeltas(session.query(
             """
             SELECT environment, kind, day, currency, \(select), month_offset, value FROM chart_segment_daily
             WHERE environment IN (\(list: environments)) AND kind IN (\(list: kinds.map(\.rawValue))) AND segmentation = \(segmentation)
             AND day >= \(fromDay) AND day <= \(toDay) AND value <> 0
-            """, as: ChartColumns.self
-        ).compactMap(\.delta)
+            """))
         return rows
     }
 
@@ -92,22 +90,47 @@ extension Ledger {
         var rows = ChartRows()
         let stocks = kinds.filter(\.isStock).map(\.rawValue)
         if !stocks.isEmpty {
-            rows.opening = try session.rows(
+            rows.opening = try Self.chartDeltas(session.query(
                 """
                 SELECT environment, kind, CAST(\(fromDay) AS BIGINT) AS day, currency, \(select), month_offset, SUM(value) AS value FROM chart_daily
                 WHERE environment IN (\(list: environments)) AND kind IN (\(list: stocks)) AND day < \(fromDay)
                 GROUP BY environment, kind, currency, \(grouped) HAVING SUM(value) <> 0
-                """, as: ChartColumns.self
-            ).compactMap(\.delta)
+                """))
         }
-        rows.days = try session.rows(
+        rows.days = try Self.chartDeltas(session.query(
             """
             SELECT environment, kind, day, currency, \(select), month_offset, SUM(value) AS value FROM chart_daily
             WHERE environment IN (\(list: environments)) AND kind IN (\(list: kinds.map(\.rawValue))) AND day >= \(fromDay) AND day <= \(toDay)
             GROUP BY environment, kind, day, currency, \(grouped) HAVING SUM(value) <> 0
-            """, as: ChartColumns.self
-        ).compactMap(\.delta)
+            """))
         return rows
+    }
+
+    /// A chart read's rows as the charts read them; a series this build does not know is left out.
+    /// Each column is found by its name once per result, then read by position: a read returns
+    /// tens of thousands of rows, and decoding each one by name was most of its cost.
+    static func chartDeltas(_ rows: [SQLRow]) throws -> [ChartDelta] {
+        guard let first = rows.first else { return [] }
+        let names = ["environment", "kind", "day", "currency", "store", "product", "storefront", "period_type", "month_offset", "value"]
+        let at = try names.map { try first.position($0) }
+        var deltas: [ChartDelta] = []
+        deltas.reserveCapacity(rows.count)
+        // The rows come series by series: a series' name is matched once per run of its rows.
+        var kindName: String?, kind: ChartKind?
+        for row in rows {
+            let name = try row.text(at[1])
+            if name != kindName {
+                kindName = name
+                kind = ChartKind(rawValue: name)
+            }
+            guard let kind else { continue }
+            deltas.append(ChartDelta(
+                environment: Environment(rawValue: try row.text(at[0])), day: try row.int(at[2]), kind: kind, currency: try row.text(at[3]),
+                segment: ChartSegment(store: try row.text(at[4]), product: try row.text(at[5]), storefront: try row.text(at[6]),
+                                      periodType: try row.text(at[7])),
+                offset: try row.int(at[8]), value: try row.int(at[9])))
+        }
+        return deltas
     }
 
     /// The segment columns of `chart_daily`, in the primary key's order.
@@ -116,29 +139,8 @@ extension Ledger {
     ]
 }
 
-/// One row of a chart read, by column name: its key and its value.
-private struct ChartColumns: Decodable {
-    var key: ChartRowKey
-    var value: Int64
-
-    private enum CodingKeys: String, CodingKey { case value }
-
-    init(from decoder: any Decoder) throws {
-        key = try ChartRowKey(from: decoder)
-        value = try decoder.container(keyedBy: CodingKeys.self).decode(Int64.self, forKey: .value)
-    }
-
-    /// The row as the charts read it; nil for a series this build does not know.
-    var delta: ChartDelta? {
-        guard let kind = ChartKind(rawValue: key.kind) else { return nil }
-        return ChartDelta(environment: Environment(rawValue: key.environment), day: key.day, kind: kind, currency: key.currency,
-                          segment: ChartSegment(store: key.store, product: key.product, storefront: key.storefront, periodType: key.periodType),
-                          offset: key.offset, value: value)
-    }
-}
-
-/// One chart row's key, in storage's words (decoded from the columns of its name).
-struct ChartRowKey: Hashable, Comparable, Decodable {
+/// One chart row's key, in storage's words.
+struct ChartRowKey: Hashable, Comparable {
     var environment: String
     var kind: String
     var day: Int64
@@ -148,10 +150,6 @@ struct ChartRowKey: Hashable, Comparable, Decodable {
     var storefront: String
     var periodType: String
     var offset: Int64
-
-    private enum CodingKeys: String, CodingKey {
-        case environment, kind, day, currency, store, product, storefront, periodType, offset = "month_offset"
-    }
 
     init(_ delta: ChartDelta) {
         environment = delta.environment.rawValue
