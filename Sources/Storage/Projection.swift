@@ -69,27 +69,43 @@ public struct Projector: Sendable {
     /// statuses hold at `now`, so a rebuild at another instant finds no difference unless a status
     /// changed.
     package func projection(customer: CustomerRecord, facts: [Fact], now: Int64) throws -> CustomerProjection {
-        let (rows, primary) = rows(facts: facts, now: now)
+        let (rows, states) = evaluated(facts: facts, now: now)
         var state: CustomerState
         if let grantEnvironments {
-            state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
+            // The rows' evaluations merged, as `evaluate(facts:policy:now:environments:)` merges
+            // its own: each environment evaluated once per projection, not once for the rows and
+            // again for the stored state.
+            let present = grantEnvironments.filter { states[$0] != nil }
+            if grantEnvironments.count == 1 || present.isEmpty {
+                state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
+            } else {
+                state = .merging(present.compactMap { states[$0] })
+            }
         } else {
-            state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
+            state = Environment.present(in: facts).first.flatMap { states[$0] }
+                ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
         }
         state.evaluatedAt = 0
         let document = CustomerDocument(customer: customer, environments: grantEnvironments, state: state)
-        return CustomerProjection(entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document.encoded())
+        return CustomerProjection(entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try encode(document))
     }
 
-    /// The projection's rows (its `state` left empty) and the primary environment's state.
-    package func rows(facts: [Fact], now: Int64) -> (CustomerProjection, CustomerState?) {
+    /// A document in storage's encoding, written through ``codec``: the same bytes as
+    /// ``CustomerDocument/encoded()`` (Foundation's), without its cost on every projection.
+    package func encode(_ document: CustomerDocument) throws -> [UInt8] {
+        try codec.encodeSorted(document)
+    }
+
+    /// The projection's rows (its `state` left empty) and the state of each environment the facts
+    /// are in (its `evaluatedAt` left at 0), one evaluation each.
+    private func evaluated(facts: [Fact], now: Int64) -> (CustomerProjection, [Environment: CustomerState]) {
         var entitlementRows: [EntitlementRow] = []
         var subscriptionRows: [SubscriptionRow] = []
-        var primary: CustomerState?
+        var states: [Environment: CustomerState] = [:]
         for environment in Environment.present(in: facts) {
             var state = evaluate(facts: facts, policy: policy, now: now, environment: environment)
             state.evaluatedAt = 0
-            if primary == nil { primary = state }
+            states[environment] = state
             for entitlement in state.entitlements {
                 entitlementRows.append(
                     EntitlementRow(
@@ -111,7 +127,7 @@ public struct Projector: Sendable {
         // One row per subscription: keep the first environment's (the primary one comes first).
         var seen = Set<String>()
         subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
-        return (CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: []).canonical, primary)
+        return (CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: []).canonical, states)
     }
 }
 

@@ -166,10 +166,16 @@ extension Ledger {
     }
 
     static func json(_ value: some Encodable) -> String {
+        (try? eventEncoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+
+    /// The events' JSON fields' encoder: made once (never mutated after, so one serves every
+    /// thread), not once per field.
+    private static let eventEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
-    }
+        return encoder
+    }()
 
     /// Appends an event unless one with its id is stored (a replay of the same change), at the
     /// transaction's commit (``TransactionTail``: the outbox lock is taken last).
