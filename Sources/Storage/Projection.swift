@@ -69,7 +69,29 @@ public struct Projector: Sendable {
     /// statuses hold at `now`, so a rebuild at another instant finds no difference unless a status
     /// changed.
     package func projection(customer: CustomerRecord, facts: [Fact], now: Int64) throws -> CustomerProjection {
+        try projectionAndDocument(customer: customer, facts: facts, now: now).projection
+    }
+
+    /// ``projection(customer:facts:now:)`` and the document its `state` encodes: callers that
+    /// need the same customer's answer again (an event's) compare documents rather than encode one.
+    package func projectionAndDocument(customer: CustomerRecord, facts: [Fact], now: Int64) throws
+        -> (projection: CustomerProjection, document: CustomerDocument)
+    {
         let (rows, states) = evaluated(facts: facts, now: now)
+        let document = CustomerDocument(customer: customer, environments: grantEnvironments, state: stored(states, facts: facts, now: now))
+        // Foundation's encoder, not ``codec``: its fast writer refuses floating point (a group's
+        // proceeds rate), so every subscriber's document would pay a failed attempt first.
+        return (CustomerProjection(entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document.encoded()), document)
+    }
+
+    /// The document ``projection(customer:facts:now:)`` stores, evaluated but not encoded.
+    package func document(customer: CustomerRecord, facts: [Fact], now: Int64) -> CustomerDocument {
+        CustomerDocument(customer: customer, environments: grantEnvironments, state: stored(evaluated(facts: facts, now: now).states, facts: facts, now: now))
+    }
+
+    /// The stored state from each environment's: the ``grantEnvironments`` merged, or the primary
+    /// environment's; its `evaluatedAt` 0.
+    private func stored(_ states: [Environment: CustomerState], facts: [Fact], now: Int64) -> CustomerState {
         var state: CustomerState
         if let grantEnvironments {
             // The rows' evaluations merged, as `evaluate(facts:policy:now:environments:)` merges
@@ -86,19 +108,12 @@ public struct Projector: Sendable {
                 ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
         }
         state.evaluatedAt = 0
-        let document = CustomerDocument(customer: customer, environments: grantEnvironments, state: state)
-        return CustomerProjection(entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try encode(document))
-    }
-
-    /// A document in storage's encoding, written through ``codec``: the same bytes as
-    /// ``CustomerDocument/encoded()`` (Foundation's), without its cost on every projection.
-    package func encode(_ document: CustomerDocument) throws -> [UInt8] {
-        try codec.encodeSorted(document)
+        return state
     }
 
     /// The projection's rows (its `state` left empty) and the state of each environment the facts
     /// are in (its `evaluatedAt` left at 0), one evaluation each.
-    private func evaluated(facts: [Fact], now: Int64) -> (CustomerProjection, [Environment: CustomerState]) {
+    private func evaluated(facts: [Fact], now: Int64) -> (rows: CustomerProjection, states: [Environment: CustomerState]) {
         var entitlementRows: [EntitlementRow] = []
         var subscriptionRows: [SubscriptionRow] = []
         var states: [Environment: CustomerState] = [:]

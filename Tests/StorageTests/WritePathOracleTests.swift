@@ -1,53 +1,15 @@
 import Entitlements
 import Foundation
-import JSONCoding
 import Testing
 
 @testable import Storage
 
-/// The durable write path's shortcuts against their plain forms: the stored document written by
-/// the projector's codec is Foundation's bytes, rollup changes written many rows a statement leave
-/// the rows one row a statement leaves, and a contribution's basis read alone is the one the
-/// whole text decodes to.
+/// The durable write path's shortcuts against their plain forms: a projection's state merged from
+/// its rows' evaluations is the engine's merge, its unencoded document is what its bytes encode,
+/// rollup changes written many rows a statement leave the rows one row a statement leaves, and a
+/// contribution's basis read alone is the one the whole text decodes to.
 @Suite struct WritePathOracleTests {
     static let day: Int64 = 86_400_000
-
-    /// Customers' states from App Store and Play facts, in one environment and merged, at instants
-    /// across their histories: every shape of document the ledger stores.
-    static var documents: [CustomerDocument] {
-        let customer = CustomerRecord(id: 1, appUserId: "alice/ü \"q\"", appAccountToken: "00000000-0000-0000-0000-000000000001", createdAt: 0)
-        let apple = MetricRollupTests.history.map(\.fact)
-        let play = [PlayRollupMigrationTests.play("tok-1", region: "DE").fact, PlayRollupMigrationTests.product("tok-2", region: "FR").fact]
-        let sandbox = [Fixture.transaction(otid: "s", tid: "s1", expires: testNow + 3 * day, signed: testNow, environment: "Sandbox").fact]
-        let policy = PlayRollupMigrationTests.projector.policy
-        var documents: [CustomerDocument] = []
-        for count in [0, 1, 7, 24] {
-            let facts = Array(apple.prefix(count)) + play + sandbox
-            for now in [testNow - day, testNow + 2 * day, testNow + 200 * day, testNow + 900 * day] {
-                var state = evaluate(facts: facts, policy: policy, now: now, environment: .production)
-                state.evaluatedAt = 0
-                documents.append(CustomerDocument(customer: customer, environments: nil, state: state))
-                var merged = evaluate(facts: facts, policy: policy, now: now, environments: [.production, .sandbox])
-                merged.evaluatedAt = 0
-                documents.append(CustomerDocument(customer: customer, environments: [.production, .sandbox], state: merged))
-            }
-        }
-        return documents
-    }
-
-    @Test("the projector writes a document as Foundation does, fast paths on or off")
-    func documentsAreFoundationsBytes() throws {
-        let documents = Self.documents
-        #expect(documents.count == 32)
-        for fastPaths in [true, false] {
-            let projector = Projector(policy: PlayRollupMigrationTests.projector.policy, codec: JSONCodec(fastPaths: fastPaths))
-            for document in documents {
-                let bytes = try projector.encode(document)
-                #expect(bytes == (try document.encoded()))
-                #expect(CustomerDocument(encoded: bytes) == document)
-            }
-        }
-    }
 
     @Test("a projection's merged state is the engine's merge of its environments, evaluated once each")
     func projectionSharesItsEvaluations() throws {
@@ -72,32 +34,13 @@ import Testing
                     plain.evaluatedAt = 0
                     let stored = try projector.projection(customer: customer, facts: facts, now: now).state
                     #expect(stored == (try CustomerDocument(customer: customer, environments: environments, state: plain).encoded()))
+                    // The unencoded document events compare is the one those bytes encode.
+                    #expect(try projector.document(customer: customer, facts: facts, now: now).encoded() == stored)
                     compared += 1
                 }
             }
         }
         #expect(compared == 120)
-    }
-
-    @Test("the stored states and event answers are the plain encoder's bytes", arguments: Backend.all)
-    func storedDocumentsAreFoundationsBytes(_ backend: Backend) async throws {
-        try await withStore(backend, now: testNow + 800 * Self.day) { store, _ in
-            for k in [5, 0, 23, 9, 2] {
-                _ = try await store.ingest(
-                    Fixture.batch(facts: [MetricRollupTests.history[k]], claim: Claim(appUserId: "alice")),
-                    projector: MetricRollupTests.projector, now: testNow + 800 * Self.day)
-            }
-            let sessions = try #require(store as? any SessionBackedStore)
-            let texts = try await sessions.read { session in
-                try session.values("SELECT state FROM customer_states", as: String.self)
-                    + session.values("SELECT answer FROM events WHERE answer <> ''", as: String.self)
-            }
-            #expect(texts.count > 2)
-            for text in texts {
-                let document = try #require(CustomerDocument(encoded: Array(text.utf8)))
-                #expect(try document.encoded() == Array(text.utf8))
-            }
-        }
     }
 
     /// Rollup changes of more keys than one statement takes, some keys changed twice.

@@ -210,7 +210,7 @@ extension Ledger {
     /// whatever order the facts came in.
     func emitEvents(
         for customer: CustomerRecord, facts: [Fact], origins: [FactOrigin],
-        after: CustomerProjection, projector: Projector,
+        after: CustomerProjection, document: CustomerDocument, projector: Projector,
         cause: EventCause?, from earliest: Int64, now: Int64
     ) throws {
         // What the timeline says against what was released: new events, and corrections.
@@ -249,7 +249,10 @@ extension Ledger {
             let at = max(event.occurredAt, event.basis)
             guard cause == nil, at < now || facts.contains(where: { $0.date > event.basis }) else { return after.state }
             if let known = answers[[event.basis, at]] { return known }
-            let state = try projector.projection(customer: customer, facts: facts.filter { $0.date <= event.basis }, now: at).state
+            // Evaluated, then encoded only when it is not the answer after the change (`after`,
+            // whose document is `document`): mostly it is, time having changed no status since.
+            let evaluated = projector.document(customer: customer, facts: facts.filter { $0.date <= event.basis }, now: at)
+            let state = evaluated == document ? after.state : try evaluated.encoded()
             answers[[event.basis, at]] = state
             return state
         }
