@@ -59,25 +59,25 @@ extension Ledger {
         return addMetrics([(key, change)])[0]
     }
 
-    /// Adds each change to its daily row, several rows a statement (``rollupChunks(_:)``), in the
-    /// order given: the keys must be distinct (a statement may change a row once).
+    /// Adds each change to its daily row, several rows a statement (``rollupUpserts(into:columns:key:rows:)``),
+    /// in the order given: the keys must be distinct (a statement may change a row once).
     static func addMetrics(_ changes: [(key: MetricRowKey, change: Int64)]) -> [SQLQuery] {
-        rollupChunks(changes).map { chunk in
-            let rows = SQLQuery.joined(
-                chunk.map { "(\($0.key.environment), \($0.key.day), \($0.key.kind), \($0.key.currency), \($0.change))" as SQLQuery },
-                separator: ", ")
-            return """
-                INSERT INTO metric_daily (environment, day, kind, currency, value) VALUES \(rows)
-                ON CONFLICT (environment, day, kind, currency) DO UPDATE SET value = metric_daily.value + excluded.value
-                """
-        }
+        rollupUpserts(
+            into: "metric_daily", columns: "environment, day, kind, currency, value", key: "environment, day, kind, currency",
+            rows: changes.map { "(\($0.key.environment), \($0.key.day), \($0.key.kind), \($0.key.currency), \($0.change))" })
     }
 
-    /// The rows of a rollup write in statements of at most 64: one statement per transaction for
-    /// a customer's change rather than one per row, while the texts a connection prepares (and
-    /// caches) stay few and every statement's binds far below either database's limit.
-    static func rollupChunks<Row>(_ rows: [Row]) -> [ArraySlice<Row>] {
-        stride(from: 0, to: rows.count, by: 64).map { rows[$0..<min($0 + 64, rows.count)] }
+    /// Upserts of `rows` (each a parenthesized tuple of `columns`, the last one `value`) into a
+    /// rollup `table` keyed by `key`, adding the row's value to a stored one: at most 64 rows a
+    /// statement, so a customer's change is one statement per rollup rather than one per row, while
+    /// the texts a connection prepares (and caches) stay few and every statement's binds far below
+    /// either database's limit. `table`, `columns` and `key` are this module's own constants.
+    static func rollupUpserts(into table: String, columns: String, key: String, rows: [SQLQuery]) -> [SQLQuery] {
+        let (table, columns, key) = (SQLQuery(verbatim: table), SQLQuery(verbatim: columns), SQLQuery(verbatim: key))
+        return stride(from: 0, to: rows.count, by: 64).map { start in
+            let values = SQLQuery.joined(Array(rows[start..<min(start + 64, rows.count)]), separator: ", ")
+            return "INSERT INTO \(table) (\(columns)) VALUES \(values) ON CONFLICT (\(key)) DO UPDATE SET value = \(table).value + excluded.value"
+        }
     }
 
     /// Computes the contribution of up to `limit` customers that have none stored yet (the
