@@ -69,27 +69,58 @@ public struct Projector: Sendable {
     /// statuses hold at `now`, so a rebuild at another instant finds no difference unless a status
     /// changed.
     package func projection(customer: CustomerRecord, facts: [Fact], now: Int64) throws -> CustomerProjection {
-        let (rows, primary) = rows(facts: facts, now: now)
-        var state: CustomerState
-        if let grantEnvironments {
-            state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
-        } else {
-            state = primary ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
-        }
-        state.evaluatedAt = 0
-        let document = CustomerDocument(customer: customer, environments: grantEnvironments, state: state)
-        return CustomerProjection(entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document.encoded())
+        try projectionAndDocument(customer: customer, facts: facts, now: now).projection
     }
 
-    /// The projection's rows (its `state` left empty) and the primary environment's state.
-    package func rows(facts: [Fact], now: Int64) -> (CustomerProjection, CustomerState?) {
+    /// ``projection(customer:facts:now:)`` and the document its `state` encodes: callers that
+    /// need the same customer's answer again (an event's) compare documents rather than encode one.
+    package func projectionAndDocument(customer: CustomerRecord, facts: [Fact], now: Int64) throws
+        -> (projection: CustomerProjection, document: CustomerDocument)
+    {
+        let (rows, states) = evaluated(facts: facts, now: now)
+        let document = CustomerDocument(customer: customer, environments: grantEnvironments, state: stored(states, facts: facts, now: now))
+        // Foundation's encoder, not ``codec``: its fast writer refuses floating point (a group's
+        // proceeds rate), so every subscriber's document would pay a failed attempt first.
+        return (CustomerProjection(entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document.encoded()), document)
+    }
+
+    /// The document ``projection(customer:facts:now:)`` stores, evaluated but not encoded.
+    package func document(customer: CustomerRecord, facts: [Fact], now: Int64) -> CustomerDocument {
+        CustomerDocument(customer: customer, environments: grantEnvironments, state: stored(evaluated(facts: facts, now: now).states, facts: facts, now: now))
+    }
+
+    /// The stored state from each environment's: the ``grantEnvironments`` merged, or the primary
+    /// environment's; its `evaluatedAt` 0.
+    private func stored(_ states: [Environment: CustomerState], facts: [Fact], now: Int64) -> CustomerState {
+        var state: CustomerState
+        if let grantEnvironments {
+            // The rows' evaluations merged, as `evaluate(facts:policy:now:environments:)` merges
+            // its own: each environment evaluated once per projection, not once for the rows and
+            // again for the stored state.
+            let present = grantEnvironments.filter { states[$0] != nil }
+            if grantEnvironments.count == 1 || present.isEmpty {
+                state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
+            } else {
+                state = .merging(present.compactMap { states[$0] })
+            }
+        } else {
+            state = Environment.present(in: facts).first.flatMap { states[$0] }
+                ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
+        }
+        state.evaluatedAt = 0
+        return state
+    }
+
+    /// The projection's rows (its `state` left empty) and the state of each environment the facts
+    /// are in (its `evaluatedAt` left at 0), one evaluation each.
+    private func evaluated(facts: [Fact], now: Int64) -> (rows: CustomerProjection, states: [Environment: CustomerState]) {
         var entitlementRows: [EntitlementRow] = []
         var subscriptionRows: [SubscriptionRow] = []
-        var primary: CustomerState?
+        var states: [Environment: CustomerState] = [:]
         for environment in Environment.present(in: facts) {
             var state = evaluate(facts: facts, policy: policy, now: now, environment: environment)
             state.evaluatedAt = 0
-            if primary == nil { primary = state }
+            states[environment] = state
             for entitlement in state.entitlements {
                 entitlementRows.append(
                     EntitlementRow(
@@ -111,7 +142,7 @@ public struct Projector: Sendable {
         // One row per subscription: keep the first environment's (the primary one comes first).
         var seen = Set<String>()
         subscriptionRows = subscriptionRows.filter { seen.insert($0.originalTransactionId).inserted }
-        return (CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: []).canonical, primary)
+        return (CustomerProjection(entitlements: entitlementRows, subscriptions: subscriptionRows, state: []).canonical, states)
     }
 }
 

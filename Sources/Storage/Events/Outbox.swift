@@ -166,10 +166,16 @@ extension Ledger {
     }
 
     static func json(_ value: some Encodable) -> String {
+        (try? eventEncoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+
+    /// The events' JSON fields' encoder: made once (never mutated after, so one serves every
+    /// thread), not once per field.
+    private static let eventEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
-    }
+        return encoder
+    }()
 
     /// Appends an event unless one with its id is stored (a replay of the same change), at the
     /// transaction's commit (``TransactionTail``: the outbox lock is taken last).
@@ -204,7 +210,7 @@ extension Ledger {
     /// whatever order the facts came in.
     func emitEvents(
         for customer: CustomerRecord, facts: [Fact], origins: [FactOrigin],
-        after: CustomerProjection, projector: Projector,
+        after: CustomerProjection, document: CustomerDocument, projector: Projector,
         cause: EventCause?, from earliest: Int64, now: Int64
     ) throws {
         // What the timeline says against what was released: new events, and corrections.
@@ -243,7 +249,10 @@ extension Ledger {
             let at = max(event.occurredAt, event.basis)
             guard cause == nil, at < now || facts.contains(where: { $0.date > event.basis }) else { return after.state }
             if let known = answers[[event.basis, at]] { return known }
-            let state = try projector.projection(customer: customer, facts: facts.filter { $0.date <= event.basis }, now: at).state
+            // Evaluated, then encoded only when it is not the answer after the change (`after`,
+            // whose document is `document`): mostly it is, time having changed no status since.
+            let evaluated = projector.document(customer: customer, facts: facts.filter { $0.date <= event.basis }, now: at)
+            let state = evaluated == document ? after.state : try evaluated.encoded()
             answers[[event.basis, at]] = state
             return state
         }

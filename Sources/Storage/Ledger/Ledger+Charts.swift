@@ -9,23 +9,28 @@ import Entitlements
 
 extension Ledger {
     /// Adds `change` to one chart row.
-    static func addChart(_ key: ChartRowKey, change: Int64) -> SQLQuery {
-        """
-        INSERT INTO chart_daily (environment, kind, day, currency, store, product, storefront, period_type, month_offset, value)
-        VALUES (\(key.environment), \(key.kind), \(key.day), \(key.currency), \(key.store), \(key.product), \(key.storefront), \(key.periodType), \(key.offset), \(change))
-        ON CONFLICT (environment, kind, day, currency, store, product, storefront, period_type, month_offset)
-        DO UPDATE SET value = chart_daily.value + excluded.value
-        """
+    static func addChart(_ key: ChartRowKey, change: Int64) -> SQLQuery { addCharts([(key, change)])[0] }
+
+    /// Adds each change to its chart row, several rows a statement (``rollupUpserts(into:columns:key:rows:)``),
+    /// in the order given: the keys must be distinct.
+    static func addCharts(_ changes: [(key: ChartRowKey, change: Int64)]) -> [SQLQuery] {
+        rollupUpserts(
+            into: "chart_daily", columns: "environment, kind, day, currency, store, product, storefront, period_type, month_offset, value",
+            key: "environment, kind, day, currency, store, product, storefront, period_type, month_offset",
+            rows: changes.map { key, change in
+                "(\(key.environment), \(key.kind), \(key.day), \(key.currency), \(key.store), \(key.product), \(key.storefront), \(key.periodType), \(key.offset), \(change))"
+            })
     }
 
-    /// Adds `change` to one row of the charts' rollups per segmentation.
-    static func addChartSegment(_ key: ChartSegmentRowKey, change: Int64) -> SQLQuery {
-        """
-        INSERT INTO chart_segment_daily (environment, kind, segmentation, day, currency, month_offset, segment, value)
-        VALUES (\(key.environment), \(key.kind), \(key.segmentation), \(key.day), \(key.currency), \(key.offset), \(key.segment), \(change))
-        ON CONFLICT (environment, kind, segmentation, day, currency, month_offset, segment)
-        DO UPDATE SET value = chart_segment_daily.value + excluded.value
-        """
+    /// Adds each change to its row of the charts' rollups per segmentation, several rows a
+    /// statement, in the order given: the keys must be distinct.
+    static func addChartSegments(_ changes: [(key: ChartSegmentRowKey, change: Int64)]) -> [SQLQuery] {
+        rollupUpserts(
+            into: "chart_segment_daily", columns: "environment, kind, segmentation, day, currency, month_offset, segment, value",
+            key: "environment, kind, segmentation, day, currency, month_offset, segment",
+            rows: changes.map { key, change in
+                "(\(key.environment), \(key.kind), \(key.segmentation), \(key.day), \(key.currency), \(key.offset), \(key.segment), \(change))"
+            })
     }
 
     /// `chart_segment_daily` computed from `chart_daily`, for a table that holds none of its rows

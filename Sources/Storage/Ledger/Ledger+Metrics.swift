@@ -20,15 +20,19 @@ extension Ledger {
     /// customer merge brought older facts), everything is computed again.
     func updateMetrics(customerID: Int64, facts: [Fact], ids: [Int64]? = nil, projector: Projector) throws {
         guard projector.maintainsMetrics else { return }
-        let stored = try storedMetrics(customerID: customerID)
+        let text = try session.value("SELECT deltas FROM customer_metrics WHERE customer_id = \(customerID)", as: String.self)
         let basis = ids.map { ids in MetricBasis(maxFactID: ids.max() ?? 0, factCount: ids.count) }
-        var reuse: (deltas: [MetricDelta], from: Int64)?
-        if let ids, let stored, let old = stored.basis, ids.count == facts.count,
+        // The basis alone says whether any fact is new: without one (an event hold's release, a
+        // repeated recomputation) the stored rows are not even decoded.
+        var from: Int64?
+        if let ids, let old = text.flatMap(MetricCodec.basis), ids.count == facts.count,
            ids.count(where: { $0 <= old.maxFactID }) == old.factCount {
             let newDays = zip(ids, facts).filter { $0.0 > old.maxFactID }.map { metricDay($0.1.date) }
-            guard let from = newDays.min() else { return }  // No new fact: the same contribution.
-            reuse = (stored.deltas, from)
+            guard let first = newDays.min() else { return }  // No new fact: the same contribution.
+            from = first
         }
+        let stored = text.map(MetricCodec.decode)
+        let reuse = from.map { (deltas: stored?.deltas ?? [], from: $0) }
         let contribution = metricContribution(facts: facts, policy: projector.policy, reusing: reuse, reusingCharts: stored?.charts ?? [])
         let fresh = StoredMetrics(deltas: contribution.deltas, charts: contribution.charts, basis: basis)
         if stored == fresh { return }
@@ -51,10 +55,29 @@ extension Ledger {
 
     /// Adds `change` to one daily row.
     static func addMetric(environment: String, day: Int64, kind: String, currency: String, change: Int64) -> SQLQuery {
-        """
-        INSERT INTO metric_daily (environment, day, kind, currency, value) VALUES (\(environment), \(day), \(kind), \(currency), \(change))
-        ON CONFLICT (environment, day, kind, currency) DO UPDATE SET value = metric_daily.value + excluded.value
-        """
+        let key = MetricRowKey(environment: environment, day: day, kind: kind, currency: currency)
+        return addMetrics([(key, change)])[0]
+    }
+
+    /// Adds each change to its daily row, several rows a statement (``rollupUpserts(into:columns:key:rows:)``),
+    /// in the order given: the keys must be distinct (a statement may change a row once).
+    static func addMetrics(_ changes: [(key: MetricRowKey, change: Int64)]) -> [SQLQuery] {
+        rollupUpserts(
+            into: "metric_daily", columns: "environment, day, kind, currency, value", key: "environment, day, kind, currency",
+            rows: changes.map { "(\($0.key.environment), \($0.key.day), \($0.key.kind), \($0.key.currency), \($0.change))" })
+    }
+
+    /// Upserts of `rows` (each a parenthesized tuple of `columns`, the last one `value`) into a
+    /// rollup `table` keyed by `key`, adding the row's value to a stored one: at most 64 rows a
+    /// statement, so a customer's change is one statement per rollup rather than one per row, while
+    /// the texts a connection prepares (and caches) stay few and every statement's binds far below
+    /// either database's limit. `table`, `columns` and `key` are this module's own constants.
+    static func rollupUpserts(into table: String, columns: String, key: String, rows: [SQLQuery]) -> [SQLQuery] {
+        let (table, columns, key) = (SQLQuery(verbatim: table), SQLQuery(verbatim: columns), SQLQuery(verbatim: key))
+        return stride(from: 0, to: rows.count, by: 64).map { start in
+            let values = SQLQuery.joined(Array(rows[start..<min(start + 64, rows.count)]), separator: ", ")
+            return "INSERT INTO \(table) (\(columns)) VALUES \(values) ON CONFLICT (\(key)) DO UPDATE SET value = \(table).value + excluded.value"
+        }
     }
 
     /// Computes the contribution of up to `limit` customers that have none stored yet (the
@@ -142,6 +165,10 @@ struct MetricRowKey: Hashable, Comparable {
     var kind: String
     var currency: String
 
+    init(environment: String, day: Int64, kind: String, currency: String) {
+        (self.environment, self.day, self.kind, self.currency) = (environment, day, kind, currency)
+    }
+
     init(_ delta: MetricDelta) {
         environment = delta.environment.rawValue
         day = delta.day
@@ -185,6 +212,16 @@ enum MetricCodec {
              clean(d.segment.product), clean(d.segment.storefront), clean(d.segment.periodType), String(d.offset), String(d.value)]
                 .joined(separator: "\t")
         }).joined(separator: "\n")
+    }
+
+    /// The basis line of `text` alone (nil: none), read without decoding the rows after it.
+    static func basis(_ text: String) -> MetricBasis? {
+        guard text.utf8.first == UInt8(ascii: "#") else { return nil }
+        let line = text.utf8.prefix { $0 != UInt8(ascii: "\n") }
+        let parts = line.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false)
+        guard parts.count == 3, let id = Int64(String(decoding: parts[1], as: UTF8.self)),
+              let count = Int(String(decoding: parts[2], as: UTF8.self)) else { return nil }
+        return MetricBasis(maxFactID: id, factCount: count)
     }
 
     static func decode(_ text: String) -> StoredMetrics {

@@ -101,7 +101,7 @@ extension Ledger {
     /// instead: one customer that cannot be projected must not fail everyone's transaction).
     /// With a `cause`, the change of the customer's answer is written to the outbox as events, or
     /// held back (``Projector/eventHold``); `releasing` releases a hold: the events of the
-    /// customer's history from that signed date (``emitEvents(for:facts:origins:after:projector:cause:from:now:)``).
+    /// customer's history from that signed date (``emitEvents(for:facts:origins:after:document:projector:cause:from:now:)``).
     @discardableResult
     func recompute(
         customerID: Int64, projector: Projector, now: Int64, known: [String: Fact] = [:], cause: EventCause? = nil,
@@ -124,10 +124,12 @@ extension Ledger {
         customer.aliases = Self.others(try results[3].map { try $0.text(1) }, than: customer.appUserId)
         let stored = try results[2].first.map(Self.decodeState)
         let projection: CustomerProjection
+        let document: CustomerDocument
         let facts: [Fact]
         do {
             facts = try Self.engineFacts(results[1], projector: projector, known: known)
-            projection = try projector.projection(customer: customer, facts: facts, now: now).canonical
+            let projected = try projector.projectionAndDocument(customer: customer, facts: facts, now: now)
+            (projection, document) = (projected.projection.canonical, projected.document)
         } catch {
             let failure = ProjectionFailure(appUserId: customer.appUserId, reason: String(describing: error))
             try markFailed(customer, failure: failure, kept: stored?.projection, now: now)
@@ -146,7 +148,7 @@ extension Ledger {
                     bundleId: try $0.optionalText(10))
             }
             try emitEvents(
-                for: customer, facts: facts, origins: origins, after: projection, projector: projector, cause: cause,
+                for: customer, facts: facts, origins: origins, after: projection, document: document, projector: projector, cause: cause,
                 from: cause?.earliestSignedDate ?? releasing ?? 0, now: now)
         }
         return (customer, nil)

@@ -143,18 +143,15 @@ final class TransactionTail {
         defer { kept = Share() }
         guard !kept.isEmpty else { return [] }
         var statements: [SQLQuery] = []
-        for (key, value) in kept.metrics.sorted(by: { $0.key < $1.key }) where value != 0 {
-            statements.append(
-                Ledger.addMetric(environment: key.environment, day: key.day, kind: key.kind, currency: key.currency, change: value))
-        }
+        // Each rollup's rows in a few multi-row statements (a chart change moves six rows).
+        statements += Ledger.addMetrics(kept.metrics.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
         var segmented: [ChartSegmentRowKey: Int64] = [:]
-        for (key, value) in kept.charts.sorted(by: { $0.key < $1.key }) where value != 0 {
-            statements.append(Ledger.addChart(key, change: value))
+        let charts = kept.charts.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key })
+        for (key, value) in charts {
             for row in ChartSegmentRowKey.rows(of: key) { segmented[row, default: 0] += value }
         }
-        for (key, value) in segmented.sorted(by: { $0.key < $1.key }) where value != 0 {
-            statements.append(Ledger.addChartSegment(key, change: value))
-        }
+        statements += Ledger.addCharts(charts.map { ($0.key, $0.value) })
+        statements += Ledger.addChartSegments(segmented.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
         for (key, count) in kept.hourly.sorted(by: { $0.key < $1.key }) {
             statements.append(IngestCounters.addCount(hour: key.hour, code: key.code, shard: key.shard, count: count))
         }
