@@ -49,21 +49,18 @@ import Testing
     static func withBenchStore(
         _ backend: Backend, plain: Bool, customers: Int, connections: Int = 1, _ body: (any LedgerStore) async throws -> Void
     ) async throws {
-        let database = try TestDatabase(backend)
-        var options = database.configuration()
-        options.postgresConnections = connections
-        options.postgresPlainWrites = plain
-        let store = try await openStore(url: database.url, configuration: options)
-        do {
+        // No rebuild check afterwards: these customers' products are the bench's, not the test projector's.
+        let configure: (inout StoreConfiguration, TestDatabase) -> Void = { options, _ in
+            options.postgresConnections = connections
+            options.postgresPlainWrites = plain
+            // Concurrent group commits queue on the same rollup rows; beside every other suite on
+            // one shared machine a wait can pass the default 5 s. Timeouts are not under test here.
+            options.postgresStatementTimeoutMilliseconds = 60_000
+        }
+        try await withStore(backend, checksRebuild: false, configure: configure) { store, _ in
             try await _StorageBenchmark.bulkLoad(store, customers: 0..<customers, now: testNow)
             try await body(store)
-        } catch {
-            await store.close()
-            await database.destroy()
-            throw error
         }
-        await store.close()
-        await database.destroy()
     }
 
     @Test("a durable notification: fewer round trips and statements than the plain path", arguments: Backend.postgresOnly)
@@ -142,12 +139,9 @@ import Testing
 
     @Test("a held write's error fails its own job, in a group and alone; the other jobs commit", arguments: Backend.postgresOnly)
     func heldWriteErrorIsItsJobs(_ backend: Backend) async throws {
-        let database = try TestDatabase(backend)
-        var options = database.configuration()
         // One connection: the writes queue behind each other and commit in groups.
-        options.postgresConnections = 1
-        let store = try #require(try await openStore(url: database.url, configuration: options) as? PostgresStore)
-        do {
+        try await Self.withBenchStore(backend, plain: false, customers: 0) { opened in
+            let store = try #require(opened as? PostgresStore)
             try await store._execute("CREATE TABLE held_test (id BIGINT PRIMARY KEY, job BIGINT NOT NULL)")
             try await store._execute("INSERT INTO held_test (id, job) VALUES (0, -1)")
             // Each job writes two rows that return nothing (held back); every third one's second
@@ -176,12 +170,6 @@ import Testing
             // The failed jobs' first rows went with them; every other job's rows are there.
             let stored = try await store._texts("SELECT job, COUNT(*) FROM held_test WHERE job >= 0 GROUP BY job ORDER BY job")
             #expect(stored == (0..<24).filter { $0 % 3 != 0 }.map { [String($0), "2"] })
-        } catch {
-            await store.close()
-            await database.destroy()
-            throw error
         }
-        await store.close()
-        await database.destroy()
     }
 }

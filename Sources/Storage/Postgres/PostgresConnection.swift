@@ -333,8 +333,11 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         }
         var results: [[SQLRow]] = []
         var failure: StorageError? = nil
-        let deadline = DispatchTime.now().uptimeNanoseconds + answerTimeout
+        // Each statement gets the whole answer timeout, as the server's statement_timeout counts
+        // per statement: a pipeline of several long writes (held ones) is not a slow answer.
+        var deadline = DispatchTime.now().uptimeNanoseconds + answerTimeout
         for index in 0..<sent {
+            if index > 0 { deadline = DispatchTime.now().uptimeNanoseconds + answerTimeout }
             guard let result = try nextResult(connection, deadline: deadline) else {
                 failure = failure ?? error(from: nil, "pipeline result")
                 break
