@@ -185,6 +185,9 @@ public struct StoreConfiguration: Sendable {
     public var faultInjector: FaultInjector? = nil
     /// Told of group commits and committed projection changes (metrics); nil: nobody.
     public var ledgerObserver: (any LedgerObserver)? = nil
+    /// Tests only: PostgreSQL commits the way ``PostgresTail/plain`` does (one statement per
+    /// shared row, the commit in a round trip of its own), for the tests that compare the paths.
+    var postgresPlainWrites = false
     /// Tests only: open without looking at the schema at all (to clean up a too-new one).
     var skipSchemaCheck = false
     /// Tests only: called before each batch of the version-14 rewrite commits (throw: killed there).

@@ -14,16 +14,26 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
     let dialect: SQLDialect = .postgres
     let tail = TransactionTail()
     private var connection: OpaquePointer?
-    private var prepared: [String: String] = [:]
+    /// Each statement text's prepared statement on this connection.
+    private var prepared: [String: Prepared] = [:]
     /// Each prepared statement's result columns, by statement name: named once, not for every
     /// result (PostgreSQL refuses to run a prepared statement whose result columns changed).
     private var columns: [String: SQLColumns] = [:]
     private var nextStatement = 0
     private let conninfo: String
+    /// Where this connection counts its round trips (its store's, shared by its connections).
+    private let traffic: PostgresTraffic.Counter
     private let schema: String?
-    /// Parameterless statements (transaction control) to send in front of the next query, in the
-    /// same round trip. See ``defer(_:)``.
-    private var deferred: [String] = []
+    /// Statements to send in front of the next one that needs an answer, in the same round trip:
+    /// transaction control (``defer(_:)``) and held writes (``holdsWrites``), in order.
+    private var pending: [Pending] = []
+    /// Whether a write that returns no rows (an `INSERT`, `UPDATE` or `DELETE` without
+    /// `RETURNING`) is held back and sent with the next statement that needs an answer, instead
+    /// of costing a round trip of its own; its error, if any, is thrown by that statement. Only
+    /// the store's commit loop turns this on, for its write transactions: it sends what is held
+    /// at the end of each job (``flushHeldWrites(then:)``), so that a held write's error is its own
+    /// job's, and drops it when the job failed (``discardHeldWrites()``).
+    var holdsWrites = false
 
     /// The server-side `statement_timeout` (ms).
     private let statementTimeout: Int
@@ -35,8 +45,12 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
     /// libpq's `connect_timeout` (s).
     private let connectTimeout: Int
 
-    init(conninfo: String, schema: String?, statementTimeoutMilliseconds: Int = 5000, connectTimeoutSeconds: Int = 5) throws {
+    init(
+        conninfo: String, schema: String?, traffic: PostgresTraffic.Counter = PostgresTraffic.Counter(),
+        statementTimeoutMilliseconds: Int = 5000, connectTimeoutSeconds: Int = 5
+    ) throws {
         self.conninfo = conninfo
+        self.traffic = traffic
         self.schema = schema
         self.statementTimeout = max(1, statementTimeoutMilliseconds)
         self.answerTimeout = UInt64(statementTimeout + min(1000, statementTimeout)) * 1_000_000
@@ -53,14 +67,33 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
     /// query in one pipeline instead of costing a round trip of their own. An error in them is
     /// reported by that query. ``execute(_:)`` sends them first too.
     func `defer`(_ statements: String...) {
-        deferred += statements
+        self.defer(statements)
+    }
+
+    /// Sends the held writes (and what is deferred) now, with `control` after them, in one round
+    /// trip; without held writes, `control` is only deferred.
+    func flushHeldWrites(then control: [String]) throws {
+        let holding = pending.contains(where: \.isWrite)
+        self.defer(control)
+        if holding { _ = try send([]) }
+    }
+
+    /// Drops the held writes (their job failed and is rolled back); deferred transaction control
+    /// stays.
+    func discardHeldWrites() {
+        pending.removeAll(where: \.isWrite)
+    }
+
+    /// The same, for a list of statements.
+    func `defer`(_ statements: [String]) {
+        pending += statements.map { Pending(statement: SQLStatement($0), isWrite: false) }
     }
 
     /// (Re)connects: a fresh session, so prepared statements are forgotten.
     func connect() throws {
         if let connection { PQfinish(connection) }
         connection = nil
-        deferred.removeAll()
+        pending.removeAll()
         prepared.removeAll()
         columns.removeAll()
         // connect_timeout first: a value in the URL itself comes later and wins.
@@ -150,7 +183,7 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
     private func abandon() -> StorageError {
         if let connection { PQfinish(connection) }
         connection = nil
-        deferred.removeAll()
+        pending.removeAll()
         prepared.removeAll()
         columns.removeAll()
         return StorageError(
@@ -165,11 +198,14 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
     }
 
     func execute(_ sql: String) throws {
+        // Held writes have parameters, which a simple query cannot carry: they go first.
+        if pending.contains(where: \.isWrite) { _ = try send([]) }
         guard let connection else { throw Self.disconnected }
         var text = sql
-        if !deferred.isEmpty {
-            text = deferred.joined(separator: "; ") + "; " + sql
-            deferred.removeAll()
+        traffic.roundTrip(statements: pending.count + 1)
+        if !pending.isEmpty {
+            text = pending.map(\.statement.sql).joined(separator: "; ") + "; " + sql
+            pending.removeAll()
         }
         let result = try collect(connection, sent: PQsendQuery(connection, text), "exec")
         defer { PQclear(result) }
@@ -215,16 +251,12 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
 
     @discardableResult
     func query(_ sql: String, _ parameters: [SQLValue]) throws -> [SQLRow] {
-        guard let connection else { throw Self.disconnected }
-        if !deferred.isEmpty { return try pipeline([SQLStatement(sql, parameters: parameters)])[0] }
-        let name = try statementName(sql)
-        let sent = withParameters(parameters) { values, lengths, formats in
-            PQsendQueryPrepared(connection, name, Int32(parameters.count), values, lengths, formats, 0)
+        let statement = SQLStatement(sql, parameters: parameters)
+        if holdsWrites, try prepare(sql).returnsNothing {
+            pending.append(Pending(statement: statement, isWrite: true))
+            return []
         }
-        let result = try collect(connection, sent: sent, "execute")
-        defer { PQclear(result) }
-        try check(result, "execute")
-        return rows(of: result, statement: name)
+        return try send([statement])[0]
     }
 
     /// The rows of `result`, a result of the prepared statement `statement`.
@@ -257,15 +289,33 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
 
     /// Runs the statements in order in one round trip (libpq pipeline mode). The server runs them
     /// one after another; after a failure the rest are skipped and the first error is thrown.
+    /// Writes that return nothing are held back (``holdsWrites``).
     func pipeline(_ requested: [SQLStatement]) throws -> [[SQLRow]] {
-        let prefix = deferred.map { SQLStatement($0) }
-        deferred.removeAll()
-        let statements = prefix + requested
-        guard statements.count > 1 else {
-            return Array(try statements.map { try query($0.sql, $0.parameters) }.dropFirst(prefix.count))
+        if holdsWrites, try requested.allSatisfy({ try prepare($0.sql).returnsNothing }) {
+            pending += requested.map { Pending(statement: $0, isWrite: true) }
+            return requested.map { _ in [] }
         }
+        return try send(requested)
+    }
+
+    /// Sends what is pending and then `requested`, in one round trip; returns `requested`'s rows.
+    private func send(_ requested: [SQLStatement]) throws -> [[SQLRow]] {
         guard let connection else { throw Self.disconnected }
-        let names = try statements.map { try statementName($0.sql) }  // PQprepare is not allowed in the pipeline
+        let prefix = pending.map(\.statement)
+        let statements = prefix + requested
+        guard !statements.isEmpty else { return [] }
+        let names = try statements.map { try prepare($0.sql).name }  // PQprepare is not allowed in the pipeline
+        pending.removeAll()
+        if statements.count == 1 {
+            traffic.roundTrip(statements: 1)
+            let sent = withParameters(statements[0].parameters) { values, lengths, formats in
+                PQsendQueryPrepared(connection, names[0], Int32(statements[0].parameters.count), values, lengths, formats, 0)
+            }
+            let result = try collect(connection, sent: sent, "execute")
+            defer { PQclear(result) }
+            try check(result, "execute")
+            return Array([rows(of: result, statement: names[0])].dropFirst(prefix.count))
+        }
         guard PQenterPipelineMode(connection) == 1 else { throw error(from: nil, "pipeline") }
         var sent = 0
         for (index, statement) in statements.enumerated() {
@@ -275,6 +325,7 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
             guard ok == 1 else { break }
             sent += 1
         }
+        traffic.roundTrip(statements: sent)
         guard PQpipelineSync(connection) == 1 else {
             let failure = error(from: nil, "pipeline sync")
             try? connect()
@@ -282,8 +333,11 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         }
         var results: [[SQLRow]] = []
         var failure: StorageError? = nil
-        let deadline = DispatchTime.now().uptimeNanoseconds + answerTimeout
+        // Each statement gets the whole answer timeout, as the server's statement_timeout counts
+        // per statement: a pipeline of several long writes (held ones) is not a slow answer.
+        var deadline = DispatchTime.now().uptimeNanoseconds + answerTimeout
         for index in 0..<sent {
+            if index > 0 { deadline = DispatchTime.now().uptimeNanoseconds + answerTimeout }
             guard let result = try nextResult(connection, deadline: deadline) else {
                 failure = failure ?? error(from: nil, "pipeline result")
                 break
@@ -317,16 +371,34 @@ final class PostgresConnection: SQLSession, @unchecked Sendable {
         return Array(results.dropFirst(prefix.count))
     }
 
-    private func statementName(_ sql: String) throws -> String {
-        if let name = prepared[sql] { return name }
+    /// A prepared statement of this connection and whether it returns nothing (a write without
+    /// `RETURNING`, which may be held back).
+    private struct Prepared {
+        var name: String
+        var returnsNothing: Bool
+    }
+
+    /// A statement sent with the next round trip: transaction control, or a held write.
+    private struct Pending {
+        var statement: SQLStatement
+        var isWrite: Bool
+    }
+
+    /// `sql`'s prepared statement on this connection, prepared now if it is new.
+    private func prepare(_ sql: String) throws -> Prepared {
+        if let known = prepared[sql] { return known }
         nextStatement += 1
         let name = "entitled_\(nextStatement)"
         guard let connection else { throw Self.disconnected }
+        traffic.prepared()
         let result = try collect(connection, sent: PQsendPrepare(connection, name, sql, 0, nil), "prepare")
         defer { PQclear(result) }
         try check(result, "prepare")
-        prepared[sql] = name
-        return name
+        let verb = sql.drop(while: \.isWhitespace).prefix(6).uppercased()
+        let statement = Prepared(
+            name: name, returnsNothing: ["INSERT", "UPDATE", "DELETE"].contains(verb) && !sql.uppercased().contains("RETURNING"))
+        prepared[sql] = statement
+        return statement
     }
 
     private func check(_ result: OpaquePointer?, _ what: String) throws {

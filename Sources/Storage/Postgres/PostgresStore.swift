@@ -17,6 +17,8 @@ final class PostgresStore: SessionBackedStore {
     private let threads = ThreadTracker()
     /// Reads on streaming replicas; nil without `postgresReplicas`.
     private let replicas: ReplicaReads?
+    /// What the primary's connections sent and waited for.
+    let traffic = PostgresTraffic.Counter()
 
     private init(conninfo: String, configuration: StoreConfiguration) {
         self.conninfo = conninfo
@@ -64,10 +66,13 @@ final class PostgresStore: SessionBackedStore {
             let conninfo = self.conninfo
             let configuration = self.configuration
             let position = replicas?.position
+            let traffic = self.traffic
             threads.start(name: "entitled.postgres.\(index)") {
                 var connection: PostgresConnection? = nil
                 while let jobs = queue.take(maxWrites: max(1, configuration.postgresGroupCommit), groupReads: false) {
-                    Self.run(jobs, connection: &connection, conninfo: conninfo, configuration: configuration, position: position)
+                    Self.run(
+                        jobs, connection: &connection, conninfo: conninfo, configuration: configuration, position: position,
+                        traffic: traffic)
                 }
             }
         }
@@ -75,7 +80,7 @@ final class PostgresStore: SessionBackedStore {
 
     private static func run(
         _ jobs: [any StorageJob], connection: inout PostgresConnection?, conninfo: String, configuration: StoreConfiguration,
-        position: CommitPosition?
+        position: CommitPosition?, traffic: PostgresTraffic.Counter
     ) {
         var attempts = 0
         var reconnected = false
@@ -83,13 +88,16 @@ final class PostgresStore: SessionBackedStore {
             do {
                 if connection == nil || connection?.isHealthy == false {
                     if let existing = connection { try existing.connect() } else {
-                        connection = try Self.connection(conninfo, configuration)
+                        connection = try Self.connection(conninfo, configuration, traffic)
                     }
                 }
                 guard let session = connection else { throw StorageError(.unavailable) }
+                var late: [Int: any Error] = [:]
                 if jobs[0].isWrite {
                     do {
-                        try commitGroup(jobs, on: session, fault: configuration.faultInjector)
+                        late = try commitGroup(
+                            jobs, on: session, fault: configuration.faultInjector,
+                            writing: configuration.postgresPlainWrites ? .plain : .batched)
                         // Committed: a failure to read the position only costs this group's
                         // readers a trip to the primary later (the next commit advances it).
                         if let position { try? position.advance(reading: session) }
@@ -103,7 +111,7 @@ final class PostgresStore: SessionBackedStore {
                         if let error = job.failure as? StorageError, error.retry != .none { throw error }
                     }
                 }
-                for job in jobs { job.finish(overriding: nil) }
+                for (index, job) in jobs.enumerated() { job.finish(overriding: late[index]) }
                 if jobs[0].isWrite { configuration.ledgerObserver?.groupCommitted(writes: jobs.count) }
                 return
             } catch let error as StorageError where error.retry == .reconnect && !reconnected {
@@ -123,7 +131,7 @@ final class PostgresStore: SessionBackedStore {
                     usleep(delay)
                     do {
                         if let existing = connection { try existing.connect() } else {
-                            connection = try Self.connection(conninfo, configuration)
+                            connection = try Self.connection(conninfo, configuration, traffic)
                         }
                         back = true
                         break
@@ -144,7 +152,7 @@ final class PostgresStore: SessionBackedStore {
                 // transaction of its own: a lone ingest takes its locks in sorted order, so these
                 // rarely meet again.
                 for job in jobs {
-                    run([job], connection: &connection, conninfo: conninfo, configuration: configuration, position: position)
+                    run([job], connection: &connection, conninfo: conninfo, configuration: configuration, position: position, traffic: traffic)
                 }
                 return
             } catch let error as StorageError where error.retry == .transaction && attempts + 1 < configuration.postgresTransactionAttempts {
@@ -160,43 +168,66 @@ final class PostgresStore: SessionBackedStore {
         }
     }
 
-    private static func connection(_ conninfo: String, _ configuration: StoreConfiguration) throws -> PostgresConnection {
+    private static func connection(
+        _ conninfo: String, _ configuration: StoreConfiguration, _ traffic: PostgresTraffic.Counter
+    ) throws -> PostgresConnection {
         try PostgresConnection(
-            conninfo: conninfo, schema: configuration.postgresSchema,
+            conninfo: conninfo, schema: configuration.postgresSchema, traffic: traffic,
             statementTimeoutMilliseconds: configuration.postgresStatementTimeoutMilliseconds,
             connectTimeoutSeconds: configuration.postgresConnectTimeoutSeconds)
     }
 
     /// Transaction control rides along with the statements around it (`BEGIN; SAVEPOINT`,
-    /// `RELEASE; SAVEPOINT`, `RELEASE; COMMIT`), so savepoints cost no extra round trips.
-    private static func commitGroup(_ jobs: [any StorageJob], on session: PostgresConnection, fault: FaultInjector?) throws {
+    /// `RELEASE; SAVEPOINT`, `RELEASE; COMMIT`), so savepoints cost no extra round trips. Batched
+    /// (``PostgresTail``), writes that return nothing are held back and sent with the next
+    /// statement that needs an answer; in a group, each job's are sent at its end with its
+    /// savepoint's release, so that their errors are the job's own. Returns the jobs that failed
+    /// that way (their bodies had returned), by index.
+    private static func commitGroup(
+        _ jobs: [any StorageJob], on session: PostgresConnection, fault: FaultInjector?, writing: PostgresTail
+    ) throws -> [Int: any Error] {
         let single = jobs.count == 1
         // BEGIN and the savepoints ride along with each job's first statement (deferred).
         if single { session.defer("BEGIN") } else { session.defer("BEGIN", "SAVEPOINT ingest") }
         session.tail.begin()
+        session.holdsWrites = writing == .batched
+        defer { session.holdsWrites = false }
+        var late: [Int: any Error] = [:]
         do {
             for (index, job) in jobs.enumerated() {
-                if !job.perform(session) {
-                    if let error = job.failure as? StorageError, error.retry != .none { throw error }
-                    if !session.isHealthy { throw job.failure ?? StorageError(.unavailable) }
-                    // A lone job's failure is its group's failure; otherwise undo just this job.
-                    if single { throw job.failure ?? StorageError(.internal) }
-                    try session.execute("ROLLBACK TO SAVEPOINT ingest")
-                    session.tail.rollBack()
-                } else {
-                    session.tail.release()
+                let next = index < jobs.count - 1 ? ["RELEASE SAVEPOINT ingest", "SAVEPOINT ingest"] : ["RELEASE SAVEPOINT ingest"]
+                var failure: (any Error)? = job.perform(session) ? nil : job.failure ?? StorageError(.internal)
+                if failure == nil && !single {
+                    do {
+                        try session.flushHeldWrites(then: next)
+                    } catch {
+                        failure = error
+                        late[index] = error
+                    }
                 }
-                if !single && index < jobs.count - 1 { session.defer("RELEASE SAVEPOINT ingest", "SAVEPOINT ingest") }
+                guard let failure else {
+                    session.tail.release()
+                    continue
+                }
+                if let error = failure as? StorageError, error.retry != .none { throw error }
+                if !session.isHealthy { throw failure }
+                // A lone job's failure is its group's failure; otherwise undo just this job.
+                if single { throw failure }
+                session.discardHeldWrites()
+                try session.execute("ROLLBACK TO SAVEPOINT ingest")
+                session.tail.rollBack()
+                session.defer(next)
             }
-            if !single { session.defer("RELEASE SAVEPOINT ingest") }
-            // The shared rows and the outbox lock, once, in the global lock order (TransactionTail).
-            try session.tail.flush(session)
             if let fault { try Ledger(session: session, fault: fault).inject(.beforeCommit) }
-            try session.execute("COMMIT")
+            // The shared rows and the outbox lock, once, in the global lock order (TransactionTail),
+            // and the commit.
+            try writing.commit(session.tail, on: session)
         } catch {
+            session.discardHeldWrites()
             if session.isHealthy { try? session.execute("ROLLBACK") }
             throw error
         }
+        return late
     }
 
     private func submit<T: Sendable>(
