@@ -153,8 +153,11 @@ import Testing
         return Time.daysFromCivil(year: parts[0], month: parts[1], day: parts[2])
     }
 
-    @Test func chartsEqualTheCustomersAnswersDayByDay() async throws {
-        try await SimulatorEndToEndTests.run(catalog: Self.catalog) { world in
+    /// SQLite always; PostgreSQL too when `ENTITLED_TEST_POSTGRES` is set.
+    @Test(arguments: FrozenDatabaseTests.postgresURL == nil ? [false] : [false, true])
+    func chartsEqualTheCustomersAnswersDayByDay(onPostgres: Bool) async throws {
+        let postgres = onPostgres ? FrozenDatabaseTests.postgresURL : nil
+        try await SimulatorEndToEndTests.run(catalog: Self.catalog, postgres: postgres) { world in
             var random = SplitMix64(seed: 38)
             func chance(_ percent: UInt64) -> Bool { random.next() % 100 < percent }
             try await world.act("advance") { $0.by = "PT4H" }
