@@ -9,8 +9,10 @@ import Testing
 /// conversions, upgrades, refunds, billing failures; USD, EUR and JPY products; four
 /// storefronts) driven through the real server for 60 virtual days. At the end of each day every
 /// customer's answer is read and counted per product (paid access, trials, MRR, the transitions
-/// between yesterday's and today's answers) and paid access per storefront; at the end the charts
-/// must give the same numbers for every day.
+/// between yesterday's and today's answers and MRR's movement) and paid access per storefront,
+/// store and period type; Apple's record of the transactions gives revenue, proceeds, refunds
+/// and the purchase and customer cohorts. At the end the charts must give the same numbers for
+/// every day.
 @Suite struct ChartAnswersTests {
     static let customers = (0..<12).map { "c\($0)" }
     static let storefronts = ["USA", "DEU", "JPN", "GBR"]
@@ -46,6 +48,9 @@ import Testing
         var product: String
         var paid: Bool
         var trial: Bool
+        /// The answer's period type and the transaction behind the standing.
+        var periodType = ""
+        var transactionId = ""
         /// The customer's storefront (the simulator buys every transaction of a customer there).
         var storefront = ""
     }
@@ -54,9 +59,14 @@ import Testing
     struct Day: Equatable {
         var actives: [String: Int] = [:]
         var activesByStorefront: [String: Int] = [:]
+        var activesByPeriodType: [String: Int] = [:]
         var trials: [String: Int] = [:]
         var mrr: [String: Int64] = [:]  // per currency, milli-units
         var paidStarts: [String: Int] = [:]
+        var paidReturns: [String: Int] = [:]
+        /// MRR movement per currency, milli-units (churned and contraction negative).
+        var mrrNew: [String: Int64] = [:], mrrReactivated: [String: Int64] = [:], mrrExpansion: [String: Int64] = [:]
+        var mrrContraction: [String: Int64] = [:], mrrChurned: [String: Int64] = [:]
         var churned: [String: Int] = [:]
         var trialsNew: [String: Int] = [:]
         var trialsConverted: [String: Int] = [:]
@@ -72,21 +82,41 @@ import Testing
             else { continue }
             let grants = status == "active" || status == "gracePeriod"
             let trial = current["periodType"] as? String == "trial"
-            result[otid] = Standing(product: current["productId"] as? String ?? "", paid: grants && !trial, trial: grants && trial)
+            result[otid] = Standing(
+                product: current["productId"] as? String ?? "", paid: grants && !trial, trial: grants && trial,
+                periodType: current["periodType"] as? String ?? "", transactionId: current["transactionId"] as? String ?? "")
         }
         return result
     }
 
-    static func count(_ today: [String: Standing], after yesterday: [String: Standing]) -> Day {
+    /// `transactions`: Apple's record so far, to tell a subscription's first paid access from a return.
+    static func count(_ today: [String: Standing], after yesterday: [String: Standing], transactions: [JWSTransactionDecodedPayload]) -> Day {
         var day = Day()
         for (id, now) in today {
             let before = yesterday[id]
             if now.paid {
                 day.actives[now.product, default: 0] += 1
                 day.activesByStorefront[now.storefront, default: 0] += 1
+                day.activesByPeriodType[now.periodType, default: 0] += 1
                 let (amount, currency) = monthly(now.product)
                 day.mrr[currency, default: 0] += amount
-                if !(before?.paid ?? false) { day.paidStarts[now.product, default: 0] += 1 }
+                if let before, before.paid {
+                    let (was, wasCurrency) = monthly(before.product)
+                    if wasCurrency != currency {
+                        day.mrrContraction[wasCurrency, default: 0] -= was
+                        day.mrrExpansion[currency, default: 0] += amount
+                    } else if amount > was {
+                        day.mrrExpansion[currency, default: 0] += amount - was
+                    } else if amount < was {
+                        day.mrrContraction[currency, default: 0] += amount - was
+                    }
+                } else if paidBefore(now.transactionId, of: id, in: transactions) {
+                    day.paidReturns[now.product, default: 0] += 1
+                    day.mrrReactivated[currency, default: 0] += amount
+                } else {
+                    day.paidStarts[now.product, default: 0] += 1
+                    day.mrrNew[currency, default: 0] += amount
+                }
             }
             if now.trial {
                 day.trials[now.product, default: 0] += 1
@@ -96,7 +126,11 @@ import Testing
         }
         for (id, before) in yesterday {
             let now = today[id]
-            if before.paid && !(now?.paid ?? false) { day.churned[before.product, default: 0] += 1 }
+            if before.paid && !(now?.paid ?? false) {
+                day.churned[before.product, default: 0] += 1
+                let (was, currency) = monthly(before.product)
+                day.mrrChurned[currency, default: 0] -= was
+            }
             if before.trial && !(now?.trial ?? false) && !(now?.paid ?? false) { day.trialsExpired[before.product, default: 0] += 1 }
         }
         return day
@@ -119,8 +153,11 @@ import Testing
         return Time.daysFromCivil(year: parts[0], month: parts[1], day: parts[2])
     }
 
-    @Test func chartsEqualTheCustomersAnswersDayByDay() async throws {
-        try await SimulatorEndToEndTests.run(catalog: Self.catalog) { world in
+    /// SQLite always; PostgreSQL too when `ENTITLED_TEST_POSTGRES` is set.
+    @Test(arguments: FrozenDatabaseTests.postgresURL == nil ? [false] : [false, true])
+    func chartsEqualTheCustomersAnswersDayByDay(onPostgres: Bool) async throws {
+        let postgres = onPostgres ? FrozenDatabaseTests.postgresURL : nil
+        try await SimulatorEndToEndTests.run(catalog: Self.catalog, postgres: postgres) { world in
             var random = SplitMix64(seed: 38)
             func chance(_ percent: UInt64) -> Bool { random.next() % 100 < percent }
             try await world.act("advance") { $0.by = "PT4H" }
@@ -185,7 +222,7 @@ import Testing
                     if now.trial && trialStart[otid] == nil { trialStart[otid] = expected.count }
                     if now.paid, let start = trialStart[otid], converted.insert(otid).inserted { convertedByCohort[start, default: 0] += 1 }
                 }
-                var day = Self.count(today, after: yesterday)
+                var day = Self.count(today, after: yesterday, transactions: await world.simulator.snapshot().transactions)
                 day.customersNew = newCustomers
                 expected.append(day)
                 yesterday = today
@@ -200,10 +237,7 @@ import Testing
             }
             func ints(_ values: [String: Int]) -> [String: Double] { values.mapValues(Double.init) }
             func check(_ label: String, _ got: [Int: [String: Double]], _ want: (Day) -> [String: Double]) {
-                for (index, day) in expected.enumerated() {
-                    let have = (got[index] ?? [:]).filter { $0.value != 0 }, need = want(day).filter { $0.value != 0 }
-                    if have != need { Issue.record("\(label) day \(index): answers \(need), chart \(have)") }
-                }
+                Self.check(label, got, expected, want)
             }
             let actives = try await chart("actives")
             check("actives", Self.series(actives, "actives", firstDay: firstDay)) { ints($0.actives) }
@@ -215,7 +249,8 @@ import Testing
             check("mrr", Self.series(mrr, "mrr", firstDay: firstDay, currency: true)) { $0.mrr.mapValues { Double($0) / 1000 } }
             let movement = try await chart("actives_movement")
             let starts = Self.series(movement, "new", firstDay: firstDay), back = Self.series(movement, "reactivated", firstDay: firstDay)
-            check("paid starts", starts.merging(back) { $0.merging($1, uniquingKeysWith: +) }) { ints($0.paidStarts) }
+            check("paid starts", starts) { ints($0.paidStarts) }
+            check("paid returns", back) { ints($0.paidReturns) }
             check("churned", Self.series(movement, "churned", firstDay: firstDay)) { $0.churned.mapValues { -Double($0) } }
             let trialMoves = try await chart("trials_movement")
             check("trials new", Self.series(trialMoves, "new", firstDay: firstDay)) { ints($0.trialsNew) }
@@ -245,6 +280,7 @@ import Testing
                 let need = change.filter { abs($0.value) > 0.0005 }.mapValues { ($0 * 1000).rounded() }
                 if have != need { Issue.record("mrr movement day \(index): answers \(need), chart \(have)") }
             }
+            try await Self.compareMore(world: world, firstDay: firstDay, expected: expected) { try await chart($0, segment: $1) }
             // The history is not trivial: several products and currencies, trials that converted
             // and that expired, churn.
             #expect(Set(expected.flatMap { $0.mrr.keys }).count == 3)
@@ -253,6 +289,8 @@ import Testing
             #expect(expected.contains { !$0.churned.isEmpty })
             #expect(expected.contains { Set($0.actives.keys).count >= 2 })
             #expect(expected.contains { Set($0.activesByStorefront.keys).count >= 3 })
+            #expect(expected.contains { !$0.paidReturns.isEmpty })
+            #expect(expected.contains { !$0.mrrExpansion.isEmpty && !$0.mrrContraction.isEmpty })
         }
     }
 }

@@ -4,8 +4,9 @@ import EntitledConfig
 import EntitledServer
 import Foundation
 import HTTPServer
-import Storage
 import Testing
+
+@testable import Storage
 
 /// The simulator drives a real server (real verifier, engine and SQLite ledger) over loopback:
 /// every notification is signed by the simulator's CA and posted as Apple would, and the server
@@ -32,8 +33,10 @@ import Testing
         }
     }
 
+    /// `postgres`: a PostgreSQL URL to keep the ledger in (a schema of its own, dropped at the
+    /// end) instead of a temporary SQLite file.
     static func run(
-        catalog: Catalog = .demo, configure: (inout App) -> Void = { _ in }, _ body: (World) async throws -> Void
+        catalog: Catalog = .demo, postgres: String? = nil, configure: (inout App) -> Void = { _ in }, _ body: (World) async throws -> Void
     ) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-sim-e2e-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -56,7 +59,13 @@ import Testing
         ]
         configure(&configuration.apps[0])
         let clock = AppStoreSimulator.VirtualClock(milliseconds: APIHarness.start)
-        let store = try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite")
+        var options = StoreConfiguration()
+        options.postgresSchema = postgres.map { _ in "sim_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12) }
+        let store = try await openStore(url: postgres ?? "sqlite:\(folder.path)/ledger.sqlite", configuration: options)
+        func close() async {
+            if let schema = options.postgresSchema { try? await (store as? PostgresStore)?._execute("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE") }
+            await store.close()
+        }
         let (server, ledger) = try await startServer(configuration: configuration, store: store, clock: clock)
         let transport = HTTPNotificationTransport(url: URL(string: "http://127.0.0.1:\(server.port)/v1/apple/notifications")!)
         let simulator = Simulator(catalog: catalog, ca: ca, clock: clock, transport: transport)
@@ -69,11 +78,11 @@ import Testing
             #expect(report.differences == 0, "rebuild changed \(report.changedCustomers)")
         } catch {
             await server.shutdown()
-            await store.close()
+            await close()
             throw error
         }
         await server.shutdown()
-        await store.close()
+        await close()
     }
 
     @Test func purchaseRenewCancelExpire() async throws {
