@@ -69,7 +69,8 @@ public enum ChartInterval: String, CaseIterable, Sendable {
 public enum ChartSegmentation: String, CaseIterable, Sendable {
     case store, product, storefront, environment, periodType
 
-    func value(_ row: ChartDelta) -> String {
+    /// The row's value of this segmentation.
+    public func value(_ row: ChartDelta) -> String {
         switch self {
         case .store: row.segment.store
         case .product: row.segment.product

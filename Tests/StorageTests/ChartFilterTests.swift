@@ -10,20 +10,9 @@ import Testing
     static let environments = Environment.listingOrder.map(\.rawValue)
     static let dimensions: [ChartSegmentation] = [.store, .product, .storefront, .periodType]
 
-    /// A row's value of `dimension`.
-    static func value(_ dimension: ChartSegmentation, _ row: ChartDelta) -> String {
-        switch dimension {
-        case .store: row.segment.store
-        case .product: row.segment.product
-        case .storefront: row.segment.storefront
-        case .periodType: row.segment.periodType
-        case .environment: row.environment.rawValue
-        }
-    }
-
     /// The rows holding every value `filter` holds, kept here rather than in SQL.
     static func holding(_ filter: ChartFilter, _ rows: [ChartDelta]) -> [ChartDelta] {
-        rows.filter { row in dimensions.allSatisfy { dimension in filter.value(dimension).map { $0 == value(dimension, row) } ?? true } }
+        rows.filter { row in dimensions.allSatisfy { dimension in filter.value(dimension).map { $0 == dimension.value(row) } ?? true } }
     }
 
     @Test(arguments: Backend.all)
@@ -49,7 +38,7 @@ import Testing
                 for dimension in Self.dimensions {
                     let segmented = points(dimension, try await read([dimension]))
                     // Two of the values the rows hold (a trial chart's rows are all of one period type).
-                    let values = Set(every.days.map { Self.value(dimension, $0) }).sorted().prefix(2)
+                    let values = Set(every.days.map { dimension.value($0) }).sorted().prefix(2)
                     #expect(!values.isEmpty, "\(chart) \(dimension)")
                     for value in values {
                         var filter = ChartFilter()
@@ -68,7 +57,7 @@ import Testing
                         for segment in [nil] + ChartSegmentation.allCases {
                             var both = filter
                             let other = Self.dimensions.first { $0 != dimension }!
-                            _ = both.hold(other, at: Set(every.days.map { Self.value(other, $0) }).sorted()[0])
+                            _ = both.hold(other, at: Set(every.days.map { other.value($0) }).sorted()[0])
                             for filter in [filter, both] {
                                 let kept = ChartRows(opening: Self.holding(filter, every.opening), days: Self.holding(filter, every.days))
                                 let got = points(segment, try await read(Set([segment].compactMap { $0 }), filter))
