@@ -24,10 +24,10 @@ extension CountingStore {
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup {
         try await base.metricRollup(environment: environment, fromDay: fromDay, toDay: toDay)
     }
-    func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>) async throws
-        -> ChartRows
-    {
-        try await base.chartRows(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments)
+    func chartRows(
+        environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>, filter: ChartFilter
+    ) async throws -> ChartRows {
+        try await base.chartRows(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments, filter: filter)
     }
     func backfillMetrics(projector: Projector, limit: Int) async throws -> Int {
         try await base.backfillMetrics(projector: projector, limit: limit)

@@ -12,11 +12,11 @@ struct ChartReport: Sendable {
     let console: ConsoleSettings
     let rendering: ChartRendering
 
-    /// The chart's points over `environments`.
-    func points(_ request: ChartRequest, environments: [Environment]) async throws -> [ChartPoint] {
+    /// The chart's points over `environments`, of the segments `filter` holds only.
+    func points(_ request: ChartRequest, environments: [Environment], filter: ChartFilter) async throws -> [ChartPoint] {
         let rows = try await store.chartRows(
             environments: environments.map(\.rawValue), kinds: request.chart.kinds, fromDay: request.from, toDay: request.to,
-            segments: Set([request.segment].compactMap { $0 }))
+            segments: Set([request.segment].compactMap { $0 }), filter: filter)
         var request = request
         request.reportingCurrency = console.reportingCurrency
         // Every configured rate (the table looks up only the currencies its rows hold): what

@@ -16,7 +16,8 @@ struct ChartRoutes: Sendable {
         router.get("/v1/charts/{chart}") { try await routes.chart($0) }
     }
 
-    /// `GET /v1/charts/{chart}?from=&to=&interval=&segment=&environment=`, JSON or (`Accept: text/csv`) CSV.
+    /// `GET /v1/charts/{chart}?from=&to=&interval=&segment=&environment=&store=&product=&storefront=&periodType=`,
+    /// JSON or (`Accept: text/csv`) CSV.
     func chart(_ request: Request) async throws -> Response {
         try gate.require(request, scope: .console)
         let id = try request.parameter("chart")
@@ -36,6 +37,11 @@ struct ChartRoutes: Sendable {
             }
             segment = parsed
         }
+        var filter = ChartFilter()
+        for (segmentation, described) in ChartFilter.dimensions {
+            guard let text = request.query[segmentation.rawValue] else { continue }
+            guard filter.hold(segmentation, at: text) else { throw HTTPError(.invalidRequest, "\(segmentation.rawValue) is \(described)") }
+        }
         let environment = try RequestInput.environment(request)
         if segment == .environment && request.query["environment"] != nil {
             throw HTTPError(.invalidRequest, "segment=environment counts every environment: leave environment out")
@@ -44,7 +50,7 @@ struct ChartRoutes: Sendable {
         let chartRequest = ChartRequest(
             chart: chart, from: from, to: to, interval: interval, segment: segment, today: metricDay(clock.nowMilliseconds()))
         let report = self.report
-        let points = try await Problems.consoleRead { try await report.points(chartRequest, environments: environments) }
+        let points = try await Problems.consoleRead { try await report.points(chartRequest, environments: environments, filter: filter) }
         if Self.wantsCSV(request) {
             return Response(
                 headers: ["Content-Type": "text/csv; charset=utf-8", "Content-Disposition": "attachment; filename=\"\(chart.rawValue).csv\""],

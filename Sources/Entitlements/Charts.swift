@@ -69,7 +69,8 @@ public enum ChartInterval: String, CaseIterable, Sendable {
 public enum ChartSegmentation: String, CaseIterable, Sendable {
     case store, product, storefront, environment, periodType
 
-    func value(_ row: ChartDelta) -> String {
+    /// The row's value of this segmentation.
+    public func value(_ row: ChartDelta) -> String {
         switch self {
         case .store: row.segment.store
         case .product: row.segment.product
@@ -151,4 +152,68 @@ public struct ChartRows: Sendable, Hashable {
 public func chartPoints(_ request: ChartRequest, rows: ChartRows) -> [ChartPoint] {
     var table = ChartTable(request: request, rows: rows)
     return table.points()
+}
+
+/// Which segment values a chart counts: each dimension set holds the chart to that one value,
+/// one left nil counts every value (the environment is held by the environments a read covers).
+public struct ChartFilter: Hashable, Sendable {
+    /// A ``PurchaseStore`` raw value.
+    public var store: String?
+    public var product: String?
+    /// An ISO 3166-1 alpha-3 country code.
+    public var storefront: String?
+    /// A ``PeriodType`` raw value.
+    public var periodType: String?
+
+    public init(store: String? = nil, product: String? = nil, storefront: String? = nil, periodType: String? = nil) {
+        self.store = store
+        self.product = product
+        self.storefront = storefront
+        self.periodType = periodType
+    }
+
+    /// The segmentations a filter can hold, with what a value of each is.
+    public static let dimensions: [(segmentation: ChartSegmentation, described: String)] = [
+        (.store, PurchaseStore.allCases.map(\.rawValue).joined(separator: " or ")),
+        (.product, "a product id of 1 to 200 characters"),
+        (.storefront, "an ISO 3166-1 alpha-3 country code (three capital letters)"),
+        (.periodType, PeriodType.allCases.map(\.rawValue).joined(separator: ", ")),
+    ]
+
+    /// Whether every segment counts.
+    public var isEmpty: Bool { store == nil && product == nil && storefront == nil && periodType == nil }
+
+    /// The value `segmentation` is held at; nil: every value (always for the environment).
+    public func value(_ segmentation: ChartSegmentation) -> String? {
+        switch segmentation {
+        case .store: store
+        case .product: product
+        case .storefront: storefront
+        case .periodType: periodType
+        case .environment: nil
+        }
+    }
+
+    /// Holds `segmentation` at `value` when it is one of the values that segmentation's rows
+    /// carry (``ChartSegment``); false (and nothing held) otherwise.
+    public mutating func hold(_ segmentation: ChartSegmentation, at value: String) -> Bool {
+        switch segmentation {
+        case .store:
+            guard PurchaseStore(rawValue: value) != nil else { return false }
+            store = value
+        case .product:
+            guard (1...200).contains(value.count), !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else { return false }
+            product = value
+        case .storefront:
+            guard value.utf8.count == 3, value.utf8.allSatisfy({ (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }) else { return false }
+            storefront = value
+        case .periodType:
+            guard PeriodType(rawValue: value) != nil else { return false }
+            periodType = value
+        case .environment:
+            return false
+        }
+        return true
+    }
 }

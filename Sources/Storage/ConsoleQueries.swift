@@ -60,9 +60,11 @@ public protocol ConsoleStore: Sendable {
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup
     /// The chart rows (``ChartRows``) of `kinds` in `environments` from `fromDay` to `toDay`
     /// (days since the epoch, UTC), summed over every segment but `segments` (those read as
-    /// empty): one range of the rollups per series, never the ledger.
-    func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>) async throws
-        -> ChartRows
+    /// empty), of the segments `filter` holds only: one range of the rollups per series, never
+    /// the ledger.
+    func chartRows(
+        environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>, filter: ChartFilter
+    ) async throws -> ChartRows
     /// Computes the rollup contribution of up to `limit` customers stored before the rollups
     /// existed; returns how many (0: done). Resumable: each chunk commits on its own.
     func backfillMetrics(projector: Projector, limit: Int) async throws -> Int
@@ -87,16 +89,26 @@ public protocol ConsoleStore: Sendable {
 }
 
 
+extension ConsoleStore {
+    /// ``chartRows(environments:kinds:fromDay:toDay:segments:filter:)`` of every segment.
+    public func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>)
+        async throws -> ChartRows
+    {
+        try await chartRows(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments, filter: ChartFilter())
+    }
+}
+
 extension SessionBackedStore {
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup {
         try await read { try Ledger(session: $0, fault: nil).metricRollup(environment: environment, fromDay: fromDay, toDay: toDay) }
     }
 
-    func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>) async throws
-        -> ChartRows
-    {
+    func chartRows(
+        environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>, filter: ChartFilter
+    ) async throws -> ChartRows {
         try await read {
-            try Ledger(session: $0, fault: nil).chartRows(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments)
+            try Ledger(session: $0, fault: nil).chartRows(
+                environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments, filter: filter)
         }
     }
 

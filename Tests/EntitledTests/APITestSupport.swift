@@ -342,11 +342,11 @@ extension SwitchedStore: ConsoleStore {
         try up()
         return try await base.metricRollup(environment: environment, fromDay: fromDay, toDay: toDay)
     }
-    func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>) async throws
-        -> ChartRows
-    {
+    func chartRows(
+        environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>, filter: ChartFilter
+    ) async throws -> ChartRows {
         try up()
-        return try await base.chartRows(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments)
+        return try await base.chartRows(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments, filter: filter)
     }
     func backfillMetrics(projector: Projector, limit: Int) async throws -> Int {
         try up()

@@ -22,6 +22,11 @@ import Testing
         ("/v1/charts/mrr?\(ChartAPITests.range)&segment=colour", ChartAPITests.console, 400, "INVALID_REQUEST"),
         ("/v1/charts/mrr?\(ChartAPITests.range)&environment=Nope", ChartAPITests.console, 400, "INVALID_ENVIRONMENT"),
         ("/v1/charts/mrr?\(ChartAPITests.range)&segment=environment&environment=Sandbox", ChartAPITests.console, 400, "INVALID_REQUEST"),
+        ("/v1/charts/mrr?\(ChartAPITests.range)&store=itunes", ChartAPITests.console, 400, "INVALID_REQUEST"),
+        ("/v1/charts/mrr?\(ChartAPITests.range)&product=", ChartAPITests.console, 400, "INVALID_REQUEST"),
+        ("/v1/charts/mrr?\(ChartAPITests.range)&storefront=fra", ChartAPITests.console, 400, "INVALID_REQUEST"),
+        ("/v1/charts/mrr?\(ChartAPITests.range)&storefront=FR", ChartAPITests.console, 400, "INVALID_REQUEST"),
+        ("/v1/charts/mrr?\(ChartAPITests.range)&periodType=free", ChartAPITests.console, 400, "INVALID_REQUEST"),
     ] as [(String, String?, Int, String)])
     func accessAndBadParameters(_ path: String, _ auth: String?, _ status: Int, _ code: String) async throws {
         try await APIHarness.run(configuration: ConsoleAPITests.configuration()) { api in
@@ -78,6 +83,39 @@ import Testing
             #expect(csv.status == 200)
             #expect(csv.headers["content-type"] == "text/csv; charset=utf-8")
             #expect(csv.text == "date,series,segment,currency,converted,value\r\n2027-01-14,actives,,,false,2\r\n")
+        }
+    }
+
+    /// `store`, `product`, `storefront` and `periodType` hold the chart to one value, alone, together
+    /// and with a split, in JSON and CSV.
+    @Test func filteredPoints() async throws {
+        try await APIHarness.run(configuration: ConsoleAPITests.configuration()) { api in
+            let start = APIHarness.start
+            let day: Int64 = 86_400_000
+            for (index, (user, storefront)) in [("alice", "USA"), ("bob", "FRA")].enumerated() {
+                let token = try #require(try await api.customer(user).json["appAccountToken"] as? String)
+                var bought = Apple.transaction(otid: "o\(index)", tid: "t\(index)", purchase: start, expires: start + 30 * day, token: token)
+                bought.storefront = storefront
+                #expect(try await api.postV2(Apple.notification(.subscribed, .initialBuy, signed: start, transaction: bought)).status == 200)
+            }
+            func actives(_ query: String) async throws -> [String] {
+                let reply = try await api.send("GET", "/v1/charts/actives?\(Self.range)&interval=month&\(query)", auth: Self.console)
+                #expect(reply.status == 200, "\(query)")
+                let points = try #require(reply.json["points"] as? [[String: Any]])
+                return points.map { "\($0["segment"] as? String ?? "-") \($0["value"] as? Double ?? -1)" }
+            }
+            #expect(try await actives("store=appStore") == ["- 2.0"])
+            #expect(try await actives("storefront=FRA") == ["- 1.0"])
+            #expect(try await actives("storefront=FRA&segment=storefront") == ["FRA 1.0"])
+            #expect(try await actives("storefront=USA&segment=product&periodType=normal&product=pro.monthly") == ["pro.monthly 1.0"])
+            #expect(try await actives("storefront=DEU").allSatisfy { $0.hasSuffix(" 0.0") })
+            #expect(try await actives("store=playStore").allSatisfy { $0.hasSuffix(" 0.0") })
+
+            let csv = try await Loopback.send(
+                port: api.port, "GET", "/v1/charts/actives?\(Self.range)&interval=month&storefront=USA",
+                headers: ["Authorization": Self.console, "Accept": "text/csv"])
+            #expect(csv.status == 200)
+            #expect(csv.text == "date,series,segment,currency,converted,value\r\n2027-01-14,actives,,,false,1\r\n")
         }
     }
 }

@@ -52,14 +52,23 @@ extension Ledger {
     /// levels at the start of `fromDay`, summed over every segment column but those of `segments`
     /// (read as empty): a row per environment, series, day, currency, month offset and value of
     /// the kept segments, so what comes back grows with what the chart splits by, not with every
-    /// segment that exists. At most one segment column (what the Charts API asks) is read from
-    /// `chart_segment_daily`, which holds exactly those rows; more from `chart_daily`, summed in SQL.
-    func chartRows(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>) throws -> ChartRows {
+    /// segment that exists; only the rows whose segments hold `filter`'s values. One segment
+    /// column at most, split by or filtered on (what the Charts API mostly asks), is read from
+    /// `chart_segment_daily`, which holds exactly those rows; anything else from `chart_daily`
+    /// (the only table that still has every column a filter reads), summed in SQL.
+    func chartRows(
+        environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>, filter: ChartFilter = ChartFilter()
+    ) throws -> ChartRows {
         let kept = Self.segmentColumns.filter { segments.contains($0.segment) }
-        guard kept.count <= 1 else {
-            return try chartRowsSummingEveryRow(environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments)
+        let held = Self.segmentColumns.filter { filter.value($0.segment) != nil }
+        guard kept.count <= 1, held.count <= 1, kept.isEmpty || held.allSatisfy({ $0.column == kept.first?.column }) else {
+            return try chartRowsSummingEveryRow(
+                environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments, filter: filter)
         }
-        let segmentation = kept.first?.segment.rawValue ?? ""
+        // One column at most is split by or filtered on (an unsplit chart filtered on one column
+        // reads that column's sums at the value, its segment then read as empty).
+        let segmentation = (kept.first ?? held.first)?.segment.rawValue ?? ""
+        let only: SQLQuery = held.first.flatMap { filter.value($0.segment) }.map { (value: String) -> SQLQuery in "AND segment = \(value)" } ?? ""
         // The segment's value under its column's name, the other columns empty, as ``chartDeltas(_:)`` reads them.
         let select = SQLQuery(verbatim: Self.segmentColumns.map { $0.column == kept.first?.column ? "segment AS \($0.column)" : "'' AS \($0.column)" }
             .joined(separator: ", "))
@@ -70,7 +79,7 @@ extension Ledger {
                 """
                 SELECT environment, kind, CAST(\(fromDay) AS BIGINT) AS day, currency, \(select), month_offset, SUM(value) AS value
                 FROM chart_segment_daily
-                WHERE environment IN (\(list: environments)) AND kind IN (\(list: stocks)) AND segmentation = \(segmentation) AND day < \(fromDay)
+                WHERE environment IN (\(list: environments)) AND kind IN (\(list: stocks)) AND segmentation = \(segmentation) AND day < \(fromDay) \(only)
                 GROUP BY environment, kind, currency, month_offset, segment HAVING SUM(value) <> 0
                 """))
         }
@@ -78,16 +87,21 @@ extension Ledger {
             """
             SELECT environment, kind, day, currency, \(select), month_offset, value FROM chart_segment_daily
             WHERE environment IN (\(list: environments)) AND kind IN (\(list: kinds.map(\.rawValue))) AND segmentation = \(segmentation)
-            AND day >= \(fromDay) AND day <= \(toDay) AND value <> 0
+            AND day >= \(fromDay) AND day <= \(toDay) AND value <> 0 \(only)
             """))
         return rows
     }
 
-    /// ``chartRows(environments:kinds:fromDay:toDay:segments:)`` from `chart_daily`, for any
-    /// segments: the plain sum the per-segmentation rows must equal.
-    func chartRowsSummingEveryRow(environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>)
-        throws -> ChartRows
-    {
+    /// ``chartRows(environments:kinds:fromDay:toDay:segments:filter:)`` from `chart_daily`, for any
+    /// segments and filter: the plain sum the per-segmentation rows must equal.
+    func chartRowsSummingEveryRow(
+        environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>, filter: ChartFilter = ChartFilter()
+    ) throws -> ChartRows {
+        // The filter's values, bound, on the columns they hold.
+        let only = SQLQuery.joined(
+            Self.segmentColumns.compactMap { column, segment in
+                filter.value(segment).map { (value: String) -> SQLQuery in SQLQuery(verbatim: "AND \(column) = ") + "\(value)" }
+            }, separator: " ")
         let kept = Self.segmentColumns.filter { segments.contains($0.segment) }.map(\.column)
         // Kept columns in the primary key's order; the others as constants, so every row has each column.
         let select = SQLQuery(verbatim: Self.segmentColumns.map { kept.contains($0.column) ? $0.column : "'' AS \($0.column)" }.joined(separator: ", "))
@@ -98,14 +112,14 @@ extension Ledger {
             rows.opening = try Self.chartDeltas(session.query(
                 """
                 SELECT environment, kind, CAST(\(fromDay) AS BIGINT) AS day, currency, \(select), month_offset, SUM(value) AS value FROM chart_daily
-                WHERE environment IN (\(list: environments)) AND kind IN (\(list: stocks)) AND day < \(fromDay)
+                WHERE environment IN (\(list: environments)) AND kind IN (\(list: stocks)) AND day < \(fromDay) \(only)
                 GROUP BY environment, kind, currency, \(grouped) HAVING SUM(value) <> 0
                 """))
         }
         rows.days = try Self.chartDeltas(session.query(
             """
             SELECT environment, kind, day, currency, \(select), month_offset, SUM(value) AS value FROM chart_daily
-            WHERE environment IN (\(list: environments)) AND kind IN (\(list: kinds.map(\.rawValue))) AND day >= \(fromDay) AND day <= \(toDay)
+            WHERE environment IN (\(list: environments)) AND kind IN (\(list: kinds.map(\.rawValue))) AND day >= \(fromDay) AND day <= \(toDay) \(only)
             GROUP BY environment, kind, day, currency, \(grouped) HAVING SUM(value) <> 0
             """))
         return rows
