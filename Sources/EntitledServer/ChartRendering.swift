@@ -1,4 +1,5 @@
 import Entitlements
+import Exports
 import Foundation
 import HTTPServer
 import JSONCoding
@@ -93,11 +94,11 @@ struct ChartRendering: Sendable {
             }
             bytes += date
             bytes.append(UInt8(ascii: ","))
-            Self.field(point.series, to: &bytes)
+            CSV.appendField(point.series, to: &bytes)
             bytes.append(UInt8(ascii: ","))
-            Self.field(point.segment ?? "", to: &bytes)
+            CSV.appendField(point.segment ?? "", to: &bytes)
             bytes.append(UInt8(ascii: ","))
-            Self.field(point.currency ?? "", to: &bytes)
+            CSV.appendField(point.currency ?? "", to: &bytes)
             bytes += (point.converted ? ",true," : ",false,").utf8
             Self.number(point.value, to: &bytes)
             bytes += "\r\n".utf8
@@ -108,21 +109,6 @@ struct ChartRendering: Sendable {
     /// Whole numbers without a fraction (counts), others as Swift prints them (shortest round trip).
     private static func number(_ value: Double, to bytes: inout [UInt8]) {
         if value == value.rounded() && abs(value) < 1e15 { bytes += String(Int64(value)).utf8 } else { bytes += value.description.utf8 }
-    }
-
-    /// A CSV field, quoted when it holds a comma, quote or line break.
-    private static func field(_ text: String, to bytes: inout [UInt8]) {
-        let special = text.utf8.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0A || $0 == 0x0D }
-        guard special else {
-            bytes += text.utf8
-            return
-        }
-        bytes.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            if byte == UInt8(ascii: "\"") { bytes.append(byte) }
-            bytes.append(byte)
-        }
-        bytes.append(UInt8(ascii: "\""))
     }
 }
 

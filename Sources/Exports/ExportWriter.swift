@@ -104,17 +104,7 @@ public final class ExportFileWriter<Row> {
             case .bool(let flag): text = flag ? "true" : "false"
             case .timestamp(let milliseconds): text = iso8601(milliseconds)
             }
-            let needsQuotes = text.utf8.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0D || $0 == 0x0A }
-            if needsQuotes {
-                out.append(UInt8(ascii: "\""))
-                for byte in text.utf8 {
-                    if byte == UInt8(ascii: "\"") { out.append(byte) }
-                    out.append(byte)
-                }
-                out.append(UInt8(ascii: "\""))
-            } else {
-                out.append(contentsOf: text.utf8)
-            }
+            CSV.appendField(text, to: &out)
         }
         out.append(contentsOf: [0x0D, 0x0A])
     }
@@ -164,5 +154,23 @@ public final class ExportFileWriter<Row> {
         calendar.timeZone = TimeZone(identifier: "UTC")!
         let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: Date(timeIntervalSince1970: Double(whole)))
         return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", c.year!, c.month!, c.day!, c.hour!, c.minute!, c.second!, Int(fraction))
+    }
+}
+
+/// RFC 4180 text, for the exports and anything else the server writes as CSV.
+public enum CSV {
+    /// One field: quoted when it holds a comma, a quote, CR or LF, its quotes doubled.
+    public static func appendField(_ text: String, to out: inout [UInt8]) {
+        let needsQuotes = text.utf8.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0D || $0 == 0x0A }
+        guard needsQuotes else {
+            out.append(contentsOf: text.utf8)
+            return
+        }
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "\"") { out.append(byte) }
+            out.append(byte)
+        }
+        out.append(UInt8(ascii: "\""))
     }
 }
