@@ -137,67 +137,39 @@ final class TransactionTail {
         return current.events.remove(at: index)
     }
 
-    /// The transaction's share, summed per row and sorted in the lock order (see the top of this
-    /// file), rows whose changes sum to nothing left out.
-    struct Rows {
-        var metrics: [(key: MetricRowKey, value: Int64)] = []
-        var charts: [(key: ChartRowKey, value: Int64)] = []
-        var segments: [(key: ChartSegmentRowKey, value: Int64)] = []
-        var hourly: [(key: HourlyKey, value: Int64)] = []
-        var latest: [(key: LatestKey, value: Int64)] = []
-        var events: [PendingEvent] = []
-    }
-
-    /// The transaction's share (``Rows``); empties the tail.
-    func take() -> Rows {
+    /// The statements that write the transaction's share, in the lock order (see the top of this
+    /// file), each rollup's rows summed and in multi-row statements (a chart change moves six
+    /// rows), rows whose changes sum to nothing left out; empties the tail.
+    func statements(dialect: SQLDialect) -> [SQLQuery] {
         release()
         defer { kept = Share() }
-        var rows = Rows()
-        guard !kept.isEmpty else { return rows }
-        rows.metrics = kept.metrics.sorted(by: { $0.key < $1.key }).filter { $0.value != 0 }.map { ($0.key, $0.value) }
-        rows.charts = kept.charts.sorted(by: { $0.key < $1.key }).filter { $0.value != 0 }.map { ($0.key, $0.value) }
+        guard !kept.isEmpty else { return [] }
+        var statements: [SQLQuery] = []
+        let charts = kept.charts.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key })
         var segmented: [ChartSegmentRowKey: Int64] = [:]
-        for (key, value) in rows.charts {
+        for (key, value) in charts {
             for row in ChartSegmentRowKey.rows(of: key) { segmented[row, default: 0] += value }
         }
-        rows.segments = segmented.sorted(by: { $0.key < $1.key }).filter { $0.value != 0 }.map { ($0.key, $0.value) }
-        rows.hourly = kept.hourly.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }
-        rows.latest = kept.latest.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }
-        rows.events = kept.events
-        return rows
-    }
-
-    /// The statements that write the transaction's share, in the lock order (see the top of this
-    /// file), a rollup's rows in multi-row statements; empties the tail.
-    func statements(dialect: SQLDialect) -> [SQLQuery] {
-        let rows = take()
-        var statements: [SQLQuery] = []
-        // Each rollup's rows in a few multi-row statements (a chart change moves six rows).
-        statements += Ledger.addMetrics(rows.metrics.map { ($0.key, $0.value) })
-        statements += Ledger.addCharts(rows.charts.map { ($0.key, $0.value) })
-        statements += Ledger.addChartSegments(rows.segments.map { ($0.key, $0.value) })
-        for (key, count) in rows.hourly {
+        statements += Ledger.addMetrics(kept.metrics.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
+        statements += Ledger.addCharts(charts.map { ($0.key, $0.value) })
+        statements += Ledger.addChartSegments(segmented.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
+        for (key, count) in kept.hourly.sorted(by: { $0.key < $1.key }) {
             statements.append(IngestCounters.addCount(hour: key.hour, code: key.code, shard: key.shard, count: count))
         }
-        for (key, receivedAt) in rows.latest {
+        for (key, receivedAt) in kept.latest.sorted(by: { $0.key < $1.key }) {
             statements.append(
                 IngestCounters.advanceLatest(bundleId: key.bundleId, environment: key.environment, shard: key.shard, receivedAt: receivedAt))
         }
-        return statements + Self.eventStatements(rows.events, dialect: dialect)
-    }
-
-    /// The outbox appends, after the lock that orders them (PostgreSQL).
-    static func eventStatements(_ events: [PendingEvent], dialect: SQLDialect) -> [SQLQuery] {
-        guard !events.isEmpty else { return [] }
-        var statements: [SQLQuery] = []
-        // PostgreSQL: `seq` is drawn at the insert but seen at the commit, so concurrent
-        // appenders could commit out of `seq` order and a reader paging by `seq` skip one. This
-        // lock, held to the commit that follows at once, makes appends commit in `seq` order.
-        // One lock per schema: servers of other schemas in the database never wait for it.
-        if dialect == .postgres {
-            statements.append(("SELECT pg_advisory_xact_lock(hashtextextended('entitled.events.' || current_schema(), 0))" as SQLQuery))
+        if !kept.events.isEmpty {
+            // PostgreSQL: `seq` is drawn at the insert but seen at the commit, so concurrent
+            // appenders could commit out of `seq` order and a reader paging by `seq` skip one. This
+            // lock, held to the commit that follows at once, makes appends commit in `seq` order.
+            // One lock per schema: servers of other schemas in the database never wait for it.
+            if dialect == .postgres {
+                statements.append(("SELECT pg_advisory_xact_lock(hashtextextended('entitled.events.' || current_schema(), 0))" as SQLQuery))
+            }
+            for pending in kept.events { statements.append(Ledger.insertEventStatement(pending.event, customerID: pending.customerID)) }
         }
-        for pending in events { statements.append(Ledger.insertEventStatement(pending.event, customerID: pending.customerID)) }
         return statements
     }
 
