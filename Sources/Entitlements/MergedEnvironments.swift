@@ -21,15 +21,21 @@ extension Environment {
 /// customer has facts in is evaluated on its own, as the engine always does, and the states are
 /// merged (``CustomerState/merging(_:)``). With one environment (an `?environment=` filter) this is
 /// the engine's answer for it alone; with none of them among the facts, a new customer's answer in
-/// the first.
-public func evaluate(facts: [Fact], policy: Policy, now: Int64, environments: [Environment]) -> CustomerState {
-    if environments.count == 1 { return evaluate(facts: facts, policy: policy, now: now, environment: environments[0]) }
+/// the first. An environment's state in `evaluated` (the caller's own evaluation of the same facts
+/// at the same `now` under the same policy) is used instead of evaluating it again.
+public func evaluate(
+    facts: [Fact], policy: Policy, now: Int64, environments: [Environment], reusing evaluated: [Environment: CustomerState] = [:]
+) -> CustomerState {
+    func state(_ environment: Environment) -> CustomerState {
+        evaluated[environment] ?? evaluate(facts: facts, policy: policy, now: now, environment: environment)
+    }
+    if environments.count == 1 { return state(environments[0]) }
     let present = Set(facts.map(\.environment))
-    let evaluated = environments.filter(present.contains)
-    guard !evaluated.isEmpty else {
+    let inFacts = environments.filter(present.contains)
+    guard !inFacts.isEmpty else {
         return evaluate(facts: [], policy: policy, now: now, environment: environments.first ?? .production)
     }
-    return .merging(evaluated.map { evaluate(facts: facts, policy: policy, now: now, environment: $0) })
+    return .merging(inFacts.map(state))
 }
 
 extension CustomerState {

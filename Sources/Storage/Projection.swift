@@ -94,15 +94,9 @@ public struct Projector: Sendable {
     private func stored(_ states: [Environment: CustomerState], facts: [Fact], now: Int64) -> CustomerState {
         var state: CustomerState
         if let grantEnvironments {
-            // The rows' evaluations merged, as `evaluate(facts:policy:now:environments:)` merges
-            // its own: each environment evaluated once per projection, not once for the rows and
-            // again for the stored state.
-            let present = grantEnvironments.filter { states[$0] != nil }
-            if grantEnvironments.count == 1 || present.isEmpty {
-                state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments)
-            } else {
-                state = .merging(present.compactMap { states[$0] })
-            }
+            // The rows' evaluations reused: each environment evaluated once per projection, not
+            // once for the rows and again for the stored state.
+            state = evaluate(facts: facts, policy: policy, now: now, environments: grantEnvironments, reusing: states)
         } else {
             state = Environment.present(in: facts).first.flatMap { states[$0] }
                 ?? evaluate(facts: [], policy: policy, now: now, environment: .production)
