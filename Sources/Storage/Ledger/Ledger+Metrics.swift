@@ -9,7 +9,12 @@ extension Ledger {
     /// A customer's stored contribution; nil when none was computed yet (a customer from before
     /// schema version 15 that the backfill has not reached).
     func storedMetrics(customerID: Int64) throws -> StoredMetrics? {
-        try session.value("SELECT deltas FROM customer_metrics WHERE customer_id = \(customerID)", as: String.self).map(MetricCodec.decode)
+        try storedMetricsText(customerID: customerID).map(MetricCodec.decode)
+    }
+
+    /// The stored contribution as ``MetricCodec`` wrote it, not decoded.
+    private func storedMetricsText(customerID: Int64) throws -> String? {
+        try session.value("SELECT deltas FROM customer_metrics WHERE customer_id = \(customerID)", as: String.self)
     }
 
     /// Recomputes a customer's contribution from `facts` and adds its change to the daily rows.
@@ -20,7 +25,7 @@ extension Ledger {
     /// customer merge brought older facts), everything is computed again.
     func updateMetrics(customerID: Int64, facts: [Fact], ids: [Int64]? = nil, projector: Projector) throws {
         guard projector.maintainsMetrics else { return }
-        let text = try session.value("SELECT deltas FROM customer_metrics WHERE customer_id = \(customerID)", as: String.self)
+        let text = try storedMetricsText(customerID: customerID)
         let basis = ids.map { ids in MetricBasis(maxFactID: ids.max() ?? 0, factCount: ids.count) }
         // The basis alone says whether any fact is new: without one (an event hold's release, a
         // repeated recomputation) the stored rows are not even decoded.
@@ -225,13 +230,11 @@ enum MetricCodec {
     }
 
     static func decode(_ text: String) -> StoredMetrics {
-        var stored = StoredMetrics(deltas: [], basis: nil)
+        var stored = StoredMetrics(deltas: [], basis: basis(text))
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: "\t", omittingEmptySubsequences: false)
-            if parts.count == 3, parts[0] == "#", let id = Int64(parts[1]), let count = Int(parts[2]) {
-                stored.basis = MetricBasis(maxFactID: id, factCount: count)
-                continue
-            }
+            // The basis line, read by ``basis(_:)`` (``encode(_:)`` writes it first).
+            if parts.count == 3, parts[0] == "#" { continue }
             if parts.count == 11, parts[0] == "c" {
                 guard let day = Int64(parts[2]), let kind = ChartKind(rawValue: String(parts[3])), let offset = Int64(parts[9]),
                       let value = Int64(parts[10]) else { continue }
