@@ -27,6 +27,10 @@ event_port() {
 }
 
 start_serve() {
+  # Emptied here, not only by the redirect below: that runs in the forked child, so a read in this
+  # loop could still see a previous server's "listening" line (a restart after kill -9) and return
+  # its port before the child truncated the log.
+  : > "$dir/serve.log"
   .build/debug/entitled serve --config "$dir/entitled.json" --listen 127.0.0.1:0 \
     --database "sqlite:$dir/db/entitled.sqlite" > "$dir/serve.log" 2>&1 &
   pid=$!
