@@ -157,6 +157,7 @@ extension ChartAnswersTests {
             // Filtered to the segment value with the most gross: the split's money of that value.
             var byValue: [String: Int64] = [:]
             for amounts in split.gross.values { for (key, amount) in amounts { byValue[String(key.split(separator: " ")[0]), default: 0] += amount } }
+            #expect(byValue.count == ["product": 3, "storefront": 4][segmentation, default: 1], "\(segmentation): \(byValue.keys.sorted())")
             let value = try #require(byValue.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.first?.key)
             let filtered = try await read("revenue", "interval=day&\(segmentation)=\(value)")
             for (name, want) in wanted {
