@@ -14,19 +14,25 @@ import JSONCoding
 struct ChartRendering: Sendable {
     var fastPaths: Bool
 
-    /// The chart as JSON.
-    func json(_ request: ChartRequest, environment: Environment?, reportingCurrency: String?, points: [ChartPoint]) throws -> [UInt8] {
-        if fastPaths, let bytes = Self.fastJSON(request, environment: environment, reportingCurrency: reportingCurrency, points: points) {
+    /// The chart as JSON, with the filters it was read with.
+    func json(
+        _ request: ChartRequest, environment: Environment?, filter: ChartFilter, reportingCurrency: String?, points: [ChartPoint]
+    ) throws -> [UInt8] {
+        if fastPaths,
+           let bytes = Self.fastJSON(request, environment: environment, filter: filter, reportingCurrency: reportingCurrency, points: points)
+        {
             return bytes
         }
-        let body = ChartBody(request: request, environment: environment, reportingCurrency: reportingCurrency, points: points)
+        let body = ChartBody(request: request, environment: environment, filter: filter, reportingCurrency: reportingCurrency, points: points)
         return Array(try JSONEncoder.entitledDefault.encode(body))
     }
 
     /// What `JSONEncoder.entitledDefault` writes for ``ChartBody``: its members in key order, a
     /// nil optional left out; nil when a value is not finite (which Foundation refuses: the
     /// reference then throws its error).
-    static func fastJSON(_ request: ChartRequest, environment: Environment?, reportingCurrency: String?, points: [ChartPoint]) -> [UInt8]? {
+    static func fastJSON(
+        _ request: ChartRequest, environment: Environment?, filter: ChartFilter, reportingCurrency: String?, points: [ChartPoint]
+    ) -> [UInt8]? {
         guard points.allSatisfy({ $0.value.isFinite }) else { return nil }
         var bytes: [UInt8] = []
         // A point is about 80 bytes.
@@ -43,6 +49,16 @@ struct ChartRendering: Sendable {
         member("definition", request.chart.definition)
         member("environment", environment?.rawValue)
         member("family", request.chart.family)
+        if !filter.isEmpty {
+            bytes += #","filters":{"#.utf8
+            var first = true
+            for segmentation in ChartBody.filterKeys {
+                guard let value = filter.value(segmentation) else { continue }
+                member(segmentation.rawValue, value, first: first)
+                first = false
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
         member("from", OverviewBody.format(request.from))
         member("interval", request.interval.rawValue)
         bytes += #","points":["#.utf8
@@ -131,12 +147,18 @@ struct ChartBody: Encodable {
     var to: String
     var interval: String
     var segment: String?
+    /// The segment values the chart is held to, by segmentation (`store`, `product`, `storefront`,
+    /// `periodType`): exactly the filters given; left out when none was.
+    var filters: [String: String]?
     /// The environment counted; left out when segmented by environment (every one counted).
     var environment: String?
     var reportingCurrency: String?
     var points: [Point]
 
-    init(request: ChartRequest, environment: Environment?, reportingCurrency: String?, points: [ChartPoint]) {
+    /// The filters' keys in the order `JSONEncoder.entitledDefault` sorts them.
+    static let filterKeys = ChartFilter.dimensions.map(\.segmentation).sorted { $0.rawValue < $1.rawValue }
+
+    init(request: ChartRequest, environment: Environment?, filter: ChartFilter, reportingCurrency: String?, points: [ChartPoint]) {
         chart = request.chart.rawValue
         family = request.chart.family
         definition = request.chart.definition
@@ -144,6 +166,8 @@ struct ChartBody: Encodable {
         to = OverviewBody.format(request.to)
         interval = request.interval.rawValue
         segment = request.segment?.rawValue
+        let held = ChartFilter.dimensions.compactMap { dimension in filter.value(dimension.segmentation).map { (dimension.segmentation.rawValue, $0) } }
+        filters = held.isEmpty ? nil : Dictionary(uniqueKeysWithValues: held)
         self.environment = environment?.rawValue
         self.reportingCurrency = reportingCurrency
         self.points = points.map {

@@ -24,6 +24,10 @@ struct ChartRoutes: Sendable {
         guard let chart = ChartID(rawValue: id) else {
             throw HTTPError(.chartNotFound, "no chart '\(id.prefix(64))'; the charts are \(ChartID.allCases.map(\.rawValue).joined(separator: ", "))")
         }
+        // One value each: a repeated parameter is refused rather than one of its values kept unsaid.
+        if let repeated = Self.parameters.first(where: request.repeatedQueryNames.contains) {
+            throw HTTPError(.invalidRequest, "\(repeated) is given more than once: give it once")
+        }
         let from = try ConsoleRoutes.day(request, "from")
         let to = try ConsoleRoutes.day(request, "to")
         guard from <= to else { throw HTTPError(.invalidRequest, "from is after to") }
@@ -58,9 +62,12 @@ struct ChartRoutes: Sendable {
         }
         return .json(
             bytes: try report.rendering.json(
-                chartRequest, environment: segment == .environment ? nil : environment, reportingCurrency: report.console.reportingCurrency,
-                points: points))
+                chartRequest, environment: segment == .environment ? nil : environment, filter: filter,
+                reportingCurrency: report.console.reportingCurrency, points: points))
     }
+
+    /// The query parameters the chart reads.
+    static let parameters = ["from", "to", "interval", "segment", "environment"] + ChartFilter.dimensions.map(\.segmentation.rawValue)
 
     /// Whether `Accept` prefers CSV: it names `text/csv` and not JSON before it.
     static func wantsCSV(_ request: Request) -> Bool {

@@ -38,7 +38,7 @@ extension ChartID {
         case .conversionToPaying:
             "By first-seen cohort: customers whose first transaction was in the period (customers), those with a paid transaction not refunded by now (paying), and paying ÷ customers."
         case .subscriptionRetention:
-            "By start cohort: subscriptions whose first paid transaction was in the period, and for each month k since (month_k) the share a paid, unrefunded transaction covers exactly k calendar months after that purchase; a month is shown once every subscription of the cohort has reached it."
+            "By start cohort: subscriptions whose first paid transaction was in the period, and for each month k since (month_k) the share a paid, unrefunded transaction covers exactly k calendar months after that purchase; month_k is shown once the period's last day plus k months is today or earlier (UTC)."
         case .ltvPerCustomer:
             "Realized lifetime value by first-seen cohort: the prices of the cohort's paid transactions not refunded, up to now, divided by the cohort's customers. Per currency and converted."
         case .ltvPerPayingCustomer:

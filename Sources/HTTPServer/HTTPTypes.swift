@@ -65,6 +65,9 @@ public struct Request: Sendable {
     public var path: String
     /// Query parameters (last value wins).
     public var query: [String: String]
+    /// The query parameters' names given more than once (``query`` keeps the last value), for a
+    /// route that refuses a repeated parameter rather than guess which value was meant.
+    public var repeatedQueryNames: Set<String> = []
     public var headers: HTTPHeaders
     public var body: [UInt8]
     /// Values of `{name}` segments of the matched route, as sent (still percent-encoded).

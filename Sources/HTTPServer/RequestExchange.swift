@@ -25,8 +25,9 @@ struct RequestExchange {
         var peer: String
         /// Size of the request line and headers.
         var headerBytes: Int
-        /// The query parameters, read only for a request that has a route.
-        var query: () -> [String: String]
+        /// The query parameters and the names given more than once, read only for a request that
+        /// has a route.
+        var query: () -> (values: [String: String], repeated: Set<String>)
     }
 
     /// What the access handler does next.
@@ -115,9 +116,11 @@ struct RequestExchange {
             if let length = headers["Content-Length"], let declared = Int(length), declared > limits.maxBodyBytes {
                 return refuse(HTTPError.payloadTooLarge(limit: limits.maxBodyBytes), drain: limits.discardBudget)
             }
-            let request = Request(
-                method: method, path: path, query: head.query(), headers: headers, pathParameters: parameters,
+            let query = head.query()
+            var request = Request(
+                method: method, path: path, query: query.values, headers: headers, pathParameters: parameters,
                 remoteAddress: remoteAddress, requestId: requestId)
+            request.repeatedQueryNames = query.repeated
             if let check = route.admit {
                 do {
                     try check(request)

@@ -11,14 +11,15 @@ import Dispatch
 extension HTTPServer {
     func collectHeaders(_ connection: OpaquePointer) -> HTTPHeaders { collect(connection, .HEADER_KIND) }
 
-    /// Query parameters; the last value of a repeated name wins.
-    func collectQuery(_ connection: OpaquePointer) -> [String: String] {
-        var values: [String: String] = [:]
+    /// Query parameters (the last value of a repeated name wins) and the names given more than once.
+    func collectQuery(_ connection: OpaquePointer) -> (values: [String: String], repeated: Set<String>) {
+        var values: [String: String] = [:], repeated = Set<String>()
         // libmicrohttpd leaves them percent-encoded (see PercentDecoding).
         for field in collect(connection, .GET_ARGUMENT_KIND) {
-            values[PercentDecoding.decodeLeniently(field.name)] = PercentDecoding.decodeLeniently(field.value)
+            let name = PercentDecoding.decodeLeniently(field.name)
+            if values.updateValue(PercentDecoding.decodeLeniently(field.value), forKey: name) != nil { repeated.insert(name) }
         }
-        return values
+        return (values, repeated)
     }
 
     private func collect(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> HTTPHeaders {

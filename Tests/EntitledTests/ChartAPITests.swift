@@ -36,6 +36,25 @@ import Testing
         }
     }
 
+    /// A parameter given twice is refused by name, whatever its values (the same value twice too,
+    /// or a name spelled with percent-escapes), rather than one value kept unsaid.
+    @Test func aRepeatedParameterIsRefusedByName() async throws {
+        try await APIHarness.run(configuration: ConsoleAPITests.configuration()) { api in
+            for (name, query) in [
+                ("from", "from=2027-01-01&\(Self.range)"), ("to", "\(Self.range)&to=2027-02-01"), ("interval", "\(Self.range)&interval=day&interval=month"),
+                ("segment", "\(Self.range)&segment=store&segment=product"), ("environment", "\(Self.range)&environment=Sandbox&environment=Production"),
+                ("store", "\(Self.range)&store=appStore&store=appStore"), ("product", "\(Self.range)&product=a&product=b"),
+                ("storefront", "\(Self.range)&storefront=USA&storefront=FRA"), ("periodType", "\(Self.range)&periodType=trial&%70eriodType=normal"),
+            ] {
+                let reply = try await api.send("GET", "/v1/charts/actives?\(query)", auth: Self.console)
+                #expect(reply.status == 400 && reply.code == "INVALID_REQUEST", "\(name): \(reply.text)")
+                #expect(reply.json["detail"] as? String == "\(name) is given more than once: give it once", "\(name)")
+            }
+            // A parameter the chart does not read may repeat; one given once each answers.
+            #expect(try await api.send("GET", "/v1/charts/actives?\(Self.range)&x=1&x=2", auth: Self.console).status == 200)
+        }
+    }
+
     /// Every chart id answers, with its definition, over an empty ledger.
     @Test func everyChartAnswers() async throws {
         try await APIHarness.run(configuration: ConsoleAPITests.configuration()) { api in
@@ -110,6 +129,18 @@ import Testing
             #expect(try await actives("storefront=USA&segment=product&periodType=normal&product=pro.monthly") == ["pro.monthly 1.0"])
             #expect(try await actives("storefront=DEU").allSatisfy { $0.hasSuffix(" 0.0") })
             #expect(try await actives("store=playStore").allSatisfy { $0.hasSuffix(" 0.0") })
+            // The answer says what it is held to: exactly the filters given, none when none was.
+            func filters(_ query: String) async throws -> [String: String]? {
+                let reply = try await api.send("GET", "/v1/charts/actives?\(Self.range)&interval=month\(query)", auth: Self.console)
+                #expect(reply.status == 200, "\(query)")
+                return reply.json["filters"] as? [String: String]
+            }
+            #expect(try await filters("") == nil)
+            #expect(try await filters("&segment=storefront&environment=Production") == nil)
+            #expect(try await filters("&storefront=FRA&segment=storefront") == ["storefront": "FRA"])
+            #expect(
+                try await filters("&store=appStore&product=pro.monthly&storefront=USA&periodType=normal")
+                    == ["store": "appStore", "product": "pro.monthly", "storefront": "USA", "periodType": "normal"])
 
             let csv = try await Loopback.send(
                 port: api.port, "GET", "/v1/charts/actives?\(Self.range)&interval=month&storefront=USA",

@@ -30,34 +30,47 @@ extension ChartAnswersTests {
         var refunded: [Int: Int] = [:]
         var customers: [Int: Int] = [:]
         var paying: [Int: Int] = [:]
+        /// By the customers' cohort day: the prices of their paid transactions not refunded.
+        var customerRevenue: [Int: [String: Int64]] = [:]
     }
 
-    static func flows(_ snapshot: StateSnapshot, firstDay: Int64) -> Flows {
+    /// `segment`: what the money of a transaction is keyed by besides its currency
+    /// (`"USA EUR"` for `{ $0.storefront }`); nil: the currency alone.
+    static func flows(_ snapshot: StateSnapshot, firstDay: Int64, segment: ((JWSTransactionDecodedPayload) -> String)? = nil) -> Flows {
         var flows = Flows()
         func index(_ instant: Int64?) -> Int { Int(metricDay(instant ?? 0) - firstDay) }
         let owner = Dictionary(snapshot.subscriptions.map { ($0.originalTransactionId, $0.customerId) }) { a, _ in a }
-        var first: [String: Int64] = [:], paying = Set<String>()
+        var first: [String: Int64] = [:], paying = Set<String>(), kept: [(customer: String, price: Int64, currency: String)] = []
         for t in snapshot.transactions {
             guard let customer = t.originalTransactionId.flatMap({ owner[$0] }), let purchase = t.purchaseDate else { continue }
             first[customer] = min(first[customer] ?? .max, purchase)
             guard isPaid(t), let price = t.price, let currency = t.currency else { continue }
-            let day = index(purchase)
-            flows.gross[day, default: [:]][currency, default: 0] += price
+            let day = index(purchase), key = segment.map { "\($0(t)) \(currency)" } ?? currency
+            flows.gross[day, default: [:]][key, default: 0] += price
             // Every subscription here is in its first paid year: the App Store keeps 30 %.
-            flows.proceeds[day, default: [:]][currency, default: 0] += price * 70 / 100
+            flows.proceeds[day, default: [:]][key, default: 0] += price * 70 / 100
             flows.transactions[day, default: 0] += 1
             if isRefunded(t) {
-                flows.refunds[index(t.revocationDate), default: [:]][currency, default: 0] += price
+                flows.refunds[index(t.revocationDate), default: [:]][key, default: 0] += price
                 flows.refunded[day, default: 0] += 1
             } else {
                 paying.insert(customer)
+                kept.append((customer, price, currency))
             }
         }
         for (customer, purchase) in first {
             flows.customers[index(purchase), default: 0] += 1
             if paying.contains(customer) { flows.paying[index(purchase), default: 0] += 1 }
         }
+        for t in kept { flows.customerRevenue[index(first[t.customer]), default: [:]][t.currency, default: 0] += t.price }
         return flows
+    }
+
+    /// Gross less refunds, per day and key.
+    static func net(_ flows: Flows) -> [Int: [String: Int64]] {
+        var net = flows.gross
+        for (day, amounts) in flows.refunds { for (key, amount) in amounts { net[day, default: [:]][key, default: 0] -= amount } }
+        return net
     }
 }
 
@@ -67,6 +80,17 @@ extension ChartAnswersTests {
         for (index, day) in expected.enumerated() {
             let have = (got[index] ?? [:]).filter { $0.value != 0 }, need = want(day).filter { $0.value != 0 }
             if have != need { Issue.record("\(label) day \(index): answers \(need), chart \(have)") }
+        }
+    }
+
+    /// Records every day index whose values (zeros left out) differ from those wanted by more than
+    /// `tolerance` of their size (values computed alike are exact: 0).
+    static func compare(_ label: String, _ got: [Int: [String: Double]], _ want: [Int: [String: Double]], days: Int, tolerance: Double = 0) {
+        for index in 0..<days {
+            let have = (got[index] ?? [:]).filter { $0.value != 0 }, need = (want[index] ?? [:]).filter { $0.value != 0 }
+            let same = Set(have.keys) == Set(need.keys)
+                && need.allSatisfy { key, value in abs(have[key]! - value) <= tolerance * max(1, abs(value)) }
+            if !same { Issue.record("\(label) day \(index): transactions \(need), chart \(have)") }
         }
     }
 
@@ -106,19 +130,14 @@ extension ChartAnswersTests {
 
         let flows = Self.flows(await world.simulator.snapshot(), firstDay: firstDay)
         func compare(_ label: String, _ got: [Int: [String: Double]], _ want: [Int: [String: Double]]) {
-            for index in expected.indices {
-                let have = (got[index] ?? [:]).filter { $0.value != 0 }, need = (want[index] ?? [:]).filter { $0.value != 0 }
-                if have != need { Issue.record("\(label) day \(index): transactions \(need), chart \(have)") }
-            }
+            Self.compare(label, got, want, days: expected.count)
         }
         func total(_ values: [Int: Int]) -> [Int: [String: Double]] { values.mapValues { ["": Double($0)] } }
         let revenue = try await chart("revenue", nil)
         compare("gross", money(revenue, "gross"), flows.gross.mapValues(doubles))
         compare("proceeds", money(revenue, "proceeds"), flows.proceeds.mapValues(doubles))
         compare("refunds", money(revenue, "refunds"), flows.refunds.mapValues(doubles))
-        var net = flows.gross
-        for (day, amounts) in flows.refunds { for (currency, amount) in amounts { net[day, default: [:]][currency, default: 0] -= amount } }
-        compare("net", money(revenue, "net"), net.mapValues(doubles))
+        compare("net", money(revenue, "net"), net(flows).mapValues(doubles))
         let refundRate = try await chart("refund_rate", nil)
         compare("paid transactions", series(refundRate, "transactions", firstDay: firstDay), total(flows.transactions))
         compare("refunded transactions", series(refundRate, "refunded", firstDay: firstDay), total(flows.refunded))

@@ -136,14 +136,17 @@ import Testing
         return day
     }
 
-    /// A chart's points (JSON), by day index and segment, for one series.
+    /// A chart's points (JSON), by day index and segment (or currency), for one series.
     static func series(_ points: [[String: Any]], _ name: String, firstDay: Int64, currency: Bool = false) -> [Int: [String: Double]] {
+        series(points, name, firstDay: firstDay) { point in (currency ? point["currency"] : point["segment"]) as? String ?? "" }
+    }
+
+    /// A chart's points (JSON), by day index and `key`, for one series (converted money left out).
+    static func series(_ points: [[String: Any]], _ name: String, firstDay: Int64, key: ([String: Any]) -> String) -> [Int: [String: Double]] {
         var result: [Int: [String: Double]] = [:]
         for point in points where point["series"] as? String == name && point["converted"] == nil {
             guard let date = point["date"] as? String, let value = point["value"] as? Double else { continue }
-            let index = Int(days(date) - firstDay)
-            let key = currency ? point["currency"] as? String ?? "" : point["segment"] as? String ?? ""
-            result[index, default: [:]][key, default: 0] += value
+            result[Int(days(date) - firstDay), default: [:]][key(point), default: 0] += value
         }
         return result
     }
@@ -228,12 +231,16 @@ import Testing
                 yesterday = today
                 try await world.act("advance") { $0.by = "PT12H0M1S" }
             }
-            func chart(_ id: String, segment: String? = "product") async throws -> [[String: Any]] {
-                let from = OverviewDay.format(firstDay), to = OverviewDay.format(firstDay + Int64(Self.days) - 1)
-                let query = "from=\(from)&to=\(to)&interval=day&environment=Sandbox" + (segment.map { "&segment=\($0)" } ?? "")
-                let reply = try await Loopback.send(port: world.port, "GET", "/v1/charts/\(id)?\(query)", headers: ["Authorization": APIHarness.admin])
-                #expect(reply.status == 200, "\(id): \(reply.text)")
+            /// The chart over the 60 days with `query` (interval, segment, filters).
+            func read(_ id: String, _ query: String) async throws -> [[String: Any]] {
+                let range = "from=\(OverviewDay.format(firstDay))&to=\(OverviewDay.format(firstDay + Int64(Self.days) - 1))&environment=Sandbox"
+                let reply = try await Loopback.send(
+                    port: world.port, "GET", "/v1/charts/\(id)?\(range)&\(query)", headers: ["Authorization": APIHarness.admin])
+                #expect(reply.status == 200, "\(id)?\(query): \(reply.text)")
                 return try #require(reply.json["points"] as? [[String: Any]])
+            }
+            func chart(_ id: String, segment: String? = "product") async throws -> [[String: Any]] {
+                try await read(id, "interval=day" + (segment.map { "&segment=\($0)" } ?? ""))
             }
             func ints(_ values: [String: Int]) -> [String: Double] { values.mapValues(Double.init) }
             func check(_ label: String, _ got: [Int: [String: Double]], _ want: (Day) -> [String: Double]) {
@@ -281,6 +288,7 @@ import Testing
                 if have != need { Issue.record("mrr movement day \(index): answers \(need), chart \(have)") }
             }
             try await Self.compareMore(world: world, firstDay: firstDay, expected: expected) { try await chart($0, segment: $1) }
+            try await Self.compareCohorts(world: world, firstDay: firstDay, days: Self.days) { try await read($0, $1) }
             // The history is not trivial: several products and currencies, trials that converted
             // and that expired, churn.
             #expect(Set(expected.flatMap { $0.mrr.keys }).count == 3)

@@ -40,28 +40,48 @@ import Testing
             today: 21_000)
     }
 
+    /// No filter, or some of the four (product ids with characters JSON escapes).
+    static func filter(_ random: inout SplitMix64) -> ChartFilter {
+        func pick(_ values: [String]) -> String { values[Int(random.next() % UInt64(values.count))] }
+        var filter = ChartFilter()
+        guard random.next() % 3 != 0 else { return filter }
+        for (segmentation, values) in [
+            (ChartSegmentation.store, ["appStore", "playStore"]), (.product, ["pro.monthly", "quote\"d/é", "with,comma\\ü"]),
+            (.storefront, ["USA", "FRA"]), (.periodType, ["trial", "normal"]),
+        ] where random.next() % 2 == 0 {
+            let held = filter.hold(segmentation, at: pick(values))
+            precondition(held)
+        }
+        return filter
+    }
+
     @Test func fastJSONIsFoundationsBytes() throws {
         var random = SplitMix64(seed: 38)
+        var filtered = 0
         for round in 0..<60 {
             let segmented = round % 2 == 1
             let request = Self.request(&random, segmented: segmented)
             let points = Self.points(&random, count: [0, 1, 7, 300][round % 4], segmented: segmented)
             let environment: Environment? = round % 3 == 0 ? nil : .production
             let reporting = round % 5 == 0 ? nil : "USD"
-            let fast = try ChartRendering(fastPaths: true).json(request, environment: environment, reportingCurrency: reporting, points: points)
+            let filter = Self.filter(&random)
+            if !filter.isEmpty { filtered += 1 }
+            let fast = try ChartRendering(fastPaths: true).json(
+                request, environment: environment, filter: filter, reportingCurrency: reporting, points: points)
             let reference = try ChartRendering(fastPaths: false).json(
-                request, environment: environment, reportingCurrency: reporting, points: points)
+                request, environment: environment, filter: filter, reportingCurrency: reporting, points: points)
             #expect(fast == reference, "round \(round): \(String(decoding: fast.prefix(300), as: UTF8.self))")
         }
+        #expect(filtered >= 20, "the filters' member is written in enough rounds")
     }
 
     /// A value JSON cannot hold makes the fast writer step aside: the answer is the reference's error.
     @Test func aValueThatIsNotFiniteIsLeftToTheReference() {
         let points = [ChartPoint(date: 20_454, series: "rate", value: .infinity)]
         let request = ChartRequest(chart: .churn, from: 20_454, to: 20_454, interval: .day, today: 20_454)
-        #expect(ChartRendering.fastJSON(request, environment: .production, reportingCurrency: nil, points: points) == nil)
+        #expect(ChartRendering.fastJSON(request, environment: .production, filter: ChartFilter(), reportingCurrency: nil, points: points) == nil)
         #expect(throws: EncodingError.self) {
-            try ChartRendering(fastPaths: true).json(request, environment: .production, reportingCurrency: nil, points: points)
+            try ChartRendering(fastPaths: true).json(request, environment: .production, filter: ChartFilter(), reportingCurrency: nil, points: points)
         }
     }
 

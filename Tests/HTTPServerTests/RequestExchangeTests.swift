@@ -34,7 +34,7 @@ import Testing
         var exchange = RequestExchange(targetBytes: targetBytes ?? path.utf8.count, limits: limits)
         let head = RequestExchange.Head(
             method: HTTPMethod(method), path: path, requestId: "r-1", headers: headers, peer: peer, headerBytes: headerBytes,
-            query: { ["q": "x"] })
+            query: { (["q": "x"], []) })
         let step = exchange.admit(head, router: router, trustedProxies: proxies) { error, request in
             (error as? any HTTPResponseError)?.response(requestId: request.requestId)
                 ?? HTTPError.internalError.response(requestId: request.requestId)
