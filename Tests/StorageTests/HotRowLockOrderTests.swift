@@ -113,19 +113,19 @@ import Testing
         }
         tail.addMetric(later, 2)
         tail.countMessage(hour: 5, code: "", shard: 1)
-        tail.appendEvent(event("e1", "ann"), customerID: 1)
+        tail.appendEvent(event("e1", "ann"), answerPacked: [], customerID: 1)
         tail.release()
         // A job rolled back to its savepoint: its share goes with it.
         tail.addMetric(earlier, 7)
-        tail.appendEvent(event("e2", "bob"), customerID: 2)
+        tail.appendEvent(event("e2", "bob"), answerPacked: [], customerID: 2)
         tail.rollBack()
         tail.addMetric(earlier, 1)
         tail.addMetric(later, -2)
         tail.countMessage(hour: 5, code: "", shard: 1)
         tail.noteLatest(bundleId: "b", environment: "Production", shard: 1, receivedAt: 10)
         tail.noteLatest(bundleId: "b", environment: "Production", shard: 1, receivedAt: 4)
-        tail.appendEvent(event("e3", "cat"), customerID: 3)
-        tail.appendEvent(event("e4", "dan"), customerID: 4)
+        tail.appendEvent(event("e3", "cat"), answerPacked: [], customerID: 3)
+        tail.appendEvent(event("e4", "dan"), answerPacked: [], customerID: 4)
         tail.dropEvents(customerIDs: [3], appUserIds: ["dan"])
         let statements = tail.statements(dialect: .postgres)
         // `later` summed to nothing: left alone. Then the counters, the lock, the one event left.
@@ -136,7 +136,7 @@ import Testing
         #expect(statements[3].text(for: .postgres).contains("pg_advisory_xact_lock"))
         #expect(tail.statements(dialect: .postgres).isEmpty)
         // SQLite: the same writes, without the lock.
-        tail.appendEvent(event("e5", "eve"), customerID: 5)
+        tail.appendEvent(event("e5", "eve"), answerPacked: [], customerID: 5)
         #expect(tail.statements(dialect: .sqlite).map(\.binds.first) == [.text("e5")])
     }
 

@@ -82,7 +82,7 @@ extension SessionBackedStore {
 
     func appendEvent(_ event: OutboxEvent) async throws -> OutboxEvent {
         // The event is appended at the commit (``TransactionTail``): read back once committed.
-        try await write { session in Ledger(session: session, fault: nil).insertEvent(event, customerID: nil) }
+        try await write { session in try Ledger(session: session, fault: nil).insertEvent(event, customerID: nil) }
         return try await write { session in
             try session.query("SELECT \(Ledger.eventColumns) FROM events WHERE event_id = \(event.id)")
                 .map(Ledger.decodeEvent)[0]
@@ -114,7 +114,7 @@ extension SessionBackedStore {
 extension Ledger {
     static let eventColumns: SQLQuery = """
         seq, event_id, type, app_user_id, app_account_token, environment, bundle_id, product_id, original_transaction_id,
-        entitlements, details, cause, occurred_at, recorded_at, answer, customer_id
+        entitlements, details, cause, occurred_at, recorded_at, answer, answer_packed, customer_id
         """
 
     /// An event's columns (``eventColumns``).
@@ -134,6 +134,7 @@ extension Ledger {
         var occurredAt: Int64
         var recordedAt: Int64
         var answer: String
+        var answerPacked: [UInt8]?
         var customerId: Int64?
     }
 
@@ -162,7 +163,7 @@ extension Ledger {
             appAccountToken: columns.appAccountToken, environment: columns.environment, bundleId: columns.bundleId,
             productId: columns.productId, originalTransactionId: columns.originalTransactionId, entitlements: entitlements,
             details: details, cause: columns.cause, occurredAt: columns.occurredAt, recordedAt: columns.recordedAt,
-            answer: Array(columns.answer.utf8)), columns.customerId)
+            answer: try EventAnswer.bytes(answer: columns.answer, packed: columns.answerPacked)), columns.customerId)
     }
 
     static func json(_ value: some Encodable) -> String {
@@ -178,18 +179,20 @@ extension Ledger {
     }()
 
     /// Appends an event unless one with its id is stored (a replay of the same change), at the
-    /// transaction's commit (``TransactionTail``: the outbox lock is taken last).
-    func insertEvent(_ event: OutboxEvent, customerID: Int64?) {
-        session.tail.appendEvent(event, customerID: customerID)
+    /// transaction's commit (``TransactionTail``: the outbox lock is taken last). Its answer is
+    /// compressed here, as the event is made, not in the commit's statements.
+    func insertEvent(_ event: OutboxEvent, customerID: Int64?) throws {
+        session.tail.appendEvent(event, answerPacked: try EventAnswer.encode(event.answer), customerID: customerID)
     }
 
-    /// The statement that appends `event` unless one with its id is stored.
-    static func insertEventStatement(_ event: OutboxEvent, customerID: Int64?) -> SQLQuery {
-        (
+    /// The statement that appends `pending`'s event unless one with its id is stored.
+    static func insertEventStatement(_ pending: TransactionTail.PendingEvent) -> SQLQuery {
+        let (event, customerID) = (pending.event, pending.customerID)
+        return (
             """
             INSERT INTO events (event_id, type, customer_id, app_user_id, app_account_token, environment, bundle_id, product_id,
-                                original_transaction_id, entitlements, details, cause, occurred_at, recorded_at, answer)
-            VALUES (\(event.id), \(event.type), \(customerID), \(event.appUserId), \(event.appAccountToken), \(event.environment), \(event.bundleId), \(event.productId), \(event.originalTransactionId), \(json(event.entitlements)), \(json(event.details)), \(event.cause), \(event.occurredAt), \(event.recordedAt), \(String(decoding: event.answer, as: UTF8.self)))
+                                original_transaction_id, entitlements, details, cause, occurred_at, recorded_at, answer, answer_packed)
+            VALUES (\(event.id), \(event.type), \(customerID), \(event.appUserId), \(event.appAccountToken), \(event.environment), \(event.bundleId), \(event.productId), \(event.originalTransactionId), \(json(event.entitlements)), \(json(event.details)), \(event.cause), \(event.occurredAt), \(event.recordedAt), '', \(pending.answerPacked))
             ON CONFLICT (event_id) DO NOTHING
             """ as SQLQuery)
     }
@@ -270,7 +273,7 @@ extension Ledger {
         if !superseded.isEmpty {
             // Before the events that replace what it supersedes.
             let disproved = released.filter { superseded.contains($0.id) }
-            insertEvent(
+            try insertEvent(
                 correctionEvent(for: customer, superseded: disproved, replacements: found, cause: cause, answer: after.state, now: now),
                 customerID: customer.id)
         }
@@ -292,7 +295,7 @@ extension Ledger {
                     ?? cause?.citation ?? EventCause.Citation(transactionIds: [])
             }
             citation.transactionIds = [event.transactionId]
-            insertEvent(
+            try insertEvent(
                 OutboxEvent(
                     sequence: 0, id: id,
                     type: event.type.rawValue, appUserId: customer.linkedAppUserId,
@@ -371,7 +374,7 @@ extension Ledger {
                 entitlements: (stored?.projection.entitlements ?? []).filter { $0.originalTransactionId == otid }.map(\.entitlement).sorted(),
                 details: details, cause: Self.json(cause.citation), occurredAt: cause.occurredAt, recordedAt: now,
                 answer: stored?.projection.state ?? [])
-            insertEvent(event, customerID: owner.id)
+            try insertEvent(event, customerID: owner.id)
         }
     }
 }

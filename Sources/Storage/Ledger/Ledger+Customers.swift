@@ -83,7 +83,7 @@ extension Ledger {
             appUserId: customer.appUserId, appAccountToken: customer.appAccountToken, environment: nil, bundleId: nil,
             productId: nil, originalTransactionId: nil, entitlements: [], details: details, cause: "{}", occurredAt: now,
             recordedAt: now, answer: answer)
-        insertEvent(event, customerID: customerID)
+        try insertEvent(event, customerID: customerID)
         return event.id
     }
 
@@ -166,7 +166,7 @@ extension Ledger {
             // this event is written now (one writer: no lock order to keep) and moved past them;
             // events still in the tail are appended after it.
             let pending = session.tail.takeEvent(id: deletedID)
-            if let pending { try session.pipeline([Self.insertEventStatement(pending.event, customerID: pending.customerID)]) }
+            if let pending { try session.pipeline([Self.insertEventStatement(pending)]) }
             try session.query("UPDATE events SET seq = \(newestEvent + 1) WHERE event_id = \(deletedID) AND seq <= \(newestEvent)")
         }
         let report = ErasureReport(ids: members.count, subscriptions: subscriptions, ownFacts: ownFacts)
@@ -314,9 +314,12 @@ extension Ledger {
             let packed = Self.packedColumns[table]
             // A fact's JSON is exported as the text, whether compressed (`payload_packed`) or not.
             let payload = table == "facts" ? columns.firstIndex { $0.name == "payload" } : nil
+            // So is an event's answer (`answer_packed`).
+            let answer = table == "events" ? columns.firstIndex { $0.name == "answer" } : nil
             // The message a packed text's references by kind are found in.
             let message = columns.firstIndex { $0.name == (table == "notifications" ? "id" : "notification_id") }
             let selected = columns.map(\.name) + (packed.map { [$0.packed] } ?? []) + (payload == nil ? [] : ["payload_packed"])
+                + (answer == nil ? [] : ["answer_packed"])
             // Names from the constant table above, never input.
             let query = SQLQuery(verbatim: "SELECT \(selected.joined(separator: ", ")) FROM \(table) WHERE ")
                 + exportFilter(table, id: customer.id) + " ORDER BY 1"
@@ -333,6 +336,9 @@ extension Ledger {
                         value = .text(String(decoding: text, as: UTF8.self))
                     } else if let json, index == payload {
                         value = .text(String(decoding: json, as: UTF8.self))
+                    } else if index == answer {
+                        let text = try EventAnswer.bytes(answer: try row.text(index), packed: try row.optionalBlob(columns.count))
+                        value = .text(String(decoding: text, as: UTF8.self))
                     } else if columns[index].name == "jws_sha256" {
                         // Stored as the digest's bytes; exported as the hex text it always was.
                         value = .text(FactDigest.hex(stored: try row.blob(index)))

@@ -279,5 +279,10 @@ extension Schema {
                 """),
         // SQLite: the customers' states as a rowid table keyed by a narrow index (``rowidCustomerStates``).
         Migration(version: 41, name: "customer states in a rowid table", only: .sqlite, sql: "", step: rowidCustomerStates),
+        // Each event's answer (the customer's state document, most of an event's bytes)
+        // compressed with the ledger's dictionary (``EventAnswer``); stored rows compressed too.
+        Migration(
+            version: 42, name: "compressed event answers", sql: "ALTER TABLE events ADD COLUMN answer_packed {blob};",
+            step: EventAnswer.compressStored),
     ]
 }

@@ -63,6 +63,8 @@ final class TransactionTail {
     /// An outbox event to append, and the customer row it belongs to.
     struct PendingEvent {
         var event: OutboxEvent
+        /// `event.answer` as stored (``EventAnswer``), compressed when the event was appended.
+        var answerPacked: [UInt8]
         var customerID: Int64?
     }
 
@@ -105,8 +107,8 @@ final class TransactionTail {
         current.latest[key] = max(current.latest[key] ?? receivedAt, receivedAt)
     }
 
-    func appendEvent(_ event: OutboxEvent, customerID: Int64?) {
-        current.events.append(PendingEvent(event: event, customerID: customerID))
+    func appendEvent(_ event: OutboxEvent, answerPacked: [UInt8], customerID: Int64?) {
+        current.events.append(PendingEvent(event: event, answerPacked: answerPacked, customerID: customerID))
     }
 
     /// Drops the pending events of customers being erased in this transaction (their stored
@@ -168,7 +170,7 @@ final class TransactionTail {
             if dialect == .postgres {
                 statements.append(("SELECT pg_advisory_xact_lock(hashtextextended('entitled.events.' || current_schema(), 0))" as SQLQuery))
             }
-            for pending in kept.events { statements.append(Ledger.insertEventStatement(pending.event, customerID: pending.customerID)) }
+            for pending in kept.events { statements.append(Ledger.insertEventStatement(pending)) }
         }
         return statements
     }
