@@ -105,6 +105,23 @@ struct WrkReport {
         self.p99 = p99
         self.errors = errors
     }
+
+    /// The median of several runs' figures, each figure on its own; errors are every run's that had any.
+    init(median reports: [WrkReport]) {
+        func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            guard !sorted.isEmpty else { return 0 }
+            let middle = sorted.count / 2
+            return sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
+        }
+        func latency(_ figure: KeyPath<WrkReport, String>) -> String {
+            String(format: "%.2fms", median(reports.compactMap { WrkReport.milliseconds($0[keyPath: figure]) }))
+        }
+        requestsPerSecond = median(reports.map(\.requestsPerSecond))
+        (p50, p90, p99) = (latency(\.p50), latency(\.p90), latency(\.p99))
+        let failed = reports.map(\.errors).filter { $0 != "none" }
+        errors = failed.isEmpty ? "none" : failed.joined(separator: "; ")
+    }
 }
 
 /// Finding and running external programs (wrk).

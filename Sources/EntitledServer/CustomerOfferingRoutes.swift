@@ -35,18 +35,20 @@ struct CustomerOfferingRoutes: Sendable {
     static func input(_ request: Request, gate: AccessGate) throws -> (appUserId: String, asked: CustomerOfferings.Asked) {
         let appUserId = try RequestInput.appUserId(request)
         try gate.authorize(request, scope: .read, appUserId: appUserId)
-        var asked = CustomerOfferings.Asked(storefront: try RequestInput.storefront(request))
-        for (name, limit) in [("appVersion", 64), ("locale", 35), ("platform", 16)] {
-            guard let value = request.query[name] else { continue }
-            guard (1...limit).contains(value.utf8.count), !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-            else { throw HTTPError(.invalidRequest, "\(name) must be 1…\(limit) bytes") }
-            switch name {
-            case "appVersion": asked.appVersion = value
-            case "locale": asked.locale = value
-            default: asked.platform = value
-            }
-        }
+        // A read without a query (the app's usual one) looks nothing up.
+        guard !request.query.isEmpty else { return (appUserId, CustomerOfferings.Asked()) }
+        let asked = try CustomerOfferings.Asked(
+            storefront: RequestInput.storefront(request), appVersion: text(request, "appVersion", limit: 64),
+            locale: text(request, "locale", limit: 35), platform: text(request, "platform", limit: 16))
         return (appUserId, asked)
+    }
+
+    /// `?name=`: 1…`limit` bytes without control characters; nil when absent.
+    private static func text(_ request: Request, _ name: String, limit: Int) throws(HTTPError) -> String? {
+        guard let value = request.query[name] else { return nil }
+        guard (1...limit).contains(value.utf8.count), !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else { throw HTTPError(.invalidRequest, "\(name) must be 1…\(limit) bytes") }
+        return value
     }
 }
 
@@ -103,9 +105,10 @@ struct CustomerOfferings: Sendable {
     /// that holds now, or the store cannot read at once.
     func answerNow(appUserId: String, asked: Asked) throws -> [UInt8]? {
         guard let paywall = cache.currentNow(), paywall.liveExperiments.isEmpty else { return nil }
-        let context = answers.merged(now: clock.nowMilliseconds())
-        // A storage error here is left to the slow path, which answers it properly.
-        guard let rendered = try? ledger.renderedCustomerNow(appUserId: appUserId, context: context), !rendered.audienceLine.isEmpty
+        // The stored answer's head alone: its audience line is all this read needs of it. A
+        // storage error here is left to the slow path, which answers it properly.
+        guard let rendered = try? ledger.renderedHeadNow(appUserId: appUserId, now: clock.nowMilliseconds()),
+            !rendered.audienceLine.isEmpty
         else { return nil }
         let attributes: [CustomerAttribute]
         if paywall.readsAttributes(asked) {
@@ -126,7 +129,7 @@ struct CustomerOfferings: Sendable {
     /// ``answerNow(appUserId:asked:)``'s answer written from its inputs; nil when the rendered
     /// answer's audience does not read.
     private func written(
-        appUserId: String, asked: Asked, rendered: RenderedCustomer, attributes: [CustomerAttribute], paywall: Paywall
+        appUserId: String, asked: Asked, rendered: RenderedCustomer.Head, attributes: [CustomerAttribute], paywall: Paywall
     ) throws -> [UInt8]? {
         guard let customer = rendered.audience(codec: ledger.cache.codec) else { return nil }
         let audience = Self.audience(customer, attributes: attributes, asked: asked)

@@ -157,6 +157,22 @@ public final class FactLedger: ReadinessProbe {
         }
     }
 
+    /// The head of ``renderedCustomerNow(appUserId:context:)``'s answer for the merged answer at
+    /// `now` (``answerContext(now:)``, which the stored answers are by construction, so no context
+    /// is compared), its body neither checked nor copied: what the offerings read needs.
+    func renderedHeadNow(appUserId: String, now: Int64) throws(StorageError) -> RenderedCustomer.Head? {
+        do {
+            guard case .done(let stored) = try store.stateNow(appUserId: appUserId), let stored else { return nil }
+            try Self.checkProjected(stored.failure)
+            guard let head = cache.storedHead(stored.answer), stored.computedAt <= now, head.holds(at: now, scope: mergedScope) else {
+                return nil
+            }
+            return head
+        } catch {
+            throw Self.storageError(error)
+        }
+    }
+
     /// A customer whose last projection failed has no answer to give, stored or evaluated.
     private static func checkProjected(_ failure: String?) throws(StorageError) {
         if let failure { throw StorageError(.projectionFailed, "this customer's projection failed", detail: failure) }

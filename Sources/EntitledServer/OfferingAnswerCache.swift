@@ -21,6 +21,16 @@ final class OfferingAnswerCache: Sendable {
         var asked: CustomerOfferings.Asked
         /// The customer's attributes when a targeting rule reads them, else empty.
         var attributes: [CustomerAttribute]
+
+        /// The audience line hashed as one run of bytes: `[UInt8]`'s own hashing feeds the hasher
+        /// a byte at a time, the larger part of a hit's cost. Equality still compares every byte.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(paywallVersion)
+            hasher.combine(audience.count)
+            audience.withUnsafeBytes { hasher.combine(bytes: $0) }
+            hasher.combine(asked)
+            hasher.combine(attributes)
+        }
     }
 
     /// The answer's bytes after `{"appUserId":"…"` (keys are sorted: `appUserId` comes first).

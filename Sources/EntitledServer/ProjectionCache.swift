@@ -62,6 +62,13 @@ public final class ProjectionCache: Sendable {
         return .outdated
     }
 
+    /// ``storedAnswer(_:)``'s current answer, its head alone (``RenderedCustomer/Head``); nil
+    /// for every other case.
+    func storedHead(_ answer: [UInt8]?) -> RenderedCustomer.Head? {
+        guard enabled, let answer else { return nil }
+        return RenderedCustomer.Head(document: answer)
+    }
+
     // MARK: Encoded answers
 
     /// The JSON bytes of `body`, reused from the last read of the same answer when on.

@@ -91,32 +91,64 @@ public struct RenderedCustomer: Sendable, Equatable {
         return Int(String(decoding: digits, as: UTF8.self))
     }
 
+    /// What a stored document says before its body: its header and the audience line. The
+    /// offerings read needs nothing else, so it reads this alone and never copies the body.
+    struct Head: Sendable {
+        let scope: String
+        let nextChangeAt: Int64?
+        /// ``RenderedCustomer/audienceLine``.
+        let audienceLine: [UInt8]
+        /// Where `serverTime`'s value starts in the body.
+        let timeOffset: Int
+        /// Where the body starts in the document.
+        let bodyStart: Int
+
+        /// The head of a stored document of this ``RenderedCustomer/formatVersion``; nil when it
+        /// is not one (another version, or written by another projector).
+        init?(document: [UInt8]) {
+            guard document.starts(with: RenderedCustomer.magic), let newline = document.firstIndex(of: UInt8(ascii: "\n")) else {
+                return nil
+            }
+            let fields = document[RenderedCustomer.magic.count..<newline].split(separator: UInt8(ascii: " "))
+            guard fields.count == 3, let offset = Int(String(decoding: fields[2], as: UTF8.self)), offset >= 0,
+                let secondNewline = document[(newline + 1)...].firstIndex(of: UInt8(ascii: "\n"))
+            else { return nil }
+            let next = String(decoding: fields[1], as: UTF8.self)
+            if next == "-" {
+                nextChangeAt = nil
+            } else if let value = Int64(next) {
+                nextChangeAt = value
+            } else {
+                return nil
+            }
+            scope = String(decoding: fields[0], as: UTF8.self)
+            audienceLine = Array(document[(newline + 1)..<secondNewline])
+            timeOffset = offset
+            bodyStart = secondNewline + 1
+        }
+
+        /// ``RenderedCustomer/audience(codec:)`` of the answer this head begins.
+        func audience(codec: JSONCodec) -> CustomerAudience? { RenderedCustomer.audience(line: audienceLine, codec: codec) }
+
+        /// ``RenderedCustomer/holds(at:scope:)`` of the answer this head begins.
+        func holds(at now: Int64, scope: String) -> Bool {
+            RenderedCustomer.holds(nextChangeAt: nextChangeAt, answerScope: self.scope, at: now, scope: scope)
+        }
+    }
+
     /// Reads a stored document of this ``formatVersion``; nil when it is not one (another
     /// version, or written by another projector).
     public init?(document: [UInt8]) {
-        guard document.starts(with: Self.magic), let newline = document.firstIndex(of: UInt8(ascii: "\n")) else {
-            return nil
-        }
-        let fields = document[Self.magic.count..<newline].split(separator: UInt8(ascii: " "))
-        guard fields.count == 3, let offset = Int(String(decoding: fields[2], as: UTF8.self)),
-            let secondNewline = document[(newline + 1)...].firstIndex(of: UInt8(ascii: "\n"))
+        guard let head = Head(document: document) else { return nil }
+        let body = Array(document[head.bodyStart...])
+        guard head.timeOffset + Self.epoch.count <= body.count,
+            body[head.timeOffset..<(head.timeOffset + Self.epoch.count)].elementsEqual(Self.epoch)
         else { return nil }
-        let next = String(decoding: fields[1], as: UTF8.self)
-        let body = Array(document[(secondNewline + 1)...])
-        guard offset >= 0, offset + Self.epoch.count <= body.count,
-            body[offset..<(offset + Self.epoch.count)].elementsEqual(Self.epoch)
-        else { return nil }
-        if next == "-" {
-            nextChangeAt = nil
-        } else if let value = Int64(next) {
-            nextChangeAt = value
-        } else {
-            return nil
-        }
-        scope = String(decoding: fields[0], as: UTF8.self)
-        audienceLine = Array(document[(newline + 1)..<secondNewline])
+        scope = head.scope
+        nextChangeAt = head.nextChangeAt
+        audienceLine = head.audienceLine
         self.body = body
-        timeOffset = offset
+        timeOffset = head.timeOffset
     }
 
     /// What the projection stores.
@@ -127,8 +159,10 @@ public struct RenderedCustomer: Sendable, Equatable {
 
     /// What the offerings read needs of the same state, read with `codec`; nil when none was
     /// rendered or it does not read.
-    public func audience(codec: JSONCodec = JSONCodec()) -> CustomerAudience? {
-        audienceLine.isEmpty ? nil : try? codec.decode(CustomerAudience.self, from: audienceLine)
+    public func audience(codec: JSONCodec = JSONCodec()) -> CustomerAudience? { Self.audience(line: audienceLine, codec: codec) }
+
+    private static func audience(line: [UInt8], codec: JSONCodec) -> CustomerAudience? {
+        line.isEmpty ? nil : try? codec.decode(CustomerAudience.self, from: line)
     }
 
     /// The body to send at `serverTime` (ms).
@@ -141,6 +175,10 @@ public struct RenderedCustomer: Sendable, Equatable {
 
     /// Whether this answer still holds at `now` for the environments `scope` names.
     public func holds(at now: Int64, scope: String) -> Bool {
-        scope == self.scope && (nextChangeAt.map { $0 > now } ?? true)
+        Self.holds(nextChangeAt: nextChangeAt, answerScope: self.scope, at: now, scope: scope)
+    }
+
+    private static func holds(nextChangeAt: Int64?, answerScope: String, at now: Int64, scope: String) -> Bool {
+        scope == answerScope && (nextChangeAt.map { $0 > now } ?? true)
     }
 }

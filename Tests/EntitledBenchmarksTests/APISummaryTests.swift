@@ -26,6 +26,32 @@ import Testing
         #expect(abs(value - milliseconds) < 1e-9)
     }
 
+    /// Alternated rounds are reported by their medians, each figure on its own (the middle two
+    /// averaged for an even count), with every round's errors.
+    @Test func roundsAreReportedByTheirMedians() throws {
+        func round(_ rate: Double, _ p50: String, _ p99: String, errors: String = "none") throws -> WrkReport {
+            let output = """
+                  Latency Distribution
+                     50%   \(p50)
+                     90%   \(p50)
+                     99%   \(p99)
+                \(errors == "none" ? "" : errors)
+                Requests/sec:  \(rate)
+                """
+            return try #require(WrkReport(parsing: output))
+        }
+        let odd = WrkReport(median: [try round(300, "1.00ms", "9.00ms"), try round(100, "900.00us", "2.00ms"), try round(200, "3.00ms", "4.00ms")])
+        #expect(odd.requestsPerSecond == 200)
+        #expect((odd.p50, odd.p90, odd.p99, odd.errors) == ("1.00ms", "1.00ms", "4.00ms", "none"))
+        let even = WrkReport(median: [
+            try round(100, "1.00ms", "2.00ms"), try round(400, "2.00ms", "4.00ms", errors: "Non-2xx or 3xx responses: 3"),
+            try round(200, "4.00ms", "8.00ms"), try round(300, "3.00ms", "6.00ms"),
+        ])
+        #expect(even.requestsPerSecond == 250)
+        #expect((even.p50, even.p99) == ("2.50ms", "5.00ms"))
+        #expect(even.errors == "Non-2xx or 3xx responses: 3")
+    }
+
     @Test(arguments: ["", "ms", "fast", "-1.00ms", "3.98", "nanms"])
     func unreadableLatency(text: String) {
         #expect(WrkReport.milliseconds(text) == nil)

@@ -72,6 +72,66 @@ import Testing
         #expect(RenderedCustomer(document: bare.document) == bare)
     }
 
+    /// The offerings read's head of a stored answer (``RenderedCustomer/Head``) holds exactly when
+    /// the whole answer does, for the merged answer, with the same audience line: no customer,
+    /// none rendered yet, rendered, a clock gone back, a changed state, and an answer that time
+    /// changes.
+    @Test func theStoredAnswersHeadHoldsExactlyWhenTheWholeAnswerDoes() async throws {
+        let store = try await StoredBackend.sqlite.open()
+        do {
+            let (ledger, _) = Self.offerings(store, clock: VirtualClock(Self.now))
+            /// Whether the head holds at `now`, checked against the whole answer's read.
+            func holds(_ user: String, at now: Int64) throws -> Bool {
+                let whole = try ledger.renderedCustomerNow(appUserId: user, context: ledger.answerContext(now: now))
+                let head = try ledger.renderedHeadNow(appUserId: user, now: now)
+                #expect(head?.audienceLine == whole?.audienceLine)
+                #expect(head?.audience(codec: ledger.cache.codec) == whole?.audience(codec: ledger.cache.codec))
+                #expect((head == nil) == (whole == nil), "\(user) at \(now)")
+                return head != nil
+            }
+            #expect(try !holds("u1", at: Self.now))
+            _ = try await ledger.customer(appUserId: "u1", context: ledger.answerContext(now: Self.now))
+            #expect(try !holds("u1", at: Self.now))
+            _ = try await ledger.renderedCustomer(appUserId: "u1", context: ledger.answerContext(now: Self.now))
+            #expect(try holds("u1", at: Self.now))
+            #expect(try !holds("u1", at: Self.now - 1))
+
+            // A subscription that expires in a day: the answer (and its audience) holds until then.
+            let day: Int64 = 86_400_000
+            let expiring = Fact.transaction(
+                TransactionFact(
+                    transactionId: "t1", originalTransactionId: "o1", productId: "pro.monthly", purchaseDate: Self.now - 29 * day,
+                    expiresDate: Self.now + day, productType: .autoRenewable, signedDate: Self.now - 29 * day))
+            _ = try await ledger.ingest(
+                ReceivedMessage(notificationUUID: nil, source: .client, body: [], receivedAt: Self.now), facts: [(expiring, nil)],
+                claim: Claim(appUserId: "u1"))
+            #expect(try !holds("u1", at: Self.now))
+            let renewed = try #require(try await ledger.renderedCustomer(appUserId: "u1", context: ledger.answerContext(now: Self.now)))
+            let next = try #require(renewed.nextChangeAt)
+            #expect(next <= Self.now + day)
+            #expect(try holds("u1", at: next - 1))
+            #expect(try !holds("u1", at: next))
+
+            // A head is read from a document of this format only.
+            let stored = try #require(try await store.projection(appUserId: "u1")?.answer)
+            #expect(RenderedCustomer.Head(document: stored)?.audienceLine == RenderedCustomer(document: stored)?.audienceLine)
+            let version = RenderedCustomer.formatVersion
+            let damaged = [
+                Array(stored.prefix(20)), Array(stored.drop { $0 != UInt8(ascii: "\n") }), Array("entitled-answer/1 P - 5\n{}\n{}".utf8),
+                Array("entitled-answer/\(version) P -\n{}\n{}".utf8), Array("entitled-answer/\(version) P - 5\n{}".utf8),
+                Array("entitled-answer/\(version) P soon 5\n{}\n{}".utf8),
+            ]
+            #expect(RenderedCustomer.Head(document: Array("entitled-answer/\(version) P - 5\n{}\n{}".utf8))?.audienceLine == Array("{}".utf8))
+            for damaged in damaged {
+                #expect(RenderedCustomer.Head(document: damaged) == nil)
+            }
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+    }
+
     @Test(arguments: [
         (#"{"states": ["new"]}"#, CustomerOfferings.Asked(), false),
         (#"{"platforms": ["ios"]}"#, CustomerOfferings.Asked(), false),
@@ -162,10 +222,16 @@ import Testing
         #expect(answer("u1", key) == Array(#"{"appUserId":"u1","offeringId":"default","version":3}"#.utf8))
         #expect(answer(#"ana/é"\"#, key, offering: "unused") == Array(#"{"appUserId":"ana/é\"\\","offeringId":"default","version":3}"#.utf8))
         #expect(renders == 1)
+        // The same inputs read again (the line a copy of its own) find the entry.
+        var again = key
+        again.audience = Array(#"{"states":["new"]}"#.utf8)
+        #expect(answer("u2", again, offering: "unused") == Array(#"{"appUserId":"u2","offeringId":"default","version":3}"#.utf8))
+        #expect(renders == 1)
         #expect(held.count == 1)
         var others: [OfferingAnswerCache.Key] = [key, key, key, key]
         others[0].paywallVersion = 4
-        others[1].audience = Array(#"{"states":["inactive"]}"#.utf8)
+        // An audience line of the same length, one byte apart, is another key.
+        others[1].audience = Array(#"{"states":["nex"]}"#.utf8)
         others[2].asked.storefront = "FRA"
         others[3].attributes = [CustomerAttribute(name: "plan_hint", value: "team", updatedAt: 1)]
         for other in others {
