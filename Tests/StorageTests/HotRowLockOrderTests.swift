@@ -99,6 +99,92 @@ import Testing
         }
     }
 
+    /// The key the commits' shared writes queue on (``TransactionTail``), as a session of the
+    /// store's schema computes it.
+    static let rollupLock = "hashtextextended('entitled.rollups.' || current_schema(), 0)"
+
+    @Test("two servers' commits queue on the rollups' lock, not on the rows; rollups and charts exact", arguments: Backend.postgresOnly)
+    func commitsQueueOnTheRollupLock(_ backend: Backend) async throws {
+        let count = 8
+        let (database, admin) = try Self.database(backend)
+        let adminConnection = try #require(admin)
+        var options = database.configuration(fault: nil)
+        // One ingest a transaction, so that each waits at its own commit.
+        options.postgresGroupCommit = 1
+        options.postgresStatementTimeoutMilliseconds = 120_000
+        let first = try await openStore(url: database.url, configuration: options)
+        let second = try await openStore(url: database.url, configuration: options)
+        // One ingest first: the rows every ingest shares before its commit (the signed texts'
+        // headers) exist, as they do on a running server, so no transaction waits on another's.
+        #expect(try await first.ingest(Self.batch(count), projector: Self.projector, now: testNow).status == .accepted)
+        // Another session holds the lock: every commit that writes shared rows must wait for it.
+        var holder: PostgresConnection? = try PostgresConnection(conninfo: database.url, schema: nil, statementTimeoutMilliseconds: 120_000)
+        _ = try holder?.query("SELECT pg_advisory_lock(\(Self.rollupLock))", [])
+        let ingests = Task {
+            try await withThrowingTaskGroup(of: Int?.self) { group in
+                for i in 0..<count {
+                    group.addTask {
+                        let result = try await (i % 2 == 0 ? first : second).ingest(Self.batch(i), projector: Self.projector, now: testNow)
+                        return result.status == .accepted ? i : nil
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { if let i = $1 { $0.append(i) } }
+            }
+        }
+        // Every ingest's transaction waits on the lock, none on a row, and none has committed.
+        let waits = """
+            SELECT locktype, COUNT(*) FROM pg_locks WHERE NOT granted
+            AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database()) GROUP BY locktype
+            """
+        var waiting: [String: Int64] = [:]
+        let deadline = ContinuousClock.now + .seconds(60)
+        while waiting["advisory", default: 0] < Int64(count) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            waiting = Dictionary(uniqueKeysWithValues: try #require(holder).query(waits, []).map { (try $0.text(0), try $0.int(1)) })
+        }
+        #expect(waiting == ["advisory": Int64(count)])
+        #expect(try #require(holder).query("SELECT COUNT(*) FROM notifications", [])[0].int(0) == 1)
+        _ = try holder?.query("SELECT pg_advisory_unlock(\(Self.rollupLock))", [])
+        holder = nil
+        let accepted = try await ingests.value
+        #expect(accepted.count == count)
+
+        // Rollups and charts: exactly the sum of the ingests' contributions, read through either store.
+        var expected: [String: Int64] = [:]
+        var expectedCharts: [String: Int64] = [:]
+        for i in accepted + [count] {
+            let contribution = metricContribution(facts: Self.batch(i).facts.map(\.fact), policy: Self.projector.policy)
+            for delta in contribution.deltas { expected["\(delta.day) \(delta.kind.rawValue) \(delta.currency)", default: 0] += delta.value }
+            for delta in contribution.charts { expectedCharts[Self.chartKey(delta), default: 0] += delta.value }
+        }
+        for store in [first, second] {
+            let rollup = try await store.metricRollup(environment: "Production", fromDay: Self.day0 - 10, toDay: Self.day0 + 20)
+            var stored: [String: Int64] = [:]
+            for delta in rollup.days { stored["\(delta.day) \(delta.kind.rawValue) \(delta.currency)", default: 0] += delta.value }
+            #expect(stored == expected.filter { $0.value != 0 })
+            let charts = try await store.chartRows(
+                environments: ["Production"], kinds: ChartKind.allCases, fromDay: Self.day0 - 10, toDay: Self.day0 + 20,
+                segments: Set(ChartSegmentation.allCases))
+            var storedCharts: [String: Int64] = [:]
+            for delta in charts.days { storedCharts[Self.chartKey(delta), default: 0] += delta.value }
+            #expect(storedCharts == expectedCharts.filter { $0.value != 0 })
+        }
+        let report = try await first.rebuild(projector: Self.projector, now: testNow)
+        #expect(report.differences == 0)
+        await second.close()
+        await first.close()
+        let deadlineClosed = ContinuousClock.now + .seconds(20)
+        while try Self.stats(adminConnection, database: database.name).backends > 0 && ContinuousClock.now < deadlineClosed {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(try Self.stats(adminConnection, database: database.name).deadlocks == 0)
+        try adminConnection.execute("DROP DATABASE \"\(database.name)\"")
+    }
+
+    static func chartKey(_ delta: ChartDelta) -> String {
+        "\(delta.day) \(delta.kind.rawValue) \(delta.currency) \(delta.segment.product) \(delta.segment.store) \(delta.segment.storefront) \(delta.segment.periodType) \(delta.offset)"
+    }
+
     @Test("the tail sums per row, sorts, drops a rolled-back job's share and erased events")
     func tailStatements() {
         let tail = TransactionTail()
@@ -128,12 +214,14 @@ import Testing
         tail.appendEvent(event("e4", "dan"), answerPacked: [], customerID: 4)
         tail.dropEvents(customerIDs: [3], appUserIds: ["dan"])
         let statements = tail.statements(dialect: .postgres)
-        // `later` summed to nothing: left alone. Then the counters, the lock, the one event left.
-        #expect(statements.map(\.binds.first) == [.text("Production"), .int(5), .text("b"), nil, .text("e1")])
-        #expect(statements[0].binds == [.text("Production"), .int(3), .text("activeSubscriptions"), .text(""), .int(1)])
-        #expect(statements[1].binds.last == .int(2))
-        #expect(statements[2].binds.last == .int(10))
-        #expect(statements[3].text(for: .postgres).contains("pg_advisory_xact_lock"))
+        // The rollups' lock first; `later` summed to nothing: left alone. Then the counters, the
+        // outbox lock, the one event left.
+        #expect(statements.map(\.binds.first) == [nil, .text("Production"), .int(5), .text("b"), nil, .text("e1")])
+        #expect(statements[0].text(for: .postgres).contains("'entitled.rollups.'"))
+        #expect(statements[1].binds == [.text("Production"), .int(3), .text("activeSubscriptions"), .text(""), .int(1)])
+        #expect(statements[2].binds.last == .int(2))
+        #expect(statements[3].binds.last == .int(10))
+        #expect(statements[4].text(for: .postgres).contains("'entitled.events.'"))
         #expect(tail.statements(dialect: .postgres).isEmpty)
         // SQLite: the same writes, without the lock.
         tail.appendEvent(event("e5", "eve"), answerPacked: [], customerID: 5)

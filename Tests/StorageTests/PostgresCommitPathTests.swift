@@ -82,7 +82,7 @@ import Testing
                     Double(traffic.roundTrips) / Double(count), Double(traffic.statements) / Double(count), traffic.prepares, count))
         }
         #expect(batched.prepares == 0 && plain.prepares == 0)
-        // Measured: 13 round trips plain, 8 batched, with the same 26 statements (a
+        // Measured: 13 round trips plain, 8 batched, with the same 27 statements (a
         // rollup's rows are multi-row upserts on both paths). The held writes ride with the
         // statements after them; the shared rows and the outbox go with the commit.
         #expect(batched.roundTrips + 4 * count <= plain.roundTrips)

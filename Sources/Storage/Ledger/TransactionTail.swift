@@ -5,16 +5,24 @@
 // 1. While its jobs run: locks of the entities it works on — advisory locks per subscription,
 //    token and user (sorted within a job), customer rows (`FOR NO KEY UPDATE`), their projection,
 //    metric and fact rows.
-// 2. Just before COMMIT, once, in this order and in sorted key order within each:
-//    `metric_daily` rows, `chart_daily` rows, `chart_segment_daily` rows, `ingest_hourly` rows,
-//    `ingest_latest` rows, then the outbox lock (`pg_advisory_xact_lock` on
-//    `entitled.events.<schema>`) and the transaction's events.
+// 2. Just before COMMIT, once, in this order and in sorted key order within each: the rollups'
+//    lock (`pg_advisory_xact_lock` on `entitled.rollups.<schema>`), `metric_daily` rows,
+//    `chart_daily` rows, `chart_segment_daily` rows, `ingest_hourly` rows, `ingest_latest` rows,
+//    then the outbox lock (`pg_advisory_xact_lock` on `entitled.events.<schema>`) and the
+//    transaction's events.
 // A transaction in phase 2 never waits for a phase-1 lock, and every phase-2 transaction takes
 // the shared locks in the same order, so the shared rows cannot be part of a deadlock however
 // many servers and group commits run at once. (Phase-1 locks of two groups can still meet when
 // both touch the same two customers; those are rare and retried by the store.) On PostgreSQL
 // phase 2 and the COMMIT go in one pipeline (``PostgresTail``): the shared rows and the outbox
 // lock are held only while the server runs it, never across a round trip.
+//
+// Why the rollups' lock: every ingest adds to the same few rows of the day (today's actives,
+// new subscriptions, MRR). Waiting on a row, a transaction waits for its holder's transaction
+// id; every waiter is woken at that commit and retries its upsert's conflict check, one wins and
+// the rest wait again, so with two servers' connections queued PostgreSQL's CPU per commit grew
+// with the queue. Waiters on one exclusive lock are woken one at a time, in order: the same
+// serial section, without the retries.
 
 /// A transaction's share of the hot writes, collected while its jobs run and written by
 /// ``statements(dialect:)`` right before the commit, summed per row and in the lock order above.
@@ -152,6 +160,10 @@ final class TransactionTail {
         for (key, value) in charts {
             for row in ChartSegmentRowKey.rows(of: key) { segmented[row, default: 0] += value }
         }
+        // Held from here to the commit: the rows below are written by one transaction at a time.
+        if dialect == .postgres && !(kept.metrics.isEmpty && charts.isEmpty && kept.hourly.isEmpty && kept.latest.isEmpty) {
+            statements.append(Self.rollupLock)
+        }
         statements += Ledger.addMetrics(kept.metrics.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
         statements += Ledger.addCharts(charts.map { ($0.key, $0.value) })
         statements += Ledger.addChartSegments(segmented.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
@@ -174,6 +186,10 @@ final class TransactionTail {
         }
         return statements
     }
+
+    /// PostgreSQL: the lock every transaction takes before the shared rows of its schema (see
+    /// the top of this file); servers of other schemas in the database never wait for it.
+    static let rollupLock: SQLQuery = "SELECT pg_advisory_xact_lock(hashtextextended('entitled.rollups.' || current_schema(), 0))"
 
     /// Writes the transaction's share (``statements(dialect:)``) on `session`, in one round trip.
     func flush(_ session: any SQLSession) throws {
