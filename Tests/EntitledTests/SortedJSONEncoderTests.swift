@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTesting
 import Entitlements
 import Foundation
+import Storage
 import Testing
 
 @testable import EntitledServer
@@ -148,6 +149,26 @@ struct SortedJSONEncoderTests {
             #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode(Holder(value: value, values: [], named: [:])) }
             #expect(throws: EncodingError.self) { try JSONCodec(fastPaths: true).encodeSorted(Holder(value: 1, values: [value], named: [:])) }
         }
+    }
+
+    /// A stored customer document (a subscriber's, with its groups' fractional proceeds rates) is
+    /// the fast writer's own work, not a fallback to Foundation, and Foundation's bytes.
+    @Test func aCustomerDocumentIsWrittenByTheFastWriter() throws {
+        let facts: [Fact] = (0..<3).map { k in
+            .transaction(
+                TransactionFact(
+                    transactionId: "t\(k)", originalTransactionId: "o", productId: "pro.monthly", purchaseDate: Int64(k) * 2_592_000_000,
+                    expiresDate: Int64(k + 1) * 2_592_000_000, productType: .autoRenewable, signedDate: Int64(k) * 2_592_000_000,
+                    price: 4_990, currency: "EUR"))
+        }
+        let policy = Policy(products: ["pro.monthly": ProductPolicy(type: .autoRenewable, entitlements: ["pro"])])
+        var state = evaluate(facts: facts, policy: policy, now: 3_000_000_000)
+        state.evaluatedAt = 0
+        let document = CustomerDocument(
+            customer: CustomerRecord(id: 1, appUserId: "alice", appAccountToken: "token", createdAt: 0), environments: nil, state: state)
+        let fast = try SortedJSONEncoder.encode(document)
+        #expect(String(decoding: fast, as: UTF8.self).contains("\"proceedsRate\":0.7"))
+        #expect(fast == (try document.encoded(codec: JSONCodec(fastPaths: false))))
     }
 
     /// What Foundation formats by its own rules is refused, so callers fall back to it.
