@@ -46,8 +46,9 @@ public enum JSONWriter {
         }
     }
 
-    /// Appends a finite `number` as Foundation's `JSONEncoder` writes it: integral values without
-    /// ".0", others as `description` does.
+    /// Appends a finite `number` as Foundation's `JSONEncoder` writes it: `description` less a
+    /// trailing ".0" (`1`, `-0`, `0.85`, `1e+16`, `1e-07`, `5e-324`); exponents are `description`'s
+    /// own. Differential tests hold it to Foundation over generated and edge-case doubles.
     public static func appendNumber(_ number: Double, to bytes: inout [UInt8]) {
         let text = number.description
         bytes += (text.hasSuffix(".0") ? text.dropLast(2) : Substring(text)).utf8

@@ -4,9 +4,10 @@ import Foundation
 ///
 /// Every verified fact is stored as this JSON, written once and read by every later binary, so
 /// the bytes must stay exactly Foundation's. The values' own `encode(to:)` build an ``JSONWriter/Value``
-/// tree, which ``JSONWriter/write(_:to:escapingSlashes:)`` writes as Foundation does. Whatever
-/// Foundation formats by its own rules (floating point, dates, data, URLs, decimals) or a repeated
-/// key throws ``Unsupported``; callers then use `JSONEncoder`.
+/// tree, which ``JSONWriter/write(_:to:escapingSlashes:)`` writes as Foundation does (a finite
+/// `Double` too: ``JSONWriter/appendNumber(_:to:)``). Whatever Foundation formats by its own rules
+/// (other floating point, NaN and the infinities it refuses, dates, data, URLs, decimals) or a
+/// repeated key throws ``Unsupported``; callers then use `JSONEncoder`, which writes or refuses it.
 enum SortedJSONEncoder {
     struct Unsupported: Error {}
 
@@ -89,6 +90,10 @@ enum SortedJSONEncoder {
             case let number as Int64: return .int(number)
             case let number as Int: return .int(Int64(number))
             case let flag as Bool: return .bool(flag)
+            // Foundation refuses NaN and the infinities with its own error: left to it.
+            case let number as Double:
+                guard number.isFinite else { throw Unsupported() }
+                return .double(number)
             case let integer as any BinaryInteger:
                 guard let number = Int64(exactly: integer) else { throw Unsupported() }
                 return .int(number)

@@ -79,9 +79,8 @@ public struct Projector: Sendable {
     {
         let (rows, states) = evaluated(facts: facts, now: now)
         let document = CustomerDocument(customer: customer, environments: grantEnvironments, state: stored(states, facts: facts, now: now))
-        // Foundation's encoder, not ``codec``: its fast writer refuses floating point (a group's
-        // proceeds rate), so every subscriber's document would pay a failed attempt first.
-        return (CustomerProjection(entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: try document.encoded()), document)
+        let state = try document.encoded(codec: codec)
+        return (CustomerProjection(entitlements: rows.entitlements, subscriptions: rows.subscriptions, state: state), document)
     }
 
     /// The document ``projection(customer:facts:now:)`` stores, evaluated but not encoded.
@@ -183,8 +182,9 @@ public struct CustomerDocument: Sendable, Hashable, Codable {
         CustomerRecord(id: 0, appUserId: appUserId, appAccountToken: appAccountToken, createdAt: 0, aliases: aliases)
     }
 
-    /// Storage's encoding.
-    public func encoded() throws -> [UInt8] { Array(try StorageJSON.sortedEncoder.encode(self)) }
+    /// Storage's encoding: `JSONEncoder`'s sorted-keys JSON, written through `codec` (its fast
+    /// writer gives the same bytes).
+    public func encoded(codec: JSONCodec = JSONCodec()) throws -> [UInt8] { try codec.encodeSorted(self) }
 
     /// The document `bytes` encode; nil when they are none (empty: a state stored before storage
     /// kept its own, or a failed projection's).
@@ -196,13 +196,8 @@ public struct CustomerDocument: Sendable, Hashable, Codable {
     }
 }
 
-/// Storage's JSON coders. Never mutated after creation, so one instance serves every thread.
+/// Storage's JSON decoder. Never mutated after creation, so one instance serves every thread.
 enum StorageJSON {
-    static let sortedEncoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
     static let decoder = JSONDecoder()
 }
 

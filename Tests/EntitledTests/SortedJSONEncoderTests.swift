@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTesting
 import Entitlements
 import Foundation
+import Storage
 import Testing
 
 @testable import EntitledServer
@@ -109,12 +110,73 @@ struct SortedJSONEncoderTests {
         }
     }
 
+    /// Doubles of every shape: the edges (zeros, integral values below and beyond 2^53, exponents
+    /// both ways, subnormals, the extremes), money-like fractions, and values of random bits.
+    static func doubles(seed: UInt64) -> [Double] {
+        var rng = SplitMix64(seed: seed)
+        var values: [Double] = [
+            0, -0.0, 1, -1, 0.85, 0.7, 0.1, 0.3, 2.0 / 3, 100, 1e15, 1e16, 1e17, 1e21, 1e22, 123.456, 1e-5, 1e-6, 1e-7, 2.5e-10,
+            9_007_199_254_740_992, 9_007_199_254_740_994, 1.2345678901234567e19, Double(Int64.max), Double(Int64.min),
+            .leastNonzeroMagnitude, -.leastNonzeroMagnitude, .leastNormalMagnitude, .greatestFiniteMagnitude,
+            -.greatestFiniteMagnitude, .ulpOfOne, 1 + .ulpOfOne, .pi, -.pi, 1e300, 1.5e-300,
+        ]
+        for _ in 0..<2_000 {
+            switch rng.next() % 4 {
+            case 0: values.append(Double(bitPattern: rng.next()))
+            case 1: values.append(Double(Int64(bitPattern: rng.next()) >> Int64(rng.next() % 64)))
+            case 2: values.append(Double(Int64(rng.next() % 2_000_000) - 1_000_000) / 100)
+            default: values.append(Double(sign: rng.next() % 2 == 0 ? .plus : .minus, exponent: Int(rng.next() % 120) - 60,
+                                          significand: 1 + Double(rng.next() % 1_000) / 1_000))
+            }
+        }
+        return values.filter(\.isFinite)
+    }
+
+    @Test("doubles: JSONEncoder's bytes, alone, in arrays and in maps", arguments: [UInt64(1), 2])
+    func doublesMatchFoundation(seed: UInt64) throws {
+        struct Holder: Encodable { var value: Double; var values: [Double]; var named: [String: Double]; var optional: Double? }
+        let values = Self.doubles(seed: seed)
+        for (index, value) in values.enumerated() {
+            let holder = Holder(
+                value: value, values: [value, -value], named: ["a": value, "b": values[(index + 1) % values.count]],
+                optional: index % 2 == 0 ? nil : value)
+            let foundation = try JSONCodec(fastPaths: false).encodeSorted(holder)
+            #expect(try SortedJSONEncoder.encode(holder) == foundation, "\(value)")
+            #expect(try JSONCodec(fastPaths: true).encodeSorted(holder) == foundation)
+        }
+        // NaN and the infinities: Foundation refuses them, and so does the codec with its fast paths.
+        for value in [Double.nan, .infinity, -.infinity] {
+            #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode(Holder(value: value, values: [], named: [:])) }
+            #expect(throws: EncodingError.self) { try JSONCodec(fastPaths: true).encodeSorted(Holder(value: 1, values: [value], named: [:])) }
+        }
+    }
+
+    /// A stored customer document (a subscriber's, with its groups' fractional proceeds rates) is
+    /// the fast writer's own work, not a fallback to Foundation, and Foundation's bytes.
+    @Test func aCustomerDocumentIsWrittenByTheFastWriter() throws {
+        let facts: [Fact] = (0..<3).map { k in
+            .transaction(
+                TransactionFact(
+                    transactionId: "t\(k)", originalTransactionId: "o", productId: "pro.monthly", purchaseDate: Int64(k) * 2_592_000_000,
+                    expiresDate: Int64(k + 1) * 2_592_000_000, productType: .autoRenewable, signedDate: Int64(k) * 2_592_000_000,
+                    price: 4_990, currency: "EUR"))
+        }
+        let policy = Policy(products: ["pro.monthly": ProductPolicy(type: .autoRenewable, entitlements: ["pro"])])
+        var state = evaluate(facts: facts, policy: policy, now: 3_000_000_000)
+        state.evaluatedAt = 0
+        let document = CustomerDocument(
+            customer: CustomerRecord(id: 1, appUserId: "alice", appAccountToken: "token", createdAt: 0), environments: nil, state: state)
+        let fast = try SortedJSONEncoder.encode(document)
+        #expect(String(decoding: fast, as: UTF8.self).contains("\"proceedsRate\":0.7"))
+        #expect(fast == (try document.encoded(codec: JSONCodec(fastPaths: false))))
+    }
+
     /// What Foundation formats by its own rules is refused, so callers fall back to it.
     @Test func refusesWhatFoundationFormatsItself() {
-        struct WithDouble: Encodable { var rate = 0.85 }
+        struct WithFloat: Encodable { var rate: Float = 0.85 }
         struct WithDate: Encodable { var at = Date(timeIntervalSince1970: 1) }
         struct WithHugeUnsigned: Encodable { var n = UInt64.max }
-        #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode(WithDouble()) }
+        #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode(WithFloat()) }
         #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode(WithDate()) }
         #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode(WithHugeUnsigned()) }
         struct Small: Encodable { var a: UInt8 = 7; var b: Int16 = -3; var c: [Int32] = [1, 2]; var d: String? = nil }

@@ -255,7 +255,7 @@ extension Ledger {
             // Evaluated, then encoded only when it is not the answer after the change (`after`,
             // whose document is `document`): mostly it is, time having changed no status since.
             let evaluated = projector.document(customer: customer, facts: facts.filter { $0.date <= event.basis }, now: at)
-            let state = evaluated == document ? after.state : try evaluated.encoded()
+            let state = evaluated == document ? after.state : try evaluated.encoded(codec: projector.codec)
             answers[[event.basis, at]] = state
             return state
         }
