@@ -1,5 +1,4 @@
 import Entitlements
-import Synchronization
 
 @testable import Storage
 import Testing
@@ -8,19 +7,6 @@ import Testing
 /// each chart computed from those grouped rows is the chart computed from every row as stored.
 @Suite struct ChartGroupingTests {
     static let environments = Environment.listingOrder.map(\.rawValue)
-
-    /// Points computed before, by request set: `chartPoints` is a pure function of the request and
-    /// the rows, so a backend that reads exactly the rows another read (the SQLite file and memory
-    /// stores return them in the same order) takes those points rather than computing them again.
-    static let computed = Mutex<[String: (rows: ChartRows, points: [[ChartPoint]])]>([:])
-
-    /// Each request's points from `rows`; `key` names the request set.
-    static func points(_ requests: [ChartRequest], rows: ChartRows, key: String) -> [[ChartPoint]] {
-        if let known = computed.withLock({ $0[key] }), known.rows == rows { return known.points }
-        let points = requests.map { chartPoints($0, rows: rows) }
-        computed.withLock { if $0[key] == nil { $0[key] = (rows, points) } }
-        return points
-    }
 
     @Test(arguments: Backend.all)
     func groupedRowsGiveTheSameChartsAsEveryRow(_ backend: Backend) async throws {
@@ -53,12 +39,12 @@ import Testing
                             chart: chart, from: from, to: to, interval: interval, segment: segment, today: today, reportingCurrency: "USD",
                             rates: ["USD": 1, "EUR": 1.1, "GBP": 1.25, "JPY": 0.0067])
                     }
-                    let key = "\(chart) by \(segment.map(\.rawValue) ?? "nothing")"
-                    let fromGrouped = Self.points(requests, rows: grouped, key: "\(key) grouped")
-                    let fromEvery = Self.points(requests, rows: every, key: "\(key) every")
+                    let key = "ChartGroupingTests \(chart) by \(segment.map(\.rawValue) ?? "nothing")"
+                    let fromGrouped = ChartPointsMemo.points(requests, rows: grouped, key: "\(key) grouped")
+                    let fromEvery = ChartPointsMemo.points(requests, rows: every, key: "\(key) every")
                     for (index, interval) in ChartInterval.allCases.enumerated() {
                         #expect(!fromGrouped[index].isEmpty, "\(chart)")
-                        #expect(fromGrouped[index] == fromEvery[index], "\(key) per \(interval)")
+                        #expect(fromGrouped[index] == fromEvery[index], "\(chart) by \(segment.map(\.rawValue) ?? "nothing") per \(interval)")
                     }
                 }
             }
