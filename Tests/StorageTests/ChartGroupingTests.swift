@@ -34,13 +34,17 @@ import Testing
                     }
                     #expect(Set(keys).count == keys.count, "\(chart) by \(segment.map(\.rawValue) ?? "nothing")")
                     if segment == nil { #expect(grouped.days.count < every.days.count, "\(chart)") }
-                    for interval in ChartInterval.allCases {
-                        let request = ChartRequest(
+                    let requests = ChartInterval.allCases.map { interval in
+                        ChartRequest(
                             chart: chart, from: from, to: to, interval: interval, segment: segment, today: today, reportingCurrency: "USD",
                             rates: ["USD": 1, "EUR": 1.1, "GBP": 1.25, "JPY": 0.0067])
-                        let points = chartPoints(request, rows: grouped)
-                        #expect(!points.isEmpty, "\(chart)")
-                        #expect(points == chartPoints(request, rows: every), "\(chart) by \(segment.map(\.rawValue) ?? "nothing") per \(interval)")
+                    }
+                    let key = "ChartGroupingTests \(chart) by \(segment.map(\.rawValue) ?? "nothing")"
+                    let fromGrouped = ChartPointsMemo.points(requests, rows: grouped, key: "\(key) grouped")
+                    let fromEvery = ChartPointsMemo.points(requests, rows: every, key: "\(key) every")
+                    for (index, interval) in ChartInterval.allCases.enumerated() {
+                        #expect(!fromGrouped[index].isEmpty, "\(chart)")
+                        #expect(fromGrouped[index] == fromEvery[index], "\(chart) by \(segment.map(\.rawValue) ?? "nothing") per \(interval)")
                     }
                 }
             }

@@ -10,8 +10,14 @@ import Testing
 @Suite struct ChartSegmentRollupTests {
     static let environments = Environment.listingOrder.map(\.rawValue)
 
+    /// A row's key with only `segmentation`'s value kept (a struct rather than one string: the
+    /// sums below key every row of every segmentation).
+    struct Key: Hashable {
+        let environment: Environment, kind: ChartKind, day: Int64, currency: String, offset: Int64, value: String
+    }
+
     /// A row's key with only `segmentation`'s value kept.
-    static func key(_ row: ChartDelta, _ segmentation: ChartSegmentation?) -> String {
+    static func key(_ row: ChartDelta, _ segmentation: ChartSegmentation?) -> Key {
         let value: String
         switch segmentation {
         case nil, .environment: value = ""
@@ -20,7 +26,7 @@ import Testing
         case .storefront: value = row.segment.storefront
         case .periodType: value = row.segment.periodType
         }
-        return "\(row.environment) \(row.kind) \(row.day) \(row.currency) \(row.offset) \(value)"
+        return Key(environment: row.environment, kind: row.kind, day: row.day, currency: row.currency, offset: row.offset, value: value)
     }
 
     /// How many rows per segmentation differ from the plain sums of every stored `chart_daily`
@@ -32,7 +38,7 @@ import Testing
         let every = try await rows(Set(ChartSegmentation.allCases))
         var differing = 0, sums = 0
         for segmentation in [nil, .store, .product, .storefront, .periodType] as [ChartSegmentation?] {
-            var want: [String: Int64] = [:], have: [String: Int64] = [:]
+            var want: [Key: Int64] = [:], have: [Key: Int64] = [:]
             for row in every { want[key(row, segmentation), default: 0] += row.value }
             want = want.filter { $0.value != 0 }
             let stored = try await rows(Set([segmentation].compactMap { $0 }))
