@@ -33,7 +33,13 @@ extension APIBenchmark {
     /// `appAccountToken` on purchase `n`) and writes their pushes.
     static func playWorkload(base: Configuration, count: Int, folder: URL) async throws -> PlayWorkload {
         let google = try FakeGoogle(
-            products: [FakePlayProduct(productId: "pro.monthly", kind: .subscription(basePlans: ["monthly"], periodSeconds: 30 * 86_400))],
+            // Priced as Google prices every subscription: an order without a total is no price,
+            // and the pricer would log each one as ignored.
+            products: [
+                FakePlayProduct(
+                    productId: "pro.monthly", kind: .subscription(basePlans: ["monthly"], periodSeconds: 30 * 86_400),
+                    price: Money(currencyCode: "USD", units: "9", nanos: 990_000_000))
+            ],
             clock: SystemClock())
         let fake = try FakeGoogleServer(google: google)
         do {
