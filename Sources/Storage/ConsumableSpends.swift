@@ -70,7 +70,7 @@ extension Ledger {
         // key is found whatever it spent.
         let digest = FactDigest.hex(Fact.consumableSpend(spend).identity ?? "")
         if let row = try session.query(
-            "SELECT payload, payload_packed FROM facts WHERE kind = 'consumableSpend' AND jws_sha256 = \(FactDigest.stored(digest))").first {
+            "SELECT payload, payload_packed FROM facts WHERE \(LedgerKeys.fact(kind: Fact.consumableSpendKind, key: FactDigest.stored(digest), dialect: session.dialect))").first {
             guard case .consumableSpend(let earlier)? = projector.decode(try FactPayload.text(row)) else {
                 throw StorageError(.corrupt, "a stored spend does not decode")
             }

@@ -281,7 +281,7 @@ struct Ledger {
 
     /// The notification insert; with a UUID a repeat inserts nothing (a duplicate).
     static func insertNotification(_ message: ReceivedMessage, body: [UInt8], bodyPacked: [UInt8]?) -> SQLQuery {
-        let unique: SQLQuery = message.notificationUUID == nil ? "" : " ON CONFLICT (notification_uuid) DO NOTHING"
+        let unique: SQLQuery = message.notificationUUID == nil ? "" : " ON CONFLICT DO NOTHING"
         return """
             INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body, body_packed)
             VALUES (\(message.notificationUUID), \(message.source.rawValue), \(message.receivedAt), 'accepted', \(message.notificationType),
@@ -310,7 +310,7 @@ struct Ledger {
                                transaction_id, original_transaction_id,
                                app_account_token, environment, bundle_id, signed_date, received_at)
             VALUES \(rows)
-            ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id, kind, jws_sha256
+            ON CONFLICT DO NOTHING RETURNING id, kind, jws_sha256
             """
     }
 

@@ -284,5 +284,7 @@ extension Schema {
         Migration(
             version: 42, name: "compressed event answers", sql: "ALTER TABLE events ADD COLUMN answer_packed {blob};",
             step: EventAnswer.compressStored),
+        // The ledger's unique keys checked through hashes, not B-trees of whole keys (``shortKeyIndexes``).
+        Migration(version: 43, name: "ledger keys through hash indexes", sql: "", step: shortKeyIndexes),
     ]
 }
