@@ -102,8 +102,8 @@ extension Ledger {
             Self.insertFacts([
                 try Self.factValues(
                     row, notificationID: nil, signed: row.signed, signedPacked: nil, appAccountToken: row.appAccountToken,
-                    environment: environment.rawValue, bundleId: nil, receivedAt: now)
-            ]))
+                    environment: environment.rawValue, bundleId: nil, receivedAt: now, dialect: session.dialect)
+            ], dialect: session.dialect))
         guard !inserted.isEmpty else { throw StorageError(.conflict, "the spend's key was taken concurrently") }
         try inject(.afterFacts)
         let (_, failure) = try recompute(customerID: customer.id, projector: projector, now: now, known: [row.payload: row.fact])

@@ -3,10 +3,11 @@ import Testing
 
 @testable import Storage
 
-/// Schema version 43 on a ledger schema 42 wrote: SQLite checks the facts' and the messages'
-/// unique keys through short indexes and triggers (``Schema/shortKeyIndexes(_:)``). Every fact,
-/// text and message is found as before, and a key stored once is never stored twice.
-@Suite("Schema 43: ledger keys through short indexes")
+/// Schema versions 43 and 44 on a ledger as schema 42 left it: the facts' and the messages' unique
+/// keys checked through hashes (``Schema/shortKeyIndexes(_:)``), and on SQLite a fact's kind and
+/// environment stored as codes (``Schema/factCodes(_:)``). Every fact, text and message is found as
+/// before, and a key stored once is never stored twice.
+@Suite("Schemas 43 and 44: ledger keys through hashes, fact words as codes")
 struct ShortKeyIndexTests {
     typealias Legacy = RepackMigrationTests.Legacy
 
@@ -14,8 +15,10 @@ struct ShortKeyIndexTests {
     func migrate(backend: Backend) async throws {
         let database = try TestDatabase(backend)
         do {
+            // The ledger an older version wrote, migrated as far as schema 42.
+            try await database.restore(.ledgerV15)
             let old = try await database.open(through: 42)
-            try await Legacy.write(old)
+            #expect(try await old.count("SELECT MAX(version) FROM schema_migrations") == 42)
             var facts: [String: [StoredFact]] = [:]
             for customer in Legacy.customers { facts[customer] = try await old.facts(appUserId: customer, projector: testProjector) }
             var received: [String: Int64?] = [:]
@@ -23,6 +26,9 @@ struct ShortKeyIndexTests {
                 received[message.notificationUUID!] = try await old.notificationReceivedAt(notificationUUID: message.notificationUUID!)
             }
             let factRows = try await old.rows("facts")
+            let productionTransactions: SQLQuery = "SELECT COUNT(*) FROM facts WHERE kind = 'transaction' AND environment = 'Production'"
+            let transactions = try await old.count(productionTransactions)
+            #expect(transactions > 0)
             let messageRows = try await old.rows("notifications")
             await old.close()
 
@@ -82,21 +88,32 @@ struct ShortKeyIndexTests {
             let twice = try await store.ingest(message, facts: signed + [signed[1]], claim: nil, projector: testProjector, now: testNow)
             #expect(twice.insertedFacts == 3 && twice.replayedFacts == 1)
             #expect(try await store.signedTexts().values.sorted() == (Legacy.texts + signed.compactMap(\.signed)).sorted())
+            #expect(try await store.bodies().values.contains(message.body))
+            if backend != .postgres {
+                // Rows written before keep their words, new ones store codes; both read as words.
+                #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE typeof(kind_code) = 'blob'") == 3)
+                #expect(try await store.count("SELECT COUNT(*) FROM facts WHERE typeof(kind_code) = 'text'") == factRows)
+                #expect(try await store.count(productionTransactions) == transactions + 1)
+            }
 
             // The database keeps the keys unique whoever writes: a copy of a stored fact is skipped,
             // a row moved onto a stored key refused.
+            // (SQLite: a copy of the newest row, stored with a code, and of the oldest, with its word.)
             let all = try await store.rows("facts")
-            try await store.raw(
-                """
-                INSERT INTO facts (notification_id, kind, jws_sha256, jws, payload, received_at)
-                SELECT notification_id, kind, jws_sha256, jws, payload, received_at FROM facts WHERE id = (SELECT MIN(id) FROM facts)
-                ON CONFLICT DO NOTHING
-                """)
+            let kind = backend == .postgres ? "kind" : "kind_code"
+            for row in ["MIN", "MAX"] {
+                try await store.raw(
+                    """
+                    INSERT INTO facts (notification_id, \(kind), jws_sha256, jws, payload, received_at)
+                    SELECT notification_id, \(kind), jws_sha256, jws, payload, received_at FROM facts WHERE id = (SELECT \(row)(id) FROM facts)
+                    ON CONFLICT DO NOTHING
+                    """)
+            }
             #expect(try await store.rows("facts") == all)
             await #expect(throws: (any Error).self) {
                 try await store.raw(
                     """
-                    UPDATE facts SET kind = (SELECT kind FROM facts WHERE id = (SELECT MIN(id) FROM facts)),
+                    UPDATE facts SET \(kind) = (SELECT \(kind) FROM facts WHERE id = (SELECT MIN(id) FROM facts)),
                         jws_sha256 = (SELECT jws_sha256 FROM facts WHERE id = (SELECT MIN(id) FROM facts))
                     WHERE id = (SELECT MAX(id) FROM facts)
                     """)
