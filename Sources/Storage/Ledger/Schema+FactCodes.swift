@@ -7,9 +7,9 @@ extension Schema {
     /// reads and filters them as before. A row holds a code (a one-byte blob) or, for a word without
     /// one, the word: rows written before keep their words and read the same, without a rewrite.
     /// The key's trigger compares the computed kinds, whichever way each row stores its own.
-    /// PostgreSQL keeps the words (its columns are compressed by nothing either, but it has no
-    /// virtual columns); on both, packed texts written from this version on may name a sibling by
-    /// its kind's code (``SignedTextFormat``), which older binaries do not read.
+    /// PostgreSQL keeps the words (it has no virtual columns before version 18); on both, packed
+    /// texts written from this version on may name a sibling by its kind's code
+    /// (``SignedTextFormat``), which older binaries do not read.
     static func factCodes(_ session: any SQLSession) throws {
         guard session.dialect == .sqlite else { return }
         let kind = LedgerCodes.sqliteWord(of: "kind_code", in: LedgerCodes.kinds)

@@ -77,7 +77,9 @@ extension Schema {
 /// in place of the column in the short key's term (constant propagation), which then names no
 /// indexed expression, and scan the table.
 enum LedgerKeys {
-    /// SQLite: the short indexes and the triggers that keep the keys unique.
+    /// SQLite: the short indexes and the triggers that keep the keys unique, as version 43 makes
+    /// them (version 44 replaces the facts' triggers with ones that read kinds from codes:
+    /// ``Schema/factCodes(_:)``).
     static let sqliteIndexes = """
         CREATE INDEX facts_key ON facts (substr(jws_sha256, 1, 4));
         CREATE TRIGGER facts_key_insert BEFORE INSERT ON facts
