@@ -9,12 +9,12 @@ extension Schema {
     /// wait for each other as before): an entry holds the key's 4-byte hash code, not its 45 bytes
     /// (the kind's text, 32 bytes and their alignment) or its UUID's 37.
     ///
-    /// SQLite, which has no hash index: a fact's key is a SHA-256 digest, so its first 4 bytes are already a uniform hash; a
-    /// message's UUID ends in random characters (its last 8 are 32 random bits in every UUID
-    /// version). An index of those (``LedgerKeys``) finds a key's candidates, which the lookup then
-    /// compares whole, as PostgreSQL's hash indexes do with their 4-byte codes: an entry is about a
-    /// quarter of a `(kind, jws_sha256)` entry (the kind's text and 32 bytes), and a
-    /// candidate that is not the key (one in 4 billion facts) costs one row read. Uniqueness stays
+    /// SQLite, which has no hash index: a fact's key is a SHA-256 digest, so its first 4 bytes are
+    /// already a uniform hash; a message's UUID ends in random characters (its last 8 are 32 random
+    /// bits in every UUID version). An index of those (``LedgerKeys``) finds a key's candidates,
+    /// which the lookup then compares whole, as PostgreSQL's hash indexes do with their 4-byte
+    /// codes: an entry is about a quarter of a `(kind, jws_sha256)` entry (the kind's text and 32
+    /// bytes), and a candidate that is not the key (one in 4 billion facts) costs one row read. Uniqueness stays
     /// the database's: a trigger skips an insert whose key is stored (as the inserts' `ON CONFLICT
     /// DO NOTHING` did; every insert of these tables is one), and refuses an update onto a stored
     /// key.
