@@ -212,9 +212,10 @@ package enum _StorageFixtures {
         try await store.write { session in
             _ = try session.query(
                 """
-                INSERT INTO facts (notification_id, kind, jws_sha256, jws, payload, transaction_id, original_transaction_id,
-                                   app_account_token, environment, bundle_id, signed_date, received_at)
-                VALUES (NULL, \(kind), \(FactDigest.stored(FactDigest.hex(signed))), \(signed), \(payload), \(transactionId), \(originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(signedDate), \(receivedAt))
+                INSERT INTO facts (notification_id, \(LedgerCodes.column("kind", dialect: session.dialect)), jws_sha256, jws, payload, transaction_id,
+                                   original_transaction_id, app_account_token, \(LedgerCodes.column("environment", dialect: session.dialect)), bundle_id,
+                                   signed_date, received_at)
+                VALUES (NULL, \(LedgerCodes.value(kind, in: LedgerCodes.kinds, dialect: session.dialect)), \(FactDigest.stored(FactDigest.hex(signed))), \(signed), \(payload), \(transactionId), \(originalTransactionId), \(appAccountToken), \(LedgerCodes.value(environment, in: LedgerCodes.environments, dialect: session.dialect)), \(bundleId), \(signedDate), \(receivedAt))
                 """)
         }
     }

@@ -70,7 +70,7 @@ extension Ledger {
         // key is found whatever it spent.
         let digest = FactDigest.hex(Fact.consumableSpend(spend).identity ?? "")
         if let row = try session.query(
-            "SELECT payload, payload_packed FROM facts WHERE kind = 'consumableSpend' AND jws_sha256 = \(FactDigest.stored(digest))").first {
+            "SELECT payload, payload_packed FROM facts WHERE \(LedgerKeys.fact(kind: Fact.consumableSpendKind, key: FactDigest.stored(digest), dialect: session.dialect))").first {
             guard case .consumableSpend(let earlier)? = projector.decode(try FactPayload.text(row)) else {
                 throw StorageError(.corrupt, "a stored spend does not decode")
             }
@@ -102,8 +102,8 @@ extension Ledger {
             Self.insertFacts([
                 try Self.factValues(
                     row, notificationID: nil, signed: row.signed, signedPacked: nil, appAccountToken: row.appAccountToken,
-                    environment: environment.rawValue, bundleId: nil, receivedAt: now)
-            ]))
+                    environment: environment.rawValue, bundleId: nil, receivedAt: now, dialect: session.dialect)
+            ], dialect: session.dialect))
         guard !inserted.isEmpty else { throw StorageError(.conflict, "the spend's key was taken concurrently") }
         try inject(.afterFacts)
         let (_, failure) = try recompute(customerID: customer.id, projector: projector, now: now, known: [row.payload: row.fact])

@@ -194,6 +194,8 @@ public struct StoreConfiguration: Sendable {
     var repackFault: RepackFault? = nil
     /// Rows per batch of the version-14 rewrite. Default 500.
     var repackBatch = 500
+    /// Tests only: apply migrations up to this version only (a database as an older binary left it).
+    var migrateThrough: Int? = nil
 
     /// Creates the default configuration.
     public init() {}

@@ -71,8 +71,9 @@ struct TestDatabase: Sendable {
         }
     }
 
-    func configuration(fault: FaultInjector? = nil, migrate: Bool = true) -> StoreConfiguration {
+    func configuration(fault: FaultInjector? = nil, migrate: Bool = true, through: Int? = nil) -> StoreConfiguration {
         var configuration = StoreConfiguration()
+        configuration.migrateThrough = through
         configuration.postgresSchema = schema
         configuration.faultInjector = fault
         configuration.migrateOnOpen = migrate
@@ -80,8 +81,8 @@ struct TestDatabase: Sendable {
         return configuration
     }
 
-    func open(fault: FaultInjector? = nil, migrate: Bool = true) async throws -> any LedgerStore {
-        try await openStore(url: url, configuration: configuration(fault: fault, migrate: migrate))
+    func open(fault: FaultInjector? = nil, migrate: Bool = true, through: Int? = nil) async throws -> any LedgerStore {
+        try await openStore(url: url, configuration: configuration(fault: fault, migrate: migrate, through: through))
     }
 
     func destroy() async {

@@ -96,8 +96,8 @@ extension Ledger {
             Self.insertFacts([
                 try Self.factValues(
                     row, notificationID: nil, signed: row.signed, signedPacked: nil, appAccountToken: token,
-                    environment: row.fact.environment.rawValue, bundleId: nil, receivedAt: now)
-            ])
+                    environment: row.fact.environment.rawValue, bundleId: nil, receivedAt: now, dialect: session.dialect)
+            ], dialect: session.dialect)
         ).count
         if let token {
             try lockKeys([Self.tokenKey(token)])

@@ -58,7 +58,7 @@ extension Ledger {
         for row in rows where own.signatures.contains(row.referenceKey) {
             guard let packed = row.packed, refers(packed) else { continue }
             let signed = try SignedTextPacker.encode(packed, headerIDs: headerIDs, literalsWithFact: row.literalsWithFact, own: own)
-            try session.query("UPDATE facts SET signed_packed = \(signed) WHERE kind = \(row.kind) AND jws_sha256 = \(FactDigest.stored(row.digest))")
+            try session.query("UPDATE facts SET signed_packed = \(signed) WHERE \(LedgerKeys.fact(kind: row.kind, key: FactDigest.stored(row.digest), dialect: session.dialect))")
         }
         if let body, refers(body) {
             let packed = try SignedTextPacker.encode(body, headerIDs: [:], literalsWithFact: false, own: own)

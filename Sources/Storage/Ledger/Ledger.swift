@@ -115,9 +115,9 @@ struct Ledger {
                     try Self.factValues(
                         row, notificationID: notificationID, signed: signed == nil ? row.signed : "", signedPacked: signed,
                         appAccountToken: row.appAccountToken.map(Self.normalizeToken), environment: row.fact.environment.rawValue,
-                        bundleId: message.bundleId, receivedAt: now))
+                        bundleId: message.bundleId, receivedAt: now, dialect: session.dialect))
             }
-            let stored = try session.query(Self.insertFacts(tuples))
+            let stored = try session.query(Self.insertFacts(tuples, dialect: session.dialect))
             try recordPlayOrders(rows, packageName: message.bundleId)
             inserted = stored.count
             replayed = rows.count - inserted
@@ -281,7 +281,7 @@ struct Ledger {
 
     /// The notification insert; with a UUID a repeat inserts nothing (a duplicate).
     static func insertNotification(_ message: ReceivedMessage, body: [UInt8], bodyPacked: [UInt8]?) -> SQLQuery {
-        let unique: SQLQuery = message.notificationUUID == nil ? "" : " ON CONFLICT (notification_uuid) DO NOTHING"
+        let unique: SQLQuery = message.notificationUUID == nil ? "" : " ON CONFLICT DO NOTHING"
         return """
             INSERT INTO notifications (notification_uuid, source, received_at, outcome, notification_type, subtype, body, body_packed)
             VALUES (\(message.notificationUUID), \(message.source.rawValue), \(message.receivedAt), 'accepted', \(message.notificationType),
@@ -292,25 +292,25 @@ struct Ledger {
     /// One fact's values for ``insertFacts(_:)``, in its columns' order.
     static func factValues(
         _ row: FactRow, notificationID: Int64?, signed: String, signedPacked: [UInt8]?, appAccountToken: String?,
-        environment: String, bundleId: String?, receivedAt: Int64
+        environment: String, bundleId: String?, receivedAt: Int64, dialect: SQLDialect
     ) throws -> SQLQuery {
         """
-            \(notificationID), \(row.kind), \(FactDigest.stored(row.digest)), \(signed), \(signedPacked), '', \(try row.payloadPacked ?? FactPayload.encode(row.payload)),
-            \(row.transactionId), \(row.originalTransactionId), \(appAccountToken), \(environment), \(bundleId), \(row.signedDate),
+            \(notificationID), \(LedgerCodes.value(row.kind, in: LedgerCodes.kinds, dialect: dialect)), \(FactDigest.stored(row.digest)), \(signed), \(signedPacked), '', \(try row.payloadPacked ?? FactPayload.encode(row.payload)),
+            \(row.transactionId), \(row.originalTransactionId), \(appAccountToken), \(LedgerCodes.value(environment, in: LedgerCodes.environments, dialect: dialect)), \(bundleId), \(row.signedDate),
             \(receivedAt)
             """
     }
 
     /// A multi-row fact insert (one round trip for a notification's facts) of ``factValues(_:notificationID:signed:signedPacked:appAccountToken:environment:bundleId:receivedAt:)``;
     /// returns the ids of the facts that were new.
-    static func insertFacts(_ facts: [SQLQuery]) -> SQLQuery {
+    static func insertFacts(_ facts: [SQLQuery], dialect: SQLDialect) -> SQLQuery {
         let rows = SQLQuery.joined(facts.map { "(\($0))" }, separator: ", ")
         return """
-            INSERT INTO facts (notification_id, kind, jws_sha256, jws, signed_packed, payload, payload_packed,
-                               transaction_id, original_transaction_id,
-                               app_account_token, environment, bundle_id, signed_date, received_at)
+            INSERT INTO facts (notification_id, \(LedgerCodes.column("kind", dialect: dialect)), jws_sha256, jws, signed_packed, payload,
+                               payload_packed, transaction_id, original_transaction_id, app_account_token,
+                               \(LedgerCodes.column("environment", dialect: dialect)), bundle_id, signed_date, received_at)
             VALUES \(rows)
-            ON CONFLICT (kind, jws_sha256) DO NOTHING RETURNING id, kind, jws_sha256
+            ON CONFLICT DO NOTHING RETURNING id, kind, jws_sha256
             """
     }
 

@@ -284,5 +284,9 @@ extension Schema {
         Migration(
             version: 42, name: "compressed event answers", sql: "ALTER TABLE events ADD COLUMN answer_packed {blob};",
             step: EventAnswer.compressStored),
+        // The ledger's unique keys checked through hashes, not B-trees of whole keys (``shortKeyIndexes``).
+        Migration(version: 43, name: "ledger keys through hash indexes", sql: "", step: shortKeyIndexes),
+        // A fact's kind and environment as one-byte codes (SQLite's columns, every sibling reference: ``factCodes``).
+        Migration(version: 44, name: "fact kinds and environments as codes", sql: "", step: factCodes),
     ]
 }

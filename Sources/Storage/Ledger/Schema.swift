@@ -93,9 +93,10 @@ enum Schema {
         Int(try session.value("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", as: Int64.self) ?? 0)
     }
 
-    /// Applies every pending migration. The caller holds a write transaction (and, on PostgreSQL,
-    /// a lock that serializes concurrent migrators).
-    static func migrate(_ session: any SQLSession, appliedAt: String) throws -> MigrationReport {
+    /// Applies every pending migration (up to version `through`, tests only: a database as an older
+    /// binary left it). The caller holds a write transaction (and, on PostgreSQL, a lock that
+    /// serializes concurrent migrators).
+    static func migrate(_ session: any SQLSession, appliedAt: String, through: Int? = nil) throws -> MigrationReport {
         try session.execute(createMigrationsTable)
         let current = try currentVersion(session)
         guard current <= latestVersion else {
@@ -107,7 +108,7 @@ enum Schema {
         // and a database the higher one already migrated still needs it.
         let recorded = Set(try session.values("SELECT version FROM schema_migrations", as: Int.self))
         var applied: [Int] = []
-        for migration in migrations where !recorded.contains(migration.version) {
+        for migration in migrations where !recorded.contains(migration.version) && migration.version <= through ?? Int.max {
             if migration.only == nil || migration.only == session.dialect {
                 if !migration.sql.isEmpty { try session.execute(render(migration.sql, for: session.dialect)) }
                 try migration.step?(session)

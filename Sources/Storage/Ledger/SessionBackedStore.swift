@@ -100,7 +100,7 @@ extension SessionBackedStore {
 
     func notificationReceivedAt(notificationUUID: String) async throws -> Int64? {
         try await read { session in
-            try session.value("SELECT received_at FROM notifications WHERE notification_uuid = \(notificationUUID)", as: Int64.self)
+            try session.value("SELECT received_at FROM notifications WHERE \(LedgerKeys.notification(uuid: notificationUUID, dialect: session.dialect))", as: Int64.self)
         }
     }
 

@@ -345,7 +345,7 @@ final class SignedTextReader {
     private func fact(kind: String, key: [UInt8], depth: Int) throws -> [UInt8] {
         guard
             let row = try session.row(
-                "SELECT notification_id, jws, signed_packed, payload, payload_packed FROM facts WHERE kind = \(kind) AND jws_sha256 = \(key)",
+                "SELECT notification_id, jws, signed_packed, payload, payload_packed FROM facts WHERE \(LedgerKeys.fact(kind: kind, key: key, dialect: session.dialect))",
                 as: StoredSignedText.self)
         else { throw Self.corrupt("referenced fact \(kind) \(Hex.encode(key)) is missing") }
         return try text(of: row, depth: depth)

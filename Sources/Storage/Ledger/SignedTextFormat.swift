@@ -17,7 +17,8 @@ indirect enum StoredPart: Sendable, Hashable {
 /// signature; 2 reference: kind, 32-byte key, signature; 3 reference whose signature is the
 /// referenced fact's own: kind, 32-byte key — 65 bytes less for each of a notification's nested
 /// texts and for its body; 4 (schema version 38) reference to the only fact of its kind that the
-/// same message stored: kind — 32 bytes less again).
+/// same message stored: kind — 32 bytes less again; 5 (schema version 44) the same with the kind's
+/// one-byte code, ``LedgerCodes``, instead of its name, which tag 4 keeps for a kind without one).
 ///
 /// - Format 1 (schema version 14): literals inline.
 /// - Format 2 (schema version 16, read only): after the format byte, the length of a
@@ -97,8 +98,13 @@ enum SignedTextFormat {
                 out += key
                 if let signature { Varint.writeBytes(signature, to: &out) }
             case .sibling(let kind):
-                out.append(4)
-                Varint.writeBytes(Array(kind.utf8), to: &out)
+                if let code = LedgerCodes.code(kind, in: LedgerCodes.kinds) {
+                    out.append(5)
+                    Varint.write(UInt64(code), to: &out)
+                } else {
+                    out.append(4)
+                    Varint.writeBytes(Array(kind.utf8), to: &out)
+                }
             }
         }
     }
@@ -130,6 +136,10 @@ enum SignedTextFormat {
                 parts.append(.reference(kind: kind, key: key, signature: own ? nil : try cursor.lengthPrefixed()))
             case 4:
                 parts.append(.sibling(kind: String(decoding: try cursor.lengthPrefixed(), as: UTF8.self)))
+            case 5:
+                let code = try cursor.varint()
+                guard let kind = LedgerCodes.word(code, in: LedgerCodes.kinds) else { throw SignedTextReader.corrupt("unknown kind code \(code)") }
+                parts.append(.sibling(kind: kind))
             case let tag:
                 throw SignedTextReader.corrupt("unknown part \(tag)")
             }

@@ -273,7 +273,7 @@ final class PostgresStore: SessionBackedStore {
 
     func migrate() async throws -> MigrationReport {
         let stamp = ISO8601DateFormatter().string(from: Date())
-        let schema = configuration.postgresSchema
+        let (schema, through) = (configuration.postgresSchema, configuration.migrateThrough)
         let (report, pending) = try await write { session in
             // Waiting for another replica's migration, or rewriting a large table, may take longer
             // than any request should: no statement timeout here.
@@ -281,7 +281,7 @@ final class PostgresStore: SessionBackedStore {
                 // Serializes migrators across processes until this transaction commits.
                 try session.query("SELECT pg_advisory_xact_lock(7245001)")
                 if let schema { try session.execute("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"") }
-                let report = try Schema.migrate(session, appliedAt: stamp)
+                let report = try Schema.migrate(session, appliedAt: stamp, through: through)
                 return (report, try Schema.pendingRepack(session, version: report.currentVersion))
             }
             guard let connection = session as? PostgresConnection else { return try migrate() }

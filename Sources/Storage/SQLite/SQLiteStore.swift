@@ -321,9 +321,9 @@ final class SQLiteStore: SessionBackedStore {
     var rebuildChunk: Int { 500 }
 
     func migrate() async throws -> MigrationReport {
-        let stamp = ISO8601DateFormatter().string(from: Date())
+        let (stamp, through) = (ISO8601DateFormatter().string(from: Date()), configuration.migrateThrough)
         let (report, pending) = try await write { session in
-            let report = try Schema.migrate(session, appliedAt: stamp)
+            let report = try Schema.migrate(session, appliedAt: stamp, through: through)
             return (report, try Schema.pendingRepack(session, version: report.currentVersion))
         }
         try await repackLegacyRows(pending: pending)
