@@ -284,5 +284,6 @@ extension Schema {
         Migration(
             version: 42, name: "compressed event answers", sql: "ALTER TABLE events ADD COLUMN answer_packed {blob};",
             step: EventAnswer.compressStored),
+        rollupShards,
     ]
 }
