@@ -93,7 +93,7 @@ extension _StorageBenchmark {
             INSERT INTO chart_daily (environment, kind, day, currency, store, product, storefront, period_type, month_offset, value)
             SELECT 'Production', kind, day, cur, st, pr, sf, pt, off, SUM(v) FROM arms WHERE true
             GROUP BY kind, day, cur, st, pr, sf, pt, off HAVING SUM(v) <> 0
-            ON CONFLICT (environment, kind, day, currency, store, product, storefront, period_type, month_offset)
+            ON CONFLICT (environment, kind, day, currency, store, product, storefront, period_type, month_offset, shard)
             DO UPDATE SET value = chart_daily.value + excluded.value
             """
     }

@@ -5,10 +5,11 @@ import Testing
 
 @testable import Storage
 
-/// The rows every ingest shares — the metric rollups, the ingest counters, the outbox lock — are
-/// written once per transaction, at its commit, in one global order (``TransactionTail``): group
-/// commits of several servers on one PostgreSQL never deadlock on them, and a job
-/// rolled back to its savepoint takes its share of them along.
+/// The rows every ingest shares — the metric and chart rollups, the ingest counters, the outbox
+/// lock — are written once per transaction, at its commit, in one global order, into the
+/// transaction's own shard (``TransactionTail``, ``RollupShards``): group commits of several
+/// servers on one PostgreSQL never deadlock on them nor wait for each other's, every reader sums
+/// the shards exactly, and a job rolled back to its savepoint takes its share of them along.
 @Suite struct HotRowLockOrderTests {
     static let projector = Projector(entitlements: ["com.example.pro": "pro"], maintainsMetrics: true)
     static let day0 = metricDay(testNow)
@@ -61,20 +62,14 @@ import Testing
         #expect(errors.isEmpty, "\(errors.count) ingests failed, e.g. \(errors.first ?? "")")
         #expect(succeeded.count > count / 2 && succeeded.count < count)
 
-        // Rollups: exactly the sum of the accepted ingests' contributions.
-        var expected: [String: Int64] = [:]
-        for i in succeeded {
-            for delta in metricDeltas(facts: Self.batch(i).facts.map(\.fact), policy: Self.projector.policy) {
-                expected["\(delta.day) \(delta.kind.rawValue) \(delta.currency)", default: 0] += delta.value
-            }
-        }
-        let console = first
-        let rollup = try await console.metricRollup(environment: "Production", fromDay: Self.day0 - 10, toDay: Self.day0 + 20)
-        #expect(rollup.opening.isEmpty)
-        var stored: [String: Int64] = [:]
-        for delta in rollup.days { stored["\(delta.day) \(delta.kind.rawValue) \(delta.currency)", default: 0] += delta.value }
-        #expect(stored == expected.filter { $0.value != 0 })
+        // Rollups and charts: exactly the sum of the accepted ingests' contributions, in every read.
+        let contributions = succeeded.map { metricContribution(facts: Self.batch($0).facts.map(\.fact), policy: Self.projector.policy) }
+        try await Self.expectRollups(first, sum: contributions)
         #expect(try await first.count("SELECT COUNT(*) FROM metric_daily WHERE value = 0") == 0)
+        if backend == .postgres {
+            // The two servers' overlapping commits wrote more than one shard of the day's rows.
+            #expect(try await first.count("SELECT COUNT(DISTINCT shard) FROM metric_daily") > 1)
+        }
         // Counters and events: the accepted ones, each once.
         #expect(try await first.rows("notifications") == Int64(succeeded.count))
         #expect(try await first.count("SELECT COALESCE(SUM(count), 0) FROM ingest_hourly WHERE code = ''") == Int64(succeeded.count))
@@ -99,78 +94,87 @@ import Testing
         }
     }
 
-    /// The key the commits' shared writes queue on (``TransactionTail``), as a session of the
-    /// store's schema computes it.
-    static let rollupLock = "hashtextextended('entitled.rollups.' || current_schema(), 0)"
+    /// The metric rollups and the charts read through `store` (every segment, from `chart_daily`;
+    /// none and one, from `chart_segment_daily`) equal the sums of `contributions` plus `extra`.
+    static func expectRollups(_ store: any LedgerStore, sum contributions: [MetricContribution], extra: [MetricDelta] = []) async throws {
+        var expected: [String: Int64] = [:]
+        for delta in contributions.flatMap(\.deltas) + extra {
+            expected["\(delta.day) \(delta.kind.rawValue) \(delta.currency)", default: 0] += delta.value
+        }
+        let rollup = try await store.metricRollup(environment: "Production", fromDay: day0 - 10, toDay: day0 + 20)
+        #expect(rollup.opening.isEmpty)
+        var stored: [String: Int64] = [:]
+        for delta in rollup.days { stored["\(delta.day) \(delta.kind.rawValue) \(delta.currency)", default: 0] += delta.value }
+        #expect(rollup.days.count == stored.count, "one row per day, series and currency")
+        #expect(stored == expected.filter { $0.value != 0 })
+        for segments in [Set(ChartSegmentation.allCases), [], [.product]] as [Set<ChartSegmentation>] {
+            var expectedCharts: [String: Int64] = [:]
+            for delta in contributions.flatMap(\.charts) { expectedCharts[chartKey(delta, segments), default: 0] += delta.value }
+            let charts = try await store.chartRows(
+                environments: ["Production"], kinds: ChartKind.allCases, fromDay: day0 - 10, toDay: day0 + 20, segments: segments)
+            var storedCharts: [String: Int64] = [:]
+            for delta in charts.days { storedCharts[chartKey(delta, segments), default: 0] += delta.value }
+            #expect(charts.days.count == storedCharts.count, "one row per key: \(segments)")
+            #expect(storedCharts == expectedCharts.filter { $0.value != 0 }, "\(segments)")
+        }
+    }
 
-    @Test("two servers' commits queue on the rollups' lock, not on the rows; rollups and charts exact", arguments: Backend.postgresOnly)
-    func commitsQueueOnTheRollupLock(_ backend: Backend) async throws {
+    /// A chart row's key with only the segments a read splits by.
+    static func chartKey(_ delta: ChartDelta, _ segments: Set<ChartSegmentation>) -> String {
+        let segment = delta.segment
+        let kept = [(ChartSegmentation.product, segment.product), (.store, segment.store), (.storefront, segment.storefront),
+                    (.periodType, segment.periodType)].map { segments.contains($0.0) ? $0.1 : "" }
+        return "\(delta.day) \(delta.kind.rawValue) \(delta.currency) \(kept) \(delta.offset)"
+    }
+
+    @Test("a commit writes a shard of the shared rows no open commit holds: two servers never wait on them; rollups and charts exact",
+          arguments: Backend.postgresOnly)
+    func commitsWriteTheirOwnShards(_ backend: Backend) async throws {
         let count = 8
         let (database, admin) = try Self.database(backend)
         let adminConnection = try #require(admin)
         var options = database.configuration(fault: nil)
-        // One ingest a transaction, so that each waits at its own commit.
+        // One ingest a transaction, so that each commits on its own; a commit that waited for the
+        // open transaction below would fail at this timeout instead of hanging the test.
         options.postgresGroupCommit = 1
-        options.postgresStatementTimeoutMilliseconds = 120_000
+        options.postgresStatementTimeoutMilliseconds = 20_000
         let first = try await openStore(url: database.url, configuration: options)
         let second = try await openStore(url: database.url, configuration: options)
         // One ingest first: the rows every ingest shares before its commit (the signed texts'
         // headers) exist, as they do on a running server, so no transaction waits on another's.
         #expect(try await first.ingest(Self.batch(count), projector: Self.projector, now: testNow).status == .accepted)
-        // Another session holds the lock: every commit that writes shared rows must wait for it.
+        // Another transaction writes the day's hot rows (today's actives, the hour's count) the
+        // way a commit does, and stays open: it holds its shard and those rows.
         var holder: PostgresConnection? = try PostgresConnection(conninfo: database.url, schema: nil, statementTimeoutMilliseconds: 120_000)
-        _ = try holder?.query("SELECT pg_advisory_lock(\(Self.rollupLock))", [])
-        let ingests = Task {
-            try await withThrowingTaskGroup(of: Int?.self) { group in
-                for i in 0..<count {
-                    group.addTask {
-                        let result = try await (i % 2 == 0 ? first : second).ingest(Self.batch(i), projector: Self.projector, now: testNow)
-                        return result.status == .accepted ? i : nil
-                    }
-                }
-                return try await group.reduce(into: [Int]()) { if let i = $1 { $0.append(i) } }
-            }
-        }
-        // Every ingest's transaction waits on the lock, none on a row, and none has committed.
-        let waits = """
-            SELECT locktype, COUNT(*) FROM pg_locks WHERE NOT granted
-            AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database()) GROUP BY locktype
-            """
-        var waiting: [String: Int64] = [:]
-        let deadline = ContinuousClock.now + .seconds(60)
-        while waiting["advisory", default: 0] < Int64(count) && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-            waiting = Dictionary(uniqueKeysWithValues: try #require(holder).query(waits, []).map { (try $0.text(0), try $0.int(1)) })
-        }
-        #expect(waiting == ["advisory": Int64(count)])
-        #expect(try #require(holder).query("SELECT COUNT(*) FROM notifications", [])[0].int(0) == 1)
-        _ = try holder?.query("SELECT pg_advisory_unlock(\(Self.rollupLock))", [])
-        holder = nil
-        let accepted = try await ingests.value
-        #expect(accepted.count == count)
+        try holder?.execute("BEGIN")
+        let tail = TransactionTail()
+        tail.begin()
+        let hot = MetricDelta(environment: .production, day: Self.day0, kind: .activeSubscriptions, value: 5)
+        tail.addMetric(MetricRowKey(hot), hot.value)
+        tail.countMessage(hour: testNow / 3_600_000, code: IngestCounters.accepted)
+        try tail.flush(try #require(holder))
+        #expect(try #require(holder).query("SELECT current_setting('entitled.rollup_shard')", [])[0].text(0) == "0")
 
-        // Rollups and charts: exactly the sum of the ingests' contributions, read through either store.
-        var expected: [String: Int64] = [:]
-        var expectedCharts: [String: Int64] = [:]
-        for i in accepted + [count] {
-            let contribution = metricContribution(facts: Self.batch(i).facts.map(\.fact), policy: Self.projector.policy)
-            for delta in contribution.deltas { expected["\(delta.day) \(delta.kind.rawValue) \(delta.currency)", default: 0] += delta.value }
-            for delta in contribution.charts { expectedCharts[Self.chartKey(delta), default: 0] += delta.value }
+        // Both servers' ingests commit while it is open: none waits for its rows.
+        let accepted = try await withThrowingTaskGroup(of: Int?.self) { group in
+            for i in 0..<count {
+                group.addTask {
+                    let result = try await (i % 2 == 0 ? first : second).ingest(Self.batch(i), projector: Self.projector, now: testNow)
+                    return result.status == .accepted ? i : nil
+                }
+            }
+            return try await group.reduce(into: [Int]()) { if let i = $1 { $0.append(i) } }
         }
-        for store in [first, second] {
-            let rollup = try await store.metricRollup(environment: "Production", fromDay: Self.day0 - 10, toDay: Self.day0 + 20)
-            var stored: [String: Int64] = [:]
-            for delta in rollup.days { stored["\(delta.day) \(delta.kind.rawValue) \(delta.currency)", default: 0] += delta.value }
-            #expect(stored == expected.filter { $0.value != 0 })
-            let charts = try await store.chartRows(
-                environments: ["Production"], kinds: ChartKind.allCases, fromDay: Self.day0 - 10, toDay: Self.day0 + 20,
-                segments: Set(ChartSegmentation.allCases))
-            var storedCharts: [String: Int64] = [:]
-            for delta in charts.days { storedCharts[Self.chartKey(delta), default: 0] += delta.value }
-            #expect(storedCharts == expectedCharts.filter { $0.value != 0 })
-        }
-        let report = try await first.rebuild(projector: Self.projector, now: testNow)
-        #expect(report.differences == 0)
+        #expect(accepted.count == count)
+        try holder?.execute("COMMIT")
+        holder = nil
+
+        // Today's actives are now in shard 0 (the holder's) and the ingests' shards: every read sums them.
+        #expect(try await first.count(
+            "SELECT COUNT(DISTINCT shard) FROM metric_daily WHERE day = \(Self.day0) AND kind = 'activeSubscriptions'") >= 2)
+        let contributions = (accepted + [count]).map { metricContribution(facts: Self.batch($0).facts.map(\.fact), policy: Self.projector.policy) }
+        for store in [first, second] { try await Self.expectRollups(store, sum: contributions, extra: [hot]) }
+        #expect(try await first.count("SELECT SUM(count) FROM ingest_hourly WHERE code = ''") == Int64(count + 2))
         await second.close()
         await first.close()
         let deadlineClosed = ContinuousClock.now + .seconds(20)
@@ -179,10 +183,6 @@ import Testing
         }
         #expect(try Self.stats(adminConnection, database: database.name).deadlocks == 0)
         try adminConnection.execute("DROP DATABASE \"\(database.name)\"")
-    }
-
-    static func chartKey(_ delta: ChartDelta) -> String {
-        "\(delta.day) \(delta.kind.rawValue) \(delta.currency) \(delta.segment.product) \(delta.segment.store) \(delta.segment.storefront) \(delta.segment.periodType) \(delta.offset)"
     }
 
     @Test("the tail sums per row, sorts, drops a rolled-back job's share and erased events")
@@ -198,7 +198,7 @@ import Testing
                 recordedAt: 0, answer: [])
         }
         tail.addMetric(later, 2)
-        tail.countMessage(hour: 5, code: "", shard: 1)
+        tail.countMessage(hour: 5, code: "")
         tail.appendEvent(event("e1", "ann"), answerPacked: [], customerID: 1)
         tail.release()
         // A job rolled back to its savepoint: its share goes with it.
@@ -207,25 +207,31 @@ import Testing
         tail.rollBack()
         tail.addMetric(earlier, 1)
         tail.addMetric(later, -2)
-        tail.countMessage(hour: 5, code: "", shard: 1)
-        tail.noteLatest(bundleId: "b", environment: "Production", shard: 1, receivedAt: 10)
-        tail.noteLatest(bundleId: "b", environment: "Production", shard: 1, receivedAt: 4)
+        tail.countMessage(hour: 5, code: "")
+        tail.noteLatest(bundleId: "b", environment: "Production", receivedAt: 10)
+        tail.noteLatest(bundleId: "b", environment: "Production", receivedAt: 4)
         tail.appendEvent(event("e3", "cat"), answerPacked: [], customerID: 3)
         tail.appendEvent(event("e4", "dan"), answerPacked: [], customerID: 4)
         tail.dropEvents(customerIDs: [3], appUserIds: ["dan"])
         let statements = tail.statements(dialect: .postgres)
-        // The rollups' lock first; `later` summed to nothing: left alone. Then the counters, the
-        // outbox lock, the one event left.
+        // The shard's choice first; `later` summed to nothing: left alone. Then the counters, the
+        // outbox lock, the one event left; every shared row into the chosen shard.
         #expect(statements.map(\.binds.first) == [nil, .text("Production"), .int(5), .text("b"), nil, .text("e1")])
-        #expect(statements[0].text(for: .postgres).contains("'entitled.rollups.'"))
+        #expect(statements[0].text(for: .postgres).contains("pg_try_advisory_xact_lock(hashtextextended('entitled.rollups.'"))
         #expect(statements[1].binds == [.text("Production"), .int(3), .text("activeSubscriptions"), .text(""), .int(1)])
+        for statement in statements[1...3] {
+            #expect(statement.text(for: .postgres).contains("current_setting('entitled.rollup_shard')"))
+        }
         #expect(statements[2].binds.last == .int(2))
         #expect(statements[3].binds.last == .int(10))
         #expect(statements[4].text(for: .postgres).contains("'entitled.events.'"))
         #expect(tail.statements(dialect: .postgres).isEmpty)
-        // SQLite: the same writes, without the lock.
+        // SQLite: the same writes, without a choice or a lock, into shard 0.
+        tail.addMetric(earlier, 1)
         tail.appendEvent(event("e5", "eve"), answerPacked: [], customerID: 5)
-        #expect(tail.statements(dialect: .sqlite).map(\.binds.first) == [.text("e5")])
+        let sqlite = tail.statements(dialect: .sqlite)
+        #expect(sqlite.map(\.binds.first) == [.text("Production"), .text("e5")])
+        #expect(sqlite[0].text(for: .sqlite).contains("(?, ?, ?, ?, 0, ?)"))
     }
 
     /// A database of the test's own: on PostgreSQL a new database (so that its

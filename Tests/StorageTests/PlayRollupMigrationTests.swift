@@ -32,14 +32,16 @@ import Testing
                 purchaseState: 0, purchaseTime: testNow, regionCode: region, observedAt: testNow)), nil)
     }
 
-    /// Every rollup row: the metrics and every chart series split by every segment.
+    /// Every rollup row: the metrics and every chart series split by every segment, the chart
+    /// rows in a fixed order (a read returns them in the order the database groups them, which
+    /// follows where the rows lie; the charts sum them).
     static func rollups(_ store: any LedgerStore) async throws -> (MetricRollup, ChartRows) {
         let day0 = metricDay(testNow)
         let metrics = try await store.metricRollup(environment: "Production", fromDay: day0 - 1, toDay: day0 + 90)
         let charts = try await store.chartRows(
             environments: ["Production"], kinds: ChartKind.allCases, fromDay: day0 - 1, toDay: day0 + 90,
             segments: Set(ChartSegmentation.allCases))
-        return (metrics, charts)
+        return (metrics, ChartRows(opening: charts.opening.sorted(by: { "\($0)" < "\($1)" }), days: charts.days.sorted(by: { "\($0)" < "\($1)" })))
     }
 
     @Test(arguments: Backend.all)

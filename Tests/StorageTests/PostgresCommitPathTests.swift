@@ -89,12 +89,15 @@ import Testing
         #expect(batched.statements <= plain.statements)
     }
 
-    /// Table contents to compare, each row as text, in a stable order (no generated ids).
+    /// Table contents to compare, each row as text, in a stable order (no generated ids). The
+    /// shared rows' shards are summed: which shard a commit writes follows which commits overlapped.
     static let contents: [SQLQuery] = [
-        "SELECT environment, day, kind, currency, value FROM metric_daily ORDER BY 1, 2, 3, 4",
-        "SELECT environment, kind, day, currency, store, product, storefront, period_type, month_offset, value FROM chart_daily ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9",
-        "SELECT environment, kind, segmentation, day, currency, month_offset, segment, value FROM chart_segment_daily ORDER BY 1, 2, 3, 4, 5, 6, 7",
-        // Shards follow the notifications' ids, which follow the order the concurrent ingests took.
+        "SELECT environment, day, kind, currency, SUM(value) FROM metric_daily GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
+        """
+        SELECT environment, kind, day, currency, store, product, storefront, period_type, month_offset, SUM(value) FROM chart_daily
+        GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9
+        """,
+        "SELECT environment, kind, segmentation, day, currency, month_offset, segment, SUM(value) FROM chart_segment_daily GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7",
         "SELECT hour, code, SUM(count) FROM ingest_hourly GROUP BY hour, code ORDER BY 1, 2",
         "SELECT bundle_id, environment, MAX(received_at) FROM ingest_latest GROUP BY bundle_id, environment ORDER BY 1, 2",
         "SELECT event_id, type, app_user_id, environment, product_id, original_transaction_id, entitlements, details, occurred_at FROM events ORDER BY event_id",

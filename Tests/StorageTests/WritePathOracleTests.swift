@@ -69,15 +69,16 @@ import Testing
         return (metrics, charts)
     }
 
+    /// Every rollup row, its shards summed (which shard a commit writes is the database's choice).
     static let rollupTables = [
-        "SELECT environment, day, kind, currency, value FROM metric_daily ORDER BY environment, day, kind, currency",
+        "SELECT environment, day, kind, currency, SUM(value) FROM metric_daily GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4",
         """
-        SELECT environment, kind, day, currency, store, product, storefront, period_type, month_offset, value FROM chart_daily
-        ORDER BY environment, kind, day, currency, store, product, storefront, period_type, month_offset
+        SELECT environment, kind, day, currency, store, product, storefront, period_type, month_offset, SUM(value) FROM chart_daily
+        GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9
         """,
         """
-        SELECT environment, kind, segmentation, day, currency, month_offset, segment, value FROM chart_segment_daily
-        ORDER BY environment, kind, segmentation, day, currency, month_offset, segment
+        SELECT environment, kind, segmentation, day, currency, month_offset, segment, SUM(value) FROM chart_segment_daily
+        GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 2, 3, 4, 5, 6, 7
         """,
     ]
 

@@ -4,16 +4,14 @@
 
 /// How the ingest counters are kept and read.
 enum IngestCounters {
-    /// Rows each counter is split over (by message id), so concurrent PostgreSQL ingests seldom
-    /// update the same row; a read adds the shards up.
-    static let shards: Int64 = 8
     /// `ingest_hourly.code` of accepted messages.
     static let accepted = ""
     /// The longest rejection code kept (as the notification's own `reject_code`).
     static let maxCodeLength = 64
 
-    /// Adds `count` messages to an hour's count.
-    static func addCount(hour: Int64, code: String, shard: Int64, count: Int64) -> SQLQuery {
+    /// Adds `count` messages to an hour's count in `shard` (``RollupShards/value(_:)``; a read
+    /// adds the shards up).
+    static func addCount(hour: Int64, code: String, shard: SQLQuery, count: Int64) -> SQLQuery {
         """
         INSERT INTO ingest_hourly (hour, code, shard, count) VALUES (\(hour), \(code), \(shard), \(count))
         ON CONFLICT (hour, code, shard) DO UPDATE SET count = ingest_hourly.count + excluded.count
@@ -21,7 +19,7 @@ enum IngestCounters {
     }
 
     /// Moves the newest message time of an (app, environment) shard forward to `receivedAt`.
-    static func advanceLatest(bundleId: String, environment: String, shard: Int64, receivedAt: Int64) -> SQLQuery {
+    static func advanceLatest(bundleId: String, environment: String, shard: SQLQuery, receivedAt: Int64) -> SQLQuery {
         """
         INSERT INTO ingest_latest (bundle_id, environment, shard, received_at) VALUES (\(bundleId), \(environment), \(shard), \(receivedAt))
         ON CONFLICT (bundle_id, environment, shard) DO UPDATE SET received_at =
@@ -32,27 +30,24 @@ enum IngestCounters {
     /// Counts one message in the transaction's tail (written at its commit, ``TransactionTail``):
     /// its hour and code, and for an accepted one the newest message of each (app, environment)
     /// its facts belong to.
-    static func count(
-        in tail: TransactionTail, messageID: Int64, receivedAt: Int64, code: String, latest: Set<[String]> = []
-    ) {
-        let shard = messageID % shards
-        tail.countMessage(hour: receivedAt / 3_600_000, code: String(code.prefix(maxCodeLength)), shard: shard)
+    static func count(in tail: TransactionTail, receivedAt: Int64, code: String, latest: Set<[String]> = []) {
+        tail.countMessage(hour: receivedAt / 3_600_000, code: String(code.prefix(maxCodeLength)))
         for key in latest where key.count == 2 {
-            tail.noteLatest(bundleId: key[0], environment: key[1], shard: shard, receivedAt: receivedAt)
+            tail.noteLatest(bundleId: key[0], environment: key[1], receivedAt: receivedAt)
         }
     }
 }
 
 extension Ledger {
     /// Counts an accepted message whose facts are `rows` (see ``IngestCounters``).
-    func countAccepted(_ message: ReceivedMessage, id: Int64, rows: [FactRow]) {
+    func countAccepted(_ message: ReceivedMessage, rows: [FactRow]) {
         let latest = Set(rows.map { [message.bundleId ?? "", $0.fact.environment.rawValue] })
-        IngestCounters.count(in: session.tail, messageID: id, receivedAt: message.receivedAt, code: IngestCounters.accepted, latest: latest)
+        IngestCounters.count(in: session.tail, receivedAt: message.receivedAt, code: IngestCounters.accepted, latest: latest)
     }
 
     /// Counts a rejected message under its code.
-    func countRejected(_ message: ReceivedMessage, id: Int64, code: String) {
-        IngestCounters.count(in: session.tail, messageID: id, receivedAt: message.receivedAt, code: code)
+    func countRejected(_ message: ReceivedMessage, code: String) {
+        IngestCounters.count(in: session.tail, receivedAt: message.receivedAt, code: code)
     }
 
     /// Deletes the hourly counts of hours that ended before `cutoff` (ms): they go with the

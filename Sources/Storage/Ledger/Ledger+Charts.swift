@@ -5,31 +5,34 @@ import Entitlements
 // segment and month offset. Beside them, `chart_segment_daily` holds the same sums per one
 // segmentation at a time (none, store, product, storefront or period type), written with them in
 // the same transaction: what a chart asks for, so its read is one range of days per series that
-// returns every row it reads, never the ledger and never a sort.
+// returns every row it reads, never the ledger and never a sort. Each row is split over the
+// writers' shards (``RollupShards``, last in the key): a read sums a key's shards, adjacent in
+// the key's order.
 
 extension Ledger {
-    /// Adds `change` to one chart row.
-    static func addChart(_ key: ChartRowKey, change: Int64) -> SQLQuery { addCharts([(key, change)])[0] }
+    /// Adds `change` to one chart row in `shard` (nil: the layout before ``RollupShards``), for
+    /// ``Schema/forgetPlayRollups``.
+    static func addChart(_ key: ChartRowKey, change: Int64, shard: SQLQuery?) -> SQLQuery { addCharts([(key, change)], shard: shard)[0] }
 
-    /// Adds each change to its chart row, several rows a statement (``rollupUpserts(into:columns:key:rows:)``),
-    /// in the order given: the keys must be distinct.
-    static func addCharts(_ changes: [(key: ChartRowKey, change: Int64)]) -> [SQLQuery] {
+    /// Adds each change to its chart row in `shard` (nil: the layout before shards), several rows
+    /// a statement (``rollupUpserts(into:key:shard:rows:)``), in the order given: the keys must
+    /// be distinct.
+    static func addCharts(_ changes: [(key: ChartRowKey, change: Int64)], shard: SQLQuery?) -> [SQLQuery] {
         rollupUpserts(
-            into: "chart_daily", columns: "environment, kind, day, currency, store, product, storefront, period_type, month_offset, value",
-            key: "environment, kind, day, currency, store, product, storefront, period_type, month_offset",
-            rows: changes.map { key, change in
-                "(\(key.environment), \(key.kind), \(key.day), \(key.currency), \(key.store), \(key.product), \(key.storefront), \(key.periodType), \(key.offset), \(change))"
+            into: "chart_daily", key: "environment, kind, day, currency, store, product, storefront, period_type, month_offset", shard: shard,
+            rows: changes.map { key, change -> (key: SQLQuery, change: Int64) in
+                ("\(key.environment), \(key.kind), \(key.day), \(key.currency), \(key.store), \(key.product), \(key.storefront), \(key.periodType), \(key.offset)",
+                 change)
             })
     }
 
-    /// Adds each change to its row of the charts' rollups per segmentation, several rows a
-    /// statement, in the order given: the keys must be distinct.
-    static func addChartSegments(_ changes: [(key: ChartSegmentRowKey, change: Int64)]) -> [SQLQuery] {
+    /// Adds each change to its row of the charts' rollups per segmentation in `shard`, several
+    /// rows a statement, in the order given: the keys must be distinct.
+    static func addChartSegments(_ changes: [(key: ChartSegmentRowKey, change: Int64)], shard: SQLQuery) -> [SQLQuery] {
         rollupUpserts(
-            into: "chart_segment_daily", columns: "environment, kind, segmentation, day, currency, month_offset, segment, value",
-            key: "environment, kind, segmentation, day, currency, month_offset, segment",
-            rows: changes.map { key, change in
-                "(\(key.environment), \(key.kind), \(key.segmentation), \(key.day), \(key.currency), \(key.offset), \(key.segment), \(change))"
+            into: "chart_segment_daily", key: "environment, kind, segmentation, day, currency, month_offset, segment", shard: shard,
+            rows: changes.map { key, change -> (key: SQLQuery, change: Int64) in
+                ("\(key.environment), \(key.kind), \(key.segmentation), \(key.day), \(key.currency), \(key.offset), \(key.segment)", change)
             })
     }
 
@@ -85,9 +88,10 @@ extension Ledger {
         }
         rows.days = try Self.chartDeltas(session.query(
             """
-            SELECT environment, kind, day, currency, \(select), month_offset, value FROM chart_segment_daily
+            SELECT environment, kind, day, currency, \(select), month_offset, SUM(value) AS value FROM chart_segment_daily
             WHERE environment IN (\(list: environments)) AND kind IN (\(list: kinds.map(\.rawValue))) AND segmentation = \(segmentation)
-            AND day >= \(fromDay) AND day <= \(toDay) AND value <> 0 \(only)
+            AND day >= \(fromDay) AND day <= \(toDay) \(only)
+            GROUP BY environment, kind, day, currency, month_offset, segment HAVING SUM(value) <> 0
             """))
         return rows
     }

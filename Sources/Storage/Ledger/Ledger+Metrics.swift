@@ -58,30 +58,40 @@ extension Ledger {
             """)
     }
 
-    /// Adds `change` to one daily row.
-    static func addMetric(environment: String, day: Int64, kind: String, currency: String, change: Int64) -> SQLQuery {
+    /// Adds `change` to one daily row in `shard` (nil: the layout before ``RollupShards``), for
+    /// ``Schema/forgetPlayRollups``, a migration that runs on either layout.
+    static func addMetric(environment: String, day: Int64, kind: String, currency: String, change: Int64, shard: SQLQuery?) -> SQLQuery {
         let key = MetricRowKey(environment: environment, day: day, kind: kind, currency: currency)
-        return addMetrics([(key, change)])[0]
+        return addMetrics([(key, change)], shard: shard)[0]
     }
 
-    /// Adds each change to its daily row, several rows a statement (``rollupUpserts(into:columns:key:rows:)``),
-    /// in the order given: the keys must be distinct (a statement may change a row once).
-    static func addMetrics(_ changes: [(key: MetricRowKey, change: Int64)]) -> [SQLQuery] {
+    /// Adds each change to its daily row in `shard` (nil: the layout before shards),
+    /// several rows a statement (``rollupUpserts(into:columns:key:shard:rows:)``), in the order
+    /// given: the keys must be distinct (a statement may change a row once).
+    static func addMetrics(_ changes: [(key: MetricRowKey, change: Int64)], shard: SQLQuery?) -> [SQLQuery] {
         rollupUpserts(
-            into: "metric_daily", columns: "environment, day, kind, currency, value", key: "environment, day, kind, currency",
-            rows: changes.map { "(\($0.key.environment), \($0.key.day), \($0.key.kind), \($0.key.currency), \($0.change))" })
+            into: "metric_daily", key: "environment, day, kind, currency", shard: shard,
+            rows: changes.map { row -> (key: SQLQuery, change: Int64) in
+                ("\(row.key.environment), \(row.key.day), \(row.key.kind), \(row.key.currency)", row.change)
+            })
     }
 
-    /// Upserts of `rows` (each a parenthesized tuple of `columns`, the last one `value`) into a
-    /// rollup `table` keyed by `key`, adding the row's value to a stored one: at most 64 rows a
-    /// statement, so a customer's change is one statement per rollup rather than one per row, while
-    /// the texts a connection prepares (and caches) stay few and every statement's binds far below
-    /// either database's limit. `table`, `columns` and `key` are this module's own constants.
-    static func rollupUpserts(into table: String, columns: String, key: String, rows: [SQLQuery]) -> [SQLQuery] {
-        let (table, columns, key) = (SQLQuery(verbatim: table), SQLQuery(verbatim: columns), SQLQuery(verbatim: key))
-        return stride(from: 0, to: rows.count, by: 64).map { start in
-            let values = SQLQuery.joined(Array(rows[start..<min(start + 64, rows.count)]), separator: ", ")
-            return "INSERT INTO \(table) (\(columns)) VALUES \(values) ON CONFLICT (\(key)) DO UPDATE SET value = \(table).value + excluded.value"
+    /// Upserts into a rollup `table` keyed by the columns `key` (each row's key values, in that
+    /// order, and its change), in `shard` (the column after the key; nil: a table without one),
+    /// adding the change to a stored value: at most 64 rows a statement, so a customer's change is
+    /// one statement per rollup rather than one per row, while the texts a connection prepares
+    /// (and caches) stay few and every statement's binds far below either database's limit.
+    /// `table` and `key` are this module's own constants; `shard` is ``RollupShards/value(_:)``.
+    static func rollupUpserts(into table: String, key: String, shard: SQLQuery?, rows: [(key: SQLQuery, change: Int64)]) -> [SQLQuery] {
+        let key = shard == nil ? key : key + ", shard"
+        let (table, columns) = (SQLQuery(verbatim: table), SQLQuery(verbatim: key))
+        let tuples = rows.map { row -> SQLQuery in
+            guard let shard else { return "(\(row.key), \(row.change))" }
+            return "(\(row.key), \(shard), \(row.change))"
+        }
+        return stride(from: 0, to: tuples.count, by: 64).map { start in
+            let values = SQLQuery.joined(Array(tuples[start..<min(start + 64, tuples.count)]), separator: ", ")
+            return "INSERT INTO \(table) (\(columns), value) VALUES \(values) ON CONFLICT (\(columns)) DO UPDATE SET value = \(table).value + excluded.value"
         }
     }
 
@@ -105,8 +115,8 @@ extension Ledger {
         return ids.count
     }
 
-    /// The daily rows of `environment` from `fromDay` to `toDay`, and the stocks' levels at the
-    /// start of `fromDay` (the sum of every earlier day's change).
+    /// The daily rows of `environment` from `fromDay` to `toDay` (each the sum of its shards), and
+    /// the stocks' levels at the start of `fromDay` (the sum of every earlier day's change).
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) throws -> MetricRollup {
         let stocks = MetricKind.allCases.filter(\.isStock).map(\.rawValue)
         let base = try session.rows(
@@ -116,8 +126,9 @@ extension Ledger {
             """, as: DailyRow.self)
         let days = try session.rows(
             """
-            SELECT day, kind, currency, value FROM metric_daily
-            WHERE environment = \(environment) AND day >= \(fromDay) AND day <= \(toDay) AND value <> 0 ORDER BY day, kind, currency
+            SELECT day, kind, currency, SUM(value) AS value FROM metric_daily
+            WHERE environment = \(environment) AND day >= \(fromDay) AND day <= \(toDay)
+            GROUP BY day, kind, currency HAVING SUM(value) <> 0 ORDER BY day, kind, currency
             """, as: DailyRow.self)
         var rollup = MetricRollup()
         rollup.unlinkedActive = try session.value(

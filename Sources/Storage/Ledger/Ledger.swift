@@ -236,7 +236,7 @@ struct Ledger {
             if let failure { failures.append(failure) }
         }
         try emitMessageEvents(message, links: links, otids: sortedOTIDs, cause: cause, now: now)
-        if storedNotification { countAccepted(message, id: notificationID, rows: rows) }
+        if storedNotification { countAccepted(message, rows: rows) }
         try inject(.afterProjections)
         return IngestResult(
             status: .accepted, notificationID: storedNotification ? notificationID : nil, insertedFacts: inserted, replayedFacts: replayed,
@@ -254,7 +254,7 @@ struct Ledger {
             VALUES (NULL, \(message.notificationUUID.map { String($0.prefix(256)) }), \(message.source.rawValue), \(message.receivedAt), 'rejected', \(String(code.prefix(64))), \(message.notificationType.map { String($0.prefix(64)) }), \(message.subtype.map { String($0.prefix(64)) }), \(Array(message.body.prefix(ReceivedMessage.maxRejectedBodyBytes))), \(Hex.encode(SHA256.hash(message.body))), \(Int64(message.body.count))) RETURNING id
             """, as: Int64.self)
         guard let id = inserted else { throw StorageError(.internal, "the rejected message was not stored") }
-        countRejected(message, id: id, code: code)
+        countRejected(message, code: code)
         return id
     }
 

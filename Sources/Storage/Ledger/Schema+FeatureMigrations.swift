@@ -288,5 +288,6 @@ extension Schema {
         Migration(version: 43, name: "ledger keys through hash indexes", sql: "", step: shortKeyIndexes),
         // A fact's kind and environment as one-byte codes (SQLite's columns, every sibling reference: ``factCodes``).
         Migration(version: 44, name: "fact kinds and environments as codes", sql: "", step: factCodes),
+        rollupShards,
     ]
 }

@@ -320,7 +320,7 @@ extension Schema {
         // transaction, instead of a scan of the last day's messages. `ingest_hourly` counts
         // messages per hour (since the epoch) and code ('' = accepted, else the rejection code);
         // `ingest_latest` keeps the newest accepted message per app ('' = none named) and
-        // environment. Both are split over `shard` (the message id modulo ``IngestCounters/shards``)
+        // environment. Both are split over `shard` (the writing transaction's, ``RollupShards``)
         // so concurrent PostgreSQL ingests rarely wait on one row; reads sum or take the maximum.
         // Seeded from the last 48 hours of messages before the newest one (an index range).
         Migration(

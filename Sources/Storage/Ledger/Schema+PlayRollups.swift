@@ -30,11 +30,17 @@ extension Schema {
             for delta in stored.charts { charts[ChartRowKey(delta), default: 0] -= delta.value }
             try session.query("DELETE FROM customer_metrics WHERE customer_id = \(id)")
         }
+        // The rollups' layout when this runs: without shards on an upgrade (they come later),
+        // with them on a database that already has them (run again); then into shard 0.
+        let shard: SQLQuery? = try hasRollupShards(session) ? "0" : nil
         var updates: [SQLQuery] = []
         for (key, change) in metrics.sorted(by: { $0.key < $1.key }) where change != 0 {
-            updates.append(Ledger.addMetric(environment: key.environment, day: key.day, kind: key.kind, currency: key.currency, change: change))
+            updates.append(
+                Ledger.addMetric(environment: key.environment, day: key.day, kind: key.kind, currency: key.currency, change: change, shard: shard))
         }
-        for (key, change) in charts.sorted(by: { $0.key < $1.key }) where change != 0 { updates.append(Ledger.addChart(key, change: change)) }
+        for (key, change) in charts.sorted(by: { $0.key < $1.key }) where change != 0 {
+            updates.append(Ledger.addChart(key, change: change, shard: shard))
+        }
         for chunk in stride(from: 0, to: updates.count, by: 500) {
             _ = try session.pipeline(Array(updates[chunk..<min(chunk + 500, updates.count)]))
         }
@@ -43,5 +49,13 @@ extension Schema {
         // The rollups per segmentation are sums of `chart_daily`: made again from it.
         try session.query("DELETE FROM chart_segment_daily")
         for fill in Ledger.fillChartSegments { try session.execute(fill) }
+    }
+
+    /// Whether the rollups have their `shard` column (``RollupShards``) yet.
+    static func hasRollupShards(_ session: any SQLSession) throws -> Bool {
+        let columns: SQLQuery = session.dialect == .postgres
+            ? "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'metric_daily' AND column_name = 'shard'"
+            : "SELECT COUNT(*) FROM pragma_table_info('metric_daily') WHERE name = 'shard'"
+        return (try session.value(columns, as: Int64.self) ?? 0) > 0
     }
 }

@@ -5,24 +5,22 @@
 // 1. While its jobs run: locks of the entities it works on — advisory locks per subscription,
 //    token and user (sorted within a job), customer rows (`FOR NO KEY UPDATE`), their projection,
 //    metric and fact rows.
-// 2. Just before COMMIT, once, in this order and in sorted key order within each: the rollups'
-//    lock (`pg_advisory_xact_lock` on `entitled.rollups.<schema>`), `metric_daily` rows,
-//    `chart_daily` rows, `chart_segment_daily` rows, `ingest_hourly` rows, `ingest_latest` rows,
-//    then the outbox lock (`pg_advisory_xact_lock` on `entitled.events.<schema>`) and the
-//    transaction's events.
+// 2. Just before COMMIT, once, in this order and in sorted key order within each: the
+//    transaction's rollup shard (``RollupShards``: a try lock, never a wait), its shard's
+//    `metric_daily` rows, `chart_daily` rows, `chart_segment_daily` rows, `ingest_hourly` rows,
+//    `ingest_latest` rows, then the outbox lock (`pg_advisory_xact_lock` on
+//    `entitled.events.<schema>`) and the transaction's events.
 // A transaction in phase 2 never waits for a phase-1 lock, and every phase-2 transaction takes
-// the shared locks in the same order, so the shared rows cannot be part of a deadlock however
+// the shared rows in the same order, so the shared rows cannot be part of a deadlock however
 // many servers and group commits run at once. (Phase-1 locks of two groups can still meet when
 // both touch the same two customers; those are rare and retried by the store.) On PostgreSQL
 // phase 2 and the COMMIT go in one pipeline (``PostgresTail``): the shared rows and the outbox
 // lock are held only while the server runs it, never across a round trip.
 //
-// Why the rollups' lock: every ingest adds to the same few rows of the day (today's actives,
-// new subscriptions, MRR). Waiting on a row, a transaction waits for its holder's transaction
-// id; every waiter is woken at that commit and retries its upsert's conflict check, one wins and
-// the rest wait again, so with two servers' connections queued PostgreSQL's CPU per commit grew
-// with the queue. Waiters on one exclusive lock are woken one at a time, in order: the same
-// serial section, without the retries.
+// Why shards: every ingest adds to the same few rows of the day (today's actives, new
+// subscriptions, MRR). Written by every commit, one row would make each commit wait for the one
+// before it through its fsync; each transaction writes its own shard of those rows instead, so
+// concurrent commits do not meet on them (``RollupShards``).
 
 /// A transaction's share of the hot writes, collected while its jobs run and written by
 /// ``statements(dialect:)`` right before the commit, summed per row and in the lock order above.
@@ -50,22 +48,18 @@ final class TransactionTail {
         }
     }
 
-    /// An `ingest_hourly` row: hour since the epoch, code, shard.
+    /// An `ingest_hourly` row of the transaction's shard: hour since the epoch, code.
     struct HourlyKey: Hashable, Comparable {
         var hour: Int64
         var code: String
-        var shard: Int64
-        static func < (a: Self, b: Self) -> Bool { (a.hour, a.code, a.shard) < (b.hour, b.code, b.shard) }
+        static func < (a: Self, b: Self) -> Bool { (a.hour, a.code) < (b.hour, b.code) }
     }
 
-    /// An `ingest_latest` row: app, environment, shard.
+    /// An `ingest_latest` row of the transaction's shard: app, environment.
     struct LatestKey: Hashable, Comparable {
         var bundleId: String
         var environment: String
-        var shard: Int64
-        static func < (a: Self, b: Self) -> Bool {
-            (a.bundleId, a.environment, a.shard) < (b.bundleId, b.environment, b.shard)
-        }
+        static func < (a: Self, b: Self) -> Bool { (a.bundleId, a.environment) < (b.bundleId, b.environment) }
     }
 
     /// An outbox event to append, and the customer row it belongs to.
@@ -106,12 +100,12 @@ final class TransactionTail {
         current.charts[key, default: 0] += value
     }
 
-    func countMessage(hour: Int64, code: String, shard: Int64) {
-        current.hourly[HourlyKey(hour: hour, code: code, shard: shard), default: 0] += 1
+    func countMessage(hour: Int64, code: String) {
+        current.hourly[HourlyKey(hour: hour, code: code), default: 0] += 1
     }
 
-    func noteLatest(bundleId: String, environment: String, shard: Int64, receivedAt: Int64) {
-        let key = LatestKey(bundleId: bundleId, environment: environment, shard: shard)
+    func noteLatest(bundleId: String, environment: String, receivedAt: Int64) {
+        let key = LatestKey(bundleId: bundleId, environment: environment)
         current.latest[key] = max(current.latest[key] ?? receivedAt, receivedAt)
     }
 
@@ -149,7 +143,8 @@ final class TransactionTail {
 
     /// The statements that write the transaction's share, in the lock order (see the top of this
     /// file), each rollup's rows summed and in multi-row statements (a chart change moves six
-    /// rows), rows whose changes sum to nothing left out; empties the tail.
+    /// rows) into the transaction's shard (``RollupShards``), rows whose changes sum to nothing
+    /// left out; empties the tail.
     func statements(dialect: SQLDialect) -> [SQLQuery] {
         release()
         defer { kept = Share() }
@@ -160,19 +155,21 @@ final class TransactionTail {
         for (key, value) in charts {
             for row in ChartSegmentRowKey.rows(of: key) { segmented[row, default: 0] += value }
         }
-        // Held from here to the commit: the rows below are written by one transaction at a time.
         if dialect == .postgres && !(kept.metrics.isEmpty && charts.isEmpty && kept.hourly.isEmpty && kept.latest.isEmpty) {
-            statements.append(Self.rollupLock)
+            statements.append(RollupShards.choose)
         }
-        statements += Ledger.addMetrics(kept.metrics.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
-        statements += Ledger.addCharts(charts.map { ($0.key, $0.value) })
-        statements += Ledger.addChartSegments(segmented.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) })
+        let shard = RollupShards.value(dialect)
+        statements += Ledger.addMetrics(
+            kept.metrics.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }, shard: shard)
+        statements += Ledger.addCharts(charts.map { ($0.key, $0.value) }, shard: shard)
+        statements += Ledger.addChartSegments(
+            segmented.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }, shard: shard)
         for (key, count) in kept.hourly.sorted(by: { $0.key < $1.key }) {
-            statements.append(IngestCounters.addCount(hour: key.hour, code: key.code, shard: key.shard, count: count))
+            statements.append(IngestCounters.addCount(hour: key.hour, code: key.code, shard: shard, count: count))
         }
         for (key, receivedAt) in kept.latest.sorted(by: { $0.key < $1.key }) {
             statements.append(
-                IngestCounters.advanceLatest(bundleId: key.bundleId, environment: key.environment, shard: key.shard, receivedAt: receivedAt))
+                IngestCounters.advanceLatest(bundleId: key.bundleId, environment: key.environment, shard: shard, receivedAt: receivedAt))
         }
         if !kept.events.isEmpty {
             // PostgreSQL: `seq` is drawn at the insert but seen at the commit, so concurrent
@@ -186,10 +183,6 @@ final class TransactionTail {
         }
         return statements
     }
-
-    /// PostgreSQL: the lock every transaction takes before the shared rows of its schema (see
-    /// the top of this file); servers of other schemas in the database never wait for it.
-    static let rollupLock: SQLQuery = "SELECT pg_advisory_xact_lock(hashtextextended('entitled.rollups.' || current_schema(), 0))"
 
     /// Writes the transaction's share (``statements(dialect:)``) on `session`, in one round trip.
     func flush(_ session: any SQLSession) throws {
