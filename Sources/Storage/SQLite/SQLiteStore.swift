@@ -24,6 +24,10 @@ final class SQLiteStore: SessionBackedStore {
     private let threads = ThreadTracker()
     private let readers: Mutex<[SQLiteConnection]> = Mutex([])
     private let closed = Flag()
+    /// The connection ``changeMarkNow()`` reads `PRAGMA data_version` on: opened on first use and
+    /// kept until the store closes, never replaced (a new connection would count from the start
+    /// again, and its marks could repeat an older one's).
+    private let watcher: Mutex<SQLiteConnection?> = Mutex(nil)
     /// Rung by the writer after each commit; the checkpointer sleeps until then.
     private let committed = Doorbell()
     /// Checkpoints run so far (tests: an idle store runs none).
@@ -264,6 +268,19 @@ final class SQLiteStore: SessionBackedStore {
         return .done(try readNow(path: path) { try Ledger(session: $0, fault: nil).state(appUserId: appUserId) })
     }
 
+    func changeMarkNow() throws -> ImmediateRead<Int64> {
+        guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
+        return .done(
+            try watcher.withLock { held throws -> Int64 in
+                // Its version changes on every commit but its own, and it never commits.
+                if let held { return try held.dataVersion() }
+                let connection = try SQLiteConnection(path: path)
+                try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+                held = connection
+                return try connection.dataVersion()
+            })
+    }
+
     func attributesNow(appUserId: String) throws -> ImmediateRead<[CustomerAttribute]?> {
         guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
         return .done(
@@ -336,6 +353,7 @@ final class SQLiteStore: SessionBackedStore {
         queue.close()
         await threads.waitForAll()
         readers.withLock { $0.removeAll() }
+        watcher.withLock { $0 = nil }
     }
 
     /// Bench support: see ``_StorageBenchmark``.
