@@ -176,10 +176,10 @@ import Testing
             try await PlayEarlierOrderReviewTests.execute(other, "UPDATE customer_states SET projection_error = NULL WHERE app_user_id = 'u1'")
             #expect(try head() == active)
 
-            // Time alone: a held head that no longer holds is not served.
-            if let next = active.nextChangeAt {
-                #expect(try ledger.renderedHeadNow(appUserId: "u1", now: next) == nil)
-            }
+            // Time alone: a held head that no longer holds (the subscription's end) is not served.
+            let next = try #require(active.nextChangeAt)
+            #expect(try ledger.renderedHeadNow(appUserId: "u1", now: next - 1) == active)
+            #expect(try ledger.renderedHeadNow(appUserId: "u1", now: next) == nil)
             // A clock gone back before the row was computed.
             #expect(try ledger.renderedHeadNow(appUserId: "u1", now: Self.now - 1) == nil)
         } catch {
