@@ -7,7 +7,7 @@ import Synchronization
 /// just before the row it came from, and is served only while the store answers that same mark.
 /// Every commit to the database moves the mark, whoever makes it: this server's writes (an
 /// ingest, a grant, a spend, attributes, an answer rendered and stored, a merge or an erasure),
-/// another process's (`entitled import`, `backfill`, `support`, another server on the same file)
+/// another process's (`entitled import`, `rebuild`, `migrate`, `reconcile`, another server on the same file)
 /// or any other connection's. A moved mark drops every head held, so nothing needs invalidating
 /// per write and no write path can be forgotten: a head is served only if no transaction
 /// committed since its row was read. A store without marks (PostgreSQL, which several servers
