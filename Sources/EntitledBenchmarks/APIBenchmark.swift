@@ -453,6 +453,7 @@ struct CountingStore: LedgerStore {
         try await base.storeAnswer(answer, appUserId: appUserId, document: document)
     }
     func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> { try base.stateNow(appUserId: appUserId) }
+    func changeMarkNow() throws -> ImmediateRead<Int64> { try base.changeMarkNow() }
     func facts(appUserId: String, projector: Projector) async throws -> [StoredFact] {
         try await base.facts(appUserId: appUserId, projector: projector)
     }

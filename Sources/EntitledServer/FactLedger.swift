@@ -30,6 +30,9 @@ public final class FactLedger: ReadinessProbe {
     private let merged: [Environment]
     /// `merged` as stored answers name it (``EvaluationContext/scope``), written once, not per read.
     private let mergedScope: String
+    /// The offerings read's answer heads, held while the database is unchanged
+    /// (``renderedHeadNow(appUserId:now:)``).
+    let heads = HeldHeads()
     /// Ingest commit latency goes here (nil: not measured).
     let metrics: ServerMetrics?
     /// Rung after every committed ingest: wakes the event feed's long polls.
@@ -147,27 +150,49 @@ public final class FactLedger: ReadinessProbe {
     /// once (an HTTP poll thread must not wait) and holds a current answer; nil means "use the
     /// asynchronous calls".
     public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(StorageError) -> RenderedCustomer? {
-        do {
-            guard case .done(let stored) = try store.stateNow(appUserId: appUserId), let stored else { return nil }
-            try Self.checkProjected(stored.failure)
-            guard case .current(let answer) = cache.storedAnswer(stored.answer) else { return nil }
-            return fresh(answer, computedAt: stored.computedAt, context: context)
-        } catch {
-            throw Self.storageError(error)
-        }
+        guard let stored = try storedNow(appUserId: appUserId),
+            let answer = RenderedCustomer(head: stored.head, bodyStart: stored.bodyStart, document: stored.answer)
+        else { return nil }
+        return fresh(answer, computedAt: stored.computedAt, context: context)
     }
 
     /// The head of ``renderedCustomerNow(appUserId:context:)``'s answer for the merged answer at
     /// `now` (``answerContext(now:)``, which the stored answers are by construction, so no context
-    /// is compared), its body neither checked nor copied: what the offerings read needs.
+    /// is compared), its body neither checked nor copied: what the offerings read needs. Served
+    /// from ``heads`` while the database is unchanged since it was read, else read from the store.
     func renderedHeadNow(appUserId: String, now: Int64) throws(StorageError) -> RenderedCustomer.Head? {
+        let held: HeldHeads.Held
+        // The mark before the row: the row read after it is current while the store answers it.
+        let mark = changeMark()
+        if let mark, let found = heads.held(appUserId: appUserId, mark: mark) {
+            held = found
+        } else {
+            guard let stored = try storedNow(appUserId: appUserId) else { return nil }
+            held = HeldHeads.Held(head: stored.head, computedAt: stored.computedAt)
+            if let mark { heads.hold(held, appUserId: appUserId, mark: mark) }
+        }
+        guard held.computedAt <= now, held.head.holds(at: now, scope: mergedScope) else { return nil }
+        return held.head
+    }
+
+    /// The store's change mark when it reads one at once and the fast paths are on; nil: nothing
+    /// is served from ``heads`` or held in it.
+    private func changeMark() -> Int64? {
+        guard cache.enabled, case .done(let mark)? = try? store.changeMarkNow() else { return nil }
+        return mark
+    }
+
+    /// The customer's stored row read at once with the head of its current answer; nil when the
+    /// store cannot read at once, there is no such customer or no current answer is stored. A
+    /// customer whose projection failed throws.
+    private func storedNow(
+        appUserId: String
+    ) throws(StorageError) -> (answer: [UInt8], head: RenderedCustomer.Head, bodyStart: Int, computedAt: Int64)? {
         do {
             guard case .done(let stored) = try store.stateNow(appUserId: appUserId), let stored else { return nil }
             try Self.checkProjected(stored.failure)
-            guard let head = cache.storedHead(stored.answer), stored.computedAt <= now, head.holds(at: now, scope: mergedScope) else {
-                return nil
-            }
-            return head
+            guard let answer = stored.answer, let (head, bodyStart) = cache.storedHead(answer) else { return nil }
+            return (answer, head, bodyStart, stored.computedAt)
         } catch {
             throw Self.storageError(error)
         }

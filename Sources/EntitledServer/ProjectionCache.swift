@@ -62,11 +62,11 @@ public final class ProjectionCache: Sendable {
         return .outdated
     }
 
-    /// ``storedAnswer(_:)``'s current answer, its head alone (``RenderedCustomer/Head``); nil
-    /// for every other case.
-    func storedHead(_ answer: [UInt8]?) -> RenderedCustomer.Head? {
+    /// ``storedAnswer(_:)``'s current answer, its head alone (``RenderedCustomer/Head``) and
+    /// where its body starts; nil for every other case.
+    func storedHead(_ answer: [UInt8]?) -> (head: RenderedCustomer.Head, bodyStart: Int)? {
         guard enabled, let answer else { return nil }
-        return RenderedCustomer.Head(document: answer)
+        return RenderedCustomer.Head.read(answer)
     }
 
     // MARK: Encoded answers

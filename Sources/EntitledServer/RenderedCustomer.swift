@@ -30,15 +30,17 @@ public struct RenderedCustomer: Sendable, Equatable {
     /// 7: a second line holds the customer's ``CustomerAudience`` for the offerings read.
     public static let formatVersion = 7
 
+    /// What the stored document says before the body: its header and the audience line.
+    let head: Head
+    private let body: [UInt8]
+
     /// The environments the answer merges, as ``EvaluationContext/scope`` writes them.
-    public let scope: String
+    public var scope: String { head.scope }
     /// The next instant (ms) at which time alone changes the answer, if any.
-    public let nextChangeAt: Int64?
+    public var nextChangeAt: Int64? { head.nextChangeAt }
     /// The ``CustomerAudience`` line as rendered (JSON); empty when none was. Equal lines are the
     /// same audience, so it also keys the offerings read's held answers (``OfferingAnswerCache``).
-    let audienceLine: [UInt8]
-    private let body: [UInt8]
-    private let timeOffset: Int
+    var audienceLine: [UInt8] { head.audienceLine }
 
     private static let prefix = Array("entitled-answer/".utf8)
     private static let magic = Array("entitled-answer/\(formatVersion) ".utf8)
@@ -55,11 +57,10 @@ public struct RenderedCustomer: Sendable, Equatable {
         guard let bytes = try? codec.encodeAnswer(body) else { return nil }
         // Keys are sorted and escaped, so the marker can only be the serverTime member itself.
         guard let marker = Self.offset(of: Self.timeMarker, in: bytes) else { return nil }
-        self.scope = scope
-        self.nextChangeAt = body.nextChangeAt
-        self.audienceLine = audience?.line ?? []
+        head = Head(
+            scope: scope, nextChangeAt: body.nextChangeAt, audienceLine: audience?.line ?? [],
+            timeOffset: marker + Self.timeMarker.count - Self.epoch.count - 1)
         self.body = bytes
-        self.timeOffset = marker + Self.timeMarker.count - Self.epoch.count - 1
     }
 
     /// Where `needle` first starts in `haystack`: memchr for its first byte, memcmp for the rest.
@@ -93,19 +94,30 @@ public struct RenderedCustomer: Sendable, Equatable {
 
     /// What a stored document says before its body: its header and the audience line. The
     /// offerings read needs nothing else, so it reads this alone and never copies the body.
-    struct Head: Sendable {
+    struct Head: Sendable, Equatable {
         let scope: String
         let nextChangeAt: Int64?
         /// ``RenderedCustomer/audienceLine``.
         let audienceLine: [UInt8]
         /// Where `serverTime`'s value starts in the body.
         let timeOffset: Int
-        /// Where the body starts in the document.
-        let bodyStart: Int
+
+        init(scope: String, nextChangeAt: Int64?, audienceLine: [UInt8], timeOffset: Int) {
+            self.scope = scope
+            self.nextChangeAt = nextChangeAt
+            self.audienceLine = audienceLine
+            self.timeOffset = timeOffset
+        }
 
         /// The head of a stored document of this ``RenderedCustomer/formatVersion``; nil when it
         /// is not one (another version, or written by another projector).
         init?(document: [UInt8]) {
+            guard let (head, _) = Self.read(document) else { return nil }
+            self = head
+        }
+
+        /// The head of a stored document of this format and where its body starts in it.
+        static func read(_ document: [UInt8]) -> (head: Head, bodyStart: Int)? {
             guard document.starts(with: RenderedCustomer.magic), let newline = document.firstIndex(of: UInt8(ascii: "\n")) else {
                 return nil
             }
@@ -114,6 +126,7 @@ public struct RenderedCustomer: Sendable, Equatable {
                 let secondNewline = document[(newline + 1)...].firstIndex(of: UInt8(ascii: "\n"))
             else { return nil }
             let next = String(decoding: fields[1], as: UTF8.self)
+            let nextChangeAt: Int64?
             if next == "-" {
                 nextChangeAt = nil
             } else if let value = Int64(next) {
@@ -121,64 +134,63 @@ public struct RenderedCustomer: Sendable, Equatable {
             } else {
                 return nil
             }
-            scope = String(decoding: fields[0], as: UTF8.self)
-            audienceLine = Array(document[(newline + 1)..<secondNewline])
-            timeOffset = offset
-            bodyStart = secondNewline + 1
+            let head = Head(
+                scope: String(decoding: fields[0], as: UTF8.self), nextChangeAt: nextChangeAt,
+                audienceLine: Array(document[(newline + 1)..<secondNewline]), timeOffset: offset)
+            return (head, secondNewline + 1)
         }
 
-        /// ``RenderedCustomer/audience(codec:)`` of the answer this head begins.
-        func audience(codec: JSONCodec) -> CustomerAudience? { RenderedCustomer.audience(line: audienceLine, codec: codec) }
+        /// The header line and the audience line, as stored before the body.
+        var bytes: [UInt8] {
+            let header = "entitled-answer/\(RenderedCustomer.formatVersion) \(scope) \(nextChangeAt.map(String.init) ?? "-") \(timeOffset)\n"
+            return Array(header.utf8) + audienceLine + [UInt8(ascii: "\n")]
+        }
 
-        /// ``RenderedCustomer/holds(at:scope:)`` of the answer this head begins.
+        /// What the offerings read needs of the answer's state, read with `codec`; nil when none
+        /// was rendered or it does not read.
+        func audience(codec: JSONCodec = JSONCodec()) -> CustomerAudience? {
+            audienceLine.isEmpty ? nil : try? codec.decode(CustomerAudience.self, from: audienceLine)
+        }
+
+        /// Whether the answer this head begins still holds at `now` for the environments `scope` names.
         func holds(at now: Int64, scope: String) -> Bool {
-            RenderedCustomer.holds(nextChangeAt: nextChangeAt, answerScope: self.scope, at: now, scope: scope)
+            scope == self.scope && (nextChangeAt.map { $0 > now } ?? true)
         }
     }
 
     /// Reads a stored document of this ``formatVersion``; nil when it is not one (another
     /// version, or written by another projector).
     public init?(document: [UInt8]) {
-        guard let head = Head(document: document) else { return nil }
-        let body = Array(document[head.bodyStart...])
+        guard let (head, bodyStart) = Head.read(document) else { return nil }
+        self.init(head: head, bodyStart: bodyStart, document: document)
+    }
+
+    /// The stored `document` whose head ``Head/read(_:)`` read as `head`, its body starting at
+    /// `bodyStart`; nil when the body has no `serverTime` where the head says.
+    init?(head: Head, bodyStart: Int, document: [UInt8]) {
+        let body = Array(document[bodyStart...])
         guard head.timeOffset + Self.epoch.count <= body.count,
             body[head.timeOffset..<(head.timeOffset + Self.epoch.count)].elementsEqual(Self.epoch)
         else { return nil }
-        scope = head.scope
-        nextChangeAt = head.nextChangeAt
-        audienceLine = head.audienceLine
+        self.head = head
         self.body = body
-        timeOffset = head.timeOffset
     }
 
     /// What the projection stores.
-    public var document: [UInt8] {
-        let header = "entitled-answer/\(Self.formatVersion) \(scope) \(nextChangeAt.map(String.init) ?? "-") \(timeOffset)\n"
-        return Array(header.utf8) + audienceLine + [UInt8(ascii: "\n")] + body
-    }
+    public var document: [UInt8] { head.bytes + body }
 
     /// What the offerings read needs of the same state, read with `codec`; nil when none was
     /// rendered or it does not read.
-    public func audience(codec: JSONCodec = JSONCodec()) -> CustomerAudience? { Self.audience(line: audienceLine, codec: codec) }
-
-    private static func audience(line: [UInt8], codec: JSONCodec) -> CustomerAudience? {
-        line.isEmpty ? nil : try? codec.decode(CustomerAudience.self, from: line)
-    }
+    public func audience(codec: JSONCodec = JSONCodec()) -> CustomerAudience? { head.audience(codec: codec) }
 
     /// The body to send at `serverTime` (ms).
     public func body(serverTime: Int64) -> [UInt8] {
         var bytes = body
         bytes.replaceSubrange(
-            timeOffset..<(timeOffset + Self.epoch.count), with: ISO8601.format(milliseconds: serverTime).utf8)
+            head.timeOffset..<(head.timeOffset + Self.epoch.count), with: ISO8601.format(milliseconds: serverTime).utf8)
         return bytes
     }
 
     /// Whether this answer still holds at `now` for the environments `scope` names.
-    public func holds(at now: Int64, scope: String) -> Bool {
-        Self.holds(nextChangeAt: nextChangeAt, answerScope: self.scope, at: now, scope: scope)
-    }
-
-    private static func holds(nextChangeAt: Int64?, answerScope: String, at now: Int64, scope: String) -> Bool {
-        scope == answerScope && (nextChangeAt.map { $0 > now } ?? true)
-    }
+    public func holds(at now: Int64, scope: String) -> Bool { head.holds(at: now, scope: scope) }
 }

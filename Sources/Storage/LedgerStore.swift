@@ -89,6 +89,14 @@ public protocol LedgerStore:
     /// store) means: use ``projection(appUserId:)``.
     func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?>
 
+    /// A mark of everything committed to the database, on the calling thread, when the backend can
+    /// read it at once: two equal marks from one store mean that no transaction committed between
+    /// the two reads, by any connection or process (SQLite on a file: `PRAGMA data_version` on a
+    /// connection of the store's own that never writes). So whatever was read after a mark still
+    /// holds while the store answers that mark. `.wouldWait` (PostgreSQL, which other servers
+    /// write; SQLite in memory; a closed store): no mark, nothing read can be vouched for.
+    func changeMarkNow() throws -> ImmediateRead<Int64>
+
     /// All facts of a customer, ordered by `signedDate` then id (what the projections evaluate),
     /// decoded by `projector`.
     func facts(appUserId: String, projector: Projector) async throws -> [StoredFact]
@@ -328,4 +336,7 @@ extension LedgerStore {
 
     /// Backends without immediate reads always defer to the asynchronous one.
     public func stateNow(appUserId: String) throws -> ImmediateRead<StoredState?> { .wouldWait }
+
+    /// Backends without immediate reads have no mark.
+    public func changeMarkNow() throws -> ImmediateRead<Int64> { .wouldWait }
 }

@@ -74,6 +74,10 @@ struct SwitchedStore: LedgerStore {
         try up()
         return try base.stateNow(appUserId: appUserId)
     }
+    func changeMarkNow() throws -> ImmediateRead<Int64> {
+        try up()
+        return try base.changeMarkNow()
+    }
     func facts(appUserId: String, projector: Projector) async throws -> [StoredFact] {
         try up()
         return try await base.facts(appUserId: appUserId, projector: projector)

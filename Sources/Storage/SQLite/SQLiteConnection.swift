@@ -102,6 +102,19 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
         }
     }
 
+    /// `PRAGMA data_version`: a number that changes whenever another connection, of this process
+    /// or another, commits to the database (never for this connection's own commits).
+    func dataVersion() throws -> Int64 {
+        let statement = try prepared("PRAGMA data_version")
+        defer { sqlite3_reset(statement) }
+        let rc = sqlite3_step(statement)
+        guard rc == SQLITE_ROW else {
+            try check(rc, "data_version")
+            throw error(rc, "data_version: no row")
+        }
+        return sqlite3_column_int64(statement, 0)
+    }
+
     /// True when no transaction is open (SQLite rolled one back by itself after some errors).
     var isAutocommit: Bool { sqlite3_get_autocommit(db) != 0 }
 

@@ -24,6 +24,16 @@ final class SQLiteStore: SessionBackedStore {
     private let threads = ThreadTracker()
     private let readers: Mutex<[SQLiteConnection]> = Mutex([])
     private let closed = Flag()
+    /// The connection ``changeMarkNow()`` reads `PRAGMA data_version` on: opened on first use and
+    /// kept until the store closes, never replaced nor reopened (a new connection would count from
+    /// the start again, and its marks could repeat an older one's).
+    private let watcher: Mutex<Watcher> = Mutex(.unopened)
+
+    private enum Watcher {
+        case unopened
+        case open(SQLiteConnection)
+        case closed
+    }
     /// Rung by the writer after each commit; the checkpointer sleeps until then.
     private let committed = Doorbell()
     /// Checkpoints run so far (tests: an idle store runs none).
@@ -264,6 +274,24 @@ final class SQLiteStore: SessionBackedStore {
         return .done(try readNow(path: path) { try Ledger(session: $0, fault: nil).state(appUserId: appUserId) })
     }
 
+    func changeMarkNow() throws -> ImmediateRead<Int64> {
+        guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
+        return try watcher.withLock { watcher throws -> ImmediateRead<Int64> in
+            // Its version changes on every commit but its own, and it never commits.
+            switch watcher {
+            case .open(let connection):
+                return .done(try connection.dataVersion())
+            case .unopened:
+                let connection = try SQLiteConnection(path: path)
+                try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+                watcher = .open(connection)
+                return .done(try connection.dataVersion())
+            case .closed:
+                return .wouldWait
+            }
+        }
+    }
+
     func attributesNow(appUserId: String) throws -> ImmediateRead<[CustomerAttribute]?> {
         guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
         return .done(
@@ -336,6 +364,7 @@ final class SQLiteStore: SessionBackedStore {
         queue.close()
         await threads.waitForAll()
         readers.withLock { $0.removeAll() }
+        watcher.withLock { $0 = .closed }
     }
 
     /// Bench support: see ``_StorageBenchmark``.
