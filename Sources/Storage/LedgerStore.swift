@@ -194,6 +194,9 @@ public struct StoreConfiguration: Sendable {
     var repackFault: RepackFault? = nil
     /// Rows per batch of the version-14 rewrite. Default 500.
     var repackBatch = 500
+    /// Tests only: a new SQLite database (in memory, or a file not there yet) starts as this
+    /// image instead of empty: ``SQLiteStore/migratedImage``, so that opening it migrates nothing.
+    var sqliteInitialImage: [UInt8]? = nil
 
     /// Creates the default configuration.
     public init() {}
