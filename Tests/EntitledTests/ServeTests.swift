@@ -4,8 +4,9 @@ import Foundation
 #endif
 import Testing
 
-/// An `entitled serve` child process on a free loopback port. Its standard output is drained on
-/// a thread of its own (a full pipe would block the server's log writes).
+/// An `entitled serve` child process on a free loopback port. Its standard output and standard
+/// error are drained on threads of their own (a full pipe would block the server's log writes);
+/// the end of its standard error is kept for ``ServeStartFailure``.
 final class ServeProcess: @unchecked Sendable {
     let process: Process
     private(set) var port = 0
@@ -41,11 +42,24 @@ final class ServeProcess: @unchecked Sendable {
         environment.merge(extra) { $1 }
         process.environment = environment
         let output = Pipe()
+        let errors = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = errors
         try process.runSerialized()
         let collected = LockedData()
         let server = ServeProcess(process: process, folder: folder, collected: collected, removeFolder: given == nil)
+        let errorTail = LockedData()
+        let errorsDrained = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            while true {
+                let chunk = errors.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                errorTail.append(chunk)
+                let kept = errorTail.get()
+                if kept.count > ServeStartFailure.keptBytes { errorTail.set(kept.suffix(ServeStartFailure.keptBytes)) }
+            }
+            errorsDrained.signal()
+        }
         let portFound = DispatchSemaphore(value: 0)
         let foundPort = LockedData()
         Thread.detachNewThread {
@@ -64,7 +78,17 @@ final class ServeProcess: @unchecked Sendable {
             server.finished.signal()
         }
         try await blocking { portFound.wait() }
-        guard let port = Int(String(decoding: foundPort.get(), as: UTF8.self)) else { throw CocoaError(.fileReadUnknown) }
+        guard let port = Int(String(decoding: foundPort.get(), as: UTF8.self)) else {
+            // Its output ended without the line: it exited (or closed its output). Say why.
+            try await blocking {
+                errorsDrained.wait()
+                process.waitUntilExit()
+            }
+            if given == nil { try? FileManager.default.removeItem(at: folder) }
+            throw ServeStartFailure(
+                status: process.terminationStatus, standardError: String(decoding: errorTail.get(), as: UTF8.self),
+                standardOutput: String(decoding: collected.get().suffix(ServeStartFailure.keptBytes), as: UTF8.self))
+        }
         server.port = port
         return server
     }
@@ -93,6 +117,20 @@ final class ServeProcess: @unchecked Sendable {
     func remainingOutput() -> String {
         finished.wait()
         return String(decoding: collected.get(), as: UTF8.self)
+    }
+}
+
+/// A server that ended before it said it was listening, with the end of what it printed.
+struct ServeStartFailure: Error, CustomStringConvertible {
+    /// How much of each stream is kept (its end).
+    static let keptBytes = 16_384
+
+    var status: Int32
+    var standardError: String
+    var standardOutput: String
+
+    var description: String {
+        "the server exited with status \(status) before listening; standard error:\n\(standardError)\nstandard output:\n\(standardOutput)"
     }
 }
 
@@ -126,6 +164,17 @@ func eventually(within limit: Duration = .seconds(20), _ condition: () async thr
         }
         #expect(status == 0)
         #expect(output.contains(#""event":"stopped""#))
+    }
+
+    /// A server that ends before it listens fails the test with its exit status and what it
+    /// wrote to standard error, not with an error that names neither.
+    @Test func aServerThatEndsBeforeListeningSaysWhy() async throws {
+        let error = await #expect(throws: ServeStartFailure.self) {
+            _ = try await ServeProcess.start(extraArguments: ["--no-such-option"])
+        }
+        #expect(error?.status == 2)
+        #expect(error?.standardError.contains("unknown option --no-such-option") == true)
+        #expect(error?.description.contains("unknown option --no-such-option") == true)
     }
 
     @Test func sigintAlsoStopsWithStatusZero() async throws {
