@@ -6,12 +6,14 @@ import Testing
 
 /// An `entitled serve` child process on a free loopback port. Its standard output and standard
 /// error are drained on threads of their own (a full pipe would block the server's log writes);
-/// the end of its standard error is kept for ``ServeStartFailure``.
+/// the end of its standard error is kept for ``ServeStartFailure`` and for a server that crashed
+/// during the test (``terminate()``).
 final class ServeProcess: @unchecked Sendable {
     let process: Process
     private(set) var port = 0
     let folder: URL
     private let collected: LockedData
+    private let errorTail = LockedData()
     private let finished = DispatchSemaphore(value: 0)
     private let removeFolder: Bool
 
@@ -48,7 +50,7 @@ final class ServeProcess: @unchecked Sendable {
         try process.runSerialized()
         let collected = LockedData()
         let server = ServeProcess(process: process, folder: folder, collected: collected, removeFolder: given == nil)
-        let errorTail = LockedData()
+        let errorTail = server.errorTail
         let errorsDrained = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             while true {
@@ -107,6 +109,13 @@ final class ServeProcess: @unchecked Sendable {
     func terminate() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+        // A server that died of a crash (not of the signals tests stop servers with) shows why in
+        // the test's output: a later request's refused connection says nothing of it.
+        if process.terminationReason == .uncaughtSignal, ![SIGTERM, SIGINT, SIGKILL].contains(process.terminationStatus) {
+            let errors = String(decoding: errorTail.get(), as: UTF8.self)
+            FileHandle.standardError.write(
+                Data("ServeProcess: the server died of signal \(process.terminationStatus); its standard error ends:\n\(errors)\n".utf8))
+        }
         if removeFolder { try? FileManager.default.removeItem(at: folder) }
     }
 
