@@ -34,9 +34,12 @@ public final class FakeGoogleServer: Sendable {
         baseURL = URL(string: "http://127.0.0.1:\(server.port)")!
     }
 
-    /// A service-account key file (JSON) whose `token_uri` is this server, trusted by the fake.
-    public func serviceAccountKeyFile(email: String = "entitled@fake-project.iam.gserviceaccount.com") throws -> [UInt8] {
-        let key = try RSAPrivateKey()
+    /// A service-account key file (JSON) whose `token_uri` is this server, trusted by the fake;
+    /// its key is `key`, or a new one (generating an RSA key takes a noticeable fraction of a second).
+    public func serviceAccountKeyFile(
+        email: String = "entitled@fake-project.iam.gserviceaccount.com", key given: RSAPrivateKey? = nil
+    ) throws -> [UInt8] {
+        let key = try given ?? RSAPrivateKey()
         google.register(serviceAccount: email, publicKey: try key.publicKey)
         return PlayJSON.encode(
             ServiceAccountKey.KeyFile(

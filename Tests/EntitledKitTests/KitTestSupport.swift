@@ -5,7 +5,7 @@ import EntitledKit
 import EntitledServer
 import Foundation
 import HTTPServer
-import Storage
+@testable import Storage
 import Synchronization
 import Testing
 
@@ -301,7 +301,7 @@ struct KitWorld {
         ] }
         configuration.paywall = paywall ?? configuration.paywall
         let serverClock = AppStoreSimulator.VirtualClock(milliseconds: start)
-        let store = try await openStore(url: "sqlite::memory:")
+        let store = try await openStore(url: "sqlite::memory:", configuration: SQLiteStore.migratedTemplateConfiguration())
         let assembled = try await buildApplication(configuration: configuration, clock: serverClock, store: store)
         var settings = HTTPServer.Configuration()
         settings.host = "127.0.0.1"

@@ -115,7 +115,8 @@ struct StubVerifier: NotificationVerifying {
     }
 }
 
-/// The real ledger (`FactLedger` on a private `sqlite::memory:` database) behind two switches
+/// The real ledger (`FactLedger` on a private `sqlite::memory:` database, started as the migrated
+/// template) behind two switches
 /// real storage cannot show on demand: an outage and a slow commit. Everything else is the
 /// server's own code; what a test checks afterwards it reads from the database.
 final class TestLedger: Sendable {
@@ -136,7 +137,8 @@ final class TestLedger: Sendable {
     init(
         policy: Policy, cache: ProjectionCache, grantEnvironments: [Environment] = FactLedger.defaultGrantEnvironments
     ) async throws {
-        store = try #require(try await openStore(url: "sqlite::memory:") as? SQLiteStore)
+        store = try #require(
+            try await openStore(url: "sqlite::memory:", configuration: SQLiteStore.migratedTemplateConfiguration()) as? SQLiteStore)
         ledger = FactLedger(
             store: SwitchedStore(base: store, switches: switches), policy: policy, cache: cache, grantEnvironments: grantEnvironments)
     }

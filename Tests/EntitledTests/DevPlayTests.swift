@@ -71,8 +71,9 @@ import Testing
 
     @Test func devSellsTheConfigurationsPlayAppAtTheFakeGoogle() async throws {
         // A key file the configuration check accepts; dev replaces it with the fake's own.
-        let issuer = try FakeGoogleServer(google: try FakeGoogle(products: [], clock: VirtualClock(APIHarness.start)))
-        let keyFile = try issuer.serviceAccountKeyFile()
+        let issuer = try FakeGoogleServer(
+            google: try FakeGoogle(products: [], clock: VirtualClock(APIHarness.start), signingKey: GooglePlayAPITests.googleKey))
+        let keyFile = try issuer.serviceAccountKeyFile(key: GooglePlayAPITests.serviceAccountKey)
         await issuer.shutdown()
         let (folder, config) = try DevOwnProductsTests.file(
             "entitled.json",

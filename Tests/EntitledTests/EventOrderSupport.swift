@@ -3,7 +3,7 @@ import AppStoreSimulator
 import EntitledConfig
 import EntitledServer
 import Foundation
-import Storage
+@testable import Storage
 import Testing
 
 /// A scenario's deliveries recorded once, then posted to fresh servers in any order: what the
@@ -188,7 +188,7 @@ enum EventOrderBackend: String, Sendable, CustomTestStringConvertible {
 
     func open() async throws -> any LedgerStore {
         switch self {
-        case .sqliteMemory: try await openStore(url: "sqlite::memory:", configuration: StoreConfiguration())
+        case .sqliteMemory: try await openStore(url: "sqlite::memory:", configuration: SQLiteStore.migratedTemplateConfiguration())
         case .postgres: try await StoredBackend.postgres.open()
         }
     }

@@ -1,5 +1,6 @@
 import AppStore
 import EntitledConfig
+import EntitledCrypto
 import EntitledServer
 import Entitlements
 import Foundation
@@ -18,6 +19,12 @@ import Testing
     static let pushAccount = "play-push@fake-project.iam.gserviceaccount.com"
     static let period: Int64 = 30 * 86_400
 
+    /// The fake Google's signing key and the service account's, made once per test process:
+    /// generating an RSA key costs about a fifth of a second of CPU, and every world needs both.
+    /// A forger's key is made afresh where a test needs one.
+    static let googleKey = try! RSAPrivateKey()
+    static let serviceAccountKey = try! RSAPrivateKey()
+
     /// The fake Google, and servers on fresh stores that trust it.
     final class World: @unchecked Sendable {
         let clock = VirtualClock(APIHarness.start)
@@ -35,11 +42,11 @@ import Testing
                     FakePlayProduct(productId: "premium.plus", kind: .subscription(basePlans: ["monthly"], periodSeconds: GooglePlayAPITests.period)),
                     FakePlayProduct(productId: "lifetime", kind: .oneTime(consumable: false), price: unitPrice),
                     FakePlayProduct(productId: "coins", kind: .oneTime(consumable: true), price: unitPrice),
-                ], clock: clock)
+                ], clock: clock, signingKey: GooglePlayAPITests.googleKey)
             fake = try FakeGoogleServer(google: google)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             let keyFile = folder.appendingPathComponent("service-account.json")
-            try Data(try fake.serviceAccountKeyFile()).write(to: keyFile)
+            try Data(try fake.serviceAccountKeyFile(key: GooglePlayAPITests.serviceAccountKey)).write(to: keyFile)
             var configuration = APIHarness.configuration()
             configuration.apps = []
             configuration.playApps = [

@@ -127,7 +127,7 @@ import Testing
         defer { Task { await served.close(); await world.close() } }
         let token = try await served.postNewSubscription(world)
         // The app acknowledged it itself in between.
-        let account = try ServiceAccountKey(json: try world.fake.serviceAccountKeyFile())
+        let account = try ServiceAccountKey(json: try world.fake.serviceAccountKeyFile(key: GooglePlayAPITests.serviceAccountKey))
         let app = DeveloperAPIClient(
             settings: .init(baseURL: world.fake.baseURL), tokens: AccessTokenProvider(account: account, transport: CurlHTTP(), clock: world.clock),
             transport: CurlHTTP())

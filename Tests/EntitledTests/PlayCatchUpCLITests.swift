@@ -16,10 +16,10 @@ import Testing
                 FakePlayProduct(productId: "premium", kind: .subscription(basePlans: ["monthly"], periodSeconds: 30 * 86_400)),
                 FakePlayProduct(productId: "coins", kind: .oneTime(consumable: true)),
             ],
-            clock: clock)
+            clock: clock, signingKey: GooglePlayAPITests.googleKey)
         let fake = try FakeGoogleServer(google: google)
         defer { Task { await fake.shutdown() } }
-        try Data(try fake.serviceAccountKeyFile()).write(to: folder.appendingPathComponent("key.json"))
+        try Data(try fake.serviceAccountKeyFile(key: GooglePlayAPITests.serviceAccountKey)).write(to: folder.appendingPathComponent("key.json"))
         let package = "com.example.android"
         let config = """
             {"database": "sqlite:entitled.sqlite",

@@ -4,13 +4,16 @@ import Foundation
 #endif
 import Testing
 
-/// An `entitled serve` child process on a free loopback port. Its standard output is drained on
-/// a thread of its own (a full pipe would block the server's log writes).
+/// An `entitled serve` child process on a free loopback port. Its standard output and standard
+/// error are drained on threads of their own (a full pipe would block the server's log writes);
+/// the end of its standard error is kept for ``ServeStartFailure`` and for a server that crashed
+/// during the test (``terminate()``).
 final class ServeProcess: @unchecked Sendable {
     let process: Process
     private(set) var port = 0
     let folder: URL
     private let collected: LockedData
+    private let errorTail = LockedData()
     private let finished = DispatchSemaphore(value: 0)
     private let removeFolder: Bool
 
@@ -41,11 +44,24 @@ final class ServeProcess: @unchecked Sendable {
         environment.merge(extra) { $1 }
         process.environment = environment
         let output = Pipe()
+        let errors = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = errors
         try process.runSerialized()
         let collected = LockedData()
         let server = ServeProcess(process: process, folder: folder, collected: collected, removeFolder: given == nil)
+        let errorTail = server.errorTail
+        let errorsDrained = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            while true {
+                let chunk = errors.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                errorTail.append(chunk)
+                let kept = errorTail.get()
+                if kept.count > ServeStartFailure.keptBytes { errorTail.set(kept.suffix(ServeStartFailure.keptBytes)) }
+            }
+            errorsDrained.signal()
+        }
         let portFound = DispatchSemaphore(value: 0)
         let foundPort = LockedData()
         Thread.detachNewThread {
@@ -64,7 +80,17 @@ final class ServeProcess: @unchecked Sendable {
             server.finished.signal()
         }
         try await blocking { portFound.wait() }
-        guard let port = Int(String(decoding: foundPort.get(), as: UTF8.self)) else { throw CocoaError(.fileReadUnknown) }
+        guard let port = Int(String(decoding: foundPort.get(), as: UTF8.self)) else {
+            // Its output ended without the line: it exited (or closed its output). Say why.
+            try await blocking {
+                errorsDrained.wait()
+                process.waitUntilExit()
+            }
+            if given == nil { try? FileManager.default.removeItem(at: folder) }
+            throw ServeStartFailure(
+                status: process.terminationStatus, standardError: String(decoding: errorTail.get(), as: UTF8.self),
+                standardOutput: String(decoding: collected.get().suffix(ServeStartFailure.keptBytes), as: UTF8.self))
+        }
         server.port = port
         return server
     }
@@ -83,6 +109,13 @@ final class ServeProcess: @unchecked Sendable {
     func terminate() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+        // A server that died of a crash (not of the signals tests stop servers with) shows why in
+        // the test's output: a later request's refused connection says nothing of it.
+        if process.terminationReason == .uncaughtSignal, ![SIGTERM, SIGINT, SIGKILL].contains(process.terminationStatus) {
+            let errors = String(decoding: errorTail.get(), as: UTF8.self)
+            FileHandle.standardError.write(
+                Data("ServeProcess: the server died of signal \(process.terminationStatus); its standard error ends:\n\(errors)\n".utf8))
+        }
         if removeFolder { try? FileManager.default.removeItem(at: folder) }
     }
 
@@ -93,6 +126,20 @@ final class ServeProcess: @unchecked Sendable {
     func remainingOutput() -> String {
         finished.wait()
         return String(decoding: collected.get(), as: UTF8.self)
+    }
+}
+
+/// A server that ended before it said it was listening, with the end of what it printed.
+struct ServeStartFailure: Error, CustomStringConvertible {
+    /// How much of each stream is kept (its end).
+    static let keptBytes = 16_384
+
+    var status: Int32
+    var standardError: String
+    var standardOutput: String
+
+    var description: String {
+        "the server exited with status \(status) before listening; standard error:\n\(standardError)\nstandard output:\n\(standardOutput)"
     }
 }
 
@@ -126,6 +173,17 @@ func eventually(within limit: Duration = .seconds(20), _ condition: () async thr
         }
         #expect(status == 0)
         #expect(output.contains(#""event":"stopped""#))
+    }
+
+    /// A server that ends before it listens fails the test with its exit status and what it
+    /// wrote to standard error, not with an error that names neither.
+    @Test func aServerThatEndsBeforeListeningSaysWhy() async throws {
+        let error = await #expect(throws: ServeStartFailure.self) {
+            _ = try await ServeProcess.start(extraArguments: ["--no-such-option"])
+        }
+        #expect(error?.status == 2)
+        #expect(error?.standardError.contains("unknown option --no-such-option") == true)
+        #expect(error?.description.contains("unknown option --no-such-option") == true)
     }
 
     @Test func sigintAlsoStopsWithStatusZero() async throws {

@@ -5,7 +5,7 @@ import EntitledServer
 import Entitlements
 import Foundation
 import HTTPServer
-import Storage
+@testable import Storage
 import Testing
 
 /// Where the end-to-end API tests keep their ledger: a SQLite file, or a PostgreSQL schema of its
@@ -26,6 +26,7 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
         configuration.ledgerObserver = observer
         switch self {
         case .sqlite:
+            configuration.sqliteInitialImage = try await SQLiteStore.migratedImage.value
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-api-\(UUID())")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             return try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite", configuration: configuration)

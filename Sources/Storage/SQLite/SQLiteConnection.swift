@@ -115,6 +115,30 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
         return sqlite3_column_int64(statement, 0)
     }
 
+    /// The main database's bytes, as its file would hold them.
+    func serialize() throws -> [UInt8] {
+        var size: sqlite3_int64 = 0
+        guard let bytes = sqlite3_serialize(db, "main", &size, 0) else {
+            throw StorageError(.internal, "cannot serialize the SQLite database")
+        }
+        defer { sqlite3_free(bytes) }
+        return Array(UnsafeBufferPointer(start: bytes, count: Int(size)))
+    }
+
+    /// Replaces the main database (of an in-memory connection) with a copy of `image`
+    /// (``serialize()``'s bytes), which it may then grow without limit as an empty one would.
+    func deserialize(_ image: [UInt8]) throws {
+        guard let copy = sqlite3_malloc64(sqlite3_uint64(image.count))?.assumingMemoryBound(to: UInt8.self) else {
+            throw StorageError(.unavailable, "out of memory for an SQLite image of \(image.count) bytes")
+        }
+        image.withUnsafeBufferPointer { copy.update(from: $0.baseAddress!, count: image.count) }
+        let flags = UInt32(SQLITE_DESERIALIZE_FREEONCLOSE | SQLITE_DESERIALIZE_RESIZEABLE)
+        let size = sqlite3_int64(image.count)
+        try check(sqlite3_deserialize(db, "main", copy, size, size, flags), "deserialize")
+        var limit = sqlite3_int64.max
+        _ = sqlite3_file_control(db, "main", SQLITE_FCNTL_SIZE_LIMIT, &limit)
+    }
+
     /// True when no transaction is open (SQLite rolled one back by itself after some errors).
     var isAutocommit: Bool { sqlite3_get_autocommit(db) != 0 }
 

@@ -49,6 +49,7 @@ final class SQLiteStore: SessionBackedStore {
         switch location {
         case .memory:
             writer = try SQLiteConnection(path: nil)
+            if let image = configuration.sqliteInitialImage { try writer.deserialize(image) }
             try writer.configure(writer: true, wal: false, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
         case .file(let path):
             // A plain path gets its folder made; a `file:` URI (SQLite's own syntax, with options
@@ -57,6 +58,9 @@ final class SQLiteStore: SessionBackedStore {
             if !path.hasPrefix("file:") {
                 let directory = URL(fileURLWithPath: path).deletingLastPathComponent()
                 try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                if let image = configuration.sqliteInitialImage, !FileManager.default.fileExists(atPath: path) {
+                    try Data(image).write(to: URL(fileURLWithPath: path))
+                }
             }
             writer = try SQLiteConnection(path: path)
             // Asked for read-write, SQLite opens a file it cannot write read-only without a word;
@@ -370,6 +374,35 @@ final class SQLiteStore: SessionBackedStore {
     /// Bench support: see ``_StorageBenchmark``.
     func bulkLoad(customers range: Range<Int>, now: Int64, projection: _StorageBenchmark.SyntheticProjection? = nil) async throws {
         try await write { try Ledger(session: $0, fault: nil).bulkLoadSynthetic(range, now: now, projection: projection) }
+    }
+
+    /// Test support: the image of an in-memory database every migration ran on, made once per
+    /// process. Tests start their fresh databases from it (``StoreConfiguration/sqliteInitialImage``)
+    /// rather than run every migration for each: that was a share of the suites' time. The tests
+    /// of migrations themselves start from empty databases or fixtures.
+    static let migratedImage = Task<[UInt8], any Error> {
+        let store = try await open(location: .memory, configuration: StoreConfiguration())
+        do {
+            // In memory, a read runs on the writer's connection, outside any transaction.
+            let image = try await store.read { session in
+                guard let connection = session as? SQLiteConnection else {
+                    throw StorageError(.internal, "the SQLite writer has no SQLite connection")
+                }
+                return try connection.serialize()
+            }
+            await store.close()
+            return image
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    /// Test support: the default options, a new SQLite database starting as ``migratedImage``.
+    static func migratedTemplateConfiguration() async throws -> StoreConfiguration {
+        var configuration = StoreConfiguration()
+        configuration.sqliteInitialImage = try await migratedImage.value
+        return configuration
     }
 
     /// Test support: jobs waiting for the writer.
