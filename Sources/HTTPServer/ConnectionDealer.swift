@@ -17,15 +17,21 @@ import Foundation
 /// (half the throughput, and a p99 of tens of milliseconds, in about half the benchmark runs).
 /// Here the daemons are quiesced (their threads no longer watch the socket) and each accepted
 /// connection is handed over with `MHD_add_connection`, which picks the poll thread by the
-/// descriptor's number modulo the pool's size: consecutive connections alternate.
+/// descriptor's number modulo the pool's size. Accepted descriptors are not consecutive numbers
+/// (any thread of the process takes numbers between two accepts, and closed ones leave gaps, so
+/// a run of them can share one residue), so each connection is given a descriptor whose number
+/// names the next poll thread in turn (``descriptor(_:residue:modulo:)``).
 final class ConnectionDealer: Sendable {
     /// The listening socket (blocking); the server closes it after the daemons stopped.
     let socket: Int32
     private let server: HTTPServer
+    /// The daemon's poll threads (its pool's size).
+    private let pool: Int32
 
     init(socket: Int32, server: HTTPServer) {
         self.socket = socket
         self.server = server
+        pool = Int32(clamping: max(1, server.configuration.threads))
     }
 
     func start() {
@@ -38,6 +44,7 @@ final class ConnectionDealer: Sendable {
     func stop() { _ = shutdownSocket(socket) }
 
     private func run() {
+        var turn: Int32 = 0
         while true {
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -53,10 +60,35 @@ final class ConnectionDealer: Sendable {
                 default: return
                 }
             }
+            let placed = Self.descriptor(client, residue: turn, modulo: pool)
+            turn = (turn + 1) % pool
             withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { server.deal(client, address: $0, length: length) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { server.deal(placed, address: $0, length: length) }
             }
         }
+    }
+
+    /// `client`, or a duplicate of it (the original closed) whose number modulo `pool` is
+    /// `residue`: the poll thread libmicrohttpd places it on. Each duplicate takes the lowest free
+    /// number above the last, so a few tries find one; the numbers passed over are closed again.
+    /// Out of descriptors (or after `4 × pool` tries) the connection keeps its own number: it is
+    /// still served, on another poll thread.
+    static func descriptor(_ client: Int32, residue: Int32, modulo pool: Int32) -> Int32 {
+        guard pool > 1, client % pool != residue else { return client }
+        var passed: [Int32] = []
+        defer { for descriptor in passed { _ = close(descriptor) } }
+        var last = client
+        for _ in 0..<(4 * pool) {
+            let next = fcntl(client, F_DUPFD_CLOEXEC, last + 1)
+            guard next >= 0 else { return client }
+            if next % pool == residue {
+                _ = close(client)
+                return next
+            }
+            passed.append(next)
+            last = next
+        }
+        return client
     }
 
     /// accept(2), the connection's descriptor closed on exec (`accept4` is not in Glibc's module).

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPServer
+@testable import HTTPServer
 import Testing
 
 #if canImport(Glibc)
@@ -30,5 +30,45 @@ import Testing
             #expect(counts.count == 2, "connections per poll thread: \(counts.values.sorted())")
             #expect((counts.values.max() ?? 0) - (counts.values.min() ?? 0) <= 2, "connections per poll thread: \(counts.values.sorted())")
         }
+    }
+
+    /// The number after a connection's is often taken (in process, by the client's own socket
+    /// between two accepts), so it is held open here: the dealt descriptor must still name the
+    /// poll thread asked for, and be the same connection.
+    @Test(arguments: [(2, 0), (2, 1), (3, 0), (3, 1), (3, 2), (4, 3)])
+    func aDealtDescriptorNamesThePollThreadInTurn(pool: Int, residue: Int) throws {
+        var ends: [Int32] = [0, 0]
+        #if canImport(Glibc)
+            let stream = Int32(SOCK_STREAM.rawValue)
+        #else
+            let stream = SOCK_STREAM
+        #endif
+        #expect(socketpair(AF_UNIX, stream, 0, &ends) == 0)
+        let (client, peer) = (ends[0], ends[1])
+        defer { _ = close(peer) }
+        _ = fcntl(client, F_SETFD, FD_CLOEXEC)  // as the dealer's accept leaves it
+        let neighbour = fcntl(client, F_DUPFD_CLOEXEC, client + 1)
+        defer { _ = close(neighbour) }
+        var before = stat()
+        #expect(fstat(client, &before) == 0)
+
+        let dealt = ConnectionDealer.descriptor(client, residue: Int32(residue), modulo: Int32(pool))
+        defer { _ = close(dealt) }
+        #expect(dealt % Int32(pool) == Int32(residue))
+        var after = stat()
+        #expect(fstat(dealt, &after) == 0)
+        #expect(after.st_ino == before.st_ino && after.st_dev == before.st_dev)
+        #expect(fcntl(dealt, F_GETFD) & FD_CLOEXEC != 0)
+        // Still the same connection: what the peer writes arrives on the dealt descriptor.
+        #expect(write(peer, "x", 1) == 1)
+        var byte: UInt8 = 0
+        #expect(read(dealt, &byte, 1) == 1 && byte == UInt8(ascii: "x"))
+    }
+
+    @Test func aSinglePollThreadKeepsTheDescriptor() {
+        let client = dup(1)
+        defer { _ = close(client) }
+        #expect(ConnectionDealer.descriptor(client, residue: 0, modulo: 1) == client)
+        #expect(ConnectionDealer.descriptor(client, residue: client % 2, modulo: 2) == client)
     }
 }
