@@ -1,5 +1,6 @@
 internal import CMicroHTTPD
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -27,10 +28,15 @@ final class ConnectionDealer: Sendable {
     private let server: HTTPServer
     /// The daemon's poll threads (its pool's size).
     private let pool: Int32
+    /// Set when the thread has returned: from then on nothing names ``socket``.
+    private let ended = Atomic(false)
+    /// Tests only: runs on the thread before each `accept`.
+    private let beforeAccept: (@Sendable () -> Void)?
 
-    init(socket: Int32, server: HTTPServer) {
+    init(socket: Int32, server: HTTPServer, beforeAccept: (@Sendable () -> Void)? = nil) {
         self.socket = socket
         self.server = server
+        self.beforeAccept = beforeAccept
         pool = Int32(clamping: max(1, server.configuration.threads))
     }
 
@@ -43,9 +49,28 @@ final class ConnectionDealer: Sendable {
     /// Wakes the thread out of `accept` for good: new connections are refused from now on.
     func stop() { _ = shutdownSocket(socket) }
 
+    /// Closes the listening socket once the thread has returned (after ``stop()``). Not before: a
+    /// closed number is soon another descriptor's (the next server's listening socket, in a test
+    /// process), and a thread still on its way to `accept` would take that socket's connections
+    /// and close them. A thread that has not returned within two seconds keeps the socket open.
+    func closeWhenEnded() async {
+        let deadline = ContinuousClock.now.advanced(by: .seconds(2))
+        while !ended.load(ordering: .acquiring) {
+            guard ContinuousClock.now < deadline else { return }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        #if canImport(Glibc)
+            _ = Glibc.close(socket)
+        #else
+            _ = Darwin.close(socket)
+        #endif
+    }
+
     private func run() {
+        defer { ended.store(true, ordering: .releasing) }
         var turn: Int32 = 0
         while true {
+            beforeAccept?()
             var address = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let client = withUnsafeMutablePointer(to: &address) {

@@ -196,7 +196,7 @@ public final class HTTPServer: Sendable {
         stopping.store(true, ordering: .relaxed)
         // Shutting the listening socket down wakes the dealer for good and resets queued
         // connections at once, so clients see a refusal instead of hanging. It is closed after
-        // MHD_stop_daemon.
+        // MHD_stop_daemon, once the dealer's thread has returned (``ConnectionDealer/closeWhenEnded()``).
         dealer?.stop()
         await waitForInFlight(upTo: configuration.shutdownGracePeriod)
         // libmicrohttpd aborts in MHD_stop_daemon while a connection is suspended, and a handler
@@ -210,7 +210,7 @@ public final class HTTPServer: Sendable {
         watch.stop()
         for old in draining { old.stop() }
         handle.stop()
-        if let dealer { _ = close(dealer.socket) }
+        await dealer?.closeWhenEnded()
         state.withLock { state in
             state.stopped = true
             state.daemon = nil

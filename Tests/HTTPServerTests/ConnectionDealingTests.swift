@@ -65,6 +65,33 @@ import Testing
         #expect(read(dealt, &byte, 1) == 1 && byte == UInt8(ascii: "x"))
     }
 
+    /// The listening socket's number is closed only once the dealer's thread has returned: closed
+    /// earlier, the number would soon be another socket's (the next server's, in a test process),
+    /// and the thread on its way to `accept` would take and close that socket's connections.
+    @Test func theListeningSocketOutlivesTheDealersThread() async throws {
+        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(listening >= 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listening, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        #expect(bound == 0 && listen(listening, 8) == 0)
+        // The thread waits before its first accept until the gate opens.
+        let gate = DispatchSemaphore(value: 0)
+        let dealer = ConnectionDealer(socket: listening, server: HTTPServer(router: Router()), beforeAccept: { gate.wait() })
+        dealer.start()
+        dealer.stop()
+        let closing = Task { await dealer.closeWhenEnded() }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(fcntl(listening, F_GETFD) != -1, "closed while the dealer's thread could still accept on it")
+        for _ in 0..<4 { gate.signal() }
+        // Returns once the thread has: the socket is closed then (its number may already be
+        // another test's, so it is not looked at again).
+        await closing.value
+    }
+
     @Test func aSinglePollThreadKeepsTheDescriptor() {
         let client = dup(1)
         defer { _ = close(client) }
