@@ -23,7 +23,7 @@ import Synchronization
 /// a run of them can share one residue), so each connection is given a descriptor whose number
 /// names the next poll thread in turn (``descriptor(_:residue:modulo:)``).
 final class ConnectionDealer: Sendable {
-    /// The listening socket (blocking); the server closes it after the daemons stopped.
+    /// The listening socket (blocking); closed by ``closeWhenEnded()`` once the daemons stopped.
     let socket: Int32
     private let server: HTTPServer
     /// The daemon's poll threads (its pool's size).
@@ -59,11 +59,7 @@ final class ConnectionDealer: Sendable {
             guard ContinuousClock.now < deadline else { return }
             try? await Task.sleep(for: .milliseconds(1))
         }
-        #if canImport(Glibc)
-            _ = Glibc.close(socket)
-        #else
-            _ = Darwin.close(socket)
-        #endif
+        _ = close(socket)
     }
 
     private func run() {

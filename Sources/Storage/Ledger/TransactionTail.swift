@@ -17,10 +17,7 @@
 // phase 2 and the COMMIT go in one pipeline (``PostgresTail``): the shared rows and the outbox
 // lock are held only while the server runs it, never across a round trip.
 //
-// Why shards: every ingest adds to the same few rows of the day (today's actives, new
-// subscriptions, MRR). Written by every commit, one row would make each commit wait for the one
-// before it through its fsync; each transaction writes its own shard of those rows instead, so
-// concurrent commits do not meet on them (``RollupShards``).
+// Why the shared rows are sharded: the top of RollupShards.swift.
 
 /// A transaction's share of the hot writes, collected while its jobs run and written by
 /// ``statements(dialect:)`` right before the commit, summed per row and in the lock order above.
