@@ -99,6 +99,14 @@ struct SQLQuery: Sendable, ExpressibleByStringInterpolation {
             literals.append("")
         }
 
+        /// A bound value or `NULL`. The same as the overload above (an optional of a bindable
+        /// type is bindable); spelled out so that the compiler does not take an optional here
+        /// for a description about to be printed and warn at every such query.
+        mutating func appendInterpolation<Value: SQLBindable>(_ value: Value?) {
+            binds.append(value.sqlValue)
+            literals.append("")
+        }
+
         /// The fixed query's value (``SQLFixedQuery``), bound at each call.
         mutating func appendInterpolation(_ parameter: Parameter) {
             binds.append(.null)

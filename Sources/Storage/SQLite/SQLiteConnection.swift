@@ -1,5 +1,6 @@
 internal import CSQLite
 import Dispatch
+import Foundation
 
 /// One SQLite connection and its prepared-statement cache.
 ///
@@ -196,7 +197,7 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
         while true {
             let rc = sqlite3_step(statement)
             if rc == SQLITE_DONE { break }
-            guard rc == SQLITE_ROW else { throw error(rc, "step") }
+            guard rc == SQLITE_ROW else { throw error(rc, "step \(Self.statementText(statement))") }
             let count = sqlite3_column_count(statement)
             var values: [SQLValue] = []
             values.reserveCapacity(Int(count))
@@ -228,6 +229,29 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
             rows.append(SQLRow(values: values, columns: names))
         }
         return rows
+    }
+
+    /// The start of a statement's SQL, for error details: which statement failed. Values are
+    /// bound, never part of the text, so the text carries no data.
+    private static func statementText(_ statement: OpaquePointer) -> String {
+        guard let text = sqlite3_sql(statement) else { return "" }
+        return String(String(cString: text).prefix(120))
+    }
+
+    /// `BEGIN IMMEDIATE`, tried again while another connection (another process) holds the
+    /// write lock past the busy timeout, until `deadline`. SQLite's busy handler polls and is not
+    /// fair: a process that commits group after group retakes the lock between its own commits,
+    /// and a second process's writer could miss every gap for the whole busy timeout although
+    /// the lock was free a moment at a time. Its callers are still waiting, so failing them
+    /// would turn a busy moment into an error; the deadline still bounds a lock held for good.
+    func beginImmediate(until deadline: DispatchTime) throws {
+        while true {
+            let rc = sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
+            if rc == SQLITE_OK { return }
+            guard rc & 0xff == SQLITE_BUSY, DispatchTime.now() < deadline else { throw error(rc, "BEGIN IMMEDIATE") }
+            // The busy handler waited already; without one (a timeout of 0) this does not spin.
+            usleep(1_000)
+        }
     }
 
     private func columnNames(_ statement: OpaquePointer) -> SQLColumns {

@@ -106,6 +106,7 @@ final class SQLiteStore: SessionBackedStore {
         let observer = configuration.ledgerObserver
         let log = configuration.log
         let committed = self.committed
+        let lockWait = DispatchTimeInterval.milliseconds(max(0, configuration.sqliteWriteLockWaitMilliseconds))
         let groupReads: Bool
         if case .memory = location { groupReads = true } else { groupReads = false }
         threads.start(name: "entitled.sqlite.writer") {
@@ -136,7 +137,8 @@ final class SQLiteStore: SessionBackedStore {
                 }
                 if !writes.isEmpty {
                     lastGroup = writes.count
-                    Self.commitGroup(writes, on: connection, fault: fault, syncer: syncer, stats: &stats)
+                    Self.commitGroup(
+                        writes, on: connection, fault: fault, syncer: syncer, lockWait: lockWait, stats: &stats)
                     observer?.groupCommitted(writes: writes.count)
                     committed.ring()
                 }
@@ -189,7 +191,7 @@ final class SQLiteStore: SessionBackedStore {
     /// a second failure is rolled back alone.
     private static func commitGroup(
         _ jobs: [any StorageJob], on connection: SQLiteConnection, fault: FaultInjector?, syncer: WALSyncer?,
-        stats: inout WriterStats
+        lockWait: DispatchTimeInterval, stats: inout WriterStats
     ) {
         stats.groups += 1
         stats.jobs += jobs.count
@@ -199,7 +201,7 @@ final class SQLiteStore: SessionBackedStore {
             let t0 = DispatchTime.now().uptimeNanoseconds
             var t1 = t0
             do {
-                try connection.query("BEGIN IMMEDIATE")
+                try connection.beginImmediate(until: DispatchTime.now() + lockWait)
                 connection.tail.begin()
             } catch {
                 for job in jobs { job.finish(overriding: error) }
