@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs the commands of docs/deploy.md as written, against a throwaway install.
 
-    scripts/check-deploy-doc.py [BINARY]      default .build/debug/entitled
+    scripts/check-deploy-doc.py [BINARY]      default $ENTITLED_BINARY, else .build/debug/entitled
 
 Every fenced `sh` block of docs/deploy.md is run in order by bash (`set -e`), in a work folder
 holding what the page says you have: the binary at .build/docker-equivalent/entitled,
@@ -202,7 +202,8 @@ def free_port():
 
 
 def main():
-    binary = Path(sys.argv[1] if len(sys.argv) > 1 else REPO / ".build/debug/entitled").resolve()
+    default = os.environ.get("ENTITLED_BINARY") or REPO / ".build/debug/entitled"
+    binary = Path(sys.argv[1] if len(sys.argv) > 1 else default).resolve()
     install = Install(binary)
     try:
         for language, lines in fenced_blocks(DOC.read_text()):

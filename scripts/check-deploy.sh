@@ -7,10 +7,11 @@
 # - every command of docs/deploy.md works as written, against a throwaway install
 #   (scripts/check-deploy-doc.py: it lists what cannot run here and why).
 #
-#   scripts/check-deploy.sh [BINARY]    default .build/debug/entitled (built by `swift build`)
+#   scripts/check-deploy.sh [BINARY]    default $ENTITLED_BINARY, else .build/debug/entitled
+#                                       (built by `swift build`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-binary="$(realpath "${1:-.build/debug/entitled}")"
+binary="$(realpath "${1:-${ENTITLED_BINARY:-.build/debug/entitled}}")"
 work="$(mktemp -d /tmp/entitled-check-deploy.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 

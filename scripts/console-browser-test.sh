@@ -10,9 +10,9 @@ cd "$(dirname "$0")/.."
 
 command -v chromium >/dev/null 2>&1 || scripts/install-deps.sh
 # shellcheck source=test-server.sh
-. scripts/test-server.sh   # $dir, $pid, the EXIT trap that stops the server, event_port
+. scripts/test-server.sh   # $entitled, $dir, $pid, the EXIT trap that stops the server, event_port
 
-.build/debug/entitled dev --listen 127.0.0.1:0 --control 127.0.0.1:0 --data "$dir/data" --day-every 0 --no-seed \
+"$entitled" dev --listen 127.0.0.1:0 --control 127.0.0.1:0 --data "$dir/data" --day-every 0 --no-seed \
   > "$dir/serve.log" 2>&1 &
 pid=$!
 port=""

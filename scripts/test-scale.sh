@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=env.sh
 . scripts/env.sh
-entitled="${ENTITLED_BIN:-.build/debug/entitled}"
+entitled="${ENTITLED_BINARY:-.build/debug/entitled}"
 [ -x "$entitled" ] || swift build --product entitled
 
 bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"

@@ -1,7 +1,9 @@
 # Shared by the scripts that test a live server (schemathesis.sh, metrics-check.sh,
 # console-browser-test.sh); source it.
 #   test_venv VENV PACKAGE MODULE   a venv under .build with PACKAGE from PyPI (MODULE importable)
-#   start_serve NAME                runs .build/debug/entitled serve with $dir/entitled.json on a
+#   $entitled                       the binary: $ENTITLED_BINARY (scripts/test sets it to its
+#                                   build's), else .build/debug/entitled (`swift build`)
+#   start_serve NAME                runs $entitled serve with $dir/entitled.json on a
 #                                   free loopback port and a throwaway SQLite database in $dir;
 #                                   sets $pid; the EXIT trap stops it and removes $dir
 #   event_port EVENT                the port of the log event EVENT's "address" (empty until logged)
@@ -14,6 +16,7 @@ test_venv() {
   fi
 }
 
+entitled="${ENTITLED_BINARY:-.build/debug/entitled}"
 dir="$(mktemp -d /tmp/entitled-test-server.XXXXXX)"
 pid=""
 cleanup() {
@@ -31,7 +34,7 @@ start_serve() {
   # loop could still see a previous server's "listening" line (a restart after kill -9) and return
   # its port before the child truncated the log.
   : > "$dir/serve.log"
-  .build/debug/entitled serve --config "$dir/entitled.json" --listen 127.0.0.1:0 \
+  "$entitled" serve --config "$dir/entitled.json" --listen 127.0.0.1:0 \
     --database "sqlite:$dir/db/entitled.sqlite" > "$dir/serve.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 100); do

@@ -18,12 +18,12 @@ venv=.build/webhooks-venv
 . scripts/test-server.sh
 test_venv "$venv" standardwebhooks standardwebhooks
 
-secret="$(.build/debug/entitled webhook-secret)"
-other="$(.build/debug/entitled webhook-secret)"
+secret="$("$entitled" webhook-secret)"
+other="$("$entitled" webhook-secret)"
 [ "$secret" != "$other" ] || { echo "webhook-check: two secrets were equal" >&2; exit 1; }
 body='{"id":"evt_0123456789abcdef0123456789abcdef","type":"test","data":{"note":"ünïcode ✓"}}'
 timestamp="$(date +%s)"
-printf '%s' "$body" | .build/debug/entitled _webhook-sign --secret "$secret" --id evt_0123456789abcdef0123456789abcdef \
+printf '%s' "$body" | "$entitled" _webhook-sign --secret "$secret" --id evt_0123456789abcdef0123456789abcdef \
   --timestamp "$timestamp" > "$dir/headers"
 
 "$venv/bin/python" - "$dir/headers" "$secret" "$other" "$body" <<'PY'
@@ -136,7 +136,7 @@ PY
 kill "$pid"; wait "$pid" 2>/dev/null || true
 catalog=Tests/EntitledTests/Scenarios/catalog.json
 printf '{"action":"customer","customer":"ca-only"}\n' > "$dir/ca.jsonl"
-.build/debug/entitled simulate --data "$dir/sim" --scenario "$dir/ca.jsonl" --catalog "$catalog" > /dev/null 2>&1
+"$entitled" simulate --data "$dir/sim" --scenario "$dir/ca.jsonl" --catalog "$catalog" > /dev/null 2>&1
 cat > "$dir/entitled.json" <<JSON
 {"apiKeys": [{"name": "admin", "secret": "$admin", "scopes": ["read", "write", "admin"]}],
  "http": {"accessLog": false},
@@ -158,7 +158,7 @@ cat > "$dir/late.jsonl" <<JSONL
 JSONL
 # Virtual time starts 101 days ago: the whole history is in the past when it is posted.
 start=$(( ($(date +%s) - 101 * 86400) * 1000 ))
-.build/debug/entitled simulate --data "$dir/sim" --scenario "$dir/late.jsonl" --catalog "$catalog" --start "$start" \
+"$entitled" simulate --data "$dir/sim" --scenario "$dir/late.jsonl" --catalog "$catalog" --start "$start" \
   --target "http://127.0.0.1:$port/v1/apple/notifications" > "$dir/late.out" 2>&1 \
   || { cat "$dir/late.out" >&2; echo "webhook-check: the simulator failed" >&2; exit 1; }
 

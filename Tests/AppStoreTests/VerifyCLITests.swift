@@ -3,15 +3,12 @@ import EntitledCrypto
 import Foundation
 import Testing
 
-/// The `entitled verify` contract, run against the built binary (present after `swift build` or
-/// `swift test`; the suite is skipped when it is not).
-/// The debug `entitled` binary, if built.
-let entitledBinary: URL? = {
-    let url = appStorePackageRoot().appendingPathComponent(".build/debug/entitled")
-    return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
-}()
+/// The `entitled verify` contract, run against the built binary.
+/// The `entitled` binary, built beside the test runner by every build of the tests (whatever
+/// the configuration or scratch folder).
+let entitledBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("entitled")
 
-@Suite("entitled verify", .enabled(if: entitledBinary != nil))
+@Suite("entitled verify")
 struct VerifyCLITests {
     struct Run {
         var status: Int32
@@ -21,7 +18,7 @@ struct VerifyCLITests {
 
     func run(_ arguments: [String], input: String) throws -> Run {
         let process = Process()
-        process.executableURL = entitledBinary!
+        process.executableURL = entitledBinary
         process.arguments = ["verify"] + arguments
         let stdin = Pipe()
         let stdout = Pipe()
