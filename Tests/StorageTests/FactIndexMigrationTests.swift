@@ -3,10 +3,11 @@ import Testing
 
 @testable import Storage
 
-/// Schema version 46 on a ledger as schema 45 left it: on PostgreSQL the facts' tokens indexed
-/// through a hash index (``Schema/factTokenHashIndex``). Every fact is found by its token and
-/// transaction id as before.
-@Suite("Schema 46: fact tokens through a hash index")
+/// Schema versions 46 and 47 on a ledger as schema 45 left it: on PostgreSQL the facts' tokens
+/// indexed through a hash index (``Schema/factTokenHashIndex``), and on both the index of
+/// transaction ids without the notification facts (``Schema/transactionIdsWithoutNotifications``).
+/// Every fact is found by its token and transaction id as before, through those indexes.
+@Suite("Schemas 46 and 47: fact tokens through a hash index, transaction ids without the notifications'")
 struct FactIndexMigrationTests {
     typealias Legacy = RepackMigrationTests.Legacy
 
@@ -41,7 +42,19 @@ struct FactIndexMigrationTests {
                         WHERE n.nspname = current_schema() AND c.relname = 'facts_app_account_token' AND a.amname = 'hash'
                             AND i.indpred IS NOT NULL
                         """) == 1)
+                #expect(
+                    try await store.count(
+                        """
+                        SELECT COUNT(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+                        WHERE n.nspname = current_schema() AND c.relname = 'facts_transaction_id'
+                            AND pg_get_expr(i.indpred, i.indrelid) LIKE '%notification%'
+                        """) == 1)
+            } else {
+                #expect(
+                    try await store.count(
+                        "SELECT COUNT(*) FROM sqlite_master WHERE name = 'facts_transaction_id' AND sql LIKE '%kind <> ''notification''%'") == 1)
             }
+            #expect(try await Self.plan(store, "SELECT 1 FROM facts WHERE \(Ledger.carrying(transactionId: "t-o-1"))").contains("facts_transaction_id"))
             // A new customer's search for the facts that arrived with its token before it.
             let token = Legacy.token(1)
             #expect(

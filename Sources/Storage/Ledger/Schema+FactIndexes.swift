@@ -14,3 +14,16 @@ extension Schema {
             CREATE INDEX facts_app_account_token ON facts USING hash (app_account_token) WHERE app_account_token IS NOT NULL;
             """)
 }
+
+extension Schema {
+    /// The index on `transaction_id` without the notification facts (``Ledger/transactionFacts(_:)``):
+    /// a notification fact carries the transaction id of the transaction fact stored with it, so
+    /// every id it holds is found through that fact, and a V2 notification's two entries of one id
+    /// become one.
+    static let transactionIdsWithoutNotifications = Migration(
+        version: 47, name: "fact transaction ids without the notifications'",
+        sql: """
+            DROP INDEX facts_transaction_id;
+            CREATE INDEX facts_transaction_id ON facts (transaction_id) WHERE transaction_id IS NOT NULL AND kind <> 'notification';
+            """)
+}

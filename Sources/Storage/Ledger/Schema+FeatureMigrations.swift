@@ -291,5 +291,7 @@ extension Schema {
         rollupShards,
         // PostgreSQL: facts by token through a hash index (``factTokenHashIndex``).
         factTokenHashIndex,
+        // The index of facts' transaction ids without the notification facts (``transactionIdsWithoutNotifications``).
+        transactionIdsWithoutNotifications,
     ]
 }
