@@ -144,7 +144,7 @@ extension SessionBackedStore {
     func knownTransactions(_ transactionIds: [String]) async throws -> Set<String> {
         try await read { session in
             try Set(transactionIds.prefix(100)).filter { id in
-                try !session.query("SELECT 1 FROM facts WHERE transaction_id = \(id) LIMIT 1").isEmpty
+                try !session.query("SELECT 1 FROM facts WHERE \(Ledger.carrying(transactionId: id)) LIMIT 1").isEmpty
             }
         }
     }
@@ -159,7 +159,7 @@ extension SessionBackedStore {
                 UNION SELECT customer_id FROM links WHERE original_transaction_id = \(id)
                 UNION SELECT customer_id FROM customer_attributes WHERE value = \(id)
                 UNION SELECT l.customer_id FROM facts f JOIN links l ON l.original_transaction_id = f.original_transaction_id
-                    WHERE f.transaction_id = \(id))
+                    WHERE \(Ledger.carrying(transactionId: id)))
             """).map(decodeMatch)
     }
 
@@ -178,4 +178,13 @@ private struct MatchColumns: Decodable {
     var appUserId: String
     var appAccountToken: String
     var createdAt: Int64
+}
+
+extension Ledger {
+    /// The condition that finds the facts carrying transaction id `id` (a column of `facts` alone
+    /// in the query), as their index holds them (``Schema/transactionIdsWithoutNotifications``):
+    /// without the notification facts, whose transaction ids their transaction facts carry too.
+    static func carrying(transactionId id: String) -> SQLQuery {
+        "transaction_id = \(id) AND kind <> 'notification'"
+    }
 }

@@ -289,5 +289,9 @@ extension Schema {
         // A fact's kind and environment as one-byte codes (SQLite's columns, every sibling reference: ``factCodes``).
         Migration(version: 44, name: "fact kinds and environments as codes", sql: "", step: factCodes),
         rollupShards,
+        // PostgreSQL: facts by token through a hash index (``factTokenHashIndex``).
+        factTokenHashIndex,
+        // The index of facts' transaction ids without the notification facts (``transactionIdsWithoutNotifications``).
+        transactionIdsWithoutNotifications,
     ]
 }
