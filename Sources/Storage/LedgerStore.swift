@@ -163,8 +163,8 @@ public struct StoreConfiguration: Sendable {
     /// SQLite: how long a connection waits for a lock held by another process (ms). Default 5000.
     public var sqliteBusyTimeoutMilliseconds: Int = 5000
     /// SQLite: how long the writer keeps asking for the write lock while another process holds
-    /// it, each try waiting out the busy timeout, before it fails the ingests waiting on it (ms).
-    /// Default 30000.
+    /// it, each try waiting out the busy timeout, before it fails the ingests waiting on it (ms;
+    /// with no busy timeout it asks once). Default 30000.
     public var sqliteWriteLockWaitMilliseconds: Int = 30_000
     /// SQLite: most ingests committed together in one group commit. Default 256.
     public var maxGroupCommit: Int = 256

@@ -1,6 +1,5 @@
 internal import CSQLite
 import Dispatch
-import Foundation
 
 /// One SQLite connection and its prepared-statement cache.
 ///
@@ -248,9 +247,8 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
         while true {
             let rc = sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
             if rc == SQLITE_OK { return }
+            // Each try waited out the busy timeout in SQLite's busy handler before answering BUSY.
             guard rc & 0xff == SQLITE_BUSY, DispatchTime.now() < deadline else { throw error(rc, "BEGIN IMMEDIATE") }
-            // The busy handler waited already; without one (a timeout of 0) this does not spin.
-            usleep(1_000)
         }
     }
 

@@ -106,7 +106,9 @@ final class SQLiteStore: SessionBackedStore {
         let observer = configuration.ledgerObserver
         let log = configuration.log
         let committed = self.committed
-        let lockWait = DispatchTimeInterval.milliseconds(max(0, configuration.sqliteWriteLockWaitMilliseconds))
+        // Without a busy timeout each try answers at once: asking again would spin.
+        let lockWait = DispatchTimeInterval.milliseconds(
+            configuration.sqliteBusyTimeoutMilliseconds > 0 ? max(0, configuration.sqliteWriteLockWaitMilliseconds) : 0)
         let groupReads: Bool
         if case .memory = location { groupReads = true } else { groupReads = false }
         threads.start(name: "entitled.sqlite.writer") {
