@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   each target runs SECONDS (default 20); targets default
 #                                           to FuzzJWS FuzzEngine FuzzReceipt
 #   scripts/fuzz.sh --build-only [TARGET...] builds the targets and runs none (scripts/test builds
-#                                           them niced beside the debug build, runs them after it)
+#                                           them niced beside the tests' build, runs them after it)
 #
 # Exits 0 when every run ends without a crash, non-zero otherwise (libFuzzer's status; a crashing
 # input is written to .build/fuzz/artifacts/). Reproduce one with the plain build:
