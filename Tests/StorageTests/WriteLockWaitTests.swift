@@ -8,11 +8,20 @@ import Testing
 /// (its callers are still waiting), and fails them only once the lock wait is over.
 @Suite("SQLite write lock held by another process")
 struct WriteLockWaitTests {
-    /// A second connection to the store's file, as another process has it.
-    static func holdWriteLock(_ database: TestDatabase) throws -> SQLiteConnection {
-        let other = try SQLiteConnection(path: String(database.url.dropFirst("sqlite:".count)))
-        try other.execute("BEGIN IMMEDIATE")
-        return other
+    /// Runs `body` with a fresh SQLite file store (a 50 ms busy timeout, a `lockWait` ms lock
+    /// wait) whose write lock a second connection, as another process has it, holds until `body`
+    /// commits on it.
+    static func withLockHeld(
+        lockWait: Int, _ body: (any LedgerStore, SQLiteConnection) async throws -> Void
+    ) async throws {
+        try await withStore(.sqliteFile, configure: { options, _ in
+            options.sqliteBusyTimeoutMilliseconds = 50
+            options.sqliteWriteLockWaitMilliseconds = lockWait
+        }) { store, database in
+            let other = try SQLiteConnection(path: String(database.url.dropFirst("sqlite:".count)))
+            try other.execute("BEGIN IMMEDIATE")
+            try await body(store, other)
+        }
     }
 
     final class Flag: Sendable {
@@ -27,11 +36,7 @@ struct WriteLockWaitTests {
 
     @Test("an ingest waits out a write lock held longer than the busy timeout")
     func waitsPastTheBusyTimeout() async throws {
-        try await withStore(.sqliteFile, configure: { options, _ in
-            options.sqliteBusyTimeoutMilliseconds = 50
-            options.sqliteWriteLockWaitMilliseconds = 30_000
-        }) { store, database in
-            let other = try Self.holdWriteLock(database)
+        try await Self.withLockHeld(lockWait: 30_000) { store, other in
             let done = Flag()
             let ingest = Task {
                 defer { done.value.store(true, ordering: .sequentiallyConsistent) }
@@ -50,11 +55,7 @@ struct WriteLockWaitTests {
 
     @Test("a write lock held past the lock wait fails the ingest, naming the statement; the next one commits")
     func failsAfterTheLockWait() async throws {
-        try await withStore(.sqliteFile, configure: { options, _ in
-            options.sqliteBusyTimeoutMilliseconds = 50
-            options.sqliteWriteLockWaitMilliseconds = 300
-        }) { store, database in
-            let other = try Self.holdWriteLock(database)
+        try await Self.withLockHeld(lockWait: 300) { store, other in
             let started = ContinuousClock.now
             await #expect {
                 _ = try await Self.ingest(store, 1)
