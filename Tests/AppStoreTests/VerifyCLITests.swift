@@ -3,11 +3,11 @@ import EntitledCrypto
 import Foundation
 import Testing
 
-/// The `entitled verify` contract, run against the built binary.
 /// The `entitled` binary, built beside the test runner by every build of the tests (whatever
 /// the configuration or scratch folder).
 let entitledBinary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("entitled")
 
+/// The `entitled verify` contract, run against the built binary.
 @Suite("entitled verify")
 struct VerifyCLITests {
     struct Run {
