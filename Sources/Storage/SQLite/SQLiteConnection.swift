@@ -244,11 +244,15 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
     /// the lock was free a moment at a time. Its callers are still waiting, so failing them
     /// would turn a busy moment into an error; the deadline still bounds a lock held for good.
     func beginImmediate(until deadline: DispatchTime) throws {
+        // Every group commit begins here: the statement is prepared once, as every other.
+        let statement = try prepared("BEGIN IMMEDIATE")
         while true {
-            let rc = sqlite3_exec(db, "BEGIN IMMEDIATE", nil, nil, nil)
-            if rc == SQLITE_OK { return }
+            let rc = sqlite3_step(statement)
+            let failure = rc == SQLITE_DONE ? nil : error(rc, "BEGIN IMMEDIATE")
+            sqlite3_reset(statement)
+            guard let failure else { return }
             // Each try waited out the busy timeout in SQLite's busy handler before answering BUSY.
-            guard rc & 0xff == SQLITE_BUSY, DispatchTime.now() < deadline else { throw error(rc, "BEGIN IMMEDIATE") }
+            guard rc & 0xff == SQLITE_BUSY, DispatchTime.now() < deadline else { throw failure }
         }
     }
 
