@@ -184,14 +184,41 @@ let package = Package(
         .testTarget(name: "EntitledBenchmarksTests", dependencies: ["EntitledBenchmarks"], swiftSettings: swiftSettings),
         // The outbound client against hostile servers on loopback (endless, trickling, redirecting).
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient"], swiftSettings: swiftSettings),
+        // The server's suites, in three modules that compile side by side (one module was the
+        // build's longest job, on one core), over one harness module: a running API on loopback,
+        // the stub verifier and signed-data builders, the stores behind it, the built binary.
+        .testTarget(
+            name: "EntitledTestSupport",
+            dependencies: [
+                "EntitledServer", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting", "Entitlements",
+                "Storage", "EntitledCrypto", "GooglePlay", "GooglePlaySimulator",
+            ],
+            swiftSettings: swiftSettings),
+        // The API, ingest, events, webhooks, the console and charts, against a server in process.
         .testTarget(
             name: "EntitledTests",
             dependencies: [
-                "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
-                "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "EntitledKit", "GooglePlay", "GooglePlaySimulator",
-                "JSONCoding",
+                "EntitledTestSupport", "EntitledServer", "AppStoreServerAPI", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore",
+                "AppStoreTesting", "Entitlements", "Storage", "AppStoreSimulator", "EntitledKit", "GooglePlay", "JSONCoding",
             ],
             exclude: ["Scenarios", "Fixtures"], swiftSettings: swiftSettings),
+        // The `entitled` commands (serve, dev, simulate, import, checks) and the configuration they read.
+        .testTarget(
+            name: "EntitledCommandTests",
+            dependencies: [
+                "EntitledTestSupport", "EntitledServer", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
+                "AppStoreServerAPI", "Entitlements", "Storage", "AppStoreSimulator", "EntitledDev", "GooglePlay", "GooglePlaySimulator",
+                "JSONCoding",
+            ],
+            swiftSettings: swiftSettings),
+        // Google Play through the server: pushes, the Developer API, events, refunds, catch-up.
+        .testTarget(
+            name: "EntitledPlayTests",
+            dependencies: [
+                "EntitledTestSupport", "EntitledServer", "EntitledConfig", "HTTPServer", "HTTPClient", "AppStore", "AppStoreTesting",
+                "Entitlements", "Storage", "GooglePlay", "GooglePlaySimulator", "JSONCoding",
+            ],
+            swiftSettings: swiftSettings),
         // EntitledKit and the sample app's logic against a real server and the simulator over
         // loopback (the tests may use the server's targets; the library may not).
         .testTarget(

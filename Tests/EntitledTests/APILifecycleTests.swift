@@ -1,5 +1,6 @@
 import AppStore
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 

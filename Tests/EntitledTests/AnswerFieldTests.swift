@@ -1,5 +1,6 @@
 import AppStore
 import EntitledKit
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import Testing

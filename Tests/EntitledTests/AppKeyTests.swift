@@ -1,5 +1,6 @@
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import HTTPServer
 import Testing

@@ -1,4 +1,5 @@
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import Storage
 import Testing

@@ -1,13 +1,14 @@
 import AppStore
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import HTTPServer
 import Testing
 
 /// `GET /v1/charts/{chart}`: who may call it, the problems bad parameters get, JSON and CSV.
 @Suite struct ChartAPITests {
-    static let console = ConsoleAPITests.console
+    static let console = APIHarness.console
     static let range = "from=2027-01-14&to=2027-03-31"
 
     @Test(arguments: [

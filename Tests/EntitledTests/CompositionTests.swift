@@ -1,5 +1,6 @@
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Exports
 import Foundation
 import Storage

@@ -1,6 +1,7 @@
 import AppStore
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Exports
 import Foundation
 import HTTPServer
@@ -10,8 +11,6 @@ import Testing
 /// The console's page and JSON endpoints: who may call them, what bad queries get, and what a
 /// purchase and a renewal look like in the overview, the search and the timeline.
 @Suite struct ConsoleAPITests {
-    static let console = "Bearer console-secret-0123456789"
-
     static func configuration() -> Configuration {
         var configuration = APIHarness.configuration()
         configuration.apiKeys.append(APIKey(name: "console", secret: "console-secret-0123456789", scopes: [.console]))
@@ -40,18 +39,18 @@ import Testing
         ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31", nil, 401),
         ("/v1/console/customers", APIHarness.reader, 403),
         ("/v1/console/health", APIHarness.writer, 403),
-        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31", ConsoleAPITests.console, 200),
+        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31", APIHarness.console, 200),
         ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31", APIHarness.admin, 200),
-        ("/v1/console/health", ConsoleAPITests.console, 200),
-        ("/v1/metrics/overview?to=2027-01-31", ConsoleAPITests.console, 400),
-        ("/v1/metrics/overview?from=2027-02-30&to=2027-03-01", ConsoleAPITests.console, 400),
-        ("/v1/metrics/overview?from=2027-01-31&to=2027-01-01", ConsoleAPITests.console, 400),
-        ("/v1/metrics/overview?from=2000-01-01&to=2199-12-31", ConsoleAPITests.console, 400),
-        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31&interval=year", ConsoleAPITests.console, 400),
-        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31&environment=Nope", ConsoleAPITests.console, 400),
-        ("/v1/metrics/overview?from=%FF&to=2027-01-31", ConsoleAPITests.console, 400),
-        ("/v1/console/customers?limit=0", ConsoleAPITests.console, 400),
-        ("/v1/console/customers/nobody/timeline", ConsoleAPITests.console, 404),
+        ("/v1/console/health", APIHarness.console, 200),
+        ("/v1/metrics/overview?to=2027-01-31", APIHarness.console, 400),
+        ("/v1/metrics/overview?from=2027-02-30&to=2027-03-01", APIHarness.console, 400),
+        ("/v1/metrics/overview?from=2027-01-31&to=2027-01-01", APIHarness.console, 400),
+        ("/v1/metrics/overview?from=2000-01-01&to=2199-12-31", APIHarness.console, 400),
+        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31&interval=year", APIHarness.console, 400),
+        ("/v1/metrics/overview?from=2027-01-01&to=2027-01-31&environment=Nope", APIHarness.console, 400),
+        ("/v1/metrics/overview?from=%FF&to=2027-01-31", APIHarness.console, 400),
+        ("/v1/console/customers?limit=0", APIHarness.console, 400),
+        ("/v1/console/customers/nobody/timeline", APIHarness.console, 404),
     ] as [(String, String?, Int)])
     func accessAndBadQueries(_ path: String, _ auth: String?, _ status: Int) async throws {
         try await APIHarness.run(configuration: Self.configuration()) { api in
@@ -72,7 +71,7 @@ import Testing
             #expect(try await api.postV2(Apple.notification(.didRenew, signed: start + 30 * day, transaction: renewed)).status == 200)
 
             let overview = try await api.send(
-                "GET", "/v1/metrics/overview?from=2027-01-14&to=2027-03-31&interval=month", auth: Self.console)
+                "GET", "/v1/metrics/overview?from=2027-01-14&to=2027-03-31&interval=month", auth: APIHarness.console)
             let series = try #require(overview.json["series"] as? [[String: Any]])
             #expect(series.map { $0["date"] as? String } == ["2027-01-14", "2027-02-01", "2027-03-01"])
             // Each point's level at the end of its last day: expired on March 16.
@@ -82,23 +81,23 @@ import Testing
             #expect((series[0]["mrr"] as? [String: Double])?["USD"] == 9.99)
             #expect((series[1]["revenue"] as? [String: Double])?["USD"] == 9.99)
             #expect(series[0]["mrrReported"] == nil, "no reporting currency configured")
-            let end = try await api.send("GET", "/v1/metrics/overview?from=2027-03-20&to=2027-03-20", auth: Self.console)
+            let end = try await api.send("GET", "/v1/metrics/overview?from=2027-03-20&to=2027-03-20", auth: APIHarness.console)
             #expect((end.json["series"] as? [[String: Any]])?.first?["activeSubscriptions"] as? Int == 0)
 
             for query in ["alice", "ali", token, "o1", "t2"] {
-                let found = try await api.send("GET", "/v1/console/customers?q=\(query)", auth: Self.console)
+                let found = try await api.send("GET", "/v1/console/customers?q=\(query)", auth: APIHarness.console)
                 #expect((found.json["customers"] as? [[String: Any]])?.map { $0["appUserId"] as? String } == ["alice"], "\(query)")
             }
-            let none = try await api.send("GET", "/v1/console/customers?q=zed", auth: Self.console)
+            let none = try await api.send("GET", "/v1/console/customers?q=zed", auth: APIHarness.console)
             #expect((none.json["customers"] as? [Any])?.isEmpty == true)
 
-            let timeline = try await api.send("GET", "/v1/console/customers/alice/timeline", auth: Self.console)
+            let timeline = try await api.send("GET", "/v1/console/customers/alice/timeline", auth: APIHarness.console)
             let events = try #require(timeline.json["events"] as? [[String: Any]])
             #expect(events.map { $0["text"] as? String } == ["Renewed pro.monthly, $9.99", "Subscribed to pro.monthly, $9.99"])
             #expect((events.first?["raw"] as? [String])?.count == 2, "the notification and its transaction, one event")
             // The console key reads the customer's answer, as the page does, but cannot write.
-            #expect(try await api.customer("alice", auth: Self.console).status == 200)
-            #expect(try await api.send("POST", "/v1/customers/alice/transactions", auth: Self.console, json: "{}").status == 403)
+            #expect(try await api.customer("alice", auth: APIHarness.console).status == 200)
+            #expect(try await api.send("POST", "/v1/customers/alice/transactions", auth: APIHarness.console, json: "{}").status == 403)
         }
     }
 
@@ -117,7 +116,7 @@ import Testing
                 bought.price = price
                 #expect(try await api.postV2(Apple.notification(.subscribed, .initialBuy, signed: start, transaction: bought)).status == 200)
             }
-            let overview = try await api.send("GET", "/v1/metrics/overview?from=2027-01-15&to=2027-01-15", auth: Self.console)
+            let overview = try await api.send("GET", "/v1/metrics/overview?from=2027-01-15&to=2027-01-15", auth: APIHarness.console)
             let point = try #require((overview.json["series"] as? [[String: Any]])?.first)
             #expect(point["mrr"] as? [String: Double] == ["USD": 9.99, "EUR": 8.99, "JPY": 1200])
             let reported = try #require(point["mrrReported"] as? [String: Any])
@@ -144,7 +143,7 @@ import Testing
             renewed.transactionReason = .renewal
             #expect(try await api.postV2(Apple.notification(.didRenew, signed: start + 2 * hour, transaction: renewed)).status == 200)
 
-            let early = try await api.send("GET", "/v1/console/health", auth: Self.console).json
+            let early = try await api.send("GET", "/v1/console/health", auth: APIHarness.console).json
             let hours = try #require(early["hours"] as? [[String: Any]])
             #expect(hours.map { [$0["accepted"] as? Int, $0["rejected"] as? Int] } == [[1, 1], [1, 0]])
             #expect(hours.first?["hour"] as? String == ISO8601.format(milliseconds: start / hour * hour))
@@ -152,7 +151,7 @@ import Testing
 
             api.clock.advance(by: 48 * hour)
             #expect(try await api.postV2("not-a-jws").code == "MALFORMED_PAYLOAD")
-            let late = try await api.send("GET", "/v1/console/health", auth: Self.console).json
+            let late = try await api.send("GET", "/v1/console/health", auth: APIHarness.console).json
             #expect((late["hours"] as? [[String: Any]])?.map { [$0["accepted"] as? Int, $0["rejected"] as? Int] } == [[0, 1]])
             let last = try #require(late["lastNotifications"] as? [[String: Any]])
             #expect(last.map { $0["receivedAt"] as? String } == [ISO8601.format(milliseconds: start + 2 * hour)], "\(late)")
@@ -175,7 +174,7 @@ import Testing
             _ = try await store.claimExport("file:///srv/second", owner: "a", now: start, leaseUntil: start + 60_000, through: start - 300_000)
             _ = try await store.finishExport(
                 "file:///srv/second", owner: "a", outcome: .failed(retryAt: start + 300_000, error: "EXPORT_FILE_SYSTEM: disk full"), now: start)
-            let health = try await api.send("GET", "/v1/console/health", auth: Self.console).json
+            let health = try await api.send("GET", "/v1/console/health", auth: APIHarness.console).json
             let exports = try #require(health["exports"] as? [[String: Any]])
             #expect(exports.map { $0["destination"] as? String } == ["file:///srv/first", "file:///srv/second"])
             #expect(exports[0]["watermark"] as? String == ISO8601.format(milliseconds: start - 300_000))
@@ -185,7 +184,7 @@ import Testing
         }
         // Without exports the list is empty.
         try await APIHarness.run(configuration: Self.configuration()) { api in
-            let health = try await api.send("GET", "/v1/console/health", auth: Self.console).json
+            let health = try await api.send("GET", "/v1/console/health", auth: APIHarness.console).json
             #expect((health["exports"] as? [Any])?.isEmpty == true)
         }
     }

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import AppStoreTesting
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import Testing

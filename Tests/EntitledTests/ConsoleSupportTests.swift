@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// audit record, what `/v1/console/session` tells the page, and the typed refusal without
 /// `serverAPI`.
 @Suite(.serialized) struct ConsoleSupportTests {
-    static let console = ConsoleAPITests.console
+    static let console = APIHarness.console
 
     func get(_ world: ReconcileWorld, _ path: String, auth: String? = APIHarness.admin) async throws -> Loopback.Reply {
         try await send(world, "GET", path, auth: auth)

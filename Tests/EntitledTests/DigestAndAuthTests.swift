@@ -1,6 +1,7 @@
 import EntitledConfig
 import EntitledCrypto
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import HTTPServer
 import Testing

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSimulator
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 @testable import Storage
 import Testing

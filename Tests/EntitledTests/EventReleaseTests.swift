@@ -1,3 +1,4 @@
+@testable import EntitledTestSupport
 import Foundation
 import Storage
 import Testing

@@ -1,4 +1,5 @@
 import EntitledConfig
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import Testing

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTesting
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import struct Entitlements.NotificationType
 import struct Entitlements.NotificationSubtype
 import struct Entitlements.WinBackOfferRule

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import AppStoreSimulator
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import HTTPClient
 import Synchronization

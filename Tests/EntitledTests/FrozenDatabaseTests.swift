@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreTesting
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 
@@ -36,7 +37,7 @@ import Testing
         options.postgresStatementTimeoutMilliseconds = 300
         options.postgresConnectTimeoutSeconds = 2
         let store = try await openStore(url: try #require(Self.postgresURL), configuration: options)
-        let configuration = try SignedAPITests.configuration(trusting: StoredAPITests.ca)
+        let configuration = try SignedAPITests.configuration(trusting: TestSigning.ca)
         let (server, _) = try await startServer(configuration: configuration, store: store, clock: VirtualClock(APIHarness.start))
         do {
             try await check(port: server.port, store: store)
@@ -64,7 +65,7 @@ import Testing
         start = ContinuousClock.now
         let posted = try await Loopback.send(
             port: port, "POST", "/v1/customers/u1/transactions", headers: ["Authorization": APIHarness.writer],
-            body: Array(#"{"signedTransaction":"\#(try StoredAPITests.ca.signer.sign(transaction))"}"#.utf8))
+            body: Array(#"{"signedTransaction":"\#(try TestSigning.ca.signer.sign(transaction))"}"#.utf8))
         waited = ContinuousClock.now - start
         thaw()
         #expect(posted.status == 503)

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreTesting
 import EntitledConfig
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import HTTPServer
@@ -114,9 +115,9 @@ import Testing
                     clock.advance(by: Int64.random(in: 1...3, using: &random) * Self.day)
                 case 4:
                     // The projection fails (as a rebuild by another process records it), later heals.
-                    try await PlayEarlierOrderReviewTests.execute(other ?? store, "UPDATE customer_states SET projection_error = 'poisoned' WHERE app_user_id = '\(user)'")
+                    try await executeSQL(other ?? store, "UPDATE customer_states SET projection_error = 'poisoned' WHERE app_user_id = '\(user)'")
                 default:
-                    try await PlayEarlierOrderReviewTests.execute(other ?? store, "UPDATE customer_states SET projection_error = NULL WHERE app_user_id = '\(user)'")
+                    try await executeSQL(other ?? store, "UPDATE customer_states SET projection_error = NULL WHERE app_user_id = '\(user)'")
                 }
                 try await check(user, step)
             }
@@ -171,9 +172,9 @@ import Testing
             #expect(try head() == active)
 
             // A projection marked failed by another connection: the read fails, as the storage read does.
-            try await PlayEarlierOrderReviewTests.execute(other, "UPDATE customer_states SET projection_error = 'poisoned' WHERE app_user_id = 'u1'")
+            try await executeSQL(other, "UPDATE customer_states SET projection_error = 'poisoned' WHERE app_user_id = 'u1'")
             #expect(throws: StorageError.self) { try ledger.renderedHeadNow(appUserId: "u1", now: Self.now) }
-            try await PlayEarlierOrderReviewTests.execute(other, "UPDATE customer_states SET projection_error = NULL WHERE app_user_id = 'u1'")
+            try await executeSQL(other, "UPDATE customer_states SET projection_error = NULL WHERE app_user_id = 'u1'")
             #expect(try head() == active)
 
             // Time alone: a held head that no longer holds (the subscription's end) is not served.

@@ -1,5 +1,6 @@
 import AppStore
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
         try await StoredAPITests.run(backend) { api in
             let t0 = APIHarness.start
             let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
-            let signer = StoredAPITests.ca.signer
+            let signer = TestSigning.ca.signer
             var renewal = Apple.renewal(signed: t0)
             renewal.environment = .sandbox
             let transaction = Apple.transaction(

@@ -1,6 +1,7 @@
 import AppStore
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import HTTPServer

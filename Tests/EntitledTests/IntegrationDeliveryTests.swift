@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import EntitledCrypto
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import HTTPServer
 import Synchronization

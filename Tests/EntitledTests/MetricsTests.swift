@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTesting
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import HTTPServer
 import Storage
@@ -90,7 +91,7 @@ import Testing
 
     @Test(arguments: StoredBackend.all)
     func metricsMoveWithRequestsAndGaugesMatchARecount(backend: StoredBackend) async throws {
-        var configuration = try SignedAPITests.configuration(trusting: StoredAPITests.ca)
+        var configuration = try SignedAPITests.configuration(trusting: TestSigning.ca)
         configuration.apiKeys.append(APIKey(name: "prometheus", secret: "prometheus-secret-0123456789", scopes: [.metrics]))
         let metrics = ServerMetrics()
         let store = try await backend.open(observer: metrics)

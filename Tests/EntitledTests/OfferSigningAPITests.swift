@@ -2,6 +2,7 @@ import AppStore
 import EntitledConfig
 import EntitledCrypto
 import EntitledServer
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import HTTPServer

@@ -1,5 +1,6 @@
 import AppStore
 import EntitledConfig
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import HTTPServer

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreTesting
 import EntitledServer
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import Storage
@@ -10,7 +11,7 @@ import Testing
 /// engine fact) next to healthy ones: ingest still commits and answers 200, that customer alone
 /// answers 500 `PROJECTION_FAILED`, the others are served, and `rebuild` reports it and goes on.
 @Suite struct ProjectionIsolationTests {
-    static let ca = StoredAPITests.ca
+    static let ca = TestSigning.ca
     static let day: Int64 = 86_400_000
     let t0 = APIHarness.start
 

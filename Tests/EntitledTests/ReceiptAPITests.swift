@@ -3,6 +3,7 @@ import AppStoreTesting
 import EntitledConfig
 import EntitledCrypto
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSimulator
 import AppStoreTesting
 import EntitledCrypto
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 

@@ -4,6 +4,7 @@ import AppStoreSimulator
 import EntitledConfig
 import EntitledCrypto
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import HTTPClient
 import HTTPServer
@@ -23,11 +24,6 @@ actor SwitchableTransport: NotificationTransport {
         guard !down, let target else { return .failure("connection refused") }
         return await target.post(body)
     }
-}
-
-/// Retries without waiting (the scenario runs in virtual time).
-struct NoWait: Sleeper {
-    func sleep(milliseconds: Int64) async throws {}
 }
 
 /// A Production simulator posting to a real server (SQLite) over loopback, the simulator's fake

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import EntitledConfig
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import Testing

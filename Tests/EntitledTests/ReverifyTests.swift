@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTesting
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import Storage
@@ -17,7 +18,7 @@ import Testing
         let now = Int64(Date().timeIntervalSince1970 * 1000)
 
         init(trusting ca: TestCertificateAuthority) throws {
-            folder = try DatabaseFileServeTests.folder()
+            folder = try CLI.writableFolder()
             let rootFile = folder.appendingPathComponent("root.der")
             try Data(ca.rootDER).write(to: rootFile)
             var configuration = Configuration()

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import Storage
 import Testing
@@ -21,7 +22,7 @@ import Testing
         var options = StoreConfiguration()
         options.postgresSchema = String(schema)
         options.postgresConnections = 2
-        let configuration = try SignedAPITests.configuration(trusting: StoredAPITests.ca)
+        let configuration = try SignedAPITests.configuration(trusting: TestSigning.ca)
         let clock = VirtualClock(APIHarness.start)
         let storeA = try await openStore(url: url, configuration: options)
         let storeB = try await openStore(url: url, configuration: options)

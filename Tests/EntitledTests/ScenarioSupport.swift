@@ -3,6 +3,7 @@ import AppStoreSimulator
 import AppStoreTesting
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import HTTPServer
 import Storage

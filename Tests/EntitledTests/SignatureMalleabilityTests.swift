@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreTesting
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 
@@ -50,7 +51,7 @@ import Testing
     func aHighSTwinOfAPostedTransactionIsADuplicate(backend: StoredBackend) async throws {
         try await StoredAPITests.run(backend) { api in
             let transaction = Apple.transaction(tid: "t1", purchase: t0 - Self.day, expires: t0 + 29 * Self.day)
-            let signed = try StoredAPITests.ca.signer.sign(transaction)
+            let signed = try TestSigning.ca.signer.sign(transaction)
             #expect(try await postTransaction(api, "u1", signed) == 200)
             let facts = try await api.store.facts(appUserId: "u1").count
             let entries = try await history(api, "u1")
@@ -66,7 +67,7 @@ import Testing
     func aHighSTwinOfANotificationsNestedTransactionIsADuplicate(backend: StoredBackend) async throws {
         try await StoredAPITests.run(backend) { api in
             let token = try #require(try await api.customer("u1").json["appAccountToken"] as? String)
-            let signer = StoredAPITests.ca.signer
+            let signer = TestSigning.ca.signer
             let transaction = try signer.sign(
                 Apple.transaction(tid: "t1", purchase: t0 - Self.day, expires: t0 + 29 * Self.day, signed: t0, token: token))
             let notification = try signer.sign(

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTesting
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 

@@ -2,70 +2,16 @@ import AppStore
 import AppStoreTesting
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import HTTPServer
 @testable import Storage
 import Testing
 
-/// Where the end-to-end API tests keep their ledger: a SQLite file, or a PostgreSQL schema of its
-/// own (from `ENTITLED_TEST_POSTGRES`; in CI a missing PostgreSQL fails instead of skipping).
-enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite, postgres
-    var testDescription: String { rawValue }
-
-    static var all: [StoredBackend] {
-        let environment = ProcessInfo.processInfo.environment
-        let postgres = !(environment["ENTITLED_TEST_POSTGRES"] ?? "").isEmpty || !(environment["CI"] ?? "").isEmpty
-        return postgres ? [.sqlite, .postgres] : [.sqlite]
-    }
-
-    /// `observer` (metrics) is told of group commits and projection changes.
-    func open(observer: (any LedgerObserver)? = nil) async throws -> any LedgerStore {
-        var configuration = StoreConfiguration()
-        configuration.ledgerObserver = observer
-        switch self {
-        case .sqlite:
-            configuration.sqliteInitialImage = try await SQLiteStore.migratedImage.value
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("entitled-api-\(UUID())")
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            return try await openStore(url: "sqlite:\(folder.path)/ledger.sqlite", configuration: configuration)
-        case .postgres:
-            let url = try #require(
-                ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 },
-                "ENTITLED_TEST_POSTGRES must be set where CI is")
-            configuration.postgresSchema = "api_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
-            configuration.postgresConnections = 4
-            return try await openStore(url: url, configuration: configuration)
-        }
-    }
-}
-
-/// The real server on `store` — verifier, engine projector, ledger — on loopback, logs off; `port` 0
-/// picks a free one (a fixed port lets a test restart the server where its clients expect it).
-func startServer(
-    configuration: Configuration, store: any LedgerStore, clock: any EpochClock, port: Int = 0, fastPaths: FastPaths = testFastPaths
-) async throws -> (HTTPServer, FactLedger) {
-    let assembled = try await buildApplication(
-        configuration: configuration, clock: clock, store: store, fastPaths: fastPaths)
-    return (try startQuietServer(router: assembled.application.router, port: port), assembled.ledger)
-}
-
-/// An HTTP server for `router` on loopback, without logs, started.
-func startQuietServer(router: Router, port: Int = 0) throws -> HTTPServer {
-    var settings = HTTPServer.Configuration()
-    settings.port = port
-    settings.accessLog = nil
-    settings.errorLog = nil
-    let server = HTTPServer(configuration: settings, router: router)
-    try server.start()
-    return server
-}
-
 /// The whole server path on real storage: really signed notifications → verifier → engine →
 /// ledger → projection → GET, on SQLite and PostgreSQL.
 @Suite struct StoredAPITests {
-    static let ca = try! TestCertificateAuthority()
     static let day: Int64 = 86_400_000
     let t0 = APIHarness.start
 
@@ -91,7 +37,7 @@ func startQuietServer(router: Router, port: Int = 0) throws -> HTTPServer {
     }
 
     static func run(_ backend: StoredBackend, _ body: (Harness) async throws -> Void) async throws {
-        let configuration = try SignedAPITests.configuration(trusting: ca)
+        let configuration = try SignedAPITests.configuration(trusting: TestSigning.ca)
         let clock = VirtualClock(APIHarness.start)
         let store = try await backend.open()
         let (server, ledger) = try await startServer(configuration: configuration, store: store, clock: clock)
@@ -116,7 +62,7 @@ func startQuietServer(router: Router, port: Int = 0) throws -> HTTPServer {
             _ type: NotificationType, _ subtype: Entitlements.NotificationSubtype?, uuid: String, signed: Int64,
             tid: String, purchase: Int64, expires: Int64, autoRenew: Bool = true
         ) throws -> String {
-            let signer = Self.ca.signer
+            let signer = TestSigning.ca.signer
             let transaction = Apple.transaction(tid: tid, purchase: purchase, expires: expires, signed: signed, token: token)
             let renewal = Apple.renewal(autoRenew: autoRenew, signed: signed)
             let payload = ResponseBodyV2DecodedPayload(
@@ -253,7 +199,7 @@ func startQuietServer(router: Router, port: Int = 0) throws -> HTTPServer {
             let transaction = Apple.transaction(tid: "t9", purchase: t0 - Self.day, expires: t0 + 29 * Self.day, token: token)
             let posted = try await api.send(
                 "POST", "/v1/customers/u7/transactions", auth: APIHarness.writer,
-                json: #"{"signedTransaction":"\#(try Self.ca.signer.sign(transaction))"}"#)
+                json: #"{"signedTransaction":"\#(try TestSigning.ca.signer.sign(transaction))"}"#)
             #expect(posted.status == 200)
             #expect(posted.entitlement("pro")?["active"] as? Bool == true)
         }

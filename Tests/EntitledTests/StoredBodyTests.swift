@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreTesting
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 
@@ -26,7 +27,7 @@ import Testing
     @Test(arguments: StoredBackend.all)
     func aPaddedTransactionStoresNoMoreThanTheUnpaddedOne(backend: StoredBackend) async throws {
         try await StoredAPITests.run(backend) { api in
-            let signer = StoredAPITests.ca.signer
+            let signer = TestSigning.ca.signer
             func post(_ tid: String, pad: Int) async throws -> Int64 {
                 let jws = try signer.sign(Apple.transaction(otid: "o-\(tid)", tid: tid, purchase: t0 - Self.day, expires: t0 + 29 * Self.day))
                 let padding = pad > 0 ? #","pad":"\#(String(repeating: "x", count: pad))""# : ""
@@ -64,7 +65,7 @@ import Testing
     func anAcceptedNotificationComesBackByteForByte(backend: StoredBackend, form: Int) async throws {
         let (_, posted, text, stored) = Self.postedForms[form]
         try await StoredAPITests.run(backend) { api in
-            let signer = StoredAPITests.ca.signer
+            let signer = TestSigning.ca.signer
             let signedTransaction = try signer.sign(
                 Apple.transaction(otid: "o-b", tid: "t-b", purchase: t0 - Self.day, expires: t0 + 29 * Self.day))
             let signedRenewal = try signer.sign(Apple.renewal(otid: "o-b", signed: t0 - Self.day))

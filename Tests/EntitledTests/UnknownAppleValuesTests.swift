@@ -1,5 +1,6 @@
 import AppStore
 import EntitledServer
+@testable import EntitledTestSupport
 import struct Entitlements.NotificationType
 import struct Entitlements.NotificationSubtype
 import Foundation

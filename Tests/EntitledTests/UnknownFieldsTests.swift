@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreTesting
+@testable import EntitledTestSupport
 import Entitlements
 import Foundation
 import JSONCoding

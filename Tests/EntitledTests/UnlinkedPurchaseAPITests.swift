@@ -1,5 +1,6 @@
 import AppStore
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// customer, the console finds and counts it as unlinked, its events name nobody, and the app
 /// posting the transaction makes it the customer's.
 @Suite struct UnlinkedPurchaseAPITests {
-    static let console = ConsoleAPITests.console
+    static let console = APIHarness.console
 
     @Test func anUnlinkedPurchaseIsAnsweredSearchableCountedAndLinkedByTheApp() async throws {
         try await APIHarness.run(configuration: ConsoleAPITests.configuration()) { api in

@@ -1,66 +1,21 @@
 import AppStore
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import HTTPServer
-import Synchronization
 import Testing
 
 /// Webhook delivery end to end: the server's dispatcher posting to a receiver on loopback, with
 /// retries on the injected clock, per-customer order and the admin API.
 @Suite struct WebhookDeliveryTests {
     static let day: Int64 = 86_400_000
-    static let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
-    /// A receiver on loopback that answers 500 to its first `failures` requests, then 204.
-    final class Receiver: Sendable {
-        struct Delivery: Sendable {
-            var id: String
-            var timestamp: String
-            var signature: String
-            var body: [UInt8]
-            var answered: Int
-        }
-
-        let failures: Int
-        let received = Mutex<[Delivery]>([])
-        private let server: HTTPServer
-
-        init(failing failures: Int) throws {
-            self.failures = failures
-            let box = Mutex<Receiver?>(nil)
-            var routes = Router()
-            routes.post("/hook") { request in
-                guard let receiver = box.withLock({ $0 }) else { return .text("not ready", status: 503) }
-                return receiver.receive(request)
-            }
-            server = try HTTPServer.quietLoopback(routes)
-            box.withLock { $0 = self }
-        }
-
-        var url: URL { URL(string: "http://127.0.0.1:\(server.port)/hook")! }
-
-        private func receive(_ request: Request) -> Response {
-            received.withLock { received in
-                let status = received.count < failures ? 500 : 204
-                received.append(
-                    Delivery(
-                        id: request.headers["webhook-id"] ?? "", timestamp: request.headers["webhook-timestamp"] ?? "",
-                        signature: request.headers["webhook-signature"] ?? "", body: request.body, answered: status))
-                return Response(status: status)
-            }
-        }
-
-        func shutdown() async { await server.shutdown() }
-
-        var deliveries: [Delivery] { received.withLock { $0 } }
-    }
-
-    static func configuration(_ receiver: Receiver, schedule: [Int], maxRetryHours: Int = 72) throws -> Configuration {
+    static func configuration(_ receiver: WebhookReceiver, schedule: [Int], maxRetryHours: Int = 72) throws -> Configuration {
         var configuration = APIHarness.configuration()
         configuration.webhooks = [
             WebhookEndpoint(
-                url: receiver.url, secretKey: try #require(WebhookSecret.key(secret)), timeoutSeconds: 5,
+                url: receiver.url, secretKey: try #require(WebhookSecret.key(WebhookReceiver.secret)), timeoutSeconds: 5,
                 retryScheduleSeconds: schedule, maxRetryHours: maxRetryHours)
         ]
         return configuration
@@ -105,7 +60,7 @@ import Testing
     }
 
     @Test func retriesFollowTheScheduleAndEachCustomerStaysInOrder() async throws {
-        let receiver = try Receiver(failing: 2)
+        let receiver = try WebhookReceiver(failing: 2)
         defer { Task { await receiver.shutdown() } }
         try await APIHarness.run(configuration: try Self.configuration(receiver, schedule: [30, 120])) { api in
             let dispatcher = try #require(api.application.webhooks)
@@ -135,7 +90,7 @@ import Testing
 
             let received = receiver.deliveries
             #expect(received.count == 5)
-            let key = try #require(WebhookSecret.key(Self.secret))
+            let key = try #require(WebhookSecret.key(WebhookReceiver.secret))
             for delivery in received {
                 let expected = WebhookSignature.signature(
                     key: key, id: delivery.id, timestamp: Int64(delivery.timestamp) ?? 0, body: delivery.body)
@@ -173,7 +128,7 @@ import Testing
     }
 
     @Test func anEndpointThatNeverAnswers2xxEndsFailedAfterMaxRetryHours() async throws {
-        let receiver = try Receiver(failing: .max)
+        let receiver = try WebhookReceiver(failing: .max)
         defer { Task { await receiver.shutdown() } }
         try await APIHarness.run(configuration: try Self.configuration(receiver, schedule: [60, 600], maxRetryHours: 1)) { api in
             let dispatcher = try #require(api.application.webhooks)

@@ -1,27 +1,15 @@
 import AppStore
 import EntitledConfig
 import EntitledServer
+@testable import EntitledTestSupport
 import Foundation
 import HTTPServer
 import Synchronization
 import Testing
 
-extension HTTPServer {
-    /// A started server on a free loopback port, without logs.
-    static func quietLoopback(_ routes: Router) throws -> HTTPServer {
-        var settings = HTTPServer.Configuration()
-        (settings.host, settings.port, settings.accessLog, settings.errorLog) = ("127.0.0.1", 0, nil, nil)
-        let server = HTTPServer(configuration: settings, router: routes)
-        try server.start()
-        return server
-    }
-}
-
 /// Webhook endpoints that answer with a redirect or not at all: neither loses an event nor holds up
 /// another endpoint's deliveries.
 @Suite(.serialized) struct WebhookHostileEndpointTests {
-    typealias Receiver = WebhookDeliveryTests.Receiver
-
     /// A loopback endpoint answering every POST with `answer` (after `hold` returns).
     final class Endpoint: Sendable {
         private let server: HTTPServer
@@ -56,13 +44,13 @@ extension HTTPServer {
 
     static func endpoint(_ url: URL, timeoutSeconds: Int = 5) throws -> WebhookEndpoint {
         WebhookEndpoint(
-            url: url, secretKey: try #require(WebhookSecret.key(WebhookDeliveryTests.secret)), timeoutSeconds: timeoutSeconds,
+            url: url, secretKey: try #require(WebhookSecret.key(WebhookReceiver.secret)), timeoutSeconds: timeoutSeconds,
             retryScheduleSeconds: [60], maxRetryHours: 72)
     }
 
     @Test(arguments: [302, 307])
     func aRedirectIsAFailedAttemptAndNeverFollowed(status: Int) async throws {
-        let target = try Receiver(failing: 0)
+        let target = try WebhookReceiver(failing: 0)
         let redirector = try Endpoint { Response(status: status, headers: ["Location": target.url.absoluteString]) }
         var configuration = APIHarness.configuration()
         configuration.webhooks = [try Self.endpoint(redirector.url)]
@@ -84,7 +72,7 @@ extension HTTPServer {
 
     @Test func aHangingEndpointDoesNotHoldUpAHealthyOne() async throws {
         let hanging = try Endpoint(hanging: { _ in true }) { Response(status: 204) }
-        let healthy = try Receiver(failing: 0)
+        let healthy = try WebhookReceiver(failing: 0)
         var configuration = APIHarness.configuration()
         configuration.webhooks = [try Self.endpoint(hanging.url, timeoutSeconds: 60), try Self.endpoint(healthy.url)]
         try await APIHarness.run(configuration: configuration) { api in
