@@ -208,6 +208,9 @@ public struct StoreConfiguration: Sendable {
     var repackBatch = 500
     /// Tests only: apply migrations up to this version only (a database as an older binary left it).
     var migrateThrough: Int? = nil
+    /// Tests only: closing the store hands its PostgreSQL schema back to
+    /// ``PostgresSchemaPool/shared`` (reset for another test, or dropped).
+    var recyclesSchema = false
     /// Tests only: a new SQLite database (in memory, or a file not there yet) starts as this
     /// image instead of empty: ``SQLiteStore/migratedImage``, so that opening it migrates nothing.
     var sqliteInitialImage: [UInt8]? = nil

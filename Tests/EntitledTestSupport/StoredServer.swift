@@ -9,7 +9,8 @@ import HTTPServer
 import Testing
 
 /// Where the end-to-end API tests keep their ledger: a SQLite file, or a PostgreSQL schema of its
-/// own (from `ENTITLED_TEST_POSTGRES`; in CI a missing PostgreSQL fails instead of skipping).
+/// own (from `ENTITLED_TEST_POSTGRES`, through ``PostgresSchemaPool``; in CI a missing PostgreSQL
+/// fails instead of skipping).
 enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite, postgres
     var testDescription: String { rawValue }
@@ -34,7 +35,11 @@ enum StoredBackend: String, CaseIterable, Sendable, CustomTestStringConvertible 
             let url = try #require(
                 ProcessInfo.processInfo.environment["ENTITLED_TEST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 },
                 "ENTITLED_TEST_POSTGRES must be set where CI is")
-            configuration.postgresSchema = "api_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+            // A schema from the pool when it has one, handed back to it when the store closes.
+            configuration.postgresSchema =
+                PostgresSchemaPool.shared.take(url: url)
+                ?? "api_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+            configuration.recyclesSchema = true
             configuration.postgresConnections = 4
             return try await openStore(url: url, configuration: configuration)
         }

@@ -39,12 +39,27 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 }
 
 /// A fresh, empty database for one test: a temporary SQLite file, a private in-memory database,
-/// or a PostgreSQL schema of its own (dropped afterwards).
+/// or a PostgreSQL schema of its own (handed back to ``PostgresSchemaPool/shared`` afterwards:
+/// reset for another test, or dropped).
 struct TestDatabase: Sendable {
     let backend: Backend
     let url: String
     let schema: String?
     let directory: URL?
+
+    /// A database for a test that opens it migrated: on PostgreSQL, a schema from the pool
+    /// when it has one. The tests of migrations, which open a database as an older binary left
+    /// it, use ``init(_:)``.
+    init(migrated backend: Backend) throws {
+        let fresh = try TestDatabase(backend)
+        let pooled = fresh.schema == nil ? nil : PostgresSchemaPool.shared.take(url: fresh.url)
+        self.init(backend: backend, url: fresh.url, schema: pooled ?? fresh.schema, directory: fresh.directory)
+    }
+
+    /// A database that already exists: `schema` on the server at `url`, or the SQLite file in `directory`.
+    init(backend: Backend, url: String, schema: String?, directory: URL?) {
+        (self.backend, self.url, self.schema, self.directory) = (backend, url, schema, directory)
+    }
 
     init(_ backend: Backend) throws {
         self.backend = backend
@@ -87,20 +102,16 @@ struct TestDatabase: Sendable {
 
     func destroy() async {
         if let directory { try? FileManager.default.removeItem(at: directory) }
-        var cleanup = configuration(migrate: false)
-        cleanup.skipSchemaCheck = true
-        if let schema, let store = try? await openStore(url: url, configuration: cleanup) {
-            try? await store.raw("DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE")
-            await store.close()
-        }
+        if let schema { await PostgresSchemaPool.shared.recycle(schema: schema, url: url) }
     }
 }
 
 extension StoreConfiguration {
     /// A fresh SQLite database starts as a copy of the process's migrated template
-    /// (``SQLiteStore/migratedImage``) instead of running every migration; PostgreSQL's schema is
-    /// still migrated (a database copied from a template cost its server as much CPU as the
-    /// migrations). Nothing changes for a store opened without migrating.
+    /// (``SQLiteStore/migratedImage``) instead of running every migration. PostgreSQL's comes
+    /// from ``PostgresSchemaPool`` instead (``TestDatabase/init(migrated:)``): a database copied
+    /// from a template cost its server as much CPU as the migrations. Nothing changes for a store
+    /// opened without migrating.
     mutating func startMigrated(_ backend: Backend) async throws {
         guard migrateOnOpen, backend != .postgres else { return }
         sqliteInitialImage = try await SQLiteStore.migratedImage.value
@@ -129,9 +140,10 @@ func withStore(
     configure: (inout StoreConfiguration, TestDatabase) -> Void = { _, _ in },
     _ body: (any LedgerStore, TestDatabase) async throws -> Void
 ) async throws {
-    let database = try TestDatabase(backend)
+    let database = try TestDatabase(migrated: backend)
     var options = database.configuration(fault: fault)
     configure(&options, database)
+    #expect(options.migrateOnOpen && options.migrateThrough == nil, "withStore opens migrated databases only")
     try await options.startMigrated(backend)
     let store = try await openStore(url: database.url, configuration: options)
     do {

@@ -296,6 +296,9 @@ final class PostgresStore: SessionBackedStore {
         await replicas?.close()
         queue.close()
         await threads.waitForAll()
+        if configuration.recyclesSchema, let schema = configuration.postgresSchema {
+            await PostgresSchemaPool.shared.recycle(schema: schema, url: conninfo)
+        }
     }
 
     // MARK: Bench and test support
