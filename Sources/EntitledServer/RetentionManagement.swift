@@ -145,11 +145,23 @@ struct RetentionCalls {
 
     /// Rows as left-aligned columns.
     static func table(_ rows: [[String]]) -> String {
-        let widths = (0..<(rows.map(\.count).max() ?? 0)).map { column in rows.map { column < $0.count ? $0[column].count : 0 }.max() ?? 0 }
-        return rows.map { row in
-            row.enumerated().map { index, cell in index == row.count - 1 ? cell : cell.padding(toLength: widths[index] + 2, withPad: " ", startingAt: 0) }
-                .joined()
-        }.joined(separator: "\n")
+        // Plain loops: the same as closures over `max() ?? 0`, which took the type checker seconds.
+        var widths: [Int] = []
+        for row in rows {
+            for (column, cell) in row.enumerated() {
+                if column == widths.count { widths.append(0) }
+                widths[column] = max(widths[column], cell.count)
+            }
+        }
+        var lines: [String] = []
+        for row in rows {
+            var line = ""
+            for (column, cell) in row.enumerated() {
+                line += column == row.count - 1 ? cell : cell.padding(toLength: widths[column] + 2, withPad: " ", startingAt: 0)
+            }
+            lines.append(line)
+        }
+        return lines.joined(separator: "\n")
     }
 }
 

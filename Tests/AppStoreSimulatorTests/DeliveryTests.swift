@@ -245,7 +245,8 @@ func startServer(_ router: Router) throws -> HTTPServer {
             try await group.waitForAll()
         }
         let records = await simulator.sender.history()
-        #expect(records.count == 1 + 6 + 10)
+        let sent: Int = 1 + 6 + 10
+        #expect(records.count == sent)
         #expect(records.filter { $0.notificationType == "DID_RENEW" }.count == 6)
         #expect(zip(records, records.dropFirst()).allSatisfy { $0.signedDate <= $1.signedDate })
     }

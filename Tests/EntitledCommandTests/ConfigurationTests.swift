@@ -101,7 +101,7 @@ import Testing
         (#"{"database": {"primary": "postgres://p@h/db", "readYourWrites": "never"}}"#, "database.readYourWrites", "'allServers' or 'thisServer'"),
         (#"[1, 2]"#, "$", "object"),
         (#"{"listen": "#, "$", "not valid JSON"),
-    ])
+    ] as [(String, String, String)])
     func errorsNameTheKey(document: String, path: String, fragment: String) {
         #expect {
             _ = try loader.parse(Data(document.utf8))

@@ -146,7 +146,9 @@ import Testing
         #expect(try await world.run(["url", "get"]).stdout == world.endpointURL + "\n")
         let started = try await world.run(["performance-test", "start", original])
         #expect(started.status == 0, "\(started.stderr)")
-        let requestId = try #require(started.stdout.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
+        let firstLine: Substring? = started.stdout.split(separator: "\n").first
+        let lastWord: String? = firstLine?.split(separator: " ").last.map(String.init)
+        let requestId: String = try #require(lastWord)
         #expect(try await world.run(["performance-test", "result", requestId]).stdout.hasPrefix("result      PENDING\n"))
         async let waited = world.run(["performance-test", "result", requestId, "--wait"])
         try await Task.sleep(for: .seconds(1))

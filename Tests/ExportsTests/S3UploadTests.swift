@@ -48,7 +48,8 @@ import Testing
                 "POST /entitled-exports/events.jsonl", "PUT /entitled-exports/events.jsonl", "PUT /entitled-exports/events.jsonl",
                 "PUT /entitled-exports/events.jsonl", "POST /entitled-exports/events.jsonl",
             ])
-            #expect(sent[1].contains("partNumber=1") && sent[3].contains("partNumber=3"))
+            #expect(sent[1].contains("partNumber=1"))
+            #expect(sent[3].contains("partNumber=3"))
             #expect(try await server.client().getObject(key: "events.jsonl") == bytes)
         }
     }

@@ -85,8 +85,10 @@ import Testing
                 #expect((row["entitlements"] ?? "").split(separator: " ").map(String.init) == event.entitlements)
                 #expect(try JSONDecoder().decode([String: String].self, from: Data(try #require(row["details"]).utf8)) == event.details)
                 #expect(row["cause"] == event.cause)
-                #expect(try row["occurred_at"].map(ExportFiles.milliseconds) == event.occurredAt)
-                #expect(try row["recorded_at"].map(ExportFiles.milliseconds) == event.recordedAt)
+                let occurredAt: Int64? = try row["occurred_at"].map(ExportFiles.milliseconds)
+                let recordedAt: Int64? = try row["recorded_at"].map(ExportFiles.milliseconds)
+                #expect(occurredAt == event.occurredAt)
+                #expect(recordedAt == event.recordedAt)
             }
         }
     }

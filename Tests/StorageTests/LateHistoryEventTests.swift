@@ -94,7 +94,8 @@ import Testing
         #expect(burst.filter { $0.type == EventType.subscriptionAutoRenewDisabled.rawValue }.count == 2)
         #expect(burst.filter { $0.type == EventType.subscriptionAutoRenewEnabled.rawValue }.isEmpty)
         #expect(burst.filter { $0.type == EventType.subscriptionExpired.rawValue }.map(\.appUserId) == ["u0", "u1"])
-        #expect(burst.filter { $0.type == EventType.subscriptionRenewed.rawValue }.count == 10 * 3 + 2)
+        let renewals: Int = 10 * 3 + 2
+        #expect(burst.filter { $0.type == EventType.subscriptionRenewed.rawValue }.count == renewals)
         // In a burst in signed order, commit order is the order things happened.
         #expect(burst.map(\.occurredAt) == burst.map(\.occurredAt).sorted())
         let renewed = try #require(burst.first { $0.type == EventType.subscriptionRenewed.rawValue })
