@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import EntitledConfig
+import EntitledCrypto
 import EntitledServer
 import Foundation
 import GooglePlay
@@ -102,14 +103,20 @@ final class DevPlay: Sendable {
     /// Makes this run's `messageId`s unlike any earlier run's, which the server would take for redeliveries.
     private let run = String(UInt64.random(in: 1...UInt64.max), radix: 36)
 
+    /// The fake's signing key and the service account's, made once per process: an RSA key takes
+    /// a noticeable fraction of a second of CPU to generate, and the tests start `entitled dev`
+    /// many times in one process.
+    private static let keys = Result { (google: try RSAPrivateKey(), serviceAccount: try RSAPrivateKey()) }
+
     /// Starts the fake Google selling `configured` (the configuration's first Play app), else the
     /// demo app; writes its service-account key file to `keyFile`.
     init(configured: PlayApp?, clock: any EpochClock, keyFile: URL, saved: Saved?) throws(StartupError) {
         let products = configured?.products ?? Self.demoProducts
         do {
-            google = try FakeGoogle(products: products.map(Self.fake(_:)), clock: clock)
+            let keys = try Self.keys.get()
+            google = try FakeGoogle(products: products.map(Self.fake(_:)), clock: clock, signingKey: keys.google)
             server = try FakeGoogleServer(google: google)
-            try Data(try server.serviceAccountKeyFile()).write(to: keyFile, options: .atomic)
+            try Data(try server.serviceAccountKeyFile(key: keys.serviceAccount)).write(to: keyFile, options: .atomic)
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile.path)
         } catch {
             throw .runtime("the fake Google Play: \(error)")
