@@ -29,7 +29,13 @@ enum CompressedText {
         Varint.write(LedgerDictionary.current, to: &out)
         Varint.write(UInt64(texts.count), to: &out)
         for text in texts { Varint.write(UInt64(text.count), to: &out) }
-        out += try LedgerDictionary.zstd.get().compress(Array(texts.joined()))
+        // Whole-array appends (copies of each text) rather than `Array(texts.joined())`, which
+        // walks every byte through a flattening iterator: a tenth of the storage suites' CPU
+        // in the unoptimized build.
+        var joined: [UInt8] = []
+        joined.reserveCapacity(total)
+        for text in texts { joined += text }
+        out += try LedgerDictionary.zstd.get().compress(joined)
         return out
     }
 
