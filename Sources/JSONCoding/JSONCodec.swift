@@ -24,9 +24,10 @@ public struct JSONCodec: Sendable, Equatable {
 
     /// `value` as `JSONEncoder` with `.sortedKeys` writes it (a stored fact's text, whose bytes
     /// must never change): with the fast paths by ``SortedJSONEncoder`` where it can.
-    public func encodeSorted(_ value: some Encodable) throws -> [UInt8] {
-        if fastPaths, let bytes = try? SortedJSONEncoder.encode(value) { return bytes }
-        return Array(try Self.sortedEncoder.encode(value))
+    /// `escapingSlashes` false: as `JSONEncoder` with `.sortedKeys` and `.withoutEscapingSlashes`.
+    public func encodeSorted(_ value: some Encodable, escapingSlashes: Bool = true) throws -> [UInt8] {
+        if fastPaths, let bytes = try? SortedJSONEncoder.encode(value, escapingSlashes: escapingSlashes) { return bytes }
+        return Array(try (escapingSlashes ? Self.sortedEncoder : Self.sortedUnescapedEncoder).encode(value))
     }
 
     // Never mutated after creation, so one instance serves every thread.
@@ -34,6 +35,11 @@ public struct JSONCodec: Sendable, Equatable {
     private static let sortedEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
+    private static let sortedUnescapedEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }()
 }

@@ -171,8 +171,120 @@ struct SortedJSONEncoderTests {
         #expect(fast == (try document.encoded(codec: JSONCodec(fastPaths: false))))
     }
 
+    /// Customer documents of generated histories (every kind of fact, odd texts, one to twelve
+    /// facts, evaluated at several instants, with merged environments or without): the writer's
+    /// own bytes, and Foundation's.
+    @Test(arguments: [UInt64(5), 6])
+    func generatedCustomerDocumentsMatchFoundation(seed: UInt64) throws {
+        var maker = Maker(rng: SplitMix64(seed: seed))
+        let products = ["pro.monthly", "id1", "Z", "a/b"]
+        let policy = Policy(
+            products: Dictionary(uniqueKeysWithValues: products.enumerated().map { index, id in
+                (id, ProductPolicy(type: index % 2 == 0 ? .autoRenewable : .nonConsumable, entitlements: ["e\(index % 3)", "pro"]))
+            }))
+        var written = 0
+        for round in 0..<300 {
+            let facts = (0..<(1 + round % 12)).map { _ in maker.fact() }
+            let now = maker.int(0...2_000_000_000_000)
+            // The generated facts' environments are mostly odd texts: evaluated in their first's.
+            let merged: [Environment]? =
+                round % 3 == 0 ? [facts[0].environment] + [Environment.production, .sandbox].filter { $0 != facts[0].environment } : nil
+            var state = merged.map { evaluate(facts: facts, policy: policy, now: now, environments: $0) }
+                ?? evaluate(facts: facts, policy: policy, now: now, environment: facts[0].environment)
+            state.evaluatedAt = 0
+            let document = CustomerDocument(
+                customer: CustomerRecord(id: 1, appUserId: maker.text(), appAccountToken: maker.text(), createdAt: 0,
+                                         aliases: round % 2 == 0 ? [] : [maker.text(), "b"]),
+                environments: merged, state: state)
+            let foundation = try document.encoded(codec: JSONCodec(fastPaths: false))
+            let fast = try SortedJSONEncoder.encode(document)
+            #expect(fast == foundation, "round \(round)")
+            written += fast.count
+        }
+        #expect(written > 300 * 400)
+    }
+
+    /// Without escaping slashes (the events' JSON fields): `JSONEncoder`'s bytes with
+    /// `.withoutEscapingSlashes`, for facts, texts, maps of texts and a citation-shaped value.
+    @Test(arguments: [UInt64(7), 8])
+    func withoutEscapingSlashesMatchesFoundation(seed: UInt64) throws {
+        struct Citation: Encodable { var notificationUUID: String?; var notificationType: String?; var transactionIds: [String] }
+        let foundation = JSONEncoder()
+        foundation.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var maker = Maker(rng: SplitMix64(seed: seed))
+        for _ in 0..<300 {
+            let texts = (0..<Int(maker.int(0...4))).map { _ in maker.text() }
+            let details = Dictionary(texts.map { ($0, maker.text()) }, uniquingKeysWith: { $1 })
+            let citation = Citation(notificationUUID: maker.maybe { $0.text() }, notificationType: maker.maybe { $0.text() }, transactionIds: texts)
+            let fact = maker.fact()
+            #expect(try SortedJSONEncoder.encode(texts, escapingSlashes: false) == Array(foundation.encode(texts)))
+            #expect(try SortedJSONEncoder.encode(details, escapingSlashes: false) == Array(foundation.encode(details)))
+            #expect(try SortedJSONEncoder.encode(citation, escapingSlashes: false) == Array(foundation.encode(citation)))
+            #expect(try SortedJSONEncoder.encode(fact, escapingSlashes: false) == Array(foundation.encode(fact)))
+            #expect(try JSONCodec(fastPaths: false).encodeSorted(citation, escapingSlashes: false) == Array(foundation.encode(citation)))
+        }
+    }
+
+    /// `Encodable` lets a value fill the containers it was handed in any order: nested ones after
+    /// their siblings, one key's container before another's. The writer places each member by its
+    /// key all the same.
+    @Test func containersFilledAfterTheyWereHandedOut() throws {
+        struct Interleaved: Encodable {
+            enum Keys: String, CodingKey { case b, a, list, c, inner }
+            enum InnerKeys: String, CodingKey { case y, x }
+            func encode(to encoder: any Encoder) throws {
+                var top = encoder.container(keyedBy: Keys.self)
+                var inner = top.nestedContainer(keyedBy: InnerKeys.self, forKey: .inner)
+                var list = top.nestedUnkeyedContainer(forKey: .list)
+                try top.encode("bee", forKey: .b)
+                try list.encode(1)
+                var deeper = list.nestedContainer(keyedBy: InnerKeys.self)
+                try list.encode("two/2")
+                try inner.encode(Int64.min, forKey: .y)
+                try deeper.encode(true, forKey: .x)
+                try top.encode([UInt8(255)], forKey: .a)
+                try inner.encodeNil(forKey: .x)
+                try list.encode(-0.5)
+                try top.encode(Int32.min, forKey: .c)
+            }
+        }
+        let expected = try JSONCodec(fastPaths: false).encodeSorted(Interleaved())
+        #expect(String(decoding: expected, as: UTF8.self)
+            == #"{"a":[255],"b":"bee","c":-2147483648,"inner":{"x":null,"y":-9223372036854775808},"list":[1,{"x":true},"two\/2",-0.5]}"#)
+        #expect(try SortedJSONEncoder.encode(Interleaved()) == expected)
+    }
+
+    /// A key written twice, and a super encoder, are Foundation's to decide.
+    @Test func repeatedKeysAndSuperEncodersAreLeftToFoundation() {
+        enum Keys: String, CodingKey { case a }
+        struct Twice: Encodable {
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(1, forKey: .a)
+                try container.encode("again", forKey: .a)
+            }
+        }
+        struct Nested: Encodable {
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(1, forKey: .a)
+                _ = container.nestedUnkeyedContainer(forKey: .a)
+            }
+        }
+        struct Super: Encodable {
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: Keys.self)
+                try 1.encode(to: container.superEncoder(forKey: .a))
+            }
+        }
+        #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode(Twice()) }
+        #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode(Nested()) }
+        #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode(Super()) }
+        #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode([Super()]) }
+    }
+
     /// What Foundation formats by its own rules is refused, so callers fall back to it.
-    @Test func refusesWhatFoundationFormatsItself() {
+    @Test func refusesWhatFoundationFormatsItself() throws {
         struct WithFloat: Encodable { var rate: Float = 0.85 }
         struct WithDate: Encodable { var at = Date(timeIntervalSince1970: 1) }
         struct WithHugeUnsigned: Encodable { var n = UInt64.max }
@@ -181,6 +293,13 @@ struct SortedJSONEncoderTests {
         #expect(throws: SortedJSONEncoder.Unsupported.self) { try SortedJSONEncoder.encode(WithHugeUnsigned()) }
         struct Small: Encodable { var a: UInt8 = 7; var b: Int16 = -3; var c: [Int32] = [1, 2]; var d: String? = nil }
         #expect((try? SortedJSONEncoder.encode(Small())) == Array(#"{"a":7,"b":-3,"c":[1,2]}"#.utf8))
+        struct Edges: Encodable {
+            var values: [Int64] = [0, 9, 10, -1, -10, 99, 100, Int64.max, Int64.min, 1_000_000_007]
+            var unsigned: [UInt64] = [0, UInt64(Int64.max)]
+            var int: Int = -42
+            var optionals: [Int?] = [nil, 3]
+        }
+        #expect(try SortedJSONEncoder.encode(Edges()) == JSONCodec(fastPaths: false).encodeSorted(Edges()))
     }
 
     /// An accepted message's stored body (`Ingest.storedBody`) is the codec's sorted writer over one

@@ -1,5 +1,6 @@
 import Entitlements
 import Foundation
+import JSONCoding
 
 /// An event in the outbox (table `events`): a change of a customer's answer, written in the same
 /// transaction as the ledger append that caused it.
@@ -166,17 +167,12 @@ extension Ledger {
             answer: try EventAnswer.bytes(answer: columns.answer, packed: columns.answerPacked)), columns.customerId)
     }
 
+    /// An event's JSON field (its entitlements, details, cause): sorted keys, slashes as they
+    /// are. Written by the codec's sorted writer, which gives `JSONEncoder`'s bytes
+    /// (`SortedJSONEncoderTests`) without a Foundation encoder per field.
     static func json(_ value: some Encodable) -> String {
-        (try? eventEncoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        (try? JSONCodec().encodeSorted(value, escapingSlashes: false)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
     }
-
-    /// The events' JSON fields' encoder: made once (never mutated after, so one serves every
-    /// thread), not once per field.
-    private static let eventEncoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
 
     /// Appends an event unless one with its id is stored (a replay of the same change), at the
     /// transaction's commit (``TransactionTail``: the outbox lock is taken last). Its answer is
