@@ -131,4 +131,22 @@ import Testing
         #expect(MetricCodec.basis("") == nil)
         #expect(MetricCodec.basis("#\tx\t3") == nil)
     }
+
+    /// Tabs and newlines separate the stored contribution's fields and lines: a text that holds
+    /// them is stored without them, every other one as it is.
+    @Test("a contribution's texts lose only the separators they hold")
+    func separatorsInTexts() {
+        let segment = ChartSegment(product: "pro\tmonthly\n", storefront: "FRA", periodType: "nor\r\nmal")
+        let stored = StoredMetrics(
+            deltas: [MetricDelta(environment: Environment(rawValue: "Sand\tbox"), day: 20_000, kind: .activeSubscriptions, currency: "E\nUR", value: -2)],
+            charts: [ChartDelta(environment: .production, day: 20_001, kind: .actives, currency: "é\t中", segment: segment, offset: 3, value: 7)],
+            basis: nil)
+        let decoded = MetricCodec.decode(MetricCodec.encode(stored))
+        #expect(decoded.deltas == [MetricDelta(environment: Environment(rawValue: "Sandbox"), day: 20_000, kind: .activeSubscriptions, currency: "EUR", value: -2)])
+        #expect(decoded.charts == [ChartDelta(
+            environment: .production, day: 20_001, kind: .actives, currency: "é中",
+            segment: ChartSegment(product: "promonthly", storefront: "FRA", periodType: "nor\rmal"), offset: 3, value: 7)])
+        let plain = StoredMetrics(deltas: [MetricDelta(environment: .production, day: 1, kind: .activeSubscriptions, currency: "EUR", value: 1)], basis: nil)
+        #expect(MetricCodec.decode(MetricCodec.encode(plain)).deltas == plain.deltas)
+    }
 }

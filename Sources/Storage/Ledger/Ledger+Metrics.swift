@@ -263,7 +263,10 @@ enum MetricCodec {
         return stored
     }
 
+    /// `text` without tabs and newlines (the format's separators). Almost every text has none
+    /// and is returned as it is, without building a new string.
     static func clean(_ text: String) -> String {
-        String(text.unicodeScalars.filter { $0 != "\t" && $0 != "\n" })
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\n") }) else { return text }
+        return String(text.unicodeScalars.filter { $0 != "\t" && $0 != "\n" })
     }
 }
