@@ -82,7 +82,10 @@ public struct ChartSegment: Hashable, Sendable, Comparable {
     }
 
     public static func < (a: Self, b: Self) -> Bool {
-        (a.store, a.product, a.storefront, a.periodType) < (b.store, b.product, b.storefront, b.periodType)
+        if a.store != b.store { return a.store < b.store }
+        if a.product != b.product { return a.product < b.product }
+        if a.storefront != b.storefront { return a.storefront < b.storefront }
+        return a.periodType < b.periodType
     }
 }
 

@@ -148,18 +148,38 @@ public func metricContribution(
     let deltas = sums.compactMap { key, value in
         value == 0 ? nil
             : MetricDelta(environment: key.environment, day: key.day, kind: key.kind, currency: key.currency, value: value)
-    }.sorted {
-        ($0.environment.rawValue, $0.day, $0.kind.rawValue, $0.currency) < ($1.environment.rawValue, $1.day, $1.kind.rawValue, $1.currency)
-    }
+    }.sorted(by: MetricDelta.precedes)
     let chartDeltas = charts.compactMap { key, value in
         value == 0 ? nil
             : ChartDelta(environment: key.environment, day: key.day, kind: key.kind, currency: key.currency, segment: key.segment,
                          offset: key.offset, value: value)
-    }.sorted {
-        ($0.environment.rawValue, $0.day, $0.kind.rawValue, $0.currency, $0.segment, $0.offset)
-            < ($1.environment.rawValue, $1.day, $1.kind.rawValue, $1.currency, $1.segment, $1.offset)
-    }
+    }.sorted(by: ChartDelta.precedes)
     return MetricContribution(deltas: deltas, charts: chartDeltas, evaluations: evaluations)
+}
+
+extension MetricDelta {
+    /// A contribution's order: by environment, day, kind and currency, as the tuple of them
+    /// orders, compared one by one without copying them into tuples (every ingest sorts its
+    /// customer's contribution).
+    static func precedes(_ a: Self, _ b: Self) -> Bool {
+        if a.environment != b.environment { return a.environment.rawValue < b.environment.rawValue }
+        if a.day != b.day { return a.day < b.day }
+        if a.kind != b.kind { return a.kind.rawValue < b.kind.rawValue }
+        return a.currency < b.currency
+    }
+}
+
+extension ChartDelta {
+    /// A contribution's chart rows' order: by environment, day, kind, currency, segment and
+    /// offset (as ``MetricDelta/precedes(_:_:)``).
+    static func precedes(_ a: Self, _ b: Self) -> Bool {
+        if a.environment != b.environment { return a.environment.rawValue < b.environment.rawValue }
+        if a.day != b.day { return a.day < b.day }
+        if a.kind != b.kind { return a.kind.rawValue < b.kind.rawValue }
+        if a.currency != b.currency { return a.currency < b.currency }
+        if a.segment != b.segment { return a.segment < b.segment }
+        return a.offset < b.offset
+    }
 }
 
 extension MetricKind {

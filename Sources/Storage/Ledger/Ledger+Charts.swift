@@ -186,11 +186,18 @@ struct ChartRowKey: Hashable, Comparable {
         offset = delta.offset
     }
 
+    /// The order of the tuple of the fields, compared one by one without copying them into
+    /// tuples: every commit sorts its chart rows (the lock order), so this runs often.
     static func < (a: Self, b: Self) -> Bool {
-        let first = (a.environment, a.kind, a.day, a.currency, a.store, a.product)
-        let second = (b.environment, b.kind, b.day, b.currency, b.store, b.product)
-        if first != second { return first < second }
-        return (a.storefront, a.periodType, a.offset) < (b.storefront, b.periodType, b.offset)
+        if a.environment != b.environment { return a.environment < b.environment }
+        if a.kind != b.kind { return a.kind < b.kind }
+        if a.day != b.day { return a.day < b.day }
+        if a.currency != b.currency { return a.currency < b.currency }
+        if a.store != b.store { return a.store < b.store }
+        if a.product != b.product { return a.product < b.product }
+        if a.storefront != b.storefront { return a.storefront < b.storefront }
+        if a.periodType != b.periodType { return a.periodType < b.periodType }
+        return a.offset < b.offset
     }
 }
 
@@ -215,10 +222,14 @@ struct ChartSegmentRowKey: Hashable, Comparable {
         }
     }
 
+    /// The order of the tuple of the fields, compared one by one (as ``ChartRowKey``'s).
     static func < (a: Self, b: Self) -> Bool {
-        let first = (a.environment, a.kind, a.segmentation, a.day, a.currency, a.offset)
-        let second = (b.environment, b.kind, b.segmentation, b.day, b.currency, b.offset)
-        if first != second { return first < second }
+        if a.environment != b.environment { return a.environment < b.environment }
+        if a.kind != b.kind { return a.kind < b.kind }
+        if a.segmentation != b.segmentation { return a.segmentation < b.segmentation }
+        if a.day != b.day { return a.day < b.day }
+        if a.currency != b.currency { return a.currency < b.currency }
+        if a.offset != b.offset { return a.offset < b.offset }
         return a.segment < b.segment
     }
 }
