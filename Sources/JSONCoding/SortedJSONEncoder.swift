@@ -9,7 +9,7 @@ import Foundation
 /// ``JSONWriter/appendNumber(_:to:)``); each container keeps where its members' bytes lie, and
 /// the output is assembled from those pieces at the end, every object's members sorted by key as
 /// `.sortedKeys` sorts them. So a container may be filled after it was handed out, as `Encodable`
-/// allows, and a value costs no allocation of its own unless it is a container. Whatever
+/// allows, and a scalar costs no allocation of its own (a value that encodes itself, one). Whatever
 /// Foundation formats by its own rules (other floating point, NaN and the infinities it refuses,
 /// dates, data, URLs, decimals), a super encoder or a repeated key throws ``Unsupported``; callers
 /// then use `JSONEncoder`, which writes or refuses it.
