@@ -6,6 +6,10 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <unistd.h>
 #include <microhttpd.h>
 
 /// Leaves the URL and its query arguments percent-encoded, as sent: libmicrohttpd's own decoding
@@ -20,14 +24,11 @@ static size_t CMicroHTTPD_keepEscaped(void *cls, struct MHD_Connection *connecti
 /// Fixed-shape options for MHD_start_daemon, whose variadic signature Swift cannot call.
 typedef struct CMicroHTTPD_Options {
     unsigned int flags;
-    const struct sockaddr *bindAddress; /* NULL: any address on `port` */
-    uint16_t port;
     unsigned int threadPoolSize;
     unsigned int connectionLimit;
     unsigned int perIPConnectionLimit;  /* 0: unlimited */
     unsigned int connectionTimeoutSeconds;
     size_t connectionMemoryLimit;       /* bounds the request line plus headers */
-    unsigned int listenBacklog;
     int strictForClient;                /* 1: reject sloppy HTTP with 400 */
     /* Called with the raw request target (path and query, before decoding) once the request line
        is parsed; its result becomes the request's first `req_cls`. */
@@ -40,8 +41,6 @@ typedef struct CMicroHTTPD_Options {
     const char *tlsCertificate;
     const char *tlsKey;
     const char *tlsPriorities;
-    /* An already listening socket to serve instead of binding `bindAddress` (-1: bind). */
-    int listenSocket;
 } CMicroHTTPD_Options;
 
 static inline struct MHD_Daemon *CMicroHTTPD_start(
@@ -59,17 +58,11 @@ static inline struct MHD_Daemon *CMicroHTTPD_start(
     CMicroHTTPD_ADD(MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->perIPConnectionLimit, NULL);
     CMicroHTTPD_ADD(MHD_OPTION_CONNECTION_TIMEOUT, o->connectionTimeoutSeconds, NULL);
     CMicroHTTPD_ADD(MHD_OPTION_CONNECTION_MEMORY_LIMIT, o->connectionMemoryLimit, NULL);
-    CMicroHTTPD_ADD(MHD_OPTION_LISTEN_BACKLOG_SIZE, o->listenBacklog, NULL);
     CMicroHTTPD_ADD(MHD_OPTION_STRICT_FOR_CLIENT, o->strictForClient, NULL);
     CMicroHTTPD_ADD(MHD_OPTION_NOTIFY_COMPLETED, completed, completedContext);
     CMicroHTTPD_ADD(MHD_OPTION_UNESCAPE_CALLBACK, CMicroHTTPD_keepEscaped, NULL);
     CMicroHTTPD_ADD(MHD_OPTION_URI_LOG_CALLBACK, o->uriLog, o->uriLogContext);
     CMicroHTTPD_ADD(MHD_OPTION_NOTIFY_CONNECTION, o->notifyConnection, o->notifyConnectionContext);
-    if (o->listenSocket >= 0) {
-        CMicroHTTPD_ADD(MHD_OPTION_LISTEN_SOCKET, o->listenSocket, NULL);
-    } else if (o->bindAddress) {
-        CMicroHTTPD_ADD(MHD_OPTION_SOCK_ADDR, 0, o->bindAddress);
-    }
     if (tls) {
         CMicroHTTPD_ADD(MHD_OPTION_HTTPS_MEM_CERT, 0, o->tlsCertificate);
         CMicroHTTPD_ADD(MHD_OPTION_HTTPS_MEM_KEY, 0, o->tlsKey);
@@ -78,7 +71,7 @@ static inline struct MHD_Daemon *CMicroHTTPD_start(
     CMicroHTTPD_ADD(MHD_OPTION_END, 0, NULL);
 #undef CMicroHTTPD_ADD
     unsigned int flags = o->flags | (tls ? MHD_USE_TLS : 0);
-    return MHD_start_daemon(flags, o->port, NULL, NULL, handler, handlerContext,
+    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handlerContext,
                             MHD_OPTION_ARRAY, items, MHD_OPTION_END);
 }
 
@@ -105,12 +98,6 @@ static inline int CMicroHTTPD_tlsSupported(void) {
     return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
 }
 
-/// The daemon's listening socket, or -1.
-static inline int CMicroHTTPD_listenSocket(struct MHD_Daemon *d) {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
-    return info ? info->listen_fd : -1;
-}
-
 /// Connections the daemon holds open.
 static inline unsigned int CMicroHTTPD_currentConnections(struct MHD_Daemon *d) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
@@ -123,10 +110,32 @@ static inline struct MHD_Daemon *CMicroHTTPD_connectionDaemon(struct MHD_Connect
     return info ? info->daemon : NULL;
 }
 
-/// The port the daemon listens on (useful after binding port 0).
-static inline uint16_t CMicroHTTPD_boundPort(struct MHD_Daemon *d) {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    return info ? info->port : 0;
+/// A blocking listening socket bound to `address`, set up as libmicrohttpd sets up its own
+/// (address reuse; an IPv6 address without IPv4), or -1 (errno says why). The daemons are
+/// started without one (`MHD_USE_NO_LISTEN_SOCKET`) and handed each connection accepted on it.
+static inline int CMicroHTTPD_listen(const struct sockaddr *address, socklen_t length, unsigned int backlog) {
+    int fd = socket(address->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int on = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0
+        || (address->sa_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) != 0)
+        || bind(fd, address, length) != 0 || listen(fd, (int) backlog) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/// The port `fd` is bound to (useful after binding port 0), or 0.
+static inline uint16_t CMicroHTTPD_boundPort(int fd) {
+    struct sockaddr_storage address;
+    socklen_t length = sizeof address;
+    if (getsockname(fd, (struct sockaddr *) &address, &length) != 0) return 0;
+    if (address.ss_family == AF_INET) return ntohs(((struct sockaddr_in *) &address)->sin_port);
+    if (address.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *) &address)->sin6_port);
+    return 0;
 }
 
 /// The peer address of a connection, or NULL.
@@ -153,10 +162,11 @@ static inline int CMicroHTTPD_socket(struct MHD_Connection *c) {
     return info ? info->connect_fd : -1;
 }
 
+/// The serving daemons' flags: they never watch a listening socket (`CMicroHTTPD_listen`).
 static const unsigned int CMicroHTTPD_flagsEpollPool =
-    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
 static const unsigned int CMicroHTTPD_flagsPollPool =
-    MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC;
+    MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
 
 static const unsigned int CMicroHTTPD_flagIPv6 = MHD_USE_IPv6;
 

@@ -16,7 +16,7 @@ import Synchronization
 /// two busy cores that first thread was often the same one, and it ended up holding most or all
 /// of a client's keep-alive connections: their requests queued on one core while the other idled
 /// (half the throughput, and a p99 of tens of milliseconds, in about half the benchmark runs).
-/// Here the daemons are quiesced (their threads no longer watch the socket) and each accepted
+/// Here the daemons never have the socket (``HTTPServer/start()`` binds it) and each accepted
 /// connection is handed over with `MHD_add_connection`, which picks the poll thread by the
 /// descriptor's number modulo the pool's size. Accepted descriptors are not consecutive numbers
 /// (any thread of the process takes numbers between two accepts, and closed ones leave gaps, so
@@ -139,11 +139,4 @@ extension HTTPServer {
         }
     }
 
-    /// Takes the daemon's listening socket from its poll threads (`MHD_quiesce_daemon`); the
-    /// socket is made blocking for the dealer's `accept`. -1 when the daemon has none.
-    static func quiesce(_ daemon: DaemonHandle) -> Int32 {
-        let socket = MHD_quiesce_daemon(daemon.pointer)
-        if socket >= 0 { _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) & ~O_NONBLOCK) }
-        return socket
-    }
 }

@@ -154,21 +154,22 @@ public final class HTTPServer: Sendable {
         }
 
         if let tls = configuration.tls { try tls.check() }
-        let daemon = withUnsafePointer(to: &storage) { address in
-            address.withMemoryRebound(to: sockaddr.self, capacity: 1) { sockaddrPointer in
-                launch(flags: flags, address: sockaddrPointer, port: port, listenSocket: -1, tls: configuration.tls)
-            }
+        // The socket is ours, not a daemon's: libmicrohttpd's epoll threads race the call that
+        // takes a listening socket away from them (`MHD_quiesce_daemon`) and abort the process
+        // when they lose, so its daemons never get one.
+        let length = socklen_t(host.contains(":") ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafePointer(to: &storage) { address in
+            address.withMemoryRebound(to: sockaddr.self, capacity: 1) { CMicroHTTPD_listen($0, length, 1024) }
         }
-        guard let daemon else {
+        guard listening >= 0 else {
             throw StartError(
                 description: "cannot listen on \(configuration.host):\(configuration.port) (address in use or not permitted)")
         }
-        boundPort.store(Int(CMicroHTTPD_boundPort(daemon.pointer)), ordering: .relaxed)
-        let listening = Self.quiesce(daemon)
-        guard listening >= 0 else {
-            daemon.stop()
-            throw StartError(description: "cannot take the listening socket of \(configuration.host):\(configuration.port)")
+        guard let daemon = launch(flags: flags, tls: configuration.tls) else {
+            _ = close(listening)
+            throw StartError(description: "cannot start the server's threads for \(configuration.host):\(configuration.port)")
         }
+        boundPort.store(Int(CMicroHTTPD_boundPort(listening)), ordering: .relaxed)
         watch.start()
         // Keep self alive while libmicrohttpd holds the unretained pointer; released in shutdown().
         _ = Unmanaged.passRetained(self)

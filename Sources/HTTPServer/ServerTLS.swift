@@ -41,23 +41,19 @@ public struct TLSCredentials: Sendable, Equatable {
 
 /// A running libmicrohttpd daemon and the C strings it was started with (freed when it stops).
 ///
-/// `@unchecked Sendable`: `listenSocket` is written once, by whoever took the daemon out of the
-/// server's state to stop it.
+/// `@unchecked Sendable`: both are set once, at the start, and only read after.
 final class DaemonHandle: @unchecked Sendable {
     let pointer: OpaquePointer
     private let strings: [UnsafeMutablePointer<CChar>]
-    /// The listening descriptor `MHD_quiesce_daemon` handed back (closed after the daemon stops).
-    var listenSocket: Int32 = -1
 
     init(pointer: OpaquePointer, strings: [UnsafeMutablePointer<CChar>]) {
         self.pointer = pointer
         self.strings = strings
     }
 
-    /// Stops the threads, closes the quiesced listening descriptor and frees the strings. Once.
+    /// Stops the threads and frees the strings. Once.
     func stop() {
         MHD_stop_daemon(pointer)
-        if listenSocket >= 0 { close(listenSocket) }
         for string in strings { free(string) }
     }
 }
@@ -67,31 +63,25 @@ extension HTTPServer {
         pointer.map { UInt(bitPattern: Int(bitPattern: $0)) } ?? 0
     }
 
-    /// Starts a daemon bound to `address`, or serving `listenSocket` when it is not -1.
-    func launch(
-        flags: UInt32, address: UnsafePointer<sockaddr>?, port: UInt16, listenSocket: Int32, tls: TLSCredentials?
-    ) -> DaemonHandle? {
+    /// Starts a daemon without a listening socket: the ``ConnectionDealer`` hands it connections.
+    func launch(flags: UInt32, tls: TLSCredentials?) -> DaemonHandle? {
         // libmicrohttpd keeps pointers to the PEM texts; they live as long as the daemon.
         let strings = tls.map { [strdup($0.certificateChainPEM)!, strdup($0.privateKeyPEM)!, strdup(TLSCredentials.priorities)!] } ?? []
         var options = CMicroHTTPD_Options(
             flags: flags,
-            bindAddress: address,
-            port: port,
             threadPoolSize: UInt32(max(1, configuration.threads)),
             connectionLimit: UInt32(max(1, configuration.connectionLimit)),
             perIPConnectionLimit: UInt32(max(0, configuration.perIPConnectionLimit)),
             connectionTimeoutSeconds: UInt32(max(1, configuration.idleTimeoutSeconds)),
             // The pool holds the request line and headers plus read/write buffers.
             connectionMemoryLimit: configuration.maxHeaderBytes + 16 * 1024,
-            listenBacklog: 1024,
             strictForClient: 1,
             uriLog: requestLineHandler, uriLogContext: Unmanaged.passUnretained(self).toOpaque(),
             notifyConnection: connectionHandler,
             notifyConnectionContext: Unmanaged.passUnretained(watch).toOpaque(),
             tlsCertificate: strings.isEmpty ? nil : UnsafePointer(strings[0]),
             tlsKey: strings.isEmpty ? nil : UnsafePointer(strings[1]),
-            tlsPriorities: strings.isEmpty ? nil : UnsafePointer(strings[2]),
-            listenSocket: listenSocket)
+            tlsPriorities: strings.isEmpty ? nil : UnsafePointer(strings[2]))
         let context = Unmanaged.passUnretained(self).toOpaque()
         guard let daemon = CMicroHTTPD_start(&options, accessHandler, context, completedHandler, context) else {
             for string in strings { free(string) }
@@ -101,7 +91,7 @@ extension HTTPServer {
     }
 
     /// Serves new connections with `credentials` from now on, without dropping any: a new daemon
-    /// starts on (a duplicate of) the same listening socket, then the old one stops accepting and
+    /// starts, the dealer hands it every connection from then on, and the old one
     /// finishes the connections it holds, each closed after its next response (`Connection: close`),
     /// and stops when none is left. When the new pair is refused, the old one keeps serving.
     public func reloadTLS(_ credentials: TLSCredentials) throws(StartError) {
@@ -113,17 +103,10 @@ extension HTTPServer {
             guard !state.stopping, let current = state.daemon else {
                 throw StartError(description: "the server is not running")
             }
-            let listening = state.dealer?.socket ?? -1
-            let copy = listening >= 0 ? dup(listening) : -1
-            guard copy >= 0 else { throw StartError(description: "cannot duplicate the listening socket") }
-            guard let fresh = launch(flags: state.flags, address: nil, port: 0, listenSocket: copy, tls: credentials) else {
-                // Not closed here: libmicrohttpd may have closed it already on its failure path,
-                // and closing a reused number would close someone else's descriptor.
+            guard let fresh = launch(flags: state.flags, tls: credentials) else {
                 throw StartError(description: "cannot start a daemon with the new certificate")
             }
-            // The dealer accepts for both (under this lock it hands new connections to `fresh`
-            // from now on): the copy is only the socket the new daemon had to start with.
-            fresh.listenSocket = Self.quiesce(fresh)
+            // Under this lock the dealer hands new connections to `fresh` from now on.
             state.daemon = fresh
             state.draining.append(current)
             currentDaemon.store(Self.bits(fresh.pointer), ordering: .relaxed)

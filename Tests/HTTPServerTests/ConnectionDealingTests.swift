@@ -99,3 +99,52 @@ import Testing
         #expect(ConnectionDealer.descriptor(client, residue: client % 2, modulo: 2) == client)
     }
 }
+
+/// libmicrohttpd's epoll threads race the call that takes a listening socket away from a running
+/// daemon (`MHD_quiesce_daemon`): a thread that reads the daemon as quiesced while the socket still
+/// looks registered removes it a second time and aborts the whole process ("Failed to remove listen
+/// FD from epoll set"), rarely but under any load. The server binds the socket
+/// itself and starts every daemon without one, so that call, and the race, have no place left.
+@Suite struct ListeningSocketOwnershipTests {
+    static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources")
+
+    @Test func noDaemonIsGivenOrRelievedOfAListeningSocket() throws {
+        let files = try ["HTTPServer", "CMicroHTTPD"].flatMap { folder in
+            let url = Self.sources.appendingPathComponent(folder)
+            return try FileManager.default.contentsOfDirectory(atPath: url.path).map { url.appendingPathComponent($0) }
+        }
+        #expect(files.count > 5)
+        var flagLines = 0
+        for file in files {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for call in ["MHD_quiesce_daemon(", "MHD_OPTION_LISTEN_SOCKET", "MHD_OPTION_SOCK_ADDR"] {
+                #expect(!text.contains(call), "\(file.lastPathComponent) names \(call)")
+            }
+            for line in text.split(separator: "\n") where line.contains("MHD_USE_EPOLL_INTERNAL_THREAD") || line.contains("MHD_USE_POLL_INTERNAL_THREAD") {
+                flagLines += 1
+                #expect(line.contains("MHD_USE_NO_LISTEN_SOCKET"), "\(line)")
+            }
+        }
+        #expect(flagLines == 2, "both daemon flag sets were checked")
+    }
+
+    /// The socket the server binds answers on the port it reports, IPv4 and IPv6 alike, and a
+    /// second server on that port is refused with the same error as before.
+    @Test(arguments: ["127.0.0.1", "::1"])
+    func theServersOwnSocketServesAndHoldsItsPort(host: String) async throws {
+        try await withServer(
+            configure: { $0.host = host },
+            routes: { router in router.add(.get, "/ok", .inline { _ in .text("ok") }) }
+        ) { server in
+            #expect(server.port > 0)
+            if host == "127.0.0.1" {
+                let answer = try await blocking { [port = server.port] in try RawClient(port: port).request("GET", "/ok").text }
+                #expect(answer == "ok")
+            }
+            var configuration = server.configuration
+            configuration.port = server.port
+            let second = HTTPServer(configuration: configuration, router: Router())
+            #expect(throws: HTTPServer.StartError.self) { try second.start() }
+        }
+    }
+}
