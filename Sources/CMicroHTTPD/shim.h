@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <microhttpd.h>
 
@@ -114,8 +115,14 @@ static inline struct MHD_Daemon *CMicroHTTPD_connectionDaemon(struct MHD_Connect
 /// (address reuse; an IPv6 address without IPv4), or -1 (errno says why). The daemons are
 /// started without one (`MHD_USE_NO_LISTEN_SOCKET`) and handed each connection accepted on it.
 static inline int CMicroHTTPD_listen(const struct sockaddr *address, socklen_t length, unsigned int backlog) {
+#ifdef SOCK_CLOEXEC
     int fd = socket(address->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
+#else
+    int fd = socket(address->sa_family, SOCK_STREAM, 0);
+    if (fd < 0) return -1;
+    (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+#endif
     int on = 1;
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0
         || (address->sa_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) != 0)
