@@ -175,6 +175,4 @@ static const unsigned int CMicroHTTPD_flagsEpollPool =
 static const unsigned int CMicroHTTPD_flagsPollPool =
     MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
 
-static const unsigned int CMicroHTTPD_flagIPv6 = MHD_USE_IPv6;
-
 #endif

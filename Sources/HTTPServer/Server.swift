@@ -121,9 +121,9 @@ public final class HTTPServer: Sendable {
     /// Binds and starts the poll threads.
     public func start() throws(StartError) {
         #if os(Linux)
-            var flags = CMicroHTTPD_flagsEpollPool
+            let flags = CMicroHTTPD_flagsEpollPool
         #else
-            var flags = CMicroHTTPD_flagsPollPool
+            let flags = CMicroHTTPD_flagsPollPool
             signal(SIGPIPE, SIG_IGN)
         #endif
         var storage = sockaddr_storage()
@@ -132,8 +132,9 @@ public final class HTTPServer: Sendable {
             throw StartError(description: "port \(configuration.port) is out of range")
         }
         let port = UInt16(configuration.port)
+        let length: socklen_t
         if host.contains(":") {
-            flags |= CMicroHTTPD_flagIPv6
+            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
             try withUnsafeMutableBytes(of: &storage) { raw throws(StartError) in
                 let sin6 = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)
                 sin6.pointee.sin6_family = sa_family_t(AF_INET6)
@@ -143,6 +144,7 @@ public final class HTTPServer: Sendable {
                 }
             }
         } else {
+            length = socklen_t(MemoryLayout<sockaddr_in>.size)
             try withUnsafeMutableBytes(of: &storage) { raw throws(StartError) in
                 let sin = raw.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)
                 sin.pointee.sin_family = sa_family_t(AF_INET)
@@ -157,7 +159,6 @@ public final class HTTPServer: Sendable {
         // The socket is ours, not a daemon's: libmicrohttpd's epoll threads race the call that
         // takes a listening socket away from them (`MHD_quiesce_daemon`) and abort the process
         // when they lose, so its daemons never get one.
-        let length = socklen_t(host.contains(":") ? MemoryLayout<sockaddr_in6>.size : MemoryLayout<sockaddr_in>.size)
         let listening = withUnsafePointer(to: &storage) { address in
             address.withMemoryRebound(to: sockaddr.self, capacity: 1) { CMicroHTTPD_listen($0, length, 1024) }
         }
