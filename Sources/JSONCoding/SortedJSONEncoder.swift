@@ -176,12 +176,12 @@ enum SortedJSONEncoder {
         var userInfo: [CodingUserInfoKey: Any] { [:] }
 
         func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-            if container.kind != .object { container.kind = .object }
+            container.kind = .object
             return KeyedEncodingContainer(Keyed<Key>(container: container, sink: sink))
         }
 
         func unkeyedContainer() -> any UnkeyedEncodingContainer {
-            if container.kind != .array { container.kind = .array }
+            container.kind = .array
             return Unkeyed(container: container, sink: sink)
         }
 
