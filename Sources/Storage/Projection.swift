@@ -182,9 +182,12 @@ public struct CustomerDocument: Sendable, Hashable, Codable {
         CustomerRecord(id: 0, appUserId: appUserId, appAccountToken: appAccountToken, createdAt: 0, aliases: aliases)
     }
 
-    /// Storage's encoding: `JSONEncoder`'s sorted-keys JSON, written through `codec` (its fast
-    /// writer gives the same bytes).
-    public func encoded(codec: JSONCodec = JSONCodec()) throws -> [UInt8] { try codec.encodeSorted(self) }
+    /// Storage's encoding: `JSONEncoder`'s sorted-keys JSON, written through `codec`: with its
+    /// fast paths by ``DocumentJSON`` (the same bytes).
+    public func encoded(codec: JSONCodec = JSONCodec()) throws -> [UInt8] {
+        if codec.fastPaths, let bytes = DocumentJSON.encode(self) { return bytes }
+        return try codec.encodeSorted(self)
+    }
 
     /// The document `bytes` encode; nil when they are none (empty: a state stored before storage
     /// kept its own, or a failed projection's).

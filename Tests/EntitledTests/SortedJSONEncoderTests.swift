@@ -176,14 +176,28 @@ struct SortedJSONEncoderTests {
     /// own bytes, and Foundation's.
     @Test(arguments: [UInt64(5), 6])
     func generatedCustomerDocumentsMatchFoundation(seed: UInt64) throws {
+        var written = 0
+        for (round, document) in Self.customerDocuments(seed: seed).enumerated() {
+            let foundation = try document.encoded(codec: JSONCodec(fastPaths: false))
+            let fast = try SortedJSONEncoder.encode(document)
+            #expect(fast == foundation, "round \(round)")
+            written += fast.count
+        }
+        #expect(written > 300 * 400)
+    }
+
+    /// 300 customer documents of generated histories: every kind of fact, odd texts, one to
+    /// twelve facts, products of every type, evaluated at several instants, merged environments
+    /// or not, a few with an `evaluatedAt` other than 0.
+    static func customerDocuments(seed: UInt64) -> [CustomerDocument] {
         var maker = Maker(rng: SplitMix64(seed: seed))
-        let products = ["pro.monthly", "id1", "Z", "a/b"]
+        let products = ["pro.monthly", "id1", "Z", "a/b", "c.consumable", "n.renewing"]
+        let types: [Entitlements.ProductType] = [.autoRenewable, .nonConsumable, .autoRenewable, .nonConsumable, .consumable, .nonRenewing]
         let policy = Policy(
             products: Dictionary(uniqueKeysWithValues: products.enumerated().map { index, id in
-                (id, ProductPolicy(type: index % 2 == 0 ? .autoRenewable : .nonConsumable, entitlements: ["e\(index % 3)", "pro"]))
+                (id, ProductPolicy(type: types[index], entitlements: ["e\(index % 3)", "pro"]))
             }))
-        var written = 0
-        for round in 0..<300 {
+        return (0..<300).map { round in
             let facts = (0..<(1 + round % 12)).map { _ in maker.fact() }
             let now = maker.int(0...2_000_000_000_000)
             // The generated facts' environments are mostly odd texts: evaluated in their first's.
@@ -191,17 +205,13 @@ struct SortedJSONEncoderTests {
                 round % 3 == 0 ? [facts[0].environment] + [Environment.production, .sandbox].filter { $0 != facts[0].environment } : nil
             var state = merged.map { evaluate(facts: facts, policy: policy, now: now, environments: $0) }
                 ?? evaluate(facts: facts, policy: policy, now: now, environment: facts[0].environment)
-            state.evaluatedAt = 0
-            let document = CustomerDocument(
-                customer: CustomerRecord(id: 1, appUserId: maker.text(), appAccountToken: maker.text(), createdAt: 0,
-                                         aliases: round % 2 == 0 ? [] : [maker.text(), "b"]),
+            state.evaluatedAt = round % 5 == 0 ? maker.int(-1_000...1_000) : 0
+            return CustomerDocument(
+                customer: CustomerRecord(
+                    id: 1, appUserId: maker.text(), appAccountToken: maker.text(), createdAt: 0,
+                    aliases: round % 2 == 0 ? [] : [maker.text(), "b"]),
                 environments: merged, state: state)
-            let foundation = try document.encoded(codec: JSONCodec(fastPaths: false))
-            let fast = try SortedJSONEncoder.encode(document)
-            #expect(fast == foundation, "round \(round)")
-            written += fast.count
         }
-        #expect(written > 300 * 400)
     }
 
     /// Without escaping slashes (the events' JSON fields): `JSONEncoder`'s bytes with
