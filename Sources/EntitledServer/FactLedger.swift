@@ -30,9 +30,9 @@ public final class FactLedger: ReadinessProbe {
     private let merged: [Environment]
     /// `merged` as stored answers name it (``EvaluationContext/scope``), written once, not per read.
     private let mergedScope: String
-    /// The offerings read's answer heads, held while the database is unchanged
-    /// (``renderedHeadNow(appUserId:now:)``).
-    let heads = HeldHeads()
+    /// The stored answers the poll-thread reads serve, held while the database is unchanged
+    /// (``renderedCustomerNow(appUserId:context:)``, ``renderedHeadNow(appUserId:now:)``).
+    let held = HeldAnswers()
     /// Ingest commit latency goes here (nil: not measured).
     let metrics: ServerMetrics?
     /// Rung after every committed ingest: wakes the event feed's long polls.
@@ -150,33 +150,35 @@ public final class FactLedger: ReadinessProbe {
     /// once (an HTTP poll thread must not wait) and holds a current answer; nil means "use the
     /// asynchronous calls".
     public func renderedCustomerNow(appUserId: String, context: EvaluationContext) throws(StorageError) -> RenderedCustomer? {
-        guard let stored = try storedNow(appUserId: appUserId),
-            let answer = RenderedCustomer(head: stored.head, bodyStart: stored.bodyStart, document: stored.answer)
-        else { return nil }
-        return fresh(answer, computedAt: stored.computedAt, context: context)
+        guard let held = try heldNow(appUserId: appUserId) else { return nil }
+        return fresh(held.rendered, computedAt: held.computedAt, context: context)
     }
 
     /// The head of ``renderedCustomerNow(appUserId:context:)``'s answer for the merged answer at
     /// `now` (``answerContext(now:)``, which the stored answers are by construction, so no context
-    /// is compared), its body neither checked nor copied: what the offerings read needs. Served
-    /// from ``heads`` while the database is unchanged since it was read, else read from the store.
+    /// is compared), its body neither checked nor copied: what the offerings read needs.
     func renderedHeadNow(appUserId: String, now: Int64) throws(StorageError) -> RenderedCustomer.Head? {
-        let held: HeldHeads.Held
+        guard let held = try heldNow(appUserId: appUserId), held.computedAt <= now, held.rendered.holds(at: now, scope: mergedScope)
+        else { return nil }
+        return held.rendered.head
+    }
+
+    /// The customer's stored answer (``storedNow(appUserId:)``), served from ``held`` while the
+    /// database is unchanged since it was read, else read from the store and held.
+    private func heldNow(appUserId: String) throws(StorageError) -> HeldAnswers.Held? {
         // The mark before the row: the row read after it is current while the store answers it.
         let mark = changeMark()
-        if let mark, let found = heads.held(appUserId: appUserId, mark: mark) {
-            held = found
-        } else {
-            guard let stored = try storedNow(appUserId: appUserId) else { return nil }
-            held = HeldHeads.Held(head: stored.head, computedAt: stored.computedAt)
-            if let mark { heads.hold(held, appUserId: appUserId, mark: mark) }
-        }
-        guard held.computedAt <= now, held.head.holds(at: now, scope: mergedScope) else { return nil }
-        return held.head
+        if let mark, let found = held.held(appUserId: appUserId, mark: mark) { return found }
+        guard let stored = try storedNow(appUserId: appUserId),
+            let rendered = RenderedCustomer(head: stored.head, bodyStart: stored.bodyStart, document: stored.answer)
+        else { return nil }
+        let answer = HeldAnswers.Held(rendered: rendered, computedAt: stored.computedAt)
+        if let mark { held.hold(answer, appUserId: appUserId, mark: mark) }
+        return answer
     }
 
     /// The store's change mark when it reads one at once and the fast paths are on; nil: nothing
-    /// is served from ``heads`` or held in it.
+    /// is served from ``held`` or held in it.
     private func changeMark() -> Int64? {
         guard cache.enabled, case .done(let mark)? = try? store.changeMarkNow() else { return nil }
         return mark

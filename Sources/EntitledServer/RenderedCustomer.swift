@@ -179,6 +179,9 @@ public struct RenderedCustomer: Sendable, Equatable {
     /// What the projection stores.
     public var document: [UInt8] { head.bytes + body }
 
+    /// The bytes it holds: its body and its head's audience line and scope.
+    var byteCount: Int { body.count + head.audienceLine.count + head.scope.utf8.count }
+
     /// What the offerings read needs of the same state, read with `codec`; nil when none was
     /// rendered or it does not read.
     public func audience(codec: JSONCodec = JSONCodec()) -> CustomerAudience? { head.audience(codec: codec) }

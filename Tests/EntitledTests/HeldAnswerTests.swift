@@ -11,9 +11,10 @@ import Testing
 @testable import EntitledServer
 @testable import Storage
 
-/// The offerings read's heads held in memory (``HeldHeads``): served only while the database is
-/// unchanged, whoever writes it, so the poll thread's answer is always the storage read's.
-@Suite struct HeldHeadTests {
+/// The stored answers held in memory (``HeldAnswers``) for the customer and offerings reads:
+/// served only while the database is unchanged, whoever writes it, so the poll thread's answer is
+/// always the storage read's.
+@Suite struct HeldAnswerTests {
     static let now = APIHarness.start
     static let day: Int64 = 86_400_000
 
@@ -69,9 +70,16 @@ import Testing
             }
             var random = SplitMix64(seed: 37)
             var served = 0
+            var servedCustomer = 0
             /// The poll thread's answer before anything else reads, then the storage read's, then
             /// the poll thread's twice more; each given must be the storage read's bytes.
             func check(_ user: String, _ step: Int) async throws {
+                /// The customer read's body on the poll thread (nil where it gives none).
+                func customerNow() -> [UInt8]? {
+                    (try? ledger.renderedCustomerNow(appUserId: user, context: ledger.answerContext(now: clock.nowMilliseconds())))?
+                        .body(serverTime: 0)
+                }
+                let firstCustomer = customerNow()
                 let first = try offerings.answerNow(appUserId: user, asked: .init())
                 let stored: [UInt8]?
                 do {
@@ -81,16 +89,24 @@ import Testing
                     #expect(error.code == ProblemCode.projectionFailed.rawValue, "step \(step)")
                     #expect(first == nil, "step \(step): \(user)'s failed projection was answered from memory")
                     #expect(try offerings.answerNow(appUserId: user, asked: .init()) == nil)
+                    #expect(firstCustomer == nil, "step \(step): \(user)'s failed projection was answered from memory")
+                    #expect(customerNow() == nil)
                     return
                 }
                 if let first { #expect(first == stored, "step \(step): \(user) answered from a stale head") }
                 // The storage read rendered and stored the answer if none was: now it is held.
-                _ = try await ledger.renderedCustomer(appUserId: user, context: ledger.answerContext(now: clock.nowMilliseconds()))
+                let storedCustomer = try await ledger.renderedCustomer(appUserId: user, context: ledger.answerContext(now: clock.nowMilliseconds()))?
+                    .body(serverTime: 0)
+                if let firstCustomer { #expect(firstCustomer == storedCustomer, "step \(step): \(user) answered from a stale answer") }
                 for _ in 0..<2 {
                     let now = try offerings.answerNow(appUserId: user, asked: .init())
                     if let now {
                         served += 1
                         #expect(now == stored, "step \(step): \(user)")
+                    }
+                    if let customer = customerNow() {
+                        servedCustomer += 1
+                        #expect(customer == storedCustomer, "step \(step): \(user)")
                     }
                 }
             }
@@ -123,9 +139,10 @@ import Testing
             }
             if other == nil {
                 // PostgreSQL: no change mark, so nothing is held and every read is the store's.
-                #expect(ledger.heads.count == 0)
+                #expect(ledger.held.count == 0)
             } else {
                 #expect(served > 0)
+                #expect(servedCustomer > 0)
             }
         } catch {
             await other?.close()
@@ -136,9 +153,9 @@ import Testing
         await store.close()
     }
 
-    /// The regression: a head held in memory is never served once a transaction committed after
+    /// The regression: an answer held in memory is never served once a transaction committed after
     /// its row was read — this server's own write, another connection's, or a failed projection.
-    @Test func aHeldHeadIsDroppedByEveryCommit() async throws {
+    @Test func aHeldAnswerIsDroppedByEveryCommit() async throws {
         let store = try await StoredBackend.sqlite.open()
         let other = try #require(try await Self.otherWriter(store))
         do {
@@ -148,14 +165,18 @@ import Testing
             _ = try await ledger.customer(appUserId: "u1", context: context)
             _ = try await ledger.renderedCustomer(appUserId: "u1", context: context)
             /// The head the storage read gives, read again: the second from memory.
+            /// The customer read's answer too: the head's, whole, or none when the head is none.
             func head() throws -> RenderedCustomer.Head? {
                 let first = try ledger.renderedHeadNow(appUserId: "u1", now: Self.now)
                 #expect(try ledger.renderedHeadNow(appUserId: "u1", now: Self.now) == first)
+                let customer = try ledger.renderedCustomerNow(appUserId: "u1", context: context)
+                #expect(customer?.head == first)
+                #expect(try ledger.renderedCustomerNow(appUserId: "u1", context: context)?.body(serverTime: 0) == customer?.body(serverTime: 0))
                 return first
             }
             func mark() throws -> Int64? { if case .done(let mark) = try store.changeMarkNow() { mark } else { nil } }
             let new = try #require(try head())
-            #expect(ledger.heads.held(appUserId: "u1", mark: try #require(try mark()))?.head == new)
+            #expect(ledger.held.held(appUserId: "u1", mark: try #require(try mark()))?.rendered.head == new)
 
             // Another connection's write: the stored answer is gone until rendered again.
             try await Self.ingest(otherLedger, Self.purchase("a", bought: Self.now - Self.day, expires: Self.now + 30 * Self.day), for: "u1", at: Self.now)
@@ -174,6 +195,7 @@ import Testing
             // A projection marked failed by another connection: the read fails, as the storage read does.
             try await executeSQL(other, "UPDATE customer_states SET projection_error = 'poisoned' WHERE app_user_id = 'u1'")
             #expect(throws: StorageError.self) { try ledger.renderedHeadNow(appUserId: "u1", now: Self.now) }
+            #expect(throws: StorageError.self) { try ledger.renderedCustomerNow(appUserId: "u1", context: context) }
             try await executeSQL(other, "UPDATE customer_states SET projection_error = NULL WHERE app_user_id = 'u1'")
             #expect(try head() == active)
 
@@ -192,22 +214,32 @@ import Testing
         await store.close()
     }
 
-    /// The seam alone: a head is served only at the mark it was held with; a new mark drops the
-    /// rest; never more than its limit.
-    @Test func headsAreServedOnlyAtTheirMark() throws {
-        let heads = HeldHeads(limit: 2)
-        let head = try #require(RenderedCustomer.Head(document: Array("entitled-answer/\(RenderedCustomer.formatVersion) P - 5\n{}\n{}".utf8)))
-        let held = HeldHeads.Held(head: head, computedAt: 1)
-        heads.hold(held, appUserId: "a", mark: 7)
-        #expect(heads.held(appUserId: "a", mark: 7)?.head == head)
-        #expect(heads.held(appUserId: "a", mark: 8) == nil)
-        #expect(heads.held(appUserId: "b", mark: 7) == nil)
-        heads.hold(held, appUserId: "b", mark: 7)
-        heads.hold(held, appUserId: "c", mark: 7)
-        #expect(heads.count == 2)
-        heads.hold(held, appUserId: "d", mark: 9)
-        #expect(heads.count == 1)
-        #expect(heads.held(appUserId: "c", mark: 7) == nil)
-        #expect(heads.held(appUserId: "d", mark: 9) != nil)
+    /// The seam alone: an answer is served only at the mark it was held with; a new mark drops
+    /// the rest; never more than its budget of bytes, and one larger than the budget is not held.
+    @Test func answersAreServedOnlyAtTheirMark() throws {
+        let document = Array(#"entitled-answer/\#(RenderedCustomer.formatVersion) P - 15\#n{}\#n{"serverTime":"1970-01-01T00:00:00.000Z"}"#.utf8)
+        let rendered = try #require(RenderedCustomer(document: document))
+        let head = rendered.head
+        let held = HeldAnswers.Held(rendered: rendered, computedAt: 1)
+        let answers = HeldAnswers(budget: 2 * held.size + held.size / 2)
+        answers.hold(held, appUserId: "a", mark: 7)
+        #expect(answers.held(appUserId: "a", mark: 7)?.rendered.head == head)
+        #expect(answers.held(appUserId: "a", mark: 7)?.rendered.document == document)
+        #expect(answers.held(appUserId: "a", mark: 8) == nil)
+        #expect(answers.held(appUserId: "b", mark: 7) == nil)
+        answers.hold(held, appUserId: "b", mark: 7)
+        answers.hold(held, appUserId: "b", mark: 7)
+        #expect(answers.count == 2)
+        // Full: the third empties it first.
+        answers.hold(held, appUserId: "c", mark: 7)
+        #expect(answers.count == 1)
+        #expect(answers.held(appUserId: "c", mark: 7) != nil)
+        answers.hold(held, appUserId: "d", mark: 9)
+        #expect(answers.count == 1)
+        #expect(answers.held(appUserId: "c", mark: 7) == nil)
+        #expect(answers.held(appUserId: "d", mark: 9) != nil)
+        let small = HeldAnswers(budget: held.size - 1)
+        small.hold(held, appUserId: "a", mark: 7)
+        #expect(small.count == 0)
     }
 }
