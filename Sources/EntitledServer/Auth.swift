@@ -93,14 +93,27 @@ public struct Authenticator: Sendable {
 
     /// The credential of an `Authorization` header value of the form `Bearer <credential>`, without
     /// surrounding blanks; nil for any other form.
+    ///
+    /// Read as UTF-8 bytes: the scheme and the blanks are ASCII, and splitting into `Character`s
+    /// (grapheme breaking) cost more than the rest of the key check on every request.
     static func bearerCredential(_ header: String) -> String? {
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        // Plain loops: Foundation's trimmingCharacters costs more than the whole key check.
-        var trimmed = parts[1]
-        while let first = trimmed.first, first == " " || first == "\t" { trimmed.removeFirst() }
-        while let last = trimmed.last, last == " " || last == "\t" { trimmed.removeLast() }
-        return String(trimmed)
+        let (space, tab) = (UInt8(ascii: " "), UInt8(ascii: "\t"))
+        var header = header
+        return header.withUTF8 { bytes -> String? in
+            // The scheme: after any leading spaces, up to the next space.
+            var index = 0
+            while index < bytes.count, bytes[index] == space { index += 1 }
+            let schemeStart = index
+            while index < bytes.count, bytes[index] != space { index += 1 }
+            // One space separates; the credential is what follows it, without blanks around it.
+            guard index + 1 < bytes.count, index - schemeStart == 6,
+                zip(bytes[schemeStart..<index], "bearer".utf8).allSatisfy({ $0 | 0x20 == $1 })
+            else { return nil }
+            var (start, end) = (index + 1, bytes.count)
+            while start < end, bytes[start] == space || bytes[start] == tab { start += 1 }
+            while end > start, bytes[end - 1] == space || bytes[end - 1] == tab { end -= 1 }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+        }
     }
 
     /// The index of the first of `candidates` whose digest equals the SHA-256 of `credential`,

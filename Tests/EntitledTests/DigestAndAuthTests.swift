@@ -1,6 +1,7 @@
+import AppStoreTesting
 import EntitledConfig
 import EntitledCrypto
-import EntitledServer
+@testable import EntitledServer
 @testable import EntitledTestSupport
 import Foundation
 import HTTPServer
@@ -158,5 +159,37 @@ import Testing
         budget.charge("10.9.9.9", .apiKey)
         // Bounded memory: old addresses are dropped rather than growing without limit.
         #expect(budget.allows("10.0.0.1", .apiKey))
+    }
+}
+
+/// The `Authorization` header's credential, read byte by byte, against the reading by
+/// `Character`s it replaced (the reference here): the same for every header of ASCII blanks,
+/// scheme letters and credential bytes, and for the table's edge cases.
+@Suite struct BearerCredentialTests {
+    static func reference(_ header: String) -> String? {
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        var trimmed = parts[1]
+        while let first = trimmed.first, first == " " || first == "\t" { trimmed.removeFirst() }
+        while let last = trimmed.last, last == " " || last == "\t" { trimmed.removeLast() }
+        return String(trimmed)
+    }
+
+    @Test(arguments: [
+        "Bearer abc", "bearer abc", "BEARER abc", "BeArEr a.b.c", "  Bearer abc", "Bearer   abc \t", "Bearer \t", "Bearer  ",
+        "Bearer ", "Bearer", "", " ", "Bearerabc", "Basic abc", "Bearer\tabc", "Bearer a b", "Bearers abc", "Beare abc",
+        "Bearer é中😀", "Bearer abc\t\t", "\tBearer abc", "Bearer \u{0}x",
+    ])
+    func edgeCases(header: String) {
+        #expect(Authenticator.bearerCredential(header) == Self.reference(header))
+    }
+
+    @Test func generatedHeaders() {
+        let pieces = [" ", "\t", "b", "B", "e", "E", "a", "r", "R", "bearer", "Bearer", "x", "é", "."]
+        var random = SplitMix64(seed: 91)
+        for _ in 0..<5_000 {
+            let header = (0..<Int.random(in: 0...8, using: &random)).map { _ in pieces[Int.random(in: 0..<pieces.count, using: &random)] }.joined()
+            #expect(Authenticator.bearerCredential(header) == Self.reference(header), "\(Array(header.utf8))")
+        }
     }
 }
