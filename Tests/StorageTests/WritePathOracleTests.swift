@@ -132,6 +132,27 @@ import Testing
         #expect(MetricCodec.basis("#\tx\t3") == nil)
     }
 
+    /// The stored text, pinned: the basis line, then a line per delta, then a line per chart row,
+    /// each field after a tab; any one of them alone, and none at all.
+    @Test("a contribution's text is its lines in order")
+    func contributionText() {
+        let delta = MetricDelta(environment: .production, day: 20_000, kind: .activeSubscriptions, currency: "EUR", value: -2)
+        let chart = ChartDelta(
+            environment: .sandbox, day: 20_001, kind: .actives, currency: "", segment: ChartSegment(product: "p", storefront: "FRA", periodType: "trial"),
+            offset: 3, value: 7)
+        let basis = MetricBasis(maxFactID: 41, factCount: 3)
+        let deltaLine = "Production\t20000\tactiveSubscriptions\tEUR\t-2"
+        let chartLine = "c\tSandbox\t20001\tactives\t\t\(chart.segment.store)\tp\tFRA\ttrial\t3\t7"
+        #expect(MetricCodec.encode(StoredMetrics(deltas: [delta, delta], charts: [chart], basis: basis))
+            == "#\t41\t3\n" + deltaLine + "\n" + deltaLine + "\n" + chartLine)
+        #expect(MetricCodec.encode(StoredMetrics(deltas: [], charts: [chart], basis: nil)) == chartLine)
+        #expect(MetricCodec.encode(StoredMetrics(deltas: [delta], charts: [], basis: nil)) == deltaLine)
+        #expect(MetricCodec.encode(StoredMetrics(deltas: [], charts: [], basis: basis)) == "#\t41\t3")
+        #expect(MetricCodec.encode(StoredMetrics(deltas: [], charts: [], basis: nil)) == "")
+        let stored = StoredMetrics(deltas: [delta], charts: [chart, chart], basis: basis)
+        #expect(MetricCodec.decode(MetricCodec.encode(stored)) == stored)
+    }
+
     /// Tabs and newlines separate the stored contribution's fields and lines: a text that holds
     /// them is stored without them, every other one as it is.
     @Test("a contribution's texts lose only the separators they hold")

@@ -218,16 +218,45 @@ struct StoredMetrics: Hashable {
 /// offset, value). Environments and currencies are Apple's tokens, products and storefronts
 /// the app's; a tab or newline in one is dropped.
 enum MetricCodec {
+    /// Written into one string as it goes: every ingest writes its customer's contribution, and
+    /// an array of fields joined per line, then the lines joined, cost a tenth of the rollups.
     static func encode(_ stored: StoredMetrics) -> String {
-        let basis = stored.basis.map { ["#\t\($0.maxFactID)\t\($0.factCount)"] } ?? []
-        return (basis + stored.deltas.map { d in
-            [clean(d.environment.rawValue), String(d.day), d.kind.rawValue, clean(d.currency), String(d.value)]
-                .joined(separator: "\t")
-        } + stored.charts.map { d in
-            ["c", clean(d.environment.rawValue), String(d.day), d.kind.rawValue, clean(d.currency), clean(d.segment.store),
-             clean(d.segment.product), clean(d.segment.storefront), clean(d.segment.periodType), String(d.offset), String(d.value)]
-                .joined(separator: "\t")
-        }).joined(separator: "\n")
+        var text = ""
+        text.reserveCapacity(24 + 48 * stored.deltas.count + 80 * stored.charts.count)
+        /// Each field after the line's first: a tab, then the field.
+        func field(_ value: String) {
+            text += "\t"
+            text += value
+        }
+        func line() { if !text.isEmpty { text += "\n" } }
+        if let basis = stored.basis {
+            text += "#"
+            field(String(basis.maxFactID))
+            field(String(basis.factCount))
+        }
+        for d in stored.deltas {
+            line()
+            text += clean(d.environment.rawValue)
+            field(String(d.day))
+            field(d.kind.rawValue)
+            field(clean(d.currency))
+            field(String(d.value))
+        }
+        for d in stored.charts {
+            line()
+            text += "c"
+            field(clean(d.environment.rawValue))
+            field(String(d.day))
+            field(d.kind.rawValue)
+            field(clean(d.currency))
+            field(clean(d.segment.store))
+            field(clean(d.segment.product))
+            field(clean(d.segment.storefront))
+            field(clean(d.segment.periodType))
+            field(String(d.offset))
+            field(String(d.value))
+        }
+        return text
     }
 
     /// The basis line of `text` alone (nil: none), read without decoding the rows after it.
