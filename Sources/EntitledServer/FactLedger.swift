@@ -156,7 +156,7 @@ public final class FactLedger: ReadinessProbe {
 
     /// The head of ``renderedCustomerNow(appUserId:context:)``'s answer for the merged answer at
     /// `now` (``answerContext(now:)``, which the stored answers are by construction, so no context
-    /// is compared), its body neither checked nor copied: what the offerings read needs.
+    /// is compared), its body not copied: what the offerings read needs.
     func renderedHeadNow(appUserId: String, now: Int64) throws(StorageError) -> RenderedCustomer.Head? {
         guard let held = try heldNow(appUserId: appUserId), held.computedAt <= now, held.rendered.holds(at: now, scope: mergedScope)
         else { return nil }

@@ -37,7 +37,7 @@ final class HeldAnswers: Sendable {
     /// At most this many bytes of answers are held (``Held/size``).
     private let budget: Int
 
-    /// The default budget: 256 MiB, about 140,000 answers of one subscription each.
+    /// The default budget: 256 MiB, about 130,000 answers of one subscription each.
     static let defaultBudget = 256 << 20
 
     init(budget: Int = HeldAnswers.defaultBudget) { self.budget = budget }
