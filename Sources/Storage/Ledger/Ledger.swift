@@ -7,8 +7,9 @@ import Foundation
 /// Write operations run inside a transaction (or savepoint) that the backend opened; they never
 /// commit. On PostgreSQL, where several transactions run at once, they take locks so that the
 /// outcome is the same as if they had run one after another:
-/// - an advisory transaction lock per `originalTransactionId` and per `appAccountToken` around
-///   every "who owns this?" decision, so a fact and a new link or customer can't miss each other;
+/// - an advisory transaction lock per `originalTransactionId` and per `appAccountToken` (in this
+///   schema) around every "who owns this?" decision, so a fact and a new link or customer can't
+///   miss each other;
 /// - a row lock (`SELECT … FOR NO KEY UPDATE`: it serializes recomputations but, unlike
 ///   `FOR UPDATE`, does not conflict with the key-share locks foreign keys take when links and
 ///   projection rows referencing the customer are inserted, which deadlocked) on the customer before its facts are read for a
@@ -45,8 +46,14 @@ struct Ledger {
         guard isPostgres else { return }
         let sorted = Set(keys).sorted()
         guard !sorted.isEmpty else { return }
-        try session.query(
-            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest(\(Self.arrayLiteral(sorted))::text[]) AS k")
+        try session.query(Self.lockingKeys(sorted))
+    }
+
+    /// The statement locking each of `sorted` keys (a subscription's or a token's) for the
+    /// transaction. A key's lock is scoped to the schema: ledgers in other schemas of the cluster
+    /// (another deployment, another test) hold the same ids without waiting on each other.
+    static func lockingKeys(_ sorted: [String]) -> SQLQuery {
+        "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '/' || k, 0)) FROM unnest(\(arrayLiteral(sorted))::text[]) AS k"
     }
 
     /// A PostgreSQL array literal of texts: `{"a","b"}`, with `\` and `"` escaped.
@@ -158,9 +165,7 @@ struct Ledger {
         var statements: [SQLQuery] = []
         let lockStatement = isPostgres && claim == nil && !lockKeys.isEmpty
         if lockStatement {
-            statements.append(
-                (
-                    "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest(\(Self.arrayLiteral(Set(lockKeys).sorted()))::text[]) AS k" as SQLQuery))
+            statements.append(Self.lockingKeys(Set(lockKeys).sorted()))
         }
         for otid in sortedOTIDs {
             statements.append(
