@@ -8,10 +8,10 @@ import Testing
 /// subscription's key keeps a second transaction of the same schema waiting, and none of another
 /// schema on the same cluster (another deployment, another test using the same fixture ids).
 @Suite struct AdvisoryLockScopeTests {
-    /// How long the first transaction holds its key.
-    static let hold = Duration.seconds(2)
+    /// How long the first transaction holds its key, in seconds.
+    static let holdSeconds = 2
 
-    /// Locks `key` in a write of `store`, waits for `release` (at most twice ``hold``), then
+    /// Locks `key` in a write of `store`, waits for `release` (at most 4 s), then
     /// commits; `locked` is signalled once the lock is taken.
     static func holdKey(_ key: String, in store: any LedgerStore, locked: DispatchSemaphore, release: DispatchSemaphore) async throws {
         let sessions = try #require(store as? any SessionBackedStore)
@@ -49,11 +49,11 @@ import Testing
         // Another schema: at once, while the first transaction still holds the key.
         let across = try await Self.timeToLock("o-shared", in: otherSchema)
         // The same schema: only once the holder lets go.
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(Self.hold.components.seconds) * 1000)) { release.signal() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Self.holdSeconds)) { release.signal() }
         let within = try await Self.timeToLock("o-shared", in: sameSchema)
         try await holding.value
         #expect(across < .seconds(1), "another schema's transaction waited \(across)")
-        #expect(within > Self.hold - .milliseconds(500), "the same schema's transaction did not wait: \(within)")
+        #expect(within > .seconds(Self.holdSeconds) - .milliseconds(500), "the same schema's transaction did not wait: \(within)")
         for store in [holder, sameSchema, otherSchema] { await store.close() }
         await first.destroy()
         await second.destroy()
