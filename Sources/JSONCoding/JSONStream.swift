@@ -1,8 +1,9 @@
 /// Sorted-keys JSON written as it goes, for a writer that knows its type's members and names them
 /// in sorted order itself: no tree of values and no sorting, so a value costs its own bytes.
-/// Strings and numbers are written as ``JSONWriter`` writes them (its escaper, its numbers), so
-/// the output is `JSONEncoder`'s with `.sortedKeys` whenever the members come sorted; the writer
-/// using it is held to that by a differential test. Commas are placed by the stream.
+/// Strings and numbers are written as ``JSONWriter`` writes them (its escaper, its integers and
+/// doubles), so the output is `JSONEncoder`'s with `.sortedKeys` whenever the members come
+/// sorted; the writer using it is held to that by a differential test. Commas are placed by the
+/// stream.
 public struct JSONStream {
     /// The bytes written so far.
     public private(set) var bytes: [UInt8]
@@ -65,19 +66,7 @@ public struct JSONStream {
 
     public mutating func int(_ value: Int64) {
         separate()
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
-        // The magnitude's digits, most significant first (`Int64.min`'s too: as unsigned).
-        var magnitude = value.magnitude
-        var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            repeat {
-                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
-        }
+        JSONWriter.appendInt(value, to: &bytes)
     }
 
     public mutating func int(_ value: Int) { int(Int64(value)) }

@@ -21,7 +21,7 @@ public enum JSONWriter {
     public static func write(_ value: Value, to bytes: inout [UInt8], escapingSlashes: Bool = false) {
         switch value {
         case .string(let text): appendQuoted(text, to: &bytes, escapingSlashes: escapingSlashes)
-        case .int(let number): bytes += String(number).utf8
+        case .int(let number): appendInt(number, to: &bytes)
         case .double(let number): appendNumber(number, to: &bytes)
         case .bool(let flag): bytes += (flag ? "true" : "false").utf8
         case .null: bytes += "null".utf8
@@ -43,6 +43,27 @@ public enum JSONWriter {
                 write(member.1, to: &bytes, escapingSlashes: escapingSlashes)
             }
             bytes.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Appends the decimal digits of `number`, as `String(number)` (and so `JSONEncoder`) writes
+    /// them, without building a string.
+    public static func appendInt(_ number: Int64, to bytes: inout [UInt8]) {
+        if number < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = number.magnitude
+        if magnitude < 10 {
+            bytes.append(UInt8(ascii: "0") + UInt8(magnitude))
+            return
+        }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            while magnitude > 0 {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            }
+            bytes.append(contentsOf: buffer[index...])
         }
     }
 

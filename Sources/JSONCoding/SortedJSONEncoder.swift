@@ -69,7 +69,7 @@ enum SortedJSONEncoder {
             let escapingSlashes = escapingSlashes
             return bytes { JSONWriter.appendQuoted(text, to: &$0, escapingSlashes: escapingSlashes) }
         }
-        func int(_ number: Int64) -> Piece { bytes { Self.appendInt(number, to: &$0) } }
+        func int(_ number: Int64) -> Piece { bytes { JSONWriter.appendInt(number, to: &$0) } }
         func bool(_ flag: Bool) -> Piece { bytes { $0 += (flag ? "true" : "false").utf8 } }
         func null() -> Piece { bytes { $0 += "null".utf8 } }
         /// Foundation refuses NaN and the infinities with its own error: left to it.
@@ -103,26 +103,6 @@ enum SortedJSONEncoder {
         /// `value` as `U`, which the caller checked is its type.
         @inline(__always)
         static func cast<T, U>(_ value: T) -> U { withUnsafePointer(to: value) { $0.withMemoryRebound(to: U.self, capacity: 1) { $0.pointee } } }
-
-        /// The decimal digits of `number`, as `String(number)` writes them.
-        static func appendInt(_ number: Int64, to bytes: inout [UInt8]) {
-            if number < 0 { bytes.append(UInt8(ascii: "-")) }
-            var magnitude = number.magnitude
-            if magnitude < 10 {
-                bytes.append(UInt8(ascii: "0") + UInt8(magnitude))
-                return
-            }
-            var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
-            withUnsafeMutableBytes(of: &digits) { buffer in
-                var index = buffer.count
-                while magnitude > 0 {
-                    index -= 1
-                    buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                    magnitude /= 10
-                }
-                bytes.append(contentsOf: buffer[index...])
-            }
-        }
 
         /// Writes `piece` as Foundation does, each object's members sorted by their keys' bytes
         /// (as swift-foundation sorts them); a repeated key throws ``Unsupported``.
