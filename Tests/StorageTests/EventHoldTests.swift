@@ -194,28 +194,33 @@ import Testing
         #expect(Self.fields(shuffled) == Self.fields(inOrder))
     }
 
+    /// Holds for `customers` customers, each with two changes ingested at `t0`.
+    func holdCustomers(_ customers: Int, in store: any LedgerStore, projector: Projector) async throws {
+        for customer in 0..<customers {
+            let (otid, claim, d) = ("o\(customer)", Claim(appUserId: "u\(customer)"), EventOutboxTests.day)
+            let batches = [
+                Fixture.batch(
+                    uuid: "c\(customer)-0",
+                    facts: [
+                        Fixture.transaction(otid: otid, tid: otid + "-t1", expires: testNow - 10 * d, signed: testNow - 40 * d),
+                        Fixture.renewal(otid: otid, autoRenew: true, signed: testNow - 40 * d),
+                    ], claim: claim),
+                Fixture.batch(
+                    uuid: "c\(customer)-1",
+                    facts: [Fixture.transaction(otid: otid, tid: otid + "-t2", expires: testNow + 20 * d, signed: outbox.renewedAt)],
+                    claim: claim),
+            ]
+            for batch in batches { _ = try await store.ingest(batch, projector: projector, now: t0) }
+        }
+        #expect(try await store.rows("event_holds") == Int64(customers))
+    }
+
     @Test("two servers on one PostgreSQL release each hold once", arguments: Backend.postgresOnly)
     func releaseOnceAcrossServers(backend: Backend) async throws {
         let projector = Self.projector()
         try await withStore(backend, now: t0 + 10_000) { store, database in
             let customers = 24
-            for customer in 0..<customers {
-                let (otid, claim, d) = ("o\(customer)", Claim(appUserId: "u\(customer)"), EventOutboxTests.day)
-                let batches = [
-                    Fixture.batch(
-                        uuid: "c\(customer)-0",
-                        facts: [
-                            Fixture.transaction(otid: otid, tid: otid + "-t1", expires: testNow - 10 * d, signed: testNow - 40 * d),
-                            Fixture.renewal(otid: otid, autoRenew: true, signed: testNow - 40 * d),
-                        ], claim: claim),
-                    Fixture.batch(
-                        uuid: "c\(customer)-1",
-                        facts: [Fixture.transaction(otid: otid, tid: otid + "-t2", expires: testNow + 20 * d, signed: outbox.renewedAt)],
-                        claim: claim),
-                ]
-                for batch in batches { _ = try await store.ingest(batch, projector: projector, now: t0) }
-            }
-            #expect(try await store.rows("event_holds") == Int64(customers))
+            try await holdCustomers(customers, in: store, projector: projector)
             let other = try await database.open()
             let (first, second) = (try await holds(store), try await holds(other))
             async let a = first.releaseEventHolds(projector: projector, now: t0 + 5_000, limit: 1000)
@@ -228,6 +233,36 @@ import Testing
             #expect(Set(events.map(\.id)).count == events.count)
             #expect(events.map(\.sequence) == events.map(\.sequence).sorted())
             #expect(try await store.rows("event_holds") == 0)
+        }
+    }
+
+    /// Each release is its own transaction, but a pass submits them together: SQLite's writer
+    /// commits them in groups rather than one commit (and one fsync) each.
+    @Test("a pass's releases commit in groups on SQLite", arguments: [Backend.sqliteFile, .sqliteMemory])
+    func releasesCommitInGroups(backend: Backend) async throws {
+        let projector = Self.projector()
+        let commits = CountedCommits()
+        try await withStore(backend, fault: commits.injector, now: t0 + 10_000) { store, _ in
+            let customers = 48
+            try await holdCustomers(customers, in: store, projector: projector)
+            let before = commits.count
+            #expect(try await holds(store).releaseEventHolds(projector: projector, now: t0 + 5_000, limit: 1000) == customers)
+            #expect(commits.count - before <= customers / 2)
+            #expect(try await outbox.events(store).count == 2 * customers)
+            #expect(try await store.rows("event_holds") == 0)
+        }
+    }
+}
+
+/// Counts the commits that reach ``FaultPoint/beforeCommit``.
+final class CountedCommits: Sendable {
+    private let counted = Mutex(0)
+
+    var count: Int { counted.withLock { $0 } }
+
+    var injector: FaultInjector {
+        { [self] point in
+            if point == .beforeCommit { counted.withLock { $0 += 1 } }
         }
     }
 }

@@ -14,6 +14,10 @@ public struct EventHold: Sendable, Hashable {
     /// The shortest and the longest wait before a hold whose release failed is tried again.
     static let minimumRetryMilliseconds: Int64 = 1_000
     static let maximumRetryMilliseconds: Int64 = 60_000
+    /// How many holds a pass releases at once: each in its own transaction, submitted together so
+    /// that SQLite's writer commits them in groups (one commit and one fsync for several) and
+    /// PostgreSQL's pool runs them side by side; one at a time, each waited for its own commit.
+    static let releasesInFlight = 16
 
     /// Nil for `settleSeconds` 0: events are derived at the commit.
     public init?(settleSeconds: Int, maxHoldSeconds: Int) {
@@ -42,18 +46,32 @@ extension SessionBackedStore {
             try session.values(
                 "SELECT customer_id FROM event_holds WHERE release_at <= \(now) ORDER BY release_at, customer_id LIMIT \(Int64(min(max(limit, 1), 1000)))", as: Int64.self)
         }
-        var released = 0
-        var failure: (any Error)?
-        for customerID in due {
-            // One customer whose release fails holds up no other: its hold stays, moved back behind
-            // the holds due meanwhile (else holds that keep failing would fill every pass's `limit`).
+        // One customer whose release fails holds up no other: its hold stays, moved back behind
+        // the holds due meanwhile (else holds that keep failing would fill every pass's `limit`).
+        @Sendable func release(_ customerID: Int64) async -> Result<Bool, any Error> {
             do {
-                if try await observedWrite({ try $0.releaseHold(customerID: customerID, projector: projector, now: now) }) { released += 1 }
+                return .success(try await observedWrite { try $0.releaseHold(customerID: customerID, projector: projector, now: now) })
             } catch {
-                failure = failure ?? error
                 try? await write { try Ledger(session: $0, fault: nil).postponeHold(customerID: customerID, now: now) }
+                return .failure(error)
             }
         }
+        let outcomes = await withTaskGroup(of: Result<Bool, any Error>.self) { group in
+            var outcomes: [Result<Bool, any Error>] = []
+            var submitted = 0
+            while outcomes.count < due.count {
+                while submitted < due.count, submitted - outcomes.count < EventHold.releasesInFlight {
+                    let customerID = due[submitted]
+                    submitted += 1
+                    group.addTask { await release(customerID) }
+                }
+                guard let outcome = await group.next() else { break }
+                outcomes.append(outcome)
+            }
+            return outcomes
+        }
+        let released = outcomes.count { if case .success(true) = $0 { true } else { false } }
+        let failure = outcomes.lazy.compactMap { if case .failure(let error) = $0 { error } else { nil } }.first
         if let failure, released == 0 { throw failure }
         return released
     }
