@@ -91,10 +91,12 @@ public protocol LedgerStore:
 
     /// A mark of everything committed to the database, on the calling thread, when the backend can
     /// read it at once: two equal marks from one store mean that no transaction committed between
-    /// the two reads, by any connection or process (SQLite on a file: `PRAGMA data_version` on a
-    /// connection of the store's own that never writes). So whatever was read after a mark still
-    /// holds while the store answers that mark. `.wouldWait` (PostgreSQL, which other servers
-    /// write; SQLite in memory; a closed store): no mark, nothing read can be vouched for.
+    /// the two reads, by any connection or process (SQLite on a file: the header of its WAL index,
+    /// which every commit rewrites, read in place; `PRAGMA data_version` on a connection of the
+    /// store's own that never writes where the index cannot be mapped). So whatever was read
+    /// after a mark still holds while the store answers that mark. `.wouldWait` (PostgreSQL,
+    /// which other servers write; SQLite in memory; a closed store; a writer rewriting the header
+    /// just then): no mark, nothing read can be vouched for.
     func changeMarkNow() throws -> ImmediateRead<Int64>
 
     /// All facts of a customer, ordered by `signedDate` then id (what the projections evaluate),

@@ -1,3 +1,4 @@
+import AppStoreTesting
 import Entitlements
 import Foundation
 import Testing
@@ -43,6 +44,55 @@ struct ChangeMarkTests {
             }
             await other.close()
             try await store.raw("UPDATE customer_states SET projection_error = NULL WHERE app_user_id = 'bo'")
+        }
+    }
+
+    /// The mark read from the WAL index's header against `PRAGMA data_version` on a connection of
+    /// its own, over generated steps: every commit the version sees moves the mark, and reads and
+    /// checkpoints that copy pages without a commit leave it.
+    @Test("the WAL index's mark moves with every commit data_version sees", arguments: [1, 2, 3])
+    func walIndexAgainstDataVersion(seed: UInt64) async throws {
+        try await withStore(.sqliteFile) { store, database in
+            let path = String(database.url.dropFirst("sqlite:".count))
+            func mark() throws -> Int64 {
+                guard case .done(let mark) = try store.changeMarkNow() else { throw StorageError(.internal, "no mark") }
+                return mark
+            }
+            let first = try mark()
+            // The store's mark is the header's, not a version of its watcher's.
+            #expect(SQLiteWALIndex(path: path + "-shm")?.mark() == first)
+            let probe = try SQLiteConnection(path: path)
+            try probe.configure(writer: false, wal: true, busyTimeoutMilliseconds: 5000)
+            let other = try await database.open()
+            var generator = SplitMix64(seed: seed)
+            var (lastMark, lastVersion) = (first, try probe.dataVersion())
+            var moves = 0
+            do {
+                for step in 0..<120 {
+                    let action = Int.random(in: 0..<6, using: &generator)
+                    switch action {
+                    case 0: _ = try await store.ensureCustomer(appUserId: "s\(step)", appAccountToken: nil, projector: testProjector, now: testNow)
+                    case 1: _ = try await other.ensureCustomer(appUserId: "o\(step)", appAccountToken: nil, projector: testProjector, now: testNow)
+                    case 2: try await other.raw("UPDATE customer_states SET computed_at = computed_at + 1")
+                    case 3: _ = try probe.query("PRAGMA wal_checkpoint(\(Bool.random(using: &generator) ? "PASSIVE" : "RESTART"))", [])
+                    default: _ = try await store.projection(appUserId: "s\(Int.random(in: 0...step, using: &generator))")
+                    }
+                    let (now, version) = (try mark(), try probe.dataVersion())
+                    if version != lastVersion {
+                        #expect(now != lastMark, "step \(step): a commit (action \(action)) left the mark")
+                        moves += 1
+                    } else {
+                        #expect(now == lastMark, "step \(step): the mark moved without a commit (action \(action))")
+                    }
+                    #expect(try mark() == now)
+                    (lastMark, lastVersion) = (now, version)
+                }
+            } catch {
+                await other.close()
+                throw error
+            }
+            await other.close()
+            #expect(moves > 20)
         }
     }
 

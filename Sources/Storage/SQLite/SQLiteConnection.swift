@@ -1,6 +1,12 @@
 internal import CSQLite
 import Dispatch
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One SQLite connection and its prepared-statement cache.
 ///
 /// Every SQLite call of the module goes through this file, and every result code through
@@ -113,6 +119,17 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
             throw error(rc, "data_version: no row")
         }
         return sqlite3_column_int64(statement, 0)
+    }
+
+    /// The database's WAL index (its `-shm` file) mapped read-only; nil for a database in memory,
+    /// one not in WAL mode (an index left beside it would never change), or when the index cannot
+    /// be mapped. Valid while a connection of this process keeps the database open: SQLite empties
+    /// the index only when it opens it with no connection left, and leaves WAL mode only then.
+    func walIndex() -> SQLiteWALIndex? {
+        guard let name = sqlite3_db_filename(db, "main"), name.pointee != 0,
+            let mode = try? query("PRAGMA journal_mode", []).first?.single(String.self), mode.lowercased() == "wal"
+        else { return nil }
+        return SQLiteWALIndex(path: String(cString: name) + "-shm")
     }
 
     /// The main database's bytes, as its file would hold them.
@@ -319,5 +336,48 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
             try execute("PRAGMA mmap_size = 1073741824")
         }
         try execute("PRAGMA foreign_keys = ON")
+    }
+}
+
+/// A WAL database's index header read in place (sqlite.org/walformat.html), without a lock or a
+/// read transaction: SQLite's writer rewrites the header at every commit (its transaction counter,
+/// frame count, salts and checksum), and readers take their snapshot from it, so while the header
+/// reads the same, no commit became visible to anyone.
+final class SQLiteWALIndex: Sendable {
+    /// The mapping's address (`nonisolated(unsafe)`: only read through ``CSQLite_walIndexHeader``,
+    /// as SQLite's own readers read it while writers write it).
+    nonisolated(unsafe) private let base: UnsafeMutableRawPointer
+    /// One page: the header's two copies and the checkpoint information fill 136 bytes of it.
+    private static let length = 4096
+
+    /// Maps the index at `path`; nil when it is missing or shorter than a page (SQLite sizes it in
+    /// 32 KiB regions once a connection reads).
+    init?(path: String) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_size >= Self.length,
+            let mapped = mmap(nil, Self.length, PROT_READ, MAP_SHARED, descriptor, 0), mapped != MAP_FAILED
+        else { return nil }
+        base = mapped
+    }
+
+    deinit { munmap(base, Self.length) }
+
+    /// The header's transaction counter above its checksum (which covers every field before it):
+    /// a new value after every commit. Nil while a writer is rewriting the header (after a few
+    /// tries) or before SQLite initialized it.
+    func mark() -> Int64? {
+        withUnsafeTemporaryAllocation(byteCount: 48, alignment: 8) { header in
+            let bytes = header.bindMemory(to: UInt8.self).baseAddress!
+            for _ in 0..<16 where CSQLite_walIndexHeader(base, bytes) == 1 {
+                // Native byte order, as SQLite writes the index.
+                let change = UnsafeRawPointer(bytes).load(fromByteOffset: 8, as: UInt32.self)
+                let checksum = UnsafeRawPointer(bytes).load(fromByteOffset: 44, as: UInt32.self)
+                return Int64(bitPattern: UInt64(change) << 32 | UInt64(checksum))
+            }
+            return nil
+        }
     }
 }

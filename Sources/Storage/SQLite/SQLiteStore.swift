@@ -24,10 +24,19 @@ final class SQLiteStore: SessionBackedStore {
     private let threads = ThreadTracker()
     private let readers: Mutex<[SQLiteConnection]> = Mutex([])
     private let closed = Flag()
-    /// The connection ``changeMarkNow()`` reads `PRAGMA data_version` on: opened on first use and
+    /// The connection that keeps the WAL index ``walIndex`` maps (or that ``changeMarkNow()``
+    /// reads `PRAGMA data_version` on when it cannot be mapped): opened on first use and
     /// kept until the store closes, never replaced nor reopened (a new connection would count from
     /// the start again, and its marks could repeat an older one's).
     private let watcher: Mutex<Watcher> = Mutex(.unopened)
+    /// The database's WAL index, mapped once the watcher opened: marks read from its header
+    /// without the watcher's lock or a read transaction (both poll threads read a mark per
+    /// request). Never set when the index cannot be mapped; then every mark is `data_version`'s,
+    /// so the two kinds never mix.
+    private let walIndex = AtomicLazyReference<SQLiteWALIndex>()
+    /// Marks being read from ``walIndex``: ``close()`` waits for them before the watcher's
+    /// connection closes, after which another process may empty the index under the mapping.
+    private let marksInFlight = Atomic<Int>(0)
 
     private enum Watcher {
         case unopened
@@ -283,17 +292,26 @@ final class SQLiteStore: SessionBackedStore {
     }
 
     func changeMarkNow() throws -> ImmediateRead<Int64> {
+        marksInFlight.add(1, ordering: .sequentiallyConsistent)
+        defer { marksInFlight.subtract(1, ordering: .sequentiallyConsistent) }
         guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
+        if let index = walIndex.load() { return index.mark().map { .done($0) } ?? .wouldWait }
         return try watcher.withLock { watcher throws -> ImmediateRead<Int64> in
-            // Its version changes on every commit but its own, and it never commits.
             switch watcher {
             case .open(let connection):
+                if let index = walIndex.load() { return index.mark().map { .done($0) } ?? .wouldWait }
+                // Its version changes on every commit but its own, and it never commits.
                 return .done(try connection.dataVersion())
             case .unopened:
                 let connection = try SQLiteConnection(path: path)
                 try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: configuration.sqliteBusyTimeoutMilliseconds)
+                // A read maps the index into the connection (and sizes it, if no one had).
+                let version = try connection.dataVersion()
                 watcher = .open(connection)
-                return .done(try connection.dataVersion())
+                if let index = connection.walIndex(), index.mark() != nil {
+                    return walIndex.storeIfNil(index).mark().map { .done($0) } ?? .wouldWait
+                }
+                return .done(version)
             case .closed:
                 return .wouldWait
             }
@@ -372,6 +390,9 @@ final class SQLiteStore: SessionBackedStore {
         queue.close()
         await threads.waitForAll()
         readers.withLock { $0.removeAll() }
+        // No mark reads the index once its connection is gone (``marksInFlight``).
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        while marksInFlight.load(ordering: .sequentiallyConsistent) > 0 { await Task.yield() }
         watcher.withLock { $0 = .closed }
     }
 
