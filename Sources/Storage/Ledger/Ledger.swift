@@ -43,17 +43,18 @@ struct Ledger {
     /// Advisory locks for ownership decisions (PostgreSQL only), taken in sorted order by one
     /// statement (`unnest` keeps the array's order).
     func lockKeys(_ keys: some Sequence<String>) throws {
-        guard isPostgres else { return }
-        let sorted = Set(keys).sorted()
-        guard !sorted.isEmpty else { return }
-        try session.query(Self.lockingKeys(sorted))
+        guard isPostgres, let statement = Self.lockingKeys(keys) else { return }
+        try session.query(statement)
     }
 
-    /// The statement locking each of `sorted` keys (a subscription's or a token's) for the
-    /// transaction. A key's lock is scoped to the schema: ledgers in other schemas of the cluster
-    /// (another deployment, another test) hold the same ids without waiting on each other.
-    static func lockingKeys(_ sorted: [String]) -> SQLQuery {
-        "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '/' || k, 0)) FROM unnest(\(arrayLiteral(sorted))::text[]) AS k"
+    /// The statement locking each of `keys` (a subscription's or a token's) for the transaction,
+    /// once each and in sorted order; nil for no keys. A key's lock is scoped to the schema:
+    /// ledgers in other schemas of the cluster (another deployment, another test) hold the same
+    /// ids without waiting on each other.
+    static func lockingKeys(_ keys: some Sequence<String>) -> SQLQuery? {
+        let sorted = Set(keys).sorted()
+        guard !sorted.isEmpty else { return nil }
+        return "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '/' || k, 0)) FROM unnest(\(arrayLiteral(sorted))::text[]) AS k"
     }
 
     /// A PostgreSQL array literal of texts: `{"a","b"}`, with `\` and `"` escaped.
@@ -163,10 +164,8 @@ struct Ledger {
         let sortedOTIDs = otids.sorted()
         let sortedTokens = looseTokens.sorted()
         var statements: [SQLQuery] = []
-        let lockStatement = isPostgres && claim == nil && !lockKeys.isEmpty
-        if lockStatement {
-            statements.append(Self.lockingKeys(Set(lockKeys).sorted()))
-        }
+        let lockStatement = isPostgres && claim == nil ? Self.lockingKeys(lockKeys) : nil
+        if let lockStatement { statements.append(lockStatement) }
         for otid in sortedOTIDs {
             statements.append(
                 (
@@ -181,7 +180,7 @@ struct Ledger {
                 ("SELECT \(Self.rootOf("c")) FROM customers c WHERE c.app_account_token = \(token)" as SQLQuery))
         }
         var results = try session.pipeline(statements)[...]
-        if lockStatement { results = results.dropFirst() }
+        if lockStatement != nil { results = results.dropFirst() }
         // A subscription newly linked may bring facts that came before this message (unlinked, a
         // family member's app posting it after Apple's notifications): the customer's events are
         // then derived from the earliest of them.

@@ -295,11 +295,13 @@ final class SQLiteStore: SessionBackedStore {
         marksInFlight.add(1, ordering: .sequentiallyConsistent)
         defer { marksInFlight.subtract(1, ordering: .sequentiallyConsistent) }
         guard !closed.isSet, case .file(let path) = location else { return .wouldWait }
-        if let index = walIndex.load() { return index.mark().map { .done($0) } ?? .wouldWait }
+        // A header caught mid-rewrite vouches for nothing.
+        func read(_ index: SQLiteWALIndex) -> ImmediateRead<Int64> { index.mark().map { .done($0) } ?? .wouldWait }
+        if let index = walIndex.load() { return read(index) }
         return try watcher.withLock { watcher throws -> ImmediateRead<Int64> in
             switch watcher {
             case .open(let connection):
-                if let index = walIndex.load() { return index.mark().map { .done($0) } ?? .wouldWait }
+                if let index = walIndex.load() { return read(index) }
                 // Its version changes on every commit but its own, and it never commits.
                 return .done(try connection.dataVersion())
             case .unopened:
@@ -308,9 +310,7 @@ final class SQLiteStore: SessionBackedStore {
                 // A read maps the index into the connection (and sizes it, if no one had).
                 let version = try connection.dataVersion()
                 watcher = .open(connection)
-                if let index = connection.walIndex(), index.mark() != nil {
-                    return walIndex.storeIfNil(index).mark().map { .done($0) } ?? .wouldWait
-                }
+                if let index = connection.walIndex(), index.mark() != nil { return read(walIndex.storeIfNil(index)) }
                 return .done(version)
             case .closed:
                 return .wouldWait
