@@ -99,16 +99,31 @@ extension ConsoleStore {
 }
 
 extension SessionBackedStore {
+    // The rollups as stored plus the journal's changes not folded yet (``RollupWrites``), read in
+    // one snapshot.
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) async throws -> MetricRollup {
-        try await read { try Ledger(session: $0, fault: nil).metricRollup(environment: environment, fromDay: fromDay, toDay: toDay) }
+        let journal = hasRollupJournal
+        return try await read { session in
+            try Ledger.inSnapshot(session) { ledger in
+                let rollup = try ledger.metricRollup(environment: environment, fromDay: fromDay, toDay: toDay)
+                guard journal else { return rollup }
+                return try ledger.journaledChanges().adding(to: rollup, environment: environment, fromDay: fromDay, toDay: toDay)
+            }
+        }
     }
 
     func chartRows(
         environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>, filter: ChartFilter
     ) async throws -> ChartRows {
-        try await read {
-            try Ledger(session: $0, fault: nil).chartRows(
-                environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments, filter: filter)
+        let journal = hasRollupJournal
+        return try await read { session in
+            try Ledger.inSnapshot(session) { ledger in
+                let rows = try ledger.chartRows(
+                    environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments, filter: filter)
+                guard journal else { return rows }
+                return try ledger.journaledChanges().adding(
+                    to: rows, environments: environments, kinds: kinds, fromDay: fromDay, toDay: toDay, segments: segments, filter: filter)
+            }
         }
     }
 

@@ -111,18 +111,8 @@ extension SessionBackedStore {
     }
 
     func exportCustomer(appUserId: String) async throws -> CustomerExport? {
-        try await read { session in
-            // One snapshot: every table as of one instant.
-            try session.execute(session.dialect == .postgres ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
-            do {
-                let export = try Ledger(session: session, fault: nil).export(appUserId: appUserId)
-                try session.execute("COMMIT")
-                return export
-            } catch {
-                try? session.execute("ROLLBACK")
-                throw error
-            }
-        }
+        // One snapshot: every table as of one instant.
+        try await read { session in try Ledger.inSnapshot(session) { try $0.export(appUserId: appUserId) } }
     }
 
     func eraseCustomer(appUserId: String, actor: String?, now: Int64) async throws -> ErasureReport? {

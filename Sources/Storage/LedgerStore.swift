@@ -202,6 +202,11 @@ public struct StoreConfiguration: Sendable {
     /// Tests only: PostgreSQL commits the way ``PostgresTail/plain`` does (one statement per
     /// shared row, the commit in a round trip of its own), for the tests that compare the paths.
     var postgresPlainWrites = false
+    /// Tests only: how commits write their rollup change (nil: ``RollupWrites/standard(_:)``), for
+    /// the tests that compare the journal with direct writes.
+    var rollupWrites: RollupWrites? = nil
+    /// Tests only: how long after a journal row its fold runs (``RollupFolder/delay``).
+    var rollupFoldDelay: Duration = RollupFolder.delay
     /// Tests only: open without looking at the schema at all (to clean up a too-new one).
     var skipSchemaCheck = false
     /// Tests only: called before each batch of the version-14 rewrite commits (throw: killed there).

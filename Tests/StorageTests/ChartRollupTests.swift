@@ -39,11 +39,13 @@ import Testing
             let later = try await store.chartRows(environments: ["Production"], kinds: [.actives], fromDay: Self.day0 + 40, toDay: Self.day0 + 40, segments: [])
             #expect(later.opening.reduce(0) { $0 + $1.value } == expected.filter { $0.kind == .actives && $0.day < Self.day0 + 40 }.reduce(0) { $0 + $1.value })
 
+            try await store.foldJournal()
             try await store.raw("DELETE FROM customer_metrics")
             try await store.raw("DELETE FROM metric_daily")
             try await store.raw("DELETE FROM chart_daily")
             #expect(try await store.backfillMetrics(projector: Self.projector, limit: 10) == 1)
             #expect(Self.sorted(try await Self.rows(store).days) == Self.sorted(expected))
+            try await store.foldJournal()
             #expect(try await store.count("SELECT COUNT(*) FROM chart_daily WHERE value = 0") == 0)
         }
     }

@@ -68,6 +68,7 @@ import Testing
             let (differing, sums) = try await Self.difference(store)
             #expect(differing == 0)
             // Every segmentation is written: none, store, product, storefront and period type.
+            try await store.foldJournal()
             #expect(try await store.count("SELECT COUNT(DISTINCT segmentation) FROM chart_segment_daily") == 5)
 
             try await store.raw("DELETE FROM customer_metrics")

@@ -23,8 +23,13 @@ import Testing
         return Fixture.batch(facts: [fact], receivedAt: testNow + Int64(i), claim: Claim(appUserId: "hot-user\(i)"))
     }
 
-    @Test("concurrent group commits of two servers: no deadlock, rollups exact", arguments: Backend.all)
-    func concurrentGroupCommits(_ backend: Backend) async throws {
+    /// Every backend with its rollup writes: PostgreSQL's both ways (``RollupWrites``).
+    static let backendsAndRollups: [(Backend, RollupWrites)] = Backend.all.flatMap { backend in
+        backend == .postgres ? [(backend, .direct), (backend, .journaled)] : [(backend, RollupWrites.standard(.sqlite))]
+    }
+
+    @Test("concurrent group commits of two servers: no deadlock, rollups exact", arguments: backendsAndRollups)
+    func concurrentGroupCommits(_ backend: Backend, _ rollups: RollupWrites) async throws {
         let count = 480
         // Every seventh projection fails after the rollups, events and counters were noted: that
         // job is rolled back to its savepoint (alone, when its group has others).
@@ -36,6 +41,7 @@ import Testing
         let (database, admin) = try Self.database(backend)
         var options = database.configuration(fault: fault)
         options.postgresGroupCommit = 8
+        options.rollupWrites = rollups
         let first = try await openStore(url: database.url, configuration: options)
         // Two pools on one database, as two servers have (SQLite: one writer, one store).
         let second = backend == .postgres ? try await openStore(url: database.url, configuration: options) : first
@@ -62,11 +68,15 @@ import Testing
         #expect(errors.isEmpty, "\(errors.count) ingests failed, e.g. \(errors.first ?? "")")
         #expect(succeeded.count > count / 2 && succeeded.count < count)
 
-        // Rollups and charts: exactly the sum of the accepted ingests' contributions, in every read.
+        // Rollups and charts: exactly the sum of the accepted ingests' contributions, in every read,
+        // with the journal's rows as they are (folded or not), then with every row folded.
         let contributions = succeeded.map { metricContribution(facts: Self.batch($0).facts.map(\.fact), policy: Self.projector.policy) }
         try await Self.expectRollups(first, sum: contributions)
+        try await first.foldJournal()
+        #expect(try await first.count("SELECT COUNT(*) FROM rollup_journal") == 0)
+        try await Self.expectRollups(second, sum: contributions)
         #expect(try await first.count("SELECT COUNT(*) FROM metric_daily WHERE value = 0") == 0)
-        if backend == .postgres {
+        if backend == .postgres && rollups == .direct {
             // The two servers' overlapping commits wrote more than one shard of the day's rows.
             #expect(try await first.count("SELECT COUNT(DISTINCT shard) FROM metric_daily") > 1)
         }
@@ -128,8 +138,8 @@ import Testing
     }
 
     @Test("a commit writes a shard of the shared rows no open commit holds: two servers never wait on them; rollups and charts exact",
-          arguments: Backend.postgresOnly)
-    func commitsWriteTheirOwnShards(_ backend: Backend) async throws {
+          arguments: Backend.postgresOnly, [RollupWrites.direct, .journaled])
+    func commitsWriteTheirOwnShards(_ backend: Backend, _ rollups: RollupWrites) async throws {
         let count = 8
         let (database, admin) = try Self.database(backend)
         let adminConnection = try #require(admin)
@@ -138,6 +148,7 @@ import Testing
         // open transaction below would fail at this timeout instead of hanging the test.
         options.postgresGroupCommit = 1
         options.postgresStatementTimeoutMilliseconds = 20_000
+        options.rollupWrites = rollups
         let first = try await openStore(url: database.url, configuration: options)
         let second = try await openStore(url: database.url, configuration: options)
         // One ingest first: the rows every ingest shares before its commit (the signed texts'
@@ -166,6 +177,9 @@ import Testing
             return try await group.reduce(into: [Int]()) { if let i = $1 { $0.append(i) } }
         }
         #expect(accepted.count == count)
+        // Journaled, the commits wrote none of those rows; a fold of their journal rows does, and
+        // does not wait for the open transaction's rows either.
+        try await first.foldJournal()
         try holder?.execute("COMMIT")
         holder = nil
 

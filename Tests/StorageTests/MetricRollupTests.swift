@@ -53,6 +53,7 @@ import Testing
 
             // A database from before version 15: no rollups. The backfill, one customer per
             // chunk, gives the same rows.
+            try await store.foldJournal()
             try await store.raw("DELETE FROM customer_metrics")
             try await store.raw("DELETE FROM metric_daily")
             let console = store
@@ -61,6 +62,7 @@ import Testing
             #expect(try await console.backfillMetrics(projector: p, limit: 1) == 0)
             #expect(try await Self.rollup(store) == rollup)
             // Nothing left over: every daily row is some customer's contribution.
+            try await store.foldJournal()
             #expect(try await store.count("SELECT COUNT(*) FROM metric_daily WHERE value = 0") == 0)
         }
     }
@@ -113,6 +115,7 @@ import Testing
             let console = store
             result = try await console.metricRollup(environment: "Production", fromDay: day0 - 1, toDay: day0 + 800)
             // The incremental contribution equals the one computed from scratch.
+            try await store.foldJournal()
             try await store.raw("DELETE FROM customer_metrics")
             try await store.raw("DELETE FROM metric_daily")
             #expect(try await console.backfillMetrics(projector: projector, limit: 10) == 1)

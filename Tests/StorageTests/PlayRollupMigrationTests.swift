@@ -61,6 +61,7 @@ import Testing
 
             // As an older server wrote them: Play rows under `appStore`, by Google's country codes,
             // in the daily rows and in each customer's stored contribution alike.
+            try await store.foldJournal()
             for (old, new) in [("USA", "US"), ("DEU", "DE")] {
                 try await store.raw("UPDATE chart_daily SET store = 'appStore', storefront = '\(new)' WHERE storefront = '\(old)'")
                 try await store.raw("UPDATE customer_metrics SET deltas = REPLACE(REPLACE(deltas, 'playStore', 'appStore'), '\t\(old)\t', '\t\(new)\t')")
@@ -81,6 +82,7 @@ import Testing
             let rebuilt = try await Self.rollups(store)
             #expect(rebuilt.0 == fresh.0)
             #expect(rebuilt.1 == fresh.1)
+            try await store.foldJournal()
             #expect(try await store.count("SELECT COUNT(*) FROM chart_daily WHERE value = 0") == 0)
             #expect(try await store.count("SELECT COUNT(*) FROM metric_daily WHERE value = 0") == 0)
         }

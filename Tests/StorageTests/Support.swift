@@ -162,6 +162,13 @@ func withStore(
 }
 
 extension LedgerStore {
+    /// Folds the rollup journal into the rollup tables now (``RollupWrites/journaled``), for a
+    /// test that reads or changes those tables themselves.
+    func foldJournal() async throws {
+        let store = try #require(self as? any SessionBackedStore)
+        while try await store.write({ try Ledger(session: $0, fault: nil).foldRollupJournal() }) > 0 {}
+    }
+
     func raw(_ sql: String) async throws {
         switch self {
         case let store as SQLiteStore: try await store._execute(sql)

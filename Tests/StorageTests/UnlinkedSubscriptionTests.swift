@@ -199,7 +199,7 @@ import Testing
             // The ledger as an older build left it: the facts, and nobody owning them.
             for table in [
                 "events", "entitlement_projections", "subscription_projections", "customer_states", "customer_metrics", "metric_daily",
-                "links", "customers", "placeholder_backfill",
+                "rollup_journal", "links", "customers", "placeholder_backfill",
             ] {
                 try await store.raw("DELETE FROM \(table)")
             }

@@ -112,10 +112,12 @@ import Testing
                 }
             }
             try await writeAll(oneRowAStatement: true)
+            try await store.foldJournal()
             let plain = try await Self.rollupRows(sessions)
             #expect(plain.count > 3 * 64)
             for table in ["metric_daily", "chart_daily", "chart_segment_daily"] { try await store.raw("DELETE FROM \(table)") }
             try await writeAll(oneRowAStatement: false)
+            try await store.foldJournal()
             #expect(try await Self.rollupRows(sessions) == plain)
         }
     }

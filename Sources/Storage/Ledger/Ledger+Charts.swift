@@ -58,7 +58,8 @@ extension Ledger {
     /// segment that exists; only the rows whose segments hold `filter`'s values. One segment
     /// column at most, split by or filtered on (what the Charts API mostly asks), is read from
     /// `chart_segment_daily`, which holds exactly those rows; anything else from `chart_daily`
-    /// (the only table that still has every column a filter reads), summed in SQL.
+    /// (the only table that still has every column a filter reads), summed in SQL. The journal's
+    /// changes not folded yet are not included (``RollupChange/adding(to:environments:kinds:fromDay:toDay:segments:filter:)``).
     func chartRows(
         environments: [String], kinds: [ChartKind], fromDay: Int64, toDay: Int64, segments: Set<ChartSegmentation>, filter: ChartFilter = ChartFilter()
     ) throws -> ChartRows {
@@ -173,6 +174,12 @@ struct ChartRowKey: Hashable, Comparable {
     var storefront: String
     var periodType: String
     var offset: Int64
+
+    init(environment: String, kind: String, day: Int64, currency: String, store: String, product: String, storefront: String,
+         periodType: String, offset: Int64) {
+        (self.environment, self.kind, self.day, self.currency) = (environment, kind, day, currency)
+        (self.store, self.product, self.storefront, self.periodType, self.offset) = (store, product, storefront, periodType, offset)
+    }
 
     init(_ delta: ChartDelta) {
         environment = delta.environment.rawValue

@@ -116,7 +116,9 @@ extension Ledger {
     }
 
     /// The daily rows of `environment` from `fromDay` to `toDay` (each the sum of its shards), and
-    /// the stocks' levels at the start of `fromDay` (the sum of every earlier day's change).
+    /// the stocks' levels at the start of `fromDay` (the sum of every earlier day's change), each
+    /// in ``rollupOrder(_:_:)``; the journal's changes not folded yet are not included
+    /// (``RollupChange/adding(to:environment:fromDay:toDay:)``).
     func metricRollup(environment: String, fromDay: Int64, toDay: Int64) throws -> MetricRollup {
         let stocks = MetricKind.allCases.filter(\.isStock).map(\.rawValue)
         let base = try session.rows(
@@ -128,7 +130,7 @@ extension Ledger {
             """
             SELECT day, kind, currency, SUM(value) AS value FROM metric_daily
             WHERE environment = \(environment) AND day >= \(fromDay) AND day <= \(toDay)
-            GROUP BY day, kind, currency HAVING SUM(value) <> 0 ORDER BY day, kind, currency
+            GROUP BY day, kind, currency HAVING SUM(value) <> 0
             """, as: DailyRow.self)
         var rollup = MetricRollup()
         rollup.unlinkedActive = try session.value(
@@ -146,7 +148,17 @@ extension Ledger {
             rollup.days.append(MetricDelta(environment: Environment(rawValue: environment), day: row.day, kind: kind,
                                            currency: row.currency, value: row.value))
         }
+        rollup.opening.sort(by: Self.rollupOrder)
+        rollup.days.sort(by: Self.rollupOrder)
         return rollup
+    }
+
+    /// The order of a rollup's rows: by day, series and currency, as bytes (the same on both
+    /// databases, whatever PostgreSQL's collation).
+    static func rollupOrder(_ a: MetricDelta, _ b: MetricDelta) -> Bool {
+        if a.day != b.day { return a.day < b.day }
+        if a.kind != b.kind { return a.kind.rawValue < b.kind.rawValue }
+        return a.currency < b.currency
     }
 
     /// `column` holds a placeholder key (``UnlinkedSubscription``). On SQLite (binary collation) a

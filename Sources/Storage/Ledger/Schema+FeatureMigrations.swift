@@ -293,5 +293,6 @@ extension Schema {
         factTokenHashIndex,
         // The index of facts' transaction ids without the notification facts (``transactionIdsWithoutNotifications``).
         transactionIdsWithoutNotifications,
+        rollupJournal,
     ]
 }

@@ -57,4 +57,8 @@ extension Schema {
             DROP TABLE chart_segment_daily;
             ALTER TABLE chart_segment_daily_sharded RENAME TO chart_segment_daily;
             """)
+
+    /// Commits' rollup changes appended, to be folded into the rollups (``RollupWrites``).
+    static let rollupJournal = Migration(
+        version: 48, name: "rollup journal", sql: "CREATE TABLE rollup_journal (id {id}, body TEXT NOT NULL);")
 }

@@ -19,6 +19,34 @@ protocol SessionBackedStore: LedgerStore {
     /// Runs `body`, a read of the customer `appUserId`, on a read session that has every write
     /// committed for that customer before the call (PostgreSQL replicas: ``ReplicaNeed``).
     func read<T: Sendable>(customer appUserId: String, _ body: @escaping @Sendable (any SQLSession) throws -> T) async throws -> T
+    /// Folds the rollup journal in the background (``RollupWrites/journaled``).
+    var rollupFolder: RollupFolder { get }
+}
+
+extension SessionBackedStore {
+    /// Whether the schema has `rollup_journal`: always, but for a test's database left at an
+    /// older version (``StoreConfiguration/migrateThrough``).
+    var hasRollupJournal: Bool { (configuration.migrateThrough ?? .max) >= Schema.rollupJournal.version }
+
+    /// The folder commits on `dialect` tell of their journal rows; nil: they write directly.
+    func journal(_ dialect: SQLDialect) -> RollupFolder? {
+        hasRollupJournal && (configuration.rollupWrites ?? .standard(dialect)) == .journaled ? rollupFolder : nil
+    }
+
+    /// Folds the rollup journal until it is empty (``RollupFolder``'s work). A fold that fails
+    /// leaves its rows for the next one; the failure is logged.
+    func foldRollupJournal() async {
+        do {
+            while try await write({ try Ledger(session: $0, fault: nil).foldRollupJournal() }) >= Ledger.foldLimit {}
+        } catch {
+            configuration.log?("rollup journal fold failed", ["error": "\(error)"])
+        }
+    }
+
+    /// Starts the folder on this store (weakly held: the folder never keeps a closed store).
+    func startFolding() where Self: AnyObject {
+        rollupFolder.start { [weak self] in await self?.foldRollupJournal() }
+    }
 }
 
 extension SessionBackedStore {
@@ -118,19 +146,10 @@ extension SessionBackedStore {
 
     func compareProjections(projector: Projector) async throws -> RebuildReport {
         try await chunked { cursor in
+            // One snapshot per chunk: a customer's state and its facts are read as of one instant
+            // even while the server writes.
             try await read { session in
-                // One snapshot per chunk: a customer's state and its facts are read as of one instant
-                // even while the server writes.
-                try session.execute(session.dialect == .postgres ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
-                do {
-                    let chunk = try Ledger(session: session, fault: nil).compareChunk(
-                        afterID: cursor, limit: rebuildChunk, projector: projector)
-                    try session.execute("COMMIT")
-                    return chunk
-                } catch {
-                    try? session.execute("ROLLBACK")
-                    throw error
-                }
+                try Ledger.inSnapshot(session) { try $0.compareChunk(afterID: cursor, limit: rebuildChunk, projector: projector) }
             }
         }
     }

@@ -33,6 +33,8 @@ final class TransactionTail {
         var hourly: [HourlyKey: Int64] = [:]
         var latest: [LatestKey: Int64] = [:]
         var events: [PendingEvent] = []
+        /// A fold of the journal ran: the rollup change goes to the rows, not back into the journal.
+        var folds = false
 
         var isEmpty: Bool { metrics.isEmpty && charts.isEmpty && hourly.isEmpty && latest.isEmpty && events.isEmpty }
 
@@ -42,6 +44,7 @@ final class TransactionTail {
             hourly.merge(other.hourly, uniquingKeysWith: +)
             latest.merge(other.latest, uniquingKeysWith: max)
             events += other.events
+            folds = folds || other.folds
         }
     }
 
@@ -66,6 +69,10 @@ final class TransactionTail {
         var answerPacked: [UInt8]
         var customerID: Int64?
     }
+
+    /// Where the rollup change goes (``RollupWrites``): nil, straight to the rows; else one
+    /// `rollup_journal` row, and this folder is told.
+    var journal: RollupFolder?
 
     /// What released jobs (or a job without a savepoint) wrote.
     private var kept = Share()
@@ -95,6 +102,14 @@ final class TransactionTail {
 
     func addChart(_ key: ChartRowKey, _ value: Int64) {
         current.charts[key, default: 0] += value
+    }
+
+    /// Adds a fold's change (``Ledger/foldRollupJournal(limit:)``): this transaction writes its
+    /// rollup change to the rows.
+    func fold(_ change: RollupChange) {
+        current.metrics.merge(change.metrics, uniquingKeysWith: +)
+        current.charts.merge(change.charts, uniquingKeysWith: +)
+        current.folds = true
     }
 
     func countMessage(hour: Int64, code: String) {
@@ -139,28 +154,27 @@ final class TransactionTail {
     }
 
     /// The statements that write the transaction's share, in the lock order (see the top of this
-    /// file), each rollup's rows summed and in multi-row statements (a chart change moves six
-    /// rows) into the transaction's shard (``RollupShards``), rows whose changes sum to nothing
-    /// left out; empties the tail.
+    /// file): the rollup change summed per row, rows whose changes sum to nothing left out, as one
+    /// journal row (``RollupWrites``) or into the rows of the transaction's shard
+    /// (``RollupShards``) in multi-row statements (a chart change moves six rows); empties the tail.
     func statements(dialect: SQLDialect) -> [SQLQuery] {
         release()
         defer { kept = Share() }
         guard !kept.isEmpty else { return [] }
         var statements: [SQLQuery] = []
-        let charts = kept.charts.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key })
-        var segmented: [ChartSegmentRowKey: Int64] = [:]
-        for (key, value) in charts {
-            for row in ChartSegmentRowKey.rows(of: key) { segmented[row, default: 0] += value }
-        }
-        if dialect == .postgres && !(kept.metrics.isEmpty && charts.isEmpty && kept.hourly.isEmpty && kept.latest.isEmpty) {
+        let change = RollupChange(metrics: kept.metrics, charts: kept.charts).nonzero
+        let journaled = journal != nil && !kept.folds && !change.isEmpty
+        let direct = journaled ? RollupChange() : change
+        if dialect == .postgres && !(direct.isEmpty && kept.hourly.isEmpty && kept.latest.isEmpty) {
             statements.append(RollupShards.choose)
         }
         let shard = RollupShards.value(dialect)
-        statements += Ledger.addMetrics(
-            kept.metrics.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }, shard: shard)
-        statements += Ledger.addCharts(charts.map { ($0.key, $0.value) }, shard: shard)
-        statements += Ledger.addChartSegments(
-            segmented.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }, shard: shard)
+        if journaled {
+            statements.append("INSERT INTO rollup_journal (body) VALUES (\(change.encoded))")
+            journal?.journalWritten()
+        } else {
+            statements += Self.rollupStatements(direct, shard: shard)
+        }
         for (key, count) in kept.hourly.sorted(by: { $0.key < $1.key }) {
             statements.append(IngestCounters.addCount(hour: key.hour, code: key.code, shard: shard, count: count))
         }
@@ -179,6 +193,19 @@ final class TransactionTail {
             for pending in kept.events { statements.append(Ledger.insertEventStatement(pending)) }
         }
         return statements
+    }
+
+    /// `change` added to the rollup rows of `shard`: each rollup's rows in key order.
+    private static func rollupStatements(_ change: RollupChange, shard: SQLQuery) -> [SQLQuery] {
+        let charts = change.charts.sorted(by: { $0.key < $1.key })
+        var segmented: [ChartSegmentRowKey: Int64] = [:]
+        for (key, value) in charts {
+            for row in ChartSegmentRowKey.rows(of: key) { segmented[row, default: 0] += value }
+        }
+        return Ledger.addMetrics(change.metrics.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }, shard: shard)
+            + Ledger.addCharts(charts.map { ($0.key, $0.value) }, shard: shard)
+            + Ledger.addChartSegments(
+                segmented.filter { $0.value != 0 }.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value) }, shard: shard)
     }
 
     /// Writes the transaction's share (``statements(dialect:)``) on `session`, in one round trip.

@@ -15,6 +15,7 @@ final class PostgresStore: SessionBackedStore {
     let configuration: StoreConfiguration
     private let queue: JobQueue
     private let threads = ThreadTracker()
+    let rollupFolder: RollupFolder
     /// Reads on streaming replicas; nil without `postgresReplicas`.
     private let replicas: ReplicaReads?
     /// What the primary's connections sent and waited for.
@@ -23,6 +24,7 @@ final class PostgresStore: SessionBackedStore {
     private init(conninfo: String, configuration: StoreConfiguration) {
         self.conninfo = conninfo
         self.configuration = configuration
+        rollupFolder = RollupFolder(delay: configuration.rollupFoldDelay)
         let queue = JobQueue()
         self.queue = queue
         replicas =
@@ -38,6 +40,7 @@ final class PostgresStore: SessionBackedStore {
             }
         }
         let store = PostgresStore(conninfo: uri, configuration: configuration)
+        store.startFolding()
         store.startWorkers()
         do {
             if configuration.migrateOnOpen {
@@ -67,12 +70,13 @@ final class PostgresStore: SessionBackedStore {
             let configuration = self.configuration
             let position = replicas?.position
             let traffic = self.traffic
+            let journal = self.journal(.postgres)
             threads.start(name: "entitled.postgres.\(index)") {
                 var connection: PostgresConnection? = nil
                 while let jobs = queue.take(maxWrites: max(1, configuration.postgresGroupCommit), groupReads: false) {
                     Self.run(
                         jobs, connection: &connection, conninfo: conninfo, configuration: configuration, position: position,
-                        traffic: traffic)
+                        traffic: traffic, journal: journal)
                 }
             }
         }
@@ -80,7 +84,7 @@ final class PostgresStore: SessionBackedStore {
 
     private static func run(
         _ jobs: [any StorageJob], connection: inout PostgresConnection?, conninfo: String, configuration: StoreConfiguration,
-        position: CommitPosition?, traffic: PostgresTraffic.Counter
+        position: CommitPosition?, traffic: PostgresTraffic.Counter, journal: RollupFolder?
     ) {
         var attempts = 0
         var reconnected = false
@@ -90,6 +94,7 @@ final class PostgresStore: SessionBackedStore {
                     if let existing = connection { try existing.connect() } else {
                         connection = try Self.connection(conninfo, configuration, traffic)
                     }
+                    connection?.tail.journal = journal
                 }
                 guard let session = connection else { throw StorageError(.unavailable) }
                 var late: [Int: any Error] = [:]
@@ -152,7 +157,9 @@ final class PostgresStore: SessionBackedStore {
                 // transaction of its own: a lone ingest takes its locks in sorted order, so these
                 // rarely meet again.
                 for job in jobs {
-                    run([job], connection: &connection, conninfo: conninfo, configuration: configuration, position: position, traffic: traffic)
+                    run(
+                        [job], connection: &connection, conninfo: conninfo, configuration: configuration, position: position,
+                        traffic: traffic, journal: journal)
                 }
                 return
             } catch let error as StorageError where error.retry == .transaction && attempts + 1 < configuration.postgresTransactionAttempts {
@@ -292,6 +299,7 @@ final class PostgresStore: SessionBackedStore {
     }
 
     func close() async {
+        await rollupFolder.close()
         // Replica workers hand reads they cannot serve to the primary's queue: close theirs first.
         await replicas?.close()
         queue.close()

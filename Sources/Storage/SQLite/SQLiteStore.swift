@@ -22,6 +22,7 @@ final class SQLiteStore: SessionBackedStore {
     let configuration: StoreConfiguration
     private let queue = JobQueue()
     private let threads = ThreadTracker()
+    let rollupFolder: RollupFolder
     private let readers: Mutex<[SQLiteConnection]> = Mutex([])
     private let closed = Flag()
     /// The connection that keeps the WAL index ``walIndex`` maps (or that ``changeMarkNow()``
@@ -51,6 +52,7 @@ final class SQLiteStore: SessionBackedStore {
     private init(location: Location, configuration: StoreConfiguration) {
         self.location = location
         self.configuration = configuration
+        rollupFolder = RollupFolder(delay: configuration.rollupFoldDelay)
     }
 
     static func open(location: Location, configuration: StoreConfiguration) async throws -> SQLiteStore {
@@ -89,6 +91,8 @@ final class SQLiteStore: SessionBackedStore {
             store.threads.start(name: "entitled.sqlite.syncer") { walSyncer.run() }
             syncer = walSyncer
         }
+        writer.tail.journal = store.journal(.sqlite)
+        store.startFolding()
         store.startWriter(writer, syncer: syncer)
         if case .file(let path) = location { try store.startCheckpointer(path: path) }
         do {
@@ -385,6 +389,7 @@ final class SQLiteStore: SessionBackedStore {
     }
 
     func close() async {
+        await rollupFolder.close()
         closed.set()
         committed.close()
         queue.close()
