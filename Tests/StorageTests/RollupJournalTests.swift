@@ -139,6 +139,41 @@ import Testing
         }
     }
 
+    @Test("a journaled store folds, once open, the rows a process that ended without folding left", arguments: Backend.durable)
+    func foldsRowsLeftBehind(_ backend: Backend) async throws {
+        let database = try TestDatabase(migrated: backend)
+        var options = database.configuration()
+        try await options.startMigrated(backend)
+        options.rollupWrites = .journaled
+        options.rollupFoldDelay = .seconds(3600)
+        // A process that ingests and ends without its fold (its rows written back as they were).
+        let first = try await openStore(url: database.url, configuration: options)
+        _ = try await first.ingest(Self.batches[0], projector: Self.projector, now: Self.now)
+        let left = try await first.texts("SELECT body FROM rollup_journal")
+        #expect(left.count == 1)
+        let expected = try await Self.reads(first)
+        await first.close()
+        // Closed, it folded them; put back as they were before (by a store that writes directly).
+        var direct = options
+        direct.rollupWrites = .direct
+        let editor = try await openStore(url: database.url, configuration: direct)
+        #expect(try await Self.journalRows(editor) == 0)
+        for table in ["metric_daily", "chart_daily", "chart_segment_daily"] { try await editor.raw("DELETE FROM \(table)") }
+        for row in left { try await editor.raw("INSERT INTO rollup_journal (body) VALUES ('\(row[0] ?? "")')") }
+        #expect(try await Self.journalRows(editor) == 1)
+        await editor.close()
+
+        options.rollupFoldDelay = .milliseconds(10)
+        let second = try await openStore(url: database.url, configuration: options)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await Self.journalRows(second) > 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(try await Self.journalRows(second) == 0)
+        #expect(try await second.count("SELECT COUNT(*) FROM chart_daily") > 0)
+        #expect(try await Self.reads(second) == expected)
+        await second.close()
+        await database.destroy()
+    }
+
     @Test("a journal row's text reads back as the change it holds, series this build does not know included")
     func journalTextRoundTrip() {
         var change = RollupChange()

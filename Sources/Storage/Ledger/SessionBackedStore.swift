@@ -43,6 +43,13 @@ extension SessionBackedStore {
         }
     }
 
+    /// Once open: a fold soon of the journal rows left by a process that ended without folding them
+    /// (killed, or its database gone when it closed). Reads count them meanwhile either way; this
+    /// keeps the journal from holding them until the next commit.
+    func foldLeftRows(_ dialect: SQLDialect) {
+        journal(dialect)?.journalWritten()
+    }
+
     /// Starts the folder on this store (weakly held: the folder never keeps a closed store).
     func startFolding() where Self: AnyObject {
         rollupFolder.start { [weak self] in await self?.foldRollupJournal() }

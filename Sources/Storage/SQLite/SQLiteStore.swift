@@ -105,6 +105,7 @@ final class SQLiteStore: SessionBackedStore {
             await store.close()
             throw error
         }
+        store.foldLeftRows(.sqlite)
         return store
     }
 
