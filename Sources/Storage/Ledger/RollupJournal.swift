@@ -145,10 +145,10 @@ extension Ledger {
     }
 }
 
-/// Folds the journal in the background: asked after each journaled commit (``journalWritten()``),
-/// it folds ``delay`` (by default) after the first journal row since its last fold, so the journal holds about
-/// that long's commits, and a fold sums many. One fold at a time per store; ``close()`` folds what
-/// this store wrote since.
+/// Folds the journal in the background: told of each journaled commit (``journalWritten()``), it
+/// folds ``delay`` (by default) after the first journal row since its last fold, so the journal
+/// holds about that long's commits and a fold sums many. One fold at a time per store; ``close()``
+/// folds what this store wrote since.
 final class RollupFolder: Sendable {
     /// How long a journal row waits for its fold at most, beside the fold itself: long enough that
     /// a fold sums the change of many commits, short enough that the journal a read adds stays small.
@@ -255,8 +255,10 @@ extension RollupChange {
         let environments = Set(environments), kinds = Set(kinds)
         var journaled: [(key: ChartRowKey, value: Int64, isDay: Bool)] = []
         for (key, value) in charts where value != 0 && environments.contains(key.environment) {
-            guard let kind = ChartKind(rawValue: key.kind), kinds.contains(kind),
-                  ChartSegmentation.allCases.allSatisfy({ segmentation in filter.value(segmentation).map { $0 == key.value(segmentation) } ?? true }) else { continue }
+            let held = ChartSegmentation.allCases.allSatisfy { segmentation in
+                filter.value(segmentation).map { $0 == key.value(segmentation) } ?? true
+            }
+            guard held, let kind = ChartKind(rawValue: key.kind), kinds.contains(kind) else { continue }
             var read = key
             if !segments.contains(.store) { read.store = "" }
             if !segments.contains(.product) { read.product = "" }
