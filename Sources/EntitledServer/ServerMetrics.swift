@@ -23,6 +23,8 @@ public final class ServerMetrics: LedgerObserver {
     let ledgerCommitDuration: Histogram
     let ledgerGroupSize: Histogram
     let replicaReads: Counter
+    let rollupJournalFolds: Counter
+    let rollupJournalRowsFolded: Counter
     let projectionLag: Histogram
     let customers: Gauge
     let subscriptions: Gauge
@@ -81,6 +83,12 @@ public final class ServerMetrics: LedgerObserver {
             "entitled_replica_reads_total",
             "Reads with read replicas configured, by where they ran (replica, or primary: no replica had this process's last commit or answered).",
             labels: ["served_by"])
+        rollupJournalFolds = registry.counter(
+            "entitled_rollup_journal_folds_total",
+            "Folds of the rollup journal into the rollups this process ran, by outcome (ok, failed: the rows wait for the next).",
+            labels: ["outcome"])
+        rollupJournalRowsFolded = registry.counter(
+            "entitled_rollup_journal_rows_folded_total", "Journal rows (one per committed transaction) this process folded into the rollups.")
         projectionLag = registry.histogram(
             "entitled_projection_lag_seconds",
             "From a V2 notification's signedDate to its projections committed (Apple's delivery delay plus ours).",
@@ -231,6 +239,13 @@ public final class ServerMetrics: LedgerObserver {
     public func readsRouted(_ reads: Int, onReplica: Bool) {
         replicaReads.add([onReplica ? "replica" : "primary"], Double(reads))
     }
+
+    public func rollupJournalFolded(rows: Int) {
+        rollupJournalFolds.add(["ok"])
+        rollupJournalRowsFolded.add([], Double(rows))
+    }
+
+    public func rollupJournalFoldFailed() { rollupJournalFolds.add(["failed"]) }
 
     public func projectionsChanged(_ change: ProjectionTally) {
         guard projectionsCounted.load(ordering: .acquiring) else { return }

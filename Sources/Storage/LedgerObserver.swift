@@ -10,10 +10,18 @@ public protocol LedgerObserver: Sendable {
     /// sent to the primary because no replica had replayed this process's last commit or could be
     /// reached.
     func readsRouted(_ reads: Int, onReplica: Bool)
+    /// A fold of the rollup journal committed: `rows` journal rows' changes were added to the
+    /// rollups (0: the journal held none this process could take).
+    func rollupJournalFolded(rows: Int)
+    /// A fold of the rollup journal failed: its rows stay in the journal for the next fold (reads
+    /// count them meanwhile).
+    func rollupJournalFoldFailed()
 }
 
 extension LedgerObserver {
     public func readsRouted(_ reads: Int, onReplica: Bool) {}
+    public func rollupJournalFolded(rows: Int) {}
+    public func rollupJournalFoldFailed() {}
 }
 
 /// Projected customers by state and subscriptions by status: counts (``LedgerStore/projectionTally()``)

@@ -74,6 +74,17 @@ import Testing
         #expect(lines.count == MetricsRegistry.maxSeries + 1)
         #expect(lines.contains(#"c_total{id="_other"} 10"#))
     }
+
+    @Test func rollupJournalFoldsCountByOutcomeAndRows() {
+        let metrics = ServerMetrics()
+        metrics.rollupJournalFolded(rows: 3)
+        metrics.rollupJournalFolded(rows: 0)
+        metrics.rollupJournalFoldFailed()
+        let text = metrics.registry.render()
+        #expect(MetricsEndpointTests.value(text, #"entitled_rollup_journal_folds_total{outcome="ok"}"#) == 2)
+        #expect(MetricsEndpointTests.value(text, #"entitled_rollup_journal_folds_total{outcome="failed"}"#) == 1)
+        #expect(MetricsEndpointTests.value(text, "entitled_rollup_journal_rows_folded_total") == 3)
+    }
 }
 
 /// `GET /metrics` on the real server: scope, values that move with requests, and the projection

@@ -71,14 +71,26 @@ import Testing
         return try await sessions.write { try Ledger(session: $0, fault: nil).foldRollupJournal(limit: limit) }
     }
 
+    /// What the journaled store told its observer of its folds.
+    final class Folds: LedgerObserver {
+        let folded = Mutex<[Int]>([])
+        let failed = Atomic<Int>(0)
+        func groupCommitted(writes: Int) {}
+        func projectionsChanged(_ change: ProjectionTally) {}
+        func rollupJournalFolded(rows: Int) { folded.withLock { $0.append(rows) } }
+        func rollupJournalFoldFailed() { failed.add(1, ordering: .relaxed) }
+    }
+
     /// A direct store and a journaled one whose folder never runs on its own, both given `body`.
     static func withStores(
-        _ backend: Backend, fault: FaultInjector? = nil, _ body: (_ direct: any LedgerStore, _ journaled: any LedgerStore) async throws -> Void
+        _ backend: Backend, fault: FaultInjector? = nil, observer: Folds? = nil,
+        _ body: (_ direct: any LedgerStore, _ journaled: any LedgerStore) async throws -> Void
     ) async throws {
         try await withStore(backend, checksRebuild: false, configure: { options, _ in options.rollupWrites = .direct }) { direct, _ in
             try await withStore(backend, fault: fault, checksRebuild: false, configure: { options, _ in
                 options.rollupWrites = .journaled
                 options.rollupFoldDelay = .seconds(3600)
+                options.ledgerObserver = observer
             }) { journaled, _ in
                 for batch in batches {
                     for store in [direct, journaled] {
@@ -125,15 +137,22 @@ import Testing
         let fault: FaultInjector = { point in
             if point == .beforeCommit && failing.load(ordering: .relaxed) { throw StorageError(.faultInjected, "test fault") }
         }
-        try await Self.withStores(backend, fault: fault) { direct, journaled in
+        let folds = Folds()
+        try await Self.withStores(backend, fault: fault, observer: folds) { direct, journaled in
             let expected = try await Self.reads(direct)
+            let store = try #require(journaled as? any SessionBackedStore)
             failing.store(true, ordering: .relaxed)
             await #expect(throws: StorageError.self) { _ = try await Self.fold(journaled, limit: 1000) }
+            // The folder's own fold: the failure told to the observer (the server's metrics).
+            await store.foldRollupJournal()
             failing.store(false, ordering: .relaxed)
+            #expect(folds.failed.load(ordering: .relaxed) == 1)
+            #expect(folds.folded.withLock { $0 } == [])
             #expect(try await Self.journalRows(journaled) == Int64(Self.batches.count))
             #expect(try await journaled.count("SELECT COUNT(*) FROM chart_daily") == 0)
             #expect(try await Self.reads(journaled) == expected)
-            try await journaled.foldJournal()
+            await store.foldRollupJournal()
+            #expect(folds.folded.withLock { $0 } == [Self.batches.count])
             #expect(try await Self.journalRows(journaled) == 0)
             #expect(try await Self.reads(journaled) == expected)
         }

@@ -33,12 +33,17 @@ extension SessionBackedStore {
         hasRollupJournal && (configuration.rollupWrites ?? .standard(dialect)) == .journaled ? rollupFolder : nil
     }
 
-    /// Folds the rollup journal until it is empty (``RollupFolder``'s work). A fold that fails
-    /// leaves its rows for the next one; the failure is logged.
+    /// Folds the rollup journal until it is empty (``RollupFolder``'s work), telling the ledger's
+    /// observer. A fold that fails leaves its rows for the next one; the failure is logged.
     func foldRollupJournal() async {
         do {
-            while try await write({ try Ledger(session: $0, fault: nil).foldRollupJournal() }) >= Ledger.foldLimit {}
+            while true {
+                let rows = try await write { try Ledger(session: $0, fault: nil).foldRollupJournal() }
+                ledgerObserver?.rollupJournalFolded(rows: rows)
+                if rows < Ledger.foldLimit { return }
+            }
         } catch {
+            ledgerObserver?.rollupJournalFoldFailed()
             configuration.log?("rollup journal fold failed", ["error": "\(error)"])
         }
     }
