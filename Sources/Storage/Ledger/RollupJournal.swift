@@ -93,6 +93,11 @@ struct RollupChange: Equatable {
         }
     }
 
+    /// The sum of the changes journal rows' texts hold.
+    init(summing texts: [String]) {
+        for text in texts { add(RollupChange(encoded: text)) }
+    }
+
     init(metrics: [MetricRowKey: Int64] = [:], charts: [ChartRowKey: Int64] = [:]) {
         (self.metrics, self.charts) = (metrics, charts)
     }
@@ -113,35 +118,14 @@ extension Ledger {
             DELETE FROM rollup_journal WHERE id IN (SELECT id FROM rollup_journal ORDER BY id LIMIT \(Int64(limit))\(skip))
             RETURNING body
             """, as: String.self)
-        var change = RollupChange()
-        for body in bodies { change.add(RollupChange(encoded: body)) }
-        session.tail.fold(change)
+        session.tail.fold(RollupChange(summing: bodies))
         return bodies.count
-    }
-
-    /// Runs `body` in one read-only snapshot of `session` (PostgreSQL: repeatable read), so that
-    /// several statements read the database as of one instant: the rollups and the journal, with
-    /// a fold in between seen either whole or not at all.
-    static func inSnapshot<T>(_ session: any SQLSession, _ body: (Ledger) throws -> T) throws -> T {
-        try session.execute(session.dialect == .postgres ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
-        do {
-            let result = try body(Ledger(session: session, fault: nil))
-            try session.execute("COMMIT")
-            return result
-        } catch {
-            try? session.execute("ROLLBACK")
-            throw error
-        }
     }
 
     /// Every change still in the journal, summed: what a read of the rollups adds to their rows,
     /// in the read's snapshot.
     func journaledChanges() throws -> RollupChange {
-        var change = RollupChange()
-        for body in try session.values("SELECT body FROM rollup_journal", as: String.self) {
-            change.add(RollupChange(encoded: body))
-        }
-        return change.nonzero
+        RollupChange(summing: try session.values("SELECT body FROM rollup_journal", as: String.self)).nonzero
     }
 }
 
@@ -253,30 +237,34 @@ extension RollupChange {
         filter: ChartFilter
     ) -> ChartRows {
         let environments = Set(environments), kinds = Set(kinds)
-        var journaled: [(key: ChartRowKey, value: Int64, isDay: Bool)] = []
+        var journaled: [(row: ChartDelta, isDay: Bool)] = []
         for (key, value) in charts where value != 0 && environments.contains(key.environment) {
+            guard let kind = ChartKind(rawValue: key.kind), kinds.contains(kind) else { continue }
+            var row = ChartDelta(
+                environment: Environment(rawValue: key.environment), day: key.day, kind: kind, currency: key.currency,
+                segment: ChartSegment(store: key.store, product: key.product, storefront: key.storefront, periodType: key.periodType),
+                offset: key.offset, value: value)
             let held = ChartSegmentation.allCases.allSatisfy { segmentation in
-                filter.value(segmentation).map { $0 == key.value(segmentation) } ?? true
+                filter.value(segmentation).map { $0 == segmentation.value(row) } ?? true
             }
-            guard held, let kind = ChartKind(rawValue: key.kind), kinds.contains(kind) else { continue }
-            var read = key
-            if !segments.contains(.store) { read.store = "" }
-            if !segments.contains(.product) { read.product = "" }
-            if !segments.contains(.storefront) { read.storefront = "" }
-            if !segments.contains(.periodType) { read.periodType = "" }
-            if key.day >= fromDay && key.day <= toDay {
-                journaled.append((read, value, true))
-            } else if key.day < fromDay && kind.isStock {
-                read.day = fromDay
-                journaled.append((read, value, false))
+            guard held else { continue }
+            if !segments.contains(.store) { row.segment.store = "" }
+            if !segments.contains(.product) { row.segment.product = "" }
+            if !segments.contains(.storefront) { row.segment.storefront = "" }
+            if !segments.contains(.periodType) { row.segment.periodType = "" }
+            if row.day >= fromDay && row.day <= toDay {
+                journaled.append((row, true))
+            } else if row.day < fromDay && kind.isStock {
+                row.day = fromDay
+                journaled.append((row, false))
             }
         }
         guard !journaled.isEmpty else { return rows }
         var opening = Summed<ChartRowKey>(), days = Summed<ChartRowKey>()
         for delta in rows.opening { opening.add(ChartRowKey(delta), delta.value) }
         for delta in rows.days { days.add(ChartRowKey(delta), delta.value) }
-        for row in journaled {
-            if row.isDay { days.add(row.key, row.value) } else { opening.add(row.key, row.value) }
+        for (row, isDay) in journaled {
+            if isDay { days.add(ChartRowKey(row), row.value) } else { opening.add(ChartRowKey(row), row.value) }
         }
         func deltas(_ sums: Summed<ChartRowKey>) -> [ChartDelta] {
             sums.nonzero.compactMap { key, value in
@@ -289,19 +277,6 @@ extension RollupChange {
             }
         }
         return ChartRows(opening: deltas(opening), days: deltas(days))
-    }
-}
-
-extension ChartRowKey {
-    /// The row's value of a segment column; empty for the environment (not a segment column here).
-    func value(_ segmentation: ChartSegmentation) -> String {
-        switch segmentation {
-        case .store: store
-        case .product: product
-        case .storefront: storefront
-        case .periodType: periodType
-        case .environment: ""
-        }
     }
 }
 

@@ -193,3 +193,20 @@ extension SessionBackedStore {
         }
     }
 }
+
+extension Ledger {
+    /// Runs `body` in one read-only snapshot of `session` (PostgreSQL: repeatable read), so that
+    /// several statements read the database as of one instant (the rollups and the journal, with a
+    /// fold in between seen either whole or not at all; a customer's state and its facts).
+    static func inSnapshot<T>(_ session: any SQLSession, _ body: (Ledger) throws -> T) throws -> T {
+        try session.execute(session.dialect == .postgres ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN")
+        do {
+            let result = try body(Ledger(session: session, fault: nil))
+            try session.execute("COMMIT")
+            return result
+        } catch {
+            try? session.execute("ROLLBACK")
+            throw error
+        }
+    }
+}
