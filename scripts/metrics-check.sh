@@ -5,10 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=.build/metrics-venv
 # shellcheck source=test-server.sh
 . scripts/test-server.sh
-test_venv "$venv" prometheus_client prometheus_client
+test_venv metrics
 
 key="metrics-secret-0123456789"
 cat > "$dir/entitled.json" <<JSON

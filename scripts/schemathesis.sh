@@ -8,10 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 examples="${1:-20}"
-venv=.build/schemathesis-venv
 # shellcheck source=test-server.sh
 . scripts/test-server.sh
-test_venv "$venv" schemathesis schemathesis
+test_venv schemathesis
 
 key="schemathesis-secret-0123456789"
 cat > "$dir/entitled.json" <<JSON

@@ -1,6 +1,7 @@
 # Shared by the scripts that test a live server (schemathesis.sh, metrics-check.sh,
 # console-browser-test.sh); source it.
-#   test_venv VENV PACKAGE MODULE   a venv under .build with PACKAGE from PyPI (MODULE importable)
+#   test_venv NAME                  sets $venv to .build/NAME-venv, made first if missing
+#                                   (scripts/test-venvs.sh lists them)
 #   $entitled                       the binary: $ENTITLED_BINARY (scripts/test sets it to its
 #                                   build's), else .build/debug/entitled (`swift build`)
 #   start_serve NAME                runs $entitled serve with $dir/entitled.json on a
@@ -9,11 +10,8 @@
 #   event_port EVENT                the port of the log event EVENT's "address" (empty until logged)
 
 test_venv() {
-  local venv="$1" package="$2" module="$3"
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import $module" 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "$package"
-  fi
+  venv=".build/$1-venv"
+  scripts/test-venvs.sh "$1"
 }
 
 entitled="${ENTITLED_BINARY:-.build/debug/entitled}"

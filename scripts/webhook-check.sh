@@ -13,10 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=.build/webhooks-venv
 # shellcheck source=test-server.sh
 . scripts/test-server.sh
-test_venv "$venv" standardwebhooks standardwebhooks
+test_venv webhooks
 
 secret="$("$entitled" webhook-secret)"
 other="$("$entitled" webhook-secret)"
