@@ -1,5 +1,5 @@
 # Shared by the scripts that test a live server (schemathesis.sh, metrics-check.sh,
-# console-browser-test.sh); source it.
+# webhook-check.sh, console-browser-test.sh); source it.
 #   test_venv NAME                  sets $venv to .build/NAME-venv, made first if missing
 #                                   (scripts/test-venvs.sh lists them)
 #   $entitled                       the binary: $ENTITLED_BINARY (scripts/test sets it to its

@@ -16,6 +16,11 @@ venvs=(
 )
 
 wanted=("$@")
+known=" "
+for entry in "${venvs[@]}"; do known+="${entry%% *} "; done
+for name in "$@"; do
+  [[ "$known" == *" $name "* ]] || { echo "test-venvs: no venv named $name (known:$known)" >&2; exit 2; }
+done
 for entry in "${venvs[@]}"; do
   read -r name package module <<< "$entry"
   if [ ${#wanted[@]} -gt 0 ] && [[ " ${wanted[*]} " != *" $name "* ]]; then continue; fi
