@@ -394,6 +394,12 @@ def main():
         page.evaluate("document.querySelector('#timeline button').click(); true")
         raw = page.evaluate("[...document.querySelectorAll('#timeline pre')].some(p => !p.hidden && p.textContent.includes('transactionId'))")
         checks.append(("raw facts one click away", str(raw), "True"))
+        if not raw:
+            # What the timeline held, to tell a missing row from a row without the facts.
+            rows = page.evaluate(
+                "JSON.stringify([...document.querySelectorAll('#timeline tr.event')].map(r => "
+                "[r.children[0].textContent, r.children[2].textContent, r.querySelector('pre').textContent.slice(0, 300)]))")
+            print(f"console browser test: the timeline's rows: {rows}", file=sys.stderr)
         deliveries = page.evaluate("document.getElementById('deliveries').textContent")
         checks.append(("customer shows its webhook deliveries", str("No webhook delivery for this customer." in deliveries), "True"))
         shot("customer")
