@@ -193,6 +193,16 @@ struct ChartRowKey: Hashable, Comparable {
         offset = delta.offset
     }
 
+    /// The row of this key with `value`; nil for a kind this build does not know.
+    func delta(_ value: Int64) -> ChartDelta? {
+        ChartKind(rawValue: kind).map {
+            ChartDelta(
+                environment: Environment(rawValue: environment), day: day, kind: $0, currency: currency,
+                segment: ChartSegment(store: store, product: product, storefront: storefront, periodType: periodType), offset: offset,
+                value: value)
+        }
+    }
+
     /// The order of the tuple of the fields, compared one by one without copying them into
     /// tuples: every commit sorts its chart rows (the lock order), so this runs often.
     static func < (a: Self, b: Self) -> Bool {

@@ -239,11 +239,7 @@ extension RollupChange {
         let environments = Set(environments), kinds = Set(kinds)
         var journaled: [(row: ChartDelta, isDay: Bool)] = []
         for (key, value) in charts where value != 0 && environments.contains(key.environment) {
-            guard let kind = ChartKind(rawValue: key.kind), kinds.contains(kind) else { continue }
-            var row = ChartDelta(
-                environment: Environment(rawValue: key.environment), day: key.day, kind: kind, currency: key.currency,
-                segment: ChartSegment(store: key.store, product: key.product, storefront: key.storefront, periodType: key.periodType),
-                offset: key.offset, value: value)
+            guard var row = key.delta(value), kinds.contains(row.kind) else { continue }
             let held = ChartSegmentation.allCases.allSatisfy { segmentation in
                 filter.value(segmentation).map { $0 == segmentation.value(row) } ?? true
             }
@@ -254,7 +250,7 @@ extension RollupChange {
             if !segments.contains(.periodType) { row.segment.periodType = "" }
             if row.day >= fromDay && row.day <= toDay {
                 journaled.append((row, true))
-            } else if row.day < fromDay && kind.isStock {
+            } else if row.day < fromDay && row.kind.isStock {
                 row.day = fromDay
                 journaled.append((row, false))
             }
@@ -266,16 +262,7 @@ extension RollupChange {
         for (row, isDay) in journaled {
             if isDay { days.add(ChartRowKey(row), row.value) } else { opening.add(ChartRowKey(row), row.value) }
         }
-        func deltas(_ sums: Summed<ChartRowKey>) -> [ChartDelta] {
-            sums.nonzero.compactMap { key, value in
-                ChartKind(rawValue: key.kind).map {
-                    ChartDelta(
-                        environment: Environment(rawValue: key.environment), day: key.day, kind: $0, currency: key.currency,
-                        segment: ChartSegment(store: key.store, product: key.product, storefront: key.storefront, periodType: key.periodType),
-                        offset: key.offset, value: value)
-                }
-            }
-        }
+        func deltas(_ sums: Summed<ChartRowKey>) -> [ChartDelta] { sums.nonzero.compactMap { key, value in key.delta(value) } }
         return ChartRows(opening: deltas(opening), days: deltas(days))
     }
 }
