@@ -3,7 +3,7 @@ import AppStoreSimulator
 import Foundation
 import Testing
 
-/// Every engine lifecycle (Tests/EntitlementsTests/Lifecycles.swift) as a scenario file, run
+/// Every engine lifecycle (`Lifecycles`, Tests/EntitlementsTests) as a scenario file, run
 /// through the simulator against a real server on SQLite: in order, shuffled with duplicates, and
 /// across an outage with Apple's retries. Each expectation in the file is checked against
 /// `GET /v1/customers/{id}` at its virtual instant.
