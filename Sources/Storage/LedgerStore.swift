@@ -218,6 +218,9 @@ public struct StoreConfiguration: Sendable {
     /// Tests only: closing the store hands its PostgreSQL schema back to
     /// ``PostgresSchemaPool/shared`` (reset for another test, or dropped).
     var recyclesSchema = false
+    /// Frames (pages) past which a SQLite file's WAL is started over (``WALRestart``); tests
+    /// make it small. Default 4096 (16 MiB of 4 KiB pages).
+    var sqliteWALRestartPages: Int64 = 4096
     /// Tests only: a new SQLite database (in memory, or a file not there yet) starts as this
     /// image instead of empty: ``SQLiteStore/migratedImage``, so that opening it migrates nothing.
     var sqliteInitialImage: [UInt8]? = nil

@@ -20,6 +20,8 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
     let dialect: SQLDialect = .sqlite
     let tail = TransactionTail()
     private let db: OpaquePointer
+    /// The busy timeout ``configure(writer:wal:busyTimeoutMilliseconds:checkpointer:syncedBySyncer:)`` set (ms).
+    private var busyTimeout: Int32 = 0
     private var statements: [String: OpaquePointer] = [:]
     /// The fixed queries' statements (also in ``statements``), found by the text's identity; the
     /// text is kept so that its identity is never another's.
@@ -305,6 +307,18 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Runs a `RESTART` checkpoint, waiting at most `waitMilliseconds` for a lock: copies the WAL
+    /// frames the database file lacks and lets the next write start the WAL from its beginning.
+    /// False when it could not finish in that time (another connection's checkpoint runs, or a
+    /// reader still reads frames of the WAL): nothing to undo, a later try picks up from there.
+    func restartWAL(waitMilliseconds: Int32) -> Bool {
+        sqlite3_busy_timeout(db, waitMilliseconds)
+        defer { sqlite3_busy_timeout(db, busyTimeout) }
+        var frames: Int32 = 0
+        var copied: Int32 = 0
+        return sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_RESTART, &frames, &copied) == SQLITE_OK
+    }
+
     /// Sets the connection's pragmas. The writer's `synchronous` mode: see docs/storage.md.
     /// `syncedBySyncer`: the store fsyncs the WAL itself after each commit (``WALSyncer``), so the
     /// writer commits with `NORMAL` and goes on with the next group while that fsync runs.
@@ -312,6 +326,7 @@ final class SQLiteConnection: SQLSession, @unchecked Sendable {
         writer: Bool, wal: Bool, busyTimeoutMilliseconds: Int, checkpointer: Bool = false, syncedBySyncer: Bool = false
     ) throws {
         sqlite3_busy_timeout(db, Int32(clamping: busyTimeoutMilliseconds))
+        busyTimeout = Int32(clamping: busyTimeoutMilliseconds)
         if writer {
             if wal {
                 let mode = try query("PRAGMA journal_mode = WAL", []).first.flatMap { try $0.single(String?.self) }

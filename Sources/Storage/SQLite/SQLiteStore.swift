@@ -48,10 +48,13 @@ final class SQLiteStore: SessionBackedStore {
     private let committed = Doorbell()
     /// Checkpoints run so far (tests: an idle store runs none).
     let checkpoints = Atomic<Int>(0)
+    /// Starts a file's WAL over under sustained writes; nil in memory (no WAL).
+    private let walRestart: WALRestart?
 
     private init(location: Location, configuration: StoreConfiguration) {
         self.location = location
         self.configuration = configuration
+        if case .file = location { walRestart = WALRestart(pages: configuration.sqliteWALRestartPages) } else { walRestart = nil }
         rollupFolder = RollupFolder(delay: configuration.rollupFoldDelay)
     }
 
@@ -120,6 +123,7 @@ final class SQLiteStore: SessionBackedStore {
         let observer = configuration.ledgerObserver
         let log = configuration.log
         let committed = self.committed
+        let walRestart = self.walRestart
         // Without a busy timeout each try answers at once: asking again would spin.
         let lockWait = DispatchTimeInterval.milliseconds(
             configuration.sqliteBusyTimeoutMilliseconds > 0 ? max(0, configuration.sqliteWriteLockWaitMilliseconds) : 0)
@@ -156,6 +160,9 @@ final class SQLiteStore: SessionBackedStore {
                     Self.commitGroup(
                         writes, on: connection, fault: fault, syncer: syncer, lockWait: lockWait, stats: &stats)
                     observer?.groupCommitted(writes: writes.count)
+                    // Before the ring that wakes the checkpointer, whose pass would hold the
+                    // checkpoint lock the restart needs.
+                    if walRestart?.afterCommit(on: connection) == true { stats.walRestarts += 1 }
                     committed.ring()
                 }
                 for job in jobs where !job.isWrite {
@@ -171,17 +178,13 @@ final class SQLiteStore: SessionBackedStore {
     /// Checkpoints the WAL into the database file from a thread of its own, at most every 50 ms
     /// and only after commits (an idle store's thread sleeps until the writer rings or the store
     /// closes), so the writer doesn't pause to copy pages (its automatic checkpoint is only a
-    /// backstop). PASSIVE never blocks anyone, but under sustained writes it never catches up
-    /// completely, and SQLite only starts the WAL over once it has: the file would grow without
-    /// end, and appending to a growing file makes every commit's fsync dearer. So once the WAL
-    /// passes 4096 pages the checkpointer runs a RESTART checkpoint, which waits for the current
-    /// group commit, copies the few frames PASSIVE left, and makes the next group start the WAL
-    /// from its beginning.
+    /// backstop). PASSIVE never blocks anyone; the WAL's frame count it reports tells the writer
+    /// when to start the WAL over (``WALRestart``).
     private func startCheckpointer(path: String) throws {
         let connection = try SQLiteConnection(path: path)
         try connection.configure(writer: false, wal: true, busyTimeoutMilliseconds: 2000, checkpointer: true)
         let committed = self.committed
-        let restartPages: Int64 = 4096
+        let walRestart = self.walRestart
         // Holds the store until close (which ends the thread) for its `checkpoints` counter.
         threads.start(name: "entitled.sqlite.checkpoint") { [self] in
             var last: DispatchTime?
@@ -189,9 +192,8 @@ final class SQLiteStore: SessionBackedStore {
                 if let last, committed.pause(until: last + .milliseconds(50)) == .closed { break }
                 last = DispatchTime.now()
                 // Columns busy, log (frames in the WAL), checkpointed.
-                let frames = (try? connection.row("PRAGMA wal_checkpoint(PASSIVE)", as: WALCheckpoint.self))?.log
-                if let frames, frames >= restartPages {
-                    _ = try? connection.query("PRAGMA wal_checkpoint(RESTART)")
+                if let frames = (try? connection.row("PRAGMA wal_checkpoint(PASSIVE)", as: WALCheckpoint.self))?.log {
+                    walRestart?.note(frames: frames)
                 }
                 self.checkpoints.add(1, ordering: .relaxed)
             }
@@ -457,37 +459,6 @@ extension SQLiteStore {
             try session.value(
                 "SELECT (c.page_count - f.freelist_count) * s.page_size FROM pragma_page_count() AS c, pragma_freelist_count() AS f, pragma_page_size() AS s", as: Int64.self) ?? 0
         }
-    }
-}
-
-/// Writer-thread counters, reported at close to ``StoreConfiguration/log`` (benchmarks print them).
-struct WriterStats {
-    var groups = 0
-    var jobs = 0
-    /// Nanoseconds running jobs (from BEGIN to just before COMMIT).
-    var work: UInt64 = 0
-    /// Nanoseconds in COMMIT (mostly the fsync).
-    var commit: UInt64 = 0
-    /// Nanoseconds waiting for a first job, and waiting for a group to fill.
-    var idle: UInt64 = 0
-    var gather: UInt64 = 0
-    /// Nanoseconds resuming callers after commits.
-    var resume: UInt64 = 0
-    /// Groups run again, with savepoints, after a job failed.
-    var retries = 0
-
-    /// One `sqlite writer` event: counts, and times in milliseconds (per job and commit in µs).
-    func report(to log: StorageLog) {
-        guard groups > 0 else { return }
-        log(
-            "sqlite writer",
-            [
-                "jobs": "\(jobs)", "groups": "\(groups)", "averageGroup": "\(jobs / groups)",
-                "microsecondsPerJob": "\(jobs > 0 ? work / UInt64(jobs) / 1000 : 0)",
-                "microsecondsPerCommit": "\(commit / UInt64(groups) / 1000)", "idleMs": "\(idle / 1_000_000)",
-                "gatheringMs": "\(gather / 1_000_000)", "workingMs": "\(work / 1_000_000)",
-                "committingMs": "\(commit / 1_000_000)", "resumingMs": "\(resume / 1_000_000)", "retried": "\(retries)",
-            ])
     }
 }
 
