@@ -391,8 +391,12 @@ def main():
         events = page.evaluate("[...document.querySelectorAll('#timeline .event-text')].map(e => e.textContent)")
         for want in expected["timeline"]:
             checks.append((f"timeline has {want!r}", str(want in events), "True"))
-        page.evaluate("document.querySelector('#timeline button').click(); true")
-        raw = page.evaluate("[...document.querySelectorAll('#timeline pre')].some(p => !p.hidden && p.textContent.includes('transactionId'))")
+        # The raw facts of the purchase's row. Not the first row: the subscription's backfill job
+        # (the ledger's first sight of it, fetched from the simulator's Server API) may have run
+        # by now, and its newer rows come first; a renewal info has no transactionId.
+        row = f"[...document.querySelectorAll('#timeline tr.event')].find(r => r.querySelector('.event-text').textContent === {json.dumps(expected['timeline'][0])})"
+        page.evaluate(f"{row}?.querySelector('button').click(); true")
+        raw = page.evaluate(f"(p => !!p && !p.hidden && p.textContent.includes('transactionId'))({row}?.querySelector('pre'))")
         checks.append(("raw facts one click away", str(raw), "True"))
         if not raw:
             # What the timeline held, to tell a missing row from a row without the facts.
