@@ -6,10 +6,10 @@ import Synchronization
 /// but SQLite starts the WAL over only once a checkpoint has copied all of it and no reader still
 /// reads from it. Under a steady stream of group commits that never happens by itself: each group
 /// appends before the checkpointer catches up. A `RESTART` checkpoint must hold the write lock,
-/// and one run from the checkpointer's connection waited for it in vain: the writer takes the lock
-/// again within microseconds of each commit while the busy handler polls every few milliseconds,
-/// so it gave up after its whole busy timeout, again and again, while the WAL grew by hundreds of
-/// megabytes.
+/// and one run from another connection waits for it in vain: the writer takes the lock again
+/// within microseconds of each commit while the busy handler polls every few milliseconds, so
+/// under load such a checkpoint ends its whole busy timeout without the lock, and the WAL keeps
+/// growing (docs/storage.md gives the figures).
 ///
 /// So the checkpointer only measures (``note(frames:)``) and the writer, which holds the write lock
 /// whenever anyone does, restarts the WAL itself between two groups (``afterCommit(on:)``). What is
